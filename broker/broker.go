@@ -1,0 +1,261 @@
+// Package broker is the domain of Lazarus: queues, partitions, consumer
+// groups, leases, acknowledgements, dead letters and replay.
+//
+// The rules of ../shared/SPEC.md live here. Storage is behind the Store
+// interface, implemented by package db; this package imports only the
+// standard library.
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// QueueModeGroup is the consumer group of pops and acks that name none.
+const QueueModeGroup = "__QUEUE_MODE__"
+
+// DefaultPartition is the partition of pushes that name none.
+const DefaultPartition = "Default"
+
+// Limits that keep one request from holding the writer for long.
+const (
+	MaxBatch      = 1000 // messages per pop
+	MaxPushItems  = 1000 // items per push call
+	MaxAcks       = 1000 // acknowledgements per batch
+	MaxPageSize   = 1000 // dead letters per page
+	MaxNameLength = 255  // queue, partition and group names
+	MaxErrorText  = 8192 // bytes of an ack's error kept with a dead letter
+	bulkChunk     = 1000 // dead letters per transaction in bulk actions
+)
+
+// Errors returned by the broker. The web layer maps them to HTTP statuses.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrInvalid   = errors.New("invalid input")
+	ErrConflict  = errors.New("conflict")
+	ErrDuplicate = errors.New("duplicate")
+)
+
+// Error is an error with a message that is safe to show to the caller, and a
+// kind (one of the Err* sentinels) that decides the status.
+type Error struct {
+	Kind    error
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap lets errors.Is match the kind.
+func (e *Error) Unwrap() error { return e.Kind }
+
+func errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// Clock tells the time; tests inject one they move by hand.
+type Clock interface {
+	Now() time.Time
+}
+
+// ClockFunc adapts a function to Clock.
+type ClockFunc func() time.Time
+
+// Now calls f.
+func (f ClockFunc) Now() time.Time { return f() }
+
+// SystemClock is the wall clock.
+var SystemClock Clock = ClockFunc(time.Now)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+
+// ValidName reports whether s may name a queue, a partition or a group.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+func checkName(what, s string) error {
+	if !ValidName(s) {
+		return errorf(ErrInvalid, "%s name %q must be 1-255 letters, digits, '.', '_' or '-'", what, truncate(s, 64))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary.
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// Options are a queue's settings (SPEC.md section 2).
+type Options struct {
+	LeaseTime          int  `json:"leaseTime"`          // seconds
+	RetryLimit         int  `json:"retryLimit"`         // retries after the first try
+	RetryDelay         int  `json:"retryDelay"`         // milliseconds
+	DeadLetterQueue    bool `json:"deadLetterQueue"`    // false: keep no dead letters
+	DLQAfterMaxRetries bool `json:"dlqAfterMaxRetries"` // false: drop what runs out of retries
+}
+
+// DefaultOptions are the options of a queue created by its first push.
+func DefaultOptions() Options {
+	return Options{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, DeadLetterQueue: true, DLQAfterMaxRetries: true}
+}
+
+// Queue is a named container of partitions.
+type Queue struct {
+	ID        int64
+	Name      string
+	Options   Options
+	CreatedAt time.Time
+}
+
+// Partition is an ordered lane of a queue.
+type Partition struct {
+	ID        int64
+	UUID      string // the partitionId of the API
+	QueueID   int64
+	Name      string
+	CreatedAt time.Time
+}
+
+// Message is what a producer pushed. Immutable once stored.
+type Message struct {
+	Seq           int64 // push order, global
+	PartitionID   int64
+	TransactionID string
+	Payload       []byte // JSON, byte-exact as pushed
+	TraceID       string
+	CreatedAt     time.Time
+}
+
+// ID is the message's public id: a UUIDv7 made of its time and sequence.
+func (m Message) ID() string { return MessageID(m.CreatedAt, m.Seq) }
+
+// Consumer is the state of one consumer group in one partition.
+type Consumer struct {
+	PartitionID int64
+	GroupID     int64
+	QueueID     int64
+	Cursor      int64 // seq of the last settled message
+	LeaseID     string
+	LeaseUntil  time.Time
+	LeaseLast   int64 // seq of the last message of the leased batch
+	LeasedAt    time.Time
+	RetrySeq    int64 // the message whose retries Retries counts
+	Retries     int
+	AvailableAt time.Time  // the partition waits for this group until then
+	Acks        []LeaseAck // acks received for messages not yet at the head
+}
+
+// LeaseAck is an acknowledgement recorded while earlier messages of the
+// same lease are still unacknowledged.
+type LeaseAck struct {
+	Seq    int64  `json:"seq"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+func (c *Consumer) leaseLive(now time.Time) bool {
+	return c.LeaseID != "" && c.LeaseUntil.After(now)
+}
+
+func (c *Consumer) clearLease() {
+	c.LeaseID, c.LeaseUntil, c.LeaseLast, c.Acks = "", time.Time{}, 0, nil
+}
+
+func (c *Consumer) retriesOf(seq int64) int {
+	if c.RetrySeq == seq {
+		return c.Retries
+	}
+	return 0
+}
+
+// Start says where a consumer group begins reading a queue it has never read.
+type Start struct {
+	// From is the zero time for "from the beginning"; otherwise the group
+	// starts with the first message pushed at or after From.
+	From time.Time
+	// Now: start after everything already pushed ("new" / "now").
+	Now bool
+}
+
+// DeadLetter is a message one consumer group gave up on.
+type DeadLetter struct {
+	ID           int64 // row id, the keyset tie-breaker
+	Seq          int64
+	QueueID      int64
+	Queue        string
+	PartitionID  int64
+	Partition    string
+	PartitionKey string // the partition's UUID
+	GroupID      int64
+	Group        string
+	Error        string
+	RetryCount   int
+	FailedAt     time.Time
+	// The message, joined.
+	TransactionID string
+	Payload       []byte
+	TraceID       string
+	CreatedAt     time.Time
+}
+
+// MessageID is the dead-lettered message's public id.
+func (d DeadLetter) MessageID() string { return MessageID(d.CreatedAt, d.Seq) }
+
+// IsReplay reports whether the message is itself a replayed copy.
+func (d DeadLetter) IsReplay() bool { return IsReplayTransaction(d.TransactionID) }
+
+// ReplayPrefix starts the transactionId of every replayed copy.
+const ReplayPrefix = "dlq:"
+
+// IsReplayTransaction reports whether a transactionId is a replay's.
+func IsReplayTransaction(txid string) bool {
+	return len(txid) > len(ReplayPrefix) && txid[:len(ReplayPrefix)] == ReplayPrefix
+}
+
+// Stats are running totals per queue and consumer group, kept in the same
+// transactions as the events they count.
+type Stats struct {
+	Depth        int64 // dead letters now
+	DeadLettered int64
+	Replayed     int64
+	Deleted      int64
+	Dropped      int64
+	Completed    int64
+	Failed       int64
+}
+
+// GroupStats are a group's stats in one queue.
+type GroupStats struct {
+	QueueID int64
+	GroupID int64
+	Group   string
+	Stats
+	OldestFailedAt time.Time // zero when the group has no dead letters
+}
+
+// AuditEntry records who did what.
+type AuditEntry struct {
+	ID     int64
+	At     time.Time
+	Actor  string
+	Action string // replay, delete, dead_letter, drop, configure, queue_delete, ...
+	Queue  string
+	Group  string
+	Count  int
+	Detail string
+}
+
+// Audit actions.
+const (
+	AuditReplay      = "replay"
+	AuditDelete      = "delete"
+	AuditDeadLetter  = "dead_letter"
+	AuditConfigure   = "configure"
+	AuditQueueDelete = "queue_delete"
+)

@@ -1,0 +1,359 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DLQQuery selects dead letters by name; the zero value selects all.
+type DLQQuery struct {
+	Queue         string
+	Group         string
+	Partition     string
+	From, To      time.Time // failedAt range, To exclusive
+	ErrorContains string
+	TransactionID string
+	Limit         int
+	Offset        int
+	After         *Cursor // keyset: rows older than this; Offset is then ignored
+	WithTotal     bool
+}
+
+// DLQPage is a page of dead letters, newest failure first.
+type DLQPage struct {
+	Items []DeadLetter
+	Total int64   // when asked for
+	Next  *Cursor // the keyset position after the last item; nil on the last page
+}
+
+// Describe names the query's filters for people (audit, confirmations).
+func (q DLQQuery) Describe() string {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, fmt.Sprintf("%s=%q", k, truncate(v, 64)))
+		}
+	}
+	add("queue", q.Queue)
+	add("group", q.Group)
+	add("partition", q.Partition)
+	if !q.From.IsZero() {
+		add("from", q.From.UTC().Format(time.RFC3339))
+	}
+	if !q.To.IsZero() {
+		add("to", q.To.UTC().Format(time.RFC3339))
+	}
+	add("error", q.ErrorContains)
+	add("transactionId", q.TransactionID)
+	if len(parts) == 0 {
+		return "all dead letters"
+	}
+	return strings.Join(parts, " ")
+}
+
+func (q *DLQQuery) validate() error {
+	if q.Limit == 0 {
+		q.Limit = 100
+	}
+	if q.Limit < 1 || q.Limit > MaxPageSize {
+		return errorf(ErrInvalid, "limit must be between 1 and %d", MaxPageSize)
+	}
+	if q.Offset < 0 {
+		return errorf(ErrInvalid, "offset must not be negative")
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
+		return errorf(ErrInvalid, "to must be after from")
+	}
+	if len(q.ErrorContains) > 1024 || len(q.TransactionID) > MaxNameLength {
+		return errorf(ErrInvalid, "filter text is too long")
+	}
+	return nil
+}
+
+// filter resolves names to ids. ok is false when a named thing does not
+// exist, so nothing can match.
+func (q DLQQuery) filter(ctx context.Context, tx Tx) (f Filter, ok bool, err error) {
+	f = Filter{From: q.From, To: q.To, ErrorContains: q.ErrorContains, TransactionID: q.TransactionID}
+	if q.Queue != "" {
+		qu, err := tx.QueueByName(ctx, q.Queue)
+		if isNotFound(err) {
+			return f, false, nil
+		}
+		if err != nil {
+			return f, false, err
+		}
+		f.QueueID = qu.ID
+		if q.Partition != "" {
+			p, err := tx.PartitionByName(ctx, qu.ID, q.Partition)
+			if isNotFound(err) {
+				return f, false, nil
+			}
+			if err != nil {
+				return f, false, err
+			}
+			f.PartitionID = p.ID
+		}
+	} else if q.Partition != "" {
+		return f, false, errorf(ErrInvalid, "partition needs queue")
+	}
+	if q.Group != "" {
+		gid, err := tx.GroupID(ctx, q.Group, false)
+		if isNotFound(err) {
+			return f, false, nil
+		}
+		if err != nil {
+			return f, false, err
+		}
+		f.GroupID = gid
+	}
+	return f, true, nil
+}
+
+// DeadLetters lists dead letters, newest failure first.
+func (b *Broker) DeadLetters(ctx context.Context, q DLQQuery) (DLQPage, error) {
+	if err := q.validate(); err != nil {
+		return DLQPage{}, err
+	}
+	var page DLQPage
+	err := b.store.View(ctx, func(tx Tx) error {
+		f, ok, err := q.filter(ctx, tx)
+		if err != nil || !ok {
+			return err
+		}
+		// One row more than asked tells whether there is a next page.
+		items, err := tx.ListDeadLetters(ctx, f, Page{Limit: q.Limit + 1, Offset: q.Offset, After: q.After})
+		if err != nil {
+			return fmt.Errorf("list dead letters: %w", err)
+		}
+		if len(items) > q.Limit {
+			items = items[:q.Limit]
+			last := items[len(items)-1]
+			page.Next = &Cursor{At: last.FailedAt, ID: last.ID}
+		}
+		page.Items = items
+		if q.WithTotal {
+			if page.Total, err = tx.CountDeadLetters(ctx, f); err != nil {
+				return fmt.Errorf("count dead letters: %w", err)
+			}
+		}
+		return nil
+	})
+	return page, err
+}
+
+// TopErrors returns the most frequent error texts among the dead letters q
+// selects.
+func (b *Broker) TopErrors(ctx context.Context, q DLQQuery, limit int) ([]ErrorCount, error) {
+	if err := q.validate(); err != nil {
+		return nil, err
+	}
+	var out []ErrorCount
+	err := b.store.View(ctx, func(tx Tx) error {
+		f, ok, err := q.filter(ctx, tx)
+		if err != nil || !ok {
+			return err
+		}
+		out, err = tx.TopErrors(ctx, f, limit)
+		return err
+	})
+	return out, err
+}
+
+// DeadLetterDetail is one dead letter of a message, and the message's dead
+// letters in the other groups.
+type DeadLetterDetail struct {
+	DeadLetter
+	Others []DeadLetter
+}
+
+// DeadLetter returns the dead letters of a message by its public id; group,
+// when set, picks that group's.
+func (b *Broker) DeadLetter(ctx context.Context, messageID, group string) (DeadLetterDetail, error) {
+	var out DeadLetterDetail
+	err := b.store.View(ctx, func(tx Tx) error {
+		dls, err := deadLettersOf(ctx, tx, messageID)
+		if err != nil {
+			return err
+		}
+		i := 0
+		if group != "" {
+			i = -1
+			for j, d := range dls {
+				if d.Group == group {
+					i = j
+				}
+			}
+			if i < 0 {
+				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(group, 64))
+			}
+		}
+		out.DeadLetter = dls[i]
+		out.Others = append(append([]DeadLetter{}, dls[:i]...), dls[i+1:]...)
+		return nil
+	})
+	return out, err
+}
+
+func deadLettersOf(ctx context.Context, tx Tx, messageID string) ([]DeadLetter, error) {
+	ms, seq, ok := ParseMessageID(messageID)
+	if !ok {
+		return nil, errorf(ErrNotFound, "dead letter %q not found", truncate(messageID, 64))
+	}
+	dls, err := tx.DeadLettersOfMessage(ctx, seq)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters of message: %w", err)
+	}
+	if len(dls) == 0 || dls[0].CreatedAt.UnixMilli() != ms {
+		return nil, errorf(ErrNotFound, "dead letter %q not found", truncate(messageID, 64))
+	}
+	return dls, nil
+}
+
+// ReplayResult describes the copy a replay pushed.
+type ReplayResult struct {
+	Status        string // StatusQueued, or StatusDuplicate when a copy was already there
+	MessageID     string // the copy's id
+	TransactionID string // dlq:<original id>
+	PartitionID   string
+	Queue         string
+	Partition     string
+	Groups        []string // the groups whose dead letters it removed
+}
+
+// Replay pushes a copy of a dead-lettered message to the end of its
+// partition and removes the message's dead letters in every group, in one
+// transaction. A second replay finds nothing (ErrNotFound).
+func (b *Broker) Replay(ctx context.Context, messageID, actor string) (ReplayResult, error) {
+	var res ReplayResult
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		now := b.now()
+		dls, err := deadLettersOf(ctx, tx, messageID)
+		if err != nil {
+			return err
+		}
+		if res, err = replay(ctx, tx, now, dls); err != nil {
+			return err
+		}
+		touched(res.Queue)
+		return audit(ctx, tx, now, actor, AuditReplay, res.Queue, strings.Join(res.Groups, ","), 1,
+			fmt.Sprintf("message %s replayed as %s (%s)", messageID, res.MessageID, res.Status))
+	})
+	return res, err
+}
+
+// ReplayTransaction replays the dead-lettered message named by its
+// partition's UUID and its transactionId.
+func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, actor string) (ReplayResult, error) {
+	var id string
+	err := b.store.View(ctx, func(tx Tx) error {
+		p, err := tx.PartitionByUUID(ctx, partitionUUID)
+		if isNotFound(err) {
+			return errorf(ErrNotFound, "partition %q not found", truncate(partitionUUID, 64))
+		}
+		if err != nil {
+			return err
+		}
+		m, err := tx.MessageByTransaction(ctx, p.ID, txid)
+		if isNotFound(err) {
+			return errorf(ErrNotFound, "message %q not found in partition %q", truncate(txid, 64), p.Name)
+		}
+		id = m.ID()
+		return err
+	})
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	return b.Replay(ctx, id, actor)
+}
+
+// replay pushes the copy of the message whose dead letters dls are (at
+// least one) and removes them.
+func replay(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter) (ReplayResult, error) {
+	d := dls[0]
+	copyMsg := Message{PartitionID: d.PartitionID, TransactionID: ReplayPrefix + d.MessageID(), Payload: d.Payload, TraceID: d.TraceID, CreatedAt: now}
+	inserted, err := tx.InsertMessage(ctx, &copyMsg)
+	if err != nil {
+		return ReplayResult{}, fmt.Errorf("replay: push copy: %w", err)
+	}
+	res := ReplayResult{Status: StatusQueued, MessageID: copyMsg.ID(), TransactionID: copyMsg.TransactionID, PartitionID: d.PartitionKey, Queue: d.Queue, Partition: d.Partition}
+	if !inserted {
+		res.Status = StatusDuplicate
+	}
+	if err := removeDeadLetters(ctx, tx, dls, Stats{Replayed: 1}); err != nil {
+		return ReplayResult{}, err
+	}
+	for _, x := range dls {
+		res.Groups = append(res.Groups, x.Group)
+	}
+	return res, nil
+}
+
+// removeDeadLetters deletes dls and counts each in its group: depth down,
+// plus per (Replayed or Deleted, 1 each).
+func removeDeadLetters(ctx context.Context, tx Tx, dls []DeadLetter, per Stats) error {
+	ids := make([]int64, len(dls))
+	type key struct{ q, g int64 }
+	counts := map[key]int64{}
+	for i, d := range dls {
+		ids[i] = d.ID
+		counts[key{d.QueueID, d.GroupID}]++
+	}
+	if err := tx.DeleteDeadLetters(ctx, ids); err != nil {
+		return fmt.Errorf("delete dead letters: %w", err)
+	}
+	for k, n := range counts {
+		s := Stats{Depth: -n, Replayed: per.Replayed * n, Deleted: per.Deleted * n}
+		if err := tx.AddStats(ctx, k.q, k.g, s); err != nil {
+			return fmt.Errorf("stats: %w", err)
+		}
+	}
+	return nil
+}
+
+// Delete removes a message's dead letters: all of them, or only group's.
+func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (int, error) {
+	n := 0
+	err := b.update(ctx, func(tx Tx, _ func(string)) error {
+		now := b.now()
+		dls, err := deadLettersOf(ctx, tx, messageID)
+		if err != nil {
+			return err
+		}
+		if group != "" {
+			dls = onlyGroup(dls, group)
+			if len(dls) == 0 {
+				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(group, 64))
+			}
+		}
+		if err := removeDeadLetters(ctx, tx, dls, Stats{Deleted: 1}); err != nil {
+			return err
+		}
+		n = len(dls)
+		return audit(ctx, tx, now, actor, AuditDelete, dls[0].Queue, groupsOf(dls), n, fmt.Sprintf("message %s deleted", messageID))
+	})
+	return n, err
+}
+
+func onlyGroup(dls []DeadLetter, group string) []DeadLetter {
+	var out []DeadLetter
+	for _, d := range dls {
+		if d.Group == group {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func groupsOf(dls []DeadLetter) string {
+	seen := map[string]bool{}
+	var gs []string
+	for _, d := range dls {
+		if !seen[d.Group] {
+			seen[d.Group] = true
+			gs = append(gs, d.Group)
+		}
+	}
+	return strings.Join(gs, ",")
+}

@@ -1,0 +1,214 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PopRequest asks for messages of one queue for one consumer group.
+type PopRequest struct {
+	Queue     string
+	Partition string // empty: any partition of the queue
+	Group     string // empty: QueueModeGroup
+	Batch     int    // messages at most, default 1
+	Wait      bool   // hold until a message arrives or Timeout passes
+	Timeout   time.Duration
+	AutoAck   bool  // settle the messages as completed at once: no lease
+	Start     Start // where a group new to the queue begins
+}
+
+// Delivery is one message handed out by a pop.
+type Delivery struct {
+	Message
+	Queue         string
+	Partition     string
+	PartitionUUID string
+	LeaseID       string
+	Group         string
+	RetryCount    int
+}
+
+// PopResult is what a pop hands out: messages of one partition, under one
+// lease (none when AutoAck).
+type PopResult struct {
+	Messages   []Delivery
+	LeaseID    string
+	LeaseUntil time.Time
+}
+
+// Pop leases the next messages of a partition of the queue that has some
+// for the group and no live lease or retry delay. With Wait it holds until
+// a message arrives, woken by pushes and acks inside this process.
+func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
+	if err := validatePop(&req); err != nil {
+		return PopResult{}, err
+	}
+	var deadline <-chan time.Time
+	if req.Wait {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		news := b.watch(req.Queue) // before looking, so no news is missed
+		res, wake, err := b.tryPop(ctx, req)
+		if err != nil || len(res.Messages) > 0 || !req.Wait {
+			return res, err
+		}
+		var wakeC <-chan time.Time
+		if !wake.IsZero() {
+			t := time.NewTimer(max(wake.Sub(b.now()), time.Millisecond))
+			wakeC = t.C
+			defer t.Stop()
+		}
+		select {
+		case <-news:
+		case <-wakeC:
+		case <-deadline:
+			return PopResult{}, nil
+		case <-ctx.Done():
+			return PopResult{}, ctx.Err()
+		case <-b.closed:
+			return PopResult{}, nil
+		}
+	}
+}
+
+func validatePop(req *PopRequest) error {
+	if req.Group == "" {
+		req.Group = QueueModeGroup
+	}
+	if req.Batch == 0 {
+		req.Batch = 1
+	}
+	if err := checkName("queue", req.Queue); err != nil {
+		return err
+	}
+	if req.Partition != "" {
+		if err := checkName("partition", req.Partition); err != nil {
+			return err
+		}
+	}
+	if err := checkName("consumer group", req.Group); err != nil {
+		return err
+	}
+	if req.Batch < 1 || req.Batch > MaxBatch {
+		return errorf(ErrInvalid, "batch must be between 1 and %d", MaxBatch)
+	}
+	if req.Wait && (req.Timeout <= 0 || req.Timeout > 10*time.Minute) {
+		return errorf(ErrInvalid, "timeout must be between 1 ms and 10 minutes")
+	}
+	return nil
+}
+
+// tryPop leases what is ready now. When nothing is, it returns the time at
+// which something will be (zero when only a push can change that).
+func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wake time.Time, err error) {
+	err = b.update(ctx, func(tx Tx, touched func(string)) error {
+		now := b.now()
+		res, wake = PopResult{}, time.Time{}
+		q, err := tx.QueueByName(ctx, req.Queue)
+		if isNotFound(err) {
+			return nil // nothing pushed yet: empty, and a wait waits for the first push
+		}
+		if err != nil {
+			return fmt.Errorf("pop: %w", err)
+		}
+		gid, err := subscribe(ctx, tx, q.ID, req.Group, req.Start, now)
+		if err != nil {
+			return err
+		}
+		var c Consumer
+		var part Partition
+		if req.Partition != "" {
+			part, err = tx.PartitionByName(ctx, q.ID, req.Partition)
+			if isNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("pop: partition: %w", err)
+			}
+			if c, err = tx.Consumer(ctx, part.ID, gid); err != nil {
+				return fmt.Errorf("pop: consumer: %w", err)
+			}
+			if c.leaseLive(now) || c.AvailableAt.After(now) {
+				wake = later(c.LeaseUntil, c.AvailableAt)
+				return nil
+			}
+		} else {
+			ready, err := tx.ReadyConsumers(ctx, q.ID, gid, now, 1)
+			if err != nil {
+				return fmt.Errorf("pop: ready: %w", err)
+			}
+			if len(ready) == 0 {
+				wake, _, err = tx.NextWake(ctx, q.ID, gid, now)
+				return err
+			}
+			c = ready[0]
+		}
+		msgs, err := tx.MessagesAfter(ctx, c.PartitionID, c.Cursor, req.Batch)
+		if err != nil {
+			return fmt.Errorf("pop: messages: %w", err)
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		if part.ID == 0 {
+			if part, err = tx.PartitionByID(ctx, c.PartitionID); err != nil {
+				return fmt.Errorf("pop: partition: %w", err)
+			}
+		}
+		// A lease that ran out hands its messages back, no retry spent;
+		// acks recorded behind an unacked head are void.
+		c.clearLease()
+		c.LeasedAt = now
+		if req.AutoAck {
+			c.Cursor = msgs[len(msgs)-1].Seq
+			c.RetrySeq, c.Retries = 0, 0
+			if err := tx.AddStats(ctx, q.ID, gid, Stats{Completed: int64(len(msgs))}); err != nil {
+				return err
+			}
+		} else {
+			c.LeaseID = NewUUID(now)
+			c.LeaseUntil = now.Add(time.Duration(q.Options.LeaseTime) * time.Second)
+			c.LeaseLast = msgs[len(msgs)-1].Seq
+		}
+		if err := tx.SaveConsumer(ctx, &c); err != nil {
+			return fmt.Errorf("pop: save consumer: %w", err)
+		}
+		res.LeaseID, res.LeaseUntil = c.LeaseID, c.LeaseUntil
+		res.Messages = make([]Delivery, len(msgs))
+		for i, m := range msgs {
+			res.Messages[i] = Delivery{Message: m, Queue: q.Name, Partition: part.Name, PartitionUUID: part.UUID, LeaseID: c.LeaseID, Group: req.Group, RetryCount: c.retriesOf(m.Seq)}
+		}
+		return nil
+	})
+	return res, wake, err
+}
+
+// subscribe returns the group's id, subscribing it to the queue the first
+// time it reads it.
+func subscribe(ctx context.Context, tx Tx, queueID int64, group string, start Start, now time.Time) (int64, error) {
+	gid, err := tx.GroupID(ctx, group, true)
+	if err != nil {
+		return 0, fmt.Errorf("group: %w", err)
+	}
+	ok, err := tx.Subscribed(ctx, queueID, gid)
+	if err != nil {
+		return 0, fmt.Errorf("subscribed: %w", err)
+	}
+	if !ok {
+		if err := tx.Subscribe(ctx, queueID, gid, start, now); err != nil {
+			return 0, fmt.Errorf("subscribe: %w", err)
+		}
+	}
+	return gid, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

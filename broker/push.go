@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// PushItem is one message to push.
+type PushItem struct {
+	Queue         string
+	Partition     string // default DefaultPartition
+	Payload       json.RawMessage
+	TransactionID string // default: made by the server
+	TraceID       string
+}
+
+// PushResult says what became of one PushItem.
+type PushResult struct {
+	Status        string // "queued" or "duplicate"
+	MessageID     string
+	TransactionID string
+	PartitionID   string
+	Queue         string
+	Partition     string
+}
+
+// Push statuses.
+const (
+	StatusQueued    = "queued"
+	StatusDuplicate = "duplicate"
+)
+
+// Push stores the items in one transaction, in order. An item whose
+// transactionId its partition already has is reported as a duplicate and
+// not stored again. Invalid items fail the whole call and store nothing.
+func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, error) {
+	if err := validatePush(items); err != nil {
+		return nil, err
+	}
+	var out []PushResult
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		var err error
+		out, err = push(ctx, tx, b.now(), items)
+		for _, it := range items {
+			touched(it.Queue)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func validatePush(items []PushItem) error {
+	if len(items) == 0 {
+		return errorf(ErrInvalid, "items: at least one item is required")
+	}
+	if len(items) > MaxPushItems {
+		return errorf(ErrInvalid, "items: at most %d items per push, got %d", MaxPushItems, len(items))
+	}
+	for i := range items {
+		it := &items[i]
+		if it.Partition == "" {
+			it.Partition = DefaultPartition
+		}
+		if err := checkName("queue", it.Queue); err != nil {
+			return errorf(ErrInvalid, "items[%d]: %s", i, err)
+		}
+		if err := checkName("partition", it.Partition); err != nil {
+			return errorf(ErrInvalid, "items[%d]: %s", i, err)
+		}
+		if len(it.Payload) == 0 {
+			return errorf(ErrInvalid, "items[%d]: payload is required (null is a valid payload)", i)
+		}
+		if !json.Valid(it.Payload) {
+			return errorf(ErrInvalid, "items[%d]: payload is not valid JSON", i)
+		}
+		if len(it.TransactionID) > MaxNameLength {
+			return errorf(ErrInvalid, "items[%d]: transactionId is longer than %d bytes", i, MaxNameLength)
+		}
+		if len(it.TraceID) > MaxNameLength {
+			return errorf(ErrInvalid, "items[%d]: traceId is longer than %d bytes", i, MaxNameLength)
+		}
+	}
+	return nil
+}
+
+// push stores validated items inside tx.
+func push(ctx context.Context, tx Tx, now time.Time, items []PushItem) ([]PushResult, error) {
+	out := make([]PushResult, len(items))
+	type key struct{ q, p string }
+	parts := map[key]Partition{}
+	for i, it := range items {
+		k := key{it.Queue, it.Partition}
+		p, ok := parts[k]
+		if !ok {
+			q, err := queueOrCreate(ctx, tx, it.Queue, now)
+			if err != nil {
+				return nil, fmt.Errorf("push: queue: %w", err)
+			}
+			if p, err = partitionOrCreate(ctx, tx, q, it.Partition, now); err != nil {
+				return nil, fmt.Errorf("push: partition: %w", err)
+			}
+			parts[k] = p
+		}
+		m := Message{PartitionID: p.ID, TransactionID: it.TransactionID, Payload: it.Payload, TraceID: it.TraceID, CreatedAt: now}
+		if m.TransactionID == "" {
+			m.TransactionID = NewUUID(now)
+		}
+		inserted, err := tx.InsertMessage(ctx, &m)
+		if err != nil {
+			return nil, fmt.Errorf("push: insert: %w", err)
+		}
+		out[i] = PushResult{Status: StatusQueued, MessageID: m.ID(), TransactionID: m.TransactionID, PartitionID: p.UUID, Queue: it.Queue, Partition: it.Partition}
+		if !inserted {
+			out[i].Status = StatusDuplicate
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,198 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Configure creates the queue if need be and changes the options named in
+// raw (option name to JSON value); the others keep their values. An unknown
+// option or an invalid value fails the call and changes nothing.
+func (b *Broker) Configure(ctx context.Context, queue string, raw map[string]json.RawMessage, actor string) (Queue, error) {
+	if err := checkName("queue", queue); err != nil {
+		return Queue{}, err
+	}
+	var q Queue
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		now := b.now()
+		var err error
+		if q, err = queueOrCreate(ctx, tx, queue, now); err != nil {
+			return fmt.Errorf("configure: %w", err)
+		}
+		if q.Options, err = applyOptions(q.Options, raw); err != nil {
+			return err
+		}
+		if err := tx.UpdateQueueOptions(ctx, q.ID, q.Options); err != nil {
+			return fmt.Errorf("configure: %w", err)
+		}
+		touched(q.Name) // a shorter lease or delay may make something ready
+		names := make([]string, 0, len(raw))
+		for k := range raw {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return audit(ctx, tx, now, actor, AuditConfigure, q.Name, "", 0, "options set: "+strings.Join(names, ", "))
+	})
+	return q, err
+}
+
+// applyOptions returns o changed by raw, checking every value.
+func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
+	intOpt := func(name string, v json.RawMessage, lo, hi int, dst *int) error {
+		var n json.Number
+		d := json.NewDecoder(bytes.NewReader(v))
+		d.UseNumber()
+		if err := d.Decode(&n); err != nil {
+			return errorf(ErrInvalid, "option %s must be a whole number", name)
+		}
+		i, err := n.Int64()
+		if err != nil {
+			return errorf(ErrInvalid, "option %s must be a whole number", name)
+		}
+		if i < int64(lo) || i > int64(hi) {
+			return errorf(ErrInvalid, "option %s must be between %d and %d, got %d", name, lo, hi, i)
+		}
+		*dst = int(i)
+		return nil
+	}
+	boolOpt := func(name string, v json.RawMessage, dst *bool) error {
+		if err := json.Unmarshal(v, dst); err != nil {
+			return errorf(ErrInvalid, "option %s must be true or false", name)
+		}
+		return nil
+	}
+	for name, v := range raw {
+		var err error
+		switch name {
+		case "leaseTime":
+			err = intOpt(name, v, 1, 7*24*3600, &o.LeaseTime)
+		case "retryLimit":
+			err = intOpt(name, v, 0, 1000, &o.RetryLimit)
+		case "retryDelay":
+			err = intOpt(name, v, 0, 24*3600*1000, &o.RetryDelay)
+		case "deadLetterQueue":
+			err = boolOpt(name, v, &o.DeadLetterQueue)
+		case "dlqAfterMaxRetries":
+			err = boolOpt(name, v, &o.DLQAfterMaxRetries)
+		default:
+			err = errorf(ErrInvalid, "unknown option %q", truncate(name, 64))
+		}
+		if err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// QueueSummary is a queue with its partitions, groups and stats.
+type QueueSummary struct {
+	Queue
+	Partitions []PartitionInfo
+	Groups     []GroupInfo
+	Stats      []GroupStats
+}
+
+// Depth is the queue's dead letters across its groups.
+func (s QueueSummary) Depth() int64 {
+	var n int64
+	for _, g := range s.Stats {
+		n += g.Depth
+	}
+	return n
+}
+
+// Queues describes every queue.
+func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
+	var out []QueueSummary
+	err := b.store.View(ctx, func(tx Tx) error {
+		qs, err := tx.Queues(ctx)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			s, err := describe(ctx, tx, q)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Queue describes one queue.
+func (b *Broker) Queue(ctx context.Context, name string) (QueueSummary, error) {
+	var out QueueSummary
+	err := b.store.View(ctx, func(tx Tx) error {
+		q, err := tx.QueueByName(ctx, name)
+		if isNotFound(err) {
+			return errorf(ErrNotFound, "queue %q not found", truncate(name, 64))
+		}
+		if err != nil {
+			return err
+		}
+		out, err = describe(ctx, tx, q)
+		return err
+	})
+	return out, err
+}
+
+func describe(ctx context.Context, tx Tx, q Queue) (QueueSummary, error) {
+	s := QueueSummary{Queue: q}
+	var err error
+	if s.Partitions, err = tx.Partitions(ctx, q.ID); err != nil {
+		return s, fmt.Errorf("partitions: %w", err)
+	}
+	if s.Groups, err = tx.Groups(ctx, q.ID); err != nil {
+		return s, fmt.Errorf("groups: %w", err)
+	}
+	if s.Stats, err = tx.Stats(ctx, q.ID); err != nil {
+		return s, fmt.Errorf("stats: %w", err)
+	}
+	return s, nil
+}
+
+// DeleteQueue deletes a queue with its partitions, messages, consumers and
+// dead letters.
+func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
+	return b.update(ctx, func(tx Tx, touched func(string)) error {
+		q, err := tx.QueueByName(ctx, name)
+		if isNotFound(err) {
+			return errorf(ErrNotFound, "queue %q not found", truncate(name, 64))
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteQueue(ctx, q.ID); err != nil {
+			return fmt.Errorf("delete queue: %w", err)
+		}
+		touched(q.Name)
+		return audit(ctx, tx, b.now(), actor, AuditQueueDelete, q.Name, "", 0, "queue deleted")
+	})
+}
+
+// Audit lists audit entries, newest first.
+func (b *Broker) Audit(ctx context.Context, f AuditFilter, p Page) ([]AuditEntry, error) {
+	if p.Limit <= 0 || p.Limit > MaxPageSize {
+		p.Limit = 100
+	}
+	var out []AuditEntry
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		out, err = tx.ListAudit(ctx, f, p)
+		return err
+	})
+	return out, err
+}
+
+// Record adds an audit entry for something done outside the broker
+// (logins, user changes).
+func (b *Broker) Record(ctx context.Context, actor, action, detail string) error {
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		return audit(ctx, tx, b.now(), actor, action, "", "", 0, detail)
+	})
+}

@@ -1,0 +1,118 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Broker applies the rules of SPEC.md to a Store.
+type Broker struct {
+	store Store
+	clock Clock
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{} // queue name -> closed on news
+	closed  chan struct{}
+}
+
+// Config configures a Broker.
+type Config struct {
+	Store  Store
+	Clock  Clock        // default SystemClock
+	Logger *slog.Logger // default slog.Default()
+}
+
+// New returns a Broker over cfg.Store.
+func New(cfg Config) *Broker {
+	b := &Broker{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, waiters: map[string]chan struct{}{}, closed: make(chan struct{})}
+	if b.clock == nil {
+		b.clock = SystemClock
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	return b
+}
+
+// Close wakes every waiting pop so that it can return.
+func (b *Broker) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-b.closed:
+	default:
+		close(b.closed)
+	}
+}
+
+// now is the clock's time at millisecond precision: what is stored.
+func (b *Broker) now() time.Time { return b.clock.Now().UTC().Truncate(time.Millisecond) }
+
+// watch returns a channel closed at the next news of the queue.
+func (b *Broker) watch(queue string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch, ok := b.waiters[queue]
+	if !ok {
+		ch = make(chan struct{})
+		b.waiters[queue] = ch
+	}
+	return ch
+}
+
+// notify wakes the pops waiting on the queues.
+func (b *Broker) notify(queues ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, q := range queues {
+		if ch, ok := b.waiters[q]; ok {
+			close(ch)
+			delete(b.waiters, q)
+		}
+	}
+}
+
+// update runs fn in a write transaction and, once it has committed, wakes
+// the waiters of the queues fn touched.
+func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue string)) error) error {
+	var queues []string
+	err := b.store.Update(ctx, func(tx Tx) error {
+		queues = queues[:0]
+		return fn(tx, func(q string) { queues = append(queues, q) })
+	})
+	if err == nil && len(queues) > 0 {
+		b.notify(queues...)
+	}
+	return err
+}
+
+// isNotFound reports whether err is (or wraps) ErrNotFound.
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// queueOrCreate returns the named queue, creating it with default options.
+func queueOrCreate(ctx context.Context, tx Tx, name string, now time.Time) (Queue, error) {
+	q, err := tx.QueueByName(ctx, name)
+	if err == nil || !isNotFound(err) {
+		return q, err
+	}
+	q = Queue{Name: name, Options: DefaultOptions(), CreatedAt: now}
+	return q, tx.CreateQueue(ctx, &q)
+}
+
+// partitionOrCreate returns the named partition of q, creating it.
+func partitionOrCreate(ctx context.Context, tx Tx, q Queue, name string, now time.Time) (Partition, error) {
+	p, err := tx.PartitionByName(ctx, q.ID, name)
+	if err == nil || !isNotFound(err) {
+		return p, err
+	}
+	p = Partition{QueueID: q.ID, Name: name, UUID: NewUUID(now), CreatedAt: now}
+	return p, tx.CreatePartition(ctx, &p)
+}
+
+func audit(ctx context.Context, tx Tx, now time.Time, actor, action, queue, group string, count int, detail string) error {
+	return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: actor, Action: action, Queue: queue, Group: group, Count: count, Detail: detail})
+}

@@ -1,0 +1,137 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db"
+)
+
+// clock is a clock the test moves by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// bundle is what a broker test works with.
+type bundle struct {
+	t     *testing.T
+	ctx   context.Context
+	b     *broker.Broker
+	db    *db.DB
+	clock *clock
+}
+
+// setup returns a broker on a fresh SQLite file and a hand-moved clock.
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "lazarus.db"), db.SyncNormal)
+	if err != nil {
+		t.Fatalf("open db: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	return &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: d, Clock: c}), db: d, clock: c}
+}
+
+// configure sets queue options, given as JSON values.
+func (s *bundle) configure(queue string, opts map[string]any) {
+	s.t.Helper()
+	raw := map[string]json.RawMessage{}
+	for k, v := range opts {
+		b, _ := json.Marshal(v)
+		raw[k] = b
+	}
+	if _, err := s.b.Configure(s.ctx, queue, raw, "test"); err != nil {
+		s.t.Fatalf("configure %s: %v", queue, err)
+	}
+}
+
+// push pushes payloads {"n": i} with transactionIds tx-i to a partition.
+func (s *bundle) push(queue, partition string, txids ...string) []broker.PushResult {
+	s.t.Helper()
+	items := make([]broker.PushItem, len(txids))
+	for i, id := range txids {
+		items[i] = broker.PushItem{Queue: queue, Partition: partition, TransactionID: id, Payload: json.RawMessage(fmt.Sprintf(`{"tx":%q}`, id))}
+	}
+	res, err := s.b.Push(s.ctx, items)
+	if err != nil {
+		s.t.Fatalf("push: %v", err)
+	}
+	return res
+}
+
+// pop pops up to batch messages for group; it fails the test on error.
+func (s *bundle) pop(queue, group string, batch int) broker.PopResult {
+	s.t.Helper()
+	res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: queue, Group: group, Batch: batch})
+	if err != nil {
+		s.t.Fatalf("pop: %v", err)
+	}
+	return res
+}
+
+// popTxids pops and returns the transactionIds it got.
+func (s *bundle) popTxids(queue, group string, batch int) ([]string, broker.PopResult) {
+	s.t.Helper()
+	res := s.pop(queue, group, batch)
+	var ids []string
+	for _, m := range res.Messages {
+		ids = append(ids, m.TransactionID)
+	}
+	return ids, res
+}
+
+// ack acks a delivered message; it fails the test on error.
+func (s *bundle) ack(d broker.Delivery, status, errText string) broker.AckResult {
+	s.t.Helper()
+	res, err := s.b.Ack(s.ctx, broker.Ack{TransactionID: d.TransactionID, PartitionID: d.PartitionUUID, LeaseID: d.LeaseID, Status: status, Error: errText, Group: d.Group})
+	if err != nil {
+		s.t.Fatalf("ack %s %s: %v", d.TransactionID, status, err)
+	}
+	return res
+}
+
+// dead returns the group's dead letters in a queue, newest first.
+func (s *bundle) dead(queue, group string) []broker.DeadLetter {
+	s.t.Helper()
+	page, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: queue, Group: group, Limit: 1000})
+	if err != nil {
+		s.t.Fatalf("dead letters: %v", err)
+	}
+	return page.Items
+}
+
+// stats returns the group's running totals in a queue.
+func (s *bundle) stats(queue, group string) broker.Stats {
+	s.t.Helper()
+	q, err := s.b.Queue(s.ctx, queue)
+	if err != nil {
+		s.t.Fatalf("queue: %v", err)
+	}
+	for _, g := range q.Stats {
+		if g.Group == group {
+			return g.Stats
+		}
+	}
+	return broker.Stats{}
+}

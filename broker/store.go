@@ -1,0 +1,142 @@
+package broker
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps the broker's state. Package db implements it on SQLite.
+type Store interface {
+	// Update runs fn in one write transaction: all of it commits or none.
+	// Updates are serialised: there is one writer.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// View runs fn in a read-only transaction that sees one snapshot.
+	View(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx is what the rules need from storage, inside one transaction. Lookups
+// that find nothing return ErrNotFound.
+type Tx interface {
+	QueueByName(ctx context.Context, name string) (Queue, error)
+	QueueByID(ctx context.Context, id int64) (Queue, error)
+	Queues(ctx context.Context) ([]Queue, error)
+	CreateQueue(ctx context.Context, q *Queue) error
+	UpdateQueueOptions(ctx context.Context, id int64, o Options) error
+	DeleteQueue(ctx context.Context, id int64) error
+
+	PartitionByName(ctx context.Context, queueID int64, name string) (Partition, error)
+	PartitionByID(ctx context.Context, id int64) (Partition, error)
+	PartitionByUUID(ctx context.Context, uuid string) (Partition, error)
+	Partitions(ctx context.Context, queueID int64) ([]PartitionInfo, error)
+	// CreatePartition stores p and gives every group subscribed to its
+	// queue a consumer starting at its beginning.
+	CreatePartition(ctx context.Context, p *Partition) error
+
+	// GroupID returns the id of the named group, creating it when create
+	// is set (else ErrNotFound).
+	GroupID(ctx context.Context, name string, create bool) (int64, error)
+	// Subscribed reports whether the group has read the queue before.
+	Subscribed(ctx context.Context, queueID, groupID int64) (bool, error)
+	// Subscribe records the group as a reader of the queue and gives it a
+	// consumer in every partition, positioned as start says.
+	Subscribe(ctx context.Context, queueID, groupID int64, start Start, now time.Time) error
+	// Groups lists the groups that read a queue.
+	Groups(ctx context.Context, queueID int64) ([]GroupInfo, error)
+
+	// InsertMessage stores m and sets its Seq. When the partition already
+	// has m's transactionId, it stores nothing, fills m with the existing
+	// message and returns false.
+	InsertMessage(ctx context.Context, m *Message) (bool, error)
+	MessageBySeq(ctx context.Context, seq int64) (Message, error)
+	MessageByTransaction(ctx context.Context, partitionID int64, txid string) (Message, error)
+	// MessagesAfter returns up to limit messages of a partition with a
+	// sequence above after, in order.
+	MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]Message, error)
+
+	Consumer(ctx context.Context, partitionID, groupID int64) (Consumer, error)
+	ConsumerByLease(ctx context.Context, leaseID string) (Consumer, error)
+	SaveConsumer(ctx context.Context, c *Consumer) error
+	// ReadyConsumers returns up to limit consumers of the group in the queue
+	// that have messages past their cursor, no live lease and no retry
+	// delay at now, least recently leased first.
+	ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]Consumer, error)
+	// NextWake returns the earliest time after now at which a consumer of
+	// the group with messages waiting becomes ready (a lease running out, a
+	// retry delay ending); ok is false when there is none.
+	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
+
+	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
+	// DeadLettersOfMessage returns every group's dead letter of a message.
+	DeadLettersOfMessage(ctx context.Context, seq int64) ([]DeadLetter, error)
+	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)
+	// MaxDeadLetterID returns the highest dead letter row id (0 if none).
+	MaxDeadLetterID(ctx context.Context) (int64, error)
+	// DeleteDeadLetters removes dead letters by row id.
+	DeleteDeadLetters(ctx context.Context, ids []int64) error
+	// ListDeadLetters returns a page of the dead letters matching f, newest
+	// failure first.
+	ListDeadLetters(ctx context.Context, f Filter, p Page) ([]DeadLetter, error)
+	CountDeadLetters(ctx context.Context, f Filter) (int64, error)
+	TopErrors(ctx context.Context, f Filter, limit int) ([]ErrorCount, error)
+
+	// AddStats adds d to the running totals of a queue and group.
+	AddStats(ctx context.Context, queueID, groupID int64, d Stats) error
+	Stats(ctx context.Context, queueID int64) ([]GroupStats, error)
+
+	InsertAudit(ctx context.Context, a *AuditEntry) error
+	ListAudit(ctx context.Context, f AuditFilter, p Page) ([]AuditEntry, error)
+}
+
+// PartitionInfo is a partition with its size.
+type PartitionInfo struct {
+	Partition
+	Messages int64
+	LastSeq  int64
+}
+
+// GroupInfo is a group reading a queue, with how far behind it is.
+type GroupInfo struct {
+	ID           int64
+	Name         string
+	SubscribedAt time.Time
+	Lag          int64 // messages pushed but not yet settled by the group
+	Leased       int64 // partitions with a live lease
+}
+
+// Filter selects dead letters. Zero fields select everything.
+type Filter struct {
+	QueueID       int64
+	GroupID       int64
+	PartitionID   int64
+	From, To      time.Time // failedAt range, To exclusive
+	ErrorContains string
+	TransactionID string
+	MaxID         int64 // only rows with ID <= MaxID (bulk actions pin their set)
+}
+
+// Page is a keyset or offset page. With After set, rows strictly older than
+// After (by failedAt, then id) come; else Offset rows are skipped.
+type Page struct {
+	Limit  int
+	Offset int
+	After  *Cursor
+}
+
+// Cursor is a keyset position in a newest-first list.
+type Cursor struct {
+	At time.Time
+	ID int64
+}
+
+// ErrorCount is an error text and how many dead letters carry it.
+type ErrorCount struct {
+	Error string
+	Count int64
+}
+
+// AuditFilter selects audit entries.
+type AuditFilter struct {
+	Action string
+	Actor  string
+	Queue  string
+}

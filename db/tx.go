@@ -1,0 +1,617 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// storeTx implements broker.Tx on one SQL transaction.
+type storeTx struct {
+	tx *sql.Tx
+}
+
+var _ broker.Tx = (*storeTx)(nil)
+
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, broker.ErrNotFound)
+	}
+	return err
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+const queueCols = `id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at`
+
+func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
+	var q broker.Queue
+	var dlq, after, created int64
+	err := s.Scan(&q.ID, &q.Name, &q.Options.LeaseTime, &q.Options.RetryLimit, &q.Options.RetryDelay, &dlq, &after, &created)
+	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, fromMS(created)
+	return q, err
+}
+
+func (t *storeTx) QueueByName(ctx context.Context, name string) (broker.Queue, error) {
+	q, err := scanQueue(t.tx.QueryRowContext(ctx, `SELECT `+queueCols+` FROM queues WHERE name = ?`, name))
+	return q, notFound(err, "queue")
+}
+
+func (t *storeTx) QueueByID(ctx context.Context, id int64) (broker.Queue, error) {
+	q, err := scanQueue(t.tx.QueryRowContext(ctx, `SELECT `+queueCols+` FROM queues WHERE id = ?`, id))
+	return q, notFound(err, "queue")
+}
+
+func (t *storeTx) Queues(ctx context.Context) ([]broker.Queue, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+queueCols+` FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Queue
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
+	o := q.Options
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt))
+	if err != nil {
+		return err
+	}
+	q.ID, err = res.LastInsertId()
+	return err
+}
+
+func (t *storeTx) UpdateQueueOptions(ctx context.Context, id int64, o broker.Options) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ? WHERE id = ?`,
+		o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), id)
+	return err
+}
+
+func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
+	stmts := []string{
+		`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
+		`DELETE FROM consumers WHERE queue_id = ?1`,
+		`DELETE FROM dead_letters WHERE queue_id = ?1`,
+		`DELETE FROM group_stats WHERE queue_id = ?1`,
+		`DELETE FROM subscriptions WHERE queue_id = ?1`,
+		`DELETE FROM partitions WHERE queue_id = ?1`,
+		`DELETE FROM queues WHERE id = ?1`,
+	}
+	for _, s := range stmts {
+		if _, err := t.tx.ExecContext(ctx, s, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const partitionCols = `id, uuid, queue_id, name, created_at`
+
+func scanPartition(s interface{ Scan(...any) error }) (broker.Partition, error) {
+	var p broker.Partition
+	var created int64
+	err := s.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &created)
+	p.CreatedAt = fromMS(created)
+	return p, err
+}
+
+func (t *storeTx) PartitionByName(ctx context.Context, queueID int64, name string) (broker.Partition, error) {
+	p, err := scanPartition(t.tx.QueryRowContext(ctx, `SELECT `+partitionCols+` FROM partitions WHERE queue_id = ? AND name = ?`, queueID, name))
+	return p, notFound(err, "partition")
+}
+
+func (t *storeTx) PartitionByID(ctx context.Context, id int64) (broker.Partition, error) {
+	p, err := scanPartition(t.tx.QueryRowContext(ctx, `SELECT `+partitionCols+` FROM partitions WHERE id = ?`, id))
+	return p, notFound(err, "partition")
+}
+
+func (t *storeTx) PartitionByUUID(ctx context.Context, uuid string) (broker.Partition, error) {
+	p, err := scanPartition(t.tx.QueryRowContext(ctx, `SELECT `+partitionCols+` FROM partitions WHERE uuid = ?`, uuid))
+	return p, notFound(err, "partition")
+}
+
+func (t *storeTx) Partitions(ctx context.Context, queueID int64) ([]broker.PartitionInfo, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at,
+		(SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id),
+		COALESCE((SELECT MAX(seq) FROM messages m WHERE m.partition_id = p.id), 0)
+		FROM partitions p WHERE p.queue_id = ? ORDER BY p.name`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.PartitionInfo
+	for rows.Next() {
+		var pi broker.PartitionInfo
+		var created int64
+		if err := rows.Scan(&pi.ID, &pi.UUID, &pi.QueueID, &pi.Name, &created, &pi.Messages, &pi.LastSeq); err != nil {
+			return nil, err
+		}
+		pi.CreatedAt = fromMS(created)
+		out = append(out, pi)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) CreatePartition(ctx context.Context, p *broker.Partition) error {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)`, p.QueueID, p.Name, p.UUID, ms(p.CreatedAt))
+	if err != nil {
+		return err
+	}
+	if p.ID, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	// Groups already reading the queue read the new partition from its start.
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id)
+		SELECT ?, group_id, queue_id FROM subscriptions WHERE queue_id = ?`, p.ID, p.QueueID)
+	return err
+}
+
+func (t *storeTx) GroupID(ctx context.Context, name string, create bool) (int64, error) {
+	var id int64
+	err := t.tx.QueryRowContext(ctx, `SELECT id FROM groups WHERE name = ?`, name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) && create {
+		res, err := t.tx.ExecContext(ctx, `INSERT INTO groups (name) VALUES (?)`, name)
+		if err != nil {
+			return 0, err
+		}
+		return res.LastInsertId()
+	}
+	return id, notFound(err, "group")
+}
+
+func (t *storeTx) Subscribed(ctx context.Context, queueID, groupID int64) (bool, error) {
+	var one int
+	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start broker.Start, now time.Time) error {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO subscriptions (queue_id, group_id, subscribed_at) VALUES (?, ?, ?)`, queueID, groupID, ms(now)); err != nil {
+		return err
+	}
+	// The cursor is the last message the group is taken to have read. ?1 is
+	// the start time, ?2 the group, ?3 the queue.
+	cursor := `0`
+	switch {
+	case start.Now:
+		cursor = `COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0)`
+	case !start.From.IsZero():
+		cursor = `COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0)`
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor)
+		SELECT p.id, ?2, p.queue_id, `+cursor+` FROM partitions p WHERE p.queue_id = ?3`, ms(start.From), groupID, queueID)
+	return err
+}
+
+func (t *storeTx) Groups(ctx context.Context, queueID int64) ([]broker.GroupInfo, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT g.id, g.name, s.subscribed_at,
+		(SELECT COUNT(*) FROM consumers c JOIN messages m ON m.partition_id = c.partition_id AND m.seq > c.cursor
+			WHERE c.queue_id = s.queue_id AND c.group_id = s.group_id),
+		(SELECT COUNT(*) FROM consumers c WHERE c.queue_id = s.queue_id AND c.group_id = s.group_id AND c.lease_id IS NOT NULL AND c.lease_until > ?)
+		FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, ms(time.Now()), queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.GroupInfo
+	for rows.Next() {
+		var g broker.GroupInfo
+		var at int64
+		if err := rows.Scan(&g.ID, &g.Name, &at, &g.Lag, &g.Leased); err != nil {
+			return nil, err
+		}
+		g.SubscribedAt = fromMS(at)
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, m.PartitionID, m.TransactionID, []byte(m.Payload), m.TraceID, ms(m.CreatedAt))
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, err
+	} else if n == 0 {
+		existing, err := t.MessageByTransaction(ctx, m.PartitionID, m.TransactionID)
+		if err != nil {
+			return false, err
+		}
+		*m = existing
+		return false, nil
+	}
+	m.Seq, err = res.LastInsertId()
+	return true, err
+}
+
+const messageCols = `seq, partition_id, transaction_id, payload, trace_id, created_at`
+
+func scanMessage(s interface{ Scan(...any) error }) (broker.Message, error) {
+	var m broker.Message
+	var created int64
+	err := s.Scan(&m.Seq, &m.PartitionID, &m.TransactionID, &m.Payload, &m.TraceID, &created)
+	m.CreatedAt = fromMS(created)
+	return m, err
+}
+
+func (t *storeTx) MessageBySeq(ctx context.Context, seq int64) (broker.Message, error) {
+	m, err := scanMessage(t.tx.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE seq = ?`, seq))
+	return m, notFound(err, "message")
+}
+
+func (t *storeTx) MessageByTransaction(ctx context.Context, partitionID int64, txid string) (broker.Message, error) {
+	m, err := scanMessage(t.tx.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND transaction_id = ?`, partitionID, txid))
+	return m, notFound(err, "message")
+}
+
+func (t *storeTx) MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]broker.Message, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`, partitionID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+const consumerCols = `partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, '')`
+
+func scanConsumer(s interface{ Scan(...any) error }) (broker.Consumer, error) {
+	var c broker.Consumer
+	var until, leasedAt, avail int64
+	var acks string
+	err := s.Scan(&c.PartitionID, &c.GroupID, &c.QueueID, &c.Cursor, &c.LeaseID, &until, &c.LeaseLast, &leasedAt, &c.RetrySeq, &c.Retries, &avail, &acks)
+	if err != nil {
+		return c, err
+	}
+	c.LeaseUntil, c.LeasedAt, c.AvailableAt = fromMS(until), fromMS(leasedAt), fromMS(avail)
+	if acks != "" {
+		if err := json.Unmarshal([]byte(acks), &c.Acks); err != nil {
+			return c, fmt.Errorf("consumer acks: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (broker.Consumer, error) {
+	c, err := scanConsumer(t.tx.QueryRowContext(ctx, `SELECT `+consumerCols+` FROM consumers WHERE partition_id = ? AND group_id = ?`, partitionID, groupID))
+	return c, notFound(err, "consumer")
+}
+
+func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
+	c, err := scanConsumer(t.tx.QueryRowContext(ctx, `SELECT `+consumerCols+` FROM consumers WHERE lease_id = ?`, leaseID))
+	return c, notFound(err, "lease")
+}
+
+func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
+	var leaseID, acks any
+	if c.LeaseID != "" {
+		leaseID = c.LeaseID
+	}
+	if len(c.Acks) > 0 {
+		b, err := json.Marshal(c.Acks)
+		if err != nil {
+			return err
+		}
+		acks = string(b)
+	}
+	_, err := t.tx.ExecContext(ctx, `UPDATE consumers SET cursor = ?, lease_id = ?, lease_until = ?, lease_last = ?, leased_at = ?,
+		retry_seq = ?, retries = ?, available_at = ?, acks = ? WHERE partition_id = ? AND group_id = ?`,
+		c.Cursor, leaseID, ms(c.LeaseUntil), c.LeaseLast, ms(c.LeasedAt), c.RetrySeq, c.Retries, ms(c.AvailableAt), acks, c.PartitionID, c.GroupID)
+	return err
+}
+
+func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]broker.Consumer, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+consumerCols+` FROM consumers c
+		WHERE c.queue_id = ?1 AND c.group_id = ?2 AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
+		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
+		ORDER BY c.leased_at LIMIT ?4`, queueID, groupID, ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Consumer
+	for rows.Next() {
+		c, err := scanConsumer(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (time.Time, bool, error) {
+	var next sql.NullInt64
+	err := t.tx.QueryRowContext(ctx, `SELECT MIN(MAX(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at)) FROM consumers c
+		WHERE c.queue_id = ?1 AND c.group_id = ?2 AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.available_at > ?3)
+		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)`, queueID, groupID, ms(now)).Scan(&next)
+	if err != nil || !next.Valid {
+		return time.Time{}, false, err
+	}
+	return fromMS(next.Int64), true, nil
+}
+
+func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt))
+	if err != nil {
+		return err
+	}
+	d.ID, err = res.LastInsertId()
+	return err
+}
+
+// deadLetterSelect joins a dead letter with its message, queue, partition
+// and group.
+const deadLetterSelect = `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM dead_letters d
+	JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`
+
+func scanDeadLetters(rows *sql.Rows) ([]broker.DeadLetter, error) {
+	defer rows.Close()
+	var out []broker.DeadLetter
+	for rows.Next() {
+		var d broker.DeadLetter
+		var failed, created int64
+		if err := rows.Scan(&d.ID, &d.Seq, &d.QueueID, &d.Queue, &d.PartitionID, &d.Partition, &d.PartitionKey, &d.GroupID, &d.Group,
+			&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created); err != nil {
+			return nil, err
+		}
+		d.FailedAt, d.CreatedAt = fromMS(failed), fromMS(created)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) DeadLettersOfMessage(ctx context.Context, seq int64) ([]broker.DeadLetter, error) {
+	rows, err := t.tx.QueryContext(ctx, deadLetterSelect+` WHERE d.seq = ? ORDER BY d.id`, seq)
+	if err != nil {
+		return nil, err
+	}
+	return scanDeadLetters(rows)
+}
+
+func (t *storeTx) DeadLetter(ctx context.Context, id int64) (broker.DeadLetter, error) {
+	rows, err := t.tx.QueryContext(ctx, deadLetterSelect+` WHERE d.id = ?`, id)
+	if err != nil {
+		return broker.DeadLetter{}, err
+	}
+	dls, err := scanDeadLetters(rows)
+	if err != nil {
+		return broker.DeadLetter{}, err
+	}
+	if len(dls) == 0 {
+		return broker.DeadLetter{}, fmt.Errorf("dead letter: %w", broker.ErrNotFound)
+	}
+	return dls[0], nil
+}
+
+func (t *storeTx) MaxDeadLetterID(ctx context.Context) (int64, error) {
+	var id int64
+	err := t.tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM dead_letters`).Scan(&id)
+	return id, err
+}
+
+func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64) error {
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		args := make([]any, n)
+		for i, id := range ids[:n] {
+			args[i] = id
+		}
+		if _, err := t.tx.ExecContext(ctx, `DELETE FROM dead_letters WHERE id IN (?`+strings.Repeat(",?", n-1)+`)`, args...); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// where builds the WHERE clause of a dead-letter filter. Values go in as
+// arguments, never into the SQL text.
+func where(f broker.Filter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, arg any) {
+		conds = append(conds, cond)
+		args = append(args, arg)
+	}
+	if f.QueueID != 0 {
+		add("d.queue_id = ?", f.QueueID)
+	}
+	if f.GroupID != 0 {
+		add("d.group_id = ?", f.GroupID)
+	}
+	if f.PartitionID != 0 {
+		add("d.partition_id = ?", f.PartitionID)
+	}
+	if !f.From.IsZero() {
+		add("d.failed_at >= ?", ms(f.From))
+	}
+	if !f.To.IsZero() {
+		add("d.failed_at < ?", ms(f.To))
+	}
+	if f.ErrorContains != "" {
+		add(`instr(lower(d.error), lower(?)) > 0`, f.ErrorContains)
+	}
+	if f.TransactionID != "" {
+		add("d.seq IN (SELECT seq FROM messages WHERE transaction_id = ?)", f.TransactionID)
+	}
+	if f.MaxID != 0 {
+		add("d.id <= ?", f.MaxID)
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+func (t *storeTx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker.Page) ([]broker.DeadLetter, error) {
+	w, args := where(f)
+	if p.After != nil {
+		if w == "" {
+			w = " WHERE "
+		} else {
+			w += " AND "
+		}
+		w += "(d.failed_at, d.id) < (?, ?)"
+		args = append(args, ms(p.After.At), p.After.ID)
+	}
+	q := deadLetterSelect + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`
+	args = append(args, p.Limit)
+	if p.After == nil && p.Offset > 0 {
+		q += ` OFFSET ?`
+		args = append(args, p.Offset)
+	}
+	rows, err := t.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanDeadLetters(rows)
+}
+
+func (t *storeTx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64, error) {
+	w, args := where(f)
+	var n int64
+	err := t.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM dead_letters d`+w, args...).Scan(&n)
+	return n, err
+}
+
+func (t *storeTx) TopErrors(ctx context.Context, f broker.Filter, limit int) ([]broker.ErrorCount, error) {
+	w, args := where(f)
+	rows, err := t.tx.QueryContext(ctx, `SELECT d.error, COUNT(*) AS n FROM dead_letters d`+w+` GROUP BY d.error ORDER BY n DESC, d.error LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.ErrorCount
+	for rows.Next() {
+		var e broker.ErrorCount
+		if err := rows.Scan(&e.Error, &e.Count); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stats) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = depth + excluded.depth, dead_lettered = dead_lettered + excluded.dead_lettered,
+		replayed = replayed + excluded.replayed, deleted = deleted + excluded.deleted, dropped = dropped + excluded.dropped,
+		completed = completed + excluded.completed, failed = failed + excluded.failed`,
+		queueID, groupID, d.Depth, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed)
+	return err
+}
+
+func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
+		COALESCE((SELECT MIN(d.failed_at) FROM dead_letters d WHERE d.queue_id = s.queue_id AND d.group_id = s.group_id), 0)
+		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.GroupStats
+	for rows.Next() {
+		var s broker.GroupStats
+		var oldest int64
+		if err := rows.Scan(&s.QueueID, &s.GroupID, &s.Group, &s.Depth, &s.DeadLettered, &s.Replayed, &s.Deleted, &s.Dropped, &s.Completed, &s.Failed, &oldest); err != nil {
+			return nil, err
+		}
+		s.OldestFailedAt = fromMS(oldest)
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO audit (at, actor, action, queue, group_name, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		ms(a.At), a.Actor, a.Action, a.Queue, a.Group, a.Count, a.Detail)
+	if err != nil {
+		return err
+	}
+	a.ID, err = res.LastInsertId()
+	return err
+}
+
+func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page) ([]broker.AuditEntry, error) {
+	var conds []string
+	var args []any
+	if f.Action != "" {
+		conds, args = append(conds, "action = ?"), append(args, f.Action)
+	}
+	if f.Actor != "" {
+		conds, args = append(conds, "actor = ?"), append(args, f.Actor)
+	}
+	if f.Queue != "" {
+		conds, args = append(conds, "instr(','||queue||',', ','||?||',') > 0"), append(args, f.Queue)
+	}
+	if p.After != nil {
+		conds, args = append(conds, "id < ?"), append(args, p.After.ID)
+	}
+	q := `SELECT id, at, actor, action, queue, group_name, count, detail FROM audit`
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, p.Limit)
+	if p.After == nil && p.Offset > 0 {
+		q += ` OFFSET ?`
+		args = append(args, p.Offset)
+	}
+	rows, err := t.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.AuditEntry
+	for rows.Next() {
+		var a broker.AuditEntry
+		var at int64
+		if err := rows.Scan(&a.ID, &at, &a.Actor, &a.Action, &a.Queue, &a.Group, &a.Count, &a.Detail); err != nil {
+			return nil, err
+		}
+		a.At = fromMS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
