@@ -31,6 +31,7 @@ type AckResult struct {
 	Error         string // why it was refused, when not Success
 	DLQ           bool   // the message went to the group's dead letters
 	Dropped       bool   // the message ran out of retries and was dropped
+	Requeued      bool   // an earlier message of its batch failed: the ack changed nothing, it comes back
 	kind          error
 }
 
@@ -145,7 +146,12 @@ func (b *Broker) ack(ctx context.Context, tx Tx, now time.Time, a Ack, touched f
 	if c.GroupID != gid {
 		return refuse(a.TransactionID, ErrConflict, "lease %q belongs to another consumer group", truncate(a.LeaseID, 64)), nil
 	}
-	if !c.leaseLive(now) || m.Seq <= c.Cursor || m.Seq > c.LeaseLast {
+	inLease := c.leaseLive(now) && m.Seq > c.Cursor && m.Seq <= c.LeaseLast
+	if !inLease && c.VoidLeaseID != "" && (a.LeaseID == "" || a.LeaseID == c.VoidLeaseID) && m.Seq > c.Cursor && m.Seq <= c.VoidLast {
+		// An earlier message of its batch failed: it comes back anyway.
+		return AckResult{TransactionID: a.TransactionID, Success: true, Requeued: true}, nil
+	}
+	if !inLease {
 		return refuse(a.TransactionID, ErrConflict, "message %q is not leased to consumer group %q (its lease ran out, or it was already acknowledged)", truncate(a.TransactionID, 64), truncate(a.Group, 64)), nil
 	}
 	if a.LeaseID != "" && a.LeaseID != c.LeaseID {
@@ -230,7 +236,7 @@ func (s *settler) settle(ctx context.Context) error {
 			if retries < o.RetryLimit {
 				c.RetrySeq, c.Retries = a.Seq, retries+1
 				c.AvailableAt = s.now.Add(time.Duration(o.RetryDelay) * time.Millisecond)
-				c.clearLease() // it and everything behind it come back
+				c.voidLease() // it and everything behind it come back
 				return nil
 			}
 			if err := s.deadLetter(ctx, head[0], a.Error, retries, o.DeadLetterQueue && o.DLQAfterMaxRetries); err != nil {
@@ -238,7 +244,7 @@ func (s *settler) settle(ctx context.Context) error {
 			}
 			s.advance(a.Seq)
 		case AckRetry:
-			c.clearLease() // back at once, no retry spent
+			c.voidLease() // back at once, no retry spent
 			return nil
 		}
 	}

@@ -149,6 +149,10 @@ type Consumer struct {
 	Retries     int
 	AvailableAt time.Time  // the partition waits for this group until then
 	Acks        []LeaseAck // acks received for messages not yet at the head
+	// The lease that an earlier failure in its batch ended: late acks for
+	// the rest of its batch are answered, and change nothing.
+	VoidLeaseID string
+	VoidLast    int64
 }
 
 // LeaseAck is an acknowledgement recorded while earlier messages of the
@@ -165,6 +169,13 @@ func (c *Consumer) leaseLive(now time.Time) bool {
 
 func (c *Consumer) clearLease() {
 	c.LeaseID, c.LeaseUntil, c.LeaseLast, c.Acks = "", time.Time{}, 0, nil
+}
+
+// voidLease ends the lease because a message of its batch failed: the
+// messages behind it will be delivered again.
+func (c *Consumer) voidLease() {
+	c.VoidLeaseID, c.VoidLast = c.LeaseID, c.LeaseLast
+	c.clearLease()
 }
 
 func (c *Consumer) retriesOf(seq int64) int {

@@ -43,10 +43,14 @@ func (b *Broker) Configure(ctx context.Context, queue string, raw map[string]jso
 // applyOptions returns o changed by raw, checking every value.
 func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 	intOpt := func(name string, v json.RawMessage, lo, hi int, dst *int) error {
-		var n json.Number
+		var x any
 		d := json.NewDecoder(bytes.NewReader(v))
 		d.UseNumber()
-		if err := d.Decode(&n); err != nil {
+		if err := d.Decode(&x); err != nil {
+			return errorf(ErrInvalid, "option %s must be a whole number", name)
+		}
+		n, isNum := x.(json.Number)
+		if !isNum {
 			return errorf(ErrInvalid, "option %s must be a whole number", name)
 		}
 		i, err := n.Int64()

@@ -56,14 +56,22 @@ func setup(t *testing.T) *bundle {
 // configure sets queue options, given as JSON values.
 func (s *bundle) configure(queue string, opts map[string]any) {
 	s.t.Helper()
-	raw := map[string]json.RawMessage{}
-	for k, v := range opts {
-		b, _ := json.Marshal(v)
-		raw[k] = b
-	}
-	if _, err := s.b.Configure(s.ctx, queue, raw, "test"); err != nil {
+	if err := s.configureErr(queue, opts); err != nil {
 		s.t.Fatalf("configure %s: %v", queue, err)
 	}
+}
+
+func (s *bundle) configureErr(queue string, opts map[string]any) error {
+	raw := map[string]json.RawMessage{}
+	for k, v := range opts {
+		b, err := json.Marshal(v)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		raw[k] = b
+	}
+	_, err := s.b.Configure(s.ctx, queue, raw, "test")
+	return err
 }
 
 // push pushes payloads {"n": i} with transactionIds tx-i to a partition.

@@ -286,13 +286,13 @@ func (t *storeTx) MessagesAfter(ctx context.Context, partitionID, after int64, l
 	return out, rows.Err()
 }
 
-const consumerCols = `partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, '')`
+const consumerCols = `partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last`
 
 func scanConsumer(s interface{ Scan(...any) error }) (broker.Consumer, error) {
 	var c broker.Consumer
 	var until, leasedAt, avail int64
 	var acks string
-	err := s.Scan(&c.PartitionID, &c.GroupID, &c.QueueID, &c.Cursor, &c.LeaseID, &until, &c.LeaseLast, &leasedAt, &c.RetrySeq, &c.Retries, &avail, &acks)
+	err := s.Scan(&c.PartitionID, &c.GroupID, &c.QueueID, &c.Cursor, &c.LeaseID, &until, &c.LeaseLast, &leasedAt, &c.RetrySeq, &c.Retries, &avail, &acks, &c.VoidLeaseID, &c.VoidLast)
 	if err != nil {
 		return c, err
 	}
@@ -316,9 +316,12 @@ func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.C
 }
 
 func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
-	var leaseID, acks any
+	var leaseID, voidID, acks any
 	if c.LeaseID != "" {
 		leaseID = c.LeaseID
+	}
+	if c.VoidLeaseID != "" {
+		voidID = c.VoidLeaseID
 	}
 	if len(c.Acks) > 0 {
 		b, err := json.Marshal(c.Acks)
@@ -328,8 +331,8 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 		acks = string(b)
 	}
 	_, err := t.tx.ExecContext(ctx, `UPDATE consumers SET cursor = ?, lease_id = ?, lease_until = ?, lease_last = ?, leased_at = ?,
-		retry_seq = ?, retries = ?, available_at = ?, acks = ? WHERE partition_id = ? AND group_id = ?`,
-		c.Cursor, leaseID, ms(c.LeaseUntil), c.LeaseLast, ms(c.LeasedAt), c.RetrySeq, c.Retries, ms(c.AvailableAt), acks, c.PartitionID, c.GroupID)
+		retry_seq = ?, retries = ?, available_at = ?, acks = ?, void_lease_id = ?, void_last = ? WHERE partition_id = ? AND group_id = ?`,
+		c.Cursor, leaseID, ms(c.LeaseUntil), c.LeaseLast, ms(c.LeasedAt), c.RetrySeq, c.Retries, ms(c.AvailableAt), acks, voidID, c.VoidLast, c.PartitionID, c.GroupID)
 	return err
 }
 

@@ -59,7 +59,9 @@ CREATE TABLE consumers (
     retry_seq    INTEGER NOT NULL DEFAULT 0,
     retries      INTEGER NOT NULL DEFAULT 0,
     available_at INTEGER NOT NULL DEFAULT 0,
-    acks         TEXT,
+    acks         TEXT,    -- JSON: acks waiting for an earlier message of the lease
+    void_lease_id TEXT,   -- a lease ended by a failure in its batch
+    void_last    INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (partition_id, group_id)
 ) STRICT, WITHOUT ROWID;
 -- pop without a partition: the group's consumers in a queue, least recently leased first
