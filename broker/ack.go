@@ -147,7 +147,8 @@ func (b *Broker) ack(ctx context.Context, tx Tx, now time.Time, a Ack, touched f
 		return refuse(a.TransactionID, ErrConflict, "lease %q belongs to another consumer group", truncate(a.LeaseID, 64)), nil
 	}
 	inLease := c.leaseLive(now) && m.Seq > c.Cursor && m.Seq <= c.LeaseLast
-	if !inLease && c.VoidLeaseID != "" && (a.LeaseID == "" || a.LeaseID == c.VoidLeaseID) && m.Seq > c.Cursor && m.Seq <= c.VoidLast {
+	inVoid := c.VoidLeaseID != "" && m.Seq > c.Cursor && m.Seq <= c.VoidLast
+	if inVoid && (a.LeaseID == c.VoidLeaseID || (a.LeaseID == "" && !inLease)) {
 		// An earlier message of its batch failed: it comes back anyway.
 		return AckResult{TransactionID: a.TransactionID, Success: true, Requeued: true}, nil
 	}

@@ -1,0 +1,401 @@
+package broker_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// fail pops n messages for group and acks each dlq with errText.
+func (s *bundle) fail(queue, group string, n int, errText string) {
+	s.t.Helper()
+	for i := 0; i < n; i++ {
+		_, res := s.popTxids(queue, group, 1)
+		if len(res.Messages) != 1 {
+			s.t.Fatalf("fail: nothing to pop for %s (%d of %d)", group, i, n)
+		}
+		if r := s.ack(res.Messages[0], broker.AckDLQ, errText); !r.DLQ {
+			s.t.Fatalf("fail: %+v", r)
+		}
+	}
+}
+
+// drain pops everything the group can get now and acks it completed.
+func (s *bundle) drain(queue, group string) []string {
+	s.t.Helper()
+	var all []string
+	for {
+		ids, res := s.popTxids(queue, group, 100)
+		if len(ids) == 0 {
+			return all
+		}
+		for _, m := range res.Messages {
+			s.ack(m, broker.AckCompleted, "")
+		}
+		all = append(all, ids...)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "p", "a", "b")
+	s.fail("q", "billing", 1, "declined")   // a
+	s.fail("q", "analytics", 1, "bad data") // a, in another group
+	d := s.dead("q", "billing")[0]
+	res, err := s.b.Replay(s.ctx, d.MessageID(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != broker.StatusQueued || res.TransactionID != "dlq:"+d.MessageID() || res.Partition != "p" || res.Queue != "q" {
+		t.Fatalf("replay result %+v", res)
+	}
+	t.Run("RemovesTheDeadLettersOfEveryGroup", func(t *testing.T) {
+		if n := len(s.dead("q", "billing")) + len(s.dead("q", "analytics")); n != 0 {
+			t.Fatalf("%d dead letters left", n)
+		}
+	})
+	t.Run("CopyAtTheEndForEveryGroup", func(t *testing.T) {
+		for _, g := range []string{"billing", "analytics", "newcomer"} {
+			got := s.drain("q", g)
+			want := []string{"b", "dlq:" + d.MessageID()}
+			if g == "newcomer" {
+				want = []string{"a", "b", "dlq:" + d.MessageID()}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s reads %v, want %v", g, got, want)
+			}
+		}
+	})
+	t.Run("SecondReplayFindsNothing", func(t *testing.T) {
+		if _, err := s.b.Replay(s.ctx, d.MessageID(), "alice"); !errors.Is(err, broker.ErrNotFound) {
+			t.Fatalf("err %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("CountsAndAudit", func(t *testing.T) {
+		st := s.stats("q", "billing")
+		if st.Depth != 0 || st.Replayed != 1 || st.DeadLettered != 1 {
+			t.Fatalf("billing stats %+v", st)
+		}
+		entries, err := s.b.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditReplay}, broker.Page{Limit: 10})
+		if err != nil || len(entries) != 1 || entries[0].Actor != "alice" || entries[0].Queue != "q" || entries[0].Count != 1 {
+			t.Fatalf("audit %+v %v", entries, err)
+		}
+		filed, err := s.b.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditDeadLetter}, broker.Page{Limit: 10})
+		if err != nil || len(filed) != 2 {
+			t.Fatalf("dead-letter audit %+v %v", filed, err)
+		}
+	})
+}
+
+func TestReplayedCopyCanFailAgainAndIsToldApart(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "", "a")
+	s.fail("q", "g", 1, "first")
+	d := s.dead("q", "g")[0]
+	if d.IsReplay() {
+		t.Fatal("original marked as replay")
+	}
+	if _, err := s.b.Replay(s.ctx, d.MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	s.fail("q", "g", 1, "again")
+	again := s.dead("q", "g")
+	if len(again) != 1 || !again[0].IsReplay() || again[0].Error != "again" || string(again[0].Payload) != string(d.Payload) {
+		t.Fatalf("second dead letter %+v", again)
+	}
+}
+
+// A group that dead-letters the original after it was replayed for another
+// group: its replay finds the copy already there and makes no second one.
+func TestReplayWhenCopyExistsIsADuplicate(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "", "a")
+	s.fail("q", "fast", 1, "x")
+	id := s.dead("q", "fast")[0].MessageID()
+	if _, err := s.b.Replay(s.ctx, id, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	s.fail("q", "slow", 1, "y") // slow reaches the original only now
+	res, err := s.b.Replay(s.ctx, id, "dev")
+	if err != nil || res.Status != broker.StatusDuplicate {
+		t.Fatalf("second replay %+v %v, want duplicate", res, err)
+	}
+	if d := s.dead("q", "slow"); len(d) != 0 {
+		t.Fatalf("slow still has %d dead letters", len(d))
+	}
+	if got := s.drain("q", "slow"); !slices.Equal(got, []string{"dlq:" + id}) {
+		t.Fatalf("slow reads %v: want exactly one copy", got)
+	}
+}
+
+func TestReplayByTransaction(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	r := s.push("q", "p", "a")
+	s.fail("q", "g", 1, "x")
+	res, err := s.b.ReplayTransaction(s.ctx, r[0].PartitionID, "a", "dev")
+	if err != nil || res.TransactionID != "dlq:"+r[0].MessageID {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := s.b.ReplayTransaction(s.ctx, r[0].PartitionID, "nope", "dev"); !errors.Is(err, broker.ErrNotFound) {
+		t.Fatalf("unknown transaction: %v", err)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "", "a", "b")
+	s.fail("q", "g1", 1, "x")
+	s.fail("q", "g2", 1, "x")
+	id := s.dead("q", "g1")[0].MessageID()
+	t.Run("OneGroup", func(t *testing.T) {
+		n, err := s.b.Delete(s.ctx, id, "g1", "dev")
+		if err != nil || n != 1 {
+			t.Fatalf("%d %v", n, err)
+		}
+		if len(s.dead("q", "g1")) != 0 || len(s.dead("q", "g2")) != 1 {
+			t.Fatal("wrong dead letters removed")
+		}
+	})
+	t.Run("AllGroupsAndNothingElse", func(t *testing.T) {
+		n, err := s.b.Delete(s.ctx, id, "", "dev")
+		if err != nil || n != 1 {
+			t.Fatalf("%d %v", n, err)
+		}
+		if got := s.drain("q", "g1"); !slices.Equal(got, []string{"b"}) {
+			t.Fatalf("g1 reads %v: a delete must not push anything", got)
+		}
+		if st := s.stats("q", "g2"); st.Depth != 0 || st.Deleted != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+	t.Run("UnknownID", func(t *testing.T) {
+		for _, bad := range []string{id, "not-an-id", broker.MessageID(time.Now(), 99999)} {
+			if _, err := s.b.Delete(s.ctx, bad, "", "dev"); !errors.Is(err, broker.ErrNotFound) {
+				t.Errorf("%s: %v", bad, err)
+			}
+		}
+	})
+}
+
+// fill pushes n messages to each of the partitions and dead-letters them
+// all for group, with error texts "err-<partition>".
+func (s *bundle) fill(queue, group string, partitions []string, n int) {
+	s.t.Helper()
+	for _, p := range partitions {
+		var ids []string
+		for i := 0; i < n; i++ {
+			ids = append(ids, fmt.Sprintf("%s-%d", p, i))
+		}
+		s.push(queue, p, ids...)
+		for i := 0; i < n; i++ {
+			res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: queue, Partition: p, Group: group})
+			if err != nil || len(res.Messages) != 1 {
+				s.t.Fatalf("fill pop: %v %v", res, err)
+			}
+			s.ack(res.Messages[0], broker.AckDLQ, "err-"+p)
+			s.clock.Advance(time.Second)
+		}
+	}
+}
+
+func TestBulkReplayByIDs(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 5)
+	dead := s.dead("q", "g")
+	ids := []string{dead[0].MessageID(), dead[1].MessageID(), dead[1].MessageID(), "bogus"}
+	res, err := s.b.ReplayIDs(s.ctx, ids, "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res != (broker.BulkResult{Done: 2, Skipped: 1}) {
+		t.Fatalf("result %+v", res)
+	}
+	if n := len(s.dead("q", "g")); n != 3 {
+		t.Fatalf("%d dead letters left, want 3", n)
+	}
+	again, err := s.b.ReplayIDs(s.ctx, ids[:2], "dev")
+	if err != nil || again != (broker.BulkResult{Skipped: 2}) {
+		t.Fatalf("again %+v %v", again, err)
+	}
+	got := s.drain("q", "g")
+	if len(got) != 2 {
+		t.Fatalf("copies %v, want 2", got)
+	}
+}
+
+func TestBulkByFilter(t *testing.T) {
+	t.Parallel()
+	// fill dead-letters p1's three messages at +0..2s, p2's at +3..5s.
+	cases := []struct {
+		name     string
+		query    func(start time.Time) broker.DLQQuery
+		replay   bool
+		wantDone int
+		wantLeft int
+	}{
+		{"ReplayByErrorText", func(time.Time) broker.DLQQuery { return broker.DLQQuery{Queue: "q", ErrorContains: "ERR-P1"} }, true, 3, 3},
+		{"ReplayByPartition", func(time.Time) broker.DLQQuery { return broker.DLQQuery{Queue: "q", Partition: "p2"} }, true, 3, 3},
+		{"DeleteByTimeRange", func(start time.Time) broker.DLQQuery {
+			return broker.DLQQuery{Queue: "q", From: start.Add(time.Second), To: start.Add(4 * time.Second)}
+		}, false, 3, 3},
+		{"DeleteByGroup", func(time.Time) broker.DLQQuery { return broker.DLQQuery{Queue: "q", Group: "g"} }, false, 6, 0},
+		{"UnknownGroupMatchesNothing", func(time.Time) broker.DLQQuery { return broker.DLQQuery{Queue: "q", Group: "nobody"} }, false, 0, 6},
+		{"ReplayByTransactionID", func(time.Time) broker.DLQQuery { return broker.DLQQuery{Queue: "q", TransactionID: "p2-1"} }, true, 1, 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			start := s.clock.Now()
+			s.fill("q", "g", []string{"p1", "p2"}, 3)
+			do := s.b.DeleteMatching
+			if tc.replay {
+				do = s.b.ReplayMatching
+			}
+			res, err := do(s.ctx, tc.query(start), "dev")
+			if err != nil || res.Done != tc.wantDone {
+				t.Fatalf("result %+v %v, want %d done", res, err, tc.wantDone)
+			}
+			if n := len(s.dead("q", "g")); n != tc.wantLeft {
+				t.Fatalf("%d left, want %d", n, tc.wantLeft)
+			}
+			if got := s.stats("q", "g").Depth; got != int64(tc.wantLeft) {
+				t.Fatalf("depth counter %d, want %d", got, tc.wantLeft)
+			}
+		})
+	}
+}
+
+// Copies that fail again during a bulk replay are not replayed again by it.
+func TestBulkReplayReplaysEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 3)
+	res, err := s.b.ReplayMatching(s.ctx, broker.DLQQuery{Queue: "q"}, "dev")
+	if err != nil || res.Done != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	s.fail("q", "g", 3, "again")
+	res, err = s.b.ReplayMatching(s.ctx, broker.DLQQuery{Queue: "q"}, "dev")
+	if err != nil || res.Done != 3 {
+		t.Fatalf("second round %+v %v", res, err)
+	}
+	got := s.drain("q", "g")
+	if len(got) != 3 {
+		t.Fatalf("%v", got)
+	}
+	for _, id := range got {
+		if !broker.IsReplayTransaction(id) {
+			t.Fatalf("not a replay: %s", id)
+		}
+	}
+}
+
+func TestDeadLetterListing(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p1", "p2"}, 5)
+	all := s.dead("q", "g")
+	if len(all) != 10 {
+		t.Fatalf("%d", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].FailedAt.After(all[i-1].FailedAt) {
+			t.Fatal("not newest first")
+		}
+	}
+	t.Run("KeysetPagesCoverEverythingOnce", func(t *testing.T) {
+		var got []int64
+		q := broker.DLQQuery{Queue: "q", Group: "g", Limit: 3}
+		for {
+			page, err := s.b.DeadLetters(s.ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range page.Items {
+				got = append(got, d.ID)
+			}
+			if page.Next == nil {
+				break
+			}
+			q.After = page.Next
+		}
+		var want []int64
+		for _, d := range all {
+			want = append(want, d.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("keyset %v, want %v", got, want)
+		}
+	})
+	t.Run("OffsetAndTotal", func(t *testing.T) {
+		page, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Limit: 4, Offset: 8, WithTotal: true})
+		if err != nil || page.Total != 10 || len(page.Items) != 2 || page.Items[0].ID != all[8].ID {
+			t.Fatalf("%+v %v", page, err)
+		}
+	})
+	t.Run("Filters", func(t *testing.T) {
+		from := all[6].FailedAt
+		to := all[2].FailedAt
+		cases := []struct {
+			q    broker.DLQQuery
+			want int
+		}{
+			{broker.DLQQuery{Queue: "q", From: from, To: to}, 4},
+			{broker.DLQQuery{Queue: "q", ErrorContains: "p2"}, 5},
+			{broker.DLQQuery{Queue: "q", Partition: "p1"}, 5},
+			{broker.DLQQuery{TransactionID: "p1-3"}, 1},
+			{broker.DLQQuery{Group: "g"}, 10},
+			{broker.DLQQuery{Queue: "other"}, 0},
+		}
+		for _, tc := range cases {
+			page, err := s.b.DeadLetters(s.ctx, tc.q)
+			if err != nil || len(page.Items) != tc.want {
+				t.Errorf("%s: %d %v, want %d", tc.q.Describe(), len(page.Items), err, tc.want)
+			}
+		}
+	})
+	t.Run("BadQueries", func(t *testing.T) {
+		for _, q := range []broker.DLQQuery{{Limit: 1001}, {Limit: -1}, {Offset: -1}, {From: all[0].FailedAt, To: all[1].FailedAt}} {
+			if _, err := s.b.DeadLetters(s.ctx, q); !errors.Is(err, broker.ErrInvalid) {
+				t.Errorf("%+v: %v", q, err)
+			}
+		}
+	})
+	t.Run("TopErrors", func(t *testing.T) {
+		top, err := s.b.TopErrors(s.ctx, broker.DLQQuery{Queue: "q"}, 5)
+		if err != nil || len(top) != 2 || top[0].Count != 5 {
+			t.Fatalf("%+v %v", top, err)
+		}
+	})
+}
+
+func TestMessageIDRoundTrip(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	for _, seq := range []int64{1, 255, 1 << 40, 1<<62 - 1} {
+		id := broker.MessageID(at, seq)
+		ms, got, ok := broker.ParseMessageID(id)
+		if !ok || got != seq || ms != at.UnixMilli() {
+			t.Errorf("%d: %s -> %d %d %v", seq, id, ms, got, ok)
+		}
+	}
+	if broker.MessageID(at, 2) <= broker.MessageID(at, 1) || broker.MessageID(at.Add(time.Millisecond), 1) <= broker.MessageID(at, 2) {
+		t.Error("ids do not sort by time, then sequence")
+	}
+	for _, bad := range []string{"", "x", broker.NewUUID(at), "zzzzzzzz-zzzz-7zzz-8zzz-zzzzzzzzzzzz"} {
+		if _, _, ok := broker.ParseMessageID(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
