@@ -17,6 +17,8 @@ type Store interface {
 // Tx is what the rules need from storage, inside one transaction. Lookups
 // that find nothing return ErrNotFound.
 type Tx interface {
+	UserTx
+
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)
 	Queues(ctx context.Context) ([]Queue, error)

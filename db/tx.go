@@ -19,6 +19,8 @@ type storeTx struct {
 
 var _ broker.Tx = (*storeTx)(nil)
 
+var errNoRows = sql.ErrNoRows
+
 func notFound(err error, what string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s: %w", what, broker.ErrNotFound)

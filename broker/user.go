@@ -1,0 +1,347 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Role is what a user or token may do.
+type Role string
+
+// Roles, each allowed what the one before it is.
+const (
+	RoleViewer   Role = "viewer"   // read everything
+	RoleOperator Role = "operator" // also replay and delete
+	RoleAdmin    Role = "admin"    // also users, tokens, queue options, purge
+)
+
+func (r Role) rank() int {
+	switch r {
+	case RoleViewer:
+		return 1
+	case RoleOperator:
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return r.rank() > 0 }
+
+// Allows reports whether r may do what needs role need.
+func (r Role) Allows(need Role) bool { return r.Valid() && r.rank() >= need.rank() }
+
+// User is a person who logs in to the dashboard.
+type User struct {
+	ID           int64
+	Name         string
+	Role         Role
+	PasswordHash string // bcrypt; made and checked outside the broker
+	CreatedAt    time.Time
+}
+
+// Token is a bearer token of a user for the JSON API. Only its hash is kept.
+type Token struct {
+	ID         int64
+	UserID     int64
+	User       string
+	Role       Role
+	Name       string
+	Hash       string
+	CreatedAt  time.Time
+	LastUsedAt time.Time
+}
+
+// UserTx is the storage users, tokens and settings need.
+type UserTx interface {
+	UserByName(ctx context.Context, name string) (User, error)
+	UserByID(ctx context.Context, id int64) (User, error)
+	Users(ctx context.Context) ([]User, error)
+	// SaveUser inserts u (ID 0) or updates it.
+	SaveUser(ctx context.Context, u *User) error
+	DeleteUser(ctx context.Context, id int64) error
+	InsertToken(ctx context.Context, t *Token) error
+	TokenByHash(ctx context.Context, hash string) (Token, error)
+	Tokens(ctx context.Context, userID int64) ([]Token, error)
+	DeleteToken(ctx context.Context, id, userID int64) error
+	TouchToken(ctx context.Context, id int64, at time.Time) error
+	Setting(ctx context.Context, key string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
+}
+
+// User audit actions.
+const (
+	AuditLogin       = "login"
+	AuditLoginFailed = "login_failed"
+	AuditLogout      = "logout"
+	AuditUser        = "user"
+	AuditToken       = "token"
+)
+
+func checkUser(name string, role Role) error {
+	if err := checkName("user", name); err != nil {
+		return err
+	}
+	if !role.Valid() {
+		return errorf(ErrInvalid, "role must be viewer, operator or admin, got %q", truncate(string(role), 32))
+	}
+	return nil
+}
+
+// PutUser creates the user, or sets the role and password hash of the one
+// that has the name.
+func (b *Broker) PutUser(ctx context.Context, name string, role Role, passwordHash, actor string) (User, error) {
+	if err := checkUser(name, role); err != nil {
+		return User{}, err
+	}
+	var u User
+	err := b.update(ctx, func(tx Tx, _ func(string)) error {
+		now := b.now()
+		var err error
+		u, err = tx.UserByName(ctx, name)
+		verb := "changed"
+		if isNotFound(err) {
+			u, verb = User{Name: name, CreatedAt: now}, "created"
+		} else if err != nil {
+			return err
+		}
+		u.Role, u.PasswordHash = role, passwordHash
+		if err := tx.SaveUser(ctx, &u); err != nil {
+			return fmt.Errorf("save user: %w", err)
+		}
+		return audit(ctx, tx, now, actor, AuditUser, "", "", 1, fmt.Sprintf("user %s %s with role %s", name, verb, role))
+	})
+	return u, err
+}
+
+// CreateUser creates a user; the name must be free.
+func (b *Broker) CreateUser(ctx context.Context, name string, role Role, passwordHash, actor string) (User, error) {
+	if err := checkUser(name, role); err != nil {
+		return User{}, err
+	}
+	var u User
+	err := b.update(ctx, func(tx Tx, _ func(string)) error {
+		now := b.now()
+		if _, err := tx.UserByName(ctx, name); err == nil {
+			return errorf(ErrConflict, "user %q already exists", name)
+		} else if !isNotFound(err) {
+			return err
+		}
+		u = User{Name: name, Role: role, PasswordHash: passwordHash, CreatedAt: now}
+		if err := tx.SaveUser(ctx, &u); err != nil {
+			return fmt.Errorf("save user: %w", err)
+		}
+		return audit(ctx, tx, now, actor, AuditUser, "", "", 1, fmt.Sprintf("user %s created with role %s", name, role))
+	})
+	return u, err
+}
+
+// SetUserRole changes a user's role. The last admin cannot be demoted.
+func (b *Broker) SetUserRole(ctx context.Context, id int64, role Role, actor string) error {
+	if !role.Valid() {
+		return errorf(ErrInvalid, "role must be viewer, operator or admin")
+	}
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		u, err := userByID(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if u.Role == RoleAdmin && role != RoleAdmin {
+			if err := keepAnAdmin(ctx, tx, u.ID); err != nil {
+				return err
+			}
+		}
+		u.Role = role
+		if err := tx.SaveUser(ctx, &u); err != nil {
+			return err
+		}
+		return audit(ctx, tx, b.now(), actor, AuditUser, "", "", 1, fmt.Sprintf("user %s now has role %s", u.Name, role))
+	})
+}
+
+// DeleteUser deletes a user and their tokens. The last admin stays.
+func (b *Broker) DeleteUser(ctx context.Context, id int64, actor string) error {
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		u, err := userByID(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if u.Role == RoleAdmin {
+			if err := keepAnAdmin(ctx, tx, u.ID); err != nil {
+				return err
+			}
+		}
+		if err := tx.DeleteUser(ctx, id); err != nil {
+			return err
+		}
+		return audit(ctx, tx, b.now(), actor, AuditUser, "", "", 1, fmt.Sprintf("user %s deleted", u.Name))
+	})
+}
+
+func userByID(ctx context.Context, tx Tx, id int64) (User, error) {
+	u, err := tx.UserByID(ctx, id)
+	if isNotFound(err) {
+		return u, errorf(ErrNotFound, "user %d not found", id)
+	}
+	return u, err
+}
+
+func keepAnAdmin(ctx context.Context, tx Tx, leaving int64) error {
+	users, err := tx.Users(ctx)
+	if err != nil {
+		return err
+	}
+	for _, o := range users {
+		if o.Role == RoleAdmin && o.ID != leaving {
+			return nil
+		}
+	}
+	return errorf(ErrConflict, "the last admin cannot be removed or demoted")
+}
+
+// UserByName returns the named user.
+func (b *Broker) UserByName(ctx context.Context, name string) (User, error) {
+	var u User
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		u, err = tx.UserByName(ctx, name)
+		return err
+	})
+	return u, err
+}
+
+// UserByID returns a user by id.
+func (b *Broker) UserByID(ctx context.Context, id int64) (User, error) {
+	var u User
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		u, err = userByID(ctx, tx, id)
+		return err
+	})
+	return u, err
+}
+
+// Users lists every user.
+func (b *Broker) Users(ctx context.Context) ([]User, error) {
+	var out []User
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		out, err = tx.Users(ctx)
+		return err
+	})
+	return out, err
+}
+
+// TokenPrefix starts every API token, so that a leaked one is recognisable.
+const TokenPrefix = "lzr_"
+
+// HashToken is the form in which a token is stored and looked up.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateToken makes a new API token for a user and returns it in the clear:
+// the only time it is ever shown.
+func (b *Broker) CreateToken(ctx context.Context, userID int64, name, actor string) (string, Token, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 100 {
+		return "", Token{}, errorf(ErrInvalid, "token name must be 1-100 characters")
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", Token{}, fmt.Errorf("token: %w", err)
+	}
+	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	var t Token
+	err := b.update(ctx, func(tx Tx, _ func(string)) error {
+		now := b.now()
+		u, err := userByID(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		t = Token{UserID: u.ID, User: u.Name, Role: u.Role, Name: name, Hash: HashToken(secret), CreatedAt: now}
+		if err := tx.InsertToken(ctx, &t); err != nil {
+			return err
+		}
+		return audit(ctx, tx, now, actor, AuditToken, "", "", 1, fmt.Sprintf("token %q created for %s", name, u.Name))
+	})
+	return secret, t, err
+}
+
+// Authenticate returns the token (with its user's current role) that
+// secret is, and records its use.
+func (b *Broker) Authenticate(ctx context.Context, secret string) (Token, error) {
+	if !strings.HasPrefix(secret, TokenPrefix) {
+		return Token{}, errorf(ErrNotFound, "unknown token")
+	}
+	var t Token
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		t, err = tx.TokenByHash(ctx, HashToken(secret))
+		return err
+	})
+	if isNotFound(err) {
+		return Token{}, errorf(ErrNotFound, "unknown token")
+	}
+	if err != nil {
+		return Token{}, err
+	}
+	// Record the use at most once a minute: a read path should not write.
+	if now := b.now(); now.Sub(t.LastUsedAt) > time.Minute {
+		_ = b.update(ctx, func(tx Tx, _ func(string)) error { return tx.TouchToken(ctx, t.ID, now) })
+	}
+	return t, nil
+}
+
+// Tokens lists a user's tokens.
+func (b *Broker) Tokens(ctx context.Context, userID int64) ([]Token, error) {
+	var out []Token
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		out, err = tx.Tokens(ctx, userID)
+		return err
+	})
+	return out, err
+}
+
+// RevokeToken deletes a user's token.
+func (b *Broker) RevokeToken(ctx context.Context, id, userID int64, actor string) error {
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		if err := tx.DeleteToken(ctx, id, userID); err != nil {
+			return err
+		}
+		return audit(ctx, tx, b.now(), actor, AuditToken, "", "", 1, fmt.Sprintf("token %d revoked", id))
+	})
+}
+
+// SessionKeys returns the keys that sign and encrypt session cookies,
+// making and storing them the first time.
+func (b *Broker) SessionKeys(ctx context.Context) (hashKey, blockKey []byte, err error) {
+	const key = "session_keys"
+	err = b.update(ctx, func(tx Tx, _ func(string)) error {
+		v, err := tx.Setting(ctx, key)
+		if isNotFound(err) {
+			var k [64 + 32]byte
+			if _, err := rand.Read(k[:]); err != nil {
+				return err
+			}
+			v = hex.EncodeToString(k[:])
+			if err := tx.SetSetting(ctx, key, v); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		raw, err := hex.DecodeString(v)
+		if err != nil || len(raw) != 96 {
+			return fmt.Errorf("stored session keys are malformed")
+		}
+		hashKey, blockKey = raw[:64], raw[64:]
+		return nil
+	})
+	return hashKey, blockKey, err
+}

@@ -1,0 +1,136 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+const userCols = `id, name, role, password_hash, created_at`
+
+func scanUser(s interface{ Scan(...any) error }) (broker.User, error) {
+	var u broker.User
+	var role string
+	var created int64
+	err := s.Scan(&u.ID, &u.Name, &role, &u.PasswordHash, &created)
+	u.Role, u.CreatedAt = broker.Role(role), fromMS(created)
+	return u, err
+}
+
+func (t *storeTx) UserByName(ctx context.Context, name string) (broker.User, error) {
+	u, err := scanUser(t.tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
+	return u, notFound(err, "user")
+}
+
+func (t *storeTx) UserByID(ctx context.Context, id int64) (broker.User, error) {
+	u, err := scanUser(t.tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
+	return u, notFound(err, "user")
+}
+
+func (t *storeTx) Users(ctx context.Context) ([]broker.User, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+userCols+` FROM users ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) SaveUser(ctx context.Context, u *broker.User) error {
+	if u.ID != 0 {
+		_, err := t.tx.ExecContext(ctx, `UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?`, u.Name, string(u.Role), u.PasswordHash, u.ID)
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, ms(u.CreatedAt))
+	if err != nil {
+		return err
+	}
+	u.ID, err = res.LastInsertId()
+	return err
+}
+
+func (t *storeTx) DeleteUser(ctx context.Context, id int64) error {
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ?`, id); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
+	return err
+}
+
+func (t *storeTx) InsertToken(ctx context.Context, tok *broker.Token) error {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)`, tok.UserID, tok.Name, tok.Hash, ms(tok.CreatedAt))
+	if err != nil {
+		return err
+	}
+	tok.ID, err = res.LastInsertId()
+	return err
+}
+
+const tokenSelect = `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id`
+
+func scanToken(s interface{ Scan(...any) error }) (broker.Token, error) {
+	var tok broker.Token
+	var role string
+	var created, used int64
+	err := s.Scan(&tok.ID, &tok.UserID, &tok.User, &role, &tok.Name, &tok.Hash, &created, &used)
+	tok.Role, tok.CreatedAt, tok.LastUsedAt = broker.Role(role), fromMS(created), fromMS(used)
+	return tok, err
+}
+
+func (t *storeTx) TokenByHash(ctx context.Context, hash string) (broker.Token, error) {
+	tok, err := scanToken(t.tx.QueryRowContext(ctx, tokenSelect+` WHERE t.hash = ?`, hash))
+	return tok, notFound(err, "token")
+}
+
+func (t *storeTx) Tokens(ctx context.Context, userID int64) ([]broker.Token, error) {
+	rows, err := t.tx.QueryContext(ctx, tokenSelect+` WHERE t.user_id = ? ORDER BY t.id`, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Token
+	for rows.Next() {
+		tok, err := scanToken(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tok)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) DeleteToken(ctx context.Context, id, userID int64) error {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM tokens WHERE id = ? AND user_id = ?`, id, userID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound(errNoRows, "token")
+	}
+	return nil
+}
+
+func (t *storeTx) TouchToken(ctx context.Context, id int64, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?`, ms(at), id)
+	return err
+}
+
+func (t *storeTx) Setting(ctx context.Context, key string) (string, error) {
+	var v string
+	err := t.tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
+	return v, notFound(err, "setting")
+}
+
+func (t *storeTx) SetSetting(ctx context.Context, key, value string) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	return err
+}
