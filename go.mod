@@ -2,7 +2,11 @@ module github.com/lazarus-dlq/lazarus
 
 go 1.26.4
 
+// npm's packages for the browser tests' driver; never Go code of ours.
+ignore ./e2e/node_modules
+
 require (
+	github.com/a-h/templ v0.3.1100
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/mattn/go-sqlite3 v1.14.53
 )
@@ -25,7 +29,6 @@ require (
 	github.com/Ladicle/tabwriter v1.0.0 // indirect
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/a-h/parse v0.0.0-20250122154542-74294addb73e // indirect
-	github.com/a-h/templ v0.3.1100 // indirect
 	github.com/alecthomas/chroma/v2 v2.27.0 // indirect
 	github.com/andybalholm/brotli v1.2.7 // indirect
 	github.com/atotto/clipboard v0.1.4 // indirect

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Configure creates the queue if need be and changes the options named in
@@ -118,7 +119,7 @@ func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
 			return err
 		}
 		for _, q := range qs {
-			s, err := describe(ctx, tx, q)
+			s, err := describe(ctx, tx, q, b.now())
 			if err != nil {
 				return err
 			}
@@ -140,19 +141,19 @@ func (b *Broker) Queue(ctx context.Context, name string) (QueueSummary, error) {
 		if err != nil {
 			return err
 		}
-		out, err = describe(ctx, tx, q)
+		out, err = describe(ctx, tx, q, b.now())
 		return err
 	})
 	return out, err
 }
 
-func describe(ctx context.Context, tx Tx, q Queue) (QueueSummary, error) {
+func describe(ctx context.Context, tx Tx, q Queue, now time.Time) (QueueSummary, error) {
 	s := QueueSummary{Queue: q}
 	var err error
 	if s.Partitions, err = tx.Partitions(ctx, q.ID); err != nil {
 		return s, fmt.Errorf("partitions: %w", err)
 	}
-	if s.Groups, err = tx.Groups(ctx, q.ID); err != nil {
+	if s.Groups, err = tx.Groups(ctx, q.ID, now); err != nil {
 		return s, fmt.Errorf("groups: %w", err)
 	}
 	if s.Stats, err = tx.Stats(ctx, q.ID); err != nil {

@@ -43,7 +43,7 @@ type Tx interface {
 	// consumer in every partition, positioned as start says.
 	Subscribe(ctx context.Context, queueID, groupID int64, start Start, now time.Time) error
 	// Groups lists the groups that read a queue.
-	Groups(ctx context.Context, queueID int64) ([]GroupInfo, error)
+	Groups(ctx context.Context, queueID int64, now time.Time) ([]GroupInfo, error)
 
 	// InsertMessage stores m and sets its Seq. When the partition already
 	// has m's transactionId, it stores nothing, fills m with the existing

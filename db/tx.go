@@ -208,12 +208,12 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 	return err
 }
 
-func (t *storeTx) Groups(ctx context.Context, queueID int64) ([]broker.GroupInfo, error) {
+func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]broker.GroupInfo, error) {
 	rows, err := t.tx.QueryContext(ctx, `SELECT g.id, g.name, s.subscribed_at,
 		(SELECT COUNT(*) FROM consumers c JOIN messages m ON m.partition_id = c.partition_id AND m.seq > c.cursor
 			WHERE c.queue_id = s.queue_id AND c.group_id = s.group_id),
 		(SELECT COUNT(*) FROM consumers c WHERE c.queue_id = s.queue_id AND c.group_id = s.group_id AND c.lease_id IS NOT NULL AND c.lease_until > ?)
-		FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, ms(time.Now()), queueID)
+		FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, ms(now), queueID)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/lazarus-dlq/lazarus/db"
+)
+
+// Config is everything the binary is told by flags and the environment.
+// It is built here and nowhere else; the packages get plain values.
+type Config struct {
+	Addr       string  // listen address; port 0 picks a free one
+	DBPath     string  // SQLite file, created if missing
+	Sync       db.Sync // how hard a commit waits for the disk
+	Demo       bool    // run demo traffic beside the server
+	AdminToken string  // accepted as an admin bearer token on the API; empty: none
+	LogFormat  string  // "text" or "json"
+	LogLevel   slog.Level
+}
+
+// Defaults. The demo command keeps its messages in a file of its own so
+// that trying it out never mixes demo traffic into real data.
+const (
+	defaultAddr   = "127.0.0.1:8080"
+	defaultDB     = "./lazarus.db"
+	defaultDemoDB = "./lazarus-demo.db"
+)
+
+// errHelp is returned when the user asked for usage: printed, exit 0.
+var errHelp = errors.New("help requested")
+
+// parseConfig reads the flags of the serve and demo commands. Flags win
+// over the environment, which wins over the defaults.
+func parseConfig(cmd string, args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	env := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	dbDefault := defaultDB
+	if cmd == "demo" {
+		dbDefault = defaultDemoDB
+	}
+	fs := flag.NewFlagSet("lazarus "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	var syncMode, level string
+	fs.StringVar(&cfg.Addr, "addr", env("LAZARUS_ADDR", defaultAddr), "listen address, host:port (env LAZARUS_ADDR)")
+	fs.StringVar(&cfg.DBPath, "db", env("LAZARUS_DB", dbDefault), "SQLite database file (env LAZARUS_DB)")
+	fs.StringVar(&syncMode, "sync", env("LAZARUS_SYNC", "full"), "durability: full (fsync every commit) or normal (env LAZARUS_SYNC)")
+	fs.StringVar(&cfg.LogFormat, "log-format", env("LAZARUS_LOG_FORMAT", "text"), "log format: text or json (env LAZARUS_LOG_FORMAT)")
+	fs.StringVar(&level, "log-level", env("LAZARUS_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env LAZARUS_LOG_LEVEL)")
+	if cmd == "serve" {
+		fs.BoolVar(&cfg.Demo, "demo", false, "also run demo traffic against the broker")
+	}
+	fs.Usage = func() {
+		switch cmd {
+		case "demo":
+			fmt.Fprintf(fs.Output(), "Usage: lazarus demo [flags]\n\nServes Lazarus on a database of its own (default %s) with demo traffic.\n\nFlags:\n", defaultDemoDB)
+		default:
+			fmt.Fprint(fs.Output(), "Usage: lazarus serve [flags]\n\nServes the broker's API (and, with --demo, demo traffic).\n\nFlags:\n")
+		}
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), "\nThe environment variable LAZARUS_ADMIN_TOKEN, when set, is accepted as an admin bearer token.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Config{}, errHelp
+		}
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cmd == "demo" {
+		cfg.Demo = true
+	}
+	cfg.AdminToken = getenv("LAZARUS_ADMIN_TOKEN")
+
+	switch strings.ToLower(syncMode) {
+	case "full":
+		cfg.Sync = db.SyncFull
+	case "normal":
+		cfg.Sync = db.SyncNormal
+	default:
+		return Config{}, fmt.Errorf("sync must be full or normal, got %q", syncMode)
+	}
+	cfg.LogFormat = strings.ToLower(cfg.LogFormat)
+	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
+		return Config{}, fmt.Errorf("log format must be text or json, got %q", cfg.LogFormat)
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(level)); err != nil {
+		return Config{}, fmt.Errorf("log level must be debug, info, warn or error, got %q", level)
+	}
+	if cfg.Addr == "" || cfg.DBPath == "" {
+		return Config{}, errors.New("addr and db must not be empty")
+	}
+	return cfg, nil
+}
+
+// newLogger builds the process's logger; everything logs through it.
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

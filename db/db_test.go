@@ -1,0 +1,68 @@
+package db_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db"
+)
+
+func TestOpenMigratesOnceAndKeepsData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := db.Open(ctx, path, db.SyncFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := broker.New(broker.Config{Store: d})
+	res, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Payload: []byte(`{"keep": [1, 2.50, "x"]}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Opening again applies no migration twice and finds the message as pushed.
+	d, err = db.Open(ctx, path, db.SyncNormal)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer d.Close()
+	var migrations int
+	if err := d.WriteDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&migrations); err != nil || migrations != 2 {
+		t.Fatalf("schema_migrations: %d %v", migrations, err)
+	}
+	got, err := broker.New(broker.Config{Store: d}).Pop(ctx, broker.PopRequest{Queue: "q"})
+	if err != nil || len(got.Messages) != 1 {
+		t.Fatalf("pop after reopen: %+v %v", got, err)
+	}
+	if m := got.Messages[0]; m.ID() != res[0].MessageID || string(m.Payload) != `{"keep": [1, 2.50, "x"]}` {
+		t.Fatalf("message changed: %s %q", m.ID(), m.Payload)
+	}
+}
+
+func TestOpenRejectsUnknownSync(t *testing.T) {
+	t.Parallel()
+	if _, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "l.db"), db.Sync("OFF")); err == nil {
+		t.Fatal("synchronous=OFF accepted")
+	}
+}
+
+func TestReadPoolCannotWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.View(ctx, func(tx broker.Tx) error {
+		return tx.SetSetting(ctx, "k", "v")
+	})
+	if err == nil {
+		t.Fatal("a write went through a read transaction")
+	}
+}

@@ -1,0 +1,101 @@
+// Command lazarus is the Lazarus message broker: its state in SQLite, its
+// JSON API (and, later, the dead-letter dashboard) served over HTTP.
+//
+// Usage:
+//
+//	lazarus serve [--addr 127.0.0.1:8080] [--db ./lazarus.db] [--sync full|normal] [--demo]
+//	lazarus demo  [same flags]   serve a database of its own with demo traffic
+//	lazarus help
+//
+// This package reads the flags and the environment into a Config and wires
+// db → broker → web; nothing else in the project reads either.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `Lazarus: a message broker on SQLite, with dead letters you can see and replay.
+
+Usage:
+  lazarus serve [flags]   serve the broker's API (--demo adds demo traffic)
+  lazarus demo [flags]    serve a database of its own (default ./lazarus-demo.db)
+                          with demo traffic: dead letters pile up within seconds
+  lazarus help            print this help
+
+Flags of serve and demo (flags win over the environment):
+  --addr        listen address (env LAZARUS_ADDR, default 127.0.0.1:8080)
+  --db          SQLite database file (env LAZARUS_DB, default ./lazarus.db)
+  --sync        full or normal (env LAZARUS_SYNC, default full)
+  --log-format  text or json (env LAZARUS_LOG_FORMAT, default text)
+  --log-level   debug, info, warn or error (env LAZARUS_LOG_LEVEL, default info)
+  --demo        serve only: also run demo traffic
+
+Environment only:
+  LAZARUS_ADMIN_TOKEN   when set, accepted as an admin bearer token on the API
+
+Run 'lazarus serve --help' for the details of each flag.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once, mid-shutdown
+	}()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lazarus:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// usageError marks a command line that could not be understood.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
+}
+
+// run is the whole program; ctx is cancelled on SIGINT or SIGTERM.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{errors.New("a command is required")}
+	}
+	switch cmd := args[0]; cmd {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "serve", "demo":
+		cfg, err := parseConfig(cmd, args[1:], getenv, stderr)
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		if err != nil {
+			return usageError{err}
+		}
+		log := newLogger(cfg, stderr)
+		if err := serve(ctx, cfg, log, nil); err != nil {
+			return err
+		}
+		log.Info("stopped")
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return usageError{fmt.Errorf("unknown command %q", cmd)}
+	}
+}

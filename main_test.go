@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cmd  string
+		args []string
+		env  map[string]string
+		want Config
+	}{
+		{"Defaults", "serve", nil, nil,
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, LogFormat: "text", LogLevel: slog.LevelInfo}},
+		{"Environment", "serve", nil,
+			map[string]string{"LAZARUS_ADDR": ":9000", "LAZARUS_DB": "/tmp/l.db", "LAZARUS_SYNC": "normal", "LAZARUS_LOG_FORMAT": "json", "LAZARUS_LOG_LEVEL": "debug", "LAZARUS_ADMIN_TOKEN": "s3cret"},
+			Config{Addr: ":9000", DBPath: "/tmp/l.db", Sync: db.SyncNormal, LogFormat: "json", LogLevel: slog.LevelDebug, AdminToken: "s3cret"}},
+		{"FlagsWinOverEnvironment", "serve", []string{"--addr", "127.0.0.1:0", "--db=/x.db", "--sync", "FULL", "--demo"},
+			map[string]string{"LAZARUS_ADDR": ":9000", "LAZARUS_DB": "/tmp/l.db", "LAZARUS_SYNC": "normal"},
+			Config{Addr: "127.0.0.1:0", DBPath: "/x.db", Sync: db.SyncFull, Demo: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
+		{"DemoHasADatabaseOfItsOwn", "demo", nil, nil,
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus-demo.db", Sync: db.SyncFull, Demo: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
+		{"DemoTakesTheSameFlags", "demo", []string{"--db", "/d.db", "--sync", "normal"}, nil,
+			Config{Addr: "127.0.0.1:8080", DBPath: "/d.db", Sync: db.SyncNormal, Demo: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseConfig(tt.cmd, tt.args, envOf(tt.env), io.Discard)
+			if err != nil {
+				t.Fatalf("parseConfig: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cmd  string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"UnknownSync", "serve", []string{"--sync", "off"}, nil, "sync must be full or normal"},
+		{"UnknownSyncFromEnvironment", "serve", nil, map[string]string{"LAZARUS_SYNC": "extra"}, "sync must be full or normal"},
+		{"UnknownLogFormat", "serve", []string{"--log-format", "xml"}, nil, "log format"},
+		{"UnknownLogLevel", "serve", []string{"--log-level", "loud"}, nil, "log level"},
+		{"UnknownFlag", "serve", []string{"--port", "80"}, nil, "flag provided but not defined"},
+		{"DemoFlagOnDemo", "demo", []string{"--demo"}, nil, "flag provided but not defined"},
+		{"StrayArgument", "serve", []string{"now"}, nil, "unexpected argument"},
+		{"EmptyAddr", "serve", []string{"--addr", ""}, nil, "must not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseConfig(tt.cmd, tt.args, envOf(tt.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunPrintsUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
+		var stdout bytes.Buffer
+		if err := run(context.Background(), args, envOf(nil), &stdout, io.Discard); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+		if !strings.Contains(stdout.String(), "lazarus serve") || !strings.Contains(stdout.String(), "LAZARUS_DB") {
+			t.Errorf("%v printed %q, want the usage", args, stdout.String())
+		}
+	}
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"serve", "--help"}, envOf(nil), io.Discard, &stderr); err != nil {
+		t.Errorf("serve --help: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "-sync") {
+		t.Errorf("serve --help printed %q, want the flags", stderr.String())
+	}
+	for _, args := range [][]string{nil, {"launch"}, {"serve", "--bogus"}} {
+		err := run(context.Background(), args, envOf(nil), io.Discard, io.Discard)
+		if err == nil || exitCode(err) != 2 {
+			t.Errorf("%v: got %v (exit %d), want a usage error (exit 2)", args, err, exitCode(err))
+		}
+	}
+}
+
+// server is a serve running for a test on 127.0.0.1:0 with a temp database.
+type server struct {
+	t    *testing.T
+	url  string
+	db   string
+	stop context.CancelFunc
+	done chan error
+}
+
+func startServer(t *testing.T, cfg Config) *server {
+	t.Helper()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.DBPath = filepath.Join(t.TempDir(), "lazarus.db")
+	if cfg.Sync == "" {
+		cfg.Sync = db.SyncNormal
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &server{t: t, db: cfg.DBPath, stop: stop, done: make(chan error, 1)}
+	addr := make(chan net.Addr, 1)
+	go func() {
+		s.done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(a net.Addr) { addr <- a })
+	}()
+	select {
+	case a := <-addr:
+		s.url = "http://" + a.String()
+	case err := <-s.done:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not listen within 10s")
+	}
+	t.Cleanup(func() { s.shutdown() })
+	return s
+}
+
+// shutdown stops the server as SIGTERM does and waits for serve to return.
+func (s *server) shutdown() error {
+	s.t.Helper()
+	s.stop()
+	select {
+	case err := <-s.done:
+		s.done <- nil // later calls see a clean stop
+		return err
+	case <-time.After(15 * time.Second):
+		s.t.Fatal("serve did not return within 15s of the stop signal")
+		return nil
+	}
+}
+
+func (s *server) do(method, path, token string, body any) (*http.Response, []byte) {
+	s.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.url+path, r)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return resp, b
+}
+
+func TestServeKeepsWhatWasPushedAndStopsGracefully(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Config{Sync: db.SyncFull})
+
+	if resp, body := s.do(http.MethodGet, "/health", "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /health: %d %s", resp.StatusCode, body)
+	}
+	push := map[string]any{"items": []map[string]any{{"queue": "orders", "partition": "acme", "payload": map[string]any{"n": 1}, "transactionId": "t-1"}}}
+	if resp, body := s.do(http.MethodPost, "/api/v1/push", "", push); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /api/v1/push: %d %s", resp.StatusCode, body)
+	}
+
+	// A long-poll on an empty queue is in flight when the stop comes: it
+	// must be answered at once, not after its 5 minutes.
+	type result struct {
+		status int
+		err    error
+	}
+	polled := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(s.url + "/api/v1/pop/queue/empty?wait=true&timeout=300000")
+		if err != nil {
+			polled <- result{err: err}
+			return
+		}
+		resp.Body.Close()
+		polled <- result{status: resp.StatusCode}
+	}()
+	time.Sleep(300 * time.Millisecond) // let the pop start waiting
+
+	start := time.Now()
+	if err := s.shutdown(); err != nil {
+		t.Fatalf("serve returned %v, want nil after a stop", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("shutdown took %s with a long-poll in flight, want it released at once", took)
+	}
+	select {
+	case r := <-polled:
+		if r.err != nil || r.status >= 500 {
+			t.Errorf("the long-poll in flight got (%d, %v), want an answer", r.status, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the long-poll in flight was not answered")
+	}
+	if _, err := http.Get(s.url + "/health"); err == nil {
+		t.Error("the server still accepts connections after shutdown")
+	}
+
+	// The database was closed cleanly and holds the push.
+	d, err := db.Open(context.Background(), s.db, db.SyncFull)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer d.Close()
+	q, err := broker.New(broker.Config{Store: d}).Queue(context.Background(), "orders")
+	if err != nil {
+		t.Fatalf("queue after restart: %v", err)
+	}
+	if len(q.Partitions) != 1 || q.Partitions[0].Name != "acme" {
+		t.Errorf("partitions after restart: %+v", q.Partitions)
+	}
+}
+
+func TestServePassesTheAdminToken(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Config{AdminToken: "s3cret-token"})
+	if resp, body := s.do(http.MethodGet, "/api/v1/resources/queues", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without token: %d %s, want 401", resp.StatusCode, body)
+	}
+	if resp, body := s.do(http.MethodGet, "/api/v1/resources/queues", "wrong", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("with a wrong token: %d %s, want 401", resp.StatusCode, body)
+	}
+	if resp, body := s.do(http.MethodGet, "/api/v1/resources/queues", "s3cret-token", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("with the token: %d %s, want 200", resp.StatusCode, body)
+	}
+	if resp, body := s.do(http.MethodGet, "/health", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /health without token: %d %s, want 200", resp.StatusCode, body)
+	}
+}
+
+func TestServeDemoShowsDeadLettersWithinSeconds(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Config{Demo: true})
+	var page struct {
+		Messages []struct {
+			Queue, ConsumerGroup, ErrorMessage string
+		} `json:"messages"`
+		Total int `json:"total"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for page.Total == 0 && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		resp, body := s.do(http.MethodGet, "/api/v1/dlq", "", nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /api/v1/dlq: %d %s", resp.StatusCode, body)
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatalf("GET /api/v1/dlq: %v in %s", err, body)
+		}
+	}
+	if page.Total == 0 || len(page.Messages) == 0 || page.Messages[0].ErrorMessage == "" {
+		t.Fatalf("no dead letter with an error after 20s of demo traffic: %+v", page)
+	}
+	if err := s.shutdown(); err != nil {
+		t.Fatalf("serve with demo returned %v after a stop", err)
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db"
+	"github.com/lazarus-dlq/lazarus/demo"
+	"github.com/lazarus-dlq/lazarus/web"
+)
+
+// HTTP server limits.
+const (
+	// maxBodyBytes caps a request body: a push of many items fits, a runaway
+	// upload does not.
+	maxBodyBytes = 8 << 20
+	// maxPopWait is the longest long-poll the broker accepts (broker.Pop
+	// refuses a timeout over 10 minutes). The write timeout must outlast
+	// it, or the server would cut a long-poll that is waiting as asked.
+	maxPopWait = 10 * time.Minute
+	// shutdownTimeout bounds how long a stop waits for requests in flight.
+	// Long-polls are released at once (broker.Close), so only real work is
+	// waited for.
+	shutdownTimeout = 20 * time.Second
+)
+
+// serve opens the database, starts the broker and the HTTP server (and the
+// demo traffic when asked), and runs until ctx is cancelled. Then it stops
+// accepting, releases long-polls, finishes what is in flight, and closes
+// the database. onListen, when not nil, is told the address listened on.
+func serve(ctx context.Context, cfg Config, log *slog.Logger, onListen func(net.Addr)) (err error) {
+	d, err := db.Open(ctx, cfg.DBPath, cfg.Sync)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := d.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close database: %w", cerr)
+		}
+	}()
+
+	b := broker.New(broker.Config{Store: d, Logger: log})
+	srv := &http.Server{
+		Handler: web.New(web.Config{
+			Broker:       b,
+			Logger:       log,
+			HealthFunc:   d.Ping,
+			AdminToken:   cfg.AdminToken,
+			MaxBodyBytes: maxBodyBytes,
+		}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// A body of maxBodyBytes arrives well within this on any real link.
+		ReadTimeout: time.Minute,
+		// Counted from the end of the request headers to the end of the
+		// response, so it must cover a full long-poll plus the time to
+		// write its answer; a slow reader is still cut off eventually.
+		WriteTimeout: maxPopWait + time.Minute,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	// Shutdown closes the listeners first and then runs this, so waiting
+	// pops return (empty) instead of holding the stop for minutes.
+	srv.RegisterOnShutdown(b.Close)
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("listening",
+		"addr", ln.Addr().String(),
+		"url", "http://"+ln.Addr().String(),
+		"db", cfg.DBPath,
+		"sync", string(cfg.Sync),
+		"demo", cfg.Demo,
+		"admin_token", cfg.AdminToken != "")
+	if onListen != nil {
+		onListen(ln.Addr())
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	// The demo stops before the database closes.
+	demoCtx, stopDemo := context.WithCancel(ctx)
+	defer stopDemo()
+	var demoDone sync.WaitGroup
+	if cfg.Demo {
+		demoDone.Go(func() {
+			if err := demo.Run(demoCtx, demo.Config{Broker: b, Logger: log.With("component", "demo")}); err != nil {
+				log.Error("demo stopped", "err", err)
+			}
+		})
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", shutdownTimeout.String())
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve: %w", err) // never http.ErrServerClosed here: only Shutdown causes that
+	}
+
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("requests still running at shutdown timeout; closing their connections", "err", err)
+		srv.Close()
+	}
+	b.Close() // also when Serve failed and Shutdown had no listener to close
+	stopDemo()
+	demoDone.Wait()
+	if runErr == nil {
+		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			runErr = fmt.Errorf("serve: %w", err)
+		}
+	}
+	return runErr
+}

@@ -1,0 +1,8 @@
+package static
+
+import "embed"
+
+// FS holds the files served under /static/.
+//
+//go:embed app.css app.js vendor
+var FS embed.FS

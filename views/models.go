@@ -1,0 +1,317 @@
+package views
+
+import "time"
+
+// Session is who is looking: what the layout needs on every page.
+type Session struct {
+	User      string
+	Role      string
+	CSRFToken string
+	// CanOperate shows replay and delete controls; IsAdmin the admin pages.
+	CanOperate bool
+	IsAdmin    bool
+}
+
+// Page is what every page's layout needs.
+type Page struct {
+	Title   string
+	Nav     string // the active navigation entry: overview, audit, users
+	Session Session
+	Flash   *Flash
+	Now     time.Time
+	// Crumbs lead from the overview to this page.
+	Crumbs []Crumb
+}
+
+// Crumb is one step of the breadcrumb trail.
+type Crumb struct {
+	Label string
+	URL   string
+}
+
+// Flash is a short message about what just happened.
+type Flash struct {
+	Kind string // ok, error, info
+	Text string
+}
+
+// Overview is page 1: every queue at a glance.
+type Overview struct {
+	Page
+	Tiles  []Tile
+	Queues []QueueRow
+}
+
+// Tile is one headline number.
+type Tile struct {
+	Label  string
+	Value  string
+	Note   string
+	Status string // ok, alert, or empty
+	TestID string
+}
+
+// QueueRow is one queue on the overview.
+type QueueRow struct {
+	Name       string
+	URL        string
+	DLQURL     string
+	Partitions int
+	Groups     []GroupDepth
+	Depth      int64
+	Oldest     string // age of the oldest dead letter, empty when none
+	Alerts     []string
+}
+
+// GroupDepth is a group's dead-letter depth in a queue.
+type GroupDepth struct {
+	Group  string
+	Depth  int64
+	URL    string
+	Oldest string
+}
+
+// QueueDetail is page 2: one queue.
+type QueueDetail struct {
+	Page
+	Name       string
+	CreatedAt  time.Time
+	Options    []Option
+	Partitions []PartitionRow
+	Groups     []GroupRow
+	Depth      int64
+	DLQURL     string
+}
+
+// Option is a queue option and its value.
+type Option struct {
+	Name  string
+	Value string
+	Note  string
+}
+
+// PartitionRow is a partition of a queue.
+type PartitionRow struct {
+	Name     string
+	ID       string
+	Messages int64
+	DLQURL   string
+}
+
+// GroupRow is a consumer group of a queue.
+type GroupRow struct {
+	Name         string
+	Lag          int64
+	Leased       int64
+	Depth        int64
+	Oldest       string
+	DeadLettered int64
+	Replayed     int64
+	Deleted      int64
+	Dropped      int64
+	DLQURL       string
+}
+
+// DeadLetterList is page 3: the dead letters of a queue.
+type DeadLetterList struct {
+	Page
+	Queue      string
+	QueueURL   string
+	Groups     []string
+	Partitions []string
+	Filter     DeadLetterFilter
+	Chips      []Chip
+	TopErrors  []TopError
+	Rows       []DeadLetterRow
+	// Matching is how many dead letters the filter selects; MatchingKnown
+	// is false when counting would cost a scan (it is then fetched apart).
+	Matching      int64
+	MatchingKnown bool
+	CountURL      string
+	NextURL       string
+	FirstURL      string // set when not on the first page
+	ListURL       string // this view, for refreshing in place
+	FilterQuery   string // the filter as URL query, without paging
+	PageSizes     []PageSize
+	QuickRanges   []QuickRange
+}
+
+// DeadLetterFilter is the list's filter as the form shows it.
+type DeadLetterFilter struct {
+	Group     string
+	Partition string
+	Since     string // 1h, 24h, 7d, or empty
+	From, To  string // datetime-local values
+	Error     string
+	TxID      string
+	Size      int
+}
+
+// Chip is an active filter with the link that removes it.
+type Chip struct {
+	Label     string
+	RemoveURL string
+}
+
+// TopError is a frequent error text with the link that filters by it.
+type TopError struct {
+	Error string
+	Count int64
+	URL   string
+}
+
+// PageSize is a page-size choice.
+type PageSize struct {
+	Size    int
+	URL     string
+	Current bool
+}
+
+// QuickRange is a 1h / 24h / 7d quick pick.
+type QuickRange struct {
+	Label   string
+	URL     string
+	Current bool
+}
+
+// DeadLetterRow is one row of the list.
+type DeadLetterRow struct {
+	ID        string
+	ShortID   string
+	TxID      string
+	Partition string
+	Group     string
+	Error     string // first line only
+	Retries   int
+	FailedAt  time.Time
+	IsReplay  bool
+	URL       string // the dead letter's page
+	ReplayURL string
+	DeleteURL string
+}
+
+// DeadLetterDetail is page 4: one dead letter.
+type DeadLetterDetail struct {
+	Page
+	ID          string
+	Queue       string
+	QueueURL    string
+	ListURL     string
+	Partition   string
+	PartitionID string
+	Group       string
+	TxID        string
+	TraceID     string
+	Error       string
+	Retries     int
+	PushedAt    time.Time
+	FailedAt    time.Time
+	IsReplay    bool
+	OriginalID  string // for a replay: the id of the message it copies
+	OriginalURL string
+	Payload     Payload
+	FullURL     string // the page with the whole payload, when truncated
+	OtherGroups []string
+	ReplayURL   string
+	DeleteURL   string
+}
+
+// Payload is a message payload ready to show.
+type Payload struct {
+	Pretty    string // indented when it is JSON; else the raw text
+	Raw       string
+	IsJSON    bool
+	Size      int // bytes
+	Truncated bool
+	Binary    bool // not valid UTF-8: shown escaped
+}
+
+// BulkConfirm asks before a bulk action.
+type BulkConfirm struct {
+	Action    string // replay or delete
+	Count     int64
+	Queue     string
+	Where     string // the filter, for people
+	IDs       []string
+	Filter    string // the filter as URL query, when by filter
+	PostURL   string
+	TypeQueue bool // the operator must type the queue name
+	Error     string
+}
+
+// BulkResult reports a bulk action.
+type BulkResult struct {
+	Action  string
+	Done    int
+	Skipped int
+	Failed  int
+	Error   string
+}
+
+// AuditList is page 6: who did what.
+type AuditList struct {
+	Page
+	Filter  AuditFilter
+	Actions []string
+	Rows    []AuditRow
+	NextURL string
+}
+
+// AuditFilter is the audit page's filter.
+type AuditFilter struct {
+	Action string
+	Actor  string
+	Queue  string
+}
+
+// AuditRow is one audit entry.
+type AuditRow struct {
+	At     time.Time
+	Actor  string
+	Action string
+	Queue  string
+	Group  string
+	Count  int
+	Detail string
+}
+
+// Login is the login page.
+type Login struct {
+	Page
+	Name  string
+	Next  string
+	Error string
+}
+
+// Users is the admin page of users and tokens.
+type Users struct {
+	Page
+	Users    []UserRow
+	Tokens   []TokenRow
+	NewToken string // shown once, right after it is made
+	Roles    []string
+}
+
+// UserRow is a user on the admin page.
+type UserRow struct {
+	ID        int64
+	Name      string
+	Role      string
+	CreatedAt time.Time
+	Self      bool
+}
+
+// TokenRow is one of the current user's API tokens.
+type TokenRow struct {
+	ID       int64
+	Name     string
+	Created  time.Time
+	LastUsed time.Time
+}
+
+// ErrorPage explains an error to a person.
+type ErrorPage struct {
+	Page
+	Status  int
+	Message string
+}

@@ -1,0 +1,193 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// deadLetterView is one dead letter: a message one group gave up on.
+type deadLetterView struct {
+	ID            string          `json:"id"`
+	TransactionID string          `json:"transactionId"`
+	PartitionID   string          `json:"partitionId"`
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition"`
+	ConsumerGroup string          `json:"consumerGroup"`
+	ErrorMessage  string          `json:"errorMessage"`
+	RetryCount    int             `json:"retryCount"`
+	Data          json.RawMessage `json:"data"`
+	CreatedAt     timestamp       `json:"createdAt"`
+	FailedAt      timestamp       `json:"failedAt"`
+	TraceID       *string         `json:"traceId"`
+	IsReplay      bool            `json:"isReplay"`
+}
+
+func newDeadLetterView(d broker.DeadLetter) deadLetterView {
+	return deadLetterView{
+		ID:            d.MessageID(),
+		TransactionID: d.TransactionID,
+		PartitionID:   d.PartitionKey,
+		Queue:         d.Queue,
+		Partition:     d.Partition,
+		ConsumerGroup: d.Group,
+		ErrorMessage:  d.Error,
+		RetryCount:    d.RetryCount,
+		Data:          d.Payload,
+		CreatedAt:     timestamp(d.CreatedAt),
+		FailedAt:      timestamp(d.FailedAt),
+		TraceID:       optional(d.TraceID),
+		IsReplay:      d.IsReplay(),
+	}
+}
+
+// parseDLQQuery reads the filters and page of GET /api/v1/dlq.
+func parseDLQQuery(c echo.Context) (broker.DLQQuery, error) {
+	q := broker.DLQQuery{
+		Queue:         c.QueryParam("queue"),
+		Group:         c.QueryParam("consumerGroup"),
+		Partition:     c.QueryParam("partition"),
+		ErrorContains: c.QueryParam("error"),
+		TransactionID: c.QueryParam("transactionId"),
+		WithTotal:     true,
+	}
+	var err error
+	if q.From, err = parseTime("query parameter from", c.QueryParam("from")); err != nil {
+		return q, err
+	}
+	if q.To, err = parseTime("query parameter to", c.QueryParam("to")); err != nil {
+		return q, err
+	}
+	if q.Limit, err = queryInt(c, "limit", 100); err != nil {
+		return q, err
+	}
+	if q.Limit < 1 || q.Limit > broker.MaxPageSize {
+		return q, badRequest("query parameter limit must be between 1 and %d", broker.MaxPageSize)
+	}
+	if q.Offset, err = queryInt(c, "offset", 0); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+type dlqListResponse struct {
+	Messages   []deadLetterView `json:"messages"`
+	Total      int64            `json:"total"`
+	Pagination pagination       `json:"pagination"`
+}
+
+type pagination struct {
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+}
+
+// listDeadLetters lists the dead letters matching the query, newest
+// failure first.
+func (s *Server) listDeadLetters(c echo.Context) error {
+	q, err := parseDLQQuery(c)
+	if err != nil {
+		return err
+	}
+	page, err := s.broker.DeadLetters(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := dlqListResponse{Messages: make([]deadLetterView, len(page.Items)), Total: page.Total, Pagination: pagination{Limit: q.Limit, Offset: q.Offset}}
+	for i, d := range page.Items {
+		out.Messages[i] = newDeadLetterView(d)
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+type deadLetterResponse struct {
+	deadLetterView
+	// Others are the message's dead letters in other consumer groups.
+	Others []deadLetterView `json:"others"`
+}
+
+// showDeadLetter returns a message's dead letter (the optional
+// consumerGroup query picks the group's) and its dead letters in the other
+// groups.
+func (s *Server) showDeadLetter(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	d, err := s.broker.DeadLetter(c.Request().Context(), id, c.QueryParam("consumerGroup"))
+	if err != nil {
+		return err
+	}
+	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter), Others: make([]deadLetterView, len(d.Others))}
+	for i, o := range d.Others {
+		out.Others[i] = newDeadLetterView(o)
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// replayView describes the copy a replay pushed.
+type replayView struct {
+	Status         string   `json:"status"`
+	MessageID      string   `json:"messageId"`
+	TransactionID  string   `json:"transactionId"`
+	PartitionID    string   `json:"partitionId"`
+	Queue          string   `json:"queue"`
+	Partition      string   `json:"partition"`
+	ConsumerGroups []string `json:"consumerGroups"`
+}
+
+func newReplayView(r broker.ReplayResult) replayView {
+	return replayView{Status: r.Status, MessageID: r.MessageID, TransactionID: r.TransactionID, PartitionID: r.PartitionID, Queue: r.Queue, Partition: r.Partition, ConsumerGroups: r.Groups}
+}
+
+// replayDeadLetter pushes a copy of a dead-lettered message to the end of
+// its partition and removes its dead letters; a second replay is a 404.
+func (s *Server) replayDeadLetter(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	res, err := s.broker.Replay(c.Request().Context(), id, actor(c))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, newReplayView(res))
+}
+
+// retryMessage is replayDeadLetter naming the message by partition and
+// transactionId (Queen's admin.retryMessage).
+func (s *Server) retryMessage(c echo.Context) error {
+	partitionID, err := pathParam(c, "partitionId")
+	if err != nil {
+		return err
+	}
+	txid, err := pathParam(c, "transactionId")
+	if err != nil {
+		return err
+	}
+	res, err := s.broker.ReplayTransaction(c.Request().Context(), partitionID, txid, actor(c))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, newReplayView(res))
+}
+
+type deleteDeadLetterResponse struct {
+	Deleted int `json:"deleted"`
+}
+
+// deleteDeadLetter removes a message's dead letters: every group's, or
+// only the one of the consumerGroup query.
+func (s *Server) deleteDeadLetter(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	n, err := s.broker.Delete(c.Request().Context(), id, c.QueryParam("consumerGroup"), actor(c))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, deleteDeadLetterResponse{Deleted: n})
+}

@@ -1,0 +1,95 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+)
+
+func TestTransactionAckAndPush(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("in", "", "a", `{"step":1}`)
+	m := s.pop("in", "").Messages[0]
+	body := fmt.Sprintf(`{"operations":[
+		{"type":"ack","transactionId":"a","partitionId":%q,"leaseId":%q,"status":"completed"},
+		{"type":"push","items":[{"queue":"out","payload":{"step":2},"transactionId":"a-next"}]}]}`, m.PartitionID, *m.LeaseID)
+	var res struct {
+		Success bool `json:"success"`
+		Results []struct {
+			Type          string   `json:"type"`
+			TransactionID string   `json:"transactionId"`
+			Success       bool     `json:"success"`
+			Messages      []pushed `json:"messages"`
+		} `json:"results"`
+	}
+	s.call("POST", "/api/v1/transaction", body).want(http.StatusOK).decode(&res)
+	if !res.Success || len(res.Results) != 2 {
+		t.Fatalf("transaction %+v", res)
+	}
+	if r := res.Results[0]; r.Type != "ack" || !r.Success || r.TransactionID != "a" {
+		t.Fatalf("ack result %+v", r)
+	}
+	if r := res.Results[1]; r.Type != "push" || len(r.Messages) != 1 || r.Messages[0].Status != "queued" || r.Messages[0].TransactionID != "a-next" {
+		t.Fatalf("push result %+v", r)
+	}
+	if out := s.pop("out", "").Messages[0]; string(out.Data) != `{"step":2}` {
+		t.Fatalf("pushed %s", out.Data)
+	}
+	s.call("GET", "/api/v1/pop/queue/in", "").want(http.StatusNoContent)
+}
+
+func TestTransactionIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("in", "", "a", `1`)
+	m := s.pop("in", "").Messages[0]
+	// The push comes first, then an ack that is refused: nothing happens.
+	body := fmt.Sprintf(`{"operations":[
+		{"type":"push","items":[{"queue":"out","payload":1}]},
+		{"type":"ack","transactionId":"a","partitionId":%q,"leaseId":"0190a0a0-0000-7000-8000-000000000000","status":"completed"}]}`, m.PartitionID)
+	s.call("POST", "/api/v1/transaction", body).wantError(http.StatusConflict, "operations[1]", "not the lease")
+	s.call("GET", "/api/v1/resources/queues/out", "").wantError(http.StatusNotFound)
+	// The message is still leased to its holder.
+	s.ack(m, "completed", "").want(http.StatusOK)
+}
+
+func TestTransactionAckKeepsErrorText(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("in", "", "a", `1`)
+	m := s.pop("in", "consumerGroup=g").Messages[0]
+	body := fmt.Sprintf(`{"operations":[{"type":"ack","transactionId":"a","partitionId":%q,"leaseId":%q,"status":"dlq","error":"card declined","consumerGroup":"g"}]}`,
+		m.PartitionID, *m.LeaseID)
+	s.call("POST", "/api/v1/transaction", body).want(http.StatusOK)
+	d := s.deadLetters("queue=in")
+	if len(d.Messages) != 1 || d.Messages[0].ErrorMessage != "card declined" {
+		t.Fatalf("dead letters %+v", d.Messages)
+	}
+}
+
+func TestTransactionRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	// Queue mode has read a queue, so that acks get as far as the partition.
+	s.push("q", "", "a", `1`)
+	s.pop("q", "")
+	cases := []struct {
+		name, body string
+		status     int
+		want       []string
+	}{
+		{"NoOperations", `{"operations":[]}`, http.StatusBadRequest, []string{"at least one"}},
+		{"UnknownType", `{"operations":[{"type":"nack"}]}`, http.StatusBadRequest, []string{"type must be"}},
+		{"BadPush", `{"operations":[{"type":"push","items":[{"queue":"q"}]}]}`, http.StatusBadRequest, []string{"operations[0]", "payload"}},
+		{"ItemsNotArray", `{"operations":[{"type":"push","items":"x"}]}`, http.StatusBadRequest, []string{"items", "array"}},
+		{"UnknownAckStatus", `{"operations":[{"type":"ack","transactionId":"a","partitionId":"p","status":"maybe"}]}`, http.StatusBadRequest, []string{"status must be"}},
+		{"UnknownPartition", `{"operations":[{"type":"ack","transactionId":"a","partitionId":"p","status":"completed"}]}`, http.StatusNotFound, []string{"partition"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := s.sub(t)
+			s.call("POST", "/api/v1/transaction", tc.body).wantError(tc.status, tc.want...)
+		})
+	}
+}

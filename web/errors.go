@@ -1,0 +1,93 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// apiError is an error whose message is safe to show, with its status.
+type apiError struct {
+	status  int
+	message string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+// badRequest is a 400 with a message for the caller.
+func badRequest(format string, args ...any) error {
+	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...)}
+}
+
+// errorResponse is the body of every error: {"error": "..."}.
+type errorResponse struct {
+	Error string `json:"error"`
+}
+
+// internalMessage is all a caller learns of an internal error; the log has
+// the cause.
+const internalMessage = "internal error"
+
+// statusOf maps an error to the status and message the caller sees. ok is
+// false for internal errors, whose text must not be shown.
+func statusOf(err error) (status int, message string, ok bool) {
+	var ae *apiError
+	var be *broker.Error
+	var he *echo.HTTPError
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.message, true
+	case errors.As(err, &mb):
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", mb.Limit), true
+	case errors.As(err, &be):
+		return brokerStatus(be), be.Message, true
+	case errors.As(err, &he):
+		msg, isString := he.Message.(string)
+		if !isString || msg == "" {
+			msg = http.StatusText(he.Code)
+		}
+		return he.Code, strings.ToLower(msg), true
+	}
+	return http.StatusInternalServerError, internalMessage, false
+}
+
+// brokerStatus is the HTTP status of a broker error's kind.
+func brokerStatus(be *broker.Error) int {
+	switch {
+	case errors.Is(be, broker.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(be, broker.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(be, broker.ErrConflict), errors.Is(be, broker.ErrDuplicate):
+		return http.StatusConflict
+	}
+	return http.StatusBadRequest
+}
+
+// handleError is echo's error handler: every error, echo's own included
+// (unknown route, wrong method), is answered as {"error": "..."}.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	ctx := c.Request().Context()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// The client went away (e.g. during a long-poll pop): nobody to answer.
+		s.log.DebugContext(ctx, "request canceled", "method", c.Request().Method, "route", c.Path())
+		return
+	}
+	status, message, ok := statusOf(err)
+	if !ok {
+		s.log.ErrorContext(ctx, "request failed", "method", c.Request().Method, "route", c.Path(), "error", err)
+	}
+	if werr := writeJSON(c, status, errorResponse{Error: message}); werr != nil {
+		s.log.ErrorContext(ctx, "write error response", "error", werr)
+	}
+}
