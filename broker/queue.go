@@ -201,3 +201,86 @@ func (b *Broker) Record(ctx context.Context, actor, action, detail string) error
 		return audit(ctx, tx, b.now(), actor, action, "", "", 0, detail)
 	})
 }
+
+// QueueBrief is a queue with what the dashboard shows at a glance, from
+// maintained counters only: no scan of messages or dead letters.
+type QueueBrief struct {
+	Queue
+	Partitions []Partition
+	Groups     []string // groups that read the queue or have dead letters in it
+	Stats      []GroupStats
+}
+
+// Depth is the queue's dead letters across its groups.
+func (q QueueBrief) Depth() int64 {
+	var n int64
+	for _, g := range q.Stats {
+		n += g.Depth
+	}
+	return n
+}
+
+// Briefs describes every queue cheaply, for the overview.
+func (b *Broker) Briefs(ctx context.Context) ([]QueueBrief, error) {
+	var out []QueueBrief
+	err := b.store.View(ctx, func(tx Tx) error {
+		qs, err := tx.Queues(ctx)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			br, err := brief(ctx, tx, q)
+			if err != nil {
+				return err
+			}
+			out = append(out, br)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Brief describes one queue cheaply.
+func (b *Broker) Brief(ctx context.Context, name string) (QueueBrief, error) {
+	var out QueueBrief
+	err := b.store.View(ctx, func(tx Tx) error {
+		q, err := tx.QueueByName(ctx, name)
+		if isNotFound(err) {
+			return errorf(ErrNotFound, "queue %q not found", truncate(name, 64))
+		}
+		if err != nil {
+			return err
+		}
+		out, err = brief(ctx, tx, q)
+		return err
+	})
+	return out, err
+}
+
+func brief(ctx context.Context, tx Tx, q Queue) (QueueBrief, error) {
+	br := QueueBrief{Queue: q}
+	var err error
+	if br.Partitions, err = tx.PartitionList(ctx, q.ID); err != nil {
+		return br, fmt.Errorf("partitions: %w", err)
+	}
+	if br.Stats, err = tx.Stats(ctx, q.ID); err != nil {
+		return br, fmt.Errorf("stats: %w", err)
+	}
+	names, err := tx.GroupNames(ctx, q.ID)
+	if err != nil {
+		return br, fmt.Errorf("groups: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+	}
+	for _, s := range br.Stats {
+		if !seen[s.Group] {
+			seen[s.Group] = true
+			names = append(names, s.Group)
+		}
+	}
+	sort.Strings(names)
+	br.Groups = names
+	return br, nil
+}

@@ -30,6 +30,8 @@ type Tx interface {
 	PartitionByID(ctx context.Context, id int64) (Partition, error)
 	PartitionByUUID(ctx context.Context, uuid string) (Partition, error)
 	Partitions(ctx context.Context, queueID int64) ([]PartitionInfo, error)
+	// PartitionList lists a queue's partitions by name, without counting.
+	PartitionList(ctx context.Context, queueID int64) ([]Partition, error)
 	// CreatePartition stores p and gives every group subscribed to its
 	// queue a consumer starting at its beginning.
 	CreatePartition(ctx context.Context, p *Partition) error
@@ -44,6 +46,8 @@ type Tx interface {
 	Subscribe(ctx context.Context, queueID, groupID int64, start Start, now time.Time) error
 	// Groups lists the groups that read a queue.
 	Groups(ctx context.Context, queueID int64, now time.Time) ([]GroupInfo, error)
+	// GroupNames lists the names of the groups that read a queue.
+	GroupNames(ctx context.Context, queueID int64) ([]string, error)
 
 	// InsertMessage stores m and sets its Seq. When the partition already
 	// has m's transactionId, it stores nothing, fills m with the existing
@@ -79,6 +83,8 @@ type Tx interface {
 	// failure first.
 	ListDeadLetters(ctx context.Context, f Filter, p Page) ([]DeadLetter, error)
 	CountDeadLetters(ctx context.Context, f Filter) (int64, error)
+	// TopErrors counts the dead letters f selects by the first line of
+	// their error, most frequent first.
 	TopErrors(ctx context.Context, f Filter, limit int) ([]ErrorCount, error)
 
 	// AddStats adds d to the running totals of a queue and group.
@@ -130,7 +136,8 @@ type Cursor struct {
 	ID int64
 }
 
-// ErrorCount is an error text and how many dead letters carry it.
+// ErrorCount is the first line of an error text and how many dead letters
+// carry it.
 type ErrorCount struct {
 	Error string
 	Count int64

@@ -521,7 +521,10 @@ func (t *storeTx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64,
 
 func (t *storeTx) TopErrors(ctx context.Context, f broker.Filter, limit int) ([]broker.ErrorCount, error) {
 	w, args := where(f)
-	rows, err := t.tx.QueryContext(ctx, `SELECT d.error, COUNT(*) AS n FROM dead_letters d`+w+` GROUP BY d.error ORDER BY n DESC, d.error LIMIT ?`, append(args, limit)...)
+	// Errors are grouped by their first line: stack traces and the like
+	// differ below it from one failure to the next.
+	rows, err := t.tx.QueryContext(ctx, `SELECT substr(d.error, 1, instr(d.error || char(10), char(10)) - 1) AS line, COUNT(*) AS n
+		FROM dead_letters d`+w+` GROUP BY line ORDER BY n DESC, line LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -617,6 +620,40 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 		}
 		a.At = fromMS(at)
 		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) PartitionList(ctx context.Context, queueID int64) ([]broker.Partition, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+partitionCols+` FROM partitions WHERE queue_id = ? ORDER BY name`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Partition
+	for rows.Next() {
+		p, err := scanPartition(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) GroupNames(ctx context.Context, queueID int64) ([]string, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
 	}
 	return out, rows.Err()
 }

@@ -29,6 +29,8 @@ func Age(d time.Duration) string {
 		return fmt.Sprintf("%d s", int(d.Seconds()))
 	case d < time.Hour:
 		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 10*time.Hour && int(d.Minutes())%60 != 0:
+		return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
 	case d < 48*time.Hour:
 		return fmt.Sprintf("%d h", int(d.Hours()))
 	default:

@@ -130,7 +130,8 @@ type DeadLetterList struct {
 	CountURL      string
 	NextURL       string
 	FirstURL      string // set when not on the first page
-	ListURL       string // this view, for refreshing in place
+	ListURL       string // the list's path, without query
+	RefreshURL    string // this very view, for refreshing in place
 	FilterQuery   string // the filter as URL query, without paging
 	PageSizes     []PageSize
 	QuickRanges   []QuickRange
@@ -233,6 +234,7 @@ type BulkConfirm struct {
 	Queue     string
 	Where     string // the filter, for people
 	IDs       []string
+	Group     string // with IDs: only this group's dead letters
 	Filter    string // the filter as URL query, when by filter
 	PostURL   string
 	TypeQueue bool // the operator must type the queue name

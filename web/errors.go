@@ -87,7 +87,29 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if !ok {
 		s.log.ErrorContext(ctx, "request failed", "method", c.Request().Method, "route", c.Path(), "error", err)
 	}
+	if isPage(c.Request().URL.Path) {
+		if werr := s.renderError(c, status, pageMessage(status, message)); werr != nil {
+			s.log.ErrorContext(ctx, "write error page", "error", werr)
+		}
+		return
+	}
 	if werr := writeJSON(c, status, errorResponse{Error: message}); werr != nil {
 		s.log.ErrorContext(ctx, "write error response", "error", werr)
 	}
+}
+
+// pageMessage says an error to a person.
+func pageMessage(status int, message string) string {
+	switch status {
+	case http.StatusNotFound:
+		if message == "" || message == "not found" {
+			return "There is nothing at this address."
+		}
+	case http.StatusInternalServerError:
+		return "Something went wrong on our side. It has been logged; try again in a moment."
+	}
+	if message == "" {
+		return http.StatusText(status)
+	}
+	return strings.ToUpper(message[:1]) + message[1:]
 }

@@ -36,4 +36,6 @@ func (s *Server) routes() {
 	api.POST("/dlq/replay", s.replayDeadLetters, operator)
 	api.POST("/dlq/delete", s.deleteDeadLetters, operator)
 	api.POST("/messages/:partitionId/:transactionId/retry", s.retryMessage, operator)
+
+	s.pageRoutes()
 }

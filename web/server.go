@@ -29,6 +29,8 @@ type Config struct {
 	AdminToken string
 	// MaxBodyBytes caps a request body (default 8 MiB).
 	MaxBodyBytes int64
+	// Clock tells the pages the time (default broker.SystemClock).
+	Clock broker.Clock
 }
 
 // Server is the echo application.
@@ -39,6 +41,7 @@ type Server struct {
 	maxBody int64
 	auth    authenticator
 	echo    *echo.Echo
+	clock   broker.Clock
 }
 
 // New builds the server and its routes.
@@ -49,6 +52,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = broker.SystemClock
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{
@@ -58,6 +64,7 @@ func New(cfg Config) *Server {
 		maxBody: cfg.MaxBodyBytes,
 		auth:    newAuthenticator(cfg.AdminToken),
 		echo:    e,
+		clock:   cfg.Clock,
 	}
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(escapedPath)

@@ -117,10 +117,9 @@ func TestAuditNamesAnonymousWithoutAuth(t *testing.T) {
 	}
 }
 
-func TestEchoErrorsAreJSON(t *testing.T) {
+func TestEchoErrorsAreJSONUnderTheAPI(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
-	s.call("GET", "/nowhere", "").wantError(http.StatusNotFound)
 	s.call("GET", "/api/v1/nowhere", "").wantError(http.StatusNotFound)
 	s.call("GET", "/api/v1/push", "").wantError(http.StatusMethodNotAllowed)
 	s.call("PUT", "/api/v1/dlq", "").wantError(http.StatusMethodNotAllowed)

@@ -1,0 +1,50 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/views"
+)
+
+const auditPageSize = 50
+
+// auditActions are the actions the audit page filters by.
+var auditActions = []string{broker.AuditReplay, broker.AuditDelete, broker.AuditDeadLetter, broker.AuditConfigure, broker.AuditQueueDelete,
+	broker.AuditLogin, broker.AuditLoginFailed, broker.AuditLogout, broker.AuditUser, broker.AuditToken}
+
+// showAudit renders page 6: who did what, newest first.
+func (s *Server) showAudit(c echo.Context) error {
+	f := broker.AuditFilter{Action: c.QueryParam("action"), Actor: c.QueryParam("actor"), Queue: c.QueryParam("queue")}
+	p := broker.Page{Limit: auditPageSize}
+	if a := c.QueryParam("after"); a != "" {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id < 1 {
+			return badRequest("after must be an audit entry id")
+		}
+		p.After = &broker.Cursor{ID: id}
+	}
+	entries, err := s.broker.Audit(c.Request().Context(), f, p)
+	if err != nil {
+		return err
+	}
+	v := views.AuditList{Page: s.page(c, "Audit", "audit"), Filter: views.AuditFilter(f), Actions: auditActions}
+	for _, e := range entries {
+		v.Rows = append(v.Rows, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Queue: e.Queue, Group: e.Group, Count: e.Count, Detail: e.Detail})
+	}
+	if len(entries) == auditPageSize {
+		q := url.Values{}
+		for k, val := range map[string]string{"action": f.Action, "actor": f.Actor, "queue": f.Queue} {
+			if val != "" {
+				q.Set(k, val)
+			}
+		}
+		q.Set("after", strconv.FormatInt(entries[len(entries)-1].ID, 10))
+		v.NextURL = "/audit?" + q.Encode()
+	}
+	return renderPage(c, http.StatusOK, views.AuditView(v), views.AuditContent(v))
+}

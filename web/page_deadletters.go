@@ -1,0 +1,302 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/views"
+)
+
+// Page sizes of the dead-letter list.
+var pageSizes = []int{25, 50, 100}
+
+const defaultPageSize = 50
+
+// quickRanges are the list's quick time ranges.
+var quickRanges = []struct {
+	label string
+	d     time.Duration
+}{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}}
+
+// listFilter is the dead-letter list's filter as it travels in URLs.
+type listFilter struct {
+	Group, Partition, Since, From, To, Error, TxID string
+}
+
+// filterKeys are the URL parameters of a listFilter, in chip order.
+var filterKeys = []string{"group", "partition", "since", "from", "to", "error", "tx"}
+
+func (f listFilter) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"group": f.Group, "partition": f.Partition, "since": f.Since, "from": f.From, "to": f.To, "error": f.Error, "tx": f.TxID} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+// parseListFilter reads a filter from URL parameters.
+func parseListFilter(q url.Values) listFilter {
+	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
+	return listFilter{Group: get("group"), Partition: get("partition"), Since: get("since"), From: get("from"), To: get("to"), Error: get("error"), TxID: get("tx")}
+}
+
+// query turns the filter into a broker query of queue.
+func (f listFilter) query(queue string, now time.Time) (broker.DLQQuery, error) {
+	q := broker.DLQQuery{Queue: queue, Group: f.Group, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TxID}
+	if f.Since != "" {
+		found := false
+		for _, r := range quickRanges {
+			if r.label == f.Since {
+				q.From, found = now.Add(-r.d), true
+			}
+		}
+		if !found {
+			return q, badRequest("since must be 1h, 24h or 7d")
+		}
+	}
+	var err error
+	if f.From != "" {
+		if q.From, err = parseFormTime("from", f.From); err != nil {
+			return q, err
+		}
+	}
+	if f.To != "" {
+		if q.To, err = parseFormTime("to", f.To); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+// parseFormTime reads a datetime-local value (taken as UTC) or RFC 3339.
+func parseFormTime(name, s string) (time.Time, error) {
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339Nano} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, badRequest("%s must be a date and time like 2026-01-02T15:04", name)
+}
+
+// cursorParam writes and reads the keyset position of a page: "<ms>-<id>".
+func cursorParam(cur *broker.Cursor) string {
+	return strconv.FormatInt(cur.At.UnixMilli(), 10) + "-" + strconv.FormatInt(cur.ID, 10)
+}
+
+func parseCursor(s string) (*broker.Cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	ms, err1 := strconv.ParseInt(a, 10, 64)
+	id, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, badRequest("after must be a page position like 1700000000000-42")
+	}
+	return &broker.Cursor{At: time.UnixMilli(ms).UTC(), ID: id}, nil
+}
+
+// showDeadLetters renders page 3: a queue's dead letters, newest first, by
+// keyset pages.
+func (s *Server) showDeadLetters(c echo.Context) error {
+	queue, err := pathParam(c, "queue")
+	if err != nil {
+		return err
+	}
+	params := c.QueryParams()
+	f := parseListFilter(params)
+	size := defaultPageSize
+	if v := params.Get("size"); v != "" {
+		if size, err = strconv.Atoi(v); err != nil || !validSize(size) {
+			return badRequest("size must be 25, 50 or 100")
+		}
+	}
+	after, err := parseCursor(params.Get("after"))
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	q, err := f.query(queue, now)
+	if err != nil {
+		return err
+	}
+	q.Limit, q.After, q.WithTotal = size, after, true
+	ctx, cancel := withTimeout(c, 15*time.Second)
+	defer cancel()
+	brief, err := s.broker.Brief(ctx, queue)
+	if err != nil {
+		return err
+	}
+	page, err := s.broker.DeadLetters(ctx, q)
+	if err != nil {
+		return err
+	}
+	top, err := s.broker.TopErrors(ctx, q, 5)
+	if err != nil {
+		return err
+	}
+	v := views.DeadLetterList{
+		Page:          s.page(c, "Dead letters of "+queue, "overview", views.Crumb{Label: "Overview", URL: "/"}, views.Crumb{Label: queue, URL: queueURL(queue)}, views.Crumb{Label: "Dead letters"}),
+		Queue:         queue,
+		QueueURL:      queueURL(queue),
+		Groups:        brief.Groups,
+		Filter:        views.DeadLetterFilter{Group: f.Group, Partition: f.Partition, Since: f.Since, From: f.From, To: f.To, Error: f.Error, TxID: f.TxID, Size: size},
+		Matching:      page.Total,
+		MatchingKnown: true,
+		FilterQuery:   f.values().Encode(),
+	}
+	for _, p := range brief.Partitions {
+		v.Partitions = append(v.Partitions, p.Name)
+	}
+	base := f.values()
+	if size != defaultPageSize {
+		base.Set("size", strconv.Itoa(size))
+	}
+	v.ListURL = deadLettersURL(queue, nil) // the form's action and the prefix of the confirm links
+	v.Chips = chips(queue, f, base)
+	for _, r := range quickRanges {
+		u := with(base, "since", r.label)
+		u.Del("from")
+		u.Del("to")
+		v.QuickRanges = append(v.QuickRanges, views.QuickRange{Label: r.label, URL: deadLettersURL(queue, u), Current: f.Since == r.label})
+	}
+	for _, n := range pageSizes {
+		u := with(base, "size", strconv.Itoa(n))
+		if n == defaultPageSize {
+			u.Del("size")
+		}
+		v.PageSizes = append(v.PageSizes, views.PageSize{Size: n, URL: deadLettersURL(queue, u), Current: n == size})
+	}
+	if page.Next != nil {
+		v.NextURL = deadLettersURL(queue, with(base, "after", cursorParam(page.Next)))
+	}
+	if after != nil {
+		v.FirstURL = deadLettersURL(queue, base)
+	}
+	for _, e := range top {
+		v.TopErrors = append(v.TopErrors, views.TopError{Error: e.Error, Count: e.Count, URL: deadLettersURL(queue, with(base, "error", e.Error))})
+	}
+	for _, d := range page.Items {
+		v.Rows = append(v.Rows, rowOf(queue, d))
+	}
+	v.RefreshURL = deadLettersURL(queue, withAfter(base, after))
+	return renderPage(c, http.StatusOK, views.DeadLettersView(v), views.DeadLettersContent(v))
+}
+
+func withAfter(base url.Values, after *broker.Cursor) url.Values {
+	if after == nil {
+		return base
+	}
+	return with(base, "after", cursorParam(after))
+}
+
+func validSize(n int) bool {
+	for _, s := range pageSizes {
+		if s == n {
+			return true
+		}
+	}
+	return false
+}
+
+// with returns a copy of v with k set to val.
+func with(v url.Values, k, val string) url.Values {
+	out := url.Values{}
+	for key, vals := range v {
+		out[key] = append([]string(nil), vals...)
+	}
+	out.Set(k, val)
+	return out
+}
+
+// chips lists the active filters, each with the link that removes it.
+func chips(queue string, f listFilter, base url.Values) []views.Chip {
+	labels := map[string]string{"group": "group", "partition": "partition", "since": "last", "from": "from", "to": "to", "error": "error contains", "tx": "transactionId"}
+	var out []views.Chip
+	for _, k := range filterKeys {
+		val := base.Get(k)
+		if val == "" {
+			continue
+		}
+		u := with(base, k, "")
+		u.Del(k)
+		out = append(out, views.Chip{Label: labels[k] + ": " + views.Cut(val, 60), RemoveURL: deadLettersURL(queue, u)})
+	}
+	return out
+}
+
+// rowOf makes a list row of a dead letter.
+func rowOf(queue string, d broker.DeadLetter) views.DeadLetterRow {
+	id := d.MessageID()
+	return views.DeadLetterRow{
+		ID: id, ShortID: views.ShortID(id), TxID: d.TransactionID, Partition: d.Partition, Group: d.Group,
+		Error: views.FirstLine(d.Error, 200), Retries: d.RetryCount, FailedAt: d.FailedAt, IsReplay: d.IsReplay(),
+		URL:       deadLetterURL(queue, id, d.Group),
+		ReplayURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/replay",
+		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
+	}
+}
+
+func deadLetterURL(queue, id, group string) string {
+	u := deadLettersURL(queue, nil) + "/" + url.PathEscape(id)
+	if group != "" {
+		u += "?" + url.Values{"group": {group}}.Encode()
+	}
+	return u
+}
+
+// showDeadLetterPage renders page 4: one dead letter.
+func (s *Server) showDeadLetterPage(c echo.Context) error {
+	queue, err := pathParam(c, "queue")
+	if err != nil {
+		return err
+	}
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	group := c.QueryParam("group")
+	ctx, cancel := withTimeout(c, 10*time.Second)
+	defer cancel()
+	d, err := s.broker.DeadLetter(ctx, id, group)
+	if err != nil {
+		return err
+	}
+	if d.Queue != queue {
+		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("dead letter %s is not in queue %s", id, queue)}
+	}
+	limit := views.PayloadPreview
+	if c.QueryParam("full") == "1" {
+		limit = 0
+	}
+	v := views.DeadLetterDetail{
+		Page: s.page(c, "Dead letter "+views.ShortID(id), "overview",
+			views.Crumb{Label: "Overview", URL: "/"}, views.Crumb{Label: queue, URL: queueURL(queue)},
+			views.Crumb{Label: "Dead letters", URL: deadLettersURL(queue, nil)}, views.Crumb{Label: views.ShortID(id)}),
+		ID: id, Queue: queue, QueueURL: queueURL(queue), ListURL: deadLettersURL(queue, url.Values{"group": {d.Group}}),
+		Partition: d.Partition, PartitionID: d.PartitionKey, Group: d.Group, TxID: d.TransactionID, TraceID: d.TraceID,
+		Error: d.Error, Retries: d.RetryCount, PushedAt: d.CreatedAt, FailedAt: d.FailedAt, IsReplay: d.IsReplay(),
+		Payload:   views.MakePayload(d.Payload, limit),
+		ReplayURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/replay",
+		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
+	}
+	if v.IsReplay {
+		v.OriginalID = strings.TrimPrefix(d.TransactionID, broker.ReplayPrefix)
+	}
+	if v.Payload.Truncated {
+		v.FullURL = deadLetterURL(queue, id, d.Group) + "&full=1"
+	}
+	for _, o := range d.Others {
+		v.OtherGroups = append(v.OtherGroups, o.Group)
+	}
+	return renderPage(c, http.StatusOK, views.DeadLetterView(v), views.DeadLetterContent(v))
+}

@@ -1,0 +1,75 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/views"
+)
+
+// isFragment reports whether the request wants a page's fragment rather
+// than the whole page: an htmx request that is not a history restore.
+func isFragment(c echo.Context) bool {
+	h := c.Request().Header
+	return h.Get("HX-Request") == "true" && h.Get("HX-History-Restore-Request") != "true"
+}
+
+// renderPage renders whole (a direct visit) or fragment (htmx) into a
+// buffer, then writes it: an error never leaves half a page.
+func renderPage(c echo.Context, status int, whole, fragment templ.Component) error {
+	c.Response().Header().Add(echo.HeaderVary, "HX-Request")
+	comp := whole
+	if isFragment(c) {
+		comp = fragment
+	}
+	return render(c, status, comp)
+}
+
+// render writes one component, rendered into a buffer first.
+func render(c echo.Context, status int, comp templ.Component) error {
+	var buf bytes.Buffer
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	h.Set("Cache-Control", "no-store")
+	return c.Blob(status, echo.MIMETextHTMLCharsetUTF8, buf.Bytes())
+}
+
+// page fills what every page's layout needs.
+func (s *Server) page(c echo.Context, title, nav string, crumbs ...views.Crumb) views.Page {
+	return views.Page{Title: title, Nav: nav, Session: s.viewSession(c), Now: s.now(), Crumbs: crumbs}
+}
+
+func (s *Server) now() time.Time { return s.clock.Now().UTC() }
+
+// isPage reports whether a path is a dashboard page (HTML errors) rather
+// than the API or the health check (JSON errors).
+func isPage(path string) bool {
+	return !strings.HasPrefix(path, apiPrefix+"/") && path != apiPrefix && path != "/health" && path != "/metrics"
+}
+
+// renderError answers a page request's error with an error page (or, for
+// htmx, a flash message).
+func (s *Server) renderError(c echo.Context, status int, message string) error {
+	if isFragment(c) {
+		// htmx swaps only 2xx answers by default: say it in the flash.
+		c.Response().Header().Set("HX-Retarget", "#flash")
+		c.Response().Header().Set("HX-Reswap", "innerHTML")
+		return render(c, status, views.FlashMessage(views.Flash{Kind: "error", Text: message}))
+	}
+	p := s.page(c, http.StatusText(status), "")
+	return render(c, status, views.ErrorView(views.ErrorPage{Page: p, Status: status, Message: message}))
+}
+
+// withTimeout bounds a page's broker calls.
+func withTimeout(c echo.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request().Context(), d)
+}

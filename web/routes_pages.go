@@ -1,0 +1,48 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/static"
+)
+
+// pageRoutes lists the dashboard's pages and actions. Pages are for
+// viewers; replay and delete for operators.
+func (s *Server) pageRoutes() {
+	e := s.echo
+	viewer, operator := s.requirePage(RoleViewer), s.requirePage(RoleOperator)
+
+	e.GET("/static/*", echo.WrapHandler(staticHandler()))
+
+	e.GET("/", s.showOverview, viewer)
+	e.GET("/queues/:queue", s.showQueuePage, viewer)
+	e.GET("/queues/:queue/dead-letters", s.showDeadLetters, viewer)
+	e.GET("/queues/:queue/dead-letters/confirm", s.confirmBulk, operator)
+	e.POST("/queues/:queue/dead-letters/replay", s.replayBulk, operator)
+	e.POST("/queues/:queue/dead-letters/delete", s.deleteBulk, operator)
+	e.GET("/queues/:queue/dead-letters/:id", s.showDeadLetterPage, viewer)
+	e.POST("/queues/:queue/dead-letters/:id/replay", s.replayOne, operator)
+	e.POST("/queues/:queue/dead-letters/:id/delete", s.deleteOne, operator)
+	e.GET("/audit", s.showAudit, viewer)
+}
+
+// staticHandler serves the embedded files. Their names carry no version,
+// except the vendored ones, so they are cached briefly and revalidated.
+func staticHandler() http.Handler {
+	files := http.StripPrefix("/static/", http.FileServerFS(static.FS))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ".go") {
+			http.NotFound(w, r)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/static/vendor/") {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		} else {
+			w.Header().Set("Cache-Control", "public, max-age=300")
+		}
+		files.ServeHTTP(w, r)
+	})
+}
