@@ -176,7 +176,7 @@ func (b *Broker) ack(ctx context.Context, tx Tx, now time.Time, a Ack, touched f
 		return AckResult{}, fmt.Errorf("ack: save consumer: %w", err)
 	}
 	if s.stats != (Stats{}) {
-		if err := tx.AddStats(ctx, q.ID, c.GroupID, s.stats); err != nil {
+		if err := tx.AddStats(ctx, q.ID, c.GroupID, s.stats, now); err != nil {
 			return AckResult{}, fmt.Errorf("ack: stats: %w", err)
 		}
 	}
@@ -226,6 +226,9 @@ func (s *settler) settle(ctx context.Context) error {
 		switch a.Status {
 		case AckCompleted:
 			s.stats.Completed++
+			if IsReplayTransaction(head[0].TransactionID) {
+				s.stats.ReplayCompleted++
+			}
 			s.advance(a.Seq)
 		case AckDLQ:
 			if err := s.deadLetter(ctx, head[0], a.Error, retries, o.DeadLetterQueue); err != nil {
@@ -263,6 +266,9 @@ func (s *settler) advance(seq int64) {
 // deadLetter files m into the group's dead letters, or drops it when keep
 // is false.
 func (s *settler) deadLetter(ctx context.Context, m Message, errText string, retries int, keep bool) error {
+	if IsReplayTransaction(m.TransactionID) {
+		s.stats.ReplayFailed++
+	}
 	if !keep {
 		s.stats.Dropped++
 		if s.dropped == nil {

@@ -237,8 +237,21 @@ type Stats struct {
 	Replayed     int64
 	Deleted      int64
 	Dropped      int64
-	Completed    int64
-	Failed       int64
+	Completed    int64 // acks completed (and auto-acked messages)
+	Failed       int64 // acks failed
+	// Outcomes of replayed copies (transactionId dlq:...) in this group:
+	// completed, or dead-lettered again or dropped.
+	ReplayCompleted int64
+	ReplayFailed    int64
+}
+
+// add returns s + d.
+func (s Stats) add(d Stats) Stats {
+	return Stats{
+		Depth: s.Depth + d.Depth, DeadLettered: s.DeadLettered + d.DeadLettered, Replayed: s.Replayed + d.Replayed,
+		Deleted: s.Deleted + d.Deleted, Dropped: s.Dropped + d.Dropped, Completed: s.Completed + d.Completed, Failed: s.Failed + d.Failed,
+		ReplayCompleted: s.ReplayCompleted + d.ReplayCompleted, ReplayFailed: s.ReplayFailed + d.ReplayFailed,
+	}
 }
 
 // GroupStats are a group's stats in one queue.

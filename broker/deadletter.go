@@ -305,7 +305,7 @@ func removeDeadLetters(ctx context.Context, tx Tx, dls []DeadLetter, per Stats) 
 	}
 	for k, n := range counts {
 		s := Stats{Depth: -n, Replayed: per.Replayed * n, Deleted: per.Deleted * n}
-		if err := tx.AddStats(ctx, k.q, k.g, s); err != nil {
+		if err := tx.AddStats(ctx, k.q, k.g, s, time.Time{}); err != nil {
 			return fmt.Errorf("stats: %w", err)
 		}
 	}

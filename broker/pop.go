@@ -166,7 +166,13 @@ func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wak
 		if req.AutoAck {
 			c.Cursor = msgs[len(msgs)-1].Seq
 			c.RetrySeq, c.Retries = 0, 0
-			if err := tx.AddStats(ctx, q.ID, gid, Stats{Completed: int64(len(msgs))}); err != nil {
+			st := Stats{Completed: int64(len(msgs))}
+			for _, m := range msgs {
+				if IsReplayTransaction(m.TransactionID) {
+					st.ReplayCompleted++
+				}
+			}
+			if err := tx.AddStats(ctx, q.ID, gid, st, now); err != nil {
 				return err
 			}
 		} else {

@@ -82,7 +82,11 @@ func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue s
 	var queues []string
 	err := b.store.Update(ctx, func(tx Tx) error {
 		queues = queues[:0]
-		return fn(tx, func(q string) { queues = append(queues, q) })
+		acc := &statsTx{Tx: tx}
+		if err := fn(acc, func(q string) { queues = append(queues, q) }); err != nil {
+			return err
+		}
+		return acc.flush(ctx, b.now())
 	})
 	if err == nil && len(queues) > 0 {
 		b.notify(queues...)

@@ -18,6 +18,7 @@ type Store interface {
 // that find nothing return ErrNotFound.
 type Tx interface {
 	UserTx
+	SessionTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)
@@ -87,8 +88,18 @@ type Tx interface {
 	// their error, most frequent first.
 	TopErrors(ctx context.Context, f Filter, limit int) ([]ErrorCount, error)
 
-	// AddStats adds d to the running totals of a queue and group.
-	AddStats(ctx context.Context, queueID, groupID int64, d Stats) error
+	// AddStats adds d to the running totals of a queue and group and to
+	// the minute bucket of at, which also records the depth and the oldest
+	// dead letter after the change.
+	AddStats(ctx context.Context, queueID, groupID int64, d Stats, at time.Time) error
+	// Series returns the buckets of [from, to) with the given step (a
+	// whole number of minutes), per queue and group, oldest first; queueID
+	// 0 means every queue. Each group's last bucket before from comes
+	// first, so that its depth is known at the start.
+	Series(ctx context.Context, queueID int64, from, to time.Time, step time.Duration) ([]Bucket, error)
+	// CompactStats rolls minute buckets older than minutesBefore up into
+	// hour buckets and deletes hour buckets older than hoursBefore.
+	CompactStats(ctx context.Context, minutesBefore, hoursBefore time.Time) error
 	Stats(ctx context.Context, queueID int64) ([]GroupStats, error)
 
 	InsertAudit(ctx context.Context, a *AuditEntry) error

@@ -97,7 +97,7 @@ func checkUser(name string, role Role) error {
 }
 
 // PutUser creates the user, or sets the role and password hash of the one
-// that has the name.
+// that has the name; a changed password ends the user's sessions.
 func (b *Broker) PutUser(ctx context.Context, name string, role Role, passwordHash, actor string) (User, error) {
 	if err := checkUser(name, role); err != nil {
 		return User{}, err
@@ -113,9 +113,16 @@ func (b *Broker) PutUser(ctx context.Context, name string, role Role, passwordHa
 		} else if err != nil {
 			return err
 		}
+		newPassword := u.ID != 0 && u.PasswordHash != passwordHash
 		u.Role, u.PasswordHash = role, passwordHash
 		if err := tx.SaveUser(ctx, &u); err != nil {
 			return fmt.Errorf("save user: %w", err)
+		}
+		if newPassword {
+			// A new password logs the user out everywhere.
+			if err := tx.DeleteUserSessions(ctx, u.ID); err != nil {
+				return fmt.Errorf("end sessions: %w", err)
+			}
 		}
 		return audit(ctx, tx, now, actor, AuditUser, "", "", 1, fmt.Sprintf("user %s %s with role %s", name, verb, role))
 	})
@@ -167,7 +174,8 @@ func (b *Broker) SetUserRole(ctx context.Context, id int64, role Role, actor str
 	})
 }
 
-// DeleteUser deletes a user and their tokens. The last admin stays.
+// DeleteUser deletes a user with their tokens and sessions. The last
+// admin stays.
 func (b *Broker) DeleteUser(ctx context.Context, id int64, actor string) error {
 	return b.update(ctx, func(tx Tx, _ func(string)) error {
 		u, err := userByID(ctx, tx, id)

@@ -540,37 +540,6 @@ func (t *storeTx) TopErrors(ctx context.Context, f broker.Filter, limit int) ([]
 	return out, rows.Err()
 }
 
-func (t *storeTx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stats) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = depth + excluded.depth, dead_lettered = dead_lettered + excluded.dead_lettered,
-		replayed = replayed + excluded.replayed, deleted = deleted + excluded.deleted, dropped = dropped + excluded.dropped,
-		completed = completed + excluded.completed, failed = failed + excluded.failed`,
-		queueID, groupID, d.Depth, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed)
-	return err
-}
-
-func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
-		COALESCE((SELECT MIN(d.failed_at) FROM dead_letters d WHERE d.queue_id = s.queue_id AND d.group_id = s.group_id), 0)
-		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, queueID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []broker.GroupStats
-	for rows.Next() {
-		var s broker.GroupStats
-		var oldest int64
-		if err := rows.Scan(&s.QueueID, &s.GroupID, &s.Group, &s.Depth, &s.DeadLettered, &s.Replayed, &s.Deleted, &s.Dropped, &s.Completed, &s.Failed, &oldest); err != nil {
-			return nil, err
-		}
-		s.OldestFailedAt = fromMS(oldest)
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
 func (t *storeTx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
 	res, err := t.tx.ExecContext(ctx, `INSERT INTO audit (at, actor, action, queue, group_name, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		ms(a.At), a.Actor, a.Action, a.Queue, a.Group, a.Count, a.Detail)

@@ -62,6 +62,9 @@ func (t *storeTx) DeleteUser(ctx context.Context, id int64) error {
 	if _, err := t.tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ?`, id); err != nil {
 		return err
 	}
+	if err := t.DeleteUserSessions(ctx, id); err != nil {
+		return err
+	}
 	_, err := t.tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
 	return err
 }
@@ -132,5 +135,44 @@ func (t *storeTx) Setting(ctx context.Context, key string) (string, error) {
 
 func (t *storeTx) SetSetting(ctx context.Context, key, value string) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	return err
+}
+
+func (t *storeTx) InsertSession(ctx context.Context, s *broker.Session) error {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
+		s.Hash, s.UserID, ms(s.CreatedAt), ms(s.ExpiresAt), ms(s.LastSeenAt))
+	if err != nil {
+		return err
+	}
+	s.ID, err = res.LastInsertId()
+	return err
+}
+
+func (t *storeTx) SessionByHash(ctx context.Context, hash string) (broker.Session, error) {
+	var s broker.Session
+	var created, expires, seen int64
+	err := t.tx.QueryRowContext(ctx, `SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = ?`, hash).
+		Scan(&s.ID, &s.Hash, &s.UserID, &created, &expires, &seen)
+	s.CreatedAt, s.ExpiresAt, s.LastSeenAt = fromMS(created), fromMS(expires), fromMS(seen)
+	return s, notFound(err, "session")
+}
+
+func (t *storeTx) TouchSession(ctx context.Context, id int64, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`, ms(at), id, ms(at))
+	return err
+}
+
+func (t *storeTx) DeleteSession(ctx context.Context, hash string) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
+	return err
+}
+
+func (t *storeTx) DeleteUserSessions(ctx context.Context, userID int64) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID)
+	return err
+}
+
+func (t *storeTx) DeleteExpiredSessions(ctx context.Context, now, idleSince time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ? OR last_seen_at <= ?`, ms(now), ms(idleSince))
 	return err
 }

@@ -155,4 +155,6 @@ func userURL(id int64, action string) string {
 	return "/admin/users/" + strconv.FormatInt(id, 10) + "/" + action
 }
 
-func tokenURL(id int64) string { return "/admin/tokens/" + strconv.FormatInt(id, 10) + "/revoke" }
+func tokenURL(userID, id int64) string {
+	return userURL(userID, "tokens/"+strconv.FormatInt(id, 10)+"/revoke")
+}

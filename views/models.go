@@ -61,6 +61,7 @@ type QueueRow struct {
 	Depth      int64
 	Oldest     string // age of the oldest dead letter, empty when none
 	Alerts     []string
+	Spark      Sparkline // depth over the last 24 h
 }
 
 // GroupDepth is a group's dead-letter depth in a queue.
@@ -285,12 +286,12 @@ type Login struct {
 	Error string
 }
 
-// Users is the admin page of users and tokens.
+// Users is the admin page of users and their API tokens.
 type Users struct {
 	Page
 	Users    []UserRow
-	Tokens   []TokenRow
-	NewToken string // shown once, right after it is made
+	Tokens   []TokenRow // every user's
+	NewToken string     // the secret of a token just made: shown this once
 	Roles    []string
 }
 
@@ -303,9 +304,12 @@ type UserRow struct {
 	Self      bool
 }
 
-// TokenRow is one of the current user's API tokens.
+// TokenRow is an API token; it acts with its user's current role.
 type TokenRow struct {
 	ID       int64
+	UserID   int64
+	User     string
+	Role     string
 	Name     string
 	Created  time.Time
 	LastUsed time.Time
@@ -316,4 +320,14 @@ type ErrorPage struct {
 	Page
 	Status  int
 	Message string
+}
+
+// Charts is page 5: the health of the system over time, for managers.
+type Charts struct {
+	Page
+	Range  string
+	Ranges []QuickRange
+	Queue  string
+	Queues []string
+	Charts []Chart
 }

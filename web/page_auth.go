@@ -1,19 +1,58 @@
 package web
 
 import (
+	"net/http"
+	"net/url"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/lazarus-dlq/lazarus/views"
 )
 
-// TEMPORARY: replaced by sessions, logins and roles.
-
-// requirePage lets a page through when the visitor's role allows it.
+// requirePage lets a dashboard request through when its visitor is logged
+// in with a role that allows role. Without a session a page visit is sent
+// to the login page (303, coming back afterwards), and an htmx request is
+// answered 401 with HX-Redirect; a role too low gets a 403 page.
 func (s *Server) requirePage(role Role) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			v, ok := visitorFrom(c)
+			if !ok {
+				return toLogin(c)
+			}
+			if !v.user.Role.Allows(role) {
+				return s.renderError(c, http.StatusForbidden,
+					"This needs the "+string(role)+" role; you are "+string(v.user.Role)+". An admin can change your role.")
+			}
+			return next(c)
+		}
+	}
 }
 
-// viewSession is who is looking, for the layout.
+// toLogin sends a visitor without a session to the login page.
+func toLogin(c echo.Context) error {
+	r := c.Request()
+	if r.Header.Get("HX-Request") == "true" {
+		// htmx would swap a redirect's target into the page: have it load
+		// the login page whole instead.
+		c.Response().Header().Set("HX-Redirect", "/login")
+		return c.NoContent(http.StatusUnauthorized)
+	}
+	target := "/login"
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		target += "?next=" + url.QueryEscape(r.URL.RequestURI())
+	}
+	return c.Redirect(http.StatusSeeOther, target)
+}
+
+// viewSession is who is looking, for the layout: empty but for the CSRF
+// token when nobody is logged in.
 func (s *Server) viewSession(c echo.Context) views.Session {
-	return views.Session{User: "dev", Role: "admin", CanOperate: true, IsAdmin: true}
+	vs := views.Session{CSRFToken: csrfToken(c)}
+	if v, ok := visitorFrom(c); ok {
+		role := v.user.Role
+		vs.User, vs.Role = v.user.Name, string(role)
+		vs.CanOperate, vs.IsAdmin = role.Allows(RoleOperator), role.Allows(RoleAdmin)
+	}
+	return vs
 }

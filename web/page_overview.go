@@ -12,13 +12,6 @@ import (
 	"github.com/lazarus-dlq/lazarus/views"
 )
 
-// Monitoring thresholds (DASHBOARD.md, "Monitoring").
-const (
-	alertDepth       = 10
-	alertOldest      = 4 * time.Hour
-	alertFailureRate = 0.05
-)
-
 // showOverview renders page 1: every queue at a glance.
 func (s *Server) showOverview(c echo.Context) error {
 	ctx, cancel := withTimeout(c, 10*time.Second)
@@ -28,13 +21,21 @@ func (s *Server) showOverview(c echo.Context) error {
 		return err
 	}
 	now := s.now()
+	history, err := s.broker.History(ctx, broker.HistoryQuery{From: now.Add(-24 * time.Hour), To: now, Step: 15 * time.Minute})
+	if err != nil {
+		return err
+	}
+	limits, err := s.broker.Thresholds(ctx)
+	if err != nil {
+		return err
+	}
 	v := views.Overview{Page: s.page(c, "Overview", "overview")}
-	var depth, completed, failed, replayed, deepest int64
+	var depth, replayed, deepest int64
+	var window broker.Health
 	var oldest time.Time
 	for _, b := range briefs {
 		row := views.QueueRow{Name: b.Name, URL: queueURL(b.Name), DLQURL: deadLettersURL(b.Name, nil), Partitions: len(b.Partitions), Depth: b.Depth()}
 		var qOldest time.Time
-		var qCompleted, qFailed int64
 		for _, g := range b.Stats {
 			gd := views.GroupDepth{Group: g.Group, Depth: g.Depth, URL: deadLettersURL(b.Name, url.Values{"group": {g.Group}})}
 			if !g.OldestFailedAt.IsZero() {
@@ -44,8 +45,6 @@ func (s *Server) showOverview(c echo.Context) error {
 				}
 			}
 			row.Groups = append(row.Groups, gd)
-			qCompleted += g.Completed
-			qFailed += g.Failed
 			replayed += g.Replayed
 		}
 		if !qOldest.IsZero() {
@@ -54,19 +53,29 @@ func (s *Server) showOverview(c echo.Context) error {
 				oldest = qOldest
 			}
 		}
-		row.Alerts = alerts(row.Depth, qOldest, now, qCompleted, qFailed)
+		h := windowHealth(history, b.Name)
+		window.Acks += h.Acks
+		window.Failed += h.Failed
+		window.ReplayEnds += h.ReplayEnds
+		window.ReplayOK += h.ReplayOK
+		h.Depth = row.Depth
+		if !qOldest.IsZero() {
+			h.Oldest = now.Sub(qOldest)
+		}
+		for _, br := range limits.For(b.Name).Check(h) {
+			row.Alerts = append(row.Alerts, br.Text)
+		}
+		row.Spark = views.MakeSparkline(depthOf(history, b.Name), "Dead letters of "+b.Name+" over the last 24 h")
 		depth += row.Depth
 		deepest = max(deepest, row.Depth)
-		completed += qCompleted
-		failed += qFailed
 		v.Queues = append(v.Queues, row)
 	}
 	v.Tiles = []views.Tile{
 		{Label: "Queues", Value: views.Count(int64(len(briefs))), TestID: "queues"},
-		{Label: "Dead letters", Value: views.Count(depth), Note: fmt.Sprintf("alert above %d in a queue", alertDepth), Status: status(deepest <= alertDepth), TestID: "depth"},
-		oldestTile(oldest, now),
-		failureTile(completed, failed),
-		{Label: "Replayed", Value: views.Count(replayed), Note: "dead letters pushed again", TestID: "replayed"},
+		{Label: "Dead letters", Value: views.Count(depth), Note: fmt.Sprintf("alert above %d in a queue", limits.Default.Depth), Status: status(deepest <= limits.Default.Depth), TestID: "depth"},
+		oldestTile(oldest, now, limits.Default),
+		failureTile(window.Acks-window.Failed, window.Failed, limits.Default),
+		replayTile(window, replayed, limits.Default),
 	}
 	return renderPage(c, http.StatusOK, views.OverviewView(v), views.OverviewContent(v))
 }
@@ -78,39 +87,54 @@ func status(ok bool) string {
 	return "alert"
 }
 
-func oldestTile(oldest, now time.Time) views.Tile {
+func oldestTile(oldest, now time.Time, l broker.Limits) views.Tile {
 	t := views.Tile{Label: "Oldest dead letter", Value: "–", Note: "none waiting", Status: "ok", TestID: "oldest"}
 	if !oldest.IsZero() {
 		age := now.Sub(oldest)
-		t.Value, t.Note, t.Status = views.Age(age), "alert above 4 h", status(age <= alertOldest)
+		t.Value, t.Note = views.Age(age), fmt.Sprintf("alert above %g h", l.OldestHours)
+		t.Status = status(age <= time.Duration(l.OldestHours*float64(time.Hour)))
 	}
 	return t
 }
 
-func failureTile(completed, failed int64) views.Tile {
+func failureTile(completed, failed int64, l broker.Limits) views.Tile {
 	t := views.Tile{Label: "Failures among acks", Value: "–", Note: "no acks yet", TestID: "failures"}
 	if n := completed + failed; n > 0 {
 		rate := float64(failed) / float64(n)
 		t.Value = fmt.Sprintf("%.1f %%", rate*100)
-		t.Note = fmt.Sprintf("%s of %s acks; alert above 5 %%", views.Count(failed), views.Count(n))
-		t.Status = status(rate <= alertFailureRate)
+		t.Note = fmt.Sprintf("%s of %s acks in 24 h; alert above %g %%", views.Count(failed), views.Count(n), l.FailurePct)
+		t.Status = status(rate*100 <= l.FailurePct)
 	}
 	return t
 }
 
-// alerts names the thresholds a queue breaches.
-func alerts(depth int64, oldest, now time.Time, completed, failed int64) []string {
-	var out []string
-	if depth > alertDepth {
-		out = append(out, fmt.Sprintf("%s dead letters (> %d)", views.Count(depth), alertDepth))
+func replayTile(h broker.Health, replayed int64, l broker.Limits) views.Tile {
+	t := views.Tile{Label: "Replays that succeeded", Value: "–", Note: views.Count(replayed) + " replayed in all; none settled in 24 h", TestID: "replays"}
+	if h.ReplayEnds > 0 {
+		pct := 100 * float64(h.ReplayOK) / float64(h.ReplayEnds)
+		t.Value = fmt.Sprintf("%.0f %%", pct)
+		t.Note = fmt.Sprintf("%s of %s replayed copies in 24 h; alert below %g %%", views.Count(h.ReplayOK), views.Count(h.ReplayEnds), l.ReplayMinPct)
+		t.Status = status(pct >= l.ReplayMinPct)
 	}
-	if !oldest.IsZero() && now.Sub(oldest) > alertOldest {
-		out = append(out, "oldest "+views.Age(now.Sub(oldest))+" (> 4 h)")
+	return t
+}
+
+// windowHealth sums a queue's acks and replay outcomes over the history's
+// window (the last 24 h on the overview).
+func windowHealth(history []broker.Series, queue string) broker.Health {
+	var h broker.Health
+	for _, s := range history {
+		if s.Queue != queue {
+			continue
+		}
+		for _, p := range s.Points {
+			h.Acks += p.Completed + p.Failed
+			h.Failed += p.Failed
+			h.ReplayEnds += p.ReplayCompleted + p.ReplayFailed
+			h.ReplayOK += p.ReplayCompleted
+		}
 	}
-	if n := completed + failed; n > 0 && float64(failed)/float64(n) > alertFailureRate {
-		out = append(out, fmt.Sprintf("%.1f %% of acks failed (> 5 %%)", float64(failed)*100/float64(n)))
-	}
-	return out
+	return h
 }
 
 // showQueuePage renders page 2: one queue.
@@ -189,4 +213,21 @@ func deadLettersURL(queue string, q url.Values) string {
 		u += "?" + q.Encode()
 	}
 	return u
+}
+
+// depthOf sums a queue's depth over its groups, step by step.
+func depthOf(history []broker.Series, queue string) []float64 {
+	var out []float64
+	for _, s := range history {
+		if s.Queue != queue {
+			continue
+		}
+		if out == nil {
+			out = make([]float64, len(s.Points))
+		}
+		for i, p := range s.Points {
+			out[i] += float64(p.Depth)
+		}
+	}
+	return out
 }

@@ -3,8 +3,9 @@ package web
 // apiPrefix starts every path of the JSON API.
 const apiPrefix = "/api/v1"
 
-// routes lists every route of the server. The role after each route is the
-// least a principal needs to call it (see auth.go).
+// routes lists every route of the server (the dashboard's pages are in
+// routes_pages.go). The role after each route is the least a principal
+// needs to call it (see auth.go and page_auth.go).
 func (s *Server) routes() {
 	e := s.echo
 	e.GET("/health", s.showHealth)
@@ -36,6 +37,22 @@ func (s *Server) routes() {
 	api.POST("/dlq/replay", s.replayDeadLetters, operator)
 	api.POST("/dlq/delete", s.deleteDeadLetters, operator)
 	api.POST("/messages/:partitionId/:transactionId/retry", s.retryMessage, operator)
+
+	// The dashboard: sessions (session.go) and CSRF protection (csrf.go)
+	// for every path but the API's, the health check and the static files;
+	// each page states the least role it needs with requirePage.
+	e.Use(s.loadSession, s.csrf())
+	e.GET("/login", s.showLogin)
+	e.POST("/login", s.login)
+	e.POST("/logout", s.logout)
+
+	adminPage := s.requirePage(RoleAdmin)
+	e.GET("/admin/users", s.showUsers, adminPage)
+	e.POST("/admin/users", s.createUser, adminPage)
+	e.POST("/admin/users/:id/role", s.setUserRole, adminPage)
+	e.POST("/admin/users/:id/delete", s.deleteUser, adminPage)
+	e.POST("/admin/tokens", s.createToken, adminPage)
+	e.POST("/admin/users/:id/tokens/:token/revoke", s.revokeToken, adminPage)
 
 	s.pageRoutes()
 }

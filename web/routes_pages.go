@@ -26,6 +26,7 @@ func (s *Server) pageRoutes() {
 	e.GET("/queues/:queue/dead-letters/:id", s.showDeadLetterPage, viewer)
 	e.POST("/queues/:queue/dead-letters/:id/replay", s.replayOne, operator)
 	e.POST("/queues/:queue/dead-letters/:id/delete", s.deleteOne, operator)
+	e.GET("/charts", s.showCharts, viewer)
 	e.GET("/audit", s.showAudit, viewer)
 }
 

@@ -1,5 +1,7 @@
 // Package web serves Lazarus over HTTP with echo: the JSON API of SPEC.md
-// section 5 (and, later, the dashboard). It imports broker and views, never db.
+// section 5 behind bearer tokens, and the dashboard behind logins, with
+// server-side sessions, roles and CSRF protection. It imports broker and
+// views, never db.
 package web
 
 import (
@@ -8,10 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/password"
 )
 
 // DefaultMaxBodyBytes caps a request body when Config.MaxBodyBytes is unset.
@@ -23,10 +27,23 @@ type Config struct {
 	Logger *slog.Logger
 	// HealthFunc reports whether the database answers (GET /health).
 	HealthFunc func(ctx context.Context) error
-	// AdminToken, when set, is accepted as an admin bearer token on the API,
-	// and the API refuses requests without a valid token. When empty the
-	// API is open and acts as "anonymous".
+	// AdminToken, when set, is accepted as an admin bearer token on the API
+	// (LAZARUS_ADMIN_TOKEN), beside the users' API tokens.
 	AdminToken string
+	// OpenAPI lets API requests that carry no Authorization header in, as
+	// an anonymous admin. UNSAFE: anyone who reaches the port may do
+	// anything. For local development only; off, the API answers 401
+	// without a valid bearer token.
+	OpenAPI bool
+	// SecureCookies marks the cookies Secure on every response, not only on
+	// those to requests that came over TLS or with X-Forwarded-Proto: https.
+	SecureCookies bool
+	// BcryptCost is the cost of the password hashes the dashboard makes
+	// (default password.DefaultCost); tests lower it.
+	BcryptCost int
+	// SleepFunc waits before a failed login is answered (default: a timer
+	// that gives up when ctx ends); tests record instead of waiting.
+	SleepFunc func(ctx context.Context, d time.Duration)
 	// MaxBodyBytes caps a request body (default 8 MiB).
 	MaxBodyBytes int64
 	// Clock tells the pages the time (default broker.SystemClock).
@@ -42,6 +59,14 @@ type Server struct {
 	auth    authenticator
 	echo    *echo.Echo
 	clock   broker.Clock
+
+	// Dashboard sign-in.
+	cookies    cookieJar
+	secure     bool // every cookie Secure
+	bcryptCost int
+	sleep      func(ctx context.Context, d time.Duration)
+	limiter    *loginLimiter
+	dummy      dummyHash
 }
 
 // New builds the server and its routes.
@@ -55,6 +80,12 @@ func New(cfg Config) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = broker.SystemClock
 	}
+	if cfg.BcryptCost == 0 {
+		cfg.BcryptCost = password.DefaultCost
+	}
+	if cfg.SleepFunc == nil {
+		cfg.SleepFunc = sleep
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{
@@ -62,12 +93,19 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 		health:  cfg.HealthFunc,
 		maxBody: cfg.MaxBodyBytes,
-		auth:    newAuthenticator(cfg.AdminToken),
+		auth:    newAuthenticator(cfg.Broker, cfg.AdminToken, cfg.OpenAPI),
 		echo:    e,
 		clock:   cfg.Clock,
+
+		cookies:    cookieJar{broker: cfg.Broker},
+		secure:     cfg.SecureCookies,
+		bcryptCost: cfg.BcryptCost,
+		sleep:      cfg.SleepFunc,
+		limiter:    newLoginLimiter(cfg.Clock),
+		dummy:      dummyHash{cost: cfg.BcryptCost},
 	}
 	e.HTTPErrorHandler = s.handleError
-	e.Pre(escapedPath)
+	e.Pre(escapedPath, securityHeaders)
 	e.Use(s.recoverPanic)
 	s.routes()
 	return s
@@ -126,5 +164,15 @@ func underPrefix(prefix string, mw echo.MiddlewareFunc) echo.MiddlewareFunc {
 			}
 			return next(c)
 		}
+	}
+}
+
+// sleep waits d, or less when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }

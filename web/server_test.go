@@ -45,7 +45,7 @@ func TestHealth(t *testing.T) {
 
 func TestAuth(t *testing.T) {
 	t.Parallel()
-	s := setup(t, func(c *web.Config) { c.AdminToken = "s3cret-token" })
+	s := setup(t, func(c *web.Config) { c.AdminToken, c.OpenAPI = "s3cret-token", false })
 	cases := []struct {
 		name   string
 		header string

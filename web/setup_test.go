@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/lazarus-dlq/lazarus/web"
@@ -57,20 +59,47 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
+// sleepLog records the waits the server asked for instead of waiting.
+type sleepLog struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (l *sleepLog) sleep(_ context.Context, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waits = append(l.waits, d)
+}
+
+// take returns the waits recorded since the last take.
+func (l *sleepLog) take() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.waits
+	l.waits = nil
+	return w
+}
+
 // bundle is what a web test works with: a real HTTP server over a broker on
 // a fresh SQLite file, with a hand-moved clock.
 type bundle struct {
 	t      *testing.T
 	ctx    context.Context
 	url    string
+	server *web.Server
 	broker *broker.Broker
 	db     *db.DB
 	clock  *clock
 	logs   *logBuffer
+	sleeps *sleepLog
 	token  string // sent as a bearer token by call
 }
 
-// setup starts a server; edit may change its config before it starts.
+// setup starts a server; edit may change its config before it starts. The
+// API is open (Config.OpenAPI) unless edit says otherwise, so that API
+// tests need no token; the dashboard always needs a login (see
+// browser_test.go). Password hashes are cheap and failed logins do not
+// wait: the waits asked for are in bundle.sleeps.
 func setup(t *testing.T, edit ...func(*web.Config)) *bundle {
 	t.Helper()
 	ctx := context.Background()
@@ -83,17 +112,23 @@ func setup(t *testing.T, edit ...func(*web.Config)) *bundle {
 	b := broker.New(broker.Config{Store: d, Clock: c})
 	t.Cleanup(b.Close)
 	logs := &logBuffer{}
+	sleeps := &sleepLog{}
 	cfg := web.Config{
 		Broker:     b,
 		Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		HealthFunc: d.Ping,
+		Clock:      c,
+		OpenAPI:    true,
+		BcryptCost: bcrypt.MinCost,
+		SleepFunc:  sleeps.sleep,
 	}
 	for _, e := range edit {
 		e(&cfg)
 	}
-	srv := httptest.NewServer(web.New(cfg).Handler())
+	ws := web.New(cfg)
+	srv := httptest.NewServer(ws.Handler())
 	t.Cleanup(srv.Close)
-	return &bundle{t: t, ctx: ctx, url: srv.URL, broker: b, db: d, clock: c, logs: logs, token: cfg.AdminToken}
+	return &bundle{t: t, ctx: ctx, url: srv.URL, server: ws, broker: b, db: d, clock: c, logs: logs, sleeps: sleeps, token: cfg.AdminToken}
 }
 
 // response is a finished HTTP exchange.

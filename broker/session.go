@@ -1,0 +1,197 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session lifetimes. A dashboard session ends after SessionIdle without a
+// request (sliding: every request moves the end), and SessionMaxAge after
+// its login whatever happens; the user then logs in again.
+const (
+	SessionIdle   = 12 * time.Hour
+	SessionMaxAge = 7 * 24 * time.Hour
+	// sessionTouchEvery bounds how often a session's last use is written:
+	// a page view should not always write.
+	sessionTouchEvery = time.Minute
+)
+
+// ErrDenied is the kind of a refused login.
+var ErrDenied = errors.New("denied")
+
+// Session is a user's dashboard session. Only a hash of its id is kept, so
+// that the database alone cannot be used to take one over.
+type Session struct {
+	ID         int64
+	UserID     int64
+	Hash       string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time // CreatedAt + SessionMaxAge
+	LastSeenAt time.Time
+}
+
+// live reports whether the session may still be used at now.
+func (s Session) live(now time.Time) bool {
+	return now.Before(s.ExpiresAt) && now.Before(s.LastSeenAt.Add(SessionIdle))
+}
+
+// SessionTx is the storage sessions need.
+type SessionTx interface {
+	InsertSession(ctx context.Context, s *Session) error
+	SessionByHash(ctx context.Context, hash string) (Session, error)
+	TouchSession(ctx context.Context, id int64, at time.Time) error
+	DeleteSession(ctx context.Context, hash string) error
+	DeleteUserSessions(ctx context.Context, userID int64) error
+	// DeleteExpiredSessions removes the sessions that ended at now or
+	// were last seen at idleSince or before.
+	DeleteExpiredSessions(ctx context.Context, now, idleSince time.Time) error
+}
+
+// LoginRequest is an attempt to log in to the dashboard.
+type LoginRequest struct {
+	Name string
+	// CheckFunc reports whether the password given is the one of hash. It
+	// is called for unknown users too, with an empty hash, so that they
+	// take as long as known ones.
+	CheckFunc func(hash string) bool
+	// From is the client's address, for the audit trail.
+	From string
+	// Replaces is the session the client had, if any: it ends, so that
+	// every login gets a new session id.
+	Replaces string
+}
+
+// Login checks a user's password and, when it is right, opens a session
+// and returns its secret id (to be sent to the client, never stored). A
+// wrong password and an unknown user fail alike, with ErrDenied. Both
+// outcomes are audited; the password never is.
+func (b *Broker) Login(ctx context.Context, r LoginRequest) (string, User, error) {
+	u, err := b.UserByName(ctx, r.Name)
+	known := err == nil
+	if err != nil && !isNotFound(err) {
+		return "", User{}, err
+	}
+	if !known {
+		u = User{}
+	}
+	if !r.CheckFunc(u.PasswordHash) || !known {
+		detail := fmt.Sprintf("failed login as %q from %s", truncate(r.Name, 64), r.From)
+		if err := b.Record(ctx, "anonymous", AuditLoginFailed, detail); err != nil {
+			return "", User{}, err
+		}
+		return "", User{}, errorf(ErrDenied, "wrong user name or password")
+	}
+	var secret string
+	err = b.update(ctx, func(tx Tx, _ func(string)) error {
+		now := b.now()
+		if r.Replaces != "" {
+			if err := tx.DeleteSession(ctx, HashToken(r.Replaces)); err != nil {
+				return err
+			}
+		}
+		var err error
+		if secret, err = newSession(ctx, tx, u.ID, now); err != nil {
+			return err
+		}
+		return audit(ctx, tx, now, "user:"+u.Name, AuditLogin, "", "", 0, "logged in from "+r.From)
+	})
+	if err != nil {
+		return "", User{}, err
+	}
+	return secret, u, nil
+}
+
+// CreateSession opens a session for a user without a password: for tools
+// and tests. Login is the way in for people.
+func (b *Broker) CreateSession(ctx context.Context, userID int64) (string, error) {
+	var secret string
+	err := b.update(ctx, func(tx Tx, _ func(string)) error {
+		if _, err := userByID(ctx, tx, userID); err != nil {
+			return err
+		}
+		var err error
+		secret, err = newSession(ctx, tx, userID, b.now())
+		return err
+	})
+	return secret, err
+}
+
+// newSession stores a new session and returns its secret id. It also
+// sweeps the sessions that have ended, so that the table stays small.
+func newSession(ctx context.Context, tx Tx, userID int64, now time.Time) (string, error) {
+	if err := tx.DeleteExpiredSessions(ctx, now, now.Add(-SessionIdle)); err != nil {
+		return "", fmt.Errorf("sweep sessions: %w", err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	secret := base64.RawURLEncoding.EncodeToString(raw[:])
+	s := Session{UserID: userID, Hash: HashToken(secret), CreatedAt: now, ExpiresAt: now.Add(SessionMaxAge), LastSeenAt: now}
+	if err := tx.InsertSession(ctx, &s); err != nil {
+		return "", fmt.Errorf("insert session: %w", err)
+	}
+	return secret, nil
+}
+
+// SessionUser returns the user of a live session, with their current role,
+// and moves the session's idle end. An unknown or ended session is
+// ErrNotFound.
+func (b *Broker) SessionUser(ctx context.Context, secret string) (User, error) {
+	if secret == "" {
+		return User{}, errorf(ErrNotFound, "no session")
+	}
+	now := b.now()
+	var s Session
+	var u User
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		if s, err = tx.SessionByHash(ctx, HashToken(secret)); err != nil {
+			return err
+		}
+		u, err = tx.UserByID(ctx, s.UserID)
+		return err
+	})
+	if isNotFound(err) || (err == nil && !s.live(now)) {
+		return User{}, errorf(ErrNotFound, "no session")
+	}
+	if err != nil {
+		return User{}, err
+	}
+	if now.Sub(s.LastSeenAt) >= sessionTouchEvery {
+		if err := b.update(ctx, func(tx Tx, _ func(string)) error { return tx.TouchSession(ctx, s.ID, now) }); err != nil {
+			return User{}, fmt.Errorf("touch session: %w", err)
+		}
+	}
+	return u, nil
+}
+
+// Logout ends a session and audits it; an unknown session is no error.
+func (b *Broker) Logout(ctx context.Context, secret, from string) error {
+	if secret == "" {
+		return nil
+	}
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		s, err := tx.SessionByHash(ctx, HashToken(secret))
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteSession(ctx, s.Hash); err != nil {
+			return err
+		}
+		u, err := tx.UserByID(ctx, s.UserID)
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return audit(ctx, tx, b.now(), "user:"+u.Name, AuditLogout, "", "", 0, "logged out from "+from)
+	})
+}

@@ -1,0 +1,153 @@
+package broker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Exact counters after a scripted sequence: every event counted once, in
+// its group, and depth and the oldest dead letter right across replays and
+// deletes.
+func TestStatsAfterAScriptedSequence(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 1, "retryDelay": 0})
+	s.configure("drop", map[string]any{"deadLetterQueue": false, "retryLimit": 0})
+	s.push("q", "", "a", "b", "c", "d")
+	t0 := s.clock.Now()
+
+	// a: failed, failed again → dead letter (2 failed acks, 1 filed).
+	for i := 0; i < 2; i++ {
+		_, res := s.popTxids("q", "g", 1)
+		s.ack(res.Messages[0], broker.AckFailed, "boom")
+	}
+	s.clock.Advance(time.Minute)
+	// b: retry (no count), then dlq.
+	_, res := s.popTxids("q", "g", 1)
+	s.ack(res.Messages[0], broker.AckRetry, "")
+	_, res = s.popTxids("q", "g", 1)
+	s.ack(res.Messages[0], broker.AckDLQ, "bad")
+	// c, d completed.
+	s.drain("q", "g")
+	want := broker.Stats{Depth: 2, DeadLettered: 2, Failed: 2, Completed: 2}
+	if got := s.stats("q", "g"); got != want {
+		t.Fatalf("after failures: %+v, want %+v", got, want)
+	}
+	checkOldest(t, s, "q", "g", t0)
+
+	// Replay a (the oldest): its copy completes.
+	dead := s.dead("q", "g")
+	a, b := dead[1], dead[0]
+	if _, err := s.b.Replay(s.ctx, a.MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	checkOldest(t, s, "q", "g", t0.Add(time.Minute))
+	s.drain("q", "g")
+	// Replay b: its copy is dead-lettered again.
+	if _, err := s.b.Replay(s.ctx, b.MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	checkOldest(t, s, "q", "g", time.Time{})
+	s.clock.Advance(time.Minute)
+	s.fail("q", "g", 1, "still bad")
+	checkOldest(t, s, "q", "g", s.clock.Now())
+	// Delete that one.
+	if _, err := s.b.Delete(s.ctx, s.dead("q", "g")[0].MessageID(), "", "dev"); err != nil {
+		t.Fatal(err)
+	}
+	want = broker.Stats{Depth: 0, DeadLettered: 3, Failed: 2, Completed: 3, Replayed: 2, Deleted: 1, ReplayCompleted: 1, ReplayFailed: 1}
+	if got := s.stats("q", "g"); got != want {
+		t.Fatalf("after replays and delete: %+v, want %+v", got, want)
+	}
+	checkOldest(t, s, "q", "g", time.Time{})
+
+	// Drops are counted, not kept.
+	s.push("drop", "", "x")
+	_, res = s.popTxids("drop", "g", 1)
+	s.ack(res.Messages[0], broker.AckFailed, "gone")
+	if got := s.stats("drop", "g"); got != (broker.Stats{Dropped: 1, Failed: 1}) {
+		t.Fatalf("drop queue: %+v", got)
+	}
+}
+
+func checkOldest(t *testing.T, s *bundle, queue, group string, want time.Time) {
+	t.Helper()
+	q, err := s.b.Brief(s.ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range q.Stats {
+		if g.Group == group {
+			if !g.OldestFailedAt.Equal(want) {
+				t.Fatalf("oldest dead letter at %v, want %v", g.OldestFailedAt, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("no stats for %s/%s", queue, group)
+}
+
+// The history has one point per step, counts events in the step they
+// happened, and carries depth through quiet steps.
+func TestHistory(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	start := s.clock.Now().Truncate(time.Hour)
+	s.push("q", "", "a", "b", "c")
+	s.fail("q", "g", 2, "boom") // minute 0: 2 dead letters
+	s.clock.Advance(3 * time.Minute)
+	if _, err := s.b.Replay(s.ctx, s.dead("q", "g")[0].MessageID(), "dev"); err != nil { // minute 3: 1 replayed
+		t.Fatal(err)
+	}
+	series, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "q", From: start, To: start.Add(time.Hour), Step: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 1 || series[0].Group != "g" || len(series[0].Points) != 60 {
+		t.Fatalf("series %+v", series)
+	}
+	off := int(s.clock.Now().Sub(start)/time.Minute) - 3 // the minute of the failures
+	p := series[0].Points
+	if p[off].DeadLettered != 2 || p[off].Depth != 2 || p[off+1].Depth != 2 || p[off+3].Replayed != 1 || p[off+3].Depth != 1 || p[59].Depth != 1 {
+		t.Fatalf("points: %+v / %+v / %+v / %+v", p[off], p[off+1], p[off+3], p[59])
+	}
+	if off > 0 && p[off-1].Depth != 0 {
+		t.Fatalf("depth before anything happened: %d", p[off-1].Depth)
+	}
+
+	// After compaction the same range read by hours says the same.
+	s.clock.Advance(broker.MinuteRetention + 2*time.Hour)
+	if err := s.b.CompactStats(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	hours, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "q", From: start, To: start.Add(2 * time.Hour), Step: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hours[0].Points
+	if h[0].DeadLettered != 2 || h[0].Replayed != 1 || h[0].Depth != 1 || h[1].Depth != 1 {
+		t.Fatalf("hour points after compaction: %+v", h)
+	}
+	// A later range starts from the depth carried in.
+	later, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "q", From: start.Add(5 * time.Hour), To: start.Add(6 * time.Hour), Step: time.Hour})
+	if err != nil || later[0].Points[0].Depth != 1 || later[0].Points[0].DeadLettered != 0 {
+		t.Fatalf("later range: %+v %v", later, err)
+	}
+}
+
+func TestHistoryRejectsBadQueries(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	now := s.clock.Now()
+	for _, q := range []broker.HistoryQuery{
+		{From: now, To: now, Step: time.Minute},
+		{From: now, To: now.Add(time.Hour), Step: time.Second},
+		{From: now, To: now.Add(30 * 24 * time.Hour), Step: time.Minute},
+	} {
+		if _, err := s.b.History(s.ctx, q); err == nil {
+			t.Errorf("%+v accepted", q)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Limits are the monitoring thresholds of the dead-letter pattern: above
+// (or, for replay success, below) them a queue is unhealthy.
+type Limits struct {
+	Depth         int64   `json:"depth"`         // dead letters in a queue and group
+	OldestHours   float64 `json:"oldestHours"`   // age of the oldest dead letter
+	FailurePct    float64 `json:"failurePct"`    // failed among acks, last 24 h
+	ReplayMinPct  float64 `json:"replayMinPct"`  // replayed copies that then succeed, last 24 h
+	MinAcks       int64   `json:"minAcks"`       // acks needed before the failure rate counts
+	MinReplayEnds int64   `json:"minReplayEnds"` // settled replays needed before their rate counts
+}
+
+// DefaultLimits are the pattern article's alert levels.
+func DefaultLimits() Limits {
+	return Limits{Depth: 10, OldestHours: 4, FailurePct: 5, ReplayMinPct: 50, MinAcks: 20, MinReplayEnds: 5}
+}
+
+func (l Limits) validate(where string) error {
+	switch {
+	case l.Depth < 0:
+		return errorf(ErrInvalid, "%s: depth must not be negative", where)
+	case l.OldestHours <= 0:
+		return errorf(ErrInvalid, "%s: oldest dead letter age must be above 0 hours", where)
+	case l.FailurePct < 0 || l.FailurePct > 100:
+		return errorf(ErrInvalid, "%s: failure rate must be between 0 and 100 %%", where)
+	case l.ReplayMinPct < 0 || l.ReplayMinPct > 100:
+		return errorf(ErrInvalid, "%s: replay success must be between 0 and 100 %%", where)
+	case l.MinAcks < 0 || l.MinReplayEnds < 0:
+		return errorf(ErrInvalid, "%s: minimum counts must not be negative", where)
+	}
+	return nil
+}
+
+// Thresholds are the default limits and per-queue overrides.
+type Thresholds struct {
+	Default Limits            `json:"default"`
+	Queues  map[string]Limits `json:"queues,omitempty"`
+}
+
+// For returns the limits of a queue.
+func (t Thresholds) For(queue string) Limits {
+	if l, ok := t.Queues[queue]; ok {
+		return l
+	}
+	return t.Default
+}
+
+// QueueNames lists the queues with overrides, sorted.
+func (t Thresholds) QueueNames() []string {
+	var out []string
+	for q := range t.Queues {
+		out = append(out, q)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Health is what the thresholds judge of a queue (or of one group).
+type Health struct {
+	Depth       int64
+	Oldest      time.Duration // zero without dead letters
+	Acks        int64         // acks in the window
+	Failed      int64         // of which failed
+	ReplayEnds  int64         // replayed copies settled in the window
+	ReplayOK    int64         // of which completed
+	DepthGroups []string      // groups over the depth limit
+}
+
+// Breach is one threshold a queue is past, said for people.
+type Breach struct {
+	Metric string // depth, oldest, failures, replays
+	Text   string
+}
+
+// Check returns the thresholds h is past.
+func (l Limits) Check(h Health) []Breach {
+	var out []Breach
+	if h.Depth > l.Depth {
+		out = append(out, Breach{"depth", fmt.Sprintf("%d dead letters (limit %d)", h.Depth, l.Depth)})
+	}
+	if lim := time.Duration(l.OldestHours * float64(time.Hour)); h.Oldest > lim {
+		out = append(out, Breach{"oldest", fmt.Sprintf("oldest waits %s (limit %s)", round(h.Oldest), round(lim))})
+	}
+	if h.Acks >= max(l.MinAcks, 1) {
+		if pct := 100 * float64(h.Failed) / float64(h.Acks); pct > l.FailurePct {
+			out = append(out, Breach{"failures", fmt.Sprintf("%.1f %% of acks failed (limit %g %%)", pct, l.FailurePct)})
+		}
+	}
+	if h.ReplayEnds >= max(l.MinReplayEnds, 1) {
+		if pct := 100 * float64(h.ReplayOK) / float64(h.ReplayEnds); pct < l.ReplayMinPct {
+			out = append(out, Breach{"replays", fmt.Sprintf("%.0f %% of replays succeeded (limit %g %%)", pct, l.ReplayMinPct)})
+		}
+	}
+	return out
+}
+
+func round(d time.Duration) string {
+	if d >= time.Hour {
+		return fmt.Sprintf("%.1f h", d.Hours())
+	}
+	return fmt.Sprintf("%.0f min", d.Minutes())
+}
+
+const thresholdsKey = "thresholds"
+
+// Thresholds returns the monitoring thresholds (the defaults until an
+// admin sets them).
+func (b *Broker) Thresholds(ctx context.Context) (Thresholds, error) {
+	t := Thresholds{Default: DefaultLimits()}
+	err := b.store.View(ctx, func(tx Tx) error {
+		v, err := tx.Setting(ctx, thresholdsKey)
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal([]byte(v), &t)
+	})
+	return t, err
+}
+
+// SetThresholds stores the thresholds after checking every limit.
+func (b *Broker) SetThresholds(ctx context.Context, t Thresholds, actor string) error {
+	if err := t.Default.validate("default"); err != nil {
+		return err
+	}
+	for q, l := range t.Queues {
+		if err := checkName("queue", q); err != nil {
+			return err
+		}
+		if err := l.validate("queue " + q); err != nil {
+			return err
+		}
+	}
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		if err := tx.SetSetting(ctx, thresholdsKey, string(raw)); err != nil {
+			return err
+		}
+		return audit(ctx, tx, b.now(), actor, AuditConfigure, "", "", len(t.Queues)+1, "monitoring thresholds set: "+string(raw))
+	})
+}

@@ -1,0 +1,115 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/password"
+	"github.com/lazarus-dlq/lazarus/views"
+)
+
+// wrongLogin is all a failed login learns: never which of the two was wrong.
+const wrongLogin = "Wrong user name or password."
+
+// showLogin shows the login page; a visitor already logged in goes on.
+func (s *Server) showLogin(c echo.Context) error {
+	next := safeNext(c.QueryParam("next"))
+	if _, ok := visitorFrom(c); ok {
+		return c.Redirect(http.StatusSeeOther, next)
+	}
+	return s.renderLogin(c, http.StatusOK, views.Login{Next: next})
+}
+
+func (s *Server) renderLogin(c echo.Context, status int, v views.Login) error {
+	v.Page = s.page(c, "Log in", "")
+	return render(c, status, views.LoginView(v))
+}
+
+// login checks a user name and password and opens a session: a new one at
+// every login, replacing the one the browser had. Failures are slowed down
+// (login_limit.go) and audited by the broker; passwords are never logged.
+func (s *Server) login(c echo.Context) error {
+	ctx := c.Request().Context()
+	name := strings.TrimSpace(c.FormValue("name"))
+	pw := c.FormValue("password")
+	v := views.Login{Name: name, Next: safeNext(c.FormValue("next"))}
+	if name == "" || pw == "" {
+		v.Error = "Enter your user name and your password."
+		return s.renderLogin(c, http.StatusBadRequest, v)
+	}
+	ip := clientIP(c.Request())
+	keys := loginKeys(ip, name)
+	if wait := s.limiter.wait(keys...); wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		s.log.WarnContext(ctx, "login refused: too many failures", "user", name, "from", ip)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		v.Error = fmt.Sprintf("Too many failed logins: wait %d s and try again.", secs)
+		return s.renderLogin(c, http.StatusTooManyRequests, v)
+	}
+	old, err := s.sessionID(c)
+	if err != nil {
+		return err
+	}
+	secret, u, err := s.broker.Login(ctx, broker.LoginRequest{
+		Name:     name,
+		From:     ip,
+		Replaces: old,
+		CheckFunc: func(hash string) bool {
+			if hash == "" {
+				password.Match(s.dummy.get(), pw)
+				return false
+			}
+			return password.Match(hash, pw)
+		},
+	})
+	if errors.Is(err, broker.ErrDenied) {
+		s.log.InfoContext(ctx, "login failed", "user", name, "from", ip)
+		s.sleep(ctx, s.limiter.fail(keys...))
+		v.Error = wrongLogin
+		return s.renderLogin(c, http.StatusUnauthorized, v)
+	}
+	if err != nil {
+		return err
+	}
+	s.limiter.reset(keys...)
+	if err := s.writeSession(c, secret); err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "logged in", "user", u.Name, "from", ip)
+	return c.Redirect(http.StatusSeeOther, v.Next)
+}
+
+// logout ends the session, server-side and in the browser.
+func (s *Server) logout(c echo.Context) error {
+	sid, err := s.sessionID(c)
+	if err != nil {
+		return err
+	}
+	if err := s.broker.Logout(c.Request().Context(), sid, clientIP(c.Request())); err != nil {
+		return err
+	}
+	s.clearCookie(c, sessionCookie)
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// safeNext is where to go after the login: a path of this site, never
+// another site ("//host", "/\host", "https://host"); "/" otherwise.
+func safeNext(next string) string {
+	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.HasPrefix(next, `/\`) ||
+		strings.ContainsAny(next, "\\\r\n\t") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "/"
+	}
+	return next
+}

@@ -1,0 +1,155 @@
+package web
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/password"
+)
+
+// Login slowdown: every failed login of a client address or a user name
+// doubles the time before the next attempt with that address or name is
+// heard, from loginFirstDelay up to loginMaxDelay. The failed attempt's
+// answer itself waits that long, so a person who mistypes never notices;
+// a script that does not wait is refused (429) without its password being
+// checked. A success clears both; failures are forgotten after loginForget.
+const (
+	loginFirstDelay = 250 * time.Millisecond
+	loginMaxDelay   = 8 * time.Second
+	loginForget     = 15 * time.Minute
+	// loginMaxKeys bounds the memory a flood of made-up names can take.
+	loginMaxKeys = 100_000
+)
+
+// loginDelay is the wait that n failures in a row earn.
+func loginDelay(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := loginFirstDelay
+	for i := 1; i < n && d < loginMaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, loginMaxDelay)
+}
+
+// loginLimiter counts failed logins per key, in memory: per process, gone
+// at a restart.
+type loginLimiter struct {
+	clock broker.Clock
+	mu    sync.Mutex
+	seen  map[string]loginFailures
+}
+
+type loginFailures struct {
+	n    int
+	last time.Time
+}
+
+func newLoginLimiter(clock broker.Clock) *loginLimiter {
+	return &loginLimiter{clock: clock, seen: map[string]loginFailures{}}
+}
+
+// loginKeys are the keys of an attempt: its client address and the user
+// name it tries.
+func loginKeys(ip, name string) []string {
+	return []string{"ip:" + ip, "name:" + strings.ToLower(name)}
+}
+
+// wait returns how long any of the keys must still wait; 0 lets the
+// attempt in.
+func (l *loginLimiter) wait(keys ...string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	var w time.Duration
+	for _, k := range keys {
+		f, ok := l.seen[k]
+		if !ok {
+			continue
+		}
+		w = max(w, f.last.Add(loginDelay(f.n)).Sub(now))
+	}
+	return w
+}
+
+// fail records a failed attempt and returns the wait it earned.
+func (l *loginLimiter) fail(keys ...string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	if len(l.seen)+len(keys) > loginMaxKeys {
+		l.prune(now)
+	}
+	var d time.Duration
+	for _, k := range keys {
+		f := l.seen[k]
+		if now.Sub(f.last) > loginForget {
+			f.n = 0
+		}
+		f.n++
+		f.last = now
+		l.seen[k] = f
+		d = max(d, loginDelay(f.n))
+	}
+	return d
+}
+
+// reset forgets the keys' failures: the attempt succeeded.
+func (l *loginLimiter) reset(keys ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		delete(l.seen, k)
+	}
+}
+
+// prune drops forgotten failures and, if that is not enough, arbitrary
+// ones (map order is random): memory stays bounded under a flood.
+func (l *loginLimiter) prune(now time.Time) {
+	for k, f := range l.seen {
+		if now.Sub(f.last) > loginForget {
+			delete(l.seen, k)
+		}
+	}
+	for k := range l.seen {
+		if len(l.seen) <= loginMaxKeys/2 {
+			break
+		}
+		delete(l.seen, k)
+	}
+}
+
+// clientIP is the address the request came from: the peer, never a header
+// the client could set. Behind a reverse proxy every client shares the
+// proxy's address, and the per-name limit does the work.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// dummyHash is a bcrypt hash of a random password at the server's cost:
+// logins of unknown users are checked against it, so that they take as long
+// as those of known users and do not tell which names exist.
+type dummyHash struct {
+	cost int
+	once sync.Once
+	hash string
+}
+
+func (d *dummyHash) get() string {
+	d.once.Do(func() {
+		pw, err := password.Generate()
+		if err == nil {
+			d.hash, _ = password.Hash(pw, d.cost)
+		}
+	})
+	return d.hash
+}

@@ -1,0 +1,162 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/views"
+)
+
+// chartRanges are the charts' ranges and the step each is drawn with.
+var chartRanges = []struct {
+	label      string
+	span, step time.Duration
+}{
+	{"1h", time.Hour, time.Minute},
+	{"24h", 24 * time.Hour, 15 * time.Minute},
+	{"7d", 7 * 24 * time.Hour, time.Hour},
+	{"30d", 30 * 24 * time.Hour, 4 * time.Hour},
+}
+
+// maxDepthLines caps the depth chart's lines: the deepest groups are drawn.
+const maxDepthLines = 8
+
+// showCharts renders page 5: DLQ depth, inflow and outflow, oldest age,
+// failure rate and replay success over a range, from the maintained
+// buckets.
+func (s *Server) showCharts(c echo.Context) error {
+	rng, queue := c.QueryParam("range"), c.QueryParam("queue")
+	if rng == "" {
+		rng = "24h"
+	}
+	idx := -1
+	for i, r := range chartRanges {
+		if r.label == rng {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return badRequest("range must be 1h, 24h, 7d or 30d")
+	}
+	r := chartRanges[idx]
+	now := s.now()
+	ctx := c.Request().Context()
+	series, err := s.broker.History(ctx, broker.HistoryQuery{Queue: queue, From: now.Add(-r.span), To: now, Step: r.step})
+	if err != nil {
+		return err
+	}
+	briefs, err := s.broker.Briefs(ctx)
+	if err != nil {
+		return err
+	}
+	v := views.Charts{Page: s.page(c, "Charts", "charts"), Range: rng, Queue: queue}
+	for _, b := range briefs {
+		v.Queues = append(v.Queues, b.Name)
+	}
+	for _, cr := range chartRanges {
+		q := url.Values{"range": {cr.label}}
+		if queue != "" {
+			q.Set("queue", queue)
+		}
+		v.Ranges = append(v.Ranges, views.QuickRange{Label: cr.label, URL: "/charts?" + q.Encode(), Current: cr.label == rng})
+	}
+	v.Charts = buildCharts(series, queue != "", r.step)
+	return renderPage(c, http.StatusOK, views.ChartsView(v), views.ChartsContent(v))
+}
+
+// buildCharts turns the history into the five charts.
+func buildCharts(series []broker.Series, oneQueue bool, step time.Duration) []views.Chart {
+	none := "No data in this range: nothing was filed, replayed or acknowledged."
+	depth := views.Chart{Title: "Dead letters waiting, per queue and group", TestID: "depth", Empty: "No dead letters in this range."}
+	flow := views.Chart{Title: "Dead letters filed vs replayed vs deleted, per " + stepName(step), TestID: "flow", Empty: none}
+	oldest := views.Chart{Title: "Age of the oldest dead letter", Unit: " h", TestID: "oldest", Empty: "No dead letter waited in this range."}
+	failures := views.Chart{Title: "Failures among acks", Unit: " %", TestID: "failures", Empty: "No acks in this range."}
+	replays := views.Chart{Title: "Replayed copies that then succeeded", Unit: " %", TestID: "replays", Empty: "No replayed copy was settled in this range."}
+
+	// The deepest groups get a line each.
+	sort.SliceStable(series, func(i, j int) bool { return peak(series[i]) > peak(series[j]) })
+	n := 0
+	if len(series) > 0 {
+		n = len(series[0].Points)
+	}
+	in := views.ChartSeries{Name: "filed"}
+	out := views.ChartSeries{Name: "replayed"}
+	del := views.ChartSeries{Name: "deleted"}
+	age := views.ChartSeries{Name: "oldest"}
+	fail := views.ChartSeries{Name: "failed acks"}
+	succ := views.ChartSeries{Name: "replays that succeeded"}
+	for i, s := range series {
+		if i < maxDepthLines {
+			name := s.Queue + " / " + s.Group
+			if oneQueue {
+				name = s.Group
+			}
+			line := views.ChartSeries{Name: name}
+			for _, p := range s.Points {
+				line.Points = append(line.Points, views.ChartPoint{At: p.At, Value: float64(p.Depth)})
+			}
+			depth.Series = append(depth.Series, line)
+		}
+	}
+	for k := 0; k < n; k++ {
+		var sum broker.Stats
+		var at time.Time
+		var maxAge time.Duration
+		for _, s := range series {
+			p := s.Points[k]
+			at = p.At
+			sum.DeadLettered += p.DeadLettered
+			sum.Replayed += p.Replayed
+			sum.Deleted += p.Deleted
+			sum.Completed += p.Completed
+			sum.Failed += p.Failed
+			sum.ReplayCompleted += p.ReplayCompleted
+			sum.ReplayFailed += p.ReplayFailed
+			if !p.OldestAt.IsZero() && p.Depth > 0 {
+				maxAge = max(maxAge, p.At.Add(step).Sub(p.OldestAt))
+			}
+		}
+		in.Points = append(in.Points, views.ChartPoint{At: at, Value: float64(sum.DeadLettered)})
+		out.Points = append(out.Points, views.ChartPoint{At: at, Value: float64(sum.Replayed)})
+		del.Points = append(del.Points, views.ChartPoint{At: at, Value: float64(sum.Deleted)})
+		age.Points = append(age.Points, views.ChartPoint{At: at, Value: maxAge.Hours()})
+		fail.Points = append(fail.Points, rate(at, sum.Failed, sum.Completed+sum.Failed))
+		succ.Points = append(succ.Points, rate(at, sum.ReplayCompleted, sum.ReplayCompleted+sum.ReplayFailed))
+	}
+	flow.Series = []views.ChartSeries{in, out, del}
+	oldest.Series = []views.ChartSeries{age}
+	failures.Series = []views.ChartSeries{fail}
+	replays.Series = []views.ChartSeries{succ}
+	return []views.Chart{depth, flow, oldest, failures, replays}
+}
+
+// rate is part/whole in percent, missing when there is no whole.
+func rate(at time.Time, part, whole int64) views.ChartPoint {
+	if whole == 0 {
+		return views.ChartPoint{At: at, Missing: true}
+	}
+	return views.ChartPoint{At: at, Value: 100 * float64(part) / float64(whole)}
+}
+
+func peak(s broker.Series) int64 {
+	var m int64
+	for _, p := range s.Points {
+		m = max(m, p.Depth)
+	}
+	return m
+}
+
+func stepName(d time.Duration) string {
+	switch d {
+	case time.Minute:
+		return "minute"
+	case time.Hour:
+		return "hour"
+	}
+	return views.Age(d)
+}
