@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/lazarus-dlq/lazarus/db"
+	"github.com/lazarus-dlq/lazarus/password"
 )
 
 // Config is everything the binary is told by flags and the environment.
@@ -21,6 +23,19 @@ type Config struct {
 	AdminToken string  // accepted as an admin bearer token on the API; empty: none
 	LogFormat  string  // "text" or "json"
 	LogLevel   slog.Level
+	// AdminPassword, when set, creates the user admin (role admin) at
+	// start, or resets its password and role.
+	AdminPassword string
+	// SecureCookies marks the dashboard's cookies Secure on every response
+	// (they are anyway behind TLS or X-Forwarded-Proto: https).
+	SecureCookies bool
+	// OpenAPI lets API requests without credentials in as an anonymous
+	// admin. UNSAFE: for local development only.
+	OpenAPI bool
+
+	// bcryptCost is the cost of the password hashes made at start (0:
+	// password.DefaultCost); tests lower it.
+	bcryptCost int
 }
 
 // Defaults. The demo command keeps its messages in a file of its own so
@@ -30,6 +45,18 @@ const (
 	defaultDB     = "./lazarus.db"
 	defaultDemoDB = "./lazarus-demo.db"
 )
+
+// envHelp lists the settings that only the environment gives.
+const envHelp = `
+Environment only:
+  LAZARUS_ADMIN_PASSWORD  creates the user admin (role admin) at start, or resets its
+                          password and role; 12 characters at least
+  LAZARUS_ADMIN_TOKEN     accepted as an admin bearer token on the API
+  LAZARUS_SECURE_COOKIES  true: the dashboard's cookies are always Secure (they are
+                          anyway over TLS or with X-Forwarded-Proto: https)
+  LAZARUS_API_OPEN        true: API requests without a token act as an anonymous admin.
+                          UNSAFE, for local development only
+`
 
 // errHelp is returned when the user asked for usage: printed, exit 0.
 var errHelp = errors.New("help requested")
@@ -67,7 +94,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 			fmt.Fprint(fs.Output(), "Usage: lazarus serve [flags]\n\nServes the broker's API (and, with --demo, demo traffic).\n\nFlags:\n")
 		}
 		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), "\nThe environment variable LAZARUS_ADMIN_TOKEN, when set, is accepted as an admin bearer token.\n")
+		fmt.Fprint(fs.Output(), envHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -82,6 +109,26 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		cfg.Demo = true
 	}
 	cfg.AdminToken = getenv("LAZARUS_ADMIN_TOKEN")
+	cfg.AdminPassword = getenv("LAZARUS_ADMIN_PASSWORD")
+	if cfg.AdminPassword != "" {
+		if err := password.Validate(cfg.AdminPassword); err != nil {
+			return Config{}, fmt.Errorf("LAZARUS_ADMIN_PASSWORD: %w", err)
+		}
+	}
+	for _, b := range []struct {
+		key string
+		dst *bool
+	}{{"LAZARUS_SECURE_COOKIES", &cfg.SecureCookies}, {"LAZARUS_API_OPEN", &cfg.OpenAPI}} {
+		v := getenv(b.key)
+		if v == "" {
+			continue
+		}
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s must be true or false, got %q", b.key, v)
+		}
+		*b.dst = on
+	}
 
 	switch strings.ToLower(syncMode) {
 	case "full":

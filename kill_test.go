@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,20 @@ import (
 	"testing"
 	"time"
 )
+
+// killToken is the admin token of the servers these tests start.
+const killToken = "kill-test-token"
+
+// authed sends a request with the admin token.
+func authed(method, url, body string) (*http.Response, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+killToken)
+	req.Header.Set("Content-Type", "application/json")
+	return http.DefaultClient.Do(req)
+}
 
 // binary builds the lazarus binary once per test run.
 func binary(t *testing.T) string {
@@ -30,6 +45,7 @@ func binary(t *testing.T) string {
 func startBinary(t *testing.T, bin, dbPath, sync string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dbPath, "--sync", sync, "--log-format", "json")
+	cmd.Env = append(os.Environ(), "LAZARUS_ADMIN_TOKEN="+killToken)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +83,7 @@ func TestPushSurvivesKill9(t *testing.T) {
 			const n = 200
 			for i := 0; i < n; i++ {
 				body := fmt.Sprintf(`{"items":[{"queue":"durable","partition":"p%d","transactionId":"t%d","payload":{"i":%d}}]}`, i%4, i, i)
-				resp, err := http.Post(url+"/api/v1/push", "application/json", strings.NewReader(body))
+				resp, err := authed(http.MethodPost, url+"/api/v1/push", body)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -85,7 +101,7 @@ func TestPushSurvivesKill9(t *testing.T) {
 			_, url = startBinary(t, bin, dbPath, sync)
 			got := map[string]bool{}
 			for {
-				resp, err := http.Get(url + "/api/v1/pop/queue/durable?batch=1000&autoAck=true&consumerGroup=check")
+				resp, err := authed(http.MethodGet, url+"/api/v1/pop/queue/durable?batch=1000&autoAck=true&consumerGroup=check", "")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,10 +1,12 @@
 // Command lazarus is the Lazarus message broker: its state in SQLite, its
-// JSON API (and, later, the dead-letter dashboard) served over HTTP.
+// JSON API and the dead-letter dashboard served over HTTP.
 //
 // Usage:
 //
 //	lazarus serve [--addr 127.0.0.1:8080] [--db ./lazarus.db] [--sync full|normal] [--demo]
 //	lazarus demo  [same flags]   serve a database of its own with demo traffic
+//	lazarus user add NAME --role viewer|operator|admin [--password-stdin] [--db PATH]
+//	lazarus token create --user NAME --name TOKENNAME [--db PATH]
 //	lazarus help
 //
 // This package reads the flags and the environment into a Config and wires
@@ -24,9 +26,14 @@ import (
 const usage = `Lazarus: a message broker on SQLite, with dead letters you can see and replay.
 
 Usage:
-  lazarus serve [flags]   serve the broker's API (--demo adds demo traffic)
+  lazarus serve [flags]   serve the broker's API and dashboard (--demo adds demo traffic)
   lazarus demo [flags]    serve a database of its own (default ./lazarus-demo.db)
                           with demo traffic: dead letters pile up within seconds
+  lazarus user add NAME --role viewer|operator|admin [--password-stdin] [--db PATH]
+                          add a dashboard user; the password is asked for on the
+                          terminal, read from stdin, or generated and printed once
+  lazarus token create --user NAME --name TOKENNAME [--db PATH]
+                          make an API token acting with the user's role; printed once
   lazarus help            print this help
 
 Flags of serve and demo (flags win over the environment):
@@ -38,7 +45,12 @@ Flags of serve and demo (flags win over the environment):
   --demo        serve only: also run demo traffic
 
 Environment only:
-  LAZARUS_ADMIN_TOKEN   when set, accepted as an admin bearer token on the API
+  LAZARUS_ADMIN_PASSWORD  creates the user admin at start, or resets its password;
+                          without it, a database with no user gets an admin whose
+                          generated password is printed once at start
+  LAZARUS_ADMIN_TOKEN     when set, accepted as an admin bearer token on the API
+  LAZARUS_SECURE_COOKIES  true: the dashboard's cookies are always Secure
+  LAZARUS_API_OPEN        true: the API needs no token (UNSAFE, local development only)
 
 Run 'lazarus serve --help' for the details of each flag.
 `
@@ -49,7 +61,7 @@ func main() {
 		<-ctx.Done()
 		stop() // a second signal ends the process at once, mid-shutdown
 	}()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lazarus:", err)
@@ -71,7 +83,7 @@ func exitCode(err error) int {
 }
 
 // run is the whole program; ctx is cancelled on SIGINT or SIGTERM.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return usageError{errors.New("a command is required")}
@@ -89,11 +101,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return usageError{err}
 		}
 		log := newLogger(cfg, stderr)
-		if err := serve(ctx, cfg, log, nil); err != nil {
+		if err := serve(ctx, cfg, log, stderr, nil); err != nil {
 			return err
 		}
 		log.Info("stopped")
 		return nil
+	case "user", "token":
+		return runAccounts(ctx, args, getenv, stdin, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return usageError{fmt.Errorf("unknown command %q", cmd)}

@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
@@ -42,6 +45,12 @@ func TestParseConfig(t *testing.T) {
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus-demo.db", Sync: db.SyncFull, Demo: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
 		{"DemoTakesTheSameFlags", "demo", []string{"--db", "/d.db", "--sync", "normal"}, nil,
 			Config{Addr: "127.0.0.1:8080", DBPath: "/d.db", Sync: db.SyncNormal, Demo: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
+		{"UsersAndCookies", "serve", nil,
+			map[string]string{"LAZARUS_ADMIN_PASSWORD": "twelve chars", "LAZARUS_SECURE_COOKIES": "true", "LAZARUS_API_OPEN": "false"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, LogFormat: "text", LogLevel: slog.LevelInfo,
+				AdminPassword: "twelve chars", SecureCookies: true}},
+		{"OpenAPI", "serve", nil, map[string]string{"LAZARUS_API_OPEN": "1"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, LogFormat: "text", LogLevel: slog.LevelInfo, OpenAPI: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +83,9 @@ func TestParseConfigRefusesBadInput(t *testing.T) {
 		{"DemoFlagOnDemo", "demo", []string{"--demo"}, nil, "flag provided but not defined"},
 		{"StrayArgument", "serve", []string{"now"}, nil, "unexpected argument"},
 		{"EmptyAddr", "serve", []string{"--addr", ""}, nil, "must not be empty"},
+		{"ShortAdminPassword", "serve", nil, map[string]string{"LAZARUS_ADMIN_PASSWORD": "admin"}, "LAZARUS_ADMIN_PASSWORD: the password must be at least 12"},
+		{"SecureCookiesNotABool", "serve", nil, map[string]string{"LAZARUS_SECURE_COOKIES": "yes please"}, "LAZARUS_SECURE_COOKIES must be true or false"},
+		{"OpenAPINotABool", "serve", nil, map[string]string{"LAZARUS_API_OPEN": "maybe"}, "LAZARUS_API_OPEN must be true or false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +102,7 @@ func TestRunPrintsUsage(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
 		var stdout bytes.Buffer
-		if err := run(context.Background(), args, envOf(nil), &stdout, io.Discard); err != nil {
+		if err := run(context.Background(), args, envOf(nil), nil, &stdout, io.Discard); err != nil {
 			t.Errorf("%v: %v", args, err)
 		}
 		if !strings.Contains(stdout.String(), "lazarus serve") || !strings.Contains(stdout.String(), "LAZARUS_DB") {
@@ -98,14 +110,14 @@ func TestRunPrintsUsage(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	if err := run(context.Background(), []string{"serve", "--help"}, envOf(nil), io.Discard, &stderr); err != nil {
+	if err := run(context.Background(), []string{"serve", "--help"}, envOf(nil), nil, io.Discard, &stderr); err != nil {
 		t.Errorf("serve --help: %v", err)
 	}
 	if !strings.Contains(stderr.String(), "-sync") {
 		t.Errorf("serve --help printed %q, want the flags", stderr.String())
 	}
-	for _, args := range [][]string{nil, {"launch"}, {"serve", "--bogus"}} {
-		err := run(context.Background(), args, envOf(nil), io.Discard, io.Discard)
+	for _, args := range [][]string{nil, {"launch"}, {"serve", "--bogus"}, {"user"}, {"user", "remove"}, {"token", "create"}, {"user", "add", "x"}} {
+		err := run(context.Background(), args, envOf(nil), nil, io.Discard, io.Discard)
 		if err == nil || exitCode(err) != 2 {
 			t.Errorf("%v: got %v (exit %d), want a usage error (exit 2)", args, err, exitCode(err))
 		}
@@ -114,25 +126,50 @@ func TestRunPrintsUsage(t *testing.T) {
 
 // server is a serve running for a test on 127.0.0.1:0 with a temp database.
 type server struct {
-	t    *testing.T
-	url  string
-	db   string
-	stop context.CancelFunc
-	done chan error
+	t      *testing.T
+	url    string
+	db     string
+	token  string // the admin token: sent by do when its token is ""
+	stderr *syncBuffer
+	stop   context.CancelFunc
+	done   chan error
 }
 
+// syncBuffer is a buffer that a server writes while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startServer serves cfg on a free port with a temp database (cfg.DBPath
+// when set); cheap password hashes.
 func startServer(t *testing.T, cfg Config) *server {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
-	cfg.DBPath = filepath.Join(t.TempDir(), "lazarus.db")
+	if cfg.DBPath == "" {
+		cfg.DBPath = filepath.Join(t.TempDir(), "lazarus.db")
+	}
 	if cfg.Sync == "" {
 		cfg.Sync = db.SyncNormal
 	}
+	cfg.bcryptCost = bcrypt.MinCost
 	ctx, stop := context.WithCancel(context.Background())
-	s := &server{t: t, db: cfg.DBPath, stop: stop, done: make(chan error, 1)}
+	s := &server{t: t, db: cfg.DBPath, token: cfg.AdminToken, stderr: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
 	addr := make(chan net.Addr, 1)
 	go func() {
-		s.done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(a net.Addr) { addr <- a })
+		s.done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), s.stderr, func(a net.Addr) { addr <- a })
 	}()
 	select {
 	case a := <-addr:
@@ -177,7 +214,10 @@ func (s *server) do(method, path, token string, body any) (*http.Response, []byt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if token != "" {
+	if token == "" {
+		token = s.token
+	}
+	if token != "-" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -194,7 +234,7 @@ func (s *server) do(method, path, token string, body any) (*http.Response, []byt
 
 func TestServeKeepsWhatWasPushedAndStopsGracefully(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, Config{Sync: db.SyncFull})
+	s := startServer(t, Config{Sync: db.SyncFull, AdminToken: "s3cret-token"})
 
 	if resp, body := s.do(http.MethodGet, "/health", "", nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /health: %d %s", resp.StatusCode, body)
@@ -212,7 +252,9 @@ func TestServeKeepsWhatWasPushedAndStopsGracefully(t *testing.T) {
 	}
 	polled := make(chan result, 1)
 	go func() {
-		resp, err := http.Get(s.url + "/api/v1/pop/queue/empty?wait=true&timeout=300000")
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/api/v1/pop/queue/empty?wait=true&timeout=300000", nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			polled <- result{err: err}
 			return
@@ -259,7 +301,7 @@ func TestServeKeepsWhatWasPushedAndStopsGracefully(t *testing.T) {
 func TestServePassesTheAdminToken(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, Config{AdminToken: "s3cret-token"})
-	if resp, body := s.do(http.MethodGet, "/api/v1/resources/queues", "", nil); resp.StatusCode != http.StatusUnauthorized {
+	if resp, body := s.do(http.MethodGet, "/api/v1/resources/queues", "-", nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without token: %d %s, want 401", resp.StatusCode, body)
 	}
 	if resp, body := s.do(http.MethodGet, "/api/v1/resources/queues", "wrong", nil); resp.StatusCode != http.StatusUnauthorized {
@@ -268,14 +310,14 @@ func TestServePassesTheAdminToken(t *testing.T) {
 	if resp, body := s.do(http.MethodGet, "/api/v1/resources/queues", "s3cret-token", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("with the token: %d %s, want 200", resp.StatusCode, body)
 	}
-	if resp, body := s.do(http.MethodGet, "/health", "", nil); resp.StatusCode != http.StatusOK {
+	if resp, body := s.do(http.MethodGet, "/health", "-", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /health without token: %d %s, want 200", resp.StatusCode, body)
 	}
 }
 
 func TestServeDemoShowsDeadLettersWithinSeconds(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, Config{Demo: true})
+	s := startServer(t, Config{Demo: true, AdminToken: "s3cret-token"})
 	var page struct {
 		Messages []struct {
 			Queue, ConsumerGroup, ErrorMessage string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,7 +36,7 @@ const (
 // demo traffic when asked), and runs until ctx is cancelled. Then it stops
 // accepting, releases long-polls, finishes what is in flight, and closes
 // the database. onListen, when not nil, is told the address listened on.
-func serve(ctx context.Context, cfg Config, log *slog.Logger, onListen func(net.Addr)) (err error) {
+func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, onListen func(net.Addr)) (err error) {
 	d, err := db.Open(ctx, cfg.DBPath, cfg.Sync)
 	if err != nil {
 		return err
@@ -47,13 +48,26 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, onListen func(net.
 	}()
 
 	b := broker.New(broker.Config{Store: d, Logger: log})
+	firstPassword, err := ensureAdmin(ctx, b, cfg)
+	if err != nil {
+		return fmt.Errorf("admin user: %w", err)
+	}
+	if cfg.AdminPassword != "" {
+		log.Info("user admin set from LAZARUS_ADMIN_PASSWORD")
+	}
+	if cfg.OpenAPI {
+		log.Warn("LAZARUS_API_OPEN: the API takes requests without a token, as an admin; for local development only")
+	}
 	srv := &http.Server{
 		Handler: web.New(web.Config{
-			Broker:       b,
-			Logger:       log,
-			HealthFunc:   d.Ping,
-			AdminToken:   cfg.AdminToken,
-			MaxBodyBytes: maxBodyBytes,
+			Broker:        b,
+			Logger:        log,
+			HealthFunc:    d.Ping,
+			AdminToken:    cfg.AdminToken,
+			OpenAPI:       cfg.OpenAPI,
+			SecureCookies: cfg.SecureCookies,
+			BcryptCost:    cfg.bcryptCost,
+			MaxBodyBytes:  maxBodyBytes,
 		}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		// A body of maxBodyBytes arrives well within this on any real link.
@@ -79,7 +93,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, onListen func(net.
 		"db", cfg.DBPath,
 		"sync", string(cfg.Sync),
 		"demo", cfg.Demo,
-		"admin_token", cfg.AdminToken != "")
+		"admin_token", cfg.AdminToken != "",
+		"open_api", cfg.OpenAPI)
+	if firstPassword != "" {
+		printFirstAdmin(stderr, "http://"+ln.Addr().String(), firstPassword)
+	}
 	if onListen != nil {
 		onListen(ln.Addr())
 	}

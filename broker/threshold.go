@@ -153,3 +153,71 @@ func (b *Broker) SetThresholds(ctx context.Context, t Thresholds, actor string) 
 		return audit(ctx, tx, b.now(), actor, AuditConfigure, "", "", len(t.Queues)+1, "monitoring thresholds set: "+string(raw))
 	})
 }
+
+// HealthWindow is how far back the failure and replay-success rates look.
+const HealthWindow = 24 * time.Hour
+
+// QueueHealth is a queue's health: its numbers and the thresholds past.
+type QueueHealth struct {
+	QueueBrief
+	Health   Health
+	Limits   Limits
+	Breaches []Breach
+	// Depth of the queue (all groups) over the window, oldest first, in
+	// steps of HealthStep: for sparklines.
+	DepthSeries []int64
+}
+
+// HealthStep is the step of QueueHealth.DepthSeries.
+const HealthStep = 15 * time.Minute
+
+// Health judges every queue against the thresholds, from the maintained
+// counters and buckets only.
+func (b *Broker) Health(ctx context.Context) ([]QueueHealth, Thresholds, error) {
+	th, err := b.Thresholds(ctx)
+	if err != nil {
+		return nil, th, err
+	}
+	briefs, err := b.Briefs(ctx)
+	if err != nil {
+		return nil, th, err
+	}
+	now := b.now()
+	end := now.Truncate(HealthStep).Add(HealthStep) // the step now is in counts too
+	history, err := b.History(ctx, HistoryQuery{From: end.Add(-HealthWindow), To: end, Step: HealthStep})
+	if err != nil {
+		return nil, th, err
+	}
+	out := make([]QueueHealth, len(briefs))
+	for i, br := range briefs {
+		qh := QueueHealth{QueueBrief: br, Limits: th.For(br.Name)}
+		qh.Health.Depth = br.Depth()
+		var oldest time.Time
+		for _, g := range br.Stats {
+			if !g.OldestFailedAt.IsZero() && g.Depth > 0 && (oldest.IsZero() || g.OldestFailedAt.Before(oldest)) {
+				oldest = g.OldestFailedAt
+			}
+		}
+		if !oldest.IsZero() {
+			qh.Health.Oldest = now.Sub(oldest)
+		}
+		for _, s := range history {
+			if s.Queue != br.Name {
+				continue
+			}
+			if qh.DepthSeries == nil {
+				qh.DepthSeries = make([]int64, len(s.Points))
+			}
+			for k, p := range s.Points {
+				qh.DepthSeries[k] += p.Depth
+				qh.Health.Acks += p.Completed + p.Failed
+				qh.Health.Failed += p.Failed
+				qh.Health.ReplayEnds += p.ReplayCompleted + p.ReplayFailed
+				qh.Health.ReplayOK += p.ReplayCompleted
+			}
+		}
+		qh.Breaches = qh.Limits.Check(qh.Health)
+		out[i] = qh
+	}
+	return out, th, nil
+}

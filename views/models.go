@@ -331,3 +331,21 @@ type Charts struct {
 	Queues []string
 	Charts []Chart
 }
+
+// ThresholdsForm is the admin page of the monitoring thresholds.
+type ThresholdsForm struct {
+	Page
+	Default   LimitRow
+	Overrides []LimitRow
+	Queues    []string // queues without an override, for adding one
+	Error     string
+}
+
+// LimitRow is one set of limits in the form.
+type LimitRow struct {
+	Queue       string // empty for the defaults
+	Depth       string
+	OldestHours string
+	FailurePct  string
+	ReplayPct   string
+}

@@ -46,7 +46,8 @@ func (s *Server) showCharts(c echo.Context) error {
 	r := chartRanges[idx]
 	now := s.now()
 	ctx := c.Request().Context()
-	series, err := s.broker.History(ctx, broker.HistoryQuery{Queue: queue, From: now.Add(-r.span), To: now, Step: r.step})
+	end := now.Truncate(r.step).Add(r.step) // the step now is in is drawn too
+	series, err := s.broker.History(ctx, broker.HistoryQuery{Queue: queue, From: end.Add(-r.span), To: end, Step: r.step})
 	if err != nil {
 		return err
 	}

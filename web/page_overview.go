@@ -12,70 +12,57 @@ import (
 	"github.com/lazarus-dlq/lazarus/views"
 )
 
-// showOverview renders page 1: every queue at a glance.
+// showOverview renders page 1: every queue at a glance, judged against the
+// monitoring thresholds.
 func (s *Server) showOverview(c echo.Context) error {
 	ctx, cancel := withTimeout(c, 10*time.Second)
 	defer cancel()
-	briefs, err := s.broker.Briefs(ctx)
+	health, th, err := s.broker.Health(ctx)
 	if err != nil {
 		return err
 	}
 	now := s.now()
-	history, err := s.broker.History(ctx, broker.HistoryQuery{From: now.Add(-24 * time.Hour), To: now, Step: 15 * time.Minute})
-	if err != nil {
-		return err
-	}
-	limits, err := s.broker.Thresholds(ctx)
-	if err != nil {
-		return err
-	}
 	v := views.Overview{Page: s.page(c, "Overview", "overview")}
 	var depth, replayed, deepest int64
 	var window broker.Health
-	var oldest time.Time
-	for _, b := range briefs {
-		row := views.QueueRow{Name: b.Name, URL: queueURL(b.Name), DLQURL: deadLettersURL(b.Name, nil), Partitions: len(b.Partitions), Depth: b.Depth()}
-		var qOldest time.Time
-		for _, g := range b.Stats {
-			gd := views.GroupDepth{Group: g.Group, Depth: g.Depth, URL: deadLettersURL(b.Name, url.Values{"group": {g.Group}})}
-			if !g.OldestFailedAt.IsZero() {
+	var oldest time.Duration
+	for _, q := range health {
+		row := views.QueueRow{Name: q.Name, URL: queueURL(q.Name), DLQURL: deadLettersURL(q.Name, nil), Partitions: len(q.Partitions), Depth: q.Health.Depth}
+		for _, g := range q.Stats {
+			gd := views.GroupDepth{Group: g.Group, Depth: g.Depth, URL: deadLettersURL(q.Name, url.Values{"group": {g.Group}})}
+			if !g.OldestFailedAt.IsZero() && g.Depth > 0 {
 				gd.Oldest = views.Age(now.Sub(g.OldestFailedAt))
-				if qOldest.IsZero() || g.OldestFailedAt.Before(qOldest) {
-					qOldest = g.OldestFailedAt
-				}
 			}
 			row.Groups = append(row.Groups, gd)
 			replayed += g.Replayed
 		}
-		if !qOldest.IsZero() {
-			row.Oldest = views.Age(now.Sub(qOldest))
-			if oldest.IsZero() || qOldest.Before(oldest) {
-				oldest = qOldest
-			}
+		if q.Health.Oldest > 0 {
+			row.Oldest = views.Age(q.Health.Oldest)
 		}
-		h := windowHealth(history, b.Name)
-		window.Acks += h.Acks
-		window.Failed += h.Failed
-		window.ReplayEnds += h.ReplayEnds
-		window.ReplayOK += h.ReplayOK
-		h.Depth = row.Depth
-		if !qOldest.IsZero() {
-			h.Oldest = now.Sub(qOldest)
-		}
-		for _, br := range limits.For(b.Name).Check(h) {
+		for _, br := range q.Breaches {
 			row.Alerts = append(row.Alerts, br.Text)
 		}
-		row.Spark = views.MakeSparkline(depthOf(history, b.Name), "Dead letters of "+b.Name+" over the last 24 h")
-		depth += row.Depth
-		deepest = max(deepest, row.Depth)
+		spark := make([]float64, len(q.DepthSeries))
+		for k, d := range q.DepthSeries {
+			spark[k] = float64(d)
+		}
+		row.Spark = views.MakeSparkline(spark, "Dead letters of "+q.Name+" over the last 24 h")
+		depth += q.Health.Depth
+		deepest = max(deepest, q.Health.Depth)
+		oldest = max(oldest, q.Health.Oldest)
+		window.Acks += q.Health.Acks
+		window.Failed += q.Health.Failed
+		window.ReplayEnds += q.Health.ReplayEnds
+		window.ReplayOK += q.Health.ReplayOK
 		v.Queues = append(v.Queues, row)
 	}
+	l := th.Default
 	v.Tiles = []views.Tile{
-		{Label: "Queues", Value: views.Count(int64(len(briefs))), TestID: "queues"},
-		{Label: "Dead letters", Value: views.Count(depth), Note: fmt.Sprintf("alert above %d in a queue", limits.Default.Depth), Status: status(deepest <= limits.Default.Depth), TestID: "depth"},
-		oldestTile(oldest, now, limits.Default),
-		failureTile(window.Acks-window.Failed, window.Failed, limits.Default),
-		replayTile(window, replayed, limits.Default),
+		{Label: "Queues", Value: views.Count(int64(len(health))), TestID: "queues"},
+		{Label: "Dead letters", Value: views.Count(depth), Note: fmt.Sprintf("alert above %d in a queue", l.Depth), Status: status(deepest <= l.Depth), TestID: "depth"},
+		oldestTile(oldest, l),
+		failureTile(window.Acks-window.Failed, window.Failed, l),
+		replayTile(window, replayed, l),
 	}
 	return renderPage(c, http.StatusOK, views.OverviewView(v), views.OverviewContent(v))
 }
@@ -87,10 +74,9 @@ func status(ok bool) string {
 	return "alert"
 }
 
-func oldestTile(oldest, now time.Time, l broker.Limits) views.Tile {
+func oldestTile(age time.Duration, l broker.Limits) views.Tile {
 	t := views.Tile{Label: "Oldest dead letter", Value: "–", Note: "none waiting", Status: "ok", TestID: "oldest"}
-	if !oldest.IsZero() {
-		age := now.Sub(oldest)
+	if age > 0 {
 		t.Value, t.Note = views.Age(age), fmt.Sprintf("alert above %g h", l.OldestHours)
 		t.Status = status(age <= time.Duration(l.OldestHours*float64(time.Hour)))
 	}
@@ -117,24 +103,6 @@ func replayTile(h broker.Health, replayed int64, l broker.Limits) views.Tile {
 		t.Status = status(pct >= l.ReplayMinPct)
 	}
 	return t
-}
-
-// windowHealth sums a queue's acks and replay outcomes over the history's
-// window (the last 24 h on the overview).
-func windowHealth(history []broker.Series, queue string) broker.Health {
-	var h broker.Health
-	for _, s := range history {
-		if s.Queue != queue {
-			continue
-		}
-		for _, p := range s.Points {
-			h.Acks += p.Completed + p.Failed
-			h.Failed += p.Failed
-			h.ReplayEnds += p.ReplayCompleted + p.ReplayFailed
-			h.ReplayOK += p.ReplayCompleted
-		}
-	}
-	return h
 }
 
 // showQueuePage renders page 2: one queue.
@@ -213,21 +181,4 @@ func deadLettersURL(queue string, q url.Values) string {
 		u += "?" + q.Encode()
 	}
 	return u
-}
-
-// depthOf sums a queue's depth over its groups, step by step.
-func depthOf(history []broker.Series, queue string) []float64 {
-	var out []float64
-	for _, s := range history {
-		if s.Queue != queue {
-			continue
-		}
-		if out == nil {
-			out = make([]float64, len(s.Points))
-		}
-		for i, p := range s.Points {
-			out[i] += float64(p.Depth)
-		}
-	}
-	return out
 }

@@ -32,8 +32,11 @@ var routeAccess = map[string]access{
 	"POST /logout":                 public, // without a session it just leads to the login page
 	"GET /":                        viewer,
 	"GET /charts":                  viewer,
+	"GET /metrics":                 viewer, // with a bearer token, like the API
 	"GET /audit":                   viewer,
 	"GET /admin/users":             admin,
+	"GET /admin/thresholds":        admin,
+	"POST /admin/thresholds":       admin,
 	"POST /admin/users":            admin,
 	"POST /admin/users/:id/role":   admin,
 	"POST /admin/users/:id/delete": admin,
@@ -154,7 +157,7 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		}
 		method, pattern, _ := strings.Cut(route, " ")
 		path := samplePath(pattern)
-		api := strings.HasPrefix(pattern, "/api/v1/")
+		api := strings.HasPrefix(pattern, "/api/v1/") || pattern == "/metrics"
 		for _, c := range callers {
 			t.Run(route+"/"+c.name, func(t *testing.T) {
 				t.Parallel()

@@ -16,6 +16,11 @@ func (s *Server) pageRoutes() {
 	viewer, operator := s.requirePage(RoleViewer), s.requirePage(RoleOperator)
 
 	e.GET("/static/*", echo.WrapHandler(staticHandler()))
+	if s.metricsPublic {
+		e.GET("/metrics", s.metrics.handler())
+	} else {
+		e.GET("/metrics", s.metrics.handler(), s.authenticate, s.require(RoleViewer))
+	}
 
 	e.GET("/", s.showOverview, viewer)
 	e.GET("/queues/:queue", s.showQueuePage, viewer)
@@ -27,6 +32,8 @@ func (s *Server) pageRoutes() {
 	e.POST("/queues/:queue/dead-letters/:id/replay", s.replayOne, operator)
 	e.POST("/queues/:queue/dead-letters/:id/delete", s.deleteOne, operator)
 	e.GET("/charts", s.showCharts, viewer)
+	e.GET("/admin/thresholds", s.showThresholds, s.requirePage(RoleAdmin))
+	e.POST("/admin/thresholds", s.saveThresholds, s.requirePage(RoleAdmin))
 	e.GET("/audit", s.showAudit, viewer)
 }
 

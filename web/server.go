@@ -48,6 +48,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// Clock tells the pages the time (default broker.SystemClock).
 	Clock broker.Clock
+	// MetricsPublic serves /metrics without a token; otherwise it needs a
+	// bearer token of a viewer or better (LAZARUS_METRICS_PUBLIC).
+	MetricsPublic bool
 }
 
 // Server is the echo application.
@@ -59,6 +62,9 @@ type Server struct {
 	auth    authenticator
 	echo    *echo.Echo
 	clock   broker.Clock
+	metrics *metrics
+	// metricsPublic: /metrics needs no token.
+	metricsPublic bool
 
 	// Dashboard sign-in.
 	cookies    cookieJar
@@ -96,6 +102,9 @@ func New(cfg Config) *Server {
 		auth:    newAuthenticator(cfg.Broker, cfg.AdminToken, cfg.OpenAPI),
 		echo:    e,
 		clock:   cfg.Clock,
+		metrics: newMetrics(cfg.Broker, cfg.Clock),
+
+		metricsPublic: cfg.MetricsPublic,
 
 		cookies:    cookieJar{broker: cfg.Broker},
 		secure:     cfg.SecureCookies,
@@ -106,7 +115,7 @@ func New(cfg Config) *Server {
 	}
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(escapedPath, securityHeaders)
-	e.Use(s.recoverPanic)
+	e.Use(s.metrics.observe, s.recoverPanic)
 	s.routes()
 	return s
 }

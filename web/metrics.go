@@ -1,0 +1,128 @@
+package web
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// metrics is what /metrics exposes: the broker's numbers, read at scrape
+// time from the maintained counters, and the server's request latencies.
+type metrics struct {
+	registry *prometheus.Registry
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(b *broker.Broker, clock broker.Clock) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lazarus_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route (the route's pattern, not the path).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"method", "route", "code"}),
+	}
+	m.registry.MustRegister(m.latency, brokerCollector{b, clock},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// observe records each request's latency.
+func (m *metrics) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		code := c.Response().Status
+		if err != nil {
+			code, _, _ = statusOf(err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		m.latency.WithLabelValues(c.Request().Method, route, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+		return err
+	}
+}
+
+func (m *metrics) handler() echo.HandlerFunc {
+	return echo.WrapHandler(promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+}
+
+var (
+	labelsQG       = []string{"queue", "group"}
+	descDepth      = prometheus.NewDesc("lazarus_dlq_depth", "Dead letters waiting, per queue and consumer group.", labelsQG, nil)
+	descOldest     = prometheus.NewDesc("lazarus_dlq_oldest_age_seconds", "Age of the oldest dead letter waiting (0 when none).", labelsQG, nil)
+	descFiled      = prometheus.NewDesc("lazarus_dead_lettered_total", "Messages filed into the dead letters.", labelsQG, nil)
+	descReplayed   = prometheus.NewDesc("lazarus_replayed_total", "Dead letters replayed.", labelsQG, nil)
+	descDeleted    = prometheus.NewDesc("lazarus_deleted_total", "Dead letters deleted.", labelsQG, nil)
+	descDropped    = prometheus.NewDesc("lazarus_dropped_total", "Messages dropped instead of dead-lettered (queues without a DLQ).", labelsQG, nil)
+	descAcks       = prometheus.NewDesc("lazarus_acks_total", "Acknowledgements by outcome: completed or failed.", []string{"queue", "group", "status"}, nil)
+	descReplayEnds = prometheus.NewDesc("lazarus_replay_outcomes_total", "Replayed copies settled, by outcome: completed or failed (dead-lettered again or dropped).", []string{"queue", "group", "outcome"}, nil)
+	descBreached   = prometheus.NewDesc("lazarus_threshold_breached", "1 when a queue is past a monitoring threshold (depth, oldest, failures, replays), else 0.", []string{"queue", "metric"}, nil)
+)
+
+// brokerCollector reads the broker's numbers at each scrape.
+type brokerCollector struct {
+	b     *broker.Broker
+	clock broker.Clock
+}
+
+func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descDepth, descOldest, descFiled, descReplayed, descDeleted, descDropped, descAcks, descReplayEnds, descBreached} {
+		ch <- d
+	}
+}
+
+func (bc brokerCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	health, _, err := bc.b.Health(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descDepth, err)
+		return
+	}
+	now := bc.clock.Now()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, q := range health {
+		for _, g := range q.Stats {
+			age := 0.0
+			if g.Depth > 0 && !g.OldestFailedAt.IsZero() {
+				age = now.Sub(g.OldestFailedAt).Seconds()
+			}
+			gauge(descDepth, float64(g.Depth), q.Name, g.Group)
+			gauge(descOldest, age, q.Name, g.Group)
+			counter(descFiled, g.DeadLettered, q.Name, g.Group)
+			counter(descReplayed, g.Replayed, q.Name, g.Group)
+			counter(descDeleted, g.Deleted, q.Name, g.Group)
+			counter(descDropped, g.Dropped, q.Name, g.Group)
+			counter(descAcks, g.Completed, q.Name, g.Group, "completed")
+			counter(descAcks, g.Failed, q.Name, g.Group, "failed")
+			counter(descReplayEnds, g.ReplayCompleted, q.Name, g.Group, "completed")
+			counter(descReplayEnds, g.ReplayFailed, q.Name, g.Group, "failed")
+		}
+		breached := map[string]bool{}
+		for _, br := range q.Breaches {
+			breached[br.Metric] = true
+		}
+		for _, metric := range []string{"depth", "oldest", "failures", "replays"} {
+			v := 0.0
+			if breached[metric] {
+				v = 1
+			}
+			gauge(descBreached, v, q.Name, metric)
+		}
+	}
+}

@@ -1,0 +1,333 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+var htmx = http.Header{"HX-Request": {"true"}}
+
+// page loads a page whole and as an htmx fragment and checks both.
+func page(t *testing.T, b *browser, path string) (whole, fragment response) {
+	t.Helper()
+	whole = b.get(path).want(http.StatusOK)
+	fragment = b.do("GET", path, nil, htmx).want(http.StatusOK)
+	if !strings.Contains(string(whole.body), "<html") {
+		t.Fatalf("%s: whole page has no <html>", path)
+	}
+	if strings.Contains(string(fragment.body), "<html") || strings.Contains(string(fragment.body), `data-testid="whoami"`) {
+		t.Fatalf("%s: the htmx fragment carries the layout", path)
+	}
+	if !strings.Contains(strings.Join(whole.header.Values("Vary"), ","), "HX-Request") {
+		t.Fatalf("%s: no Vary: HX-Request", path)
+	}
+	restore := b.do("GET", path, nil, http.Header{"HX-Request": {"true"}, "HX-History-Restore-Request": {"true"}}).want(http.StatusOK)
+	if !strings.Contains(string(restore.body), "<html") {
+		t.Fatalf("%s: a history restore must get the whole page", path)
+	}
+	return whole, fragment
+}
+
+// seed makes two queues with dead letters in two groups.
+func seed(t *testing.T, s *bundle) deadLetter {
+	t.Helper()
+	d := s.fail("orders", "acme", "billing", "ord-1", `{"total":"12.50","html":"<b>bold</b>"}`, "card_declined: insufficient funds\nat charge()")
+	s.fail("orders", "acme", "billing", "ord-2", `{"total":1}`, "upstream timeout after 30s")
+	s.fail("orders", "initech", "analytics", "ord-3", `{"total":2}`, "upstream timeout after 30s")
+	s.fail("emails", "", "notifier", "mail-1", `"plain"`, "550 mailbox unavailable")
+	return d
+}
+
+func TestEveryPageRendersWholeAndAsAFragment(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	d := seed(t, s)
+	b, _ := s.loggedIn(broker.RoleViewer)
+	cases := []struct {
+		path   string
+		testid string // present in both renders
+	}{
+		{"/", "queues"},
+		{"/queues/orders", "groups"},
+		{"/queues/orders/dead-letters", "dead-letters"},
+		{"/queues/orders/dead-letters/" + d.ID + "?group=billing", "facts"},
+		{"/charts", "chart-depth"},
+		{"/audit", "audit"},
+	}
+	for _, tc := range cases {
+		whole, frag := page(t, b, tc.path)
+		for name, r := range map[string]response{"whole": whole, "fragment": frag} {
+			if r.doc().Find(`[data-testid="`+tc.testid+`"]`).Length() == 0 {
+				t.Errorf("%s (%s): no %s", tc.path, name, tc.testid)
+			}
+		}
+	}
+}
+
+func TestOverviewShowsDepthAndBreaches(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	seed(t, s)
+	b, _ := s.loggedIn(broker.RoleViewer)
+	r := b.get("/").want(http.StatusOK)
+	doc := r.doc()
+	if got := strings.TrimSpace(doc.Find(`[data-testid="queue-orders"] [data-testid="queue-depth"]`).Text()); got != "3" {
+		t.Fatalf("orders depth %q, want 3", got)
+	}
+	if got := r.testid("tile-depth"); !strings.Contains(got, "4") {
+		t.Fatalf("depth tile %q", got)
+	}
+	// Every ack failed: the failure rate is past its threshold once enough acks are in.
+	for i := 0; i < 20; i++ {
+		s.fail("orders", "acme", "billing", "more-"+string(rune('a'+i)), `1`, "boom")
+	}
+	r = b.get("/").want(http.StatusOK)
+	row := r.doc().Find(`[data-testid="queue-orders"]`).Text()
+	if !strings.Contains(row, "dead letters (limit 10)") || !strings.Contains(row, "of acks failed") {
+		t.Fatalf("orders row shows no breach: %q", row)
+	}
+}
+
+func TestDeadLetterListFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	seed(t, s)
+	b, _ := s.loggedIn(broker.RoleViewer)
+	count := func(q string) int {
+		return b.get("/queues/orders/dead-letters?" + q).want(http.StatusOK).doc().Find(`[data-testid="dl-row"]`).Length()
+	}
+	cases := []struct {
+		query string
+		want  int
+	}{
+		{"", 3},
+		{"group=billing", 2},
+		{"partition=initech", 1},
+		{"error=TIMEOUT", 2},
+		{"tx=ord-1", 1},
+		{"since=1h", 3},
+		{"from=2030-01-01T00:00", 0},
+		{"group=nobody", 0},
+	}
+	for _, tc := range cases {
+		if got := count(tc.query); got != tc.want {
+			t.Errorf("?%s: %d rows, want %d", tc.query, got, tc.want)
+		}
+	}
+	// Chips remove their filter; top errors filter by their first line.
+	r := b.get("/queues/orders/dead-letters?group=billing&error=timeout").want(http.StatusOK)
+	chips := r.doc().Find(`[data-testid="chip"] a`)
+	if chips.Length() != 2 {
+		t.Fatalf("%d chips", chips.Length())
+	}
+	href, _ := chips.First().Attr("href")
+	if strings.Contains(href, "group=") || !strings.Contains(href, "error=timeout") {
+		t.Fatalf("chip link %q", href)
+	}
+	top := b.get("/queues/orders/dead-letters").want(http.StatusOK).doc().Find(`[data-testid="top-error"]`)
+	if top.Length() != 2 || !strings.HasPrefix(strings.TrimSpace(top.First().Text()), "2") {
+		t.Fatalf("top errors: %d, first %q", top.Length(), top.First().Text())
+	}
+	// Keyset pages: 25 a page over 30 dead letters.
+	for i := 0; i < 27; i++ {
+		s.fail("orders", "acme", "billing", "p-"+string(rune('A'+i)), `1`, "x")
+		s.clock.Advance(time.Second)
+	}
+	first := b.get("/queues/orders/dead-letters?size=25").want(http.StatusOK)
+	if n := first.doc().Find(`[data-testid="dl-row"]`).Length(); n != 25 {
+		t.Fatalf("first page %d rows", n)
+	}
+	next, ok := first.doc().Find(`[data-testid="next-page"]`).Attr("href")
+	if !ok || !strings.Contains(next, "after=") {
+		t.Fatalf("next link %q", next)
+	}
+	second := b.get(next).want(http.StatusOK)
+	if n := second.doc().Find(`[data-testid="dl-row"]`).Length(); n != 5 {
+		t.Fatalf("second page %d rows", n)
+	}
+	if second.doc().Find(`[data-testid="next-page"]`).Length() != 0 || second.doc().Find(`[data-testid="first-page"]`).Length() != 1 {
+		t.Fatal("last page links are wrong")
+	}
+	for _, bad := range []string{"size=7", "after=nope", "since=2y", "from=yesterday"} {
+		b.get("/queues/orders/dead-letters?" + bad).want(http.StatusBadRequest)
+	}
+	b.get("/queues/nope/dead-letters").want(http.StatusNotFound)
+}
+
+func TestDeadLetterPage(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	d := seed(t, s)
+	b, _ := s.loggedIn(broker.RoleViewer)
+	r := b.get("/queues/orders/dead-letters/" + d.ID + "?group=billing").want(http.StatusOK)
+	if got := r.testid("dl-error-full"); got != "card_declined: insufficient funds\nat charge()" {
+		t.Fatalf("error %q", got)
+	}
+	if got := r.testid("payload-pretty"); !strings.Contains(got, `"html": "<b>bold</b>"`) {
+		t.Fatalf("payload %q", got)
+	}
+	if strings.Contains(string(r.body), "<b>bold</b>") {
+		t.Fatal("payload rendered as HTML")
+	}
+	if r.testid("fact-tx") == "" || r.doc().Find(`[data-testid="detail-actions"]`).Length() != 0 {
+		t.Fatal("viewer sees actions, or no transactionId")
+	}
+	b.get("/queues/emails/dead-letters/" + d.ID).want(http.StatusNotFound)
+	b.get("/queues/orders/dead-letters/not-an-id").want(http.StatusNotFound)
+	// A big payload is cut until asked for.
+	big := `{"blob":"` + strings.Repeat("x", 70<<10) + `"}`
+	dl := s.fail("orders", "acme", "billing", "big", big, "too big")
+	r = b.get("/queues/orders/dead-letters/" + dl.ID + "?group=billing").want(http.StatusOK)
+	if r.doc().Find(`[data-testid="payload-truncated"]`).Length() != 1 || len(r.testid("payload-raw")) >= len(big) {
+		t.Fatal("a 70 KB payload is not cut")
+	}
+	r = b.get("/queues/orders/dead-letters/" + dl.ID + "?group=billing&full=1").want(http.StatusOK)
+	if r.testid("payload-raw") != big {
+		t.Fatal("full=1 does not show the whole payload")
+	}
+}
+
+func TestOperatorActions(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	d := seed(t, s)
+	viewer, _ := s.loggedIn(broker.RoleViewer)
+	op, _ := s.loggedIn(broker.RoleOperator)
+	hx := func(b *browser, path string, form url.Values) response {
+		if form == nil {
+			form = url.Values{}
+		}
+		form.Set("_csrf", b.csrf())
+		return b.postRaw(path, form, htmx)
+	}
+	t.Run("ViewerIsRefused", func(t *testing.T) {
+		hx(viewer, "/queues/orders/dead-letters/"+d.ID+"/replay", nil).want(http.StatusForbidden)
+		if n := len(s.deadLetters("queue=orders").Messages); n != 3 {
+			t.Fatalf("%d dead letters", n)
+		}
+	})
+	t.Run("WithoutCSRFNothingChanges", func(t *testing.T) {
+		op.postRaw("/queues/orders/dead-letters/"+d.ID+"/replay", url.Values{}, htmx).want(http.StatusForbidden)
+		if n := len(s.deadLetters("queue=orders").Messages); n != 3 {
+			t.Fatalf("%d dead letters", n)
+		}
+	})
+	t.Run("ReplayOne", func(t *testing.T) {
+		r := hx(op, "/queues/orders/dead-letters/"+d.ID+"/replay", nil).want(http.StatusOK)
+		if r.header.Get("HX-Trigger") != "dlq-changed" || !strings.Contains(r.testid("flash"), "dlq:"+d.ID) {
+			t.Fatalf("answer %q / %q", r.header.Get("HX-Trigger"), r.testid("flash"))
+		}
+		hx(op, "/queues/orders/dead-letters/"+d.ID+"/replay", nil).want(http.StatusNotFound)
+	})
+	t.Run("ConfirmSaysHowManyThenBulkDelete", func(t *testing.T) {
+		l := s.deadLetters("queue=orders")
+		ids := url.Values{"action": {"delete"}}
+		for _, m := range l.Messages {
+			ids.Add("ids", m.ID)
+		}
+		c := op.get("/queues/orders/dead-letters/confirm?" + ids.Encode()).want(http.StatusOK)
+		if got := c.testid("confirm-summary"); !strings.Contains(got, "2 dead letters") {
+			t.Fatalf("confirmation says %q", got)
+		}
+		form := url.Values{"ids": ids["ids"]}
+		r := hx(op, "/queues/orders/dead-letters/delete", form).want(http.StatusOK)
+		if got := r.testid("flash"); !strings.Contains(got, "2 done, 0 skipped") {
+			t.Fatalf("result %q", got)
+		}
+		if n := len(s.deadLetters("queue=orders").Messages); n != 0 {
+			t.Fatalf("%d left", n)
+		}
+	})
+	t.Run("AllMatchingAboveAThousandNeedsTheQueueName", func(t *testing.T) {
+		fill(t, s, "bulk", 1001)
+		c := op.get("/queues/bulk/dead-letters/confirm?action=replay&all=1").want(http.StatusOK)
+		if c.doc().Find(`[data-testid="confirm-queue"]`).Length() != 1 || !strings.Contains(c.testid("confirm-summary"), "1,001") {
+			t.Fatalf("confirmation %q", c.testid("confirm-summary"))
+		}
+		filter := url.Values{"filter": {""}}
+		hx(op, "/queues/bulk/dead-letters/replay", filter).want(http.StatusBadRequest)
+		filter.Set("confirm", "bulk")
+		r := hx(op, "/queues/bulk/dead-letters/replay", filter).want(http.StatusOK)
+		if got := r.testid("flash"); !strings.Contains(got, "1001 done") {
+			t.Fatalf("result %q", got)
+		}
+	})
+}
+
+// fill makes n dead letters in queue, group g, through the broker.
+func fill(t *testing.T, s *bundle, queue string, n int) {
+	t.Helper()
+	for left := n; left > 0; left -= broker.MaxPushItems {
+		items := make([]broker.PushItem, min(left, broker.MaxPushItems))
+		for i := range items {
+			items[i] = broker.PushItem{Queue: queue, Payload: []byte(`1`)}
+		}
+		if _, err := s.broker.Push(s.ctx, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for left := n; left > 0; {
+		res, err := s.broker.Pop(s.ctx, broker.PopRequest{Queue: queue, Group: "g", Batch: 1000})
+		if err != nil || len(res.Messages) == 0 {
+			t.Fatalf("pop: %v", err)
+		}
+		acks := make([]broker.Ack, len(res.Messages))
+		for i, m := range res.Messages {
+			acks[i] = broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: m.LeaseID, Status: broker.AckDLQ, Error: "bad"}
+		}
+		if _, err := s.broker.AckBatch(s.ctx, "g", acks); err != nil {
+			t.Fatal(err)
+		}
+		left -= len(res.Messages)
+	}
+}
+
+func TestChartsPage(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	b, _ := s.loggedIn(broker.RoleViewer)
+	empty := b.get("/charts?range=1h").want(http.StatusOK)
+	if n := empty.doc().Find(`[data-testid="chart-empty"]`).Length(); n != 5 {
+		t.Fatalf("%d charts say they have no data, want 5", n)
+	}
+	seed(t, s)
+	s.clock.Advance(2 * time.Minute)
+	for _, rng := range []string{"1h", "24h", "7d", "30d"} {
+		r := b.get("/charts?range=" + rng).want(http.StatusOK)
+		depth := r.doc().Find(`[data-testid="chart-depth"]`)
+		if depth.Find(`[data-testid="chart-point"]`).Length() == 0 {
+			t.Errorf("%s: no points on the depth chart", rng)
+		}
+		if !strings.Contains(depth.Find("title").Text(), "orders / billing: 2") {
+			t.Errorf("%s: no hover value for orders / billing", rng)
+		}
+	}
+	b.get("/charts?range=1y").want(http.StatusBadRequest)
+	b.get("/charts?queue=nope").want(http.StatusNotFound)
+}
+
+func TestThresholdsPage(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	seed(t, s)
+	admin, _ := s.loggedIn(broker.RoleAdmin)
+	viewer, _ := s.loggedIn(broker.RoleViewer)
+	viewer.get("/admin/thresholds").want(http.StatusForbidden)
+	admin.get("/admin/thresholds").want(http.StatusOK)
+	admin.post("/admin/thresholds", url.Values{"default_depth": {"ten"}}).want(http.StatusBadRequest)
+	admin.post("/admin/thresholds", url.Values{"new_queue": {"orders"}}).wantRedirect("/admin/thresholds")
+	admin.post("/admin/thresholds", url.Values{"q0_queue": {"orders"}, "q0_depth": {"1"}}).wantRedirect("/admin/thresholds")
+	th, err := s.broker.Thresholds(s.ctx)
+	if err != nil || th.For("orders").Depth != 1 || th.Default.Depth != 10 {
+		t.Fatalf("%+v %v", th, err)
+	}
+	row := viewer.get("/").want(http.StatusOK).doc().Find(`[data-testid="queue-orders"]`).Text()
+	if !strings.Contains(row, "(limit 1)") {
+		t.Fatalf("override not applied: %q", row)
+	}
+}
