@@ -62,6 +62,7 @@ type ChartLine struct {
 type ChartDot struct {
 	X, Y  string
 	Title string
+	Alone bool // no neighbour to draw a line to: drawn as a dot
 }
 
 // ChartTick is an axis label.
@@ -121,7 +122,8 @@ func (c Chart) Layout() ChartLayout {
 	for i, s := range c.Series {
 		line := ChartLine{Name: s.Name, Class: fmt.Sprintf("s%d", i%8)}
 		var run []string
-		for _, p := range s.Points {
+		present := func(k int) bool { return k >= 0 && k < len(s.Points) && !s.Points[k].Missing }
+		for k, p := range s.Points {
 			if p.Missing {
 				if len(run) > 0 {
 					line.Paths = append(line.Paths, strings.Join(run, " "))
@@ -131,7 +133,8 @@ func (c Chart) Layout() ChartLayout {
 			}
 			px, py := x(p.At), y(p.Value)
 			run = append(run, f(px)+","+f(py))
-			line.Dots = append(line.Dots, ChartDot{X: f(px), Y: f(py), Title: fmt.Sprintf("%s · %s: %s%s", Exact(p.At), s.Name, short(p.Value), c.Unit)})
+			line.Dots = append(line.Dots, ChartDot{X: f(px), Y: f(py), Title: fmt.Sprintf("%s · %s: %s%s", Exact(p.At), s.Name, short(p.Value), c.Unit),
+				Alone: !present(k-1) && !present(k+1)})
 		}
 		if len(run) > 0 {
 			line.Paths = append(line.Paths, strings.Join(run, " "))
@@ -164,10 +167,10 @@ func short(v float64) string {
 		return strconv.FormatFloat(v/1e6, 'f', 1, 64) + "M"
 	case v >= 1e4:
 		return strconv.FormatFloat(v/1e3, 'f', 0, 64) + "k"
-	case v == math.Trunc(v):
+	case v >= 100 || v == math.Trunc(v):
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	default:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+		return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 	}
 }
 

@@ -113,7 +113,7 @@ func ThresholdsContent(v ThresholdsForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = limitRow("default", "every other queue", v.Default, false).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = limitRow("default", "defaults (every queue without an override)", v.Default, false).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

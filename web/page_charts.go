@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"time"
 
@@ -75,7 +76,7 @@ func buildCharts(series []broker.Series, oneQueue bool, step time.Duration) []vi
 	none := "No data in this range: nothing was filed, replayed or acknowledged."
 	depth := views.Chart{Title: "Dead letters waiting, per queue and group", TestID: "depth", Empty: "No dead letters in this range."}
 	flow := views.Chart{Title: "Dead letters filed vs replayed vs deleted, per " + stepName(step), TestID: "flow", Empty: none}
-	oldest := views.Chart{Title: "Age of the oldest dead letter", Unit: " h", TestID: "oldest", Empty: "No dead letter waited in this range."}
+	oldest := views.Chart{Title: "Age of the oldest dead letter", TestID: "oldest", Empty: "No dead letter waited in this range."}
 	failures := views.Chart{Title: "Failures among acks", Unit: " %", TestID: "failures", Empty: "No acks in this range."}
 	replays := views.Chart{Title: "Replayed copies that then succeeded", Unit: " %", TestID: "replays", Empty: "No replayed copy was settled in this range."}
 
@@ -89,6 +90,7 @@ func buildCharts(series []broker.Series, oneQueue bool, step time.Duration) []vi
 	out := views.ChartSeries{Name: "replayed"}
 	del := views.ChartSeries{Name: "deleted"}
 	age := views.ChartSeries{Name: "oldest"}
+	var ages []time.Duration
 	fail := views.ChartSeries{Name: "failed acks"}
 	succ := views.ChartSeries{Name: "replays that succeeded"}
 	for i, s := range series {
@@ -125,9 +127,19 @@ func buildCharts(series []broker.Series, oneQueue bool, step time.Duration) []vi
 		in.Points = append(in.Points, views.ChartPoint{At: at, Value: float64(sum.DeadLettered)})
 		out.Points = append(out.Points, views.ChartPoint{At: at, Value: float64(sum.Replayed)})
 		del.Points = append(del.Points, views.ChartPoint{At: at, Value: float64(sum.Deleted)})
-		age.Points = append(age.Points, views.ChartPoint{At: at, Value: maxAge.Hours()})
+		ages = append(ages, maxAge)
+		age.Points = append(age.Points, views.ChartPoint{At: at})
 		fail.Points = append(fail.Points, rate(at, sum.Failed, sum.Completed+sum.Failed))
 		succ.Points = append(succ.Points, rate(at, sum.ReplayCompleted, sum.ReplayCompleted+sum.ReplayFailed))
+	}
+	// Ages in minutes while they are short, in hours beyond.
+	unit, perUnit := " h", time.Hour
+	if slices.Max(append(ages, 0)) < 2*time.Hour {
+		unit, perUnit = " min", time.Minute
+	}
+	oldest.Unit = unit
+	for k, a := range ages {
+		age.Points[k].Value = float64(a) / float64(perUnit)
 	}
 	flow.Series = []views.ChartSeries{in, out, del}
 	oldest.Series = []views.ChartSeries{age}
