@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the driver
@@ -41,6 +42,14 @@ type DB struct {
 	write *sql.DB
 	read  *sql.DB
 	path  string
+
+	// The writer goroutine takes Updates from writes and commits them in
+	// groups (see writer).
+	writes   chan writeRequest
+	stop     chan struct{}
+	stopped  chan struct{}
+	closeMu  sync.Mutex
+	isClosed bool
 }
 
 // Open opens (creating if need be) the database at path and brings its
@@ -84,16 +93,26 @@ func Open(ctx context.Context, path string, sync Sync) (*DB, error) {
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	d := &DB{write: write, read: read, path: path}
+	d := &DB{write: write, read: read, path: path, writes: make(chan writeRequest), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if err := d.migrate(ctx); err != nil {
-		d.Close()
+		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
+	go d.writer()
 	return d, nil
 }
 
 // Close closes both pools.
 func (d *DB) Close() error {
+	d.closeMu.Lock()
+	if d.isClosed {
+		d.closeMu.Unlock()
+		return nil
+	}
+	d.isClosed = true
+	close(d.stop)
+	d.closeMu.Unlock()
+	<-d.stopped
 	return errors.Join(d.read.Close(), d.write.Close())
 }
 
@@ -160,20 +179,152 @@ func (d *DB) applyMigration(ctx context.Context, version int, name, body string)
 	return nil
 }
 
-// Update runs fn in a write transaction.
+// ErrClosed is the error of an Update after Close.
+var ErrClosed = errors.New("database closed")
+
+// maxGroup caps how many Updates share one transaction.
+const maxGroup = 256
+
+type writeRequest struct {
+	ctx  context.Context
+	fn   func(broker.Tx) error
+	done chan error
+}
+
+// Update runs fn in a write transaction: all of fn commits or none of it.
+//
+// Updates that arrive while another is being written are committed
+// together, each inside a savepoint of one transaction (group commit): one
+// fsync for many callers, so that synchronous=FULL costs little under
+// load. An fn that fails is rolled back to its savepoint and does not
+// affect the others; Update returns once its group has committed.
 func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
-	tx, err := d.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+	req := writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case d.writes <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.stop:
+		return ErrClosed
 	}
-	defer tx.Rollback()
-	if err := fn(&storeTx{tx: tx}); err != nil {
-		return err
+	// Once taken, wait for the outcome even if ctx ends: only then is it
+	// known whether fn committed.
+	return <-req.done
+}
+
+// writer is the one goroutine that writes. It takes a request, gathers
+// those already waiting, and commits them in one transaction.
+func (d *DB) writer() {
+	defer close(d.stopped)
+	for {
+		var group []writeRequest
+		select {
+		case r := <-d.writes:
+			group = append(group, r)
+		case <-d.stop:
+			return
+		}
+	gather:
+		for len(group) < maxGroup {
+			select {
+			case r := <-d.writes:
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		d.commit(group)
+	}
+}
+
+// commit runs a group of requests in one transaction and answers each.
+func (d *DB) commit(group []writeRequest) {
+	errs := make([]error, len(group))
+	answer := func() {
+		for i, r := range group {
+			r.done <- errs[i]
+		}
+	}
+	tx, err := d.write.BeginTx(context.Background(), nil)
+	if err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("begin: %w", err)
+		}
+		answer()
+		return
+	}
+	st := &storeTx{tx: tx}
+	ok := 0
+	for i, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if len(group) == 1 {
+			errs[i] = run(r.fn, st)
+		} else {
+			var broken error
+			errs[i], broken = savepoint(r.ctx, tx, func() error { return run(r.fn, st) })
+			if broken != nil {
+				// The transaction can no longer be trusted: nothing of the
+				// group commits.
+				_ = tx.Rollback()
+				for j := range errs {
+					errs[j] = broken
+				}
+				answer()
+				return
+			}
+		}
+		if errs[i] == nil {
+			ok++
+		}
+	}
+	if ok == 0 {
+		_ = tx.Rollback()
+		answer()
+		return
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("commit: %w", err)
+			}
+		}
 	}
-	return nil
+	answer()
+}
+
+// run calls fn, turning a panic into an error: a bug in one request must
+// not take the writer down with it.
+func run(fn func(broker.Tx) error, tx broker.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in a write: %v", p)
+		}
+	}()
+	return fn(tx)
+}
+
+// savepoint runs fn inside a savepoint of tx, rolling back to it when fn
+// fails. broken is set when the savepoint itself could not be handled.
+func savepoint(ctx context.Context, tx *sql.Tx, fn func() error) (err, broken error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+		return fmt.Errorf("savepoint: %w", err), nil
+	}
+	if err := fn(); err != nil {
+		if _, rerr := tx.Exec("ROLLBACK TO w"); rerr != nil {
+			return err, fmt.Errorf("rollback to savepoint: %w", rerr)
+		}
+		if _, rerr := tx.Exec("RELEASE w"); rerr != nil {
+			return err, fmt.Errorf("release savepoint: %w", rerr)
+		}
+		return err, nil
+	}
+	if _, err := tx.Exec("RELEASE w"); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil, nil
 }
 
 // View runs fn in a read transaction on one snapshot.

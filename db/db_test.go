@@ -2,6 +2,8 @@ package db_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -69,5 +71,73 @@ func TestReadPoolCannotWrite(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("a write went through a read transaction")
+	}
+}
+
+// Concurrent updates are committed in groups; one that fails leaves
+// nothing behind and does not undo the others.
+func TestGroupCommitKeepsEachUpdateAllOrNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const n = 200
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			errs <- d.Update(ctx, func(tx broker.Tx) error {
+				if err := tx.SetSetting(ctx, fmt.Sprintf("k%d", i), "v"); err != nil {
+					return err
+				}
+				switch i % 10 {
+				case 3:
+					return errors.New("refused after writing")
+				case 7:
+					panic("a bug after writing")
+				}
+				return nil
+			})
+		}(i)
+	}
+	failed := 0
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			failed++
+		}
+	}
+	if failed != n/5 {
+		t.Fatalf("%d updates failed, want %d", failed, n/5)
+	}
+	for i := 0; i < n; i++ {
+		var v string
+		err := d.View(ctx, func(tx broker.Tx) (err error) {
+			v, err = tx.Setting(ctx, fmt.Sprintf("k%d", i))
+			return err
+		})
+		kept := err == nil && v == "v"
+		if want := i%10 != 3 && i%10 != 7; kept != want {
+			t.Fatalf("k%d kept %v, want %v (%v)", i, kept, want, err)
+		}
+	}
+}
+
+func TestUpdateAfterCloseFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Update(ctx, func(broker.Tx) error { return nil }); !errors.Is(err, db.ErrClosed) {
+		t.Fatalf("update after close: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
 	}
 }

@@ -129,6 +129,15 @@
     updateSelection();
   });
 
+  // Moving to another view clears the last action's message.
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    const target = ev.detail.target;
+    if (target && target.id === "page") {
+      const flash = document.getElementById("flash");
+      if (flash) flash.replaceChildren();
+    }
+  });
+
   // A finished action closes its dialog.
   document.addEventListener("dlq-changed", function () {
     document.querySelectorAll("#dialog dialog[open]").forEach((d) => d.close());

@@ -16,7 +16,7 @@ func Ago(t, now time.Time) string {
 		return "never"
 	}
 	d := now.Sub(t)
-	if d < 0 {
+	if d < 5*time.Second {
 		return "just now"
 	}
 	return Age(d) + " ago"
@@ -75,13 +75,13 @@ func Plural(n int64, one, many string) string {
 	return Count(n) + " " + many
 }
 
-// ShortID is the first block of an id: enough to tell rows apart.
+// ShortID is an id cut for a list: its start (the time, in a UUIDv7) and
+// its end (what tells neighbours apart).
 func ShortID(id string) string {
-	if len(id) > 13 {
-		// UUIDv7: the time part is shared by neighbours; the tail differs.
-		return "…" + id[len(id)-8:]
+	if len(id) == 36 {
+		return id[:8] + "…" + id[len(id)-4:]
 	}
-	return id
+	return Cut(id, 16)
 }
 
 // FirstLine is the first line of s, cut to n characters.

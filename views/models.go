@@ -236,7 +236,8 @@ type BulkConfirm struct {
 	Where     string // the filter, for people
 	IDs       []string
 	Group     string // with IDs: only this group's dead letters
-	Filter    string // the filter as URL query, when by filter
+	All       bool   // everything Filter matches, rather than IDs
+	Filter    string // the filter as URL query, when All
 	PostURL   string
 	TypeQueue bool // the operator must type the queue name
 	Error     string

@@ -89,6 +89,7 @@ type bulkTarget struct {
 	ids    []string
 	group  string // with ids: delete only this group's dead letters
 	filter listFilter
+	where  string // the filter for people
 	all    bool
 	query  broker.DLQQuery
 }
@@ -108,6 +109,7 @@ func (s *Server) readBulkTarget(c echo.Context, vals url.Values, queue string) (
 			}
 		}
 		t.filter = parseListFilter(fv)
+		t.where = t.filter.describe()
 		q, err := t.filter.query(queue, s.now())
 		if err != nil {
 			return t, err
@@ -152,11 +154,11 @@ func (s *Server) confirmBulk(c echo.Context) error {
 	v := views.BulkConfirm{Action: action, Count: n, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action, TypeQueue: n > typedConfirmAbove}
 	switch {
 	case t.all:
-		v.Filter = t.filter.values().Encode()
-		v.Where = "all that match " + t.query.Describe()
+		v.All, v.Filter = true, t.filter.values().Encode()
+		v.Where = t.where
 	default:
 		v.IDs, v.Group = t.ids, t.group
-		v.Where = "selected"
+		v.Where = "the ones selected on the page"
 		if t.group != "" {
 			v.Where += ", in group " + t.group
 		} else if action == "delete" {

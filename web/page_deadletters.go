@@ -43,6 +43,36 @@ func (f listFilter) values() url.Values {
 	return v
 }
 
+// describe says the filter for people, as the confirmation shows it.
+func (f listFilter) describe() string {
+	var parts []string
+	if f.Group != "" {
+		parts = append(parts, "group "+f.Group)
+	}
+	if f.Partition != "" {
+		parts = append(parts, "partition "+f.Partition)
+	}
+	if f.Since != "" {
+		parts = append(parts, "failed in the last "+f.Since)
+	}
+	if f.From != "" {
+		parts = append(parts, "failed from "+strings.Replace(f.From, "T", " ", 1)+" UTC")
+	}
+	if f.To != "" {
+		parts = append(parts, "failed before "+strings.Replace(f.To, "T", " ", 1)+" UTC")
+	}
+	if f.Error != "" {
+		parts = append(parts, "error containing “"+views.Cut(f.Error, 80)+"”")
+	}
+	if f.TxID != "" {
+		parts = append(parts, "transactionId "+views.Cut(f.TxID, 80))
+	}
+	if len(parts) == 0 {
+		return "every dead letter of the queue"
+	}
+	return "all with " + strings.Join(parts, ", ")
+}
+
 // parseListFilter reads a filter from URL parameters.
 func parseListFilter(q url.Values) listFilter {
 	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
