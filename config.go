@@ -32,6 +32,8 @@ type Config struct {
 	// OpenAPI lets API requests without credentials in as an anonymous
 	// admin. UNSAFE: for local development only.
 	OpenAPI bool
+	// MetricsPublic serves /metrics without a bearer token.
+	MetricsPublic bool
 
 	// bcryptCost is the cost of the password hashes made at start (0:
 	// password.DefaultCost); tests lower it.
@@ -56,6 +58,8 @@ Environment only:
                           anyway over TLS or with X-Forwarded-Proto: https)
   LAZARUS_API_OPEN        true: API requests without a token act as an anonymous admin.
                           UNSAFE, for local development only
+  LAZARUS_METRICS_PUBLIC  true: /metrics answers without a bearer token (it needs a
+                          viewer's token otherwise)
 `
 
 // errHelp is returned when the user asked for usage: printed, exit 0.
@@ -118,7 +122,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	for _, b := range []struct {
 		key string
 		dst *bool
-	}{{"LAZARUS_SECURE_COOKIES", &cfg.SecureCookies}, {"LAZARUS_API_OPEN", &cfg.OpenAPI}} {
+	}{{"LAZARUS_SECURE_COOKIES", &cfg.SecureCookies}, {"LAZARUS_API_OPEN", &cfg.OpenAPI}, {"LAZARUS_METRICS_PUBLIC", &cfg.MetricsPublic}} {
 		v := getenv(b.key)
 		if v == "" {
 			continue

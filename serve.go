@@ -65,6 +65,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 			HealthFunc:    d.Ping,
 			AdminToken:    cfg.AdminToken,
 			OpenAPI:       cfg.OpenAPI,
+			MetricsPublic: cfg.MetricsPublic,
 			SecureCookies: cfg.SecureCookies,
 			BcryptCost:    cfg.bcryptCost,
 			MaxBodyBytes:  maxBodyBytes,
@@ -105,6 +106,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
+	// Old stats buckets roll up and expire on a schedule (broker/stats.go).
+	var compactDone sync.WaitGroup
+	compactCtx, stopCompact := context.WithCancel(ctx)
+	defer stopCompact()
+	compactDone.Go(func() { compactStats(compactCtx, b, log) })
+
 	// The demo stops before the database closes.
 	demoCtx, stopDemo := context.WithCancel(ctx)
 	defer stopDemo()
@@ -134,10 +141,29 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	b.Close() // also when Serve failed and Shutdown had no listener to close
 	stopDemo()
 	demoDone.Wait()
+	stopCompact()
+	compactDone.Wait()
 	if runErr == nil {
 		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			runErr = fmt.Errorf("serve: %w", err)
 		}
 	}
 	return runErr
+}
+
+// compactStats rolls old minute buckets up into hours and drops expired
+// ones, at start and then every broker.CompactEvery, until ctx ends.
+func compactStats(ctx context.Context, b *broker.Broker, log *slog.Logger) {
+	t := time.NewTicker(broker.CompactEvery)
+	defer t.Stop()
+	for {
+		if err := b.CompactStats(ctx); err != nil && ctx.Err() == nil {
+			log.Error("compact stats", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
