@@ -122,23 +122,8 @@ func (b *Broker) DeadLetters(ctx context.Context, q DLQQuery) (DLQPage, error) {
 		if err != nil || !ok {
 			return err
 		}
-		// One row more than asked tells whether there is a next page.
-		items, err := tx.ListDeadLetters(ctx, f, Page{Limit: q.Limit + 1, Offset: q.Offset, After: q.After})
-		if err != nil {
-			return fmt.Errorf("list dead letters: %w", err)
-		}
-		if len(items) > q.Limit {
-			items = items[:q.Limit]
-			last := items[len(items)-1]
-			page.Next = &Cursor{At: last.FailedAt, ID: last.ID}
-		}
-		page.Items = items
-		if q.WithTotal {
-			if page.Total, err = tx.CountDeadLetters(ctx, f); err != nil {
-				return fmt.Errorf("count dead letters: %w", err)
-			}
-		}
-		return nil
+		page, err = deadLetterPage(ctx, tx, f, q)
+		return err
 	})
 	return page, err
 }
@@ -356,4 +341,66 @@ func groupsOf(dls []DeadLetter) string {
 		}
 	}
 	return strings.Join(gs, ",")
+}
+
+// Triage is what the dead-letter list shows, read from one snapshot: the
+// queue at a glance, a page of its dead letters and the top errors of the
+// same filter.
+type Triage struct {
+	Queue     QueueBrief
+	Page      DLQPage
+	TopErrors []ErrorCount
+}
+
+// Triage reads the dead-letter list of q.Queue (which must exist).
+func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage, error) {
+	if err := q.validate(); err != nil {
+		return Triage{}, err
+	}
+	var out Triage
+	err := b.store.View(ctx, func(tx Tx) error {
+		qu, err := tx.QueueByName(ctx, q.Queue)
+		if isNotFound(err) {
+			return errorf(ErrNotFound, "queue %q not found", truncate(q.Queue, 64))
+		}
+		if err != nil {
+			return err
+		}
+		if out.Queue, err = brief(ctx, tx, qu); err != nil {
+			return err
+		}
+		f, ok, err := q.filter(ctx, tx)
+		if err != nil || !ok {
+			return err
+		}
+		if out.Page, err = deadLetterPage(ctx, tx, f, q); err != nil {
+			return err
+		}
+		out.TopErrors, err = tx.TopErrors(ctx, f, topErrors)
+		return err
+	})
+	return out, err
+}
+
+// deadLetterPage reads one page of f, with the keyset position of the next
+// and, when asked, the total.
+func deadLetterPage(ctx context.Context, tx Tx, f Filter, q DLQQuery) (DLQPage, error) {
+	var page DLQPage
+	// One row more than asked tells whether there is a next page.
+	items, err := tx.ListDeadLetters(ctx, f, Page{Limit: q.Limit + 1, Offset: q.Offset, After: q.After})
+	if err != nil {
+		return page, fmt.Errorf("list dead letters: %w", err)
+	}
+	if len(items) > q.Limit {
+		items = items[:q.Limit]
+		last := items[len(items)-1]
+		page.Next = &Cursor{At: last.FailedAt, ID: last.ID}
+	}
+	page.Items = items
+	if q.WithTotal {
+		if page.Total, err = tx.CountDeadLetters(ctx, f); err != nil {
+			return page, fmt.Errorf("count dead letters: %w", err)
+		}
+	}
+	return page, nil
 }

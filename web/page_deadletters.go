@@ -162,18 +162,11 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	q.Limit, q.After, q.WithTotal = size, after, true
 	ctx, cancel := withTimeout(c, 15*time.Second)
 	defer cancel()
-	brief, err := s.broker.Brief(ctx, queue)
+	tr, err := s.broker.Triage(ctx, q, 5)
 	if err != nil {
 		return err
 	}
-	page, err := s.broker.DeadLetters(ctx, q)
-	if err != nil {
-		return err
-	}
-	top, err := s.broker.TopErrors(ctx, q, 5)
-	if err != nil {
-		return err
-	}
+	brief, page, top := tr.Queue, tr.Page, tr.TopErrors
 	v := views.DeadLetterList{
 		Page:          s.page(c, "Dead letters of "+queue, "overview", views.Crumb{Label: "Overview", URL: "/"}, views.Crumb{Label: queue, URL: queueURL(queue)}, views.Crumb{Label: "Dead letters"}),
 		Queue:         queue,
