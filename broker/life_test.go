@@ -489,3 +489,34 @@ func TestConfigureRejectsBadOptionsAndKeepsOthers(t *testing.T) {
 		t.Fatalf("options %+v, want %+v", q.Options, want)
 	}
 }
+
+// A waiting pop is woken when a retry delay ends, with no push to say so.
+func TestWaitingPopWakesWhenARetryDelayEnds(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryDelay": 200})
+	s.push("q", "", "a")
+	_, res := s.popTxids("q", "g", 1)
+	s.ack(res.Messages[0], broker.AckFailed, "later")
+	got := make(chan []string, 1)
+	go func() {
+		r, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "g", Wait: true, Timeout: 30 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		var ids []string
+		for _, m := range r.Messages {
+			ids = append(ids, m.TransactionID)
+		}
+		got <- ids
+	}()
+	s.clock.Advance(200 * time.Millisecond) // the delay is over; nobody pushes
+	select {
+	case ids := <-got:
+		if !slices.Equal(ids, []string{"a"}) {
+			t.Fatalf("woken pop got %v", ids)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiting pop was not woken by the end of the retry delay")
+	}
+}

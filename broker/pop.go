@@ -57,20 +57,30 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			return res, err
 		}
 		var wakeC <-chan time.Time
+		var wakeT *time.Timer
 		if !wake.IsZero() {
-			t := time.NewTimer(max(wake.Sub(b.now()), time.Millisecond))
-			wakeC = t.C
-			defer t.Stop()
+			// A lease running out or a retry delay ending makes a message
+			// ready with no push to announce it.
+			wakeT = time.NewTimer(max(wake.Sub(b.now()), time.Millisecond))
+			wakeC = wakeT.C
 		}
+		var done bool
 		select {
 		case <-news:
 		case <-wakeC:
 		case <-deadline:
-			return PopResult{}, nil
+			done = true
 		case <-ctx.Done():
-			return PopResult{}, ctx.Err()
+			err = ctx.Err()
+			done = true
 		case <-b.closed:
-			return PopResult{}, nil
+			done = true
+		}
+		if wakeT != nil {
+			wakeT.Stop()
+		}
+		if done {
+			return PopResult{}, err
 		}
 	}
 }
