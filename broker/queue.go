@@ -102,32 +102,39 @@ type QueueSummary struct {
 }
 
 // Depth is the queue's dead letters across its groups.
-func (s QueueSummary) Depth() int64 {
+func (s QueueSummary) Depth() int64 { return depthOf(s.Stats) }
+
+func depthOf(stats []GroupStats) int64 {
 	var n int64
-	for _, g := range s.Stats {
+	for _, g := range stats {
 		n += g.Depth
 	}
 	return n
 }
 
-// Queues describes every queue.
-func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
-	var out []QueueSummary
+// eachQueue reads every queue in one snapshot and makes a T of each.
+func eachQueue[T any](ctx context.Context, b *Broker, fn func(Tx, Queue) (T, error)) ([]T, error) {
+	var out []T
 	err := b.store.View(ctx, func(tx Tx) error {
 		qs, err := tx.Queues(ctx)
 		if err != nil {
 			return err
 		}
 		for _, q := range qs {
-			s, err := describe(ctx, tx, q, b.now())
+			v, err := fn(tx, q)
 			if err != nil {
 				return err
 			}
-			out = append(out, s)
+			out = append(out, v)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// Queues describes every queue.
+func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
+	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueSummary, error) { return describe(ctx, tx, q, b.now()) })
 }
 
 // Queue describes one queue.
@@ -212,32 +219,11 @@ type QueueBrief struct {
 }
 
 // Depth is the queue's dead letters across its groups.
-func (q QueueBrief) Depth() int64 {
-	var n int64
-	for _, g := range q.Stats {
-		n += g.Depth
-	}
-	return n
-}
+func (q QueueBrief) Depth() int64 { return depthOf(q.Stats) }
 
 // Briefs describes every queue cheaply, for the overview.
 func (b *Broker) Briefs(ctx context.Context) ([]QueueBrief, error) {
-	var out []QueueBrief
-	err := b.store.View(ctx, func(tx Tx) error {
-		qs, err := tx.Queues(ctx)
-		if err != nil {
-			return err
-		}
-		for _, q := range qs {
-			br, err := brief(ctx, tx, q)
-			if err != nil {
-				return err
-			}
-			out = append(out, br)
-		}
-		return nil
-	})
-	return out, err
+	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueBrief, error) { return brief(ctx, tx, q) })
 }
 
 // Brief describes one queue cheaply.
