@@ -16,6 +16,12 @@ type Chart struct {
 	TestID string
 	Series []ChartSeries
 	Empty  string // what to say when there is no data
+	// Whole: the values are counts (or whole percents), so the y axis is
+	// labelled at whole numbers only: no "2.5 dead letters".
+	Whole bool
+	// ZeroIsData: a zero is a value worth drawing (a failure rate of
+	// 0 %); only missing points mean no data.
+	ZeroIsData bool
 }
 
 // ChartSeries is one line.
@@ -31,11 +37,12 @@ type ChartPoint struct {
 	Missing bool
 }
 
-// HasData reports whether any point has a non-zero value.
+// HasData reports whether any point has a non-zero value (any value at
+// all with ZeroIsData).
 func (c Chart) HasData() bool {
 	for _, s := range c.Series {
 		for _, p := range s.Points {
-			if !p.Missing && p.Value != 0 {
+			if !p.Missing && (p.Value != 0 || c.ZeroIsData) {
 				return true
 			}
 		}
@@ -45,7 +52,10 @@ func (c Chart) HasData() bool {
 
 // Chart geometry, in SVG user units.
 const (
-	chartW, chartH         = 720.0, 220.0
+	// chartW is about the width the chart is drawn at on a laptop (two
+	// charts side by side): the SVG stretches to its box, and text drawn
+	// at another width would come out squeezed or stretched.
+	chartW, chartH         = 600.0, 220.0
 	padL, padR, padT, padB = 56.0, 12.0, 10.0, 26.0
 )
 
@@ -101,7 +111,9 @@ func (c Chart) Layout() ChartLayout {
 			}
 		}
 	}
-	top := niceCeil(maxV)
+	step := yStep(maxV, c.Whole)
+	top := math.Ceil(maxV/step-1e-9) * step
+	top = math.Max(top, step)
 	span := t1.Sub(t0)
 	x := func(t time.Time) float64 {
 		if span <= 0 {
@@ -110,14 +122,16 @@ func (c Chart) Layout() ChartLayout {
 		return padL + (chartW-padL-padR)*float64(t.Sub(t0))/float64(span)
 	}
 	y := func(v float64) float64 { return chartH - padB - (chartH-padT-padB)*v/top }
-	for i := 0; i <= 4; i++ {
-		v := top * float64(i) / 4
+	for i := 0; float64(i)*step <= top+step/1e6; i++ {
+		v := float64(i) * step
 		l.YTicks = append(l.YTicks, ChartTick{Pos: f(y(v)), Label: short(v) + c.Unit})
 		l.Grid = append(l.Grid, f(y(v)))
 	}
-	for i := 0; i <= 4 && span > 0; i++ {
-		t := t0.Add(time.Duration(float64(span) * float64(i) / 4))
-		l.XTicks = append(l.XTicks, ChartTick{Pos: f(x(t)), Label: tickTime(t, span)})
+	if span > 0 {
+		every := xStep(span)
+		for t := ceilTime(t0, every); !t.After(t1); t = t.Add(every) {
+			l.XTicks = append(l.XTicks, ChartTick{Pos: f(x(t)), Label: tickTime(t, span, every)})
+		}
 	}
 	for i, s := range c.Series {
 		line := ChartLine{Name: s.Name, Class: fmt.Sprintf("s%d", i%8)}
@@ -146,18 +160,54 @@ func (c Chart) Layout() ChartLayout {
 
 func f(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten (at least 1).
-func niceCeil(v float64) float64 {
-	if v <= 1 {
-		return 1
+// yStep is the step between the y axis's labels: 1, 2, 2.5 or 5 times a
+// power of ten (not 2.5 nor below 1 when whole), the smallest that labels
+// 0 to maxV in at most 5 steps.
+func yStep(maxV float64, whole bool) float64 {
+	if maxV <= 0 {
+		maxV = 1
 	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if v <= m*p {
-			return m * p
+	p := math.Pow(10, math.Floor(math.Log10(maxV/5)))
+	for {
+		for _, m := range []float64{1, 2, 2.5, 5} {
+			s := m * p
+			if whole && (s < 1 || m == 2.5) {
+				continue
+			}
+			if math.Ceil(maxV/s-1e-9) <= 5 {
+				return s
+			}
+		}
+		p *= 10
+	}
+}
+
+// xSteps are the steps the time axis is labelled in, at round times.
+var xSteps = []time.Duration{
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+	24 * time.Hour, 2 * 24 * time.Hour, 7 * 24 * time.Hour, 14 * 24 * time.Hour, 28 * 24 * time.Hour,
+}
+
+// xStep is the smallest of xSteps that puts at most 7 labels on span.
+func xStep(span time.Duration) time.Duration {
+	for _, s := range xSteps {
+		if span/s < 7 {
+			return s
 		}
 	}
-	return 10 * p
+	return xSteps[len(xSteps)-1]
+}
+
+// ceilTime is the first multiple of every at or after t, in UTC (weeks
+// start on Monday).
+func ceilTime(t time.Time, every time.Duration) time.Time {
+	t = t.UTC()
+	c := t.Truncate(every)
+	if c.Before(t) {
+		c = c.Add(every)
+	}
+	return c
 }
 
 // short writes a value compactly: 3, 2.5, 1.2k, 3.4M.
@@ -174,10 +224,12 @@ func short(v float64) string {
 	}
 }
 
-func tickTime(t time.Time, span time.Duration) string {
+// tickTime labels a time axis tick: the date at midnight on axes longer
+// than a few hours, the time of day otherwise.
+func tickTime(t time.Time, span, every time.Duration) string {
 	t = t.UTC()
-	if span > 36*time.Hour {
-		return t.Format("Jan 2 15:04")
+	if every >= 24*time.Hour || (span > 6*time.Hour && t.Hour() == 0 && t.Minute() == 0) {
+		return t.Format("Jan 2")
 	}
 	return t.Format("15:04")
 }

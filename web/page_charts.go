@@ -67,18 +67,25 @@ func (s *Server) showCharts(c echo.Context) error {
 		}
 		v.Ranges = append(v.Ranges, views.QuickRange{Label: cr.label, URL: "/charts?" + q.Encode(), Current: cr.label == rng})
 	}
-	v.Charts = buildCharts(series, queue != "", r.step)
+	v.Charts = buildCharts(series, queue, r.step)
 	return renderPage(c, http.StatusOK, views.ChartsView(v), views.ChartsContent(v))
 }
 
-// buildCharts turns the history into the five charts.
-func buildCharts(series []broker.Series, oneQueue bool, step time.Duration) []views.Chart {
-	none := "No data in this range: nothing was filed, replayed or acknowledged."
-	depth := views.Chart{Title: "Dead letters waiting, per queue and group", TestID: "depth", Empty: "No dead letters in this range."}
-	flow := views.Chart{Title: "Dead letters filed vs replayed vs deleted, per " + stepName(step), TestID: "flow", Empty: none}
+// buildCharts turns the history into the five charts: of every queue, or
+// of one when queue is set.
+func buildCharts(series []broker.Series, queue string, step time.Duration) []views.Chart {
+	oneQueue := queue != ""
+	depth := views.Chart{Title: "Dead letters waiting, per queue and group", TestID: "depth", Empty: "No dead letters in this range.", Whole: true}
+	if oneQueue {
+		depth.Title = "Dead letters waiting in " + queue + ", per consumer group"
+	}
+	flow := views.Chart{Title: "Dead letters filed vs replayed vs deleted, per " + stepName(step), TestID: "flow",
+		Empty: "No dead letters were filed, replayed or deleted in this range.", Whole: true}
 	oldest := views.Chart{Title: "Age of the oldest dead letter", TestID: "oldest", Empty: "No dead letter waited in this range."}
-	failures := views.Chart{Title: "Failures among acks", Unit: " %", TestID: "failures", Empty: "No acks in this range."}
-	replays := views.Chart{Title: "Replayed copies that then succeeded", Unit: " %", TestID: "replays", Empty: "No replayed copy was settled in this range."}
+	// A rate of 0 % is good news, not a lack of data: only steps without
+	// acks (or settled copies) are missing.
+	failures := views.Chart{Title: "Failures among acks", Unit: " %", TestID: "failures", Empty: "No acks in this range.", Whole: true, ZeroIsData: true}
+	replays := views.Chart{Title: "Replayed copies that then succeeded", Unit: " %", TestID: "replays", Empty: "No replayed copy was settled in this range.", Whole: true, ZeroIsData: true}
 
 	// The deepest groups get a line each.
 	sort.SliceStable(series, func(i, j int) bool { return peak(series[i]) > peak(series[j]) })
@@ -132,10 +139,14 @@ func buildCharts(series []broker.Series, oneQueue bool, step time.Duration) []vi
 		fail.Points = append(fail.Points, rate(at, sum.Failed, sum.Completed+sum.Failed))
 		succ.Points = append(succ.Points, rate(at, sum.ReplayCompleted, sum.ReplayCompleted+sum.ReplayFailed))
 	}
-	// Ages in minutes while they are short, in hours beyond.
+	// Ages in minutes while they are short, in hours beyond, in days
+	// beyond two.
 	unit, perUnit := " h", time.Hour
-	if slices.Max(append(ages, 0)) < 2*time.Hour {
+	switch longest := slices.Max(append(ages, 0)); {
+	case longest < 2*time.Hour:
 		unit, perUnit = " min", time.Minute
+	case longest >= 48*time.Hour:
+		unit, perUnit = " d", 24*time.Hour
 	}
 	oldest.Unit = unit
 	for k, a := range ages {
