@@ -226,8 +226,8 @@ func (s *settler) settle(ctx context.Context) error {
 		switch a.Status {
 		case AckCompleted:
 			s.stats.Completed++
-			if IsReplayTransaction(head[0].TransactionID) {
-				s.stats.ReplayCompleted++
+			if err := s.replayOutcome(ctx, head[0], true); err != nil {
+				return err
 			}
 			s.advance(a.Seq)
 		case AckDLQ:
@@ -258,6 +258,25 @@ func (s *settler) settle(ctx context.Context) error {
 	return nil
 }
 
+// replayOutcome counts how a replayed copy ended, in a group that had
+// dead-lettered the original: only there does it say whether the fix
+// worked.
+func (s *settler) replayOutcome(ctx context.Context, m Message, ok bool) error {
+	if !IsReplayTransaction(m.TransactionID) {
+		return nil
+	}
+	counted, err := s.tx.TakeReplayOutcome(ctx, m.Seq, s.c.GroupID)
+	if err != nil || !counted {
+		return err
+	}
+	if ok {
+		s.stats.ReplayCompleted++
+	} else {
+		s.stats.ReplayFailed++
+	}
+	return nil
+}
+
 func (s *settler) advance(seq int64) {
 	s.c.Cursor = seq
 	s.c.RetrySeq, s.c.Retries = 0, 0
@@ -266,8 +285,8 @@ func (s *settler) advance(seq int64) {
 // deadLetter files m into the group's dead letters, or drops it when keep
 // is false.
 func (s *settler) deadLetter(ctx context.Context, m Message, errText string, retries int, keep bool) error {
-	if IsReplayTransaction(m.TransactionID) {
-		s.stats.ReplayFailed++
+	if err := s.replayOutcome(ctx, m, false); err != nil {
+		return err
 	}
 	if !keep {
 		s.stats.Dropped++

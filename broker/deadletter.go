@@ -271,6 +271,10 @@ func replay(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter) (Replay
 	}
 	for _, x := range dls {
 		res.Groups = append(res.Groups, x.Group)
+		// The copy's outcome in this group tells whether the fix worked.
+		if err := tx.ExpectReplayOutcome(ctx, copyMsg.Seq, x.GroupID); err != nil {
+			return ReplayResult{}, fmt.Errorf("replay: %w", err)
+		}
 	}
 	return res, nil
 }

@@ -169,6 +169,13 @@ func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wak
 				return fmt.Errorf("pop: partition: %w", err)
 			}
 		}
+		// The retries each message has spent, as the deliveries report
+		// them: read before an autoAck settles the messages, which resets
+		// the count.
+		retries := make([]int, len(msgs))
+		for i, m := range msgs {
+			retries[i] = c.retriesOf(m.Seq)
+		}
 		// A lease that ran out hands its messages back, no retry spent;
 		// acks recorded behind an unacked head are void.
 		c.clearLease()
@@ -179,7 +186,13 @@ func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wak
 			st := Stats{Completed: int64(len(msgs))}
 			for _, m := range msgs {
 				if IsReplayTransaction(m.TransactionID) {
-					st.ReplayCompleted++
+					counted, err := tx.TakeReplayOutcome(ctx, m.Seq, gid)
+					if err != nil {
+						return err
+					}
+					if counted {
+						st.ReplayCompleted++
+					}
 				}
 			}
 			if err := tx.AddStats(ctx, q.ID, gid, st, now); err != nil {
@@ -196,7 +209,7 @@ func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wak
 		res.LeaseID, res.LeaseUntil = c.LeaseID, c.LeaseUntil
 		res.Messages = make([]Delivery, len(msgs))
 		for i, m := range msgs {
-			res.Messages[i] = Delivery{Message: m, Queue: q.Name, Partition: part.Name, PartitionUUID: part.UUID, LeaseID: c.LeaseID, Group: req.Group, RetryCount: c.retriesOf(m.Seq)}
+			res.Messages[i] = Delivery{Message: m, Queue: q.Name, Partition: part.Name, PartitionUUID: part.UUID, LeaseID: c.LeaseID, Group: req.Group, RetryCount: retries[i]}
 		}
 		return nil
 	})

@@ -151,3 +151,24 @@ func TestHistoryRejectsBadQueries(t *testing.T) {
 		}
 	}
 }
+
+// A replayed copy's outcome counts only in the groups that had given up on
+// the original: a group that never failed it says nothing about the fix.
+func TestReplayOutcomesCountWhereTheOriginalFailed(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "", "a")
+	s.drain("q", "happy")           // happy completes the original
+	s.fail("q", "sad", 1, "broken") // sad gives up on it
+	if _, err := s.b.Replay(s.ctx, s.dead("q", "sad")[0].MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	s.drain("q", "happy") // the copy: no outcome for happy
+	s.drain("q", "sad")   // the copy: the fix worked for sad
+	if got := s.stats("q", "happy"); got.ReplayCompleted != 0 || got.ReplayFailed != 0 {
+		t.Fatalf("happy counted a replay outcome: %+v", got)
+	}
+	if got := s.stats("q", "sad"); got.ReplayCompleted != 1 || got.ReplayFailed != 0 {
+		t.Fatalf("sad: %+v", got)
+	}
+}

@@ -73,6 +73,12 @@ type Tx interface {
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
 
 	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
+	// ExpectReplayOutcome notes that a replayed copy's outcome in a group
+	// that dead-lettered the original is to be counted.
+	ExpectReplayOutcome(ctx context.Context, copySeq, groupID int64) error
+	// TakeReplayOutcome reports whether the copy's outcome in the group is
+	// to be counted, and forgets it: each is counted once.
+	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64) (bool, error)
 	// DeadLettersOfMessage returns every group's dead letter of a message.
 	DeadLettersOfMessage(ctx context.Context, seq int64) ([]DeadLetter, error)
 	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -103,9 +105,14 @@ func (l Limits) Check(h Health) []Breach {
 	return out
 }
 
+// round says a duration the way the overview does: minutes, hours, then
+// days past 48 hours.
 func round(d time.Duration) string {
-	if d >= time.Hour {
-		return fmt.Sprintf("%.1f h", d.Hours())
+	switch {
+	case d >= 48*time.Hour:
+		return strconv.FormatFloat(math.Round(d.Hours()/24*10)/10, 'f', -1, 64) + " d"
+	case d >= time.Hour:
+		return strconv.FormatFloat(math.Round(d.Hours()*10)/10, 'f', -1, 64) + " h"
 	}
 	return fmt.Sprintf("%.0f min", d.Minutes())
 }

@@ -91,6 +91,7 @@ func (t *storeTx) UpdateQueueOptions(ctx context.Context, id int64, o broker.Opt
 
 func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 	stmts := []string{
+		`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
 		`DELETE FROM consumers WHERE queue_id = ?1`,
 		`DELETE FROM dead_letters WHERE queue_id = ?1`,

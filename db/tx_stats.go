@@ -163,3 +163,17 @@ func (t *storeTx) CompactStats(ctx context.Context, minutesBefore, hoursBefore t
 	_, err := t.tx.ExecContext(ctx, `DELETE FROM stats_hour WHERE hour < ?`, hoursBefore.Unix()/3600)
 	return err
 }
+
+func (t *storeTx) ExpectReplayOutcome(ctx context.Context, copySeq, groupID int64) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO replay_outcomes (copy_seq, group_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, copySeq, groupID)
+	return err
+}
+
+func (t *storeTx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM replay_outcomes WHERE copy_seq = ? AND group_id = ?`, copySeq, groupID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}

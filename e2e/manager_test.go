@@ -288,7 +288,7 @@ func TestManagerWatchesTheCharts(t *testing.T) {
 	v.check(v.expect.Locator(v.id("tile-depth").Locator(".value")).ToHaveText(fmt.Sprint(payLedgerDead+payNotifyDead)), "the dead-letters tile")
 	v.check(v.expect.Locator(v.id("tile-oldest").Locator(".value")).ToHaveText("6 d"), "the oldest tile")
 	v.check(v.expect.Locator(v.id("tile-failures").Locator(".value")).ToHaveText("13.4 %"), "the failures tile (19 of 142 acks)")
-	v.check(v.expect.Locator(v.id("tile-replays").Locator(".value")).ToHaveText("83 %"), "the replays tile (10 of 12 copies)")
+	v.check(v.expect.Locator(v.id("tile-replays").Locator(".value")).ToHaveText("67 %"), "the replays tile (4 of ledger's 6 copies; notify never failed the originals)")
 	for _, tile := range []string{"depth", "oldest", "failures"} {
 		v.check(v.expect.Locator(v.id("tile-"+tile)).ToHaveClass(regexp.MustCompile(`\balert\b`)), "the %s tile is red", tile)
 	}
@@ -303,7 +303,7 @@ func TestManagerWatchesTheCharts(t *testing.T) {
 	v.count(alerts, 3, "the payments queue's alerts")
 	v.contains(alerts.Nth(0), fmt.Sprintf("%d dead letters (limit 10)", payLedgerDead+payNotifyDead), "the depth alert")
 	v.contains(alerts.Nth(1), "oldest waits", "the oldest alert")
-	v.contains(alerts.Nth(1), "(limit 4.0 h)", "the oldest alert")
+	v.contains(alerts.Nth(1), "oldest waits 6 d (limit 4 h)", "the oldest alert, in days like the Oldest column")
 	v.contains(alerts.Nth(2), "17.0 % of acks failed (limit 5 %)", "the failures alert")
 	v.isRed(alerts.Nth(0), "the depth alert")
 	v.contains(mail.Locator("td:last-child"), "healthy", "the emails queue's health")
@@ -333,7 +333,7 @@ func TestManagerWatchesTheCharts(t *testing.T) {
 	v.hoverPoint("flow", p.replay.Truncate(q), "replayed", "6")
 	v.hoverPoint("failures", p.batch2.Truncate(q), "failed acks", "25 %")
 	v.hoverPoint("failures", p.batch4.Truncate(q), "failed acks", "15 %")
-	v.hoverPoint("replays", p.replay.Truncate(q), "replays that succeeded", "83.33 %")
+	v.hoverPoint("replays", p.replay.Truncate(q), "replays that succeeded", "66.67 %")
 	for _, c := range []string{"depth", "flow", "oldest", "failures", "replays"} {
 		v.count(v.id("chart-"+c).GetByTestId("chart-empty"), 0, c+" chart's empty state")
 	}
