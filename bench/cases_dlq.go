@@ -1,0 +1,710 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// timeCalls calls fn up to k times, or until budget has passed (but at
+// least three times), and returns how long each call took.
+func timeCalls(ctx context.Context, k int, budget time.Duration, fn func() error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, k)
+	deadline := time.Now().Add(budget)
+	for i := 0; i < k && (i < 3 || time.Now().Before(deadline)); i++ {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		t := time.Now()
+		if err := fn(); err != nil {
+			return out, err
+		}
+		out = append(out, time.Since(t))
+	}
+	return out, nil
+}
+
+// groupQuery selects the big group's dead letters.
+func groupQuery() broker.DLQQuery {
+	return broker.DLQQuery{Queue: dlqQueue, Group: dlqGroup0}
+}
+
+// cursorAt is the keyset position of the dead letter at depth (0 is the
+// newest) of the big group, found by OFFSET through the broker.
+func cursorAt(ctx context.Context, b *broker.Broker, depth int) (*broker.Cursor, error) {
+	q := groupQuery()
+	q.Limit, q.Offset = 1, depth
+	p, err := b.DeadLetters(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Items) != 1 {
+		return nil, fmt.Errorf("no dead letter at depth %d", depth)
+	}
+	return &broker.Cursor{At: p.Items[0].FailedAt, ID: p.Items[0].ID}, nil
+}
+
+// newestIDs returns the message ids of the n newest dead letters of the
+// big group, by keyset pages of 1000.
+func newestIDs(ctx context.Context, b *broker.Broker, n int) ([]string, error) {
+	ids := make([]string, 0, n)
+	q := groupQuery()
+	for len(ids) < n {
+		q.Limit = min(1000, n-len(ids))
+		p, err := b.DeadLetters(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range p.Items {
+			ids = append(ids, d.MessageID())
+		}
+		if p.Next == nil {
+			break
+		}
+		q.After = p.Next
+	}
+	return ids, nil
+}
+
+// D1: keyset pages at every depth.
+
+func caseD1(ctx context.Context, e *env) ([]Row, error) {
+	f, err := e.dlqDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := f.ours.b
+	n := f.inGroup()
+	mid, err := cursorAt(ctx, b, n/2-1)
+	if err != nil {
+		return nil, err
+	}
+	last, err := cursorAt(ctx, b, n-51) // the 50 after it are the last page
+	if err != nil {
+		return nil, err
+	}
+	k, budget := e.size(300, 50), e.dur(2*time.Second, 500*time.Millisecond)
+	page := func(name string, cur *broker.Cursor) variant {
+		return variant{name, func(ctx context.Context, _ int) (float64, error) {
+			lat, err := timeCalls(ctx, k, budget, func() error {
+				q := groupQuery()
+				q.Limit, q.After = 50, cur
+				p, err := b.DeadLetters(ctx, q)
+				if err == nil && len(p.Items) != 50 {
+					err = fmt.Errorf("a page of %d", len(p.Items))
+				}
+				return err
+			})
+			return percentile(lat, 0.5), err
+		}}
+	}
+	s, err := interleave(ctx, e, e.reps, page("first", nil), page("middle", mid), page("last", last))
+	if err != nil {
+		return nil, err
+	}
+	r := compare(s, "D1", "page of 50 by keyset (DeadLetters After), last vs first, p50", "ms", "last", "first")
+	r.RefName = "first page"
+	r.Must, r.Goal = atMost("ratio", 1.5, "≤ 1.5× first page"), atMost("ratio", 1.1, "flat (≤ 1.1×)")
+	r.Note = f.describe()
+	m := compare(s, "D1", "  middle vs first", "ms", "middle", "first")
+	m.RefName = "first page"
+	// The same last page by OFFSET, for information: what keyset saves.
+	off, err := timeCalls(ctx, 5, 5*time.Second, func() error {
+		q := groupQuery()
+		q.Limit, q.Offset = 50, n-50
+		_, err := b.DeadLetters(ctx, q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	o := Row{Case: "D1", Measure: "  last page by OFFSET instead (info)", Unit: "ms", Ours: ptr(percentile(off, 0.5)), RefName: "first page", Ref: r.Ref, Reps: 1}
+	if r.Ref != nil {
+		o.Ratio = ptr(*o.Ours / *r.Ref)
+	}
+	return []Row{r, m, o}, nil
+}
+
+// D2: the dead-letter page over HTTP.
+
+func caseD2(ctx context.Context, e *env) ([]Row, error) {
+	f, err := e.dlqDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if f.page == nil {
+		return []Row{{Case: "D2", Measure: "dead letters page over HTTP", Verdict: verdictError, Note: "could not run: " + f.pageErr.Error()}}, nil
+	}
+	u := f.srv.base + "/queues/" + dlqQueue + "/dead-letters?" + url.Values{"group": {dlqGroup0}}.Encode()
+	k, budget := e.size(200, 40), e.dur(4*time.Second, 400*time.Millisecond)
+	p50s := Samples{}
+	all := map[string]*pageLoad{}
+	run := func(name string, clients int, fragment bool) variant {
+		all[name] = &pageLoad{}
+		return variant{name, func(ctx context.Context, _ int) (float64, error) {
+			l, err := loadPage(ctx, f.page, u, fragment, clients, k, budget)
+			if err != nil {
+				return 0, err
+			}
+			all[name].add(l)
+			p50s[name] = append(p50s[name], l.p(0.5))
+			return l.p(0.99), nil
+		}}
+	}
+	s, err := interleave(ctx, e, e.reps, run("whole, 1 client", 1, false), run("fragment, 1 client", 1, true),
+		run("whole, 8 clients", 8, false), run("fragment, 8 clients", 8, true))
+	if err != nil {
+		return nil, err
+	}
+	var rows []Row
+	for _, v := range []struct {
+		name string
+		must float64
+	}{{"whole, 1 client", 5}, {"fragment, 1 client", 5}, {"whole, 8 clients", 25}, {"fragment, 8 clients", 25}} {
+		r := single(s, "D2", "GET dead-letters?group= p99, "+v.name, "ms", v.name)
+		r.Must, r.Goal = atMost("ours", v.must, fmt.Sprintf("p99 ≤ %.0f ms", v.must)), atMost("ours", 2, "p99 ≤ 2 ms")
+		r.Note = fmt.Sprintf("p50 %.2f ms, %d requests", median(p50s[v.name]), len(all[v.name].lat))
+		if fs := all[v.name].failures(); fs != "" {
+			r.Note += "; " + fs
+		}
+		rows = append(rows, r)
+	}
+	rows[0].Note += "; logged in as an admin user through POST /login (CSRF token from GET /login)"
+	return rows, nil
+}
+
+// pageLoad is what loadPage saw: every request's time, failed ones
+// included (a page that times out is slow, not absent), and the failures.
+type pageLoad struct {
+	lat      []time.Duration
+	failed   int
+	statuses map[int]int
+}
+
+func (l pageLoad) p(q float64) float64 { return percentile(l.lat, q) }
+
+// failures describes the failed requests, or is empty.
+func (l pageLoad) failures() string {
+	if l.failed == 0 {
+		return ""
+	}
+	var parts []string
+	for st, n := range l.statuses {
+		if st != http.StatusOK {
+			parts = append(parts, fmt.Sprintf("%d× %d", n, st))
+		}
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%d of %d requests failed (%s)", l.failed, len(l.lat), strings.Join(parts, ", "))
+}
+
+func (l *pageLoad) add(o pageLoad) {
+	l.lat = append(l.lat, o.lat...)
+	l.failed += o.failed
+	for st, n := range o.statuses {
+		if l.statuses == nil {
+			l.statuses = map[int]int{}
+		}
+		l.statuses[st] += n
+	}
+}
+
+// loadPage fetches u from clients goroutines until k requests in all, or
+// budget (but at least one request a client, and three in all).
+func loadPage(ctx context.Context, c *http.Client, u string, fragment bool, clients, k int, budget time.Duration) (pageLoad, error) {
+	var mu sync.Mutex
+	l := pageLoad{statuses: map[int]int{}}
+	var started atomic.Int64
+	deadline := time.Now().Add(budget)
+	err := parallel(clients, func(int) error {
+		for {
+			i := started.Add(1)
+			if i > int64(k) || (i > int64(max(3, clients)) && time.Now().After(deadline)) {
+				return nil
+			}
+			d, status, err := getPage(ctx, c, u, fragment)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			l.lat = append(l.lat, d)
+			l.statuses[status]++
+			if status != http.StatusOK {
+				l.failed++
+			}
+			mu.Unlock()
+		}
+	})
+	return l, err
+}
+
+// D3: depth per group from the maintained counters.
+
+func caseD3(ctx context.Context, e *env) ([]Row, error) {
+	f, err := e.dlqDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := f.ours.b
+	qid, gid, err := rawIDs(ctx, f.raw)
+	if err != nil {
+		return nil, err
+	}
+	s, err := interleave(ctx, e, e.reps,
+		variant{"Briefs", func(ctx context.Context, _ int) (float64, error) {
+			lat, err := timeCalls(ctx, e.size(300, 50), e.dur(2*time.Second, 300*time.Millisecond), func() error {
+				bs, err := b.Briefs(ctx)
+				if err == nil && len(bs) == 0 {
+					err = fmt.Errorf("no queues")
+				}
+				return err
+			})
+			return percentile(lat, 0.5), err
+		}},
+		variant{"COUNT(*)", func(ctx context.Context, _ int) (float64, error) {
+			lat, err := timeCalls(ctx, 10, e.dur(2*time.Second, 300*time.Millisecond), func() error {
+				var n int64
+				return f.raw.QueryRowContext(ctx, `SELECT COUNT(*) FROM dead_letters WHERE queue_id = ? AND group_id = ?`, qid, gid).Scan(&n)
+			})
+			return percentile(lat, 0.5), err
+		}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	r := compare(s, "D3", "depth per group and totals: Briefs vs COUNT(*) of the group, p50", "ms", "Briefs", "COUNT(*)")
+	r.RefName = "raw COUNT(*)"
+	r.Must, r.Goal = atMost("ratio", 0.05, "≤ 0.05× COUNT(*)"), atMost("ours", 1, "≤ 1 ms")
+	r.Note = "Briefs: every queue with its partitions, groups and group_stats"
+	return []Row{r}, nil
+}
+
+// rawIDs are the ids of the big group's queue and group in a raw copy.
+func rawIDs(ctx context.Context, d *sql.DB) (qid, gid int64, err error) {
+	if err = d.QueryRowContext(ctx, `SELECT id FROM queues WHERE name = ?`, dlqQueue).Scan(&qid); err != nil {
+		return 0, 0, err
+	}
+	err = d.QueryRowContext(ctx, `SELECT id FROM groups WHERE name = ?`, dlqGroup0).Scan(&gid)
+	return qid, gid, err
+}
+
+// D4: the charts' data.
+
+func caseD4(ctx context.Context, e *env) ([]Row, error) {
+	f, err := e.dlqDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := f.ours.b
+	p50s := Samples{}
+	history := func(name string, span, step time.Duration) variant {
+		return variant{name, func(ctx context.Context, _ int) (float64, error) {
+			lat, err := timeCalls(ctx, e.size(200, 20), e.dur(2*time.Second, 300*time.Millisecond), func() error {
+				end := time.Now().UTC().Truncate(step).Add(step)
+				series, err := b.History(ctx, broker.HistoryQuery{From: end.Add(-span), To: end, Step: step})
+				if err == nil && len(series) == 0 {
+					err = fmt.Errorf("no series")
+				}
+				return err
+			})
+			p50s[name] = append(p50s[name], percentile(lat, 0.5))
+			return percentile(lat, 0.99), err
+		}}
+	}
+	vs := []variant{history("24 h", 24*time.Hour, 15*time.Minute), history("30 d", 30*24*time.Hour, 4*time.Hour)}
+	if f.page != nil {
+		vs = append(vs, variant{"page 30 d", func(ctx context.Context, _ int) (float64, error) {
+			l, err := loadPage(ctx, f.page, f.srv.base+"/charts?range=30d", false, 1, e.size(100, 10), e.dur(2*time.Second, 300*time.Millisecond))
+			if err == nil && l.failed > 0 {
+				err = fmt.Errorf("/charts: %s", l.failures())
+			}
+			p50s["page 30 d"] = append(p50s["page 30 d"], l.p(0.5))
+			return l.p(0.99), err
+		}})
+	}
+	s, err := interleave(ctx, e, e.reps, vs...)
+	if err != nil {
+		return nil, err
+	}
+	var rows []Row
+	for _, name := range []string{"24 h", "30 d"} {
+		r := single(s, "D4", "depth chart data (broker.History, every queue) p99, "+name, "ms", name)
+		r.Must, r.Goal = atMost("ours", 10, "≤ 10 ms"), atMost("ours", 5, "≤ 5 ms")
+		r.Note = fmt.Sprintf("p50 %.2f ms", median(p50s[name]))
+		rows = append(rows, r)
+	}
+	if f.page != nil {
+		r := single(s, "D4", "  whole /charts?range=30d page p99 (info)", "ms", "page 30 d")
+		r.Note = fmt.Sprintf("p50 %.2f ms", median(p50s["page 30 d"]))
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// producer pushes one message every interval to its own queue of o, and
+// records each push's latency from the time it was due: a push held up
+// by a long write transaction counts, and so do the ones due behind it.
+type producer struct {
+	stop chan struct{}
+	done chan struct{}
+	lat  []time.Duration
+	err  error
+}
+
+func startProducer(ctx context.Context, o *ours, queue string, interval time.Duration) *producer {
+	p := &producer{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		body := payload(0, 0)
+		due := time.Now()
+		for {
+			if d := time.Until(due); d > 0 {
+				select {
+				case <-p.stop:
+					return
+				case <-ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			if err := o.push(ctx, queue, "", body); err != nil {
+				p.err = err
+				return
+			}
+			p.lat = append(p.lat, time.Since(due))
+			due = due.Add(interval)
+		}
+	}()
+	return p
+}
+
+// finish stops the producer and returns its push latencies.
+func (p *producer) finish() ([]time.Duration, error) {
+	close(p.stop)
+	<-p.done
+	if p.err == nil && len(p.lat) == 0 {
+		p.err = fmt.Errorf("the producer pushed nothing")
+	}
+	return p.lat, p.err
+}
+
+// producerInterval paces the producer that D5 watches.
+const producerInterval = 2 * time.Millisecond
+
+// bulk is how many dead letters a replay or a delete of D5–D7 takes: the
+// 10k of PERF.md, 1k in quick mode (its database is twenty times smaller).
+func (e *env) bulk() int {
+	if e.quick {
+		return 1_000
+	}
+	return 10_000
+}
+
+// D5: replay of the 10k newest dead letters.
+
+func caseD5(ctx context.Context, e *env) ([]Row, error) {
+	f, err := e.dlqDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := f.ours.b
+	bulk := e.bulk()
+	qid, gid, err := rawIDs(ctx, f.raw)
+	if err != nil {
+		return nil, err
+	}
+	during := Samples{}
+	// withProducer times fn while a producer pushes to another queue.
+	withProducer := func(ctx context.Context, name string, fn func() (int, error)) (float64, error) {
+		p := startProducer(ctx, f.ours, "producer", producerInterval)
+		start := time.Now()
+		done, err := fn()
+		took := time.Since(start)
+		lat, perr := p.finish()
+		if err != nil {
+			return 0, err
+		}
+		if perr != nil {
+			return 0, perr
+		}
+		if done < bulk {
+			return 0, fmt.Errorf("%s did %d of %d", name, done, bulk)
+		}
+		during[name] = append(during[name], percentile(lat, 0.99))
+		return float64(took) / float64(time.Millisecond) * float64(bulk) / float64(done), nil
+	}
+	s, err := interleave(ctx, e, e.reps,
+		variant{"ReplayIDs", func(ctx context.Context, _ int) (float64, error) {
+			ids, err := newestIDs(ctx, b, bulk)
+			if err != nil {
+				return 0, err
+			}
+			return withProducer(ctx, "ReplayIDs", func() (int, error) {
+				res, err := b.ReplayIDs(ctx, ids, "bench")
+				return res.Done, err
+			})
+		}},
+		variant{"ReplayMatching", func(ctx context.Context, _ int) (float64, error) {
+			cur, err := cursorAt(ctx, b, bulk-1)
+			if err != nil {
+				return 0, err
+			}
+			return withProducer(ctx, "ReplayMatching", func() (int, error) {
+				q := groupQuery()
+				q.From = cur.At
+				res, err := b.ReplayMatching(ctx, q, "bench")
+				return res.Done, err
+			})
+		}},
+		variant{"raw", func(ctx context.Context, _ int) (float64, error) {
+			start := time.Now()
+			n, err := rawReplay(ctx, f.raw, qid, gid, bulk)
+			if err == nil && n != int64(bulk) {
+				err = fmt.Errorf("raw replay removed %d", n)
+			}
+			return float64(time.Since(start)) / float64(time.Millisecond), err
+		}},
+		variant{"idle", func(ctx context.Context, _ int) (float64, error) {
+			p := startProducer(ctx, f.ours, "producer", producerInterval)
+			time.Sleep(e.dur(time.Second, 400*time.Millisecond))
+			lat, err := p.finish()
+			during["idle"] = append(during["idle"], percentile(lat, 0.99))
+			return percentile(lat, 0.99), err
+		}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	ids := compare(s, "D5", fmt.Sprintf("replay %dk newest by id (ReplayIDs)", bulk/1000), "ms", "ReplayIDs", "raw")
+	ids.RefName = "raw set-based"
+	ids.Must, ids.Goal = atMost("ratio", 2, "≤ 2× raw set-based"), atMost("ratio", 1.2, "≤ 1.2×")
+	ids.Note = "raw: INSERT … SELECT of the copies + DELETE + stats, one transaction"
+	match := compare(s, "D5", fmt.Sprintf("replay %dk matching a filter (ReplayMatching)", bulk/1000), "ms", "ReplayMatching", "raw")
+	match.RefName = "raw set-based"
+	match.Must, match.Goal = atMost("ratio", 2, "≤ 2× raw set-based"), atMost("ratio", 1.2, "≤ 1.2×")
+	prodIDs := compare(during, "D5", "producer push p99 during ReplayIDs vs idle", "ms", "ReplayIDs", "idle")
+	prodIDs.RefName = "idle"
+	prodIDs.Must, prodIDs.Goal = atMost("ratio", 2, "≤ 2× idle"), atMost("ratio", 1.2, "≤ 1.2×")
+	prodIDs.Note = fmt.Sprintf("one push due every %s to another queue, latency from when it was due", producerInterval)
+	prodMatch := compare(during, "D5", "producer push p99 during ReplayMatching vs idle", "ms", "ReplayMatching", "idle")
+	prodMatch.RefName = "idle"
+	prodMatch.Must, prodMatch.Goal = atMost("ratio", 2, "≤ 2× idle"), atMost("ratio", 1.2, "≤ 1.2×")
+	return []Row{ids, match, prodIDs, prodMatch}, nil
+}
+
+// rawReplay replays the n newest dead letters of a group set-based, in one
+// transaction: copies of their messages at the end of their partitions,
+// the dead letters deleted, the group's counters moved.
+func rawReplay(ctx context.Context, d *sql.DB, qid, gid int64, n int) (int64, error) {
+	var removed int64
+	err := inTx(ctx, d, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+			SELECT d.partition_id, 'dlq:' || d.seq, m.payload, m.trace_id, ?1
+			FROM dead_letters d JOIN messages m ON m.seq = d.seq
+			WHERE d.queue_id = ?2 AND d.group_id = ?3 ORDER BY d.failed_at DESC, d.id DESC LIMIT ?4`, time.Now().UnixMilli(), qid, gid, n); err != nil {
+			return err
+		}
+		var err error
+		removed, err = rawDeleteNewest(ctx, tx, qid, gid, n)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE group_stats SET depth = depth - ?1, replayed = replayed + ?1 WHERE queue_id = ?2 AND group_id = ?3`, removed, qid, gid)
+		return err
+	})
+	return removed, err
+}
+
+func rawDeleteNewest(ctx context.Context, tx *sql.Tx, qid, gid int64, n int) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM dead_letters WHERE id IN (
+		SELECT id FROM dead_letters WHERE queue_id = ?1 AND group_id = ?2 ORDER BY failed_at DESC, id DESC LIMIT ?3)`, qid, gid, n)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// D6: delete of the 10k newest by filter.
+
+func caseD6(ctx context.Context, e *env) ([]Row, error) {
+	f, err := e.dlqDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := f.ours.b
+	bulk := e.bulk()
+	qid, gid, err := rawIDs(ctx, f.raw)
+	if err != nil {
+		return nil, err
+	}
+	s, err := interleave(ctx, e, e.reps,
+		variant{"DeleteMatching", func(ctx context.Context, _ int) (float64, error) {
+			cur, err := cursorAt(ctx, b, bulk-1)
+			if err != nil {
+				return 0, err
+			}
+			q := groupQuery()
+			q.From = cur.At
+			start := time.Now()
+			res, err := b.DeleteMatching(ctx, q, "bench")
+			took := time.Since(start)
+			if err == nil && res.Done < bulk {
+				err = fmt.Errorf("deleted %d of %d", res.Done, bulk)
+			}
+			return float64(took) / float64(time.Millisecond) * float64(bulk) / float64(max(res.Done, 1)), err
+		}},
+		variant{"raw", func(ctx context.Context, _ int) (float64, error) {
+			start := time.Now()
+			err := inTx(ctx, f.raw, func(tx *sql.Tx) error {
+				n, err := rawDeleteNewest(ctx, tx, qid, gid, bulk)
+				if err != nil {
+					return err
+				}
+				_, err = tx.ExecContext(ctx, `UPDATE group_stats SET depth = depth - ?1, deleted = deleted + ?1 WHERE queue_id = ?2 AND group_id = ?3`, n, qid, gid)
+				return err
+			})
+			return float64(time.Since(start)) / float64(time.Millisecond), err
+		}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	r := compare(s, "D6", fmt.Sprintf("delete %dk newest by filter (DeleteMatching)", bulk/1000), "ms", "DeleteMatching", "raw")
+	r.RefName = "raw DELETE"
+	r.Must, r.Goal = atMost("ratio", 2, "≤ 2× raw set-based"), atMost("ratio", 1.2, "≤ 1.2×")
+	r.Note = "raw: DELETE … WHERE id IN (the newest) + stats, one transaction"
+	return []Row{r}, nil
+}
+
+// D7: triage while producers push at half of T2's rate.
+
+func caseD7(ctx context.Context, e *env) ([]Row, error) {
+	f, err := e.dlqDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := f.ours.b
+	bulk := e.bulk()
+	if e.t2Rate == 0 { // T2 did not run: measure its rate briefly
+		if e.t2Rate, err = oursConcurrentPush(ctx, e, e.size(5_000, 1_000)); err != nil {
+			return nil, err
+		}
+	}
+	target := e.t2Rate / 2
+	var pushLat []time.Duration
+	var pushed int
+	var loadTime time.Duration
+	// loaded runs fn while t2Callers producers push at target msg/s in all.
+	loaded := func(ctx context.Context, fn func() (float64, error)) (float64, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		var loadErr error
+		start := time.Now()
+		interval := time.Duration(float64(time.Second) * t2Callers / target)
+		for w := range t2Callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				next := start.Add(time.Duration(w) * interval / t2Callers)
+				body := payload(w, 0)
+				for ctx.Err() == nil {
+					if d := time.Until(next); d > 0 {
+						time.Sleep(d)
+					}
+					next = next.Add(interval)
+					t := time.Now()
+					if err := f.ours.push(ctx, "load", "", body); err != nil {
+						if ctx.Err() == nil {
+							mu.Lock()
+							loadErr = err
+							mu.Unlock()
+						}
+						return
+					}
+					mu.Lock()
+					pushLat = append(pushLat, time.Since(t))
+					pushed++
+					mu.Unlock()
+				}
+			}()
+		}
+		time.Sleep(100 * time.Millisecond) // let the load settle
+		v, err := fn()
+		cancel()
+		wg.Wait()
+		loadTime += time.Since(start)
+		if err == nil {
+			err = loadErr
+		}
+		return v, err
+	}
+	u := f.srv.base + "/queues/" + dlqQueue + "/dead-letters?" + url.Values{"group": {dlqGroup0}}.Encode()
+	k, budget := e.size(200, 40), e.dur(4*time.Second, 400*time.Millisecond)
+	var pages pageLoad
+	page := func() (float64, error) {
+		l, err := loadPage(ctx, f.page, u, false, 1, k, budget)
+		pages.add(l)
+		return l.p(0.99), err
+	}
+	replay := func() (float64, error) {
+		ids, err := newestIDs(ctx, b, bulk)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		res, err := b.ReplayIDs(ctx, ids, "bench")
+		if err == nil && res.Done != bulk {
+			err = fmt.Errorf("replayed %d of %d", res.Done, bulk)
+		}
+		return float64(time.Since(start)) / float64(time.Millisecond), err
+	}
+	vs := []variant{
+		{"replay idle", func(ctx context.Context, _ int) (float64, error) { return replay() }},
+		{"replay loaded", func(ctx context.Context, _ int) (float64, error) { return loaded(ctx, replay) }},
+	}
+	if f.page != nil {
+		vs = append(vs,
+			variant{"page idle", func(ctx context.Context, _ int) (float64, error) { return page() }},
+			variant{"page loaded", func(ctx context.Context, _ int) (float64, error) { return loaded(ctx, page) }})
+	}
+	s, err := interleave(ctx, e, e.reps, vs...)
+	if err != nil {
+		return nil, err
+	}
+	load := fmt.Sprintf("load: %d callers at %.0f msg/s in all (half of T2's %.0f), got %.0f msg/s, push p99 %.1f ms",
+		t2Callers, target, e.t2Rate, float64(pushed)/loadTime.Seconds(), percentile(pushLat, 0.99))
+	var rows []Row
+	if f.page != nil {
+		r := compare(s, "D7", "dead letters page p99 (D2 whole, 1 client), loaded vs idle", "ms", "page loaded", "page idle")
+		r.RefName = "idle"
+		r.Must, r.Goal = atMost("ratio", 2, "page p99 ≤ 2× idle"), atMost("ratio", 1.5, "≤ 1.5×")
+		r.Note = load
+		if fs := pages.failures(); fs != "" {
+			r.Note += "; " + fs
+		}
+		rows = append(rows, r)
+	} else {
+		rows = append(rows, Row{Case: "D7", Measure: "dead letters page under load", Verdict: verdictError, Note: "could not run: " + f.pageErr.Error()})
+	}
+	rr := compare(s, "D7", fmt.Sprintf("  replay %dk (D5 ReplayIDs), loaded vs idle", bulk/1000), "ms", "replay loaded", "replay idle")
+	rr.RefName = "idle"
+	if f.page == nil {
+		rr.Note = load
+	}
+	return append(rows, rr), nil
+}

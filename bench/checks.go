@@ -1,0 +1,620 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/mattn/go-sqlite3"
+	"maragu.dev/goqite"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// walStats describes a WAL file written from empty.
+type walStats struct {
+	bytes   int64
+	frames  int
+	commits int // frames that end a transaction
+}
+
+// readWAL reads the frame headers of a WAL file: the file header is 32
+// bytes, then each frame is a 24-byte header and a page; a frame's second
+// header word is non-zero when it commits a transaction.
+func readWAL(path string) (walStats, error) {
+	var s walStats
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return s, err
+	}
+	s.bytes = fi.Size()
+	if s.bytes < 32 {
+		return s, nil
+	}
+	var hdr [32]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return s, err
+	}
+	pageSize := int64(binary.BigEndian.Uint32(hdr[8:12]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	var fh [24]byte
+	for off := int64(32); off+24+pageSize <= s.bytes; off += 24 + pageSize {
+		if _, err := f.ReadAt(fh[:], off); err != nil {
+			return s, err
+		}
+		if binary.BigEndian.Uint32(fh[8:12]) != binary.BigEndian.Uint32(hdr[16:20]) {
+			break // a frame of an earlier generation of the file
+		}
+		s.frames++
+		if binary.BigEndian.Uint32(fh[4:8]) != 0 {
+			s.commits++
+		}
+	}
+	return s, nil
+}
+
+// freshWAL empties the WAL of w's database and stops automatic
+// checkpoints on w (a pool of one connection), so that the WAL then holds
+// everything written.
+func freshWAL(ctx context.Context, w *sql.DB) error {
+	if _, err := w.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0"); err != nil {
+		return err
+	}
+	var busy, logFrames, done int
+	if err := w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+		return err
+	}
+	if busy != 0 {
+		return fmt.Errorf("wal checkpoint: busy")
+	}
+	return nil
+}
+
+// walRun is what one lifecycle run wrote.
+type walRun struct {
+	n   int
+	wal walStats
+	st  phaseCounts
+}
+
+func (w walRun) perMsg(v float64) float64 { return v / float64(w.n) }
+
+// T12: what a message costs in writes, deterministically.
+
+func caseT12(ctx context.Context, e *env) ([]Row, error) {
+	n := e.size(5_000, 500)
+	o1, err := walOurs(ctx, e, n, 1)
+	if err != nil {
+		return nil, fmt.Errorf("ours: %w", err)
+	}
+	ob, err := walOurs(ctx, e, n, t4Batch)
+	if err != nil {
+		return nil, fmt.Errorf("ours batched: %w", err)
+	}
+	g1, err := walGoqite(ctx, e, n, 1)
+	if err != nil {
+		return nil, fmt.Errorf("goqite: %w", err)
+	}
+	gb, err := walGoqite(ctx, e, n, t4Batch)
+	if err != nil {
+		return nil, fmt.Errorf("goqite batched: %w", err)
+	}
+	r1, err := walRaw(ctx, e, n, 1)
+	if err != nil {
+		return nil, fmt.Errorf("raw: %w", err)
+	}
+	rb, err := walRaw(ctx, e, n, t4Batch)
+	if err != nil {
+		return nil, fmt.Errorf("raw batched: %w", err)
+	}
+	bytesRow := func(measure string, o, ref walRun, refName string) Row {
+		r := Row{Case: "T12", Measure: measure, Unit: "B/msg", RefName: refName, Reps: 1}
+		r.Ours, r.Ref = ptr(o.perMsg(float64(o.wal.bytes))), ptr(ref.perMsg(float64(ref.wal.bytes)))
+		r.Ratio = ptr(float64(o.wal.bytes) / float64(ref.wal.bytes))
+		return r
+	}
+	unbatched := bytesRow(fmt.Sprintf("WAL bytes, lifecycle 1 at a time (%d msgs)", n), o1, g1, "goqite")
+	unbatched.Must = atMost("ratio", 0.6, "≤ 0.6× goqite")
+	unbatched.Note = fmt.Sprintf("WAL pages/msg: ours %.1f, goqite %.1f, raw %.1f (raw %.0f B/msg)",
+		o1.perMsg(float64(o1.wal.frames)), g1.perMsg(float64(g1.wal.frames)), r1.perMsg(float64(r1.wal.frames)), r1.perMsg(float64(r1.wal.bytes)))
+	batched := bytesRow(fmt.Sprintf("WAL bytes, lifecycle batched %d", t4Batch), ob, rb, "raw")
+	batched.Goal = atMost("ours", 1024, "≤ 1 KB batched")
+	batched.Note = fmt.Sprintf("goqite batched %.0f B/msg", gb.perMsg(float64(gb.wal.bytes)))
+	txRow := Row{Case: "T12", Measure: "  transactions/msg, 1 at a time", Unit: "tx/msg", RefName: "goqite", Reps: 1,
+		Ours: ptr(o1.perMsg(float64(o1.wal.commits))), Ref: ptr(g1.perMsg(float64(g1.wal.commits)))}
+	txBatched := Row{Case: "T12", Measure: "  transactions/msg, batched", Unit: "tx/msg", RefName: "goqite", Reps: 1,
+		Ours: ptr(ob.perMsg(float64(ob.wal.commits))), Ref: ptr(gb.perMsg(float64(gb.wal.commits)))}
+	rows := []Row{unbatched, batched, txRow, txBatched}
+	if traceAvailable {
+		// raw runs one statement a step: 3 a message unbatched.
+		st1 := Row{Case: "T12", Measure: "  SQL statements/msg, 1 at a time", Unit: "stmt/msg", RefName: "raw", Ref: ptr(3), Reps: 1,
+			Ours: ptr(o1.perMsg(float64(o1.st.statements))), Note: fmt.Sprintf("%d distinct statements", len(o1.st.distinct))}
+		stb := Row{Case: "T12", Measure: "  SQL statements/msg, batched", Unit: "stmt/msg", RefName: "raw", Ref: ptr(2 + 1.0/t4Batch), Reps: 1,
+			Ours: ptr(ob.perMsg(float64(ob.st.statements)))}
+		st1.Details = o1.st.distinct
+		rows = append(rows, st1, stb)
+	} else {
+		rows = append(rows, Row{Case: "T12", Measure: "  SQL statements/msg", Verdict: verdictSkipped, Note: "build with -tags sqlite_trace to count statements"})
+	}
+	return rows, nil
+}
+
+// walOurs runs n lifecycles (push, pop, ack) in steps of batch messages
+// and reads what they wrote.
+func walOurs(ctx context.Context, e *env, n, batch int) (walRun, error) {
+	rec := startRecorder()
+	defer rec.stop()
+	o, err := e.openOurs(ctx, "t12-ours", e.sync)
+	if err != nil {
+		return walRun{}, err
+	}
+	defer o.close()
+	bs := bodies(0, batch)
+	step := func() error {
+		if err := o.push(ctx, benchQueue, "", bs...); err != nil {
+			return err
+		}
+		if batch == 1 {
+			res, err := o.b.Pop(ctx, broker.PopRequest{Queue: benchQueue, Batch: 1})
+			if err != nil {
+				return err
+			}
+			if len(res.Messages) != 1 {
+				return errEmpty
+			}
+			m := res.Messages[0]
+			_, err = o.b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted})
+			return err
+		}
+		return o.consume(ctx, benchQueue, "", batch, batch)
+	}
+	if err := step(); err != nil { // the queue, its partition and the group exist from here on
+		return walRun{}, err
+	}
+	if err := freshWAL(ctx, o.db.WriteDB()); err != nil {
+		return walRun{}, err
+	}
+	rec.setPhase("lifecycle")
+	for done := 0; done < n; done += batch {
+		if err := step(); err != nil {
+			return walRun{}, err
+		}
+	}
+	rec.setPhase("")
+	w, err := readWAL(o.path + "-wal")
+	run := walRun{n: n, wal: w}
+	if rec != nil {
+		run.st = rec.counts("lifecycle")
+	}
+	return run, err
+}
+
+func walGoqite(ctx context.Context, e *env, n, batch int) (walRun, error) {
+	g, err := e.openGoqite(ctx, "t12-goqite", e.sync)
+	if err != nil {
+		return walRun{}, err
+	}
+	defer g.close()
+	if err := freshWAL(ctx, g.db); err != nil {
+		return walRun{}, err
+	}
+	bs := bodies(0, batch)
+	for done := 0; done < n; done += batch {
+		if batch == 1 {
+			if err := g.q.Send(ctx, goqite.Message{Body: bs[0]}); err != nil {
+				return walRun{}, err
+			}
+			m, err := g.q.Receive(ctx)
+			if err != nil {
+				return walRun{}, err
+			}
+			if m == nil {
+				return walRun{}, errEmpty
+			}
+			if err := g.q.Delete(ctx, m.ID); err != nil {
+				return walRun{}, err
+			}
+			continue
+		}
+		if err := g.sendBatch(ctx, bs); err != nil {
+			return walRun{}, err
+		}
+		ids, err := g.receiveBatch(ctx, batch)
+		if err != nil {
+			return walRun{}, err
+		}
+		if err := g.deleteBatch(ctx, ids); err != nil {
+			return walRun{}, err
+		}
+	}
+	w, err := readWAL(g.path + "-wal")
+	return walRun{n: n, wal: w}, err
+}
+
+func walRaw(ctx context.Context, e *env, n, batch int) (walRun, error) {
+	r, err := e.openRaw(ctx, "t12-raw", e.sync)
+	if err != nil {
+		return walRun{}, err
+	}
+	defer r.close()
+	if err := freshWAL(ctx, r.db); err != nil {
+		return walRun{}, err
+	}
+	bs := bodies(0, batch)
+	for done := 0; done < n; done += batch {
+		if batch == 1 {
+			if err := r.push(ctx, bs[0]); err != nil {
+				return walRun{}, err
+			}
+		} else if err := r.pushBatch(ctx, bs); err != nil {
+			return walRun{}, err
+		}
+		ids, err := r.leaseN(ctx, batch)
+		if err != nil {
+			return walRun{}, err
+		}
+		if batch == 1 {
+			if len(ids) != 1 {
+				return walRun{}, errEmpty
+			}
+			if err := r.settle(ctx, ids[0]); err != nil {
+				return walRun{}, err
+			}
+		} else if err := r.settleBatch(ctx, ids); err != nil {
+			return walRun{}, err
+		}
+	}
+	w, err := readWAL(r.path + "-wal")
+	return walRun{n: n, wal: w}, err
+}
+
+// Q: EXPLAIN QUERY PLAN of the statements the hot paths run.
+
+// bigTables are the tables that grow with traffic or with time: a hot
+// statement must not scan them whole nor aggregate over them. The stats
+// buckets grow with queues × groups × minutes kept.
+var bigTables = map[string]bool{
+	"messages": true, "dead_letters": true, "consumers": true, "audit": true, "sessions": true,
+	"stats_minute": true, "stats_hour": true,
+}
+
+// hotPhase is one step of the query-plan scenario.
+type hotPhase struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+func caseQueryPlans(ctx context.Context, e *env) ([]Row, error) {
+	if !traceAvailable {
+		return []Row{{Case: "Q", Measure: "EXPLAIN QUERY PLAN of the hot queries", Verdict: verdictSkipped, Note: "build with -tags sqlite_trace: the plans are of the statements the broker really runs"}}, nil
+	}
+	rec := startRecorder()
+	defer rec.stop()
+	o, err := e.openOurs(ctx, "q-ours", e.sync)
+	if err != nil {
+		return nil, err
+	}
+	defer o.close()
+	b := o.b
+	const queue, group = "orders", "billing"
+	// Setup, outside any phase: a queue whose failures go straight to the
+	// dead letters, four partitions, two groups, some dead letters.
+	if _, err := b.Configure(ctx, queue, map[string]json.RawMessage{"retryLimit": json.RawMessage("0")}, "bench"); err != nil {
+		return nil, err
+	}
+	if err := o.fill(ctx, queue, 400, func(i int) string { return fmt.Sprintf("p%d", i%4) }); err != nil {
+		return nil, err
+	}
+	fail := func(g string) error {
+		res, err := b.Pop(ctx, broker.PopRequest{Queue: queue, Group: g, Batch: 10})
+		if err != nil {
+			return err
+		}
+		acks := make([]broker.Ack, len(res.Messages))
+		for i, m := range res.Messages {
+			acks[i] = broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckFailed, Error: "TimeoutError: upstream\n  at handler"}
+		}
+		_, err = b.AckBatch(ctx, g, acks)
+		return err
+	}
+	for range 5 {
+		if err := fail(group); err != nil {
+			return nil, err
+		}
+		if err := fail("shipping"); err != nil {
+			return nil, err
+		}
+	}
+	page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: queue, Group: group, Limit: 5})
+	if err != nil {
+		return nil, err
+	}
+	if page.Next == nil {
+		return nil, fmt.Errorf("setup: too few dead letters for a second page")
+	}
+	cursor := page.Next
+	one := func(g string, status string) error {
+		res, err := b.Pop(ctx, broker.PopRequest{Queue: queue, Group: g, Batch: 1})
+		if err != nil || len(res.Messages) == 0 {
+			return err
+		}
+		m := res.Messages[0]
+		_, err = b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: status, Group: g, Error: "ValueError: bad input"})
+		return err
+	}
+	phases := []hotPhase{
+		{"push", func(ctx context.Context) error {
+			if err := o.push(ctx, queue, "p1", payload(1, 0)); err != nil {
+				return err
+			}
+			return o.push(ctx, queue, "p2", bodies(0, 10)...)
+		}},
+		{"pop (any partition, one partition)", func(ctx context.Context) error {
+			if _, err := b.Pop(ctx, broker.PopRequest{Queue: queue, Group: "analytics", Batch: 10}); err != nil {
+				return err
+			}
+			_, err := b.Pop(ctx, broker.PopRequest{Queue: queue, Partition: "p3", Group: "analytics", Batch: 10})
+			return err
+		}},
+		{"ack completed (one, batch)", func(ctx context.Context) error {
+			if err := one("ledger", broker.AckCompleted); err != nil {
+				return err
+			}
+			return o.consume(ctx, queue, "ledger", 10, 10)
+		}},
+		{"ack failed → dead letter", func(ctx context.Context) error { return one(group, broker.AckFailed) }},
+		{"dead letters page of a group (first, keyset)", func(ctx context.Context) error {
+			if _, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: queue, Group: group, Limit: 50}); err != nil {
+				return err
+			}
+			_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: queue, Group: group, Limit: 50, After: cursor})
+			return err
+		}},
+		{"dead letters page of a queue (first, keyset)", func(ctx context.Context) error {
+			if _, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: queue, Limit: 50}); err != nil {
+				return err
+			}
+			_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: queue, Limit: 50, After: cursor})
+			return err
+		}},
+		{"dead letters page, all queues (first, keyset)", func(ctx context.Context) error {
+			if _, err := b.DeadLetters(ctx, broker.DLQQuery{Limit: 50}); err != nil {
+				return err
+			}
+			_, err := b.DeadLetters(ctx, broker.DLQQuery{Limit: 50, After: cursor})
+			return err
+		}},
+		{"dead letters page total (as the page asks)", func(ctx context.Context) error {
+			_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: queue, Group: group, Limit: 50, WithTotal: true})
+			return err
+		}},
+		{"stats (Briefs, Brief)", func(ctx context.Context) error {
+			if _, err := b.Briefs(ctx); err != nil {
+				return err
+			}
+			_, err := b.Brief(ctx, queue)
+			return err
+		}},
+		{"top errors of a group", func(ctx context.Context) error {
+			_, err := b.TopErrors(ctx, broker.DLQQuery{Queue: queue, Group: group}, 5)
+			return err
+		}},
+	}
+	// The pages themselves, through the real server: whatever they ask.
+	srv, err := startServer(o)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close()
+	client, loginErr := srv.dashboardClient(ctx, b)
+	if loginErr == nil {
+		defer client.CloseIdleConnections()
+		for _, pg := range []struct{ name, path string }{
+			{"page: overview /", "/"},
+			{"page: dead letters of a group", "/queues/" + queue + "/dead-letters?group=" + group},
+			{"page: charts, 24 h", "/charts?range=24h"},
+		} {
+			phases = append(phases, hotPhase{pg.name, func(ctx context.Context) error {
+				_, status, err := getPage(ctx, client, srv.base+pg.path, false)
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("GET %s: %d", pg.path, status)
+				}
+				return err
+			}})
+		}
+	}
+	for _, p := range phases {
+		rec.setPhase(p.name)
+		err := p.run(ctx)
+		rec.setPhase("")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
+	conn, err := o.db.WriteDB().Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var rows []Row
+	for _, p := range phases {
+		c := rec.counts(p.name)
+		row := Row{Case: "Q", Measure: "plan: " + p.name, Verdict: verdictPass}
+		var problems []string
+		for _, q := range c.distinct {
+			if !planned(q) {
+				continue
+			}
+			plan, err := explain(ctx, conn, q)
+			if err != nil {
+				return nil, fmt.Errorf("explain %q: %w", q, err)
+			}
+			row.Details = append(row.Details, oneLine(q)+"\n    "+strings.Join(plan, "\n    "))
+			if issues := planIssues(q, plan); len(issues) > 0 {
+				problems = append(problems, strings.Join(issues, ", ")+" in: "+shorten(oneLine(q), 110))
+			}
+		}
+		if len(problems) > 0 {
+			row.Verdict = verdictFail
+			row.Note = strings.Join(problems, "; ")
+		} else {
+			row.Note = fmt.Sprintf("%d statements, none scans, sorts or counts a big table", len(row.Details))
+		}
+		rows = append(rows, row)
+	}
+	if loginErr != nil {
+		rows = append(rows, Row{Case: "Q", Measure: "plan: the dashboard pages", Verdict: verdictError, Note: "could not log in: " + loginErr.Error()})
+	}
+	return rows, nil
+}
+
+// planned reports whether a statement has a plan worth reading: one that
+// reads a table.
+func planned(q string) bool {
+	u := strings.ToUpper(strings.TrimSpace(q))
+	for _, p := range []string{"SELECT", "UPDATE", "DELETE", "WITH", "INSERT"} {
+		if strings.HasPrefix(u, p) {
+			return !strings.HasPrefix(u, "INSERT") || strings.Contains(u, "SELECT") || strings.Contains(u, "ON CONFLICT")
+		}
+	}
+	return false
+}
+
+// explain returns the EXPLAIN QUERY PLAN lines of q, its parameters bound
+// to NULL (without statistics, SQLite's plan does not depend on them).
+func explain(ctx context.Context, conn *sql.Conn, q string) ([]string, error) {
+	var params int
+	err := conn.Raw(func(dc any) error {
+		sc, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("not a go-sqlite3 connection: %T", dc)
+		}
+		st, err := sc.Prepare(q)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		params = st.(driver.Stmt).NumInput()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, make([]any, params)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	depth := map[int]int{}
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			return nil, err
+		}
+		depth[id] = depth[parent] + 1
+		out = append(out, strings.Repeat("  ", depth[id]-1)+detail)
+	}
+	return out, rows.Err()
+}
+
+var (
+	tableRefRE = regexp.MustCompile(`(?i)\b(?:from|join|update|into)\s+([a-z_][a-z0-9_]*)(?:\s+(?:as\s+)?([a-z_][a-z0-9_]*))?`)
+	aggRE      = regexp.MustCompile(`(?i)\bcount\s*\(|\bgroup\s+by\b|\bsum\s*\(`)
+	limitRE    = regexp.MustCompile(`(?i)\blimit\b`)
+	sqlWords   = map[string]bool{"where": true, "on": true, "join": true, "left": true, "inner": true, "cross": true, "natural": true, "group": true, "order": true, "limit": true, "set": true, "using": true, "values": true, "select": true, "default": true, "as": true, "returning": true}
+)
+
+// planIssues finds what a hot statement must not do in its plan: scan a
+// big table whole, sort rows of a big table with a temporary B-tree for
+// ORDER BY, or count or group over a big table. A scan of a big table
+// along an index is allowed when a LIMIT stops it; sorting what only small
+// tables (queues, partitions, groups) give is too.
+func planIssues(q string, plan []string) []string {
+	// Names in a plan are aliases; one alias may stand for several tables
+	// in a compound query.
+	tables := map[string][]string{}
+	addName := func(name, table string) {
+		for _, t := range tables[name] {
+			if t == table {
+				return
+			}
+		}
+		tables[name] = append(tables[name], table)
+	}
+	for _, m := range tableRefRE.FindAllStringSubmatch(q, -1) {
+		t := strings.ToLower(m[1])
+		addName(t, t)
+		if a := strings.ToLower(m[2]); a != "" && !sqlWords[a] {
+			addName(a, t)
+		}
+	}
+	var issues []string
+	big, sorts := false, false
+	for _, line := range plan {
+		l := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(l, "SCAN ") || strings.HasPrefix(l, "SEARCH "):
+			f := strings.Fields(l)
+			ts := tables[strings.ToLower(f[1])]
+			if len(ts) == 0 {
+				ts = []string{strings.ToLower(f[1])}
+			}
+			isBig := false
+			for _, t := range ts {
+				isBig = isBig || bigTables[t]
+			}
+			if !isBig {
+				continue
+			}
+			t := strings.Join(ts, " or ")
+			big = true
+			if strings.HasPrefix(l, "SCAN ") {
+				if strings.Contains(l, " USING ") && limitRE.MatchString(q) && !aggRE.MatchString(q) {
+					continue // along an index, up to the LIMIT
+				}
+				if !slices.Contains(issues, "SCAN of "+t) {
+					issues = append(issues, "SCAN of "+t)
+				}
+			}
+		case strings.Contains(l, "TEMP B-TREE") && strings.Contains(l, "ORDER BY"):
+			sorts = true
+		}
+	}
+	if big && sorts { // sorting the rows of small tables (a queue's groups) is harmless
+		issues = append(issues, "USE TEMP B-TREE FOR ORDER BY over a big table")
+	}
+	if big && aggRE.MatchString(q) {
+		issues = append(issues, "aggregate (COUNT/GROUP BY/SUM) over a big table")
+	}
+	return issues
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,194 @@
+// Command bench measures Lazarus side by side with references run in the
+// same process on the same SQLite settings: raw go-sqlite3 doing the same
+// work the most direct way, and maragu.dev/goqite v0.4.0. The cases and
+// their targets are those of PERF.md (T1–T12, D1–D7); every verdict is on a
+// ratio measured in one run, interleaved in rotating order (A B C, B C A,
+// …), as the median of the repetitions' ratios. Absolute numbers are for
+// information.
+//
+// Run it from the repository's root with `go tool task bench` (all cases,
+// full sizes) or `go tool task bench:quick` (smaller sizes, under a
+// minute), or from this directory:
+//
+//	go run -tags sqlite_trace . [-quick] [-cases T1,T2,D1] [-out results.json]
+//
+// The sqlite_trace tag lets the suite see the SQL the broker runs, for the
+// EXPLAIN QUERY PLAN checks and the statement counts; without it those are
+// reported as skipped.
+//
+// Lazarus is measured only through its public API: broker over db.Open,
+// and web.New on 127.0.0.1:0 for the HTTP cases. The dashboard cases run on
+// a generated database of dead letters, written straight into the schema
+// (built by db.Open's migrations) and cached under .cache/, keyed by size
+// and schema.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/db"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	quick := flag.Bool("quick", false, "smaller sizes and 3 repetitions: the whole run in under a minute")
+	cases := flag.String("cases", "", "comma-separated case ids to run (default all), e.g. T1,T4,D1")
+	out := flag.String("out", "results.json", "where to write the results as JSON (empty: nowhere)")
+	syncMode := flag.String("sync", string(db.SyncNormal), "SQLite synchronous mode of every database: NORMAL or FULL (T11 runs both)")
+	reps := flag.Int("reps", 0, "repetitions per case (default 5, 3 with -quick)")
+	scale := flag.Float64("scale", 1, "multiply the full sizes by this (e.g. 0.25 for a shorter full run); -quick ignores it")
+	cacheDir := flag.String("cache", ".cache", "where generated dashboard databases are kept between runs")
+	list := flag.Bool("list", false, "list the cases and exit")
+	verbose := flag.Bool("v", false, "log progress to stderr")
+	flag.Parse()
+
+	if *list {
+		for _, c := range allCases() {
+			fmt.Printf("%-4s %s\n", c.id, c.title)
+		}
+		return nil
+	}
+	sync := db.Sync(strings.ToUpper(*syncMode))
+	if sync != db.SyncNormal && sync != db.SyncFull {
+		return fmt.Errorf("-sync must be NORMAL or FULL, got %q", *syncMode)
+	}
+	selected, err := selectCases(*cases)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	e, err := newEnv(ctx, envConfig{quick: *quick, reps: *reps, scale: *scale, sync: sync, cacheDir: *cacheDir, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))})
+	if err != nil {
+		return err
+	}
+	defer e.close()
+
+	res := results{Machine: machineInfo(e), Started: time.Now().UTC().Format(time.RFC3339)}
+	start := time.Now()
+	fmt.Printf("Lazarus bench: %s mode, synchronous=%s, %d repetitions, %s, %d cores, %s\n\n",
+		e.modeName(), sync, e.reps, res.Machine.CPU, res.Machine.Cores, res.Machine.GoVersion)
+	if *scale <= 0 {
+		return fmt.Errorf("-scale must be positive")
+	}
+	for _, c := range selected {
+		caseStart := time.Now()
+		e.log.Info("case", "id", c.id, "title", c.title)
+		rows, err := c.run(ctx, e)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rows = append(rows, Row{Case: c.id, Measure: c.title, Verdict: verdictError, Note: err.Error()})
+		}
+		for i := range rows {
+			rows[i].finish()
+		}
+		res.Cases = append(res.Cases, CaseResult{ID: c.id, Title: c.title, Seconds: roundTo(time.Since(caseStart).Seconds(), 1), Rows: rows})
+		printRows(os.Stdout, rows)
+	}
+	res.Seconds = roundTo(time.Since(start).Seconds(), 1)
+	fmt.Println()
+	printSummary(os.Stdout, res)
+	if *out != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+		// Written aside and renamed, so that an interrupted run leaves the
+		// last results whole.
+		if err := os.WriteFile(*out+".tmp", append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+		if err := os.Rename(*out+".tmp", *out); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+		fmt.Printf("results written to %s\n", *out)
+	}
+	return nil
+}
+
+// selectCases returns the cases named in list (all when empty), in the
+// suite's order.
+func selectCases(list string) ([]benchCase, error) {
+	all := allCases()
+	if strings.TrimSpace(list) == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, id := range strings.Split(list, ",") {
+		id = strings.ToUpper(strings.TrimSpace(id))
+		if id == "" {
+			continue
+		}
+		found := false
+		for _, c := range all {
+			if c.id == id {
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown case %q (see -list)", id)
+		}
+		want[id] = true
+	}
+	var out []benchCase
+	for _, c := range all {
+		if want[c.id] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// benchCase is one case of PERF.md.
+type benchCase struct {
+	id    string
+	title string
+	run   func(ctx context.Context, e *env) ([]Row, error)
+}
+
+// allCases lists the suite in PERF.md's order.
+func allCases() []benchCase {
+	return []benchCase{
+		{"T1", "push→pop→ack, one at a time, 1 group, 1 partition", caseT1},
+		{"T2", "push, one message a call, 8 concurrent callers", caseT2},
+		{"T3", "push batched, 1000 a call", caseT3},
+		{"T4", "lifecycle batched: push 100, pop 100, ack 100", caseT4},
+		{"T5", "lifecycle over HTTP: push 10, pop 100, batch ack", caseT5},
+		{"T6", "paced end-to-end latency at 1k msg/s, long-poll consumer", caseT6},
+		{"T7", "pop+ack with many pending across 100 partitions", caseT7},
+		{"T8", "fan-out to 1, 5, 10 consumer groups", caseT8},
+		{"T9", "1 vs 10k partitions", caseT9},
+		{"T10", "5 % of messages fail through retries into the DLQ", caseT10},
+		{"T11", "T4 with synchronous=FULL vs NORMAL", caseT11},
+		{"T12", "WAL bytes, transactions and statements per message", caseT12},
+		{"Q", "EXPLAIN QUERY PLAN of the hot queries", caseQueryPlans},
+		{"D1", "dead letters page, 50 newest of a group, at depths first … last", caseD1},
+		{"D2", "dead letters page over HTTP, whole and htmx fragment", caseD2},
+		{"D3", "depth per group and totals (tiles, badges)", caseD3},
+		{"D4", "depth chart 24 h and 30 d", caseD4},
+		{"D5", "replay 10k newest, and all matching a filter", caseD5},
+		{"D6", "delete 10k by filter", caseD6},
+		{"D7", "triage (D2, D5) while T2 runs at half speed", caseD7},
+	}
+}

@@ -1,0 +1,51 @@
+//go:build sqlite_trace
+
+package main
+
+import (
+	"database/sql"
+	"sync"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// traceAvailable: this build can see the SQL that runs.
+const traceAvailable = true
+
+var installOnce sync.Once
+
+// installTrace hooks into the go-sqlite3 driver that every database of
+// the process opens, db.Open's included: a connection opened while a
+// recorder is active reports each statement it runs to that recorder.
+func installTrace() {
+	installOnce.Do(func() {
+		d, err := sql.Open("sqlite3", ":memory:")
+		if err != nil {
+			return
+		}
+		drv, ok := d.Driver().(*sqlite3.SQLiteDriver)
+		d.Close()
+		if !ok {
+			return
+		}
+		prev := drv.ConnectHook
+		drv.ConnectHook = func(c *sqlite3.SQLiteConn) error {
+			if prev != nil {
+				if err := prev(c); err != nil {
+					return err
+				}
+			}
+			r := activeRecorder.Load()
+			if r == nil {
+				return nil
+			}
+			return c.SetTrace(&sqlite3.TraceConfig{
+				EventMask: sqlite3.TraceStmt,
+				Callback: func(info sqlite3.TraceInfo) int {
+					r.record(info.StmtOrTrigger)
+					return 0
+				},
+			})
+		}
+	})
+}
