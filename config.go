@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/lazarus-dlq/lazarus/password"
@@ -16,13 +17,16 @@ import (
 // Config is everything the binary is told by flags and the environment.
 // It is built here and nowhere else; the packages get plain values.
 type Config struct {
-	Addr       string  // listen address; port 0 picks a free one
-	DBPath     string  // SQLite file, created if missing
-	Sync       db.Sync // how hard a commit waits for the disk
-	Demo       bool    // run demo traffic beside the server
-	AdminToken string  // accepted as an admin bearer token on the API; empty: none
-	LogFormat  string  // "text" or "json"
-	LogLevel   slog.Level
+	Addr   string  // listen address; port 0 picks a free one
+	DBPath string  // SQLite file, created if missing
+	Sync   db.Sync // how hard a commit waits for the disk
+	// BusyTimeout bounds how long a request waits for a lock that another
+	// process holds on the database before it is answered 503.
+	BusyTimeout time.Duration
+	Demo        bool   // run demo traffic beside the server
+	AdminToken  string // accepted as an admin bearer token on the API; empty: none
+	LogFormat   string // "text" or "json"
+	LogLevel    slog.Level
 	// AdminPassword, when set, creates the user admin (role admin) at
 	// start, or resets its password and role.
 	AdminPassword string
@@ -34,10 +38,17 @@ type Config struct {
 	OpenAPI bool
 	// MetricsPublic serves /metrics without a bearer token.
 	MetricsPublic bool
+	// MaxPayloadBytes caps each pushed payload, as sent; 0:
+	// web.DefaultMaxPayloadBytes (1 MiB).
+	MaxPayloadBytes int64
 
 	// bcryptCost is the cost of the password hashes made at start (0:
 	// password.DefaultCost); tests lower it.
 	bcryptCost int
+	// readHeaderTimeout and readTimeout bound how long a client may take
+	// to send its request headers, and its whole request (0: the defaults
+	// of serve.go); tests shorten them.
+	readHeaderTimeout, readTimeout time.Duration
 }
 
 // Defaults. The demo command keeps its messages in a file of its own so
@@ -60,6 +71,8 @@ Environment only:
                           UNSAFE, for local development only
   LAZARUS_METRICS_PUBLIC  true: /metrics answers without a bearer token (it needs a
                           viewer's token otherwise)
+  LAZARUS_MAX_PAYLOAD_BYTES  the largest payload a push may carry, in bytes
+                          (default 1048576, at most 8388608: the request body's cap)
 `
 
 // errHelp is returned when the user asked for usage: printed, exit 0.
@@ -81,10 +94,12 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	fs := flag.NewFlagSet("lazarus "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var syncMode, level string
+	var syncMode, level, busy string
 	fs.StringVar(&cfg.Addr, "addr", env("LAZARUS_ADDR", defaultAddr), "listen address, host:port (env LAZARUS_ADDR)")
 	fs.StringVar(&cfg.DBPath, "db", env("LAZARUS_DB", dbDefault), "SQLite database file (env LAZARUS_DB)")
 	fs.StringVar(&syncMode, "sync", env("LAZARUS_SYNC", "full"), "durability: full (fsync every commit) or normal (env LAZARUS_SYNC)")
+	fs.StringVar(&busy, "busy-timeout", env("LAZARUS_BUSY_TIMEOUT", db.DefaultBusyTimeout.String()),
+		"how long a write waits for another process's lock on the database before it is answered 503, e.g. 5s or 500ms (env LAZARUS_BUSY_TIMEOUT)")
 	fs.StringVar(&cfg.LogFormat, "log-format", env("LAZARUS_LOG_FORMAT", "text"), "log format: text or json (env LAZARUS_LOG_FORMAT)")
 	fs.StringVar(&level, "log-level", env("LAZARUS_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env LAZARUS_LOG_LEVEL)")
 	if cmd == "serve" {
@@ -133,6 +148,13 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		}
 		*b.dst = on
 	}
+	if v := getenv("LAZARUS_MAX_PAYLOAD_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > maxBodyBytes {
+			return Config{}, fmt.Errorf("LAZARUS_MAX_PAYLOAD_BYTES must be a whole number of bytes from 1 to %d, got %q", maxBodyBytes, v)
+		}
+		cfg.MaxPayloadBytes = n
+	}
 
 	switch strings.ToLower(syncMode) {
 	case "full":
@@ -149,6 +171,11 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	if err := cfg.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		return Config{}, fmt.Errorf("log level must be debug, info, warn or error, got %q", level)
 	}
+	d, err := time.ParseDuration(busy)
+	if err != nil || d < time.Millisecond || d > time.Minute {
+		return Config{}, fmt.Errorf("busy timeout must be a duration from 1ms to 1m, got %q", busy)
+	}
+	cfg.BusyTimeout = d
 	if cfg.Addr == "" || cfg.DBPath == "" {
 		return Config{}, errors.New("addr and db must not be empty")
 	}

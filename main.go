@@ -40,6 +40,9 @@ Flags of serve and demo (flags win over the environment):
   --addr        listen address (env LAZARUS_ADDR, default 127.0.0.1:8080)
   --db          SQLite database file (env LAZARUS_DB, default ./lazarus.db)
   --sync        full or normal (env LAZARUS_SYNC, default full)
+  --busy-timeout how long a write waits for a lock another process holds on
+                the database before it is answered 503 (env LAZARUS_BUSY_TIMEOUT,
+                default 5s)
   --log-format  text or json (env LAZARUS_LOG_FORMAT, default text)
   --log-level   debug, info, warn or error (env LAZARUS_LOG_LEVEL, default info)
   --demo        serve only: also run demo traffic

@@ -30,14 +30,26 @@ const (
 	// Long-polls are released at once (broker.Close), so only real work is
 	// waited for.
 	shutdownTimeout = 20 * time.Second
+	// readHeaderTimeout and readTimeout bound how long a client may take
+	// to send its request headers, and its whole request.
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = time.Minute
 )
+
+// orDefault is d, or def when d is 0.
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
 
 // serve opens the database, starts the broker and the HTTP server (and the
 // demo traffic when asked), and runs until ctx is cancelled. Then it stops
 // accepting, releases long-polls, finishes what is in flight, and closes
 // the database. onListen, when not nil, is told the address listened on.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, onListen func(net.Addr)) (err error) {
-	d, err := db.Open(ctx, cfg.DBPath, cfg.Sync)
+	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout})
 	if err != nil {
 		return err
 	}
@@ -60,19 +72,22 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	}
 	srv := &http.Server{
 		Handler: web.New(web.Config{
-			Broker:        b,
-			Logger:        log,
-			HealthFunc:    d.Ping,
-			AdminToken:    cfg.AdminToken,
-			OpenAPI:       cfg.OpenAPI,
-			MetricsPublic: cfg.MetricsPublic,
-			SecureCookies: cfg.SecureCookies,
-			BcryptCost:    cfg.bcryptCost,
-			MaxBodyBytes:  maxBodyBytes,
+			Broker:          b,
+			Logger:          log,
+			HealthFunc:      d.Ping,
+			AdminToken:      cfg.AdminToken,
+			OpenAPI:         cfg.OpenAPI,
+			MetricsPublic:   cfg.MetricsPublic,
+			SecureCookies:   cfg.SecureCookies,
+			BcryptCost:      cfg.bcryptCost,
+			MaxBodyBytes:    maxBodyBytes,
+			MaxPayloadBytes: cfg.MaxPayloadBytes,
 		}).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		// A slow client (one that trickles its headers or its body) is cut
+		// off: it cannot hold a connection for long.
+		ReadHeaderTimeout: orDefault(cfg.readHeaderTimeout, readHeaderTimeout),
 		// A body of maxBodyBytes arrives well within this on any real link.
-		ReadTimeout: time.Minute,
+		ReadTimeout: orDefault(cfg.readTimeout, readTimeout),
 		// Counted from the end of the request headers to the end of the
 		// response, so it must cover a full long-poll plus the time to
 		// write its answer; a slow reader is still cut off eventually.

@@ -300,6 +300,9 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, ret
 	if err := s.tx.InsertDeadLetter(ctx, &d); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
+	if err := s.tx.AddErrorCount(ctx, s.queue.ID, s.c.GroupID, ErrorLine(errText), 1); err != nil {
+		return fmt.Errorf("error counts: %w", err)
+	}
 	s.stats.DeadLettered++
 	s.stats.Depth++
 	if s.filed == nil {

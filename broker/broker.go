@@ -27,7 +27,7 @@ const (
 	MaxPageSize   = 1000 // dead letters per page
 	MaxNameLength = 255  // queue, partition and group names
 	MaxErrorText  = 8192 // bytes of an ack's error kept with a dead letter
-	bulkChunk     = 1000 // dead letters per transaction in bulk actions
+	bulkChunk     = 250  // dead letters per transaction in bulk actions: short enough that producers hardly wait
 )
 
 // Errors returned by the broker. The web layer maps them to HTTP statuses.
@@ -36,6 +36,10 @@ var (
 	ErrInvalid   = errors.New("invalid input")
 	ErrConflict  = errors.New("conflict")
 	ErrDuplicate = errors.New("duplicate")
+	// ErrUnavailable is a store that cannot take the request now: the
+	// database is busy or locked by another process past its busy timeout.
+	// Nothing was changed; the same request may succeed a moment later.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // Error is an error with a message that is safe to show to the caller, and a

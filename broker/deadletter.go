@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DLQQuery selects dead letters by name; the zero value selects all.
@@ -26,6 +27,8 @@ type DLQPage struct {
 	Items []DeadLetter
 	Total int64   // when asked for
 	Next  *Cursor // the keyset position after the last item; nil on the last page
+	// TotalCapped: there are more than Total (Triage counts no further).
+	TotalCapped bool
 }
 
 // Describe names the query's filters for people (audit, confirmations).
@@ -140,7 +143,7 @@ func (b *Broker) TopErrors(ctx context.Context, q DLQQuery, limit int) ([]ErrorC
 		if err != nil || !ok {
 			return err
 		}
-		out, err = tx.TopErrors(ctx, f, limit)
+		out, err = tx.TopErrors(ctx, f, limit, 0)
 		return err
 	})
 	return out, err
@@ -285,12 +288,23 @@ func removeDeadLetters(ctx context.Context, tx Tx, dls []DeadLetter, per Stats) 
 	ids := make([]int64, len(dls))
 	type key struct{ q, g int64 }
 	counts := map[key]int64{}
+	type lineKey struct {
+		key
+		line string
+	}
+	lines := map[lineKey]int64{}
 	for i, d := range dls {
 		ids[i] = d.ID
 		counts[key{d.QueueID, d.GroupID}]++
+		lines[lineKey{key{d.QueueID, d.GroupID}, ErrorLine(d.Error)}]++
 	}
 	if err := tx.DeleteDeadLetters(ctx, ids); err != nil {
 		return fmt.Errorf("delete dead letters: %w", err)
+	}
+	for k, n := range lines {
+		if err := tx.AddErrorCount(ctx, k.q, k.g, k.line, -n); err != nil {
+			return fmt.Errorf("error counts: %w", err)
+		}
 	}
 	for k, n := range counts {
 		s := Stats{Depth: -n, Replayed: per.Replayed * n, Deleted: per.Deleted * n}
@@ -354,6 +368,9 @@ type Triage struct {
 	Queue     QueueBrief
 	Page      DLQPage
 	TopErrors []ErrorCount
+	// TopErrorsCapped: the top errors are those of the newest TriageScan
+	// matching dead letters only.
+	TopErrorsCapped bool
 }
 
 // Triage reads the dead-letter list of q.Queue (which must exist).
@@ -377,13 +394,53 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage,
 		if err != nil || !ok {
 			return err
 		}
+		withTotal := q.WithTotal
+		q.WithTotal = false
 		if out.Page, err = deadLetterPage(ctx, tx, f, q); err != nil {
 			return err
 		}
-		out.TopErrors, err = tx.TopErrors(ctx, f, topErrors)
+		// A page costs the same at any depth: the total and the top errors
+		// come from maintained counts when the filter is a queue or a
+		// group, else from at most TriageScan of the newest matching rows.
+		if f.simple() {
+			if withTotal {
+				for _, g := range out.Queue.Stats {
+					if f.GroupID == 0 || g.GroupID == f.GroupID {
+						out.Page.Total += g.Depth
+					}
+				}
+			}
+			out.TopErrors, err = tx.TopErrorCounts(ctx, f.QueueID, f.GroupID, topErrors)
+			return err
+		}
+		if withTotal {
+			if out.Page.Total, err = tx.CountDeadLettersUpTo(ctx, f, TriageScan+1); err != nil {
+				return err
+			}
+			if out.Page.Total > TriageScan {
+				out.Page.Total, out.Page.TotalCapped = TriageScan, true
+			}
+		}
+		out.TopErrors, err = tx.TopErrors(ctx, f, topErrors, TriageScan)
+		out.TopErrorsCapped = out.Page.TotalCapped
 		return err
 	})
 	return out, err
+}
+
+// TriageScan is how many matching dead letters the list reads, at most,
+// to count them and find their top errors when the filter is more than a
+// queue and a group.
+const TriageScan = 10000
+
+// ErrorLine is the part of an error text that top errors group by: its
+// first line, cut to 500 characters (as db's SQL does).
+func ErrorLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if utf8.RuneCountInString(line) <= 500 {
+		return line
+	}
+	return string([]rune(line)[:500])
 }
 
 // deadLetterPage reads one page of f, with the keyset position of the next

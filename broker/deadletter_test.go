@@ -399,3 +399,57 @@ func TestMessageIDRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// The list's top errors and total of a queue or group come from maintained
+// counts; after filing, replaying and deleting they agree with a scan.
+func TestTriageCountsAgreeWithAScan(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p1", "p2", "p3"}, 4)
+	s.fill("q", "h", []string{"p1"}, 3)
+	// A multi-line error groups by its first line.
+	s.push("q", "p9", "trace-1", "trace-2")
+	for i := 0; i < 2; i++ {
+		res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Partition: "p9", Group: "h"})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("pop p9: %+v %v", res, err)
+		}
+		s.ack(res.Messages[0], broker.AckDLQ, fmt.Sprintf("panic: nil map\ngoroutine %d [running]", i))
+	}
+	dead := s.dead("q", "g")
+	if _, err := s.b.Replay(s.ctx, dead[0].MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.b.Delete(s.ctx, dead[1].MessageID(), "g", "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.b.DeleteMatching(s.ctx, broker.DLQQuery{Queue: "q", Partition: "p3"}, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range []string{"", "g", "h"} {
+		q := broker.DLQQuery{Queue: "q", Group: group, Limit: 10, WithTotal: true}
+		tr, err := s.b.Triage(s.ctx, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scanned, err := s.b.TopErrors(s.ctx, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := s.b.DeadLetters(s.ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Page.Total != page.Total || tr.Page.TotalCapped {
+			t.Errorf("group %q: total %d (capped %v), a count says %d", group, tr.Page.Total, tr.Page.TotalCapped, page.Total)
+		}
+		if fmt.Sprint(tr.TopErrors) != fmt.Sprint(scanned) {
+			t.Errorf("group %q: top errors %v, a scan says %v", group, tr.TopErrors, scanned)
+		}
+	}
+	// A filter beyond queue and group counts by a bounded scan.
+	tr, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", ErrorContains: "panic", Limit: 10, WithTotal: true}, 5)
+	if err != nil || tr.Page.Total != 2 || len(tr.TopErrors) != 1 || tr.TopErrors[0] != (broker.ErrorCount{Error: "panic: nil map", Count: 2}) {
+		t.Fatalf("filtered triage: %+v %v", tr, err)
+	}
+}

@@ -162,7 +162,12 @@ func (b *Broker) SessionUser(ctx context.Context, secret string) (User, error) {
 		return User{}, err
 	}
 	if now.Sub(s.LastSeenAt) >= sessionTouchEvery {
-		if err := b.update(ctx, func(tx Tx, _ func(string)) error { return tx.TouchSession(ctx, s.ID, now) }); err != nil {
+		err := b.update(ctx, func(tx Tx, _ func(string)) error { return tx.TouchSession(ctx, s.ID, now) })
+		if errors.Is(err, ErrUnavailable) {
+			// A busy database must not shut people out of the pages that
+			// only read: the idle end moves at the next request instead.
+			b.log.WarnContext(ctx, "session idle end not moved: database unavailable", "error", err)
+		} else if err != nil {
 			return User{}, fmt.Errorf("touch session: %w", err)
 		}
 	}

@@ -91,8 +91,16 @@ type Tx interface {
 	ListDeadLetters(ctx context.Context, f Filter, p Page) ([]DeadLetter, error)
 	CountDeadLetters(ctx context.Context, f Filter) (int64, error)
 	// TopErrors counts the dead letters f selects by the first line of
-	// their error, most frequent first.
-	TopErrors(ctx context.Context, f Filter, limit int) ([]ErrorCount, error)
+	// their error, most frequent first, among the newest scan of them.
+	TopErrors(ctx context.Context, f Filter, limit, scan int) ([]ErrorCount, error)
+	// CountDeadLettersUpTo counts the dead letters f selects, stopping at max.
+	CountDeadLettersUpTo(ctx context.Context, f Filter, max int) (int64, error)
+	// AddErrorCount adds delta to the dead letters of a queue and group
+	// whose error's first line is line.
+	AddErrorCount(ctx context.Context, queueID, groupID int64, line string, delta int64) error
+	// TopErrorCounts returns the most frequent error lines of a queue (and
+	// group, when not 0) from the maintained counts.
+	TopErrorCounts(ctx context.Context, queueID, groupID int64, limit int) ([]ErrorCount, error)
 
 	// AddStats adds d to the running totals of a queue and group and to
 	// the minute bucket of at, which also records the depth and the oldest
@@ -137,6 +145,12 @@ type Filter struct {
 	ErrorContains string
 	TransactionID string
 	MaxID         int64 // only rows with ID <= MaxID (bulk actions pin their set)
+}
+
+// simple reports whether f selects by queue and group only, which the
+// maintained counts answer.
+func (f Filter) simple() bool {
+	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.MaxID == 0
 }
 
 // Page is a keyset or offset page. With After set, rows strictly older than

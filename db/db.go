@@ -11,13 +11,16 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the driver
+	sqlite3 "github.com/mattn/go-sqlite3" // the driver, and its error codes
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -50,22 +53,65 @@ type DB struct {
 	stopped  chan struct{}
 	closeMu  sync.Mutex
 	isClosed bool
+
+	// Statements kept prepared, per pool.
+	writeStmts, readStmts *stmtCache
+}
+
+// DefaultBusyTimeout is how long a statement waits for a lock that
+// another process holds (a backup, the sqlite3 shell) before it gives up
+// with broker.ErrUnavailable. Lazarus itself never waits for its own
+// locks: it has one writer, and readers in WAL mode do not block it.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Options are the settings of Open; the zero value of each field picks
+// its default.
+type Options struct {
+	Sync Sync // default SyncFull
+	// BusyTimeout bounds the wait for another process's lock (default
+	// DefaultBusyTimeout). A write that waited this long fails with
+	// broker.ErrUnavailable, and so does every write that queued up
+	// behind it meanwhile: none waits much longer than BusyTimeout.
+	BusyTimeout time.Duration
 }
 
 // Open opens (creating if need be) the database at path and brings its
 // schema up to date.
 func Open(ctx context.Context, path string, sync Sync) (*DB, error) {
-	if sync == "" {
-		sync = SyncFull
+	return OpenWith(ctx, path, Options{Sync: sync})
+}
+
+// OpenWith is Open with options. It fails, rather than return a database
+// that only reads, when the file cannot be written (read-only file or
+// directory, disk full): it commits one small write before it returns.
+// Its errors say the usual causes in plain words, for the person starting
+// the server.
+func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
+	if o.Sync == "" {
+		o.Sync = SyncFull
 	}
-	if sync != SyncFull && sync != SyncNormal {
-		return nil, fmt.Errorf("open: synchronous must be FULL or NORMAL, got %q", sync)
+	if o.Sync != SyncFull && o.Sync != SyncNormal {
+		return nil, fmt.Errorf("open: synchronous must be FULL or NORMAL, got %q", o.Sync)
 	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.BusyTimeout < time.Millisecond {
+		return nil, fmt.Errorf("open: busy timeout must be at least 1ms, got %s", o.BusyTimeout)
+	}
+	d, err := open(ctx, path, o)
+	if err != nil {
+		return nil, openError(path, o.BusyTimeout, unavailable(err))
+	}
+	return d, nil
+}
+
+func open(ctx context.Context, path string, o Options) (*DB, error) {
 	// Pragmas in the DSN so that every pooled connection gets them.
 	params := url.Values{}
 	params.Set("_journal_mode", "WAL")
-	params.Set("_synchronous", string(sync))
-	params.Set("_busy_timeout", "10000")
+	params.Set("_synchronous", string(o.Sync))
+	params.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
 	params.Set("_foreign_keys", "off")
 	params.Set("_cache_size", "-32000") // 32 MB a connection
 	wparams := url.Values{}
@@ -75,21 +121,23 @@ func Open(ctx context.Context, path string, sync Sync) (*DB, error) {
 	wparams.Set("_txlock", "immediate")
 	write, err := sql.Open("sqlite3", "file:"+path+"?"+wparams.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
+		return nil, err
 	}
-	write.SetMaxOpenConns(1) // one writer
-	write.SetMaxIdleConns(1)
+	// One goroutine writes (see writer), so only one transaction is ever
+	// open; the second connection lets statements be prepared while it is.
+	write.SetMaxOpenConns(2)
+	write.SetMaxIdleConns(2)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
 	if err := write.PingContext(ctx); err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	params.Set("_query_only", "true")
 	read, err := sql.Open("sqlite3", "file:"+path+"?"+params.Encode())
 	if err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open: %w", err)
+		return nil, err
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
@@ -98,9 +146,98 @@ func Open(ctx context.Context, path string, sync Sync) (*DB, error) {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
+	if err := d.checkWritable(ctx); err != nil {
+		errors.Join(read.Close(), write.Close())
+		return nil, err
+	}
+	d.writeStmts, d.readStmts = newStmtCache(write), newStmtCache(read)
 	go d.writer()
 	return d, nil
 }
+
+// openError says why the database at path could not be opened: the
+// usual causes in a sentence, SQLite's own words after it.
+func openError(path string, busy time.Duration, err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf("database %s: %w", path, err)
+	}
+	var why string
+	switch errno := se.SystemErrno; {
+	case se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked:
+		why = fmt.Sprintf("another process holds a lock on it (waited %s)", busy)
+	case se.Code == sqlite3.ErrNotADB:
+		why = "it is not a SQLite database (or it is encrypted or damaged)"
+	case se.Code == sqlite3.ErrReadonly:
+		why = "it cannot be written: the file and its directory (for the -wal and -shm files beside it) must be writable"
+	case se.Code == sqlite3.ErrFull, errno == syscall.ENOSPC, errno == syscall.EDQUOT, errno == syscall.EFBIG:
+		why = "there is no space left to write it (disk full, quota or file size limit)"
+	case se.Code == sqlite3.ErrCantOpen, se.Code == sqlite3.ErrPerm, errno == syscall.EACCES, errno == syscall.EROFS:
+		why = cantOpen(path)
+	}
+	if why == "" {
+		return fmt.Errorf("database %s: %w", path, err)
+	}
+	return fmt.Errorf("database %s: %s (%w)", path, why, err)
+}
+
+// cantOpen guesses why SQLite could not open or create the file at path.
+func cantOpen(path string) string {
+	dir := filepath.Dir(path)
+	switch st, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("the directory %s does not exist", dir)
+	case err != nil:
+		return fmt.Sprintf("its directory %s cannot be read", dir)
+	case !st.IsDir():
+		return fmt.Sprintf("%s is not a directory", dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return "it is a directory"
+	}
+	if syscall.Access(dir, 2 /* W_OK */) != nil {
+		return fmt.Sprintf("the directory %s is not writable (SQLite makes the file, and -wal and -shm files, in it)", dir)
+	}
+	return "it cannot be opened or created: check the permissions of the file and its directory"
+}
+
+// checkWritable commits a write that changes nothing but still reaches the
+// disk (a page of the write-ahead log), so that a read-only file or
+// directory, or a full disk, is found at start rather than by the first
+// request.
+func (d *DB) checkWritable(ctx context.Context) error {
+	tx, err := d.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("write check: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET applied_at = applied_at
+		WHERE version = (SELECT MAX(version) FROM schema_migrations)`); err != nil {
+		return fmt.Errorf("write check: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("write check: %w", err)
+	}
+	return nil
+}
+
+// unavailable marks SQLite's busy and locked errors (another process held
+// a lock past the busy timeout) as broker.ErrUnavailable, keeping the
+// cause for the log.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, broker.ErrUnavailable) {
+		return err
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+		return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
+	}
+	return err
+}
+
+// isBusy reports whether err is SQLite's busy or locked error, or
+// broker.ErrUnavailable.
+func isBusy(err error) bool { return errors.Is(unavailable(err), broker.ErrUnavailable) }
 
 // Close closes both pools.
 func (d *DB) Close() error {
@@ -113,6 +250,8 @@ func (d *DB) Close() error {
 	close(d.stop)
 	d.closeMu.Unlock()
 	<-d.stopped
+	d.writeStmts.close()
+	d.readStmts.close()
 	return errors.Join(d.read.Close(), d.write.Close())
 }
 
@@ -209,7 +348,7 @@ func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
 	}
 	// Once taken, wait for the outcome even if ctx ends: only then is it
 	// known whether fn committed.
-	return <-req.done
+	return unavailable(<-req.done)
 }
 
 // writer is the one goroutine that writes. It takes a request, gathers
@@ -247,13 +386,20 @@ func (d *DB) commit(group []writeRequest) {
 	}
 	tx, err := d.write.BeginTx(context.Background(), nil)
 	if err != nil {
+		err = fmt.Errorf("begin: %w", err)
 		for i := range errs {
-			errs[i] = fmt.Errorf("begin: %w", err)
+			errs[i] = err
 		}
 		answer()
+		if isBusy(err) {
+			// The writes that queued up while BEGIN waited out the busy
+			// timeout have waited as long as this group: answer them now
+			// rather than make each wait out a timeout of its own.
+			d.refuseWaiting(err)
+		}
 		return
 	}
-	st := &storeTx{tx: tx}
+	st := &storeTx{tx: tx, stmts: d.writeStmts}
 	ok := 0
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
@@ -295,6 +441,19 @@ func (d *DB) commit(group []writeRequest) {
 	answer()
 }
 
+// refuseWaiting answers err to every write waiting to be taken, without
+// running it.
+func (d *DB) refuseWaiting(err error) {
+	for {
+		select {
+		case r := <-d.writes:
+			r.done <- err
+		default:
+			return
+		}
+	}
+}
+
 // run calls fn, turning a panic into an error: a bug in one request must
 // not take the writer down with it.
 func run(fn func(broker.Tx) error, tx broker.Tx) (err error) {
@@ -331,10 +490,10 @@ func savepoint(ctx context.Context, tx *sql.Tx, fn func() error) (err, broken er
 func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
 	tx, err := d.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return unavailable(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback()
-	return fn(&storeTx{tx: tx})
+	return unavailable(fn(&storeTx{tx: tx, stmts: d.readStmts}))
 }
 
 // WriteDB is the writing handle, for tools (benchmarks, fixtures) that

@@ -14,7 +14,8 @@ import (
 
 // storeTx implements broker.Tx on one SQL transaction.
 type storeTx struct {
-	tx *sql.Tx
+	tx    *sql.Tx
+	stmts *stmtCache // nil: nothing kept prepared
 }
 
 var _ broker.Tx = (*storeTx)(nil)
@@ -46,17 +47,17 @@ func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 }
 
 func (t *storeTx) QueueByName(ctx context.Context, name string) (broker.Queue, error) {
-	q, err := scanQueue(t.tx.QueryRowContext(ctx, `SELECT `+queueCols+` FROM queues WHERE name = ?`, name))
+	q, err := scanQueue(t.queryRow(ctx, `SELECT `+queueCols+` FROM queues WHERE name = ?`, name))
 	return q, notFound(err, "queue")
 }
 
 func (t *storeTx) QueueByID(ctx context.Context, id int64) (broker.Queue, error) {
-	q, err := scanQueue(t.tx.QueryRowContext(ctx, `SELECT `+queueCols+` FROM queues WHERE id = ?`, id))
+	q, err := scanQueue(t.queryRow(ctx, `SELECT `+queueCols+` FROM queues WHERE id = ?`, id))
 	return q, notFound(err, "queue")
 }
 
 func (t *storeTx) Queues(ctx context.Context) ([]broker.Queue, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+queueCols+` FROM queues ORDER BY name`)
+	rows, err := t.query(ctx, `SELECT `+queueCols+` FROM queues ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (t *storeTx) Queues(ctx context.Context) ([]broker.Queue, error) {
 
 func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	o := q.Options
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at)
+	res, err := t.exec(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt))
 	if err != nil {
 		return err
@@ -84,7 +85,7 @@ func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 }
 
 func (t *storeTx) UpdateQueueOptions(ctx context.Context, id int64, o broker.Options) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ? WHERE id = ?`,
+	_, err := t.exec(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ? WHERE id = ?`,
 		o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), id)
 	return err
 }
@@ -95,13 +96,14 @@ func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 		`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
 		`DELETE FROM consumers WHERE queue_id = ?1`,
 		`DELETE FROM dead_letters WHERE queue_id = ?1`,
+		`DELETE FROM error_counts WHERE queue_id = ?1`,
 		`DELETE FROM group_stats WHERE queue_id = ?1`,
 		`DELETE FROM subscriptions WHERE queue_id = ?1`,
 		`DELETE FROM partitions WHERE queue_id = ?1`,
 		`DELETE FROM queues WHERE id = ?1`,
 	}
 	for _, s := range stmts {
-		if _, err := t.tx.ExecContext(ctx, s, id); err != nil {
+		if _, err := t.exec(ctx, s, id); err != nil {
 			return err
 		}
 	}
@@ -119,22 +121,22 @@ func scanPartition(s interface{ Scan(...any) error }) (broker.Partition, error) 
 }
 
 func (t *storeTx) PartitionByName(ctx context.Context, queueID int64, name string) (broker.Partition, error) {
-	p, err := scanPartition(t.tx.QueryRowContext(ctx, `SELECT `+partitionCols+` FROM partitions WHERE queue_id = ? AND name = ?`, queueID, name))
+	p, err := scanPartition(t.queryRow(ctx, `SELECT `+partitionCols+` FROM partitions WHERE queue_id = ? AND name = ?`, queueID, name))
 	return p, notFound(err, "partition")
 }
 
 func (t *storeTx) PartitionByID(ctx context.Context, id int64) (broker.Partition, error) {
-	p, err := scanPartition(t.tx.QueryRowContext(ctx, `SELECT `+partitionCols+` FROM partitions WHERE id = ?`, id))
+	p, err := scanPartition(t.queryRow(ctx, `SELECT `+partitionCols+` FROM partitions WHERE id = ?`, id))
 	return p, notFound(err, "partition")
 }
 
 func (t *storeTx) PartitionByUUID(ctx context.Context, uuid string) (broker.Partition, error) {
-	p, err := scanPartition(t.tx.QueryRowContext(ctx, `SELECT `+partitionCols+` FROM partitions WHERE uuid = ?`, uuid))
+	p, err := scanPartition(t.queryRow(ctx, `SELECT `+partitionCols+` FROM partitions WHERE uuid = ?`, uuid))
 	return p, notFound(err, "partition")
 }
 
 func (t *storeTx) Partitions(ctx context.Context, queueID int64) ([]broker.PartitionInfo, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at,
+	rows, err := t.query(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at,
 		(SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id),
 		COALESCE((SELECT MAX(seq) FROM messages m WHERE m.partition_id = p.id), 0)
 		FROM partitions p WHERE p.queue_id = ? ORDER BY p.name`, queueID)
@@ -156,7 +158,7 @@ func (t *storeTx) Partitions(ctx context.Context, queueID int64) ([]broker.Parti
 }
 
 func (t *storeTx) CreatePartition(ctx context.Context, p *broker.Partition) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)`, p.QueueID, p.Name, p.UUID, ms(p.CreatedAt))
+	res, err := t.exec(ctx, `INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)`, p.QueueID, p.Name, p.UUID, ms(p.CreatedAt))
 	if err != nil {
 		return err
 	}
@@ -164,16 +166,16 @@ func (t *storeTx) CreatePartition(ctx context.Context, p *broker.Partition) erro
 		return err
 	}
 	// Groups already reading the queue read the new partition from its start.
-	_, err = t.tx.ExecContext(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id)
+	_, err = t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id)
 		SELECT ?, group_id, queue_id FROM subscriptions WHERE queue_id = ?`, p.ID, p.QueueID)
 	return err
 }
 
 func (t *storeTx) GroupID(ctx context.Context, name string, create bool) (int64, error) {
 	var id int64
-	err := t.tx.QueryRowContext(ctx, `SELECT id FROM groups WHERE name = ?`, name).Scan(&id)
+	err := t.queryRow(ctx, `SELECT id FROM groups WHERE name = ?`, name).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) && create {
-		res, err := t.tx.ExecContext(ctx, `INSERT INTO groups (name) VALUES (?)`, name)
+		res, err := t.exec(ctx, `INSERT INTO groups (name) VALUES (?)`, name)
 		if err != nil {
 			return 0, err
 		}
@@ -184,7 +186,7 @@ func (t *storeTx) GroupID(ctx context.Context, name string, create bool) (int64,
 
 func (t *storeTx) Subscribed(ctx context.Context, queueID, groupID int64) (bool, error) {
 	var one int
-	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID).Scan(&one)
+	err := t.queryRow(ctx, `SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -192,7 +194,7 @@ func (t *storeTx) Subscribed(ctx context.Context, queueID, groupID int64) (bool,
 }
 
 func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start broker.Start, now time.Time) error {
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO subscriptions (queue_id, group_id, subscribed_at) VALUES (?, ?, ?)`, queueID, groupID, ms(now)); err != nil {
+	if _, err := t.exec(ctx, `INSERT INTO subscriptions (queue_id, group_id, subscribed_at) VALUES (?, ?, ?)`, queueID, groupID, ms(now)); err != nil {
 		return err
 	}
 	// The cursor is the last message the group is taken to have read. ?1 is
@@ -204,13 +206,13 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 	case !start.From.IsZero():
 		cursor = `COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0)`
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor)
+	_, err := t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor)
 		SELECT p.id, ?2, p.queue_id, `+cursor+` FROM partitions p WHERE p.queue_id = ?3`, ms(start.From), groupID, queueID)
 	return err
 }
 
 func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]broker.GroupInfo, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT g.id, g.name, s.subscribed_at,
+	rows, err := t.query(ctx, `SELECT g.id, g.name, s.subscribed_at,
 		(SELECT COUNT(*) FROM consumers c JOIN messages m ON m.partition_id = c.partition_id AND m.seq > c.cursor
 			WHERE c.queue_id = s.queue_id AND c.group_id = s.group_id),
 		(SELECT COUNT(*) FROM consumers c WHERE c.queue_id = s.queue_id AND c.group_id = s.group_id AND c.lease_id IS NOT NULL AND c.lease_until > ?)
@@ -233,7 +235,7 @@ func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]b
 }
 
 func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
+	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, m.PartitionID, m.TransactionID, []byte(m.Payload), m.TraceID, ms(m.CreatedAt))
 	if err != nil {
 		return false, err
@@ -263,17 +265,17 @@ func scanMessage(s interface{ Scan(...any) error }) (broker.Message, error) {
 }
 
 func (t *storeTx) MessageBySeq(ctx context.Context, seq int64) (broker.Message, error) {
-	m, err := scanMessage(t.tx.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE seq = ?`, seq))
+	m, err := scanMessage(t.queryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE seq = ?`, seq))
 	return m, notFound(err, "message")
 }
 
 func (t *storeTx) MessageByTransaction(ctx context.Context, partitionID int64, txid string) (broker.Message, error) {
-	m, err := scanMessage(t.tx.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND transaction_id = ?`, partitionID, txid))
+	m, err := scanMessage(t.queryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND transaction_id = ?`, partitionID, txid))
 	return m, notFound(err, "message")
 }
 
 func (t *storeTx) MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]broker.Message, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`, partitionID, after, limit)
+	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`, partitionID, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -309,12 +311,12 @@ func scanConsumer(s interface{ Scan(...any) error }) (broker.Consumer, error) {
 }
 
 func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (broker.Consumer, error) {
-	c, err := scanConsumer(t.tx.QueryRowContext(ctx, `SELECT `+consumerCols+` FROM consumers WHERE partition_id = ? AND group_id = ?`, partitionID, groupID))
+	c, err := scanConsumer(t.queryRow(ctx, `SELECT `+consumerCols+` FROM consumers WHERE partition_id = ? AND group_id = ?`, partitionID, groupID))
 	return c, notFound(err, "consumer")
 }
 
 func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
-	c, err := scanConsumer(t.tx.QueryRowContext(ctx, `SELECT `+consumerCols+` FROM consumers WHERE lease_id = ?`, leaseID))
+	c, err := scanConsumer(t.queryRow(ctx, `SELECT `+consumerCols+` FROM consumers WHERE lease_id = ?`, leaseID))
 	return c, notFound(err, "lease")
 }
 
@@ -333,14 +335,14 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 		}
 		acks = string(b)
 	}
-	_, err := t.tx.ExecContext(ctx, `UPDATE consumers SET cursor = ?, lease_id = ?, lease_until = ?, lease_last = ?, leased_at = ?,
+	_, err := t.exec(ctx, `UPDATE consumers SET cursor = ?, lease_id = ?, lease_until = ?, lease_last = ?, leased_at = ?,
 		retry_seq = ?, retries = ?, available_at = ?, acks = ?, void_lease_id = ?, void_last = ? WHERE partition_id = ? AND group_id = ?`,
 		c.Cursor, leaseID, ms(c.LeaseUntil), c.LeaseLast, ms(c.LeasedAt), c.RetrySeq, c.Retries, ms(c.AvailableAt), acks, voidID, c.VoidLast, c.PartitionID, c.GroupID)
 	return err
 }
 
 func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]broker.Consumer, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+consumerCols+` FROM consumers c
+	rows, err := t.query(ctx, `SELECT `+consumerCols+` FROM consumers c
 		WHERE c.queue_id = ?1 AND c.group_id = ?2 AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
 		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
 		ORDER BY c.leased_at LIMIT ?4`, queueID, groupID, ms(now), limit)
@@ -361,7 +363,7 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 
 func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := t.tx.QueryRowContext(ctx, `SELECT MIN(MAX(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at)) FROM consumers c
+	err := t.queryRow(ctx, `SELECT MIN(MAX(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at)) FROM consumers c
 		WHERE c.queue_id = ?1 AND c.group_id = ?2 AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.available_at > ?3)
 		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)`, queueID, groupID, ms(now)).Scan(&next)
 	if err != nil || !next.Valid {
@@ -371,7 +373,7 @@ func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time
 }
 
 func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt))
 	if err != nil {
 		return err
@@ -407,7 +409,7 @@ func scanDeadLetters(rows *sql.Rows) ([]broker.DeadLetter, error) {
 }
 
 func (t *storeTx) DeadLettersOfMessage(ctx context.Context, seq int64) ([]broker.DeadLetter, error) {
-	rows, err := t.tx.QueryContext(ctx, deadLetterSelect+` WHERE d.seq = ? ORDER BY d.id`, seq)
+	rows, err := t.query(ctx, deadLetterSelect+` WHERE d.seq = ? ORDER BY d.id`, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +417,7 @@ func (t *storeTx) DeadLettersOfMessage(ctx context.Context, seq int64) ([]broker
 }
 
 func (t *storeTx) DeadLetter(ctx context.Context, id int64) (broker.DeadLetter, error) {
-	rows, err := t.tx.QueryContext(ctx, deadLetterSelect+` WHERE d.id = ?`, id)
+	rows, err := t.query(ctx, deadLetterSelect+` WHERE d.id = ?`, id)
 	if err != nil {
 		return broker.DeadLetter{}, err
 	}
@@ -431,7 +433,7 @@ func (t *storeTx) DeadLetter(ctx context.Context, id int64) (broker.DeadLetter, 
 
 func (t *storeTx) MaxDeadLetterID(ctx context.Context) (int64, error) {
 	var id int64
-	err := t.tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM dead_letters`).Scan(&id)
+	err := t.queryRow(ctx, `SELECT COALESCE(MAX(id), 0) FROM dead_letters`).Scan(&id)
 	return id, err
 }
 
@@ -442,7 +444,7 @@ func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64) error {
 		for i, id := range ids[:n] {
 			args[i] = id
 		}
-		if _, err := t.tx.ExecContext(ctx, `DELETE FROM dead_letters WHERE id IN (?`+strings.Repeat(",?", n-1)+`)`, args...); err != nil {
+		if _, err := t.exec(ctx, `DELETE FROM dead_letters WHERE id IN (?`+strings.Repeat(",?", n-1)+`)`, args...); err != nil {
 			return err
 		}
 		ids = ids[n:]
@@ -506,7 +508,7 @@ func (t *storeTx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker
 		q += ` OFFSET ?`
 		args = append(args, p.Offset)
 	}
-	rows, err := t.tx.QueryContext(ctx, q, args...)
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -516,19 +518,29 @@ func (t *storeTx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker
 func (t *storeTx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64, error) {
 	w, args := where(f)
 	var n int64
-	err := t.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM dead_letters d`+w, args...).Scan(&n)
+	err := t.queryRow(ctx, `SELECT COUNT(*) FROM dead_letters d`+w, args...).Scan(&n)
 	return n, err
 }
 
-func (t *storeTx) TopErrors(ctx context.Context, f broker.Filter, limit int) ([]broker.ErrorCount, error) {
+func (t *storeTx) TopErrors(ctx context.Context, f broker.Filter, limit, scan int) ([]broker.ErrorCount, error) {
 	w, args := where(f)
-	// Errors are grouped by their first line: stack traces and the like
-	// differ below it from one failure to the next.
-	rows, err := t.tx.QueryContext(ctx, `SELECT substr(d.error, 1, instr(d.error || char(10), char(10)) - 1) AS line, COUNT(*) AS n
-		FROM dead_letters d`+w+` GROUP BY line ORDER BY n DESC, line LIMIT ?`, append(args, limit)...)
+	src := `dead_letters d` + w
+	if scan > 0 {
+		// The newest scan rows of the filter only: bounded work at any depth.
+		src = `(SELECT d.error FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?) d`
+		args = append(args, scan)
+	}
+	// Errors are grouped by their first line (broker.ErrorLine): stack
+	// traces and the like differ below it from one failure to the next.
+	rows, err := t.query(ctx, `SELECT substr(substr(d.error, 1, instr(d.error || char(10), char(10)) - 1), 1, 500) AS line, COUNT(*) AS n
+		FROM `+src+` GROUP BY line ORDER BY n DESC, line LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}
+	return scanErrorCounts(rows)
+}
+
+func scanErrorCounts(rows *sql.Rows) ([]broker.ErrorCount, error) {
 	defer rows.Close()
 	var out []broker.ErrorCount
 	for rows.Next() {
@@ -541,8 +553,80 @@ func (t *storeTx) TopErrors(ctx context.Context, f broker.Filter, limit int) ([]
 	return out, rows.Err()
 }
 
+func (t *storeTx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max int) (int64, error) {
+	w, args := where(f)
+	var n int64
+	err := t.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`+w+` LIMIT ?)`, append(args, max)...).Scan(&n)
+	return n, err
+}
+
+func (t *storeTx) AddErrorCount(ctx context.Context, queueID, groupID int64, line string, delta int64) error {
+	if _, err := t.exec(ctx, `INSERT INTO error_counts (queue_id, group_id, line, count) VALUES (?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id, line) DO UPDATE SET count = count + excluded.count`, queueID, groupID, line, delta); err != nil {
+		return err
+	}
+	if delta < 0 {
+		_, err := t.exec(ctx, `DELETE FROM error_counts WHERE queue_id = ? AND group_id = ? AND line = ? AND count <= 0`, queueID, groupID, line)
+		return err
+	}
+	return nil
+}
+
+func (t *storeTx) TopErrorCounts(ctx context.Context, queueID, groupID int64, limit int) ([]broker.ErrorCount, error) {
+	if groupID != 0 {
+		rows, err := t.query(ctx, `SELECT line, count FROM error_counts WHERE queue_id = ? AND group_id = ? ORDER BY count DESC, line LIMIT ?`, queueID, groupID, limit)
+		if err != nil {
+			return nil, err
+		}
+		return scanErrorCounts(rows)
+	}
+	// Across groups: the lines that lead in some group, summed over all
+	// groups. A line that leads nowhere but adds up across many groups
+	// can be missed; each group's own list is exact.
+	groups, err := t.query(ctx, `SELECT group_id FROM group_stats WHERE queue_id = ?`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	var gids []int64
+	for groups.Next() {
+		var g int64
+		if err := groups.Scan(&g); err != nil {
+			groups.Close()
+			return nil, err
+		}
+		gids = append(gids, g)
+	}
+	groups.Close()
+	if err := groups.Err(); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var lines []any
+	for _, g := range gids {
+		top, err := t.TopErrorCounts(ctx, queueID, g, limit)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range top {
+			if !seen[e.Error] {
+				seen[e.Error] = true
+				lines = append(lines, e.Error)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	rows, err := t.query(ctx, `SELECT line, SUM(count) AS n FROM error_counts WHERE queue_id = ? AND line IN (?`+strings.Repeat(",?", len(lines)-1)+`)
+		GROUP BY line ORDER BY n DESC, line LIMIT ?`, append(append([]any{queueID}, lines...), limit)...)
+	if err != nil {
+		return nil, err
+	}
+	return scanErrorCounts(rows)
+}
+
 func (t *storeTx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO audit (at, actor, action, queue, group_name, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	res, err := t.exec(ctx, `INSERT INTO audit (at, actor, action, queue, group_name, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		ms(a.At), a.Actor, a.Action, a.Queue, a.Group, a.Count, a.Detail)
 	if err != nil {
 		return err
@@ -576,7 +660,7 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 		q += ` OFFSET ?`
 		args = append(args, p.Offset)
 	}
-	rows, err := t.tx.QueryContext(ctx, q, args...)
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -595,7 +679,7 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 }
 
 func (t *storeTx) PartitionList(ctx context.Context, queueID int64) ([]broker.Partition, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+partitionCols+` FROM partitions WHERE queue_id = ? ORDER BY name`, queueID)
+	rows, err := t.query(ctx, `SELECT `+partitionCols+` FROM partitions WHERE queue_id = ? ORDER BY name`, queueID)
 	if err != nil {
 		return nil, err
 	}
@@ -612,7 +696,7 @@ func (t *storeTx) PartitionList(ctx context.Context, queueID int64) ([]broker.Pa
 }
 
 func (t *storeTx) GroupNames(ctx context.Context, queueID int64) ([]string, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, queueID)
+	rows, err := t.query(ctx, `SELECT g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, queueID)
 	if err != nil {
 		return nil, err
 	}

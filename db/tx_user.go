@@ -19,17 +19,17 @@ func scanUser(s interface{ Scan(...any) error }) (broker.User, error) {
 }
 
 func (t *storeTx) UserByName(ctx context.Context, name string) (broker.User, error) {
-	u, err := scanUser(t.tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
+	u, err := scanUser(t.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
 	return u, notFound(err, "user")
 }
 
 func (t *storeTx) UserByID(ctx context.Context, id int64) (broker.User, error) {
-	u, err := scanUser(t.tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
+	u, err := scanUser(t.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
 	return u, notFound(err, "user")
 }
 
 func (t *storeTx) Users(ctx context.Context) ([]broker.User, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+userCols+` FROM users ORDER BY name`)
+	rows, err := t.query(ctx, `SELECT `+userCols+` FROM users ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
@@ -47,10 +47,10 @@ func (t *storeTx) Users(ctx context.Context) ([]broker.User, error) {
 
 func (t *storeTx) SaveUser(ctx context.Context, u *broker.User) error {
 	if u.ID != 0 {
-		_, err := t.tx.ExecContext(ctx, `UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?`, u.Name, string(u.Role), u.PasswordHash, u.ID)
+		_, err := t.exec(ctx, `UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?`, u.Name, string(u.Role), u.PasswordHash, u.ID)
 		return err
 	}
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, ms(u.CreatedAt))
+	res, err := t.exec(ctx, `INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, ms(u.CreatedAt))
 	if err != nil {
 		return err
 	}
@@ -59,18 +59,18 @@ func (t *storeTx) SaveUser(ctx context.Context, u *broker.User) error {
 }
 
 func (t *storeTx) DeleteUser(ctx context.Context, id int64) error {
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ?`, id); err != nil {
+	if _, err := t.exec(ctx, `DELETE FROM tokens WHERE user_id = ?`, id); err != nil {
 		return err
 	}
 	if err := t.DeleteUserSessions(ctx, id); err != nil {
 		return err
 	}
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
+	_, err := t.exec(ctx, `DELETE FROM users WHERE id = ?`, id)
 	return err
 }
 
 func (t *storeTx) InsertToken(ctx context.Context, tok *broker.Token) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)`, tok.UserID, tok.Name, tok.Hash, ms(tok.CreatedAt))
+	res, err := t.exec(ctx, `INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)`, tok.UserID, tok.Name, tok.Hash, ms(tok.CreatedAt))
 	if err != nil {
 		return err
 	}
@@ -90,12 +90,12 @@ func scanToken(s interface{ Scan(...any) error }) (broker.Token, error) {
 }
 
 func (t *storeTx) TokenByHash(ctx context.Context, hash string) (broker.Token, error) {
-	tok, err := scanToken(t.tx.QueryRowContext(ctx, tokenSelect+` WHERE t.hash = ?`, hash))
+	tok, err := scanToken(t.queryRow(ctx, tokenSelect+` WHERE t.hash = ?`, hash))
 	return tok, notFound(err, "token")
 }
 
 func (t *storeTx) Tokens(ctx context.Context, userID int64) ([]broker.Token, error) {
-	rows, err := t.tx.QueryContext(ctx, tokenSelect+` WHERE t.user_id = ? ORDER BY t.id`, userID)
+	rows, err := t.query(ctx, tokenSelect+` WHERE t.user_id = ? ORDER BY t.id`, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (t *storeTx) Tokens(ctx context.Context, userID int64) ([]broker.Token, err
 }
 
 func (t *storeTx) DeleteToken(ctx context.Context, id, userID int64) error {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM tokens WHERE id = ? AND user_id = ?`, id, userID)
+	res, err := t.exec(ctx, `DELETE FROM tokens WHERE id = ? AND user_id = ?`, id, userID)
 	if err != nil {
 		return err
 	}
@@ -123,23 +123,23 @@ func (t *storeTx) DeleteToken(ctx context.Context, id, userID int64) error {
 }
 
 func (t *storeTx) TouchToken(ctx context.Context, id int64, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?`, ms(at), id)
+	_, err := t.exec(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?`, ms(at), id)
 	return err
 }
 
 func (t *storeTx) Setting(ctx context.Context, key string) (string, error) {
 	var v string
-	err := t.tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
+	err := t.queryRow(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
 	return v, notFound(err, "setting")
 }
 
 func (t *storeTx) SetSetting(ctx context.Context, key, value string) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	_, err := t.exec(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	return err
 }
 
 func (t *storeTx) InsertSession(ctx context.Context, s *broker.Session) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
+	res, err := t.exec(ctx, `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 		s.Hash, s.UserID, ms(s.CreatedAt), ms(s.ExpiresAt), ms(s.LastSeenAt))
 	if err != nil {
 		return err
@@ -151,28 +151,28 @@ func (t *storeTx) InsertSession(ctx context.Context, s *broker.Session) error {
 func (t *storeTx) SessionByHash(ctx context.Context, hash string) (broker.Session, error) {
 	var s broker.Session
 	var created, expires, seen int64
-	err := t.tx.QueryRowContext(ctx, `SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = ?`, hash).
+	err := t.queryRow(ctx, `SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = ?`, hash).
 		Scan(&s.ID, &s.Hash, &s.UserID, &created, &expires, &seen)
 	s.CreatedAt, s.ExpiresAt, s.LastSeenAt = fromMS(created), fromMS(expires), fromMS(seen)
 	return s, notFound(err, "session")
 }
 
 func (t *storeTx) TouchSession(ctx context.Context, id int64, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`, ms(at), id, ms(at))
+	_, err := t.exec(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`, ms(at), id, ms(at))
 	return err
 }
 
 func (t *storeTx) DeleteSession(ctx context.Context, hash string) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
+	_, err := t.exec(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
 	return err
 }
 
 func (t *storeTx) DeleteUserSessions(ctx context.Context, userID int64) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID)
+	_, err := t.exec(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID)
 	return err
 }
 
 func (t *storeTx) DeleteExpiredSessions(ctx context.Context, now, idleSince time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ? OR last_seen_at <= ?`, ms(now), ms(idleSince))
+	_, err := t.exec(ctx, `DELETE FROM sessions WHERE expires_at <= ? OR last_seen_at <= ?`, ms(now), ms(idleSince))
 	return err
 }

@@ -22,7 +22,7 @@ func (v *visit) notPwned(where string) {
 	if got := v.eval(`() => typeof window.__pwned`); got != "undefined" {
 		v.t.Errorf("%s: window.__pwned is set (%v): a payload or error ran as script", where, v.eval(`() => String(window.__pwned)`))
 	}
-	if n := v.eval(`() => document.querySelectorAll("#main script, #main img, [onerror], [data-testid=dl-error] *, [data-testid=dl-error-full] *, [data-testid^=payload-] *, [data-testid=top-error] .text *").length`); n != 0 {
+	if n := v.eval(`() => document.querySelectorAll("#main script, #main img, [onerror], [data-testid=dl-error] *, [data-testid=dl-error-full] *, [data-testid=payload-pretty] *, [data-testid=payload-raw] *, [data-testid=top-error] .text *").length`); n != 0 {
 		v.t.Errorf("%s: %v elements made from a payload or an error", where, n)
 	}
 }

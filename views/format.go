@@ -1,7 +1,6 @@
 package views
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -101,6 +100,28 @@ func Cut(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
+// bidiControls are the invisible characters that reorder the text after
+// them: the explicit embeddings, overrides and isolates (U+202A-U+202E,
+// U+2066-U+2069), the "Trojan Source" characters of CVE-2021-42574.
+const bidiControls = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+var revealer = strings.NewReplacer(
+	"\u202a", `\u202a`, "\u202b", `\u202b`, "\u202c", `\u202c`, "\u202d", `\u202d`, "\u202e", `\u202e`,
+	"\u2066", `\u2066`, "\u2067", `\u2067`, "\u2068", `\u2068`, "\u2069", `\u2069`)
+
+// Reveal writes the bidi controls of untrusted text as escapes (\u202e),
+// the way JSON and Go would: shown, not applied. Otherwise a payload or an
+// error could make the page read backwards: "invoice-\u202efdp.exe" shows
+// as "invoice-exe.pdf", and the override runs on over what follows it on
+// the line. Only for text on the page: copy buttons and form values keep
+// the original.
+func Reveal(s string) string {
+	if !strings.ContainsAny(s, bidiControls) {
+		return s
+	}
+	return revealer.Replace(s)
+}
+
 // Bytes says a size for people: "512 B", "1.5 KB", "3.2 MB".
 func Bytes(n int) string {
 	switch {
@@ -116,9 +137,16 @@ func Bytes(n int) string {
 // PayloadPreview is how many bytes of a payload the page shows until asked.
 const PayloadPreview = 64 << 10
 
+// MaxIndent is how many bytes indenting may add to a payload in the full
+// view. Indentation grows with the square of the depth: a 20 KB payload
+// nested 10,000 deep would indent to 200 MB, so past this the pretty view
+// shows it as sent.
+const MaxIndent = 4 << 20
+
 // MakePayload prepares a payload for the page: indented when it is JSON,
 // cut to limit bytes (0: no limit), and escaped when it is not valid text.
-// It never fails: whatever a producer sent, the page can show.
+// It never fails: whatever a producer sent, the page can show, in time
+// and memory bounded by the payload's size and limit.
 func MakePayload(raw []byte, limit int) Payload {
 	p := Payload{Size: len(raw)}
 	if !utf8.Valid(raw) {
@@ -126,17 +154,94 @@ func MakePayload(raw []byte, limit int) Payload {
 		raw = []byte(strconv.QuoteToASCII(string(raw)))
 	}
 	p.IsJSON = !p.Binary && json.Valid(raw)
-	pretty := raw
+	pretty, prettyCut := raw, false
 	if p.IsJSON {
-		var b bytes.Buffer
-		// Indent keeps numbers and key order exactly as sent.
-		if err := json.Indent(&b, raw, "", "  "); err == nil {
-			pretty = b.Bytes()
+		budget := limit
+		if limit <= 0 {
+			budget = len(raw) + MaxIndent
+		}
+		var full bool
+		pretty, full = indent(raw, budget)
+		switch {
+		case full && limit > 0:
+			prettyCut = true
+		case full:
+			pretty = raw // too deep to indent in full: shown as sent
 		}
 	}
 	p.Raw, p.Pretty = cutBytes(raw, limit), cutBytes(pretty, limit)
-	p.Truncated = len(p.Raw) < len(raw) || len(p.Pretty) < len(pretty)
+	p.Truncated = prettyCut || len(p.Raw) < len(raw) || len(p.Pretty) < len(pretty)
+	if p.Truncated {
+		p.Limit = limit
+	}
 	return p
+}
+
+// indent indents valid JSON by two spaces, as json.Indent does (numbers,
+// strings and key order stay exactly as sent), but stops once the output
+// holds budget bytes and then reports full: json.Indent would build the
+// whole indented form, however large, before the page cut it.
+func indent(src []byte, budget int) (out []byte, full bool) {
+	out = make([]byte, 0, min(budget, 2*len(src)+64))
+	newline := func(depth int) {
+		out = append(out, '\n')
+		for i := 0; i < depth && len(out) <= budget; i++ {
+			out = append(out, ' ', ' ')
+		}
+	}
+	depth, open, inString, escaped := 0, false, false, false
+	for _, c := range src {
+		if len(out) > budget {
+			return out, true
+		}
+		if inString {
+			out = append(out, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		// An object or array opened just before: indent its first value,
+		// unless it closes at once ({} and [] stay on one line).
+		if open && c != '}' && c != ']' {
+			open = false
+			depth++
+			newline(depth)
+		}
+		switch c {
+		case '"':
+			inString = true
+			out = append(out, c)
+		case '{', '[':
+			open = true
+			out = append(out, c)
+		case ',':
+			out = append(out, c)
+			newline(depth)
+		case ':':
+			out = append(out, c, ' ')
+		case '}', ']':
+			if open {
+				open = false
+			} else {
+				depth--
+				newline(depth)
+			}
+			out = append(out, c)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, len(out) > budget
 }
 
 // cutBytes cuts b to at most limit bytes on a rune boundary (0: no limit).

@@ -225,6 +225,7 @@ type Payload struct {
 	IsJSON    bool
 	Size      int // bytes
 	Truncated bool
+	Limit     int  // when Truncated: the bytes shown of each view
 	Binary    bool // not valid UTF-8: shown escaped
 }
 

@@ -157,6 +157,57 @@ func TestMakePayload(t *testing.T) {
 	}
 }
 
+// Bidi controls in untrusted text are shown as escapes, never applied:
+// "invoice-<RLO>fdp.exe" would read "invoice-exe.pdf". Copy buttons copy
+// the text as it is.
+func TestRevealShowsBidiControls(t *testing.T) {
+	t.Parallel()
+	if got := views.Reveal("invoice-\u202efdp.exe"); got != `invoice-\u202efdp.exe` {
+		t.Errorf("Reveal: %q", got)
+	}
+	all := "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+	if got := views.Reveal(all); got != `\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069` {
+		t.Errorf("Reveal: %q", got)
+	}
+	if plain := "שלום — plain text, \u200f kept"; views.Reveal(plain) != plain {
+		t.Errorf("Reveal changed %q", plain)
+	}
+	rtl := "invoice-\u202efdp.exe"
+	r := row("a", rtl)
+	r.TxID = rtl
+	d, _ := doc(t, views.DeadLettersView(list(true, r)))
+	detail := views.DeadLetterDetail{Page: views.Page{Now: now}, ID: "a", Queue: "q", Error: rtl, TxID: rtl, TraceID: rtl,
+		Payload: views.MakePayload([]byte(`{"file":"`+rtl+`"}`), 0)}
+	d2, _ := doc(t, views.DeadLetterView(detail))
+	for name, d := range map[string]*goquery.Document{"list": d, "detail": d2} {
+		if text := d.Find("body").Text(); strings.ContainsRune(text, '\u202e') || !strings.Contains(text, `invoice-\u202efdp.exe`) {
+			t.Errorf("%s: the override is applied, or not shown", name)
+		}
+	}
+	if got, _ := d2.Find(`[data-testid="fact-tx"] [data-copy]`).Attr("data-copy"); got != rtl {
+		t.Errorf("copy button copies %q", got)
+	}
+}
+
+// A small payload nested deep would indent to hundreds of megabytes: the
+// preview stops at its limit, the full view shows it as sent.
+func TestMakePayloadBoundsDeepNesting(t *testing.T) {
+	t.Parallel()
+	raw := []byte(strings.Repeat("[", 10000) + strings.Repeat("]", 10000))
+	start := time.Now()
+	p := views.MakePayload(raw, views.PayloadPreview)
+	if !p.IsJSON || !p.Truncated || len(p.Pretty) > views.PayloadPreview || p.Raw != string(raw) || p.Limit != views.PayloadPreview {
+		t.Fatalf("preview: json %v truncated %v pretty %d bytes limit %d", p.IsJSON, p.Truncated, len(p.Pretty), p.Limit)
+	}
+	full := views.MakePayload(raw, 0)
+	if full.Truncated || full.Pretty != string(raw) {
+		t.Fatalf("full view: truncated %v, pretty %d bytes", full.Truncated, len(full.Pretty))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
 func TestFormatting(t *testing.T) {
 	t.Parallel()
 	if got := views.Count(1234567); got != "1,234,567" {

@@ -14,6 +14,10 @@ import (
 // not say.
 const defaultPopTimeout = 30000 // ms
 
+// maxPopTimeout is the longest long-poll, in milliseconds: the broker's
+// limit of 10 minutes.
+const maxPopTimeout = 600000
+
 // parsePopRequest reads a pop's path and query parameters.
 func parsePopRequest(c echo.Context) (broker.PopRequest, error) {
 	var req broker.PopRequest
@@ -37,6 +41,11 @@ func parsePopRequest(c echo.Context) (broker.PopRequest, error) {
 	timeout, err := queryInt(c, "timeout", defaultPopTimeout)
 	if err != nil {
 		return req, err
+	}
+	// Checked here, before it is multiplied into a time.Duration: a huge
+	// number would overflow into a short wait.
+	if timeout < 0 || timeout > maxPopTimeout {
+		return req, badRequest("query parameter timeout must be between 0 and %d (milliseconds)", maxPopTimeout)
 	}
 	req.Timeout = time.Duration(timeout) * time.Millisecond
 	if req.AutoAck, err = queryBool(c, "autoAck"); err != nil {

@@ -2,7 +2,9 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -56,9 +58,29 @@ func (s *Server) pushMessages(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
+	if err := s.checkPayloads("items", req.Items); err != nil {
+		return err
+	}
 	res, err := s.broker.Push(c.Request().Context(), pushItems(req.Items))
 	if err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusCreated, newPushResultViews(res))
+}
+
+// checkPayloads refuses an item whose payload is over the server's limit
+// (413) or is not UTF-8 (400: JSON text must be, and a consumer's JSON
+// parser may refuse a whole batch over one such message); where names the
+// list in the message ("items", "operations[2].items").
+func (s *Server) checkPayloads(where string, items []pushItem) error {
+	for i, it := range items {
+		if n := int64(len(it.Payload)); n > s.maxPayload {
+			return &apiError{status: http.StatusRequestEntityTooLarge,
+				message: fmt.Sprintf("%s[%d]: payload is %d bytes, over the limit of %d bytes per payload", where, i, n, s.maxPayload)}
+		}
+		if !utf8.Valid(it.Payload) {
+			return badRequest("%s[%d]: payload is not valid UTF-8: JSON text must be (send binary data base64-encoded)", where, i)
+		}
+	}
+	return nil
 }

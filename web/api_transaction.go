@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -42,6 +43,9 @@ func (s *Server) runTransaction(c echo.Context) error {
 	}
 	ops := make([]broker.Operation, len(req.Operations))
 	for i, op := range req.Operations {
+		if err := s.checkPayloads(fmt.Sprintf("operations[%d].items", i), op.Items); err != nil {
+			return err
+		}
 		ops[i] = broker.Operation{Type: op.Type, Ack: op.ack(), Items: pushItems(op.Items)}
 	}
 	res, err := s.broker.Transaction(c.Request().Context(), ops)

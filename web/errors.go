@@ -34,6 +34,14 @@ type errorResponse struct {
 // the cause.
 const internalMessage = "internal error"
 
+// unavailableMessage answers a request the database could not take
+// (broker.ErrUnavailable): busy or locked by another process.
+const unavailableMessage = "the database is busy; nothing was changed, try again in a moment"
+
+// retryAfter is the Retry-After of a 503, in seconds: a lock held by
+// another process is usually short (a backup step, a shell transaction).
+const retryAfter = "1"
+
 // statusOf maps an error to the status and message the caller sees. ok is
 // false for internal errors, whose text must not be shown.
 func statusOf(err error) (status int, message string, ok bool) {
@@ -42,6 +50,8 @@ func statusOf(err error) (status int, message string, ok bool) {
 	var he *echo.HTTPError
 	var mb *http.MaxBytesError
 	switch {
+	case errors.Is(err, broker.ErrUnavailable):
+		return http.StatusServiceUnavailable, unavailableMessage, true
 	case errors.As(err, &ae):
 		return ae.status, ae.message, true
 	case errors.As(err, &mb):
@@ -87,6 +97,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if !ok {
 		s.log.ErrorContext(ctx, "request failed", "method", c.Request().Method, "route", c.Path(), "error", err)
 	}
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", retryAfter)
+		if errors.Is(err, broker.ErrUnavailable) {
+			s.log.WarnContext(ctx, "request refused: database unavailable", "method", c.Request().Method, "route", c.Path(), "error", err)
+		}
+	}
 	if isPage(c.Request().URL.Path) {
 		if werr := s.renderError(c, status, pageMessage(status, message)); werr != nil {
 			s.log.ErrorContext(ctx, "write error page", "error", werr)
@@ -107,6 +123,8 @@ func pageMessage(status int, message string) string {
 		}
 	case http.StatusInternalServerError:
 		return "Something went wrong on our side. It has been logged; try again in a moment."
+	case http.StatusServiceUnavailable:
+		return "The database is busy (another program holds a lock on it), so nothing was changed. Try again in a moment."
 	}
 	if message == "" {
 		return http.StatusText(status)

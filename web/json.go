@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -62,11 +63,25 @@ func decodeJSON(c echo.Context, dst any) error {
 		return decodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return err
+		if berr := bodyError(err); berr != nil {
+			return berr
 		}
 		return badRequest("malformed JSON: the body must hold a single JSON value")
+	}
+	return nil
+}
+
+// bodyError is the answer to a body that could not be read in full: too
+// large (413, answered by handleError) or too slow (408: the server's read
+// timeout passed); nil for other errors.
+func bodyError(err error) error {
+	var mb *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mb):
+		return err
+	case errors.As(err, &ne) && ne.Timeout():
+		return &apiError{status: http.StatusRequestTimeout, message: "the request body did not arrive in time"}
 	}
 	return nil
 }
@@ -75,10 +90,10 @@ func decodeJSON(c echo.Context, dst any) error {
 func decodeError(err error) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	var mb *http.MaxBytesError
+	if berr := bodyError(err); berr != nil {
+		return berr
+	}
 	switch {
-	case errors.As(err, &mb):
-		return err
 	case errors.Is(err, io.EOF):
 		return badRequest("request body is empty: a JSON object is required")
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -35,7 +35,8 @@ func (s *Server) renderLogin(c echo.Context, status int, v views.Login) error {
 
 // login checks a user name and password and opens a session: a new one at
 // every login, replacing the one the browser had. Failures are slowed down
-// (login_limit.go) and audited by the broker; passwords are never logged.
+// (login_limit.go) and audited by the broker; passwords are never logged,
+// nor names that are no user's.
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	name := strings.TrimSpace(c.FormValue("name"))
@@ -49,7 +50,9 @@ func (s *Server) login(c echo.Context) error {
 	keys := loginKeys(ip, name)
 	if wait := s.limiter.wait(keys...); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
-		s.log.WarnContext(ctx, "login refused: too many failures", "user", name, "from", ip)
+		// Not the name: it may be a password typed into the wrong field
+		// (the audit keeps the names of failed logins).
+		s.log.WarnContext(ctx, "login refused: too many failures", "from", ip)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		v.Error = fmt.Sprintf("Too many failed logins: wait %d s and try again.", secs)
 		return s.renderLogin(c, http.StatusTooManyRequests, v)
@@ -58,6 +61,7 @@ func (s *Server) login(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	known := false // name is a user's
 	secret, u, err := s.broker.Login(ctx, broker.LoginRequest{
 		Name:     name,
 		From:     ip,
@@ -67,11 +71,18 @@ func (s *Server) login(c echo.Context) error {
 				password.Match(s.dummy.get(), pw)
 				return false
 			}
+			known = true
 			return password.Match(hash, pw)
 		},
 	})
 	if errors.Is(err, broker.ErrDenied) {
-		s.log.InfoContext(ctx, "login failed", "user", name, "from", ip)
+		if known {
+			s.log.InfoContext(ctx, "login failed", "user", name, "from", ip)
+		} else {
+			// The name of no user is not logged: it is often a password
+			// typed into the wrong field.
+			s.log.InfoContext(ctx, "login failed: no such user", "from", ip)
+		}
 		s.sleep(ctx, s.limiter.fail(keys...))
 		v.Error = wrongLogin
 		return s.renderLogin(c, http.StatusUnauthorized, v)

@@ -174,7 +174,7 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		Groups:        brief.Groups,
 		Filter:        views.DeadLetterFilter{Group: f.Group, Partition: f.Partition, Since: f.Since, From: f.From, To: f.To, Error: f.Error, TxID: f.TxID, Size: size},
 		Matching:      page.Total,
-		MatchingKnown: true,
+		MatchingKnown: !page.TotalCapped,
 		FilterQuery:   f.values().Encode(),
 	}
 	for _, p := range brief.Partitions {

@@ -21,6 +21,10 @@ import (
 // DefaultMaxBodyBytes caps a request body when Config.MaxBodyBytes is unset.
 const DefaultMaxBodyBytes = 8 << 20
 
+// DefaultMaxPayloadBytes caps one pushed payload when
+// Config.MaxPayloadBytes is unset.
+const DefaultMaxPayloadBytes = 1 << 20
+
 // Config configures the HTTP server.
 type Config struct {
 	Broker *broker.Broker
@@ -46,6 +50,10 @@ type Config struct {
 	SleepFunc func(ctx context.Context, d time.Duration)
 	// MaxBodyBytes caps a request body (default 8 MiB).
 	MaxBodyBytes int64
+	// MaxPayloadBytes caps each payload of a push, as sent (default 1
+	// MiB): a larger one is refused with 413 and the item's index
+	// (LAZARUS_MAX_PAYLOAD_BYTES). MaxBodyBytes still caps the whole body.
+	MaxPayloadBytes int64
 	// Clock tells the pages the time (default broker.SystemClock).
 	Clock broker.Clock
 	// MetricsPublic serves /metrics without a token; otherwise it needs a
@@ -65,6 +73,8 @@ type Server struct {
 	metrics *metrics
 	// metricsPublic: /metrics needs no token.
 	metricsPublic bool
+	// maxPayload caps each pushed payload.
+	maxPayload int64
 
 	// Dashboard sign-in.
 	cookies    cookieJar
@@ -82,6 +92,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxPayloadBytes <= 0 {
+		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = broker.SystemClock
@@ -105,6 +118,7 @@ func New(cfg Config) *Server {
 		metrics: newMetrics(cfg.Broker, cfg.Clock),
 
 		metricsPublic: cfg.MetricsPublic,
+		maxPayload:    cfg.MaxPayloadBytes,
 
 		cookies:    cookieJar{broker: cfg.Broker},
 		secure:     cfg.SecureCookies,

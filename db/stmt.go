@@ -1,0 +1,77 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// maxStatements caps the statements kept prepared: the queries of the
+// broker are few, but dead-letter filters combine into more.
+const maxStatements = 512
+
+// stmtCache keeps statements prepared, so that a hot query is parsed once,
+// not at every call.
+type stmtCache struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func newStmtCache(db *sql.DB) *stmtCache {
+	return &stmtCache{db: db, m: map[string]*sql.Stmt{}}
+}
+
+// get returns the prepared statement of query, or nil when it cannot be
+// kept (the cache is full, or preparing failed: the caller then runs the
+// query as it is and sees the error there).
+func (c *stmtCache) get(ctx context.Context, query string) *sql.Stmt {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st
+	}
+	if len(c.m) >= maxStatements {
+		return nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	c.m[query] = st
+	return st
+}
+
+// close closes every kept statement.
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q, st := range c.m {
+		st.Close()
+		delete(c.m, q)
+	}
+}
+
+func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmts.get(ctx, query); st != nil {
+		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t *storeTx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmts.get(ctx, query); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmts.get(ctx, query); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
