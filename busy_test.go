@@ -55,7 +55,7 @@ func lockDatabase(t *testing.T, path string) (release func()) {
 // and changes nothing; whatever only reads keeps working.
 func TestBusyDatabaseAnswers503AndReadsGoOn(t *testing.T) {
 	t.Parallel()
-	const busy = 700 * time.Millisecond
+	const busy = time.Second
 	s := startServer(t, Config{Sync: db.SyncFull, BusyTimeout: busy, AdminToken: "s3cret-token", AdminPassword: "correct horse battery"})
 
 	// A dead letter to replay, and a logged-in dashboard user.
@@ -99,7 +99,7 @@ func TestBusyDatabaseAnswers503AndReadsGoOn(t *testing.T) {
 		if json.Unmarshal(body, &e) != nil || !strings.Contains(e.Error, "busy") {
 			t.Errorf("%s while locked: body %s, want a JSON error saying the database is busy", w.name, body)
 		}
-		if took > busy+2*time.Second {
+		if took > busy+busy*6/10 {
 			t.Errorf("%s while locked answered after %s, want about the busy timeout %s", w.name, took, busy)
 		}
 	}
@@ -110,8 +110,8 @@ func TestBusyDatabaseAnswers503AndReadsGoOn(t *testing.T) {
 		if resp, body := s.do(http.MethodGet, path, "", nil); resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s while locked: %d %s, want 200", path, resp.StatusCode, body)
 		}
-		if took := time.Since(start); took > busy/2 {
-			t.Errorf("GET %s while locked took %s", path, took)
+		if took := time.Since(start); took >= busy {
+			t.Errorf("GET %s while locked took %s: it waited for the lock", path, took)
 		}
 	}
 	for _, path := range []string{"/", "/queues/q", "/queues/q/dead-letters", "/queues/q/dead-letters/" + m.ID + "?group=g", "/audit"} {

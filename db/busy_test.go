@@ -55,7 +55,7 @@ func TestBusyDatabaseRefusesWritesInBoundedTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "l.db")
-	const busy = 500 * time.Millisecond
+	const busy = time.Second
 	d, err := db.OpenWith(ctx, path, db.Options{Sync: db.SyncNormal, BusyTimeout: busy})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestBusyDatabaseRefusesWritesInBoundedTime(t *testing.T) {
 			out <- outcome{err, time.Since(t0)}
 		}()
 		if i == 0 {
-			time.Sleep(busy / 4) // the first is being written when the others come
+			time.Sleep(busy / 10) // the first is being written when the others come
 		}
 	}
 	// Reads are not held up meanwhile (WAL).
@@ -90,16 +90,17 @@ func TestBusyDatabaseRefusesWritesInBoundedTime(t *testing.T) {
 	if err != nil || len(q.Partitions) != 1 || q.Partitions[0].Messages != 1 {
 		t.Fatalf("read while locked: %+v %v", q, err)
 	}
-	if took := time.Since(t0); took > busy/2 {
-		t.Errorf("a read took %s while the write lock was held", took)
+	if took := time.Since(t0); took >= busy {
+		t.Errorf("a read took %s while the write lock was held: it waited for the lock", took)
 	}
 	for range writers {
 		o := <-out
 		if !errors.Is(o.err, broker.ErrUnavailable) {
 			t.Errorf("a write while locked returned %v, want broker.ErrUnavailable", o.err)
 		}
-		// Each waited one busy timeout, not one per group ahead of it.
-		if o.took > busy+busy*3/4 {
+		// Each waited one busy timeout, not one per group ahead of it
+		// (the margin is for a loaded machine).
+		if o.took > busy*16/10 {
 			t.Errorf("a write was refused after %s, want about the busy timeout (%s)", o.took, busy)
 		}
 	}
