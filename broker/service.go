@@ -16,6 +16,7 @@ type Broker struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // queue name -> closed on news
+	cache   *cache
 	closed  chan struct{}
 }
 
@@ -28,7 +29,7 @@ type Config struct {
 
 // New returns a Broker over cfg.Store.
 func New(cfg Config) *Broker {
-	b := &Broker{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, waiters: map[string]chan struct{}{}, closed: make(chan struct{})}
+	b := &Broker{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, waiters: map[string]chan struct{}{}, closed: make(chan struct{}), cache: newCache()}
 	if b.clock == nil {
 		b.clock = SystemClock
 	}
@@ -80,14 +81,19 @@ func (b *Broker) notify(queues ...string) {
 // the waiters of the queues fn touched.
 func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue string)) error) error {
 	var queues []string
+	var cached *cacheTx
 	err := b.store.Update(ctx, func(tx Tx) error {
 		queues = queues[:0]
-		acc := &statsTx{Tx: tx}
+		cached = newCacheTx(tx, b.cache)
+		acc := &statsTx{Tx: cached}
 		if err := fn(acc, func(q string) { queues = append(queues, q) }); err != nil {
 			return err
 		}
 		return acc.flush(ctx, b.now())
 	})
+	if err == nil && cached != nil {
+		cached.commit()
+	}
 	if err == nil && len(queues) > 0 {
 		b.notify(queues...)
 	}
