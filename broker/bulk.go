@@ -53,6 +53,7 @@ func (b *Broker) bulkIDs(ctx context.Context, ids []string, actor, action string
 		return res, errorf(ErrInvalid, "ids: at most %d per call; use a filter for more", MaxBulkIDs)
 	}
 	ids = uniqueStrings(ids)
+	ctx = LowPriority(ctx)
 	for start := 0; start < len(ids); start += bulkChunk {
 		chunk := ids[start:min(start+bulkChunk, len(ids))]
 		var done, skipped int
@@ -109,6 +110,7 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 	if err := q.validate(); err != nil {
 		return res, err
 	}
+	ctx = LowPriority(ctx)
 	var maxID int64
 	if err := b.store.View(ctx, func(tx Tx) (err error) {
 		maxID, err = tx.MaxDeadLetterID(ctx)

@@ -14,6 +14,21 @@ type Store interface {
 	View(ctx context.Context, fn func(Tx) error) error
 }
 
+type lowPriorityKey struct{}
+
+// LowPriority marks a context's writes as background work (bulk replay
+// and delete): the store runs them when no other write is waiting, and
+// alone, so that producers and workers are not held up by them.
+func LowPriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lowPriorityKey{}, true)
+}
+
+// IsLowPriority reports whether ctx was marked by LowPriority.
+func IsLowPriority(ctx context.Context) bool {
+	v, _ := ctx.Value(lowPriorityKey{}).(bool)
+	return v
+}
+
 // Tx is what the rules need from storage, inside one transaction. Lookups
 // that find nothing return ErrNotFound.
 type Tx interface {

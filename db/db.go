@@ -49,6 +49,7 @@ type DB struct {
 	// The writer goroutine takes Updates from writes and commits them in
 	// groups (see writer).
 	writes   chan writeRequest
+	bulk     chan writeRequest // low-priority writes (broker.LowPriority)
 	stop     chan struct{}
 	stopped  chan struct{}
 	closeMu  sync.Mutex
@@ -141,7 +142,7 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	d := &DB{write: write, read: read, path: path, writes: make(chan writeRequest), stop: make(chan struct{}), stopped: make(chan struct{})}
+	d := &DB{write: write, read: read, path: path, writes: make(chan writeRequest), bulk: make(chan writeRequest), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if err := d.migrate(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
@@ -339,8 +340,12 @@ type writeRequest struct {
 // affect the others; Update returns once its group has committed.
 func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
 	req := writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	queue := d.writes
+	if broker.IsLowPriority(ctx) {
+		queue = d.bulk
+	}
 	select {
-	case d.writes <- req:
+	case queue <- req:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-d.stop:
@@ -360,8 +365,18 @@ func (d *DB) writer() {
 		select {
 		case r := <-d.writes:
 			group = append(group, r)
-		case <-d.stop:
-			return
+		default:
+			// Background writes run only when nothing else waits, and
+			// alone: a producer waits at most for one of them.
+			select {
+			case r := <-d.writes:
+				group = append(group, r)
+			case r := <-d.bulk:
+				d.commit([]writeRequest{r})
+				continue
+			case <-d.stop:
+				return
+			}
 		}
 	gather:
 		for len(group) < maxGroup {
