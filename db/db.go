@@ -322,6 +322,11 @@ func (d *DB) applyMigration(ctx context.Context, version int, name, body string)
 // ErrClosed is the error of an Update after Close.
 var ErrClosed = errors.New("database closed")
 
+// bulkGrace is how long background writes hold back for other writes
+// after any write: enough for a caller that was just answered to send its
+// next one.
+const bulkGrace = time.Millisecond
+
 // maxGroup caps how many Updates share one transaction.
 const maxGroup = 256
 
@@ -367,15 +372,29 @@ func (d *DB) writer() {
 			group = append(group, r)
 		default:
 			// Background writes run only when nothing else waits, and
-			// alone: a producer waits at most for one of them.
+			// alone: a producer waits at most for one of them. A writer
+			// that was just answered gets bulkGrace to send its next
+			// write before a background one goes ahead of it.
+			grace := time.NewTimer(bulkGrace)
 			select {
 			case r := <-d.writes:
 				group = append(group, r)
-			case r := <-d.bulk:
-				d.commit([]writeRequest{r})
-				continue
+			case <-grace.C:
 			case <-d.stop:
+				grace.Stop()
 				return
+			}
+			grace.Stop()
+			if len(group) == 0 {
+				select {
+				case r := <-d.writes:
+					group = append(group, r)
+				case r := <-d.bulk:
+					d.commit([]writeRequest{r})
+					continue
+				case <-d.stop:
+					return
+				}
 			}
 		}
 	gather:
