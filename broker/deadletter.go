@@ -380,10 +380,7 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage,
 	}
 	var out Triage
 	err := b.store.View(ctx, func(tx Tx) error {
-		qu, err := tx.QueueByName(ctx, q.Queue)
-		if isNotFound(err) {
-			return errorf(ErrNotFound, "queue %q not found", truncate(q.Queue, 64))
-		}
+		qu, err := queueNamed(ctx, tx, q.Queue)
 		if err != nil {
 			return err
 		}

@@ -137,14 +137,20 @@ func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
 	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueSummary, error) { return describe(ctx, tx, q, b.now()) })
 }
 
+// queueNamed returns the named queue, or an ErrNotFound that names it.
+func queueNamed(ctx context.Context, tx Tx, name string) (Queue, error) {
+	q, err := tx.QueueByName(ctx, name)
+	if isNotFound(err) {
+		return q, errorf(ErrNotFound, "queue %q not found", truncate(name, 64))
+	}
+	return q, err
+}
+
 // Queue describes one queue.
 func (b *Broker) Queue(ctx context.Context, name string) (QueueSummary, error) {
 	var out QueueSummary
 	err := b.store.View(ctx, func(tx Tx) error {
-		q, err := tx.QueueByName(ctx, name)
-		if isNotFound(err) {
-			return errorf(ErrNotFound, "queue %q not found", truncate(name, 64))
-		}
+		q, err := queueNamed(ctx, tx, name)
 		if err != nil {
 			return err
 		}
@@ -173,10 +179,7 @@ func describe(ctx context.Context, tx Tx, q Queue, now time.Time) (QueueSummary,
 // dead letters.
 func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
 	return b.update(ctx, func(tx Tx, touched func(string)) error {
-		q, err := tx.QueueByName(ctx, name)
-		if isNotFound(err) {
-			return errorf(ErrNotFound, "queue %q not found", truncate(name, 64))
-		}
+		q, err := queueNamed(ctx, tx, name)
 		if err != nil {
 			return err
 		}
@@ -230,10 +233,7 @@ func (b *Broker) Briefs(ctx context.Context) ([]QueueBrief, error) {
 func (b *Broker) Brief(ctx context.Context, name string) (QueueBrief, error) {
 	var out QueueBrief
 	err := b.store.View(ctx, func(tx Tx) error {
-		q, err := tx.QueueByName(ctx, name)
-		if isNotFound(err) {
-			return errorf(ErrNotFound, "queue %q not found", truncate(name, 64))
-		}
+		q, err := queueNamed(ctx, tx, name)
 		if err != nil {
 			return err
 		}

@@ -90,10 +90,7 @@ func (b *Broker) History(ctx context.Context, q HistoryQuery) ([]Series, error) 
 	err := b.store.View(ctx, func(tx Tx) error {
 		var queueID int64
 		if q.Queue != "" {
-			qu, err := tx.QueueByName(ctx, q.Queue)
-			if isNotFound(err) {
-				return errorf(ErrNotFound, "queue %q not found", truncate(q.Queue, 64))
-			}
+			qu, err := queueNamed(ctx, tx, q.Queue)
 			if err != nil {
 				return err
 			}
