@@ -45,6 +45,10 @@ type DB struct {
 	write *sql.DB
 	read  *sql.DB
 	path  string
+	// wconn is the writer goroutine's own connection of the write pool,
+	// held for the life of the DB; the pool's other connection serves
+	// migrations and tools (WriteDB).
+	wconn *sql.Conn
 
 	// The writer goroutine takes Updates from writes and commits them in
 	// groups (see writer).
@@ -151,7 +155,11 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
-	d.writeStmts, d.readStmts = newStmtCache(write), newStmtCache(read)
+	if d.wconn, err = write.Conn(ctx); err != nil {
+		errors.Join(read.Close(), write.Close())
+		return nil, err
+	}
+	d.writeStmts, d.readStmts = newStmtCache(d.wconn), newStmtCache(read)
 	go d.writer()
 	return d, nil
 }
@@ -253,7 +261,7 @@ func (d *DB) Close() error {
 	<-d.stopped
 	d.writeStmts.close()
 	d.readStmts.close()
-	return errors.Join(d.read.Close(), d.write.Close())
+	return errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
 }
 
 // Ping checks that the database answers a query.
@@ -418,8 +426,7 @@ func (d *DB) commit(group []writeRequest) {
 			r.done <- errs[i]
 		}
 	}
-	tx, err := d.write.BeginTx(context.Background(), nil)
-	if err != nil {
+	if err := d.exec("BEGIN IMMEDIATE"); err != nil {
 		err = fmt.Errorf("begin: %w", err)
 		for i := range errs {
 			errs[i] = err
@@ -433,7 +440,7 @@ func (d *DB) commit(group []writeRequest) {
 		}
 		return
 	}
-	st := &storeTx{tx: tx, stmts: d.writeStmts}
+	st := &storeTx{conn: d.wconn, stmts: d.writeStmts}
 	ok := 0
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
@@ -444,11 +451,11 @@ func (d *DB) commit(group []writeRequest) {
 			errs[i] = run(r.fn, st)
 		} else {
 			var broken error
-			errs[i], broken = savepoint(r.ctx, tx, func() error { return run(r.fn, st) })
+			errs[i], broken = savepoint(d.exec, func() error { return run(r.fn, st) })
 			if broken != nil {
 				// The transaction can no longer be trusted: nothing of the
 				// group commits.
-				_ = tx.Rollback()
+				d.rollback()
 				for j := range errs {
 					errs[j] = broken
 				}
@@ -461,11 +468,13 @@ func (d *DB) commit(group []writeRequest) {
 		}
 	}
 	if ok == 0 {
-		_ = tx.Rollback()
+		d.rollback()
 		answer()
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	if err := d.exec("COMMIT"); err != nil {
+		// SQLite may leave the transaction open when COMMIT fails.
+		d.rollback()
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("commit: %w", err)
@@ -499,22 +508,43 @@ func run(fn func(broker.Tx) error, tx broker.Tx) (err error) {
 	return fn(tx)
 }
 
-// savepoint runs fn inside a savepoint of tx, rolling back to it when fn
-// fails. broken is set when the savepoint itself could not be handled.
-func savepoint(ctx context.Context, tx *sql.Tx, fn func() error) (err, broken error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+// exec runs a statement of the writer's own (BEGIN, COMMIT, savepoints)
+// on its connection.
+func (d *DB) exec(stmt string) error {
+	_, err := d.wconn.ExecContext(context.Background(), stmt)
+	return err
+}
+
+// rollback ends the writer's transaction, if SQLite has not already.
+func (d *DB) rollback() {
+	if d.wconn.Raw(func(c any) error {
+		if sc, ok := c.(*sqlite3.SQLiteConn); ok && sc.AutoCommit() {
+			return errNoTx
+		}
+		return nil
+	}) == nil {
+		_ = d.exec("ROLLBACK")
+	}
+}
+
+var errNoTx = errors.New("no transaction")
+
+// savepoint runs fn inside a savepoint, rolling back to it when fn fails.
+// broken is set when the savepoint itself could not be handled.
+func savepoint(exec func(string) error, fn func() error) (err, broken error) {
+	if err := exec("SAVEPOINT w"); err != nil {
 		return fmt.Errorf("savepoint: %w", err), nil
 	}
 	if err := fn(); err != nil {
-		if _, rerr := tx.Exec("ROLLBACK TO w"); rerr != nil {
+		if rerr := exec("ROLLBACK TO w"); rerr != nil {
 			return err, fmt.Errorf("rollback to savepoint: %w", rerr)
 		}
-		if _, rerr := tx.Exec("RELEASE w"); rerr != nil {
+		if rerr := exec("RELEASE w"); rerr != nil {
 			return err, fmt.Errorf("release savepoint: %w", rerr)
 		}
 		return err, nil
 	}
-	if _, err := tx.Exec("RELEASE w"); err != nil {
+	if err := exec("RELEASE w"); err != nil {
 		return nil, fmt.Errorf("release savepoint: %w", err)
 	}
 	return nil, nil

@@ -13,13 +13,18 @@ const maxStatements = 512
 // stmtCache keeps statements prepared, so that a hot query is parsed once,
 // not at every call.
 type stmtCache struct {
-	db *sql.DB
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
+	prep preparer
+	mu   sync.Mutex
+	m    map[string]*sql.Stmt
 }
 
-func newStmtCache(db *sql.DB) *stmtCache {
-	return &stmtCache{db: db, m: map[string]*sql.Stmt{}}
+// preparer is a pool (*sql.DB) or one connection (*sql.Conn).
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+func newStmtCache(p preparer) *stmtCache {
+	return &stmtCache{prep: p, m: map[string]*sql.Stmt{}}
 }
 
 // get returns the prepared statement of query, or nil when it cannot be
@@ -37,7 +42,7 @@ func (c *stmtCache) get(ctx context.Context, query string) *sql.Stmt {
 	if len(c.m) >= maxStatements {
 		return nil
 	}
-	st, err := c.db.PrepareContext(ctx, query)
+	st, err := c.prep.PrepareContext(ctx, query)
 	if err != nil {
 		return nil
 	}
@@ -55,7 +60,19 @@ func (c *stmtCache) close() {
 	}
 }
 
+// The writer's statements run on its own connection with no context:
+// database/sql watches a cancellable context (and every transaction's) with
+// a goroutine per query, which on two cores cost more than the query. A
+// write cannot be cancelled halfway anyway: the writer answers each caller
+// only once the outcome is known.
+
 func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.conn != nil {
+		if st := t.stmts.get(context.Background(), query); st != nil {
+			return st.ExecContext(context.Background(), args...)
+		}
+		return t.conn.ExecContext(context.Background(), query, args...)
+	}
 	if st := t.stmts.get(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -63,6 +80,12 @@ func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Resu
 }
 
 func (t *storeTx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if t.conn != nil {
+		if st := t.stmts.get(context.Background(), query); st != nil {
+			return st.QueryContext(context.Background(), args...)
+		}
+		return t.conn.QueryContext(context.Background(), query, args...)
+	}
 	if st := t.stmts.get(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -70,6 +93,12 @@ func (t *storeTx) query(ctx context.Context, query string, args ...any) (*sql.Ro
 }
 
 func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if t.conn != nil {
+		if st := t.stmts.get(context.Background(), query); st != nil {
+			return st.QueryRowContext(context.Background(), args...)
+		}
+		return t.conn.QueryRowContext(context.Background(), query, args...)
+	}
 	if st := t.stmts.get(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
