@@ -50,14 +50,19 @@ type DB struct {
 	// migrations and tools (WriteDB).
 	wconn *sql.Conn
 
-	// The writer goroutine takes Updates from writes and commits them in
-	// groups (see writer).
-	writes   chan writeRequest
-	bulk     chan writeRequest // low-priority writes (broker.LowPriority)
-	stop     chan struct{}
-	stopped  chan struct{}
-	closeMu  sync.Mutex
-	isClosed bool
+	// Writes (see Update): one at a time, by the caller itself when no
+	// other write is under way, else queued and committed in groups by
+	// the writer goroutine.
+	wmu       sync.Mutex
+	idle      *sync.Cond // broadcast when busy turns false
+	busy      bool       // a goroutine is writing
+	waiting   []writeRequest
+	bulk      []writeRequest // low-priority writes (broker.LowPriority)
+	lastWrite time.Time      // when the last write ended
+	isClosed  bool
+	kick      chan struct{} // wakes the writer goroutine (buffered, 1)
+	stop      chan struct{}
+	stopped   chan struct{}
 
 	// Statements kept prepared, per pool.
 	writeStmts, readStmts *stmtCache
@@ -146,7 +151,8 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	d := &DB{write: write, read: read, path: path, writes: make(chan writeRequest), bulk: make(chan writeRequest), stop: make(chan struct{}), stopped: make(chan struct{})}
+	d := &DB{write: write, read: read, path: path, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	d.idle = sync.NewCond(&d.wmu)
 	if err := d.migrate(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
@@ -250,14 +256,14 @@ func isBusy(err error) bool { return errors.Is(unavailable(err), broker.ErrUnava
 
 // Close closes both pools.
 func (d *DB) Close() error {
-	d.closeMu.Lock()
+	d.wmu.Lock()
 	if d.isClosed {
-		d.closeMu.Unlock()
+		d.wmu.Unlock()
 		return nil
 	}
 	d.isClosed = true
 	close(d.stop)
-	d.closeMu.Unlock()
+	d.wmu.Unlock()
 	<-d.stopped
 	d.writeStmts.close()
 	d.readStmts.close()
@@ -346,75 +352,138 @@ type writeRequest struct {
 
 // Update runs fn in a write transaction: all of fn commits or none of it.
 //
-// Updates that arrive while another is being written are committed
-// together, each inside a savepoint of one transaction (group commit): one
-// fsync for many callers, so that synchronous=FULL costs little under
+// There is one writer at a time. When nothing else is being written, the
+// caller writes itself, with no hand-over to another goroutine. Updates
+// that arrive meanwhile queue up and are committed together by the writer
+// goroutine, each inside a savepoint of one transaction (group commit):
+// one fsync for many callers, so that synchronous=FULL costs little under
 // load. An fn that fails is rolled back to its savepoint and does not
 // affect the others; Update returns once its group has committed.
+//
+// Low-priority writes (broker.LowPriority: bulk replay and delete) run
+// alone, only when no other write waits and none ended within bulkGrace.
 func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	req := writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	queue := d.writes
-	if broker.IsLowPriority(ctx) {
-		queue = d.bulk
-	}
-	select {
-	case queue <- req:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-d.stop:
+	low := broker.IsLowPriority(ctx)
+	d.wmu.Lock()
+	switch {
+	case d.isClosed:
+		d.wmu.Unlock()
 		return ErrClosed
+	case !low && !d.busy && len(d.waiting) == 0:
+		d.busy = true
+		d.wmu.Unlock()
+		d.commit([]writeRequest{req})
+		d.release()
+	case low:
+		d.bulk = append(d.bulk, req)
+		d.wmu.Unlock()
+		d.wake()
+	default:
+		d.waiting = append(d.waiting, req)
+		d.wmu.Unlock()
+		d.wake()
 	}
-	// Once taken, wait for the outcome even if ctx ends: only then is it
-	// known whether fn committed.
+	// Once queued, wait for the outcome even if ctx ends: only then is it
+	// known whether fn committed (commit skips a request whose ctx ended
+	// before its turn).
 	return unavailable(<-req.done)
 }
 
-// writer is the one goroutine that writes. It takes a request, gathers
-// those already waiting, and commits them in one transaction.
+// wake tells the writer goroutine that there is work.
+func (d *DB) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// release ends a turn at writing and hands queued work to the writer
+// goroutine.
+func (d *DB) release() {
+	d.wmu.Lock()
+	d.busy = false
+	d.lastWrite = time.Now()
+	more := len(d.waiting) > 0 || len(d.bulk) > 0
+	d.idle.Broadcast()
+	d.wmu.Unlock()
+	if more {
+		d.wake()
+	}
+}
+
+// writer is the goroutine that commits what queued up while another write
+// was under way, in groups, and the low-priority writes.
 func (d *DB) writer() {
 	defer close(d.stopped)
+	var grace *time.Timer
+	var graceC <-chan time.Time
 	for {
-		var group []writeRequest
 		select {
-		case r := <-d.writes:
-			group = append(group, r)
-		default:
-			// Background writes run only when nothing else waits, and
-			// alone: a producer waits at most for one of them. A writer
-			// that was just answered gets bulkGrace to send its next
-			// write before a background one goes ahead of it.
-			grace := time.NewTimer(bulkGrace)
-			select {
-			case r := <-d.writes:
-				group = append(group, r)
-			case <-grace.C:
-			case <-d.stop:
-				grace.Stop()
-				return
+		case <-d.kick:
+		case <-graceC:
+			graceC = nil
+		case <-d.stop:
+			d.drain()
+			return
+		}
+		for {
+			d.wmu.Lock()
+			if d.busy {
+				// A caller is writing; it wakes us when it is done.
+				d.wmu.Unlock()
+				break
 			}
-			grace.Stop()
-			if len(group) == 0 {
-				select {
-				case r := <-d.writes:
-					group = append(group, r)
-				case r := <-d.bulk:
-					d.commit([]writeRequest{r})
-					continue
-				case <-d.stop:
-					return
+			if n := len(d.waiting); n > 0 {
+				n = min(n, maxGroup)
+				group := append([]writeRequest(nil), d.waiting[:n]...)
+				d.waiting = append(d.waiting[:0], d.waiting[n:]...)
+				d.busy = true
+				d.wmu.Unlock()
+				d.commit(group)
+				d.release()
+				continue
+			}
+			if len(d.bulk) > 0 {
+				if wait := bulkGrace - time.Since(d.lastWrite); wait > 0 {
+					d.wmu.Unlock()
+					if grace == nil {
+						grace = time.NewTimer(wait)
+					} else {
+						grace.Reset(wait)
+					}
+					graceC = grace.C
+					break
 				}
+				r := d.bulk[0]
+				d.bulk = append(d.bulk[:0], d.bulk[1:]...)
+				d.busy = true
+				d.wmu.Unlock()
+				d.commit([]writeRequest{r})
+				d.release()
+				continue
 			}
+			d.wmu.Unlock()
+			break
 		}
-	gather:
-		for len(group) < maxGroup {
-			select {
-			case r := <-d.writes:
-				group = append(group, r)
-			default:
-				break gather
-			}
-		}
-		d.commit(group)
+	}
+}
+
+// drain, at Close, waits for the write under way and refuses what is
+// queued.
+func (d *DB) drain() {
+	d.wmu.Lock()
+	for d.busy {
+		d.idle.Wait()
+	}
+	queued := append(d.waiting, d.bulk...)
+	d.waiting, d.bulk = nil, nil
+	d.wmu.Unlock()
+	for _, r := range queued {
+		r.done <- ErrClosed
 	}
 }
 
@@ -487,13 +556,12 @@ func (d *DB) commit(group []writeRequest) {
 // refuseWaiting answers err to every write waiting to be taken, without
 // running it.
 func (d *DB) refuseWaiting(err error) {
-	for {
-		select {
-		case r := <-d.writes:
-			r.done <- err
-		default:
-			return
-		}
+	d.wmu.Lock()
+	queued := d.waiting
+	d.waiting = nil
+	d.wmu.Unlock()
+	for _, r := range queued {
+		r.done <- err
 	}
 }
 

@@ -141,3 +141,108 @@ func TestUpdateAfterCloseFails(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 }
+
+// Writes in flight when Close is called either commit (and are there
+// after reopening) or fail with ErrClosed (and are not): none hangs and
+// none is half done.
+func TestCloseDuringWritesLosesNoAnsweredWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := db.Open(ctx, path, db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	type outcome struct {
+		key string
+		err error
+	}
+	out := make(chan outcome, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			wctx := ctx
+			if i%4 == 0 {
+				wctx = broker.LowPriority(ctx)
+			}
+			key := fmt.Sprintf("k%d", i)
+			out <- outcome{key, d.Update(wctx, func(tx broker.Tx) error { return tx.SetSetting(ctx, key, "v") })}
+		}(i)
+		if i == n/2 {
+			go d.Close()
+		}
+	}
+	results := make([]outcome, 0, n)
+	for i := 0; i < n; i++ {
+		results = append(results, <-out)
+	}
+	d.Close()
+	d, err = db.Open(ctx, path, db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var committed, refused int
+	for _, r := range results {
+		var v string
+		err := d.View(ctx, func(tx broker.Tx) (err error) {
+			v, err = tx.Setting(ctx, r.key)
+			return err
+		})
+		switch {
+		case r.err == nil:
+			committed++
+			if err != nil || v != "v" {
+				t.Errorf("%s: answered as committed, not found after reopening (%v)", r.key, err)
+			}
+		case errors.Is(r.err, db.ErrClosed):
+			refused++
+			if err == nil {
+				t.Errorf("%s: refused, yet found after reopening", r.key)
+			}
+		default:
+			t.Errorf("%s: %v", r.key, r.err)
+		}
+	}
+	if committed == 0 {
+		t.Error("no write committed before Close")
+	}
+	t.Logf("%d committed, %d refused", committed, refused)
+}
+
+// Low-priority writes queued behind a stream of ordinary ones all run,
+// and so do the ordinary ones.
+func TestLowPriorityWritesRunWhenIdle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const n = 100
+	errs := make(chan error, 2*n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			errs <- d.Update(broker.LowPriority(ctx), func(tx broker.Tx) error { return tx.SetSetting(ctx, fmt.Sprintf("low%d", i), "v") })
+		}(i)
+		go func(i int) {
+			errs <- d.Update(ctx, func(tx broker.Tx) error { return tx.SetSetting(ctx, fmt.Sprintf("k%d", i), "v") })
+		}(i)
+	}
+	for i := 0; i < 2*n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, prefix := range []string{"low", "k"} {
+		for i := 0; i < n; i++ {
+			if err := d.View(ctx, func(tx broker.Tx) error {
+				_, err := tx.Setting(ctx, fmt.Sprintf("%s%d", prefix, i))
+				return err
+			}); err != nil {
+				t.Fatalf("%s%d: %v", prefix, i, err)
+			}
+		}
+	}
+}
