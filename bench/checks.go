@@ -18,6 +18,7 @@ import (
 	"maragu.dev/goqite"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db"
 )
 
 // walStats describes a WAL file written from empty.
@@ -73,8 +74,8 @@ func readWAL(path string) (walStats, error) {
 }
 
 // freshWAL empties the WAL of w's database and stops automatic
-// checkpoints on w (a pool of one connection), so that the WAL then holds
-// everything written.
+// checkpoints on w, so that the WAL then holds everything written (the
+// subject's other writing connections must not checkpoint either).
 func freshWAL(ctx context.Context, w *sql.DB) error {
 	if _, err := w.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0"); err != nil {
 		return err
@@ -163,7 +164,9 @@ func caseT12(ctx context.Context, e *env) ([]Row, error) {
 func walOurs(ctx context.Context, e *env, n, batch int) (walRun, error) {
 	rec := startRecorder()
 	defer rec.stop()
-	o, err := e.openOurs(ctx, "t12-ours", e.sync)
+	// The writer's connection must not checkpoint: the log is to hold
+	// everything the lifecycles wrote.
+	o, err := e.openOursWith(ctx, "t12-ours", db.Options{Sync: e.sync, AutoCheckpoint: -1})
 	if err != nil {
 		return walRun{}, err
 	}

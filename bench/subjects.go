@@ -105,8 +105,13 @@ type ours struct {
 }
 
 func (e *env) openOurs(ctx context.Context, name string, sync db.Sync) (*ours, error) {
+	return e.openOursWith(ctx, name, db.Options{Sync: sync})
+}
+
+// openOursWith is openOurs with all of db's options.
+func (e *env) openOursWith(ctx context.Context, name string, opts db.Options) (*ours, error) {
 	path := e.path(name)
-	d, err := db.Open(ctx, path, sync)
+	d, err := db.OpenWith(ctx, path, opts)
 	if err != nil {
 		removeDB(path)
 		return nil, err

@@ -41,15 +41,15 @@ type AckResult struct {
 func (b *Broker) Ack(ctx context.Context, a Ack) (AckResult, error) {
 	var res AckResult
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		k := newAcker(tx, b.now(), touched)
 		var err error
-		res, err = b.ack(ctx, tx, b.now(), a, touched)
-		if err != nil {
+		if res, err = k.ack(ctx, a); err != nil {
 			return err
 		}
 		if !res.Success {
 			return &Error{Kind: res.kind, Message: res.Error}
 		}
-		return nil
+		return k.finish(ctx)
 	})
 	return res, err
 }
@@ -65,19 +65,19 @@ func (b *Broker) AckBatch(ctx context.Context, group string, acks []Ack) ([]AckR
 	}
 	var out []AckResult
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
-		now := b.now()
+		k := newAcker(tx, b.now(), touched)
 		out = make([]AckResult, len(acks))
 		for i, a := range acks {
 			if a.Group == "" {
 				a.Group = group
 			}
-			r, err := b.ack(ctx, tx, now, a, touched)
+			r, err := k.ack(ctx, a)
 			if err != nil {
 				return err
 			}
 			out[i] = r
 		}
-		return nil
+		return k.finish(ctx)
 	})
 	return out, err
 }
@@ -86,9 +86,128 @@ func refuse(txid string, kind error, format string, args ...any) AckResult {
 	return AckResult{TransactionID: txid, Error: fmt.Sprintf(format, args...), kind: kind}
 }
 
-// ack applies a inside tx. Refusals come back as results; only storage
-// failures are errors.
-func (b *Broker) ack(ctx context.Context, tx Tx, now time.Time, a Ack, touched func(string)) (AckResult, error) {
+// acker applies the acks of one transaction. It keeps each consumer it
+// touches in memory and writes it once, at finish, and learns the
+// messages of a lease with one query, so that a batch of acks costs a few
+// statements rather than a few per ack. Every ack sees what the ones
+// before it did, as if each had been written at once.
+type acker struct {
+	tx      Tx
+	now     time.Time
+	touched func(string)
+	states  map[[2]int64]*ackState // by partition and group id
+	order   [][2]int64             // in first-touch order: writes are deterministic
+}
+
+// ackState is one consumer as the acks of the transaction left it.
+type ackState struct {
+	c     Consumer
+	part  Partition
+	dirty bool
+	// The messages past the cursor up to the end of the lease or of the
+	// voided lease, as loaded (seq order), and their index by transaction
+	// id; loaded at the first ack that needs them.
+	msgs   []Message
+	byTx   map[string]int
+	loaded bool
+}
+
+func newAcker(tx Tx, now time.Time, touched func(string)) *acker {
+	return &acker{tx: tx, now: now, touched: touched, states: map[[2]int64]*ackState{}}
+}
+
+// state returns the consumer of a partition and group, loading it.
+func (k *acker) state(ctx context.Context, part Partition, groupID int64) (*ackState, error) {
+	key := [2]int64{part.ID, groupID}
+	if st, ok := k.states[key]; ok {
+		return st, nil
+	}
+	c, err := k.tx.Consumer(ctx, part.ID, groupID)
+	if err != nil {
+		return nil, err
+	}
+	st := &ackState{c: c, part: part}
+	k.states[key] = st
+	k.order = append(k.order, key)
+	return st, nil
+}
+
+// byLease returns the consumer holding a lease, or ErrNotFound.
+func (k *acker) byLease(ctx context.Context, leaseID string) (*ackState, error) {
+	for _, key := range k.order {
+		if st := k.states[key]; st.c.LeaseID == leaseID {
+			return st, nil
+		}
+	}
+	c, err := k.tx.ConsumerByLease(ctx, leaseID)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := k.states[[2]int64{c.PartitionID, c.GroupID}]; ok {
+		// An earlier ack of this transaction ended that lease.
+		return nil, errorf(ErrNotFound, "lease not found")
+	}
+	part, err := k.tx.PartitionByID(ctx, c.PartitionID)
+	if err != nil {
+		return nil, err
+	}
+	return k.state(ctx, part, c.GroupID)
+}
+
+// message finds a message of the partition by transaction id: among the
+// lease's messages when it is one of them, else in the store.
+func (k *acker) message(ctx context.Context, st *ackState, txid string) (Message, error) {
+	if !st.loaded {
+		st.loaded = true
+		last := max(st.c.LeaseLast, st.c.VoidLast)
+		if last > st.c.Cursor {
+			msgs, err := k.tx.MessageRange(ctx, st.part.ID, st.c.Cursor, last)
+			if err != nil {
+				return Message{}, err
+			}
+			st.msgs, st.byTx = msgs, make(map[string]int, len(msgs))
+			for i, m := range msgs {
+				st.byTx[m.TransactionID] = i
+			}
+		}
+	}
+	if i, ok := st.byTx[txid]; ok {
+		return st.msgs[i], nil
+	}
+	return k.tx.MessageByTransaction(ctx, st.part.ID, txid)
+}
+
+// head returns the partition's first message past the cursor.
+func (k *acker) head(ctx context.Context, st *ackState) (Message, bool, error) {
+	cursor := st.c.Cursor
+	for _, m := range st.msgs {
+		if m.Seq > cursor {
+			return m, true, nil
+		}
+	}
+	ms, err := k.tx.MessagesAfter(ctx, st.part.ID, cursor, 1)
+	if err != nil || len(ms) == 0 {
+		return Message{}, false, err
+	}
+	return ms[0], true, nil
+}
+
+// finish writes the consumers the acks changed.
+func (k *acker) finish(ctx context.Context) error {
+	for _, key := range k.order {
+		if st := k.states[key]; st.dirty {
+			if err := k.tx.SaveConsumer(ctx, &st.c); err != nil {
+				return fmt.Errorf("ack: save consumer: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// ack applies a. Refusals come back as results and change nothing; only
+// storage failures are errors.
+func (k *acker) ack(ctx context.Context, a Ack) (AckResult, error) {
+	tx, now := k.tx, k.now
 	if a.Group == "" {
 		a.Group = QueueModeGroup
 	}
@@ -110,23 +229,19 @@ func (b *Broker) ack(ctx context.Context, tx Tx, now time.Time, a Ack, touched f
 	if err != nil {
 		return AckResult{}, fmt.Errorf("ack: group: %w", err)
 	}
-	var c Consumer
-	var part Partition
+	var st *ackState
 	switch {
 	case a.PartitionID != "":
-		part, err = tx.PartitionByUUID(ctx, a.PartitionID)
+		part, err := tx.PartitionByUUID(ctx, a.PartitionID)
 		if isNotFound(err) {
 			return refuse(a.TransactionID, ErrNotFound, "partition %q not found", truncate(a.PartitionID, 64)), nil
 		}
 		if err != nil {
 			return AckResult{}, fmt.Errorf("ack: partition: %w", err)
 		}
-		c, err = tx.Consumer(ctx, part.ID, gid)
+		st, err = k.state(ctx, part, gid)
 	case a.LeaseID != "":
-		c, err = tx.ConsumerByLease(ctx, a.LeaseID)
-		if err == nil {
-			part, err = tx.PartitionByID(ctx, c.PartitionID)
-		}
+		st, err = k.byLease(ctx, a.LeaseID)
 	default:
 		return refuse(a.TransactionID, ErrInvalid, "partitionId or leaseId is required"), nil
 	}
@@ -136,13 +251,14 @@ func (b *Broker) ack(ctx context.Context, tx Tx, now time.Time, a Ack, touched f
 	if err != nil {
 		return AckResult{}, fmt.Errorf("ack: consumer: %w", err)
 	}
-	m, err := tx.MessageByTransaction(ctx, part.ID, a.TransactionID)
+	m, err := k.message(ctx, st, a.TransactionID)
 	if isNotFound(err) {
-		return refuse(a.TransactionID, ErrNotFound, "message %q not found in partition %q", truncate(a.TransactionID, 64), part.Name), nil
+		return refuse(a.TransactionID, ErrNotFound, "message %q not found in partition %q", truncate(a.TransactionID, 64), st.part.Name), nil
 	}
 	if err != nil {
 		return AckResult{}, fmt.Errorf("ack: message: %w", err)
 	}
+	c := &st.c
 	if c.GroupID != gid {
 		return refuse(a.TransactionID, ErrConflict, "lease %q belongs to another consumer group", truncate(a.LeaseID, 64)), nil
 	}
@@ -168,25 +284,25 @@ func (b *Broker) ack(ctx context.Context, tx Tx, now time.Time, a Ack, touched f
 		return AckResult{}, fmt.Errorf("ack: queue: %w", err)
 	}
 	c.Acks = append(c.Acks, LeaseAck{Seq: m.Seq, Status: a.Status, Error: a.Error})
-	s := settler{tx: tx, now: now, queue: q, group: a.Group, c: &c}
+	st.dirty = true
+	s := settler{k: k, st: st, tx: tx, now: now, queue: q, group: a.Group, c: c}
 	if err := s.settle(ctx); err != nil {
 		return AckResult{}, err
-	}
-	if err := tx.SaveConsumer(ctx, &c); err != nil {
-		return AckResult{}, fmt.Errorf("ack: save consumer: %w", err)
 	}
 	if s.stats != (Stats{}) {
 		if err := tx.AddStats(ctx, q.ID, c.GroupID, s.stats, now); err != nil {
 			return AckResult{}, fmt.Errorf("ack: stats: %w", err)
 		}
 	}
-	touched(q.Name)
+	k.touched(q.Name)
 	return AckResult{TransactionID: a.TransactionID, Success: true, DLQ: s.filed[m.Seq], Dropped: s.dropped[m.Seq]}, nil
 }
 
 // settler applies the acks at the head of a lease, in order (SPEC.md
 // section 3).
 type settler struct {
+	k       *acker
+	st      *ackState
 	tx      Tx
 	now     time.Time
 	queue   Queue
@@ -213,12 +329,12 @@ func (s *settler) settle(ctx context.Context) error {
 		if i < 0 {
 			break
 		}
-		head, err := s.tx.MessagesAfter(ctx, c.PartitionID, c.Cursor, 1)
+		head, ok, err := s.k.head(ctx, s.st)
 		if err != nil {
 			return fmt.Errorf("settle: head: %w", err)
 		}
 		a := c.Acks[i]
-		if len(head) == 0 || head[0].Seq != a.Seq {
+		if !ok || head.Seq != a.Seq {
 			break // an earlier message of the lease is still unacknowledged
 		}
 		c.Acks = append(c.Acks[:i], c.Acks[i+1:]...)
@@ -226,12 +342,12 @@ func (s *settler) settle(ctx context.Context) error {
 		switch a.Status {
 		case AckCompleted:
 			s.stats.Completed++
-			if err := s.replayOutcome(ctx, head[0], true); err != nil {
+			if err := s.replayOutcome(ctx, head, true); err != nil {
 				return err
 			}
 			s.advance(a.Seq)
 		case AckDLQ:
-			if err := s.deadLetter(ctx, head[0], a.Error, retries, o.DeadLetterQueue); err != nil {
+			if err := s.deadLetter(ctx, head, a.Error, retries, o.DeadLetterQueue); err != nil {
 				return err
 			}
 			s.advance(a.Seq)
@@ -243,7 +359,7 @@ func (s *settler) settle(ctx context.Context) error {
 				c.voidLease() // it and everything behind it come back
 				return nil
 			}
-			if err := s.deadLetter(ctx, head[0], a.Error, retries, o.DeadLetterQueue && o.DLQAfterMaxRetries); err != nil {
+			if err := s.deadLetter(ctx, head, a.Error, retries, o.DeadLetterQueue && o.DLQAfterMaxRetries); err != nil {
 				return err
 			}
 			s.advance(a.Seq)

@@ -71,6 +71,9 @@ type Tx interface {
 	InsertMessage(ctx context.Context, m *Message) (bool, error)
 	MessageBySeq(ctx context.Context, seq int64) (Message, error)
 	MessageByTransaction(ctx context.Context, partitionID int64, txid string) (Message, error)
+	// MessageRange returns the messages of a partition with after < seq <=
+	// last, in seq order, without their payloads.
+	MessageRange(ctx context.Context, partitionID, after, last int64) ([]Message, error)
 	// MessagesAfter returns up to limit messages of a partition with a
 	// sequence above after, in order.
 	MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]Message, error)

@@ -56,12 +56,16 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation) ([]OperationR
 				out[i].Push = res
 				continue
 			}
-			res, err := b.ack(ctx, tx, now, op.Ack, touched)
+			k := newAcker(tx, now, touched)
+			res, err := k.ack(ctx, op.Ack)
 			if err != nil {
 				return err
 			}
 			if !res.Success {
 				return &Error{Kind: res.kind, Message: fmt.Sprintf("operations[%d]: %s", i, res.Error)}
+			}
+			if err := k.finish(ctx); err != nil {
+				return err
 			}
 			out[i].Ack = &res
 		}

@@ -83,6 +83,12 @@ type Options struct {
 	// broker.ErrUnavailable, and so does every write that queued up
 	// behind it meanwhile: none waits much longer than BusyTimeout.
 	BusyTimeout time.Duration
+	// AutoCheckpoint is the size of the write-ahead log, in pages, past
+	// which a commit copies it back into the database (SQLite's
+	// wal_autocheckpoint). 0 keeps SQLite's default (1000 pages); a
+	// negative value never checkpoints, for measurements that read the
+	// whole log (the log then grows without bound).
+	AutoCheckpoint int
 }
 
 // Open opens (creating if need be) the database at path and brings its
@@ -164,6 +170,12 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	if d.wconn, err = write.Conn(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
+	}
+	if o.AutoCheckpoint != 0 {
+		if _, err := d.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", max(o.AutoCheckpoint, 0))); err != nil {
+			errors.Join(d.wconn.Close(), read.Close(), write.Close())
+			return nil, err
+		}
 	}
 	d.writeStmts, d.readStmts = newStmtCache(d.wconn), newStmtCache(read)
 	go d.writer()

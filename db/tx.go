@@ -278,6 +278,25 @@ func (t *storeTx) MessageByTransaction(ctx context.Context, partitionID int64, t
 	return m, notFound(err, "message")
 }
 
+func (t *storeTx) MessageRange(ctx context.Context, partitionID, after, last int64) ([]broker.Message, error) {
+	rows, err := t.query(ctx, `SELECT seq, transaction_id, trace_id, created_at FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, partitionID, after, last)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Message
+	for rows.Next() {
+		m := broker.Message{PartitionID: partitionID}
+		var created int64
+		if err := rows.Scan(&m.Seq, &m.TransactionID, &m.TraceID, &created); err != nil {
+			return nil, err
+		}
+		m.CreatedAt = fromMS(created)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
 func (t *storeTx) MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]broker.Message, error) {
 	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`, partitionID, after, limit)
 	if err != nil {
