@@ -166,19 +166,35 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	return runErr
 }
 
-// compactStats rolls old minute buckets up into hours and drops expired
-// ones, at start and then every broker.CompactEvery, until ctx ends.
+// compactStats writes the counts waiting in memory every
+// broker.StatsDelay, and rolls old minute buckets up into hours and drops
+// expired ones at start and then every broker.CompactEvery, until ctx
+// ends; then it writes the last counts (every other writer has stopped
+// by then).
 func compactStats(ctx context.Context, b *broker.Broker, log *slog.Logger) {
-	t := time.NewTicker(broker.CompactEvery)
-	defer t.Stop()
+	compact := time.NewTicker(broker.CompactEvery)
+	defer compact.Stop()
+	flush := time.NewTicker(broker.StatsDelay)
+	defer flush.Stop()
 	for {
 		if err := b.CompactStats(ctx); err != nil && ctx.Err() == nil {
 			log.Error("compact stats", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				if err := b.FlushStats(context.WithoutCancel(ctx)); err != nil {
+					log.Error("write stats at shutdown", "err", err)
+				}
+				return
+			case <-flush.C:
+				if err := b.FlushStats(ctx); err != nil && ctx.Err() == nil {
+					log.Error("write stats", "err", err)
+				}
+			case <-compact.C:
+				break wait
+			}
 		}
 	}
 }

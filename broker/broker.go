@@ -258,6 +258,14 @@ func (s Stats) add(d Stats) Stats {
 	}
 }
 
+// sub returns s - d.
+func (s Stats) sub(d Stats) Stats {
+	return s.add(Stats{
+		Depth: -d.Depth, DeadLettered: -d.DeadLettered, Replayed: -d.Replayed, Deleted: -d.Deleted, Dropped: -d.Dropped,
+		Completed: -d.Completed, Failed: -d.Failed, ReplayCompleted: -d.ReplayCompleted, ReplayFailed: -d.ReplayFailed,
+	})
+}
+
 // GroupStats are a group's stats in one queue.
 type GroupStats struct {
 	QueueID int64

@@ -379,6 +379,9 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage,
 		return Triage{}, err
 	}
 	var out Triage
+	if err := b.FlushStats(ctx); err != nil {
+		return out, err
+	}
 	err := b.store.View(ctx, func(tx Tx) error {
 		qu, err := queueNamed(ctx, tx, q.Queue)
 		if err != nil {

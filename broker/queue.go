@@ -134,6 +134,9 @@ func eachQueue[T any](ctx context.Context, b *Broker, fn func(Tx, Queue) (T, err
 
 // Queues describes every queue.
 func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
+	if err := b.FlushStats(ctx); err != nil {
+		return nil, err
+	}
 	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueSummary, error) { return describe(ctx, tx, q, b.now()) })
 }
 
@@ -149,6 +152,9 @@ func queueNamed(ctx context.Context, tx Tx, name string) (Queue, error) {
 // Queue describes one queue.
 func (b *Broker) Queue(ctx context.Context, name string) (QueueSummary, error) {
 	var out QueueSummary
+	if err := b.FlushStats(ctx); err != nil {
+		return out, err
+	}
 	err := b.store.View(ctx, func(tx Tx) error {
 		q, err := queueNamed(ctx, tx, name)
 		if err != nil {
@@ -226,12 +232,18 @@ func (q QueueBrief) Depth() int64 { return depthOf(q.Stats) }
 
 // Briefs describes every queue cheaply, for the overview.
 func (b *Broker) Briefs(ctx context.Context) ([]QueueBrief, error) {
+	if err := b.FlushStats(ctx); err != nil {
+		return nil, err
+	}
 	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueBrief, error) { return brief(ctx, tx, q) })
 }
 
 // Brief describes one queue cheaply.
 func (b *Broker) Brief(ctx context.Context, name string) (QueueBrief, error) {
 	var out QueueBrief
+	if err := b.FlushStats(ctx); err != nil {
+		return out, err
+	}
 	err := b.store.View(ctx, func(tx Tx) error {
 		q, err := queueNamed(ctx, tx, name)
 		if err != nil {

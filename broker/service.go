@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ type Broker struct {
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // queue name -> closed on news
 	cache   *cache
+	pending pendingStats
 	closed  chan struct{}
 }
 
@@ -80,17 +82,44 @@ func (b *Broker) notify(queues ...string) {
 // update runs fn in a write transaction and, once it has committed, wakes
 // the waiters of the queues fn touched.
 func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue string)) error) error {
+	return b.updateStats(ctx, false, fn)
+}
+
+// updateStats is update; flush writes the pending counts in any case.
+//
+// The stats fn adds are written in its transaction, or, when they move no
+// depth, may join the pending counts (see StatsDelay) once it commits.
+func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, touched func(queue string)) error) error {
 	var queues []string
 	var cached *cacheTx
+	var deferred, taken []pendingEntry
 	err := b.store.Update(ctx, func(tx Tx) error {
-		queues = queues[:0]
+		queues, deferred, taken = queues[:0], nil, nil
 		cached = newCacheTx(tx, b.cache)
 		acc := &statsTx{Tx: cached}
 		if err := fn(acc, func(q string) { queues = append(queues, q) }); err != nil {
 			return err
 		}
-		return acc.flush(ctx, b.now())
+		now := b.now()
+		if !flush && acc.countOnly() && b.pending.mayDefer(now) {
+			// Added now, while the writes are in order, and taken back if
+			// the transaction fails after all.
+			deferred = acc.entries(now)
+			b.pending.add(deferred, 1, now)
+			return nil
+		}
+		taken = b.pending.take()
+		for _, e := range taken {
+			if err := cached.AddStats(ctx, e.key.queueID, e.key.groupID, e.d, time.Unix(e.key.minute*60, 0)); err != nil {
+				return fmt.Errorf("stats: %w", err)
+			}
+		}
+		return acc.flush(ctx, now)
 	})
+	if err != nil {
+		b.pending.add(deferred, -1, b.now())
+		b.pending.add(taken, 1, b.now())
+	}
 	if err == nil && cached != nil {
 		cached.commit()
 	}
@@ -98,6 +127,16 @@ func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue s
 		b.notify(queues...)
 	}
 	return err
+}
+
+// FlushStats writes the counts waiting in memory (see StatsDelay). Reads
+// of the counters call it; serve calls it every StatsDelay and at
+// shutdown.
+func (b *Broker) FlushStats(ctx context.Context) error {
+	if b.pending.empty() {
+		return nil
+	}
+	return b.updateStats(ctx, true, func(Tx, func(string)) error { return nil })
 }
 
 // isNotFound reports whether err is (or wraps) ErrNotFound.

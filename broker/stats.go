@@ -3,7 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -15,6 +17,95 @@ const (
 	HourRetention   = 90 * 24 * time.Hour
 	CompactEvery    = 10 * time.Minute
 )
+
+// StatsDelay is how long counts that move no depth (completed, failed,
+// dropped, replay outcomes) may wait in memory before they are written:
+// the acks of the hot path then write no counters at all. Any write after
+// StatsDelay, any change of depth or of minute, every read of the counters
+// and shutdown write them. A crash loses at most StatsDelay of these
+// counts; never a message, a dead letter or a depth.
+const StatsDelay = time.Second
+
+// pendingStats are committed counts not yet written, per queue, group and
+// minute. No depth has changed since the oldest of them (a change of depth
+// writes them first), so each is written with the depth of its minute.
+type pendingStats struct {
+	mu    sync.Mutex
+	m     map[pendingKey]Stats
+	keys  []pendingKey
+	since time.Time // when the oldest was added
+}
+
+type pendingKey struct{ queueID, groupID, minute int64 }
+
+type pendingEntry struct {
+	key pendingKey
+	d   Stats
+}
+
+// mayDefer reports whether counts of now can join the pending ones.
+func (p *pendingStats) mayDefer(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.keys) == 0 {
+		return true
+	}
+	minute := now.Unix() / 60
+	for _, k := range p.keys {
+		if k.minute != minute {
+			return false
+		}
+	}
+	return now.Sub(p.since) < StatsDelay
+}
+
+func (p *pendingStats) empty() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.keys) == 0
+}
+
+// add adds es (sign -1: takes them back).
+func (p *pendingStats) add(es []pendingEntry, sign int64, now time.Time) {
+	if len(es) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[pendingKey]Stats{}
+	}
+	if len(p.keys) == 0 {
+		p.since = now
+	}
+	for _, e := range es {
+		d := e.d
+		if sign < 0 {
+			d = Stats{}.sub(d)
+		}
+		if _, ok := p.m[e.key]; !ok {
+			p.keys = append(p.keys, e.key)
+		}
+		if v := p.m[e.key].add(d); v == (Stats{}) {
+			delete(p.m, e.key)
+			p.keys = slices.DeleteFunc(p.keys, func(k pendingKey) bool { return k == e.key })
+		} else {
+			p.m[e.key] = v
+		}
+	}
+}
+
+// take removes and returns every pending count.
+func (p *pendingStats) take() []pendingEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]pendingEntry, 0, len(p.keys))
+	for _, k := range p.keys {
+		out = append(out, pendingEntry{k, p.m[k]})
+	}
+	p.m, p.keys = nil, nil
+	return out
+}
 
 // statsTx gathers the stats a transaction adds, so that they are written
 // once per queue and group when it ends, still inside it.
@@ -35,6 +126,27 @@ func (t *statsTx) AddStats(_ context.Context, queueID, groupID int64, d Stats, _
 	}
 	t.acc[k] = t.acc[k].add(d)
 	return nil
+}
+
+// countOnly reports whether the transaction's stats move no depth.
+func (t *statsTx) countOnly() bool {
+	for _, d := range t.acc {
+		if d.Depth != 0 || d.DeadLettered != 0 || d.Replayed != 0 || d.Deleted != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// entries returns the transaction's stats as pending counts of now.
+func (t *statsTx) entries(now time.Time) []pendingEntry {
+	var out []pendingEntry
+	for _, k := range t.keys {
+		if d := t.acc[k]; d != (Stats{}) {
+			out = append(out, pendingEntry{pendingKey{k[0], k[1], now.Unix() / 60}, d})
+		}
+	}
+	return out
 }
 
 func (t *statsTx) flush(ctx context.Context, now time.Time) error {
@@ -84,6 +196,9 @@ func (b *Broker) History(ctx context.Context, q HistoryQuery) ([]Series, error) 
 	}
 	if n := q.To.Sub(q.From) / q.Step; n > 5000 {
 		return nil, errorf(ErrInvalid, "a history has at most 5000 steps, asked for %d", n)
+	}
+	if err := b.FlushStats(ctx); err != nil {
+		return nil, err
 	}
 	from, to := q.From.Truncate(q.Step), q.To
 	var rows []Bucket
@@ -160,6 +275,9 @@ func fillSeries(rows []Bucket, from, to time.Time, step time.Duration) []Series 
 // CompactStats rolls minute buckets past MinuteRetention into hour buckets
 // and deletes hour buckets past HourRetention.
 func (b *Broker) CompactStats(ctx context.Context) error {
+	if err := b.FlushStats(ctx); err != nil {
+		return err
+	}
 	now := b.now()
 	return b.store.Update(ctx, func(tx Tx) error {
 		return tx.CompactStats(ctx, now.Add(-MinuteRetention).Truncate(time.Hour), now.Add(-HourRetention))

@@ -172,3 +172,83 @@ func TestReplayOutcomesCountWhereTheOriginalFailed(t *testing.T) {
 		t.Fatalf("sad: %+v", got)
 	}
 }
+
+// Counts that move no depth wait in memory (StatsDelay) and are written by
+// the next write that changes a depth, by any write once they are
+// StatsDelay old or of another minute, and by every read of the counters;
+// each lands in the minute it happened, with that minute's depth.
+func TestCountsWaitThenLandInTheirMinute(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0, "retryDelay": 0})
+	s.push("q", "", "a", "b", "c", "d", "e")
+	t0 := s.clock.Now().Truncate(time.Minute)
+	stored := func() broker.Stats {
+		t.Helper()
+		var out broker.Stats
+		err := s.db.View(s.ctx, func(tx broker.Tx) error {
+			q, err := tx.QueueByName(s.ctx, "q")
+			if err != nil {
+				return err
+			}
+			gs, err := tx.Stats(s.ctx, q.ID)
+			for _, g := range gs {
+				out = g.Stats
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	_, res := s.popTxids("q", "g", 1)
+	s.ack(res.Messages[0], broker.AckCompleted, "")
+	if got := stored(); got.Completed != 0 {
+		t.Fatalf("a completed ack was written at once: %+v", got)
+	}
+	// A dead letter (depth +1) writes the waiting count with it.
+	_, res = s.popTxids("q", "g", 1)
+	s.ack(res.Messages[0], broker.AckDLQ, "bad")
+	if got := stored(); got != (broker.Stats{Completed: 1, DeadLettered: 1, Depth: 1}) {
+		t.Fatalf("after the dead letter: %+v", got)
+	}
+	// Two minutes on, a completed ack waits; a push after StatsDelay
+	// writes it.
+	s.clock.Advance(2 * time.Minute)
+	_, res = s.popTxids("q", "g", 1)
+	s.ack(res.Messages[0], broker.AckCompleted, "")
+	if got := stored(); got.Completed != 1 {
+		t.Fatalf("second completed ack was written at once: %+v", got)
+	}
+	s.clock.Advance(broker.StatsDelay)
+	s.push("q", "", "f")
+	if got := stored(); got.Completed != 2 {
+		t.Fatalf("a write after StatsDelay left the count waiting: %+v", got)
+	}
+	// A failed ack (into the dead letters, retryLimit 0) in the next
+	// minute, and one completed that waits until the history is read.
+	s.clock.Advance(time.Minute)
+	_, res = s.popTxids("q", "g", 1)
+	s.ack(res.Messages[0], broker.AckFailed, "boom")
+	_, res = s.popTxids("q", "g", 1)
+	s.ack(res.Messages[0], broker.AckCompleted, "")
+	series, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "q", From: t0, To: t0.Add(5 * time.Minute), Step: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 1 {
+		t.Fatalf("%d series", len(series))
+	}
+	type point struct{ completed, failed, dead, depth int64 }
+	want := []point{{1, 0, 1, 1}, {0, 0, 0, 1}, {1, 0, 0, 1}, {1, 1, 1, 2}, {0, 0, 0, 2}}
+	for i, p := range series[0].Points {
+		if got := (point{p.Completed, p.Failed, p.DeadLettered, p.Depth}); got != want[i] {
+			t.Errorf("minute %d: %+v, want %+v", i, got, want[i])
+		}
+	}
+	if got := stored(); got != (broker.Stats{Completed: 3, Failed: 1, DeadLettered: 2, Depth: 2}) {
+		t.Fatalf("totals after the read: %+v", got)
+	}
+}
