@@ -110,6 +110,7 @@ type ackState struct {
 	msgs   []Message
 	byTx   map[string]int
 	loaded bool
+	next   int // msgs[:next] are at or behind the cursor (it only moves on)
 }
 
 func newAcker(tx Tx, now time.Time, touched func(string)) *acker {
@@ -179,13 +180,13 @@ func (k *acker) message(ctx context.Context, st *ackState, txid string) (Message
 
 // head returns the partition's first message past the cursor.
 func (k *acker) head(ctx context.Context, st *ackState) (Message, bool, error) {
-	cursor := st.c.Cursor
-	for _, m := range st.msgs {
-		if m.Seq > cursor {
-			return m, true, nil
-		}
+	for st.next < len(st.msgs) && st.msgs[st.next].Seq <= st.c.Cursor {
+		st.next++
 	}
-	ms, err := k.tx.MessagesAfter(ctx, st.part.ID, cursor, 1)
+	if st.next < len(st.msgs) {
+		return st.msgs[st.next], true, nil
+	}
+	ms, err := k.tx.MessagesAfter(ctx, st.part.ID, st.c.Cursor, 1)
 	if err != nil || len(ms) == 0 {
 		return Message{}, false, err
 	}

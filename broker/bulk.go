@@ -20,31 +20,22 @@ type BulkResult struct {
 const MaxBulkIDs = 10000
 
 // ReplayIDs replays the dead-lettered messages named by id, in
-// transactions of up to a thousand. Each message is replayed exactly once
-// or not at all.
+// transactions of up to bulkChunk. Each message is replayed exactly once
+// or not at all; the copies of a chunk are pushed in the order the
+// originals were.
 func (b *Broker) ReplayIDs(ctx context.Context, ids []string, actor string) (BulkResult, error) {
-	return b.bulkIDs(ctx, ids, actor, AuditReplay, func(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter) (string, error) {
-		res, err := replay(ctx, tx, now, dls)
-		return res.Queue, err
-	})
+	return b.bulkIDs(ctx, ids, "", actor, AuditReplay)
 }
 
 // DeleteIDs deletes the dead letters of the messages named by id: every
 // group's, or only group's when set.
 func (b *Broker) DeleteIDs(ctx context.Context, ids []string, group, actor string) (BulkResult, error) {
-	return b.bulkIDs(ctx, ids, actor, AuditDelete, func(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter) (string, error) {
-		if group != "" {
-			if dls = onlyGroup(dls, group); len(dls) == 0 {
-				return "", errorf(ErrNotFound, "no dead letter in group")
-			}
-		}
-		return dls[0].Queue, removeDeadLetters(ctx, tx, dls, Stats{Deleted: 1})
-	})
+	return b.bulkIDs(ctx, ids, group, actor, AuditDelete)
 }
 
-type bulkFunc func(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter) (queue string, err error)
-
-func (b *Broker) bulkIDs(ctx context.Context, ids []string, actor, action string, fn bulkFunc) (BulkResult, error) {
+// bulkIDs replays or deletes by message id, a chunk of ids a transaction,
+// each chunk with a few set-based statements.
+func (b *Broker) bulkIDs(ctx context.Context, ids []string, group, actor, action string) (BulkResult, error) {
 	var res BulkResult
 	if len(ids) == 0 {
 		return res, errorf(ErrInvalid, "ids: at least one is required")
@@ -56,27 +47,25 @@ func (b *Broker) bulkIDs(ctx context.Context, ids []string, actor, action string
 	ctx = LowPriority(ctx)
 	for start := 0; start < len(ids); start += bulkChunk {
 		chunk := ids[start:min(start+bulkChunk, len(ids))]
-		var done, skipped int
+		var done int
 		err := b.update(ctx, func(tx Tx, touched func(string)) error {
 			now := b.now()
-			done, skipped = 0, 0
-			queues := map[string]int{}
-			for _, id := range chunk {
-				dls, err := deadLettersOf(ctx, tx, id)
-				if err == nil {
-					var q string
-					q, err = fn(ctx, tx, now, dls)
-					if err == nil {
-						done++
-						queues[q]++
-						touched(q)
-						continue
-					}
-				}
-				if isNotFound(err) {
-					skipped++
-					continue
-				}
+			keys, n, err := keysOfIDs(ctx, tx, chunk, group)
+			if err != nil || n == 0 {
+				done = n
+				return err
+			}
+			done = n
+			if action == AuditReplay {
+				_, err = replayKeys(ctx, tx, now, keys)
+			} else {
+				err = removeKeys(ctx, tx, keys, Stats{Deleted: 1})
+			}
+			if err != nil {
+				return err
+			}
+			queues, err := messagesPerQueue(ctx, tx, keys, touched)
+			if err != nil {
 				return err
 			}
 			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d of %d ids by list", done, len(chunk)))
@@ -86,14 +75,88 @@ func (b *Broker) bulkIDs(ctx context.Context, ids []string, actor, action string
 			return res, fmt.Errorf("bulk %s: %w", action, err)
 		}
 		res.Done += done
-		res.Skipped += skipped
+		res.Skipped += len(chunk) - done
 	}
 	return res, nil
 }
 
+// keysOfIDs returns the dead letters of the messages named by ids (only
+// group's when set), in push order of the messages, and how many of the
+// ids have some.
+func keysOfIDs(ctx context.Context, tx Tx, ids []string, group string) ([]DeadLetterKey, int, error) {
+	var gid int64
+	if group != "" {
+		var err error
+		if gid, err = tx.GroupID(ctx, group, false); isNotFound(err) {
+			return nil, 0, nil
+		} else if err != nil {
+			return nil, 0, err
+		}
+	}
+	type named struct{ ms, seq int64 }
+	want := make([]named, 0, len(ids))
+	seqs := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if ms, seq, ok := ParseMessageID(id); ok {
+			want = append(want, named{ms, seq})
+			seqs = append(seqs, seq)
+		}
+	}
+	all, err := tx.DeadLetterKeysOf(ctx, seqs)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dead letters of messages: %w", err)
+	}
+	bySeq := map[int64][]DeadLetterKey{}
+	for _, k := range all {
+		bySeq[k.Seq] = append(bySeq[k.Seq], k)
+	}
+	asked := map[int64]bool{}
+	for _, w := range want {
+		if ks := bySeq[w.seq]; len(ks) > 0 && ks[0].CreatedAt.UnixMilli() == w.ms {
+			asked[w.seq] = true // else no dead letter (any more), or not this message
+		}
+	}
+	// In push order, as DeadLetterKeysOf returns them.
+	var keys []DeadLetterKey
+	counted := map[int64]bool{}
+	for _, k := range all {
+		if asked[k.Seq] && (gid == 0 || k.GroupID == gid) {
+			keys = append(keys, k)
+			counted[k.Seq] = true
+		}
+	}
+	return keys, len(counted), nil
+}
+
+// messagesPerQueue counts the messages of keys per queue name, and
+// touches each queue.
+func messagesPerQueue(ctx context.Context, tx Tx, keys []DeadLetterKey, touched func(string)) (map[string]int, error) {
+	names := map[int64]string{}
+	seen := map[int64]bool{}
+	out := map[string]int{}
+	for _, k := range keys {
+		if seen[k.Seq] {
+			continue
+		}
+		seen[k.Seq] = true
+		name, ok := names[k.QueueID]
+		if !ok {
+			q, err := tx.QueueByID(ctx, k.QueueID)
+			if err != nil {
+				return nil, fmt.Errorf("queue: %w", err)
+			}
+			name, names[k.QueueID] = q.Name, q.Name
+			touched(name)
+		}
+		out[name]++
+	}
+	return out, nil
+}
+
 // ReplayMatching replays every dead-lettered message that q selects (its
-// paging fields are ignored), in transactions of up to a thousand, so that
-// producers are not held up. Dead letters filed after the call began are
+// paging fields are ignored), in transactions of up to bulkChunk, so that
+// producers are not held up: the newest first, and in each chunk the
+// copies in the order the originals were pushed. Dead letters filed after the call began are
 // left alone: a replayed copy that fails again is not replayed again here.
 func (b *Broker) ReplayMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
 	return b.bulkMatching(ctx, q, actor, AuditReplay, true)
@@ -128,44 +191,34 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 				return err
 			}
 			f.MaxID = maxID
-			rows, err := tx.ListDeadLetters(ctx, f, Page{Limit: bulkChunk})
+			var keys []DeadLetterKey
+			if isReplay {
+				// Every group's dead letters of the messages go with them.
+				keys, err = tx.MessagesDeadLetterKeys(ctx, f, bulkChunk)
+			} else {
+				keys, err = tx.DeadLetterKeys(ctx, f, bulkChunk)
+			}
+			if err != nil || len(keys) == 0 {
+				return err
+			}
+			if isReplay {
+				_, err = replayKeys(ctx, tx, now, keys)
+			} else {
+				err = removeKeys(ctx, tx, keys, Stats{Deleted: 1})
+			}
 			if err != nil {
 				return err
 			}
-			queues := map[string]int{}
-			if !isReplay {
-				if len(rows) > 0 {
-					if err := removeDeadLetters(ctx, tx, rows, Stats{Deleted: 1}); err != nil {
-						return err
-					}
-				}
-				for _, d := range rows {
-					queues[d.Queue]++
-				}
-				n = len(rows)
-			} else {
-				seen := map[int64]bool{}
-				for _, d := range rows {
-					if seen[d.Seq] {
-						continue
-					}
-					seen[d.Seq] = true
-					// Every group's dead letters of the message go with it.
-					dls, err := tx.DeadLettersOfMessage(ctx, d.Seq)
-					if err != nil {
-						return err
-					}
-					res, err := replay(ctx, tx, now, dls)
-					if err != nil {
-						return err
-					}
-					queues[res.Queue]++
-					touched(res.Queue)
-					n++
-				}
+			queues, err := messagesPerQueue(ctx, tx, keys, touched)
+			if err != nil {
+				return err
 			}
-			if n == 0 {
-				return nil
+			if isReplay {
+				for _, c := range queues {
+					n += c
+				}
+			} else {
+				n = len(keys)
 			}
 			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d matching %s", n, q.Describe()))
 		})

@@ -259,54 +259,94 @@ func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, act
 // replay pushes the copy of the message whose dead letters dls are (at
 // least one) and removes them.
 func replay(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter) (ReplayResult, error) {
-	d := dls[0]
-	copyMsg := Message{PartitionID: d.PartitionID, TransactionID: ReplayPrefix + d.MessageID(), Payload: d.Payload, TraceID: d.TraceID, CreatedAt: now}
-	inserted, err := tx.InsertMessage(ctx, &copyMsg)
+	copies, err := replayKeys(ctx, tx, now, keysOf(dls))
 	if err != nil {
-		return ReplayResult{}, fmt.Errorf("replay: push copy: %w", err)
-	}
-	res := ReplayResult{Status: StatusQueued, MessageID: copyMsg.ID(), TransactionID: copyMsg.TransactionID, PartitionID: d.PartitionKey, Queue: d.Queue, Partition: d.Partition}
-	if !inserted {
-		res.Status = StatusDuplicate
-	}
-	if err := removeDeadLetters(ctx, tx, dls, Stats{Replayed: 1}); err != nil {
 		return ReplayResult{}, err
+	}
+	d, c := dls[0], copies[0]
+	res := ReplayResult{Status: StatusQueued, MessageID: MessageID(c.CopyCreatedAt, c.CopySeq), TransactionID: c.TransactionID,
+		PartitionID: d.PartitionKey, Queue: d.Queue, Partition: d.Partition}
+	if !c.Inserted {
+		res.Status = StatusDuplicate
 	}
 	for _, x := range dls {
 		res.Groups = append(res.Groups, x.Group)
-		// The copy's outcome in this group tells whether the fix worked.
-		if err := tx.ExpectReplayOutcome(ctx, copyMsg.Seq, x.GroupID); err != nil {
-			return ReplayResult{}, fmt.Errorf("replay: %w", err)
-		}
 	}
 	return res, nil
 }
 
-// removeDeadLetters deletes dls and counts each in its group: depth down,
-// plus per (Replayed or Deleted, 1 each).
-func removeDeadLetters(ctx context.Context, tx Tx, dls []DeadLetter, per Stats) error {
-	ids := make([]int64, len(dls))
+// replayKeys replays the messages whose dead letters keys are (all of
+// each message's, in every group): one copy each, pushed to the end of
+// its partition in the order the messages first appear in keys, and the
+// dead letters removed. Each group that had dead-lettered a message is
+// to learn its copy's outcome.
+func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey) ([]Copy, error) {
+	var copies []Copy
+	index := map[int64]int{}
+	for _, k := range keys {
+		if _, ok := index[k.Seq]; !ok {
+			index[k.Seq] = len(copies)
+			copies = append(copies, Copy{Seq: k.Seq, PartitionID: k.PartitionID, TransactionID: ReplayPrefix + MessageID(k.CreatedAt, k.Seq)})
+		}
+	}
+	if err := tx.PushCopies(ctx, copies, now); err != nil {
+		return nil, fmt.Errorf("replay: push copies: %w", err)
+	}
+	expect := make([][2]int64, len(keys))
+	for i, k := range keys {
+		expect[i] = [2]int64{copies[index[k.Seq]].CopySeq, k.GroupID}
+	}
+	if err := tx.ExpectReplayOutcomes(ctx, expect); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return copies, removeKeys(ctx, tx, keys, Stats{Replayed: 1})
+}
+
+// keysOf returns the keys of dls.
+func keysOf(dls []DeadLetter) []DeadLetterKey {
+	keys := make([]DeadLetterKey, len(dls))
+	for i, d := range dls {
+		keys[i] = DeadLetterKey{ID: d.ID, Seq: d.Seq, QueueID: d.QueueID, PartitionID: d.PartitionID, GroupID: d.GroupID, CreatedAt: d.CreatedAt, Line: ErrorLine(d.Error)}
+	}
+	return keys
+}
+
+// removeKeys deletes the dead letters keys are and counts each in its
+// group: depth down, plus per (Replayed or Deleted, 1 each).
+func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats) error {
+	ids := make([]int64, len(keys))
 	type key struct{ q, g int64 }
 	counts := map[key]int64{}
+	var order []key
 	type lineKey struct {
 		key
 		line string
 	}
 	lines := map[lineKey]int64{}
-	for i, d := range dls {
+	var lineOrder []lineKey
+	for i, d := range keys {
 		ids[i] = d.ID
-		counts[key{d.QueueID, d.GroupID}]++
-		lines[lineKey{key{d.QueueID, d.GroupID}, ErrorLine(d.Error)}]++
+		k := key{d.QueueID, d.GroupID}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+		lk := lineKey{k, d.Line}
+		if lines[lk] == 0 {
+			lineOrder = append(lineOrder, lk)
+		}
+		lines[lk]++
 	}
 	if err := tx.DeleteDeadLetters(ctx, ids); err != nil {
 		return fmt.Errorf("delete dead letters: %w", err)
 	}
-	for k, n := range lines {
-		if err := tx.AddErrorCount(ctx, k.q, k.g, k.line, -n); err != nil {
+	for _, lk := range lineOrder {
+		if err := tx.AddErrorCount(ctx, lk.q, lk.g, lk.line, -lines[lk]); err != nil {
 			return fmt.Errorf("error counts: %w", err)
 		}
 	}
-	for k, n := range counts {
+	for _, k := range order {
+		n := counts[k]
 		s := Stats{Depth: -n, Replayed: per.Replayed * n, Deleted: per.Deleted * n}
 		if err := tx.AddStats(ctx, k.q, k.g, s, time.Time{}); err != nil {
 			return fmt.Errorf("stats: %w", err)
@@ -330,7 +370,7 @@ func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (in
 				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(group, 64))
 			}
 		}
-		if err := removeDeadLetters(ctx, tx, dls, Stats{Deleted: 1}); err != nil {
+		if err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}); err != nil {
 			return err
 		}
 		n = len(dls)

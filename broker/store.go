@@ -91,9 +91,6 @@ type Tx interface {
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
 
 	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
-	// ExpectReplayOutcome notes that a replayed copy's outcome in a group
-	// that dead-lettered the original is to be counted.
-	ExpectReplayOutcome(ctx context.Context, copySeq, groupID int64) error
 	// TakeReplayOutcome reports whether the copy's outcome in the group is
 	// to be counted, and forgets it: each is counted once.
 	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64) (bool, error)
@@ -102,6 +99,25 @@ type Tx interface {
 	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)
 	// MaxDeadLetterID returns the highest dead letter row id (0 if none).
 	MaxDeadLetterID(ctx context.Context) (int64, error)
+	// DeadLetterKeys returns the keys of up to limit dead letters f
+	// selects, newest first.
+	DeadLetterKeys(ctx context.Context, f Filter, limit int) ([]DeadLetterKey, error)
+	// MessagesDeadLetterKeys returns the keys of every dead letter (in
+	// every group) of the messages of the newest limit dead letters f
+	// selects, in push order of the messages (seq, then row id).
+	MessagesDeadLetterKeys(ctx context.Context, f Filter, limit int) ([]DeadLetterKey, error)
+	// DeadLetterKeysOf returns the keys of every dead letter (in every
+	// group) of the messages seqs, in push order (seq, then row id).
+	DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]DeadLetterKey, error)
+	// PushCopies pushes, in the order of cs, a copy of each message named
+	// (same partition, payload and trace id, created at now) under its
+	// TransactionID, unless the partition has that transactionId already;
+	// it sets each CopySeq and CopyCreatedAt (the existing message's when
+	// there was one) and Inserted.
+	PushCopies(ctx context.Context, cs []Copy, now time.Time) error
+	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
+	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome).
+	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64) error
 	// DeleteDeadLetters removes dead letters by row id.
 	DeleteDeadLetters(ctx context.Context, ids []int64) error
 	// ListDeadLetters returns a page of the dead letters matching f, newest
@@ -136,6 +152,29 @@ type Tx interface {
 
 	InsertAudit(ctx context.Context, a *AuditEntry) error
 	ListAudit(ctx context.Context, f AuditFilter, p Page) ([]AuditEntry, error)
+}
+
+// DeadLetterKey is what a bulk action needs of a dead letter: no payload,
+// and of the error only the line that top errors count it under.
+type DeadLetterKey struct {
+	ID          int64
+	Seq         int64
+	QueueID     int64
+	PartitionID int64
+	GroupID     int64
+	CreatedAt   time.Time // the message's
+	Line        string    // ErrorLine of its error
+}
+
+// Copy is a replayed copy to push: of message Seq in PartitionID, under
+// TransactionID. PushCopies fills in the rest.
+type Copy struct {
+	Seq           int64
+	PartitionID   int64
+	TransactionID string
+	CopySeq       int64
+	CopyCreatedAt time.Time
+	Inserted      bool // false: the partition had the copy already
 }
 
 // PartitionInfo is a partition with its size.

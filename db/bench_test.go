@@ -35,3 +35,49 @@ func BenchmarkLifecycle1(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReplayMatching is PERF.md's D5 for profiling: replay every dead
+// letter of a group by filter, 10k of them.
+func BenchmarkReplayMatching(b *testing.B) {
+	ctx := context.Background()
+	b.StopTimer()
+	for range b.N {
+		d, err := db.Open(ctx, filepath.Join(b.TempDir(), "l.db"), db.SyncNormal)
+		if err != nil {
+			b.Fatal(err)
+		}
+		br := broker.New(broker.Config{Store: d})
+		const n = 10_000
+		items := make([]broker.PushItem, 1000)
+		for i := range items {
+			items[i] = broker.PushItem{Queue: "q", Payload: []byte(`{"order":12345,"status":"paid","note":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)}
+		}
+		for range n / len(items) {
+			if _, err := br.Push(ctx, items); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for done := 0; done < n; {
+			res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			acks := make([]broker.Ack, len(res.Messages))
+			for i, m := range res.Messages {
+				acks[i] = broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "boom: the payment service said no\nstack"}
+			}
+			if _, err := br.AckBatch(ctx, "g", acks); err != nil {
+				b.Fatal(err)
+			}
+			done += len(acks)
+		}
+		b.StartTimer()
+		res, err := br.ReplayMatching(ctx, broker.DLQQuery{Queue: "q", Group: "g"}, "bench")
+		if err != nil || res.Done != n {
+			b.Fatal(res, err)
+		}
+		b.StopTimer()
+		d.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*10_000), "µs/msg")
+}

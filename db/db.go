@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -58,9 +59,12 @@ type DB struct {
 	busy      bool       // a goroutine is writing
 	waiting   []writeRequest
 	bulk      []writeRequest // low-priority writes (broker.LowPriority)
-	lastWrite time.Time      // when the last write ended
+	bulkSince time.Time      // since when the first of bulk has waited
+	lastWrite time.Time      // when the last ordinary write ended
 	isClosed  bool
 	kick      chan struct{} // wakes the writer goroutine (buffered, 1)
+	ckpt      chan struct{} // wakes the checkpointer (buffered, 1); nil: none
+	ckptDone  chan struct{}
 	stop      chan struct{}
 	stopped   chan struct{}
 
@@ -83,10 +87,13 @@ type Options struct {
 	// broker.ErrUnavailable, and so does every write that queued up
 	// behind it meanwhile: none waits much longer than BusyTimeout.
 	BusyTimeout time.Duration
-	// AutoCheckpoint is the size of the write-ahead log, in pages, past
-	// which a commit copies it back into the database (SQLite's
-	// wal_autocheckpoint). 0 keeps SQLite's default (1000 pages); a
-	// negative value never checkpoints, for measurements that read the
+	// AutoCheckpoint chooses how the write-ahead log is copied back into
+	// the database (a checkpoint). 0, the default: a background goroutine
+	// does it on its own connection shortly after writes, so that no
+	// write waits for it (the writer itself checkpoints only past
+	// walSafetyPages, should the background fall behind). Positive: the
+	// writer checkpoints at commit past that many pages (SQLite's
+	// wal_autocheckpoint). Negative: never, for measurements that read the
 	// whole log (the log then grows without bound).
 	AutoCheckpoint int
 }
@@ -171,14 +178,21 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
-	if o.AutoCheckpoint != 0 {
-		if _, err := d.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", max(o.AutoCheckpoint, 0))); err != nil {
-			errors.Join(d.wconn.Close(), read.Close(), write.Close())
-			return nil, err
-		}
+	pages := o.AutoCheckpoint
+	if pages == 0 {
+		pages = walSafetyPages
+		d.ckpt = make(chan struct{}, 1)
+	}
+	if _, err := d.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", max(pages, 0))); err != nil {
+		errors.Join(d.wconn.Close(), read.Close(), write.Close())
+		return nil, err
 	}
 	d.writeStmts, d.readStmts = newStmtCache(d.wconn), newStmtCache(read)
 	go d.writer()
+	if d.ckpt != nil {
+		d.ckptDone = make(chan struct{})
+		go d.checkpointer()
+	}
 	return d, nil
 }
 
@@ -277,6 +291,9 @@ func (d *DB) Close() error {
 	close(d.stop)
 	d.wmu.Unlock()
 	<-d.stopped
+	if d.ckptDone != nil {
+		<-d.ckptDone
+	}
 	d.writeStmts.close()
 	d.readStmts.close()
 	return errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
@@ -353,6 +370,12 @@ var ErrClosed = errors.New("database closed")
 // next one.
 const bulkGrace = time.Millisecond
 
+// bulkMaxWait bounds how long a background write waits for a quiet
+// moment: then it goes ahead of the writes that queue up, so that a bulk
+// action under steady traffic still moves (a chunk every bulkMaxWait at
+// least), and ordinary writes wait at most one chunk.
+const bulkMaxWait = 10 * time.Millisecond
+
 // maxGroup caps how many Updates share one transaction.
 const maxGroup = 256
 
@@ -385,12 +408,15 @@ func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
 	case d.isClosed:
 		d.wmu.Unlock()
 		return ErrClosed
-	case !low && !d.busy && len(d.waiting) == 0:
+	case !low && !d.busy && len(d.waiting) == 0 && !d.bulkOverdue():
 		d.busy = true
 		d.wmu.Unlock()
 		d.commit([]writeRequest{req})
-		d.release()
+		d.release(false)
 	case low:
+		if len(d.bulk) == 0 {
+			d.bulkSince = time.Now()
+		}
 		d.bulk = append(d.bulk, req)
 		d.wmu.Unlock()
 		d.wake()
@@ -405,6 +431,12 @@ func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
 	return unavailable(<-req.done)
 }
 
+// bulkOverdue reports whether a background write has waited bulkMaxWait.
+// d.wmu is held.
+func (d *DB) bulkOverdue() bool {
+	return len(d.bulk) > 0 && time.Since(d.bulkSince) >= bulkMaxWait
+}
+
 // wake tells the writer goroutine that there is work.
 func (d *DB) wake() {
 	select {
@@ -414,11 +446,15 @@ func (d *DB) wake() {
 }
 
 // release ends a turn at writing and hands queued work to the writer
-// goroutine.
-func (d *DB) release() {
+// goroutine. Only ordinary writes hold background ones back (bulkGrace):
+// a bulk action's chunks follow one another at once when nothing else
+// writes.
+func (d *DB) release(low bool) {
 	d.wmu.Lock()
 	d.busy = false
-	d.lastWrite = time.Now()
+	if !low {
+		d.lastWrite = time.Now()
+	}
 	more := len(d.waiting) > 0 || len(d.bulk) > 0
 	d.idle.Broadcast()
 	d.wmu.Unlock()
@@ -449,18 +485,23 @@ func (d *DB) writer() {
 				d.wmu.Unlock()
 				break
 			}
-			if n := len(d.waiting); n > 0 {
+			if n := len(d.waiting); n > 0 && !d.bulkOverdue() {
 				n = min(n, maxGroup)
 				group := append([]writeRequest(nil), d.waiting[:n]...)
 				d.waiting = append(d.waiting[:0], d.waiting[n:]...)
 				d.busy = true
 				d.wmu.Unlock()
 				d.commit(group)
-				d.release()
+				d.release(false)
 				continue
 			}
 			if len(d.bulk) > 0 {
-				if wait := bulkGrace - time.Since(d.lastWrite); wait > 0 {
+				wait := bulkGrace - time.Since(d.lastWrite)
+				if d.bulkOverdue() {
+					wait = 0
+				}
+				if wait > 0 {
+					wait = min(wait, bulkMaxWait-time.Since(d.bulkSince))
 					d.wmu.Unlock()
 					if grace == nil {
 						grace = time.NewTimer(wait)
@@ -472,10 +513,11 @@ func (d *DB) writer() {
 				}
 				r := d.bulk[0]
 				d.bulk = append(d.bulk[:0], d.bulk[1:]...)
+				d.bulkSince = time.Now()
 				d.busy = true
 				d.wmu.Unlock()
 				d.commit([]writeRequest{r})
-				d.release()
+				d.release(true)
 				continue
 			}
 			d.wmu.Unlock()
@@ -561,8 +603,46 @@ func (d *DB) commit(group []writeRequest) {
 				errs[i] = fmt.Errorf("commit: %w", err)
 			}
 		}
+	} else if d.ckpt != nil {
+		select {
+		case d.ckpt <- struct{}{}:
+		default:
+		}
 	}
 	answer()
+}
+
+// walSafetyPages is the log size at which the writer checkpoints at
+// commit (as SQLite does by default at 1000) when the background
+// checkpointer has fallen behind.
+const walSafetyPages = 8000
+
+// checkpointEvery spaces the background checkpoints: each copies what the
+// writes since the last one added to the log.
+const checkpointEvery = 50 * time.Millisecond
+
+// checkpointer copies the write-ahead log back into the database after
+// writes, on the write pool's other connection, concurrently with the
+// writer (a PASSIVE checkpoint never blocks it): the fsync and the copy
+// stay off every write's path. Once all of the log is copied and no
+// reader needs it, the next write starts the log over.
+func (d *DB) checkpointer() {
+	defer close(d.ckptDone)
+	for {
+		select {
+		case <-d.ckpt:
+		case <-d.stop:
+			return
+		}
+		if _, err := d.write.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil && !isBusy(err) {
+			slog.Warn("checkpoint", "err", err)
+		}
+		select {
+		case <-time.After(checkpointEvery):
+		case <-d.stop:
+			return
+		}
+	}
 }
 
 // refuseWaiting answers err to every write waiting to be taken, without

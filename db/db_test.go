@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
@@ -244,5 +246,48 @@ func TestLowPriorityWritesRunWhenIdle(t *testing.T) {
 				t.Fatalf("%s%d: %v", prefix, i, err)
 			}
 		}
+	}
+}
+
+// The write-ahead log is copied back into the database in the background
+// soon after writes, well before the writer's own safety checkpoint: the
+// database file grows with what was written while nothing else happens.
+func TestBackgroundCheckpointCopiesTheLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := db.Open(ctx, path, db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := broker.New(broker.Config{Store: d})
+	payload := []byte(`{"pad":"` + strings.Repeat("x", 2000) + `"}`)
+	items := make([]broker.PushItem, 100)
+	for i := range items {
+		items[i] = broker.PushItem{Queue: "q", Payload: payload}
+	}
+	for range 10 { // about 2 MB: 500 pages, far below the writer's own threshold
+		if _, err := b.Push(ctx, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > before.Size()+1<<20 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("database file still %d bytes (was %d) 5 s after 2 MB of writes: no checkpoint", st.Size(), before.Size())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -465,18 +465,11 @@ func (t *storeTx) MaxDeadLetterID(ctx context.Context) (int64, error) {
 }
 
 func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64) error {
-	for len(ids) > 0 {
-		n := min(len(ids), 500)
-		args := make([]any, n)
-		for i, id := range ids[:n] {
-			args[i] = id
-		}
-		if _, err := t.exec(ctx, `DELETE FROM dead_letters WHERE id IN (?`+strings.Repeat(",?", n-1)+`)`, args...); err != nil {
-			return err
-		}
-		ids = ids[n:]
+	if len(ids) == 0 {
+		return nil
 	}
-	return nil
+	_, err := t.exec(ctx, `DELETE FROM dead_letters WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids))
+	return err
 }
 
 // where builds the WHERE clause of a dead-letter filter. Values go in as

@@ -217,11 +217,6 @@ func (t *storeTx) CompactStats(ctx context.Context, minutesBefore, hoursBefore t
 	return err
 }
 
-func (t *storeTx) ExpectReplayOutcome(ctx context.Context, copySeq, groupID int64) error {
-	_, err := t.exec(ctx, `INSERT INTO replay_outcomes (copy_seq, group_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, copySeq, groupID)
-	return err
-}
-
 func (t *storeTx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64) (bool, error) {
 	res, err := t.exec(ctx, `DELETE FROM replay_outcomes WHERE copy_seq = ? AND group_id = ?`, copySeq, groupID)
 	if err != nil {

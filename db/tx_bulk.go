@@ -1,0 +1,152 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Set-based statements of the bulk actions: a chunk of dead letters is
+// read, copied and removed with a few statements, whatever its size; the
+// sets go in as JSON arrays (json_each), payloads never leave SQLite.
+
+// errorLineSQL is broker.ErrorLine in SQL: the first line, cut to 500
+// characters.
+const errorLineSQL = `substr(substr(d.error, 1, instr(d.error || char(10), char(10)) - 1), 1, 500)`
+
+const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, m.created_at, ` + errorLineSQL + `
+	FROM dead_letters d JOIN messages m ON m.seq = d.seq`
+
+func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]broker.DeadLetterKey, error) {
+	rows, err := t.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.DeadLetterKey
+	for rows.Next() {
+		var k broker.DeadLetterKey
+		var created int64
+		if err := rows.Scan(&k.ID, &k.Seq, &k.QueueID, &k.PartitionID, &k.GroupID, &created, &k.Line); err != nil {
+			return nil, err
+		}
+		k.CreatedAt = fromMS(created)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
+	w, args := where(f)
+	return scanKeys(ctx, t, deadLetterKeySelect+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
+}
+
+func (t *storeTx) MessagesDeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
+	w, args := where(f)
+	return scanKeys(ctx, t, deadLetterKeySelect+` WHERE d.seq IN (SELECT d.seq FROM dead_letters d`+w+`
+		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?) ORDER BY d.seq, d.id`, append(args, limit)...)
+}
+
+func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.DeadLetterKey, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	return scanKeys(ctx, t, deadLetterKeySelect+` WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.id`, intsJSON(seqs))
+}
+
+func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Time) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	buf := []byte{'['}
+	for i, c := range cs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '[')
+		buf = strconv.AppendInt(buf, c.Seq, 10)
+		buf = append(buf, ',')
+		txid, err := json.Marshal(c.TransactionID)
+		if err != nil {
+			return err
+		}
+		buf = append(buf, txid...)
+		buf = append(buf, ']')
+	}
+	buf = append(buf, ']')
+	// The copies are inserted in the order of cs ("WHERE true" lets SQLite
+	// tell the ON CONFLICT of the upsert from a join's ON).
+	rows, err := t.query(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT m.partition_id, j.value ->> 1, m.payload, m.trace_id, ?2
+		FROM json_each(?1) j JOIN messages m ON m.seq = j.value ->> 0
+		WHERE true ORDER BY j.key
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING
+		RETURNING seq, transaction_id`, string(buf), ms(now))
+	if err != nil {
+		return err
+	}
+	inserted := make(map[string]int64, len(cs))
+	for rows.Next() {
+		var seq int64
+		var txid string
+		if err := rows.Scan(&seq, &txid); err != nil {
+			rows.Close()
+			return err
+		}
+		inserted[txid] = seq
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for i := range cs {
+		c := &cs[i]
+		if seq, ok := inserted[c.TransactionID]; ok {
+			c.CopySeq, c.CopyCreatedAt, c.Inserted = seq, now, true
+			continue
+		}
+		// Replayed before: the copy is already there.
+		existing, err := t.MessageByTransaction(ctx, c.PartitionID, c.TransactionID)
+		if err != nil {
+			return err
+		}
+		c.CopySeq, c.CopyCreatedAt, c.Inserted = existing.Seq, existing.CreatedAt, false
+	}
+	return nil
+}
+
+func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	buf := []byte{'['}
+	for i, p := range pairs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '[')
+		buf = strconv.AppendInt(buf, p[0], 10)
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, p[1], 10)
+		buf = append(buf, ']')
+	}
+	buf = append(buf, ']')
+	_, err := t.exec(ctx, `INSERT INTO replay_outcomes (copy_seq, group_id)
+		SELECT j.value ->> 0, j.value ->> 1 FROM json_each(?) j WHERE true ON CONFLICT DO NOTHING`, string(buf))
+	return err
+}
+
+// intsJSON is a JSON array of vs.
+func intsJSON(vs []int64) string {
+	buf := make([]byte, 0, 2+len(vs)*8)
+	buf = append(buf, '[')
+	for i, v := range vs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, v, 10)
+	}
+	return string(append(buf, ']'))
+}
