@@ -297,7 +297,7 @@ func walRaw(ctx context.Context, e *env, n, batch int) (walRun, error) {
 // buckets grow with queues × groups × minutes kept.
 var bigTables = map[string]bool{
 	"messages": true, "dead_letters": true, "consumers": true, "audit": true, "sessions": true,
-	"stats_minute": true, "stats_hour": true,
+	"stats_minute": true, "stats_quarter": true, "stats_hour": true,
 }
 
 // hotPhase is one step of the query-plan scenario.

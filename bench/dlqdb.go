@@ -451,6 +451,17 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 			return fmt.Errorf("buckets: %w", err)
 		}
 	}
+	// The quarter-hour and hour buckets of those minutes, as the broker
+	// keeps them (depth and oldest_at of each one's last minute).
+	for _, up := range []struct{ table, unit, minutes string }{{"stats_quarter", "quarter", "15"}, {"stats_hour", "hour", "60"}} {
+		if _, err := exec(`INSERT INTO ` + up.table + ` (queue_id, group_id, ` + up.unit + `, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed, depth, oldest_at)
+			SELECT queue_id, group_id, u, dl, rp, de, dr, co, fa, rc, rf, depth, oldest_at FROM (
+				SELECT queue_id, group_id, minute / ` + up.minutes + ` AS u, SUM(dead_lettered) AS dl, SUM(replayed) AS rp, SUM(deleted) AS de, SUM(dropped) AS dr,
+					SUM(completed) AS co, SUM(failed) AS fa, SUM(replay_completed) AS rc, SUM(replay_failed) AS rf, MAX(minute) AS last, depth, oldest_at
+				FROM stats_minute GROUP BY queue_id, group_id, minute / ` + up.minutes + `)`); err != nil {
+			return fmt.Errorf("%s: %w", up.table, err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ const (
 	MaxPageSize   = 1000 // dead letters per page
 	MaxNameLength = 255  // queue, partition and group names
 	MaxErrorText  = 8192 // bytes of an ack's error kept with a dead letter
-	bulkChunk     = 100  // dead letters per transaction in bulk actions: short, so that other writes hardly wait
+	bulkChunk     = 250  // dead letters per transaction in bulk actions: short, so that other writes wait at most a few ms
 )
 
 // Errors returned by the broker. The web layer maps them to HTTP statuses.

@@ -131,8 +131,9 @@ func (b *Broker) DeadLetters(ctx context.Context, q DLQQuery) (DLQPage, error) {
 	return page, err
 }
 
-// TopErrors returns the most frequent error texts among the dead letters q
-// selects.
+// TopErrors returns the most frequent error lines among the dead letters q
+// selects, exactly: from the maintained counts when q is a group of a
+// queue, else by reading them all.
 func (b *Broker) TopErrors(ctx context.Context, q DLQQuery, limit int) ([]ErrorCount, error) {
 	if err := q.validate(); err != nil {
 		return nil, err
@@ -143,7 +144,11 @@ func (b *Broker) TopErrors(ctx context.Context, q DLQQuery, limit int) ([]ErrorC
 		if err != nil || !ok {
 			return err
 		}
-		out, err = tx.TopErrors(ctx, f, limit, 0)
+		if f.simple() && f.GroupID != 0 {
+			out, err = tx.TopErrorCounts(ctx, f.QueueID, f.GroupID, limit)
+		} else {
+			out, err = tx.TopErrors(ctx, f, limit, 0)
+		}
 		return err
 	})
 	return out, err
@@ -499,9 +504,28 @@ func deadLetterPage(ctx context.Context, tx Tx, f Filter, q DLQQuery) (DLQPage, 
 	}
 	page.Items = items
 	if q.WithTotal {
-		if page.Total, err = tx.CountDeadLetters(ctx, f); err != nil {
+		if page.Total, err = countDeadLetters(ctx, tx, f); err != nil {
 			return page, fmt.Errorf("count dead letters: %w", err)
 		}
 	}
 	return page, nil
+}
+
+// countDeadLetters counts what f selects, exactly: from the maintained
+// depths when f is a queue or a group, else by counting the rows.
+func countDeadLetters(ctx context.Context, tx Tx, f Filter) (int64, error) {
+	if !f.simple() {
+		return tx.CountDeadLetters(ctx, f)
+	}
+	gs, err := tx.Stats(ctx, f.QueueID)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, g := range gs {
+		if f.GroupID == 0 || g.GroupID == f.GroupID {
+			n += g.Depth
+		}
+	}
+	return n, nil
 }

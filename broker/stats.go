@@ -9,13 +9,15 @@ import (
 	"time"
 )
 
-// Retention of the time-bucketed counters: minute buckets roll up into
-// hour buckets after MinuteRetention; hour buckets are deleted after
-// HourRetention. Compact does both; serve runs it every CompactEvery.
+// Retention of the time-bucketed counters: minute buckets are deleted
+// after MinuteRetention, quarter-hour buckets after QuarterRetention, hour
+// buckets after HourRetention; CompactStats does it and serve runs it every
+// CompactEvery.
 const (
-	MinuteRetention = 48 * time.Hour
-	HourRetention   = 90 * 24 * time.Hour
-	CompactEvery    = 10 * time.Minute
+	MinuteRetention  = 48 * time.Hour
+	QuarterRetention = 8 * 24 * time.Hour
+	HourRetention    = 90 * 24 * time.Hour
+	CompactEvery     = 10 * time.Minute
 )
 
 // StatsDelay is how long counts that move no depth (completed, failed,
@@ -272,14 +274,13 @@ func fillSeries(rows []Bucket, from, to time.Time, step time.Duration) []Series 
 	return out
 }
 
-// CompactStats rolls minute buckets past MinuteRetention into hour buckets
-// and deletes hour buckets past HourRetention.
+// CompactStats deletes the buckets past their retention.
 func (b *Broker) CompactStats(ctx context.Context) error {
 	if err := b.FlushStats(ctx); err != nil {
 		return err
 	}
 	now := b.now()
 	return b.store.Update(ctx, func(tx Tx) error {
-		return tx.CompactStats(ctx, now.Add(-MinuteRetention).Truncate(time.Hour), now.Add(-HourRetention))
+		return tx.CompactStats(ctx, now.Add(-MinuteRetention), now.Add(-QuarterRetention), now.Add(-HourRetention))
 	})
 }

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -250,5 +251,77 @@ func TestCountsWaitThenLandInTheirMinute(t *testing.T) {
 	}
 	if got := stored(); got != (broker.Stats{Completed: 3, Failed: 1, DeadLettered: 2, Depth: 2}) {
 		t.Fatalf("totals after the read: %+v", got)
+	}
+}
+
+// Every step reads its own table (minutes, quarter hours, hours) and
+// sums it per step; all of them agree with the minutes summed by hand,
+// depth included (that of each step's end).
+func TestHistoryStepsAgree(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0, "retryDelay": 0})
+	start := s.clock.Now().Truncate(2 * time.Hour)
+	for i := 0; i < 12; i++ {
+		s.push("q", "", fmt.Sprintf("m%d", i))
+	}
+	// Over two hours: failures into the dead letters, completions, and a
+	// replay now and then.
+	for i, gap := range []int{0, 7, 16, 3, 30, 14, 1, 45, 2} {
+		s.clock.Advance(time.Duration(gap) * time.Minute)
+		if i%3 == 2 {
+			if _, err := s.b.Replay(s.ctx, s.dead("q", "g")[0].MessageID(), "dev"); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		_, res := s.popTxids("q", "g", 1)
+		status := broker.AckFailed
+		if i%2 == 1 {
+			status = broker.AckCompleted
+		}
+		s.ack(res.Messages[0], status, "boom")
+	}
+	end := start.Add(2 * time.Hour)
+	minutes, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "q", From: start, To: end, Step: time.Minute})
+	if err != nil || len(minutes) != 1 {
+		t.Fatalf("minutes: %v %v", minutes, err)
+	}
+	var filed, replayed, completed int64
+	for _, m := range minutes[0].Points {
+		filed, replayed, completed = filed+m.DeadLettered, replayed+m.Replayed, completed+m.Completed
+	}
+	if filed != 3 || replayed != 3 || completed != 3 {
+		t.Fatalf("by minute: %d filed, %d replayed, %d completed; want 3 each", filed, replayed, completed)
+	}
+	for _, step := range []time.Duration{5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour} {
+		got, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "q", From: start, To: end, Step: step})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("step %s: %v %v", step, got, err)
+		}
+		per := int(step / time.Minute)
+		if len(got[0].Points) != len(minutes[0].Points)/per {
+			t.Fatalf("step %s: %d points", step, len(got[0].Points))
+		}
+		for i, p := range got[0].Points {
+			var want broker.Stats
+			for _, m := range minutes[0].Points[i*per : (i+1)*per] {
+				d := m.Stats
+				d.Depth = 0
+				want = broker.Stats{
+					DeadLettered: want.DeadLettered + d.DeadLettered, Replayed: want.Replayed + d.Replayed,
+					Completed: want.Completed + d.Completed, Failed: want.Failed + d.Failed,
+				}
+			}
+			want.Depth = minutes[0].Points[(i+1)*per-1].Depth
+			if p.Stats != want {
+				t.Errorf("step %s, point %d: %+v, want %+v", step, i, p.Stats, want)
+			}
+		}
+	}
+	// All queues at once read the same.
+	all, err := s.b.History(s.ctx, broker.HistoryQuery{From: start, To: end, Step: time.Hour})
+	if err != nil || len(all) != 1 || all[0].Points[1].Depth != minutes[0].Points[119].Depth {
+		t.Fatalf("every queue: %+v %v", all, err)
 	}
 }

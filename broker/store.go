@@ -137,17 +137,19 @@ type Tx interface {
 	TopErrorCounts(ctx context.Context, queueID, groupID int64, limit int) ([]ErrorCount, error)
 
 	// AddStats adds d to the running totals of a queue and group and to
-	// the minute bucket of at, which also records the depth and the oldest
-	// dead letter after the change.
+	// the minute, quarter-hour and hour buckets of at, which also record
+	// the depth and the oldest dead letter after the change.
 	AddStats(ctx context.Context, queueID, groupID int64, d Stats, at time.Time) error
 	// Series returns the buckets of [from, to) with the given step (a
-	// whole number of minutes), per queue and group, oldest first; queueID
-	// 0 means every queue. Each group's last bucket before from comes
-	// first, so that its depth is known at the start.
+	// whole number of minutes; from a multiple of it), per queue and group,
+	// oldest first; queueID 0 means every queue. Each group's last bucket
+	// before from comes first, so that its depth is known at the start.
+	// Steps that are not whole quarter hours read minute buckets, which
+	// are kept MinuteRetention only.
 	Series(ctx context.Context, queueID int64, from, to time.Time, step time.Duration) ([]Bucket, error)
-	// CompactStats rolls minute buckets older than minutesBefore up into
-	// hour buckets and deletes hour buckets older than hoursBefore.
-	CompactStats(ctx context.Context, minutesBefore, hoursBefore time.Time) error
+	// CompactStats deletes the minute, quarter-hour and hour buckets older
+	// than minutesBefore, quartersBefore and hoursBefore.
+	CompactStats(ctx context.Context, minutesBefore, quartersBefore, hoursBefore time.Time) error
 	Stats(ctx context.Context, queueID int64) ([]GroupStats, error)
 
 	InsertAudit(ctx context.Context, a *AuditEntry) error

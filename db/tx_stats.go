@@ -1,9 +1,11 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"sort"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -37,15 +39,51 @@ func (t *storeTx) AddStats(ctx context.Context, queueID, groupID int64, d broker
 	if at.IsZero() {
 		at = time.Now()
 	}
-	_, err = t.exec(ctx, `INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed, depth, oldest_at)
+	// The buckets of the minute, the quarter hour and the hour of at.
+	minute := at.Unix() / 60
+	for _, b := range bucketTables {
+		if _, err := t.exec(ctx, b.upsert, queueID, groupID, minute/b.minutes, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed,
+			d.ReplayCompleted, d.ReplayFailed, depth, oldest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bucketTable is one table of time-bucketed counters.
+type bucketTable struct {
+	name, unit string // the table and its time column
+	minutes    int64  // the bucket's length
+	upsert     string // adds counters, sets depth and oldest_at
+}
+
+func newBucketTable(name, unit string, minutes int64) bucketTable {
+	return bucketTable{name: name, unit: unit, minutes: minutes,
+		upsert: `INSERT INTO ` + name + ` (queue_id, group_id, ` + unit + `, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed, depth, oldest_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (queue_id, group_id, minute) DO UPDATE SET dead_lettered = dead_lettered + excluded.dead_lettered,
+		ON CONFLICT (queue_id, group_id, ` + unit + `) DO UPDATE SET dead_lettered = dead_lettered + excluded.dead_lettered,
 		replayed = replayed + excluded.replayed, deleted = deleted + excluded.deleted, dropped = dropped + excluded.dropped,
 		completed = completed + excluded.completed, failed = failed + excluded.failed,
 		replay_completed = replay_completed + excluded.replay_completed, replay_failed = replay_failed + excluded.replay_failed,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`,
-		queueID, groupID, at.Unix()/60, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed, d.ReplayCompleted, d.ReplayFailed, depth, oldest)
-	return err
+		depth = excluded.depth, oldest_at = excluded.oldest_at`}
+}
+
+// bucketTables, finest first.
+var bucketTables = []bucketTable{
+	newBucketTable("stats_minute", "minute", 1),
+	newBucketTable("stats_quarter", "quarter", 15),
+	newBucketTable("stats_hour", "hour", 60),
+}
+
+// bucketsFor picks the coarsest table whose buckets divide step.
+func bucketsFor(step time.Duration) bucketTable {
+	stepMin := int64(step / time.Minute)
+	for i := len(bucketTables) - 1; i > 0; i-- {
+		if stepMin%bucketTables[i].minutes == 0 {
+			return bucketTables[i]
+		}
+	}
+	return bucketTables[0]
 }
 
 func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats, error) {
@@ -74,85 +112,96 @@ func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats
 const bucketCols = `b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, 0, b.depth, b.oldest_at`
 
 func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time, step time.Duration) ([]broker.Bucket, error) {
-	fromMin, toMin, stepMin := from.Unix()/60, (to.Unix()+59)/60, int64(step/time.Minute)
+	// One table, the coarsest whose buckets divide the step: a bounded
+	// number of rows per group and step, read by index, summed here.
+	bt := bucketsFor(step)
+	fromU, toU := from.Unix()/60/bt.minutes, (to.Unix()/60+bt.minutes-1)/bt.minutes
+	stepU := int64(step/time.Minute) / bt.minutes
 	var out []broker.Bucket
-	scan := func(rows *sql.Rows) error {
+	vals := make([]any, 14)
+	scan := func(rows *sql.Rows, minutes int64, into func(b broker.Bucket, unit int64)) error {
 		defer rows.Close()
 		for rows.Next() {
 			var b broker.Bucket
-			var minute, last, oldest int64
-			if err := rows.Scan(&b.QueueID, &b.GroupID, &minute, &b.DeadLettered, &b.Replayed, &b.Deleted, &b.Dropped, &b.Completed, &b.Failed,
+			var unit, last, oldest int64
+			if err := scanInts(rows, vals, &b.QueueID, &b.GroupID, &unit, &b.DeadLettered, &b.Replayed, &b.Deleted, &b.Dropped, &b.Completed, &b.Failed,
 				&b.ReplayCompleted, &b.ReplayFailed, &last, &b.Depth, &oldest); err != nil {
 				return err
 			}
-			b.At, b.OldestAt = time.Unix(minute*60, 0).UTC(), fromMS(oldest)
-			out = append(out, b)
+			b.At, b.OldestAt = time.Unix(unit*minutes*60, 0).UTC(), fromMS(oldest)
+			into(b, unit)
 		}
 		return rows.Err()
 	}
-	// Seeds: each group's last bucket before the range, found by one step
-	// down its key (minutes first; older ones live in the hour table).
-	keys, err := t.query(ctx, `SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1`, queueID)
+	seed := func(b broker.Bucket, _ int64) { out = append(out, b) }
+	pairs, err := t.statsGroups(ctx, queueID)
 	if err != nil {
 		return nil, err
 	}
-	var pairs [][2]int64
-	for keys.Next() {
-		var p [2]int64
-		if err := keys.Scan(&p[0], &p[1]); err != nil {
-			keys.Close()
-			return nil, err
-		}
-		pairs = append(pairs, p)
-	}
-	keys.Close()
-	if err := keys.Err(); err != nil {
-		return nil, err
-	}
+	// Seeds: each group's last bucket before the range, one step down its
+	// key (in the hour table when the finer one has none: older buckets
+	// live there only).
+	hours := bucketTables[len(bucketTables)-1]
 	for _, p := range pairs {
 		n := len(out)
-		rows, err := t.query(ctx, `SELECT b.queue_id, b.group_id, b.minute, `+bucketCols+` FROM stats_minute b
-			WHERE b.queue_id = ? AND b.group_id = ? AND b.minute < ? ORDER BY b.minute DESC LIMIT 1`, p[0], p[1], fromMin)
+		rows, err := t.query(ctx, `SELECT b.queue_id, b.group_id, b.`+bt.unit+`, `+bucketCols+` FROM `+bt.name+` b
+			WHERE b.queue_id = ? AND b.group_id = ? AND b.`+bt.unit+` < ? ORDER BY b.`+bt.unit+` DESC LIMIT 1`, p[0], p[1], fromU)
 		if err == nil {
-			err = scan(rows)
+			err = scan(rows, bt.minutes, seed)
 		}
-		if err == nil && len(out) == n {
-			rows, err = t.query(ctx, `SELECT b.queue_id, b.group_id, b.hour * 60, `+bucketCols+` FROM stats_hour b
-				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? / 60 ORDER BY b.hour DESC LIMIT 1`, p[0], p[1], fromMin)
+		if err == nil && len(out) == n && bt.name != hours.name {
+			rows, err = t.query(ctx, `SELECT b.queue_id, b.group_id, b.hour, `+bucketCols+` FROM stats_hour b
+				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`, p[0], p[1], from.Unix()/3600)
 			if err == nil {
-				err = scan(rows)
+				err = scan(rows, hours.minutes, seed)
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	// The range, summed per step in SQL: depth and oldest_at are those of
-	// each step's last bucket (the row of MAX).
-	sums := `SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed)`
-	for _, q := range []string{
-		`SELECT b.queue_id, b.group_id, (b.hour * 60 / ?4) * ?4 AS step, ` + sums + `, MAX(b.hour), b.depth, b.oldest_at FROM stats_hour b
-			WHERE b.hour >= ?1 / 60 AND b.hour < (?2 + 59) / 60 AND (?3 = 0 OR b.queue_id = ?3) GROUP BY b.queue_id, b.group_id, step`,
-		`SELECT b.queue_id, b.group_id, (b.minute / ?4) * ?4 AS step, ` + sums + `, MAX(b.minute), b.depth, b.oldest_at FROM stats_minute b
-			WHERE b.minute >= ?1 AND b.minute < ?2 AND (?3 = 0 OR b.queue_id = ?3) GROUP BY b.queue_id, b.group_id, step`,
-	} {
-		rows, err := t.query(ctx, q, fromMin, toMin, queueID, stepMin)
+	// The range, summed per step: depth and oldest_at are those of each
+	// step's last bucket.
+	type key struct{ q, g, step int64 }
+	type acc struct {
+		b    broker.Bucket
+		last int64
+	}
+	steps := map[key]*acc{}
+	add := func(b broker.Bucket, unit int64) {
+		k := key{b.QueueID, b.GroupID, fromU + (unit-fromU)/stepU*stepU}
+		a, ok := steps[k]
+		if !ok {
+			a = &acc{b: broker.Bucket{QueueID: b.QueueID, GroupID: b.GroupID, At: time.Unix(k.step*bt.minutes*60, 0).UTC()}, last: -1}
+			steps[k] = a
+		}
+		a.b.Stats = broker.Stats{
+			DeadLettered: a.b.DeadLettered + b.DeadLettered, Replayed: a.b.Replayed + b.Replayed, Deleted: a.b.Deleted + b.Deleted,
+			Dropped: a.b.Dropped + b.Dropped, Completed: a.b.Completed + b.Completed, Failed: a.b.Failed + b.Failed,
+			ReplayCompleted: a.b.ReplayCompleted + b.ReplayCompleted, ReplayFailed: a.b.ReplayFailed + b.ReplayFailed, Depth: a.b.Depth,
+		}
+		if unit > a.last {
+			a.last, a.b.Depth, a.b.OldestAt = unit, b.Depth, b.OldestAt
+		}
+	}
+	// Group by group along the primary key: contiguous rows, where the
+	// time index would cost a lookup of each row.
+	ranged := `SELECT b.queue_id, b.group_id, b.` + bt.unit + `, ` + bucketCols + ` FROM ` + bt.name + ` b
+		WHERE b.queue_id = ? AND b.group_id = ? AND b.` + bt.unit + ` >= ? AND b.` + bt.unit + ` < ?`
+	for _, p := range pairs {
+		rows, err := t.query(ctx, ranged, p[0], p[1], fromU, toU)
+		if err == nil {
+			err = scan(rows, bt.minutes, add)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if err := scan(rows); err != nil {
-			return nil, err
-		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.QueueID != b.QueueID {
-			return a.QueueID < b.QueueID
-		}
-		if a.GroupID != b.GroupID {
-			return a.GroupID < b.GroupID
-		}
-		return a.At.Before(b.At)
+	for _, a := range steps {
+		out = append(out, a.b)
+	}
+	slices.SortFunc(out, func(a, b broker.Bucket) int {
+		return cmp.Or(cmp.Compare(a.QueueID, b.QueueID), cmp.Compare(a.GroupID, b.GroupID), a.At.Compare(b.At))
 	})
 	queues, groups := map[int64]string{}, map[int64]string{}
 	for _, b := range out {
@@ -168,6 +217,49 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 		out[i].Queue, out[i].Group = queues[out[i].QueueID], groups[out[i].GroupID]
 	}
 	return out, nil
+}
+
+// scanInts scans a row of integers into dst, through vals (one per
+// column): database/sql converts into *any without reflection, which for
+// the thousands of rows of a chart is most of the time it takes.
+func scanInts(rows *sql.Rows, vals []any, dst ...*int64) error {
+	ptrs := make([]any, len(dst))
+	for i := range vals[:len(dst)] {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return err
+	}
+	for i, d := range dst {
+		switch v := vals[i].(type) {
+		case int64:
+			*d = v
+		case nil:
+			*d = 0
+		default:
+			return fmt.Errorf("column %d: %T, want an integer", i, v)
+		}
+	}
+	return nil
+}
+
+// statsGroups returns the (queue, group) pairs that have counters, of one
+// queue or of all (queueID 0).
+func (t *storeTx) statsGroups(ctx context.Context, queueID int64) ([][2]int64, error) {
+	keys, err := t.query(ctx, `SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer keys.Close()
+	var pairs [][2]int64
+	for keys.Next() {
+		var p [2]int64
+		if err := keys.Scan(&p[0], &p[1]); err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, p)
+	}
+	return pairs, keys.Err()
 }
 
 // names fills m (id to name) for the ids it holds.
@@ -193,28 +285,16 @@ func (t *storeTx) names(ctx context.Context, query string, m map[int64]string) e
 	return rows.Err()
 }
 
-func (t *storeTx) CompactStats(ctx context.Context, minutesBefore, hoursBefore time.Time) error {
-	cut := minutesBefore.Unix() / 3600 * 60 // whole hours only
-	// The bare depth and oldest_at come from the row of MAX(minute): the
-	// hour's last minute.
-	if _, err := t.exec(ctx, `INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed, depth, oldest_at)
-		SELECT queue_id, group_id, h, dl, rp, de, dr, co, fa, rc, rf, depth, oldest_at FROM (
-			SELECT queue_id, group_id, minute / 60 AS h, SUM(dead_lettered) AS dl, SUM(replayed) AS rp, SUM(deleted) AS de, SUM(dropped) AS dr,
-				SUM(completed) AS co, SUM(failed) AS fa, SUM(replay_completed) AS rc, SUM(replay_failed) AS rf, MAX(minute) AS last, depth, oldest_at
-			FROM stats_minute WHERE minute < ?1 GROUP BY queue_id, group_id, minute / 60)
-		WHERE true
-		ON CONFLICT (queue_id, group_id, hour) DO UPDATE SET dead_lettered = dead_lettered + excluded.dead_lettered,
-		replayed = replayed + excluded.replayed, deleted = deleted + excluded.deleted, dropped = dropped + excluded.dropped,
-		completed = completed + excluded.completed, failed = failed + excluded.failed,
-		replay_completed = replay_completed + excluded.replay_completed, replay_failed = replay_failed + excluded.replay_failed,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`, cut); err != nil {
-		return err
+func (t *storeTx) CompactStats(ctx context.Context, minutesBefore, quartersBefore, hoursBefore time.Time) error {
+	for _, c := range []struct {
+		b      bucketTable
+		before time.Time
+	}{{bucketTables[0], minutesBefore}, {bucketTables[1], quartersBefore}, {bucketTables[2], hoursBefore}} {
+		if _, err := t.exec(ctx, `DELETE FROM `+c.b.name+` WHERE `+c.b.unit+` < ?`, c.before.Unix()/60/c.b.minutes); err != nil {
+			return err
+		}
 	}
-	if _, err := t.exec(ctx, `DELETE FROM stats_minute WHERE minute < ?`, cut); err != nil {
-		return err
-	}
-	_, err := t.exec(ctx, `DELETE FROM stats_hour WHERE hour < ?`, hoursBefore.Unix()/3600)
-	return err
+	return nil
 }
 
 func (t *storeTx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64) (bool, error) {
