@@ -6,6 +6,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -69,7 +70,7 @@ type DB struct {
 	stopped   chan struct{}
 
 	// Statements kept prepared, per pool.
-	writeStmts, readStmts *stmtCache
+	writeStmts *stmtCache
 }
 
 // DefaultBusyTimeout is how long a statement waits for a lock that
@@ -157,6 +158,9 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		return nil, err
 	}
 	params.Set("_query_only", "true")
+	// Each reading connection keeps its statements prepared (go-sqlite3's
+	// cache), as View runs them on the connection directly.
+	params.Set("_stmt_cache_size", "128")
 	read, err := sql.Open("sqlite3", "file:"+path+"?"+params.Encode())
 	if err != nil {
 		write.Close()
@@ -187,7 +191,7 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		errors.Join(d.wconn.Close(), read.Close(), write.Close())
 		return nil, err
 	}
-	d.writeStmts, d.readStmts = newStmtCache(d.wconn), newStmtCache(read)
+	d.writeStmts = newStmtCache(d.wconn)
 	go d.writer()
 	if d.ckpt != nil {
 		d.ckptDone = make(chan struct{})
@@ -295,7 +299,6 @@ func (d *DB) Close() error {
 		<-d.ckptDone
 	}
 	d.writeStmts.close()
-	d.readStmts.close()
 	return errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
 }
 
@@ -712,12 +715,27 @@ func savepoint(exec func(string) error, fn func() error) (err, broken error) {
 
 // View runs fn in a read transaction on one snapshot.
 func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
-	tx, err := d.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// A connection of the read pool, its transaction begun and ended by
+	// hand: on a database/sql transaction, every query would start a
+	// goroutine to watch the transaction's context. A read is bounded
+	// work; it is not cancelled halfway.
+	conn, err := d.read.Conn(ctx)
 	if err != nil {
 		return unavailable(fmt.Errorf("begin: %w", err))
 	}
-	defer tx.Rollback()
-	return unavailable(fn(&storeTx{tx: tx, stmts: d.readStmts}))
+	defer conn.Close()
+	bg := context.Background()
+	if _, err := conn.ExecContext(bg, "BEGIN"); err != nil {
+		return unavailable(fmt.Errorf("begin: %w", err))
+	}
+	defer func() {
+		if _, err := conn.ExecContext(bg, "ROLLBACK"); err != nil {
+			// A connection left inside its transaction would serve an old
+			// snapshot to the next reader: the pool drops it instead.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return unavailable(fn(&storeTx{conn: conn}))
 }
 
 // WriteDB is the writing handle, for tools (benchmarks, fixtures) that

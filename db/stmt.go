@@ -60,47 +60,30 @@ func (c *stmtCache) close() {
 	}
 }
 
-// The writer's statements run on its own connection with no context:
-// database/sql watches a cancellable context (and every transaction's) with
-// a goroutine per query, which on two cores cost more than the query. A
-// write cannot be cancelled halfway anyway: the writer answers each caller
-// only once the outcome is known.
+// Statements run on the transaction's connection with no context:
+// database/sql watches a cancellable context with a goroutine per query,
+// which on two cores costs more than the query. A write cannot be
+// cancelled halfway anyway (the writer answers each caller only once the
+// outcome is known), and a read is bounded work. The writer's statements
+// are kept prepared here; the readers' by go-sqlite3 (_stmt_cache_size).
 
-func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if t.conn != nil {
-		if st := t.stmts.get(context.Background(), query); st != nil {
-			return st.ExecContext(context.Background(), args...)
-		}
-		return t.conn.ExecContext(context.Background(), query, args...)
+func (t *storeTx) exec(_ context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmts.get(context.Background(), query); st != nil {
+		return st.ExecContext(context.Background(), args...)
 	}
-	if st := t.stmts.get(ctx, query); st != nil {
-		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	return t.tx.ExecContext(ctx, query, args...)
+	return t.conn.ExecContext(context.Background(), query, args...)
 }
 
-func (t *storeTx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if t.conn != nil {
-		if st := t.stmts.get(context.Background(), query); st != nil {
-			return st.QueryContext(context.Background(), args...)
-		}
-		return t.conn.QueryContext(context.Background(), query, args...)
+func (t *storeTx) query(_ context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmts.get(context.Background(), query); st != nil {
+		return st.QueryContext(context.Background(), args...)
 	}
-	if st := t.stmts.get(ctx, query); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-	}
-	return t.tx.QueryContext(ctx, query, args...)
+	return t.conn.QueryContext(context.Background(), query, args...)
 }
 
-func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if t.conn != nil {
-		if st := t.stmts.get(context.Background(), query); st != nil {
-			return st.QueryRowContext(context.Background(), args...)
-		}
-		return t.conn.QueryRowContext(context.Background(), query, args...)
+func (t *storeTx) queryRow(_ context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmts.get(context.Background(), query); st != nil {
+		return st.QueryRowContext(context.Background(), args...)
 	}
-	if st := t.stmts.get(ctx, query); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-	}
-	return t.tx.QueryRowContext(ctx, query, args...)
+	return t.conn.QueryRowContext(context.Background(), query, args...)
 }

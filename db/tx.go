@@ -13,13 +13,11 @@ import (
 )
 
 // storeTx implements broker.Tx on one SQL transaction.
-// storeTx is a transaction: a read transaction of the pool (tx), or the
-// writer's transaction on its own connection (conn, where the writer has
-// begun it).
+// storeTx is a transaction begun on conn: the writer's, or a read
+// transaction on a connection of the read pool (View).
 type storeTx struct {
-	tx    *sql.Tx
 	conn  *sql.Conn
-	stmts *stmtCache // nil: nothing kept prepared
+	stmts *stmtCache // nil: nothing kept prepared here
 }
 
 var _ broker.Tx = (*storeTx)(nil)
