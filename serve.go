@@ -123,7 +123,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 
 	// Old stats buckets roll up and expire on a schedule (broker/stats.go).
 	var compactDone sync.WaitGroup
-	compactCtx, stopCompact := context.WithCancel(ctx)
+	// Not ended by the signal: by stopCompact, once requests and the demo
+	// are done, so that the last counts are written after the last write.
+	compactCtx, stopCompact := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCompact()
 	compactDone.Go(func() { compactStats(compactCtx, b, log) })
 

@@ -285,7 +285,16 @@ func caseT7(ctx context.Context, e *env) ([]Row, error) {
 	measure := func(name string, o *ours, refill bool) variant {
 		return variant{name, func(ctx context.Context, _ int) (float64, error) {
 			lat := make([]time.Duration, 0, ops)
+			taken := 0 // since the last refill
 			for range ops {
+				if refill && taken == shallow/2 {
+					// Back up to the backlog (untimed): the shallow queue
+					// stays between half and all of it.
+					if err := o.fill(ctx, benchQueue, taken, part); err != nil {
+						return 0, err
+					}
+					taken = 0
+				}
 				t := time.Now()
 				res, err := o.b.Pop(ctx, broker.PopRequest{Queue: benchQueue, Batch: 1})
 				if err != nil {
@@ -299,9 +308,10 @@ func caseT7(ctx context.Context, e *env) ([]Row, error) {
 					return 0, err
 				}
 				lat = append(lat, time.Since(t))
+				taken++
 			}
-			if refill { // back to the backlog this repetition started with
-				if err := o.fill(ctx, benchQueue, ops, part); err != nil {
+			if refill && taken > 0 { // back to the backlog this repetition started with
+				if err := o.fill(ctx, benchQueue, taken, part); err != nil {
 					return 0, err
 				}
 			}

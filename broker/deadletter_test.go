@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -451,5 +452,30 @@ func TestTriageCountsAgreeWithAScan(t *testing.T) {
 	tr, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", ErrorContains: "panic", Limit: 10, WithTotal: true}, 5)
 	if err != nil || tr.Page.Total != 2 || len(tr.TopErrors) != 1 || tr.TopErrors[0] != (broker.ErrorCount{Error: "panic: nil map", Count: 2}) {
 		t.Fatalf("filtered triage: %+v %v", tr, err)
+	}
+}
+
+// Bulk deletes take a dead letter off the same error line it was counted
+// under, whatever its text holds (a NUL, a line longer than the cut).
+func TestBulkDeleteKeepsErrorCountsExact(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	long := strings.Repeat("é", 600) + "\nat main.go:1"
+	texts := []string{"boom\x00tail\nstack", long, "plain"}
+	for i, e := range texts {
+		s.push("q", "", fmt.Sprintf("m%d", i))
+		s.fail("q", "g", 1, e)
+	}
+	tri, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Group: "g", Limit: 10}, 10)
+	if err != nil || len(tri.TopErrors) != 3 {
+		t.Fatalf("top errors before: %+v %v", tri.TopErrors, err)
+	}
+	res, err := s.b.DeleteMatching(s.ctx, broker.DLQQuery{Queue: "q", Group: "g"}, "dev")
+	if err != nil || res.Done != 3 {
+		t.Fatalf("delete: %+v %v", res, err)
+	}
+	tri, err = s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Group: "g", Limit: 10}, 10)
+	if err != nil || len(tri.TopErrors) != 0 {
+		t.Fatalf("top errors after deleting every dead letter: %+v %v", tri.TopErrors, err)
 	}
 }

@@ -184,7 +184,8 @@ func describe(ctx context.Context, tx Tx, q Queue, now time.Time) (QueueSummary,
 // DeleteQueue deletes a queue with its partitions, messages, consumers and
 // dead letters.
 func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
-	return b.update(ctx, func(tx Tx, touched func(string)) error {
+	var dropped []pendingEntry
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
 		q, err := queueNamed(ctx, tx, name)
 		if err != nil {
 			return err
@@ -192,9 +193,16 @@ func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
 		if err := tx.DeleteQueue(ctx, q.ID); err != nil {
 			return fmt.Errorf("delete queue: %w", err)
 		}
+		// Its counts still in memory go with it (written later, they
+		// would bring its counters back).
+		dropped = b.pending.takeQueue(q.ID)
 		touched(q.Name)
 		return audit(ctx, tx, b.now(), actor, AuditQueueDelete, q.Name, "", 0, "queue deleted")
 	})
+	if err != nil {
+		b.pending.add(dropped, 1, b.now())
+	}
+	return err
 }
 
 // Audit lists audit entries, newest first.

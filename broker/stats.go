@@ -97,6 +97,24 @@ func (p *pendingStats) add(es []pendingEntry, sign int64, now time.Time) {
 	}
 }
 
+// takeQueue removes and returns the pending counts of a queue.
+func (p *pendingStats) takeQueue(queueID int64) []pendingEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []pendingEntry
+	keep := p.keys[:0]
+	for _, k := range p.keys {
+		if k.queueID == queueID {
+			out = append(out, pendingEntry{k, p.m[k]})
+			delete(p.m, k)
+			continue
+		}
+		keep = append(keep, k)
+	}
+	p.keys = keep
+	return out
+}
+
 // take removes and returns every pending count.
 func (p *pendingStats) take() []pendingEntry {
 	p.mu.Lock()

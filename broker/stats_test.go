@@ -325,3 +325,26 @@ func TestHistoryStepsAgree(t *testing.T) {
 		t.Fatalf("every queue: %+v %v", all, err)
 	}
 }
+
+// A queue deleted while counts of it wait in memory leaves no counters
+// behind: none for it, none for a queue made after it.
+func TestDeleteQueueDropsItsWaitingCounts(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "", "a", "b")
+	s.drain("q", "g") // two completed acks, waiting in memory
+	if err := s.b.DeleteQueue(s.ctx, "q", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.b.FlushStats(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	series, err := s.b.History(s.ctx, broker.HistoryQuery{From: s.clock.Now().Add(-time.Hour), To: s.clock.Now().Add(time.Hour), Step: time.Minute})
+	if err != nil || len(series) != 0 {
+		t.Fatalf("history after deleting the only queue: %+v %v", series, err)
+	}
+	s.push("q2", "", "x")
+	if got := s.stats("q2", "g"); got != (broker.Stats{}) {
+		t.Fatalf("a new queue starts with %+v", got)
+	}
+}

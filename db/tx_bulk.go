@@ -13,11 +13,9 @@ import (
 // read, copied and removed with a few statements, whatever its size; the
 // sets go in as JSON arrays (json_each), payloads never leave SQLite.
 
-// errorLineSQL is broker.ErrorLine in SQL: the first line, cut to 500
-// characters.
-const errorLineSQL = `substr(substr(d.error, 1, instr(d.error || char(10), char(10)) - 1), 1, 500)`
-
-const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, m.created_at, ` + errorLineSQL + `
+// The error comes whole: its line (broker.ErrorLine) is cut here, exactly
+// as when it was counted (SQLite's text functions would stop at a NUL).
+const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, m.created_at, d.error
 	FROM dead_letters d JOIN messages m ON m.seq = d.seq`
 
 func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]broker.DeadLetterKey, error) {
@@ -30,10 +28,11 @@ func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]bro
 	for rows.Next() {
 		var k broker.DeadLetterKey
 		var created int64
-		if err := rows.Scan(&k.ID, &k.Seq, &k.QueueID, &k.PartitionID, &k.GroupID, &created, &k.Line); err != nil {
+		var errText string
+		if err := rows.Scan(&k.ID, &k.Seq, &k.QueueID, &k.PartitionID, &k.GroupID, &created, &errText); err != nil {
 			return nil, err
 		}
-		k.CreatedAt = fromMS(created)
+		k.CreatedAt, k.Line = fromMS(created), broker.ErrorLine(errText)
 		out = append(out, k)
 	}
 	return out, rows.Err()
