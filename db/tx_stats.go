@@ -185,11 +185,24 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 		}
 	}
 	// Group by group along the primary key: contiguous rows, where the
-	// time index would cost a lookup of each row.
-	ranged := `SELECT b.queue_id, b.group_id, b.` + bt.unit + `, ` + bucketCols + ` FROM ` + bt.name + ` b
-		WHERE b.queue_id = ? AND b.group_id = ? AND b.` + bt.unit + ` >= ? AND b.` + bt.unit + ` < ?`
+	// time index would cost a lookup of each row. A step of several
+	// buckets (30 d by 4 h) is summed by SQLite over that range, each
+	// step's depth and oldest_at from its last bucket (the row of MAX).
+	u := `b.` + bt.unit
+	ranged := `SELECT b.queue_id, b.group_id, ` + u + `, ` + bucketCols + ` FROM ` + bt.name + ` b
+		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4`
+	if stepU > 1 {
+		ranged = `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+			MAX(` + u + `), b.depth, b.oldest_at FROM ` + bt.name + ` b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY step`
+	}
 	for _, p := range pairs {
-		rows, err := t.query(ctx, ranged, p[0], p[1], fromU, toU)
+		args := []any{p[0], p[1], fromU, toU}
+		if stepU > 1 {
+			args = append(args, stepU)
+		}
+		rows, err := t.query(ctx, ranged, args...)
 		if err == nil {
 			err = scan(rows, bt.minutes, add)
 		}
