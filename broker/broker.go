@@ -27,7 +27,8 @@ const (
 	MaxPageSize   = 1000 // dead letters per page
 	MaxNameLength = 255  // queue, partition and group names
 	MaxErrorText  = 8192 // bytes of an ack's error kept with a dead letter
-	bulkChunk     = 250  // dead letters per transaction in bulk actions: short, so that other writes wait at most a few ms
+	bulkChunk     = 250  // dead letters per transaction in bulk replays: short, so that other writes wait at most a few ms
+	deleteChunk   = 500  // the same for bulk deletes, cheaper a row
 )
 
 // Errors returned by the broker. The web layer maps them to HTTP statuses.

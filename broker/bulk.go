@@ -45,8 +45,12 @@ func (b *Broker) bulkIDs(ctx context.Context, ids []string, group, actor, action
 	}
 	ids = uniqueStrings(ids)
 	ctx = LowPriority(ctx)
-	for start := 0; start < len(ids); start += bulkChunk {
-		chunk := ids[start:min(start+bulkChunk, len(ids))]
+	size := bulkChunk
+	if action == AuditDelete {
+		size = deleteChunk
+	}
+	for start := 0; start < len(ids); start += size {
+		chunk := ids[start:min(start+size, len(ids))]
 		var done int
 		err := b.update(ctx, func(tx Tx, touched func(string)) error {
 			now := b.now()
@@ -156,13 +160,15 @@ func messagesPerQueue(ctx context.Context, tx Tx, keys []DeadLetterKey, touched 
 // ReplayMatching replays every dead-lettered message that q selects (its
 // paging fields are ignored), in transactions of up to bulkChunk, so that
 // producers are not held up: the newest first, and in each chunk the
-// copies in the order the originals were pushed. Dead letters filed after the call began are
-// left alone: a replayed copy that fails again is not replayed again here.
+// copies in the order the originals were pushed. Dead letters filed after
+// the call began are left alone: a replayed copy that fails again is not
+// replayed again here.
 func (b *Broker) ReplayMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
 	return b.bulkMatching(ctx, q, actor, AuditReplay, true)
 }
 
-// DeleteMatching deletes every dead letter that q selects.
+// DeleteMatching deletes every dead letter that q selects, in
+// transactions of up to deleteChunk.
 func (b *Broker) DeleteMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
 	return b.bulkMatching(ctx, q, actor, AuditDelete, false)
 }
@@ -196,7 +202,7 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 				// Every group's dead letters of the messages go with them.
 				keys, err = tx.MessagesDeadLetterKeys(ctx, f, bulkChunk)
 			} else {
-				keys, err = tx.DeadLetterKeys(ctx, f, bulkChunk)
+				keys, err = tx.DeadLetterKeys(ctx, f, deleteChunk)
 			}
 			if err != nil || len(keys) == 0 {
 				return err

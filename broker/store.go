@@ -100,7 +100,8 @@ type Tx interface {
 	// MaxDeadLetterID returns the highest dead letter row id (0 if none).
 	MaxDeadLetterID(ctx context.Context) (int64, error)
 	// DeadLetterKeys returns the keys of up to limit dead letters f
-	// selects, newest first.
+	// selects, newest first, without the message's CreatedAt (for
+	// deletes).
 	DeadLetterKeys(ctx context.Context, f Filter, limit int) ([]DeadLetterKey, error)
 	// MessagesDeadLetterKeys returns the keys of every dead letter (in
 	// every group) of the messages of the newest limit dead letters f

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -80,4 +81,45 @@ func BenchmarkReplayMatching(b *testing.B) {
 		d.Close()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*10_000), "µs/msg")
+}
+
+// BenchmarkManyPartitions is PERF.md's T9 for profiling: messages spread
+// over many partitions, so that each pop of 100 gets the 20 of one.
+func BenchmarkManyPartitions(b *testing.B) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(b.TempDir(), "l.db"), db.SyncNormal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	br := broker.New(broker.Config{Store: d})
+	const parts = 500
+	items := make([]broker.PushItem, 1000)
+	for b.Loop() {
+		b.StopTimer()
+		for range 10 {
+			for i := range items {
+				items[i] = broker.PushItem{Queue: "q", Partition: "p" + strconv.Itoa(i%parts), Payload: []byte(`{"order":12345,"status":"paid"}`)}
+			}
+			if _, err := br.Push(ctx, items); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		for got := 0; got < 10*len(items); {
+			res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 100})
+			if err != nil || len(res.Messages) == 0 {
+				b.Fatal(res, err)
+			}
+			acks := make([]broker.Ack, len(res.Messages))
+			for i, m := range res.Messages {
+				acks[i] = broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted}
+			}
+			if _, err := br.AckBatch(ctx, "", acks); err != nil {
+				b.Fatal(err)
+			}
+			got += len(acks)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*parts), "µs/cycle")
 }

@@ -39,8 +39,10 @@ func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]bro
 }
 
 func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
+	// No message joined: a delete needs no message's time (CreatedAt 0).
 	w, args := where(f)
-	return scanKeys(ctx, t, deadLetterKeySelect+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
+	return scanKeys(ctx, t, `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.error FROM dead_letters d`+w+`
+		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
 }
 
 func (t *storeTx) MessagesDeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
