@@ -424,15 +424,12 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage,
 		return Triage{}, err
 	}
 	var out Triage
-	if err := b.FlushStats(ctx); err != nil {
-		return out, err
-	}
 	err := b.store.View(ctx, func(tx Tx) error {
 		qu, err := queueNamed(ctx, tx, q.Queue)
 		if err != nil {
 			return err
 		}
-		if out.Queue, err = brief(ctx, tx, qu); err != nil {
+		if out.Queue, err = b.brief(ctx, tx, qu); err != nil {
 			return err
 		}
 		f, ok, err := q.filter(ctx, tx)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 )
 
 // Configure creates the queue if need be and changes the options named in
@@ -134,10 +133,7 @@ func eachQueue[T any](ctx context.Context, b *Broker, fn func(Tx, Queue) (T, err
 
 // Queues describes every queue.
 func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
-	if err := b.FlushStats(ctx); err != nil {
-		return nil, err
-	}
-	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueSummary, error) { return describe(ctx, tx, q, b.now()) })
+	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueSummary, error) { return b.describe(ctx, tx, q) })
 }
 
 // queueNamed returns the named queue, or an ErrNotFound that names it.
@@ -152,21 +148,19 @@ func queueNamed(ctx context.Context, tx Tx, name string) (Queue, error) {
 // Queue describes one queue.
 func (b *Broker) Queue(ctx context.Context, name string) (QueueSummary, error) {
 	var out QueueSummary
-	if err := b.FlushStats(ctx); err != nil {
-		return out, err
-	}
 	err := b.store.View(ctx, func(tx Tx) error {
 		q, err := queueNamed(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		out, err = describe(ctx, tx, q, b.now())
+		out, err = b.describe(ctx, tx, q)
 		return err
 	})
 	return out, err
 }
 
-func describe(ctx context.Context, tx Tx, q Queue, now time.Time) (QueueSummary, error) {
+func (b *Broker) describe(ctx context.Context, tx Tx, q Queue) (QueueSummary, error) {
+	now := b.now()
 	s := QueueSummary{Queue: q}
 	var err error
 	if s.Partitions, err = tx.Partitions(ctx, q.ID); err != nil {
@@ -175,7 +169,7 @@ func describe(ctx context.Context, tx Tx, q Queue, now time.Time) (QueueSummary,
 	if s.Groups, err = tx.Groups(ctx, q.ID, now); err != nil {
 		return s, fmt.Errorf("groups: %w", err)
 	}
-	if s.Stats, err = tx.Stats(ctx, q.ID); err != nil {
+	if s.Stats, err = b.stats(ctx, tx, q.ID); err != nil {
 		return s, fmt.Errorf("stats: %w", err)
 	}
 	return s, nil
@@ -240,36 +234,30 @@ func (q QueueBrief) Depth() int64 { return depthOf(q.Stats) }
 
 // Briefs describes every queue cheaply, for the overview.
 func (b *Broker) Briefs(ctx context.Context) ([]QueueBrief, error) {
-	if err := b.FlushStats(ctx); err != nil {
-		return nil, err
-	}
-	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueBrief, error) { return brief(ctx, tx, q) })
+	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueBrief, error) { return b.brief(ctx, tx, q) })
 }
 
 // Brief describes one queue cheaply.
 func (b *Broker) Brief(ctx context.Context, name string) (QueueBrief, error) {
 	var out QueueBrief
-	if err := b.FlushStats(ctx); err != nil {
-		return out, err
-	}
 	err := b.store.View(ctx, func(tx Tx) error {
 		q, err := queueNamed(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		out, err = brief(ctx, tx, q)
+		out, err = b.brief(ctx, tx, q)
 		return err
 	})
 	return out, err
 }
 
-func brief(ctx context.Context, tx Tx, q Queue) (QueueBrief, error) {
+func (b *Broker) brief(ctx context.Context, tx Tx, q Queue) (QueueBrief, error) {
 	br := QueueBrief{Queue: q}
 	var err error
 	if br.Partitions, err = tx.PartitionList(ctx, q.ID); err != nil {
 		return br, fmt.Errorf("partitions: %w", err)
 	}
-	if br.Stats, err = tx.Stats(ctx, q.ID); err != nil {
+	if br.Stats, err = b.stats(ctx, tx, q.ID); err != nil {
 		return br, fmt.Errorf("stats: %w", err)
 	}
 	names, err := tx.GroupNames(ctx, q.ID)

@@ -129,9 +129,9 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 	return err
 }
 
-// FlushStats writes the counts waiting in memory (see StatsDelay). Reads
-// of the counters call it; serve calls it every StatsDelay and at
-// shutdown.
+// FlushStats writes the counts waiting in memory (see StatsDelay); serve
+// calls it every StatsDelay and at shutdown. Reads do not need it: they add
+// the waiting counts themselves.
 func (b *Broker) FlushStats(ctx context.Context) error {
 	if b.pending.empty() {
 		return nil

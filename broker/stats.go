@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -23,9 +25,10 @@ const (
 // StatsDelay is how long counts that move no depth (completed, failed,
 // dropped, replay outcomes) may wait in memory before they are written:
 // the acks of the hot path then write no counters at all. Any write after
-// StatsDelay, any change of depth or of minute, every read of the counters
-// and shutdown write them. A crash loses at most StatsDelay of these
-// counts; never a message, a dead letter or a depth.
+// StatsDelay, any change of depth or of minute, and FlushStats (serve: every
+// StatsDelay, and at shutdown) write them; reads add them from memory. A
+// crash loses at most StatsDelay of these counts; never a message, a dead
+// letter or a depth.
 const StatsDelay = time.Second
 
 // pendingStats are committed counts not yet written, per queue, group and
@@ -95,6 +98,87 @@ func (p *pendingStats) add(es []pendingEntry, sign int64, now time.Time) {
 			p.m[e.key] = v
 		}
 	}
+}
+
+// snapshot returns a copy of the pending counts.
+func (p *pendingStats) snapshot() []pendingEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]pendingEntry, 0, len(p.keys))
+	for _, k := range p.keys {
+		out = append(out, pendingEntry{k, p.m[k]})
+	}
+	return out
+}
+
+// stats returns a queue's running totals per group, with the counts still
+// waiting in memory: reads see every committed count and never write.
+func (b *Broker) stats(ctx context.Context, tx Tx, queueID int64) ([]GroupStats, error) {
+	gs, err := tx.Stats(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	added := false
+	for _, e := range b.pending.snapshot() {
+		if e.key.queueID != queueID {
+			continue
+		}
+		i := slices.IndexFunc(gs, func(g GroupStats) bool { return g.GroupID == e.key.groupID })
+		if i < 0 {
+			name, err := tx.GroupName(ctx, e.key.groupID)
+			if err != nil {
+				return nil, err
+			}
+			gs, i, added = append(gs, GroupStats{QueueID: queueID, GroupID: e.key.groupID, Group: name}), len(gs), true
+		}
+		gs[i].Stats = gs[i].Stats.add(e.d)
+	}
+	if added {
+		slices.SortFunc(gs, func(a, b GroupStats) int { return strings.Compare(a.Group, b.Group) })
+	}
+	return gs, nil
+}
+
+// withPending adds the counts waiting in memory to the buckets of a
+// history (rows as Tx.Series returns them), in the steps they fall in.
+func (b *Broker) withPending(ctx context.Context, tx Tx, rows []Bucket, queueID int64, from, to time.Time, step time.Duration) ([]Bucket, error) {
+	added := false
+	for _, e := range b.pending.snapshot() {
+		at := time.Unix(e.key.minute*60, 0).UTC()
+		if (queueID != 0 && e.key.queueID != queueID) || at.Before(from) || !at.Before(to) {
+			continue
+		}
+		start := from.Add(at.Sub(from) / step * step)
+		i := slices.IndexFunc(rows, func(r Bucket) bool {
+			return r.QueueID == e.key.queueID && r.GroupID == e.key.groupID && r.At.Equal(start)
+		})
+		if i < 0 {
+			// No bucket of that step yet: one with the group's depth now
+			// (no depth has changed since the counts were made).
+			q, err := tx.QueueByID(ctx, e.key.queueID)
+			if err != nil {
+				return nil, err
+			}
+			gs, err := b.stats(ctx, tx, e.key.queueID)
+			if err != nil {
+				return nil, err
+			}
+			r := Bucket{QueueID: e.key.queueID, GroupID: e.key.groupID, Queue: q.Name, At: start}
+			if j := slices.IndexFunc(gs, func(g GroupStats) bool { return g.GroupID == e.key.groupID }); j >= 0 {
+				r.Group, r.Depth, r.OldestAt = gs[j].Group, gs[j].Depth, gs[j].OldestFailedAt
+			}
+			rows, i, added = append(rows, r), len(rows), true
+		}
+		depth := rows[i].Depth
+		rows[i].Stats = rows[i].Stats.add(e.d)
+		rows[i].Depth = depth
+	}
+	if added {
+		slices.SortStableFunc(rows, func(a, b Bucket) int {
+			return cmp.Or(cmp.Compare(a.QueueID, b.QueueID), cmp.Compare(a.GroupID, b.GroupID), a.At.Compare(b.At))
+		})
+	}
+	return rows, nil
 }
 
 // takeQueue removes and returns the pending counts of a queue.
@@ -217,9 +301,6 @@ func (b *Broker) History(ctx context.Context, q HistoryQuery) ([]Series, error) 
 	if n := q.To.Sub(q.From) / q.Step; n > 5000 {
 		return nil, errorf(ErrInvalid, "a history has at most 5000 steps, asked for %d", n)
 	}
-	if err := b.FlushStats(ctx); err != nil {
-		return nil, err
-	}
 	from, to := q.From.Truncate(q.Step), q.To
 	var rows []Bucket
 	err := b.store.View(ctx, func(tx Tx) error {
@@ -232,7 +313,10 @@ func (b *Broker) History(ctx context.Context, q HistoryQuery) ([]Series, error) 
 			queueID = qu.ID
 		}
 		var err error
-		rows, err = tx.Series(ctx, queueID, from, to, q.Step)
+		if rows, err = tx.Series(ctx, queueID, from, to, q.Step); err != nil {
+			return err
+		}
+		rows, err = b.withPending(ctx, tx, rows, queueID, from, to, q.Step)
 		return err
 	})
 	if err != nil {
@@ -294,9 +378,6 @@ func fillSeries(rows []Bucket, from, to time.Time, step time.Duration) []Series 
 
 // CompactStats deletes the buckets past their retention.
 func (b *Broker) CompactStats(ctx context.Context) error {
-	if err := b.FlushStats(ctx); err != nil {
-		return err
-	}
 	now := b.now()
 	return b.store.Update(ctx, func(tx Tx) error {
 		return tx.CompactStats(ctx, now.Add(-MinuteRetention), now.Add(-QuarterRetention), now.Add(-HourRetention))

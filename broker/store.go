@@ -55,6 +55,8 @@ type Tx interface {
 	// GroupID returns the id of the named group, creating it when create
 	// is set (else ErrNotFound).
 	GroupID(ctx context.Context, name string, create bool) (int64, error)
+	// GroupName returns the name of the group with id (ErrNotFound).
+	GroupName(ctx context.Context, id int64) (string, error)
 	// Subscribed reports whether the group has read the queue before.
 	Subscribed(ctx context.Context, queueID, groupID int64) (bool, error)
 	// Subscribe records the group as a reader of the queue and gives it a

@@ -173,6 +173,12 @@ func (t *storeTx) CreatePartition(ctx context.Context, p *broker.Partition) erro
 	return err
 }
 
+func (t *storeTx) GroupName(ctx context.Context, id int64) (string, error) {
+	var name string
+	err := t.queryRow(ctx, `SELECT name FROM groups WHERE id = ?`, id).Scan(&name)
+	return name, notFound(err, "consumer group")
+}
+
 func (t *storeTx) GroupID(ctx context.Context, name string, create bool) (int64, error) {
 	var id int64
 	err := t.queryRow(ctx, `SELECT id FROM groups WHERE name = ?`, name).Scan(&id)
