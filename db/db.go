@@ -47,9 +47,9 @@ type DB struct {
 	write *sql.DB
 	read  *sql.DB
 	path  string
-	// wconn is the writer goroutine's own connection of the write pool,
-	// held for the life of the DB; the pool's other connection serves
-	// migrations and tools (WriteDB).
+	// wconn is the connection every write runs on (whichever goroutine
+	// writes), held for the life of the DB; the pool's other connection
+	// serves migrations, the checkpointer and tools (WriteDB).
 	wconn *sql.Conn
 
 	// Writes (see Update): one at a time, by the caller itself when no
@@ -147,8 +147,9 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One goroutine writes (see writer), so only one transaction is ever
-	// open; the second connection lets statements be prepared while it is.
+	// Writes run one at a time on one connection held for them (wconn);
+	// the second serves migrations at start, background checkpoints and
+	// tools.
 	write.SetMaxOpenConns(2)
 	write.SetMaxIdleConns(2)
 	write.SetConnMaxLifetime(0)
