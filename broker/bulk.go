@@ -21,8 +21,7 @@ const MaxBulkIDs = 10000
 
 // ReplayIDs replays the dead-lettered messages named by id, in
 // transactions of up to bulkChunk. Each message is replayed exactly once
-// or not at all; the copies of a chunk are pushed in the order the
-// originals were.
+// or not at all; the copies are pushed in the order of ids.
 func (b *Broker) ReplayIDs(ctx context.Context, ids []string, actor string) (BulkResult, error) {
 	return b.bulkIDs(ctx, ids, "", actor, AuditReplay)
 }
@@ -85,8 +84,8 @@ func (b *Broker) bulkIDs(ctx context.Context, ids []string, group, actor, action
 }
 
 // keysOfIDs returns the dead letters of the messages named by ids (only
-// group's when set), in push order of the messages, and how many of the
-// ids have some.
+// group's when set), in the order of ids, and how many of the ids have
+// some.
 func keysOfIDs(ctx context.Context, tx Tx, ids []string, group string) ([]DeadLetterKey, int, error) {
 	var gid int64
 	if group != "" {
@@ -114,22 +113,27 @@ func keysOfIDs(ctx context.Context, tx Tx, ids []string, group string) ([]DeadLe
 	for _, k := range all {
 		bySeq[k.Seq] = append(bySeq[k.Seq], k)
 	}
-	asked := map[int64]bool{}
-	for _, w := range want {
-		if ks := bySeq[w.seq]; len(ks) > 0 && ks[0].CreatedAt.UnixMilli() == w.ms {
-			asked[w.seq] = true // else no dead letter (any more), or not this message
-		}
-	}
-	// In push order, as DeadLetterKeysOf returns them.
+	// In the order of ids, each message's dead letters in push order.
 	var keys []DeadLetterKey
-	counted := map[int64]bool{}
-	for _, k := range all {
-		if asked[k.Seq] && (gid == 0 || k.GroupID == gid) {
-			keys = append(keys, k)
-			counted[k.Seq] = true
+	n := 0
+	seen := map[int64]bool{}
+	for _, w := range want {
+		ks := bySeq[w.seq]
+		if seen[w.seq] || len(ks) == 0 || ks[0].CreatedAt.UnixMilli() != w.ms {
+			continue // no dead letter (any more), or not this message
+		}
+		seen[w.seq] = true
+		found := false
+		for _, k := range ks {
+			if gid == 0 || k.GroupID == gid {
+				keys, found = append(keys, k), true
+			}
+		}
+		if found {
+			n++
 		}
 	}
-	return keys, len(counted), nil
+	return keys, n, nil
 }
 
 // messagesPerQueue counts the messages of keys per queue name, and
@@ -159,8 +163,7 @@ func messagesPerQueue(ctx context.Context, tx Tx, keys []DeadLetterKey, touched 
 
 // ReplayMatching replays every dead-lettered message that q selects (its
 // paging fields are ignored), in transactions of up to bulkChunk, so that
-// producers are not held up: the newest first, and in each chunk the
-// copies in the order the originals were pushed. Dead letters filed after
+// producers are not held up: newest failure first. Dead letters filed after
 // the call began are left alone: a replayed copy that fails again is not
 // replayed again here.
 func (b *Broker) ReplayMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
@@ -197,17 +200,20 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 				return err
 			}
 			f.MaxID = maxID
-			var keys []DeadLetterKey
+			limit := deleteChunk
 			if isReplay {
-				// Every group's dead letters of the messages go with them.
-				keys, err = tx.MessagesDeadLetterKeys(ctx, f, bulkChunk)
-			} else {
-				keys, err = tx.DeadLetterKeys(ctx, f, deleteChunk)
+				limit = bulkChunk
 			}
+			keys, err := tx.DeadLetterKeys(ctx, f, limit)
 			if err != nil || len(keys) == 0 {
 				return err
 			}
 			if isReplay {
+				// Every group's dead letters of the messages go with them,
+				// the messages in the order listed.
+				if keys, err = allGroups(ctx, tx, keys); err != nil {
+					return err
+				}
 				_, err = replayKeys(ctx, tx, now, keys)
 			} else {
 				err = removeKeys(ctx, tx, keys, Stats{Deleted: 1})
@@ -239,6 +245,32 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 			return res, err
 		}
 	}
+}
+
+// allGroups returns the dead letters, in every group, of the messages of
+// keys, message by message in the order they first appear in keys.
+func allGroups(ctx context.Context, tx Tx, keys []DeadLetterKey) ([]DeadLetterKey, error) {
+	var seqs []int64
+	seen := map[int64]bool{}
+	for _, k := range keys {
+		if !seen[k.Seq] {
+			seen[k.Seq] = true
+			seqs = append(seqs, k.Seq)
+		}
+	}
+	all, err := tx.DeadLetterKeysOf(ctx, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters of messages: %w", err)
+	}
+	bySeq := map[int64][]DeadLetterKey{}
+	for _, k := range all {
+		bySeq[k.Seq] = append(bySeq[k.Seq], k)
+	}
+	out := make([]DeadLetterKey, 0, len(all))
+	for _, s := range seqs {
+		out = append(out, bySeq[s]...)
+	}
+	return out, nil
 }
 
 func auditBulk(ctx context.Context, tx Tx, now time.Time, actor, action string, queues map[string]int, detail string) error {

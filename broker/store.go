@@ -105,10 +105,6 @@ type Tx interface {
 	// selects, newest first, without the message's CreatedAt (for
 	// deletes).
 	DeadLetterKeys(ctx context.Context, f Filter, limit int) ([]DeadLetterKey, error)
-	// MessagesDeadLetterKeys returns the keys of every dead letter (in
-	// every group) of the messages of the newest limit dead letters f
-	// selects, in push order of the messages (seq, then row id).
-	MessagesDeadLetterKeys(ctx context.Context, f Filter, limit int) ([]DeadLetterKey, error)
 	// DeadLetterKeysOf returns the keys of every dead letter (in every
 	// group) of the messages seqs, in push order (seq, then row id).
 	DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]DeadLetterKey, error)

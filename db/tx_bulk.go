@@ -45,12 +45,6 @@ func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int
 		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
 }
 
-func (t *storeTx) MessagesDeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
-	w, args := where(f)
-	return scanKeys(ctx, t, deadLetterKeySelect+` WHERE d.seq IN (SELECT d.seq FROM dead_letters d`+w+`
-		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?) ORDER BY d.seq, d.id`, append(args, limit)...)
-}
-
 func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.DeadLetterKey, error) {
 	if len(seqs) == 0 {
 		return nil, nil
@@ -79,41 +73,41 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	}
 	buf = append(buf, ']')
 	// The copies are inserted in the order of cs ("WHERE true" lets SQLite
-	// tell the ON CONFLICT of the upsert from a join's ON).
-	rows, err := t.query(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	// tell the ON CONFLICT of the upsert from a join's ON). One writer and
+	// no AUTOINCREMENT: when every copy went in, their seqs are the last
+	// len(cs) ones, in that order.
+	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 		SELECT m.partition_id, j.value ->> 1, m.payload, m.trace_id, ?2
 		FROM json_each(?1) j JOIN messages m ON m.seq = j.value ->> 0
 		WHERE true ORDER BY j.key
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING
-		RETURNING seq, transaction_id`, string(buf), ms(now))
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, string(buf), ms(now))
 	if err != nil {
 		return err
 	}
-	inserted := make(map[string]int64, len(cs))
-	for rows.Next() {
-		var seq int64
-		var txid string
-		if err := rows.Scan(&seq, &txid); err != nil {
-			rows.Close()
-			return err
-		}
-		inserted[txid] = seq
-	}
-	if err := rows.Close(); err != nil {
+	n, err := res.RowsAffected()
+	if err != nil {
 		return err
 	}
+	last, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if n == int64(len(cs)) {
+		for i := range cs {
+			cs[i].CopySeq, cs[i].CopyCreatedAt, cs[i].Inserted = last-n+1+int64(i), now, true
+		}
+		return nil
+	}
+	// Some were replayed before: each copy is looked up (those made now
+	// carry now as their time).
 	for i := range cs {
 		c := &cs[i]
-		if seq, ok := inserted[c.TransactionID]; ok {
-			c.CopySeq, c.CopyCreatedAt, c.Inserted = seq, now, true
-			continue
-		}
-		// Replayed before: the copy is already there.
-		existing, err := t.MessageByTransaction(ctx, c.PartitionID, c.TransactionID)
+		m, err := t.MessageByTransaction(ctx, c.PartitionID, c.TransactionID)
 		if err != nil {
 			return err
 		}
-		c.CopySeq, c.CopyCreatedAt, c.Inserted = existing.Seq, existing.CreatedAt, false
+		// LastInsertId is this statement's only when it inserted a row.
+		c.CopySeq, c.CopyCreatedAt, c.Inserted = m.Seq, m.CreatedAt, n > 0 && m.Seq > last-n
 	}
 	return nil
 }
