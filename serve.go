@@ -49,7 +49,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // accepting, releases long-polls, finishes what is in flight, and closes
 // the database. onListen, when not nil, is told the address listened on.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, onListen func(net.Addr)) (err error) {
-	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout})
+	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db")})
 	if err != nil {
 		return err
 	}

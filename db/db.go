@@ -47,6 +47,7 @@ type DB struct {
 	write *sql.DB
 	read  *sql.DB
 	path  string
+	log   *slog.Logger
 	// wconn is the connection every write runs on (whichever goroutine
 	// writes), held for the life of the DB; the pool's other connection
 	// serves migrations, the checkpointer and tools (WriteDB).
@@ -97,6 +98,9 @@ type Options struct {
 	// wal_autocheckpoint). Negative: never, for measurements that read the
 	// whole log (the log then grows without bound).
 	AutoCheckpoint int
+	// Logger receives what goes wrong in the background (checkpoints);
+	// default slog.Default().
+	Logger *slog.Logger
 }
 
 // Open opens (creating if need be) the database at path and brings its
@@ -171,6 +175,10 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	read.SetMaxIdleConns(8)
 	d := &DB{write: write, read: read, path: path, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.idle = sync.NewCond(&d.wmu)
+	d.log = o.Logger
+	if d.log == nil {
+		d.log = slog.Default()
+	}
 	if err := d.migrate(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
@@ -639,7 +647,7 @@ func (d *DB) checkpointer() {
 			return
 		}
 		if _, err := d.write.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil && !isBusy(err) {
-			slog.Warn("checkpoint", "err", err)
+			d.log.Warn("checkpoint", "err", err)
 		}
 		select {
 		case <-time.After(checkpointEvery):

@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -56,22 +55,14 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	if len(cs) == 0 {
 		return nil
 	}
-	buf := []byte{'['}
+	pairs := make([][2]any, len(cs))
 	for i, c := range cs {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, '[')
-		buf = strconv.AppendInt(buf, c.Seq, 10)
-		buf = append(buf, ',')
-		txid, err := json.Marshal(c.TransactionID)
-		if err != nil {
-			return err
-		}
-		buf = append(buf, txid...)
-		buf = append(buf, ']')
+		pairs[i] = [2]any{c.Seq, c.TransactionID}
 	}
-	buf = append(buf, ']')
+	list, err := json.Marshal(pairs)
+	if err != nil {
+		return err
+	}
 	// The copies are inserted in the order of cs ("WHERE true" lets SQLite
 	// tell the ON CONFLICT of the upsert from a join's ON). One writer and
 	// no AUTOINCREMENT: when every copy went in, their seqs are the last
@@ -80,7 +71,7 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 		SELECT m.partition_id, j.value ->> 1, m.payload, m.trace_id, ?2
 		FROM json_each(?1) j JOIN messages m ON m.seq = j.value ->> 0
 		WHERE true ORDER BY j.key
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, string(buf), ms(now))
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, string(list), ms(now))
 	if err != nil {
 		return err
 	}
@@ -116,32 +107,17 @@ func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64) er
 	if len(pairs) == 0 {
 		return nil
 	}
-	buf := []byte{'['}
-	for i, p := range pairs {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, '[')
-		buf = strconv.AppendInt(buf, p[0], 10)
-		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, p[1], 10)
-		buf = append(buf, ']')
+	list, err := json.Marshal(pairs)
+	if err != nil {
+		return err
 	}
-	buf = append(buf, ']')
-	_, err := t.exec(ctx, `INSERT INTO replay_outcomes (copy_seq, group_id)
-		SELECT j.value ->> 0, j.value ->> 1 FROM json_each(?) j WHERE true ON CONFLICT DO NOTHING`, string(buf))
+	_, err = t.exec(ctx, `INSERT INTO replay_outcomes (copy_seq, group_id)
+		SELECT j.value ->> 0, j.value ->> 1 FROM json_each(?) j WHERE true ON CONFLICT DO NOTHING`, string(list))
 	return err
 }
 
 // intsJSON is a JSON array of vs.
 func intsJSON(vs []int64) string {
-	buf := make([]byte, 0, 2+len(vs)*8)
-	buf = append(buf, '[')
-	for i, v := range vs {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = strconv.AppendInt(buf, v, 10)
-	}
-	return string(append(buf, ']'))
+	b, _ := json.Marshal(vs) // a []int64 always marshals
+	return string(b)
 }
