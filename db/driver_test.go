@@ -1,0 +1,122 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"path/filepath"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Every connection Lazarus opens has the query planner stability
+// guarantee on, whichever pool it belongs to.
+func TestEveryConnectionHasStablePlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	check := func(name string, c *sql.Conn) {
+		t.Helper()
+		err := c.Raw(func(dc any) error {
+			if got := qpsg(dc.(*sqlite3.SQLiteConn), -1); got != 1 {
+				t.Errorf("%s: QPSG = %d, want 1", name, got)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("writer", d.wconn)
+	// Hold several at once so that the pools open more than one.
+	for _, pool := range []struct {
+		name string
+		db   *sql.DB
+		n    int
+	}{{"read pool", d.read, 3}, {"write pool", d.write, 1}} {
+		var held []*sql.Conn
+		for range pool.n {
+			c, err := pool.db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+			check(pool.name, c)
+		}
+		for _, c := range held {
+			c.Close()
+		}
+	}
+}
+
+// The reason for the guarantee: go-sqlite3 clears a statement's bindings
+// after each run, and SQLite prepares a statement again at its next run
+// when a bound value could have changed its plan (a LIMIT ?, an equality
+// some candidate plan filters on). With the plain driver, each run of a
+// query like the pop's prepares it again; with ours, never.
+func TestPreparedStatementsStayPrepared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const query = `SELECT partition_id FROM consumers WHERE queue_id = ? AND group_id = ? ORDER BY leased_at LIMIT ?`
+	runs := func(t *testing.T, c *sql.Conn) int {
+		t.Helper()
+		var n int
+		err := c.Raw(func(dc any) error {
+			st, err := dc.(*sqlite3.SQLiteConn).Prepare(query)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			for i := range 10 {
+				rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, []driver.NamedValue{
+					{Ordinal: 1, Value: int64(1)}, {Ordinal: 2, Value: int64(1 + i%2)}, {Ordinal: 3, Value: int64(1 + i)},
+				})
+				if err != nil {
+					return err
+				}
+				rows.Close()
+			}
+			n = reprepares(st.(*sqlite3.SQLiteStmt))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	ours, err := d.read.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ours.Close()
+	if n := runs(t, ours); n != 0 {
+		t.Errorf("our driver: the statement was prepared again %d times in 10 runs, want 0", n)
+	}
+
+	plain, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	pc, err := plain.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if n := runs(t, pc); n < 9 {
+		t.Errorf("plain go-sqlite3: the statement was prepared again %d times in 10 runs; "+
+			"if SQLite or go-sqlite3 no longer does this, the QPSG connect hook may be unneeded", n)
+	}
+}
