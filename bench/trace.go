@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"sync"
 
+	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -14,38 +15,45 @@ const traceAvailable = true
 
 var installOnce sync.Once
 
-// installTrace hooks into the go-sqlite3 driver that every database of
-// the process opens, db.Open's included: a connection opened while a
+// installTrace hooks into the go-sqlite3 drivers that the databases of
+// the process open, db.Open's included: a connection opened while a
 // recorder is active reports each statement it runs to that recorder.
 func installTrace() {
 	installOnce.Do(func() {
-		d, err := sql.Open("sqlite3", ":memory:")
-		if err != nil {
-			return
-		}
-		drv, ok := d.Driver().(*sqlite3.SQLiteDriver)
-		d.Close()
-		if !ok {
-			return
-		}
-		prev := drv.ConnectHook
-		drv.ConnectHook = func(c *sqlite3.SQLiteConn) error {
-			if prev != nil {
-				if err := prev(c); err != nil {
-					return err
-				}
-			}
-			r := activeRecorder.Load()
-			if r == nil {
-				return nil
-			}
-			return c.SetTrace(&sqlite3.TraceConfig{
-				EventMask: sqlite3.TraceStmt,
-				Callback: func(info sqlite3.TraceInfo) int {
-					r.record(info.StmtOrTrigger)
-					return 0
-				},
-			})
+		// The references open plain go-sqlite3; db.Open its own driver.
+		for _, name := range []string{"sqlite3", db.DriverName} {
+			hookDriver(name)
 		}
 	})
+}
+
+func hookDriver(name string) {
+	d, err := sql.Open(name, ":memory:")
+	if err != nil {
+		return
+	}
+	drv, ok := d.Driver().(*sqlite3.SQLiteDriver)
+	d.Close()
+	if !ok {
+		return
+	}
+	prev := drv.ConnectHook
+	drv.ConnectHook = func(c *sqlite3.SQLiteConn) error {
+		if prev != nil {
+			if err := prev(c); err != nil {
+				return err
+			}
+		}
+		r := activeRecorder.Load()
+		if r == nil {
+			return nil
+		}
+		return c.SetTrace(&sqlite3.TraceConfig{
+			EventMask: sqlite3.TraceStmt,
+			Callback: func(info sqlite3.TraceInfo) int {
+				r.record(info.StmtOrTrigger)
+				return 0
+			},
+		})
+	}
 }

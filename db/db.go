@@ -147,7 +147,7 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		wparams[k] = v
 	}
 	wparams.Set("_txlock", "immediate")
-	write, err := sql.Open(driverName, "file:"+path+"?"+wparams.Encode())
+	write, err := sql.Open(DriverName, "file:"+path+"?"+wparams.Encode())
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	// Each reading connection keeps its statements prepared (go-sqlite3's
 	// cache), as View runs them on the connection directly.
 	params.Set("_stmt_cache_size", "128")
-	read, err := sql.Open(driverName, "file:"+path+"?"+params.Encode())
+	read, err := sql.Open(DriverName, "file:"+path+"?"+params.Encode())
 	if err != nil {
 		write.Close()
 		return nil, err

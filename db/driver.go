@@ -31,8 +31,9 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-// driverName is go-sqlite3 with the query planner stability guarantee
-// (QPSG) switched on for every connection.
+// DriverName is the database/sql driver every connection of a DB is
+// opened with: go-sqlite3 with the query planner stability guarantee
+// (QPSG) switched on.
 //
 // Why: SQLite marks a prepared statement for re-preparation when a bound
 // value might change its plan: a LIMIT ?, and (since 3.4x) an equality
@@ -43,10 +44,10 @@ import (
 // more on the dashboard's queries. With QPSG, plans do not depend on
 // bound values (we keep no sqlite_stat4 for them to depend on anyway), no
 // statement is marked, and a prepared statement stays prepared.
-const driverName = "sqlite3-lazarus"
+const DriverName = "sqlite3-lazarus"
 
 func init() {
-	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+	sql.Register(DriverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		if qpsg(c, 1) != 1 {
 			return errors.New("sqlite: cannot enable the query planner stability guarantee")
 		}
