@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -115,6 +116,22 @@ func validatePop(req *PopRequest) error {
 // tryPop leases what is ready now. When nothing is, it returns the time at
 // which something will be (zero when only a push can change that).
 func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wake time.Time, err error) {
+	if !req.AutoAck {
+		// A lease alone need not wait for the disk (Ephemeral), unless the
+		// pop turns out to subscribe the group first.
+		res, wake, err = b.popOnce(Ephemeral(ctx), req, true)
+		if !errors.Is(err, errNotEphemeral) {
+			return res, wake, err
+		}
+	}
+	return b.popOnce(ctx, req, false)
+}
+
+// errNotEphemeral stops an ephemeral pop that would have to write more
+// than a lease; the pop runs again as an ordinary write.
+var errNotEphemeral = errors.New("pop writes more than a lease")
+
+func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (res PopResult, wake time.Time, err error) {
 	err = b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
 		res, wake = PopResult{}, time.Time{}
@@ -125,7 +142,12 @@ func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wak
 		if err != nil {
 			return fmt.Errorf("pop: %w", err)
 		}
-		gid, err := subscribe(ctx, tx, q.ID, req.Group, req.Start, now)
+		var gid int64
+		if ephemeral {
+			gid, err = subscribed(ctx, tx, q.ID, req.Group)
+		} else {
+			gid, err = subscribe(ctx, tx, q.ID, req.Group, req.Start, now)
+		}
 		if err != nil {
 			return err
 		}
@@ -231,6 +253,26 @@ func subscribe(ctx context.Context, tx Tx, queueID int64, group string, start St
 		if err := tx.Subscribe(ctx, queueID, gid, start, now); err != nil {
 			return 0, fmt.Errorf("subscribe: %w", err)
 		}
+	}
+	return gid, nil
+}
+
+// subscribed returns the group's id if it reads the queue already, else
+// errNotEphemeral.
+func subscribed(ctx context.Context, tx Tx, queueID int64, group string) (int64, error) {
+	gid, err := tx.GroupID(ctx, group, false)
+	if isNotFound(err) {
+		return 0, errNotEphemeral
+	}
+	if err != nil {
+		return 0, fmt.Errorf("group: %w", err)
+	}
+	ok, err := tx.Subscribed(ctx, queueID, gid)
+	if err != nil {
+		return 0, fmt.Errorf("subscribed: %w", err)
+	}
+	if !ok {
+		return 0, errNotEphemeral
 	}
 	return gid, nil
 }

@@ -29,6 +29,25 @@ func IsLowPriority(ctx context.Context) bool {
 	return v
 }
 
+type ephemeralKey struct{}
+
+// Ephemeral marks a context's writes as ones a power cut may undo without
+// breaking a guarantee: a pop's new lease. Were it lost, the messages
+// would be delivered again, as when a lease runs out. With
+// synchronous=FULL the store need not wait for the disk to commit them
+// (a later commit that does wait makes them durable too); everything
+// else a pop may write (a new group or subscription, an autoAck) is not
+// ephemeral.
+func Ephemeral(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ephemeralKey{}, true)
+}
+
+// IsEphemeral reports whether ctx was marked by Ephemeral.
+func IsEphemeral(ctx context.Context) bool {
+	v, _ := ctx.Value(ephemeralKey{}).(bool)
+	return v
+}
+
 // Tx is what the rules need from storage, inside one transaction. Lookups
 // that find nothing return ErrNotFound.
 type Tx interface {

@@ -72,6 +72,12 @@ type DB struct {
 
 	// Statements kept prepared, per pool.
 	writeStmts *stmtCache
+
+	// sync is the durability asked for; relaxed is set while the writer's
+	// connection commits with synchronous=NORMAL for ephemeral writes
+	// (broker.Ephemeral) under FULL. Both belong to whoever is writing.
+	sync    Sync
+	relaxed bool
 }
 
 // DefaultBusyTimeout is how long a statement waits for a lock that
@@ -173,7 +179,7 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	d := &DB{write: write, read: read, path: path, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	d := &DB{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.idle = sync.NewCond(&d.wmu)
 	d.log = o.Logger
 	if d.log == nil {
@@ -561,7 +567,11 @@ func (d *DB) commit(group []writeRequest) {
 			r.done <- errs[i]
 		}
 	}
-	if err := d.exec("BEGIN IMMEDIATE"); err != nil {
+	err := d.syncFor(group)
+	if err == nil {
+		err = d.exec("BEGIN IMMEDIATE")
+	}
+	if err != nil {
 		err = fmt.Errorf("begin: %w", err)
 		for i := range errs {
 			errs[i] = err
@@ -622,6 +632,34 @@ func (d *DB) commit(group []writeRequest) {
 		}
 	}
 	answer()
+}
+
+// syncFor sets how hard the group's commit waits for the disk. Under
+// synchronous=FULL, a group of ephemeral writes only (a pop's lease)
+// commits as under NORMAL: in WAL mode that is consistent after a power
+// cut, it may only lose the group, and the next commit that waits for
+// the disk makes it durable as well (the log is written in order). A
+// group with any other write gets FULL back before it begins.
+func (d *DB) syncFor(group []writeRequest) error {
+	if d.sync != SyncFull {
+		return nil
+	}
+	relax := true
+	for _, r := range group {
+		relax = relax && broker.IsEphemeral(r.ctx)
+	}
+	if relax == d.relaxed {
+		return nil
+	}
+	stmt := "PRAGMA synchronous=FULL"
+	if relax {
+		stmt = "PRAGMA synchronous=NORMAL"
+	}
+	if err := d.exec(stmt); err != nil {
+		return fmt.Errorf("synchronous: %w", err)
+	}
+	d.relaxed = relax
+	return nil
 }
 
 // walSafetyPages is the log size at which the writer checkpoints at

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -118,5 +119,56 @@ func TestPreparedStatementsStayPrepared(t *testing.T) {
 	if n := runs(t, pc); n < 9 {
 		t.Errorf("plain go-sqlite3: the statement was prepared again %d times in 10 runs; "+
 			"if SQLite or go-sqlite3 no longer does this, the QPSG connect hook may be unneeded", n)
+	}
+}
+
+// synchronousIn returns the writer connection's synchronous setting seen
+// from inside an Update on ctx (1 NORMAL, 2 FULL).
+func synchronousIn(t *testing.T, d *DB, ctx context.Context) int {
+	t.Helper()
+	var v int
+	err := d.Update(ctx, func(tx broker.Tx) error {
+		return tx.(*storeTx).queryRow(ctx, "PRAGMA synchronous").Scan(&v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Under FULL, a write marked ephemeral commits without waiting for the
+// disk and the next ordinary write waits again; under NORMAL nothing
+// changes. A group with any ordinary write commits under FULL.
+func TestEphemeralWritesDoNotWaitForTheDisk(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	eph := broker.Ephemeral(ctx)
+	for _, tc := range []struct {
+		sync                Sync
+		ephemeral, ordinary int // the setting each commits under
+	}{{SyncFull, 1, 2}, {SyncNormal, 1, 1}} {
+		d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), tc.sync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ephemeral := range []bool{false, true, true, false, true, false} {
+			c, want := ctx, tc.ordinary
+			if ephemeral {
+				c, want = eph, tc.ephemeral
+			}
+			if got := synchronousIn(t, d, c); got != want {
+				t.Errorf("%s, write %d (ephemeral %v): synchronous = %d, want %d", tc.sync, i, ephemeral, got, want)
+			}
+		}
+		if tc.sync == SyncFull {
+			mixed := []writeRequest{{ctx: eph}, {ctx: ctx}}
+			if err := d.syncFor(mixed[:1]); err != nil || !d.relaxed {
+				t.Errorf("ephemeral group: relaxed = %v, %v; want true", d.relaxed, err)
+			}
+			if err := d.syncFor(mixed); err != nil || d.relaxed {
+				t.Errorf("mixed group: relaxed = %v, %v; want false", d.relaxed, err)
+			}
+		}
+		d.Close()
 	}
 }
