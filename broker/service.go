@@ -108,6 +108,11 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 			b.pending.add(deferred, 1, now)
 			return nil
 		}
+		if IsEphemeral(ctx) {
+			// The counts waiting in memory go with a commit that waits
+			// for the disk, not with a lease that need not.
+			return acc.flush(ctx, now)
+		}
 		taken = b.pending.take()
 		for _, e := range taken {
 			if err := cached.AddStats(ctx, e.key.queueID, e.key.groupID, e.d, time.Unix(e.key.minute*60, 0)); err != nil {

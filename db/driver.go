@@ -48,8 +48,11 @@ const DriverName = "sqlite3-lazarus"
 
 func init() {
 	sql.Register(DriverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		if handle(c, "db", "_Ctype_struct_sqlite3") == nil {
+			return errors.New("sqlite: this go-sqlite3 keeps its connection handle elsewhere; db/driver.go needs updating")
+		}
 		if qpsg(c, 1) != 1 {
-			return errors.New("sqlite: cannot enable the query planner stability guarantee")
+			return errors.New("sqlite: SQLite refused the query planner stability guarantee (SQLITE_DBCONFIG_ENABLE_QPSG)")
 		}
 		return nil
 	}})
@@ -60,7 +63,7 @@ func init() {
 // reflection; the open test checks the setting on every connection,
 // should a later go-sqlite3 rename the field.
 func qpsg(c *sqlite3.SQLiteConn, on int) int {
-	h := handle(c, "db")
+	h := handle(c, "db", "_Ctype_struct_sqlite3")
 	if h == nil {
 		return -1
 	}
@@ -70,17 +73,22 @@ func qpsg(c *sqlite3.SQLiteConn, on int) int {
 // reprepares says how many times SQLite has prepared a statement again
 // since it was first prepared (-1 if unknown); for the tests.
 func reprepares(s *sqlite3.SQLiteStmt) int {
-	h := handle(s, "s")
+	h := handle(s, "s", "_Ctype_struct_sqlite3_stmt")
 	if h == nil {
 		return -1
 	}
 	return int(C.lazarus_reprepares(h))
 }
 
-// handle is the C pointer go-sqlite3 keeps in the named field of v.
-func handle(v any, field string) unsafe.Pointer {
+// handle is the C pointer go-sqlite3 keeps in the named field of v, if
+// that field is a non-nil pointer to the C type named cType (nil
+// otherwise: never a pointer to anything else).
+func handle(v any, field, cType string) unsafe.Pointer {
 	f := reflect.ValueOf(v).Elem().FieldByName(field)
 	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() {
+		return nil
+	}
+	if t := f.Type().Elem(); t.Name() != cType || t.PkgPath() != "github.com/mattn/go-sqlite3" {
 		return nil
 	}
 	return f.UnsafePointer()

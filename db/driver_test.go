@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/mattn/go-sqlite3"
@@ -123,15 +124,15 @@ func TestPreparedStatementsStayPrepared(t *testing.T) {
 }
 
 // synchronousIn returns the writer connection's synchronous setting seen
-// from inside an Update on ctx (1 NORMAL, 2 FULL).
+// from inside an Update on ctx (1 NORMAL, 2 FULL; -1 on error).
 func synchronousIn(t *testing.T, d *DB, ctx context.Context) int {
 	t.Helper()
-	var v int
+	v := -1
 	err := d.Update(ctx, func(tx broker.Tx) error {
 		return tx.(*storeTx).queryRow(ctx, "PRAGMA synchronous").Scan(&v)
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return v
 }
@@ -161,14 +162,53 @@ func TestEphemeralWritesDoNotWaitForTheDisk(t *testing.T) {
 			}
 		}
 		if tc.sync == SyncFull {
-			mixed := []writeRequest{{ctx: eph}, {ctx: ctx}}
-			if err := d.syncFor(mixed[:1]); err != nil || !d.relaxed {
-				t.Errorf("ephemeral group: relaxed = %v, %v; want true", d.relaxed, err)
+			setting := func() int {
+				var v int
+				if err := d.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				return v
 			}
-			if err := d.syncFor(mixed); err != nil || d.relaxed {
-				t.Errorf("mixed group: relaxed = %v, %v; want false", d.relaxed, err)
+			mixed := []writeRequest{{ctx: eph}, {ctx: ctx}}
+			if err := d.syncFor(mixed[:1]); err != nil || setting() != 1 {
+				t.Errorf("ephemeral group: synchronous = %d (%v), want 1", setting(), err)
+			}
+			if err := d.syncFor(mixed); err != nil || setting() != 2 {
+				t.Errorf("mixed group: synchronous = %d (%v), want 2", setting(), err)
 			}
 		}
 		d.Close()
+	}
+}
+
+// Writes that queue up behind another are committed together by the
+// writer goroutine: a group that mixes a lease with an ordinary write
+// commits under FULL, both of them.
+func TestMixedGroupCommitsUnderFull(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	hold, held := make(chan struct{}), make(chan struct{})
+	go d.Update(ctx, func(broker.Tx) error { close(held); <-hold; return nil })
+	<-held
+	got := make(chan int, 2)
+	for _, c := range []context.Context{broker.Ephemeral(ctx), ctx} {
+		go func() { got <- synchronousIn(t, d, c) }()
+	}
+	for queued := 0; queued < 2; {
+		d.wmu.Lock()
+		queued = len(d.waiting)
+		d.wmu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	for range 2 {
+		if v := <-got; v != 2 {
+			t.Errorf("a write of a mixed group committed under synchronous = %d, want 2 (FULL)", v)
+		}
 	}
 }
