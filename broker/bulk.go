@@ -59,15 +59,7 @@ func (b *Broker) bulkIDs(ctx context.Context, ids []string, group, actor, action
 				return err
 			}
 			done = n
-			if action == AuditReplay {
-				_, err = replayKeys(ctx, tx, now, keys)
-			} else {
-				err = removeKeys(ctx, tx, keys, Stats{Deleted: 1})
-			}
-			if err != nil {
-				return err
-			}
-			queues, err := messagesPerQueue(ctx, tx, keys, touched)
+			queues, err := applyKeys(ctx, tx, now, keys, action == AuditReplay, touched)
 			if err != nil {
 				return err
 			}
@@ -214,14 +206,8 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 				if keys, err = allGroups(ctx, tx, keys); err != nil {
 					return err
 				}
-				_, err = replayKeys(ctx, tx, now, keys)
-			} else {
-				err = removeKeys(ctx, tx, keys, Stats{Deleted: 1})
 			}
-			if err != nil {
-				return err
-			}
-			queues, err := messagesPerQueue(ctx, tx, keys, touched)
+			queues, err := applyKeys(ctx, tx, now, keys, isReplay, touched)
 			if err != nil {
 				return err
 			}
@@ -245,6 +231,21 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 			return res, err
 		}
 	}
+}
+
+// applyKeys replays (or deletes) the dead letters of keys and returns how
+// many messages that was per queue, telling touched of each queue.
+func applyKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey, replay bool, touched func(string)) (map[string]int, error) {
+	var err error
+	if replay {
+		_, err = replayKeys(ctx, tx, now, keys)
+	} else {
+		err = removeKeys(ctx, tx, keys, Stats{Deleted: 1})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return messagesPerQueue(ctx, tx, keys, touched)
 }
 
 // allGroups returns the dead letters, in every group, of the messages of
