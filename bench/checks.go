@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -434,6 +435,7 @@ func caseQueryPlans(ctx context.Context, e *env) ([]Row, error) {
 		for _, pg := range []struct{ name, path string }{
 			{"page: overview /", "/"},
 			{"page: dead letters of a group", "/queues/" + queue + "/dead-letters?group=" + group},
+			{"page: dead letters found by transactionId", "/queues/" + queue + "/dead-letters?tx=" + url.QueryEscape(page.Items[0].TransactionID)},
 			{"page: charts, 24 h", "/charts?range=24h"},
 		} {
 			phases = append(phases, hotPhase{pg.name, func(ctx context.Context) error {
@@ -545,14 +547,21 @@ var (
 	tableRefRE = regexp.MustCompile(`(?i)\b(?:from|join|update|into)\s+([a-z_][a-z0-9_]*)(?:\s+(?:as\s+)?([a-z_][a-z0-9_]*))?`)
 	aggRE      = regexp.MustCompile(`(?i)\bcount\s*\(|\bgroup\s+by\b|\bsum\s*\(`)
 	limitRE    = regexp.MustCompile(`(?i)\blimit\b`)
-	sqlWords   = map[string]bool{"where": true, "on": true, "join": true, "left": true, "inner": true, "cross": true, "natural": true, "group": true, "order": true, "limit": true, "set": true, "using": true, "values": true, "select": true, "default": true, "as": true, "returning": true}
+	// boundedRE finds a subquery with a LIMIT (and no parentheses inside)
+	// used as a table, and its alias if it has one.
+	boundedRE = regexp.MustCompile(`(?is)\(\s*(select\b[^()]*\blimit\b[^()]*)\)\s*(?:as\s+)?([a-z_][a-z0-9_]*)?`)
+	sqlWords  = map[string]bool{"where": true, "on": true, "join": true, "left": true, "inner": true, "cross": true, "natural": true, "group": true, "order": true, "limit": true, "set": true, "using": true, "values": true, "select": true, "default": true, "as": true, "returning": true}
 )
 
 // planIssues finds what a hot statement must not do in its plan: scan a
 // big table whole, sort rows of a big table with a temporary B-tree for
 // ORDER BY, or count or group over a big table. A scan of a big table
 // along an index is allowed when a LIMIT stops it; sorting what only small
-// tables (queues, partitions, groups) give is too.
+// tables (queues, partitions, groups) give is too. So is counting,
+// grouping or sorting the rows of a subquery that has a LIMIT of its own
+// (a capped total, the top errors of the newest N), as long as that
+// subquery reads its big table along an index without sorting or
+// aggregating it.
 func planIssues(q string, plan []string) []string {
 	// Names in a plan are aliases; one alias may stand for several tables
 	// in a compound query.
@@ -572,16 +581,41 @@ func planIssues(q string, plan []string) []string {
 			addName(a, t)
 		}
 	}
+	// The LIMITed subqueries read as tables: their aliases ("" for one
+	// without: "(subquery-N)" in the plan) and their text.
+	bounded := map[string]bool{}
+	var boundedSQL []string
+	for _, m := range boundedRE.FindAllStringSubmatch(q, -1) {
+		bounded[strings.ToLower(m[2])] = true
+		boundedSQL = append(boundedSQL, m[1])
+	}
+	isBounded := func(name string) bool {
+		return bounded[name] || (bounded[""] && strings.HasPrefix(name, "(subquery-"))
+	}
 	var issues []string
 	big, sorts := false, false
+	inside := -1 // indent of the CO-ROUTINE of a LIMITed subquery the plan is in
+	bigInside, sortsInside := false, false
 	for _, line := range plan {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
 		l := strings.TrimSpace(line)
+		if inside >= 0 && indent <= inside {
+			inside = -1
+		}
 		switch {
+		case strings.HasPrefix(l, "CO-ROUTINE "):
+			if isBounded(strings.ToLower(strings.Fields(l)[1])) {
+				inside = indent
+			}
 		case strings.HasPrefix(l, "SCAN ") || strings.HasPrefix(l, "SEARCH "):
 			f := strings.Fields(l)
-			ts := tables[strings.ToLower(f[1])]
+			name := strings.ToLower(f[1])
+			if inside < 0 && isBounded(name) {
+				continue // the rows a LIMITed subquery gave
+			}
+			ts := tables[name]
 			if len(ts) == 0 {
-				ts = []string{strings.ToLower(f[1])}
+				ts = []string{name}
 			}
 			isBig := false
 			for _, t := range ts {
@@ -591,9 +625,13 @@ func planIssues(q string, plan []string) []string {
 				continue
 			}
 			t := strings.Join(ts, " or ")
-			big = true
+			if inside >= 0 {
+				bigInside = true
+			} else {
+				big = true
+			}
 			if strings.HasPrefix(l, "SCAN ") {
-				if strings.Contains(l, " USING ") && limitRE.MatchString(q) && !aggRE.MatchString(q) {
+				if strings.Contains(l, " USING ") && limitRE.MatchString(q) && (inside >= 0 || !aggRE.MatchString(q)) {
 					continue // along an index, up to the LIMIT
 				}
 				if !slices.Contains(issues, "SCAN of "+t) {
@@ -601,13 +639,17 @@ func planIssues(q string, plan []string) []string {
 				}
 			}
 		case strings.Contains(l, "TEMP B-TREE") && strings.Contains(l, "ORDER BY"):
-			sorts = true
+			if inside >= 0 {
+				sortsInside = true
+			} else {
+				sorts = true
+			}
 		}
 	}
-	if big && sorts { // sorting the rows of small tables (a queue's groups) is harmless
+	if (big && sorts) || (bigInside && sortsInside) { // sorting the rows of small tables (a queue's groups) is harmless
 		issues = append(issues, "USE TEMP B-TREE FOR ORDER BY over a big table")
 	}
-	if big && aggRE.MatchString(q) {
+	if (big && aggRE.MatchString(q)) || (bigInside && aggRE.MatchString(strings.Join(boundedSQL, " "))) {
 		issues = append(issues, "aggregate (COUNT/GROUP BY/SUM) over a big table")
 	}
 	return issues

@@ -339,7 +339,7 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 	if err != nil {
 		return err
 	}
-	dlStmt, err := tx.PrepareContext(ctx, `INSERT INTO dead_letters (id, seq, queue_id, partition_id, group_id, error, retry_count, failed_at) VALUES `+placeholders(8, perStmt))
+	dlStmt, err := tx.PrepareContext(ctx, `INSERT INTO dead_letters (id, seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id) VALUES `+placeholders(9, perStmt))
 	if err != nil {
 		return err
 	}
@@ -354,7 +354,7 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 	minuteCut := end.Add(-broker.MinuteRetention).Truncate(time.Hour)
 	step := span / time.Duration(total)
 	msgArgs := make([]any, 0, 6*perStmt)
-	dlArgs := make([]any, 0, 8*perStmt)
+	dlArgs := make([]any, 0, 9*perStmt)
 	var trace [16]byte
 	for k := 0; k < total; k++ {
 		// Each group in proportion to what it has left: exact totals, mixed order.
@@ -375,8 +375,9 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 		}
 		body := fmt.Sprintf(`{"orderId":"o-%d","customer":"c-%05d","amount":%d.%02d,"currency":"EUR","items":[{"sku":"SKU-%04d","qty":%d}],"source":"checkout-web"}`,
 			seq, r.IntN(50_000), r.IntN(900)+10, r.IntN(100), r.IntN(5000), r.IntN(5)+1)
-		msgArgs = append(msgArgs, seq, pid, broker.NewUUID(pushed), []byte(body), hex.EncodeToString(trace[:]), pushed.UnixMilli())
-		dlArgs = append(dlArgs, seq, seq, qid, pid, gid, errorText(r), 3, failed.UnixMilli())
+		txid := broker.NewUUID(pushed)
+		msgArgs = append(msgArgs, seq, pid, txid, []byte(body), hex.EncodeToString(trace[:]), pushed.UnixMilli())
+		dlArgs = append(dlArgs, seq, seq, qid, pid, gid, errorText(r), 3, failed.UnixMilli(), txid)
 		if len(msgArgs) == cap(msgArgs) {
 			if _, err := msgStmt.ExecContext(ctx, msgArgs...); err != nil {
 				return fmt.Errorf("messages: %w", err)
@@ -414,10 +415,10 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 		if _, err := exec(`INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?, ?)`, msgArgs[:6]...); err != nil {
 			return fmt.Errorf("messages: %w", err)
 		}
-		if _, err := exec(`INSERT INTO dead_letters (id, seq, queue_id, partition_id, group_id, error, retry_count, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, dlArgs[:8]...); err != nil {
+		if _, err := exec(`INSERT INTO dead_letters (id, seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, dlArgs[:9]...); err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
-		msgArgs, dlArgs = msgArgs[6:], dlArgs[8:]
+		msgArgs, dlArgs = msgArgs[6:], dlArgs[9:]
 	}
 
 	// Every group has read everything: caught-up consumers.

@@ -413,7 +413,7 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, ret
 		s.dropped[m.Seq] = true
 		return nil
 	}
-	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, RetryCount: retries, FailedAt: s.now}
+	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID}
 	if err := s.tx.InsertDeadLetter(ctx, &d); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
