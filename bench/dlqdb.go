@@ -187,6 +187,7 @@ func schemaKey(ctx context.Context, e *env) (string, error) {
 	return fmt.Sprintf("m%d-%s", migrations, hex.EncodeToString(h.Sum(nil))[:12]), nil
 }
 
+// copyFile copies src to dst, and waits until the copy is on disk.
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -198,6 +199,12 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	if _, err := io.CopyBuffer(out, in, make([]byte, 4<<20)); err != nil {
+		out.Close()
+		return err
+	}
+	// On disk before anything is timed: else the kernel writes the copy
+	// back during the cases, and its writeback stalls their writes.
+	if err := out.Sync(); err != nil {
 		out.Close()
 		return err
 	}

@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
 	"maragu.dev/goqite"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -25,6 +27,23 @@ type sqliteSettings struct {
 	cacheSize   int
 	busyTimeout int
 	foreignKeys int
+	tempStore   int
+}
+
+// refDriver is the driver the references open: plain go-sqlite3, plus
+// the pragmas of ours that a DSN cannot carry (temp_store), set on each
+// connection as db.Open's driver does.
+const refDriver = "sqlite3-ref"
+
+// refTempStore is the temp_store the references' connections get:
+// probeSettings sets it to ours before any reference opens.
+var refTempStore atomic.Int64
+
+func init() {
+	sql.Register(refDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec(fmt.Sprintf("PRAGMA temp_store=%d", refTempStore.Load()), nil)
+		return err
+	}})
 }
 
 // probeSettings opens a database with db.Open and reads its pragmas.
@@ -46,6 +65,7 @@ func probeSettings(ctx context.Context, path string, sync db.Sync) (sqliteSettin
 		{"PRAGMA cache_size", &s.cacheSize},
 		{"PRAGMA busy_timeout", &s.busyTimeout},
 		{"PRAGMA foreign_keys", &s.foreignKeys},
+		{"PRAGMA temp_store", &s.tempStore},
 		{"PRAGMA synchronous", &syncVal},
 	} {
 		if err := w.QueryRowContext(ctx, q.sql).Scan(q.dst); err != nil {
@@ -55,6 +75,7 @@ func probeSettings(ctx context.Context, path string, sync db.Sync) (sqliteSettin
 	if want := syncValue(sync); syncVal != want {
 		return s, fmt.Errorf("probe: db.Open(%s) gave synchronous=%d", sync, syncVal)
 	}
+	refTempStore.Store(int64(s.tempStore))
 	return s, nil
 }
 
@@ -82,7 +103,7 @@ func (s sqliteSettings) refDSN(path string, sync db.Sync) string {
 // openRef opens a reference database with one connection, like our
 // writer.
 func (e *env) openRef(ctx context.Context, path string, sync db.Sync) (*sql.DB, error) {
-	d, err := sql.Open("sqlite3", e.settings.refDSN(path, sync))
+	d, err := sql.Open(refDriver, e.settings.refDSN(path, sync))
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,9 @@ var installOnce sync.Once
 // recorder is active reports each statement it runs to that recorder.
 func installTrace() {
 	installOnce.Do(func() {
-		// The references open plain go-sqlite3; db.Open its own driver.
-		for _, name := range []string{"sqlite3", db.DriverName} {
+		// The references open refDriver; db.Open its own driver; plain
+		// go-sqlite3 for whatever else.
+		for _, name := range []string{"sqlite3", refDriver, db.DriverName} {
 			hookDriver(name)
 		}
 	})

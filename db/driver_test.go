@@ -13,8 +13,9 @@ import (
 )
 
 // Every connection Lazarus opens has the query planner stability
-// guarantee on, whichever pool it belongs to.
-func TestEveryConnectionHasStablePlans(t *testing.T) {
+// guarantee on and its temporary storage in memory, whichever pool it
+// belongs to.
+func TestEveryConnectionHasStablePlansAndTempInMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
@@ -32,6 +33,13 @@ func TestEveryConnectionHasStablePlans(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		var temp int
+		if err := c.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp); err != nil {
+			t.Fatal(err)
+		}
+		if temp != 2 {
+			t.Errorf("%s: temp_store = %d, want 2 (MEMORY)", name, temp)
 		}
 	}
 	check("writer", d.wconn)
