@@ -23,17 +23,24 @@ func BenchmarkLifecycle1(b *testing.B) {
 	body := []byte(`{"order":12345,"status":"paid"}`)
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Payload: body}}); err != nil {
-			b.Fatal(err)
-		}
-		res, err := br.Pop(ctx, broker.PopRequest{Queue: "q"})
-		if err != nil || len(res.Messages) != 1 {
-			b.Fatal(res, err)
-		}
-		m := res.Messages[0]
-		if _, err := br.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted}); err != nil {
-			b.Fatal(err)
-		}
+		lifecycle(b, br, "", body)
+	}
+}
+
+// lifecycle pushes one message to the partition of queue q, pops it (from
+// any partition) and acks it.
+func lifecycle(b *testing.B, br *broker.Broker, partition string, body []byte) {
+	ctx := context.Background()
+	if _, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Partition: partition, Payload: body}}); err != nil {
+		b.Fatal(err)
+	}
+	res, err := br.Pop(ctx, broker.PopRequest{Queue: "q"})
+	if err != nil || len(res.Messages) != 1 {
+		b.Fatal(res, err)
+	}
+	m := res.Messages[0]
+	if _, err := br.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted}); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -122,4 +129,42 @@ func BenchmarkManyPartitions(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*parts), "µs/cycle")
+}
+
+// BenchmarkIdlePartitions measures a push, pop and ack on one busy
+// partition of a queue whose other partitions have all been drained: a
+// pop must not pay for the idle ones.
+func BenchmarkIdlePartitions(b *testing.B) {
+	for _, idle := range []int{0, 10000} {
+		b.Run(strconv.Itoa(idle), func(b *testing.B) {
+			ctx := context.Background()
+			d, err := db.Open(ctx, filepath.Join(b.TempDir(), "l.db"), db.SyncNormal)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			br := broker.New(broker.Config{Store: d})
+			body := []byte(`{"order":12345,"status":"paid"}`)
+			items := make([]broker.PushItem, 0, 1000)
+			for i := 0; i < idle; i++ {
+				items = append(items, broker.PushItem{Queue: "q", Partition: "idle" + strconv.Itoa(i), Payload: body})
+				if len(items) == cap(items) || i == idle-1 {
+					if _, err := br.Push(ctx, items); err != nil {
+						b.Fatal(err)
+					}
+					items = items[:0]
+				}
+			}
+			for drained := 0; drained < idle; {
+				res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 10, AutoAck: true})
+				if err != nil || len(res.Messages) == 0 {
+					b.Fatal(res, err)
+				}
+				drained += len(res.Messages)
+			}
+			for b.Loop() {
+				lifecycle(b, br, "busy", body)
+			}
+		})
+	}
 }

@@ -617,6 +617,16 @@ func (d *DB) commit(group []writeRequest) {
 		answer()
 		return
 	}
+	if err := st.markReady(context.Background()); err != nil {
+		d.rollback()
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("mark consumers ready: %w", err)
+			}
+		}
+		answer()
+		return
+	}
 	if err := d.exec("COMMIT"); err != nil {
 		// SQLite may leave the transaction open when COMMIT fails.
 		d.rollback()

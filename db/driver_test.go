@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/mattn/go-sqlite3"
@@ -200,20 +199,13 @@ func TestMixedGroupCommitsUnderFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	hold, held := make(chan struct{}), make(chan struct{})
-	go d.Update(ctx, func(broker.Tx) error { close(held); <-hold; return nil })
-	<-held
+	release := holdWriter(d)
 	got := make(chan int, 2)
 	for _, c := range []context.Context{broker.Ephemeral(ctx), ctx} {
 		go func() { got <- synchronousIn(t, d, c) }()
 	}
-	for queued := 0; queued < 2; {
-		d.wmu.Lock()
-		queued = len(d.waiting)
-		d.wmu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-	close(hold)
+	waitQueued(d, 2)
+	release()
 	for range 2 {
 		if v := <-got; v != 2 {
 			t.Errorf("a write of a mixed group committed under synchronous = %d, want 2 (FULL)", v)

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -14,12 +13,7 @@ import (
 func TestDeadLetterTransactionIDsAreBackfilled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	b := broker.New(broker.Config{Store: d})
+	d, b := openBroker(t)
 	var items []broker.PushItem
 	for _, id := range []string{"order-1", "order-2", "order-3"} {
 		items = append(items, broker.PushItem{Queue: "q", Partition: "p", TransactionID: id, Payload: []byte(`{}`)})
@@ -38,23 +32,10 @@ func TestDeadLetterTransactionIDsAreBackfilled(t *testing.T) {
 	}
 
 	// Back to the schema before 0008, then 0008 again.
-	w := d.WriteDB()
-	for _, stmt := range []string{
+	reapply(t, d, 8, "0008_dead_letter_transaction.sql",
 		`DROP INDEX dead_letters_transaction`,
-		`ALTER TABLE dead_letters DROP COLUMN transaction_id`,
-		`DELETE FROM schema_migrations WHERE version = 8`,
-	} {
-		if _, err := w.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	body, err := migrations.ReadFile("migrations/0008_dead_letter_transaction.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.applyMigration(ctx, 8, "0008_dead_letter_transaction.sql", string(body)); err != nil {
-		t.Fatal(err)
-	}
+		`ALTER TABLE dead_letters DROP COLUMN transaction_id`)
+	w := d.WriteDB()
 
 	var mismatched, total int
 	if err := w.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(d.transaction_id <> m.transaction_id), 0)
@@ -67,5 +48,33 @@ func TestDeadLetterTransactionIDsAreBackfilled(t *testing.T) {
 	page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", TransactionID: "order-2"})
 	if err != nil || len(page.Items) != 1 || page.Items[0].TransactionID != "order-2" {
 		t.Fatalf("filter by order-2 = %+v, %v; want that one dead letter", page, err)
+	}
+}
+
+// Migration 0009 marks ready the consumers of a database made before it
+// that have messages past their cursor, and only those.
+func TestConsumerReadinessIsBackfilled(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	push(t, b, "x", "x1")
+	push(t, b, "y", "y1")
+	drained, ids := popAck(t, b, "g", broker.AckCompleted)
+	if len(ids) != 1 {
+		t.Fatalf("pop got %v from %q, want one message", ids, drained)
+	}
+	// Whichever partition the pop took is drained; the other still waits.
+	want := map[string]bool{"x": false, "y": false}
+	for p := range want {
+		want[p] = p != drained
+	}
+
+	// Back to the schema before 0009, then 0009 again.
+	reapply(t, d, 9, "0009_consumers_ready.sql",
+		`DROP INDEX consumers_ready`,
+		`ALTER TABLE consumers DROP COLUMN ready`,
+		`CREATE INDEX consumers_ready ON consumers (queue_id, group_id, leased_at)`)
+	wantReady(t, d, "g", want)
+	if _, ids := popAck(t, b, "g", broker.AckCompleted); len(ids) != 1 {
+		t.Fatalf("pop after the migration got %v, want the waiting message", ids)
 	}
 }

@@ -83,6 +83,11 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	if err != nil {
 		return err
 	}
+	if n > 0 {
+		for _, c := range cs {
+			t.pushed(c.PartitionID)
+		}
+	}
 	if n == int64(len(cs)) {
 		for i := range cs {
 			cs[i].CopySeq, cs[i].CopyCreatedAt, cs[i].Inserted = last-n+1+int64(i), now, true
