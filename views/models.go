@@ -119,7 +119,7 @@ type DeadLetterList struct {
 	Queue      string
 	QueueURL   string
 	Groups     []string
-	Partitions []string
+	Partitions []string // the partition filter's choices; nil: a text field (too many to list)
 	Filter     DeadLetterFilter
 	Chips      []Chip
 	TopErrors  []TopError

@@ -19,6 +19,11 @@ var pageSizes = []int{25, 50, 100}
 
 const defaultPageSize = 50
 
+// maxPartitionChoices is how many partitions the filter lists at most; a
+// queue with more (one per customer, say) gets a text field for the name
+// instead of a list nobody could scroll, and a page of 10,000 options.
+const maxPartitionChoices = 200
+
 // quickRanges are the list's quick time ranges.
 var quickRanges = []struct {
 	label string
@@ -177,8 +182,11 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		MatchingKnown: !page.TotalCapped,
 		FilterQuery:   f.values().Encode(),
 	}
-	for _, p := range brief.Partitions {
-		v.Partitions = append(v.Partitions, p.Name)
+	if len(brief.Partitions) <= maxPartitionChoices {
+		v.Partitions = make([]string, 0, len(brief.Partitions))
+		for _, p := range brief.Partitions {
+			v.Partitions = append(v.Partitions, p.Name)
+		}
 	}
 	base := f.values()
 	if size != defaultPageSize {

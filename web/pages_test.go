@@ -1,11 +1,14 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -329,5 +332,42 @@ func TestThresholdsPage(t *testing.T) {
 	row := viewer.get("/").want(http.StatusOK).doc().Find(`[data-testid="queue-orders"]`).Text()
 	if !strings.Contains(row, "(limit 1)") {
 		t.Fatalf("override not applied: %q", row)
+	}
+}
+
+// A queue with more partitions than the filter lists gets a text field for
+// the partition's name, and the filter works the same.
+func TestPartitionFilterOfManyPartitions(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	seed(t, s)
+	b, _ := s.loggedIn(broker.RoleViewer)
+	field := func(path string) string {
+		t.Helper()
+		f := b.get(path).want(http.StatusOK).doc().Find(`[data-testid="filter-partition"]`)
+		if f.Length() != 1 {
+			t.Fatalf("%s: %d partition filters", path, f.Length())
+		}
+		return goquery.NodeName(f)
+	}
+	if got := field("/queues/orders/dead-letters"); got != "select" {
+		t.Fatalf("two partitions: the filter is a %s, want a select", got)
+	}
+	var items []broker.PushItem
+	for i := 0; i < 250; i++ {
+		items = append(items, broker.PushItem{Queue: "orders", Partition: fmt.Sprintf("customer-%03d", i), Payload: []byte(`1`)})
+	}
+	if _, err := s.broker.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if got := field("/queues/orders/dead-letters"); got != "input" {
+		t.Fatalf("252 partitions: the filter is a %s, want an input", got)
+	}
+	r := b.get("/queues/orders/dead-letters?partition=initech").want(http.StatusOK)
+	if v, _ := r.doc().Find(`[data-testid="filter-partition"]`).Attr("value"); v != "initech" {
+		t.Fatalf("the field shows %q, want the filter's initech", v)
+	}
+	if n := r.doc().Find(`[data-testid="dl-row"]`).Length(); n != 1 {
+		t.Fatalf("partition=initech: %d rows, want 1", n)
 	}
 }
