@@ -338,6 +338,20 @@ func (d *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	sort.Strings(files)
+	// A database migrated by a newer Lazarus is refused: this one would
+	// not keep what the newer migrations added (the ready marks of 0009,
+	// say), and could leave messages that no pop would find.
+	var newest sql.NullInt64
+	if err := d.write.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	known := 0
+	if len(files) > 0 {
+		known, _ = strconv.Atoi(strings.SplitN(strings.TrimPrefix(files[len(files)-1], "migrations/"), "_", 2)[0])
+	}
+	if newest.Valid && newest.Int64 > int64(known) {
+		return fmt.Errorf("migrate: the database has schema version %d, from a newer Lazarus; this one knows up to %d: run that version or a later one", newest.Int64, known)
+	}
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations/")
 		version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])

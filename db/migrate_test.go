@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -76,5 +78,27 @@ func TestConsumerReadinessIsBackfilled(t *testing.T) {
 	wantReady(t, d, "g", want)
 	if _, ids := popAck(t, b, "g", broker.AckCompleted); len(ids) != 1 {
 		t.Fatalf("pop after the migration got %v, want the waiting message", ids)
+	}
+}
+
+// A database that a newer Lazarus has migrated is refused, with the
+// versions in the message.
+func TestNewerSchemaIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.WriteDB().ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, '0099_future.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if d, err := Open(ctx, path, SyncNormal); err == nil {
+		d.Close()
+		t.Fatal("a database of schema version 99 was opened")
+	} else if !strings.Contains(err.Error(), "schema version 99") || !strings.Contains(err.Error(), "newer Lazarus") {
+		t.Fatalf("error %q does not say why", err)
 	}
 }

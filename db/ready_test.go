@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,7 +95,9 @@ func wantReady(t *testing.T, d *DB, group string, want map[string]bool) {
 	t.Helper()
 	got := readyOf(t, d, group)
 	for p, w := range want {
-		if got[p] != w {
+		if r, ok := got[p]; !ok {
+			t.Errorf("group %s, partition %s: no consumer (all: %v)", group, p, got)
+		} else if r != w {
 			t.Errorf("group %s, partition %s: ready = %v, want %v (all: %v)", group, p, got[p], w, got)
 		}
 	}
@@ -227,66 +230,149 @@ func TestPopClearsTheDrainedPartitionsItPasses(t *testing.T) {
 	}
 }
 
-// In a group commit, a push rolled back to its savepoint takes its mark
-// of the partition with it; a later push of the group to the same
-// partition must still leave the consumer ready.
+// In a group commit, a push to a drained partition that is rolled back
+// to its savepoint leaves the transaction's note of the partition in
+// place: another push of the group to the same partition, before or
+// after it, still leaves the consumer ready, and its message is served.
 func TestPushAfterARolledBackPushLeavesTheConsumerReady(t *testing.T) {
+	t.Parallel()
+	for _, failFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("failing push first %v", failFirst), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			d, b := openBroker(t)
+			push(t, b, "p", "m1")
+			if _, ids := popAck(t, b, "g", broker.AckCompleted); len(ids) != 1 {
+				t.Fatalf("pop got %v, want m1", ids)
+			}
+			if _, ids := popAck(t, b, "g", broker.AckCompleted); len(ids) != 0 {
+				t.Fatalf("pop got %v, want nothing", ids)
+			}
+			wantReady(t, d, "g", map[string]bool{"p": false})
+			var partitionID int64
+			if err := d.View(ctx, func(tx broker.Tx) error {
+				q, err := tx.QueueByName(ctx, "q")
+				if err != nil {
+					return err
+				}
+				p, err := tx.PartitionByName(ctx, q.ID, "p")
+				partitionID = p.ID
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			boom := errors.New("boom")
+			insert := func(txid string, fail error) func(broker.Tx) error {
+				return func(tx broker.Tx) error {
+					m := broker.Message{PartitionID: partitionID, TransactionID: txid, Payload: []byte(`{}`), CreatedAt: time.Now()}
+					if _, err := tx.InsertMessage(ctx, &m); err != nil {
+						return err
+					}
+					return fail
+				}
+			}
+			writes := []func(broker.Tx) error{insert("m2", nil), insert("rolled-back", boom)}
+			if failFirst {
+				writes[0], writes[1] = writes[1], writes[0]
+			}
+			// Hold the writer so that the two pushes queue up and share a
+			// transaction, in that order.
+			release := holdWriter(d)
+			errs := make(chan error, 2)
+			for i, w := range writes {
+				go func() { errs <- d.Update(ctx, w) }()
+				waitQueued(d, i+1)
+			}
+			release()
+			var failed int
+			for range 2 {
+				if err := <-errs; errors.Is(err, boom) {
+					failed++
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if failed != 1 {
+				t.Fatalf("%d writes failed, want one", failed)
+			}
+			wantReady(t, d, "g", map[string]bool{"p": true})
+			if p, ids := popAck(t, b, "g", broker.AckCompleted); p != "p" || len(ids) != 1 || ids[0] != "m2" {
+				t.Fatalf("pop got %v from %q, want m2 from p", ids, p)
+			}
+		})
+	}
+}
+
+// ReadyConsumers asked for several returns each waiting consumer once,
+// least recently leased first, however many drained ones lie between
+// them and however many scans that takes.
+func TestReadyConsumersReturnsEachWaitingOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, b := openBroker(t)
-	push(t, b, "p", "m1")
-	if _, ids := popAck(t, b, "g", broker.AckCompleted); len(ids) != 1 {
-		t.Fatalf("pop got %v, want m1", ids)
+	const parts = 40
+	var items []broker.PushItem
+	for i := range parts {
+		items = append(items, broker.PushItem{Queue: "q", Partition: fmt.Sprintf("p%02d", i), Payload: []byte(`{}`)})
 	}
-	if _, ids := popAck(t, b, "g", broker.AckCompleted); len(ids) != 0 {
-		t.Fatalf("pop got %v, want nothing", ids)
-	}
-	wantReady(t, d, "g", map[string]bool{"p": false})
-	var partitionID int64
-	if err := d.View(ctx, func(tx broker.Tx) error {
-		q, err := tx.QueueByName(ctx, "q")
-		if err != nil {
-			return err
-		}
-		p, err := tx.PartitionByName(ctx, q.ID, "p")
-		partitionID = p.ID
-		return err
-	}); err != nil {
+	if _, err := b.Push(ctx, items); err != nil {
 		t.Fatal(err)
 	}
-	insert := func(txid string, fail error) func(broker.Tx) error {
-		return func(tx broker.Tx) error {
-			m := broker.Message{PartitionID: partitionID, TransactionID: txid, Payload: []byte(`{}`), CreatedAt: time.Now()}
-			if _, err := tx.InsertMessage(ctx, &m); err != nil {
-				return err
-			}
-			return fail
+	// Drain each partition by a pop that names it (which leaves its mark
+	// on), in order, so that they were leased in that order; every fourth
+	// gets a message again.
+	var waiting []string
+	for i := range parts {
+		p := fmt.Sprintf("p%02d", i)
+		res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Partition: p, Group: "g"})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("pop %s = %+v, %v", p, res, err)
 		}
-	}
-
-	// Hold the writer so that the two pushes queue up and share a
-	// transaction, the failing one first.
-	release := holdWriter(d)
-	boom := errors.New("boom")
-	errs := make(chan error, 2)
-	go func() { errs <- d.Update(ctx, insert("rolled-back", boom)) }()
-	waitQueued(d, 1)
-	go func() { errs <- d.Update(ctx, insert("m2", nil)) }()
-	waitQueued(d, 2)
-	release()
-	var failed int
-	for range 2 {
-		if err := <-errs; errors.Is(err, boom) {
-			failed++
-		} else if err != nil {
+		m := res.Messages[0]
+		if _, err := b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted, Group: "g"}); err != nil {
 			t.Fatal(err)
 		}
+		if i%4 == 0 {
+			push(t, b, p, p+"-again")
+			waiting = append(waiting, p)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct lease times
 	}
-	if failed != 1 {
-		t.Fatalf("%d writes failed, want the first one", failed)
+	ready := func(limit int) []string {
+		t.Helper()
+		var names []string
+		if err := d.Update(ctx, func(tx broker.Tx) error {
+			q, err := tx.QueueByName(ctx, "q")
+			if err != nil {
+				return err
+			}
+			gid, err := tx.GroupID(ctx, "g", false)
+			if err != nil {
+				return err
+			}
+			cs, err := tx.ReadyConsumers(ctx, q.ID, gid, time.Now(), limit)
+			for _, c := range cs {
+				p, err := tx.PartitionByID(ctx, c.PartitionID)
+				if err != nil {
+					return err
+				}
+				names = append(names, p.Name)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return names
 	}
-	wantReady(t, d, "g", map[string]bool{"p": true})
-	if p, ids := popAck(t, b, "g", broker.AckCompleted); p != "p" || len(ids) != 1 || ids[0] != "m2" {
-		t.Fatalf("pop got %v from %q, want m2 from p", ids, p)
+	if got, want := fmt.Sprint(ready(3)), fmt.Sprint(waiting[:3]); got != want {
+		t.Fatalf("ReadyConsumers(3) = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(ready(parts)), fmt.Sprint(waiting); got != want {
+		t.Fatalf("ReadyConsumers(%d) = %s, want %s", parts, got, want)
+	}
+	for p, r := range readyOf(t, d, "g") {
+		if r != slices.Contains(waiting, p) {
+			t.Errorf("partition %s: ready = %v after the scan", p, r)
+		}
 	}
 }

@@ -36,9 +36,10 @@ func (t *storeTx) pushed(partitionID int64) {
 // commits: for every write of a group, those rolled back to their
 // savepoint included. A consumer marked ready with nothing past its
 // cursor costs a pop one look (and is cleared then); one left unready
-// with messages waiting would never be served. A pop in the same group
-// commit as a push may miss the push's messages, as if it had come
-// first; its caller is woken by the push once both have committed.
+// with messages waiting would never be served. A pop later in the same
+// group commit as a push does not see the push's messages in partitions
+// that were unready (it does in the others); nothing is lost, they are
+// marked before the commit, and a pop that waits is woken by the push.
 func (t *storeTx) markReady(ctx context.Context) error {
 	switch len(t.pushedTo) {
 	case 0:
@@ -423,28 +424,33 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 // is the hottest query of a pop).
 func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]broker.Consumer, error) {
 	var out []broker.Consumer
+	found := map[int64]bool{} // partitions of out: still ready, read again by the next scan
 	for {
 		var drained []int64
+		scan := len(out) + readyScan
 		rows, err := t.query(ctx, `SELECT `+consumerCols+`,
 			(SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
 			FROM consumers c
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
-			ORDER BY c.leased_at LIMIT ?4`, queueID, groupID, ms(now), readyScan)
+			ORDER BY c.leased_at LIMIT ?4`, queueID, groupID, ms(now), scan)
 		if err != nil {
 			return nil, err
 		}
-		n := 0
+		read := 0
 		for len(out) < limit && rows.Next() {
-			n++
+			read++
 			var waiting bool
 			c, err := scanConsumer(withDest{rows, &waiting})
 			if err != nil {
 				rows.Close()
 				return nil, err
 			}
-			if waiting {
+			switch {
+			case found[c.PartitionID]:
+			case waiting:
 				out = append(out, c)
-			} else {
+				found[c.PartitionID] = true
+			default:
 				drained = append(drained, c.PartitionID)
 			}
 		}
@@ -456,9 +462,10 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 				return nil, err
 			}
 		}
-		// Done when enough were found, or when the scan saw every ready
-		// consumer (the drained ones are no longer among them).
-		if len(out) >= limit || n < readyScan || len(drained) == 0 {
+		// Done when enough were found, or when the scan read every ready
+		// consumer. Otherwise the next, longer scan finds the cleared ones
+		// gone and reads further.
+		if len(out) >= limit || read < scan {
 			return out, nil
 		}
 	}

@@ -84,6 +84,8 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 		return err
 	}
 	if n > 0 {
+		// A copy goes to its message's partition, which is the dead
+		// letter's (c.PartitionID): the same by construction.
 		for _, c := range cs {
 			t.pushed(c.PartitionID)
 		}
