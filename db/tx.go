@@ -425,9 +425,11 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]broker.Consumer, error) {
 	var out []broker.Consumer
 	found := map[int64]bool{} // partitions of out: still ready, read again by the next scan
-	for {
+	for round := 0; ; round++ {
 		var drained []int64
-		scan := len(out) + readyScan
+		// Each scan reads twice as far as the one before (up to 64×):
+		// behind 10,000 drained partitions, 14 scans rather than 625.
+		scan := len(out) + readyScan<<min(round, 6)
 		rows, err := t.query(ctx, `SELECT `+consumerCols+`,
 			(SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
 			FROM consumers c
@@ -471,7 +473,7 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 	}
 }
 
-// readyScan is how many ready consumers ReadyConsumers reads at a time.
+// readyScan is how many ready consumers ReadyConsumers reads first.
 const readyScan = 16
 
 // withDest is a row whose Scan fills one more destination after the
