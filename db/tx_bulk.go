@@ -52,60 +52,39 @@ func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.
 }
 
 func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Time) error {
-	if len(cs) == 0 {
-		return nil
-	}
-	pairs := make([][2]any, len(cs))
-	for i, c := range cs {
-		pairs[i] = [2]any{c.Seq, c.TransactionID}
-	}
-	list, err := json.Marshal(pairs)
-	if err != nil {
-		return err
-	}
-	// The copies are inserted in the order of cs ("WHERE true" lets SQLite
-	// tell the ON CONFLICT of the upsert from a join's ON). One writer and
-	// no AUTOINCREMENT: when every copy went in, their seqs are the last
-	// len(cs) ones, in that order.
-	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-		SELECT m.partition_id, j.value ->> 1, m.payload, m.trace_id, ?2
-		FROM json_each(?1) j JOIN messages m ON m.seq = j.value ->> 0
-		WHERE true ORDER BY j.key
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, string(list), ms(now))
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	last, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		// A copy goes to its message's partition, which is the dead
-		// letter's (c.PartitionID): the same by construction.
-		for _, c := range cs {
-			t.pushed(c.PartitionID)
-		}
-	}
-	if n == int64(len(cs)) {
-		for i := range cs {
-			cs[i].CopySeq, cs[i].CopyCreatedAt, cs[i].Inserted = last-n+1+int64(i), now, true
-		}
-		return nil
-	}
-	// Some were replayed before: each copy is looked up (those made now
-	// carry now as their time).
+	// One prepared statement a copy, run in the order of cs: the copies
+	// take their seqs in that order, and the payloads are copied inside
+	// SQLite without passing through Go. (One INSERT … SELECT over the
+	// whole list needed ORDER BY, which sorted the joined rows, payloads
+	// and all, in memory: up to a chunk of the largest payloads.)
 	for i := range cs {
 		c := &cs[i]
+		res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+			SELECT m.partition_id, ?2, m.payload, m.trace_id, ?3 FROM messages m WHERE m.seq = ?1
+			ON CONFLICT (partition_id, transaction_id) DO NOTHING`, c.Seq, c.TransactionID, ms(now))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			if c.CopySeq, err = res.LastInsertId(); err != nil {
+				return err
+			}
+			c.CopyCreatedAt, c.Inserted = now, true
+			// A copy goes to its message's partition, which is the dead
+			// letter's (c.PartitionID): the same by construction.
+			t.pushed(c.PartitionID)
+			continue
+		}
+		// Replayed before: the copy is there already.
 		m, err := t.MessageByTransaction(ctx, c.PartitionID, c.TransactionID)
 		if err != nil {
 			return err
 		}
-		// LastInsertId is this statement's only when it inserted a row.
-		c.CopySeq, c.CopyCreatedAt, c.Inserted = m.Seq, m.CreatedAt, n > 0 && m.Seq > last-n
+		c.CopySeq, c.CopyCreatedAt, c.Inserted = m.Seq, m.CreatedAt, false
 	}
 	return nil
 }
