@@ -376,3 +376,60 @@ func TestReadyConsumersReturnsEachWaitingOnce(t *testing.T) {
 		}
 	}
 }
+
+// A replay whose transaction fails after PushCopies made its temporary
+// table (which the rollback takes away again) leaves the next replay
+// working, and the copies of each in the order asked.
+func TestReplayAfterARolledBackReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openBroker(t)
+	push(t, b, "p", "m1")
+	if _, ids := popAck(t, b, "g", broker.AckDLQ); len(ids) != 1 {
+		t.Fatalf("pop got %v, want m1", ids)
+	}
+	push(t, b, "p", "m2")
+	push(t, b, "p", "m3")
+	boom := errors.New("boom")
+	if err := d.Update(ctx, func(tx broker.Tx) error {
+		q, err := tx.QueueByName(ctx, "q")
+		if err != nil {
+			return err
+		}
+		p, err := tx.PartitionByName(ctx, q.ID, "p")
+		if err != nil {
+			return err
+		}
+		first, err := tx.MessagesAfter(ctx, p.ID, 0, 1)
+		if err != nil || len(first) != 1 {
+			return fmt.Errorf("messages: %v, %v", first, err)
+		}
+		cs := []broker.Copy{{Seq: first[0].Seq, PartitionID: p.ID, TransactionID: "copy-then-rollback"}}
+		if err := tx.PushCopies(ctx, cs, time.Now()); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("update = %v, want boom", err)
+	}
+	page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g"})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("dead letters = %+v, %v", page, err)
+	}
+	res, err := b.ReplayIDs(ctx, []string{page.Items[0].MessageID()}, "test")
+	if err != nil || res.Done != 1 {
+		t.Fatalf("replay = %+v, %v; want one done", res, err)
+	}
+	// m2, m3, then the copy of m1; the rolled-back copy is nowhere.
+	var got []string
+	for {
+		_, ids := popAck(t, b, "g", broker.AckCompleted)
+		if len(ids) == 0 {
+			break
+		}
+		got = append(got, ids...)
+	}
+	if want := fmt.Sprint([]string{"m2", "m3", broker.ReplayPrefix + page.Items[0].MessageID()}); fmt.Sprint(got) != want {
+		t.Fatalf("delivered %v, want %s", got, want)
+	}
+}
