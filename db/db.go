@@ -326,8 +326,14 @@ func (d *DB) Ping(ctx context.Context) error {
 // Path is the database file's path.
 func (d *DB) Path() string { return d.path }
 
+// migrationVersion is the number a migration's file name starts with.
+func migrationVersion(file string) (int, error) {
+	return strconv.Atoi(strings.SplitN(strings.TrimPrefix(file, "migrations/"), "_", 2)[0])
+}
+
 // migrate applies the embedded migrations not yet recorded, each in its
-// own transaction together with its record.
+// own transaction together with its record. A database that a newer
+// Lazarus has migrated is refused.
 func (d *DB) migrate(ctx context.Context) error {
 	if _, err := d.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
@@ -347,14 +353,14 @@ func (d *DB) migrate(ctx context.Context) error {
 	}
 	known := 0
 	if len(files) > 0 {
-		known, _ = strconv.Atoi(strings.SplitN(strings.TrimPrefix(files[len(files)-1], "migrations/"), "_", 2)[0])
+		known, _ = migrationVersion(files[len(files)-1])
 	}
 	if newest.Valid && newest.Int64 > int64(known) {
 		return fmt.Errorf("migrate: the database has schema version %d, from a newer Lazarus; this one knows up to %d: run that version or a later one", newest.Int64, known)
 	}
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations/")
-		version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		version, err := migrationVersion(f)
 		if err != nil {
 			return fmt.Errorf("migrate: %s: name must start with a number", name)
 		}
