@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -32,18 +32,19 @@ type sqliteSettings struct {
 
 // refDriver is the driver the references open: plain go-sqlite3, plus
 // the pragmas of ours that a DSN cannot carry (temp_store), set on each
-// connection as db.Open's driver does.
+// connection as db.Open's driver does. probeSettings registers it, with
+// the values it read from ours.
 const refDriver = "sqlite3-ref"
 
-// refTempStore is the temp_store the references' connections get:
-// probeSettings sets it to ours before any reference opens.
-var refTempStore atomic.Int64
+var registerRef sync.Once
 
-func init() {
-	sql.Register(refDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec(fmt.Sprintf("PRAGMA temp_store=%d", refTempStore.Load()), nil)
-		return err
-	}})
+func registerRefDriver(tempStore int) {
+	registerRef.Do(func() {
+		sql.Register(refDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			_, err := c.Exec(fmt.Sprintf("PRAGMA temp_store=%d", tempStore), nil)
+			return err
+		}})
+	})
 }
 
 // probeSettings opens a database with db.Open and reads its pragmas.
@@ -75,7 +76,7 @@ func probeSettings(ctx context.Context, path string, sync db.Sync) (sqliteSettin
 	if want := syncValue(sync); syncVal != want {
 		return s, fmt.Errorf("probe: db.Open(%s) gave synchronous=%d", sync, syncVal)
 	}
-	refTempStore.Store(int64(s.tempStore))
+	registerRefDriver(s.tempStore)
 	return s, nil
 }
 
