@@ -66,6 +66,15 @@ func reapply(t *testing.T, d *DB, version int, file string, undo ...string) {
 	}
 }
 
+// partitionP is partition p of queue q, which the tests push to.
+func partitionP(ctx context.Context, tx broker.Tx) (broker.Partition, error) {
+	q, err := tx.QueueByName(ctx, "q")
+	if err != nil {
+		return broker.Partition{}, err
+	}
+	return tx.PartitionByName(ctx, q.ID, "p")
+}
+
 // readyOf returns, partition by partition, whether the group's consumer
 // in queue q is marked ready (migration 0009).
 func readyOf(t *testing.T, d *DB, group string) map[string]bool {
@@ -251,11 +260,7 @@ func TestPushAfterARolledBackPushLeavesTheConsumerReady(t *testing.T) {
 			wantReady(t, d, "g", map[string]bool{"p": false})
 			var partitionID int64
 			if err := d.View(ctx, func(tx broker.Tx) error {
-				q, err := tx.QueueByName(ctx, "q")
-				if err != nil {
-					return err
-				}
-				p, err := tx.PartitionByName(ctx, q.ID, "p")
+				p, err := partitionP(ctx, tx)
 				partitionID = p.ID
 				return err
 			}); err != nil {
@@ -392,11 +397,7 @@ func TestReplayAfterARolledBackReplay(t *testing.T) {
 	push(t, b, "p", "m3")
 	boom := errors.New("boom")
 	if err := d.Update(ctx, func(tx broker.Tx) error {
-		q, err := tx.QueueByName(ctx, "q")
-		if err != nil {
-			return err
-		}
-		p, err := tx.PartitionByName(ctx, q.ID, "p")
+		p, err := partitionP(ctx, tx)
 		if err != nil {
 			return err
 		}
