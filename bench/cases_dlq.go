@@ -158,8 +158,11 @@ func caseD2(ctx context.Context, e *env) ([]Row, error) {
 	run := func(name string, clients int, fragment bool) variant {
 		all[name] = &pageLoad{}
 		target := u
-		if name == byTxName {
+		switch name {
+		case byTxName:
 			target = byTx
+		case queuePageName:
+			target = f.srv.base + "/queues/" + dlqQueue
 		}
 		return variant{name, func(ctx context.Context, _ int) (float64, error) {
 			l, err := loadPage(ctx, f.page, target, fragment, clients, k, budget)
@@ -172,7 +175,7 @@ func caseD2(ctx context.Context, e *env) ([]Row, error) {
 		}}
 	}
 	s, err := interleave(ctx, e, e.reps, run("whole, 1 client", 1, false), run("fragment, 1 client", 1, true),
-		run("whole, 8 clients", 8, false), run("fragment, 8 clients", 8, true), run(byTxName, 1, false))
+		run("whole, 8 clients", 8, false), run("fragment, 8 clients", 8, true), run(byTxName, 1, false), run(queuePageName, 1, false))
 	if err != nil {
 		return nil, err
 	}
@@ -192,11 +195,17 @@ func caseD2(ctx context.Context, e *env) ([]Row, error) {
 	rows[0].Note += "; logged in as an admin user through POST /login (CSRF token from GET /login)"
 	found := single(s, "D2", "  GET dead-letters?tx= p99 (found by transactionId, info)", "ms", byTxName)
 	found.Note = fmt.Sprintf("p50 %.2f ms, %d requests; the page, its capped total and its top errors", median(p50s[byTxName]), len(all[byTxName].lat))
-	return append(rows, found), nil
+	queue := single(s, "D2", "  GET /queues/"+dlqQueue+" p99 (the queue page, info)", "ms", queuePageName)
+	queue.Note = fmt.Sprintf("p50 %.2f ms, %d requests; its partitions' counts of messages and its groups' lag", median(p50s[queuePageName]), len(all[queuePageName].lat))
+	return append(rows, found, queue), nil
 }
 
-// byTxName is D2's variant that finds a dead letter by its transactionId.
-const byTxName = "by transactionId, 1 client"
+// D2's variants that are not the dead-letters page of a group: one finds
+// a dead letter by its transactionId, one is the queue's page.
+const (
+	byTxName      = "by transactionId, 1 client"
+	queuePageName = "queue page, 1 client"
+)
 
 // pageLoad is what loadPage saw: every request's time, failed ones
 // included (a page that times out is slow, not absent), and the failures.

@@ -436,6 +436,12 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 			return fmt.Errorf("consumers: %w", err)
 		}
 	}
+	// Each partition's count of messages, as the writer keeps it.
+	if _, err := exec(`UPDATE partitions SET
+		messages = (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id),
+		counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), 0)`); err != nil {
+		return fmt.Errorf("partition counts: %w", err)
+	}
 	// Maintained counters: each dead letter failed four times (three
 	// retries); twenty messages completed for each one that failed.
 	for _, s := range subs {

@@ -201,7 +201,6 @@ type Copy struct {
 type PartitionInfo struct {
 	Partition
 	Messages int64
-	LastSeq  int64
 }
 
 // GroupInfo is a group reading a queue, with how far behind it is.

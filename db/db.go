@@ -78,7 +78,18 @@ type DB struct {
 	// (broker.Ephemeral) under FULL. Both belong to whoever is writing.
 	sync    Sync
 	relaxed bool
+
+	// unfolded are the partitions pushed to since their counts of
+	// messages were last brought up to date (foldCounts), at foldedAt;
+	// they belong to whoever is writing.
+	unfolded  map[int64]struct{}
+	foldedAt  time.Time
+	foldEvery time.Duration
 }
+
+// foldEvery is how often, at most, a commit brings the counts of messages
+// of the partitions pushed to up to date (migration 0010).
+const foldEvery = time.Second
 
 // DefaultBusyTimeout is how long a statement waits for a lock that
 // another process holds (a backup, the sqlite3 shell) before it gives up
@@ -179,7 +190,8 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	d := &DB{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	d := &DB{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+		unfolded: map[int64]struct{}{}, foldEvery: foldEvery}
 	d.idle = sync.NewCond(&d.wmu)
 	d.log = o.Logger
 	if d.log == nil {
@@ -647,6 +659,17 @@ func (d *DB) commit(group []writeRequest) {
 		answer()
 		return
 	}
+	folded, err := d.foldCounts(st)
+	if err != nil {
+		d.rollback()
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("count messages: %w", err)
+			}
+		}
+		answer()
+		return
+	}
 	if err := d.exec("COMMIT"); err != nil {
 		// SQLite may leave the transaction open when COMMIT fails.
 		d.rollback()
@@ -655,13 +678,45 @@ func (d *DB) commit(group []writeRequest) {
 				errs[i] = fmt.Errorf("commit: %w", err)
 			}
 		}
-	} else if d.ckpt != nil {
-		select {
-		case d.ckpt <- struct{}{}:
-		default:
+	} else {
+		if folded {
+			clear(d.unfolded)
+			d.foldedAt = time.Now()
+		}
+		if d.ckpt != nil {
+			select {
+			case d.ckpt <- struct{}{}:
+			default:
+			}
 		}
 	}
 	answer()
+}
+
+// foldCounts notes the partitions the transaction pushed to and, when
+// the counts of messages were last brought up to date foldEvery ago or
+// more, brings those of every partition pushed to since up to date, with
+// one statement, just before the commit. The counts are made from the
+// rows, so a write rolled back counts nothing, and a partition left
+// unfolded (a crash forgets which) is only read a little slower: a read
+// counts what was pushed past its counted_seq.
+func (d *DB) foldCounts(st *storeTx) (bool, error) {
+	for id := range st.pushedTo {
+		d.unfolded[id] = struct{}{}
+	}
+	if len(d.unfolded) == 0 || time.Since(d.foldedAt) < d.foldEvery {
+		return false, nil
+	}
+	ids := make([]int64, 0, len(d.unfolded))
+	for id := range d.unfolded {
+		ids = append(ids, id)
+	}
+	// SET reads the row as it was: both use the old counted_seq.
+	_, err := st.exec(context.Background(), `UPDATE partitions SET
+		messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
+		counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
+		WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids))
+	return err == nil, err
 }
 
 // syncFor sets how hard the group's commit waits for the disk. Under

@@ -102,16 +102,12 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	if _, err := t.exec(ctx, `DELETE FROM temp.copies_in`); err != nil {
 		return err
 	}
-	if n > 0 {
-		// A copy goes to its message's partition, which is the dead
-		// letter's (c.PartitionID): the same by construction.
-		for _, c := range cs {
-			t.pushed(c.PartitionID)
-		}
-	}
+	// A copy goes to its message's partition, which is the dead letter's
+	// (c.PartitionID): the same by construction.
 	if n == int64(len(cs)) {
 		for i := range cs {
 			cs[i].CopySeq, cs[i].CopyCreatedAt, cs[i].Inserted = last-n+1+int64(i), now, true
+			t.pushed(cs[i].PartitionID)
 		}
 		return nil
 	}
@@ -125,6 +121,9 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 		}
 		// LastInsertId is this statement's only when it inserted a row.
 		c.CopySeq, c.CopyCreatedAt, c.Inserted = m.Seq, m.CreatedAt, n > 0 && m.Seq > last-n
+		if c.Inserted {
+			t.pushed(c.PartitionID)
+		}
 	}
 	return nil
 }
