@@ -436,11 +436,17 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 			return fmt.Errorf("consumers: %w", err)
 		}
 	}
-	// Each partition's count of messages, as the writer keeps it.
-	if _, err := exec(`UPDATE partitions SET
-		messages = (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id),
-		counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), 0)`); err != nil {
-		return fmt.Errorf("partition counts: %w", err)
+	// The counts the writer keeps for the queue page (migration 0010):
+	// each partition's messages, and each consumer's up to its cursor.
+	for _, stmt := range []string{
+		`UPDATE partitions SET
+			messages = (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id),
+			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), 0)`,
+		`UPDATE consumers SET passed = (SELECT p.messages FROM partitions p WHERE p.id = consumers.partition_id), passed_seq = cursor`,
+	} {
+		if _, err := exec(stmt); err != nil {
+			return fmt.Errorf("counts: %w", err)
+		}
 	}
 	// Maintained counters: each dead letter failed four times (three
 	// retries); twenty messages completed for each one that failed.

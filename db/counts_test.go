@@ -11,47 +11,68 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// wantCounts checks the partitions' counts of messages (migration 0010),
-// as the queue page and API read them, against want and against a count
-// of the rows.
-func wantCounts(t *testing.T, d *DB, b *broker.Broker, want map[string]int64) {
+// countsOf reads, from the rows themselves, the messages of each
+// partition of queue q and each group's lag there (messages past its
+// cursors).
+func countsOf(t *testing.T, d *DB) (messages, lag map[string]int64) {
 	t.Helper()
-	ctx := context.Background()
-	q, err := b.Queue(ctx, "q")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, p := range q.Partitions {
-		got[p.Name] = p.Messages
-	}
-	rows, err := d.WriteDB().QueryContext(ctx, `SELECT p.name, COUNT(m.seq) FROM partitions p LEFT JOIN messages m ON m.partition_id = p.id GROUP BY p.id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	counted := map[string]int64{}
-	for rows.Next() {
-		var name string
-		var n int64
-		if err := rows.Scan(&name, &n); err != nil {
+	scan := func(q string) map[string]int64 {
+		rows, err := d.WriteDB().Query(q)
+		if err != nil {
 			t.Fatal(err)
 		}
-		counted[name] = n
+		defer rows.Close()
+		out := map[string]int64{}
+		for rows.Next() {
+			var name string
+			var n int64
+			if err := rows.Scan(&name, &n); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
-	if err := rows.Err(); err != nil {
+	return scan(`SELECT p.name, (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id) FROM partitions p`),
+		scan(`SELECT g.name, (SELECT COUNT(*) FROM consumers c JOIN messages m ON m.partition_id = c.partition_id AND m.seq > c.cursor WHERE c.group_id = g.id)
+			FROM subscriptions s JOIN groups g ON g.id = s.group_id`)
+}
+
+// wantCounts checks the partitions' counts of messages and the groups'
+// lags (migration 0010), as the queue page and API read them, against
+// want and against the rows.
+func wantCounts(t *testing.T, d *DB, b *broker.Broker, messages, lag map[string]int64) {
+	t.Helper()
+	q, err := b.Queue(context.Background(), "q")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !maps.Equal(got, want) || !maps.Equal(counted, want) {
-		t.Fatalf("messages per partition: kept %v, counted %v, want %v", got, counted, want)
+	gotMessages, gotLag := map[string]int64{}, map[string]int64{}
+	for _, p := range q.Partitions {
+		gotMessages[p.Name] = p.Messages
+	}
+	for _, g := range q.Groups {
+		gotLag[g.Name] = g.Lag
+	}
+	rowMessages, rowLag := countsOf(t, d)
+	if !maps.Equal(gotMessages, messages) || !maps.Equal(rowMessages, messages) {
+		t.Fatalf("messages per partition: read %v, in the rows %v, want %v", gotMessages, rowMessages, messages)
+	}
+	if !maps.Equal(gotLag, lag) || !maps.Equal(rowLag, lag) {
+		t.Fatalf("lag per group: read %v, in the rows %v, want %v", gotLag, rowLag, lag)
 	}
 }
 
-// A partition's count of messages follows every write that adds to it:
-// pushes of one partition and of several, duplicates (not counted),
-// writes rolled back inside a group commit (not counted), replays, and a
-// bulk replay part of whose copies were there already.
-func TestPartitionCountsFollowWrites(t *testing.T) {
+// The counts the queue page shows follow every write: pushes of one
+// partition and of several, duplicates (not counted), writes rolled back
+// inside a group commit (not counted), replays, a bulk replay part of
+// whose copies were there already, acks and dead letters moving cursors,
+// and groups starting from the beginning, from now and from a time. They
+// are right whether the writer has folded them at every commit or never.
+func TestCountsFollowWrites(t *testing.T) {
 	t.Parallel()
 	for _, every := range []time.Duration{0, time.Hour} {
 		t.Run(fmt.Sprintf("folded every %v", every), func(t *testing.T) {
@@ -59,16 +80,18 @@ func TestPartitionCountsFollowWrites(t *testing.T) {
 			d, b := openBroker(t)
 			d.foldEvery, d.foldedAt = every, time.Now()
 			countWrites(t, d, b)
-			// Folded at every commit, the kept counts are the rows'; never
-			// folded, they are still the backfill's (none) and reads count
-			// the rows past them.
+			if every > 0 {
+				return
+			}
+			// Folded at every commit, the kept counts are the rows'.
 			var wrong int
-			if err := d.WriteDB().QueryRow(`SELECT COUNT(*) FROM partitions p WHERE p.messages <> ?1 *
-				(SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id)`, b2i(every == 0)).Scan(&wrong); err != nil {
+			if err := d.WriteDB().QueryRow(`SELECT
+				(SELECT COUNT(*) FROM partitions p WHERE p.messages <> (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id)) +
+				(SELECT COUNT(*) FROM consumers c WHERE c.passed_seq <> c.cursor OR c.passed <> (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq <= c.cursor))`).Scan(&wrong); err != nil {
 				t.Fatal(err)
 			}
 			if wrong != 0 {
-				t.Fatalf("%d partitions keep a count other than expected", wrong)
+				t.Fatalf("%d partitions or consumers keep counts other than the rows'", wrong)
 			}
 		})
 	}
@@ -77,7 +100,10 @@ func TestPartitionCountsFollowWrites(t *testing.T) {
 func countWrites(t *testing.T, d *DB, b *broker.Broker) {
 	ctx := context.Background()
 	push(t, b, "p", "m1")
-	wantCounts(t, d, b, map[string]int64{"p": 1})
+	wantCounts(t, d, b, map[string]int64{"p": 1}, map[string]int64{})
+	time.Sleep(5 * time.Millisecond) // times are kept in milliseconds
+	afterM1 := time.Now()
+	time.Sleep(5 * time.Millisecond)
 
 	items := []broker.PushItem{
 		{Queue: "q", Partition: "p", TransactionID: "m2", Payload: []byte(`2`)},
@@ -88,7 +114,15 @@ func countWrites(t *testing.T, d *DB, b *broker.Broker) {
 	if _, err := b.Push(ctx, items); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, d, b, map[string]int64{"p": 2, "x": 2})
+	// A group that reads everything, one from now; both pop nothing yet.
+	pop := func(group, partition string, start broker.Start, autoAck bool) {
+		t.Helper()
+		if _, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: group, Partition: partition, Batch: 10, Start: start, AutoAck: autoAck}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pop("now", "", broker.Start{Now: true}, true)
+	wantCounts(t, d, b, map[string]int64{"p": 2, "x": 2}, map[string]int64{"now": 0})
 
 	// Three pushes share a transaction; the middle one fails after it
 	// inserted, and is rolled back to its savepoint.
@@ -118,15 +152,22 @@ func countWrites(t *testing.T, d *DB, b *broker.Broker) {
 			t.Fatal(err)
 		}
 	}
-	wantCounts(t, d, b, map[string]int64{"p": 4, "x": 2})
+	wantCounts(t, d, b, map[string]int64{"p": 4, "x": 2}, map[string]int64{"now": 2})
 
-	// Every message a dead letter; the copy of m2 is pushed by hand
-	// first, so the bulk replay of m1, m2 and x1 makes two copies.
+	// Group g dead-letters everything, lease by lease; group "now" reads
+	// p's two new messages; a group from after m1 leases some and has the
+	// rest to read.
 	for {
 		if _, got := popAck(t, b, "g", broker.AckDLQ); len(got) == 0 {
 			break
 		}
 	}
+	pop("now", "", broker.Start{}, true)
+	pop("since", "", broker.Start{From: afterM1}, false)
+	wantCounts(t, d, b, map[string]int64{"p": 4, "x": 2}, map[string]int64{"g": 0, "now": 0, "since": 5})
+
+	// The copy of m2 is pushed by hand first, so the bulk replay of m1,
+	// m2 and x1 makes two copies; every group has them to read.
 	page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g"})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +180,7 @@ func countWrites(t *testing.T, d *DB, b *broker.Broker) {
 		t.Fatalf("dead letters: %v, want m1-m4, x1 and x2", ids)
 	}
 	push(t, b, "p", broker.ReplayPrefix+ids["m2"])
-	wantCounts(t, d, b, map[string]int64{"p": 5, "x": 2})
+	wantCounts(t, d, b, map[string]int64{"p": 5, "x": 2}, map[string]int64{"g": 1, "now": 1, "since": 6})
 	res, err := b.ReplayIDs(ctx, []string{ids["m1"], ids["m2"], ids["x1"]}, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -147,26 +188,37 @@ func countWrites(t *testing.T, d *DB, b *broker.Broker) {
 	if res.Done != 3 {
 		t.Fatalf("replay = %+v, want 3 done", res)
 	}
-	wantCounts(t, d, b, map[string]int64{"p": 6, "x": 3})
+	wantCounts(t, d, b, map[string]int64{"p": 6, "x": 3}, map[string]int64{"g": 3, "now": 3, "since": 8})
 	if res, err := b.Replay(ctx, ids["m3"], "test"); err != nil || res.Status != broker.StatusQueued {
 		t.Fatalf("replay = %+v, %v", res, err)
 	}
-	wantCounts(t, d, b, map[string]int64{"p": 7, "x": 3})
+	pop("g", "p", broker.Start{}, true)
+	wantCounts(t, d, b, map[string]int64{"p": 7, "x": 3}, map[string]int64{"g": 1, "now": 4, "since": 9})
 }
 
-func TestPartitionCountsAreBackfilled(t *testing.T) {
+func TestCountsAreBackfilled(t *testing.T) {
 	t.Parallel()
 	d, b := openBroker(t)
 	d.foldEvery, d.foldedAt = time.Hour, time.Now()
 	push(t, b, "p", "m1")
 	push(t, b, "p", "m2")
 	push(t, b, "x", "x1")
-	reapply(t, d, 10, "0010_partition_messages.sql", `ALTER TABLE partitions DROP COLUMN messages`, `ALTER TABLE partitions DROP COLUMN counted_seq`)
-	var kept int64
-	if err := d.WriteDB().QueryRow(`SELECT SUM(messages) FROM partitions WHERE counted_seq > 0`).Scan(&kept); err != nil || kept != 3 {
-		t.Fatalf("backfilled %d messages (%v), want 3", kept, err)
+	if _, ids := popAck(t, b, "g", broker.AckCompleted); len(ids) == 0 {
+		t.Fatal("pop got nothing")
 	}
-	wantCounts(t, d, b, map[string]int64{"p": 2, "x": 1})
+	reapply(t, d, 10, "0010_message_counts.sql",
+		`ALTER TABLE partitions DROP COLUMN messages`, `ALTER TABLE partitions DROP COLUMN counted_seq`,
+		`ALTER TABLE consumers DROP COLUMN passed`, `ALTER TABLE consumers DROP COLUMN passed_seq`)
+	var kept, passed int64
+	if err := d.WriteDB().QueryRow(`SELECT (SELECT SUM(messages) FROM partitions WHERE counted_seq > 0), (SELECT SUM(passed) FROM consumers WHERE passed_seq > 0)`).Scan(&kept, &passed); err != nil {
+		t.Fatal(err)
+	}
+	_, lag := countsOf(t, d)
+	if kept != 3 || passed != 3-lag["g"] {
+		t.Fatalf("backfilled %d messages and %d passed, want 3 and %d", kept, passed, 3-lag["g"])
+	}
+	wantCounts(t, d, b, map[string]int64{"p": 2, "x": 1}, lag)
 	push(t, b, "x", "x2")
-	wantCounts(t, d, b, map[string]int64{"p": 2, "x": 2})
+	lag["g"]++
+	wantCounts(t, d, b, map[string]int64{"p": 2, "x": 2}, lag)
 }

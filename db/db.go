@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,16 +80,17 @@ type DB struct {
 	sync    Sync
 	relaxed bool
 
-	// unfolded are the partitions pushed to since their counts of
-	// messages were last brought up to date (foldCounts), at foldedAt;
-	// they belong to whoever is writing.
-	unfolded  map[int64]struct{}
-	foldedAt  time.Time
-	foldEvery time.Duration
+	// unfolded are the partitions pushed to, and the consumers written,
+	// since their counts were last brought up to date (foldCounts), at
+	// foldedAt; they belong to whoever is writing.
+	unfolded          map[int64]struct{}
+	unfoldedConsumers map[[2]int64]struct{}
+	foldedAt          time.Time
+	foldEvery         time.Duration
 }
 
-// foldEvery is how often, at most, a commit brings the counts of messages
-// of the partitions pushed to up to date (migration 0010).
+// foldEvery is how often, at most, a commit brings the counts kept for
+// the queue page and API up to date (migration 0010).
 const foldEvery = time.Second
 
 // DefaultBusyTimeout is how long a statement waits for a lock that
@@ -191,7 +193,7 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
 	d := &DB{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		unfolded: map[int64]struct{}{}, foldEvery: foldEvery}
+		unfolded: map[int64]struct{}{}, unfoldedConsumers: map[[2]int64]struct{}{}, foldEvery: foldEvery}
 	d.idle = sync.NewCond(&d.wmu)
 	d.log = o.Logger
 	if d.log == nil {
@@ -681,6 +683,7 @@ func (d *DB) commit(group []writeRequest) {
 	} else {
 		if folded {
 			clear(d.unfolded)
+			clear(d.unfoldedConsumers)
 			d.foldedAt = time.Now()
 		}
 		if d.ckpt != nil {
@@ -693,30 +696,54 @@ func (d *DB) commit(group []writeRequest) {
 	answer()
 }
 
-// foldCounts notes the partitions the transaction pushed to and, when
-// the counts of messages were last brought up to date foldEvery ago or
-// more, brings those of every partition pushed to since up to date, with
-// one statement, just before the commit. The counts are made from the
-// rows, so a write rolled back counts nothing, and a partition left
-// unfolded (a crash forgets which) is only read a little slower: a read
-// counts what was pushed past its counted_seq.
+// foldCounts notes the partitions the transaction pushed to and the
+// consumers it wrote and, when the counts were last brought up to date
+// foldEvery ago or more, brings those of every partition and consumer
+// noted since up to date, just before the commit (migration 0010). The
+// counts are made from the rows, so a write rolled back counts nothing,
+// and a partition or consumer left unfolded (a crash forgets which) is
+// only read a little slower: a read counts what lies past its kept seq.
 func (d *DB) foldCounts(st *storeTx) (bool, error) {
 	for id := range st.pushedTo {
 		d.unfolded[id] = struct{}{}
 	}
-	if len(d.unfolded) == 0 || time.Since(d.foldedAt) < d.foldEvery {
+	for k := range st.saved {
+		d.unfoldedConsumers[k] = struct{}{}
+	}
+	if len(d.unfolded)+len(d.unfoldedConsumers) == 0 || time.Since(d.foldedAt) < d.foldEvery {
 		return false, nil
 	}
-	ids := make([]int64, 0, len(d.unfolded))
-	for id := range d.unfolded {
-		ids = append(ids, id)
+	ctx := context.Background()
+	if len(d.unfolded) > 0 {
+		ids := make([]int64, 0, len(d.unfolded))
+		for id := range d.unfolded {
+			ids = append(ids, id)
+		}
+		// SET reads the row as it was: both use the old counted_seq.
+		if _, err := st.exec(ctx, `UPDATE partitions SET
+			messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
+			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
+			WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids)); err != nil {
+			return false, err
+		}
 	}
-	// SET reads the row as it was: both use the old counted_seq.
-	_, err := st.exec(context.Background(), `UPDATE partitions SET
-		messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
-		counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
-		WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids))
-	return err == nil, err
+	if len(d.unfoldedConsumers) > 0 {
+		keys := make([][2]int64, 0, len(d.unfoldedConsumers))
+		for k := range d.unfoldedConsumers {
+			keys = append(keys, k)
+		}
+		list, err := json.Marshal(keys)
+		if err != nil {
+			return false, err
+		}
+		if _, err := st.exec(ctx, `UPDATE consumers SET
+			passed = passed + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.passed_seq AND m.seq <= consumers.cursor),
+			passed_seq = cursor
+			FROM json_each(?) j WHERE consumers.partition_id = j.value ->> 0 AND consumers.group_id = j.value ->> 1 AND consumers.cursor > consumers.passed_seq`, string(list)); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // syncFor sets how hard the group's commit waits for the disk. Under

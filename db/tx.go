@@ -19,8 +19,10 @@ type storeTx struct {
 	conn  *sql.Conn
 	stmts *stmtCache // nil: nothing kept prepared here
 	// pushedTo are the partitions this transaction has added messages to
-	// (see markReady and foldCounts).
+	// (see markReady and foldCounts), saved the consumers it has written
+	// (foldCounts): [partition, group].
 	pushedTo map[int64]struct{}
+	saved    map[[2]int64]struct{}
 }
 
 // pushed notes that the transaction added messages to a partition.
@@ -253,18 +255,36 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 	case !start.From.IsZero():
 		cursor = `COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0)`
 	}
+	// The messages up to the cursor (migration 0010): none from the
+	// beginning, all of them from now (the partition's count), and from a
+	// time those before it, counted as the cursor was found.
+	passed := `0`
+	switch {
+	case start.Now:
+		passed = `c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq)`
+	case !start.From.IsZero():
+		passed = `(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor)`
+	}
 	// Ready when anything is past the cursor (migration 0009).
-	_, err := t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready)
-		SELECT c.id, ?2, c.queue_id, c.cursor, (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
-		FROM (SELECT p.id, p.queue_id, `+cursor+` AS cursor FROM partitions p WHERE p.queue_id = ?3) c`, ms(start.From), groupID, queueID)
+	_, err := t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL,
+			`+passed+`, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, `+cursor+` AS cursor FROM partitions p WHERE p.queue_id = ?3) c`, ms(start.From), groupID, queueID)
 	return err
 }
 
 func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]broker.GroupInfo, error) {
+	// Lag: each partition's messages less those up to the group's cursor,
+	// both from the counts kept (migration 0010) and what lies past them.
+	// The queue's partitions lead (CROSS JOIN), and the consumers follow by
+	// their key: no index leads consumers with the queue and group.
 	rows, err := t.query(ctx, `SELECT g.id, g.name, s.subscribed_at,
-		(SELECT COUNT(*) FROM consumers c JOIN messages m ON m.partition_id = c.partition_id AND m.seq > c.cursor
-			WHERE c.queue_id = s.queue_id AND c.group_id = s.group_id),
-		(SELECT COUNT(*) FROM consumers c WHERE c.queue_id = s.queue_id AND c.group_id = s.group_id AND c.lease_id IS NOT NULL AND c.lease_until > ?)
+		(SELECT COALESCE(SUM(p.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id AND m.seq > p.counted_seq)
+			- c.passed - (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.passed_seq AND m.seq <= c.cursor)), 0)
+			FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id
+			WHERE p.queue_id = s.queue_id),
+		(SELECT COUNT(*) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id
+			WHERE p.queue_id = s.queue_id AND c.lease_id IS NOT NULL AND c.lease_until > ?)
 		FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, ms(now), queueID)
 	if err != nil {
 		return nil, err
@@ -411,6 +431,10 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 		retry_seq = ?6, retries = ?7, available_at = ?8, acks = ?9, void_lease_id = ?10, void_last = ?11
 		WHERE partition_id = ?12 AND group_id = ?13`,
 		c.Cursor, leaseID, ms(c.LeaseUntil), c.LeaseLast, ms(c.LeasedAt), c.RetrySeq, c.Retries, ms(c.AvailableAt), acks, voidID, c.VoidLast, c.PartitionID, c.GroupID)
+	if t.saved == nil {
+		t.saved = map[[2]int64]struct{}{}
+	}
+	t.saved[[2]int64{c.PartitionID, c.GroupID}] = struct{}{}
 	return err
 }
 
