@@ -16,28 +16,8 @@ import (
 // cursors).
 func countsOf(t *testing.T, d *DB) (messages, lag map[string]int64) {
 	t.Helper()
-	scan := func(q string) map[string]int64 {
-		rows, err := d.WriteDB().Query(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]int64{}
-		for rows.Next() {
-			var name string
-			var n int64
-			if err := rows.Scan(&name, &n); err != nil {
-				t.Fatal(err)
-			}
-			out[name] = n
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	return scan(`SELECT p.name, (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id) FROM partitions p`),
-		scan(`SELECT g.name, (SELECT COUNT(*) FROM consumers c JOIN messages m ON m.partition_id = c.partition_id AND m.seq > c.cursor WHERE c.group_id = g.id)
+	return queryMap[int64](t, d, `SELECT p.name, (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id) FROM partitions p`),
+		queryMap[int64](t, d, `SELECT g.name, (SELECT COUNT(*) FROM consumers c JOIN messages m ON m.partition_id = c.partition_id AND m.seq > c.cursor WHERE c.group_id = g.id)
 			FROM subscriptions s JOIN groups g ON g.id = s.group_id`)
 }
 

@@ -651,35 +651,29 @@ func (d *DB) commit(group []writeRequest) {
 		answer()
 		return
 	}
-	if err := st.markReady(context.Background()); err != nil {
+	// What has to fail the group's good writes too: nothing of it commits.
+	failAll := func(err error) {
 		d.rollback()
 		for i := range errs {
 			if errs[i] == nil {
-				errs[i] = fmt.Errorf("mark consumers ready: %w", err)
+				errs[i] = err
 			}
 		}
+	}
+	if err := st.markReady(context.Background()); err != nil {
+		failAll(fmt.Errorf("mark consumers ready: %w", err))
 		answer()
 		return
 	}
 	folded, err := d.foldCounts(st)
 	if err != nil {
-		d.rollback()
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = fmt.Errorf("count messages: %w", err)
-			}
-		}
+		failAll(fmt.Errorf("count messages: %w", err))
 		answer()
 		return
 	}
 	if err := d.exec("COMMIT"); err != nil {
 		// SQLite may leave the transaction open when COMMIT fails.
-		d.rollback()
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = fmt.Errorf("commit: %w", err)
-			}
-		}
+		failAll(fmt.Errorf("commit: %w", err))
 	} else {
 		if folded {
 			clear(d.unfolded)

@@ -79,20 +79,26 @@ func partitionP(ctx context.Context, tx broker.Tx) (broker.Partition, error) {
 // in queue q is marked ready (migration 0009).
 func readyOf(t *testing.T, d *DB, group string) map[string]bool {
 	t.Helper()
-	rows, err := d.WriteDB().QueryContext(context.Background(), `SELECT p.name, c.ready FROM consumers c
+	return queryMap[bool](t, d, `SELECT p.name, c.ready FROM consumers c
 		JOIN partitions p ON p.id = c.partition_id JOIN groups g ON g.id = c.group_id WHERE g.name = ?`, group)
+}
+
+// queryMap runs a query of (name, value) rows and returns them as a map.
+func queryMap[V any](t *testing.T, d *DB, query string, args ...any) map[string]V {
+	t.Helper()
+	rows, err := d.WriteDB().QueryContext(context.Background(), query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	out := map[string]bool{}
+	out := map[string]V{}
 	for rows.Next() {
 		var name string
-		var ready bool
-		if err := rows.Scan(&name, &ready); err != nil {
+		var v V
+		if err := rows.Scan(&name, &v); err != nil {
 			t.Fatal(err)
 		}
-		out[name] = ready
+		out[name] = v
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
