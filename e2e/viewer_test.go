@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/url"
 	"testing"
 
@@ -104,4 +105,33 @@ func TestViewerFindsAndReadsADeadLetter(t *testing.T) {
 	if n := a.count(broker.DLQQuery{Queue: shopQueue}); n != shopDead {
 		t.Errorf("the shop has %d dead letters after a viewer's visit, want %d", n, shopDead)
 	}
+}
+
+// A support person opens a queue with a partition per customer: the page
+// lists the first 200 by name and says so, and the finder narrows them to
+// the customer asked about, whose dead letters are one click away.
+func TestViewerFindsAPartitionAmongMany(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	msgs := make([]msg, 0, 320)
+	for i := range 320 {
+		msgs = append(msgs, orderMsg(i, fmt.Sprintf("customer-%04d", i)))
+	}
+	a.push("invoices", msgs...)
+	pw := a.user("sam", broker.RoleViewer)
+
+	v := a.browse()
+	v.login("sam", pw)
+	v.open("/queues/invoices")
+	v.count(v.id("partitions").Locator("tbody tr"), 200, "partition rows")
+	v.contains(v.id("partition-shown"), "The first 200 of 320 partitions", "what the list shows")
+	v.fill(v.id("partition-find"), "customer-012", "the partition finder")
+	v.click(v.id("partition-finder").GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Find"}), "Find")
+	v.count(v.id("partitions").Locator("tbody tr"), 10, "partitions starting with customer-012")
+	v.contains(v.id("partition-shown"), `10 partitions whose name starts with "customer-012".`, "what the list shows")
+	v.layoutOK("queue page, found partitions")
+	v.screenshot("queue-partition-finder")
+	v.click(v.id("partitions").Locator("tbody tr").First().GetByRole("link", playwright.LocatorGetByRoleOptions{Name: "dead letters"}), "the first one's dead letters")
+	v.atPath("/queues/invoices/dead-letters")
+	v.see(v.id("filter-partition"), "the partition filter")
 }

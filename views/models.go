@@ -1,6 +1,9 @@
 package views
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Session is who is looking: what the layout needs on every page.
 type Session struct {
@@ -75,13 +78,21 @@ type GroupDepth struct {
 // QueueDetail is page 2: one queue.
 type QueueDetail struct {
 	Page
-	Name       string
-	CreatedAt  time.Time
-	Options    []Option
-	Partitions []PartitionRow
-	Groups     []GroupRow
-	Depth      int64
-	DLQURL     string
+	Name      string
+	URL       string // the page's own, the finder's action
+	CreatedAt time.Time
+	Options   []Option
+	// Partitions are the rows shown: all of them, or for a queue of many
+	// (one per customer, say) the first of those whose name starts with
+	// Find, by name.
+	Partitions      []PartitionRow
+	PartitionTotal  int  // partitions of the queue
+	PartitionsMatch int  // those whose name starts with Find
+	Finder          bool // too many to list: show the finder
+	Find            string
+	Groups          []GroupRow
+	Depth           int64
+	DLQURL          string
 }
 
 // Option is a queue option and its value.
@@ -350,4 +361,19 @@ type LimitRow struct {
 	OldestHours string
 	FailurePct  string
 	ReplayPct   string
+}
+
+// partitionsShown says which of a queue's many partitions its page lists.
+func partitionsShown(v QueueDetail) string {
+	shown := len(v.Partitions)
+	if v.Find == "" {
+		return fmt.Sprintf("The first %s of %s partitions, by name. Find others by the start of their name.", Count(int64(shown)), Count(int64(v.PartitionTotal)))
+	}
+	switch {
+	case v.PartitionsMatch == 0:
+		return fmt.Sprintf("No partition's name starts with %q.", v.Find)
+	case shown < v.PartitionsMatch:
+		return fmt.Sprintf("The first %s of %s partitions whose name starts with %q, by name.", Count(int64(shown)), Count(int64(v.PartitionsMatch)), v.Find)
+	}
+	return fmt.Sprintf("%s whose name starts with %q.", Plural(int64(shown), "partition", "partitions"), v.Find)
 }

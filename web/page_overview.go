@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -117,17 +118,33 @@ func (s *Server) showQueuePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	find := c.QueryParam("partition")
+	if len(find) > broker.MaxNameLength {
+		return badRequest("partition: at most %d bytes", broker.MaxNameLength)
+	}
 	now := s.now()
 	v := views.QueueDetail{
-		Page:      s.page(c, "Queue "+q.Name, "overview", views.Crumb{Label: "Overview", URL: "/"}, views.Crumb{Label: q.Name}),
-		Name:      q.Name,
-		CreatedAt: q.CreatedAt,
-		Depth:     q.Depth(),
-		DLQURL:    deadLettersURL(q.Name, nil),
-		Options:   optionRows(q.Options),
+		Page:           s.page(c, "Queue "+q.Name, "overview", views.Crumb{Label: "Overview", URL: "/"}, views.Crumb{Label: q.Name}),
+		Name:           q.Name,
+		URL:            queueURL(q.Name),
+		CreatedAt:      q.CreatedAt,
+		Depth:          q.Depth(),
+		DLQURL:         deadLettersURL(q.Name, nil),
+		Options:        optionRows(q.Options),
+		PartitionTotal: len(q.Partitions),
+		Finder:         len(q.Partitions) > maxPartitionChoices || find != "",
+		Find:           find,
 	}
+	// A queue of many partitions lists the first of those the finder
+	// matches (all: the first), by name, not a table nobody could scroll.
 	for _, p := range q.Partitions {
-		v.Partitions = append(v.Partitions, views.PartitionRow{Name: p.Name, ID: p.UUID, Messages: p.Messages, DLQURL: deadLettersURL(q.Name, url.Values{"partition": {p.Name}})})
+		if !strings.HasPrefix(p.Name, find) {
+			continue
+		}
+		v.PartitionsMatch++
+		if len(v.Partitions) < maxPartitionChoices {
+			v.Partitions = append(v.Partitions, views.PartitionRow{Name: p.Name, ID: p.UUID, Messages: p.Messages, DLQURL: deadLettersURL(q.Name, url.Values{"partition": {p.Name}})})
+		}
 	}
 	stats := map[string]broker.GroupStats{}
 	for _, g := range q.Stats {

@@ -371,3 +371,60 @@ func TestPartitionFilterOfManyPartitions(t *testing.T) {
 		t.Fatalf("partition=initech: %d rows, want 1", n)
 	}
 }
+
+// A queue of many partitions (one per customer) lists the first 200 by
+// name, says so, and finds the others by the start of their name; a queue
+// of few lists them all, with no finder.
+func TestQueuePageOfManyPartitions(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	seed(t, s) // orders: partitions acme and initech
+	b, _ := s.loggedIn(broker.RoleViewer)
+	type view struct {
+		finder bool
+		rows   []string
+		shown  string
+	}
+	look := func(path string) view {
+		t.Helper()
+		d := b.get(path).want(http.StatusOK).doc()
+		var v view
+		v.finder = d.Find(`[data-testid="partition-finder"]`).Length() == 1
+		d.Find(`[data-testid="partitions"] tbody tr td:first-child`).Each(func(_ int, c *goquery.Selection) { v.rows = append(v.rows, c.Text()) })
+		v.shown = strings.TrimSpace(d.Find(`[data-testid="partition-shown"]`).Text())
+		return v
+	}
+	if v := look("/queues/orders"); v.finder || fmt.Sprint(v.rows) != "[acme initech]" {
+		t.Fatalf("two partitions: finder %v, rows %v; want no finder and both", v.finder, v.rows)
+	}
+	var items []broker.PushItem
+	for i := range 250 {
+		items = append(items, broker.PushItem{Queue: "orders", Partition: fmt.Sprintf("customer-%03d", i), Payload: []byte(`1`)})
+	}
+	if _, err := s.broker.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	v := look("/queues/orders")
+	if !v.finder || len(v.rows) != 200 || v.rows[0] != "acme" || v.rows[199] != "customer-198" {
+		t.Fatalf("252 partitions: finder %v, %d rows (%v … %v); want the finder and acme … customer-198", v.finder, len(v.rows), v.rows[:1], v.rows[len(v.rows)-1:])
+	}
+	if want := "The first 200 of 252 partitions, by name. Find others by the start of their name."; v.shown != want {
+		t.Fatalf("shown: %q, want %q", v.shown, want)
+	}
+	v = look("/queues/orders?partition=customer-24")
+	if len(v.rows) != 10 || v.rows[0] != "customer-240" || v.shown != `10 partitions whose name starts with "customer-24".` {
+		t.Fatalf("customer-24: rows %v, shown %q", v.rows, v.shown)
+	}
+	v = look("/queues/orders?partition=customer-")
+	if len(v.rows) != 200 || v.shown != `The first 200 of 250 partitions whose name starts with "customer-", by name.` {
+		t.Fatalf("customer-: %d rows, shown %q", len(v.rows), v.shown)
+	}
+	r := b.get("/queues/orders?partition=" + url.QueryEscape(`<b>x</b>`)).want(http.StatusOK)
+	if strings.Contains(string(r.body), "<b>x</b>") {
+		t.Fatal("the finder's text is written into the page unescaped")
+	}
+	if v := look("/queues/orders?partition=" + url.QueryEscape(`<b>x</b>`)); len(v.rows) != 0 || v.shown != `No partition's name starts with "<b>x</b>".` {
+		t.Fatalf("no match: rows %v, shown %q", v.rows, v.shown)
+	}
+	b.get("/queues/orders?partition=" + strings.Repeat("x", 256)).want(http.StatusBadRequest)
+}
