@@ -1,10 +1,14 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,4 +205,119 @@ func TestCountsAreBackfilled(t *testing.T) {
 	push(t, b, "x", "x2")
 	lag["g"]++
 	wantCounts(t, d, b, map[string]int64{"p": 2, "x": 2}, lag)
+}
+
+// keptCounts is what the writer has folded: each partition's messages
+// and each consumer's passed, by partition name (and group).
+func keptCounts(t *testing.T, d *DB) map[string]int64 {
+	t.Helper()
+	return queryMap[int64](t, d, `SELECT 'partition ' || p.name, p.messages FROM partitions p
+		UNION ALL SELECT 'consumer ' || p.name || '/' || g.name, c.passed FROM consumers c JOIN partitions p ON p.id = c.partition_id JOIN groups g ON g.id = c.group_id`)
+}
+
+// Close folds what the last second left, so that a restart reads none
+// of it again.
+func TestCloseFoldsTheCounts(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := OpenWith(context.Background(), path, Options{Sync: SyncNormal, FoldEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := broker.New(broker.Config{Store: d})
+	push(t, b, "p", "m1") // the first commit folds: none before it
+	push(t, b, "p", "m2")
+	push(t, b, "p", "m3")
+	popAck(t, b, "g", broker.AckCompleted)
+	if got, want := fmt.Sprint(keptCounts(t, d)), "map[consumer p/g:0 partition p:1]"; got != want {
+		t.Fatalf("kept before close: %s, want %s", got, want)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(context.Background(), path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, want := fmt.Sprint(keptCounts(t, d)), "map[consumer p/g:3 partition p:3]"; got != want {
+		t.Fatalf("kept after close: %s, want %s", got, want)
+	}
+}
+
+// A fold that fails costs the writes of its commit nothing: they commit,
+// the failure is logged, the counts stay right, and the fold is done at a
+// later commit.
+func TestAFailingFoldFailsNoWrite(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	d, err := OpenWith(context.Background(), filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal, FoldEvery: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := broker.New(broker.Config{Store: d})
+	push(t, b, "p", "m1")
+	if _, err := d.WriteDB().Exec(`CREATE TRIGGER no_fold BEFORE UPDATE OF messages ON partitions BEGIN SELECT RAISE(ABORT, 'no fold today'); END`); err != nil {
+		t.Fatal(err)
+	}
+	push(t, b, "p", "m2")
+	if !strings.Contains(logs.String(), "no fold today") {
+		t.Fatalf("the failed fold is not logged: %q", logs.String())
+	}
+	wantCounts(t, d, b, map[string]int64{"p": 2}, map[string]int64{})
+	if got := keptCounts(t, d)["partition p"]; got != 1 {
+		t.Fatalf("kept %d messages for p, want the 1 of before the trigger", got)
+	}
+	if _, err := d.WriteDB().Exec(`DROP TRIGGER no_fold`); err != nil {
+		t.Fatal(err)
+	}
+	push(t, b, "p", "m3")
+	if got := keptCounts(t, d)["partition p"]; got != 3 {
+		t.Fatalf("kept %d messages for p after the trigger, want 3", got)
+	}
+}
+
+// A consumer whose cursor went back (nothing moves one back today) is
+// counted again from its partition's start.
+func TestACursorMovedBackIsCountedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := OpenWith(ctx, filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal, FoldEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := broker.New(broker.Config{Store: d})
+	for _, tx := range []string{"m1", "m2", "m3"} {
+		push(t, b, "p", tx)
+	}
+	popAck(t, b, "g", broker.AckCompleted)
+	wantCounts(t, d, b, map[string]int64{"p": 3}, map[string]int64{"g": 0})
+	if err := d.Update(ctx, func(tx broker.Tx) error {
+		p, err := partitionP(ctx, tx)
+		if err != nil {
+			return err
+		}
+		gid, err := tx.GroupID(ctx, "g", false)
+		if err != nil {
+			return err
+		}
+		c, err := tx.Consumer(ctx, p.ID, gid)
+		if err != nil {
+			return err
+		}
+		first, err := tx.MessagesAfter(ctx, p.ID, 0, 1)
+		if err != nil || len(first) != 1 {
+			return fmt.Errorf("messages: %v, %v", first, err)
+		}
+		c.Cursor = first[0].Seq
+		return tx.SaveConsumer(ctx, &c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, d, b, map[string]int64{"p": 3}, map[string]int64{"g": 2})
+	if got := keptCounts(t, d)["consumer p/g"]; got != 1 {
+		t.Fatalf("kept %d passed for g, want 1", got)
+	}
 }

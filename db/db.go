@@ -120,6 +120,10 @@ type Options struct {
 	// Logger receives what goes wrong in the background (checkpoints);
 	// default slog.Default().
 	Logger *slog.Logger
+	// FoldEvery is how often, at most, the writer brings the counts kept
+	// for the queue page up to date inside a commit (migration 0010).
+	// Default 1 s; negative: at every commit, for tests.
+	FoldEvery time.Duration
 }
 
 // Open opens (creating if need be) the database at path and brings its
@@ -193,7 +197,10 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
 	d := &DB{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		unfolded: map[int64]struct{}{}, unfoldedConsumers: map[[2]int64]struct{}{}, foldEvery: foldEvery}
+		unfolded: map[int64]struct{}{}, unfoldedConsumers: map[[2]int64]struct{}{}, foldEvery: max(o.FoldEvery, 0)}
+	if o.FoldEvery == 0 {
+		d.foldEvery = foldEvery
+	}
 	d.idle = sync.NewCond(&d.wmu)
 	d.log = o.Logger
 	if d.log == nil {
@@ -324,11 +331,27 @@ func (d *DB) Close() error {
 	close(d.stop)
 	d.wmu.Unlock()
 	<-d.stopped
+	d.foldAtClose()
 	if d.ckptDone != nil {
 		<-d.ckptDone
 	}
 	d.writeStmts.close()
 	return errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
+}
+
+// foldAtClose brings the kept counts up to date one last time, so that
+// after a clean restart no look counts the last second's traffic again.
+// Nothing else writes any more.
+func (d *DB) foldAtClose() {
+	if len(d.unfolded)+len(d.unfoldedConsumers) == 0 {
+		return
+	}
+	d.foldedAt = time.Time{}
+	done := make(chan error, 1)
+	d.commit([]writeRequest{{ctx: context.Background(), fn: func(broker.Tx) error { return nil }, done: done}})
+	if err := <-done; err != nil {
+		d.log.Warn("bring the counts up to date at close", "err", err)
+	}
 }
 
 // Ping checks that the database answers a query.
@@ -665,9 +688,9 @@ func (d *DB) commit(group []writeRequest) {
 		answer()
 		return
 	}
-	folded, err := d.foldCounts(st)
-	if err != nil {
-		failAll(fmt.Errorf("count messages: %w", err))
+	folded, broken := d.foldCounts(st)
+	if broken != nil {
+		failAll(broken)
 		answer()
 		return
 	}
@@ -697,7 +720,11 @@ func (d *DB) commit(group []writeRequest) {
 // counts are made from the rows, so a write rolled back counts nothing,
 // and a partition or consumer left unfolded (a crash forgets which) is
 // only read a little slower: a read counts what lies past its kept seq.
-func (d *DB) foldCounts(st *storeTx) (bool, error) {
+// The fold has a savepoint of its own: should it fail, the group commits
+// without it and the next commit a second later tries again. broken is
+// the error that must fail the whole group: the transaction is no longer
+// to be trusted.
+func (d *DB) foldCounts(st *storeTx) (folded bool, broken error) {
 	for id := range st.pushedTo {
 		d.unfolded[id] = struct{}{}
 	}
@@ -707,6 +734,24 @@ func (d *DB) foldCounts(st *storeTx) (bool, error) {
 	if len(d.unfolded)+len(d.unfoldedConsumers) == 0 || time.Since(d.foldedAt) < d.foldEvery {
 		return false, nil
 	}
+	err, broken := savepoint(d.exec, func() error { return d.fold(st) })
+	if broken != nil {
+		return false, fmt.Errorf("count messages: %w", broken)
+	}
+	if err != nil {
+		d.log.Warn("bring the counts of the queue page up to date", "err", err)
+		d.foldedAt = time.Now()
+		return false, nil
+	}
+	return true, nil
+}
+
+// fold brings the counts of the noted partitions and consumers up to
+// date from their rows. It relies on two rules: a partition's messages
+// are never removed while it exists (a retention or purge would have to
+// lower messages with them), and a consumer's cursor only moves forward
+// (one that moved back is counted again from its partition's start).
+func (d *DB) fold(st *storeTx) error {
 	ctx := context.Background()
 	if len(d.unfolded) > 0 {
 		ids := make([]int64, 0, len(d.unfolded))
@@ -718,26 +763,27 @@ func (d *DB) foldCounts(st *storeTx) (bool, error) {
 			messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
 			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
 			WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids)); err != nil {
-			return false, err
+			return err
 		}
 	}
-	if len(d.unfoldedConsumers) > 0 {
-		keys := make([][2]int64, 0, len(d.unfoldedConsumers))
-		for k := range d.unfoldedConsumers {
-			keys = append(keys, k)
-		}
-		list, err := json.Marshal(keys)
-		if err != nil {
-			return false, err
-		}
-		if _, err := st.exec(ctx, `UPDATE consumers SET
-			passed = passed + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.passed_seq AND m.seq <= consumers.cursor),
-			passed_seq = cursor
-			FROM json_each(?) j WHERE consumers.partition_id = j.value ->> 0 AND consumers.group_id = j.value ->> 1 AND consumers.cursor > consumers.passed_seq`, string(list)); err != nil {
-			return false, err
-		}
+	if len(d.unfoldedConsumers) == 0 {
+		return nil
 	}
-	return true, nil
+	keys := make([][2]int64, 0, len(d.unfoldedConsumers))
+	for k := range d.unfoldedConsumers {
+		keys = append(keys, k)
+	}
+	list, err := json.Marshal(keys)
+	if err != nil {
+		return err
+	}
+	_, err = st.exec(ctx, `UPDATE consumers SET
+		passed = CASE WHEN consumers.cursor > consumers.passed_seq
+			THEN passed + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.passed_seq AND m.seq <= consumers.cursor)
+			ELSE (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq <= consumers.cursor) END,
+		passed_seq = cursor
+		FROM json_each(?) j WHERE consumers.partition_id = j.value ->> 0 AND consumers.group_id = j.value ->> 1 AND consumers.cursor <> consumers.passed_seq`, string(list))
+	return err
 }
 
 // syncFor sets how hard the group's commit waits for the disk. Under

@@ -431,11 +431,16 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 		retry_seq = ?6, retries = ?7, available_at = ?8, acks = ?9, void_lease_id = ?10, void_last = ?11
 		WHERE partition_id = ?12 AND group_id = ?13`,
 		c.Cursor, leaseID, ms(c.LeaseUntil), c.LeaseLast, ms(c.LeasedAt), c.RetrySeq, c.Retries, ms(c.AvailableAt), acks, voidID, c.VoidLast, c.PartitionID, c.GroupID)
+	if err != nil {
+		return err
+	}
+	// Its count up to the cursor is brought up to date later (foldCounts);
+	// the cursor only moves forward.
 	if t.saved == nil {
 		t.saved = map[[2]int64]struct{}{}
 	}
 	t.saved[[2]int64{c.PartitionID, c.GroupID}] = struct{}{}
-	return err
+	return nil
 }
 
 // The consumers that have a message past their cursor, among those marked
