@@ -29,6 +29,10 @@ const (
 	MaxErrorText  = 8192 // bytes of an ack's error kept with a dead letter
 	bulkChunk     = 250  // dead letters per transaction in bulk replays: short, so that other writes wait at most a few ms
 	deleteChunk   = 500  // the same for bulk deletes, cheaper a row
+	// bulkBytes bounds the payloads a bulk replay copies in one
+	// transaction (a chunk holds at least one message, whatever its size):
+	// 250 dead letters of 1 MiB would hold other writes up for seconds.
+	bulkBytes = 4 << 20
 )
 
 // Errors returned by the broker. The web layer maps them to HTTP statuses.

@@ -48,66 +48,76 @@ func (b *Broker) bulkIDs(ctx context.Context, ids []string, group, actor, action
 	if action == AuditDelete {
 		size = deleteChunk
 	}
-	for start := 0; start < len(ids); start += size {
-		chunk := ids[start:min(start+size, len(ids))]
-		var done int
+	for len(ids) > 0 {
+		chunk := ids[:min(size, len(ids))]
+		var done, consumed int
 		err := b.update(ctx, func(tx Tx, touched func(string)) error {
 			now := b.now()
-			keys, n, err := keysOfIDs(ctx, tx, chunk, group)
-			if err != nil || n == 0 {
-				done = n
+			keys, at, err := keysOfIDs(ctx, tx, chunk, group)
+			if err != nil {
 				return err
 			}
-			done = n
+			consumed, done = len(chunk), messagesIn(keys)
+			if action == AuditReplay {
+				// Cut to the payloads one transaction may copy: the ids of
+				// the messages left out come in the next chunk.
+				if cut := withinBytes(keys); len(cut) < len(keys) {
+					consumed, keys, done = at[len(cut)], cut, messagesIn(cut)
+				}
+			}
+			if done == 0 {
+				return nil
+			}
 			queues, err := applyKeys(ctx, tx, now, keys, action == AuditReplay, touched)
 			if err != nil {
 				return err
 			}
-			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d of %d ids by list", done, len(chunk)))
+			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d of %d ids by list", done, consumed))
 		})
 		if err != nil {
-			res.Failed += len(ids) - start
+			res.Failed += len(ids)
 			return res, fmt.Errorf("bulk %s: %w", action, err)
 		}
 		res.Done += done
-		res.Skipped += len(chunk) - done
+		res.Skipped += consumed - done
+		ids = ids[consumed:]
 	}
 	return res, nil
 }
 
 // keysOfIDs returns the dead letters of the messages named by ids (only
-// group's when set), in the order of ids, and how many of the ids have
-// some.
-func keysOfIDs(ctx context.Context, tx Tx, ids []string, group string) ([]DeadLetterKey, int, error) {
+// group's when set), in the order of ids, each message's together, and
+// for each the index in ids of the id that named it.
+func keysOfIDs(ctx context.Context, tx Tx, ids []string, group string) (keys []DeadLetterKey, at []int, err error) {
 	var gid int64
 	if group != "" {
-		var err error
 		if gid, err = tx.GroupID(ctx, group, false); isNotFound(err) {
-			return nil, 0, nil
+			return nil, nil, nil
 		} else if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 	}
-	type named struct{ ms, seq int64 }
+	type named struct {
+		ms, seq int64
+		at      int
+	}
 	want := make([]named, 0, len(ids))
 	seqs := make([]int64, 0, len(ids))
-	for _, id := range ids {
+	for i, id := range ids {
 		if ms, seq, ok := ParseMessageID(id); ok {
-			want = append(want, named{ms, seq})
+			want = append(want, named{ms, seq, i})
 			seqs = append(seqs, seq)
 		}
 	}
 	all, err := tx.DeadLetterKeysOf(ctx, seqs)
 	if err != nil {
-		return nil, 0, fmt.Errorf("dead letters of messages: %w", err)
+		return nil, nil, fmt.Errorf("dead letters of messages: %w", err)
 	}
 	bySeq := map[int64][]DeadLetterKey{}
 	for _, k := range all {
 		bySeq[k.Seq] = append(bySeq[k.Seq], k)
 	}
 	// In the order of ids, each message's dead letters in push order.
-	var keys []DeadLetterKey
-	n := 0
 	seen := map[int64]bool{}
 	for _, w := range want {
 		ks := bySeq[w.seq]
@@ -115,17 +125,42 @@ func keysOfIDs(ctx context.Context, tx Tx, ids []string, group string) ([]DeadLe
 			continue // no dead letter (any more), or not this message
 		}
 		seen[w.seq] = true
-		found := false
 		for _, k := range ks {
 			if gid == 0 || k.GroupID == gid {
-				keys, found = append(keys, k), true
+				keys, at = append(keys, k), append(at, w.at)
 			}
 		}
-		if found {
+	}
+	return keys, at, nil
+}
+
+// messagesIn counts the messages of keys, whose dead letters of one
+// message are next to each other.
+func messagesIn(keys []DeadLetterKey) int {
+	n := 0
+	for i, k := range keys {
+		if i == 0 || k.Seq != keys[i-1].Seq {
 			n++
 		}
 	}
-	return keys, n, nil
+	return n
+}
+
+// withinBytes is the longest start of keys, message by message (their
+// dead letters next to each other), whose payloads add up to bulkBytes at
+// most: never less than the first message.
+func withinBytes(keys []DeadLetterKey) []DeadLetterKey {
+	var total int64
+	for i, k := range keys {
+		if i > 0 && k.Seq == keys[i-1].Seq {
+			continue
+		}
+		if i > 0 && total+k.Size > bulkBytes {
+			return keys[:i]
+		}
+		total += k.Size
+	}
+	return keys
 }
 
 // messagesPerQueue counts the messages of keys per queue name, and
@@ -202,10 +237,13 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 			}
 			if isReplay {
 				// Every group's dead letters of the messages go with them,
-				// the messages in the order listed.
+				// the messages in the order listed, as many as the
+				// payloads one transaction may copy (the rest still match:
+				// the next chunk takes them).
 				if keys, err = allGroups(ctx, tx, keys); err != nil {
 					return err
 				}
+				keys = withinBytes(keys)
 			}
 			queues, err := applyKeys(ctx, tx, now, keys, isReplay, touched)
 			if err != nil {

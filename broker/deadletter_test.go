@@ -479,3 +479,77 @@ func TestBulkDeleteKeepsErrorCountsExact(t *testing.T) {
 		t.Fatalf("top errors after deleting every dead letter: %+v %v", tri.TopErrors, err)
 	}
 }
+
+// A bulk replay copies at most about 4 MiB of payloads in a transaction
+// (never less than one message), whatever the count: ten payloads of a
+// million bytes go in chunks of 4, 4 and 2, by list and by filter, each
+// message once and in order.
+func TestBulkReplayChunksAreBoundedByPayloadBytes(t *testing.T) {
+	t.Parallel()
+	for _, byFilter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("by filter %v", byFilter), func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			big := `"` + strings.Repeat("x", 1_000_000-2) + `"`
+			var items []broker.PushItem
+			for i := range 10 {
+				items = append(items, broker.PushItem{Queue: "q", Partition: "p", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(big)})
+			}
+			if _, err := s.b.Push(s.ctx, items); err != nil {
+				t.Fatal(err)
+			}
+			s.fail("q", "g", 10, "boom")
+			dead := s.dead("q", "g") // newest failure first
+			var res broker.BulkResult
+			var err error
+			if byFilter {
+				res, err = s.b.ReplayMatching(s.ctx, broker.DLQQuery{Queue: "q"}, "dev")
+			} else {
+				ids := []string{"bogus"}
+				for i := len(dead) - 1; i >= 0; i-- { // oldest first, one named twice
+					ids = append(ids, dead[i].MessageID())
+					if i == 5 {
+						ids = append(ids, dead[i].MessageID(), "bogus-too")
+					}
+				}
+				res, err = s.b.ReplayIDs(s.ctx, ids, "dev")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := broker.BulkResult{Done: 10}
+			if !byFilter {
+				want.Skipped = 2
+			}
+			if res != want {
+				t.Fatalf("result %+v, want %+v", res, want)
+			}
+			entries, err := s.b.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditReplay}, broker.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var counts []int
+			for _, e := range entries {
+				counts = append(counts, e.Count)
+			}
+			slices.Sort(counts)
+			if fmt.Sprint(counts) != "[2 4 4]" {
+				t.Fatalf("replayed in transactions of %v messages, want 4, 4 and 2", counts)
+			}
+			var got []string
+			for _, id := range s.drain("q", "g") {
+				got = append(got, strings.TrimPrefix(id, broker.ReplayPrefix))
+			}
+			var wantOrder []string
+			for i := len(dead) - 1; i >= 0; i-- {
+				wantOrder = append(wantOrder, dead[i].MessageID())
+			}
+			if byFilter {
+				slices.Reverse(wantOrder) // newest failure first
+			}
+			if !slices.Equal(got, wantOrder) {
+				t.Fatalf("copies of %v, want %v", got, wantOrder)
+			}
+		})
+	}
+}

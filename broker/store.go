@@ -184,6 +184,7 @@ type DeadLetterKey struct {
 	GroupID     int64
 	CreatedAt   time.Time // the message's
 	Line        string    // ErrorLine of its error
+	Size        int64     // the message's payload in bytes (0 where it was not asked for)
 }
 
 // Copy is a replayed copy to push: of message Seq in PartitionID, under

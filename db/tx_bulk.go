@@ -14,7 +14,8 @@ import (
 
 // The error comes whole: its line (broker.ErrorLine) is cut here, exactly
 // as when it was counted (SQLite's text functions would stop at a NUL).
-const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, m.created_at, d.error
+// length() of a BLOB reads its size from the record, not the payload.
+const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, m.created_at, d.error, length(m.payload)
 	FROM dead_letters d JOIN messages m ON m.seq = d.seq`
 
 func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]broker.DeadLetterKey, error) {
@@ -28,7 +29,7 @@ func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]bro
 		var k broker.DeadLetterKey
 		var created int64
 		var errText string
-		if err := rows.Scan(&k.ID, &k.Seq, &k.QueueID, &k.PartitionID, &k.GroupID, &created, &errText); err != nil {
+		if err := rows.Scan(&k.ID, &k.Seq, &k.QueueID, &k.PartitionID, &k.GroupID, &created, &errText, &k.Size); err != nil {
 			return nil, err
 		}
 		k.CreatedAt, k.Line = fromMS(created), broker.ErrorLine(errText)
@@ -40,7 +41,7 @@ func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]bro
 func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
 	// No message joined: a delete needs no message's time (CreatedAt 0).
 	w, args := where(f)
-	return scanKeys(ctx, t, `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.error FROM dead_letters d`+w+`
+	return scanKeys(ctx, t, `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.error, 0 FROM dead_letters d`+w+`
 		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
 }
 
