@@ -177,11 +177,15 @@ func (t *storeTx) PartitionByUUID(ctx context.Context, uuid string) (broker.Part
 	return p, notFound(err, "partition")
 }
 
+// messagesOf is the SQL for the messages of the partition row named p
+// (migration 0010): its count kept up to counted_seq, and those pushed
+// since, at most about a second's worth.
+func messagesOf(p string) string {
+	return p + `.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = ` + p + `.id AND m.seq > ` + p + `.counted_seq)`
+}
+
 func (t *storeTx) Partitions(ctx context.Context, queueID int64) ([]broker.PartitionInfo, error) {
-	// The count kept up to counted_seq, and the messages pushed since
-	// (migration 0010): at most about a second's worth.
-	rows, err := t.query(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at,
-		p.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id AND m.seq > p.counted_seq)
+	rows, err := t.query(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, `+messagesOf("p")+`
 		FROM partitions p WHERE p.queue_id = ? ORDER BY p.name`, queueID)
 	if err != nil {
 		return nil, err
@@ -261,7 +265,7 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 	passed := `0`
 	switch {
 	case start.Now:
-		passed = `c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq)`
+		passed = messagesOf("c")
 	case !start.From.IsZero():
 		passed = `(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor)`
 	}
@@ -279,7 +283,7 @@ func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]b
 	// The queue's partitions lead (CROSS JOIN), and the consumers follow by
 	// their key: no index leads consumers with the queue and group.
 	rows, err := t.query(ctx, `SELECT g.id, g.name, s.subscribed_at,
-		(SELECT COALESCE(SUM(p.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id AND m.seq > p.counted_seq)
+		(SELECT COALESCE(SUM(`+messagesOf("p")+`
 			- c.passed - (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.passed_seq AND m.seq <= c.cursor)), 0)
 			FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id
 			WHERE p.queue_id = s.queue_id),
