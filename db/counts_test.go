@@ -25,6 +25,22 @@ func countsOf(t *testing.T, d *DB) (messages, lag map[string]int64) {
 			FROM subscriptions s JOIN groups g ON g.id = s.group_id`)
 }
 
+// openFolding is openBroker with the counts brought up to date every
+// foldEvery (negative: at every commit), the first time foldEvery after
+// it opened.
+func openFolding(t *testing.T, foldEvery time.Duration) (*DB, *broker.Broker) {
+	t.Helper()
+	d, err := OpenWith(context.Background(), filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal, FoldEvery: foldEvery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	d.wmu.Lock()
+	d.foldedAt = time.Now()
+	d.wmu.Unlock()
+	return d, broker.New(broker.Config{Store: d})
+}
+
 // wantCounts checks the partitions' counts of messages and the groups'
 // lags (migration 0010), as the queue page and API read them, against
 // want and against the rows.
@@ -58,11 +74,10 @@ func wantCounts(t *testing.T, d *DB, b *broker.Broker, messages, lag map[string]
 // are right whether the writer has folded them at every commit or never.
 func TestCountsFollowWrites(t *testing.T) {
 	t.Parallel()
-	for _, every := range []time.Duration{0, time.Hour} {
-		t.Run(fmt.Sprintf("folded every %v", every), func(t *testing.T) {
+	for _, every := range []time.Duration{-1, time.Hour} {
+		t.Run(fmt.Sprintf("folded every %v", max(every, 0)), func(t *testing.T) {
 			t.Parallel()
-			d, b := openBroker(t)
-			d.foldEvery, d.foldedAt = every, time.Now()
+			d, b := openFolding(t, every)
 			countWrites(t, d, b)
 			if every > 0 {
 				return
@@ -182,8 +197,7 @@ func countWrites(t *testing.T, d *DB, b *broker.Broker) {
 
 func TestCountsAreBackfilled(t *testing.T) {
 	t.Parallel()
-	d, b := openBroker(t)
-	d.foldEvery, d.foldedAt = time.Hour, time.Now()
+	d, b := openFolding(t, time.Hour)
 	push(t, b, "p", "m1")
 	push(t, b, "p", "m2")
 	push(t, b, "x", "x1")
@@ -320,4 +334,33 @@ func TestACursorMovedBackIsCountedAgain(t *testing.T) {
 	if got := keptCounts(t, d)["consumer p/g"]; got != 1 {
 		t.Fatalf("kept %d passed for g, want 1", got)
 	}
+}
+
+// When writes stop, the writer brings the counts up to date within about
+// foldEvery, with a commit of its own: a look then counts nothing past
+// them.
+func TestIdleWriterFoldsTheCounts(t *testing.T) {
+	t.Parallel()
+	d, err := OpenWith(context.Background(), filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal, FoldEvery: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := broker.New(broker.Config{Store: d})
+	push(t, b, "p", "m1")
+	d.wmu.Lock()
+	d.foldedAt = time.Now() // the next push is too soon to fold
+	d.wmu.Unlock()
+	push(t, b, "p", "m2")
+	if got := keptCounts(t, d)["partition p"]; got != 1 {
+		t.Fatalf("kept %d messages for p right after the push, want 1", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for keptCounts(t, d)["partition p"] != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("kept %v 5 s after the last write, want p folded to 2", keptCounts(t, d))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wantCounts(t, d, b, map[string]int64{"p": 2}, map[string]int64{})
 }

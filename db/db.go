@@ -339,6 +339,27 @@ func (d *DB) Close() error {
 	return errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
 }
 
+// foldIdle brings the kept counts up to date when writes have stopped
+// with some left to bring (a commit does it at most once a second, so
+// the last second's would wait for the next write): a look then counts no
+// traffic at all. It writes only when nothing else is.
+func (d *DB) foldIdle() {
+	d.wmu.Lock()
+	// With busy false, no one is writing: the maps hold still.
+	if d.busy || d.isClosed || len(d.waiting)+len(d.bulk) > 0 || len(d.unfolded)+len(d.unfoldedConsumers) == 0 || time.Since(d.foldedAt) < d.foldEvery {
+		d.wmu.Unlock()
+		return
+	}
+	d.busy = true
+	d.wmu.Unlock()
+	done := make(chan error, 1)
+	d.commit([]writeRequest{{ctx: context.Background(), fn: func(broker.Tx) error { return nil }, done: done}})
+	if err := <-done; err != nil {
+		d.log.Warn("bring the counts up to date", "err", err)
+	}
+	d.release(true)
+}
+
 // foldAtClose brings the kept counts up to date one last time, so that
 // after a clean restart no look counts the last second's traffic again.
 // Nothing else writes any more.
@@ -544,11 +565,19 @@ func (d *DB) writer() {
 	defer close(d.stopped)
 	var grace *time.Timer
 	var graceC <-chan time.Time
+	var foldC <-chan time.Time
+	if d.foldEvery > 0 {
+		t := time.NewTicker(d.foldEvery)
+		defer t.Stop()
+		foldC = t.C
+	}
 	for {
 		select {
 		case <-d.kick:
 		case <-graceC:
 			graceC = nil
+		case <-foldC:
+			d.foldIdle()
 		case <-d.stop:
 			d.drain()
 			return
