@@ -232,7 +232,9 @@ type crashClient struct {
 }
 
 func (h *crashHarness) client(base string) *crashClient {
-	return &crashClient{t: h.t, base: base, http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
+	// A killed server resets its connections at once; the timeout is for a
+	// hung one, and long enough for a loaded machine under SyncFull.
+	return &crashClient{t: h.t, base: base, http: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
 }
 
 func (c *crashClient) close() { c.http.CloseIdleConnections() }

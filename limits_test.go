@@ -62,12 +62,12 @@ func TestServeCutsOffSlowClients(t *testing.T) {
 	addr := strings.TrimPrefix(s.url, "http://")
 
 	t.Run("Headers", func(t *testing.T) {
+		start := time.Now() // before the server can start its clock
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		start := time.Now()
 		closed := make(chan error, 1)
 		go func() {
 			_, err := conn.Read(make([]byte, 1))
@@ -82,8 +82,10 @@ func TestServeCutsOffSlowClients(t *testing.T) {
 		for i := 0; ; i++ {
 			select {
 			case err := <-closed:
-				if d := time.Since(start); d < 250*time.Millisecond || d > 3*time.Second {
-					t.Fatalf("closed after %v (%v), want about the 300 ms header timeout", d, err)
+				// Not before the header timeout; the loop below fails
+				// if it is not cut off at all.
+				if d := time.Since(start); d < 300*time.Millisecond {
+					t.Fatalf("closed after %v (%v), want the 300 ms header timeout", d, err)
 				}
 				return
 			case <-tick.C:
@@ -130,8 +132,9 @@ func TestServeCutsOffSlowClients(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		if d := time.Since(start); resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), `"error":"the request body did not arrive in time"`) || d > 3*time.Second {
-			t.Fatalf("after %v: %d %s", d, resp.StatusCode, b)
+		// The body would take 8 s to arrive: a 408 says it was cut off.
+		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), `"error":"the request body did not arrive in time"`) {
+			t.Fatalf("after %v: %d %s", time.Since(start), resp.StatusCode, b)
 		}
 		if resp, body := s.do("GET", "/api/v1/resources/queues/slow", "", nil); resp.StatusCode != http.StatusNotFound {
 			t.Fatalf("the slow push was stored: %d %s", resp.StatusCode, body)

@@ -256,9 +256,12 @@ func TestServeKeepsWhatWasPushedAndStopsGracefully(t *testing.T) {
 		status int
 		err    error
 	}
+	if resp, body := s.do(http.MethodPost, "/api/v1/configure", "", map[string]any{"queue": "empty", "options": map[string]any{}}); resp.StatusCode >= 300 {
+		t.Fatalf("POST /api/v1/configure: %d %s", resp.StatusCode, body)
+	}
 	polled := make(chan result, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodGet, s.url+"/api/v1/pop/queue/empty?wait=true&timeout=300000", nil)
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/api/v1/pop/queue/empty?wait=true&timeout=300000&consumerGroup=waiter", nil)
 		req.Header.Set("Authorization", "Bearer "+s.token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -268,13 +271,28 @@ func TestServeKeepsWhatWasPushedAndStopsGracefully(t *testing.T) {
 		resp.Body.Close()
 		polled <- result{status: resp.StatusCode}
 	}()
-	time.Sleep(300 * time.Millisecond) // let the pop start waiting
+	// The group shows in the queue once the pop has looked and is waiting.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var q struct {
+			ConsumerGroups []json.RawMessage `json:"consumerGroups"`
+		}
+		resp, body := s.do(http.MethodGet, "/api/v1/resources/queues/empty", "", nil)
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &q) != nil {
+			t.Fatalf("GET /api/v1/resources/queues/empty: %d %s", resp.StatusCode, body)
+		}
+		if len(q.ConsumerGroups) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the long-poll did not start waiting in 15 s")
+		}
+	}
 
 	start := time.Now()
 	if err := s.shutdown(); err != nil {
 		t.Fatalf("serve returned %v, want nil after a stop", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("shutdown took %s with a long-poll in flight, want it released at once", took)
 	}
 	select {

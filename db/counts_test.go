@@ -349,12 +349,15 @@ func TestIdleWriterFoldsTheCounts(t *testing.T) {
 	b := broker.New(broker.Config{Store: d})
 	push(t, b, "p", "m1")
 	d.wmu.Lock()
-	d.foldedAt = time.Now() // the next push is too soon to fold
+	d.foldedAt = time.Now().Add(time.Hour) // neither the push nor the idle writer folds yet
 	d.wmu.Unlock()
 	push(t, b, "p", "m2")
 	if got := keptCounts(t, d)["partition p"]; got != 1 {
 		t.Fatalf("kept %d messages for p right after the push, want 1", got)
 	}
+	d.wmu.Lock()
+	d.foldedAt = time.Now() // the last fold was just now: the idle writer folds foldEvery after it
+	d.wmu.Unlock()
 	deadline := time.Now().Add(5 * time.Second)
 	for keptCounts(t, d)["partition p"] != 2 {
 		if time.Now().After(deadline) {

@@ -341,6 +341,22 @@ func (v *visit) contains(l playwright.Locator, s, what string) {
 	v.check(v.expect.Locator(l).ToContainText(s), "%s should contain %q", what, s)
 }
 
+// copies clicks the copy button l finds and sees it say "Copied". The
+// word stays 1.2 s, less than a loaded machine may take between the click
+// and a first look, so the page itself notes that it was shown.
+func (v *visit) copies(l playwright.Locator, what string) {
+	v.t.Helper()
+	_, err := l.Evaluate(`b => {
+		window.__copied = false;
+		new MutationObserver(() => { if (b.textContent.includes("Copied")) window.__copied = true; })
+			.observe(b, {childList: true, characterData: true, subtree: true});
+	}`, nil)
+	v.check(err, "watch %s", what)
+	v.click(l, what)
+	_, err = v.page.WaitForFunction(`() => window.__copied === true`, nil, playwright.PageWaitForFunctionOptions{Timeout: playwright.Float(15000)})
+	v.check(err, "%s should say Copied", what)
+}
+
 // text is the exact text content of the one element l finds.
 func (v *visit) text(l playwright.Locator, what string) string {
 	v.t.Helper()

@@ -162,15 +162,11 @@ func TestHostileCorpusIsShownNotRun(t *testing.T) {
 	})
 	v.login("olga", pw)
 
-	// The list: every letter a row, quickly, with the 10 MB one among them.
+	// The list: every letter a row, with the 10 MB one among them.
 	start := time.Now()
 	v.open("/queues/" + corpusQueue + "/dead-letters")
 	v.count(v.id("dl-row"), len(hostileCorpus()), "dead letters")
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the list took %v to load", d)
-	} else {
-		t.Logf("the list loaded in %v", d)
-	}
+	t.Logf("the list loaded in %v", time.Since(start)) // bounded by v.count's wait; speed is the benchmarks' (PERF.md)
 	v.safe("list")
 	v.contains(v.row(a.letter(txAttr).MessageID()).GetByTestId("dl-tx"), `x" onmouseover="window.__pwned=7"`, "the quoted transactionId")
 	v.contains(v.row(a.letter(txScript).MessageID()).GetByTestId("dl-error"), `<script>window.__pwned=2</script>`, "the script error")
@@ -186,24 +182,19 @@ func TestHostileCorpusIsShownNotRun(t *testing.T) {
 	v.click(bigRow.Locator("input[data-row]"), "the 10 MB row's checkbox")
 	v.contains(v.page.Locator("[data-selected-count]").First(), "1 selected", "the selection count")
 	attrRow := v.row(a.letter(txAttr).MessageID())
-	v.click(attrRow.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Copy id"}), "Copy on the quoted row")
-	v.contains(attrRow.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Copy id"}), "Copied", "the copy button")
+	v.copies(attrRow.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Copy id"}), "Copy on the quoted row")
 	v.fill(v.id("filter-error"), `<svg/onload=window.__pwned=6>`, "error filter")
 	v.click(v.id("filter-submit"), "Filter")
 	v.count(v.id("dl-row"), 1, "rows of the markup error")
 	v.contains(v.id("chip"), "<svg/onload=window.__pwned=6>", "the error filter's chip")
 	v.safe("list filtered by markup")
 
-	// The 10 MB payload: its size, the cut, the toggle, quickly.
+	// The 10 MB payload: its size, the cut, the toggle.
 	big := a.letter(txBig)
 	start = time.Now()
 	v.open(detailPath(big))
 	v.see(v.id("payload-truncated"), "the truncation note")
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the 10 MB dead letter took %v to load", d)
-	} else {
-		t.Logf("the 10 MB dead letter loaded in %v", d)
-	}
+	t.Logf("the 10 MB dead letter loaded in %v", time.Since(start))
 	v.contains(v.page.Locator("h2", playwright.PageLocatorOptions{HasText: "Payload"}), "10.0 MB", "the payload's size")
 	v.contains(v.id("payload-truncated"), "Showing the first 64.0 KB of 10.0 MB", "the truncation note")
 	v.see(v.id("payload-truncated").GetByRole("link", playwright.LocatorGetByRoleOptions{Name: "Show all of it"}), "the link to all of it")
@@ -242,8 +233,7 @@ func TestHostileCorpusIsShownNotRun(t *testing.T) {
 	if got, err := copyTx.GetAttribute("data-copy"); err != nil || got != txAttr {
 		t.Errorf("data-copy %q (%v), want the transactionId", got, err)
 	}
-	v.click(copyTx, "Copy transactionId")
-	v.contains(copyTx, "Copied", "the copy button")
+	v.copies(copyTx, "Copy transactionId")
 	v.click(v.id("show-raw"), "Raw")
 	v.contains(v.id("payload-raw"), `' onfocus='window.__pwned=9' autofocus '`, "the raw payload")
 	v.safe("quoted dead letter")

@@ -151,15 +151,9 @@ func TestPopWaitIsWokenByPush(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
 	s.configure("lp", `{}`)
-	type result struct {
-		r       response
-		elapsed time.Duration
-	}
-	done := make(chan result, 1)
-	start := time.Now()
+	done := make(chan response, 1)
 	go func() {
-		r := s.call("GET", "/api/v1/pop/queue/lp?wait=true&timeout=20000&consumerGroup=waiter", "")
-		done <- result{r, time.Since(start)}
+		done <- s.call("GET", "/api/v1/pop/queue/lp?wait=true&timeout=20000&consumerGroup=waiter", "")
 	}()
 	// The group shows in the queue once the pop has looked and is waiting.
 	waitFor(t, func() bool {
@@ -168,15 +162,14 @@ func TestPopWaitIsWokenByPush(t *testing.T) {
 		return len(q.ConsumerGroups) == 1
 	})
 	s.push("lp", "", "wake", `{"hello":"world"}`)
+	// Left alone the pop would answer 204 after its 20 s; woken, it
+	// answers with the message well within 15 s.
 	select {
-	case res := <-done:
+	case r := <-done:
 		var p popped
-		res.r.want(http.StatusOK).decode(&p)
+		r.want(http.StatusOK).decode(&p)
 		if len(p.Messages) != 1 || p.Messages[0].TransactionID != "wake" {
 			t.Fatalf("popped %+v", p.Messages)
-		}
-		if res.elapsed > 10*time.Second {
-			t.Fatalf("woken after %v: the push did not wake it", res.elapsed)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("waiting pop not woken by push")
