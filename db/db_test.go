@@ -213,7 +213,7 @@ func TestCloseDuringWritesLosesNoAnsweredWrite(t *testing.T) {
 		}
 	}
 	if committed == 0 {
-		t.Error("not even the write answered before Close is there")
+		t.Error("no write was answered as committed, not even the one made before Close")
 	}
 	t.Logf("%d committed, %d refused", committed, refused)
 }
