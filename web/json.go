@@ -50,7 +50,7 @@ func writeJSON(c echo.Context, status int, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode response: %w", err)
 	}
-	return c.Blob(status, echo.MIMEApplicationJSONCharsetUTF8, buf.Bytes())
+	return c.Blob(status, echo.MIMEApplicationJSON, buf.Bytes()) // UTF-8 by definition (RFC 8259)
 }
 
 // decodeJSON reads the request body, one JSON value, into dst. Unknown
