@@ -81,7 +81,7 @@ func TestBusyDatabaseRefusesWritesInBoundedTime(t *testing.T) {
 			out <- outcome{err, time.Since(t0)}
 		}()
 		if i == 0 {
-			time.Sleep(busy / 10) // the first is being written when the others come
+			db.WaitWriting(d) // the first is being written when the others come
 		}
 	}
 	// Reads are not held up meanwhile (WAL).

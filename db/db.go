@@ -58,7 +58,7 @@ type DB struct {
 	// other write is under way, else queued and committed in groups by
 	// the writer goroutine.
 	wmu       sync.Mutex
-	idle      *sync.Cond // broadcast when busy turns false
+	changed   *sync.Cond // broadcast when busy, waiting or bulk change
 	busy      bool       // a goroutine is writing
 	waiting   []writeRequest
 	bulk      []writeRequest // low-priority writes (broker.LowPriority)
@@ -201,7 +201,7 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	if o.FoldEvery == 0 {
 		d.foldEvery = foldEvery
 	}
-	d.idle = sync.NewCond(&d.wmu)
+	d.changed = sync.NewCond(&d.wmu)
 	d.log = o.Logger
 	if d.log == nil {
 		d.log = slog.Default()
@@ -351,6 +351,7 @@ func (d *DB) foldIdle() {
 		return
 	}
 	d.busy = true
+	d.changed.Broadcast()
 	d.wmu.Unlock()
 	done := make(chan error, 1)
 	d.commit([]writeRequest{{ctx: context.Background(), fn: func(broker.Tx) error { return nil }, done: done}})
@@ -506,6 +507,7 @@ func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
 		return ErrClosed
 	case !low && !d.busy && len(d.waiting) == 0 && !d.bulkOverdue():
 		d.busy = true
+		d.changed.Broadcast()
 		d.wmu.Unlock()
 		d.commit([]writeRequest{req})
 		d.release(false)
@@ -514,10 +516,12 @@ func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
 			d.bulkSince = time.Now()
 		}
 		d.bulk = append(d.bulk, req)
+		d.changed.Broadcast()
 		d.wmu.Unlock()
 		d.wake()
 	default:
 		d.waiting = append(d.waiting, req)
+		d.changed.Broadcast()
 		d.wmu.Unlock()
 		d.wake()
 	}
@@ -552,7 +556,7 @@ func (d *DB) release(low bool) {
 		d.lastWrite = time.Now()
 	}
 	more := len(d.waiting) > 0 || len(d.bulk) > 0
-	d.idle.Broadcast()
+	d.changed.Broadcast()
 	d.wmu.Unlock()
 	if more {
 		d.wake()
@@ -594,6 +598,7 @@ func (d *DB) writer() {
 				group := append([]writeRequest(nil), d.waiting[:n]...)
 				d.waiting = append(d.waiting[:0], d.waiting[n:]...)
 				d.busy = true
+				d.changed.Broadcast()
 				d.wmu.Unlock()
 				d.commit(group)
 				d.release(false)
@@ -619,6 +624,7 @@ func (d *DB) writer() {
 				d.bulk = append(d.bulk[:0], d.bulk[1:]...)
 				d.bulkSince = time.Now()
 				d.busy = true
+				d.changed.Broadcast()
 				d.wmu.Unlock()
 				d.commit([]writeRequest{r})
 				d.release(true)
@@ -635,7 +641,7 @@ func (d *DB) writer() {
 func (d *DB) drain() {
 	d.wmu.Lock()
 	for d.busy {
-		d.idle.Wait()
+		d.changed.Wait()
 	}
 	queued := append(d.waiting, d.bulk...)
 	d.waiting, d.bulk = nil, nil

@@ -35,14 +35,10 @@ func holdWriter(d *DB) (release func()) {
 
 // waitQueued waits until n Updates wait for the writer.
 func waitQueued(d *DB, n int) {
-	for {
-		d.wmu.Lock()
-		queued := len(d.waiting)
-		d.wmu.Unlock()
-		if queued >= n {
-			return
-		}
-		time.Sleep(time.Millisecond)
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	for len(d.waiting) < n {
+		d.changed.Wait()
 	}
 }
 
@@ -320,7 +316,9 @@ func TestPushAfterARolledBackPushLeavesTheConsumerReady(t *testing.T) {
 func TestReadyConsumersReturnsEachWaitingOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, b := openBroker(t)
+	d, _ := openBroker(t)
+	clk := newManualClock()
+	b := broker.New(broker.Config{Store: d, Clock: clk})
 	const parts = 40
 	var items []broker.PushItem
 	for i := range parts {
@@ -347,7 +345,7 @@ func TestReadyConsumersReturnsEachWaitingOnce(t *testing.T) {
 			push(t, b, p, p+"-again")
 			waiting = append(waiting, p)
 		}
-		time.Sleep(2 * time.Millisecond) // distinct lease times
+		clk.Advance(2 * time.Millisecond) // distinct lease times
 	}
 	ready := func(limit int) []string {
 		t.Helper()
