@@ -233,7 +233,10 @@ func (k *acker) ack(ctx context.Context, a Ack) (AckResult, error) {
 	var st *ackState
 	switch {
 	case a.PartitionID != "":
-		part, err := tx.PartitionByUUID(ctx, a.PartitionID)
+		// err is the function's: a shadowed one had left the consumer's
+		// ErrNotFound unseen below, and st nil.
+		var part Partition
+		part, err = tx.PartitionByUUID(ctx, a.PartitionID)
 		if isNotFound(err) {
 			return refuse(a.TransactionID, ErrNotFound, "partition %q not found", truncate(a.PartitionID, 64)), nil
 		}
