@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -518,7 +517,7 @@ func explain(ctx context.Context, conn *sql.Conn, q string) ([]string, error) {
 			return err
 		}
 		defer st.Close()
-		params = st.(driver.Stmt).NumInput()
+		params = st.NumInput()
 		return nil
 	})
 	if err != nil {
