@@ -150,6 +150,8 @@ func TestUserAdd(t *testing.T) {
 			want  string
 		}{
 			{[]string{"carol", "--role", "operator", "--password-stdin"}, "short\n", "at least 12"},
+			{[]string{"carol", "--role", "operator", "--password-stdin"}, "qwertyqwerty\n", "most common passwords"},
+			{[]string{"carol", "--role", "operator", "--password-stdin"}, "############\n", "one character repeated"},
 			{[]string{"carol", "--role", "operator", "--password-stdin"}, "", "no password"},
 			{[]string{"alice", "--role", "viewer"}, "", "already exists"},
 			{[]string{"carol", "--role", "root"}, "", "--role must be viewer, operator or admin"},

@@ -90,6 +90,7 @@ func TestParseConfigRefusesBadInput(t *testing.T) {
 		{"BusyTimeoutNotADuration", "serve", []string{"--busy-timeout", "5"}, nil, "busy timeout must be a duration"},
 		{"BusyTimeoutTooLong", "serve", nil, map[string]string{"LAZARUS_BUSY_TIMEOUT": "1h"}, "busy timeout must be a duration from 1ms to 1m"},
 		{"ShortAdminPassword", "serve", nil, map[string]string{"LAZARUS_ADMIN_PASSWORD": "admin"}, "LAZARUS_ADMIN_PASSWORD: the password must be at least 12"},
+		{"CommonAdminPassword", "serve", nil, map[string]string{"LAZARUS_ADMIN_PASSWORD": "changeme1234"}, "LAZARUS_ADMIN_PASSWORD: the password is one of the most common passwords"},
 		{"SecureCookiesNotABool", "serve", nil, map[string]string{"LAZARUS_SECURE_COOKIES": "yes please"}, "LAZARUS_SECURE_COOKIES must be true or false"},
 		{"OpenAPINotABool", "serve", nil, map[string]string{"LAZARUS_API_OPEN": "maybe"}, "LAZARUS_API_OPEN must be true or false"},
 	}

@@ -39,8 +39,24 @@ func TestValidate(t *testing.T) {
 		{"elevenchars", password.ErrTooShort},
 		{"twelve chars", nil},
 		{"ünïcödé-twelve", nil},
-		{strings.Repeat("x", 72), nil},
-		{strings.Repeat("x", 73), password.ErrTooLong},
+		{strings.Repeat("xy", 36), nil},
+		{strings.Repeat("xy", 36) + "z", password.ErrTooLong},
+		// One character repeated, of any script.
+		{strings.Repeat("x", 12), password.ErrRepeated},
+		{strings.Repeat("x", 72), password.ErrRepeated},
+		{strings.Repeat("ü", 12), password.ErrRepeated},
+		{strings.Repeat("1", 20), password.ErrRepeated},
+		// Common passwords (common.txt), in any case, repeated, or with
+		// digits and symbols after them.
+		{"winniethepooh", password.ErrCommon},
+		{"WinnieThePooh", password.ErrCommon},
+		{"qwertyqwerty", password.ErrCommon},
+		{"123456123456", password.ErrCommon},
+		{"password2024!", password.ErrCommon},
+		{"Dragon1234567", password.ErrCommon},
+		{"monkey-monkey", nil},
+		{"password-of-ann", nil},
+		{"dragon 2024 fire", nil},
 	}
 	for _, c := range cases {
 		if err := password.Validate(c.pw); !errors.Is(err, c.want) {
@@ -49,6 +65,30 @@ func TestValidate(t *testing.T) {
 	}
 	if _, err := password.Hash("short", bcrypt.MinCost); !errors.Is(err, password.ErrTooShort) {
 		t.Errorf("Hash of a short password: %v", err)
+	}
+	if _, err := password.Hash("qwertyqwerty", bcrypt.MinCost); !errors.Is(err, password.ErrCommon) {
+		t.Errorf("Hash of a common password: %v", err)
+	}
+}
+
+// Every reason of a refusal is an ErrRefused, and says what to do in
+// words: the dashboard and the command line show it as it is.
+func TestRefusalsSayWhy(t *testing.T) {
+	t.Parallel()
+	for pw, want := range map[string]string{
+		"short":                 "at least 12 characters",
+		strings.Repeat("a", 80): "at most 72 bytes",
+		strings.Repeat("a", 12): "one character repeated",
+		"Password123456":        "most common passwords",
+		"iloveyouiloveyou":      "most common passwords",
+	} {
+		err := password.Validate(pw)
+		if !errors.Is(err, password.ErrRefused) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate(%q) = %v, want an ErrRefused saying %q", pw, err, want)
+		}
+	}
+	if err := password.Validate("correct horse battery"); err != nil {
+		t.Errorf("a passphrase: %v", err)
 	}
 }
 

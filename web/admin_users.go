@@ -52,7 +52,7 @@ func (s *Server) createUser(c echo.Context) error {
 	name := strings.TrimSpace(c.FormValue("name"))
 	role := Role(c.FormValue("role"))
 	hash, err := password.Hash(c.FormValue("password"), s.bcryptCost)
-	if errors.Is(err, password.ErrTooShort) || errors.Is(err, password.ErrTooLong) {
+	if errors.Is(err, password.ErrRefused) {
 		return s.backToUsers(c, "", shownError(err.Error()))
 	}
 	if err != nil {

@@ -71,6 +71,8 @@ func TestAdminUsers(t *testing.T) {
 			says string
 		}{
 			{url.Values{"name": {"dave"}, "role": {"viewer"}, "password": {"too short"}}, "at least 12"},
+			{url.Values{"name": {"dave"}, "role": {"viewer"}, "password": {"zzzzzzzzzzzzzzzz"}}, "one character repeated"},
+			{url.Values{"name": {"dave"}, "role": {"viewer"}, "password": {"Password12345!"}}, "most common passwords"},
 			{url.Values{"name": {"carol"}, "role": {"viewer"}, "password": {"long enough password"}}, "already exists"},
 			{url.Values{"name": {"dave"}, "role": {"god"}, "password": {"long enough password"}}, "viewer, operator or admin"},
 			{url.Values{"name": {"not a name"}, "role": {"viewer"}, "password": {"long enough password"}}, "name"},
