@@ -274,6 +274,10 @@ type Bucket struct {
 	At       time.Time // the interval's start
 	Stats              // counters during the interval
 	OldestAt time.Time // zero when there were no dead letters
+	// OldestAge is the oldest dead letter's age at the interval's end, or
+	// now for the interval now is in (never an age in the future); zero
+	// without dead letters. Set by History.
+	OldestAge time.Duration
 }
 
 // Series is one queue and group's buckets over a range, one per step,
@@ -322,12 +326,13 @@ func (b *Broker) History(ctx context.Context, q HistoryQuery) ([]Series, error) 
 	if err != nil {
 		return nil, err
 	}
-	return fillSeries(rows, from, to, q.Step), nil
+	return fillSeries(rows, from, to, q.Step, b.now()), nil
 }
 
 // fillSeries lays rows out as one point per step and group. A row before
-// from only seeds the depth and the oldest dead letter.
-func fillSeries(rows []Bucket, from, to time.Time, step time.Duration) []Series {
+// from only seeds the depth and the oldest dead letter. Ages are measured
+// at each step's end, but never after now.
+func fillSeries(rows []Bucket, from, to time.Time, step time.Duration, now time.Time) []Series {
 	type key struct{ q, g string }
 	byKey := map[key][]Bucket{}
 	var keys []key
@@ -369,6 +374,13 @@ func fillSeries(rows []Bucket, from, to time.Time, step time.Duration) []Series 
 				j++
 			}
 			p.Depth, p.OldestAt = depth, oldest
+			if depth > 0 && !oldest.IsZero() {
+				end := at.Add(step)
+				if end.After(now) {
+					end = now
+				}
+				p.OldestAge = max(end.Sub(oldest), 0)
+			}
 			s.Points[i] = p
 		}
 		out = append(out, s)

@@ -403,3 +403,59 @@ func TestHistoryReadsWaitingCountsAloneInTheirStep(t *testing.T) {
 		t.Fatalf("history changed when the count was written:\n%+v\n%+v", before, after)
 	}
 }
+
+// Each step of a history says the oldest dead letter's age at its end, as
+// it was then, and the step now is in says the age now: not the age at
+// its end, still to come (the 7 d chart showed a 5 minute old dead letter
+// 60 minutes old).
+func TestHistoryAgesAreMeasuredAtEachStepsEndAndNeverAfterNow(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	noon := s.clock.Now()
+	s.push("q", "", "a", "b")
+	s.clock.Advance(5 * time.Minute) // 12:05: a fails
+	s.fail("q", "g", 1, "boom")
+	s.clock.Advance(30 * time.Minute) // 12:35: b fails
+	s.fail("q", "g", 1, "boom")
+	s.clock.Advance(10 * time.Minute) // 12:45: a is replayed; b is the oldest
+	dead := s.dead("q", "g")
+	if _, err := s.b.Replay(s.ctx, dead[len(dead)-1].MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Advance(10 * time.Minute) // now 12:55
+	for _, tc := range []struct {
+		step time.Duration
+		want []time.Duration // per step from noon
+	}{
+		{15 * time.Minute, []time.Duration{10 * time.Minute, 25 * time.Minute, 40 * time.Minute, 20 * time.Minute}},
+		{time.Hour, []time.Duration{20 * time.Minute}},
+		// A range past now: the steps to come say the age now.
+		{30 * time.Minute, []time.Duration{25 * time.Minute, 20 * time.Minute, 20 * time.Minute}},
+	} {
+		n := len(tc.want)
+		series, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "q", From: noon, To: noon.Add(time.Duration(n) * tc.step), Step: tc.step})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(series) != 1 || len(series[0].Points) != n {
+			t.Fatalf("step %s: series %+v", tc.step, series)
+		}
+		for i, p := range series[0].Points {
+			if p.OldestAge != tc.want[i] {
+				t.Errorf("step %s, the one at %s: oldest age %s, want %s", tc.step, p.At.Format("15:04"), p.OldestAge, tc.want[i])
+			}
+		}
+	}
+	// Before anything failed there is no age (and so no series).
+	series, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "q", From: noon, To: noon.Add(5 * time.Minute), Step: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sr := range series {
+		for _, p := range sr.Points {
+			if p.OldestAge != 0 {
+				t.Errorf("at %s, before any dead letter: age %s", p.At.Format("15:04"), p.OldestAge)
+			}
+		}
+	}
+}

@@ -22,6 +22,25 @@ type Chart struct {
 	// ZeroIsData: a zero is a value worth drawing (a failure rate of
 	// 0 %); only missing points mean no data.
 	ZeroIsData bool
+	// Thresholds are the alert levels of the chart's metric, drawn as
+	// labelled dashed lines; the value axis reaches up to them.
+	Thresholds []ChartThreshold
+}
+
+// ChartThreshold is an alert level, in the chart's unit.
+type ChartThreshold struct {
+	Value float64
+	Label string // "alert > 4 h"
+}
+
+// Label is what the chart is for a screen reader: its title and its
+// alert levels.
+func (c Chart) Label() string {
+	out := c.Title
+	for _, t := range c.Thresholds {
+		out += "; " + t.Label
+	}
+	return out
 }
 
 // ChartSeries is one line.
@@ -81,10 +100,18 @@ type ChartTick struct {
 	Label string
 }
 
+// ChartRule is a threshold laid out for drawing: a line across the
+// chart at Y, its label above its right end.
+type ChartRule struct {
+	Y, LabelY string
+	Label     string
+}
+
 // ChartLayout is everything the SVG template needs.
 type ChartLayout struct {
 	ViewBox string
 	Lines   []ChartLine
+	Rules   []ChartRule
 	YTicks  []ChartTick
 	XTicks  []ChartTick
 	Grid    []string // y positions of grid lines
@@ -111,6 +138,9 @@ func (c Chart) Layout() ChartLayout {
 			}
 		}
 	}
+	for _, t := range c.Thresholds {
+		maxV = math.Max(maxV, t.Value)
+	}
 	step := yStep(maxV, c.Whole)
 	top := math.Ceil(maxV/step-1e-9) * step
 	top = math.Max(top, step)
@@ -132,6 +162,15 @@ func (c Chart) Layout() ChartLayout {
 		for t := ceilTime(t0, every); !t.After(t1); t = t.Add(every) {
 			l.XTicks = append(l.XTicks, ChartTick{Pos: f(x(t)), Label: tickTime(t, span, every)})
 		}
+	}
+	for _, t := range c.Thresholds {
+		// The label stands above its line, or below it at the top.
+		ty := y(t.Value)
+		ly := ty - 4
+		if ly < padT+8 {
+			ly = ty + 13
+		}
+		l.Rules = append(l.Rules, ChartRule{Y: f(ty), LabelY: f(ly), Label: t.Label})
 	}
 	for i, s := range c.Series {
 		line := ChartLine{Name: s.Name, Class: fmt.Sprintf("s%d", i%8)}

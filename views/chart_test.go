@@ -2,6 +2,7 @@ package views_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,23 @@ func TestChartZeroRateIsData(t *testing.T) {
 	}
 	if (views.Chart{Series: zero}).HasData() {
 		t.Error("a count chart of zeros says it has data")
+	}
+}
+
+// A threshold is drawn as a rule with its label, and the value axis
+// reaches up to it even when every value is below.
+func TestChartThresholdIsDrawnAndOnTheAxis(t *testing.T) {
+	t.Parallel()
+	c := views.Chart{Whole: true, Thresholds: []views.ChartThreshold{{Value: 10, Label: "alert > 10"}}, Series: []views.ChartSeries{
+		rampSeries(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), time.Minute, 60, func(k int) float64 { return float64(k % 4) })}}
+	l := c.Layout()
+	if ys := tickLabels(l.YTicks); ys[len(ys)-1] != "10" {
+		t.Errorf("value axis %q, want it to reach 10", ys)
+	}
+	if len(l.Rules) != 1 || l.Rules[0].Label != "alert > 10" || l.Rules[0].Y != l.YTicks[len(l.YTicks)-1].Pos {
+		t.Errorf("rules %+v, want one at the top tick %s", l.Rules, l.YTicks[len(l.YTicks)-1].Pos)
+	}
+	if got := c.Label(); !strings.HasSuffix(got, "; alert > 10") {
+		t.Errorf("label %q, want the threshold in it", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -56,6 +57,10 @@ func (s *Server) showCharts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	th, err := s.broker.Thresholds(ctx)
+	if err != nil {
+		return err
+	}
 	v := views.Charts{Page: s.page(c, "Charts", "charts"), Range: rng, Queue: queue}
 	for _, b := range briefs {
 		v.Queues = append(v.Queues, b.Name)
@@ -67,13 +72,47 @@ func (s *Server) showCharts(c echo.Context) error {
 		}
 		v.Ranges = append(v.Ranges, views.QuickRange{Label: cr.label, URL: "/charts?" + q.Encode(), Current: cr.label == rng})
 	}
-	v.Charts = buildCharts(series, queue, r.step)
+	v.Charts = buildCharts(series, queue, r.step, chartLimits(th, queue))
 	return renderPage(c, http.StatusOK, views.ChartsView(v), views.ChartsContent(v))
 }
 
+// limitsShown are the thresholds the charts draw; a threshold that some
+// queue overrides, drawn over every queue, is labelled the default.
+type limitsShown struct {
+	broker.Limits
+	depth, oldest, failures, replays string // "" or " (default)"
+}
+
+// chartLimits are the limits of queue, or the defaults over every queue.
+func chartLimits(th broker.Thresholds, queue string) limitsShown {
+	if queue != "" {
+		return limitsShown{Limits: th.For(queue)}
+	}
+	l := limitsShown{Limits: th.Default}
+	const dflt = " (default)"
+	for _, q := range th.Queues {
+		if q.Depth != th.Default.Depth {
+			l.depth = dflt
+		}
+		if q.OldestHours != th.Default.OldestHours {
+			l.oldest = dflt
+		}
+		if q.FailurePct != th.Default.FailurePct {
+			l.failures = dflt
+		}
+		if q.ReplayMinPct != th.Default.ReplayMinPct {
+			l.replays = dflt
+		}
+	}
+	return l
+}
+
+// pct writes a percentage threshold: 5, 2.5.
+func pct(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + " %" }
+
 // buildCharts turns the history into the five charts: of every queue, or
-// of one when queue is set.
-func buildCharts(series []broker.Series, queue string, step time.Duration) []views.Chart {
+// of one when queue is set, with the alert thresholds of lim.
+func buildCharts(series []broker.Series, queue string, step time.Duration, lim limitsShown) []views.Chart {
 	oneQueue := queue != ""
 	depth := views.Chart{Title: "Dead letters waiting, per queue and group", TestID: "depth", Empty: "No dead letters in this range.", Whole: true}
 	if oneQueue {
@@ -127,9 +166,7 @@ func buildCharts(series []broker.Series, queue string, step time.Duration) []vie
 			sum.Failed += p.Failed
 			sum.ReplayCompleted += p.ReplayCompleted
 			sum.ReplayFailed += p.ReplayFailed
-			if !p.OldestAt.IsZero() && p.Depth > 0 {
-				maxAge = max(maxAge, p.At.Add(step).Sub(p.OldestAt))
-			}
+			maxAge = max(maxAge, p.OldestAge)
 		}
 		in.Points = append(in.Points, views.ChartPoint{At: at, Value: float64(sum.DeadLettered)})
 		out.Points = append(out.Points, views.ChartPoint{At: at, Value: float64(sum.Replayed)})
@@ -152,6 +189,11 @@ func buildCharts(series []broker.Series, queue string, step time.Duration) []vie
 	for k, a := range ages {
 		age.Points[k].Value = float64(a) / float64(perUnit)
 	}
+	limit := time.Duration(lim.OldestHours * float64(time.Hour))
+	oldest.Thresholds = []views.ChartThreshold{{Value: float64(limit) / float64(perUnit), Label: "alert > " + views.Age(limit) + lim.oldest}}
+	depth.Thresholds = []views.ChartThreshold{{Value: float64(lim.Depth), Label: "alert > " + strconv.FormatInt(lim.Depth, 10) + lim.depth}}
+	failures.Thresholds = []views.ChartThreshold{{Value: lim.FailurePct, Label: "alert > " + pct(lim.FailurePct) + lim.failures}}
+	replays.Thresholds = []views.ChartThreshold{{Value: lim.ReplayMinPct, Label: "alert < " + pct(lim.ReplayMinPct) + lim.replays}}
 	flow.Series = []views.ChartSeries{in, out, del}
 	oldest.Series = []views.ChartSeries{age}
 	failures.Series = []views.ChartSeries{fail}
