@@ -1,6 +1,7 @@
 package web
 
 import (
+	"io/fs"
 	"net/http"
 	"strings"
 
@@ -39,18 +40,24 @@ func (s *Server) pageRoutes() {
 
 // staticHandler serves the embedded files. Their names carry no version,
 // except the vendored ones, so they are cached briefly and revalidated.
+// Only files: a folder (/static/, /static/vendor/) is a 404, never a
+// listing.
 func staticHandler() http.Handler {
-	files := http.StripPrefix("/static/", http.FileServerFS(static.FS))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, ".go") {
+		name, ok := strings.CutPrefix(r.URL.Path, "/static/")
+		if !ok || !fs.ValidPath(name) || strings.HasSuffix(name, ".go") {
 			http.NotFound(w, r)
 			return
 		}
-		if strings.HasPrefix(r.URL.Path, "/static/vendor/") {
+		if st, err := fs.Stat(static.FS, name); err != nil || st.IsDir() {
+			http.NotFound(w, r)
+			return
+		}
+		if strings.HasPrefix(name, "vendor/") {
 			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 		} else {
 			w.Header().Set("Cache-Control", "public, max-age=300")
 		}
-		files.ServeHTTP(w, r)
+		http.ServeFileFS(w, r, static.FS, name)
 	})
 }

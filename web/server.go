@@ -134,8 +134,8 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Handler is the server's http.Handler.
-func (s *Server) Handler() http.Handler { return s.echo }
+// Handler is the server's http.Handler. HEAD is answered as GET (head.go).
+func (s *Server) Handler() http.Handler { return headAsGet(s.echo) }
 
 // escapedPath makes echo route on the escaped path always, so that every
 // path parameter arrives escaped and pathParam can unescape it once: a

@@ -1,0 +1,27 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+)
+
+// headAsGet answers a HEAD request as the GET of the same URL would be
+// answered, status and headers, without the body: echo routes HEAD only
+// where it is registered, and every GET route should answer it (load
+// balancers, link checkers and curl -I use it). The router is shown a
+// GET; net/http, which still holds the HEAD request, drops the body and
+// keeps its Content-Length.
+//
+// Pops are left out: a pop leases the messages it returns, and a HEAD
+// would take messages that nobody sees (echo answers it 405).
+func headAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodHead || strings.HasPrefix(r.URL.Path, apiPrefix+"/pop/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		get := r.WithContext(r.Context()) // a copy: r stays a HEAD for net/http
+		get.Method = http.MethodGet
+		next.ServeHTTP(w, get)
+	})
+}
