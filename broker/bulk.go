@@ -14,6 +14,11 @@ type BulkResult struct {
 	Done    int
 	Skipped int
 	Failed  int
+	// By filter only: the bound the action kept to, and how many dead
+	// letters matching the filter were above it when it ended (filed
+	// since), left alone.
+	Bound        *Bound
+	ArrivedSince int64
 }
 
 // MaxBulkIDs caps the ids one bulk call may name; larger sets go by filter.
@@ -188,36 +193,161 @@ func messagesPerQueue(ctx context.Context, tx Tx, keys []DeadLetterKey, touched 
 	return out, nil
 }
 
-// ReplayMatching replays every dead-lettered message that q selects (its
-// paging fields are ignored), in transactions of up to bulkChunk, so that
-// producers are not held up: newest failure first. Dead letters filed after
-// the call began are left alone: a replayed copy that fails again is not
-// replayed again here.
+// Bound freezes the dead letters a bulk action by filter acts on: those
+// that failed at or before FailedAt and whose row id is at most ID. A dead
+// letter filed after the bound was taken has a higher row id and (by the
+// clock) a later failure: it is above the bound on either count, and left
+// alone. Taken as a filter's set is counted (CountMatching), it lets the
+// action touch exactly what its confirmation counted.
+type Bound struct {
+	FailedAt time.Time
+	ID       int64
+}
+
+// String is the bound for the audit trail.
+func (bd Bound) String() string {
+	return fmt.Sprintf("%s #%d", bd.FailedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), bd.ID)
+}
+
+// Counted is how many dead letters a filter selects, and the bound that
+// freezes them.
+type Counted struct {
+	Count int64
+	Bound Bound
+}
+
+// validateBulk checks a bulk action's filter: its paging fields are
+// ignored, and no Queue means every queue only when AllQueues says so.
+func (q *DLQQuery) validateBulk() error {
+	q.Limit, q.Offset, q.After, q.WithTotal = bulkChunk, 0, nil, false
+	if err := q.validate(); err != nil {
+		return err
+	}
+	if q.Queue == "" && !q.AllQueues {
+		return errorf(ErrInvalid, "the filter names no queue: name one, or say all to act on the dead letters of every queue")
+	}
+	if q.Queue != "" && q.AllQueues {
+		return errorf(ErrInvalid, "all means every queue: it cannot go with a queue")
+	}
+	if q.Bound != nil && q.Bound.FailedAt.IsZero() {
+		return errorf(ErrInvalid, "a bound needs its failedAt")
+	}
+	if q.Bound != nil && q.Bound.ID < 0 {
+		return errorf(ErrInvalid, "a bound's id must not be negative")
+	}
+	return nil
+}
+
+// boundOf is the bound of a bulk action by f (ok false: nothing can
+// match): given's, or taken now as the newest failure f selects and the
+// highest row id. Its id is kept at most the highest row id now, so that
+// copies replayed by the action that fail again (filed later, with higher
+// ids) are not replayed again by it.
+func (b *Broker) boundOf(ctx context.Context, tx Tx, f Filter, ok bool, given *Bound) (Bound, error) {
+	maxID, err := tx.MaxDeadLetterID(ctx)
+	if err != nil {
+		return Bound{}, fmt.Errorf("highest dead letter id: %w", err)
+	}
+	if given != nil {
+		bd := *given
+		if bd.ID == 0 || bd.ID > maxID {
+			bd.ID = maxID
+		}
+		return bd, nil
+	}
+	bd := Bound{FailedAt: b.now(), ID: maxID}
+	if ok {
+		at, found, err := tx.NewestFailure(ctx, f)
+		if err != nil {
+			return Bound{}, fmt.Errorf("newest dead letter: %w", err)
+		}
+		if found {
+			bd.FailedAt = at
+		}
+	}
+	return bd, nil
+}
+
+// within narrows f to the dead letters at or below bd; ok is false when
+// none can be (no dead letter at all when bd was taken).
+func within(f Filter, bd Bound) (Filter, bool) {
+	f.MaxID, f.MaxFailedAt = bd.ID, bd.FailedAt
+	return f, bd.ID > 0
+}
+
+// CountMatching counts the dead letters q selects (its paging fields are
+// ignored) and takes the bound that freezes them, from one read snapshot:
+// ReplayMatching or DeleteMatching given that bound act on exactly those,
+// less any gone since. With q.Bound set, it counts those of q at or below
+// that bound instead. Like them, it refuses a q with no Queue unless
+// q.AllQueues.
+func (b *Broker) CountMatching(ctx context.Context, q DLQQuery) (Counted, error) {
+	if err := q.validateBulk(); err != nil {
+		return Counted{}, err
+	}
+	var out Counted
+	err := b.store.View(ctx, func(tx Tx) error {
+		f, ok, err := q.filter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if out.Bound, err = b.boundOf(ctx, tx, f, ok, q.Bound); err != nil || !ok {
+			return err
+		}
+		if q.Bound == nil {
+			// In this snapshot what f selects is all at or below the
+			// bound just taken: the kept counts answer when f is simple.
+			out.Count, err = countDeadLetters(ctx, tx, f)
+			return err
+		}
+		if f, ok = within(f, out.Bound); ok {
+			out.Count, err = tx.CountDeadLetters(ctx, f)
+		}
+		return err
+	})
+	if err != nil {
+		return Counted{}, fmt.Errorf("count matching: %w", err)
+	}
+	return out, nil
+}
+
+// ReplayMatching replays every dead-lettered message that q selects at or
+// below q.Bound (taken as the call begins when nil; see Bound), in
+// transactions of up to bulkChunk, so that producers are not held up:
+// newest failure first. Dead letters filed after the bound are left alone
+// (a replayed copy that fails again is not replayed again here), and
+// counted in the result's ArrivedSince. A q with no Queue is refused
+// unless q.AllQueues.
 func (b *Broker) ReplayMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
 	return b.bulkMatching(ctx, q, actor, AuditReplay, true)
 }
 
-// DeleteMatching deletes every dead letter that q selects, in
-// transactions of up to deleteChunk.
+// DeleteMatching deletes every dead letter that q selects at or below
+// q.Bound, as ReplayMatching replays them, in transactions of up to
+// deleteChunk.
 func (b *Broker) DeleteMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
 	return b.bulkMatching(ctx, q, actor, AuditDelete, false)
 }
 
 func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action string, isReplay bool) (BulkResult, error) {
 	var res BulkResult
-	q.Limit, q.Offset, q.After = bulkChunk, 0, nil
-	if err := q.validate(); err != nil {
+	if err := q.validateBulk(); err != nil {
 		return res, err
 	}
 	ctx = LowPriority(ctx)
-	var maxID int64
-	if err := b.store.View(ctx, func(tx Tx) (err error) {
-		maxID, err = tx.MaxDeadLetterID(ctx)
+	var bound Bound
+	if err := b.store.View(ctx, func(tx Tx) error {
+		f, ok, err := q.filter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		bound, err = b.boundOf(ctx, tx, f, ok, q.Bound)
 		return err
 	}); err != nil {
 		return res, fmt.Errorf("bulk %s: %w", action, err)
 	}
-	for {
+	res.Bound = &bound
+	for bound.ID > 0 {
 		var n int
 		err := b.update(ctx, func(tx Tx, touched func(string)) error {
 			now := b.now()
@@ -226,7 +356,7 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 			if err != nil || !ok {
 				return err
 			}
-			f.MaxID = maxID
+			f, _ = within(f, bound)
 			limit := deleteChunk
 			if isReplay {
 				limit = bulkChunk
@@ -256,19 +386,31 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 			} else {
 				n = len(keys)
 			}
-			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d matching %s", n, q.Describe()))
+			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d matching %s, at or below %s", n, q.Describe(), bound))
 		})
 		if err != nil {
 			return res, fmt.Errorf("bulk %s: %w", action, err)
 		}
 		if n == 0 {
-			return res, nil
+			break
 		}
 		res.Done += n
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 	}
+	// What matches above the bound now was filed since, and not touched.
+	if err := b.store.View(ctx, func(tx Tx) error {
+		f, ok, err := q.filter(ctx, tx)
+		if err != nil || !ok {
+			return err
+		}
+		res.ArrivedSince, err = tx.CountDeadLettersAbove(ctx, f, bound)
+		return err
+	}); err != nil {
+		return res, fmt.Errorf("bulk %s: count what arrived since: %w", action, err)
+	}
+	return res, nil
 }
 
 // applyKeys replays (or deletes) the dead letters of keys and returns how

@@ -20,6 +20,14 @@ type DLQQuery struct {
 	Offset        int
 	After         *Cursor // keyset: rows older than this; Offset is then ignored
 	WithTotal     bool
+	// AllQueues: a bulk action by filter with no Queue acts on the dead
+	// letters of every queue; without it, such an action is refused
+	// (ErrInvalid). Lists ignore it.
+	AllQueues bool
+	// Bound: a bulk action by filter acts only on the dead letters at or
+	// below it (CountMatching's); nil takes one as the action starts.
+	// Lists ignore it.
+	Bound *Bound
 }
 
 // DLQPage is a page of dead letters, newest failure first.

@@ -521,8 +521,8 @@ func TestBulkReplayChunksAreBoundedByPayloadBytes(t *testing.T) {
 			if !byFilter {
 				want.Skipped = 2
 			}
-			if res != want {
-				t.Fatalf("result %+v, want %+v", res, want)
+			if got := (broker.BulkResult{Done: res.Done, Skipped: res.Skipped, Failed: res.Failed}); got != want {
+				t.Fatalf("result %+v, want %+v", got, want)
 			}
 			entries, err := s.b.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditReplay}, broker.Page{})
 			if err != nil {

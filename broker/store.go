@@ -120,6 +120,12 @@ type Tx interface {
 	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)
 	// MaxDeadLetterID returns the highest dead letter row id (0 if none).
 	MaxDeadLetterID(ctx context.Context) (int64, error)
+	// NewestFailure returns when the newest dead letter f selects failed
+	// (by failedAt, then row id); ok is false when f selects none.
+	NewestFailure(ctx context.Context, f Filter) (at time.Time, ok bool, err error)
+	// CountDeadLettersAbove counts the dead letters f selects that are not
+	// at or below b: filed after b was taken.
+	CountDeadLettersAbove(ctx context.Context, f Filter, b Bound) (int64, error)
 	// DeadLetterKeys returns the keys of up to limit dead letters f
 	// selects, newest first, without the message's CreatedAt (for
 	// deletes).
@@ -221,13 +227,14 @@ type Filter struct {
 	From, To      time.Time // failedAt range, To exclusive
 	ErrorContains string
 	TransactionID string
-	MaxID         int64 // only rows with ID <= MaxID (bulk actions pin their set)
+	MaxID         int64     // only rows with ID <= MaxID (bulk actions pin their set)
+	MaxFailedAt   time.Time // only rows that failed at or before it (with MaxID: a Bound)
 }
 
 // simple reports whether f selects by queue and group only, which the
 // maintained counts answer.
 func (f Filter) simple() bool {
-	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.MaxID == 0
+	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.MaxID == 0 && f.MaxFailedAt.IsZero()
 }
 
 // Page is a keyset or offset page. With After set, rows strictly older than

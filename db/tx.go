@@ -645,6 +645,9 @@ func where(f broker.Filter) (string, []any) {
 	if f.MaxID != 0 {
 		add("d.id <= ?", f.MaxID)
 	}
+	if !f.MaxFailedAt.IsZero() {
+		add(col("d.failed_at")+" <= ?", ms(f.MaxFailedAt))
+	}
 	if len(conds) == 0 {
 		return "", nil
 	}

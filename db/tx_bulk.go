@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -43,6 +45,47 @@ func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int
 	w, args := where(f)
 	return scanKeys(ctx, t, `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.error, 0 FROM dead_letters d`+w+`
 		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
+}
+
+// and appends cond to a WHERE clause that where made.
+func and(w, cond string) string {
+	if w == "" {
+		return " WHERE " + cond
+	}
+	return w + " AND " + cond
+}
+
+func (t *storeTx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, bool, error) {
+	w, args := where(f)
+	var at int64
+	err := t.queryRow(ctx, `SELECT d.failed_at FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`, args...).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	return fromMS(at), err == nil, err
+}
+
+func (t *storeTx) CountDeadLettersAbove(ctx context.Context, f broker.Filter, b broker.Bound) (int64, error) {
+	query, args := countAbove(f, b)
+	var n int64
+	err := t.queryRow(ctx, query, args...).Scan(&n)
+	return n, err
+}
+
+// countAbove is the query of CountDeadLettersAbove. Above the bound is
+// "failed after b.FailedAt, or a row id past b.ID": each half is a range
+// of its own, both short (what was filed since): failed_at on the
+// filter's index, and the row ids. The LIMIT keeps SQLite from flattening
+// the second half's subquery into the count, where it would walk the
+// filter's index through every older row instead of the newest row ids.
+func countAbove(f broker.Filter, b broker.Bound) (string, []any) {
+	f.MaxID, f.MaxFailedAt = 0, time.Time{}
+	w, args := where(f)
+	later := `SELECT COUNT(*) FROM dead_letters d` + and(w, `d.failed_at > ?`)
+	newer := `SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ? ORDER BY id LIMIT -1) d` + and(w, `d.failed_at <= ?`)
+	all := append(append([]any{}, args...), ms(b.FailedAt), b.ID)
+	all = append(append(all, args...), ms(b.FailedAt))
+	return `SELECT (` + later + `) + (` + newer + `)`, all
 }
 
 func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.DeadLetterKey, error) {

@@ -1,0 +1,52 @@
+package db
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Counting what arrived since a bulk action's bound reads two short
+// ranges (the newest failures on the filter's index, the newest row ids),
+// never every older dead letter of the filter.
+func TestBulkCountAboveSearchesOnlyTheNewest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := broker.Bound{FailedAt: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), ID: 10}
+	for name, f := range map[string]broker.Filter{
+		"Queue":           {QueueID: 1},
+		"Group":           {QueueID: 1, GroupID: 2},
+		"ErrorEverywhere": {ErrorContains: "timeout"},
+		"Transaction":     {QueueID: 1, TransactionID: "t"},
+	} {
+		query, args := countAbove(f, b)
+		rows, err := d.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		if strings.Contains(text, "SCAN dead_letters") || strings.Contains(text, "SCAN d USING") ||
+			!strings.Contains(text, "SEARCH dead_letters USING INTEGER PRIMARY KEY (rowid>?)") {
+			t.Errorf("%s: plan\n%s\nwants a search of the newest row ids and no scan of the dead letters", name, text)
+		}
+	}
+}
