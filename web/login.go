@@ -94,6 +94,9 @@ func (s *Server) login(c echo.Context) error {
 	if err := s.writeSession(c, secret); err != nil {
 		return err
 	}
+	if err := s.rotateCSRF(c); err != nil {
+		return fmt.Errorf("new csrf token: %w", err)
+	}
 	s.log.InfoContext(ctx, "logged in", "user", u.Name, "from", ip)
 	return c.Redirect(http.StatusSeeOther, v.Next)
 }
