@@ -7,9 +7,11 @@
 package broker
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"time"
 )
 
@@ -107,7 +109,58 @@ type Options struct {
 	RetryDelay         int  `json:"retryDelay"`         // milliseconds
 	DeadLetterQueue    bool `json:"deadLetterQueue"`    // false: keep no dead letters
 	DLQAfterMaxRetries bool `json:"dlqAfterMaxRetries"` // false: drop what runs out of retries
+	// DelayedProcessing is how long, in seconds, a pushed message waits
+	// before it may be delivered; its partition waits with it, for every
+	// group (nothing behind it is delivered first).
+	DelayedProcessing int `json:"delayedProcessing"`
+	// Kept are the options the queue was given that Lazarus accepts but
+	// does not enforce (Queen's priority, maxSize, …, and the retention
+	// options until they are), with the JSON value last given: kept and
+	// shown so that nothing is accepted silently.
+	Kept KeptOptions `json:"-"`
 }
+
+// KeptOptions are options kept without being enforced: a JSON object of
+// name to value, keys sorted, or "" for none. A string, so that Options
+// stay comparable and a cached Queue cannot be changed through it.
+type KeptOptions string
+
+// Values returns the kept options by name (nil for none).
+func (k KeptOptions) Values() map[string]json.RawMessage {
+	if k == "" {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(k), &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// with returns k with name set to v (compact JSON).
+func (k KeptOptions) with(name string, v json.RawMessage) KeptOptions {
+	m := k.Values()
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[name] = v
+	b, _ := json.Marshal(m) // raw values that are valid JSON: cannot fail
+	return KeptOptions(b)
+}
+
+// NotEnforced lists, sorted, the options o keeps without enforcing them.
+func (o Options) NotEnforced() []string {
+	m := o.Kept.Values()
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Delay is DelayedProcessing as a duration.
+func (o Options) Delay() time.Duration { return time.Duration(o.DelayedProcessing) * time.Second }
 
 // DefaultOptions are the options of a queue created by its first push.
 func DefaultOptions() Options {
@@ -116,9 +169,13 @@ func DefaultOptions() Options {
 
 // Queue is a named container of partitions.
 type Queue struct {
-	ID        int64
-	Name      string
-	Options   Options
+	ID      int64
+	Name    string
+	Options Options
+	// Namespace and Task group queues as Queen's clients name them
+	// (configure's top-level fields); empty when not given.
+	Namespace string
+	Task      string
 	CreatedAt time.Time
 }
 

@@ -109,9 +109,9 @@ func (t *cacheTx) CreateQueue(ctx context.Context, q *Queue) error {
 	return nil
 }
 
-func (t *cacheTx) UpdateQueueOptions(ctx context.Context, id int64, o Options) error {
+func (t *cacheTx) UpdateQueue(ctx context.Context, q Queue) error {
 	t.c.invalidate()
-	return t.Tx.UpdateQueueOptions(ctx, id, o)
+	return t.Tx.UpdateQueue(ctx, q)
 }
 
 func (t *cacheTx) DeleteQueue(ctx context.Context, id int64) error {

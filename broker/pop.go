@@ -39,8 +39,11 @@ type PopResult struct {
 }
 
 // Pop leases the next messages of a partition of the queue that has some
-// for the group and no live lease or retry delay. With Wait it holds until
-// a message arrives, woken by pushes and acks inside this process.
+// for the group and no live lease or retry delay. A message is delivered
+// no earlier than the queue's delayedProcessing after its push, and
+// nothing behind it in its partition before it. With Wait it holds until
+// a message arrives, woken by pushes and acks inside this process, and by
+// a timer when a lease, a retry delay or a message's delay ends.
 func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 	if err := validatePop(&req); err != nil {
 		return PopResult{}, err
@@ -185,6 +188,19 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 		}
 		if len(msgs) == 0 {
 			return nil
+		}
+		if d := q.Options.Delay(); d > 0 {
+			// delayedProcessing: only messages pushed d ago or earlier,
+			// and none behind one that is not yet (push order).
+			n := 0
+			for n < len(msgs) && !msgs[n].CreatedAt.Add(d).After(now) {
+				n++
+			}
+			if n == 0 {
+				wake = msgs[0].CreatedAt.Add(d)
+				return nil
+			}
+			msgs = msgs[:n]
 		}
 		if part.ID == 0 {
 			if part, err = tx.PartitionByID(ctx, c.PartitionID); err != nil {

@@ -9,12 +9,34 @@ import (
 	"strings"
 )
 
+// Labels are a queue's namespace and task, as configure's top-level
+// fields give them: nil leaves one as it is (Queen's clients send null
+// when they have none), "" clears it.
+type Labels struct {
+	Namespace *string
+	Task      *string
+}
+
 // Configure creates the queue if need be and changes the options named in
 // raw (option name to JSON value); the others keep their values. An unknown
 // option or an invalid value fails the call and changes nothing.
 func (b *Broker) Configure(ctx context.Context, queue string, raw map[string]json.RawMessage, actor string) (Queue, error) {
+	return b.ConfigureLabeled(ctx, queue, Labels{}, raw, actor)
+}
+
+// ConfigureLabeled is Configure that also sets the queue's namespace and
+// task as labels says.
+func (b *Broker) ConfigureLabeled(ctx context.Context, queue string, labels Labels, raw map[string]json.RawMessage, actor string) (Queue, error) {
 	if err := checkName("queue", queue); err != nil {
 		return Queue{}, err
+	}
+	for _, l := range []struct {
+		name string
+		v    *string
+	}{{"namespace", labels.Namespace}, {"task", labels.Task}} {
+		if l.v != nil && len(*l.v) > MaxNameLength {
+			return Queue{}, errorf(ErrInvalid, "%s is longer than %d bytes", l.name, MaxNameLength)
+		}
 	}
 	var q Queue
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
@@ -26,7 +48,13 @@ func (b *Broker) Configure(ctx context.Context, queue string, raw map[string]jso
 		if q.Options, err = applyOptions(q.Options, raw); err != nil {
 			return err
 		}
-		if err := tx.UpdateQueueOptions(ctx, q.ID, q.Options); err != nil {
+		if labels.Namespace != nil {
+			q.Namespace = *labels.Namespace
+		}
+		if labels.Task != nil {
+			q.Task = *labels.Task
+		}
+		if err := tx.UpdateQueue(ctx, q); err != nil {
 			return fmt.Errorf("configure: %w", err)
 		}
 		touched(q.Name) // a shorter lease or delay may make something ready
@@ -35,41 +63,146 @@ func (b *Broker) Configure(ctx context.Context, queue string, raw map[string]jso
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		return audit(ctx, tx, now, actor, AuditConfigure, q.Name, "", 0, "options set: "+strings.Join(names, ", "))
+		detail := "options set: " + strings.Join(names, ", ")
+		if labels.Namespace != nil {
+			detail += fmt.Sprintf("; namespace %q", truncate(q.Namespace, 64))
+		}
+		if labels.Task != nil {
+			detail += fmt.Sprintf("; task %q", truncate(q.Task, 64))
+		}
+		return audit(ctx, tx, now, actor, AuditConfigure, q.Name, "", 0, detail)
 	})
 	return q, err
 }
 
+// keptKind is the type of value an option kept without being enforced
+// takes.
+type keptKind int
+
+const (
+	keptCount   keptKind = iota // a whole number, 0 or more
+	keptInteger                 // a whole number, negative too
+	keptBool                    // true or false
+	keptFactor                  // a number, 1 or more
+)
+
+// keptOptions are the options Lazarus accepts and keeps but does not
+// enforce: those Queen MQ knows (its configure route and
+// configure_queue_v1), and the SPEC.md options that later work enforces
+// (retention, backoff, replay caps, archive). Each is reported in
+// Options.NotEnforced once given.
+var keptOptions = map[string]keptKind{
+	// Queen's
+	"priority":                  keptInteger,
+	"maxSize":                   keptCount,
+	"ttl":                       keptCount,
+	"windowBuffer":              keptCount,
+	"retentionSeconds":          keptCount,
+	"completedRetentionSeconds": keptCount,
+	"retentionEnabled":          keptBool,
+	"encryptionEnabled":         keptBool,
+	"maxWaitTimeSeconds":        keptCount,
+	// SPEC.md section 2's, not enforced yet
+	"deadLetterRetentionSeconds": keptCount,
+	"retryBackoff":               keptFactor,
+	"retryDelayMax":              keptCount,
+	"maxReplays":                 keptCount,
+	"deadLetterArchive":          keptBool,
+}
+
+// KnownOptions lists, sorted, every option configure accepts: those
+// Lazarus enforces and those it keeps without enforcing.
+func KnownOptions() []string {
+	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing"}
+	for k := range keptOptions {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// maxDelay is the longest delayedProcessing, in seconds: 30 days.
+const maxDelay = 30 * 24 * 3600
+
 // applyOptions returns o changed by raw, checking every value.
 func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
-	intOpt := func(name string, v json.RawMessage, lo, hi int, dst *int) error {
+	number := func(name string, v json.RawMessage, what string) (json.Number, error) {
 		var x any
 		d := json.NewDecoder(bytes.NewReader(v))
 		d.UseNumber()
 		if err := d.Decode(&x); err != nil {
-			return errorf(ErrInvalid, "option %s must be a whole number", name)
+			return "", errorf(ErrInvalid, "option %s must be %s", name, what)
 		}
 		n, isNum := x.(json.Number)
 		if !isNum {
-			return errorf(ErrInvalid, "option %s must be a whole number", name)
+			return "", errorf(ErrInvalid, "option %s must be %s", name, what)
+		}
+		return n, nil
+	}
+	whole := func(name string, v json.RawMessage, lo, hi int64) (int64, error) {
+		n, err := number(name, v, "a whole number")
+		if err != nil {
+			return 0, err
 		}
 		i, err := n.Int64()
 		if err != nil {
-			return errorf(ErrInvalid, "option %s must be a whole number", name)
+			return 0, errorf(ErrInvalid, "option %s must be a whole number", name)
 		}
-		if i < int64(lo) || i > int64(hi) {
-			return errorf(ErrInvalid, "option %s must be between %d and %d, got %d", name, lo, hi, i)
+		if i < lo || i > hi {
+			return 0, errorf(ErrInvalid, "option %s must be between %d and %d, got %d", name, lo, hi, i)
 		}
-		*dst = int(i)
-		return nil
+		return i, nil
+	}
+	intOpt := func(name string, v json.RawMessage, lo, hi int, dst *int) error {
+		i, err := whole(name, v, int64(lo), int64(hi))
+		if err == nil {
+			*dst = int(i)
+		}
+		return err
 	}
 	boolOpt := func(name string, v json.RawMessage, dst *bool) error {
-		if err := json.Unmarshal(v, dst); err != nil {
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) || json.Unmarshal(v, dst) != nil {
 			return errorf(ErrInvalid, "option %s must be true or false", name)
 		}
 		return nil
 	}
-	for name, v := range raw {
+	kept := func(name string, kind keptKind, v json.RawMessage) error {
+		var err error
+		switch kind {
+		case keptCount:
+			_, err = whole(name, v, 0, 1<<31-1)
+		case keptInteger:
+			_, err = whole(name, v, -1<<31, 1<<31-1)
+		case keptBool:
+			var b bool
+			err = boolOpt(name, v, &b)
+		case keptFactor:
+			var n json.Number
+			if n, err = number(name, v, "a number"); err == nil {
+				if f, ferr := n.Float64(); ferr != nil || f < 1 || f > 1000 {
+					err = errorf(ErrInvalid, "option %s must be a number from 1 to 1000, got %s", name, truncate(n.String(), 32))
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return errorf(ErrInvalid, "option %s is not valid JSON", name)
+		}
+		o.Kept = o.Kept.with(name, buf.Bytes())
+		return nil
+	}
+	// In name order, so that the error of a call with several bad
+	// options is always the same one.
+	names := make([]string, 0, len(raw))
+	for name := range raw {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := raw[name]
 		var err error
 		switch name {
 		case "leaseTime":
@@ -82,8 +215,15 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 			err = boolOpt(name, v, &o.DeadLetterQueue)
 		case "dlqAfterMaxRetries":
 			err = boolOpt(name, v, &o.DLQAfterMaxRetries)
+		case "delayedProcessing":
+			err = intOpt(name, v, 0, maxDelay, &o.DelayedProcessing)
 		default:
-			err = errorf(ErrInvalid, "unknown option %q", truncate(name, 64))
+			kind, ok := keptOptions[name]
+			if !ok {
+				err = errorf(ErrInvalid, "unknown option %q", truncate(name, 64))
+				break
+			}
+			err = kept(name, kind, v)
 		}
 		if err != nil {
 			return o, err
@@ -133,7 +273,38 @@ func eachQueue[T any](ctx context.Context, b *Broker, fn func(Tx, Queue) (T, err
 
 // Queues describes every queue.
 func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
-	return eachQueue(ctx, b, func(tx Tx, q Queue) (QueueSummary, error) { return b.describe(ctx, tx, q) })
+	return b.QueuesMatching(ctx, QueueFilter{})
+}
+
+// QueueFilter selects queues by their labels; an empty field selects any.
+type QueueFilter struct {
+	Namespace string
+	Task      string
+}
+
+func (f QueueFilter) match(q Queue) bool {
+	return (f.Namespace == "" || q.Namespace == f.Namespace) && (f.Task == "" || q.Task == f.Task)
+}
+
+// QueuesMatching describes the queues f selects.
+func (b *Broker) QueuesMatching(ctx context.Context, f QueueFilter) ([]QueueSummary, error) {
+	out, err := eachQueue(ctx, b, func(tx Tx, q Queue) (*QueueSummary, error) {
+		if !f.match(q) {
+			return nil, nil
+		}
+		s, err := b.describe(ctx, tx, q)
+		return &s, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var qs []QueueSummary
+	for _, s := range out {
+		if s != nil {
+			qs = append(qs, *s)
+		}
+	}
+	return qs, nil
 }
 
 // queueNamed returns the named queue, or an ErrNotFound that names it.

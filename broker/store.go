@@ -58,7 +58,9 @@ type Tx interface {
 	QueueByID(ctx context.Context, id int64) (Queue, error)
 	Queues(ctx context.Context) ([]Queue, error)
 	CreateQueue(ctx context.Context, q *Queue) error
-	UpdateQueueOptions(ctx context.Context, id int64, o Options) error
+	// UpdateQueue writes q's options (those kept without being enforced
+	// included), namespace and task to the queue with q's ID.
+	UpdateQueue(ctx context.Context, q Queue) error
 	DeleteQueue(ctx context.Context, id int64) error
 
 	PartitionByName(ctx context.Context, queueID int64, name string) (Partition, error)
@@ -104,11 +106,16 @@ type Tx interface {
 	SaveConsumer(ctx context.Context, c *Consumer) error
 	// ReadyConsumers returns up to limit consumers of the group in the queue
 	// that have messages past their cursor, no live lease and no retry
-	// delay at now, least recently leased first.
+	// delay at now, least recently leased first. The first message past a
+	// consumer's cursor must also be due: pushed at least the queue's
+	// delayedProcessing before now (the store reads the queue's option); a
+	// consumer whose first message is not due yet is skipped and stays
+	// marked ready.
 	ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]Consumer, error)
 	// NextWake returns the earliest time after now at which a consumer of
 	// the group with messages waiting becomes ready (a lease running out, a
-	// retry delay ending); ok is false when there is none.
+	// retry delay ending, its first message past the cursor becoming due
+	// under the queue's delayedProcessing); ok is false when there is none.
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
 
 	InsertDeadLetter(ctx context.Context, d *DeadLetter) error

@@ -78,14 +78,52 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-const queueCols = `id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at`
+const queueCols = `id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options`
 
 func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 	var q broker.Queue
 	var dlq, after, created int64
-	err := s.Scan(&q.ID, &q.Name, &q.Options.LeaseTime, &q.Options.RetryLimit, &q.Options.RetryDelay, &dlq, &after, &created)
+	var kept string
+	err := s.Scan(&q.ID, &q.Name, &q.Options.LeaseTime, &q.Options.RetryLimit, &q.Options.RetryDelay, &dlq, &after, &created,
+		&q.Namespace, &q.Task, &q.Options.DelayedProcessing, &kept)
 	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, fromMS(created)
+	if err == nil {
+		q.Options.Kept, err = keptOptions(kept)
+	}
 	return q, err
+}
+
+// keptOptions reads the kept_options column (migration 0011): "" when
+// the queue keeps none.
+func keptOptions(s string) (broker.KeptOptions, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return "", fmt.Errorf("queue kept options: %w", err)
+	}
+	if len(m) == 0 {
+		return "", nil
+	}
+	return broker.KeptOptions(s), nil
+}
+
+// keptJSON writes the kept_options column.
+func keptJSON(k broker.KeptOptions) (string, error) {
+	if k == "" {
+		return "{}", nil
+	}
+	if !json.Valid([]byte(k)) {
+		return "", fmt.Errorf("queue kept options are not JSON")
+	}
+	return string(k), nil
+}
+
+// orNull is s, or NULL when empty.
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func (t *storeTx) QueueByName(ctx context.Context, name string) (broker.Queue, error) {
@@ -117,8 +155,14 @@ func (t *storeTx) Queues(ctx context.Context) ([]broker.Queue, error) {
 
 func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	o := q.Options
-	res, err := t.exec(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt))
+	kept, err := keptJSON(o.Kept)
+	if err != nil {
+		return err
+	}
+	res, err := t.exec(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+		namespace, task, delayed_processing, kept_options)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
+		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept)
 	if err != nil {
 		return err
 	}
@@ -126,9 +170,19 @@ func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	return err
 }
 
-func (t *storeTx) UpdateQueueOptions(ctx context.Context, id int64, o broker.Options) error {
-	_, err := t.exec(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ? WHERE id = ?`,
-		o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), id)
+// UpdateQueue writes the queues row of q.ID: options, kept options,
+// namespace and task (NULL when empty). A queue that is not there is not
+// an error: nothing is written.
+func (t *storeTx) UpdateQueue(ctx context.Context, q broker.Queue) error {
+	o := q.Options
+	kept, err := keptJSON(o.Kept)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ?,
+		namespace = ?, task = ?, delayed_processing = ?, kept_options = ? WHERE id = ?`,
+		o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries),
+		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, q.ID)
 	return err
 }
 
@@ -464,9 +518,15 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 		// Each scan reads twice as far as the one before (up to 64×):
 		// behind 10,000 drained partitions, 14 scans rather than 625.
 		scan := len(out) + readyScan<<min(round, 6)
+		// head: 0 nothing past the cursor, 1 a message that is due, 2
+		// one pushed less than the queue's delayedProcessing ago (migration
+		// 0011; read once, d). Without a delay the head's row is not read:
+		// its seq in the index says enough.
 		rows, err := t.query(ctx, `SELECT `+consumerCols+`,
-			(SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
-			FROM consumers c
+			CASE WHEN d.delay = 0 THEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
+			ELSE COALESCE((SELECT CASE WHEN m.created_at + d.delay <= ?3 THEN 1 ELSE 2 END FROM messages m
+				WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1), 0) END
+			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
 			ORDER BY c.leased_at LIMIT ?4`, queueID, groupID, ms(now), scan)
 		if err != nil {
@@ -475,18 +535,18 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 		read := 0
 		for len(out) < limit && rows.Next() {
 			read++
-			var waiting bool
-			c, err := scanConsumer(withDest{rows, &waiting})
+			var head int
+			c, err := scanConsumer(withDest{rows, &head})
 			if err != nil {
 				rows.Close()
 				return nil, err
 			}
 			switch {
 			case found[c.PartitionID]:
-			case waiting:
+			case head == 1:
 				out = append(out, c)
 				found[c.PartitionID] = true
-			default:
+			case head == 0:
 				drained = append(drained, c.PartitionID)
 			}
 		}
@@ -519,11 +579,19 @@ type withDest struct {
 
 func (w withDest) Scan(dest ...any) error { return w.rows.Scan(append(dest, w.last)...) }
 
+// NextWake: a consumer wakes when its lease has run out, its retry delay
+// has passed and its first message past the cursor is due (pushed the
+// queue's delayedProcessing ago, migration 0011): the latest of the three.
+// Without a delay, only consumers with a live lease or a retry delay are
+// looked at, as before; with one, every ready consumer of the group.
 func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := t.queryRow(ctx, `SELECT MIN(MAX(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at)) FROM consumers c
-		WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.available_at > ?3)
-		AND (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL`, queueID, groupID, ms(now)).Scan(&next)
+	err := t.queryRow(ctx, `SELECT MIN(w) FROM (SELECT MAX(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at,
+			(SELECT m.created_at FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1) + d.delay) AS w
+		FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
+		WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1
+		AND (d.delay > 0 OR (c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.available_at > ?3))
+		WHERE w > ?3`, queueID, groupID, ms(now)).Scan(&next)
 	if err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}
