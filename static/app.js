@@ -1,5 +1,6 @@
 // Lazarus dashboard behaviour: row selection with shift-click ranges, copy
-// buttons, the payload raw/pretty toggle and the confirmation dialog. No
+// buttons, the payload raw/pretty toggle, the confirmation dialog and the
+// alert when Lazarus cannot be reached. No
 // inline scripts anywhere: the Content-Security-Policy forbids them.
 (function () {
   "use strict";
@@ -141,6 +142,90 @@
   // A finished action closes its dialog.
   document.addEventListener("dlq-changed", function () {
     document.querySelectorAll("#dialog dialog[open]").forEach((d) => d.close());
+  });
+
+  // When Lazarus cannot be reached, htmx alone shows nothing: say so in
+  // an alert. A filter that failed goes back to the values the page below
+  // was made with (the form's defaults, as the server wrote them), so that
+  // a list never stands under a filter it was not made with.
+  function problem(text) {
+    const box = document.getElementById("flash") || document.querySelector("main");
+    const el = document.createElement("div");
+    el.className = "flash flash-error";
+    el.setAttribute("role", "alert");
+    el.setAttribute("data-testid", "unreachable");
+    el.setAttribute("data-unreachable", "");
+    el.textContent = text;
+    box.querySelectorAll("[data-unreachable]").forEach((e) => e.remove());
+    if (box.id === "flash") box.replaceChildren(el);
+    else box.prepend(el);
+  }
+
+  // failedFilter resets the filter form a failed request came from and
+  // says whether there was one.
+  function failedFilter(detail) {
+    const elt = detail.elt;
+    const verb = ((detail.requestConfig && detail.requestConfig.verb) || "").toLowerCase();
+    const form = elt instanceof Element ? elt.closest("form[hx-get]") : null;
+    if (verb !== "get" || !form) return false;
+    form.reset();
+    return true;
+  }
+
+  function unreachable(detail, why) {
+    const verb = ((detail.requestConfig && detail.requestConfig.verb) || "get").toLowerCase();
+    const head = why ? "Lazarus could not be reached (" + why + ")" : "Lazarus could not be reached";
+    if (failedFilter(detail)) {
+      problem(head + ", so the filter was not applied: the form is back to the filter of what is shown below. Try again.");
+    } else if (verb === "get") {
+      problem(head + ": what is shown was not updated. Try again.");
+    } else {
+      problem(head + ": nothing was changed. Try again.");
+    }
+  }
+
+  // Lazarus's own error answers say what went wrong in #flash (HX-Retarget);
+  // any other (a proxy's page) is not put into ours.
+  const fromLazarus = (xhr) => !!(xhr && xhr.getResponseHeader("HX-Retarget"));
+
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    if (ev.detail.isError && !fromLazarus(ev.detail.xhr)) ev.detail.shouldSwap = false;
+  });
+
+  document.addEventListener("htmx:sendError", function (ev) {
+    unreachable(ev.detail, "");
+  });
+
+  document.addEventListener("htmx:responseError", function (ev) {
+    const xhr = ev.detail.xhr;
+    if (!fromLazarus(xhr)) {
+      unreachable(ev.detail, String(xhr.status) + (xhr.statusText ? " " + xhr.statusText : ""));
+      return;
+    }
+    // Lazarus refused the filter and said why: the list is the old one.
+    if (failedFilter(ev.detail)) {
+      const note = document.createElement("div");
+      note.className = "flash flash-error";
+      note.setAttribute("role", "alert");
+      note.textContent = "The filter was not applied: the form is back to the filter of what is shown below.";
+      document.getElementById("flash")?.append(note);
+    }
+  });
+
+  document.addEventListener("htmx:timeout", function (ev) {
+    const verb = ((ev.detail.requestConfig && ev.detail.requestConfig.verb) || "get").toLowerCase();
+    if (failedFilter(ev.detail)) {
+      problem("Lazarus did not answer in time, so the filter was not applied: the form is back to the filter of what is shown below. Try again.");
+    } else if (verb === "get") {
+      problem("Lazarus did not answer in time: what is shown was not updated. Try again.");
+    } else {
+      problem("Lazarus did not answer in time: the action may or may not have been done. Reload the page to see.");
+    }
+  });
+
+  // An answer again: the alert has done its work.
+  document.addEventListener("htmx:afterRequest", function (ev) {
+    if (ev.detail.successful) document.querySelectorAll("[data-unreachable]").forEach((e) => e.remove());
   });
 
   document.addEventListener("DOMContentLoaded", updateSelection);
