@@ -34,9 +34,10 @@ func (s *Server) renderLogin(c echo.Context, status int, v views.Login) error {
 }
 
 // login checks a user name and password and opens a session: a new one at
-// every login, replacing the one the browser had. Failures are slowed down
-// (login_limit.go) and audited by the broker; passwords are never logged,
-// nor names that are no user's.
+// every login, replacing the one the browser had, with a new CSRF token.
+// Attempts are counted before they are checked, failures slowed down and
+// checks bounded (login_limit.go); failures are audited by the broker.
+// Passwords are never logged, nor names that are no user's.
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	name := strings.TrimSpace(c.FormValue("name"))
@@ -46,20 +47,27 @@ func (s *Server) login(c echo.Context) error {
 		v.Error = "Enter your user name and your password."
 		return s.renderLogin(c, http.StatusBadRequest, v)
 	}
+	old, err := s.sessionID(c)
+	if err != nil {
+		return err
+	}
 	ip := clientIP(c.Request())
 	keys := loginKeys(ip, name)
-	if wait := s.limiter.wait(keys...); wait > 0 {
+	wait, failWait := s.limiter.begin(keys...)
+	if wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
-		// Not the name: it may be a password typed into the wrong field
-		// (the audit keeps the names of failed logins).
+		// Not the name: it may be a password typed into the wrong field.
 		s.log.WarnContext(ctx, "login refused: too many failures", "from", ip)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		v.Error = fmt.Sprintf("Too many failed logins: wait %d s and try again.", secs)
 		return s.renderLogin(c, http.StatusTooManyRequests, v)
 	}
-	old, err := s.sessionID(c)
-	if err != nil {
-		return err
+	if !s.checks.take() {
+		s.limiter.withdraw(keys...) // not checked: not a failure
+		s.log.WarnContext(ctx, "login refused: too many password checks at once", "from", ip, "max", cap(s.checks))
+		c.Response().Header().Set("Retry-After", "1")
+		v.Error = "Too many logins at once: wait a second and try again."
+		return s.renderLogin(c, http.StatusTooManyRequests, v)
 	}
 	known := false // name is a user's
 	secret, u, err := s.broker.Login(ctx, broker.LoginRequest{
@@ -67,6 +75,9 @@ func (s *Server) login(c echo.Context) error {
 		From:     ip,
 		Replaces: old,
 		CheckFunc: func(hash string) bool {
+			if s.checkHook != nil {
+				s.checkHook()
+			}
 			if hash == "" {
 				password.Match(s.dummy.get(), pw)
 				return false
@@ -75,6 +86,7 @@ func (s *Server) login(c echo.Context) error {
 			return password.Match(hash, pw)
 		},
 	})
+	s.checks.give() // before the failure's wait: a waiting answer holds no slot
 	if errors.Is(err, broker.ErrDenied) {
 		if known {
 			s.log.InfoContext(ctx, "login failed", "user", name, "from", ip)
@@ -83,14 +95,18 @@ func (s *Server) login(c echo.Context) error {
 			// typed into the wrong field.
 			s.log.InfoContext(ctx, "login failed: no such user", "from", ip)
 		}
-		s.sleep(ctx, s.limiter.fail(keys...))
+		s.sleep(ctx, failWait)
 		v.Error = wrongLogin
 		return s.renderLogin(c, http.StatusUnauthorized, v)
 	}
 	if err != nil {
+		s.limiter.withdraw(keys...) // not decided
 		return err
 	}
-	s.limiter.reset(keys...)
+	// The name's failures are forgotten, the address's stay (but for
+	// this attempt, which did not fail).
+	s.limiter.reset(keys[1])
+	s.limiter.withdraw(keys[0])
 	if err := s.writeSession(c, secret); err != nil {
 		return err
 	}

@@ -16,7 +16,17 @@ import (
 // heard, from loginFirstDelay up to loginMaxDelay. The failed attempt's
 // answer itself waits that long, so a person who mistypes never notices;
 // a script that does not wait is refused (429) without its password being
-// checked. A success clears both; failures are forgotten after loginForget.
+// checked. An attempt is counted when it is let in, before its password
+// is checked, so that attempts sent at the same time are not all checked:
+// of a burst for one name or from one address, one is checked and the
+// others are refused. A success forgets the name's failures, not the
+// address's (a user who logs in to an account of their own must not clear
+// the count of the names they tried); failures are forgotten after
+// loginForget.
+//
+// Apart from that, at most Config.MaxLoginChecks passwords are checked
+// at once (bcrypt takes a core for a quarter of a second): an attempt
+// past that is refused (429) at once, and not counted.
 const (
 	loginFirstDelay = 250 * time.Millisecond
 	loginMaxDelay   = 8 * time.Second
@@ -55,37 +65,31 @@ func newLoginLimiter(clock broker.Clock) *loginLimiter {
 }
 
 // loginKeys are the keys of an attempt: its client address and the user
-// name it tries.
+// name it tries, in that order.
 func loginKeys(ip, name string) []string {
 	return []string{"ip:" + ip, "name:" + strings.ToLower(name)}
 }
 
-// wait returns how long any of the keys must still wait; 0 lets the
-// attempt in.
-func (l *loginLimiter) wait(keys ...string) time.Duration {
+// begin lets an attempt with the keys in, or not. wait > 0 is how long
+// it must still wait, and nothing is counted. An attempt let in is
+// counted against every key at once, under the same lock as the look, so
+// that of attempts made at the same time only the first is let in;
+// failWait is the wait its failure earns.
+func (l *loginLimiter) begin(keys ...string) (wait, failWait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock.Now()
-	var w time.Duration
 	for _, k := range keys {
-		f, ok := l.seen[k]
-		if !ok {
-			continue
+		if f, ok := l.seen[k]; ok {
+			wait = max(wait, f.last.Add(loginDelay(f.n)).Sub(now))
 		}
-		w = max(w, f.last.Add(loginDelay(f.n)).Sub(now))
 	}
-	return w
-}
-
-// fail records a failed attempt and returns the wait it earned.
-func (l *loginLimiter) fail(keys ...string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
+	if wait > 0 {
+		return wait, 0
+	}
 	if len(l.seen)+len(keys) > loginMaxKeys {
 		l.prune(now)
 	}
-	var d time.Duration
 	for _, k := range keys {
 		f := l.seen[k]
 		if now.Sub(f.last) > loginForget {
@@ -94,12 +98,31 @@ func (l *loginLimiter) fail(keys ...string) time.Duration {
 		f.n++
 		f.last = now
 		l.seen[k] = f
-		d = max(d, loginDelay(f.n))
+		failWait = max(failWait, loginDelay(f.n))
 	}
-	return d
+	return 0, failWait
 }
 
-// reset forgets the keys' failures: the attempt succeeded.
+// withdraw takes back the count begin made against the keys: the attempt
+// did not fail (it succeeded, or was never checked). The keys' other
+// failures stay.
+func (l *loginLimiter) withdraw(keys ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		f, ok := l.seen[k]
+		if !ok {
+			continue
+		}
+		if f.n--; f.n <= 0 {
+			delete(l.seen, k)
+		} else {
+			l.seen[k] = f
+		}
+	}
+}
+
+// reset forgets the keys' failures.
 func (l *loginLimiter) reset(keys ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -107,6 +130,22 @@ func (l *loginLimiter) reset(keys ...string) {
 		delete(l.seen, k)
 	}
 }
+
+// checkSlots bounds the password checks that run at once.
+type checkSlots chan struct{}
+
+// take takes a slot if one is free, without waiting.
+func (s checkSlots) take() bool {
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// give gives a slot back.
+func (s checkSlots) give() { <-s }
 
 // prune drops forgotten failures and, if that is not enough, arbitrary
 // ones (map order is random): memory stays bounded under a flood.

@@ -261,12 +261,14 @@ func TestLoginSlowdown(t *testing.T) {
 	if got := s.sleeps.take(); len(got) != 0 {
 		t.Fatalf("refusals waited %v", got)
 	}
-	// Once the wait is over the right password gets in and clears the count.
+	// Once the wait is over the right password gets in and clears the
+	// name's count, not the address's.
 	b.login("ann", passwordOf("ann")).wantRedirect("/")
-	b.login("ann", "wrong-password").want(http.StatusUnauthorized)
+	s.browserFrom("127.0.4.1").login("ann", "wrong-password").want(http.StatusUnauthorized)
 	if got := s.sleeps.take(); len(got) != 1 || got[0] != 250*time.Millisecond {
 		t.Fatalf("after a success, a failure waited %v", got)
 	}
+	b.login("bob", "wrong-password").want(http.StatusTooManyRequests)
 }
 
 // setCookie returns the cookie a response sets.

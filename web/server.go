@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
 
@@ -59,7 +60,15 @@ type Config struct {
 	// MetricsPublic serves /metrics without a token; otherwise it needs a
 	// bearer token of a viewer or better (LAZARUS_METRICS_PUBLIC).
 	MetricsPublic bool
+	// MaxLoginChecks bounds the dashboard passwords checked at once
+	// (bcrypt: a core for a quarter of a second each); a login past it is
+	// answered 429 at once. Default DefaultMaxLoginChecks.
+	MaxLoginChecks int
 }
+
+// DefaultMaxLoginChecks is Config.MaxLoginChecks when unset: the cores Go
+// may use, and at least 2.
+func DefaultMaxLoginChecks() int { return max(2, runtime.GOMAXPROCS(0)) }
 
 // Server is the echo application.
 type Server struct {
@@ -82,7 +91,10 @@ type Server struct {
 	bcryptCost int
 	sleep      func(ctx context.Context, d time.Duration)
 	limiter    *loginLimiter
+	checks     checkSlots
 	dummy      dummyHash
+	// checkHook, when set (tests), runs as each password check starts.
+	checkHook func()
 }
 
 // New builds the server and its routes.
@@ -105,6 +117,9 @@ func New(cfg Config) *Server {
 	if cfg.SleepFunc == nil {
 		cfg.SleepFunc = sleep
 	}
+	if cfg.MaxLoginChecks <= 0 {
+		cfg.MaxLoginChecks = DefaultMaxLoginChecks()
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{
@@ -125,6 +140,7 @@ func New(cfg Config) *Server {
 		bcryptCost: cfg.BcryptCost,
 		sleep:      cfg.SleepFunc,
 		limiter:    newLoginLimiter(cfg.Clock),
+		checks:     make(checkSlots, cfg.MaxLoginChecks),
 		dummy:      dummyHash{cost: cfg.BcryptCost},
 	}
 	e.HTTPErrorHandler = s.handleError
