@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -383,4 +384,108 @@ func TestBulkRefusesBadInput(t *testing.T) {
 	if l := s.deadLetters(""); l.Total != 1 {
 		t.Fatalf("refused calls changed the dead letters: %+v", l)
 	}
+}
+
+// bulkAnswer is a bulk answer by filter, as a client reads it.
+type bulkAnswer struct {
+	Done     int    `json:"done"`
+	Skipped  int    `json:"skipped"`
+	Failed   int    `json:"failed"`
+	Matching *int64 `json:"matching"`
+	Bound    *struct {
+		FailedAt string `json:"failedAt"`
+		ID       int64  `json:"id"`
+	} `json:"bound"`
+	ArrivedSince *int64 `json:"arrivedSince"`
+}
+
+// A client counts (a dry run), more dead letters arrive, then it acts with
+// the count's bound: exactly the counted ones are touched, and the answer
+// says how many arrived since.
+func TestBulkByFilterActsUpToTheBound(t *testing.T) {
+	t.Parallel()
+	for _, action := range []string{"replay", "delete"} {
+		t.Run(action, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			fill(t, s, "q", 30)
+			fill(t, s, "other", 2)
+			var count bulkAnswer
+			s.call("POST", "/api/v1/dlq/"+action, `{"filter":{"queue":"q"},"dryRun":true}`).want(http.StatusOK).decode(&count)
+			if count.Matching == nil || *count.Matching != 30 || count.Bound == nil || count.Bound.FailedAt == "" || count.Bound.ID == 0 || count.Done != 0 {
+				t.Fatalf("dry run %s", mustJSON(count))
+			}
+			if l := s.deadLetters("queue=q"); l.Total != 30 {
+				t.Fatalf("the dry run changed the dead letters: %d left", l.Total)
+			}
+			s.clock.Advance(time.Second)
+			fill(t, s, "q", 11)
+			body := fmt.Sprintf(`{"filter":{"queue":"q"},"bound":{"failedAt":%q,"id":%d}}`, count.Bound.FailedAt, count.Bound.ID)
+			var res bulkAnswer
+			s.call("POST", "/api/v1/dlq/"+action, body).want(http.StatusOK).decode(&res)
+			if res.Done != 30 || res.ArrivedSince == nil || *res.ArrivedSince != 11 || res.Bound == nil || *res.Bound != *count.Bound {
+				t.Fatalf("answer %s, want 30 done, 11 arrived since and the bound %+v", mustJSON(res), *count.Bound)
+			}
+			if l := s.deadLetters("queue=q"); l.Total != 11 {
+				t.Fatalf("%d left in q, want the 11 that arrived since", l.Total)
+			}
+			if l := s.deadLetters("queue=other"); l.Total != 2 {
+				t.Fatalf("%d left in other, want 2", l.Total)
+			}
+			// Without a bound the action takes its own, and says which.
+			s.call("POST", "/api/v1/dlq/"+action, `{"filter":{"queue":"q"}}`).want(http.StatusOK).decode(&res)
+			if res.Done != 11 || res.ArrivedSince == nil || *res.ArrivedSince != 0 || res.Bound == nil || res.Bound.ID <= count.Bound.ID {
+				t.Fatalf("answer without a bound %s", mustJSON(res))
+			}
+		})
+	}
+}
+
+// An empty or missing queue in a filter would act on every queue: that
+// takes "all": true, else 400 and nothing changes.
+func TestBulkEveryQueueNeedsAll(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	fill(t, s, "a", 2)
+	fill(t, s, "b", 3)
+	for _, path := range []string{"replay", "delete"} {
+		for _, body := range []string{
+			`{"filter":{}}`,
+			`{"filter":{"queue":""}}`,
+			`{"filter":{"consumerGroup":"g"}}`,
+			`{"filter":{"error":"bad"},"dryRun":true}`,
+			`{"filter":{"queue":"a"},"all":true}`,
+			`{"filter":{"queue":"a","all":true}}`,
+			`{"ids":["x"],"all":true}`,
+			`{"filter":{"queue":"a"},"bound":{"id":3}}`,
+			`{"filter":{"queue":"a"},"bound":{"failedAt":"soon"}}`,
+		} {
+			msg := s.call("POST", "/api/v1/dlq/"+path, body).wantError(http.StatusBadRequest)
+			if body == `{"filter":{}}` && !contains(msg, `"all": true`) {
+				t.Errorf("%s %s: %q does not say how to act on every queue", path, body, msg)
+			}
+		}
+	}
+	if l := s.deadLetters(""); l.Total != 5 {
+		t.Fatalf("refused calls changed the dead letters: %d left of 5", l.Total)
+	}
+	var res bulkAnswer
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"a"}}`).want(http.StatusOK).decode(&res)
+	if res.Done != 2 {
+		t.Fatalf("one queue: %s", mustJSON(res))
+	}
+	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"consumerGroup":"g"},"all":true}`).want(http.StatusOK).decode(&res)
+	if res.Done != 3 {
+		t.Fatalf("every queue: %s", mustJSON(res))
+	}
+	fill(t, s, "c", 1)
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"all":true}}`).want(http.StatusOK).decode(&res)
+	if res.Done != 1 {
+		t.Fatalf("every queue (all in the filter): %s", mustJSON(res))
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
