@@ -401,6 +401,7 @@ func (v *visit) login(name, pw string) {
 func (v *visit) screenshot(name string) {
 	v.t.Helper()
 	v.layoutOK(name)
+	v.accessible(name)
 	v.shoot(name, true)
 }
 
@@ -408,7 +409,46 @@ func (v *visit) screenshot(name string) {
 // backdrop covers the window and not the whole page.
 func (v *visit) screenshotWindow(name string) {
 	v.t.Helper()
+	v.accessible(name)
 	v.shoot(name, false)
+}
+
+// axeScript is axe-core's script, as e2e/package-lock.json pins it (go
+// tool task setup:e2e installs it), read once for every test.
+var axeScript = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile(filepath.Join("node_modules", "axe-core", "axe.min.js"))
+	return string(b), err
+})
+
+// accessible runs axe-core on the page as it is now (in its colour
+// scheme) and fails, and goes on, on each violation of impact serious or
+// critical, and on table headings without text (a minor one to axe, but
+// a column a screen reader cannot name), with the elements it found. The script is evaluated through
+// the driver, not added as a script tag: the page's Content-Security-Policy
+// refuses inline scripts, and must not be relaxed for the test.
+func (v *visit) accessible(where string) {
+	v.t.Helper()
+	src, err := axeScript()
+	if err != nil {
+		v.t.Fatalf("axe-core: %v: %s", err, setupHint)
+	}
+	if loaded, _ := v.eval(`() => typeof window.axe === "object"`).(bool); !loaded {
+		_, err := v.page.Evaluate(src + "\n;undefined")
+		v.check(err, "inject axe-core")
+	}
+	out, err := v.page.Evaluate(`async () => {
+		const res = await axe.run(document, {resultTypes: ["violations"]});
+		return res.violations
+			.filter(x => x.impact === "serious" || x.impact === "critical" || x.id === "empty-table-header")
+			.map(x => x.impact + " " + x.id + ": " + x.help + "\n" + x.nodes.slice(0, 5)
+				.map(n => "    " + n.target.join(" ") + ": " + (n.failureSummary || "").replace(/\s+/g, " ")).join("\n")
+				+ (x.nodes.length > 5 ? "\n    ... and " + (x.nodes.length - 5) + " more" : ""));
+	}`)
+	v.check(err, "run axe-core")
+	list, _ := out.([]any)
+	for _, x := range list {
+		v.t.Errorf("%s: accessibility (axe-core): %v", where, x)
+	}
 }
 
 func (v *visit) shoot(name string, full bool) {
@@ -431,7 +471,8 @@ func (v *visit) shoot(name string, full bool) {
 func (v *visit) layoutOK(where string) {
 	v.t.Helper()
 	if over, ok := v.eval(`() => document.documentElement.scrollWidth - document.documentElement.clientWidth`).(int); ok && over > 0 {
-		v.t.Errorf("%s: the page is %d px wider than the 1280 px window: it scrolls sideways", where, over)
+		width, _ := v.eval(`() => document.documentElement.clientWidth`).(int)
+		v.t.Errorf("%s: the page is %d px wider than the %d px window: it scrolls sideways", where, over, width)
 	}
 	bad, _ := v.eval(`() => Array.from(document.querySelectorAll("table")).flatMap(t => {
 		const width = r => Array.from(r.cells).reduce((n, c) => n + (c.colSpan || 1), 0);

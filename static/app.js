@@ -59,10 +59,16 @@
     if (copy) {
       ev.preventDefault();
       const text = copy.getAttribute("data-copy");
+      // The accessible name says what the button shows, "Copied" too.
       const done = () => {
         const old = copy.textContent;
+        const label = copy.getAttribute("aria-label");
         copy.textContent = "Copied";
-        setTimeout(() => (copy.textContent = old), 1200);
+        if (label) copy.setAttribute("aria-label", "Copied");
+        setTimeout(() => {
+          copy.textContent = old;
+          if (label) copy.setAttribute("aria-label", label);
+        }, 1200);
       };
       if (navigator.clipboard && window.isSecureContext) {
         navigator.clipboard.writeText(text).then(done, () => fallbackCopy(text, done));
@@ -82,6 +88,7 @@
       box.querySelectorAll("[data-show]").forEach((b) => {
         b.setAttribute("aria-pressed", String(b === view));
       });
+      scrollersFocusable();
       return;
     }
 
@@ -228,5 +235,20 @@
     if (ev.detail.successful) document.querySelectorAll("[data-unreachable]").forEach((e) => e.remove());
   });
 
+  // A box that scrolls (a long payload, a wide table on a phone) can be
+  // scrolled from the keyboard only when something in it takes the focus:
+  // one with nothing focusable in it takes the focus itself.
+  function scrollersFocusable() {
+    document.querySelectorAll("main table, main pre").forEach((el) => {
+      const scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+      if (scrolls && !el.hasAttribute("tabindex") && !el.querySelector("a[href], button, input, select, textarea, [tabindex]")) {
+        el.setAttribute("tabindex", "0");
+      }
+    });
+  }
+  document.addEventListener("htmx:afterSettle", scrollersFocusable);
+  window.addEventListener("resize", scrollersFocusable);
+
   document.addEventListener("DOMContentLoaded", updateSelection);
+  document.addEventListener("DOMContentLoaded", scrollersFocusable);
 })();

@@ -869,7 +869,7 @@ func QueueContent(v QueueDetail) templ.Component {
 			}
 		}
 		if len(v.Partitions) > 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 68, "<table data-testid=\"partitions\"><thead><tr><th scope=\"col\">Partition</th><th scope=\"col\">partitionId</th><th scope=\"col\" class=\"num\">Messages</th><th scope=\"col\"></th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 68, "<table data-testid=\"partitions\"><thead><tr><th scope=\"col\">Partition</th><th scope=\"col\">partitionId</th><th scope=\"col\" class=\"num\">Messages</th><th scope=\"col\"><span class=\"visually-hidden\">Dead letters</span></th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -109,7 +109,7 @@ func ThresholdsContent(v ThresholdsForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "\"><table><thead><tr><th scope=\"col\">Applies to</th><th scope=\"col\">Dead letters above</th><th scope=\"col\">Oldest older than (hours)</th><th scope=\"col\">Failed acks above (%)</th><th scope=\"col\">Replay success below (%)</th><th scope=\"col\"></th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "\"><table><thead><tr><th scope=\"col\">Applies to</th><th scope=\"col\">Dead letters above</th><th scope=\"col\">Oldest older than (hours)</th><th scope=\"col\">Failed acks above (%)</th><th scope=\"col\">Replay success below (%)</th><th scope=\"col\"><span class=\"visually-hidden\">Remove the override</span></th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
