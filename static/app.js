@@ -1,5 +1,5 @@
 // Lazarus dashboard behaviour: row selection with shift-click ranges, copy
-// buttons, the payload raw/pretty toggle, the confirmation dialog and the
+// buttons, the payload raw/pretty toggle, the confirmation dialogs and the
 // alert when Lazarus cannot be reached. No
 // inline scripts anywhere: the Content-Security-Policy forbids them.
 (function () {
@@ -124,18 +124,75 @@
     }
   });
 
-  // The server sends a confirmation into #dialog: open it as a modal.
+  // The server sends a confirmation into #dialog: open it as a modal,
+  // the focus on Cancel (its autofocus), so that Enter cancels. Closed, it
+  // goes: one confirmation at a time is in the page.
   document.addEventListener("htmx:afterSwap", function (ev) {
     const target = ev.detail.target;
     if (target && target.id === "dialog") {
       const d = target.querySelector("dialog");
       if (d && !d.open) {
+        d.addEventListener("close", () => d.remove());
         d.showModal();
-        d.querySelector("[autofocus], input:not([type=hidden]), button")?.focus();
+        d.querySelector("[data-close-dialog]")?.focus();
       }
     }
     updateSelection();
   });
+
+  // Enter in a confirmation's text field (the queue name) never submits:
+  // only a click on its button, or Space or Enter on the button itself.
+  document.addEventListener("keydown", function (ev) {
+    const t = ev.target;
+    if (ev.key === "Enter" && t instanceof HTMLInputElement && t.closest("form[data-confirm-form]")) {
+      ev.preventDefault();
+    }
+  });
+
+  // A delete that asks first (data-confirm, its question) asks in a dialog
+  // of ours, not the browser's confirm(), where Enter presses OK: here the
+  // focus is on Cancel, Enter cancels, and only Delete itself deletes.
+  document.addEventListener("htmx:confirm", function (ev) {
+    const elt = ev.detail.elt;
+    const question = elt instanceof Element ? elt.getAttribute("data-confirm") : null;
+    if (!question) return;
+    ev.preventDefault();
+    askToDelete(question, () => ev.detail.issueRequest(true));
+  });
+
+  function askToDelete(question, go) {
+    const d = document.createElement("dialog");
+    d.className = "confirm";
+    d.setAttribute("data-testid", "confirm-dialog");
+    const h = document.createElement("h2");
+    h.textContent = "Delete?";
+    const p = document.createElement("p");
+    p.setAttribute("data-testid", "confirm-summary");
+    p.textContent = question;
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    const del = document.createElement("button");
+    del.type = "button";
+    del.className = "danger";
+    del.textContent = "Delete";
+    del.setAttribute("data-testid", "confirm-go");
+    const cancel = document.createElement("button");
+    cancel.type = "button";
+    cancel.textContent = "Cancel";
+    cancel.autofocus = true;
+    cancel.setAttribute("data-close-dialog", "");
+    cancel.setAttribute("data-testid", "confirm-cancel");
+    del.addEventListener("click", () => {
+      d.close();
+      go();
+    });
+    actions.append(del, cancel);
+    d.append(h, p, actions);
+    d.addEventListener("close", () => d.remove());
+    document.body.appendChild(d);
+    d.showModal();
+    cancel.focus();
+  }
 
   // Moving to another view clears the last action's message.
   document.addEventListener("htmx:beforeSwap", function (ev) {

@@ -250,6 +250,7 @@ type BulkConfirm struct {
 	Group     string // with IDs: only this group's dead letters
 	All       bool   // everything Filter matches, rather than IDs
 	Filter    string // the filter as URL query, when All
+	Bound     string // with All: the bound of the count, sent back with the action
 	PostURL   string
 	TypeQueue bool // the operator must type the queue name
 	Error     string
@@ -262,6 +263,10 @@ type BulkResult struct {
 	Skipped int
 	Failed  int
 	Error   string
+	// ByFilter: the action was by filter, and ArrivedSince dead letters
+	// matching it were filed after its confirmation and left alone.
+	ByFilter     bool
+	ArrivedSince int64
 }
 
 // AuditList is page 6: who did what.

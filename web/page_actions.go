@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -96,9 +98,13 @@ type bulkTarget struct {
 
 // readBulkTarget reads a bulk action's target from the request's values.
 // A relative time range is pinned to absolute times, so that the action
-// touches what the confirmation counted.
+// touches what the confirmation counted. The target is always of the
+// page's queue: the dashboard never acts on every queue.
 func (s *Server) readBulkTarget(c echo.Context, vals url.Values, queue string) (bulkTarget, error) {
 	t := bulkTarget{queue: queue, ids: uniq(vals["ids"]), group: vals.Get("group")}
+	if queue == "" {
+		return t, badRequest("the page names no queue: a bulk action acts on the dead letters of one queue")
+	}
 	if vals.Get("all") == "1" || vals.Has("filter") {
 		t.all = true
 		fv := vals
@@ -122,18 +128,26 @@ func (s *Server) readBulkTarget(c echo.Context, vals url.Values, queue string) (
 	return t, nil
 }
 
-// count is how many dead letters the target names.
-func (s *Server) count(c echo.Context, t bulkTarget) (int64, error) {
-	if !t.all {
-		return int64(len(t.ids)), nil
-	}
-	q := t.query
-	q.Limit, q.WithTotal = 1, true
-	page, err := s.broker.DeadLetters(c.Request().Context(), q)
-	return page.Total, err
+// boundParam writes and reads the bound a confirmation counted up to, as
+// its form carries it: "<failedAt ms>-<row id>".
+func boundParam(b broker.Bound) string {
+	return strconv.FormatInt(b.FailedAt.UnixMilli(), 10) + "-" + strconv.FormatInt(b.ID, 10)
 }
 
-// confirmBulk renders the question asked before a bulk action.
+func parseBound(s string) (broker.Bound, error) {
+	a, b, ok := strings.Cut(s, "-")
+	ms, err1 := strconv.ParseInt(a, 10, 64)
+	id, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || ms <= 0 || id < 0 {
+		return broker.Bound{}, badRequest("the confirmation's bound is missing or not valid: open the confirmation again")
+	}
+	return broker.Bound{FailedAt: time.UnixMilli(ms).UTC(), ID: id}, nil
+}
+
+// confirmBulk renders the question asked before a bulk action. For a
+// filter it counts, in one snapshot, what the filter matches and the bound
+// that freezes that set; the form carries the bound, so that the action
+// touches exactly what was counted.
 func (s *Server) confirmBulk(c echo.Context) error {
 	queue, err := pathParam(c, "queue")
 	if err != nil {
@@ -147,16 +161,18 @@ func (s *Server) confirmBulk(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.count(c, t)
-	if err != nil {
-		return err
-	}
-	v := views.BulkConfirm{Action: action, Count: n, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action, TypeQueue: n > typedConfirmAbove}
+	v := views.BulkConfirm{Action: action, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action}
 	switch {
 	case t.all:
+		counted, err := s.broker.CountMatching(c.Request().Context(), t.query)
+		if err != nil {
+			return err
+		}
+		v.Count, v.Bound = counted.Count, boundParam(counted.Bound)
 		v.All, v.Filter = true, t.filter.values().Encode()
 		v.Where = t.where
 	default:
+		v.Count = int64(len(t.ids))
 		v.IDs, v.Group = t.ids, t.group
 		v.Where = "the ones selected on the page"
 		if t.group != "" {
@@ -165,7 +181,8 @@ func (s *Server) confirmBulk(c echo.Context) error {
 			v.Where += ", in every group"
 		}
 	}
-	if n == 0 {
+	v.TypeQueue = v.Count > typedConfirmAbove
+	if v.Count == 0 {
 		v.Error = "Nothing is selected, or nothing matches this filter any more."
 	}
 	return render(c, http.StatusOK, views.BulkConfirmDialog(v))
@@ -190,9 +207,21 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.count(c, t)
-	if err != nil {
-		return err
+	ctx, who := c.Request().Context(), s.pageActor(c)
+	n := int64(len(t.ids))
+	if t.all {
+		// Only what the confirmation counted: the dead letters at or
+		// below its bound.
+		bound, err := parseBound(form.Get("bound"))
+		if err != nil {
+			return err
+		}
+		t.query.Bound = &bound
+		counted, err := s.broker.CountMatching(ctx, t.query)
+		if err != nil {
+			return err
+		}
+		n = counted.Count
 	}
 	if n == 0 {
 		return badRequest("nothing to %s: select dead letters or use a filter that matches some", action)
@@ -200,7 +229,6 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 	if n > typedConfirmAbove && form.Get("confirm") != queue {
 		return badRequest("this %s touches %s dead letters: type the queue name %q to confirm", action, views.Count(n), queue)
 	}
-	ctx, who := c.Request().Context(), s.pageActor(c)
 	var res broker.BulkResult
 	switch {
 	case t.all && action == "replay":
@@ -212,7 +240,7 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 	default:
 		res, err = s.broker.DeleteIDs(ctx, t.ids, t.group, who)
 	}
-	out := views.BulkResult{Action: action, Done: res.Done, Skipped: res.Skipped, Failed: res.Failed}
+	out := views.BulkResult{Action: action, Done: res.Done, Skipped: res.Skipped, Failed: res.Failed, ByFilter: t.all, ArrivedSince: res.ArrivedSince}
 	if err != nil {
 		// What was done stays done; say so, and how much was not.
 		s.log.ErrorContext(ctx, "bulk action failed part-way", "action", action, "queue", queue, "done", res.Done, "error", err)

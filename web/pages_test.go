@@ -195,71 +195,204 @@ func TestDeadLetterPage(t *testing.T) {
 	}
 }
 
-func TestOperatorActions(t *testing.T) {
-	t.Parallel()
+// operatorFixture is what an operator-action test starts from: the seed's
+// dead letters and a viewer and an operator logged in.
+type operatorFixture struct {
+	s          *bundle
+	d          deadLetter // orders' first, of billing
+	viewer, op *browser
+}
+
+func newOperatorFixture(t *testing.T) operatorFixture {
+	t.Helper()
 	s := setup(t)
 	d := seed(t, s)
 	viewer, _ := s.loggedIn(broker.RoleViewer)
 	op, _ := s.loggedIn(broker.RoleOperator)
-	hx := func(b *browser, path string, form url.Values) response {
-		if form == nil {
-			form = url.Values{}
-		}
-		form.Set("_csrf", b.csrf())
-		return b.postRaw(path, form, htmx)
+	return operatorFixture{s: s, d: d, viewer: viewer, op: op}
+}
+
+// hx posts a form as htmx does, with b's CSRF token.
+func hx(b *browser, path string, form url.Values) response {
+	if form == nil {
+		form = url.Values{}
 	}
+	form.Set("_csrf", b.csrf())
+	return b.postRaw(path, form, htmx)
+}
+
+// confirmForm is the form of a bulk confirmation, as the browser sends it.
+func confirmForm(t *testing.T, c response) url.Values {
+	t.Helper()
+	form := url.Values{}
+	c.doc().Find(`[data-testid="confirm-dialog"] form input`).Each(func(_ int, in *goquery.Selection) {
+		if name, ok := in.Attr("name"); ok {
+			v, _ := in.Attr("value")
+			form.Add(name, v)
+		}
+	})
+	return form
+}
+
+// Each subtest starts from a fixture of its own: any one runs alone.
+func TestOperatorActions(t *testing.T) {
+	t.Parallel()
 	t.Run("ViewerIsRefused", func(t *testing.T) {
-		hx(viewer, "/queues/orders/dead-letters/"+d.ID+"/replay", nil).want(http.StatusForbidden)
-		if n := len(s.deadLetters("queue=orders").Messages); n != 3 {
+		t.Parallel()
+		f := newOperatorFixture(t)
+		hx(f.viewer, "/queues/orders/dead-letters/"+f.d.ID+"/replay", nil).want(http.StatusForbidden)
+		if n := len(f.s.deadLetters("queue=orders").Messages); n != 3 {
 			t.Fatalf("%d dead letters", n)
 		}
 	})
 	t.Run("WithoutCSRFNothingChanges", func(t *testing.T) {
-		op.postRaw("/queues/orders/dead-letters/"+d.ID+"/replay", url.Values{}, htmx).want(http.StatusForbidden)
-		if n := len(s.deadLetters("queue=orders").Messages); n != 3 {
+		t.Parallel()
+		f := newOperatorFixture(t)
+		f.op.postRaw("/queues/orders/dead-letters/"+f.d.ID+"/replay", url.Values{}, htmx).want(http.StatusForbidden)
+		if n := len(f.s.deadLetters("queue=orders").Messages); n != 3 {
 			t.Fatalf("%d dead letters", n)
 		}
 	})
 	t.Run("ReplayOne", func(t *testing.T) {
-		r := hx(op, "/queues/orders/dead-letters/"+d.ID+"/replay", nil).want(http.StatusOK)
-		if r.header.Get("HX-Trigger") != "dlq-changed" || !strings.Contains(r.testid("flash"), "dlq:"+d.ID) {
+		t.Parallel()
+		f := newOperatorFixture(t)
+		r := hx(f.op, "/queues/orders/dead-letters/"+f.d.ID+"/replay", nil).want(http.StatusOK)
+		if r.header.Get("HX-Trigger") != "dlq-changed" || !strings.Contains(r.testid("flash"), "dlq:"+f.d.ID) {
 			t.Fatalf("answer %q / %q", r.header.Get("HX-Trigger"), r.testid("flash"))
 		}
-		hx(op, "/queues/orders/dead-letters/"+d.ID+"/replay", nil).want(http.StatusNotFound)
+		hx(f.op, "/queues/orders/dead-letters/"+f.d.ID+"/replay", nil).want(http.StatusNotFound)
 	})
 	t.Run("ConfirmSaysHowManyThenBulkDelete", func(t *testing.T) {
-		l := s.deadLetters("queue=orders")
+		t.Parallel()
+		f := newOperatorFixture(t)
+		l := f.s.deadLetters("queue=orders")
 		ids := url.Values{"action": {"delete"}}
 		for _, m := range l.Messages {
 			ids.Add("ids", m.ID)
 		}
-		c := op.get("/queues/orders/dead-letters/confirm?" + ids.Encode()).want(http.StatusOK)
-		if got := c.testid("confirm-summary"); !strings.Contains(got, "2 dead letters") {
+		c := f.op.get("/queues/orders/dead-letters/confirm?" + ids.Encode()).want(http.StatusOK)
+		if got := c.testid("confirm-summary"); !strings.Contains(got, "3 dead letters") {
 			t.Fatalf("confirmation says %q", got)
 		}
 		form := url.Values{"ids": ids["ids"]}
-		r := hx(op, "/queues/orders/dead-letters/delete", form).want(http.StatusOK)
-		if got := r.testid("flash"); !strings.Contains(got, "2 done, 0 skipped") {
+		r := hx(f.op, "/queues/orders/dead-letters/delete", form).want(http.StatusOK)
+		if got := r.testid("flash"); !strings.Contains(got, "3 done, 0 skipped") {
 			t.Fatalf("result %q", got)
 		}
-		if n := len(s.deadLetters("queue=orders").Messages); n != 0 {
+		if n := len(f.s.deadLetters("queue=orders").Messages); n != 0 {
 			t.Fatalf("%d left", n)
 		}
 	})
 	t.Run("AllMatchingAboveAThousandNeedsTheQueueName", func(t *testing.T) {
-		fill(t, s, "bulk", 1001)
-		c := op.get("/queues/bulk/dead-letters/confirm?action=replay&all=1").want(http.StatusOK)
+		t.Parallel()
+		f := newOperatorFixture(t)
+		fill(t, f.s, "bulk", 1001)
+		c := f.op.get("/queues/bulk/dead-letters/confirm?action=replay&all=1").want(http.StatusOK)
 		if c.doc().Find(`[data-testid="confirm-queue"]`).Length() != 1 || !strings.Contains(c.testid("confirm-summary"), "1,001") {
 			t.Fatalf("confirmation %q", c.testid("confirm-summary"))
 		}
-		filter := url.Values{"filter": {""}}
-		hx(op, "/queues/bulk/dead-letters/replay", filter).want(http.StatusBadRequest)
-		filter.Set("confirm", "bulk")
-		r := hx(op, "/queues/bulk/dead-letters/replay", filter).want(http.StatusOK)
+		form := confirmForm(t, c)
+		hx(f.op, "/queues/bulk/dead-letters/replay", form).want(http.StatusBadRequest)
+		form.Set("confirm", "bulk")
+		r := hx(f.op, "/queues/bulk/dead-letters/replay", form).want(http.StatusOK)
 		if got := r.testid("flash"); !strings.Contains(got, "1001 done") {
 			t.Fatalf("result %q", got)
 		}
 	})
+}
+
+// "Replay all N matching" acts on the N its confirmation counted: dead
+// letters that match but arrived after it are not touched, and the result
+// says how many.
+func TestBulkConfirmationFreezesWhatItCounted(t *testing.T) {
+	t.Parallel()
+	for _, action := range []string{"replay", "delete"} {
+		t.Run(action, func(t *testing.T) {
+			t.Parallel()
+			f := newOperatorFixture(t)
+			fill(t, f.s, "bulk", 30)
+			c := f.op.get("/queues/bulk/dead-letters/confirm?action=" + action + "&all=1").want(http.StatusOK)
+			if got := c.testid("confirm-summary"); !strings.Contains(got, "30 dead letters") {
+				t.Fatalf("confirmation says %q", got)
+			}
+			form := confirmForm(t, c)
+			if form.Get("bound") == "" {
+				t.Fatalf("the confirmation's form has no bound: %v", form)
+			}
+			f.s.clock.Advance(time.Second)
+			fill(t, f.s, "bulk", 11)
+			r := hx(f.op, "/queues/bulk/dead-letters/"+action, form).want(http.StatusOK)
+			past := map[string]string{"replay": "Replayed", "delete": "Deleted"}[action]
+			got := r.testid("flash")
+			if !strings.Contains(got, past+" 30.") || !strings.Contains(got, "11 arrived since the confirmation and were not touched") || !strings.Contains(got, "30 done") {
+				t.Fatalf("result %q", got)
+			}
+			if l := f.s.deadLetters("queue=bulk"); l.Total != 11 {
+				t.Fatalf("%d left, want the 11 that arrived since", l.Total)
+			}
+			// A form with no bound (not from a confirmation) changes nothing.
+			form.Del("bound")
+			hx(f.op, "/queues/bulk/dead-letters/"+action, form).want(http.StatusBadRequest)
+			if l := f.s.deadLetters("queue=bulk"); l.Total != 11 {
+				t.Fatalf("a form without a bound changed the dead letters: %d left", l.Total)
+			}
+		})
+	}
+}
+
+// The dashboard acts on the page's queue only: no request there reaches
+// every queue.
+func TestBulkPageActionsStayInTheirQueue(t *testing.T) {
+	t.Parallel()
+	f := newOperatorFixture(t)
+	for _, path := range []string{"/queues//dead-letters/delete", "/queues/%20/dead-letters/delete", "/queues/nope/dead-letters/delete"} {
+		r := hx(f.op, path, url.Values{"all": {"1"}, "bound": {fmt.Sprintf("%d-%d", f.s.clock.Now().Add(time.Hour).UnixMilli(), 1<<40)}})
+		if r.status < 400 && !strings.Contains(r.testid("flash"), "Deleted 0.") {
+			t.Errorf("%s: status %d, %q", path, r.status, r.testid("flash"))
+		}
+	}
+	if l := f.s.deadLetters(""); l.Total != 4 {
+		t.Fatalf("%d dead letters left of 4", l.Total)
+	}
+}
+
+// Destructive dialogs open on Cancel, and a single delete asks in a dialog
+// of the page (data-confirm), not the browser's confirm() whose Enter
+// presses OK.
+func TestDeleteDialogsFocusCancel(t *testing.T) {
+	t.Parallel()
+	f := newOperatorFixture(t)
+	list := f.op.get("/queues/orders/dead-letters").want(http.StatusOK)
+	detail := f.op.get("/queues/orders/dead-letters/" + f.d.ID + "?group=billing").want(http.StatusOK)
+	for name, b := range map[string]*goquery.Selection{
+		"row":    list.doc().Find(`[data-testid="row-delete"]`),
+		"detail": detail.doc().Find(`[data-testid="detail-delete"]`),
+	} {
+		if b.Length() == 0 {
+			t.Fatalf("%s: no delete button", name)
+		}
+		b.Each(func(_ int, b *goquery.Selection) {
+			if _, ok := b.Attr("hx-confirm"); ok {
+				t.Errorf("%s delete asks with hx-confirm (the browser's confirm(), where Enter deletes)", name)
+			}
+			if q, _ := b.Attr("data-confirm"); !strings.Contains(q, "Delete dead letter") {
+				t.Errorf("%s delete: data-confirm %q", name, q)
+			}
+		})
+	}
+	fill(t, f.s, "bulk", 1001)
+	for _, path := range []string{
+		"/queues/orders/dead-letters/confirm?action=delete&ids=" + url.QueryEscape(f.d.ID),
+		"/queues/orders/dead-letters/confirm?action=delete&all=1",
+		"/queues/bulk/dead-letters/confirm?action=delete&all=1",
+		"/queues/orders/dead-letters/confirm?action=delete&all=1&error=nothing-like-this",
+	} {
+		d := f.op.get(path).want(http.StatusOK).doc()
+		focused := d.Find("[autofocus]")
+		if focused.Length() != 1 || focused.AttrOr("data-testid", "") != "confirm-cancel" {
+			t.Errorf("%s: autofocus on %d elements, want Cancel alone", path, focused.Length())
+		}
+	}
 }
 
 // fill makes n dead letters in queue, group g, through the broker.
