@@ -68,7 +68,8 @@ type LoginRequest struct {
 // Login checks a user's password and, when it is right, opens a session
 // and returns its secret id (to be sent to the client, never stored). A
 // wrong password and an unknown user fail alike, with ErrDenied. Both
-// outcomes are audited; the password never is.
+// outcomes are audited, a failure with the name typed only when it is a
+// user's ("unknown user" otherwise); the password never is.
 func (b *Broker) Login(ctx context.Context, r LoginRequest) (string, User, error) {
 	u, err := b.UserByName(ctx, r.Name)
 	known := err == nil
@@ -79,7 +80,12 @@ func (b *Broker) Login(ctx context.Context, r LoginRequest) (string, User, error
 		u = User{}
 	}
 	if !r.CheckFunc(u.PasswordHash) || !known {
-		detail := fmt.Sprintf("failed login as %q from %s", truncate(r.Name, 64), r.From)
+		// The name typed is kept only when it is a user's: the name of no
+		// user is often a password typed into the wrong field.
+		detail := "failed login as unknown user from " + r.From
+		if known {
+			detail = fmt.Sprintf("failed login as %q from %s", truncate(r.Name, 64), r.From)
+		}
 		if err := b.Record(ctx, "anonymous", AuditLoginFailed, detail); err != nil {
 			return "", User{}, err
 		}

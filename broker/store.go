@@ -270,4 +270,7 @@ type AuditFilter struct {
 	Action string
 	Actor  string
 	Queue  string
+	// Except are actions left out, whatever Action says: those the
+	// viewer may not see.
+	Except []string
 }

@@ -878,6 +878,12 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 	if f.Queue != "" {
 		conds, args = append(conds, "instr(','||queue||',', ','||?||',') > 0"), append(args, f.Queue)
 	}
+	if len(f.Except) > 0 {
+		conds = append(conds, "action NOT IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Except)), ",")+")")
+		for _, a := range f.Except {
+			args = append(args, a)
+		}
+	}
 	if p.After != nil {
 		conds, args = append(conds, "id < ?"), append(args, p.After.ID)
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -17,9 +18,19 @@ const auditPageSize = 50
 var auditActions = []string{broker.AuditReplay, broker.AuditDelete, broker.AuditDeadLetter, broker.AuditConfigure, broker.AuditQueueDelete,
 	broker.AuditLogin, broker.AuditLoginFailed, broker.AuditLogout, broker.AuditUser, broker.AuditToken}
 
-// showAudit renders page 6: who did what, newest first.
+// adminOnlyActions are the audit entries only admins see: failed logins
+// (their names and addresses are for whoever looks after the users).
+var adminOnlyActions = []string{broker.AuditLoginFailed}
+
+// showAudit renders page 6: who did what, newest first. Failed logins
+// are shown to admins only.
 func (s *Server) showAudit(c echo.Context) error {
 	f := broker.AuditFilter{Action: c.QueryParam("action"), Actor: c.QueryParam("actor"), Queue: c.QueryParam("queue")}
+	actions := auditActions
+	if v, ok := visitorFrom(c); !ok || !v.user.Role.Allows(RoleAdmin) {
+		f.Except = adminOnlyActions
+		actions = slices.DeleteFunc(slices.Clone(actions), func(a string) bool { return slices.Contains(adminOnlyActions, a) })
+	}
 	p := broker.Page{Limit: auditPageSize}
 	if a := c.QueryParam("after"); a != "" {
 		id, err := strconv.ParseInt(a, 10, 64)
@@ -32,7 +43,7 @@ func (s *Server) showAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.AuditList{Page: s.page(c, "Audit", "audit"), Filter: views.AuditFilter(f), Actions: auditActions}
+	v := views.AuditList{Page: s.page(c, "Audit", "audit"), Filter: views.AuditFilter{Action: f.Action, Actor: f.Actor, Queue: f.Queue}, Actions: actions}
 	for _, e := range entries {
 		v.Rows = append(v.Rows, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Queue: e.Queue, Group: e.Group, Count: e.Count, Detail: e.Detail})
 	}
