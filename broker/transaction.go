@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Operation is one step of a Transaction: an ack or a push.
@@ -21,7 +22,19 @@ type OperationResult struct {
 
 // Transaction applies every operation in one transaction: all or nothing.
 // An ack inside follows the same rules as outside and keeps its error text.
-func (b *Broker) Transaction(ctx context.Context, ops []Operation) ([]OperationResult, error) {
+//
+// required are lease ids (Queen's requiredLeases): each one that is not
+// empty must be a live lease when the transaction starts, or it changes
+// nothing and fails with ErrConflict naming it. An ack that names no lease
+// goes through the required lease that holds its partition (and group,
+// when it names one), if exactly one does: Queen's clients send the lease
+// there rather than in the ack, and no consumer group.
+func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...string) ([]OperationResult, error) {
+	for i, id := range required {
+		if len(id) > MaxNameLength {
+			return nil, errorf(ErrInvalid, "requiredLeases[%d]: a lease id is at most %d bytes", i, MaxNameLength)
+		}
+	}
 	if len(ops) == 0 {
 		return nil, errorf(ErrInvalid, "operations: at least one is required")
 	}
@@ -42,6 +55,10 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation) ([]OperationR
 	var out []OperationResult
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
+		leases, err := requiredLeases(ctx, tx, now, required)
+		if err != nil {
+			return err
+		}
 		out = make([]OperationResult, len(ops))
 		for i, op := range ops {
 			out[i].Type = op.Type
@@ -56,8 +73,17 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation) ([]OperationR
 				out[i].Push = res
 				continue
 			}
+			a := op.Ack // a copy: fn may run again
+			if a.LeaseID == "" {
+				if l, ok := leaseOf(leases, a); ok {
+					a.LeaseID = l.id
+					if a.Group == "" {
+						a.Group = l.group
+					}
+				}
+			}
 			k := newAcker(tx, now, touched)
-			res, err := k.ack(ctx, op.Ack)
+			res, err := k.ack(ctx, a)
 			if err != nil {
 				return err
 			}
@@ -75,4 +101,56 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation) ([]OperationR
 		return nil, err
 	}
 	return out, nil
+}
+
+// requiredLease is a live lease a transaction requires.
+type requiredLease struct {
+	id        string
+	partition string // its partition's UUID
+	group     string
+}
+
+// requiredLeases checks that every lease id given (empty ones aside) is a
+// live lease at now, and returns them; the first that is not fails with
+// ErrConflict.
+func requiredLeases(ctx context.Context, tx Tx, now time.Time, ids []string) ([]requiredLease, error) {
+	var out []requiredLease
+	seen := map[string]bool{}
+	for i, id := range ids {
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		c, err := tx.ConsumerByLease(ctx, id)
+		if isNotFound(err) || (err == nil && !c.leaseLive(now)) {
+			return nil, errorf(ErrConflict, "requiredLeases[%d]: lease %q is not live (it ran out, was settled, or never was); nothing was done", i, truncate(id, 64))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("transaction: lease: %w", err)
+		}
+		p, err := tx.PartitionByID(ctx, c.PartitionID)
+		if err != nil {
+			return nil, fmt.Errorf("transaction: lease partition: %w", err)
+		}
+		g, err := tx.GroupName(ctx, c.GroupID)
+		if err != nil {
+			return nil, fmt.Errorf("transaction: lease group: %w", err)
+		}
+		out = append(out, requiredLease{id: id, partition: p.UUID, group: g})
+	}
+	return out, nil
+}
+
+// leaseOf returns the one required lease that holds a's partition (any,
+// when a names none) for a's group (any, when a names none).
+func leaseOf(leases []requiredLease, a Ack) (requiredLease, bool) {
+	var found requiredLease
+	n := 0
+	for _, l := range leases {
+		if (a.PartitionID == "" || l.partition == a.PartitionID) && (a.Group == "" || l.group == a.Group) {
+			found = l
+			n++
+		}
+	}
+	return found, n == 1
 }

@@ -11,6 +11,9 @@ import (
 
 type transactionRequest struct {
 	Operations []operationRequest `json:"operations"`
+	// RequiredLeases are lease ids that must be live (Queen's clients
+	// always send them; null or empty ids are allowed).
+	RequiredLeases []string `json:"requiredLeases"`
 }
 
 // operationRequest is an ack ({"type":"ack", ...the fields of /ack...}) or
@@ -35,7 +38,8 @@ type operationResultView struct {
 }
 
 // runTransaction applies acks and pushes in one transaction: all or
-// nothing. A refused ack fails the whole call with its status and error.
+// nothing. A refused ack fails the whole call with its status and error,
+// and so does a required lease that is not live (409).
 func (s *Server) runTransaction(c echo.Context) error {
 	var req transactionRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -48,7 +52,7 @@ func (s *Server) runTransaction(c echo.Context) error {
 		}
 		ops[i] = broker.Operation{Type: op.Type, Ack: op.ack(), Items: pushItems(op.Items)}
 	}
-	res, err := s.broker.Transaction(c.Request().Context(), ops)
+	res, err := s.broker.Transaction(c.Request().Context(), ops, req.RequiredLeases...)
 	if err != nil {
 		return err
 	}
