@@ -7,6 +7,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,6 +158,45 @@ func (o Options) NotEnforced() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// MarshalJSON writes the options as the API shows them (SPEC.md section
+// 2): the enforced ones in a fixed order, then the kept ones by name with
+// the values they were given.
+func (o Options) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	field := func(name string, value any) error {
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		buf.Write(k)
+		buf.WriteByte(':')
+		b, err := json.Marshal(value)
+		buf.Write(b)
+		return err
+	}
+	for _, f := range []struct {
+		name  string
+		value any
+	}{
+		{"leaseTime", o.LeaseTime}, {"retryLimit", o.RetryLimit}, {"retryDelay", o.RetryDelay},
+		{"deadLetterQueue", o.DeadLetterQueue}, {"dlqAfterMaxRetries", o.DLQAfterMaxRetries},
+		{"delayedProcessing", o.DelayedProcessing},
+	} {
+		if err := field(f.name, f.value); err != nil {
+			return nil, err
+		}
+	}
+	kept := o.Kept.Values()
+	for _, name := range o.NotEnforced() {
+		if err := field(name, kept[name]); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
 // Delay is DelayedProcessing as a duration.

@@ -82,6 +82,12 @@ type QueueDetail struct {
 	URL       string // the page's own, the finder's action
 	CreatedAt time.Time
 	Options   []Option
+	// Namespace and Task are the queue's labels (empty: none).
+	Namespace string
+	Task      string
+	// NotEnforced names the options the queue keeps without enforcing
+	// (e.g. "priority, maxSize"); empty when none.
+	NotEnforced string
 	// Partitions are the rows shown: all of them, or for a queue of many
 	// (one per customer, say) the first of those whose name starts with
 	// Find, by name.

@@ -12,9 +12,13 @@ import (
 // queueView describes a queue: options, partitions, consumer groups with
 // their lag and dead letters, totals.
 type queueView struct {
-	Name               string          `json:"name"`
-	CreatedAt          timestamp       `json:"createdAt"`
-	Options            optionsView     `json:"options"`
+	Name        string      `json:"name"`
+	Namespace   *string     `json:"namespace"`
+	Task        *string     `json:"task"`
+	CreatedAt   timestamp   `json:"createdAt"`
+	Options     optionsView `json:"options"`
+	NotEnforced []string    `json:"notEnforced"` // options kept without being enforced
+
 	Partitions         []partitionView `json:"partitions"`
 	ConsumerGroups     []groupView     `json:"consumerGroups"`
 	Messages           int64           `json:"messages"`
@@ -49,8 +53,11 @@ type groupView struct {
 func newQueueView(s broker.QueueSummary) queueView {
 	v := queueView{
 		Name:        s.Name,
+		Namespace:   optional(s.Namespace),
+		Task:        optional(s.Task),
 		CreatedAt:   timestamp(s.CreatedAt),
 		Options:     newOptionsView(s.Options),
+		NotEnforced: notEnforced(s.Options),
 		Partitions:  make([]partitionView, len(s.Partitions)),
 		DeadLetters: s.Depth(),
 	}
@@ -90,9 +97,14 @@ type queuesResponse struct {
 	Queues []queueView `json:"queues"`
 }
 
-// listQueues describes every queue.
+// listQueues describes every queue, or those of a namespace and task
+// (query namespace, task: exact names; empty or absent selects any).
 func (s *Server) listQueues(c echo.Context) error {
-	qs, err := s.broker.Queues(c.Request().Context())
+	f := broker.QueueFilter{Namespace: c.QueryParam("namespace"), Task: c.QueryParam("task")}
+	if len(f.Namespace) > broker.MaxNameLength || len(f.Task) > broker.MaxNameLength {
+		return badRequest("namespace and task are at most %d bytes", broker.MaxNameLength)
+	}
+	qs, err := s.broker.QueuesMatching(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}

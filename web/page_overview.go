@@ -131,6 +131,9 @@ func (s *Server) showQueuePage(c echo.Context) error {
 		Depth:          q.Depth(),
 		DLQURL:         deadLettersURL(q.Name, nil),
 		Options:        optionRows(q.Options),
+		Namespace:      q.Namespace,
+		Task:           q.Task,
+		NotEnforced:    strings.Join(q.Options.NotEnforced(), ", "),
 		PartitionTotal: len(q.Partitions),
 		Finder:         len(q.Partitions) > maxPartitionChoices || find != "",
 		Find:           find,
@@ -180,13 +183,19 @@ func optionRows(o broker.Options) []views.Option {
 		}
 		return "(default)"
 	}
-	return []views.Option{
+	rows := []views.Option{
 		{Name: "leaseTime", Value: fmt.Sprintf("%d s", o.LeaseTime), Note: note(o.LeaseTime != d.LeaseTime)},
 		{Name: "retryLimit", Value: fmt.Sprint(o.RetryLimit), Note: note(o.RetryLimit != d.RetryLimit)},
 		{Name: "retryDelay", Value: fmt.Sprintf("%d ms", o.RetryDelay), Note: note(o.RetryDelay != d.RetryDelay)},
 		{Name: "deadLetterQueue", Value: fmt.Sprint(o.DeadLetterQueue), Note: note(o.DeadLetterQueue != d.DeadLetterQueue)},
 		{Name: "dlqAfterMaxRetries", Value: fmt.Sprint(o.DLQAfterMaxRetries), Note: note(o.DLQAfterMaxRetries != d.DLQAfterMaxRetries)},
+		{Name: "delayedProcessing", Value: fmt.Sprintf("%d s", o.DelayedProcessing), Note: note(o.DelayedProcessing != d.DelayedProcessing)},
 	}
+	kept := o.Kept.Values()
+	for _, name := range o.NotEnforced() {
+		rows = append(rows, views.Option{Name: name, Value: string(kept[name]), Note: "(kept, not enforced)"})
+	}
+	return rows
 }
 
 func queueURL(name string) string { return "/queues/" + url.PathEscape(name) }
