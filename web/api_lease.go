@@ -1,13 +1,20 @@
 package web
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 )
 
+// defaultExtendSeconds is how far an extend that names no seconds moves a
+// lease, as Queen does: its clients send {} (SPEC.md section 5).
+const defaultExtendSeconds = 60
+
 type extendLeaseRequest struct {
-	Seconds int `json:"seconds"`
+	Seconds *int `json:"seconds"`
 }
 
 type extendLeaseResponse struct {
@@ -15,19 +22,49 @@ type extendLeaseResponse struct {
 	LeaseExpiresAt timestamp `json:"leaseExpiresAt"`
 }
 
-// extendLease moves a live lease's end to seconds from now.
+// extendLease moves a live lease's end to seconds from now: 60 when the
+// body is empty, {} or has no (or a null) seconds.
 func (s *Server) extendLease(c echo.Context) error {
 	leaseID, err := pathParam(c, "leaseId")
 	if err != nil {
 		return err
 	}
 	var req extendLeaseRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeOptionalJSON(c, &req); err != nil {
 		return err
 	}
-	until, err := s.broker.ExtendLease(c.Request().Context(), leaseID, req.Seconds)
+	seconds := defaultExtendSeconds
+	if req.Seconds != nil {
+		seconds = *req.Seconds
+	}
+	until, err := s.broker.ExtendLease(c.Request().Context(), leaseID, seconds)
 	if err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, extendLeaseResponse{LeaseID: leaseID, LeaseExpiresAt: timestamp(until)})
+}
+
+// decodeOptionalJSON is decodeJSON for a body that may be left out: an
+// empty body leaves dst as it is.
+func decodeOptionalJSON(c echo.Context, dst any) error {
+	r := c.Request()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if berr := bodyError(err); berr != nil {
+			return berr
+		}
+		return badRequest("the request body could not be read")
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := decodeJSON(c, dst); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.message == "request body is empty: a JSON object is required" {
+			return nil // whitespace only
+		}
+		return err
+	}
+	return nil
 }
