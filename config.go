@@ -39,7 +39,7 @@ type Config struct {
 	// MetricsPublic serves /metrics without a bearer token.
 	MetricsPublic bool
 	// MaxPayloadBytes caps each pushed payload, as sent; 0:
-	// web.DefaultMaxPayloadBytes (1 MiB).
+	// web.DefaultMaxPayloadBytes (2 MiB).
 	MaxPayloadBytes int64
 
 	// bcryptCost is the cost of the password hashes made at start (0:
@@ -72,7 +72,8 @@ Environment only:
   LAZARUS_METRICS_PUBLIC  true: /metrics answers without a bearer token (it needs a
                           viewer's token otherwise)
   LAZARUS_MAX_PAYLOAD_BYTES  the largest payload a push may carry, in bytes
-                          (default 1048576, at most 8388608: the request body's cap)
+                          (default 2097152, at most 8388608; a request body may be
+                          64 KiB larger)
 `
 
 // errHelp is returned when the user asked for usage: printed, exit 0.

@@ -49,7 +49,8 @@ func orDefault(d, def time.Duration) time.Duration {
 // accepting, releases long-polls, finishes what is in flight, and closes
 // the database. onListen, when not nil, is told the address listened on.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, onListen func(net.Addr)) (err error) {
-	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db")})
+	// Exclusive: one server per database file (db/lock.go).
+	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db"), Exclusive: false})
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 			MetricsPublic:   cfg.MetricsPublic,
 			SecureCookies:   cfg.SecureCookies,
 			BcryptCost:      cfg.bcryptCost,
-			MaxBodyBytes:    maxBodyBytes,
+			MaxBodyBytes:    max(maxBodyBytes, cfg.MaxPayloadBytes+web.EnvelopeBytes), // a payload at its limit fits
 			MaxPayloadBytes: cfg.MaxPayloadBytes,
 		}).Handler(),
 		// A slow client (one that trickles its headers or its body) is cut

@@ -28,18 +28,27 @@ func items(queue string, n int, payload string) string {
 
 func TestPayloadSizeLimit(t *testing.T) {
 	t.Parallel()
-	t.Run("DefaultIsOneMiB", func(t *testing.T) {
+	t.Run("DefaultIsTwoMiB", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t)
-		if web.DefaultMaxPayloadBytes != 1<<20 {
+		if web.DefaultMaxPayloadBytes != 2<<20 {
 			t.Fatalf("default %d", web.DefaultMaxPayloadBytes)
 		}
-		at := `"` + strings.Repeat("x", 1<<20-2) + `"`
+		at := `"` + strings.Repeat("x", 2<<20-2) + `"`
 		s.call("POST", "/api/v1/push", items("q", 1, at)).want(http.StatusCreated)
-		over := `"` + strings.Repeat("x", 1<<20-1) + `"`
+		over := `"` + strings.Repeat("x", 2<<20-1) + `"`
 		s.call("POST", "/api/v1/push", items("big", 1, over)).
-			wantError(http.StatusRequestEntityTooLarge, "items[0]: payload is 1048577 bytes, over the limit of 1048576 bytes per payload")
+			wantError(http.StatusRequestEntityTooLarge, "items[0]: payload is 2097153 bytes, over the limit of 2097152 bytes per payload")
 		s.call("GET", "/api/v1/resources/queues/big", "").wantError(http.StatusNotFound)
+	})
+	t.Run("BodyCapLeavesRoomAboveThePayloadLimit", func(t *testing.T) {
+		t.Parallel()
+		// With no body cap set, it is the payload limit and the envelope's
+		// room when that is over the default.
+		limit := int64(web.DefaultMaxBodyBytes)
+		s := setup(t, func(c *web.Config) { c.MaxPayloadBytes = limit })
+		at := `"` + strings.Repeat("x", int(limit)-2) + `"`
+		s.call("POST", "/api/v1/push", `{"items":[{"queue":"q","partition":"p","transactionId":"t","payload":`+at+`}]}`).want(http.StatusCreated)
 	})
 	t.Run("Configured", func(t *testing.T) {
 		t.Parallel()

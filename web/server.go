@@ -23,8 +23,14 @@ import (
 const DefaultMaxBodyBytes = 8 << 20
 
 // DefaultMaxPayloadBytes caps one pushed payload when
-// Config.MaxPayloadBytes is unset.
-const DefaultMaxPayloadBytes = 1 << 20
+// Config.MaxPayloadBytes is unset: 2 MiB, so that what Queen's clients
+// push in their own tests (a JSON string of 1 MiB, 1,048,587 bytes
+// encoded) fits with room to spare.
+const DefaultMaxPayloadBytes = 2 << 20
+
+// EnvelopeBytes is the room a request body keeps beside one payload of
+// the largest size: the push's or transaction's own JSON around it.
+const EnvelopeBytes = 64 << 10
 
 // Config configures the HTTP server.
 type Config struct {
@@ -49,9 +55,11 @@ type Config struct {
 	// SleepFunc waits before a failed login is answered (default: a timer
 	// that gives up when ctx ends); tests record instead of waiting.
 	SleepFunc func(ctx context.Context, d time.Duration)
-	// MaxBodyBytes caps a request body (default 8 MiB).
+	// MaxBodyBytes caps a request body (default 8 MiB, or MaxPayloadBytes
+	// and EnvelopeBytes when that is more, so that a payload at the limit
+	// fits).
 	MaxBodyBytes int64
-	// MaxPayloadBytes caps each payload of a push, as sent (default 1
+	// MaxPayloadBytes caps each payload of a push, as sent (default 2
 	// MiB): a larger one is refused with 413 and the item's index
 	// (LAZARUS_MAX_PAYLOAD_BYTES). MaxBodyBytes still caps the whole body.
 	MaxPayloadBytes int64
@@ -103,7 +111,7 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+		cfg.MaxBodyBytes = max(DefaultMaxBodyBytes, cfg.MaxPayloadBytes+EnvelopeBytes)
 	}
 	if cfg.MaxPayloadBytes <= 0 {
 		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
