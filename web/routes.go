@@ -14,6 +14,10 @@ func (s *Server) routes() {
 	// group's: echo answers unknown paths of a group with middleware 404
 	// where 405 is due.
 	e.Use(underPrefix(apiPrefix, s.limitBody), underPrefix(apiPrefix, s.authenticate))
+	// A path no route serves is answered here (notfound.go): a JSON 404
+	// (under the API, to a caller with a valid token), never the CSRF
+	// check's 403 below.
+	e.Use(s.unknownRoute)
 	api := e.Group(apiPrefix)
 	viewer, operator, admin := s.require(RoleViewer), s.require(RoleOperator), s.require(RoleAdmin)
 
