@@ -17,7 +17,7 @@ type deadLetterView struct {
 	Queue         string          `json:"queue"`
 	Partition     string          `json:"partition"`
 	ConsumerGroup string          `json:"consumerGroup"`
-	ErrorMessage  string          `json:"errorMessage"`
+	ErrorMessage  *string         `json:"errorMessage"` // null: the worker sent no error text
 	RetryCount    int             `json:"retryCount"`
 	Data          json.RawMessage `json:"data"`
 	CreatedAt     timestamp       `json:"createdAt"`
@@ -34,7 +34,7 @@ func newDeadLetterView(d broker.DeadLetter) deadLetterView {
 		Queue:         d.Queue,
 		Partition:     d.Partition,
 		ConsumerGroup: d.Group,
-		ErrorMessage:  d.Error,
+		ErrorMessage:  optional(d.Error),
 		RetryCount:    d.RetryCount,
 		Data:          d.Payload,
 		CreatedAt:     timestamp(d.CreatedAt),
