@@ -50,7 +50,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // the database. onListen, when not nil, is told the address listened on.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, onListen func(net.Addr)) (err error) {
 	// Exclusive: one server per database file (db/lock.go).
-	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db"), Exclusive: false})
+	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db"), Exclusive: true})
 	if err != nil {
 		return err
 	}

@@ -87,6 +87,10 @@ type DB struct {
 	unfoldedConsumers map[[2]int64]struct{}
 	foldedAt          time.Time
 	foldEvery         time.Duration
+
+	// lock is the open lock file of an exclusive DB (Options.Exclusive),
+	// nil otherwise.
+	lock *os.File
 }
 
 // foldEvery is how often, at most, a commit brings the counts kept for
@@ -124,6 +128,13 @@ type Options struct {
 	// for the queue page up to date inside a commit (migration 0010).
 	// Default 1 s; negative: at every commit, for tests.
 	FoldEvery time.Duration
+	// Exclusive holds a lock on the database (a flock on <path>.lock,
+	// lock.go) for as long as the DB is open, and fails OpenWith with
+	// ErrInUse when another exclusive DB holds it: a server's long-polls
+	// are woken by its own pushes only, so two servers on one file would
+	// each miss the other's. Tools that write beside a running server
+	// (lazarus user add) leave it off.
+	Exclusive bool
 }
 
 // Open opens (creating if need be) the database at path and brings its
@@ -150,10 +161,28 @@ func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
 	if o.BusyTimeout < time.Millisecond {
 		return nil, fmt.Errorf("open: busy timeout must be at least 1ms, got %s", o.BusyTimeout)
 	}
+	var lock *os.File
+	var lockErr error
+	if o.Exclusive {
+		lock, lockErr = lockFile(path)
+		if errors.Is(lockErr, ErrInUse) {
+			return nil, fmt.Errorf("database %s: %w", path, lockErr)
+		}
+	}
 	d, err := open(ctx, path, o)
 	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		// When the lock file could not be made either, SQLite's error
+		// says best why (a read-only directory, a missing one).
 		return nil, openError(path, o.BusyTimeout, unavailable(err))
 	}
+	if lockErr != nil {
+		d.Close()
+		return nil, fmt.Errorf("database %s: %w", path, lockErr)
+	}
+	d.lock = lock
 	return d, nil
 }
 
@@ -336,7 +365,12 @@ func (d *DB) Close() error {
 		<-d.ckptDone
 	}
 	d.writeStmts.close()
-	return errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
+	err := errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
+	if d.lock != nil {
+		// Last: the lock is held until SQLite has let go of the file.
+		err = errors.Join(err, d.lock.Close())
+	}
+	return err
 }
 
 // foldIdle brings the kept counts up to date when writes have stopped
