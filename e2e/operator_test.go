@@ -148,3 +148,130 @@ func TestOperatorReplaysAndDeletes(t *testing.T) {
 	}
 	v.screenshot("audit")
 }
+
+// watchPosts counts, from now on in this page, the changes htmx sends
+// (anything but a GET), as it sends them: a delete that Enter set off
+// would be counted before the key press returns.
+func (v *visit) watchPosts() {
+	v.t.Helper()
+	_, err := v.page.Evaluate(`() => {
+		window.__posts = 0;
+		document.addEventListener("htmx:beforeRequest", (e) => {
+			if (e.detail.requestConfig.verb !== "get") window.__posts++;
+		});
+	}`)
+	v.check(err, "watch the requests")
+}
+
+// posts is how many changes the page sent since watchPosts; -1 when the
+// page is another one since (a form submitted without htmx navigates).
+func (v *visit) posts() int {
+	v.t.Helper()
+	n, ok := v.eval(`() => window.__posts === undefined ? -1 : window.__posts`).(int)
+	if !ok {
+		return -1
+	}
+	return n
+}
+
+// Every destructive dialog opens with the focus on Cancel, and Enter
+// pressed as it opens cancels: nothing is sent, nothing is deleted. The
+// dialogs: a row's Delete, Delete selected, Delete all matching, the
+// dead letter page's Delete, and the large one that asks for the queue's
+// name (where Enter in the name field does not submit either). Delete
+// itself, clicked or reached with Tab, still deletes.
+func TestOperatorDestructiveDialogsOpenOnCancel(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.shop()
+	const big, bigN = "imports", 1001
+	msgs := make([]msg, bigN)
+	errs := make(map[string]string, bigN)
+	for i := range msgs {
+		msgs[i] = msg{Tx: fmt.Sprintf("row-%05d", i), Payload: fmt.Sprintf(`{"row":%d}`, i)}
+		errs[msgs[i].Tx] = "column price is empty"
+	}
+	a.push(big, msgs...)
+	a.consume(big, "indexer", errs, true)
+	pw := a.user("dev", broker.RoleOperator)
+	shopTotal := func() int64 { return a.count(broker.DLQQuery{Queue: shopQueue}) }
+
+	v := a.browse()
+	v.login("dev", pw)
+	dialog, cancel := v.id("confirm-dialog"), v.id("confirm-cancel")
+	// enterCancels opens a dialog with open, checks that Cancel has the
+	// focus, presses Enter and checks that the dialog went and nothing
+	// was sent or deleted.
+	enterCancels := func(what string, open func()) {
+		t.Helper()
+		open()
+		v.see(dialog, what)
+		v.check(v.expect.Locator(cancel).ToBeFocused(), "%s opens with the focus on Cancel", what)
+		v.check(v.page.Keyboard().Press("Enter"), "press Enter in %s", what)
+		v.check(v.expect.Locator(dialog).ToHaveCount(0), "%s closes on Enter", what)
+		if n := v.posts(); n != 0 {
+			t.Fatalf("%s: Enter sent %d changes (-1: left the page), want none", what, n)
+		}
+		if n := shopTotal(); n != shopDead {
+			t.Fatalf("%s: %d dead letters after Enter, want all %d", what, n, shopDead)
+		}
+	}
+
+	v.open("/queues/" + shopQueue + "/dead-letters")
+	v.count(v.id("dl-row"), shopDead, "dead letters")
+	v.watchPosts()
+	ids := v.rowIDs()
+	enterCancels("a row's Delete", func() { v.click(v.row(ids[0]).GetByTestId("row-delete"), "Delete on the first row") })
+	enterCancels("Delete selected", func() {
+		v.click(v.page.Locator("input[data-row]").First(), "the first row's checkbox")
+		v.click(v.id("bulk-delete"), "Delete selected")
+	})
+	enterCancels("Delete all matching", func() { v.click(v.id("all-delete"), "Delete all matching") })
+
+	v.open("/queues/" + shopQueue + "/dead-letters/" + ids[0])
+	v.watchPosts()
+	enterCancels("the dead letter page's Delete", func() { v.click(v.id("detail-delete"), "Delete on the dead letter page") })
+
+	v.open("/queues/" + big + "/dead-letters")
+	v.watchPosts()
+	v.click(v.id("all-delete"), "Delete all matching of "+big)
+	v.see(dialog, "the queue-name confirmation")
+	v.check(v.expect.Locator(cancel).ToBeFocused(), "the queue-name confirmation opens with the focus on Cancel")
+	v.check(v.page.Keyboard().Press("Enter"), "press Enter in the queue-name confirmation")
+	v.check(v.expect.Locator(dialog).ToHaveCount(0), "the queue-name confirmation closes on Enter")
+	v.click(v.id("all-delete"), "Delete all matching of "+big)
+	typed := v.id("confirm-queue")
+	for _, name := range []string{"import", big} {
+		v.fill(typed, name, "the queue name")
+		v.check(typed.Press("Enter"), "press Enter in the queue-name field with %q", name)
+		v.see(dialog, "the queue-name confirmation after Enter in its field")
+	}
+	if n := v.posts(); n != 0 {
+		t.Fatalf("the queue-name confirmation: Enter sent %d changes, want none", n)
+	}
+	if n := a.count(broker.DLQQuery{Queue: big}); n != bigN {
+		t.Fatalf("%s: %d dead letters after Enter, want all %d", big, n, bigN)
+	}
+	v.click(cancel, "Cancel")
+	v.check(v.expect.Locator(dialog).ToHaveCount(0), "Cancel closes the queue-name confirmation")
+
+	// Delete itself deletes: reached with Tab from Cancel and pressed
+	// with Enter, or clicked.
+	v.open("/queues/" + shopQueue + "/dead-letters")
+	v.click(v.row(ids[0]).GetByTestId("row-delete"), "Delete on the first row")
+	v.see(dialog, "a row's Delete")
+	v.check(v.expect.Locator(cancel).ToBeFocused(), "a row's Delete opens with the focus on Cancel")
+	v.check(v.page.Keyboard().Press("Shift+Tab"), "Shift+Tab to Delete")
+	v.check(v.expect.Locator(v.id("confirm-go")).ToBeFocused(), "Shift+Tab moves to Delete")
+	v.check(v.page.Keyboard().Press("Enter"), "press Enter on Delete")
+	v.contains(v.id("flash"), "Deleted dead letter", "the delete's message")
+	v.count(v.row(ids[0]), 0, "the deleted row")
+	a.gone(ids[0])
+	v.click(v.row(ids[1]).GetByTestId("row-delete"), "Delete on the next row")
+	v.click(v.id("confirm-go"), "the dialog's Delete")
+	v.count(v.row(ids[1]), 0, "the deleted row")
+	a.gone(ids[1])
+	if n := shopTotal(); n != shopDead-2 {
+		t.Errorf("broker: %d dead letters after two deletes, want %d", n, shopDead-2)
+	}
+}
