@@ -75,7 +75,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		Handler: web.New(web.Config{
 			Broker:          b,
 			Logger:          log,
-			HealthFunc:      d.Ping,
+			HealthFunc:      d.Health,
 			AdminToken:      cfg.AdminToken,
 			OpenAPI:         cfg.OpenAPI,
 			MetricsPublic:   cfg.MetricsPublic,

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,6 +92,10 @@ type DB struct {
 	// lock is the open lock file of an exclusive DB (Options.Exclusive),
 	// nil otherwise.
 	lock *os.File
+
+	// full is set when a write failed for want of space, and cleared by
+	// Health once a probe of some size commits.
+	full atomic.Bool
 }
 
 // foldEvery is how often, at most, a commit brings the counts kept for
@@ -332,17 +337,36 @@ func (d *DB) checkWritable(ctx context.Context) error {
 }
 
 // unavailable marks SQLite's busy and locked errors (another process held
-// a lock past the busy timeout) as broker.ErrUnavailable, keeping the
-// cause for the log.
+// a lock past the busy timeout) as broker.ErrUnavailable, and its errors
+// of a full disk as broker.ErrNoSpace, keeping the cause for the log.
 func unavailable(err error) error {
-	if err == nil || errors.Is(err, broker.ErrUnavailable) {
+	if err == nil || errors.Is(err, broker.ErrUnavailable) || errors.Is(err, broker.ErrNoSpace) {
 		return err
 	}
 	var se sqlite3.Error
 	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
 		return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
 	}
+	if isNoSpace(err) {
+		return fmt.Errorf("%w: %w", broker.ErrNoSpace, err)
+	}
 	return err
+}
+
+// isNoSpace reports whether err is SQLite's error of a full disk: SQLITE_FULL,
+// or an I/O error whose cause is no space left, a quota or a file size
+// limit (SQLite says SQLITE_IOERR_WRITE for EFBIG, SQLITE_IOERR_SHMSIZE
+// when the -shm file cannot grow).
+func isNoSpace(err error) bool {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.SystemErrno {
+	case syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG:
+		return true
+	}
+	return se.Code == sqlite3.ErrFull
 }
 
 // isBusy reports whether err is SQLite's busy or locked error, or
@@ -415,6 +439,52 @@ func (d *DB) Ping(ctx context.Context) error {
 	var one int
 	return d.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
+
+// spaceProbeBytes is what Health writes to see whether the disk has room
+// again: as much as a few pushes, so that one small write squeezed into
+// the last free page does not pass for space come back.
+const spaceProbeBytes = 256 << 10
+
+// Health checks that the database answers a query and, once a write has
+// failed for want of space, whether it can be written again: it commits
+// spaceProbeBytes into the settings and then removes them. It fails with
+// broker.ErrNoSpace while that does not commit, and clears the state
+// when it does, so that a health check (or a scrape of the metrics) sees
+// the space come back without waiting for traffic. Only Health clears
+// it: a small write that still fits is no sign of space.
+func (d *DB) Health(ctx context.Context) error {
+	if err := d.Ping(ctx); err != nil {
+		return err
+	}
+	if !d.full.Load() {
+		return nil
+	}
+	probe := func(stmt string, args ...any) func(broker.Tx) error {
+		return func(tx broker.Tx) error {
+			st, ok := tx.(*storeTx)
+			if !ok {
+				return errors.New("health: not a db transaction")
+			}
+			_, err := st.exec(ctx, stmt, args...)
+			return err
+		}
+	}
+	if err := d.Update(ctx, probe(`INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, spaceProbeBytes)); err != nil {
+		return fmt.Errorf("health: write probe: %w", err)
+	}
+	if err := d.Update(ctx, probe(`DELETE FROM settings WHERE key = 'space_probe'`)); err != nil {
+		return fmt.Errorf("health: remove probe: %w", err)
+	}
+	if d.full.Swap(false) {
+		d.log.Info("writes go on: there is space for the database again")
+	}
+	return nil
+}
+
+// DiskFull reports whether a write failed for want of space, and Health
+// has not found space again since.
+func (d *DB) DiskFull() bool { return d.full.Load() }
 
 // Path is the database file's path.
 func (d *DB) Path() string { return d.path }
@@ -562,7 +632,11 @@ func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
 	// Once queued, wait for the outcome even if ctx ends: only then is it
 	// known whether fn committed (commit skips a request whose ctx ended
 	// before its turn).
-	return unavailable(<-req.done)
+	err := unavailable(<-req.done)
+	if errors.Is(err, broker.ErrNoSpace) && !d.full.Swap(true) {
+		d.log.Warn("writes fail: no space left for the database; they go on once space is freed", "err", err)
+	}
+	return err
 }
 
 // bulkOverdue reports whether a background write has waited bulkMaxWait.

@@ -38,6 +38,10 @@ const internalMessage = "internal error"
 // (broker.ErrUnavailable): busy or locked by another process.
 const unavailableMessage = "the database is busy; nothing was changed, try again in a moment"
 
+// diskFullMessage answers a request the database could not write for
+// want of space (broker.ErrNoSpace), with 507 Insufficient Storage.
+const diskFullMessage = "disk full: the database cannot be written (no space left on its device); nothing was changed, try again once space is freed"
+
 // retryAfter is the Retry-After of a 503, in seconds: a lock held by
 // another process is usually short (a backup step, a shell transaction).
 const retryAfter = "1"
@@ -50,6 +54,8 @@ func statusOf(err error) (status int, message string, ok bool) {
 	var he *echo.HTTPError
 	var mb *http.MaxBytesError
 	switch {
+	case errors.Is(err, broker.ErrNoSpace):
+		return http.StatusInsufficientStorage, diskFullMessage, true
 	case errors.Is(err, broker.ErrUnavailable):
 		return http.StatusServiceUnavailable, unavailableMessage, true
 	case errors.As(err, &ae):
@@ -97,6 +103,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if !ok {
 		s.log.ErrorContext(ctx, "request failed", "method", c.Request().Method, "route", c.Path(), "error", err)
 	}
+	if errors.Is(err, broker.ErrNoSpace) {
+		s.log.WarnContext(ctx, "request refused: disk full", "method", c.Request().Method, "route", c.Path(), "error", err)
+	}
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", retryAfter)
 		if errors.Is(err, broker.ErrUnavailable) {
@@ -125,6 +134,8 @@ func pageMessage(status int, message string) string {
 		return "Something went wrong on our side. It has been logged; try again in a moment."
 	case http.StatusServiceUnavailable:
 		return "The database is busy (another program holds a lock on it), so nothing was changed. Try again in a moment."
+	case http.StatusInsufficientStorage:
+		return "The disk of the database is full, so nothing was changed. Try again once space is freed."
 	}
 	if message == "" {
 		return http.StatusText(status)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -20,7 +21,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(b *broker.Broker, clock broker.Clock) *metrics {
+func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Context) error) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -29,7 +30,7 @@ func newMetrics(b *broker.Broker, clock broker.Clock) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route", "code"}),
 	}
-	m.registry.MustRegister(m.latency, brokerCollector{b, clock},
+	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -68,6 +69,30 @@ var (
 	descReplayEnds = prometheus.NewDesc("lazarus_replay_outcomes_total", "Replayed copies settled, by outcome: completed or failed (dead-lettered again or dropped).", []string{"queue", "group", "outcome"}, nil)
 	descBreached   = prometheus.NewDesc("lazarus_threshold_breached", "1 when a queue is past a monitoring threshold (depth, oldest, failures, replays), else 0.", []string{"queue", "metric"}, nil)
 )
+
+// descDiskFull is the gauge of a full disk.
+var descDiskFull = prometheus.NewDesc("lazarus_disk_full", "1 while writes fail because the database's disk is full (or a quota or file size limit is reached), else 0.", nil, nil)
+
+// storageCollector reads the state of the database's storage at each
+// scrape, with the health check: while the disk is full, that tries a
+// write, so that the gauge drops as soon as space is freed.
+type storageCollector struct {
+	health func(context.Context) error
+}
+
+func (storageCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descDiskFull }
+
+func (sc storageCollector) Collect(ch chan<- prometheus.Metric) {
+	full := 0.0
+	if sc.health != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if errors.Is(sc.health(ctx), broker.ErrNoSpace) {
+			full = 1
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descDiskFull, prometheus.GaugeValue, full)
+}
 
 // brokerCollector reads the broker's numbers at each scrape.
 type brokerCollector struct {

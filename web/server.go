@@ -36,7 +36,9 @@ const EnvelopeBytes = 64 << 10
 type Config struct {
 	Broker *broker.Broker
 	Logger *slog.Logger
-	// HealthFunc reports whether the database answers (GET /health).
+	// HealthFunc reports whether the database answers (GET /health) and
+	// can be written: an error that is broker.ErrNoSpace is a full disk
+	// (507, and the lazarus_disk_full gauge of /metrics).
 	HealthFunc func(ctx context.Context) error
 	// AdminToken, when set, is accepted as an admin bearer token on the API
 	// (LAZARUS_ADMIN_TOKEN), beside the users' API tokens.
@@ -138,7 +140,7 @@ func New(cfg Config) *Server {
 		auth:    newAuthenticator(cfg.Broker, cfg.AdminToken, cfg.OpenAPI),
 		echo:    e,
 		clock:   cfg.Clock,
-		metrics: newMetrics(cfg.Broker, cfg.Clock),
+		metrics: newMetrics(cfg.Broker, cfg.Clock, cfg.HealthFunc),
 
 		metricsPublic: cfg.MetricsPublic,
 		maxPayload:    cfg.MaxPayloadBytes,
