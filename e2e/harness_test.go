@@ -377,12 +377,15 @@ func (v *visit) fill(l playwright.Locator, s, what string) {
 	v.check(l.Fill(s), "fill %s", what)
 }
 
-// atPath waits until the page's URL has this path.
+// atPath waits until the page's URL has this path. It waits for the
+// navigation to be committed, not for the page's load event: what a test
+// checks next waits for its own element, and on a loaded machine the load
+// event of a page already shown could take longer than the timeout.
 func (v *visit) atPath(path string) {
 	v.t.Helper()
 	err := v.page.WaitForURL(func(u string) bool {
 		return strings.SplitN(strings.TrimPrefix(u, v.app.url), "?", 2)[0] == path
-	})
+	}, playwright.PageWaitForURLOptions{WaitUntil: playwright.WaitUntilStateCommit})
 	v.check(err, "want to be at %s", path)
 }
 
