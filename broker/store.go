@@ -116,6 +116,10 @@ type Tx interface {
 	// the group with messages waiting becomes ready (a lease running out, a
 	// retry delay ending, its first message past the cursor becoming due
 	// under the queue's delayedProcessing); ok is false when there is none.
+	// A consumer under a live lease wakes when the lease runs out: its first
+	// message was due when it was leased (should the queue's delay have been
+	// raised since, that wake is early and finds nothing; the next call,
+	// after the lease, names the due time).
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
 
 	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
