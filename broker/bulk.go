@@ -7,16 +7,19 @@ import (
 	"time"
 )
 
-// BulkResult counts what a bulk action did: messages replayed or dead
-// letters deleted (Done), ids that had no dead letter any more (Skipped),
-// and those left untouched by an error (Failed).
+// BulkResult counts what a bulk action did (Done): messages replayed
+// (a message counts once, however many groups' dead letters it left), or
+// dead letters deleted by filter (by ids: the messages whose dead letters
+// were deleted); ids that had no dead letter any more (Skipped), and
+// those left untouched by an error (Failed).
 type BulkResult struct {
 	Done    int
 	Skipped int
 	Failed  int
 	// By filter only: the bound the action kept to, and how many dead
-	// letters matching the filter were above it when it ended (filed
-	// since), left alone.
+	// letters matching the filter were filed after it was taken (a row id
+	// above Bound.ID), left alone. ArrivedSince is counted as the action
+	// ends: it is known only when the action returned no error.
 	Bound        *Bound
 	ArrivedSince int64
 }
@@ -195,10 +198,15 @@ func messagesPerQueue(ctx context.Context, tx Tx, keys []DeadLetterKey, touched 
 
 // Bound freezes the dead letters a bulk action by filter acts on: those
 // that failed at or before FailedAt and whose row id is at most ID. A dead
-// letter filed after the bound was taken has a higher row id and (by the
-// clock) a later failure: it is above the bound on either count, and left
-// alone. Taken as a filter's set is counted (CountMatching), it lets the
-// action touch exactly what its confirmation counted.
+// letter filed after the bound was taken has a higher row id: ids only
+// grow, and are never given again even once the rows with the highest
+// ones are deleted or replayed (the store's obligation: AUTOINCREMENT,
+// migration 0013). That holds whatever the clock does; by the clock it
+// also failed later, unless the clock went back. Either way it is above
+// the bound, and left alone. Taken as a filter's set is counted
+// (CountMatching), it lets the action touch exactly what its confirmation
+// counted; a replay also removes those messages' dead letters in other
+// groups (SPEC 4), the filter's or not, at or above the bound.
 type Bound struct {
 	FailedAt time.Time
 	ID       int64
@@ -209,11 +217,14 @@ func (bd Bound) String() string {
 	return fmt.Sprintf("%s #%d", bd.FailedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), bd.ID)
 }
 
-// Counted is how many dead letters a filter selects, and the bound that
-// freezes them.
+// Counted is how many dead letters a filter selects (Count), how many
+// messages they are (Messages: a message dead-lettered by several groups
+// has a dead letter in each), and the bound that freezes them. A replay
+// counts in messages, a delete by filter in dead letters.
 type Counted struct {
-	Count int64
-	Bound Bound
+	Count    int64
+	Messages int64
+	Bound    Bound
 }
 
 // validateBulk checks a bulk action's filter: its paging fields are
@@ -240,30 +251,37 @@ func (q *DLQQuery) validateBulk() error {
 
 // boundOf is the bound of a bulk action by f (ok false: nothing can
 // match): given's, or taken now as the newest failure f selects and the
-// highest row id. Its id is kept at most the highest row id now, so that
-// copies replayed by the action that fail again (filed later, with higher
-// ids) are not replayed again by it.
+// highest row id. A given id is kept at most the highest row id now, so
+// that copies replayed by the action that fail again (filed later, with
+// higher ids) are not replayed again by it; a given failedAt is kept at
+// most now, or the newest failure f selects when the clock went back
+// since it failed, so that a bound sent from the future does not lean on
+// the ids alone, and every dead letter of f that is there stays within
+// it.
 func (b *Broker) boundOf(ctx context.Context, tx Tx, f Filter, ok bool, given *Bound) (Bound, error) {
 	maxID, err := tx.MaxDeadLetterID(ctx)
 	if err != nil {
 		return Bound{}, fmt.Errorf("highest dead letter id: %w", err)
 	}
-	if given != nil {
-		bd := *given
-		if bd.ID == 0 || bd.ID > maxID {
-			bd.ID = maxID
-		}
-		return bd, nil
-	}
-	bd := Bound{FailedAt: b.now(), ID: maxID}
+	newest := b.now()
 	if ok {
 		at, found, err := tx.NewestFailure(ctx, f)
 		if err != nil {
 			return Bound{}, fmt.Errorf("newest dead letter: %w", err)
 		}
-		if found {
-			bd.FailedAt = at
+		if found && (given == nil || at.After(newest)) {
+			newest = at
 		}
+	}
+	if given == nil {
+		return Bound{FailedAt: newest, ID: maxID}, nil
+	}
+	bd := *given
+	if bd.ID == 0 || bd.ID > maxID {
+		bd.ID = maxID
+	}
+	if bd.FailedAt.After(newest) {
+		bd.FailedAt = newest
 	}
 	return bd, nil
 }
@@ -276,11 +294,11 @@ func within(f Filter, bd Bound) (Filter, bool) {
 }
 
 // CountMatching counts the dead letters q selects (its paging fields are
-// ignored) and takes the bound that freezes them, from one read snapshot:
-// ReplayMatching or DeleteMatching given that bound act on exactly those,
-// less any gone since. With q.Bound set, it counts those of q at or below
-// that bound instead. Like them, it refuses a q with no Queue unless
-// q.AllQueues.
+// ignored) and their messages, and takes the bound that freezes them, from
+// one read snapshot: ReplayMatching (in messages) or DeleteMatching (in
+// dead letters) given that bound act on exactly those, less any gone
+// since. With q.Bound set, it counts those of q at or below that bound
+// instead. Like them, it refuses a q with no Queue unless q.AllQueues.
 func (b *Broker) CountMatching(ctx context.Context, q DLQQuery) (Counted, error) {
 	if err := q.validateBulk(); err != nil {
 		return Counted{}, err
@@ -297,11 +315,11 @@ func (b *Broker) CountMatching(ctx context.Context, q DLQQuery) (Counted, error)
 		if q.Bound == nil {
 			// In this snapshot what f selects is all at or below the
 			// bound just taken: the kept counts answer when f is simple.
-			out.Count, err = countDeadLetters(ctx, tx, f)
+			out.Count, out.Messages, err = countDeadLettersAndMessages(ctx, tx, f)
 			return err
 		}
 		if f, ok = within(f, out.Bound); ok {
-			out.Count, err = tx.CountDeadLetters(ctx, f)
+			out.Count, out.Messages, err = countDeadLettersAndMessages(ctx, tx, f)
 		}
 		return err
 	})
@@ -314,10 +332,12 @@ func (b *Broker) CountMatching(ctx context.Context, q DLQQuery) (Counted, error)
 // ReplayMatching replays every dead-lettered message that q selects at or
 // below q.Bound (taken as the call begins when nil; see Bound), in
 // transactions of up to bulkChunk, so that producers are not held up:
-// newest failure first. Dead letters filed after the bound are left alone
-// (a replayed copy that fails again is not replayed again here), and
-// counted in the result's ArrivedSince. A q with no Queue is refused
-// unless q.AllQueues.
+// newest failure first. Done counts messages. Each message leaves its dead
+// letters in every group (SPEC 4), also those q does not select or filed
+// after the bound. Dead letters of other messages filed after the bound
+// are left alone (a replayed copy that fails again is not replayed again
+// here), and counted in the result's ArrivedSince. A q with no Queue is
+// refused unless q.AllQueues.
 func (b *Broker) ReplayMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
 	return b.bulkMatching(ctx, q, actor, AuditReplay, true)
 }
@@ -386,7 +406,11 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 			} else {
 				n = len(keys)
 			}
-			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d matching %s, at or below %s", n, q.Describe(), bound))
+			what := "dead letters"
+			if isReplay {
+				what = "messages (their dead letters in every group)"
+			}
+			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d %s matching %s, at or below %s", n, what, q.Describe(), bound))
 		})
 		if err != nil {
 			return res, fmt.Errorf("bulk %s: %w", action, err)
@@ -399,7 +423,10 @@ func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action str
 			return res, err
 		}
 	}
-	// What matches above the bound now was filed since, and not touched.
+	// What matches with a row id above the bound's now was filed since,
+	// and not touched. Those at or below it that failed after its
+	// failedAt (a bound given with an earlier one) were there before: the
+	// caller left them out, and they are not counted.
 	if err := b.store.View(ctx, func(tx Tx) error {
 		f, ok, err := q.filter(ctx, tx)
 		if err != nil || !ok {

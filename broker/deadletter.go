@@ -516,6 +516,34 @@ func deadLetterPage(ctx context.Context, tx Tx, f Filter, q DLQQuery) (DLQPage, 
 	return page, nil
 }
 
+// countDeadLettersAndMessages counts what f selects, exactly, in dead
+// letters and in messages (a message dead-lettered by several groups has
+// a dead letter in each). Within one group, or when the maintained depths
+// show dead letters in one group only, they are the same number; else the
+// messages are counted (a read of what f selects).
+func countDeadLettersAndMessages(ctx context.Context, tx Tx, f Filter) (rows, messages int64, err error) {
+	if rows, err = countDeadLetters(ctx, tx, f); err != nil || rows == 0 || f.GroupID != 0 {
+		return rows, rows, err
+	}
+	if f.QueueID != 0 {
+		gs, err := tx.Stats(ctx, f.QueueID)
+		if err != nil {
+			return 0, 0, err
+		}
+		holding := 0
+		for _, g := range gs {
+			if g.Depth > 0 {
+				holding++
+			}
+		}
+		if holding <= 1 {
+			return rows, rows, nil
+		}
+	}
+	messages, err = tx.CountDeadLetterMessages(ctx, f)
+	return rows, messages, err
+}
+
 // countDeadLetters counts what f selects, exactly: from the maintained
 // depths when f is a queue or a group, else by counting the rows.
 func countDeadLetters(ctx context.Context, tx Tx, f Filter) (int64, error) {

@@ -130,13 +130,20 @@ type Tx interface {
 	DeadLettersOfMessage(ctx context.Context, seq int64) ([]DeadLetter, error)
 	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)
 	// MaxDeadLetterID returns the highest dead letter row id (0 if none).
+	// Row ids only grow: the store never gives a dead letter an id it gave
+	// before, even once the rows with the highest ids are gone.
 	MaxDeadLetterID(ctx context.Context) (int64, error)
 	// NewestFailure returns when the newest dead letter f selects failed
 	// (by failedAt, then row id); ok is false when f selects none.
 	NewestFailure(ctx context.Context, f Filter) (at time.Time, ok bool, err error)
-	// CountDeadLettersAbove counts the dead letters f selects that are not
-	// at or below b: filed after b was taken.
+	// CountDeadLettersAbove counts the dead letters f selects with a row id
+	// above b.ID: filed after b was taken (ids only grow), whenever they
+	// failed. Those at or below b.ID that failed after b.FailedAt are not
+	// counted: they were there when b was taken.
 	CountDeadLettersAbove(ctx context.Context, f Filter, b Bound) (int64, error)
+	// CountDeadLetterMessages counts the messages of the dead letters f
+	// selects: a message dead-lettered by several groups counts once.
+	CountDeadLetterMessages(ctx context.Context, f Filter) (int64, error)
 	// DeadLetterKeys returns the keys of up to limit dead letters f
 	// selects, newest first, without the message's CreatedAt (for
 	// deletes).

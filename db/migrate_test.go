@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,5 +101,128 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 		t.Fatal("a database of schema version 99 was opened")
 	} else if !strings.Contains(err.Error(), "schema version 99") || !strings.Contains(err.Error(), "newer Lazarus") {
 		t.Fatalf("error %q does not say why", err)
+	}
+}
+
+// preAutoincrement is the dead_letters table as migrations 0001 and 0008
+// left it: row ids without AUTOINCREMENT, which SQLite gives again once
+// the highest rows are gone.
+var preAutoincrement = []string{
+	`CREATE TABLE dead_letters_old (
+		id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, queue_id INTEGER NOT NULL, partition_id INTEGER NOT NULL,
+		group_id INTEGER NOT NULL, error TEXT NOT NULL, retry_count INTEGER NOT NULL, failed_at INTEGER NOT NULL,
+		transaction_id TEXT NOT NULL DEFAULT '', UNIQUE (seq, group_id)) STRICT`,
+	`INSERT INTO dead_letters_old SELECT id, seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id FROM dead_letters`,
+	`DROP TABLE dead_letters`,
+	`ALTER TABLE dead_letters_old RENAME TO dead_letters`,
+	`CREATE INDEX dead_letters_failed ON dead_letters (failed_at DESC, id DESC)`,
+	`CREATE INDEX dead_letters_queue ON dead_letters (queue_id, failed_at DESC, id DESC)`,
+	`CREATE INDEX dead_letters_group ON dead_letters (queue_id, group_id, failed_at DESC, id DESC)`,
+	`CREATE INDEX dead_letters_transaction ON dead_letters (transaction_id, failed_at DESC, id DESC)`,
+	`DELETE FROM sqlite_sequence WHERE name = 'dead_letters'`,
+}
+
+// Migration 0013 rebuilds dead_letters with AUTOINCREMENT: the rows, their
+// ids and every index are kept, and the ids go on above the highest ever
+// given, also when the highest rows were deleted before the migration
+// (they had been given again before it: a bulk action's bound would have
+// taken the newcomers for counted rows).
+func TestDeadLetterIDsAreNeverReusedAfterMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openBroker(t)
+	w := d.WriteDB()
+	for _, stmt := range preAutoincrement {
+		if _, err := w.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	for i := range 5 {
+		push(t, b, "p", fmt.Sprintf("m%d", i))
+	}
+	if _, ids := popAck(t, b, "g", broker.AckDLQ); len(ids) != 5 {
+		t.Fatalf("dead-lettered %v, want 5", ids)
+	}
+	dead := func() []broker.DeadLetter {
+		t.Helper()
+		page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Items
+	}
+	before := dead()
+	oldMax := before[0].ID
+	for _, dl := range before {
+		oldMax = max(oldMax, dl.ID)
+	}
+	// The two newest go: under the old schema the next id would be one of theirs.
+	if _, err := b.DeleteIDs(ctx, []string{before[0].MessageID(), before[1].MessageID()}, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	readSchema := func() map[string]string {
+		t.Helper()
+		rows, err := w.QueryContext(ctx, `SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE tbl_name = 'dead_letters' ORDER BY name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]string{}
+		for rows.Next() {
+			var name, sql string
+			if err := rows.Scan(&name, &sql); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = sql
+		}
+		return out
+	}
+	schema := readSchema()
+
+	reapply(t, d, 13, "0013_dead_letter_ids_autoincrement.sql")
+
+	after := readSchema()
+	if !strings.Contains(after["dead_letters"], "AUTOINCREMENT") {
+		t.Fatalf("dead_letters after the migration: %s", after["dead_letters"])
+	}
+	for name := range schema {
+		if _, ok := after[name]; !ok {
+			t.Errorf("index %s is gone after the migration", name)
+		}
+	}
+	if len(after) != len(schema) {
+		t.Errorf("after the migration %v, before %v", after, schema)
+	}
+	kept := dead()
+	if len(kept) != 3 {
+		t.Fatalf("%d dead letters after the migration, want 3", len(kept))
+	}
+	for i, dl := range kept {
+		if dl.ID != before[i+2].ID || dl.TransactionID != before[i+2].TransactionID || dl.Error != "boom" {
+			t.Fatalf("after the migration %+v, before %+v", dl, before[i+2])
+		}
+	}
+	var n int
+	if err := w.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_integrity_check WHERE integrity_check <> 'ok'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("integrity check: %d problems, %v", n, err)
+	}
+
+	// A new dead letter takes an id above every one ever given; so does
+	// one after the newest rows are gone again.
+	push(t, b, "p", "late")
+	if _, ids := popAck(t, b, "g", broker.AckDLQ); len(ids) != 1 {
+		t.Fatalf("dead-lettered %v, want the late one", ids)
+	}
+	late := dead()[0]
+	if late.TransactionID != "late" || late.ID <= oldMax {
+		t.Fatalf("the late dead letter %s has id %d, want one above %d", late.TransactionID, late.ID, oldMax)
+	}
+	if _, err := b.DeleteIDs(ctx, []string{late.MessageID()}, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	push(t, b, "p", "later")
+	popAck(t, b, "g", broker.AckDLQ)
+	if later := dead()[0]; later.TransactionID != "later" || later.ID <= late.ID {
+		t.Fatalf("the next dead letter %s has id %d, want one above %d", later.TransactionID, later.ID, late.ID)
 	}
 }

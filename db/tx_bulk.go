@@ -47,14 +47,6 @@ func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int
 		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
 }
 
-// and appends cond to a WHERE clause that where made.
-func and(w, cond string) string {
-	if w == "" {
-		return " WHERE " + cond
-	}
-	return w + " AND " + cond
-}
-
 func (t *storeTx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, bool, error) {
 	w, args := where(f)
 	var at int64
@@ -72,20 +64,30 @@ func (t *storeTx) CountDeadLettersAbove(ctx context.Context, f broker.Filter, b 
 	return n, err
 }
 
-// countAbove is the query of CountDeadLettersAbove. Above the bound is
-// "failed after b.FailedAt, or a row id past b.ID": each half is a range
-// of its own, both short (what was filed since): failed_at on the
-// filter's index, and the row ids. The LIMIT keeps SQLite from flattening
-// the second half's subquery into the count, where it would walk the
-// filter's index through every older row instead of the newest row ids.
+// countAbove is the query of CountDeadLettersAbove: the dead letters of
+// f with a row id above b.ID, which migration 0013 made the ones filed
+// after b was taken (AUTOINCREMENT: an id is never given twice). They are
+// the newest row ids, a short range whatever the clock did: the LIMIT
+// keeps SQLite from flattening the subquery into the count, where it would
+// walk the filter's index through every older row instead.
 func countAbove(f broker.Filter, b broker.Bound) (string, []any) {
 	f.MaxID, f.MaxFailedAt = 0, time.Time{}
 	w, args := where(f)
-	later := `SELECT COUNT(*) FROM dead_letters d` + and(w, `d.failed_at > ?`)
-	newer := `SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ? ORDER BY id LIMIT -1) d` + and(w, `d.failed_at <= ?`)
-	all := append(append([]any{}, args...), ms(b.FailedAt), b.ID)
-	all = append(append(all, args...), ms(b.FailedAt))
-	return `SELECT (` + later + `) + (` + newer + `)`, all
+	return `SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ? ORDER BY id LIMIT -1) d` + w,
+		append([]any{b.ID}, args...)
+}
+
+// CountDeadLetterMessages counts the distinct seqs of what f selects. A
+// group's dead letters are one a message (UNIQUE (seq, group_id)): with a
+// group the rows are the messages, counted on the group's index.
+func (t *storeTx) CountDeadLetterMessages(ctx context.Context, f broker.Filter) (int64, error) {
+	if f.GroupID != 0 {
+		return t.CountDeadLetters(ctx, f)
+	}
+	w, args := where(f)
+	var n int64
+	err := t.queryRow(ctx, `SELECT COUNT(DISTINCT d.seq) FROM dead_letters d`+w, args...).Scan(&n)
+	return n, err
 }
 
 func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.DeadLetterKey, error) {

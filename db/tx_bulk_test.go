@@ -10,9 +10,8 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// Counting what arrived since a bulk action's bound reads two short
-// ranges (the newest failures on the filter's index, the newest row ids),
-// never every older dead letter of the filter.
+// Counting what arrived since a bulk action's bound reads one short range
+// (the newest row ids), never every older dead letter of the filter.
 func TestBulkCountAboveSearchesOnlyTheNewest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

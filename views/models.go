@@ -248,18 +248,24 @@ type Payload struct {
 
 // BulkConfirm asks before a bulk action.
 type BulkConfirm struct {
-	Action    string // replay or delete
-	Count     int64
-	Queue     string
-	Where     string // the filter, for people
-	IDs       []string
-	Group     string // with IDs: only this group's dead letters
-	All       bool   // everything Filter matches, rather than IDs
-	Filter    string // the filter as URL query, when All
-	Bound     string // with All: the bound of the count, sent back with the action
-	PostURL   string
-	TypeQueue bool // the operator must type the queue name
-	Error     string
+	Action string // replay or delete
+	// Count is in the action's unit, as its button and its result say:
+	// messages for a replay, dead letters for a delete (by ids: the
+	// messages named, whose dead letters go).
+	Count int64
+	// DeadLetters, for a replay by filter: the dead letters that match,
+	// of the Count messages (more when several groups dead-lettered one).
+	DeadLetters int64
+	Queue       string
+	Where       string // the filter, for people
+	IDs         []string
+	Group       string // with IDs: only this group's dead letters
+	All         bool   // everything Filter matches, rather than IDs
+	Filter      string // the filter as URL query, when All
+	Bound       string // with All: the bound of the count, sent back with the action
+	PostURL     string
+	TypeQueue   bool // the operator must type the queue name (Count above 1,000)
+	Error       string
 }
 
 // BulkResult reports a bulk action.
@@ -269,9 +275,11 @@ type BulkResult struct {
 	Skipped int
 	Failed  int
 	Error   string
-	// ByFilter: the action was by filter, and ArrivedSince dead letters
-	// matching it were filed after its confirmation and left alone.
+	// ByFilter: the action was by filter; when ArrivedKnown (it ended
+	// without an error), ArrivedSince dead letters matching it were filed
+	// after its confirmation and left alone.
 	ByFilter     bool
+	ArrivedKnown bool
 	ArrivedSince int64
 }
 

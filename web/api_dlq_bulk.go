@@ -20,10 +20,17 @@ type bulkRequest struct {
 	All bool `json:"all"`
 	// Bound, with a filter, acts only on dead letters at or below it (a
 	// dry run's, or an earlier answer's); without one the action takes
-	// its own as it starts. Either way the answer says the bound used.
+	// its own as it starts. Either way the answer says the bound used: a
+	// failedAt in the future is kept to now (or to the newest failure the
+	// filter selects, if the clock went back), an id to the highest row
+	// id. A replay also removes its messages' dead letters in every other
+	// group, the filter's or not, below the bound or above it (SPEC 4).
 	Bound *boundIn `json:"bound"`
 	// DryRun, with a filter, changes nothing: the answer counts what the
-	// filter selects ("matching") and gives the bound that freezes it.
+	// filter selects, in dead letters ("matching") and in messages
+	// ("messages": a message dead-lettered by several groups has a dead
+	// letter in each, and a replay's done counts it once), and gives the
+	// bound that freezes it.
 	DryRun bool `json:"dryRun"`
 }
 
@@ -122,13 +129,19 @@ func decodeBulkRequest(c echo.Context) (bulkRequest, error) {
 }
 
 type bulkResponse struct {
+	// Done counts messages for a replay, dead letters for a delete by
+	// filter (by ids: the messages whose dead letters were deleted).
 	Done    int `json:"done"`
 	Skipped int `json:"skipped"`
 	Failed  int `json:"failed"`
-	// By filter only: what a dry run counted, the bound kept to, and how
-	// many dead letters matching the filter are above it (filed since,
-	// not touched).
+	// By filter only: what a dry run counted (dead letters, and their
+	// messages), the bound kept to, and how many dead letters matching the
+	// filter were filed after it was taken (a row id above bound.id; not
+	// touched). arrivedSince is left out when the action stopped on an
+	// error before counting them; older dead letters that failed after a
+	// bound.failedAt given earlier than theirs are not in it.
 	Matching     *int64     `json:"matching,omitempty"`
+	Messages     *int64     `json:"messages,omitempty"`
 	Bound        *bulkBound `json:"bound,omitempty"`
 	ArrivedSince *int64     `json:"arrivedSince,omitempty"`
 }
@@ -142,12 +155,15 @@ type bulkFailure struct {
 
 // writeBulk answers a bulk action. A broker refusal is answered as any
 // error; an internal failure part-way is logged and answered with the
-// counts, so that the caller knows what was done.
+// counts, so that the caller knows what was done, without arrivedSince
+// (not counted: the action stopped first).
 func (s *Server) writeBulk(c echo.Context, res broker.BulkResult, err error) error {
 	counts := bulkResponse{Done: res.Done, Skipped: res.Skipped, Failed: res.Failed}
 	if res.Bound != nil {
 		counts.Bound = &bulkBound{FailedAt: timestamp(res.Bound.FailedAt), ID: res.Bound.ID}
-		counts.ArrivedSince = &res.ArrivedSince
+		if err == nil {
+			counts.ArrivedSince = &res.ArrivedSince
+		}
 	}
 	if err == nil {
 		return writeJSON(c, http.StatusOK, counts)
@@ -160,14 +176,14 @@ func (s *Server) writeBulk(c echo.Context, res broker.BulkResult, err error) err
 	return writeJSON(c, http.StatusInternalServerError, bulkFailure{Error: internalMessage, bulkResponse: counts})
 }
 
-// countMatching answers a dry run: how many the filter selects, and the
-// bound that freezes them.
+// countMatching answers a dry run: how many dead letters the filter
+// selects and how many messages they are, and the bound that freezes them.
 func (s *Server) countMatching(c echo.Context, q broker.DLQQuery) error {
 	n, err := s.broker.CountMatching(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, bulkResponse{Matching: &n.Count, Bound: &bulkBound{FailedAt: timestamp(n.Bound.FailedAt), ID: n.Bound.ID}})
+	return writeJSON(c, http.StatusOK, bulkResponse{Matching: &n.Count, Messages: &n.Messages, Bound: &bulkBound{FailedAt: timestamp(n.Bound.FailedAt), ID: n.Bound.ID}})
 }
 
 // replayDeadLetters replays the messages named by id, or every one the

@@ -16,7 +16,8 @@ import (
 )
 
 // typedConfirmAbove is the size of a bulk action above which the operator
-// must type the queue name.
+// must type the queue name: in the action's unit, messages for a replay
+// (the copies it pushes), dead letters for a delete.
 const typedConfirmAbove = 1000
 
 // pageActor names the dashboard user for the audit trail.
@@ -145,9 +146,10 @@ func parseBound(s string) (broker.Bound, error) {
 }
 
 // confirmBulk renders the question asked before a bulk action. For a
-// filter it counts, in one snapshot, what the filter matches and the bound
-// that freezes that set; the form carries the bound, so that the action
-// touches exactly what was counted.
+// filter it counts, in one snapshot, what the filter matches (dead
+// letters, and their messages for a replay) and the bound that freezes
+// that set; the form carries the bound, so that the action touches exactly
+// what was counted.
 func (s *Server) confirmBulk(c echo.Context) error {
 	queue, err := pathParam(c, "queue")
 	if err != nil {
@@ -168,7 +170,8 @@ func (s *Server) confirmBulk(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		v.Count, v.Bound = counted.Count, boundParam(counted.Bound)
+		v.Count, v.Bound = inUnit(action, counted), boundParam(counted.Bound)
+		v.DeadLetters = counted.Count
 		v.All, v.Filter = true, t.filter.values().Encode()
 		v.Where = t.where
 	default:
@@ -186,6 +189,15 @@ func (s *Server) confirmBulk(c echo.Context) error {
 		v.Error = "Nothing is selected, or nothing matches this filter any more."
 	}
 	return render(c, http.StatusOK, views.BulkConfirmDialog(v))
+}
+
+// inUnit is what the action by filter counts of counted: a replay
+// messages, a delete dead letters.
+func inUnit(action string, counted broker.Counted) int64 {
+	if action == "replay" {
+		return counted.Messages
+	}
+	return counted.Count
 }
 
 // replayBulk replays the selected or matching dead letters.
@@ -221,13 +233,17 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 		if err != nil {
 			return err
 		}
-		n = counted.Count
+		n = inUnit(action, counted)
 	}
 	if n == 0 {
 		return badRequest("nothing to %s: select dead letters or use a filter that matches some", action)
 	}
 	if n > typedConfirmAbove && form.Get("confirm") != queue {
-		return badRequest("this %s touches %s dead letters: type the queue name %q to confirm", action, views.Count(n), queue)
+		unit := "dead letters"
+		if action == "replay" {
+			unit = "messages"
+		}
+		return badRequest("this %s touches %s %s: type the queue name %q to confirm", action, views.Count(n), unit, queue)
 	}
 	var res broker.BulkResult
 	switch {
@@ -240,7 +256,7 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 	default:
 		res, err = s.broker.DeleteIDs(ctx, t.ids, t.group, who)
 	}
-	out := views.BulkResult{Action: action, Done: res.Done, Skipped: res.Skipped, Failed: res.Failed, ByFilter: t.all, ArrivedSince: res.ArrivedSince}
+	out := views.BulkResult{Action: action, Done: res.Done, Skipped: res.Skipped, Failed: res.Failed, ByFilter: t.all, ArrivedKnown: err == nil, ArrivedSince: res.ArrivedSince}
 	if err != nil {
 		// What was done stays done; say so, and how much was not.
 		s.log.ErrorContext(ctx, "bulk action failed part-way", "action", action, "queue", queue, "done", res.Done, "error", err)

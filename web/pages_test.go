@@ -322,9 +322,9 @@ func TestBulkConfirmationFreezesWhatItCounted(t *testing.T) {
 			f.s.clock.Advance(time.Second)
 			fill(t, f.s, "bulk", 11)
 			r := hx(f.op, "/queues/bulk/dead-letters/"+action, form).want(http.StatusOK)
-			past := map[string]string{"replay": "Replayed", "delete": "Deleted"}[action]
+			done := map[string]string{"replay": "Replayed 30 messages.", "delete": "Deleted 30."}[action]
 			got := r.testid("flash")
-			if !strings.Contains(got, past+" 30.") || !strings.Contains(got, "11 arrived since the confirmation and were not touched") || !strings.Contains(got, "30 done") {
+			if !strings.Contains(got, done) || !strings.Contains(got, "11 arrived since the confirmation and were not touched") || !strings.Contains(got, "30 done") {
 				t.Fatalf("result %q", got)
 			}
 			if l := f.s.deadLetters("queue=bulk"); l.Total != 11 {

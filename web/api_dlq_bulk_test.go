@@ -1,0 +1,150 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// deadLetterAlso has group dead-letter the first n messages of queue, as
+// fill's group g did: each is then a dead letter in both groups.
+func deadLetterAlso(t *testing.T, s *bundle, queue, group string, n int) {
+	t.Helper()
+	for left := n; left > 0; {
+		res, err := s.broker.Pop(s.ctx, broker.PopRequest{Queue: queue, Group: group, Batch: min(left, 1000)})
+		if err != nil || len(res.Messages) == 0 {
+			t.Fatalf("pop: %v", err)
+		}
+		acks := make([]broker.Ack, len(res.Messages))
+		for i, m := range res.Messages {
+			acks[i] = broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: m.LeaseID, Status: broker.AckDLQ, Error: "bad too"}
+		}
+		if _, err := s.broker.AckBatch(s.ctx, group, acks); err != nil {
+			t.Fatal(err)
+		}
+		left -= len(res.Messages)
+	}
+}
+
+// bulkCount is a dry run's answer.
+type bulkCount struct {
+	Matching *int64 `json:"matching"`
+	Messages *int64 `json:"messages"`
+	Bound    *struct {
+		FailedAt string `json:"failedAt"`
+		ID       int64  `json:"id"`
+	} `json:"bound"`
+}
+
+// A dry run counts dead letters and messages: a message that two groups
+// dead-lettered is two of the first and one of the second, and a replay's
+// done counts it once, as the dry run's messages said.
+func TestBulkDryRunCountsMessagesToo(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	fill(t, s, "q", 3)
+	deadLetterAlso(t, s, "q", "h", 2)
+	var c bulkCount
+	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"queue":"q"},"dryRun":true}`).want(http.StatusOK).decode(&c)
+	if c.Matching == nil || *c.Matching != 5 || c.Messages == nil || *c.Messages != 3 || c.Bound == nil {
+		t.Fatalf("dry run %s, want 5 matching of 3 messages", mustJSON(c))
+	}
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q","consumerGroup":"h"},"dryRun":true}`).want(http.StatusOK).decode(&c)
+	if c.Matching == nil || *c.Matching != 2 || c.Messages == nil || *c.Messages != 2 {
+		t.Fatalf("dry run of group h %s, want 2 of 2", mustJSON(c))
+	}
+	var res bulkAnswer
+	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"queue":"q"}}`).want(http.StatusOK).decode(&res)
+	if res.Done != 3 || res.ArrivedSince == nil || *res.ArrivedSince != 0 {
+		t.Fatalf("replay %s, want the 3 messages done", mustJSON(res))
+	}
+	if l := s.deadLetters("queue=q"); l.Total != 0 {
+		t.Fatalf("%d dead letters left, want none", l.Total)
+	}
+}
+
+// A bound's failedAt from the future is kept to now: the answer says so.
+func TestBulkBoundFromTheFutureIsKeptToNow(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	fill(t, s, "q", 2)
+	var res bulkAnswer
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"},"bound":{"failedAt":"2099-01-01T00:00:00Z"}}`).want(http.StatusOK).decode(&res)
+	if res.Done != 2 || res.Bound == nil {
+		t.Fatalf("answer %s", mustJSON(res))
+	}
+	if at, err := time.Parse(time.RFC3339Nano, res.Bound.FailedAt); err != nil || !at.Equal(s.clock.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("bound.failedAt %s (%v), want now, %s", res.Bound.FailedAt, err, s.clock.Now())
+	}
+}
+
+// An action that stops part-way answers what it did, and no arrivedSince:
+// it did not get to count them.
+func TestBulkFailingPartWaySaysNothingOfArrivedSince(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	fill(t, s, "q", 501) // a delete takes 500 a transaction, newest first
+	if _, err := s.db.WriteDB().Exec(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
+		WHEN old.id = (SELECT MIN(id) FROM dead_letters) BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
+		t.Fatal(err)
+	}
+	r := s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"}}`).want(http.StatusInternalServerError)
+	var res bulkAnswer
+	r.decode(&res)
+	if res.Done != 500 || res.Bound == nil || res.ArrivedSince != nil || strings.Contains(string(r.body), "arrivedSince") {
+		t.Fatalf("answer %s, want 500 done, the bound and no arrivedSince", r.body)
+	}
+}
+
+// The dashboard's replay counts messages, from its question to its answer,
+// and so does its typed confirmation; a delete counts dead letters.
+func TestBulkConfirmReplayCountsMessages(t *testing.T) {
+	t.Parallel()
+	f := newOperatorFixture(t)
+	fill(t, f.s, "bulk", 600)
+	deadLetterAlso(t, f.s, "bulk", "h", 600)
+	c := f.op.get("/queues/bulk/dead-letters/confirm?action=delete&all=1").want(http.StatusOK)
+	if got := c.testid("confirm-summary"); !strings.Contains(got, "1,200 dead letters") || c.doc().Find(`[data-testid="confirm-queue"]`).Length() != 1 {
+		t.Fatalf("delete's confirmation %q, want 1,200 dead letters and the queue name to type", got)
+	}
+	c = f.op.get("/queues/bulk/dead-letters/confirm?action=replay&all=1").want(http.StatusOK)
+	summary := c.testid("confirm-summary")
+	if !strings.Contains(summary, "600 messages") || !strings.Contains(summary, "1,200 dead letters") || !strings.Contains(summary, "every group") {
+		t.Fatalf("replay's confirmation %q, want 600 messages of 1,200 dead letters", summary)
+	}
+	if h := c.doc().Find(`[data-testid="confirm-dialog"] h2`).Text(); h != "Replay 600 messages?" {
+		t.Fatalf("replay's question %q", h)
+	}
+	if c.doc().Find(`[data-testid="confirm-queue"]`).Length() != 0 {
+		t.Fatal("600 messages to replay ask for the queue name")
+	}
+	r := hx(f.op, "/queues/bulk/dead-letters/replay", confirmForm(t, c)).want(http.StatusOK)
+	if got := r.testid("flash"); !strings.Contains(got, "Replayed 600 messages.") || !strings.Contains(got, "600 done") {
+		t.Fatalf("result %q", got)
+	}
+	if l := f.s.deadLetters("queue=bulk"); l.Total != 0 {
+		t.Fatalf("%d left", l.Total)
+	}
+}
+
+// A page action that stops part-way does not say how many arrived since.
+func TestBulkPageFailingPartWaySaysNothingOfArrivedSince(t *testing.T) {
+	t.Parallel()
+	f := newOperatorFixture(t)
+	fill(t, f.s, "bulk", 501)
+	c := f.op.get("/queues/bulk/dead-letters/confirm?action=delete&all=1").want(http.StatusOK)
+	if _, err := f.s.db.WriteDB().Exec(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
+		WHEN old.id = (SELECT MIN(id) FROM dead_letters WHERE queue_id = old.queue_id) BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
+		t.Fatal(err)
+	}
+	form := confirmForm(t, c)
+	form.Set("confirm", "bulk")
+	r := hx(f.op, "/queues/bulk/dead-letters/delete", form).want(http.StatusOK)
+	got := r.testid("flash")
+	if !strings.Contains(got, "500 done") || !strings.Contains(got, "stopped on an error") || r.testid("arrived-since") != "" || strings.Contains(got, "arrived since") {
+		t.Fatalf("result %q", got)
+	}
+}
