@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -25,11 +27,18 @@ type OperationResult struct {
 //
 // required are lease ids (Queen's requiredLeases): each one that is not
 // empty must be a live lease when the transaction starts, or it changes
-// nothing and fails with ErrConflict naming it. An ack that names no lease
-// goes through the required lease that holds its partition (and group,
-// when it names one), if exactly one does: Queen's clients send the lease
-// there rather than in the ack, and no consumer group.
+// nothing and fails with ErrConflict naming it; at most MaxAcks of them,
+// as each costs a few queries inside the writer. An ack that names no
+// lease goes through the required lease that holds its partition (and
+// group, when it names one), if exactly one does: Queen's clients send the
+// lease there rather than in the ack, and no consumer group. When several
+// do (an older Queen JS client sends no partitionId either), it goes
+// through the one whose leased messages have its transactionId; if two
+// have it, the transaction fails with ErrConflict naming it.
 func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...string) ([]OperationResult, error) {
+	if len(required) > MaxAcks {
+		return nil, errorf(ErrInvalid, "requiredLeases: at most %d per transaction, got %d; nothing was done", MaxAcks, len(required))
+	}
 	for i, id := range required {
 		if len(id) > MaxNameLength {
 			return nil, errorf(ErrInvalid, "requiredLeases[%d]: a lease id is at most %d bytes", i, MaxNameLength)
@@ -75,7 +84,15 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 			}
 			a := op.Ack // a copy: fn may run again
 			if a.LeaseID == "" {
-				if l, ok := leaseOf(leases, a); ok {
+				l, ok, err := leases.of(ctx, tx, a)
+				if err != nil {
+					var be *Error
+					if errors.As(err, &be) {
+						return &Error{Kind: be.Kind, Message: fmt.Sprintf("operations[%d]: %s", i, be.Message)}
+					}
+					return err
+				}
+				if ok {
 					a.LeaseID = l.id
 					if a.Group == "" {
 						a.Group = l.group
@@ -108,13 +125,22 @@ type requiredLease struct {
 	id        string
 	partition string // its partition's UUID
 	group     string
+	c         Consumer // as the transaction found it
+}
+
+// leaseSet is the required leases of a transaction, and which of them
+// hold a message with a transactionId (loaded at the first ack that
+// needs it).
+type leaseSet struct {
+	leases []requiredLease
+	held   map[string][]int // transactionId -> indexes in leases
 }
 
 // requiredLeases checks that every lease id given (empty ones aside) is a
 // live lease at now, and returns them; the first that is not fails with
 // ErrConflict.
-func requiredLeases(ctx context.Context, tx Tx, now time.Time, ids []string) ([]requiredLease, error) {
-	var out []requiredLease
+func requiredLeases(ctx context.Context, tx Tx, now time.Time, ids []string) (*leaseSet, error) {
+	out := &leaseSet{}
 	seen := map[string]bool{}
 	for i, id := range ids {
 		if id == "" || seen[id] {
@@ -136,21 +162,71 @@ func requiredLeases(ctx context.Context, tx Tx, now time.Time, ids []string) ([]
 		if err != nil {
 			return nil, fmt.Errorf("transaction: lease group: %w", err)
 		}
-		out = append(out, requiredLease{id: id, partition: p.UUID, group: g})
+		out.leases = append(out.leases, requiredLease{id: id, partition: p.UUID, group: g, c: c})
 	}
 	return out, nil
 }
 
-// leaseOf returns the one required lease that holds a's partition (any,
-// when a names none) for a's group (any, when a names none).
-func leaseOf(leases []requiredLease, a Ack) (requiredLease, bool) {
-	var found requiredLease
-	n := 0
-	for _, l := range leases {
+// of returns the one required lease that holds a's partition (any, when
+// a names none) for a's group (any, when a names none). When more than one
+// does, it is the one whose leased messages have a's transactionId; two
+// of them having it is an ErrConflict, and so is none when a names no
+// partition (nothing else could say where the message is).
+func (s *leaseSet) of(ctx context.Context, tx Tx, a Ack) (requiredLease, bool, error) {
+	var cand []int
+	for i, l := range s.leases {
 		if (a.PartitionID == "" || l.partition == a.PartitionID) && (a.Group == "" || l.group == a.Group) {
-			found = l
-			n++
+			cand = append(cand, i)
 		}
 	}
-	return found, n == 1
+	switch {
+	case len(cand) == 1:
+		return s.leases[cand[0]], true, nil
+	case len(cand) == 0 || a.TransactionID == "":
+		return requiredLease{}, false, nil
+	}
+	if err := s.load(ctx, tx); err != nil {
+		return requiredLease{}, false, err
+	}
+	var holders []int
+	for _, i := range s.held[a.TransactionID] {
+		if slices.Contains(cand, i) {
+			holders = append(holders, i)
+		}
+	}
+	switch len(holders) {
+	case 1:
+		return s.leases[holders[0]], true, nil
+	case 0:
+		if a.PartitionID != "" {
+			return requiredLease{}, false, nil // the ack says where: its own refusal is clearer
+		}
+		return requiredLease{}, false, errorf(ErrConflict, "no lease of requiredLeases holds a message with transactionId %q (it ran out, was acknowledged, or never was leased); nothing was done",
+			truncate(a.TransactionID, 64))
+	}
+	return requiredLease{}, false, errorf(ErrConflict, "transactionId %q is a message of more than one lease of requiredLeases (%q and %q): send its partitionId or leaseId to say which; nothing was done",
+		truncate(a.TransactionID, 64), truncate(s.leases[holders[0]].id, 64), truncate(s.leases[holders[1]].id, 64))
+}
+
+// load learns the transactionIds of the messages each lease holds: one
+// query a lease, once a transaction.
+func (s *leaseSet) load(ctx context.Context, tx Tx) error {
+	if s.held != nil {
+		return nil
+	}
+	held := map[string][]int{}
+	for i, l := range s.leases {
+		if l.c.LeaseLast <= l.c.Cursor {
+			continue
+		}
+		msgs, err := tx.MessageRange(ctx, l.c.PartitionID, l.c.Cursor, l.c.LeaseLast)
+		if err != nil {
+			return fmt.Errorf("transaction: leased messages: %w", err)
+		}
+		for _, m := range msgs {
+			held[m.TransactionID] = append(held[m.TransactionID], i)
+		}
+	}
+	s.held = held
+	return nil
 }

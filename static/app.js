@@ -236,15 +236,33 @@
     return true;
   }
 
+  // A request that changes something (not a GET) may have been carried out
+  // when its answer is lost: the connection dropped after it was sent, or
+  // a proxy answered 502 or 504 for a Lazarus that went on with it. Only a
+  // GET changed nothing for sure.
+  function verbOf(detail) {
+    return ((detail.requestConfig && detail.requestConfig.verb) || "get").toLowerCase();
+  }
+
+  // actionOf names what a request that changes something does, from its
+  // path (.../replay, .../delete), for "the replay may or may not have
+  // been done".
+  function actionOf(detail) {
+    const path = (detail.pathInfo && detail.pathInfo.requestPath) || (detail.requestConfig && detail.requestConfig.path) || "";
+    const last = path.split("?")[0].split("/").pop();
+    if (last === "replay") return "the replay";
+    if (last === "delete" || verbOf(detail) === "delete") return "the deletion";
+    return "the action";
+  }
+
   function unreachable(detail, why) {
-    const verb = ((detail.requestConfig && detail.requestConfig.verb) || "get").toLowerCase();
     const head = why ? "Lazarus could not be reached (" + why + ")" : "Lazarus could not be reached";
     if (failedFilter(detail)) {
-      problem(head + ", so the filter was not applied: the form is back to the filter of what is shown below. Try again.");
-    } else if (verb === "get") {
-      problem(head + ": what is shown was not updated. Try again.");
+      problem(head + ", so the filter was not applied: the form is back to the filter of what is shown below. Nothing was changed; try again.");
+    } else if (verbOf(detail) === "get") {
+      problem(head + ": what is shown was not updated. Nothing was changed; try again.");
     } else {
-      problem(head + ": nothing was changed. Try again.");
+      problem(head + ": " + actionOf(detail) + " may or may not have been done. Reload the page to see.");
     }
   }
 
@@ -277,13 +295,12 @@
   });
 
   document.addEventListener("htmx:timeout", function (ev) {
-    const verb = ((ev.detail.requestConfig && ev.detail.requestConfig.verb) || "get").toLowerCase();
     if (failedFilter(ev.detail)) {
       problem("Lazarus did not answer in time, so the filter was not applied: the form is back to the filter of what is shown below. Try again.");
-    } else if (verb === "get") {
+    } else if (verbOf(ev.detail) === "get") {
       problem("Lazarus did not answer in time: what is shown was not updated. Try again.");
     } else {
-      problem("Lazarus did not answer in time: the action may or may not have been done. Reload the page to see.");
+      problem("Lazarus did not answer in time: " + actionOf(ev.detail) + " may or may not have been done. Reload the page to see.");
     }
   });
 

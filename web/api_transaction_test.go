@@ -1,9 +1,12 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
+
+	"github.com/lazarus-dlq/lazarus/broker"
 )
 
 func TestTransactionAckAndPush(t *testing.T) {
@@ -92,4 +95,17 @@ func TestTransactionRefusesBadInput(t *testing.T) {
 			s.call("POST", "/api/v1/transaction", tc.body).wantError(tc.status, tc.want...)
 		})
 	}
+}
+
+// requiredLeases has the cap of operations: a 400 naming it, nothing done.
+func TestTransactionRequiredLeasesLimit(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	ids := make([]string, broker.MaxAcks+1)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("0190a0a0-0000-7000-8000-%012d", i)
+	}
+	body, _ := json.Marshal(map[string]any{"operations": []map[string]any{{"type": "push", "items": []map[string]any{{"queue": "out", "payload": 1}}}}, "requiredLeases": ids})
+	s.call("POST", "/api/v1/transaction", string(body)).wantError(http.StatusBadRequest, "requiredLeases", "at most 1000", "got 1001")
+	s.call("GET", "/api/v1/resources/queues/out", "").wantError(http.StatusNotFound)
 }

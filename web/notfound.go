@@ -13,11 +13,12 @@ const notFoundMessage = "no route serves this path"
 
 // unknownRoute answers a request that no route serves (echo's 404 and 405
 // handlers): a JSON {"error": ...} with 404 or 405 (SPEC.md section 5),
-// or, for a browser asking for a page (Accept: text/html, outside the
-// API), the error page. It runs after routing and the API's token check
-// (an unknown API path still needs a token: 401 without one), and before
-// the dashboard's sessions and CSRF check, which had refused a POST to a
-// path that does not exist with its 403 page.
+// or, outside the API, the error page for a browser asking for a page
+// (Accept: text/html) and renderError's flash for htmx. It runs after
+// routing and the API's token check (an unknown API path still needs a
+// token: 401 without one), and before the dashboard's sessions and CSRF
+// check, which had refused a POST to a path that does not exist with its
+// 403 page.
 func (s *Server) unknownRoute(next echo.HandlerFunc) echo.HandlerFunc {
 	notFound := reflect.ValueOf(echo.NotFoundHandler).Pointer()
 	notAllowed := reflect.ValueOf(echo.MethodNotAllowedHandler).Pointer()
@@ -42,7 +43,10 @@ func (s *Server) unknownRoute(next echo.HandlerFunc) echo.HandlerFunc {
 				c.Response().Header().Set(echo.HeaderAllow, allow)
 			}
 		}
-		if isPage(c.Request().URL.Path) && wantsHTML(c.Request()) {
+		// htmx (an old page, a link to a route since gone) gets the answer of
+		// every other page error, a flash with HX-Retarget: app.js takes an
+		// error without it for a proxy's and says Lazarus could not be reached.
+		if isPage(c.Request().URL.Path) && (isFragment(c) || wantsHTML(c.Request())) {
 			return s.renderError(c, status, pageMessage(status, msg))
 		}
 		return writeJSON(c, status, errorResponse{Error: msg})

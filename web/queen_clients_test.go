@@ -303,6 +303,110 @@ func TestQueenTransactionRefusesALeaseThatIsNotLive(t *testing.T) {
 	}
 }
 
+// popTwoPartitions pushes txids to partitions p1 and p2 of queue in
+// (one of each, in order) and pops each partition once for group ("" is
+// queue mode): two leases of two partitions.
+func popTwoPartitions(s *bundle, group string, txids ...string) (m1, m2 message) {
+	s.t.Helper()
+	for i, txid := range txids {
+		s.push("in", fmt.Sprintf("p%d", i%2+1), txid, `{"step":1}`)
+	}
+	q := "batch=1&consumerGroup=" + url.QueryEscape(group)
+	m1 = s.pop("in/partition/p1", q).Messages[0]
+	m2 = s.pop("in/partition/p2", q).Messages[0]
+	if *m1.LeaseID == *m2.LeaseID {
+		s.t.Fatalf("one lease for two partitions: %s", *m1.LeaseID)
+	}
+	return m1, m2
+}
+
+// An older JS TransactionBuilder (smartpricing/queen at 02d6cb7) sends
+// each ack as {type, transactionId, status}: no partitionId, no lease, no
+// group; the leases go in requiredLeases. With two leases of two
+// partitions, each ack goes through the lease that holds a message with
+// its transactionId.
+func TestQueenOldTransactionAcksByTransactionIDAcrossTwoLeases(t *testing.T) {
+	t.Parallel()
+	for _, group := range []string{"", "workers"} {
+		t.Run("Group"+group, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			m1, m2 := popTwoPartitions(s, group, "a1", "a2", "b1", "b2")
+			body := fmt.Sprintf(`{"operations":[{"type":"ack","transactionId":%q,"status":"completed"},{"type":"ack","transactionId":%q,"status":"completed"},`+
+				`{"type":"push","items":[{"queue":"next","payload":{"step":2}}]}],"requiredLeases":[%q,%q]}`,
+				m1.TransactionID, m2.TransactionID, *m1.LeaseID, *m2.LeaseID)
+			var res struct {
+				Success bool `json:"success"`
+				Results []struct {
+					Success       bool   `json:"success"`
+					TransactionID string `json:"transactionId"`
+				} `json:"results"`
+			}
+			s.call("POST", "/api/v1/transaction", body).want(http.StatusOK).decode(&res)
+			if !res.Success || len(res.Results) != 3 || !res.Results[0].Success || !res.Results[1].Success {
+				t.Fatalf("transaction: %+v", res)
+			}
+			// Both are settled: each partition gives its next message.
+			q := "batch=1&consumerGroup=" + url.QueryEscape(group)
+			if n := s.pop("in/partition/p1", q).Messages[0]; n.TransactionID != "b1" {
+				t.Fatalf("p1 after the transaction: %s", n.TransactionID)
+			}
+			if n := s.pop("in/partition/p2", q).Messages[0]; n.TransactionID != "b2" {
+				t.Fatalf("p2 after the transaction: %s", n.TransactionID)
+			}
+		})
+	}
+}
+
+// Two required leases that both hold a message with the transactionId of
+// an ack without partitionId or lease: a 409 naming it, and nothing done.
+func TestQueenOldTransactionRefusesAnAmbiguousTransactionID(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	m1, m2 := popTwoPartitions(s, "", "same", "same")
+	body := fmt.Sprintf(`{"operations":[{"type":"push","items":[{"queue":"next","payload":1}]},{"type":"ack","transactionId":"same","status":"completed"}],"requiredLeases":[%q,%q]}`,
+		*m1.LeaseID, *m2.LeaseID)
+	msg := s.call("POST", "/api/v1/transaction", body).wantError(http.StatusConflict, "operations[1]", `"same"`, *m1.LeaseID, *m2.LeaseID)
+	if !strings.Contains(msg, "partitionId") {
+		t.Fatalf("error %q does not say how to choose", msg)
+	}
+	// An ack whose transactionId no required lease holds says so.
+	body = fmt.Sprintf(`{"operations":[{"type":"ack","transactionId":"other","status":"completed"}],"requiredLeases":[%q,%q]}`, *m1.LeaseID, *m2.LeaseID)
+	s.call("POST", "/api/v1/transaction", body).wantError(http.StatusConflict, "operations[0]", `"other"`, "requiredLeases")
+	// Nothing was done: no push, and both leases still hold their message.
+	s.call("GET", "/api/v1/resources/queues/next", "").wantError(http.StatusNotFound)
+	s.ack(m1, "completed", "").want(http.StatusOK)
+	s.ack(m2, "completed", "").want(http.StatusOK)
+}
+
+// The newer clients name the partition: the Go client sends
+// {type, transactionId, partitionId, status, consumerGroup}, the newer JS
+// TransactionBuilder adds the message's own leaseId. Both work with two
+// leases, whatever their transactionIds.
+func TestQueenNewerTransactionsAcrossTwoLeases(t *testing.T) {
+	t.Parallel()
+	forms := map[string]string{
+		"Go": `{"type":"ack","transactionId":%q,"partitionId":%q,"status":"completed","consumerGroup":"workers"}`,
+		"JS": `{"type":"ack","transactionId":%q,"partitionId":%q,"status":"completed","consumerGroup":"workers","leaseId":%q}`,
+	}
+	for name, form := range forms {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			m1, m2 := popTwoPartitions(s, "workers", "same", "same")
+			op := func(m message) string {
+				if name == "JS" {
+					return fmt.Sprintf(form, m.TransactionID, m.PartitionID, *m.LeaseID)
+				}
+				return fmt.Sprintf(form, m.TransactionID, m.PartitionID)
+			}
+			body := fmt.Sprintf(`{"operations":[%s,%s],"requiredLeases":[%q,%q]}`, op(m1), op(m2), *m1.LeaseID, *m2.LeaseID)
+			s.call("POST", "/api/v1/transaction", body).want(http.StatusOK)
+			s.call("GET", "/api/v1/pop/queue/in?consumerGroup=workers", "").want(http.StatusNoContent)
+		})
+	}
+}
+
 func TestQueenLeaseExtendWithoutSeconds(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
