@@ -18,16 +18,7 @@ import (
 func TestReadyConsumersWaitForDelayedProcessing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	clk := newManualClock()
-	b := broker.New(broker.Config{Store: d, Clock: clk})
-	if _, err := b.Configure(ctx, "q", map[string]json.RawMessage{"delayedProcessing": json.RawMessage("10")}, "test"); err != nil {
-		t.Fatal(err)
-	}
+	d, b, clk := openDelayed(t, `{"delayedProcessing":10}`)
 	// The group reads the queue before anything is pushed.
 	if res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g"}); err != nil || len(res.Messages) != 0 {
 		t.Fatalf("first pop: %+v, %v", res, err)
@@ -99,16 +90,7 @@ func TestPopReadsPastMoreNotDueThanAScan(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	clk := newManualClock()
-	b := broker.New(broker.Config{Store: d, Clock: clk})
-	if _, err := b.Configure(ctx, "q", map[string]json.RawMessage{"delayedProcessing": json.RawMessage("10")}, "test"); err != nil {
-		t.Fatal(err)
-	}
+	d, b, clk := openDelayed(t, `{"delayedProcessing":10}`)
 	pop := func(partition string) broker.PopResult {
 		t.Helper()
 		res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Partition: partition, Group: "g"})
@@ -182,16 +164,7 @@ func TestPopReadsPastMoreNotDueThanAScan(t *testing.T) {
 func TestNextWakeInADelayedQueueIsTheLeaseEndOrTheHeadDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	clk := newManualClock()
-	b := broker.New(broker.Config{Store: d, Clock: clk})
-	if _, err := b.Configure(ctx, "q", map[string]json.RawMessage{"delayedProcessing": json.RawMessage("10"), "leaseTime": json.RawMessage("60")}, "test"); err != nil {
-		t.Fatal(err)
-	}
+	d, b, clk := openDelayed(t, `{"delayedProcessing":10,"leaseTime":60}`)
 	wake := func() (time.Duration, bool) {
 		t.Helper()
 		var at time.Time
@@ -235,4 +208,26 @@ func TestNextWakeInADelayedQueueIsTheLeaseEndOrTheHeadDue(t *testing.T) {
 	if w, ok := wake(); !ok || w != 50*time.Second {
 		t.Fatalf("wake in %v (%v), want a's lease end in 50s", w, ok)
 	}
+}
+
+// openDelayed opens a database in a temporary directory and a broker over
+// it on a manual clock, with queue q configured with options (a JSON
+// object, e.g. {"delayedProcessing":10}).
+func openDelayed(t *testing.T, options string) (*DB, *broker.Broker, *manualClock) {
+	t.Helper()
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "l.db"), SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	clk := newManualClock()
+	b := broker.New(broker.Config{Store: d, Clock: clk})
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(options), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Configure(context.Background(), "q", raw, "test"); err != nil {
+		t.Fatal(err)
+	}
+	return d, b, clk
 }
