@@ -94,6 +94,10 @@ type Tx interface {
 	InsertMessage(ctx context.Context, m *Message) (bool, error)
 	MessageBySeq(ctx context.Context, seq int64) (Message, error)
 	MessageByTransaction(ctx context.Context, partitionID int64, txid string) (Message, error)
+	// MessageSeq returns the seq of the partition's message with the
+	// transactionId txid (ErrNotFound when there is none), from the
+	// unique index alone: no message row is read.
+	MessageSeq(ctx context.Context, partitionID int64, txid string) (int64, error)
 	// MessageRange returns the messages of a partition with after < seq <=
 	// last, in seq order, without their payloads.
 	MessageRange(ctx context.Context, partitionID, after, last int64) ([]Message, error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -128,12 +127,9 @@ type requiredLease struct {
 	c         Consumer // as the transaction found it
 }
 
-// leaseSet is the required leases of a transaction, and which of them
-// hold a message with a transactionId (loaded at the first ack that
-// needs it).
+// leaseSet is the required leases of a transaction.
 type leaseSet struct {
 	leases []requiredLease
-	held   map[string][]int // transactionId -> indexes in leases
 }
 
 // requiredLeases checks that every lease id given (empty ones aside) is a
@@ -185,12 +181,19 @@ func (s *leaseSet) of(ctx context.Context, tx Tx, a Ack) (requiredLease, bool, e
 	case len(cand) == 0 || a.TransactionID == "":
 		return requiredLease{}, false, nil
 	}
-	if err := s.load(ctx, tx); err != nil {
-		return requiredLease{}, false, err
-	}
+	// Which of them leased a message with a's transactionId: one index
+	// probe a candidate (no message row is read).
 	var holders []int
-	for _, i := range s.held[a.TransactionID] {
-		if slices.Contains(cand, i) {
+	for _, i := range cand {
+		l := s.leases[i]
+		seq, err := tx.MessageSeq(ctx, l.c.PartitionID, a.TransactionID)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return requiredLease{}, false, fmt.Errorf("transaction: leased message: %w", err)
+		}
+		if seq > l.c.Cursor && seq <= l.c.LeaseLast {
 			holders = append(holders, i)
 		}
 	}
@@ -206,27 +209,4 @@ func (s *leaseSet) of(ctx context.Context, tx Tx, a Ack) (requiredLease, bool, e
 	}
 	return requiredLease{}, false, errorf(ErrConflict, "transactionId %q is a message of more than one lease of requiredLeases (%q and %q): send its partitionId or leaseId to say which; nothing was done",
 		truncate(a.TransactionID, 64), truncate(s.leases[holders[0]].id, 64), truncate(s.leases[holders[1]].id, 64))
-}
-
-// load learns the transactionIds of the messages each lease holds: one
-// query a lease, once a transaction.
-func (s *leaseSet) load(ctx context.Context, tx Tx) error {
-	if s.held != nil {
-		return nil
-	}
-	held := map[string][]int{}
-	for i, l := range s.leases {
-		if l.c.LeaseLast <= l.c.Cursor {
-			continue
-		}
-		msgs, err := tx.MessageRange(ctx, l.c.PartitionID, l.c.Cursor, l.c.LeaseLast)
-		if err != nil {
-			return fmt.Errorf("transaction: leased messages: %w", err)
-		}
-		for _, m := range msgs {
-			held[m.TransactionID] = append(held[m.TransactionID], i)
-		}
-	}
-	s.held = held
-	return nil
 }

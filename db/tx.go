@@ -405,6 +405,12 @@ func (t *storeTx) MessageByTransaction(ctx context.Context, partitionID int64, t
 	return m, notFound(err, "message")
 }
 
+func (t *storeTx) MessageSeq(ctx context.Context, partitionID int64, txid string) (int64, error) {
+	var seq int64
+	err := t.queryRow(ctx, `SELECT seq FROM messages WHERE partition_id = ? AND transaction_id = ?`, partitionID, txid).Scan(&seq)
+	return seq, notFound(err, "message")
+}
+
 func (t *storeTx) MessageRange(ctx context.Context, partitionID, after, last int64) ([]broker.Message, error) {
 	rows, err := t.query(ctx, `SELECT seq, transaction_id, trace_id, created_at FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, partitionID, after, last)
 	if err != nil {

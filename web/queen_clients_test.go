@@ -379,6 +379,25 @@ func TestQueenOldTransactionRefusesAnAmbiguousTransactionID(t *testing.T) {
 	s.ack(m2, "completed", "").want(http.StatusOK)
 }
 
+// A transactionId in the partitions of both required leases, but leased
+// under one of them only (the other's copy lies past its lease): the ack
+// goes through the lease that holds it, not refused as ambiguous.
+func TestQueenOldTransactionAcksThroughTheLeaseThatHoldsIt(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	m1, m2 := popTwoPartitions(s, "", "x", "y")
+	s.push("in", "p2", "x", `{"step":1}`) // p2's x: after m2's lease
+	body := fmt.Sprintf(`{"operations":[{"type":"ack","transactionId":"x","status":"completed"}],"requiredLeases":[%q,%q]}`, *m1.LeaseID, *m2.LeaseID)
+	s.call("POST", "/api/v1/transaction", body).want(http.StatusOK)
+	// p1's x was settled by it (acking it again is refused); p2's lease
+	// still holds y, and p2's x waits behind it.
+	s.ack(m1, "completed", "").want(http.StatusConflict)
+	s.ack(m2, "completed", "").want(http.StatusOK)
+	if n := s.pop("in/partition/p2", "batch=1").Messages[0]; n.TransactionID != "x" {
+		t.Fatalf("p2 after y: %s, want x", n.TransactionID)
+	}
+}
+
 // The newer clients name the partition: the Go client sends
 // {type, transactionId, partitionId, status, consumerGroup}, the newer JS
 // TransactionBuilder adds the message's own leaseId. Both work with two
