@@ -135,7 +135,10 @@ type Tx interface {
 	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)
 	// MaxDeadLetterID returns the highest dead letter row id (0 if none).
 	// Row ids only grow: the store never gives a dead letter an id it gave
-	// before, even once the rows with the highest ids are gone.
+	// before, even once the rows with the highest ids are gone, and a dead
+	// letter committed after this call has a higher id (one writer on
+	// SQLite; a store with several writers must keep this too, e.g. by
+	// taking the id under the lock the bound is read under).
 	MaxDeadLetterID(ctx context.Context) (int64, error)
 	// NewestFailure returns when the newest dead letter f selects failed
 	// (by failedAt, then row id); ok is false when f selects none.

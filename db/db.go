@@ -521,6 +521,7 @@ func (d *DB) migrate(ctx context.Context) error {
 	if newest.Valid && newest.Int64 > int64(known) {
 		return fmt.Errorf("migrate: the database has schema version %d, from a newer Lazarus; this one knows up to %d: run that version or a later one", newest.Int64, known)
 	}
+	applied := false
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations/")
 		version, err := migrationVersion(f)
@@ -531,36 +532,48 @@ func (d *DB) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		if err := d.applyMigration(ctx, version, name, string(body)); err != nil {
+		done, err := d.applyMigration(ctx, version, name, string(body))
+		if err != nil {
 			return err
+		}
+		applied = applied || done
+	}
+	if applied {
+		// A migration that rewrites a table (0013 copies dead_letters)
+		// leaves a write-ahead log about that size, which the background
+		// checkpoints (PASSIVE) would copy back but never shrink: give the
+		// space back before serving. Nothing else uses the file yet.
+		var busy, logPages, done int
+		if err := d.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil || busy != 0 {
+			d.log.Warn("truncate the write-ahead log after migrating", "err", err, "busy", busy != 0)
 		}
 	}
 	return nil
 }
 
-func (d *DB) applyMigration(ctx context.Context, version int, name, body string) error {
+func (d *DB) applyMigration(ctx context.Context, version int, name, body string) (bool, error) {
 	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	defer tx.Rollback()
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations WHERE version = ?", version).Scan(&n); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if n > 0 {
-		return nil
+		return false, nil // applied before
 	}
 	if _, err := tx.ExecContext(ctx, body); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", version, name, time.Now().UnixMilli()); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // ErrClosed is the error of an Update after Close.

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,20 +162,55 @@ func TestDeadLetterIDsAreNeverReusedAfterMigration(t *testing.T) {
 	if _, err := b.DeleteIDs(ctx, []string{before[0].MessageID(), before[1].MessageID()}, "", "test"); err != nil {
 		t.Fatal(err)
 	}
+	// The table's shape (columns, strictness) and every index's (its
+	// columns, order, uniqueness), as SQLite reports them.
 	readSchema := func() map[string]string {
 		t.Helper()
-		rows, err := w.QueryContext(ctx, `SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE tbl_name = 'dead_letters' ORDER BY name`)
+		out := map[string]string{}
+		describe := func(name, query string, args ...any) {
+			t.Helper()
+			rows, err := w.QueryContext(ctx, query, args...)
+			if err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+			defer rows.Close()
+			cols, err := rows.Columns()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				vals := make([]any, len(cols))
+				ptrs := make([]any, len(cols))
+				for i := range vals {
+					ptrs[i] = &vals[i]
+				}
+				if err := rows.Scan(ptrs...); err != nil {
+					t.Fatal(err)
+				}
+				out[name] += fmt.Sprintln(vals...)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		describe("table", `SELECT type, ncol, strict FROM pragma_table_list('dead_letters')`)
+		describe("columns", `SELECT cid, name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo('dead_letters') ORDER BY cid`)
+		describe("indexes", `SELECT name, "unique", origin, partial FROM pragma_index_list('dead_letters') ORDER BY name`)
+		rows, err := w.QueryContext(ctx, `SELECT name FROM pragma_index_list('dead_letters') ORDER BY name`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
-		out := map[string]string{}
+		var names []string
 		for rows.Next() {
-			var name, sql string
-			if err := rows.Scan(&name, &sql); err != nil {
+			var name string
+			if err := rows.Scan(&name); err != nil {
 				t.Fatal(err)
 			}
-			out[name] = sql
+			names = append(names, name)
+		}
+		rows.Close()
+		for _, name := range names {
+			describe("index "+name, `SELECT seqno, cid, name, "desc", coll, "key" FROM pragma_index_xinfo(?) ORDER BY seqno`, name)
 		}
 		return out
 	}
@@ -181,17 +218,17 @@ func TestDeadLetterIDsAreNeverReusedAfterMigration(t *testing.T) {
 
 	reapply(t, d, 13, "0013_dead_letter_ids_autoincrement.sql")
 
-	after := readSchema()
-	if !strings.Contains(after["dead_letters"], "AUTOINCREMENT") {
-		t.Fatalf("dead_letters after the migration: %s", after["dead_letters"])
+	var sql string
+	if err := w.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'`).Scan(&sql); err != nil || !strings.Contains(sql, "AUTOINCREMENT") {
+		t.Fatalf("dead_letters after the migration: %s, %v", sql, err)
 	}
-	for name := range schema {
-		if _, ok := after[name]; !ok {
-			t.Errorf("index %s is gone after the migration", name)
+	if after := readSchema(); !maps.Equal(after, schema) {
+		for name := range schema {
+			if after[name] != schema[name] {
+				t.Errorf("%s after the migration:\n%s\nbefore:\n%s", name, after[name], schema[name])
+			}
 		}
-	}
-	if len(after) != len(schema) {
-		t.Errorf("after the migration %v, before %v", after, schema)
+		t.Fatalf("the migration changed the table's shape: after %v", after)
 	}
 	kept := dead()
 	if len(kept) != 3 {
@@ -224,5 +261,52 @@ func TestDeadLetterIDsAreNeverReusedAfterMigration(t *testing.T) {
 	popAck(t, b, "g", broker.AckDLQ)
 	if later := dead()[0]; later.TransactionID != "later" || later.ID <= late.ID {
 		t.Fatalf("the next dead letter %s has id %d, want one above %d", later.TransactionID, later.ID, late.ID)
+	}
+}
+
+// A migration that rewrites a big table leaves no write-ahead log of that
+// size behind: the first start after an upgrade truncates it.
+func TestMigratingTruncatesTheWriteAheadLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := d.WriteDB()
+	// 20,000 dead letters in the table as it was before 0013, which
+	// then runs again at the next start.
+	for _, stmt := range append(preAutoincrement,
+		`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id)
+			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+			SELECT i, 1, 1, 1, printf('upstream timeout after %d s: %.60c', i, 'x'), 3, i, printf('order-%d', i) FROM n`,
+		`DELETE FROM schema_migrations WHERE version = 13`,
+		`PRAGMA wal_checkpoint(TRUNCATE)`,
+	) {
+		if _, err := w.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var version, rows int
+	if err := d.WriteDB().QueryRowContext(ctx, `SELECT MAX(version), (SELECT COUNT(*) FROM dead_letters) FROM schema_migrations`).Scan(&version, &rows); err != nil || version < 13 || rows != 20000 {
+		t.Fatalf("after the start: schema version %d, %d dead letters, %v", version, rows, err)
+	}
+	st, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copy of the table alone is over 2 MB; what the start writes
+	// after migrating is a few pages.
+	if st.Size() > 256<<10 {
+		t.Fatalf("the write-ahead log is %d bytes after migrating, want it truncated", st.Size())
 	}
 }

@@ -57,7 +57,7 @@ func reapply(t *testing.T, d *DB, version int, file string, undo ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.applyMigration(ctx, version, file, string(body)); err != nil {
+	if _, err := d.applyMigration(ctx, version, file, string(body)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -526,7 +527,7 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 // ended, holding the writer.
 func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]broker.Consumer, error) {
 	var out []broker.Consumer
-	afterAt, afterPartition := int64(-1), int64(-1) // the last consumer read; leased_at is never negative
+	afterAt, afterPartition := int64(math.MinInt64), int64(math.MinInt64) // the last consumer read: none yet (a clock before 1970 gives a negative leased_at)
 	for round := 0; ; round++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err

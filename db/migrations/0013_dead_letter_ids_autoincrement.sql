@@ -6,9 +6,11 @@
 -- newest first) a dead letter filed later could take an id at or below a
 -- bound and be touched by an action that never counted it. With
 -- AUTOINCREMENT a new id is above every id the table ever had
--- (sqlite_sequence keeps the highest). The PostgreSQL store's dead letters
--- take their ids from an identity column, whose sequence never hands an
--- id out twice either.
+-- (sqlite_sequence keeps the highest). A PostgreSQL store (not built
+-- yet) must keep the same promise: an identity column never hands an id
+-- out twice, but with several writers ids commit out of order, so a row
+-- may appear after a bound was taken with an id below it; its bound needs
+-- more than the highest id (e.g. the snapshot's xmin, or a lock).
 --
 -- SQLite cannot add AUTOINCREMENT to a table: this is its documented
 -- rebuild (new table, copy, drop, rename, indexes again), all in the
