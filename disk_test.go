@@ -154,7 +154,19 @@ func TestDiskFullAnswers507AndRecovers(t *testing.T) {
 				t.Fatalf("metrics on a full disk have no lazarus_disk_full 1:\n%s", grepLines(m, "disk_full"))
 			}
 			c.get("/api/v1/resources/queues/q").want(http.StatusOK) // reads go on
-			c.push("refused-again", payload).want(http.StatusInsufficientStorage)
+			// Another push while the space is still gone is refused as well,
+			// unless a checkpoint has meanwhile let the write-ahead log start
+			// over in the space it already has (SQLite reuses it; seen under
+			// load): then it is acknowledged, and must be kept.
+			refusedTx := []string{refused}
+			switch r := c.push("refused-again", payload); r.status {
+			case http.StatusInsufficientStorage:
+				refusedTx = append(refusedTx, "refused-again")
+			case http.StatusCreated:
+				acked = append(acked, "refused-again")
+			default:
+				r.want(http.StatusInsufficientStorage)
+			}
 
 			sp.free(t, cmd.Process.Pid)
 			// Health finds the space again by itself, before any write.
@@ -179,7 +191,7 @@ func TestDiskFullAnswers507AndRecovers(t *testing.T) {
 					t.Errorf("acknowledged push %s is lost", txid)
 				}
 			}
-			for _, txid := range []string{refused, "refused-again"} {
+			for _, txid := range refusedTx {
 				if kept[txid] {
 					t.Errorf("push %s was answered 507 but kept", txid)
 				}
