@@ -220,8 +220,9 @@ func (k *acker) ack(ctx context.Context, a Ack) (AckResult, error) {
 	if a.TransactionID == "" {
 		return refuse(a.TransactionID, ErrInvalid, "transactionId is required"), nil
 	}
+	errorBytes := 0 // the size of the error as sent, when it is cut
 	if len(a.Error) > MaxErrorText {
-		a.Error = truncate(a.Error, MaxErrorText)
+		errorBytes, a.Error = len(a.Error), truncate(a.Error, MaxErrorText)
 	}
 	gid, err := tx.GroupID(ctx, a.Group, false)
 	if isNotFound(err) {
@@ -287,7 +288,7 @@ func (k *acker) ack(ctx context.Context, a Ack) (AckResult, error) {
 	if err != nil {
 		return AckResult{}, fmt.Errorf("ack: queue: %w", err)
 	}
-	c.Acks = append(c.Acks, LeaseAck{Seq: m.Seq, Status: a.Status, Error: a.Error})
+	c.Acks = append(c.Acks, LeaseAck{Seq: m.Seq, Status: a.Status, Error: a.Error, ErrorBytes: errorBytes})
 	st.dirty = true
 	s := settler{k: k, st: st, tx: tx, now: now, queue: q, group: a.Group, c: c}
 	if err := s.settle(ctx); err != nil {
@@ -351,7 +352,7 @@ func (s *settler) settle(ctx context.Context) error {
 			}
 			s.advance(a.Seq)
 		case AckDLQ:
-			if err := s.deadLetter(ctx, head, a.Error, retries, o.DeadLetterQueue); err != nil {
+			if err := s.deadLetter(ctx, head, a.Error, a.ErrorBytes, retries, o.DeadLetterQueue); err != nil {
 				return err
 			}
 			s.advance(a.Seq)
@@ -363,7 +364,7 @@ func (s *settler) settle(ctx context.Context) error {
 				c.voidLease() // it and everything behind it come back
 				return nil
 			}
-			if err := s.deadLetter(ctx, head, a.Error, retries, o.DeadLetterQueue && o.DLQAfterMaxRetries); err != nil {
+			if err := s.deadLetter(ctx, head, a.Error, a.ErrorBytes, retries, o.DeadLetterQueue && o.DLQAfterMaxRetries); err != nil {
 				return err
 			}
 			s.advance(a.Seq)
@@ -403,8 +404,9 @@ func (s *settler) advance(seq int64) {
 }
 
 // deadLetter files m into the group's dead letters, or drops it when keep
-// is false.
-func (s *settler) deadLetter(ctx context.Context, m Message, errText string, retries int, keep bool) error {
+// is false. errBytes is the error's size as sent when errText was cut,
+// else 0.
+func (s *settler) deadLetter(ctx context.Context, m Message, errText string, errBytes, retries int, keep bool) error {
 	if err := s.replayOutcome(ctx, m, false); err != nil {
 		return err
 	}
@@ -416,7 +418,7 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, ret
 		s.dropped[m.Seq] = true
 		return nil
 	}
-	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID}
+	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID}
 	if err := s.tx.InsertDeadLetter(ctx, &d); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}

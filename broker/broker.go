@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -267,6 +268,8 @@ type LeaseAck struct {
 	Seq    int64  `json:"seq"`
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
+	// ErrorBytes is the size of the error as sent, when Error was cut.
+	ErrorBytes int `json:"errorBytes,omitempty"`
 }
 
 func (c *Consumer) leaseLive(now time.Time) bool {
@@ -312,8 +315,11 @@ type DeadLetter struct {
 	GroupID      int64
 	Group        string
 	Error        string
-	RetryCount   int
-	FailedAt     time.Time
+	// ErrorBytes is the size in bytes of the error text the worker sent
+	// when it was cut to MaxErrorText to be kept; 0 when Error is whole.
+	ErrorBytes int
+	RetryCount int
+	FailedAt   time.Time
 	// The message, joined.
 	TransactionID string
 	Payload       []byte
@@ -323,6 +329,16 @@ type DeadLetter struct {
 
 // MessageID is the dead-lettered message's public id.
 func (d DeadLetter) MessageID() string { return MessageID(d.CreatedAt, d.Seq) }
+
+// ErrorCut reports whether the error text was cut to be kept (at
+// MaxErrorText), and then how many bytes of the text as sent are kept
+// (the "…" that marks the cut not counted) and how many were sent.
+func (d DeadLetter) ErrorCut() (kept, sent int, cut bool) {
+	if d.ErrorBytes == 0 {
+		return 0, 0, false
+	}
+	return len(strings.TrimSuffix(d.Error, "…")), d.ErrorBytes, true
+}
 
 // IsReplay reports whether the message is itself a replayed copy.
 func (d DeadLetter) IsReplay() bool { return IsReplayTransaction(d.TransactionID) }

@@ -106,6 +106,20 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	}
 }
 
+// laterDeadLetterColumns add to the table of preAutoincrement the columns
+// of the migrations after 0013 (reapplyLaterDeadLetterMigrations adds
+// them again after 0013 ran).
+var laterDeadLetterColumns = []string{
+	`ALTER TABLE dead_letters ADD COLUMN error_bytes INTEGER NOT NULL DEFAULT 0`, // 0017
+}
+
+// reapplyLaterDeadLetterMigrations runs again the migrations after 0013
+// that change dead_letters, as a start after 0013 would.
+func reapplyLaterDeadLetterMigrations(t *testing.T, d *DB) {
+	t.Helper()
+	reapply(t, d, 17, "0017_dead_letter_error_bytes.sql")
+}
+
 // preAutoincrement is the dead_letters table as migrations 0001 and 0008
 // left it: row ids without AUTOINCREMENT, which SQLite gives again once
 // the highest rows are gone.
@@ -134,7 +148,9 @@ func TestDeadLetterIDsAreNeverReusedAfterMigration(t *testing.T) {
 	ctx := context.Background()
 	d, b := openBroker(t)
 	w := d.WriteDB()
-	for _, stmt := range preAutoincrement {
+	// The old table, with the columns later migrations add (which 0013
+	// does not know; they are added again after it).
+	for _, stmt := range append(preAutoincrement, laterDeadLetterColumns...) {
 		if _, err := w.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
@@ -217,6 +233,7 @@ func TestDeadLetterIDsAreNeverReusedAfterMigration(t *testing.T) {
 	schema := readSchema()
 
 	reapply(t, d, 13, "0013_dead_letter_ids_autoincrement.sql")
+	reapplyLaterDeadLetterMigrations(t, d)
 
 	var sql string
 	if err := w.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'`).Scan(&sql); err != nil || !strings.Contains(sql, "AUTOINCREMENT") {

@@ -641,8 +641,8 @@ func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time
 }
 
 func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
-	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID)
+	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes)
 	if err != nil {
 		return err
 	}
@@ -653,7 +653,7 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 // deadLetterSelect joins a dead letter with its message, queue, partition
 // and group.
 const deadLetterSelect = `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, m.transaction_id, m.payload, m.trace_id, m.created_at
+	d.error, d.retry_count, d.failed_at, m.transaction_id, m.payload, m.trace_id, m.created_at, d.error_bytes
 	FROM dead_letters d
 	JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
@@ -665,15 +665,23 @@ func scanDeadLetters(rows *sql.Rows) ([]broker.DeadLetter, error) {
 	var out []broker.DeadLetter
 	for rows.Next() {
 		var d broker.DeadLetter
-		var failed, created int64
-		if err := rows.Scan(&d.ID, &d.Seq, &d.QueueID, &d.Queue, &d.PartitionID, &d.Partition, &d.PartitionKey, &d.GroupID, &d.Group,
-			&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created); err != nil {
+		if err := scanDeadLetter(rows, &d); err != nil {
 			return nil, err
 		}
-		d.FailedAt, d.CreatedAt = fromMS(failed), fromMS(created)
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// scanDeadLetter reads the row of deadLetterSelect rows is at into d.
+func scanDeadLetter(rows *sql.Rows, d *broker.DeadLetter) error {
+	var failed, created int64
+	if err := rows.Scan(&d.ID, &d.Seq, &d.QueueID, &d.Queue, &d.PartitionID, &d.Partition, &d.PartitionKey, &d.GroupID, &d.Group,
+		&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created, &d.ErrorBytes); err != nil {
+		return err
+	}
+	d.FailedAt, d.CreatedAt = fromMS(failed), fromMS(created)
+	return nil
 }
 
 func (t *storeTx) DeadLettersOfMessage(ctx context.Context, seq int64) ([]broker.DeadLetter, error) {

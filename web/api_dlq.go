@@ -18,6 +18,7 @@ type deadLetterView struct {
 	Partition     string          `json:"partition"`
 	ConsumerGroup string          `json:"consumerGroup"`
 	ErrorMessage  *string         `json:"errorMessage"` // null: the worker sent no error text
+	ErrorCut      *errorCutView   `json:"errorCut"`     // null: errorMessage is the whole text
 	RetryCount    int             `json:"retryCount"`
 	Data          json.RawMessage `json:"data"`
 	CreatedAt     timestamp       `json:"createdAt"`
@@ -26,8 +27,20 @@ type deadLetterView struct {
 	IsReplay      bool            `json:"isReplay"`
 }
 
+// errorCutView says that an error text was cut to be kept: the bytes of
+// it kept (errorMessage then ends in "…") and the bytes the worker sent.
+type errorCutView struct {
+	KeptBytes int `json:"keptBytes"`
+	SentBytes int `json:"sentBytes"`
+}
+
 func newDeadLetterView(d broker.DeadLetter) deadLetterView {
+	var cut *errorCutView
+	if kept, sent, ok := d.ErrorCut(); ok {
+		cut = &errorCutView{KeptBytes: kept, SentBytes: sent}
+	}
 	return deadLetterView{
+		ErrorCut:      cut,
 		ID:            d.MessageID(),
 		TransactionID: d.TransactionID,
 		PartitionID:   d.PartitionKey,
