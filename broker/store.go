@@ -172,6 +172,13 @@ type Tx interface {
 	// ListDeadLetters returns a page of the dead letters matching f, newest
 	// failure first.
 	ListDeadLetters(ctx context.Context, f Filter, p Page) ([]DeadLetter, error)
+	// ExportDeadLetters returns a page of an export: the dead letters f
+	// selects strictly older than after (by failedAt, then row id; nil:
+	// from the newest), newest failure first, at most limit of them, and
+	// fewer once their payloads and error texts add up to maxBytes (one at
+	// least). It reads dead_letters and the messages, queues, partitions
+	// and groups they join, locks nothing; none left: an empty page.
+	ExportDeadLetters(ctx context.Context, f Filter, after *Cursor, limit int, maxBytes int64) ([]DeadLetter, error)
 	CountDeadLetters(ctx context.Context, f Filter) (int64, error)
 	// TopErrors counts the dead letters f selects by the first line of
 	// their error, most frequent first, among the newest scan of them.

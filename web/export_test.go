@@ -1,6 +1,10 @@
 package web
 
-import "github.com/labstack/echo/v4"
+import (
+	"context"
+
+	"github.com/labstack/echo/v4"
+)
 
 // Routes lists the server's routes, for the route × role table test.
 func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }
@@ -8,3 +12,9 @@ func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }
 // OnPasswordCheck has f run as each password check of a login starts;
 // set it before the server takes requests.
 func (s *Server) OnPasswordCheck(f func()) { s.checkHook = f }
+
+// OnExport has f run after each page an export wrote (end false) and
+// once the export has ended and is in the audit (end true, with the rows
+// written), with the request's context; set it before the server takes
+// requests.
+func (s *Server) OnExport(f func(ctx context.Context, end bool, rows int64)) { s.exportHook = f }

@@ -15,7 +15,7 @@ import (
 const auditPageSize = 50
 
 // auditActions are the actions the audit page filters by.
-var auditActions = []string{broker.AuditReplay, broker.AuditDelete, broker.AuditDeadLetter, broker.AuditConfigure, broker.AuditQueueDelete,
+var auditActions = []string{broker.AuditReplay, broker.AuditDelete, broker.AuditExport, broker.AuditDeadLetter, broker.AuditConfigure, broker.AuditQueueDelete,
 	broker.AuditLogin, broker.AuditLoginFailed, broker.AuditLogout, broker.AuditUser, broker.AuditToken}
 
 // adminOnlyActions are the audit entries only admins see: failed logins

@@ -36,6 +36,7 @@ func (s *Server) routes() {
 
 	api.GET("/dlq", s.listDeadLetters, viewer)
 	api.GET("/dlq/:id", s.showDeadLetter, viewer)
+	api.GET("/dlq/export", s.exportAPI, operator) // payloads hold personal data: operators and admins
 	api.POST("/dlq/:id/replay", s.replayDeadLetter, operator)
 	api.DELETE("/dlq/:id", s.deleteDeadLetter, operator)
 	api.POST("/dlq/replay", s.replayDeadLetters, operator)

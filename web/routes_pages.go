@@ -27,6 +27,7 @@ func (s *Server) pageRoutes() {
 	e.GET("/queues/:queue", s.showQueuePage, viewer)
 	e.GET("/queues/:queue/dead-letters", s.showDeadLetters, viewer)
 	e.GET("/queues/:queue/dead-letters/confirm", s.confirmBulk, operator)
+	e.GET("/queues/:queue/dead-letters/export", s.exportPage, operator) // personal data: operators and admins
 	e.POST("/queues/:queue/dead-letters/replay", s.replayBulk, operator)
 	e.POST("/queues/:queue/dead-letters/delete", s.deleteBulk, operator)
 	e.GET("/queues/:queue/dead-letters/:id", s.showDeadLetterPage, viewer)

@@ -105,6 +105,9 @@ type Server struct {
 	dummy      dummyHash
 	// checkHook, when set (tests), runs as each password check starts.
 	checkHook func()
+	// exportHook, when set (tests), runs after each page an export wrote
+	// (end false) and once it has ended and is in the audit (end true).
+	exportHook func(ctx context.Context, end bool, rows int64)
 }
 
 // New builds the server and its routes.
