@@ -263,3 +263,20 @@ func userURL(id int64, action string) string {
 func tokenURL(userID, id int64) string {
 	return userURL(userID, "tokens/"+strconv.FormatInt(id, 10)+"/revoke")
 }
+
+// ErrorCut says where an error text was cut to be kept and how long it
+// was: "cut at 8 KiB of 23 KiB" (whole KiB, rounded up when not whole,
+// so that a text just over the limit never reads "8 KiB of 8 KiB").
+func ErrorCut(kept, sent int) string {
+	kib := func(n int, up bool) string {
+		if n < 1024 {
+			return fmt.Sprintf("%d B", n)
+		}
+		k := n / 1024
+		if up && n%1024 != 0 {
+			k++
+		}
+		return fmt.Sprintf("%d KiB", k)
+	}
+	return "cut at " + kib(kept, false) + " of " + kib(sent, true)
+}

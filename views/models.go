@@ -201,6 +201,7 @@ type DeadLetterRow struct {
 	Partition string
 	Group     string
 	Error     string // first line only
+	ErrorCut  string // "cut at 8 KiB of 23 KiB" when the error was cut to be kept, else ""
 	Retries   int
 	FailedAt  time.Time
 	IsReplay  bool
@@ -230,6 +231,9 @@ type DeadLetterDetail struct {
 	OriginalURL string
 	Payload     Payload
 	FullURL     string // the page with the whole payload, when truncated
+	ErrorCut    string // "cut at 8 KiB of 23 KiB" when the error was cut to be kept, else ""
+	PayloadURL  string // the payload as a download, byte for byte
+	ErrorURL    string // the error text as a download
 	OtherGroups []string
 	ReplayURL   string
 	DeleteURL   string

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/views"
 )
 
 // Export formats: one JSON object a line (the API's dead letter, the
@@ -286,4 +288,55 @@ func fileNamePart(v string) string {
 		}
 	}
 	return strings.Trim(b.String(), "-.")
+}
+
+// errorCutNote is "cut at 8 KiB of 23 KiB" for a dead letter whose error
+// was cut to be kept, else "".
+func errorCutNote(d broker.DeadLetter) string {
+	if kept, sent, ok := d.ErrorCut(); ok {
+		return views.ErrorCut(kept, sent)
+	}
+	return ""
+}
+
+// deadLetterPartURL is the download of a dead letter's payload or error.
+func deadLetterPartURL(queue, id, group, part string) string {
+	u := deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/" + part
+	if group != "" {
+		u += "?" + url.Values{"group": {group}}.Encode()
+	}
+	return u
+}
+
+// downloadPayload sends a dead letter's payload, byte for byte as pushed,
+// as <id>.json; downloadError its whole error text as <id>-error.txt.
+// For viewers, who see both on the page.
+func (s *Server) downloadPayload(c echo.Context) error { return s.downloadPart(c, "payload") }
+
+func (s *Server) downloadError(c echo.Context) error { return s.downloadPart(c, "error") }
+
+func (s *Server) downloadPart(c echo.Context, part string) error {
+	queue, err := pathParam(c, "queue")
+	if err != nil {
+		return err
+	}
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	d, err := s.broker.DeadLetter(c.Request().Context(), id, c.QueryParam("group"))
+	if err != nil {
+		return err
+	}
+	if d.Queue != queue {
+		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("dead letter %s is not in queue %s", id, queue)}
+	}
+	name, body, ctype := fileNamePart(id)+".json", d.Payload, "application/json"
+	if part == "error" {
+		name, body, ctype = fileNamePart(id)+"-error.txt", []byte(d.Error), "text/plain; charset=utf-8"
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	h.Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, ctype, body)
 }

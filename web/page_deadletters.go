@@ -270,7 +270,7 @@ func rowOf(queue string, d broker.DeadLetter) views.DeadLetterRow {
 	id := d.MessageID()
 	return views.DeadLetterRow{
 		ID: id, ShortID: views.ShortID(id), TxID: d.TransactionID, Partition: d.Partition, Group: d.Group,
-		Error: views.FirstLine(d.Error, 200), Retries: d.RetryCount, FailedAt: d.FailedAt, IsReplay: d.IsReplay(),
+		Error: views.FirstLine(d.Error, 200), ErrorCut: errorCutNote(d), Retries: d.RetryCount, FailedAt: d.FailedAt, IsReplay: d.IsReplay(),
 		URL:       deadLetterURL(queue, id, d.Group),
 		ReplayURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/replay",
 		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
@@ -320,6 +320,8 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 		ReplayURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/replay",
 		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
 	}
+	v.ErrorCut = errorCutNote(d.DeadLetter)
+	v.PayloadURL, v.ErrorURL = deadLetterPartURL(queue, id, d.Group, "payload"), deadLetterPartURL(queue, id, d.Group, "error")
 	if v.IsReplay {
 		v.OriginalID = strings.TrimPrefix(d.TransactionID, broker.ReplayPrefix)
 	}

@@ -45,6 +45,8 @@ var routeAccess = map[string]access{
 	"GET /queues/:queue":                                      viewer,
 	"GET /queues/:queue/dead-letters":                         viewer,
 	"GET /queues/:queue/dead-letters/:id":                     viewer,
+	"GET /queues/:queue/dead-letters/:id/payload":             viewer,
+	"GET /queues/:queue/dead-letters/:id/error":               viewer,
 	"GET /queues/:queue/dead-letters/confirm":                 operator,
 	"GET /queues/:queue/dead-letters/export":                  operator,
 	"POST /queues/:queue/dead-letters/replay":                 operator,

@@ -31,6 +31,8 @@ func (s *Server) pageRoutes() {
 	e.POST("/queues/:queue/dead-letters/replay", s.replayBulk, operator)
 	e.POST("/queues/:queue/dead-letters/delete", s.deleteBulk, operator)
 	e.GET("/queues/:queue/dead-letters/:id", s.showDeadLetterPage, viewer)
+	e.GET("/queues/:queue/dead-letters/:id/payload", s.downloadPayload, viewer)
+	e.GET("/queues/:queue/dead-letters/:id/error", s.downloadError, viewer)
 	e.POST("/queues/:queue/dead-letters/:id/replay", s.replayOne, operator)
 	e.POST("/queues/:queue/dead-letters/:id/delete", s.deleteOne, operator)
 	e.GET("/charts", s.showCharts, viewer)
