@@ -417,8 +417,8 @@ func caseQueryPlans(ctx context.Context, e *env) ([]Row, error) {
 			_, err := b.Brief(ctx, queue)
 			return err
 		}},
-		{"top errors of a group", func(ctx context.Context) error {
-			_, err := b.TopErrors(ctx, broker.DLQQuery{Queue: queue, Group: group}, 5)
+		{"error groups of a group", func(ctx context.Context) error {
+			_, err := b.ErrorGroups(ctx, queue, group, "", 10)
 			return err
 		}},
 	}

@@ -419,11 +419,12 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 		return nil
 	}
 	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID}
+	d.Fingerprint = Fingerprint(errText)
 	if err := s.tx.InsertDeadLetter(ctx, &d); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
-	if err := s.tx.AddErrorCount(ctx, s.queue.ID, s.c.GroupID, ErrorLine(errText), 1); err != nil {
-		return fmt.Errorf("error counts: %w", err)
+	if err := s.tx.FileErrorGroup(ctx, s.queue.ID, s.c.GroupID, d.Fingerprint, s.now, errText); err != nil {
+		return fmt.Errorf("error groups: %w", err)
 	}
 	s.stats.DeadLettered++
 	s.stats.Depth++

@@ -320,6 +320,9 @@ type DeadLetter struct {
 	ErrorBytes int
 	RetryCount int
 	FailedAt   time.Time
+	// Fingerprint names the error group it is counted in (Fingerprint of
+	// Error, stored when it was filed).
+	Fingerprint string
 	// The message, joined.
 	TransactionID string
 	Payload       []byte

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // DLQQuery selects dead letters by name; the zero value selects all.
@@ -16,10 +15,13 @@ type DLQQuery struct {
 	From, To      time.Time // failedAt range, To exclusive
 	ErrorContains string
 	TransactionID string
-	Limit         int
-	Offset        int
-	After         *Cursor // keyset: rows older than this; Offset is then ignored
-	WithTotal     bool
+	// Fingerprint selects one error group of Queue (Fingerprint): it
+	// needs Queue.
+	Fingerprint string
+	Limit       int
+	Offset      int
+	After       *Cursor // keyset: rows older than this; Offset is then ignored
+	WithTotal   bool
 	// AllQueues: a bulk action by filter with no Queue acts on the dead
 	// letters of every queue; without it, such an action is refused
 	// (ErrInvalid). Lists ignore it.
@@ -58,6 +60,7 @@ func (q DLQQuery) Describe() string {
 	}
 	add("error", q.ErrorContains)
 	add("transactionId", q.TransactionID)
+	add("fingerprint", q.Fingerprint)
 	if len(parts) == 0 {
 		return "all dead letters"
 	}
@@ -77,8 +80,11 @@ func (q *DLQQuery) validate() error {
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
 		return errorf(ErrInvalid, "to must be after from")
 	}
-	if len(q.ErrorContains) > 1024 || len(q.TransactionID) > MaxNameLength {
+	if len(q.ErrorContains) > 1024 || len(q.TransactionID) > MaxNameLength || len(q.Fingerprint) > 4*MaxFingerprint {
 		return errorf(ErrInvalid, "filter text is too long")
+	}
+	if q.Fingerprint != "" && q.Queue == "" {
+		return errorf(ErrInvalid, "fingerprint needs queue")
 	}
 	return nil
 }
@@ -86,7 +92,7 @@ func (q *DLQQuery) validate() error {
 // filter resolves names to ids. ok is false when a named thing does not
 // exist, so nothing can match.
 func (q DLQQuery) filter(ctx context.Context, tx Tx) (f Filter, ok bool, err error) {
-	f = Filter{From: q.From, To: q.To, ErrorContains: q.ErrorContains, TransactionID: q.TransactionID}
+	f = Filter{From: q.From, To: q.To, ErrorContains: q.ErrorContains, TransactionID: q.TransactionID, Fingerprint: q.Fingerprint}
 	if q.Queue != "" {
 		qu, err := tx.QueueByName(ctx, q.Queue)
 		if isNotFound(err) {
@@ -137,29 +143,6 @@ func (b *Broker) DeadLetters(ctx context.Context, q DLQQuery) (DLQPage, error) {
 		return err
 	})
 	return page, err
-}
-
-// TopErrors returns the most frequent error lines among the dead letters q
-// selects, exactly: from the maintained counts when q is a group of a
-// queue, else by reading them all.
-func (b *Broker) TopErrors(ctx context.Context, q DLQQuery, limit int) ([]ErrorCount, error) {
-	if err := q.validate(); err != nil {
-		return nil, err
-	}
-	var out []ErrorCount
-	err := b.store.View(ctx, func(tx Tx) error {
-		f, ok, err := q.filter(ctx, tx)
-		if err != nil || !ok {
-			return err
-		}
-		if f.simple() && f.GroupID != 0 {
-			out, err = tx.TopErrorCounts(ctx, f.QueueID, f.GroupID, limit)
-		} else {
-			out, err = tx.TopErrors(ctx, f, limit, 0)
-		}
-		return err
-	})
-	return out, err
 }
 
 // DeadLetterDetail is one dead letter of a message, and the message's dead
@@ -319,7 +302,7 @@ func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey)
 func keysOf(dls []DeadLetter) []DeadLetterKey {
 	keys := make([]DeadLetterKey, len(dls))
 	for i, d := range dls {
-		keys[i] = DeadLetterKey{ID: d.ID, Seq: d.Seq, QueueID: d.QueueID, PartitionID: d.PartitionID, GroupID: d.GroupID, CreatedAt: d.CreatedAt, Line: ErrorLine(d.Error)}
+		keys[i] = DeadLetterKey{ID: d.ID, Seq: d.Seq, QueueID: d.QueueID, PartitionID: d.PartitionID, GroupID: d.GroupID, CreatedAt: d.CreatedAt, Fingerprint: d.Fingerprint}
 	}
 	return keys
 }
@@ -331,12 +314,12 @@ func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats) err
 	type key struct{ q, g int64 }
 	counts := map[key]int64{}
 	var order []key
-	type lineKey struct {
+	type groupKey struct {
 		key
-		line string
+		fingerprint string
 	}
-	lines := map[lineKey]int64{}
-	var lineOrder []lineKey
+	groups := map[groupKey]int64{}
+	var groupOrder []groupKey
 	for i, d := range keys {
 		ids[i] = d.ID
 		k := key{d.QueueID, d.GroupID}
@@ -344,18 +327,18 @@ func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats) err
 			order = append(order, k)
 		}
 		counts[k]++
-		lk := lineKey{k, d.Line}
-		if lines[lk] == 0 {
-			lineOrder = append(lineOrder, lk)
+		gk := groupKey{k, d.Fingerprint}
+		if groups[gk] == 0 {
+			groupOrder = append(groupOrder, gk)
 		}
-		lines[lk]++
+		groups[gk]++
 	}
 	if err := tx.DeleteDeadLetters(ctx, ids); err != nil {
 		return fmt.Errorf("delete dead letters: %w", err)
 	}
-	for _, lk := range lineOrder {
-		if err := tx.AddErrorCount(ctx, lk.q, lk.g, lk.line, -lines[lk]); err != nil {
-			return fmt.Errorf("error counts: %w", err)
+	for _, gk := range groupOrder {
+		if err := tx.RemoveFromErrorGroup(ctx, gk.q, gk.g, gk.fingerprint, groups[gk]); err != nil {
+			return fmt.Errorf("error groups: %w", err)
 		}
 	}
 	for _, k := range order {
@@ -418,16 +401,18 @@ func groupsOf(dls []DeadLetter) string {
 // queue at a glance, a page of its dead letters and the top errors of the
 // same filter.
 type Triage struct {
-	Queue     QueueBrief
-	Page      DLQPage
-	TopErrors []ErrorCount
-	// TopErrorsCapped: the top errors are those of the newest TriageScan
-	// matching dead letters only.
-	TopErrorsCapped bool
+	Queue QueueBrief
+	Page  DLQPage
+	// ErrorGroups are the biggest error groups of the queue and consumer
+	// group of the filter (and only its error group, when it names one),
+	// with their trends, from the kept counts: the other filters do not
+	// narrow them.
+	ErrorGroups []ErrorGroup
 }
 
-// Triage reads the dead-letter list of q.Queue (which must exist).
-func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage, error) {
+// Triage reads the dead-letter list of q.Queue (which must exist), with
+// up to maxGroups of its error groups.
+func (b *Broker) Triage(ctx context.Context, q DLQQuery, maxGroups int) (Triage, error) {
 	if err := q.validate(); err != nil {
 		return Triage{}, err
 	}
@@ -449,9 +434,16 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage,
 		if out.Page, err = deadLetterPage(ctx, tx, f, q); err != nil {
 			return err
 		}
-		// A page costs the same at any depth: the total and the top errors
-		// come from maintained counts when the filter is a queue or a
+		if out.ErrorGroups, err = errorGroups(ctx, tx, f.QueueID, f.GroupID, f.Fingerprint, maxGroups, b.now()); err != nil {
+			return err
+		}
+		// A page costs the same at any depth: the total comes from
+		// maintained counts when the filter is a queue, a group or an error
 		// group, else from at most TriageScan of the newest matching rows.
+		if n, ok, err := groupCount(ctx, tx, f); err != nil || ok {
+			out.Page.Total = n
+			return err
+		}
 		if f.simple() {
 			if withTotal {
 				for _, g := range out.Queue.Stats {
@@ -460,8 +452,7 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage,
 					}
 				}
 			}
-			out.TopErrors, err = tx.TopErrorCounts(ctx, f.QueueID, f.GroupID, topErrors)
-			return err
+			return nil
 		}
 		if withTotal {
 			if out.Page.Total, err = tx.CountDeadLettersUpTo(ctx, f, TriageScan+1); err != nil {
@@ -471,27 +462,15 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, topErrors int) (Triage,
 				out.Page.Total, out.Page.TotalCapped = TriageScan, true
 			}
 		}
-		out.TopErrors, err = tx.TopErrors(ctx, f, topErrors, TriageScan)
-		out.TopErrorsCapped = out.Page.TotalCapped
-		return err
+		return nil
 	})
 	return out, err
 }
 
 // TriageScan is how many matching dead letters the list reads, at most,
-// to count them and find their top errors when the filter is more than a
-// queue and a group.
+// to count them when the filter is more than a queue, a group and an
+// error group.
 const TriageScan = 10000
-
-// ErrorLine is the part of an error text that top errors group by: its
-// first line, cut to 500 characters (as db's SQL does).
-func ErrorLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	if utf8.RuneCountInString(line) <= 500 {
-		return line
-	}
-	return string([]rune(line)[:500])
-}
 
 // deadLetterPage reads one page of f, with the keyset position of the next
 // and, when asked, the total.
@@ -545,8 +524,12 @@ func countDeadLettersAndMessages(ctx context.Context, tx Tx, f Filter) (rows, me
 }
 
 // countDeadLetters counts what f selects, exactly: from the maintained
-// depths when f is a queue or a group, else by counting the rows.
+// depths when f is a queue or a group, from the error groups' counts when
+// it is an error group of one, else by counting the rows.
 func countDeadLetters(ctx context.Context, tx Tx, f Filter) (int64, error) {
+	if n, ok, err := groupCount(ctx, tx, f); err != nil || ok {
+		return n, err
+	}
 	if !f.simple() {
 		return tx.CountDeadLetters(ctx, f)
 	}

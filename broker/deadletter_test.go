@@ -373,9 +373,9 @@ func TestDeadLetterListing(t *testing.T) {
 			}
 		}
 	})
-	t.Run("TopErrors", func(t *testing.T) {
-		top, err := s.b.TopErrors(s.ctx, broker.DLQQuery{Queue: "q"}, 5)
-		if err != nil || len(top) != 2 || top[0].Count != 5 {
+	t.Run("ErrorGroups", func(t *testing.T) {
+		top, err := s.b.ErrorGroups(s.ctx, "q", "", "", 5)
+		if err != nil || len(top) != 2 || top[0].DeadLetters != 5 || top[0].Fingerprint != "err-p1" {
 			t.Fatalf("%+v %v", top, err)
 		}
 	})
@@ -401,8 +401,9 @@ func TestMessageIDRoundTrip(t *testing.T) {
 	}
 }
 
-// The list's top errors and total of a queue or group come from maintained
-// counts; after filing, replaying and deleting they agree with a scan.
+// The list's error groups and total of a queue or group come from
+// maintained counts; after filing, replaying and deleting they agree with
+// a scan.
 func TestTriageCountsAgreeWithAScan(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
@@ -433,31 +434,62 @@ func TestTriageCountsAgreeWithAScan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scanned, err := s.b.TopErrors(s.ctx, q, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		page, err := s.b.DeadLetters(s.ctx, q)
+		all := q
+		all.Limit = 100
+		page, err := s.b.DeadLetters(s.ctx, all)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tr.Page.Total != page.Total || tr.Page.TotalCapped {
 			t.Errorf("group %q: total %d (capped %v), a count says %d", group, tr.Page.Total, tr.Page.TotalCapped, page.Total)
 		}
-		if fmt.Sprint(tr.TopErrors) != fmt.Sprint(scanned) {
-			t.Errorf("group %q: top errors %v, a scan says %v", group, tr.TopErrors, scanned)
+		if got, want := groupCounts(tr.ErrorGroups), scanGroups(page.Items); got != want {
+			t.Errorf("group %q: error groups %v, a scan says %v", group, got, want)
 		}
 	}
-	// A filter beyond queue and group counts by a bounded scan.
+	// A filter beyond queue and group counts by a bounded scan; the error
+	// groups stay the queue's.
 	tr, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", ErrorContains: "panic", Limit: 10, WithTotal: true}, 5)
-	if err != nil || tr.Page.Total != 2 || len(tr.TopErrors) != 1 || tr.TopErrors[0] != (broker.ErrorCount{Error: "panic: nil map", Count: 2}) {
+	if err != nil || tr.Page.Total != 2 || len(tr.ErrorGroups) != 3 {
 		t.Fatalf("filtered triage: %+v %v", tr, err)
+	}
+	// An error group of the queue counts from its kept count.
+	tr, err = s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Fingerprint: "panic: nil map", Limit: 10, WithTotal: true}, 5)
+	if err != nil || tr.Page.Total != 2 || len(tr.Page.Items) != 2 || len(tr.ErrorGroups) != 1 || tr.ErrorGroups[0].DeadLetters != 2 {
+		t.Fatalf("triage of an error group: %+v %v", tr, err)
 	}
 }
 
-// Bulk deletes take a dead letter off the same error line it was counted
+// groupCounts and scanGroups say "fingerprint=count ..." sorted, of kept
+// error groups and of dead letters.
+func groupCounts(gs []broker.ErrorGroup) string {
+	var out []string
+	for _, g := range gs {
+		out = append(out, fmt.Sprintf("%s=%d", g.Fingerprint, g.DeadLetters))
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+func scanGroups(dls []broker.DeadLetter) string {
+	n := map[string]int64{}
+	for _, d := range dls {
+		if d.Fingerprint != broker.Fingerprint(d.Error) {
+			return "fingerprint " + d.Fingerprint + " stored for " + d.Error
+		}
+		n[d.Fingerprint]++
+	}
+	var out []string
+	for fp, c := range n {
+		out = append(out, fmt.Sprintf("%s=%d", fp, c))
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// Bulk deletes take a dead letter off the same error group it was counted
 // under, whatever its text holds (a NUL, a line longer than the cut).
-func TestBulkDeleteKeepsErrorCountsExact(t *testing.T) {
+func TestBulkDeleteKeepsErrorGroupsExact(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
 	long := strings.Repeat("é", 600) + "\nat main.go:1"
@@ -467,16 +499,16 @@ func TestBulkDeleteKeepsErrorCountsExact(t *testing.T) {
 		s.fail("q", "g", 1, e)
 	}
 	tri, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Group: "g", Limit: 10}, 10)
-	if err != nil || len(tri.TopErrors) != 3 {
-		t.Fatalf("top errors before: %+v %v", tri.TopErrors, err)
+	if err != nil || len(tri.ErrorGroups) != 3 {
+		t.Fatalf("error groups before: %+v %v", tri.ErrorGroups, err)
 	}
 	res, err := s.b.DeleteMatching(s.ctx, broker.DLQQuery{Queue: "q", Group: "g"}, "dev")
 	if err != nil || res.Done != 3 {
 		t.Fatalf("delete: %+v %v", res, err)
 	}
 	tri, err = s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Group: "g", Limit: 10}, 10)
-	if err != nil || len(tri.TopErrors) != 0 {
-		t.Fatalf("top errors after deleting every dead letter: %+v %v", tri.TopErrors, err)
+	if err != nil || len(tri.ErrorGroups) != 0 {
+		t.Fatalf("error groups after deleting every dead letter: %+v %v", tri.ErrorGroups, err)
 	}
 }
 

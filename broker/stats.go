@@ -388,10 +388,14 @@ func fillSeries(rows []Bucket, from, to time.Time, step time.Duration, now time.
 	return out
 }
 
-// CompactStats deletes the buckets past their retention.
+// CompactStats deletes the buckets past their retention, and the error
+// groups' hourly counts past ErrorGroupHourRetention.
 func (b *Broker) CompactStats(ctx context.Context) error {
 	now := b.now()
 	return b.store.Update(ctx, func(tx Tx) error {
-		return tx.CompactStats(ctx, now.Add(-MinuteRetention), now.Add(-QuarterRetention), now.Add(-HourRetention))
+		if err := tx.CompactStats(ctx, now.Add(-MinuteRetention), now.Add(-QuarterRetention), now.Add(-HourRetention)); err != nil {
+			return err
+		}
+		return tx.CompactErrorGroupHours(ctx, now.Add(-ErrorGroupHourRetention))
 	})
 }

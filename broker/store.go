@@ -53,6 +53,7 @@ func IsEphemeral(ctx context.Context) bool {
 type Tx interface {
 	UserTx
 	SessionTx
+	GroupTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)
@@ -180,17 +181,8 @@ type Tx interface {
 	// and groups they join, locks nothing; none left: an empty page.
 	ExportDeadLetters(ctx context.Context, f Filter, after *Cursor, limit int, maxBytes int64) ([]DeadLetter, error)
 	CountDeadLetters(ctx context.Context, f Filter) (int64, error)
-	// TopErrors counts the dead letters f selects by the first line of
-	// their error, most frequent first, among the newest scan of them.
-	TopErrors(ctx context.Context, f Filter, limit, scan int) ([]ErrorCount, error)
 	// CountDeadLettersUpTo counts the dead letters f selects, stopping at max.
 	CountDeadLettersUpTo(ctx context.Context, f Filter, max int) (int64, error)
-	// AddErrorCount adds delta to the dead letters of a queue and group
-	// whose error's first line is line.
-	AddErrorCount(ctx context.Context, queueID, groupID int64, line string, delta int64) error
-	// TopErrorCounts returns the most frequent error lines of a queue (and
-	// group, when not 0) from the maintained counts.
-	TopErrorCounts(ctx context.Context, queueID, groupID int64, limit int) ([]ErrorCount, error)
 
 	// AddStats adds d to the running totals of a queue and group and to
 	// the minute, quarter-hour and hour buckets of at, which also record
@@ -213,7 +205,7 @@ type Tx interface {
 }
 
 // DeadLetterKey is what a bulk action needs of a dead letter: no payload,
-// and of the error only the line that top errors count it under.
+// and of the error only the fingerprint its error group is counted under.
 type DeadLetterKey struct {
 	ID          int64
 	Seq         int64
@@ -221,7 +213,7 @@ type DeadLetterKey struct {
 	PartitionID int64
 	GroupID     int64
 	CreatedAt   time.Time // the message's
-	Line        string    // ErrorLine of its error
+	Fingerprint string    // as stored when it was filed
 	Size        int64     // the message's payload in bytes (0 where it was not asked for)
 }
 
@@ -259,14 +251,17 @@ type Filter struct {
 	From, To      time.Time // failedAt range, To exclusive
 	ErrorContains string
 	TransactionID string
-	MaxID         int64     // only rows with ID <= MaxID (bulk actions pin their set)
-	MaxFailedAt   time.Time // only rows that failed at or before it (with MaxID: a Bound)
+	// Fingerprint selects one error group (broker.Fingerprint); it needs
+	// QueueID (the groups are a queue's).
+	Fingerprint string
+	MaxID       int64     // only rows with ID <= MaxID (bulk actions pin their set)
+	MaxFailedAt time.Time // only rows that failed at or before it (with MaxID: a Bound)
 }
 
 // simple reports whether f selects by queue and group only, which the
 // maintained counts answer.
 func (f Filter) simple() bool {
-	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.MaxID == 0 && f.MaxFailedAt.IsZero()
+	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.Fingerprint == "" && f.MaxID == 0 && f.MaxFailedAt.IsZero()
 }
 
 // Page is a keyset or offset page. With After set, rows strictly older than

@@ -30,6 +30,8 @@ import (
 	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/lazarus-dlq/lazarus/broker"
 )
 
 // DriverName is the database/sql driver every connection of a DB is
@@ -65,6 +67,11 @@ func init() {
 		}
 		if _, err := c.Exec("PRAGMA temp_store=MEMORY", nil); err != nil {
 			return fmt.Errorf("sqlite: temp_store: %w", err)
+		}
+		// lazarus_fingerprint(error) is broker.Fingerprint, for migration
+		// 0014's backfill; pure: the same text always gives the same.
+		if err := c.RegisterFunc("lazarus_fingerprint", broker.Fingerprint, true); err != nil {
+			return fmt.Errorf("sqlite: lazarus_fingerprint: %w", err)
 		}
 		return nil
 	}})

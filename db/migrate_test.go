@@ -110,6 +110,8 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 // of the migrations after 0013 (reapplyLaterDeadLetterMigrations adds
 // them again after 0013 ran).
 var laterDeadLetterColumns = []string{
+	`ALTER TABLE dead_letters ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''`, // 0014
+	`CREATE INDEX dead_letters_fingerprint ON dead_letters (queue_id, fingerprint, failed_at DESC, id DESC)`,
 	`ALTER TABLE dead_letters ADD COLUMN error_bytes INTEGER NOT NULL DEFAULT 0`, // 0017
 }
 
@@ -117,6 +119,10 @@ var laterDeadLetterColumns = []string{
 // that change dead_letters, as a start after 0013 would.
 func reapplyLaterDeadLetterMigrations(t *testing.T, d *DB) {
 	t.Helper()
+	reapply(t, d, 14, "0014_error_groups.sql",
+		`DROP TABLE error_groups`, `DROP TABLE error_group_hours`,
+		`CREATE TABLE error_counts (queue_id INTEGER NOT NULL, group_id INTEGER NOT NULL, line TEXT NOT NULL, count INTEGER NOT NULL,
+			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)
 	reapply(t, d, 17, "0017_dead_letter_error_bytes.sql")
 }
 

@@ -193,7 +193,8 @@ func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 		`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
 		`DELETE FROM consumers WHERE queue_id = ?1`,
 		`DELETE FROM dead_letters WHERE queue_id = ?1`,
-		`DELETE FROM error_counts WHERE queue_id = ?1`,
+		`DELETE FROM error_groups WHERE queue_id = ?1`,
+		`DELETE FROM error_group_hours WHERE queue_id = ?1`,
 		`DELETE FROM group_stats WHERE queue_id = ?1`,
 		`DELETE FROM subscriptions WHERE queue_id = ?1`,
 		`DELETE FROM partitions WHERE queue_id = ?1`,
@@ -641,8 +642,8 @@ func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time
 }
 
 func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
-	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes)
+	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint)
 	if err != nil {
 		return err
 	}
@@ -653,7 +654,7 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 // deadLetterSelect joins a dead letter with its message, queue, partition
 // and group.
 const deadLetterSelect = `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, m.transaction_id, m.payload, m.trace_id, m.created_at, d.error_bytes
+	d.error, d.retry_count, d.failed_at, m.transaction_id, m.payload, m.trace_id, m.created_at, d.error_bytes, d.fingerprint
 	FROM dead_letters d
 	JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
@@ -677,7 +678,7 @@ func scanDeadLetters(rows *sql.Rows) ([]broker.DeadLetter, error) {
 func scanDeadLetter(rows *sql.Rows, d *broker.DeadLetter) error {
 	var failed, created int64
 	if err := rows.Scan(&d.ID, &d.Seq, &d.QueueID, &d.Queue, &d.PartitionID, &d.Partition, &d.PartitionKey, &d.GroupID, &d.Group,
-		&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created, &d.ErrorBytes); err != nil {
+		&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created, &d.ErrorBytes, &d.Fingerprint); err != nil {
 		return err
 	}
 	d.FailedAt, d.CreatedAt = fromMS(failed), fromMS(created)
@@ -730,6 +731,10 @@ func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64) error {
 // would rather walk a whole queue in failed_at order through the queue's
 // index (1M rows for one match), so the other columns are then written
 // +col, which keeps them out of index choice and leaves their meaning.
+// An error group (fingerprint) is searched the same way by its index
+// (queue_id, fingerprint, failed_at, id): the group and partition are
+// then +col, else SQLite may take (queue_id, group_id, ...) and read the
+// whole consumer group for a small error group.
 func where(f broker.Filter) (string, []any) {
 	var conds []string
 	var args []any
@@ -741,6 +746,13 @@ func where(f broker.Filter) (string, []any) {
 	if f.TransactionID != "" {
 		add("d.transaction_id = ?", f.TransactionID)
 		col = func(c string) string { return "+" + c }
+	} else if f.Fingerprint != "" && f.QueueID != 0 {
+		col = func(c string) string {
+			if c == "d.group_id" || c == "d.partition_id" {
+				return "+" + c
+			}
+			return c
+		}
 	}
 	if f.QueueID != 0 {
 		add(col("d.queue_id")+" = ?", f.QueueID)
@@ -750,6 +762,9 @@ func where(f broker.Filter) (string, []any) {
 	}
 	if f.PartitionID != 0 {
 		add(col("d.partition_id")+" = ?", f.PartitionID)
+	}
+	if f.Fingerprint != "" {
+		add(col("d.fingerprint")+" = ?", f.Fingerprint)
 	}
 	if !f.From.IsZero() {
 		add(col("d.failed_at")+" >= ?", ms(f.From))
@@ -803,107 +818,11 @@ func (t *storeTx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64,
 	return n, err
 }
 
-func (t *storeTx) TopErrors(ctx context.Context, f broker.Filter, limit, scan int) ([]broker.ErrorCount, error) {
-	w, args := where(f)
-	src := `dead_letters d` + w
-	if scan > 0 {
-		// The newest scan rows of the filter only: bounded work at any depth.
-		src = `(SELECT d.error FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?) d`
-		args = append(args, scan)
-	}
-	// Errors are grouped by their first line (broker.ErrorLine): stack
-	// traces and the like differ below it from one failure to the next.
-	rows, err := t.query(ctx, `SELECT substr(substr(d.error, 1, instr(d.error || char(10), char(10)) - 1), 1, 500) AS line, COUNT(*) AS n
-		FROM `+src+` GROUP BY line ORDER BY n DESC, line LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	return scanErrorCounts(rows)
-}
-
-func scanErrorCounts(rows *sql.Rows) ([]broker.ErrorCount, error) {
-	defer rows.Close()
-	var out []broker.ErrorCount
-	for rows.Next() {
-		var e broker.ErrorCount
-		if err := rows.Scan(&e.Error, &e.Count); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
 func (t *storeTx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max int) (int64, error) {
 	w, args := where(f)
 	var n int64
 	err := t.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`+w+` LIMIT ?)`, append(args, max)...).Scan(&n)
 	return n, err
-}
-
-func (t *storeTx) AddErrorCount(ctx context.Context, queueID, groupID int64, line string, delta int64) error {
-	if _, err := t.exec(ctx, `INSERT INTO error_counts (queue_id, group_id, line, count) VALUES (?, ?, ?, ?)
-		ON CONFLICT (queue_id, group_id, line) DO UPDATE SET count = count + excluded.count`, queueID, groupID, line, delta); err != nil {
-		return err
-	}
-	if delta < 0 {
-		_, err := t.exec(ctx, `DELETE FROM error_counts WHERE queue_id = ? AND group_id = ? AND line = ? AND count <= 0`, queueID, groupID, line)
-		return err
-	}
-	return nil
-}
-
-func (t *storeTx) TopErrorCounts(ctx context.Context, queueID, groupID int64, limit int) ([]broker.ErrorCount, error) {
-	if groupID != 0 {
-		rows, err := t.query(ctx, `SELECT line, count FROM error_counts WHERE queue_id = ? AND group_id = ? ORDER BY count DESC, line LIMIT ?`, queueID, groupID, limit)
-		if err != nil {
-			return nil, err
-		}
-		return scanErrorCounts(rows)
-	}
-	// Across groups: the lines that lead in some group, summed over all
-	// groups. A line that leads nowhere but adds up across many groups
-	// can be missed; each group's own list is exact.
-	groups, err := t.query(ctx, `SELECT group_id FROM group_stats WHERE queue_id = ?`, queueID)
-	if err != nil {
-		return nil, err
-	}
-	var gids []int64
-	for groups.Next() {
-		var g int64
-		if err := groups.Scan(&g); err != nil {
-			groups.Close()
-			return nil, err
-		}
-		gids = append(gids, g)
-	}
-	groups.Close()
-	if err := groups.Err(); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var lines []any
-	for _, g := range gids {
-		top, err := t.TopErrorCounts(ctx, queueID, g, limit)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range top {
-			if !seen[e.Error] {
-				seen[e.Error] = true
-				lines = append(lines, e.Error)
-			}
-		}
-	}
-	if len(lines) == 0 {
-		return nil, nil
-	}
-	rows, err := t.query(ctx, `SELECT line, SUM(count) AS n FROM error_counts WHERE queue_id = ? AND line IN (?`+strings.Repeat(",?", len(lines)-1)+`)
-		GROUP BY line ORDER BY n DESC, line LIMIT ?`, append(append([]any{queueID}, lines...), limit)...)
-	if err != nil {
-		return nil, err
-	}
-	return scanErrorCounts(rows)
 }
 
 func (t *storeTx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {

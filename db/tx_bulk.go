@@ -14,10 +14,10 @@ import (
 // read, copied and removed with a few statements, whatever its size; the
 // sets go in as JSON arrays (json_each), payloads never leave SQLite.
 
-// The error comes whole: its line (broker.ErrorLine) is cut here, exactly
-// as when it was counted (SQLite's text functions would stop at a NUL).
+// The fingerprint is the one stored when the dead letter was filed, which
+// its error group counts it under (the error text itself is not read).
 // length() of a BLOB reads its size from the record, not the payload.
-const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, m.created_at, d.error, length(m.payload)
+const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, m.created_at, d.fingerprint, length(m.payload)
 	FROM dead_letters d JOIN messages m ON m.seq = d.seq`
 
 func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]broker.DeadLetterKey, error) {
@@ -30,11 +30,10 @@ func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]bro
 	for rows.Next() {
 		var k broker.DeadLetterKey
 		var created int64
-		var errText string
-		if err := rows.Scan(&k.ID, &k.Seq, &k.QueueID, &k.PartitionID, &k.GroupID, &created, &errText, &k.Size); err != nil {
+		if err := rows.Scan(&k.ID, &k.Seq, &k.QueueID, &k.PartitionID, &k.GroupID, &created, &k.Fingerprint, &k.Size); err != nil {
 			return nil, err
 		}
-		k.CreatedAt, k.Line = fromMS(created), broker.ErrorLine(errText)
+		k.CreatedAt = fromMS(created)
 		out = append(out, k)
 	}
 	return out, rows.Err()
@@ -43,7 +42,7 @@ func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]bro
 func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
 	// No message joined: a delete needs no message's time (CreatedAt 0).
 	w, args := where(f)
-	return scanKeys(ctx, t, `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.error, 0 FROM dead_letters d`+w+`
+	return scanKeys(ctx, t, `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`+w+`
 		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
 }
 

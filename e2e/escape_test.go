@@ -22,7 +22,7 @@ func (v *visit) notPwned(where string) {
 	if got := v.eval(`() => typeof window.__pwned`); got != "undefined" {
 		v.t.Errorf("%s: window.__pwned is set (%v): a payload or error ran as script", where, v.eval(`() => String(window.__pwned)`))
 	}
-	if n := v.eval(`() => document.querySelectorAll("#main script, #main img, [onerror], [data-testid=dl-error] *, [data-testid=dl-error-full] *, [data-testid=payload-pretty] *, [data-testid=payload-raw] *, [data-testid=top-error] .text *").length`); n != 0 {
+	if n := v.eval(`() => document.querySelectorAll("#main script, #main img, [onerror], [data-testid=dl-error] *, [data-testid=dl-error-full] *, [data-testid=payload-pretty] *, [data-testid=payload-raw] *, [data-testid=error-group-filter] *, [data-testid=error-group-sample] *").length`); n != 0 {
 		v.t.Errorf("%s: %v elements made from a payload or an error", where, n)
 	}
 }
@@ -44,7 +44,7 @@ func TestPayloadAndErrorShowAsText(t *testing.T) {
 	v.count(v.id("dl-row"), 1, "dead letters")
 	v.contains(v.id("dl-error"), `<img src=x onerror="window.__pwned=3">`, "the row's error")
 	v.contains(v.id("dl-error"), `<script>window.__pwned=4</script>`, "the row's error")
-	v.contains(v.id("top-error"), `<img src=x onerror=`, "the top error")
+	v.contains(v.id("error-group-filter"), `<img src=x onerror=`, "the error group")
 	v.notPwned("list")
 
 	// Filtering by text with markup in it finds it, and the chip shows it

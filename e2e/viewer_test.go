@@ -44,11 +44,11 @@ func TestViewerFindsAndReadsADeadLetter(t *testing.T) {
 	v.count(v.id("dl-row"), shopDead, "dead letters of the shop")
 	v.noOperatorControls("dead-letter list")
 
-	// The top errors lead to their dead letters, and the filters stay
+	// The error groups lead to their dead letters, and the filters stay
 	// usable after.
-	v.click(v.id("top-error").Filter(playwright.LocatorFilterOptions{HasText: "insufficient_funds"}), "the declined cards' top error")
-	v.count(v.id("dl-row"), shopDeclined, "rows of the declined cards' top error")
-	v.contains(v.id("chip").First(), "insufficient_funds", "the top error's chip")
+	v.click(v.id("error-group-filter").Filter(playwright.LocatorFilterOptions{HasText: "insufficient_funds"}), "the declined cards' error group")
+	v.count(v.id("dl-row"), shopDeclined, "rows of the declined cards' error group")
+	v.contains(v.id("chip").First(), "insufficient_funds", "the error group's chip")
 	v.click(v.id("chip").First().GetByRole("link"), "the chip's remove button")
 	v.count(v.id("chip"), 0, "chips once the filter is removed")
 	v.count(v.id("dl-row"), shopDead, "dead letters once the filter is removed")

@@ -139,8 +139,14 @@ type DeadLetterList struct {
 	Partitions []string // the partition filter's choices; nil: a text field (too many to list)
 	Filter     DeadLetterFilter
 	Chips      []Chip
-	TopErrors  []TopError
-	Rows       []DeadLetterRow
+	// ErrorGroups is the panel of the error groups of the queue and
+	// consumer group of the filter; ErrorGroupsScope says whose they are
+	// ("queue q", "consumer group g of queue q"), ErrorGroupsNarrower that
+	// the list's other filters do not narrow them.
+	ErrorGroups         []ErrorGroupRow
+	ErrorGroupsScope    string
+	ErrorGroupsNarrower bool
+	Rows                []DeadLetterRow
 	// Matching is how many dead letters the filter selects; MatchingKnown
 	// is false when counting would cost a scan (it is then fetched apart).
 	Matching      int64
@@ -170,6 +176,20 @@ type DeadLetterFilter struct {
 type Chip struct {
 	Label     string
 	RemoveURL string
+}
+
+// ErrorGroupRow is one error group in the dead-letter list's panel.
+type ErrorGroupRow struct {
+	Fingerprint string
+	Count       int64
+	First, Last time.Time
+	Trend       Sparkline // dead letters filed per hour, the last 24 h
+	TrendTotal  int64
+	Sample      string // the newest full error text
+	FilterURL   string // the list filtered by the group
+	ReplayURL   string // the bulk confirmations of the group
+	DeleteURL   string
+	Current     bool // the list is filtered by it
 }
 
 // TopError is a frequent error text with the link that filters by it.

@@ -25,6 +25,9 @@ type deadLetterView struct {
 	FailedAt      timestamp       `json:"failedAt"`
 	TraceID       *string         `json:"traceId"`
 	IsReplay      bool            `json:"isReplay"`
+	// Fingerprint names the dead letter's error group (a filter:
+	// fingerprint=).
+	Fingerprint string `json:"fingerprint"`
 }
 
 // errorCutView says that an error text was cut to be kept: the bytes of
@@ -54,6 +57,7 @@ func newDeadLetterView(d broker.DeadLetter) deadLetterView {
 		FailedAt:      timestamp(d.FailedAt),
 		TraceID:       optional(d.TraceID),
 		IsReplay:      d.IsReplay(),
+		Fingerprint:   d.Fingerprint,
 	}
 }
 
@@ -65,6 +69,7 @@ func parseDLQQuery(c echo.Context) (broker.DLQQuery, error) {
 		Partition:     c.QueryParam("partition"),
 		ErrorContains: c.QueryParam("error"),
 		TransactionID: c.QueryParam("transactionId"),
+		Fingerprint:   c.QueryParam("fingerprint"),
 		WithTotal:     true,
 	}
 	var err error

@@ -44,6 +44,7 @@ type bulkFilter struct {
 	To            string `json:"to"`
 	Error         string `json:"error"`
 	TransactionID string `json:"transactionId"`
+	Fingerprint   string `json:"fingerprint"` // an error group
 	All           bool   `json:"all"`
 }
 
@@ -79,7 +80,7 @@ func (b boundIn) bound() (broker.Bound, error) {
 func (r bulkRequest) query() (broker.DLQQuery, error) {
 	f := *r.Filter
 	all := r.All || f.All
-	q := broker.DLQQuery{Queue: f.Queue, Group: f.ConsumerGroup, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TransactionID, AllQueues: all}
+	q := broker.DLQQuery{Queue: f.Queue, Group: f.ConsumerGroup, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TransactionID, Fingerprint: f.Fingerprint, AllQueues: all}
 	var err error
 	if q.From, err = parseTime("filter.from", f.From); err != nil {
 		return q, err

@@ -33,14 +33,16 @@ var quickRanges = []struct {
 // listFilter is the dead-letter list's filter as it travels in URLs.
 type listFilter struct {
 	Group, Partition, Since, From, To, Error, TxID string
+	// Fingerprint is an error group (fingerprint).
+	Fingerprint string
 }
 
 // filterKeys are the URL parameters of a listFilter, in chip order.
-var filterKeys = []string{"group", "partition", "since", "from", "to", "error", "tx"}
+var filterKeys = []string{"group", "fingerprint", "partition", "since", "from", "to", "error", "tx"}
 
 func (f listFilter) values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"group": f.Group, "partition": f.Partition, "since": f.Since, "from": f.From, "to": f.To, "error": f.Error, "tx": f.TxID} {
+	for k, s := range map[string]string{"group": f.Group, "partition": f.Partition, "since": f.Since, "from": f.From, "to": f.To, "error": f.Error, "tx": f.TxID, "fingerprint": f.Fingerprint} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -53,6 +55,9 @@ func (f listFilter) describe() string {
 	var parts []string
 	if f.Group != "" {
 		parts = append(parts, "group "+f.Group)
+	}
+	if f.Fingerprint != "" {
+		parts = append(parts, "error group “"+views.Cut(f.Fingerprint, 120)+"”")
 	}
 	if f.Partition != "" {
 		parts = append(parts, "partition "+f.Partition)
@@ -81,12 +86,12 @@ func (f listFilter) describe() string {
 // parseListFilter reads a filter from URL parameters.
 func parseListFilter(q url.Values) listFilter {
 	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
-	return listFilter{Group: get("group"), Partition: get("partition"), Since: get("since"), From: get("from"), To: get("to"), Error: get("error"), TxID: get("tx")}
+	return listFilter{Group: get("group"), Partition: get("partition"), Since: get("since"), From: get("from"), To: get("to"), Error: get("error"), TxID: get("tx"), Fingerprint: get("fingerprint")}
 }
 
 // query turns the filter into a broker query of queue.
 func (f listFilter) query(queue string, now time.Time) (broker.DLQQuery, error) {
-	q := broker.DLQQuery{Queue: queue, Group: f.Group, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TxID}
+	q := broker.DLQQuery{Queue: queue, Group: f.Group, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TxID, Fingerprint: f.Fingerprint}
 	if f.Since != "" {
 		found := false
 		for _, r := range quickRanges {
@@ -167,11 +172,11 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	q.Limit, q.After, q.WithTotal = size, after, true
 	ctx, cancel := withTimeout(c, 15*time.Second)
 	defer cancel()
-	tr, err := s.broker.Triage(ctx, q, 5)
+	tr, err := s.broker.Triage(ctx, q, errorGroupsShown)
 	if err != nil {
 		return err
 	}
-	brief, page, top := tr.Queue, tr.Page, tr.TopErrors
+	brief, page := tr.Queue, tr.Page
 	v := views.DeadLetterList{
 		Page:          s.page(c, "Dead letters of "+queue, "overview", views.Crumb{Label: "Overview", URL: "/"}, views.Crumb{Label: queue, URL: queueURL(queue)}, views.Crumb{Label: "Dead letters"}),
 		Queue:         queue,
@@ -213,14 +218,49 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	if after != nil {
 		v.FirstURL = deadLettersURL(queue, base)
 	}
-	for _, e := range top {
-		v.TopErrors = append(v.TopErrors, views.TopError{Error: e.Error, Count: e.Count, URL: deadLettersURL(queue, with(base, "error", e.Error))})
-	}
+	v.ErrorGroups, v.ErrorGroupsScope, v.ErrorGroupsNarrower = errorGroupRows(queue, f, base, tr.ErrorGroups)
 	for _, d := range page.Items {
 		v.Rows = append(v.Rows, rowOf(queue, d))
 	}
 	v.RefreshURL = deadLettersURL(queue, withAfter(base, after))
 	return renderPage(c, http.StatusOK, views.DeadLettersView(v), views.DeadLettersContent(v))
+}
+
+// errorGroupsShown is how many error groups the dead-letter list shows.
+const errorGroupsShown = 10
+
+// errorGroupRows are the list's error groups panel: whose groups they are,
+// and whether the filter has more than a consumer group and a group.
+func errorGroupRows(queue string, f listFilter, base url.Values, gs []broker.ErrorGroup) (rows []views.ErrorGroupRow, scope string, narrower bool) {
+	scope = "queue " + queue
+	if f.Group != "" {
+		scope = "consumer group " + f.Group + " of queue " + queue
+	}
+	narrower = f.Partition != "" || f.Since != "" || f.From != "" || f.To != "" || f.Error != "" || f.TxID != ""
+	for _, g := range gs {
+		filter := with(base, "fingerprint", g.Fingerprint)
+		filter.Del("after")
+		// The group's bulk actions: of the consumer group and error group
+		// only (what the panel counted), through the usual confirmation.
+		act := url.Values{"fingerprint": {g.Fingerprint}}
+		if f.Group != "" {
+			act.Set("group", f.Group)
+		}
+		values := make([]float64, len(g.Trend))
+		var total int64
+		for i, n := range g.Trend {
+			values[i], total = float64(n), total+n
+		}
+		rows = append(rows, views.ErrorGroupRow{
+			Fingerprint: g.Fingerprint, Count: g.DeadLetters, First: g.FirstFailedAt, Last: g.LastFailedAt,
+			Trend:      views.MakeSparkline(values, fmt.Sprintf("%s filed in the last 24 hours, by hour", views.Plural(total, "dead letter", "dead letters"))),
+			TrendTotal: total, Sample: g.SampleError, Current: f.Fingerprint == g.Fingerprint,
+			FilterURL: deadLettersURL(queue, filter),
+			ReplayURL: deadLettersURL(queue, nil) + "/confirm?action=replay&all=1&" + act.Encode(),
+			DeleteURL: deadLettersURL(queue, nil) + "/confirm?action=delete&all=1&" + act.Encode(),
+		})
+	}
+	return rows, scope, narrower
 }
 
 func withAfter(base url.Values, after *broker.Cursor) url.Values {
@@ -251,7 +291,7 @@ func with(v url.Values, k, val string) url.Values {
 
 // chips lists the active filters, each with the link that removes it.
 func chips(queue string, f listFilter, base url.Values) []views.Chip {
-	labels := map[string]string{"group": "group", "partition": "partition", "since": "last", "from": "from", "to": "to", "error": "error contains", "tx": "transactionId"}
+	labels := map[string]string{"fingerprint": "error group", "group": "group", "partition": "partition", "since": "last", "from": "from", "to": "to", "error": "error contains", "tx": "transactionId"}
 	var out []views.Chip
 	for _, k := range filterKeys {
 		val := base.Get(k)

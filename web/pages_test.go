@@ -122,7 +122,7 @@ func TestDeadLetterListFiltersAndPages(t *testing.T) {
 			t.Errorf("?%s: %d rows, want %d", tc.query, got, tc.want)
 		}
 	}
-	// Chips remove their filter; top errors filter by their first line.
+	// Chips remove their filter; error groups are listed, biggest first.
 	r := b.get("/queues/orders/dead-letters?group=billing&error=timeout").want(http.StatusOK)
 	chips := r.doc().Find(`[data-testid="chip"] a`)
 	if chips.Length() != 2 {
@@ -132,9 +132,9 @@ func TestDeadLetterListFiltersAndPages(t *testing.T) {
 	if strings.Contains(href, "group=") || !strings.Contains(href, "error=timeout") {
 		t.Fatalf("chip link %q", href)
 	}
-	top := b.get("/queues/orders/dead-letters").want(http.StatusOK).doc().Find(`[data-testid="top-error"]`)
-	if top.Length() != 2 || !strings.HasPrefix(strings.TrimSpace(top.First().Text()), "2") {
-		t.Fatalf("top errors: %d, first %q", top.Length(), top.First().Text())
+	top := b.get("/queues/orders/dead-letters").want(http.StatusOK).doc().Find(`[data-testid="error-group"]`)
+	if top.Length() != 2 || strings.TrimSpace(top.First().Find(`[data-testid="error-group-count"]`).Text()) != "2" {
+		t.Fatalf("error groups: %d, first %q", top.Length(), top.First().Text())
 	}
 	// Keyset pages: 25 a page over 30 dead letters.
 	for i := 0; i < 27; i++ {

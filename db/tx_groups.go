@@ -1,0 +1,241 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Error groups (migration 0014): kept counts of the dead letters per
+// queue, consumer group and fingerprint (error_groups), and of the dead
+// letters filed per hour (error_group_hours), written in the transaction
+// of every filing, replay and delete.
+
+func (t *storeTx) FileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
+	now := ms(at)
+	if _, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			dead_letters = dead_letters + 1,
+			first_failed_at = min(first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at >= last_failed_at THEN excluded.sample_error ELSE sample_error END,
+			last_failed_at = max(last_failed_at, excluded.last_failed_at)`,
+		queueID, groupID, fingerprint, now, errText); err != nil {
+		return fmt.Errorf("error group: %w", err)
+	}
+	if _, err := t.exec(ctx, `INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VALUES (?, ?, ?, ?, 1)
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = filed + 1`,
+		queueID, groupID, fingerprint, at.Unix()/3600); err != nil {
+		return fmt.Errorf("error group hour: %w", err)
+	}
+	return nil
+}
+
+func (t *storeTx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64) error {
+	if _, err := t.exec(ctx, `UPDATE error_groups SET dead_letters = dead_letters - ? WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`,
+		n, queueID, groupID, fingerprint); err != nil {
+		return fmt.Errorf("error group: %w", err)
+	}
+	if _, err := t.exec(ctx, `DELETE FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ? AND dead_letters <= 0`,
+		queueID, groupID, fingerprint); err != nil {
+		return fmt.Errorf("error group: %w", err)
+	}
+	return nil
+}
+
+const errorGroupCols = `group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error`
+
+func scanErrorGroups(rows *sql.Rows, err error) ([]broker.ErrorGroup, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.ErrorGroup
+	for rows.Next() {
+		var g broker.ErrorGroup
+		var first, last int64
+		if err := rows.Scan(&g.GroupID, &g.Fingerprint, &g.DeadLetters, &first, &last, &g.SampleError); err != nil {
+			return nil, err
+		}
+		g.FirstFailedAt, g.LastFailedAt = fromMS(first), fromMS(last)
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// queueGroups is the subquery of a queue's consumer groups (?1: the
+// queue's id), those that have kept counts: every group with dead
+// letters has them.
+const queueGroups = `(SELECT group_id FROM group_stats WHERE queue_id = ?1)`
+
+// The reads of the error groups (their plans are checked in
+// tx_groups_test.go: each is a search of a key or of error_groups_top).
+const (
+	groupOneSQL = `SELECT ` + errorGroupCols + ` FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`
+	groupTopSQL = `SELECT ` + errorGroupCols + ` FROM error_groups
+		WHERE queue_id = ? AND group_id = ? ORDER BY dead_letters DESC, fingerprint LIMIT ?`
+	// The fingerprints only: error_groups_top has them, not the samples
+	// (up to 8 KiB each).
+	groupTopFingerprintsSQL = `SELECT fingerprint FROM error_groups
+		WHERE queue_id = ? AND group_id = ? ORDER BY dead_letters DESC, fingerprint LIMIT ?`
+	groupAcrossSQL = `SELECT ` + errorGroupCols + ` FROM error_groups
+		WHERE queue_id = ?1 AND group_id IN ` + queueGroups + ` AND fingerprint IN (SELECT value FROM json_each(?2))`
+	groupHoursSQL = `SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
+		GROUP BY fingerprint, hour`
+	groupHoursAcrossSQL = `SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id IN ` + queueGroups + ` AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
+		GROUP BY fingerprint, hour`
+)
+
+func (t *storeTx) ErrorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
+	gs, err := t.errorGroups(ctx, queueID, groupID, fingerprint, limit)
+	for i := range gs {
+		gs[i].QueueID = queueID
+	}
+	return gs, err
+}
+
+func (t *storeTx) errorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
+	switch {
+	case groupID != 0 && fingerprint != "":
+		return scanErrorGroups(t.query(ctx, groupOneSQL, queueID, groupID, fingerprint))
+	case groupID != 0:
+		return scanErrorGroups(t.query(ctx, groupTopSQL, queueID, groupID, limit))
+	}
+	// Summed over the consumer groups: the fingerprints that are among the
+	// biggest of some group, then all their rows.
+	fps := []string{fingerprint}
+	if fingerprint == "" {
+		gids, err := t.queueGroupIDs(ctx, queueID)
+		if err != nil {
+			return nil, err
+		}
+		fps = fps[:0]
+		seen := map[string]bool{}
+		for _, g := range gids {
+			rows, err := t.query(ctx, groupTopFingerprintsSQL, queueID, g, limit)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var fp string
+				if err := rows.Scan(&fp); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				if !seen[fp] {
+					seen[fp] = true
+					fps = append(fps, fp)
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if len(fps) == 0 {
+			return nil, nil
+		}
+	}
+	list, err := json.Marshal(fps)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := scanErrorGroups(t.query(ctx, groupAcrossSQL, queueID, string(list)))
+	if err != nil {
+		return nil, err
+	}
+	return sumErrorGroups(rows, limit), nil
+}
+
+// queueGroupIDs lists the ids of a queue's consumer groups that have
+// counts (group_stats): every one with dead letters.
+func (t *storeTx) queueGroupIDs(ctx context.Context, queueID int64) ([]int64, error) {
+	rows, err := t.query(ctx, `SELECT group_id FROM group_stats WHERE queue_id = ?`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var g int64
+		if err := rows.Scan(&g); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// sumErrorGroups adds up the rows of the same fingerprint in several
+// consumer groups (GroupID 0; the newest sample), biggest first, and
+// keeps limit of them.
+func sumErrorGroups(rows []broker.ErrorGroup, limit int) []broker.ErrorGroup {
+	at := map[string]int{}
+	var out []broker.ErrorGroup
+	for _, r := range rows {
+		i, ok := at[r.Fingerprint]
+		if !ok {
+			r.GroupID = 0
+			at[r.Fingerprint] = len(out)
+			out = append(out, r)
+			continue
+		}
+		g := &out[i]
+		g.DeadLetters += r.DeadLetters
+		if r.FirstFailedAt.Before(g.FirstFailedAt) {
+			g.FirstFailedAt = r.FirstFailedAt
+		}
+		if r.LastFailedAt.After(g.LastFailedAt) {
+			g.LastFailedAt, g.SampleError = r.LastFailedAt, r.SampleError
+		}
+	}
+	slices.SortFunc(out, func(a, b broker.ErrorGroup) int {
+		return cmp.Or(cmp.Compare(b.DeadLetters, a.DeadLetters), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+func (t *storeTx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, fingerprints []string, fromHour int64) ([]broker.ErrorGroupHour, error) {
+	if len(fingerprints) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(fingerprints)
+	if err != nil {
+		return nil, err
+	}
+	query := groupHoursSQL
+	if groupID == 0 {
+		query = groupHoursAcrossSQL
+	}
+	rows, err := t.query(ctx, query, queueID, string(list), fromHour, groupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.ErrorGroupHour
+	for rows.Next() {
+		var h broker.ErrorGroupHour
+		if err := rows.Scan(&h.Fingerprint, &h.Hour, &h.Filed); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+func (t *storeTx) CompactErrorGroupHours(ctx context.Context, before time.Time) error {
+	// An hour is kept while any of it is at or after before.
+	_, err := t.exec(ctx, `DELETE FROM error_group_hours WHERE hour < ?`, before.Unix()/3600)
+	return err
+}

@@ -1,0 +1,84 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// The list shows its queue's error groups; a group is a filter of the
+// page (with its chip), of GET /api/v1/dlq and of the bulk confirmation
+// its buttons open.
+func TestErrorGroupsFilterTheListAndTheAPI(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	seed(t, s)
+	s.fail("orders", "acme", "billing", "ord-4", `{"total":3}`, "upstream timeout after 45s")
+	const fp = "upstream timeout after <n>s"
+
+	op, _ := s.loggedIn(broker.RoleOperator)
+	doc := op.get("/queues/orders/dead-letters").want(http.StatusOK).doc()
+	groups := doc.Find(`[data-testid="error-group"]`)
+	if groups.Length() != 2 || strings.TrimSpace(groups.First().Find(`[data-testid="error-group-filter"]`).Text()) != fp ||
+		strings.TrimSpace(groups.First().Find(`[data-testid="error-group-count"]`).Text()) != "3" {
+		t.Fatalf("error groups: %d, first %q", groups.Length(), groups.First().Text())
+	}
+	if sample := groups.First().Find(`[data-testid="error-group-sample"]`).Text(); sample != "upstream timeout after 45s" {
+		t.Fatalf("sample %q: want the newest error", sample)
+	}
+	if groups.First().Find(`[data-testid="sparkline"]`).Length() != 1 {
+		t.Fatal("no trend")
+	}
+	href, _ := groups.First().Find(`[data-testid="error-group-filter"]`).Attr("href")
+	page := op.get(href).want(http.StatusOK).doc()
+	if n := page.Find(`[data-testid="dl-row"]`).Length(); n != 3 {
+		t.Fatalf("%s: %d rows, want the group's 3", href, n)
+	}
+	if chip := page.Find(`[data-testid="chip"]`).Text(); !strings.Contains(chip, "error group") || !strings.Contains(chip, fp) {
+		t.Fatalf("chip %q", chip)
+	}
+	if page.Find(`[data-testid="error-group"].current`).Length() != 1 {
+		t.Fatal("the group filtered by is not marked")
+	}
+	// Replay this group… opens the usual confirmation, counting the group.
+	replay, _ := groups.First().Find(`[data-testid="group-replay"]`).Attr("hx-get")
+	confirm := op.get(replay).want(http.StatusOK).doc()
+	if got := confirm.Find(`[data-testid="confirm-summary"]`).Text(); !strings.Contains(got, "3") || !strings.Contains(got, fp) {
+		t.Fatalf("confirmation of %s: %q", replay, got)
+	}
+	// Within a consumer group, the panel and the buttons are the group's.
+	billing := op.get("/queues/orders/dead-letters?group=billing").want(http.StatusOK).doc()
+	replay, _ = billing.Find(`[data-testid="group-replay"]`).First().Attr("hx-get")
+	if got := op.get(replay).want(http.StatusOK).doc().Find(`[data-testid="confirm-summary"]`).Text(); !strings.Contains(got, "2") {
+		t.Fatalf("confirmation of %s: %q, want billing's 2", replay, got)
+	}
+	// A viewer sees the groups, not the buttons.
+	viewer, _ := s.loggedIn(broker.RoleViewer)
+	if d := viewer.get("/queues/orders/dead-letters").want(http.StatusOK).doc(); d.Find(`[data-testid="error-group"]`).Length() != 2 || d.Find(`[data-testid="group-replay"]`).Length() != 0 {
+		t.Fatal("a viewer's panel")
+	}
+
+	var list struct {
+		Items []struct {
+			Fingerprint string `json:"fingerprint"`
+		} `json:"messages"`
+		Total int `json:"total"`
+	}
+	s.call("GET", "/api/v1/dlq?queue=orders&fingerprint="+url.QueryEscape(fp), "").want(http.StatusOK).decode(&list)
+	if len(list.Items) != 3 || list.Total != 3 || list.Items[0].Fingerprint != fp {
+		t.Fatalf("GET /api/v1/dlq by fingerprint: %+v", list)
+	}
+	s.call("GET", "/api/v1/dlq?fingerprint="+url.QueryEscape(fp), "").want(http.StatusBadRequest)
+
+	body, _ := json.Marshal(map[string]any{"filter": map[string]any{"queue": "orders", "consumerGroup": "billing", "fingerprint": fp}})
+	var res map[string]any
+	s.call("POST", "/api/v1/dlq/delete", string(body)).want(http.StatusOK).decode(&res)
+	s.call("GET", "/api/v1/dlq?queue=orders&fingerprint="+url.QueryEscape(fp), "").want(http.StatusOK).decode(&list)
+	if list.Total != 1 {
+		t.Fatalf("after deleting billing's group: %d left, want analytics' 1 (%v)", list.Total, res)
+	}
+}
