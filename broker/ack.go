@@ -418,7 +418,7 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 		s.dropped[m.Seq] = true
 		return nil
 	}
-	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID}
+	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID, TraceID: m.TraceID}
 	d.Fingerprint = Fingerprint(errText)
 	if err := s.tx.InsertDeadLetter(ctx, &d); err != nil {
 		return fmt.Errorf("dead letter: %w", err)

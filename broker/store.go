@@ -53,6 +53,7 @@ func IsEphemeral(ctx context.Context) bool {
 type Tx interface {
 	UserTx
 	SessionTx
+	SearchTx
 	GroupTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)

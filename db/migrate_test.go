@@ -112,6 +112,8 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 var laterDeadLetterColumns = []string{
 	`ALTER TABLE dead_letters ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''`, // 0014
 	`CREATE INDEX dead_letters_fingerprint ON dead_letters (queue_id, fingerprint, failed_at DESC, id DESC)`,
+	`ALTER TABLE dead_letters ADD COLUMN trace_id TEXT NOT NULL DEFAULT ''`, // 0016
+	`CREATE INDEX dead_letters_trace ON dead_letters (trace_id) WHERE trace_id <> ''`,
 	`ALTER TABLE dead_letters ADD COLUMN error_bytes INTEGER NOT NULL DEFAULT 0`, // 0017
 }
 
@@ -123,6 +125,7 @@ func reapplyLaterDeadLetterMigrations(t *testing.T, d *DB) {
 		`DROP TABLE error_groups`, `DROP TABLE error_group_hours`,
 		`CREATE TABLE error_counts (queue_id INTEGER NOT NULL, group_id INTEGER NOT NULL, line TEXT NOT NULL, count INTEGER NOT NULL,
 			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)
+	reapply(t, d, 16, "0016_dead_letter_trace.sql")
 	reapply(t, d, 17, "0017_dead_letter_error_bytes.sql")
 }
 

@@ -642,8 +642,8 @@ func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time
 }
 
 func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
-	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint)
+	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID)
 	if err != nil {
 		return err
 	}

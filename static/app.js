@@ -323,6 +323,26 @@
   document.addEventListener("htmx:afterSettle", scrollersFocusable);
   window.addEventListener("resize", scrollersFocusable);
 
+  // "/" goes to the header's search box, unless the focus is where "/"
+  // is typed (a field, a select, an editable element); Escape in the box
+  // leaves it.
+  document.addEventListener("keydown", function (ev) {
+    if (ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const box = document.querySelector("[data-search-box]");
+    if (!box) return;
+    const t = ev.target;
+    if (ev.key === "Escape" && t === box) {
+      box.blur();
+      return;
+    }
+    if (ev.key !== "/") return;
+    if (t instanceof Element && (t.closest("input, textarea, select, [contenteditable]") || t.isContentEditable)) return;
+    if (document.querySelector("dialog[open]")) return;
+    ev.preventDefault();
+    box.focus();
+    box.select();
+  });
+
   document.addEventListener("DOMContentLoaded", updateSelection);
   document.addEventListener("DOMContentLoaded", scrollersFocusable);
 })();

@@ -24,6 +24,8 @@ type Page struct {
 	Now     time.Time
 	// Crumbs lead from the overview to this page.
 	Crumbs []Crumb
+	// Search is the text in the header's search box: the search shown.
+	Search string
 }
 
 // Crumb is one step of the breadcrumb trail.

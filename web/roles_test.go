@@ -33,6 +33,7 @@ var routeAccess = map[string]access{
 	"GET /":                        viewer,
 	"GET /charts":                  viewer,
 	"GET /metrics":                 viewer, // with a bearer token, like the API
+	"GET /search":                  viewer,
 	"GET /audit":                   viewer,
 	"GET /admin/users":             admin,
 	"GET /admin/thresholds":        admin,
@@ -64,6 +65,7 @@ var routeAccess = map[string]access{
 	"POST /api/v1/ack/batch":                                  operator,
 	"POST /api/v1/lease/:leaseId/extend":                      operator,
 	"POST /api/v1/transaction":                                operator,
+	"GET /api/v1/search":                                      viewer,
 	"GET /api/v1/dlq":                                         viewer,
 	"GET /api/v1/dlq/:id":                                     viewer,
 	"GET /api/v1/dlq/export":                                  operator,

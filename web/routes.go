@@ -34,6 +34,7 @@ func (s *Server) routes() {
 	api.POST("/lease/:leaseId/extend", s.extendLease, operator)
 	api.POST("/transaction", s.runTransaction, operator)
 
+	api.GET("/search", s.search, viewer)
 	api.GET("/dlq", s.listDeadLetters, viewer)
 	api.GET("/dlq/:id", s.showDeadLetter, viewer)
 	api.GET("/dlq/export", s.exportAPI, operator) // payloads hold personal data: operators and admins

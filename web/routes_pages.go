@@ -39,6 +39,7 @@ func (s *Server) pageRoutes() {
 	e.GET("/admin/thresholds", s.showThresholds, s.requirePage(RoleAdmin))
 	e.POST("/admin/thresholds", s.saveThresholds, s.requirePage(RoleAdmin))
 	e.GET("/audit", s.showAudit, viewer)
+	e.GET("/search", s.showSearch, viewer)
 }
 
 // staticHandler serves the embedded files. Their names carry no version,

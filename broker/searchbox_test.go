@@ -1,0 +1,290 @@
+package broker_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// search runs a search with limit 50 and fails the test on error.
+func (s *bundle) search(q string) broker.SearchResult {
+	s.t.Helper()
+	res, err := s.b.Search(s.ctx, q, 50)
+	if err != nil {
+		s.t.Fatalf("search %q: %v", q, err)
+	}
+	return res
+}
+
+// failFor pops one message of queue for group and files it as a dead
+// letter with the error.
+func (s *bundle) failFor(queue, group, errText string) broker.Delivery {
+	s.t.Helper()
+	res := s.pop(queue, group, 1)
+	if len(res.Messages) != 1 {
+		s.t.Fatalf("pop %s for %s: %d messages", queue, group, len(res.Messages))
+	}
+	d := res.Messages[0]
+	s.ack(d, broker.AckDLQ, errText)
+	return d
+}
+
+// hitsOf describes hits as queue/group/txid/match, in order.
+func hitsOf(res broker.SearchResult) []string {
+	var out []string
+	for _, h := range res.Hits {
+		out = append(out, fmt.Sprintf("%s/%s/%s/%s", h.Queue, h.Group, h.TransactionID, h.Match))
+	}
+	return out
+}
+
+func wantHits(t *testing.T, q string, res broker.SearchResult, want ...string) {
+	t.Helper()
+	if got := hitsOf(res); !slices.Equal(got, want) {
+		t.Fatalf("search %q: hits %q, want %q", q, got, want)
+	}
+}
+
+func TestSearchByWholeMessageID(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("orders", "p", "ord-1", "ord-2")
+	d := s.failFor("orders", "billing", "card_declined")
+	s.clock.Advance(time.Second)
+	s.failFor("orders", "analytics", "timeout") // ord-1 again, in another group
+	id := d.ID()
+
+	res := s.search(id)
+	// Both groups' dead letters, newest failure first.
+	wantHits(t, id, res, "orders/analytics/ord-1/message id", "orders/billing/ord-1/message id")
+	if !res.Hits[0].IsDeadLetter || res.Hits[1].Error != "card_declined" || res.Hits[1].MessageID() != id {
+		t.Fatalf("hit: %+v", res.Hits[1])
+	}
+	if !slices.Contains(res.As, broker.MatchMessageID) {
+		t.Fatalf("searched as %v", res.As)
+	}
+	// Typed in capitals, with spaces around it: the same.
+	wantHits(t, id, s.search("  "+strings.ToUpper(id)+" "), "orders/analytics/ord-1/message id", "orders/billing/ord-1/message id")
+	// The right seq with another time is no id of ours.
+	other := broker.MessageID(d.CreatedAt.Add(time.Millisecond), d.Seq)
+	wantHits(t, other, s.search(other))
+}
+
+func TestSearchByShortID(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	// Messages over several windows of 65.5 s, so that the binary search
+	// has boundaries to find; a deleted queue leaves gaps in the seqs.
+	var ids []string
+	for i := range 40 {
+		q := "orders"
+		if i%5 == 0 {
+			q = "doomed"
+		}
+		r := s.push(q, "p", fmt.Sprintf("ord-%d", i))
+		ids = append(ids, r[0].MessageID)
+		s.clock.Advance(7 * time.Second)
+	}
+	if err := s.b.DeleteQueue(s.ctx, "doomed", "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		short := id[:8] + "…" + id[len(id)-4:]
+		res := s.search(short)
+		if i%5 == 0 {
+			wantHits(t, short, res)
+			continue
+		}
+		if len(res.Hits) != 1 || res.Hits[0].MessageID() != id || res.Hits[0].Match != broker.MatchShortID || res.Hits[0].IsDeadLetter {
+			t.Fatalf("short id %s of message %d: %+v", short, i, res.Hits)
+		}
+		if h := res.Hits[0]; h.Queue != "orders" || h.Partition != "p" || h.TransactionID != fmt.Sprintf("ord-%d", i) {
+			t.Fatalf("short id %s: hit %+v", short, h)
+		}
+	}
+	// Typed with three dots, in capitals: the same.
+	id := ids[7]
+	if res := s.search(strings.ToUpper(id[:8]) + "..." + id[len(id)-4:]); len(res.Hits) != 1 || res.Hits[0].MessageID() != id {
+		t.Fatalf("short id with dots: %+v", res.Hits)
+	}
+	// The right ends with the wrong seq, or the wrong window: nothing.
+	for _, q := range []string{id[:8] + "…ffff", "00000000…" + id[len(id)-4:]} {
+		wantHits(t, q, s.search(q))
+	}
+
+	// A dead letter found by its short id opens as the dead letter.
+	d := s.failFor("orders", "billing", "boom")
+	short := d.ID()[:8] + "…" + d.ID()[len(d.ID())-4:]
+	wantHits(t, short, s.search(short), "orders/billing/"+d.TransactionID+"/short message id")
+}
+
+func TestSearchByTransactionID(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("orders", map[string]any{"retryLimit": 0})
+	s.push("orders", "acme", "ord-1")
+	s.push("orders", "initech", "ord-1") // the same transactionId in another partition
+	s.push("orders", "acme", "ord-10", "ord-11")
+	s.push("emails", "p", "ord-12")
+	s.failFor("orders", "billing", "declined") // ord-1 of acme
+
+	// Exact: the dead letter, and the message of the other partition,
+	// which is no dead letter, with where it is.
+	res := s.search("ord-1")
+	wantHits(t, "ord-1", res, "orders/billing/ord-1/transactionId", "orders//ord-1/transactionId")
+	m := res.Hits[1]
+	if m.IsDeadLetter || m.Partition != "initech" || len(m.Places) != 1 || m.Places[0] != (broker.GroupPlace{Group: "billing", State: broker.PlacePending}) {
+		t.Fatalf("message hit: %+v", m)
+	}
+	// An exact match is not widened to the prefix.
+	if slices.Contains(res.As, broker.MatchTransactionPrefix) {
+		t.Fatalf("searched as %v", res.As)
+	}
+
+	// A prefix: every queue; dead letters first.
+	res = s.search("ord-1")
+	_ = res
+	res = s.search("ord")
+	if len(res.Hits) != 5 || !res.Hits[0].IsDeadLetter || res.Hits[0].Match != broker.MatchTransactionPrefix {
+		t.Fatalf("prefix ord: %q", hitsOf(res))
+	}
+	var queues []string
+	for _, h := range res.Hits {
+		queues = append(queues, h.Queue)
+	}
+	if !slices.Contains(queues, "emails") {
+		t.Fatalf("prefix ord: not across queues: %q", hitsOf(res))
+	}
+	// Over the limit: says there is more.
+	res, err := s.b.Search(s.ctx, "ord-1", 1)
+	if err != nil || len(res.Hits) != 1 || !res.More {
+		t.Fatalf("limit 1: %+v, %v", res, err)
+	}
+	// Case matters in a transactionId.
+	wantHits(t, "ORD-1", s.search("ORD-1"))
+}
+
+func TestSearchShowsWhereAMessageIs(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("orders", map[string]any{"retryLimit": 2, "retryDelay": 0})
+	s.push("orders", "p", "ord-1", "ord-2")
+	// billing: completes ord-1; analytics: leases ord-1; audit: fails it once.
+	d := s.pop("orders", "billing", 1).Messages[0]
+	s.ack(d, broker.AckCompleted, "")
+	s.pop("orders", "analytics", 1)
+	a := s.pop("orders", "audit", 1).Messages[0]
+	s.ack(a, broker.AckFailed, "try again")
+
+	res := s.search("ord-1")
+	if len(res.Hits) != 1 || res.Hits[0].IsDeadLetter {
+		t.Fatalf("hits %q", hitsOf(res))
+	}
+	want := []broker.GroupPlace{
+		{Group: "analytics", State: broker.PlaceLeased},
+		{Group: "audit", State: broker.PlaceRetrying, Retries: 1},
+		{Group: "billing", State: broker.PlaceSettled},
+	}
+	if got := res.Hits[0].Places; !slices.Equal(got, want) {
+		t.Fatalf("places %+v, want %+v", got, want)
+	}
+	// ord-2: pending in every group.
+	for _, p := range s.search("ord-2").Hits[0].Places {
+		if p.State != broker.PlacePending {
+			t.Fatalf("ord-2: %+v", p)
+		}
+	}
+}
+
+func TestSearchFindsAReplayedMessageAndItsCopy(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("orders", "p", "ord-1")
+	d := s.failFor("orders", "billing", "declined")
+	rep, err := s.b.Replay(s.ctx, d.ID(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := s.search(d.ID())
+	if len(res.Hits) != 1 || res.Hits[0].IsDeadLetter || res.Hits[0].ReplayedAs != rep.MessageID ||
+		res.Hits[0].Places[0].State != broker.PlaceSettled {
+		t.Fatalf("the replayed original: %+v", res.Hits)
+	}
+	res = s.search(rep.MessageID)
+	if len(res.Hits) != 1 || res.Hits[0].TransactionID != broker.ReplayPrefix+d.ID() || res.Hits[0].Places[0].State != broker.PlacePending {
+		t.Fatalf("the copy: %+v", res.Hits)
+	}
+}
+
+func TestSearchByTraceID(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	trace := "4bf92f3577b34da6a3ce929d0e0e4736"
+	items := []broker.PushItem{
+		{Queue: "orders", Partition: "p", TransactionID: "ord-1", TraceID: trace, Payload: []byte(`{}`)},
+		{Queue: "orders", Partition: "p", TransactionID: "ord-2", TraceID: trace, Payload: []byte(`{}`)},
+		{Queue: "orders", Partition: "p", TransactionID: "ord-3", TraceID: "other", Payload: []byte(`{}`)},
+	}
+	if _, err := s.b.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	s.failFor("orders", "billing", "declined")
+	// The dead letter of the trace; ord-2 has it too, but is no dead
+	// letter: messages are not searched by traceId (no index on them).
+	res := s.search(trace)
+	wantHits(t, trace, res, "orders/billing/ord-1/traceId")
+	if res.Hits[0].TraceID != trace {
+		t.Fatalf("hit %+v", res.Hits[0])
+	}
+	wantHits(t, trace[:10], s.search(trace[:10])) // exact only
+}
+
+func TestSearchFindsNothing(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("orders", "p", "ord-1")
+	s.failFor("orders", "billing", "declined")
+	for _, q := range []string{
+		"nothing-here",
+		`' OR 1=1 --`,
+		`"); DROP TABLE dead_letters; --`,
+		"%", "_", "ord_1", "*", `\`,
+		"nul\x00byte",
+		"01a22fe6…0007",
+		"0190c2a4-7a2b-7000-8000-000000000001",
+		strings.Repeat("x", broker.MaxSearchBoxText),
+	} {
+		res := s.search(q)
+		if len(res.Hits) != 0 || res.More {
+			t.Errorf("search %q: %q", q, hitsOf(res))
+		}
+	}
+	// Still there, once.
+	wantHits(t, "ord-1", s.search("ord-1"), "orders/billing/ord-1/transactionId")
+}
+
+func TestSearchRefusesBadText(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	for name, q := range map[string]string{
+		"empty":    "  ",
+		"too long": strings.Repeat("x", 10<<10),
+		"not UTF8": "ord-\xff\xfe",
+	} {
+		_, err := s.b.Search(s.ctx, q, 50)
+		var be *broker.Error
+		if !errors.Is(err, broker.ErrInvalid) || !errors.As(err, &be) || be.Message == "" {
+			t.Errorf("%s: %v, want ErrInvalid with a message", name, err)
+		}
+	}
+	for _, limit := range []int{0, broker.MaxPageSize + 1} {
+		if _, err := s.b.Search(s.ctx, "x", limit); !errors.Is(err, broker.ErrInvalid) {
+			t.Errorf("limit %d: %v", limit, err)
+		}
+	}
+}
