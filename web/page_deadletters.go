@@ -364,6 +364,7 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 	v.PayloadURL, v.ErrorURL = deadLetterPartURL(queue, id, d.Group, "payload"), deadLetterPartURL(queue, id, d.Group, "error")
 	if v.IsReplay {
 		v.OriginalID = strings.TrimPrefix(d.TransactionID, broker.ReplayPrefix)
+		v.OriginalURL = searchURL(v.OriginalID) // where the original is now, and its copies
 	}
 	if v.Payload.Truncated {
 		v.FullURL = deadLetterURL(queue, id, d.Group) + "&full=1"

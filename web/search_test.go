@@ -185,3 +185,32 @@ func TestSearchAPI(t *testing.T) {
 	s.call("GET", "/api/v1/search?q="+strings.Repeat("x", 10<<10), "").wantError(http.StatusBadRequest, "at most")
 	s.call("GET", "/api/v1/search?q=x&limit=0", "").wantError(http.StatusBadRequest, "limit")
 }
+
+// The page of a replayed copy's dead letter links to its original, whose
+// search says it was replayed, and as which copy.
+func TestReplayedCopyLinksToItsOriginal(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	d := s.fail("orders", "", "billing", "ord-1", `{"total":1}`, "declined")
+	var rep struct {
+		MessageID string `json:"messageId"`
+	}
+	s.call("POST", "/api/v1/dlq/"+d.ID+"/replay", "").want(http.StatusOK).decode(&rep)
+	var p popped
+	s.call("GET", "/api/v1/pop/queue/orders/partition/Default?consumerGroup=billing", "").want(http.StatusOK).decode(&p)
+	if len(p.Messages) != 1 || p.Messages[0].ID != rep.MessageID {
+		t.Fatalf("popped %+v, want the copy %s", p.Messages, rep.MessageID)
+	}
+	s.ack(p.Messages[0], "failed", "declined again").want(http.StatusOK)
+
+	b, _ := s.loggedIn(broker.RoleViewer)
+	r := b.get("/queues/orders/dead-letters/" + rep.MessageID + "?group=billing").want(http.StatusOK)
+	link := r.doc().Find(`p.sub a[href="` + "/search?q=" + url.QueryEscape(d.ID) + `"]`)
+	if link.Length() != 1 || link.Text() != d.ID {
+		t.Fatalf("the copy's page does not link to its original: %s", r.testid("is-replay"))
+	}
+	r = b.get("/search?q=" + url.QueryEscape(d.ID)).want(http.StatusOK)
+	if got := r.testid("replayed-as"); !strings.Contains(got, rep.MessageID) {
+		t.Fatalf("the original's page: %q", got)
+	}
+}
