@@ -67,6 +67,9 @@ type QueueRow struct {
 	Oldest     string // age of the oldest dead letter, empty when none
 	Alerts     []string
 	Spark      Sparkline // depth over the last 24 h
+	// ErrorGroups are the queue's biggest error groups (up to 3), each
+	// linking to its dead letters.
+	ErrorGroups []TopError
 }
 
 // GroupDepth is a group's dead-letter depth in a queue.

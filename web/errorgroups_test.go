@@ -2,12 +2,14 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/web"
 )
 
 // The list shows its queue's error groups; a group is a filter of the
@@ -80,5 +82,34 @@ func TestErrorGroupsFilterTheListAndTheAPI(t *testing.T) {
 	s.call("GET", "/api/v1/dlq?queue=orders&fingerprint="+url.QueryEscape(fp), "").want(http.StatusOK).decode(&list)
 	if list.Total != 1 {
 		t.Fatalf("after deleting billing's group: %d left, want analytics' 1 (%v)", list.Total, res)
+	}
+}
+
+// The overview lists each queue's 3 biggest error groups, linked to
+// their dead letters; /metrics the 10 biggest per queue.
+func TestTopErrorGroupsOnTheOverviewAndMetrics(t *testing.T) {
+	t.Parallel()
+	s := setup(t, func(c *web.Config) { c.MetricsPublic = true })
+	for i := range 12 {
+		for j := 0; j <= i%4; j++ {
+			s.fail("orders", "acme", "billing", fmt.Sprintf("ord-%d-%d", i, j), `{}`, fmt.Sprintf("kind %c failed for order %d", 'a'+rune(i), 1000+j))
+		}
+	}
+	viewer, _ := s.loggedIn(broker.RoleViewer)
+	row := viewer.get("/").want(http.StatusOK).doc().Find(`[data-testid="queue-orders"] [data-testid="queue-error-group"]`)
+	if row.Length() != 3 || !strings.HasPrefix(strings.TrimSpace(row.First().Text()), "4 kind d failed for order <n>") {
+		t.Fatalf("overview's error groups: %d, first %q", row.Length(), row.First().Text())
+	}
+	href, _ := row.First().Attr("href")
+	if n := viewer.get(href).want(http.StatusOK).doc().Find(`[data-testid="dl-row"]`).Length(); n != 4 {
+		t.Fatalf("%s: %d rows, want the group's 4", href, n)
+	}
+
+	fams := scrape(t, s, nil)
+	if got, ok := metricValue(t, fams, "lazarus_error_group_dead_letters", map[string]string{"queue": "orders", "fingerprint": "kind d failed for order <n>"}); !ok || got != 4 {
+		t.Fatalf("lazarus_error_group_dead_letters of kind d = %v (found %v), want 4", got, ok)
+	}
+	if n := len(fams["lazarus_error_group_dead_letters"].GetMetric()); n != 10 {
+		t.Fatalf("%d error group series, want 10 of the queue's 12 groups", n)
 	}
 }

@@ -30,7 +30,7 @@ func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Contex
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route", "code"}),
 	}
-	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health},
+	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -22,6 +22,10 @@ func (s *Server) showOverview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	groups, err := s.broker.TopErrorGroups(ctx, overviewErrorGroups)
+	if err != nil {
+		return err
+	}
 	now := s.now()
 	v := views.Overview{Page: s.page(c, "Overview", "overview")}
 	var depth, replayed, deepest int64
@@ -48,6 +52,10 @@ func (s *Server) showOverview(c echo.Context) error {
 			spark[k] = float64(d)
 		}
 		row.Spark = views.MakeSparkline(spark, "Dead letters of "+q.Name+" over the last 24 h")
+		for _, g := range groups[q.Name] {
+			row.ErrorGroups = append(row.ErrorGroups, views.TopError{Error: g.Fingerprint, Count: g.DeadLetters,
+				URL: deadLettersURL(q.Name, url.Values{"fingerprint": {g.Fingerprint}})})
+		}
 		depth += q.Health.Depth
 		deepest = max(deepest, q.Health.Depth)
 		oldest = max(oldest, q.Health.Oldest)
@@ -67,6 +75,9 @@ func (s *Server) showOverview(c echo.Context) error {
 	}
 	return renderPage(c, http.StatusOK, views.OverviewView(v), views.OverviewContent(v))
 }
+
+// overviewErrorGroups is how many error groups a queue's row shows.
+const overviewErrorGroups = 3
 
 func status(ok bool) string {
 	if ok {
