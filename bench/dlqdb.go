@@ -482,6 +482,9 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 			return fmt.Errorf("%s: %w", up.table, err)
 		}
 	}
+	if err := fillErrorGroups(exec); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}

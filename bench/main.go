@@ -204,5 +204,6 @@ func allCases() []benchCase {
 		{"D6", "delete 10k by filter", caseD6},
 		{"D7", "triage (D2, D5) while T2 runs at half speed", caseD7},
 		{"S3", "export a group's dead letters as NDJSON: memory", caseS3},
+		{"S2", "error groups of a queue from their kept counts", caseS2},
 	}
 }
