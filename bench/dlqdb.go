@@ -21,7 +21,7 @@ import (
 
 // generatorVersion changes whenever what the generator writes changes, so
 // that cached databases of an older generator are not used.
-const generatorVersion = 1
+const generatorVersion = 2
 
 // dlqGroup is a consumer group of the generated database and its dead
 // letters.
@@ -240,6 +240,13 @@ var errorTexts = []struct {
 	}},
 }
 
+// cardBrands and tags are the payloads' card.brand and tags values, some
+// more frequent than others (as drawn, amex is one payload in eight).
+var (
+	cardBrands = []string{"visa", "visa", "visa", "mastercard", "mastercard", "amex", "discover", "jcb"}
+	tags       = []string{"web", "web", "mobile", "vip", "b2b"}
+)
+
 func errorText(r *rand.Rand) string {
 	total := 0
 	for _, t := range errorTexts {
@@ -380,8 +387,8 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 		for i := range trace {
 			trace[i] = byte(r.Uint32())
 		}
-		body := fmt.Sprintf(`{"orderId":"o-%d","customer":"c-%05d","amount":%d.%02d,"currency":"EUR","items":[{"sku":"SKU-%04d","qty":%d}],"source":"checkout-web"}`,
-			seq, r.IntN(50_000), r.IntN(900)+10, r.IntN(100), r.IntN(5000), r.IntN(5)+1)
+		body := fmt.Sprintf(`{"orderId":"o-%d","customer":"c-%05d","amount":%d.%02d,"currency":"EUR","card":{"brand":%q,"last4":"%04d"},"tags":[%q],"items":[{"sku":"SKU-%04d","qty":%d}],"source":"checkout-web"}`,
+			seq, r.IntN(50_000), r.IntN(900)+10, r.IntN(100), cardBrands[r.IntN(len(cardBrands))], r.IntN(10_000), tags[r.IntN(len(tags))], r.IntN(5000), r.IntN(5)+1)
 		txid := broker.NewUUID(pushed)
 		msgArgs = append(msgArgs, seq, pid, txid, []byte(body), hex.EncodeToString(trace[:]), pushed.UnixMilli())
 		dlArgs = append(dlArgs, seq, seq, qid, pid, gid, errorText(r), 3, failed.UnixMilli(), txid)
@@ -489,6 +496,10 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 		return err
 	}
 	tx = nil
+	// The search's full-text indexes (migration 0015), as filing keeps them.
+	if err := d.RebuildTextIndex(ctx); err != nil {
+		return err
+	}
 	if _, err := w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		return err
 	}

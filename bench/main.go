@@ -203,6 +203,7 @@ func allCases() []benchCase {
 		{"D5", "replay 10k newest, and all matching a filter", caseD5},
 		{"D6", "delete 10k by filter", caseD6},
 		{"D7", "triage (D2, D5) while T2 runs at half speed", caseD7},
+		{"S1", "search in dead letters: payload fields, payload and error free text", caseS1},
 		{"S3", "export a group's dead letters as NDJSON: memory", caseS3},
 		{"S2", "error groups of a queue from their kept counts", caseS2},
 	}

@@ -18,10 +18,14 @@ type DLQQuery struct {
 	// Fingerprint selects one error group of Queue (Fingerprint): it
 	// needs Queue.
 	Fingerprint string
-	Limit       int
-	Offset      int
-	After       *Cursor // keyset: rows older than this; Offset is then ignored
-	WithTotal   bool
+	// Text is free text searched in payloads and error texts (TextMatch);
+	// Fields are filters on payload fields (ParseFieldFilter), all met.
+	Text      string
+	Fields    []string
+	Limit     int
+	Offset    int
+	After     *Cursor // keyset: rows older than this; Offset is then ignored
+	WithTotal bool
 	// AllQueues: a bulk action by filter with no Queue acts on the dead
 	// letters of every queue; without it, such an action is refused
 	// (ErrInvalid). Lists ignore it.
@@ -39,6 +43,13 @@ type DLQPage struct {
 	Next  *Cursor // the keyset position after the last item; nil on the last page
 	// TotalCapped: there are more than Total (Triage counts no further).
 	TotalCapped bool
+	// MatchCapped: the free text or a field filter's words match more
+	// than MatchCap entries of the index; only the newest were searched.
+	MatchCapped bool
+	// Scanned is, when a field filter the index cannot narrow made the
+	// page read a window of the newest dead letters (FieldScan) without
+	// filling up, how many it read; Next then goes on below the window.
+	Scanned int
 }
 
 // Describe names the query's filters for people (audit, confirmations).
@@ -61,6 +72,10 @@ func (q DLQQuery) Describe() string {
 	add("error", q.ErrorContains)
 	add("transactionId", q.TransactionID)
 	add("fingerprint", q.Fingerprint)
+	add("text", q.Text)
+	for _, f := range q.Fields {
+		add("field", f)
+	}
 	if len(parts) == 0 {
 		return "all dead letters"
 	}
@@ -86,13 +101,16 @@ func (q *DLQQuery) validate() error {
 	if q.Fingerprint != "" && q.Queue == "" {
 		return errorf(ErrInvalid, "fingerprint needs queue")
 	}
-	return nil
+	return q.parseSearch(&Filter{})
 }
 
 // filter resolves names to ids. ok is false when a named thing does not
 // exist, so nothing can match.
 func (q DLQQuery) filter(ctx context.Context, tx Tx) (f Filter, ok bool, err error) {
 	f = Filter{From: q.From, To: q.To, ErrorContains: q.ErrorContains, TransactionID: q.TransactionID, Fingerprint: q.Fingerprint}
+	if err := q.parseSearch(&f); err != nil {
+		return f, false, err
+	}
 	if q.Queue != "" {
 		qu, err := tx.QueueByName(ctx, q.Queue)
 		if isNotFound(err) {
@@ -139,7 +157,12 @@ func (b *Broker) DeadLetters(ctx context.Context, q DLQQuery) (DLQPage, error) {
 		if err != nil || !ok {
 			return err
 		}
+		capped, err := narrow(ctx, tx, &f, q.After)
+		if err != nil {
+			return err
+		}
 		page, err = deadLetterPage(ctx, tx, f, q)
+		page.MatchCapped = capped
 		return err
 	})
 	return page, err
@@ -431,9 +454,14 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, maxGroups int) (Triage,
 		}
 		withTotal := q.WithTotal
 		q.WithTotal = false
+		capped, err := narrow(ctx, tx, &f, q.After)
+		if err != nil {
+			return err
+		}
 		if out.Page, err = deadLetterPage(ctx, tx, f, q); err != nil {
 			return err
 		}
+		out.Page.MatchCapped = capped
 		if out.ErrorGroups, err = errorGroups(ctx, tx, f.QueueID, f.GroupID, f.Fingerprint, maxGroups, b.now()); err != nil {
 			return err
 		}
@@ -455,11 +483,15 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, maxGroups int) (Triage,
 			return nil
 		}
 		if withTotal {
-			if out.Page.Total, err = tx.CountDeadLettersUpTo(ctx, f, TriageScan+1); err != nil {
+			limit := TriageScan
+			if f.Text != "" || len(f.Fields) > 0 {
+				limit = SearchCount // a search counts less far
+			}
+			if out.Page.Total, err = tx.CountDeadLettersUpTo(ctx, f, limit+1); err != nil {
 				return err
 			}
-			if out.Page.Total > TriageScan {
-				out.Page.Total, out.Page.TotalCapped = TriageScan, true
+			if out.Page.Total > int64(limit) {
+				out.Page.Total, out.Page.TotalCapped = int64(limit), true
 			}
 		}
 		return nil
@@ -485,9 +517,27 @@ func deadLetterPage(ctx context.Context, tx Tx, f Filter, q DLQQuery) (DLQPage, 
 		items = items[:q.Limit]
 		last := items[len(items)-1]
 		page.Next = &Cursor{At: last.FailedAt, ID: last.ID}
+	} else if f.Floor != nil {
+		// The window was read to its end: the next page reads the next.
+		page.Scanned = fieldScan
+		more, err := belowFloor(ctx, tx, f)
+		if err != nil {
+			return page, fmt.Errorf("list dead letters: %w", err)
+		}
+		if more {
+			page.Next = f.Floor
+		}
 	}
 	page.Items = items
-	if q.WithTotal {
+	if q.WithTotal && (f.Text != "" || len(f.Fields) > 0) {
+		// A search counts its matches up to SearchCount: bounded by the
+		// index's matches or the window whatever it finds.
+		n, err := tx.CountDeadLettersUpTo(ctx, f, SearchCount+1)
+		if err != nil {
+			return page, fmt.Errorf("count dead letters: %w", err)
+		}
+		page.Total, page.TotalCapped = min(n, SearchCount), n > SearchCount
+	} else if q.WithTotal {
 		if page.Total, err = countDeadLetters(ctx, tx, f); err != nil {
 			return page, fmt.Errorf("count dead letters: %w", err)
 		}

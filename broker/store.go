@@ -182,6 +182,17 @@ type Tx interface {
 	// and groups they join, locks nothing; none left: an empty page.
 	ExportDeadLetters(ctx context.Context, f Filter, after *Cursor, limit int, maxBytes int64) ([]DeadLetter, error)
 	CountDeadLetters(ctx context.Context, f Filter) (int64, error)
+	// TextMatches counts, up to max, the entries of a full-text index
+	// that match (TextMatch's form): of the error texts of the dead
+	// letters, or (payloads) of the payloads of the messages with one.
+	// It reads the index only and locks nothing.
+	TextMatches(ctx context.Context, match string, payloads bool, max int) (int64, error)
+	// DeadLetterPosition returns the position (failedAt, row id) of the
+	// n-th (from 1) dead letter f selects strictly older than after (nil:
+	// from the newest), newest first, reading the filter's index only
+	// (f must have no Text, Fields or Floor); ok is false when f selects
+	// fewer. It locks nothing.
+	DeadLetterPosition(ctx context.Context, f Filter, after *Cursor, n int) (c Cursor, ok bool, err error)
 	// CountDeadLettersUpTo counts the dead letters f selects, stopping at max.
 	CountDeadLettersUpTo(ctx context.Context, f Filter, max int) (int64, error)
 
@@ -257,12 +268,24 @@ type Filter struct {
 	Fingerprint string
 	MaxID       int64     // only rows with ID <= MaxID (bulk actions pin their set)
 	MaxFailedAt time.Time // only rows that failed at or before it (with MaxID: a Bound)
+	// Text is a full-text expression (TextMatch's form): the dead
+	// letter's error text or its payload's words hold it.
+	Text string
+	// Fields are conditions on payload fields, all of which hold.
+	Fields []FieldFilter
+	// MatchCap: each full-text condition (Text, a field's Words) is met
+	// only by its newest MatchCap matches in the index (0: all of them).
+	MatchCap int
+	// Floor: only rows at or above it (by failedAt, then row id): the
+	// window a field filter the index cannot narrow is checked in.
+	Floor *Cursor
 }
 
 // simple reports whether f selects by queue and group only, which the
 // maintained counts answer.
 func (f Filter) simple() bool {
-	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.Fingerprint == "" && f.MaxID == 0 && f.MaxFailedAt.IsZero()
+	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.Fingerprint == "" && f.MaxID == 0 && f.MaxFailedAt.IsZero() &&
+		f.Text == "" && len(f.Fields) == 0 && f.Floor == nil
 }
 
 // Page is a keyset or offset page. With After set, rows strictly older than

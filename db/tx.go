@@ -188,6 +188,9 @@ func (t *storeTx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 }
 
 func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
+	if err := t.unindexQueue(ctx, id); err != nil {
+		return err
+	}
 	stmts := []string{
 		`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
@@ -647,8 +650,10 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 	if err != nil {
 		return err
 	}
-	d.ID, err = res.LastInsertId()
-	return err
+	if d.ID, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	return t.indexDeadLetter(ctx, d)
 }
 
 // deadLetterSelect joins a dead letter with its message, queue, partition
@@ -718,7 +723,11 @@ func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := t.exec(ctx, `DELETE FROM dead_letters WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids))
+	list := intsJSON(ids)
+	if err := t.unindexDeadLetters(ctx, list); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `DELETE FROM dead_letters WHERE id IN (SELECT value FROM json_each(?))`, list)
 	return err
 }
 
@@ -753,6 +762,11 @@ func where(f broker.Filter) (string, []any) {
 			}
 			return c
 		}
+	} else if f.Indexed() && f.Floor == nil {
+		// The full-text index names the candidates (broker.MatchCap at
+		// most in a list): looked up by id or seq, never found by walking
+		// a queue's dead letters in order (all of them for a rare word).
+		col = func(c string) string { return "+" + c }
 	}
 	if f.QueueID != 0 {
 		add(col("d.queue_id")+" = ?", f.QueueID)
@@ -781,6 +795,7 @@ func where(f broker.Filter) (string, []any) {
 	if !f.MaxFailedAt.IsZero() {
 		add(col("d.failed_at")+" <= ?", ms(f.MaxFailedAt))
 	}
+	searchConds(f, func(cond string, a ...any) { conds = append(conds, cond); args = append(args, a...) })
 	if len(conds) == 0 {
 		return "", nil
 	}

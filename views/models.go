@@ -164,6 +164,9 @@ type DeadLetterList struct {
 	FilterQuery   string // the filter as URL query, without paging
 	PageSizes     []PageSize
 	QuickRanges   []QuickRange
+	// SearchNote says what a search left unread (too many matches, a
+	// field filter's scan window); empty when it read everything.
+	SearchNote string
 }
 
 // DeadLetterFilter is the list's filter as the form shows it.
@@ -175,6 +178,8 @@ type DeadLetterFilter struct {
 	Error     string
 	TxID      string
 	Size      int
+	Text      string   // free text in payloads and errors (q)
+	Fields    []string // payload field filters (field), as typed
 }
 
 // Chip is an active filter with the link that removes it.

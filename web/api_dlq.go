@@ -70,6 +70,8 @@ func parseDLQQuery(c echo.Context) (broker.DLQQuery, error) {
 		ErrorContains: c.QueryParam("error"),
 		TransactionID: c.QueryParam("transactionId"),
 		Fingerprint:   c.QueryParam("fingerprint"),
+		Text:          c.QueryParam("q"),
+		Fields:        c.QueryParams()["field"],
 		WithTotal:     true,
 	}
 	var err error
@@ -95,6 +97,12 @@ type dlqListResponse struct {
 	Messages   []deadLetterView `json:"messages"`
 	Total      int64            `json:"total"`
 	Pagination pagination       `json:"pagination"`
+	// MatchCapped: q or a field filter's words match more than
+	// broker.MatchCap dead letters; the newest of them were searched.
+	MatchCapped bool `json:"matchCapped,omitempty"`
+	// Scanned: a field filter the index cannot narrow (a range, a bool,
+	// null, !=) was checked on this many of the newest dead letters only.
+	Scanned int `json:"scanned,omitempty"`
 }
 
 type pagination struct {
@@ -113,7 +121,8 @@ func (s *Server) listDeadLetters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := dlqListResponse{Messages: make([]deadLetterView, len(page.Items)), Total: page.Total, Pagination: pagination{Limit: q.Limit, Offset: q.Offset}}
+	out := dlqListResponse{Messages: make([]deadLetterView, len(page.Items)), Total: page.Total, Pagination: pagination{Limit: q.Limit, Offset: q.Offset},
+		MatchCapped: page.MatchCapped, Scanned: page.Scanned}
 	for i, d := range page.Items {
 		out.Messages[i] = newDeadLetterView(d)
 	}

@@ -46,6 +46,10 @@ type bulkFilter struct {
 	TransactionID string `json:"transactionId"`
 	Fingerprint   string `json:"fingerprint"` // an error group
 	All           bool   `json:"all"`
+	// Q is free text in payloads and errors, Field payload field
+	// filters, as GET /api/v1/dlq's q and field.
+	Q     string   `json:"q"`
+	Field []string `json:"field"`
 }
 
 // bulkBound is a broker.Bound as the API writes it.
@@ -80,7 +84,8 @@ func (b boundIn) bound() (broker.Bound, error) {
 func (r bulkRequest) query() (broker.DLQQuery, error) {
 	f := *r.Filter
 	all := r.All || f.All
-	q := broker.DLQQuery{Queue: f.Queue, Group: f.ConsumerGroup, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TransactionID, Fingerprint: f.Fingerprint, AllQueues: all}
+	q := broker.DLQQuery{Queue: f.Queue, Group: f.ConsumerGroup, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TransactionID, Fingerprint: f.Fingerprint, AllQueues: all,
+		Text: f.Q, Fields: f.Field}
 	var err error
 	if q.From, err = parseTime("filter.from", f.From); err != nil {
 		return q, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -32,14 +33,14 @@ func FuzzListFilter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, rawQuery string) {
 		q, _ := url.ParseQuery(rawQuery)
 		flt := parseListFilter(q)
-		for _, v := range []string{flt.Group, flt.Partition, flt.Since, flt.From, flt.To, flt.Error, flt.TxID} {
+		for _, v := range append([]string{flt.Group, flt.Partition, flt.Since, flt.From, flt.To, flt.Error, flt.TxID, flt.Text}, flt.Fields...) {
 			if v != strings.TrimSpace(v) {
 				t.Fatalf("value %q not trimmed", v)
 			}
 		}
 		// Written back into a URL (the chips, the pages, the quick ranges),
 		// the filter reads the same.
-		if again := parseListFilter(flt.values()); again != flt {
+		if again := parseListFilter(flt.values()); !reflect.DeepEqual(again, flt) {
 			t.Fatalf("round trip: %+v became %+v", flt, again)
 		}
 		_ = flt.describe()
@@ -48,7 +49,8 @@ func FuzzListFilter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if dq.Queue != "fuzzd" || dq.Group != flt.Group || dq.Partition != flt.Partition || dq.ErrorContains != flt.Error || dq.TransactionID != flt.TxID {
+		if dq.Queue != "fuzzd" || dq.Group != flt.Group || dq.Partition != flt.Partition || dq.ErrorContains != flt.Error || dq.TransactionID != flt.TxID ||
+			dq.Text != flt.Text || !reflect.DeepEqual(dq.Fields, flt.Fields) {
 			t.Fatalf("filter %+v became query %+v", flt, dq)
 		}
 		if flt.Since != "" && flt.From == "" && !dq.From.Before(now) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,10 @@ type listFilter struct {
 	Group, Partition, Since, From, To, Error, TxID string
 	// Fingerprint is an error group (fingerprint).
 	Fingerprint string
+	// Text is free text in payloads and errors (q); Fields are payload
+	// field filters (field, repeatable), as typed.
+	Text   string
+	Fields []string
 }
 
 // filterKeys are the URL parameters of a listFilter, in chip order.
@@ -46,6 +51,12 @@ func (f listFilter) values() url.Values {
 		if s != "" {
 			v.Set(k, s)
 		}
+	}
+	if f.Text != "" {
+		v.Set("q", f.Text)
+	}
+	for _, s := range f.Fields {
+		v.Add("field", s)
 	}
 	return v
 }
@@ -77,6 +88,12 @@ func (f listFilter) describe() string {
 	if f.TxID != "" {
 		parts = append(parts, "transactionId "+views.Cut(f.TxID, 80))
 	}
+	if f.Text != "" {
+		parts = append(parts, "payload or error with “"+views.Cut(f.Text, 80)+"”")
+	}
+	for _, s := range f.Fields {
+		parts = append(parts, "payload field "+views.Cut(s, 80))
+	}
 	if len(parts) == 0 {
 		return "every dead letter of the queue"
 	}
@@ -86,12 +103,18 @@ func (f listFilter) describe() string {
 // parseListFilter reads a filter from URL parameters.
 func parseListFilter(q url.Values) listFilter {
 	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
-	return listFilter{Group: get("group"), Partition: get("partition"), Since: get("since"), From: get("from"), To: get("to"), Error: get("error"), TxID: get("tx"), Fingerprint: get("fingerprint")}
+	f := listFilter{Group: get("group"), Partition: get("partition"), Since: get("since"), From: get("from"), To: get("to"), Error: get("error"), TxID: get("tx"), Text: get("q"), Fingerprint: get("fingerprint")}
+	for _, s := range q["field"] {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(f.Fields, s) {
+			f.Fields = append(f.Fields, s)
+		}
+	}
+	return f
 }
 
 // query turns the filter into a broker query of queue.
 func (f listFilter) query(queue string, now time.Time) (broker.DLQQuery, error) {
-	q := broker.DLQQuery{Queue: queue, Group: f.Group, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TxID, Fingerprint: f.Fingerprint}
+	q := broker.DLQQuery{Queue: queue, Group: f.Group, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TxID, Text: f.Text, Fields: f.Fields, Fingerprint: f.Fingerprint}
 	if f.Since != "" {
 		found := false
 		for _, r := range quickRanges {
@@ -182,7 +205,8 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		Queue:         queue,
 		QueueURL:      queueURL(queue),
 		Groups:        brief.Groups,
-		Filter:        views.DeadLetterFilter{Group: f.Group, Partition: f.Partition, Since: f.Since, From: f.From, To: f.To, Error: f.Error, TxID: f.TxID, Size: size},
+		Filter:        views.DeadLetterFilter{Group: f.Group, Partition: f.Partition, Since: f.Since, From: f.From, To: f.To, Error: f.Error, TxID: f.TxID, Size: size, Text: f.Text, Fields: f.Fields},
+		SearchNote:    searchNote(page),
 		Matching:      page.Total,
 		MatchingKnown: !page.TotalCapped,
 		FilterQuery:   f.values().Encode(),
@@ -236,7 +260,7 @@ func errorGroupRows(queue string, f listFilter, base url.Values, gs []broker.Err
 	if f.Group != "" {
 		scope = "consumer group " + f.Group + " of queue " + queue
 	}
-	narrower = f.Partition != "" || f.Since != "" || f.From != "" || f.To != "" || f.Error != "" || f.TxID != ""
+	narrower = f.Partition != "" || f.Since != "" || f.From != "" || f.To != "" || f.Error != "" || f.TxID != "" || f.Text != "" || len(f.Fields) > 0
 	for _, g := range gs {
 		filter := with(base, "fingerprint", g.Fingerprint)
 		filter.Del("after")
@@ -302,7 +326,38 @@ func chips(queue string, f listFilter, base url.Values) []views.Chip {
 		u.Del(k)
 		out = append(out, views.Chip{Label: labels[k] + ": " + views.Cut(val, 60), RemoveURL: deadLettersURL(queue, u)})
 	}
+	if f.Text != "" {
+		u := with(base, "q", "")
+		u.Del("q")
+		out = append(out, views.Chip{Label: "text: " + views.Cut(f.Text, 60), RemoveURL: deadLettersURL(queue, u)})
+	}
+	for _, s := range f.Fields {
+		u := with(base, "field", "")
+		u.Del("field")
+		for _, o := range f.Fields {
+			if o != s {
+				u.Add("field", o)
+			}
+		}
+		out = append(out, views.Chip{Label: "field: " + views.Cut(s, 60), RemoveURL: deadLettersURL(queue, u)})
+	}
 	return out
+}
+
+// searchNote says what a search did not read: common words' older
+// matches, or dead letters below the window a page read.
+func searchNote(p broker.DLQPage) string {
+	var notes []string
+	if p.MatchCapped {
+		notes = append(notes, fmt.Sprintf("These words match more than %s dead letters: only their %s newest matches can show.", views.Count(broker.MatchCap), views.Count(broker.MatchCap)))
+	}
+	if p.Scanned > 0 {
+		notes = append(notes, fmt.Sprintf("This page checked the %s newest dead letters from here without filling up; the next page goes on.", views.Count(int64(p.Scanned))))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return strings.Join(notes, " ") + " A word to look up (field = value, or a word of the payload) or a time range narrows the search."
 }
 
 // rowOf makes a list row of a dead letter.

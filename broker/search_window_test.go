@@ -1,0 +1,106 @@
+package broker_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// searchPages follows a search's pages to the end and returns the n of
+// every payload found, and each page's Scanned and MatchCapped.
+func searchPages(s *bundle, q broker.DLQQuery) (found []int, scanned []int, capped bool) {
+	s.t.Helper()
+	q.Queue, q.WithTotal = "q", true
+	for range 100 {
+		page, err := s.b.DeadLetters(s.ctx, q)
+		if err != nil {
+			s.t.Fatalf("%+v: %v", q, err)
+		}
+		for _, d := range page.Items {
+			var p struct{ N int }
+			if err := json.Unmarshal(d.Payload, &p); err != nil {
+				s.t.Fatal(err)
+			}
+			found = append(found, p.N)
+		}
+		scanned, capped = append(scanned, page.Scanned), capped || page.MatchCapped
+		if page.Next == nil {
+			return found, scanned, capped
+		}
+		q.After = page.Next
+	}
+	s.t.Fatal("more than 100 pages")
+	return
+}
+
+// A search costs the same at any depth: common words and field filters
+// with no word to look up read a window of the newest dead letters a page
+// (FieldScan), say so, and go on below it page by page, finding every
+// match; rare words are looked up, all of them, in one page; the words
+// of common free text keep to their newest MatchCap matches, and say so.
+// (Not parallel: it makes the limits small.)
+func TestSearchWindowsAndCaps(t *testing.T) {
+	defer broker.SetSearchLimits(5, 10)()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0})
+	var items []broker.PushItem
+	for n := range 30 {
+		brand := "visa"
+		if n%3 == 0 {
+			brand = "amex"
+		}
+		items = append(items, broker.PushItem{Queue: "q", TransactionID: fmt.Sprintf("t-%d", n),
+			Payload: json.RawMessage(fmt.Sprintf(`{"n":%d,"brand":%q,"id":"o-%d"}`, n, brand, n))})
+	}
+	if _, err := s.b.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 { // one at a time: n is the filing order
+		res := s.pop("q", "", 1)
+		s.clock.Advance(time.Second)
+		s.ack(res.Messages[0], broker.AckFailed, "declined")
+	}
+	desc := func(ns ...int) []int { slices.Sort(ns); slices.Reverse(ns); return ns }
+
+	// A range: three windows of ten, the first holding the matches.
+	found, scanned, capped := searchPages(s, broker.DLQQuery{Limit: 50, Fields: []string{"n > 25"}})
+	if !slices.Equal(found, desc(26, 27, 28, 29)) || !slices.Equal(scanned, []int{10, 10, 10}) || capped {
+		t.Errorf("n > 25: found %v, scanned %v, capped %v; want 29…26 over 3 windows of 10", found, scanned, capped)
+	}
+	// Pages of 2 of a range: full pages go on from their last row.
+	if found, _, _ := searchPages(s, broker.DLQQuery{Limit: 2, Fields: []string{"n < 7"}}); !slices.Equal(found, desc(0, 1, 2, 3, 4, 5, 6)) {
+		t.Errorf("n < 7 by 2: found %v", found)
+	}
+	// A common value (10 amex > 5): windows, every match found, exactly.
+	var amex []int
+	for n := 0; n < 30; n += 3 {
+		amex = append(amex, n)
+	}
+	found, scanned, capped = searchPages(s, broker.DLQQuery{Limit: 50, Fields: []string{"brand = amex"}})
+	if !slices.Equal(found, desc(amex...)) || len(scanned) != 3 || capped {
+		t.Errorf("brand = amex: found %v, scanned %v, capped %v; want every amex over 3 windows", found, scanned, capped)
+	}
+	// A rare value: looked up, one page, no window.
+	found, scanned, capped = searchPages(s, broker.DLQQuery{Limit: 50, Fields: []string{"id = o-7"}})
+	if !slices.Equal(found, []int{7}) || !slices.Equal(scanned, []int{0}) || capped {
+		t.Errorf("id = o-7: found %v, scanned %v, capped %v", found, scanned, capped)
+	}
+	found, scanned, _ = searchPages(s, broker.DLQQuery{Limit: 50, Text: "o-7"})
+	if !slices.Equal(found, []int{7}) || !slices.Equal(scanned, []int{0}) {
+		t.Errorf("text o-7: found %v, scanned %v", found, scanned)
+	}
+	// Common free text (20 visa > 5): its 5 newest matches, said so.
+	found, _, capped = searchPages(s, broker.DLQQuery{Limit: 50, Text: "visa"})
+	if !slices.Equal(found, desc(29, 28, 26, 25, 23)) || !capped {
+		t.Errorf("text visa: found %v, capped %v; want the 5 newest visa, capped", found, capped)
+	}
+	// Totals are counted up to SearchCount.
+	page, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Limit: 1, WithTotal: true, Fields: []string{"id = o-7"}})
+	if err != nil || page.Total != 1 || page.TotalCapped {
+		t.Errorf("total of id = o-7: %+v, %v", page, err)
+	}
+}
