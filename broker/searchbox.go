@@ -127,10 +127,11 @@ var shortIDRE = regexp.MustCompile(`^([0-9a-fA-F]{8})(?:…|\.{2,3})([0-9a-fA-F]
 // hits: dead letters first (newest failure first), then messages that are
 // not dead letters (newest first). A message found by its id or
 // transactionId is shown as its dead letters, one per group, when it
-// has any. When nothing matches and the broker has a free-text search,
-// the text is searched for in payloads and error texts (a second
-// snapshot). Text that is empty, longer than MaxSearchBoxText or not UTF-8
-// is ErrInvalid.
+// has any. When nothing matches, the text is searched for as words in
+// dead letters' payloads and error texts (SearchText, in a snapshot of
+// its own; text it cannot search, with no word or too long, matches
+// nothing). Text that is empty, longer than MaxSearchBoxText or not
+// UTF-8 is ErrInvalid.
 func (b *Broker) Search(ctx context.Context, text string, limit int) (SearchResult, error) {
 	q := strings.TrimSpace(text)
 	switch {
@@ -151,9 +152,9 @@ func (b *Broker) Search(ctx context.Context, text string, limit int) (SearchResu
 	if err != nil {
 		return SearchResult{}, err
 	}
-	if len(res.Hits) == 0 && textSearch != nil {
+	if len(res.Hits) == 0 {
 		res.As = append(res.As, MatchText)
-		dls, err := textSearch(ctx, b, q, limit+1)
+		dls, err := b.SearchText(ctx, q, limit+1)
 		if err != nil && !errors.Is(err, ErrInvalid) {
 			return SearchResult{}, fmt.Errorf("free-text search: %w", err)
 		}
@@ -167,10 +168,6 @@ func (b *Broker) Search(ctx context.Context, text string, limit int) (SearchResu
 	}
 	return res, nil
 }
-
-// textSearch is the free-text search of payloads and error texts that
-// Search falls back on (nil: none).
-var textSearch func(ctx context.Context, b *Broker, text string, limit int) ([]DeadLetter, error)
 
 // searcher collects the hits of one search.
 type searcher struct {

@@ -165,8 +165,9 @@ func TestSearchByTransactionID(t *testing.T) {
 	if err != nil || len(res.Hits) != 1 || !res.More {
 		t.Fatalf("limit 1: %+v, %v", res, err)
 	}
-	// Case matters in a transactionId.
-	wantHits(t, "ORD-1", s.search("ORD-1"))
+	// Case matters in a transactionId: ORD-1 is none, and is found
+	// only as words of its payload ({"tx":"ord-1"}), which are not.
+	wantHits(t, "ORD-1", s.search("ORD-1"), "orders/billing/ord-1/text")
 }
 
 func TestSearchShowsWhereAMessageIs(t *testing.T) {
@@ -285,6 +286,44 @@ func TestSearchRefusesBadText(t *testing.T) {
 	for _, limit := range []int{0, broker.MaxPageSize + 1} {
 		if _, err := s.b.Search(s.ctx, "x", limit); !errors.Is(err, broker.ErrInvalid) {
 			t.Errorf("limit %d: %v", limit, err)
+		}
+	}
+}
+
+// Text that is no id of anything is searched for as words in dead
+// letters' payloads and error texts.
+func TestSearchFallsBackToWordsInPayloadsAndErrors(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	items := []broker.PushItem{
+		{Queue: "payments", Partition: "p", TransactionID: "pay-77", Payload: []byte(`{"orderId":"ord_8Zk2Q","amount":4200}`)},
+		{Queue: "payments", Partition: "p", TransactionID: "pay-78", Payload: []byte(`{"orderId":"ord_9Xy1R","amount":100}`)},
+		{Queue: "payments", Partition: "p", TransactionID: "pay-79", Payload: []byte(`{"orderId":"ord_8Zk2Q-refund"}`)},
+	}
+	if _, err := s.b.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	s.failFor("payments", "ledger", "card declined: insufficient_funds")
+	s.failFor("payments", "ledger", "card declined: insufficient_funds")
+	s.failFor("payments", "ledger", "upstream timeout")
+
+	// Only in a payload: the payment, found as text.
+	res := s.search("ord_8Zk2Q")
+	wantHits(t, "ord_8Zk2Q", res, "payments/ledger/pay-77/text")
+	if res.As[len(res.As)-1] != broker.MatchText || res.Hits[0].Payload != nil {
+		t.Fatalf("searched as %v; payload %q", res.As, res.Hits[0].Payload)
+	}
+	// In error texts: several, newest first.
+	wantHits(t, "insufficient_funds", s.search("insufficient_funds"), "payments/ledger/pay-78/text", "payments/ledger/pay-77/text")
+	// An id match is not widened to text: pay-7 is a transactionId prefix.
+	if res := s.search("pay-7"); len(res.Hits) != 3 || slices.Contains(res.As, broker.MatchText) {
+		t.Fatalf("pay-7: %q as %v", hitsOf(res), res.As)
+	}
+	// Text the word search cannot take (no word; over its 256 bytes):
+	// no match, not an error.
+	for _, q := range []string{"!!!", strings.Repeat("w ", 200)} {
+		if res := s.search(q); len(res.Hits) != 0 {
+			t.Fatalf("%q: %q", q, hitsOf(res))
 		}
 	}
 }

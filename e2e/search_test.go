@@ -112,3 +112,42 @@ func (a *app) idOf(txid string) string {
 	}
 	return page.Items[0].MessageID()
 }
+
+// A support person (viewer) finds a payment by the orderId a customer
+// quotes, which is only in its payload, from the overview's search box.
+func TestViewerFindsAPaymentByItsOrderIDFromTheOverview(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.shop()
+	a.configure("payments", map[string]any{"retryLimit": 0})
+	a.push("payments",
+		msg{Tx: "pay-77", Partition: "eu", Payload: `{"orderId":"ord_8Zk2Q","amount":4200,"currency":"EUR"}`},
+		msg{Tx: "pay-78", Partition: "eu", Payload: `{"orderId":"ord_9Xy1R","amount":1250,"currency":"EUR"}`})
+	a.consume("payments", "ledger", map[string]string{"pay-77": "ledger rejected: account frozen", "pay-78": "ledger rejected: account frozen"}, false)
+	pw := a.user("sam", broker.RoleViewer)
+	v := a.browse()
+	v.login("sam", pw)
+
+	v.atPath("/")
+	v.searchFor("ord_8Zk2Q")
+	v.atPath("/queues/payments/dead-letters/" + a.idOfIn("payments", "pay-77"))
+	v.contains(v.id("fact-tx"), "pay-77", "the payment's transactionId")
+	v.contains(v.id("payload-pretty"), "ord_8Zk2Q", "the payment's payload")
+	v.screenshot("search-payload-found")
+
+	// Words of an error: the list of both.
+	v.searchFor("account frozen")
+	v.count(v.id("search-row"), 2, "dead letters whose error says account frozen")
+	v.contains(v.id("search-row").First(), "words in payload or error", "what they matched")
+	v.screenshot("search-text-results")
+}
+
+// idOfIn is the message id of queue's dead letter with a transactionId.
+func (a *app) idOfIn(queue, txid string) string {
+	a.t.Helper()
+	page, err := a.broker.DeadLetters(a.ctx, broker.DLQQuery{Queue: queue, TransactionID: txid, Limit: 1})
+	if err != nil || len(page.Items) != 1 {
+		a.t.Fatalf("the dead letter of %s: %+v, %v", txid, page, err)
+	}
+	return page.Items[0].MessageID()
+}

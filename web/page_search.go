@@ -90,6 +90,9 @@ func searchRowOf(h broker.SearchHit) views.SearchRow {
 		ID: id, Queue: h.Queue, QueueURL: queueURL(h.Queue), Partition: h.Partition, Group: h.Group, TxID: h.TransactionID,
 		FailedAt: h.FailedAt, PushedAt: h.CreatedAt, IsDeadLetter: h.IsDeadLetter, Match: h.Match,
 	}
+	if h.Match == broker.MatchText {
+		r.Match = "words in payload or error"
+	}
 	if h.IsDeadLetter {
 		r.URL = deadLetterURL(h.Queue, id, h.Group)
 		r.Error = views.FirstLine(h.Error, 200)
