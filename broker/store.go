@@ -63,6 +63,9 @@ type Tx interface {
 	// UpdateQueue writes q's options (those kept without being enforced
 	// included), namespace and task to the queue with q's ID.
 	UpdateQueue(ctx context.Context, q Queue) error
+	// DeleteQueue removes a queue and everything of it: partitions,
+	// messages, consumers, dead letters (and their rows of the full-text
+	// indexes), counts.
 	DeleteQueue(ctx context.Context, id int64) error
 
 	PartitionByName(ctx context.Context, queueID int64, name string) (Partition, error)
@@ -128,6 +131,10 @@ type Tx interface {
 	// after the lease, names the due time).
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
 
+	// InsertDeadLetter stores d and sets its ID; in the same transaction
+	// it indexes d's error text, and its message's payload unless another
+	// group's dead letter of the message has it indexed (the search's
+	// full-text indexes).
 	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
 	// TakeReplayOutcome reports whether the copy's outcome in the group is
 	// to be counted, and forgets it: each is counted once.
@@ -169,7 +176,9 @@ type Tx interface {
 	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
 	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome).
 	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64) error
-	// DeleteDeadLetters removes dead letters by row id.
+	// DeleteDeadLetters removes dead letters by row id, with their rows of
+	// the full-text indexes (a payload's when no dead letter of its
+	// message is left).
 	DeleteDeadLetters(ctx context.Context, ids []int64) error
 	// ListDeadLetters returns a page of the dead letters matching f, newest
 	// failure first.
