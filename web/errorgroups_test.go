@@ -58,6 +58,16 @@ func TestErrorGroupsFilterTheListAndTheAPI(t *testing.T) {
 	if got := op.get(replay).want(http.StatusOK).doc().Find(`[data-testid="confirm-summary"]`).Text(); !strings.Contains(got, "2") {
 		t.Fatalf("confirmation of %s: %q, want billing's 2", replay, got)
 	}
+	// Other filters do not narrow the kept counts: the panel says so.
+	if doc.Find(`[data-testid="error-groups-scope"]`).Length() != 0 {
+		t.Fatal("a note on the unfiltered list")
+	}
+	narrowed := op.get("/queues/orders/dead-letters?partition=acme").want(http.StatusOK).doc()
+	if note := narrowed.Find(`[data-testid="error-groups-scope"]`).Text(); !strings.Contains(note, "whole queue orders") {
+		t.Fatalf("note with a partition filter: %q", note)
+	}
+	// A group name too long to be a fingerprint is refused.
+	op.get("/queues/orders/dead-letters?fingerprint=" + strings.Repeat("x", 1000)).want(http.StatusBadRequest)
 	// A viewer sees the groups, not the buttons.
 	viewer, _ := s.loggedIn(broker.RoleViewer)
 	if d := viewer.get("/queues/orders/dead-letters").want(http.StatusOK).doc(); d.Find(`[data-testid="error-group"]`).Length() != 2 || d.Find(`[data-testid="group-replay"]`).Length() != 0 {
