@@ -1,14 +1,17 @@
 package broker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db"
 )
 
 // search runs a search with limit 50 and fails the test on error.
@@ -326,4 +329,73 @@ func TestSearchFallsBackToWordsInPayloadsAndErrors(t *testing.T) {
 			t.Fatalf("%q: %q", q, hitsOf(res))
 		}
 	}
+}
+
+// Whatever the text, a search answers hits or ErrInvalid: never another
+// error, never more than the limit, and only hits that match it.
+func FuzzSearch(f *testing.F) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(f.TempDir(), "lazarus.db"), db.SyncNormal)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer d.Close()
+	b := broker.New(broker.Config{Store: d})
+	var items []broker.PushItem
+	for i := range 20 {
+		items = append(items, broker.PushItem{Queue: "orders", Partition: fmt.Sprintf("p%d", i%3), TransactionID: fmt.Sprintf("ord-%d", i),
+			TraceID: fmt.Sprintf("trace-%d", i%4), Payload: []byte(fmt.Sprintf(`{"orderId":"ord_%d","n":%d}`, i, i))})
+	}
+	res, err := b.Push(ctx, items)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pop, err := b.Pop(ctx, broker.PopRequest{Queue: "orders", Group: "billing", Batch: 5})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, m := range pop.Messages {
+		if _, err := b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: pop.LeaseID, Status: broker.AckDLQ, Error: "declined: " + m.TransactionID, Group: "billing"}); err != nil {
+			f.Fatal(err)
+		}
+	}
+	id := res[0].MessageID
+	for _, seed := range []string{id, strings.ToUpper(id), id[:8] + "…" + id[len(id)-4:], id[:8] + "..." + id[len(id)-4:], "ord-1", "ord", "trace-1",
+		"ord_3", `"declined ord"`, "' OR 1=1 --", "%", "\x00", "ord-\xff", "…", strings.Repeat("a", broker.MaxSearchBoxText+1)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		res, err := b.Search(ctx, q, 10)
+		if err != nil {
+			if !errors.Is(err, broker.ErrInvalid) {
+				t.Fatalf("search %q: %v", q, err)
+			}
+			return
+		}
+		if len(res.Hits) > 10 {
+			t.Fatalf("search %q: %d hits over the limit", q, len(res.Hits))
+		}
+		tq := strings.TrimSpace(q)
+		for _, h := range res.Hits {
+			ok := false
+			switch h.Match {
+			case broker.MatchMessageID:
+				ok = strings.EqualFold(h.MessageID(), tq)
+			case broker.MatchShortID:
+				mid := h.MessageID()
+				ok = strings.EqualFold(mid[:8], tq[:8]) && strings.EqualFold(mid[len(mid)-4:], tq[len(tq)-4:])
+			case broker.MatchTransactionID:
+				ok = h.TransactionID == tq
+			case broker.MatchTransactionPrefix:
+				ok = strings.HasPrefix(h.TransactionID, tq)
+			case broker.MatchTraceID:
+				ok = h.TraceID == tq
+			case broker.MatchText:
+				ok = h.IsDeadLetter
+			}
+			if !ok {
+				t.Fatalf("search %q: hit %s %s matched as %s", q, h.MessageID(), h.TransactionID, h.Match)
+			}
+		}
+	})
 }
