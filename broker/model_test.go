@@ -1180,6 +1180,23 @@ func (r *modelRun) compare() {
 			r.failf("stats of %s: broker %+v oldest %s, the model %+v oldest %s", g, got[g].Stats, got[g].OldestFailedAt, w, oldest)
 		}
 	}
+	// The kept error groups hold the dead letters there are, by the
+	// fingerprint of their errors, in each group and across groups.
+	for _, g := range append([]string{""}, modelGroups...) {
+		var dls []broker.DeadLetter
+		for _, d := range page.Items {
+			if g == "" || d.Group == g {
+				dls = append(dls, d)
+			}
+		}
+		gs, err := r.b.ErrorGroups(r.ctx, modelQueue, g, "", broker.MaxErrorGroups)
+		if err != nil {
+			r.failf("error groups of %q: %v", g, err)
+		}
+		if kept, scanned := groupCounts(gs), scanGroups(dls); kept != scanned {
+			r.failf("error groups of %q: broker keeps %s, its dead letters are %s", g, kept, scanned)
+		}
+	}
 }
 
 func brokerDead(dls []broker.DeadLetter) []string {
