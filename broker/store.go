@@ -65,7 +65,7 @@ type Tx interface {
 	UpdateQueue(ctx context.Context, q Queue) error
 	// DeleteQueue removes a queue and everything of it: partitions,
 	// messages, consumers, dead letters (and their rows of the full-text
-	// indexes), counts.
+	// indexes), counts (its error groups and their hourly counts too).
 	DeleteQueue(ctx context.Context, id int64) error
 
 	PartitionByName(ctx context.Context, queueID int64, name string) (Partition, error)
@@ -134,7 +134,8 @@ type Tx interface {
 	// InsertDeadLetter stores d and sets its ID; in the same transaction
 	// it indexes d's error text, and its message's payload unless another
 	// group's dead letter of the message has it indexed (the search's
-	// full-text indexes).
+	// full-text indexes). d.Fingerprint is stored as given (the broker
+	// computes it, and counts d into its error group with FileErrorGroup).
 	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
 	// TakeReplayOutcome reports whether the copy's outcome in the group is
 	// to be counted, and forgets it: each is counted once.
