@@ -37,7 +37,10 @@ const (
 // SearchTx is what Search needs from storage, inside one read
 // transaction. Messages come without their payloads, dead letters
 // without their messages' payloads and with at most the first
-// SearchErrorBytes of their error text.
+// SearchErrorBytes of their error text. Each method only reads (the
+// tables it names, and the queues, partitions and groups a dead letter
+// joins), locks nothing but its snapshot, and answers "not found" with
+// an empty list, never ErrNotFound.
 type SearchTx interface {
 	// MessageHeads returns the messages with the given seqs that exist,
 	// in seq order.

@@ -136,6 +136,8 @@ type Tx interface {
 	// group's dead letter of the message has it indexed (the search's
 	// full-text indexes). d.Fingerprint is stored as given (the broker
 	// computes it, and counts d into its error group with FileErrorGroup).
+	// d.TraceID, its message's traceId, is stored with it for the search
+	// by traceId (SearchTx.DeadLettersByTrace).
 	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
 	// TakeReplayOutcome reports whether the copy's outcome in the group is
 	// to be counted, and forgets it: each is counted once.
