@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -94,6 +95,11 @@ func (s *Server) export(c echo.Context, q broker.DLQQuery) error {
 		w.WriteHeader(http.StatusOK)
 		_, err := w.Write(enc.header())
 		return err
+	}
+	if isHead(c.Request()) {
+		// The headers of the download, and nothing read or audited: no
+		// dead letter leaves the server.
+		return start()
 	}
 	res, err := s.broker.Export(c.Request().Context(), q, strings.ToUpper(format), actor(c), func(page []broker.DeadLetter) (int, error) {
 		_ = rc.SetWriteDeadline(time.Now().Add(exportStall))
@@ -233,9 +239,12 @@ func (e *csvEncoder) row(d broker.DeadLetter) ([]byte, error) {
 	return e.buf.Bytes(), e.w.Error()
 }
 
-// csvSafe defuses a cell a spreadsheet would read as a formula.
+// csvSafe defuses a cell a spreadsheet would read as a formula: one that
+// starts with = + - @, a tab, CR or LF (OWASP's list), or their
+// full-width forms, which some spreadsheets take for the same.
 func csvSafe(v string) string {
-	if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+	r, _ := utf8.DecodeRuneInString(v)
+	if v != "" && strings.ContainsRune("=+-@\t\r\n\uff1d\uff0b\uff0d\uff20", r) {
 		return "'" + v
 	}
 	return v
@@ -263,6 +272,11 @@ func exportFileName(q broker.DLQQuery, now time.Time, ext string) string {
 	}
 	add("error-", q.ErrorContains)
 	add("tx-", q.TransactionID)
+	add("errorgroup-", q.Fingerprint)
+	add("text-", q.Text)
+	for _, f := range q.Fields {
+		add("field-", f)
+	}
 	parts = append(parts, now.UTC().Format("2006-01-02T1504Z"))
 	return strings.Join(parts, "-") + "." + ext
 }

@@ -286,3 +286,32 @@ func jsonEqual(a, b []byte) bool {
 	var x, y bytes.Buffer
 	return json.Compact(&x, a) == nil && json.Compact(&y, b) == nil && x.String() == y.String()
 }
+
+// HEAD on an export answers the download's headers and nothing else: no
+// dead letter is read and nothing goes into the audit (a link checker or
+// curl -I must not leave "exported 1,234 dead letters" behind).
+func TestExportHeadReadsAndAuditsNothing(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	exportFixture(t, s)
+	before, err := s.broker.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditExport}, broker.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.call("HEAD", "/api/v1/dlq/export?queue=q&consumerGroup=g", "").want(http.StatusOK)
+	if cd := r.header.Get("Content-Disposition"); !strings.HasPrefix(cd, `attachment; filename="lazarus-q-g-`) || len(r.body) != 0 {
+		t.Fatalf("HEAD: Content-Disposition %q, body %q", cd, r.body)
+	}
+	after, err := s.broker.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditExport}, broker.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("a HEAD left %d export rows in the audit", len(after)-len(before))
+	}
+	// A GET still exports, and is audited.
+	s.call("GET", "/api/v1/dlq/export?queue=q&consumerGroup=g", "").want(http.StatusOK)
+	if again, _ := s.broker.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditExport}, broker.Page{Limit: 100}); len(again) != len(before)+2 {
+		t.Fatalf("a GET left %d export rows in the audit, want 2", len(again)-len(before))
+	}
+}

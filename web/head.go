@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strings"
 )
@@ -13,15 +14,26 @@ import (
 // keeps its Content-Length.
 //
 // Pops are left out: a pop leases the messages it returns, and a HEAD
-// would take messages that nobody sees (echo answers it 405).
+// would take messages that nobody sees (echo answers it 405). A handler
+// whose GET does real work beyond its answer (an export reads every row
+// and writes the audit) asks isHead and answers with the headers alone.
 func headAsGet(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodHead || strings.HasPrefix(r.URL.Path, apiPrefix+"/pop/") {
 			next.ServeHTTP(w, r)
 			return
 		}
-		get := r.WithContext(r.Context()) // a copy: r stays a HEAD for net/http
+		get := r.WithContext(context.WithValue(r.Context(), headKey{}, true)) // a copy: r stays a HEAD for net/http
 		get.Method = http.MethodGet
 		next.ServeHTTP(w, get)
 	})
+}
+
+type headKey struct{}
+
+// isHead reports whether the GET being handled is a HEAD request that
+// headAsGet passed on: only the status and headers will reach the client.
+func isHead(r *http.Request) bool {
+	v, _ := r.Context().Value(headKey{}).(bool)
+	return v
 }
