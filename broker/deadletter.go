@@ -41,8 +41,14 @@ type DLQPage struct {
 	Items []DeadLetter
 	Total int64   // when asked for
 	Next  *Cursor // the keyset position after the last item; nil on the last page
-	// TotalCapped: there are more than Total (Triage counts no further).
+	// TotalCapped: there may be more than Total (Triage counts no
+	// further, or TotalIn).
 	TotalCapped bool
+	// TotalIn is set when a search read in windows (Window) counted its
+	// matches in the newest TotalIn dead letters of the other filters
+	// only (FieldScan), and there are more below: Total is then the
+	// window's, TotalCapped is set, and the pages go on (Next).
+	TotalIn int
 	// MatchCapped: the free text or a field filter's words match more
 	// than MatchCap entries of the index; only the newest were searched.
 	MatchCapped bool
@@ -50,6 +56,10 @@ type DLQPage struct {
 	// page read a window of the newest dead letters (FieldScan) without
 	// filling up, how many it read; Next then goes on below the window.
 	Scanned int
+	// Window is set when the search read a window of the list in order
+	// (common words, or a field filter the index cannot narrow): the
+	// page and Total are complete for the window only.
+	Window *SearchWindow
 }
 
 // Describe names the query's filters for people (audit, confirmations).
@@ -482,6 +492,10 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, maxGroups int) (Triage,
 			}
 			return nil
 		}
+		if withTotal && f.Window != nil {
+			out.Page.Total, out.Page.TotalCapped, out.Page.TotalIn, err = windowTotal(ctx, tx, f, SearchCount)
+			return err
+		}
 		if withTotal {
 			limit := TriageScan
 			if f.Text != "" || len(f.Fields) > 0 {
@@ -493,6 +507,7 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, maxGroups int) (Triage,
 			if out.Page.Total > int64(limit) {
 				out.Page.Total, out.Page.TotalCapped = int64(limit), true
 			}
+
 		}
 		return nil
 	})
@@ -508,6 +523,10 @@ const TriageScan = 10000
 // and, when asked, the total.
 func deadLetterPage(ctx context.Context, tx Tx, f Filter, q DLQQuery) (DLQPage, error) {
 	var page DLQPage
+	var err error
+	if page.Window, err = searchWindow(ctx, tx, f); err != nil {
+		return page, fmt.Errorf("list dead letters: %w", err)
+	}
 	// One row more than asked tells whether there is a next page.
 	items, err := tx.ListDeadLetters(ctx, f, Page{Limit: q.Limit + 1, Offset: q.Offset, After: q.After})
 	if err != nil {
@@ -517,21 +536,23 @@ func deadLetterPage(ctx context.Context, tx Tx, f Filter, q DLQQuery) (DLQPage, 
 		items = items[:q.Limit]
 		last := items[len(items)-1]
 		page.Next = &Cursor{At: last.FailedAt, ID: last.ID}
-	} else if f.Floor != nil {
+	} else if page.Window != nil {
 		// The window was read to its end: the next page reads the next.
-		page.Scanned = fieldScan
-		more, err := belowFloor(ctx, tx, f)
-		if err != nil {
-			return page, fmt.Errorf("list dead letters: %w", err)
-		}
-		if more {
+		page.Scanned = page.Window.Rows
+		if page.Window.More {
 			page.Next = f.Floor
 		}
 	}
 	page.Items = items
-	if q.WithTotal && (f.Text != "" || len(f.Fields) > 0) {
+	if q.WithTotal && f.Window != nil {
+		// A search read in windows counts its matches in the newest
+		// window, up to SearchCount, and says when that is not all.
+		if page.Total, page.TotalCapped, page.TotalIn, err = windowTotal(ctx, tx, f, SearchCount); err != nil {
+			return page, err
+		}
+	} else if q.WithTotal && (f.Text != "" || len(f.Fields) > 0) {
 		// A search counts its matches up to SearchCount: bounded by the
-		// index's matches or the window whatever it finds.
+		// index's matches.
 		n, err := tx.CountDeadLettersUpTo(ctx, f, SearchCount+1)
 		if err != nil {
 			return page, fmt.Errorf("count dead letters: %w", err)

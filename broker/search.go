@@ -338,9 +338,11 @@ func (b *Broker) SearchText(ctx context.Context, text string, limit int) ([]Dead
 // rare, their matches are the candidates, looked up one by one (the
 // store's plan); when one is common, or a field filter has no words, the
 // page reads the window of the newest FieldScan dead letters of the
-// other filters instead (f.Floor), in order, where common words are
-// found quickly. A common field equality drops its words (the exact
-// test implies them). capped reports a common condition.
+// other filters from after instead (f.Floor, f.Window), in order, and
+// looks each condition up in the index within the window's ids and seqs
+// only: every match of the window is found, whatever other queues or
+// groups hold. A common field equality drops its words (the exact test
+// implies them). capped reports a common condition.
 func narrow(ctx context.Context, tx Tx, f *Filter, after *Cursor) (capped bool, err error) {
 	if f.Text == "" && len(f.Fields) == 0 {
 		return false, nil
@@ -381,24 +383,92 @@ func narrow(ctx context.Context, tx Tx, f *Filter, after *Cursor) (capped bool, 
 	}
 	f.Fields = fields
 	if capped || f.scansFields() {
-		base := *f
-		base.Text, base.Fields, base.MatchCap, base.Floor = "", nil, 0, nil
+		base := f.base()
 		c, ok, err := tx.DeadLetterPosition(ctx, base, after, fieldScan)
 		if err != nil {
 			return false, fmt.Errorf("find the scan window: %w", err)
 		}
+		var floor *Cursor
 		if ok {
-			f.Floor = &c
+			floor = &c
 		}
+		w, err := tx.DeadLetterWindow(ctx, base, after, floor)
+		if err != nil {
+			return false, fmt.Errorf("read the scan window: %w", err)
+		}
+		w.Above, f.Floor, f.Window = after, floor, &w
 	}
 	return capped, nil
 }
 
-// belowFloor reports whether f's other filters select a dead letter
-// below its window (f.Floor): where the next page goes on.
-func belowFloor(ctx context.Context, tx Tx, f Filter) (bool, error) {
-	base := f
-	base.Text, base.Fields, base.MatchCap, base.Floor = "", nil, 0, nil
-	_, ok, err := tx.DeadLetterPosition(ctx, base, f.Floor, 1)
-	return ok, err
+// base is f without its search: the other filters, whose dead letters
+// a window holds.
+func (f Filter) base() Filter {
+	f.Text, f.Fields, f.MatchCap, f.Floor, f.Window = "", nil, 0, nil, nil
+	return f
+}
+
+// SearchWindow is the part of a list a page of a search read in order:
+// the dead letters of the other filters (queue, group, time range...)
+// strictly below From (nil: from the newest), Rows of them, down to To
+// (nil: to the oldest). More says there are dead letters of the other
+// filters below To: the search did not read them (the next page does).
+type SearchWindow struct {
+	From, To *Cursor
+	Rows     int
+	More     bool
+}
+
+// windowTotal counts, up to max, f's matches (f has a Window) in the
+// newest window of its other filters, whatever window f's page reads: a
+// total that does not change from page to page. rows is, when the
+// window is not the whole list (capped then), how many dead letters it
+// holds; else 0 and the count is the filter's.
+func windowTotal(ctx context.Context, tx Tx, f Filter, max int) (n int64, capped bool, rows int, err error) {
+	base := f.base()
+	if f.Window.Above != nil {
+		c, ok, err := tx.DeadLetterPosition(ctx, base, nil, fieldScan)
+		if err != nil {
+			return 0, false, 0, fmt.Errorf("find the newest window: %w", err)
+		}
+		f.Floor = nil
+		if ok {
+			f.Floor = &c
+		}
+		w, err := tx.DeadLetterWindow(ctx, base, nil, f.Floor)
+		if err != nil {
+			return 0, false, 0, fmt.Errorf("read the newest window: %w", err)
+		}
+		f.Window = &w
+	}
+	more := false
+	if f.Floor != nil {
+		if _, more, err = tx.DeadLetterPosition(ctx, base, f.Floor, 1); err != nil {
+			return 0, false, 0, fmt.Errorf("look below the window: %w", err)
+		}
+	}
+	if n, err = tx.CountDeadLettersUpTo(ctx, f, max+1); err != nil {
+		return 0, false, 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	if more {
+		rows = f.Window.Rows
+	}
+	return min(n, int64(max)), n > int64(max) || more, rows, nil
+}
+
+// searchWindow describes f's window (nil: none), reading whether there
+// are dead letters below it.
+func searchWindow(ctx context.Context, tx Tx, f Filter) (*SearchWindow, error) {
+	if f.Window == nil {
+		return nil, nil
+	}
+	w := &SearchWindow{From: f.Window.Above, To: f.Floor, Rows: f.Window.Rows}
+	if f.Floor != nil {
+		_, ok, err := tx.DeadLetterPosition(ctx, f.base(), f.Floor, 1)
+		if err != nil {
+			return nil, err
+		}
+		w.More = ok
+	}
+	return w, nil
 }

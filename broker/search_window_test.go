@@ -41,7 +41,7 @@ func searchPages(s *bundle, q broker.DLQQuery) (found []int, scanned []int, capp
 // with no word to look up read a window of the newest dead letters a page
 // (FieldScan), say so, and go on below it page by page, finding every
 // match; rare words are looked up, all of them, in one page; the words
-// of common free text keep to their newest MatchCap matches, and say so.
+// of common free text are read in windows too, and say so.
 // (Not parallel: it makes the limits small.)
 func TestSearchWindowsAndCaps(t *testing.T) {
 	defer broker.SetSearchLimits(5, 10)()
@@ -93,14 +93,122 @@ func TestSearchWindowsAndCaps(t *testing.T) {
 	if !slices.Equal(found, []int{7}) || !slices.Equal(scanned, []int{0}) {
 		t.Errorf("text o-7: found %v, scanned %v", found, scanned)
 	}
-	// Common free text (20 visa > 5): its 5 newest matches, said so.
-	found, _, capped = searchPages(s, broker.DLQQuery{Limit: 50, Text: "visa"})
-	if !slices.Equal(found, desc(29, 28, 26, 25, 23)) || !capped {
-		t.Errorf("text visa: found %v, capped %v; want the 5 newest visa, capped", found, capped)
+	// Common free text (20 visa > 5): windows, every match found (each
+	// window looks the words up within its own ids and seqs), said so.
+	var visa []int
+	for n := range 30 {
+		if n%3 != 0 {
+			visa = append(visa, n)
+		}
+	}
+	found, scanned, capped = searchPages(s, broker.DLQQuery{Limit: 50, Text: "visa"})
+	if !slices.Equal(found, desc(visa...)) || len(scanned) != 3 || !capped {
+		t.Errorf("text visa: found %v, scanned %v, capped %v; want every visa over 3 windows, capped", found, scanned, capped)
 	}
 	// Totals are counted up to SearchCount.
 	page, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Limit: 1, WithTotal: true, Fields: []string{"id = o-7"}})
 	if err != nil || page.Total != 1 || page.TotalCapped {
 		t.Errorf("total of id = o-7: %+v, %v", page, err)
+	}
+}
+
+// A capped search is complete within the window it reads, whatever other
+// queues hold: queue a's three old matches are found although queue b
+// has more (and newer) matches of the same words than MatchCap, and the
+// total says it counted the window only. (Not parallel: small limits.)
+func TestSearchCappedKeepsToTheQueue(t *testing.T) {
+	defer broker.SetSearchLimits(5, 10)()
+	s := setup(t)
+	file := func(queue string, n int) {
+		s.configure(queue, map[string]any{"retryLimit": 0})
+		var items []broker.PushItem
+		for i := range n {
+			items = append(items, broker.PushItem{Queue: queue, TransactionID: fmt.Sprintf("%s-%d", queue, i),
+				Payload: json.RawMessage(fmt.Sprintf(`{"n":%d,"brand":"visa"}`, i))})
+		}
+		if _, err := s.b.Push(s.ctx, items); err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			res := s.pop(queue, "", 1)
+			s.clock.Advance(time.Second)
+			s.ack(res.Messages[0], broker.AckFailed, "card declined")
+		}
+	}
+	file("a", 3)
+	file("b", 20)
+	for _, q := range []broker.DLQQuery{{Text: "visa"}, {Text: "declined"}, {Fields: []string{"brand contains visa"}}, {Fields: []string{"brand = visa"}}} {
+		q.Queue, q.Limit, q.WithTotal = "a", 50, true
+		page, err := s.b.DeadLetters(s.ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 3 || page.Total != 3 || page.TotalCapped {
+			t.Errorf("queue a, %+v: %d items, total %d, capped %v; want all 3, exactly (the window holds the whole queue)", q, len(page.Items), page.Total, page.TotalCapped)
+		}
+		// Its pages of one: the total stays the queue's, exact.
+		q.Limit = 1
+		for range 3 {
+			page, err := s.b.DeadLetters(s.ctx, q)
+			if err != nil || len(page.Items) != 1 || page.Total != 3 || page.TotalCapped || page.TotalIn != 0 {
+				t.Fatalf("queue a by 1, %+v: %+v, %v; want 1 item, total 3 exactly", q, page, err)
+			}
+			q.After = page.Next
+		}
+		q.Limit, q.After = 50, nil
+		// Queue b (20 rows, windows of 10): every match over two windows.
+		q.Queue = "b"
+		var found int
+		for range 10 {
+			page, err := s.b.DeadLetters(s.ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found += len(page.Items)
+			if page.Window == nil || !page.TotalCapped || page.Total != 10 || page.TotalIn != 10 {
+				t.Errorf("queue b, %+v: window %+v, total %d, capped %v; want the window's 10, capped", q, page.Window, page.Total, page.TotalCapped)
+			}
+			if page.Next == nil {
+				break
+			}
+			q.After = page.Next
+		}
+		if found != 20 {
+			t.Errorf("queue b, %+v: found %d over the windows, want 20", q, found)
+		}
+	}
+}
+
+// A field filter read in a window counts the window's matches only, and
+// says so: not an exact total of the whole queue.
+func TestSearchWindowTotal(t *testing.T) {
+	defer broker.SetSearchLimits(5, 10)()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0})
+	var items []broker.PushItem
+	for n := range 30 {
+		items = append(items, broker.PushItem{Queue: "q", TransactionID: fmt.Sprintf("t-%d", n), Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))})
+	}
+	if _, err := s.b.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		res := s.pop("q", "", 1)
+		s.clock.Advance(time.Second)
+		s.ack(res.Messages[0], broker.AckFailed, "boom")
+	}
+	page, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Limit: 5, WithTotal: true, Fields: []string{"n >= 0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total != 10 || !page.TotalCapped || page.TotalIn != 10 || page.Window == nil || page.Window.Rows != 10 || !page.Window.More {
+		t.Errorf("n >= 0: total %d, capped %v, window %+v; want 10 in a window of 10 with more below, capped", page.Total, page.TotalCapped, page.Window)
+	}
+	tr, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Limit: 5, WithTotal: true, Fields: []string{"n >= 0"}}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Page.Total != 10 || !tr.Page.TotalCapped || tr.Page.TotalIn != 10 || tr.Page.Window == nil {
+		t.Errorf("triage n >= 0: total %d, capped %v, window %+v; want 10, capped, a window", tr.Page.Total, tr.Page.TotalCapped, tr.Page.Window)
 	}
 }

@@ -205,6 +205,13 @@ type Tx interface {
 	// (f must have no Text, Fields or Floor); ok is false when f selects
 	// fewer. It locks nothing.
 	DeadLetterPosition(ctx context.Context, f Filter, after *Cursor, n int) (c Cursor, ok bool, err error)
+	// DeadLetterWindow reads the window of f's dead letters strictly below
+	// above (nil: from the newest) and at or above floor (nil: to the
+	// oldest): how many there are and the range of their ids and seqs
+	// (an empty window: MinID > MaxID). f must have no Text, Fields,
+	// Floor or Window. It reads the filter's index and the rows' seqs,
+	// locks nothing.
+	DeadLetterWindow(ctx context.Context, f Filter, above, floor *Cursor) (MatchWindow, error)
 	// CountDeadLettersUpTo counts the dead letters f selects, stopping at max.
 	CountDeadLettersUpTo(ctx context.Context, f Filter, max int) (int64, error)
 
@@ -291,6 +298,21 @@ type Filter struct {
 	// Floor: only rows at or above it (by failedAt, then row id): the
 	// window a field filter the index cannot narrow is checked in.
 	Floor *Cursor
+	// Window, when set, is the window of a search read in order (narrow):
+	// only rows strictly below Window.Above (nil: from the newest) and at
+	// or above Floor, and each full-text condition is met by the index's
+	// matches within the window's ids (error texts) and seqs (payloads),
+	// all of them (MatchCap does not apply): complete for the window.
+	Window *MatchWindow
+}
+
+// MatchWindow is a search window: its top, how many rows of the other
+// filters it holds, and the range of their ids and seqs.
+type MatchWindow struct {
+	Above          *Cursor
+	Rows           int
+	MinID, MaxID   int64
+	MinSeq, MaxSeq int64
 }
 
 // simple reports whether f selects by queue and group only, which the

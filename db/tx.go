@@ -762,7 +762,7 @@ func where(f broker.Filter) (string, []any) {
 			}
 			return c
 		}
-	} else if f.Indexed() && f.Floor == nil {
+	} else if f.Indexed() && f.Floor == nil && f.Window == nil {
 		// The full-text index names the candidates (broker.MatchCap at
 		// most in a list): looked up by id or seq, never found by walking
 		// a queue's dead letters in order (all of them for a rare word).

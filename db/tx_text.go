@@ -80,6 +80,13 @@ func matchIn(index string) string {
 	return `(SELECT docid FROM ` + index + ` WHERE ` + index + ` MATCH ? ORDER BY docid DESC LIMIT ?)`
 }
 
+// matchInRange is the set of docids of an index that match a bound
+// expression within a bound docid range (FTS4 takes docid range
+// constraints along with MATCH): all of a window's matches.
+func matchInRange(index string) string {
+	return `(SELECT docid FROM ` + index + ` WHERE ` + index + ` MATCH ? AND docid BETWEEN ? AND ?)`
+}
+
 // fieldOps are the SQL comparisons of broker.FieldFilter's operators:
 // only these strings reach the SQL text.
 var fieldOps = map[string]string{"=": "=", "!=": "<>", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
@@ -92,12 +99,31 @@ func searchConds(f broker.Filter, add func(cond string, args ...any)) {
 	if f.MatchCap > 0 {
 		limit = f.MatchCap
 	}
+	// errors and payloads are the conditions "in the index's matches" of
+	// the error texts (by id) and of the payloads (by seq): the newest
+	// MatchCap at most, or all of those in the window's range.
+	errs := func(m string) (string, []any) { return `d.id IN ` + matchIn("dead_letter_errors"), []any{m, limit} }
+	payloads := func(m string) (string, []any) { return `d.seq IN ` + matchIn("dead_letter_payloads"), []any{m, limit} }
+	if w := f.Window; w != nil {
+		errs = func(m string) (string, []any) {
+			return `d.id IN ` + matchInRange("dead_letter_errors"), []any{m, w.MinID, w.MaxID}
+		}
+		payloads = func(m string) (string, []any) {
+			return `d.seq IN ` + matchInRange("dead_letter_payloads"), []any{m, w.MinSeq, w.MaxSeq}
+		}
+		if w.Above != nil {
+			add(`(d.failed_at, d.id) < (?, ?)`, ms(w.Above.At), w.Above.ID)
+		}
+	}
 	if f.Text != "" {
-		add(`(d.id IN `+matchIn("dead_letter_errors")+` OR d.seq IN `+matchIn("dead_letter_payloads")+`)`, f.Text, limit, f.Text, limit)
+		ec, ea := errs(f.Text)
+		pc, pa := payloads(f.Text)
+		add(`(`+ec+` OR `+pc+`)`, append(ea, pa...)...)
 	}
 	for _, ff := range f.Fields {
 		if ff.Words != "" {
-			add(`d.seq IN `+matchIn("dead_letter_payloads"), ff.Words, limit)
+			c, a := payloads(ff.Words)
+			add(c, a...)
 		}
 		cond, args := fieldCond(ff)
 		add(`EXISTS (SELECT 1 FROM messages m WHERE m.seq = d.seq AND `+cond+`)`, args...)
@@ -190,7 +216,7 @@ func (t *storeTx) TextMatches(ctx context.Context, match string, payloads bool, 
 // DeadLetterPosition walks the filter's index (failed_at DESC, id DESC)
 // and reads no row.
 func (t *storeTx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *broker.Cursor, n int) (broker.Cursor, bool, error) {
-	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil {
+	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil || f.Window != nil {
 		return broker.Cursor{}, false, errors.New("dead letter position: the filter must select by columns only")
 	}
 	w, args := where(f)
@@ -208,6 +234,33 @@ func (t *storeTx) DeadLetterPosition(ctx context.Context, f broker.Filter, after
 		return broker.Cursor{}, false, err
 	}
 	return broker.Cursor{At: fromMS(at), ID: id}, true, nil
+}
+
+// DeadLetterWindow walks the filter's index (failed_at DESC, id DESC)
+// over the window and reads each row's seq.
+func (t *storeTx) DeadLetterWindow(ctx context.Context, f broker.Filter, above, floor *broker.Cursor) (broker.MatchWindow, error) {
+	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil || f.Window != nil {
+		return broker.MatchWindow{}, errors.New("dead letter window: the filter must select by columns only")
+	}
+	q, args := windowQuery(f, above, floor)
+	var out broker.MatchWindow
+	err := t.queryRow(ctx, q, args...).Scan(&out.Rows, &out.MinID, &out.MaxID, &out.MinSeq, &out.MaxSeq)
+	return out, err
+}
+
+// windowQuery is DeadLetterWindow's SQL.
+func windowQuery(f broker.Filter, above, floor *broker.Cursor) (string, []any) {
+	w, args := where(f)
+	if above != nil {
+		w = andWhere(w, "(d.failed_at, d.id) < (?, ?)")
+		args = append(args, ms(above.At), above.ID)
+	}
+	if floor != nil {
+		w = andWhere(w, "(d.failed_at, d.id) >= (?, ?)")
+		args = append(args, ms(floor.At), floor.ID)
+	}
+	return `SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)
+		FROM dead_letters d` + w, args
 }
 
 // andWhere adds cond to a WHERE clause of where (maybe empty).

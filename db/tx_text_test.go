@@ -349,19 +349,33 @@ func TestSearchPlans(t *testing.T) {
 	}
 	// A window (a field with no words, or common words): the queue's
 	// index from the page's position down to the window's floor, in
-	// order; common words are a membership test (their newest matches).
+	// order; common words are a membership test: their matches within
+	// the window's ids and seqs (Window), all of them.
 	floor := &broker.Cursor{At: time.UnixMilli(5), ID: 3}
 	for name, f := range map[string]broker.Filter{
 		"FieldScan":   {QueueID: 1, Fields: []broker.FieldFilter{field("amount > 100")}, Floor: floor},
 		"CommonWords": {QueueID: 1, Text: `"timeout"`, MatchCap: broker.MatchCap, Floor: floor},
+		"WindowText": {QueueID: 1, Text: `"timeout"`, MatchCap: broker.MatchCap, Floor: floor,
+			Window: &broker.MatchWindow{Above: &broker.Cursor{At: time.UnixMilli(9), ID: 30}, MinID: 3, MaxID: 30, MinSeq: 5, MaxSeq: 50}},
+		"WindowField": {QueueID: 1, GroupID: 2, Fields: []broker.FieldFilter{field("brand contains visa")}, Floor: floor,
+			Window: &broker.MatchWindow{MinID: 3, MaxID: 30, MinSeq: 5, MaxSeq: 50}},
 	} {
 		w, args := where(f)
 		plan := explain(t, d, deadLetterSelect+andWhere(w, "(d.failed_at, d.id) < (?, ?)")+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`, append(args, 10, 20)...)
-		if !strings.Contains(plan, "USING INDEX dead_letters_queue (queue_id=? AND failed_at>? AND failed_at<?)") || strings.Contains(plan, "TEMP B-TREE") {
+		if f.Window != nil && !strings.Contains(plan, "VIRTUAL TABLE INDEX 393219:") { // 3 | docid >= | docid <=
+			t.Errorf("%s: plan\n%s\nwants the full-text match within the window's docid range", name, plan)
+		}
+		if !strings.Contains(plan, "USING INDEX dead_letters_queue (queue_id=? AND failed_at>? AND failed_at<?)") && !strings.Contains(plan, "USING INDEX dead_letters_group (queue_id=? AND group_id=? AND failed_at>? AND failed_at<?)") || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("%s: plan\n%s\nwants the window of the queue's index, in order", name, plan)
 		}
 	}
+	// The window's ranges: the group's index over the window, no sort.
 	w, args := where(broker.Filter{QueueID: 1, GroupID: 2})
+	wq, wargs := windowQuery(broker.Filter{QueueID: 1, GroupID: 2}, &broker.Cursor{At: time.UnixMilli(9), ID: 30}, floor)
+	wplan := explain(t, d, wq, wargs...)
+	if !strings.Contains(wplan, "USING INDEX dead_letters_group (queue_id=? AND group_id=? AND failed_at>? AND failed_at<?)") || strings.Contains(wplan, "TEMP B-TREE") {
+		t.Errorf("the window's ranges: plan\n%s\nwants the group's index over the window", wplan)
+	}
 	plan := explain(t, d, `SELECT d.failed_at, d.id FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`, append(args, 5)...)
 	if !strings.Contains(plan, "USING COVERING INDEX dead_letters_group") {
 		t.Errorf("the window's position: plan\n%s\nwants the group's index only", plan)

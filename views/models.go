@@ -156,14 +156,18 @@ type DeadLetterList struct {
 	// is false when counting would cost a scan (it is then fetched apart).
 	Matching      int64
 	MatchingKnown bool
-	CountURL      string
-	NextURL       string
-	FirstURL      string // set when not on the first page
-	ListURL       string // the list's path, without query
-	RefreshURL    string // this very view, for refreshing in place
-	FilterQuery   string // the filter as URL query, without paging
-	PageSizes     []PageSize
-	QuickRanges   []QuickRange
+	// MatchingIn is set when Matching counts only the matches among the
+	// newest MatchingIn dead letters of the other filters (a search read
+	// in windows): the count is then no count of the filter's.
+	MatchingIn  int64
+	CountURL    string
+	NextURL     string
+	FirstURL    string // set when not on the first page
+	ListURL     string // the list's path, without query
+	RefreshURL  string // this very view, for refreshing in place
+	FilterQuery string // the filter as URL query, without paging
+	PageSizes   []PageSize
+	QuickRanges []QuickRange
 	// SearchNote says what a search left unread (too many matches, a
 	// field filter's scan window); empty when it read everything.
 	SearchNote string

@@ -90,6 +90,13 @@ func parseDLQQuery(c echo.Context) (broker.DLQQuery, error) {
 	if q.Offset, err = queryInt(c, "offset", 0); err != nil {
 		return q, err
 	}
+	// after: the keyset position a page's "next" gave, to go on from.
+	if q.After, err = parseCursor(c.QueryParam("after")); err != nil {
+		return q, err
+	}
+	if q.After != nil && q.Offset != 0 {
+		return q, badRequest("query parameters after and offset do not go together: after is where the previous page ended")
+	}
 	return q, nil
 }
 
@@ -103,6 +110,42 @@ type dlqListResponse struct {
 	// Scanned: a field filter the index cannot narrow (a range, a bool,
 	// null, !=) was checked on this many of the newest dead letters only.
 	Scanned int `json:"scanned,omitempty"`
+	// TotalCapped: there may be more matches than total (a search counts
+	// SearchCount at most, or only in its window: totalIn).
+	TotalCapped bool `json:"totalCapped,omitempty"`
+	// TotalIn: total counts the matches among the newest totalIn dead
+	// letters of the other filters only (the search's first window).
+	TotalIn int `json:"totalIn,omitempty"`
+	// Window: the part of the list this page searched in order.
+	Window *searchWindowView `json:"window,omitempty"`
+	// Next is where the next page starts: pass it as after= (with the
+	// same filters) to go on; absent on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// searchWindowView is the window a search's page read: the dead letters
+// of the other filters below from (absent: from the newest) down to and
+// including to (absent: to the oldest), rows of them; more: some lie
+// below, which the next page reads.
+type searchWindowView struct {
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	Rows int    `json:"rows"`
+	More bool   `json:"more"`
+}
+
+func newSearchWindowView(w *broker.SearchWindow) *searchWindowView {
+	if w == nil {
+		return nil
+	}
+	v := &searchWindowView{Rows: w.Rows, More: w.More}
+	if w.From != nil {
+		v.From = cursorParam(w.From)
+	}
+	if w.To != nil {
+		v.To = cursorParam(w.To)
+	}
+	return v
 }
 
 type pagination struct {
@@ -122,7 +165,10 @@ func (s *Server) listDeadLetters(c echo.Context) error {
 		return err
 	}
 	out := dlqListResponse{Messages: make([]deadLetterView, len(page.Items)), Total: page.Total, Pagination: pagination{Limit: q.Limit, Offset: q.Offset},
-		MatchCapped: page.MatchCapped, Scanned: page.Scanned}
+		MatchCapped: page.MatchCapped, Scanned: page.Scanned, TotalCapped: page.TotalCapped, TotalIn: page.TotalIn, Window: newSearchWindowView(page.Window)}
+	if page.Next != nil {
+		out.Next = cursorParam(page.Next)
+	}
 	for i, d := range page.Items {
 		out.Messages[i] = newDeadLetterView(d)
 	}

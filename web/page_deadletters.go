@@ -209,6 +209,7 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		SearchNote:    searchNote(page),
 		Matching:      page.Total,
 		MatchingKnown: !page.TotalCapped,
+		MatchingIn:    int64(page.TotalIn),
 		FilterQuery:   f.values().Encode(),
 	}
 	if len(brief.Partitions) <= maxPartitionChoices {
@@ -349,7 +350,7 @@ func chips(queue string, f listFilter, base url.Values) []views.Chip {
 func searchNote(p broker.DLQPage) string {
 	var notes []string
 	if p.MatchCapped {
-		notes = append(notes, fmt.Sprintf("These words match more than %s dead letters: only their %s newest matches can show.", views.Count(broker.MatchCap), views.Count(broker.MatchCap)))
+		notes = append(notes, fmt.Sprintf("These words match more than %s dead letters: they are looked up in windows of the %s newest dead letters from here, page by page.", views.Count(broker.MatchCap), views.Count(broker.FieldScan)))
 	}
 	if p.Scanned > 0 {
 		notes = append(notes, fmt.Sprintf("This page checked the %s newest dead letters from here without filling up; the next page goes on.", views.Count(int64(p.Scanned))))
