@@ -27,7 +27,10 @@ type ExportResult struct {
 }
 
 // Export hands every dead letter q selects (Limit, Offset and After are
-// ignored), newest failure first, to emit, a page at a time, and records
+// ignored) to emit, newest failure first (with free text or a field
+// filter's words: in the full-text index's order, newest filed first by
+// error text, then by payload; see ExportCursor, which keeps each page
+// from matching and sorting the whole search again), a page at a time, and records
 // it in the audit under actor: an entry as it starts, naming format and
 // the filter, and one as it ends, with the rows written, "cut off after
 // N" when emit failed or ctx ended first (a client gone). That second
@@ -80,7 +83,13 @@ func (b *Broker) export(ctx context.Context, q DLQQuery, emit func([]DeadLetter)
 	var f Filter
 	var ok bool
 	if err := b.store.View(ctx, func(tx Tx) (err error) {
-		f, ok, err = q.filter(ctx, tx)
+		if f, ok, err = q.filter(ctx, tx); err != nil || !ok || !f.Indexed() {
+			return err
+		}
+		// In the full-text index's order, a dead letter filed during the
+		// export could come in a later phase: the export keeps to the rows
+		// there as it starts.
+		f.MaxID, err = tx.MaxDeadLetterID(ctx)
 		return err
 	}); err != nil {
 		return res, fmt.Errorf("export: filter: %w", err)
@@ -89,28 +98,30 @@ func (b *Broker) export(ctx context.Context, q DLQQuery, emit func([]DeadLetter)
 		res.Complete = true // a queue, group or partition that does not exist: nothing
 		return res, nil
 	}
-	var after *Cursor
+	var after *ExportCursor
 	for {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		var page []DeadLetter
+		var next *ExportCursor
 		if err := b.store.View(ctx, func(tx Tx) (err error) {
-			page, err = tx.ExportDeadLetters(ctx, f, after, exportRows, exportBytes)
+			page, next, err = tx.ExportDeadLetters(ctx, f, after, exportRows, exportBytes)
 			return err
 		}); err != nil {
 			return res, fmt.Errorf("export: page: %w", err)
 		}
-		if len(page) == 0 {
+		if len(page) > 0 {
+			n, err := emit(page)
+			res.Rows += int64(n)
+			if err != nil {
+				return res, fmt.Errorf("%w: %w", errEmit, err)
+			}
+		}
+		if next == nil {
 			res.Complete = true
 			return res, nil
 		}
-		n, err := emit(page)
-		res.Rows += int64(n)
-		if err != nil {
-			return res, fmt.Errorf("%w: %w", errEmit, err)
-		}
-		last := page[len(page)-1]
-		after = &Cursor{At: last.FailedAt, ID: last.ID}
+		after = next
 	}
 }

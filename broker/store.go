@@ -187,12 +187,17 @@ type Tx interface {
 	// failure first.
 	ListDeadLetters(ctx context.Context, f Filter, p Page) ([]DeadLetter, error)
 	// ExportDeadLetters returns a page of an export: the dead letters f
-	// selects strictly older than after (by failedAt, then row id; nil:
-	// from the newest), newest failure first, at most limit of them, and
-	// fewer once their payloads and error texts add up to maxBytes (one at
-	// least). It reads dead_letters and the messages, queues, partitions
-	// and groups they join, locks nothing; none left: an empty page.
-	ExportDeadLetters(ctx context.Context, f Filter, after *Cursor, limit int, maxBytes int64) ([]DeadLetter, error)
+	// selects from after (nil: from the start), at most limit of them,
+	// and fewer once their payloads and error texts add up to maxBytes
+	// (one at least, unless the page is empty), and where the next page
+	// starts (nil: this was the last). A filter with no full-text
+	// condition comes newest failure first; one with free text or a
+	// field filter's words comes in the order of the full-text index
+	// (newest row id, then newest seq: see ExportCursor). A page may be
+	// empty and not the last. It reads dead_letters, the full-text
+	// indexes and the messages, queues, partitions and groups they join,
+	// locks nothing.
+	ExportDeadLetters(ctx context.Context, f Filter, after *ExportCursor, limit int, maxBytes int64) ([]DeadLetter, *ExportCursor, error)
 	CountDeadLetters(ctx context.Context, f Filter) (int64, error)
 	// TextMatches counts, up to max, the entries of a full-text index
 	// that match (TextMatch's form): of the error texts of the dead
@@ -304,6 +309,21 @@ type Filter struct {
 	// matches within the window's ids (error texts) and seqs (payloads),
 	// all of them (MatchCap does not apply): complete for the window.
 	Window *MatchWindow
+}
+
+// ExportCursor is where an export goes on. A filter with no full-text
+// condition is exported newest failure first, from After on (strictly
+// older). One with free text or a field filter's words is exported in
+// the order of a full-text index, which hands its matches over in docid
+// order without sorting them: Phase 0 walks the error texts' index
+// (docid = row id, newest first), then, for free text, Phase 1 the
+// payloads' (docid = seq, newest first; rows whose error text matched,
+// exported in phase 0, left out). Below: docids below it (0: from the
+// newest).
+type ExportCursor struct {
+	After *Cursor
+	Phase int
+	Below int64
 }
 
 // MatchWindow is a search window: its top, how many rows of the other

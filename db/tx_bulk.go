@@ -39,11 +39,39 @@ func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]bro
 	return out, rows.Err()
 }
 
+// DeadLetterKeys: a filter with free text or a field filter's words is
+// driven by its full-text index (exportPhases, newest docid first, no
+// sort: the chunks of a bulk action would else each match and sort the
+// whole search again); the others walk the filter's index, newest
+// failure first.
 func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
 	// No message joined: a delete needs no message's time (CreatedAt 0).
-	w, args := where(f)
-	return scanKeys(ctx, t, `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`+w+`
-		ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
+	const sel = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`
+	if !f.Indexed() || f.Floor != nil || f.Window != nil {
+		w, args := where(f)
+		return scanKeys(ctx, t, sel+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
+	}
+	var out []broker.DeadLetterKey
+	for i, ph := range exportPhases(f) {
+		if i > 0 {
+			// The error phase found every row whose error text matches
+			// (fewer than limit): the payload phase leaves them out.
+			ids := make([]int64, len(out))
+			for j, k := range out {
+				ids[j] = k.ID
+			}
+			ph.exceptIDs = intsJSON(ids)
+		}
+		q, args := indexQuery(sel, ph, 0, limit-len(out))
+		keys, err := scanKeys(ctx, t, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		if out = append(out, keys...); len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
 }
 
 func (t *storeTx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, bool, error) {
