@@ -318,12 +318,18 @@ type Filter struct {
 // order without sorting them: Phase 0 walks the error texts' index
 // (docid = row id, newest first), then, for free text, Phase 1 the
 // payloads' (docid = seq, newest first; rows whose error text matched,
-// exported in phase 0, left out). Below: docids below it (0: from the
-// newest).
+// exported in phase 0, left out). The index is read a block of docids
+// at a time: Pending are the docids read and not exported yet, newest
+// first, Below the lowest read (the next block's are below it; 0: from
+// the newest), Skip the sorted ids of the block's dead letters to leave
+// out (phase 1). The store reads and writes it; the broker only hands
+// it back.
 type ExportCursor struct {
-	After *Cursor
-	Phase int
-	Below int64
+	After   *Cursor
+	Phase   int
+	Below   int64
+	Pending []int64
+	Skip    []int64
 }
 
 // MatchWindow is a search window: its top, how many rows of the other

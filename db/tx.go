@@ -745,6 +745,13 @@ func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64) error {
 // then +col, else SQLite may take (queue_id, group_id, ...) and read the
 // whole consumer group for a small error group.
 func where(f broker.Filter) (string, []any) {
+	return whereNamed(f, false)
+}
+
+// whereNamed is where; named: the rows are named by something else
+// (a full-text index's docids joined by id or seq), so every column is
+// +col, out of index choice.
+func whereNamed(f broker.Filter, named bool) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, arg any) {
@@ -752,7 +759,12 @@ func where(f broker.Filter) (string, []any) {
 		args = append(args, arg)
 	}
 	col := func(c string) string { return c }
-	if f.TransactionID != "" {
+	if named {
+		col = func(c string) string { return "+" + c }
+		if f.TransactionID != "" {
+			add("+d.transaction_id = ?", f.TransactionID)
+		}
+	} else if f.TransactionID != "" {
 		add("d.transaction_id = ?", f.TransactionID)
 		col = func(c string) string { return "+" + c }
 	} else if f.Fingerprint != "" && f.QueueID != 0 {

@@ -39,14 +39,17 @@ func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]bro
 	return out, rows.Err()
 }
 
+// keySelect is DeadLetterKeys' columns. No message joined: a delete
+// needs no message's time (CreatedAt 0).
+const keySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`
+
 // DeadLetterKeys: a filter with free text or a field filter's words is
 // driven by its full-text index (exportPhases, newest docid first, no
 // sort: the chunks of a bulk action would else each match and sort the
 // whole search again); the others walk the filter's index, newest
 // failure first.
 func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
-	// No message joined: a delete needs no message's time (CreatedAt 0).
-	const sel = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`
+	const sel = keySelect
 	if !f.Indexed() || f.Floor != nil || f.Window != nil {
 		w, args := where(f)
 		return scanKeys(ctx, t, sel+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)

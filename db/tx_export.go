@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -40,46 +41,159 @@ func (t *storeTx) ExportDeadLetters(ctx context.Context, f broker.Filter, after 
 		cur = *after
 	}
 	phases := exportPhases(f)
-	for cur.Phase < len(phases) {
+	for reads := 0; cur.Phase < len(phases); {
 		ph := phases[cur.Phase]
-		q, args := exportIndexQuery(f, ph, cur.Below, limit)
+		if len(cur.Pending) == 0 {
+			if reads == exportBlockReads {
+				return nil, &cur, nil // an empty page, not the last: the next goes on
+			}
+			reads++
+			block, err := t.indexBlock(ctx, ph, cur.Below)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(block) == 0 {
+				cur = broker.ExportCursor{Phase: cur.Phase + 1}
+				continue
+			}
+			cur.Pending, cur.Below, cur.Skip = block, block[len(block)-1], nil
+			if ph.notErrors != "" {
+				if cur.Skip, err = t.errorMatchesOf(ctx, ph.notErrors, block); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		take := cur.Pending[:min(len(cur.Pending), limit)]
+		q, args := blockQuery(ph, take, limit)
 		out, err := t.exportRows(ctx, q, args, maxBytes)
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(out) == 0 {
-			cur.Phase, cur.Below = cur.Phase+1, 0
-			continue
-		}
-		last := out[len(out)-1]
-		next := &broker.ExportCursor{Phase: cur.Phase, Below: last.ID}
-		if ph.payloads {
-			// A message's dead letters (one a group) share its docid: a
-			// page cut in the middle of one leaves its rows to the next,
-			// which starts at that seq (unless they are the whole page:
-			// then they are read to their end here).
-			next.Below = last.Seq
-			if len(out) == limit || exportSize(out) >= maxBytes {
+		consumed := len(take)
+		if len(out) > 0 && (len(out) == limit || exportSize(out) >= maxBytes) {
+			// Cut early: the docids up to the last row's are done. A
+			// message's dead letters (one a group) share its docid: a page
+			// cut in the middle of them leaves them to the next page,
+			// unless they are the whole page (then read to their end).
+			last := out[len(out)-1]
+			doc := last.ID
+			if ph.payloads {
+				doc = last.Seq
 				keep := len(out)
-				for keep > 0 && out[keep-1].Seq == last.Seq {
+				for keep > 0 && out[keep-1].Seq == doc {
 					keep--
 				}
 				if keep > 0 {
-					out = out[:keep]
-					next.Below = last.Seq + 1
-				} else if out, err = t.exportSeq(ctx, f, ph, last.Seq); err != nil {
-					return nil, nil, err
+					out, doc = out[:keep], out[keep-1].Seq
+				} else {
+					q, args := blockQuery(ph, []int64{doc}, -1)
+					rows, err := t.query(ctx, q, args...)
+					if err != nil {
+						return nil, nil, err
+					}
+					if out, err = scanDeadLetters(rows); err != nil {
+						return nil, nil, err
+					}
 				}
 			}
-			if ph.notErrors != "" {
-				if out, err = t.withoutErrorMatches(ctx, out, ph.notErrors); err != nil {
-					return nil, nil, err
-				}
-			}
+			consumed = slices.Index(take, doc) + 1
 		}
-		return out, next, nil
+		cur.Pending = cur.Pending[consumed:]
+		if len(cur.Skip) > 0 {
+			out = slices.DeleteFunc(out, func(d broker.DeadLetter) bool {
+				_, found := slices.BinarySearch(cur.Skip, d.ID)
+				return found
+			})
+		}
+		if len(out) > 0 {
+			return out, &cur, nil
+		}
 	}
 	return nil, nil, nil
+}
+
+// An index-driven export reads exportBlock docids of the index at a time
+// (one pass over the index's doclist each: a page's pass made an export
+// of n matches cost n²/limit), and at most exportBlockReads blocks for
+// one page (a filter that leaves out most matches returns an empty page
+// that goes on rather than hold the read transaction long).
+// (Variables: a test makes them small.)
+var (
+	exportBlock      = 20000
+	exportBlockReads = 8
+)
+
+// indexBlock reads the next block of ph's index: up to exportBlock
+// docids below below (0: from the newest), newest first, as the index
+// hands them over (no sort).
+func (t *storeTx) indexBlock(ctx context.Context, ph exportPhase, below int64) ([]int64, error) {
+	q, args := indexBlockQuery(ph, below)
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// indexBlockQuery is indexBlock's SQL.
+func indexBlockQuery(ph exportPhase, below int64) (string, []any) {
+	index := "dead_letter_errors"
+	if ph.payloads {
+		index = "dead_letter_payloads"
+	}
+	q := `SELECT docid FROM ` + index + ` WHERE ` + index + ` MATCH ?`
+	args := []any{ph.match}
+	if below > 0 {
+		q += ` AND docid < ?`
+		args = append(args, below)
+	}
+	return q + ` ORDER BY docid DESC LIMIT ?`, append(args, exportBlock)
+}
+
+// blockQuery is the SQL of the rows of docids (newest first) that the
+// rest of ph's filter selects, in the docids' order (a message's dead
+// letters by row id), up to limit (-1: all): the docids drive (CROSS
+// JOIN), each looked up by id or seq; the sort is of the page's rows
+// only.
+func blockQuery(ph exportPhase, docids []int64, limit int) (string, []any) {
+	join := "d.id = k.value"
+	if ph.payloads {
+		join = "d.seq = k.value"
+	}
+	w, args := whereNamed(ph.rest, true)
+	q := strings.Replace(deadLetterSelect, "FROM dead_letters d", `FROM json_each(?) k CROSS JOIN dead_letters d ON `+join, 1)
+	return q + w + ` ORDER BY k.key, d.id DESC LIMIT ?`, append(append([]any{intsJSON(docids)}, args...), limit)
+}
+
+// errorMatchesOf returns the sorted ids of the dead letters of the
+// messages seqs whose error text matches match: one pass of the index,
+// filtered by the block's rows.
+func (t *storeTx) errorMatchesOf(ctx context.Context, match string, seqs []int64) ([]int64, error) {
+	rows, err := t.query(ctx, `SELECT docid FROM dead_letter_errors WHERE dead_letter_errors MATCH ?
+		AND docid IN (SELECT d.id FROM json_each(?) k CROSS JOIN dead_letters d ON d.seq = k.value)`, match, intsJSON(seqs))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out, rows.Err()
 }
 
 // exportRows reads the rows of a page query until they add up to maxBytes.
@@ -107,55 +221,6 @@ func exportSize(dls []broker.DeadLetter) (n int64) {
 		n += int64(len(d.Payload) + len(d.Error))
 	}
 	return n
-}
-
-// exportSeq reads every row of seq an index-driven page selects.
-func (t *storeTx) exportSeq(ctx context.Context, f broker.Filter, ph exportPhase, seq int64) ([]broker.DeadLetter, error) {
-	q, args := exportIndexQuery(f, ph, seq+1, -1)
-	q = strings.Replace(q, " ORDER BY t.docid DESC", " AND t.docid = ? ORDER BY t.docid DESC", 1)
-	n := len(args) - 1 // before the LIMIT's
-	args = append(append(args[:n:n], seq), args[n])
-	rows, err := t.query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return scanDeadLetters(rows)
-}
-
-// withoutErrorMatches drops the dead letters whose error text matches
-// match: the payload phase of free text leaves out those the error phase
-// exported. One pass of the index, filtered by the page's ids.
-func (t *storeTx) withoutErrorMatches(ctx context.Context, dls []broker.DeadLetter, match string) ([]broker.DeadLetter, error) {
-	if len(dls) == 0 {
-		return dls, nil
-	}
-	ids := make([]int64, len(dls))
-	for i, d := range dls {
-		ids[i] = d.ID
-	}
-	rows, err := t.query(ctx, `SELECT docid FROM dead_letter_errors WHERE dead_letter_errors MATCH ? AND docid IN (SELECT value FROM json_each(?))`, match, intsJSON(ids))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	drop := map[int64]bool{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		drop[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := dls[:0]
-	for _, d := range dls {
-		if !drop[d.ID] {
-			out = append(out, d)
-		}
-	}
-	return out, nil
 }
 
 // exportPhase is one index an index-driven export walks: its match, and
@@ -188,23 +253,18 @@ func exportPhases(f broker.Filter) []exportPhase {
 	return nil
 }
 
-// exportIndexQuery is the SQL of an index-driven page: the index walked
-// first (CROSS JOIN keeps it outer), its matches below below (0: all)
-// newest docid first as it hands them over (no sort), each joined to its
-// dead letters and checked against the rest of the filter. limit -1: no
-// limit.
-func exportIndexQuery(f broker.Filter, ph exportPhase, below int64, limit int) (string, []any) {
-	return indexQuery(deadLetterSelect, ph, below, limit)
-}
-
-// indexQuery is exportIndexQuery with sel's columns (a SELECT ... FROM
-// dead_letters d ...).
+// indexQuery is the SQL of the dead letters (sel's columns: a SELECT
+// ... FROM dead_letters d) of ph's index matches below below (0: all):
+// the index walked first (CROSS JOIN keeps it outer), newest docid first
+// as it hands them over (no sort), each match joined to its dead letters
+// and checked against the rest of the filter, up to limit (-1: all).
+// DeadLetterKeys' chunks.
 func indexQuery(sel string, ph exportPhase, below int64, limit int) (string, []any) {
 	index, join := "dead_letter_errors", "d.id = t.docid"
 	if ph.payloads {
 		index, join = "dead_letter_payloads", "d.seq = t.docid"
 	}
-	w, args := where(ph.rest)
+	w, args := whereNamed(ph.rest, true)
 	from := `FROM ` + index + ` t CROSS JOIN dead_letters d ON ` + join
 	q := strings.Replace(sel, "FROM dead_letters d", from, 1)
 	cond := `t.` + index + ` MATCH ?`
