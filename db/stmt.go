@@ -81,6 +81,25 @@ func (t *storeTx) query(_ context.Context, query string, args ...any) (*sql.Rows
 	return t.conn.QueryContext(context.Background(), query, args...)
 }
 
+// queryIDs runs a query of one integer column and returns its values in
+// the order the rows come.
+func (t *storeTx) queryIDs(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := t.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 func (t *storeTx) queryRow(_ context.Context, query string, args ...any) *sql.Row {
 	if st := t.stmts.get(context.Background(), query); st != nil {
 		return st.QueryRowContext(context.Background(), args...)

@@ -28,21 +28,7 @@ func TestBulkCountAboveSearchesOnlyTheNewest(t *testing.T) {
 		"Transaction":     {QueueID: 1, TransactionID: "t"},
 	} {
 		query, args := countAbove(f, b)
-		rows, err := d.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		text := strings.Join(plan, "\n")
+		text := queryPlan(t, d, query, args...)
 		if strings.Contains(text, "SCAN dead_letters") || strings.Contains(text, "SCAN d USING") ||
 			!strings.Contains(text, "SEARCH dead_letters USING INTEGER PRIMARY KEY (rowid>?)") {
 			t.Errorf("%s: plan\n%s\nwants a search of the newest row ids and no scan of the dead letters", name, text)

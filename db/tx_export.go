@@ -128,20 +128,7 @@ var (
 // hands them over (no sort).
 func (t *storeTx) indexBlock(ctx context.Context, ph exportPhase, below int64) ([]int64, error) {
 	q, args := indexBlockQuery(ph, below)
-	rows, err := t.query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return t.queryIDs(ctx, q, args...)
 }
 
 // indexBlockQuery is indexBlock's SQL.
@@ -178,22 +165,10 @@ func blockQuery(ph exportPhase, docids []int64, limit int) (string, []any) {
 // messages seqs whose error text matches match: one pass of the index,
 // filtered by the block's rows.
 func (t *storeTx) errorMatchesOf(ctx context.Context, match string, seqs []int64) ([]int64, error) {
-	rows, err := t.query(ctx, `SELECT docid FROM dead_letter_errors WHERE dead_letter_errors MATCH ?
+	out, err := t.queryIDs(ctx, `SELECT docid FROM dead_letter_errors WHERE dead_letter_errors MATCH ?
 		AND docid IN (SELECT d.id FROM json_each(?) k CROSS JOIN dead_letters d ON d.seq = k.value)`, match, intsJSON(seqs))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
 	slices.Sort(out)
-	return out, rows.Err()
+	return out, err
 }
 
 // exportRows reads the rows of a page query until they add up to maxBytes.

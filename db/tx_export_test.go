@@ -28,23 +28,6 @@ func TestExportPlans(t *testing.T) {
 	}
 	defer d.Close()
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	plan := func(query string, args []any) string {
-		rows, err := d.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		defer rows.Close()
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		return strings.Join(plan, "\n")
-	}
 	for name, f := range map[string]broker.Filter{
 		"All":         {},
 		"Queue":       {QueueID: 1},
@@ -56,7 +39,7 @@ func TestExportPlans(t *testing.T) {
 	} {
 		for _, after := range []*broker.Cursor{nil, {At: at, ID: 42}} {
 			query, args := exportQuery(f, after, 500)
-			text := plan(query, args)
+			text := queryPlan(t, d, query, args...)
 			if strings.Contains(text, "SCAN d\n") || strings.HasSuffix(text, "SCAN d") || strings.Contains(text, "SCAN dead_letters") ||
 				strings.Contains(text, "TEMP B-TREE") || !strings.Contains(text, "USING INDEX dead_letters_") && !strings.Contains(text, "USING COVERING INDEX dead_letters_") {
 				t.Errorf("%s (after %v): plan\n%s\nwants a dead_letters index in order, no scan, no sort", name, after, text)
@@ -95,16 +78,16 @@ func TestExportPlans(t *testing.T) {
 					walk = "VIRTUAL TABLE INDEX 262147:DESC"
 				}
 				query, args := indexBlockQuery(ph, below)
-				if text := plan(query, args); !strings.HasPrefix(text, "SCAN dead_letter_") || !strings.Contains(text, walk) || strings.Contains(text, "TEMP B-TREE") {
+				if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN dead_letter_") || !strings.Contains(text, walk) || strings.Contains(text, "TEMP B-TREE") {
 					t.Errorf("%s phase %d (below %d): block plan\n%s\nwants the index in docid order (%s), no sort", name, i, below, text, walk)
 				}
 				query, args = indexQuery(keySelect, ph, below, 500)
-				if text := plan(query, args); !strings.HasPrefix(text, "SCAN t "+walk) || !strings.Contains(text, join) || strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, "LIST SUBQUERY") {
+				if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN t "+walk) || !strings.Contains(text, join) || strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, "LIST SUBQUERY") {
 					t.Errorf("%s phase %d (below %d): keys plan\n%s\nwants the index in docid order (%s), then %s, no sort", name, i, below, text, walk, join)
 				}
 			}
 			query, args := blockQuery(ph, []int64{9, 8, 7}, 500)
-			if text := plan(query, args); !strings.HasPrefix(text, "SCAN k VIRTUAL TABLE") || !strings.Contains(text, join) || strings.Contains(text, "LIST SUBQUERY") || strings.Contains(text, "SCAN d") {
+			if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN k VIRTUAL TABLE") || !strings.Contains(text, join) || strings.Contains(text, "LIST SUBQUERY") || strings.Contains(text, "SCAN d") {
 				t.Errorf("%s phase %d: page plan\n%s\nwants the block's docids, then %s", name, i, text, join)
 			}
 		}

@@ -158,20 +158,7 @@ func (t *storeTx) errorGroups(ctx context.Context, queueID, groupID int64, finge
 // queueGroupIDs lists the ids of a queue's consumer groups that have
 // counts (group_stats): every one with dead letters.
 func (t *storeTx) queueGroupIDs(ctx context.Context, queueID int64) ([]int64, error) {
-	rows, err := t.query(ctx, `SELECT group_id FROM group_stats WHERE queue_id = ?`, queueID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var g int64
-		if err := rows.Scan(&g); err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return t.queryIDs(ctx, `SELECT group_id FROM group_stats WHERE queue_id = ?`, queueID)
 }
 
 // sumErrorGroups adds up the rows of the same fingerprint in several

@@ -102,26 +102,6 @@ func TestDeleteQueueDeletesItsErrorGroups(t *testing.T) {
 	}
 }
 
-// plan is the query plan of query, one step a line.
-func plan(t *testing.T, d *DB, query string, args ...any) string {
-	t.Helper()
-	rows, err := d.read.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	defer rows.Close()
-	var steps []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		steps = append(steps, detail)
-	}
-	return strings.Join(steps, "\n")
-}
-
 // A list of an error group reads its index, whatever else the filter
 // says; the pages of a queue and of a group still read theirs; the error
 // groups' own reads are searches of a key, never scans.
@@ -148,7 +128,7 @@ func TestErrorGroupPlans(t *testing.T) {
 			if page != "" {
 				pargs = append(append([]any{}, args...), 1, 1)
 			}
-			text := plan(t, d, `SELECT d.id FROM dead_letters d`+w+page+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 10`, pargs...)
+			text := queryPlan(t, d, `SELECT d.id FROM dead_letters d`+w+page+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 10`, pargs...)
 			if !strings.Contains(text, "INDEX "+c.index+" (") || strings.Contains(text, "TEMP B-TREE") {
 				t.Errorf("%s%s: plan\n%s\nwants %s, in its order", name, page, text, c.index)
 			}
@@ -166,7 +146,7 @@ func TestErrorGroupPlans(t *testing.T) {
 		"hours":        {groupHoursSQL, []any{1, `["x"]`, 5, 2}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 		"hours across": {groupHoursAcrossSQL, []any{1, `["x"]`, 5, 0}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 	} {
-		text := plan(t, d, c.query, c.args...)
+		text := queryPlan(t, d, c.query, c.args...)
 		if !strings.Contains(text, c.want) || strings.Contains(text, "SCAN error_group") {
 			t.Errorf("%s: plan\n%s\nwants %s", name, text, c.want)
 		}

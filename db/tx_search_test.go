@@ -9,26 +9,6 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// searchPlan is the query plan of a search query, one detail a line.
-func searchPlan(t *testing.T, d *DB, query string, args ...any) string {
-	t.Helper()
-	rows, err := d.read.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
-	if err != nil {
-		t.Fatalf("explain %s: %v", query, err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	return strings.Join(plan, "\n")
-}
-
 // Every lookup of the header search is an index search: no scan of
 // messages or dead_letters, whatever their size.
 func TestSearchQueriesUseTheirIndexes(t *testing.T) {
@@ -53,7 +33,7 @@ func TestSearchQueriesUseTheirIndexes(t *testing.T) {
 		{"dead letters by traceId", deadLettersByTraceQuery, []any{"t", 51}, []string{"SEARCH d USING INDEX dead_letters_trace (trace_id=?)"}},
 		{"dead letters of messages", deadLettersOfSeqsQuery, []any{"[1]", 51}, []string{"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)"}},
 	} {
-		plan := searchPlan(t, d, c.query, c.args...)
+		plan := queryPlan(t, d, c.query, c.args...)
 		for _, w := range c.want {
 			if !strings.Contains(plan, w) {
 				t.Errorf("%s: plan\n%s\nwants %q", c.name, plan, w)
@@ -74,7 +54,7 @@ func TestSearchQueriesUseTheirIndexes(t *testing.T) {
 			}
 		}
 	}
-	plan := searchPlan(t, d, `SELECT g.name, `+consumerCols+` FROM consumers c JOIN groups g ON g.id = c.group_id WHERE c.partition_id = ? ORDER BY g.name`, 1)
+	plan := queryPlan(t, d, `SELECT g.name, `+consumerCols+` FROM consumers c JOIN groups g ON g.id = c.group_id WHERE c.partition_id = ? ORDER BY g.name`, 1)
 	if !strings.Contains(plan, "SEARCH c USING PRIMARY KEY (partition_id=?)") {
 		t.Errorf("partition consumers: plan\n%s", plan)
 	}

@@ -290,26 +290,6 @@ func TestBadFieldFiltersAreRefused(t *testing.T) {
 	}
 }
 
-// explain is the query plan of query, one detail a line.
-func explain(t *testing.T, d *DB, query string, args ...any) string {
-	t.Helper()
-	rows, err := d.read.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	return strings.Join(plan, "\n")
-}
-
 // Every search uses its index: free text and a field filter with words
 // look their candidates up in the full-text indexes (by id, by seq),
 // never walk a queue's or a group's dead letters in order; a field filter
@@ -337,7 +317,7 @@ func TestSearchPlans(t *testing.T) {
 			deadLetterSelect + andWhere(w, "(d.failed_at, d.id) < (?, ?)") + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`,
 			`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d` + w + ` LIMIT 10001)`,
 		} {
-			plan := explain(t, d, q, append(args, 1, 2)...) + "\n"
+			plan := queryPlan(t, d, q, append(args, 1, 2)...) + "\n"
 			ok := strings.Contains(plan, "VIRTUAL TABLE INDEX 3:DESC")
 			for _, bad := range walks {
 				ok = ok && !strings.Contains(plan, bad)
@@ -361,7 +341,7 @@ func TestSearchPlans(t *testing.T) {
 			Window: &broker.MatchWindow{MinID: 3, MaxID: 30, MinSeq: 5, MaxSeq: 50}},
 	} {
 		w, args := where(f)
-		plan := explain(t, d, deadLetterSelect+andWhere(w, "(d.failed_at, d.id) < (?, ?)")+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`, append(args, 10, 20)...)
+		plan := queryPlan(t, d, deadLetterSelect+andWhere(w, "(d.failed_at, d.id) < (?, ?)")+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`, append(args, 10, 20)...)
 		if f.Window != nil && !strings.Contains(plan, "VIRTUAL TABLE INDEX 393219:") { // 3 | docid >= | docid <=
 			t.Errorf("%s: plan\n%s\nwants the full-text match within the window's docid range", name, plan)
 		}
@@ -372,11 +352,11 @@ func TestSearchPlans(t *testing.T) {
 	// The window's ranges: the group's index over the window, no sort.
 	w, args := where(broker.Filter{QueueID: 1, GroupID: 2})
 	wq, wargs := windowQuery(broker.Filter{QueueID: 1, GroupID: 2}, &broker.Cursor{At: time.UnixMilli(9), ID: 30}, floor)
-	wplan := explain(t, d, wq, wargs...)
+	wplan := queryPlan(t, d, wq, wargs...)
 	if !strings.Contains(wplan, "USING INDEX dead_letters_group (queue_id=? AND group_id=? AND failed_at>? AND failed_at<?)") || strings.Contains(wplan, "TEMP B-TREE") {
 		t.Errorf("the window's ranges: plan\n%s\nwants the group's index over the window", wplan)
 	}
-	plan := explain(t, d, `SELECT d.failed_at, d.id FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`, append(args, 5)...)
+	plan := queryPlan(t, d, `SELECT d.failed_at, d.id FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`, append(args, 5)...)
 	if !strings.Contains(plan, "USING COVERING INDEX dead_letters_group") {
 		t.Errorf("the window's position: plan\n%s\nwants the group's index only", plan)
 	}

@@ -330,20 +330,9 @@ func (s *Server) downloadPayload(c echo.Context) error { return s.downloadPart(c
 func (s *Server) downloadError(c echo.Context) error { return s.downloadPart(c, "error") }
 
 func (s *Server) downloadPart(c echo.Context, part string) error {
-	queue, err := pathParam(c, "queue")
+	_, id, d, err := s.pathDeadLetter(c.Request().Context(), c)
 	if err != nil {
 		return err
-	}
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	d, err := s.broker.DeadLetter(c.Request().Context(), id, c.QueryParam("group"))
-	if err != nil {
-		return err
-	}
-	if d.Queue != queue {
-		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("dead letter %s is not in queue %s", id, queue)}
 	}
 	name, body, ctype := fileNamePart(id)+".json", d.Payload, "application/json"
 	if part == "error" {

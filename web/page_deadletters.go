@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -381,25 +382,32 @@ func deadLetterURL(queue, id, group string) string {
 	return u
 }
 
-// showDeadLetterPage renders page 4: one dead letter.
-func (s *Server) showDeadLetterPage(c echo.Context) error {
-	queue, err := pathParam(c, "queue")
-	if err != nil {
-		return err
+// pathDeadLetter reads the dead letter the path names
+// (/queues/:queue/dead-letters/:id, ?group= picking the group's): a 404
+// when it is none, or not of that queue.
+func (s *Server) pathDeadLetter(ctx context.Context, c echo.Context) (queue, id string, d broker.DeadLetterDetail, err error) {
+	if queue, err = pathParam(c, "queue"); err != nil {
+		return
 	}
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
+	if id, err = pathParam(c, "id"); err != nil {
+		return
 	}
-	group := c.QueryParam("group")
-	ctx, cancel := withTimeout(c, 10*time.Second)
-	defer cancel()
-	d, err := s.broker.DeadLetter(ctx, id, group)
-	if err != nil {
-		return err
+	if d, err = s.broker.DeadLetter(ctx, id, c.QueryParam("group")); err != nil {
+		return
 	}
 	if d.Queue != queue {
-		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("dead letter %s is not in queue %s", id, queue)}
+		err = &apiError{status: http.StatusNotFound, message: fmt.Sprintf("dead letter %s is not in queue %s", id, queue)}
+	}
+	return
+}
+
+// showDeadLetterPage renders page 4: one dead letter.
+func (s *Server) showDeadLetterPage(c echo.Context) error {
+	ctx, cancel := withTimeout(c, 10*time.Second)
+	defer cancel()
+	queue, id, d, err := s.pathDeadLetter(ctx, c)
+	if err != nil {
+		return err
 	}
 	limit := views.PayloadPreview
 	if c.QueryParam("full") == "1" {
