@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 
@@ -45,7 +44,7 @@ func (s *Server) extendLease(c echo.Context) error {
 }
 
 // decodeOptionalJSON is decodeJSON for a body that may be left out: an
-// empty body leaves dst as it is.
+// empty body (or one of white space only) leaves dst as it is.
 func decodeOptionalJSON(c echo.Context, dst any) error {
 	r := c.Request()
 	body, err := io.ReadAll(r.Body)
@@ -55,16 +54,9 @@ func decodeOptionalJSON(c echo.Context, dst any) error {
 		}
 		return badRequest("the request body could not be read")
 	}
-	if len(body) == 0 {
-		return nil
+	if len(bytes.Trim(body, " \t\r\n")) == 0 { // JSON's white space
+		return nil // empty, or whitespace only
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err := decodeJSON(c, dst); err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.message == "request body is empty: a JSON object is required" {
-			return nil // whitespace only
-		}
-		return err
-	}
-	return nil
+	return decodeJSON(c, dst)
 }
