@@ -55,6 +55,9 @@ type Tx interface {
 	SessionTx
 	SearchTx
 	GroupTx
+	JobTx
+	HistoryTx
+	PassTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)

@@ -1,0 +1,177 @@
+package db
+
+import (
+	"context"
+	"strings"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Jobs (migration 0018): bulk actions kept in the database, with their
+// outcomes per consumer group.
+
+const jobCols = `id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by`
+
+func scanJob(s interface{ Scan(...any) error }) (broker.Job, error) {
+	var j broker.Job
+	var created, updated, finished, recent int64
+	var scope string
+	err := s.Scan(&j.ID, &j.Kind, &j.State, &j.Actor, &created, &updated, &finished, &j.Queue, &scope, &j.Description, &j.Rate,
+		&j.Planned, &j.Done, &j.Skipped, &j.Failed, &j.ArrivedSince, &j.Position, &j.Reason, &j.PausePercent, &j.PauseWindow, &recent, &j.RecentN, &j.UndoOf, &j.UndoneBy)
+	if err != nil {
+		return j, err
+	}
+	j.CreatedAt, j.UpdatedAt, j.Recent = fromMS(created), fromMS(updated), uint64(recent)
+	if finished != 0 {
+		j.FinishedAt = fromMS(finished)
+	}
+	j.Scope, err = broker.ParseJobScope(scope)
+	return j, err
+}
+
+// InsertJob writes a row of jobs (AUTOINCREMENT: ids only grow).
+func (t *storeTx) InsertJob(ctx context.Context, j *broker.Job) error {
+	res, err := t.exec(ctx, `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.Kind, j.State, j.Actor, ms(j.CreatedAt), ms(j.UpdatedAt), j.Queue, j.Scope.ScopeJSON(), j.Description, j.Rate, j.Planned, j.PausePercent, j.PauseWindow, j.UndoOf)
+	if err != nil {
+		return err
+	}
+	j.ID, err = res.LastInsertId()
+	return err
+}
+
+// Job reads a job by its primary key.
+func (t *storeTx) Job(ctx context.Context, id int64) (broker.Job, error) {
+	j, err := scanJob(t.queryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	return j, notFound(err, "job")
+}
+
+// Jobs reads newest first by the primary key; a state filter goes by
+// jobs_state. The table holds one row per person's bulk action.
+func (t *storeTx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) ([]broker.Job, error) {
+	var conds []string
+	var args []any
+	if f.State != "" {
+		conds, args = append(conds, "state = ?"), append(args, f.State)
+	}
+	if f.Queue != "" {
+		conds, args = append(conds, "queue = ?"), append(args, f.Queue)
+	}
+	if f.Kind != "" {
+		conds, args = append(conds, "kind = ?"), append(args, f.Kind)
+	}
+	if p.After != nil {
+		conds, args = append(conds, "id < ?"), append(args, p.After.ID)
+	}
+	q := `SELECT ` + jobCols + ` FROM jobs`
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	rows, err := t.query(ctx, q, append(args, p.Limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// SaveJob writes what changes as a job runs, by its primary key.
+func (t *storeTx) SaveJob(ctx context.Context, j *broker.Job) error {
+	var finished int64
+	if !j.FinishedAt.IsZero() {
+		finished = ms(j.FinishedAt)
+	}
+	res, err := t.exec(ctx, `UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
+		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ? WHERE id = ?`,
+		j.State, ms(j.UpdatedAt), finished, j.Planned, j.Done, j.Skipped, j.Failed, j.ArrivedSince, j.Position, j.Reason, int64(j.Recent), j.RecentN, j.UndoneBy, j.ID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return notFound(orNoRows(err), "job")
+	}
+	return nil
+}
+
+// orNoRows is err, or errNoRows when there is none: an UPDATE that
+// touched no row found nothing.
+func orNoRows(err error) error {
+	if err != nil {
+		return err
+	}
+	return errNoRows
+}
+
+// JobOutcomes reads job_outcomes by its key prefix, joined to the
+// groups' names.
+func (t *storeTx) JobOutcomes(ctx context.Context, jobID int64) ([]broker.JobOutcome, error) {
+	rows, err := t.query(ctx, `SELECT o.group_id, g.name, o.replayed, o.succeeded, o.failed
+		FROM job_outcomes o JOIN groups g ON g.id = o.group_id WHERE o.job_id = ? ORDER BY g.name`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.JobOutcome
+	for rows.Next() {
+		var o broker.JobOutcome
+		if err := rows.Scan(&o.GroupID, &o.Group, &o.Replayed, &o.Succeeded, &o.Failed); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// JobFailures reads the job's failed copies by replay_outcomes_job, the
+// newest copies first (a copy settles once per group; copies of a job
+// are pushed in order, so newest seq is close to newest settled), with
+// the copy's message for its id and its dead letter when it is one.
+func (t *storeTx) JobFailures(ctx context.Context, jobID int64, limit int) ([]broker.JobFailure, error) {
+	rows, err := t.query(ctx, `SELECT o.copy_seq, m.created_at, q.name, o.group_id, g.name, o.settled_at,
+			d.id IS NOT NULL, COALESCE(d.fingerprint, ''), COALESCE(d.error, '')
+		FROM replay_outcomes o
+		JOIN messages m ON m.seq = o.copy_seq
+		JOIN partitions p ON p.id = m.partition_id
+		JOIN queues q ON q.id = p.queue_id
+		JOIN groups g ON g.id = o.group_id
+		LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
+		WHERE o.job_id = ? AND o.job_id > 0 AND o.outcome = 2
+		ORDER BY o.copy_seq DESC LIMIT ?`, jobID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.JobFailure
+	for rows.Next() {
+		var f broker.JobFailure
+		var created, settled int64
+		if err := rows.Scan(&f.CopySeq, &created, &f.Queue, &f.GroupID, &f.Group, &settled, &f.DeadLetter, &f.Fingerprint, &f.Error); err != nil {
+			return nil, err
+		}
+		f.CopyID, f.SettledAt = broker.MessageID(fromMS(created), f.CopySeq), fromMS(settled)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// SettleJobCopy counts into the job's row of job_outcomes for the group
+// (made by ExpectReplayOutcomes when the copy was pushed).
+func (t *storeTx) SettleJobCopy(ctx context.Context, jobID, groupID int64, ok bool) error {
+	col := "failed"
+	if ok {
+		col = "succeeded"
+	}
+	_, err := t.exec(ctx, `UPDATE job_outcomes SET `+col+` = `+col+` + 1 WHERE job_id = ? AND group_id = ?`, jobID, groupID)
+	return err
+}
