@@ -381,12 +381,9 @@ func (s *settler) settle(ctx context.Context) error {
 
 // replayOutcome counts how a replayed copy ended, in a group that had
 // dead-lettered the original: only there does it say whether the fix
-// worked.
+// worked (settleCopy).
 func (s *settler) replayOutcome(ctx context.Context, m Message, ok bool) error {
-	if !IsReplayTransaction(m.TransactionID) {
-		return nil
-	}
-	counted, err := s.tx.TakeReplayOutcome(ctx, m.Seq, s.c.GroupID)
+	counted, err := settleCopy(ctx, s.tx, m, s.c.GroupID, ok, s.now, s.k.touched)
 	if err != nil || !counted {
 		return err
 	}

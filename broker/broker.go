@@ -115,6 +115,11 @@ type Options struct {
 	// before it may be delivered; its partition waits with it, for every
 	// group (nothing behind it is delivered first).
 	DelayedProcessing int `json:"delayedProcessing"`
+	// ReplayPausePercent and ReplayPauseWindow: a replay job of the queue
+	// pauses itself when more than ReplayPausePercent of the last
+	// ReplayPauseWindow copies settled failed again (0: never).
+	ReplayPausePercent int `json:"replayPausePercent"`
+	ReplayPauseWindow  int `json:"replayPauseWindow"`
 	// Kept are the options the queue was given that Lazarus accepts but
 	// does not enforce (Queen's priority, maxSize, …, and the retention
 	// options until they are), with the JSON value last given: kept and
@@ -185,6 +190,7 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		{"leaseTime", o.LeaseTime}, {"retryLimit", o.RetryLimit}, {"retryDelay", o.RetryDelay},
 		{"deadLetterQueue", o.DeadLetterQueue}, {"dlqAfterMaxRetries", o.DLQAfterMaxRetries},
 		{"delayedProcessing", o.DelayedProcessing},
+		{"replayPausePercent", o.ReplayPausePercent}, {"replayPauseWindow", o.ReplayPauseWindow},
 	} {
 		if err := field(f.name, f.value); err != nil {
 			return nil, err
@@ -205,7 +211,8 @@ func (o Options) Delay() time.Duration { return time.Duration(o.DelayedProcessin
 
 // DefaultOptions are the options of a queue created by its first push.
 func DefaultOptions() Options {
-	return Options{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, DeadLetterQueue: true, DLQAfterMaxRetries: true}
+	return Options{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, DeadLetterQueue: true, DLQAfterMaxRetries: true,
+		ReplayPausePercent: DefaultPausePercent, ReplayPauseWindow: DefaultPauseWindow}
 }
 
 // Queue is a named container of partitions.
@@ -406,6 +413,10 @@ type AuditEntry struct {
 	Group  string
 	Count  int
 	Detail string
+	JobID  int64 // the job the entry is of (0: none)
+	// Broker: an entry of the broker's own stream (dead letters filed,
+	// jobs that paused themselves), not of a person's action.
+	Broker bool
 }
 
 // Audit actions.

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -22,75 +21,55 @@ type BulkResult struct {
 	// ends: it is known only when the action returned no error.
 	Bound        *Bound
 	ArrivedSince int64
+	JobID        int64 // the job that did it
 }
 
 // MaxBulkIDs caps the ids one bulk call may name; larger sets go by filter.
 const MaxBulkIDs = 10000
 
-// ReplayIDs replays the dead-lettered messages named by id, in
-// transactions of up to bulkChunk. Each message is replayed exactly once
-// or not at all; the copies are pushed in the order of ids.
+// ReplayIDs replays the dead-lettered messages named by id, as a job run
+// in the caller (StartJob, RunJob): in transactions of up to bulkChunk,
+// each message exactly once or not at all, the copies pushed in the order
+// of ids.
 func (b *Broker) ReplayIDs(ctx context.Context, ids []string, actor string) (BulkResult, error) {
-	return b.bulkIDs(ctx, ids, "", actor, AuditReplay)
+	return b.bulkNow(ctx, JobRequest{Kind: JobReplay, IDs: ids, Actor: actor})
 }
 
 // DeleteIDs deletes the dead letters of the messages named by id: every
 // group's, or only group's when set.
 func (b *Broker) DeleteIDs(ctx context.Context, ids []string, group, actor string) (BulkResult, error) {
-	return b.bulkIDs(ctx, ids, group, actor, AuditDelete)
+	return b.bulkNow(ctx, JobRequest{Kind: JobDelete, IDs: ids, Group: group, Actor: actor})
 }
 
-// bulkIDs replays or deletes by message id, a chunk of ids a transaction,
-// each chunk with a few set-based statements.
-func (b *Broker) bulkIDs(ctx context.Context, ids []string, group, actor, action string) (BulkResult, error) {
-	var res BulkResult
-	if len(ids) == 0 {
-		return res, errorf(ErrInvalid, "ids: at least one is required")
+// bulkNow starts the job r and runs it to its end in the caller.
+func (b *Broker) bulkNow(ctx context.Context, r JobRequest) (BulkResult, error) {
+	if r.Query == nil && len(r.IDs) == 0 {
+		return BulkResult{}, errorf(ErrInvalid, "ids: at least one is required")
 	}
-	if len(ids) > MaxBulkIDs {
-		return res, errorf(ErrInvalid, "ids: at most %d per call; use a filter for more", MaxBulkIDs)
+	j, err := b.StartJob(ctx, r)
+	if err != nil {
+		return BulkResult{}, err
 	}
-	ids = uniqueStrings(ids)
-	ctx = LowPriority(ctx)
-	size := bulkChunk
-	if action == AuditDelete {
-		size = deleteChunk
-	}
-	for len(ids) > 0 {
-		chunk := ids[:min(size, len(ids))]
-		var done, consumed int
-		err := b.update(ctx, func(tx Tx, touched func(string)) error {
-			now := b.now()
-			keys, at, err := keysOfIDs(ctx, tx, chunk, group)
-			if err != nil {
-				return err
-			}
-			consumed, done = len(chunk), messagesIn(keys)
-			if action == AuditReplay {
-				// Cut to the payloads one transaction may copy: the ids of
-				// the messages left out come in the next chunk.
-				if cut := withinBytes(keys); len(cut) < len(keys) {
-					consumed, keys, done = at[len(cut)], cut, messagesIn(cut)
-				}
-			}
-			if done == 0 {
-				return nil
-			}
-			queues, err := applyKeys(ctx, tx, now, keys, action == AuditReplay, touched)
-			if err != nil {
-				return err
-			}
-			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d of %d ids by list", done, consumed))
-		})
-		if err != nil {
-			res.Failed += len(ids)
-			return res, fmt.Errorf("bulk %s: %w", action, err)
-		}
-		res.Done += done
-		res.Skipped += consumed - done
-		ids = ids[consumed:]
+	j, err = b.RunJob(ctx, j.ID)
+	res := BulkResultOf(j)
+	if err != nil {
+		res.Failed = int(j.Left())
+		return res, fmt.Errorf("bulk %s: %w", r.Kind, err)
 	}
 	return res, nil
+}
+
+// BulkResultOf is what a job did, as a bulk action's result.
+func BulkResultOf(j Job) BulkResult {
+	res := BulkResult{Done: int(j.Done), Skipped: int(j.Skipped), Failed: int(j.Failed), JobID: j.ID}
+	if f := j.Scope.Filter; f != nil && f.Bound != nil {
+		bd := *f.Bound
+		res.Bound = &bd
+	}
+	if j.ArrivedSince >= 0 {
+		res.ArrivedSince = j.ArrivedSince
+	}
+	return res
 }
 
 // keysOfIDs returns the dead letters of the messages named by ids (only
@@ -330,129 +309,23 @@ func (b *Broker) CountMatching(ctx context.Context, q DLQQuery) (Counted, error)
 }
 
 // ReplayMatching replays every dead-lettered message that q selects at or
-// below q.Bound (taken as the call begins when nil; see Bound), in
-// transactions of up to bulkChunk, so that producers are not held up:
-// newest failure first. Done counts messages. Each message leaves its dead
-// letters in every group (SPEC 4), also those q does not select or filed
-// after the bound. Dead letters of other messages filed after the bound
-// are left alone (a replayed copy that fails again is not replayed again
-// here), and counted in the result's ArrivedSince. A q with no Queue is
-// refused unless q.AllQueues.
+// below q.Bound (taken as the call begins when nil; see Bound), as a job
+// run in the caller: in transactions of up to bulkChunk, so that
+// producers are not held up, newest failure first. Done counts messages.
+// Each message leaves its dead letters in every group (SPEC 4), also
+// those q does not select or filed after the bound. Dead letters of other
+// messages filed after the bound are left alone (a replayed copy that
+// fails again is not replayed again here), and counted in the result's
+// ArrivedSince. A q with no Queue is refused unless q.AllQueues.
 func (b *Broker) ReplayMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
-	return b.bulkMatching(ctx, q, actor, AuditReplay, true)
+	return b.bulkNow(ctx, JobRequest{Kind: JobReplay, Query: &q, Actor: actor})
 }
 
 // DeleteMatching deletes every dead letter that q selects at or below
 // q.Bound, as ReplayMatching replays them, in transactions of up to
 // deleteChunk.
 func (b *Broker) DeleteMatching(ctx context.Context, q DLQQuery, actor string) (BulkResult, error) {
-	return b.bulkMatching(ctx, q, actor, AuditDelete, false)
-}
-
-func (b *Broker) bulkMatching(ctx context.Context, q DLQQuery, actor, action string, isReplay bool) (BulkResult, error) {
-	var res BulkResult
-	if err := q.validateBulk(); err != nil {
-		return res, err
-	}
-	ctx = LowPriority(ctx)
-	var bound Bound
-	if err := b.store.View(ctx, func(tx Tx) error {
-		f, ok, err := q.filter(ctx, tx)
-		if err != nil {
-			return err
-		}
-		bound, err = b.boundOf(ctx, tx, f, ok, q.Bound)
-		return err
-	}); err != nil {
-		return res, fmt.Errorf("bulk %s: %w", action, err)
-	}
-	res.Bound = &bound
-	for bound.ID > 0 {
-		var n int
-		err := b.update(ctx, func(tx Tx, touched func(string)) error {
-			now := b.now()
-			n = 0
-			f, ok, err := q.filter(ctx, tx)
-			if err != nil || !ok {
-				return err
-			}
-			f, _ = within(f, bound)
-			limit := deleteChunk
-			if isReplay {
-				limit = bulkChunk
-			}
-			keys, err := tx.DeadLetterKeys(ctx, f, limit)
-			if err != nil || len(keys) == 0 {
-				return err
-			}
-			if isReplay {
-				// Every group's dead letters of the messages go with them,
-				// the messages in the order listed, as many as the
-				// payloads one transaction may copy (the rest still match:
-				// the next chunk takes them).
-				if keys, err = allGroups(ctx, tx, keys); err != nil {
-					return err
-				}
-				keys = withinBytes(keys)
-			}
-			queues, err := applyKeys(ctx, tx, now, keys, isReplay, touched)
-			if err != nil {
-				return err
-			}
-			if isReplay {
-				for _, c := range queues {
-					n += c
-				}
-			} else {
-				n = len(keys)
-			}
-			what := "dead letters"
-			if isReplay {
-				what = "messages (their dead letters in every group)"
-			}
-			return auditBulk(ctx, tx, now, actor, action, queues, fmt.Sprintf("%d %s matching %s, at or below %s", n, what, q.Describe(), bound))
-		})
-		if err != nil {
-			return res, fmt.Errorf("bulk %s: %w", action, err)
-		}
-		if n == 0 {
-			break
-		}
-		res.Done += n
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-	}
-	// What matches with a row id above the bound's now was filed since,
-	// and not touched. Those at or below it that failed after its
-	// failedAt (a bound given with an earlier one) were there before: the
-	// caller left them out, and they are not counted.
-	if err := b.store.View(ctx, func(tx Tx) error {
-		f, ok, err := q.filter(ctx, tx)
-		if err != nil || !ok {
-			return err
-		}
-		res.ArrivedSince, err = tx.CountDeadLettersAbove(ctx, f, bound)
-		return err
-	}); err != nil {
-		return res, fmt.Errorf("bulk %s: count what arrived since: %w", action, err)
-	}
-	return res, nil
-}
-
-// applyKeys replays (or deletes) the dead letters of keys and returns how
-// many messages that was per queue, telling touched of each queue.
-func applyKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey, replay bool, touched func(string)) (map[string]int, error) {
-	var err error
-	if replay {
-		_, err = replayKeys(ctx, tx, now, keys)
-	} else {
-		err = removeKeys(ctx, tx, keys, Stats{Deleted: 1})
-	}
-	if err != nil {
-		return nil, err
-	}
-	return messagesPerQueue(ctx, tx, keys, touched)
+	return b.bulkNow(ctx, JobRequest{Kind: JobDelete, Query: &q, Actor: actor})
 }
 
 // allGroups returns the dead letters, in every group, of the messages of
@@ -479,19 +352,6 @@ func allGroups(ctx context.Context, tx Tx, keys []DeadLetterKey) ([]DeadLetterKe
 		out = append(out, bySeq[s]...)
 	}
 	return out, nil
-}
-
-func auditBulk(ctx context.Context, tx Tx, now time.Time, actor, action string, queues map[string]int, detail string) error {
-	n := 0
-	var names []string
-	for q, c := range queues {
-		n += c
-		names = append(names, q)
-	}
-	if n == 0 {
-		return nil
-	}
-	return audit(ctx, tx, now, actor, action, strings.Join(names, ","), "", n, detail)
 }
 
 func uniqueStrings(in []string) []string {

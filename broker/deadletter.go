@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -243,6 +245,48 @@ type ReplayResult struct {
 // partition and removes the message's dead letters in every group, in one
 // transaction. A second replay finds nothing (ErrNotFound).
 func (b *Broker) Replay(ctx context.Context, messageID, actor string) (ReplayResult, error) {
+	return b.ReplayWith(ctx, messageID, ReplayOptions{Actor: actor})
+}
+
+// ReplayOptions say how a dead letter is replayed.
+type ReplayOptions struct {
+	Actor string
+	// Mode is ReplayEveryGroup (the default) or ReplayOwnGroup.
+	Mode string
+	// Group, with ReplayOwnGroup, replays only that group's dead letter
+	// of the message (empty: each group's, each to its own group).
+	Group string
+	// Payload, when set, is the copy's payload, edited by an operator:
+	// valid JSON (the caller checks its size). The copy is marked as
+	// edited, and both versions are kept.
+	Payload []byte
+}
+
+func (o ReplayOptions) validate() error {
+	switch o.Mode {
+	case ReplayEveryGroup, ReplayOwnGroup:
+	default:
+		return errorf(ErrInvalid, "mode must be %q (every group) or %q (only the group that gave up on it)", "every", ReplayOwnGroup)
+	}
+	if o.Group != "" && o.Mode != ReplayOwnGroup {
+		return errorf(ErrInvalid, "a consumer group goes with mode %q: a replay to every group replays the message for all of them", ReplayOwnGroup)
+	}
+	if o.Payload != nil && !json.Valid(o.Payload) {
+		return errorf(ErrInvalid, "the edited payload is not valid JSON")
+	}
+	return nil
+}
+
+// ReplayWith replays a dead-lettered message as o says: to every group
+// (its dead letters in every group go), or to the group that gave up on
+// it only (ReplayOwnGroup: that group's dead letter goes, the other
+// groups pass the copy by and keep theirs), with an edited payload when
+// o.Payload is set. A replay finds nothing to replay a second time
+// (ErrNotFound).
+func (b *Broker) ReplayWith(ctx context.Context, messageID string, o ReplayOptions) (ReplayResult, error) {
+	if err := o.validate(); err != nil {
+		return ReplayResult{}, err
+	}
 	var res ReplayResult
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
@@ -250,14 +294,35 @@ func (b *Broker) Replay(ctx context.Context, messageID, actor string) (ReplayRes
 		if err != nil {
 			return err
 		}
-		if res, err = replay(ctx, tx, now, dls); err != nil {
+		if o.Group != "" {
+			if dls = onlyGroup(dls, o.Group); len(dls) == 0 {
+				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(o.Group, 64))
+			}
+		}
+		spec := replaySpec{by: ReplayBy{Actor: o.Actor}, mode: o.Mode, payload: o.Payload}
+		if res, err = replay(ctx, tx, now, dls, spec); err != nil {
 			return err
 		}
 		touched(res.Queue)
-		return audit(ctx, tx, now, actor, AuditReplay, res.Queue, strings.Join(res.Groups, ","), 1,
-			fmt.Sprintf("message %s replayed as %s (%s)", messageID, res.MessageID, res.Status))
+		action, detail := AuditReplay, fmt.Sprintf("message %s replayed as %s (%s)", messageID, res.MessageID, res.Status)
+		if o.Mode == ReplayOwnGroup {
+			detail += ", to its own group only"
+		}
+		if o.Payload != nil {
+			action = AuditEditReplay
+			orig := dls[0].Payload
+			detail += fmt.Sprintf("; payload edited: original %s, edited %s (both kept with the copy)", payloadDigest(orig), payloadDigest(o.Payload))
+		}
+		return audit(ctx, tx, now, o.Actor, action, res.Queue, strings.Join(res.Groups, ","), 1, detail)
 	})
 	return res, err
+}
+
+// payloadDigest names a payload in the audit without its content: its
+// size and a short hash.
+func payloadDigest(p []byte) string {
+	h := sha256.Sum256(p)
+	return fmt.Sprintf("%d bytes sha256:%x", len(p), h[:6])
 }
 
 // ReplayTransaction replays the dead-lettered message named by its
@@ -285,18 +350,28 @@ func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, act
 	return b.Replay(ctx, id, actor)
 }
 
+// replaySpec is how replayKeys replays: by whom, for which job, to
+// which groups, with which payload.
+type replaySpec struct {
+	by      ReplayBy
+	mode    string
+	payload []byte
+}
+
 // replay pushes the copy of the message whose dead letters dls are (at
-// least one) and removes them.
-func replay(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter) (ReplayResult, error) {
-	copies, err := replayKeys(ctx, tx, now, keysOf(dls))
+// least one) and removes them; with ReplayOwnGroup one copy a group.
+func replay(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter, spec replaySpec) (ReplayResult, error) {
+	copies, err := replayKeys(ctx, tx, now, keysOf(dls), spec)
 	if err != nil {
 		return ReplayResult{}, err
 	}
 	d, c := dls[0], copies[0]
 	res := ReplayResult{Status: StatusQueued, MessageID: MessageID(c.CopyCreatedAt, c.CopySeq), TransactionID: c.TransactionID,
 		PartitionID: d.PartitionKey, Queue: d.Queue, Partition: d.Partition}
-	if !c.Inserted {
-		res.Status = StatusDuplicate
+	for _, c := range copies {
+		if !c.Inserted {
+			res.Status = StatusDuplicate
+		}
 	}
 	for _, x := range dls {
 		res.Groups = append(res.Groups, x.Group)
@@ -304,31 +379,55 @@ func replay(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter) (Replay
 	return res, nil
 }
 
-// replayKeys replays the messages whose dead letters keys are (all of
-// each message's, in every group): one copy each, pushed to the end of
-// its partition in the order the messages first appear in keys, and the
-// dead letters removed. Each group that had dead-lettered a message is
-// to learn its copy's outcome.
-func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey) ([]Copy, error) {
+// OwnGroupTransaction is the transactionId of a copy of message id
+// replayed to group only (ReplayOwnGroup).
+func OwnGroupTransaction(id, group string) string { return ReplayPrefix + id + ":" + group }
+
+// replayKeys replays the messages whose dead letters keys are: to every
+// group (all of each message's dead letters, in every group, must be in
+// keys), one copy a message pushed to the end of its partition in the
+// order the messages first appear in keys; or, with ReplayOwnGroup, one
+// copy a dead letter, read by its group only. The dead letters are
+// removed, and each group that had dead-lettered a message is to learn
+// its copy's outcome.
+func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey, spec replaySpec) ([]Copy, error) {
 	var copies []Copy
-	index := map[int64]int{}
+	index := map[[2]int64]int{}
+	names := map[int64]string{}
 	for _, k := range keys {
-		if _, ok := index[k.Seq]; !ok {
-			index[k.Seq] = len(copies)
-			copies = append(copies, Copy{Seq: k.Seq, PartitionID: k.PartitionID, TransactionID: ReplayPrefix + MessageID(k.CreatedAt, k.Seq)})
+		id := MessageID(k.CreatedAt, k.Seq)
+		key, c := [2]int64{k.Seq, 0}, Copy{Seq: k.Seq, PartitionID: k.PartitionID, TransactionID: ReplayPrefix + id, Payload: spec.payload}
+		if spec.mode == ReplayOwnGroup {
+			name, ok := names[k.GroupID]
+			if !ok {
+				var err error
+				if name, err = tx.GroupName(ctx, k.GroupID); err != nil {
+					return nil, fmt.Errorf("replay: group: %w", err)
+				}
+				names[k.GroupID] = name
+			}
+			key, c.GroupID, c.TransactionID = [2]int64{k.Seq, k.GroupID}, k.GroupID, OwnGroupTransaction(id, name)
+		}
+		if _, ok := index[key]; !ok {
+			index[key] = len(copies)
+			copies = append(copies, c)
 		}
 	}
-	if err := tx.PushCopies(ctx, copies, now); err != nil {
+	if err := tx.PushCopies(ctx, copies, now, spec.by); err != nil {
 		return nil, fmt.Errorf("replay: push copies: %w", err)
 	}
 	expect := make([][2]int64, len(keys))
 	for i, k := range keys {
-		expect[i] = [2]int64{copies[index[k.Seq]].CopySeq, k.GroupID}
+		key := [2]int64{k.Seq, 0}
+		if spec.mode == ReplayOwnGroup {
+			key[1] = k.GroupID
+		}
+		expect[i] = [2]int64{copies[index[key]].CopySeq, k.GroupID}
 	}
-	if err := tx.ExpectReplayOutcomes(ctx, expect); err != nil {
+	if err := tx.ExpectReplayOutcomes(ctx, expect, spec.by.JobID); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	return copies, removeKeys(ctx, tx, keys, Stats{Replayed: 1})
+	return copies, removeKeys(ctx, tx, keys, Stats{Replayed: 1}, nil)
 }
 
 // keysOf returns the keys of dls.
@@ -341,8 +440,9 @@ func keysOf(dls []DeadLetter) []DeadLetterKey {
 }
 
 // removeKeys deletes the dead letters keys are and counts each in its
-// group: depth down, plus per (Replayed or Deleted, 1 each).
-func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats) error {
+// group: depth down, plus per (Replayed or Deleted, 1 each); with keep
+// (a delete), they are kept for a restore window.
+func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats, keep *Removal) error {
 	ids := make([]int64, len(keys))
 	type key struct{ q, g int64 }
 	counts := map[key]int64{}
@@ -366,7 +466,7 @@ func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats) err
 		}
 		groups[gk]++
 	}
-	if err := tx.DeleteDeadLetters(ctx, ids); err != nil {
+	if err := tx.DeleteDeadLetters(ctx, ids, keep); err != nil {
 		return fmt.Errorf("delete dead letters: %w", err)
 	}
 	for _, gk := range groupOrder {
@@ -384,7 +484,14 @@ func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats) err
 	return nil
 }
 
+// removal is how a delete at now by actor (for job, 0: none) keeps what
+// it deletes.
+func (b *Broker) removal(now time.Time, actor string, job int64) *Removal {
+	return &Removal{How: RemovedDeleted, At: now, Actor: actor, JobID: job, RestoreUntil: now.Add(b.restoreWindow)}
+}
+
 // Delete removes a message's dead letters: all of them, or only group's.
+// They can be restored (Restore) within the restore window.
 func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (int, error) {
 	n := 0
 	err := b.update(ctx, func(tx Tx, _ func(string)) error {
@@ -399,11 +506,12 @@ func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (in
 				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(group, 64))
 			}
 		}
-		if err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}); err != nil {
+		if err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}, b.removal(now, actor, 0)); err != nil {
 			return err
 		}
 		n = len(dls)
-		return audit(ctx, tx, now, actor, AuditDelete, dls[0].Queue, groupsOf(dls), n, fmt.Sprintf("message %s deleted", messageID))
+		return audit(ctx, tx, now, actor, AuditDelete, dls[0].Queue, groupsOf(dls), n,
+			fmt.Sprintf("message %s deleted (restorable for %s)", messageID, b.restoreWindow))
 	})
 	return n, err
 }

@@ -218,14 +218,14 @@ func TestBulkReplayByIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (broker.BulkResult{Done: 2, Skipped: 1}) {
+	if res.JobID == 0 || res != (broker.BulkResult{Done: 2, Skipped: 1, JobID: res.JobID}) {
 		t.Fatalf("result %+v", res)
 	}
 	if n := len(s.dead("q", "g")); n != 3 {
 		t.Fatalf("%d dead letters left, want 3", n)
 	}
 	again, err := s.b.ReplayIDs(s.ctx, ids[:2], "dev")
-	if err != nil || again != (broker.BulkResult{Skipped: 2}) {
+	if err != nil || again != (broker.BulkResult{Skipped: 2, JobID: again.JobID}) {
 		t.Fatalf("again %+v %v", again, err)
 	}
 	got := s.drain("q", "g")
@@ -532,11 +532,8 @@ func TestBulkReplayChunksAreBoundedByPayloadBytes(t *testing.T) {
 			}
 			s.fail("q", "g", 10, "boom")
 			dead := s.dead("q", "g") // newest failure first
-			var res broker.BulkResult
-			var err error
-			if byFilter {
-				res, err = s.b.ReplayMatching(s.ctx, broker.DLQQuery{Queue: "q"}, "dev")
-			} else {
+			r := broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Actor: "dev"}
+			if !byFilter {
 				ids := []string{"bogus"}
 				for i := len(dead) - 1; i >= 0; i-- { // oldest first, one named twice
 					ids = append(ids, dead[i].MessageID())
@@ -544,28 +541,31 @@ func TestBulkReplayChunksAreBoundedByPayloadBytes(t *testing.T) {
 						ids = append(ids, dead[i].MessageID(), "bogus-too")
 					}
 				}
-				res, err = s.b.ReplayIDs(s.ctx, ids, "dev")
+				r = broker.JobRequest{Kind: broker.JobReplay, IDs: ids, Actor: "dev"}
 			}
+			j, err := s.b.StartJob(s.ctx, r)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// One chunk a transaction: the messages each replayed.
+			var counts []int64
+			for j.State == broker.JobRunning {
+				done := j.Done
+				if j, err = s.b.StepJob(s.ctx, j.ID); err != nil {
+					t.Fatal(err)
+				}
+				if j.Done > done {
+					counts = append(counts, j.Done-done)
+				}
 			}
 			want := broker.BulkResult{Done: 10}
 			if !byFilter {
 				want.Skipped = 2
 			}
-			if got := (broker.BulkResult{Done: res.Done, Skipped: res.Skipped, Failed: res.Failed}); got != want {
+			if got := (broker.BulkResult{Done: int(j.Done), Skipped: int(j.Skipped), Failed: int(j.Failed)}); got != want {
 				t.Fatalf("result %+v, want %+v", got, want)
 			}
-			entries, err := s.b.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditReplay}, broker.Page{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var counts []int
-			for _, e := range entries {
-				counts = append(counts, e.Count)
-			}
-			slices.Sort(counts)
-			if fmt.Sprint(counts) != "[2 4 4]" {
+			if fmt.Sprint(counts) != "[4 4 2]" {
 				t.Fatalf("replayed in transactions of %v messages, want 4, 4 and 2", counts)
 			}
 			var got []string

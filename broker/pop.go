@@ -223,14 +223,12 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 			c.RetrySeq, c.Retries = 0, 0
 			st := Stats{Completed: int64(len(msgs))}
 			for _, m := range msgs {
-				if IsReplayTransaction(m.TransactionID) {
-					counted, err := tx.TakeReplayOutcome(ctx, m.Seq, gid)
-					if err != nil {
-						return err
-					}
-					if counted {
-						st.ReplayCompleted++
-					}
+				counted, err := settleCopy(ctx, tx, m, gid, true, now, touched)
+				if err != nil {
+					return err
+				}
+				if counted {
+					st.ReplayCompleted++
 				}
 			}
 			if err := tx.AddStats(ctx, q.ID, gid, st, now); err != nil {

@@ -113,7 +113,7 @@ var keptOptions = map[string]keptKind{
 // KnownOptions lists, sorted, every option configure accepts: those
 // Lazarus enforces and those it keeps without enforcing.
 func KnownOptions() []string {
-	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing"}
+	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing", "replayPausePercent", "replayPauseWindow"}
 	for k := range keptOptions {
 		names = append(names, k)
 	}
@@ -217,6 +217,10 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 			err = boolOpt(name, v, &o.DLQAfterMaxRetries)
 		case "delayedProcessing":
 			err = intOpt(name, v, 0, maxDelay, &o.DelayedProcessing)
+		case "replayPausePercent":
+			err = intOpt(name, v, 0, 100, &o.ReplayPausePercent)
+		case "replayPauseWindow":
+			err = intOpt(name, v, 1, MaxPauseWindow, &o.ReplayPauseWindow)
 		default:
 			kind, ok := keptOptions[name]
 			if !ok {

@@ -20,6 +20,9 @@ type Broker struct {
 	cache   *cache
 	pending pendingStats
 	closed  chan struct{}
+
+	restoreWindow time.Duration
+	jobs          jobRunner
 }
 
 // Config configures a Broker.
@@ -27,6 +30,9 @@ type Config struct {
 	Store  Store
 	Clock  Clock        // default SystemClock
 	Logger *slog.Logger // default slog.Default()
+	// RestoreWindow is how long a deleted dead letter can be restored
+	// (default RestoreWindow).
+	RestoreWindow time.Duration
 }
 
 // New returns a Broker over cfg.Store.
@@ -38,6 +44,11 @@ func New(cfg Config) *Broker {
 	if b.log == nil {
 		b.log = slog.Default()
 	}
+	b.restoreWindow = cfg.RestoreWindow
+	if b.restoreWindow <= 0 {
+		b.restoreWindow = RestoreWindow
+	}
+	b.jobs.wake = make(chan struct{}, 1)
 	return b
 }
 
@@ -168,5 +179,6 @@ func partitionOrCreate(ctx context.Context, tx Tx, q Queue, name string, now tim
 }
 
 func audit(ctx context.Context, tx Tx, now time.Time, actor, action, queue, group string, count int, detail string) error {
-	return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: actor, Action: action, Queue: queue, Group: group, Count: count, Detail: detail})
+	return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: actor, Action: action, Queue: queue, Group: group, Count: count, Detail: detail,
+		Broker: action == AuditDeadLetter || actor == BrokerActor})
 }

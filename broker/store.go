@@ -56,6 +56,7 @@ type Tx interface {
 	SearchTx
 	GroupTx
 	JobTx
+	RemovedTx
 	HistoryTx
 	PassTx
 
@@ -142,9 +143,13 @@ type Tx interface {
 	// d.TraceID, its message's traceId, is stored with it for the search
 	// by traceId (SearchTx.DeadLettersByTrace).
 	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
-	// TakeReplayOutcome reports whether the copy's outcome in the group is
-	// to be counted, and forgets it: each is counted once.
-	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64) (bool, error)
+	// TakeReplayOutcome settles the outcome of a copy in a group when it
+	// is still to be counted (ExpectReplayOutcomes): ok succeeded, else
+	// failed again, at now; it reports whether it was to be counted, and
+	// the job that replayed the copy (0: none). Each is counted once: the
+	// row of replay_outcomes is kept, settled (the history and the job's
+	// failures read it).
+	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (counted bool, jobID int64, err error)
 	// DeadLettersOfMessage returns every group's dead letter of a message.
 	DeadLettersOfMessage(ctx context.Context, seq int64) ([]DeadLetter, error)
 	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)
@@ -174,18 +179,27 @@ type Tx interface {
 	// group) of the messages seqs, in push order (seq, then row id).
 	DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]DeadLetterKey, error)
 	// PushCopies pushes, in the order of cs, a copy of each message named
-	// (same partition, payload and trace id, created at now) under its
-	// TransactionID, unless the partition has that transactionId already;
-	// it sets each CopySeq and CopyCreatedAt (the existing message's when
-	// there was one) and Inserted.
-	PushCopies(ctx context.Context, cs []Copy, now time.Time) error
+	// (same partition and trace id, created at now; its message's payload,
+	// or Payload when set: an edited copy) under its TransactionID,
+	// unless the partition has that transactionId already; it sets each
+	// CopySeq and CopyCreatedAt (the existing message's when there was
+	// one) and Inserted. Each copy inserted is recorded in replays (the
+	// message it copies, GroupID: the one group that may read it, 0
+	// every group; by.Actor, by.JobID, now; edited when Payload is set),
+	// and an edited copy's two payloads in replay_edits.
+	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
 	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
-	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome).
-	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64) error
+	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
+	// for the job jobID (0: a single replay), whose replayed count in
+	// job_outcomes goes up by the pairs of each group. A pair noted
+	// before is left as it was.
+	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error
 	// DeleteDeadLetters removes dead letters by row id, with their rows of
 	// the full-text indexes (a payload's when no dead letter of its
-	// message is left).
-	DeleteDeadLetters(ctx context.Context, ids []int64) error
+	// message is left). With keep set (a delete), each is first copied
+	// whole into removed_dead_letters, restorable until keep.RestoreUntil
+	// (RemovedTx); a replay keeps none (replays records it).
+	DeleteDeadLetters(ctx context.Context, ids []int64, keep *Removal) error
 	// ListDeadLetters returns a page of the dead letters matching f, newest
 	// failure first.
 	ListDeadLetters(ctx context.Context, f Filter, p Page) ([]DeadLetter, error)
@@ -257,14 +271,34 @@ type DeadLetterKey struct {
 }
 
 // Copy is a replayed copy to push: of message Seq in PartitionID, under
-// TransactionID. PushCopies fills in the rest.
+// TransactionID; for GroupID only (ReplayOwnGroup; 0: every group), with
+// Payload when it was edited (nil: the message's). PushCopies fills in
+// the rest.
 type Copy struct {
 	Seq           int64
 	PartitionID   int64
 	TransactionID string
+	GroupID       int64
+	Payload       []byte
 	CopySeq       int64
 	CopyCreatedAt time.Time
 	Inserted      bool // false: the partition had the copy already
+}
+
+// ReplayBy is who replays, and for which job (0: none).
+type ReplayBy struct {
+	Actor string
+	JobID int64
+}
+
+// Removal is how dead letters are removed by a delete: by whom, when,
+// for which job (0: none), and until when they can be restored.
+type Removal struct {
+	How          string // RemovedDeleted
+	At           time.Time
+	Actor        string
+	JobID        int64
+	RestoreUntil time.Time
 }
 
 // PartitionInfo is a partition with its size.
@@ -380,4 +414,16 @@ type AuditFilter struct {
 	// Except are actions left out, whatever Action says: those the
 	// viewer may not see.
 	Except []string
+	// Stream: AuditStreamPeople (the default: people's actions; an
+	// Action alone picks its stream), AuditStreamBroker (the broker's own
+	// entries), or AuditStreamAll.
+	Stream string
+	JobID  int64 // only the entries of this job
 }
+
+// Audit streams.
+const (
+	AuditStreamPeople = ""
+	AuditStreamBroker = "broker"
+	AuditStreamAll    = "all"
+)

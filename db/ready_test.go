@@ -410,7 +410,7 @@ func TestReplayAfterARolledBackReplay(t *testing.T) {
 			return fmt.Errorf("messages: %v, %v", first, err)
 		}
 		cs := []broker.Copy{{Seq: first[0].Seq, PartitionID: p.ID, TransactionID: "copy-then-rollback"}}
-		if err := tx.PushCopies(ctx, cs, time.Now()); err != nil {
+		if err := tx.PushCopies(ctx, cs, time.Now(), broker.ReplayBy{Actor: "test"}); err != nil {
 			return err
 		}
 		return boom

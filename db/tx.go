@@ -80,14 +80,14 @@ func b2i(b bool) int64 {
 }
 
 const queueCols = `id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
-	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options`
+	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window`
 
 func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 	var q broker.Queue
 	var dlq, after, created int64
 	var kept string
 	err := s.Scan(&q.ID, &q.Name, &q.Options.LeaseTime, &q.Options.RetryLimit, &q.Options.RetryDelay, &dlq, &after, &created,
-		&q.Namespace, &q.Task, &q.Options.DelayedProcessing, &kept)
+		&q.Namespace, &q.Task, &q.Options.DelayedProcessing, &kept, &q.Options.ReplayPausePercent, &q.Options.ReplayPauseWindow)
 	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, fromMS(created)
 	if err == nil {
 		q.Options.Kept, err = keptOptions(kept)
@@ -161,9 +161,9 @@ func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 		return err
 	}
 	res, err := t.exec(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
-		namespace, task, delayed_processing, kept_options)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
-		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept)
+		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
+		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow)
 	if err != nil {
 		return err
 	}
@@ -181,9 +181,9 @@ func (t *storeTx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 		return err
 	}
 	_, err = t.exec(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ?,
-		namespace = ?, task = ?, delayed_processing = ?, kept_options = ? WHERE id = ?`,
+		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ? WHERE id = ?`,
 		o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries),
-		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, q.ID)
+		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow, q.ID)
 	return err
 }
 
@@ -193,6 +193,10 @@ func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 	}
 	stmts := []string{
 		`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
+		`DELETE FROM replay_edits WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
+		`DELETE FROM replays WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
+		`DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
+		`DELETE FROM removed_dead_letters WHERE queue_id = ?1`,
 		`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
 		`DELETE FROM consumers WHERE queue_id = ?1`,
 		`DELETE FROM dead_letters WHERE queue_id = ?1`,
@@ -719,11 +723,16 @@ func (t *storeTx) MaxDeadLetterID(ctx context.Context) (int64, error) {
 	return id, err
 }
 
-func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64) error {
+func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64, keep *broker.Removal) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	list := intsJSON(ids)
+	if keep != nil {
+		if err := t.keepRemoved(ctx, list, keep); err != nil {
+			return fmt.Errorf("keep removed dead letters: %w", err)
+		}
+	}
 	if err := t.unindexDeadLetters(ctx, list); err != nil {
 		return err
 	}
@@ -853,8 +862,8 @@ func (t *storeTx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max
 }
 
 func (t *storeTx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
-	res, err := t.exec(ctx, `INSERT INTO audit (at, actor, action, queue, group_name, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		ms(a.At), a.Actor, a.Action, a.Queue, a.Group, a.Count, a.Detail)
+	res, err := t.exec(ctx, `INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ms(a.At), a.Actor, a.Action, a.Queue, a.Group, a.Count, a.Detail, a.JobID, b2i(a.Broker))
 	if err != nil {
 		return err
 	}
@@ -867,6 +876,17 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 	var args []any
 	if f.Action != "" {
 		conds, args = append(conds, "action = ?"), append(args, f.Action)
+	}
+	// The people's stream or the broker's (audit_stream): an action
+	// filter alone says which.
+	switch {
+	case f.Stream == broker.AuditStreamBroker:
+		conds = append(conds, "broker = 1")
+	case f.Stream == broker.AuditStreamPeople && f.Action == "":
+		conds = append(conds, "broker = 0")
+	}
+	if f.JobID != 0 {
+		conds, args = append(conds, "job_id = ?"), append(args, f.JobID)
 	}
 	if f.Actor != "" {
 		conds, args = append(conds, "actor = ?"), append(args, f.Actor)
@@ -883,7 +903,7 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 	if p.After != nil {
 		conds, args = append(conds, "id < ?"), append(args, p.After.ID)
 	}
-	q := `SELECT id, at, actor, action, queue, group_name, count, detail FROM audit`
+	q := `SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
@@ -902,7 +922,7 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 	for rows.Next() {
 		var a broker.AuditEntry
 		var at int64
-		if err := rows.Scan(&a.ID, &at, &a.Actor, &a.Action, &a.Queue, &a.Group, &a.Count, &a.Detail); err != nil {
+		if err := rows.Scan(&a.ID, &at, &a.Actor, &a.Action, &a.Queue, &a.Group, &a.Count, &a.Detail, &a.JobID, &a.Broker); err != nil {
 			return nil, err
 		}
 		a.At = fromMS(at)

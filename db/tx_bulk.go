@@ -127,10 +127,43 @@ func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.
 	return scanKeys(ctx, t, deadLetterKeySelect+` WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.id`, intsJSON(seqs))
 }
 
-func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Time) error {
+func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Time, by broker.ReplayBy) error {
 	if len(cs) == 0 {
 		return nil
 	}
+	// Edited copies carry their own payloads: each goes in alone.
+	var plain []int
+	for i := range cs {
+		if cs[i].Payload != nil {
+			if err := t.pushEdited(ctx, &cs[i], now, by); err != nil {
+				return err
+			}
+		} else {
+			plain = append(plain, i)
+		}
+	}
+	if len(plain) == 0 {
+		return nil
+	}
+	if len(plain) < len(cs) {
+		sub := make([]broker.Copy, len(plain))
+		for j, i := range plain {
+			sub[j] = cs[i]
+		}
+		if err := t.pushCopies(ctx, sub, now); err != nil {
+			return err
+		}
+		for j, i := range plain {
+			cs[i] = sub[j]
+		}
+	} else if err := t.pushCopies(ctx, cs, now); err != nil {
+		return err
+	}
+	return t.recordReplays(ctx, cs, now, by)
+}
+
+// pushCopies inserts the copies of cs (none edited), set-based.
+func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Time) error {
 	pairs := make([][2]any, len(cs))
 	for i, c := range cs {
 		pairs[i] = [2]any{c.Seq, c.TransactionID}
@@ -204,7 +237,57 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	return nil
 }
 
-func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64) error {
+// pushEdited inserts one edited copy, and records it with both payloads.
+func (t *storeTx) pushEdited(ctx context.Context, c *broker.Copy, now time.Time, by broker.ReplayBy) error {
+	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT m.partition_id, ?, ?, m.trace_id, ? FROM messages m WHERE m.seq = ?
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, c.TransactionID, c.Payload, ms(now), c.Seq)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		m, err := t.MessageByTransaction(ctx, c.PartitionID, c.TransactionID)
+		if err != nil {
+			return err
+		}
+		c.CopySeq, c.CopyCreatedAt, c.Inserted = m.Seq, m.CreatedAt, false
+		return nil
+	}
+	if c.CopySeq, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	c.CopyCreatedAt, c.Inserted = now, true
+	t.pushed(c.PartitionID)
+	if err := t.recordReplays(ctx, []broker.Copy{*c}, now, by); err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO replay_edits (copy_seq, original, edited) SELECT ?, m.payload, ? FROM messages m WHERE m.seq = ?`, c.CopySeq, c.Payload, c.Seq)
+	return err
+}
+
+// recordReplays writes a row of replays for each copy of cs inserted.
+func (t *storeTx) recordReplays(ctx context.Context, cs []broker.Copy, now time.Time, by broker.ReplayBy) error {
+	rows := make([][4]int64, 0, len(cs))
+	for _, c := range cs {
+		if c.Inserted {
+			rows = append(rows, [4]int64{c.CopySeq, c.Seq, c.GroupID, b2i(c.Payload != nil)})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at)
+		SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, ?, ?, ? FROM json_each(?) j`, by.JobID, by.Actor, ms(now), string(list))
+	return err
+}
+
+func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error {
 	if len(pairs) == 0 {
 		return nil
 	}
@@ -212,8 +295,21 @@ func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64) er
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(ctx, `INSERT INTO replay_outcomes (copy_seq, group_id)
-		SELECT j.value ->> 0, j.value ->> 1 FROM json_each(?) j WHERE true ON CONFLICT DO NOTHING`, string(list))
+	res, err := t.exec(ctx, `INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+		SELECT j.value ->> 0, j.value ->> 1, ? FROM json_each(?) j WHERE true ON CONFLICT DO NOTHING`, jobID, string(list))
+	if err != nil || jobID == 0 {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err
+	}
+	// The job's count per group: of the pairs just noted (a pair noted
+	// before, by an earlier chunk that rolled back, is not here).
+	_, err = t.exec(ctx, `INSERT INTO job_outcomes (job_id, group_id, replayed)
+		SELECT ?1, j.value ->> 1, COUNT(*) FROM json_each(?2) j
+		WHERE EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = j.value ->> 0 AND o.group_id = j.value ->> 1 AND o.job_id = ?1 AND o.outcome = 0)
+		GROUP BY j.value ->> 1
+		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = replayed + excluded.replayed`, jobID, string(list))
 	return err
 }
 

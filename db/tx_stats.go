@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -310,11 +311,16 @@ func (t *storeTx) CompactStats(ctx context.Context, minutesBefore, quartersBefor
 	return nil
 }
 
-func (t *storeTx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64) (bool, error) {
-	res, err := t.exec(ctx, `DELETE FROM replay_outcomes WHERE copy_seq = ? AND group_id = ?`, copySeq, groupID)
-	if err != nil {
-		return false, err
+func (t *storeTx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (bool, int64, error) {
+	outcome := 2
+	if ok {
+		outcome = 1
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	var jobID int64
+	err := t.queryRow(ctx, `UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id`,
+		outcome, ms(now), copySeq, groupID).Scan(&jobID)
+	if errors.Is(err, errNoRows) {
+		return false, 0, nil
+	}
+	return err == nil, jobID, err
 }

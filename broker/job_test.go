@@ -1,0 +1,393 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db"
+)
+
+// A bulk replay by filter is a job: it is kept, runs in chunks, counts
+// what it did, and is one audit entry of its actor (the dead letters it
+// filed are the broker's stream, hidden from the people's).
+func TestReplayJobIsOneAuditEntryAndCountsItsWork(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 600) // more than two chunks
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Actor: "user:dev"})
+	if err != nil || j.Planned != 600 || j.State != broker.JobRunning || j.Scope.Filter == nil || j.Scope.Filter.Bound == nil {
+		t.Fatalf("start %+v %v", j, err)
+	}
+	j, err = s.b.RunJob(s.ctx, j.ID)
+	if err != nil || j.State != broker.JobDone || j.Done != 600 || j.Skipped != 0 || j.ArrivedSince != 0 || j.FinishedAt.IsZero() {
+		t.Fatalf("run %+v %v", j, err)
+	}
+	if n := len(s.dead("q", "g")); n != 0 {
+		t.Fatalf("%d dead letters left", n)
+	}
+	people, err := s.b.Audit(s.ctx, broker.AuditFilter{}, broker.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replays []broker.AuditEntry
+	for _, a := range people {
+		if a.Broker {
+			t.Fatalf("broker entry %+v in the people's stream", a)
+		}
+		if a.Action == broker.AuditReplay {
+			replays = append(replays, a)
+		}
+	}
+	if len(replays) != 1 || replays[0].JobID != j.ID || replays[0].Count != 600 || replays[0].Actor != "user:dev" {
+		t.Fatalf("replay entries %+v, want one of job %d", replays, j.ID)
+	}
+	filed, err := s.b.Audit(s.ctx, broker.AuditFilter{Stream: broker.AuditStreamBroker}, broker.Page{Limit: 1000})
+	if err != nil || len(filed) != 600 || filed[0].Action != broker.AuditDeadLetter {
+		t.Fatalf("broker stream %d entries %v", len(filed), err)
+	}
+}
+
+// Pause stops a job between chunks, resume goes on where it stopped, and
+// a cancelled job does nothing more; transitions that make no sense are
+// refused with a conflict.
+func TestJobPauseResumeCancel(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 30)
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobDelete, Query: &broker.DLQQuery{Queue: "q"}, Rate: 50, Actor: "user:dev"}) // chunks of 5
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = s.b.StepJob(s.ctx, j.ID); err != nil || j.Done != 5 {
+		t.Fatalf("first chunk %+v %v", j, err)
+	}
+	if j, err = s.b.PauseJob(s.ctx, j.ID, "user:dev"); err != nil || j.State != broker.JobPaused {
+		t.Fatalf("pause %+v %v", j, err)
+	}
+	if _, err := s.b.PauseJob(s.ctx, j.ID, "user:dev"); !errors.Is(err, broker.ErrConflict) {
+		t.Fatalf("second pause: %v, want a conflict", err)
+	}
+	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.Done != 5 || j.State != broker.JobPaused {
+		t.Fatalf("a paused job ran: %+v %v", j, err)
+	}
+	if j, err = s.b.ResumeJob(s.ctx, j.ID, "user:ops"); err != nil || j.State != broker.JobRunning {
+		t.Fatalf("resume %+v %v", j, err)
+	}
+	if j, err = s.b.StepJob(s.ctx, j.ID); err != nil || j.Done != 10 {
+		t.Fatalf("chunk after resume %+v %v", j, err)
+	}
+	if j, err = s.b.CancelJob(s.ctx, j.ID, "user:dev"); err != nil || j.State != broker.JobCancelled || j.FinishedAt.IsZero() {
+		t.Fatalf("cancel %+v %v", j, err)
+	}
+	if _, err := s.b.ResumeJob(s.ctx, j.ID, "user:dev"); !errors.Is(err, broker.ErrConflict) {
+		t.Fatalf("resume a cancelled job: %v, want a conflict", err)
+	}
+	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.Done != 10 {
+		t.Fatalf("a cancelled job ran: %+v %v", j, err)
+	}
+	if n := len(s.dead("q", "g")); n != 20 {
+		t.Fatalf("%d dead letters left, want 20", n)
+	}
+	if _, err := s.b.PauseJob(s.ctx, 999, "user:dev"); !errors.Is(err, broker.ErrNotFound) {
+		t.Fatalf("pause of no job: %v", err)
+	}
+	entries, _ := s.b.Audit(s.ctx, broker.AuditFilter{JobID: j.ID}, broker.Page{Limit: 10})
+	var actions []string
+	for _, e := range entries {
+		actions = append(actions, e.Action)
+	}
+	if got := strings.Join(actions, ","); got != "job_cancel,job_resume,job_pause,delete" {
+		t.Fatalf("the job's audit entries, newest first: %s", got)
+	}
+}
+
+// crashingStore lets n writes commit and then fails every other one, as
+// a process killed part-way does (nothing after the kill commits).
+type crashingStore struct {
+	broker.Store
+	n int
+}
+
+var errKilled = errors.New("killed")
+
+func (c *crashingStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+	if c.n <= 0 {
+		return errKilled
+	}
+	c.n--
+	return c.Store.Update(ctx, fn)
+}
+
+// A job stopped part-way (its process killed) resumes on the next
+// broker over the same file and replays every message exactly once.
+func TestReplayJobResumesAfterAKillExactlyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lazarus.db")
+	d, err := db.Open(ctx, path, db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	s := &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: d, Clock: c}), db: d, clock: c}
+	s.fill("q", "g", []string{"a", "b"}, 300)
+	dead := s.dead("q", "g")
+	// The start and two chunks commit; the third chunk dies with the process.
+	killed := broker.New(broker.Config{Store: &crashingStore{Store: d, n: 3}, Clock: c})
+	j, err := killed.StartJob(ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Actor: "user:dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := killed.RunJob(ctx, j.ID); !errors.Is(err, errKilled) {
+		t.Fatalf("run: %v, want the kill", err)
+	}
+	mid, err := s.b.JobDetail(ctx, j.ID)
+	if err != nil || mid.State != broker.JobRunning || mid.Done != 500 {
+		t.Fatalf("after the kill %+v %v, want running with 2 chunks done", mid.Job, err)
+	}
+	d.Close()
+	d, err = db.Open(ctx, path, db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s.b, s.db = broker.New(broker.Config{Store: d, Clock: c}), d
+	running, err := s.b.Jobs(ctx, broker.JobFilter{State: broker.JobRunning}, broker.Page{})
+	if err != nil || len(running) != 1 || running[0].ID != j.ID {
+		t.Fatalf("running jobs at start %+v %v", running, err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go s.b.RunJobs(runCtx)
+	done, err := s.b.WaitJob(ctx, j.ID)
+	if err != nil || done.State != broker.JobDone || done.Done != 600 {
+		t.Fatalf("resumed %+v %v", done, err)
+	}
+	// Exactly one copy of each: a pop of everything finds 600 copies,
+	// one per dead letter that was.
+	copies := map[string]int{}
+	for {
+		res := s.pop("q", "reader", 1000)
+		if len(res.Messages) == 0 {
+			break
+		}
+		for _, m := range res.Messages {
+			if broker.IsReplayTransaction(m.TransactionID) {
+				copies[m.TransactionID]++
+			}
+		}
+		for _, m := range res.Messages {
+			s.ack(m, broker.AckCompleted, "")
+		}
+	}
+	if len(copies) != 600 {
+		t.Fatalf("%d copies, want 600", len(copies))
+	}
+	for _, dl := range dead {
+		if copies[broker.ReplayPrefix+dl.MessageID()] != 1 {
+			t.Fatalf("message %s has %d copies", dl.MessageID(), copies[broker.ReplayPrefix+dl.MessageID()])
+		}
+	}
+}
+
+// A replay job pauses itself when too many of its copies fail again, and
+// says why, with the error they share; its outcomes per group are kept
+// as the copies settle.
+func TestReplayJobPausesItselfWhenCopiesFailAgain(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"replayPauseWindow": 10, "replayPausePercent": 20, "retryLimit": 0})
+	s.fill("q", "g", []string{"p"}, 30)
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q", Group: "g"}, Rate: 80, Actor: "user:dev"}) // chunks of 8
+	if err != nil || j.PauseWindow != 10 || j.PausePercent != 20 {
+		t.Fatalf("start %+v %v", j, err)
+	}
+	if j, err = s.b.StepJob(s.ctx, j.ID); err != nil || j.Done != 8 {
+		t.Fatalf("chunk %+v %v", j, err)
+	}
+	// The worker of g gets the 8 copies: 5 succeed, then 3 fail again.
+	res := s.pop("q", "g", 8)
+	if len(res.Messages) != 8 {
+		t.Fatalf("popped %d copies", len(res.Messages))
+	}
+	for i, m := range res.Messages {
+		if i < 5 {
+			s.ack(m, broker.AckCompleted, "")
+		} else {
+			s.ack(m, broker.AckFailed, fmt.Sprintf("still broken: timeout after %d ms", 100+i))
+		}
+	}
+	v, err := s.b.JobDetail(s.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.State != broker.JobPaused || !strings.Contains(v.Reason, "3 of the last 8") || !strings.Contains(v.Reason, "still broken: timeout after <n> ms") {
+		t.Fatalf("state %s, reason %q", v.State, v.Reason)
+	}
+	if len(v.Outcomes) != 1 || v.Outcomes[0] != (broker.JobOutcome{GroupID: v.Outcomes[0].GroupID, Group: "g", Replayed: 8, Succeeded: 5, Failed: 3}) {
+		t.Fatalf("outcomes %+v", v.Outcomes)
+	}
+	if len(v.Failures) != 3 || !v.Failures[0].DeadLetter || v.Failures[0].Group != "g" || v.Failures[0].Fingerprint == "" {
+		t.Fatalf("failures %+v", v.Failures)
+	}
+	// Paused: a step does nothing. Resumed: it goes on.
+	if j, err = s.b.StepJob(s.ctx, j.ID); err != nil || j.Done != 8 {
+		t.Fatalf("a paused job stepped: %+v %v", j, err)
+	}
+	if _, err := s.b.ResumeJob(s.ctx, j.ID, "user:dev"); err != nil {
+		t.Fatal(err)
+	}
+	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.State != broker.JobDone || j.Done != 30 {
+		t.Fatalf("after resume %+v %v", j, err)
+	}
+	// Its copies that failed again are dead letters again, not replayed
+	// again by the same job (filed after its bound).
+	if n := len(s.dead("q", "g")); n != 3 {
+		t.Fatalf("%d dead letters, want the 3 that failed again", n)
+	}
+	auto, _ := s.b.Audit(s.ctx, broker.AuditFilter{Stream: broker.AuditStreamBroker, Action: broker.AuditJobPause}, broker.Page{Limit: 10})
+	if len(auto) != 1 || auto[0].JobID != j.ID || auto[0].Actor != broker.BrokerActor {
+		t.Fatalf("auto-pause entries %+v", auto)
+	}
+}
+
+// A delete keeps what it deleted for the restore window: a delete job
+// is undone by a restore job, a single delete by Restore; after the
+// window nothing can be, and the sweep cuts the records.
+func TestDeleteCanBeUndoneWithinTheWindowOnly(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 5)
+	before := s.dead("q", "g")
+	groups, err := s.b.ErrorGroups(s.ctx, "q", "g", "", 10)
+	if err != nil || len(groups) != 1 || groups[0].DeadLetters != 5 {
+		t.Fatalf("error groups %+v %v", groups, err)
+	}
+	res, err := s.b.DeleteMatching(s.ctx, broker.DLQQuery{Queue: "q"}, "user:dev")
+	if err != nil || res.Done != 5 || res.JobID == 0 {
+		t.Fatalf("delete %+v %v", res, err)
+	}
+	if s.stats("q", "g").Depth != 0 {
+		t.Fatal("depth not 0 after the delete")
+	}
+	s.clock.Advance(time.Hour)
+	r, err := s.b.UndoJob(s.ctx, res.JobID, "user:dev")
+	if err != nil || r.Kind != broker.JobRestore || r.Planned != 5 || r.UndoOf != res.JobID {
+		t.Fatalf("undo %+v %v", r, err)
+	}
+	if _, err := s.b.UndoJob(s.ctx, res.JobID, "user:dev"); !errors.Is(err, broker.ErrConflict) {
+		t.Fatalf("second undo: %v, want a conflict", err)
+	}
+	if r, err = s.b.RunJob(s.ctx, r.ID); err != nil || r.State != broker.JobDone || r.Done != 5 {
+		t.Fatalf("restore %+v %v", r, err)
+	}
+	after := s.dead("q", "g")
+	if len(after) != 5 || s.stats("q", "g").Depth != 5 {
+		t.Fatalf("%d dead letters back, depth %d", len(after), s.stats("q", "g").Depth)
+	}
+	for i := range after {
+		a, b := after[i], before[i]
+		if a.MessageID() != b.MessageID() || a.Error != b.Error || !a.FailedAt.Equal(b.FailedAt) || string(a.Payload) != string(b.Payload) || a.ID <= before[0].ID {
+			t.Fatalf("restored %+v\nwas %+v (a restored row gets a new, higher id)", a, b)
+		}
+	}
+	if groups, _ := s.b.ErrorGroups(s.ctx, "q", "g", "", 10); len(groups) != 1 || groups[0].DeadLetters != 5 {
+		t.Fatalf("error groups after restore %+v", groups)
+	}
+	// A single delete, restored within the window; another, after it.
+	id := after[0].MessageID()
+	if _, err := s.b.Delete(s.ctx, id, "", "user:dev"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.b.Restore(s.ctx, id, "", "user:dev"); err != nil || n != 1 {
+		t.Fatalf("restore %d %v", n, err)
+	}
+	if _, err := s.b.Restore(s.ctx, id, "", "user:dev"); !errors.Is(err, broker.ErrNotFound) {
+		t.Fatalf("second restore: %v, want not found", err)
+	}
+	if _, err := s.b.Delete(s.ctx, id, "", "user:dev"); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Advance(broker.RestoreWindow + time.Minute)
+	if _, err := s.b.Restore(s.ctx, id, "", "user:dev"); !errors.Is(err, broker.ErrNotFound) {
+		t.Fatalf("restore after the window: %v, want not found", err)
+	}
+	if err := s.b.SweepHistory(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := s.db.WriteDB().QueryRowContext(s.ctx, `SELECT COUNT(*) FROM removed_dead_letters WHERE restore_until > 0 OR error <> ''`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d removed rows still whole after the sweep (%v)", left, err)
+	}
+	if n := len(s.dead("q", "g")); n != 4 {
+		t.Fatalf("%d dead letters, want 4", n)
+	}
+}
+
+// Replay to one group: the copy is for the group that gave up on it; the
+// other group's dead letter of the message stays. Every group is the
+// default.
+func TestReplayToOwnGroupLeavesOtherGroupsDeadLetters(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0})
+	s.push("q", "p", "m1")
+	for _, g := range []string{"billing", "analytics"} {
+		res := s.pop("q", g, 1)
+		s.ack(res.Messages[0], broker.AckFailed, g+" failed")
+	}
+	id := s.dead("q", "billing")[0].MessageID()
+	if _, err := s.b.ReplayWith(s.ctx, id, broker.ReplayOptions{Actor: "user:dev", Group: "billing"}); !errors.Is(err, broker.ErrInvalid) {
+		t.Fatalf("a group without mode own: %v", err)
+	}
+	res, err := s.b.ReplayWith(s.ctx, id, broker.ReplayOptions{Actor: "user:dev", Mode: broker.ReplayOwnGroup, Group: "billing"})
+	if err != nil || res.TransactionID != broker.OwnGroupTransaction(id, "billing") || len(res.Groups) != 1 || res.Groups[0] != "billing" {
+		t.Fatalf("replay %+v %v", res, err)
+	}
+	if len(s.dead("q", "billing")) != 0 || len(s.dead("q", "analytics")) != 1 {
+		t.Fatal("billing's dead letter should be gone, analytics's kept")
+	}
+	if _, err := s.b.ReplayWith(s.ctx, id, broker.ReplayOptions{Actor: "user:dev", Mode: broker.ReplayOwnGroup, Group: "billing"}); !errors.Is(err, broker.ErrNotFound) {
+		t.Fatalf("second replay to billing: %v, want not found", err)
+	}
+	// analytics's, to every group now: a copy of its own kind.
+	res, err = s.b.Replay(s.ctx, id, "user:dev")
+	if err != nil || res.TransactionID != broker.ReplayPrefix+id || res.Status != broker.StatusQueued {
+		t.Fatalf("replay to every group %+v %v", res, err)
+	}
+}
+
+// Edit and replay: the copy carries the edited payload; invalid JSON is
+// refused and changes nothing; the audit names both versions.
+func TestEditAndReplay(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 1)
+	id := s.dead("q", "g")[0].MessageID()
+	if _, err := s.b.ReplayWith(s.ctx, id, broker.ReplayOptions{Actor: "user:dev", Payload: []byte(`{"tx":`)}); !errors.Is(err, broker.ErrInvalid) {
+		t.Fatalf("invalid JSON: %v", err)
+	}
+	if len(s.dead("q", "g")) != 1 {
+		t.Fatal("a refused edit changed something")
+	}
+	edited := json.RawMessage(`{"tx":"p-0","fixed":true}`)
+	res, err := s.b.ReplayWith(s.ctx, id, broker.ReplayOptions{Actor: "user:dev", Payload: edited})
+	if err != nil || res.Status != broker.StatusQueued {
+		t.Fatalf("edit and replay %+v %v", res, err)
+	}
+	got := s.pop("q", "g", 1)
+	if len(got.Messages) != 1 || string(got.Messages[0].Payload) != string(edited) || got.Messages[0].TransactionID != broker.ReplayPrefix+id {
+		t.Fatalf("copy %+v", got.Messages)
+	}
+	entries, _ := s.b.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditEditReplay}, broker.Page{Limit: 10})
+	if len(entries) != 1 || !strings.Contains(entries[0].Detail, "original 12 bytes") || !strings.Contains(entries[0].Detail, "edited 25 bytes") {
+		t.Fatalf("audit %+v", entries)
+	}
+}

@@ -1,0 +1,787 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"time"
+)
+
+// MaxJobRate is the highest rate limit a job may be given, in messages a
+// second.
+const MaxJobRate = 100000
+
+// jobNews is the key of the waiters woken when a job changes (a queue
+// name cannot hold a NUL byte: no queue's waiters are woken by it).
+const jobNews = "\x00jobs"
+
+// jobFailuresShown is how many of a replay job's failed copies JobDetail
+// lists.
+const jobFailuresShown = 50
+
+// jobRunner is the state of RunJobs shared with the rest of the broker.
+type jobRunner struct {
+	wake chan struct{} // a job to run may have appeared
+}
+
+// wakeJobs tells RunJobs to look for work.
+func (b *Broker) wakeJobs() {
+	select {
+	case b.jobs.wake <- struct{}{}:
+	default:
+	}
+}
+
+// JobRequest asks for a bulk job: a replay or a delete of the dead
+// letters named by IDs (messages' ids), or of those Query selects at or
+// below Query.Bound (the confirmation's; nil: taken as the job starts).
+type JobRequest struct {
+	Kind  string // JobReplay or JobDelete
+	IDs   []string
+	Group string // with IDs on a delete: only that group's dead letters
+	Query *DLQQuery
+	Mode  string // a replay: ReplayEveryGroup or ReplayOwnGroup
+	Rate  int    // messages (a delete: dead letters) a second at most; 0 no limit
+	Actor string
+	// Queue names the queue of a job by ids for the list of jobs (the
+	// page it was started from); a filter's queue is its own.
+	Queue string
+}
+
+func (r *JobRequest) validate() error {
+	switch r.Kind {
+	case JobReplay, JobDelete:
+	default:
+		return errorf(ErrInvalid, "a job is a replay or a delete")
+	}
+	if (r.Query == nil) == (len(r.IDs) == 0) {
+		return errorf(ErrInvalid, "give either ids or a filter")
+	}
+	if len(r.IDs) > MaxBulkIDs {
+		return errorf(ErrInvalid, "ids: at most %d per call; use a filter for more", MaxBulkIDs)
+	}
+	if r.Kind == JobDelete && r.Mode != "" {
+		return errorf(ErrInvalid, "a mode goes with a replay")
+	}
+	if err := (ReplayOptions{Mode: r.Mode}).validate(); err != nil {
+		return err
+	}
+	if r.Group != "" && (r.Query != nil || r.Kind != JobDelete) {
+		return errorf(ErrInvalid, "a consumer group goes with ids on a delete; a filter names its own")
+	}
+	if r.Rate < 0 || r.Rate > MaxJobRate {
+		return errorf(ErrInvalid, "rate must be between 0 (no limit) and %d a second", MaxJobRate)
+	}
+	if r.Query != nil {
+		return r.Query.validateBulk()
+	}
+	r.IDs = uniqueStrings(r.IDs)
+	return nil
+}
+
+// byMessages reports whether the job counts messages (a replay to every
+// group: a message's dead letters in every group go with one copy)
+// rather than dead letters.
+func (j Job) byMessages() bool { return j.Kind == JobReplay && j.Scope.Mode == ReplayEveryGroup }
+
+// StartJob validates r, counts what it will act on and freezes it (the
+// bound of a filter, the ids), stores the job with one audit entry of its
+// actor, and leaves the work to RunJobs. Everything is read and written in
+// one transaction.
+func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
+	if err := r.validate(); err != nil {
+		return Job{}, err
+	}
+	var j Job
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		now := b.now()
+		j = Job{Kind: r.Kind, State: JobRunning, Actor: r.Actor, CreatedAt: now, UpdatedAt: now, Queue: r.Queue, Rate: r.Rate, ArrivedSince: -1,
+			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
+		if r.Query != nil {
+			q := *r.Query
+			j.Queue = q.Queue
+			f, ok, err := q.filter(ctx, tx)
+			if err != nil {
+				return err
+			}
+			bound, err := b.boundOf(ctx, tx, f, ok, q.Bound)
+			if err != nil {
+				return err
+			}
+			q.Bound = &bound
+			if f, ok = within(f, bound); ok {
+				rows, messages, err := countDeadLettersAndMessages(ctx, tx, f)
+				if err != nil {
+					return err
+				}
+				j.Planned = rows
+				if j.byMessages() {
+					j.Planned = messages
+				}
+			}
+			j.Scope.Filter = &q
+			j.Description = fmt.Sprintf("%s matching %s, at or below %s", j.unit(), q.Describe(), bound)
+		} else {
+			j.Planned = int64(len(r.IDs))
+			j.Description = fmt.Sprintf("%d ids by list", len(r.IDs))
+			if r.Group != "" {
+				j.Description += fmt.Sprintf(", group %q only", truncate(r.Group, 64))
+			}
+		}
+		if j.Kind == JobReplay && j.Scope.Mode == ReplayOwnGroup {
+			j.Description += ", each to the group that gave up on it only"
+		}
+		if j.Queue != "" {
+			if qu, err := tx.QueueByName(ctx, j.Queue); err == nil {
+				j.PausePercent, j.PauseWindow = qu.Options.ReplayPausePercent, qu.Options.ReplayPauseWindow
+			} else if !isNotFound(err) {
+				return err
+			}
+		}
+		if err := tx.InsertJob(ctx, &j); err != nil {
+			return fmt.Errorf("job: %w", err)
+		}
+		touched(jobNews)
+		return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: r.Actor, Action: j.Kind, Queue: j.Queue, Group: groupOfScope(j.Scope), Count: int(j.Planned),
+			Detail: fmt.Sprintf("job #%d: %s", j.ID, j.Description), JobID: j.ID})
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	b.wakeJobs()
+	return j, nil
+}
+
+// unit names what the job counts.
+func (j Job) unit() string {
+	switch {
+	case j.byMessages():
+		return "messages (their dead letters in every group)"
+	case j.Kind == JobRestore:
+		return "deleted dead letters"
+	default:
+		return "dead letters"
+	}
+}
+
+func groupOfScope(s JobScope) string {
+	if s.Filter != nil {
+		return s.Filter.Group
+	}
+	return s.Group
+}
+
+// JobView is a job with what it led to: a replay's outcomes per group
+// and its copies that failed again (the most recent JobFailuresShown).
+type JobView struct {
+	Job
+	Outcomes []JobOutcome
+	Failures []JobFailure
+}
+
+// JobDetail reads a job with its outcomes, from one snapshot.
+func (b *Broker) JobDetail(ctx context.Context, id int64) (JobView, error) {
+	var v JobView
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		if v.Job, err = jobByID(ctx, tx, id); err != nil {
+			return err
+		}
+		if v.Kind != JobReplay {
+			return nil
+		}
+		if v.Outcomes, err = tx.JobOutcomes(ctx, id); err != nil {
+			return fmt.Errorf("job outcomes: %w", err)
+		}
+		v.Failures, err = tx.JobFailures(ctx, id, jobFailuresShown)
+		return err
+	})
+	return v, err
+}
+
+func jobByID(ctx context.Context, tx Tx, id int64) (Job, error) {
+	j, err := tx.Job(ctx, id)
+	if isNotFound(err) {
+		return j, errorf(ErrNotFound, "job #%d not found", id)
+	}
+	return j, err
+}
+
+// Jobs lists jobs, newest first.
+func (b *Broker) Jobs(ctx context.Context, f JobFilter, p Page) ([]Job, error) {
+	if p.Limit <= 0 || p.Limit > MaxPageSize {
+		p.Limit = 100
+	}
+	var out []Job
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		out, err = tx.Jobs(ctx, f, p)
+		return err
+	})
+	return out, err
+}
+
+// PauseJob pauses a running job: it stops after the chunk it is in.
+func (b *Broker) PauseJob(ctx context.Context, id int64, actor string) (Job, error) {
+	return b.changeJob(ctx, id, actor, AuditJobPause, func(j *Job, now time.Time) error {
+		if j.State != JobRunning {
+			return errorf(ErrConflict, "job #%d is %s: only a running job can be paused", j.ID, j.State)
+		}
+		j.State, j.Reason = JobPaused, "paused by "+actor
+		return nil
+	})
+}
+
+// ResumeJob runs a paused (or failed) job again, from where it stopped.
+// A replay's auto-pause window starts empty again.
+func (b *Broker) ResumeJob(ctx context.Context, id int64, actor string) (Job, error) {
+	j, err := b.changeJob(ctx, id, actor, AuditJobResume, func(j *Job, now time.Time) error {
+		if j.State != JobPaused && j.State != JobFailed {
+			return errorf(ErrConflict, "job #%d is %s: only a paused or failed job can be resumed", j.ID, j.State)
+		}
+		j.State, j.Reason, j.FinishedAt, j.Failed = JobRunning, "", time.Time{}, 0
+		j.Recent, j.RecentN = 0, 0
+		return nil
+	})
+	if err == nil {
+		b.wakeJobs()
+	}
+	return j, err
+}
+
+// CancelJob stops a job for good: what it did stays done, the rest is
+// left untouched.
+func (b *Broker) CancelJob(ctx context.Context, id int64, actor string) (Job, error) {
+	return b.changeJob(ctx, id, actor, AuditJobCancel, func(j *Job, now time.Time) error {
+		if j.Finished() && j.State != JobFailed {
+			return errorf(ErrConflict, "job #%d is %s already", j.ID, j.State)
+		}
+		j.State, j.Reason, j.FinishedAt = JobCancelled, "cancelled by "+actor, now
+		return nil
+	})
+}
+
+// changeJob applies change to job id in one transaction, with an audit
+// entry of actor.
+func (b *Broker) changeJob(ctx context.Context, id int64, actor, action string, change func(*Job, time.Time) error) (Job, error) {
+	var j Job
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		now := b.now()
+		var err error
+		if j, err = jobByID(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := change(&j, now); err != nil {
+			return err
+		}
+		j.UpdatedAt = now
+		if err := tx.SaveJob(ctx, &j); err != nil {
+			return err
+		}
+		touched(jobNews)
+		return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: actor, Action: action, Queue: j.Queue, Count: int(j.Done),
+			Detail: fmt.Sprintf("job #%d (%s): %s, %d of %d done", j.ID, j.Kind, j.State, j.Done, j.Planned), JobID: j.ID})
+	})
+	return j, err
+}
+
+// UndoJob undoes a delete job: it starts a restore job that puts back,
+// within their restore window, the dead letters the delete job removed
+// (a delete still running is cancelled first). It returns the restore
+// job.
+func (b *Broker) UndoJob(ctx context.Context, id int64, actor string) (Job, error) {
+	var r Job
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		now := b.now()
+		j, err := jobByID(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if j.Kind != JobDelete {
+			return errorf(ErrConflict, "job #%d is a %s: only a delete can be undone", j.ID, j.Kind)
+		}
+		if j.UndoneBy != 0 {
+			return errorf(ErrConflict, "job #%d was undone already, by job #%d", j.ID, j.UndoneBy)
+		}
+		n, err := tx.CountRestorable(ctx, j.ID, now)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errorf(ErrConflict, "nothing job #%d deleted can be restored: its restore window (%s) has ended, or it was restored already", j.ID, b.restoreWindow)
+		}
+		r = Job{Kind: JobRestore, State: JobRunning, Actor: actor, CreatedAt: now, UpdatedAt: now, Queue: j.Queue, Planned: n, ArrivedSince: -1,
+			UndoOf: j.ID, Description: fmt.Sprintf("the dead letters job #%d deleted", j.ID), PausePercent: j.PausePercent, PauseWindow: j.PauseWindow}
+		if err := tx.InsertJob(ctx, &r); err != nil {
+			return err
+		}
+		if !j.Finished() {
+			j.State, j.Reason, j.FinishedAt = JobCancelled, fmt.Sprintf("undone by %s (job #%d)", actor, r.ID), now
+		}
+		j.UndoneBy, j.UpdatedAt = r.ID, now
+		if err := tx.SaveJob(ctx, &j); err != nil {
+			return err
+		}
+		touched(jobNews)
+		return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: actor, Action: AuditRestore, Queue: j.Queue, Count: int(n),
+			Detail: fmt.Sprintf("job #%d: undo of job #%d, %d dead letters to restore", r.ID, j.ID, n), JobID: r.ID})
+	})
+	if err == nil {
+		b.wakeJobs()
+	}
+	return r, err
+}
+
+// WaitJob returns the job once it has finished or is paused (or ctx
+// ends). It needs RunJobs running, or another caller running the job's
+// chunks (RunJob).
+func (b *Broker) WaitJob(ctx context.Context, id int64) (Job, error) {
+	for {
+		news := b.watch(jobNews)
+		var j Job
+		if err := b.store.View(ctx, func(tx Tx) (err error) {
+			j, err = jobByID(ctx, tx, id)
+			return err
+		}); err != nil {
+			return j, err
+		}
+		if j.Finished() || j.State == JobPaused {
+			return j, nil
+		}
+		select {
+		case <-news:
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-b.closed:
+			return j, errorf(ErrUnavailable, "the broker is stopping")
+		}
+	}
+}
+
+// RunJob runs job id's chunks in the caller until it is finished or
+// paused, without its rate limit (for tools and tests; the server's jobs
+// are run by RunJobs).
+func (b *Broker) RunJob(ctx context.Context, id int64) (Job, error) {
+	for {
+		j, err := b.runChunk(ctx, id)
+		if err != nil || j.State != JobRunning {
+			return j, err
+		}
+		if err := ctx.Err(); err != nil {
+			return j, err
+		}
+	}
+}
+
+// StepJob runs one chunk of job id in the caller, and returns the job as
+// it left it (for tools and tests).
+func (b *Broker) StepJob(ctx context.Context, id int64) (Job, error) { return b.runChunk(ctx, id) }
+
+// jobRetries is how many chunks in a row may fail before a job is marked
+// failed; the waits between them double from a second.
+const jobRetries = 5
+
+// RunJobs runs the running jobs (those of before a restart included) in
+// the background until ctx ends: a chunk of each in turn, each chunk a
+// low-priority transaction that also records the job's progress (so that
+// a job resumes exactly where it stopped), a rate-limited job no faster
+// than its rate. A chunk that fails is tried again after a wait; after
+// jobRetries failures in a row the job is marked failed, with the reason.
+func (b *Broker) RunJobs(ctx context.Context) {
+	type pace struct {
+		next  time.Time // not before
+		fails int
+	}
+	paces := map[int64]*pace{}
+	for {
+		var running []Job
+		err := b.store.View(ctx, func(tx Tx) (err error) {
+			running, err = tx.Jobs(ctx, JobFilter{State: JobRunning}, Page{Limit: MaxPageSize})
+			return err
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		var wait time.Duration = -1 // none: until woken
+		if err != nil {
+			b.log.ErrorContext(ctx, "jobs: list running jobs", "err", err)
+			wait = time.Second
+		}
+		slices.Reverse(running) // oldest first
+		now := time.Now()
+		ran := false
+		live := map[int64]bool{}
+		for _, j := range running {
+			live[j.ID] = true
+			p := paces[j.ID]
+			if p == nil {
+				p = &pace{next: now}
+				paces[j.ID] = p
+			}
+			if d := p.next.Sub(time.Now()); d > 0 {
+				if wait < 0 || d < wait {
+					wait = d
+				}
+				continue
+			}
+			before := j.Done + j.Skipped
+			after, err := b.runChunk(ctx, j.ID)
+			if ctx.Err() != nil {
+				return
+			}
+			ran = true
+			if err != nil {
+				p.fails++
+				b.log.ErrorContext(ctx, "jobs: a chunk failed", "job", j.ID, "kind", j.Kind, "fails", p.fails, "err", err)
+				if p.fails >= jobRetries {
+					b.failJob(ctx, j.ID, err)
+					delete(paces, j.ID)
+					continue
+				}
+				p.next = time.Now().Add(time.Second << (p.fails - 1))
+				continue
+			}
+			p.fails = 0
+			if j.Rate > 0 {
+				// The next chunk when this one's share of the rate is
+				// spent, counted from when this one was due (or from a
+				// second ago, after a pause): the rate holds on average.
+				start := p.next
+				if floor := time.Now().Add(-time.Second); start.Before(floor) {
+					start = floor
+				}
+				p.next = start.Add(time.Duration(after.Done+after.Skipped-before) * time.Second / time.Duration(j.Rate))
+			}
+		}
+		for id := range paces {
+			if !live[id] {
+				delete(paces, id)
+			}
+		}
+		if ran {
+			continue
+		}
+		var timer <-chan time.Time
+		var t *time.Timer
+		if wait >= 0 {
+			t = time.NewTimer(wait)
+			timer = t.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-b.jobs.wake:
+		case <-timer:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// failJob marks a job failed after its chunks kept failing: what it did
+// stays done, what is left is counted as failed, and a resume tries
+// again.
+func (b *Broker) failJob(ctx context.Context, id int64, cause error) {
+	reason := "it stopped on a storage error (see the server's log); resume it to try again"
+	if errors.Is(cause, ErrUnavailable) {
+		reason = "the database stayed busy or full; resume it to try again"
+	}
+	err := b.update(context.WithoutCancel(ctx), func(tx Tx, touched func(string)) error {
+		now := b.now()
+		j, err := jobByID(ctx, tx, id)
+		if err != nil || j.State != JobRunning {
+			return err
+		}
+		j.State, j.Reason, j.FinishedAt, j.UpdatedAt = JobFailed, reason, now, now
+		j.Failed = j.Left()
+		touched(jobNews)
+		if err := tx.SaveJob(ctx, &j); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: BrokerActor, Action: AuditJobPause, Queue: j.Queue, Count: int(j.Done), Broker: true,
+			Detail: fmt.Sprintf("job #%d failed: %s", j.ID, reason), JobID: j.ID})
+	})
+	if err != nil {
+		b.log.ErrorContext(ctx, "jobs: mark a job failed", "job", id, "err", err)
+	}
+}
+
+// chunkSize is how much one chunk of j takes: the bulk chunk, smaller
+// under a rate limit so that the rate is kept evenly (about ten chunks a
+// second).
+func chunkSize(j Job, full int) int {
+	if j.Rate > 0 {
+		return min(full, max(1, j.Rate/10))
+	}
+	return full
+}
+
+// runChunk does the next chunk of job id, in one low-priority
+// transaction with the job's progress, and returns the job as it left it.
+// A job that is not running is returned as it is.
+func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
+	var j Job
+	err := b.update(LowPriority(ctx), func(tx Tx, touched func(string)) error {
+		now := b.now()
+		var err error
+		if j, err = jobByID(ctx, tx, id); err != nil || j.State != JobRunning {
+			return err
+		}
+		var finished bool
+		switch {
+		case j.Kind == JobRestore:
+			finished, err = b.restoreChunk(ctx, tx, &j, now, touched)
+		case len(j.Scope.IDs) > 0:
+			finished, err = b.idsChunk(ctx, tx, &j, now, touched)
+		default:
+			finished, err = b.filterChunk(ctx, tx, &j, now, touched)
+		}
+		if err != nil {
+			return err
+		}
+		if finished {
+			j.State, j.FinishedAt = JobDone, now
+			if f := j.Scope.Filter; f != nil && f.Bound != nil {
+				// What matches with a row id above the bound was filed
+				// since, and not touched.
+				flt, ok, err := f.filter(ctx, tx)
+				if err != nil {
+					return err
+				}
+				j.ArrivedSince = 0
+				if ok {
+					if j.ArrivedSince, err = tx.CountDeadLettersAbove(ctx, flt, *f.Bound); err != nil {
+						return fmt.Errorf("count what arrived since: %w", err)
+					}
+				}
+			}
+			if len(j.Scope.IDs) == 0 {
+				// Counted, then gone before the job reached them.
+				j.Skipped = max(j.Planned-j.Done, 0)
+			}
+			touched(jobNews)
+		}
+		j.UpdatedAt = now
+		return tx.SaveJob(ctx, &j)
+	})
+	return j, err
+}
+
+// idsChunk does the next ids of a job by ids.
+func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) (bool, error) {
+	ids := j.Scope.IDs[min(j.Position, int64(len(j.Scope.IDs))):]
+	if len(ids) == 0 {
+		return true, nil
+	}
+	size := bulkChunk
+	if j.Kind == JobDelete {
+		size = deleteChunk
+	}
+	chunk := ids[:min(chunkSize(*j, size), len(ids))]
+	keys, at, err := keysOfIDs(ctx, tx, chunk, j.Scope.Group)
+	if err != nil {
+		return false, err
+	}
+	consumed, done := len(chunk), messagesIn(keys)
+	if j.Kind == JobReplay {
+		// Cut to the payloads one transaction may copy: the ids of the
+		// messages left out come in the next chunk.
+		if cut := withinBytes(keys); len(cut) < len(keys) {
+			consumed, keys, done = at[len(cut)], cut, messagesIn(cut)
+		}
+	}
+	if done > 0 {
+		if err := b.applyJobKeys(ctx, tx, j, now, keys, touched); err != nil {
+			return false, err
+		}
+	}
+	j.Position += int64(consumed)
+	j.Done += int64(done)
+	j.Skipped += int64(consumed - done)
+	return j.Position >= int64(len(j.Scope.IDs)), nil
+}
+
+// filterChunk does the next chunk of a job by filter: the newest of what
+// is left at or below its bound.
+func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) (bool, error) {
+	q := j.Scope.Filter
+	if q == nil || q.Bound == nil {
+		return false, fmt.Errorf("job #%d has neither ids nor a bound filter", j.ID)
+	}
+	f, ok, err := q.filter(ctx, tx)
+	if err != nil || !ok {
+		return true, err
+	}
+	if f, ok = within(f, *q.Bound); !ok {
+		return true, nil
+	}
+	size := bulkChunk
+	if j.Kind == JobDelete {
+		size = deleteChunk
+	}
+	keys, err := tx.DeadLetterKeys(ctx, f, chunkSize(*j, size))
+	if err != nil || len(keys) == 0 {
+		return true, err
+	}
+	if j.Kind == JobReplay {
+		if j.byMessages() {
+			// Every group's dead letters of the messages go with them, the
+			// messages in the order listed, as many as the payloads one
+			// transaction may copy (the rest still match: the next chunk
+			// takes them).
+			if keys, err = allGroups(ctx, tx, keys); err != nil {
+				return false, err
+			}
+		} else if keys, err = withSizes(ctx, tx, keys); err != nil {
+			return false, err
+		}
+		keys = withinBytes(keys)
+	}
+	if err := b.applyJobKeys(ctx, tx, j, now, keys, touched); err != nil {
+		return false, err
+	}
+	if j.byMessages() {
+		j.Done += int64(messagesIn(keys))
+	} else {
+		j.Done += int64(len(keys))
+	}
+	return false, nil
+}
+
+// withSizes gives keys (read without their messages) their messages'
+// times and payload sizes, in the same order.
+func withSizes(ctx context.Context, tx Tx, keys []DeadLetterKey) ([]DeadLetterKey, error) {
+	var seqs []int64
+	for _, k := range keys {
+		seqs = append(seqs, k.Seq)
+	}
+	all, err := tx.DeadLetterKeysOf(ctx, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters of messages: %w", err)
+	}
+	byID := make(map[int64]DeadLetterKey, len(all))
+	for _, k := range all {
+		byID[k.ID] = k
+	}
+	out := keys[:0:0]
+	for _, k := range keys {
+		if full, ok := byID[k.ID]; ok {
+			out = append(out, full)
+		}
+	}
+	return out, nil
+}
+
+// restoreChunk restores the next of the dead letters a delete job removed.
+func (b *Broker) restoreChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) (bool, error) {
+	rs, err := tx.Restorable(ctx, 0, 0, j.UndoOf, now, chunkSize(*j, deleteChunk))
+	if err != nil || len(rs) == 0 {
+		return true, err
+	}
+	queues, err := restoreRemoved(ctx, tx, now, rs, j.Actor)
+	if err != nil {
+		return false, err
+	}
+	for _, q := range queues {
+		touched(q)
+	}
+	j.Done += int64(len(rs))
+	return false, nil
+}
+
+// applyJobKeys replays or deletes keys for j.
+func (b *Broker) applyJobKeys(ctx context.Context, tx Tx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string)) error {
+	var err error
+	if j.Kind == JobReplay {
+		_, err = replayKeys(ctx, tx, now, keys, replaySpec{by: ReplayBy{Actor: j.Actor, JobID: j.ID}, mode: j.Scope.Mode})
+	} else {
+		err = removeKeys(ctx, tx, keys, Stats{Deleted: 1}, b.removal(now, j.Actor, j.ID))
+	}
+	if err != nil {
+		return err
+	}
+	_, err = messagesPerQueue(ctx, tx, keys, touched)
+	return err
+}
+
+// Auto-pause defaults: a replay job pauses itself when more than
+// DefaultPausePercent of the last DefaultPauseWindow copies settled
+// failed again (queue options replayPausePercent, replayPauseWindow).
+const (
+	DefaultPausePercent = 20
+	DefaultPauseWindow  = 50
+	MaxPauseWindow      = 64 // the window is kept as bits of a uint64
+)
+
+// settleCopy counts how a replayed copy ended in a group that had
+// dead-lettered the original (the only place where it says whether the
+// fix worked): in the copy's outcome, and in its job's, which pauses
+// itself when too many of its copies fail again. It reports whether the
+// outcome was to be counted.
+func settleCopy(ctx context.Context, tx Tx, m Message, groupID int64, ok bool, now time.Time, touched func(string)) (bool, error) {
+	if !IsReplayTransaction(m.TransactionID) {
+		return false, nil
+	}
+	counted, jobID, err := tx.TakeReplayOutcome(ctx, m.Seq, groupID, ok, now)
+	if err != nil || !counted || jobID == 0 {
+		return counted, err
+	}
+	if err := tx.SettleJobCopy(ctx, jobID, groupID, ok); err != nil {
+		return counted, fmt.Errorf("job outcome: %w", err)
+	}
+	j, err := tx.Job(ctx, jobID)
+	if isNotFound(err) || (err == nil && (j.Kind != JobReplay || j.State != JobRunning || j.PausePercent <= 0)) {
+		return counted, nil // only a running job pauses itself
+	}
+	if err != nil {
+		return counted, err
+	}
+	window := min(max(j.PauseWindow, 1), MaxPauseWindow)
+	j.Recent <<= 1
+	if !ok {
+		j.Recent |= 1
+	}
+	j.Recent &= 1<<window - 1
+	j.RecentN = min(j.RecentN+1, window)
+	j.UpdatedAt = now
+	failed := bits.OnesCount64(j.Recent)
+	if failed*100 > j.PausePercent*window {
+		j.State = JobPaused
+		j.Reason = fmt.Sprintf("paused itself: %d of the last %d copies settled failed again (more than %d %%)", failed, j.RecentN, j.PausePercent)
+		if fp, n, err := commonFailure(ctx, tx, jobID, window); err != nil {
+			return counted, err
+		} else if n > 0 {
+			j.Reason += fmt.Sprintf("; %d of them share the error %q", n, truncate(fp, 120))
+		}
+		touched(jobNews)
+		if err := tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: BrokerActor, Action: AuditJobPause, Queue: j.Queue, Count: int(j.Done), Broker: true,
+			Detail: fmt.Sprintf("job #%d %s", j.ID, j.Reason), JobID: j.ID}); err != nil {
+			return counted, err
+		}
+	}
+	return counted, tx.SaveJob(ctx, &j)
+}
+
+// commonFailure is the error group (fingerprint) most of the job's last
+// window failed copies share, and how many do.
+func commonFailure(ctx context.Context, tx Tx, jobID int64, window int) (string, int, error) {
+	fs, err := tx.JobFailures(ctx, jobID, window)
+	if err != nil {
+		return "", 0, fmt.Errorf("job failures: %w", err)
+	}
+	counts := map[string]int{}
+	best, n := "", 0
+	for _, f := range fs {
+		if !f.DeadLetter {
+			continue
+		}
+		counts[f.Fingerprint]++
+		if c := counts[f.Fingerprint]; c > n || (c == n && f.Fingerprint < best) {
+			best, n = f.Fingerprint, c
+		}
+	}
+	return best, n, nil
+}

@@ -1,0 +1,199 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// RestoreWindow is how long a deleted dead letter can be restored, by
+// default (Config.RestoreWindow); after it, it is gone for good (the
+// maintenance sweep, SweepHistory, cuts it to what its page needs to say
+// what happened).
+const RestoreWindow = 24 * time.Hour
+
+// HistoryRetention is how long the history of replays and deletes (jobs,
+// their outcomes, the lineage of copies, edits, deleted dead letters'
+// records, failed attempts of those) is kept after it was made.
+const HistoryRetention = 400 * 24 * time.Hour
+
+// RemovedDeleted is how a deleted dead letter was removed.
+const RemovedDeleted = "deleted"
+
+// RemovedDeadLetter is a dead letter that was deleted, as kept in
+// removed_dead_letters: whole while it can be restored.
+type RemovedDeadLetter struct {
+	ID           int64 // its row in removed_dead_letters
+	DeadLetter   DeadLetter
+	How          string
+	At           time.Time
+	Actor        string
+	JobID        int64
+	RestoreUntil time.Time // zero: no longer restorable
+	RestoredAt   time.Time
+	RestoredBy   string
+}
+
+// RemovedTx is what deleting with a restore window needs from storage.
+type RemovedTx interface {
+	// Restorable returns the removed dead letters still restorable at now
+	// (RestoreUntil after now, not restored) of the message seq (only the
+	// group's when groupID is not 0), by removed_dead_letters_seq; or,
+	// with jobID set instead (seq 0), up to limit of the job's, by
+	// removed_dead_letters_job. Their DeadLetter has no ID (it gets a new
+	// one when restored), no Payload and no names.
+	Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]RemovedDeadLetter, error)
+	// CountRestorable counts the job's dead letters still restorable at
+	// now.
+	CountRestorable(ctx context.Context, jobID int64, now time.Time) (int64, error)
+	// MarkRestored records that the removed rows ids were restored, at
+	// now by actor: no longer restorable.
+	MarkRestored(ctx context.Context, ids []int64, now time.Time, actor string) error
+	// ReturnToErrorGroup counts n restored dead letters back into their
+	// error group (made when there is none), failed at failedAt with
+	// errText; unlike FileErrorGroup it counts no filing in the hourly
+	// trend, and moves the sample only when failedAt is the newest.
+	ReturnToErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64, failedAt time.Time, errText string) error
+	// EndRestoreWindows cuts up to limit removed dead letters whose
+	// window ended before now to what their page needs (their error
+	// text goes, RestoreUntil zero) and returns how many.
+	EndRestoreWindows(ctx context.Context, now time.Time, limit int) (int64, error)
+	// SweepHistory deletes up to limit rows of history made before
+	// before: finished jobs with their outcomes, replays with their edits
+	// and outcomes, removed dead letters' records, and the failed
+	// attempts of the messages of those; it returns how many rows of
+	// jobs, replays and removed dead letters went (0: nothing left).
+	SweepHistory(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// Restore puts back the deleted dead letters of a message (only group's
+// when set) that are still within their restore window: each as it was,
+// with a new row id (so that no bulk action's bound counted before takes
+// it in), counted back into its depth and error group. It returns how
+// many it restored; ErrNotFound when none could be.
+func (b *Broker) Restore(ctx context.Context, messageID, group, actor string) (int, error) {
+	ms, seq, ok := ParseMessageID(messageID)
+	if !ok {
+		return 0, errorf(ErrNotFound, "dead letter %q not found", truncate(messageID, 64))
+	}
+	n := 0
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		now := b.now()
+		var gid int64
+		if group != "" {
+			var err error
+			if gid, err = tx.GroupID(ctx, group, false); isNotFound(err) {
+				return errorf(ErrNotFound, "nothing of message %s in consumer group %q can be restored", messageID, truncate(group, 64))
+			} else if err != nil {
+				return err
+			}
+		}
+		rs, err := tx.Restorable(ctx, seq, gid, 0, now, 0)
+		if err != nil {
+			return fmt.Errorf("restorable: %w", err)
+		}
+		if len(rs) == 0 || rs[0].DeadLetter.CreatedAt.UnixMilli() != ms {
+			return errorf(ErrNotFound, "nothing of message %s can be restored (never deleted, restored already, or its restore window has ended)", messageID)
+		}
+		queues, err := restoreRemoved(ctx, tx, now, rs, actor)
+		if err != nil {
+			return err
+		}
+		for _, q := range queues {
+			touched(q)
+		}
+		n = len(rs)
+		return audit(ctx, tx, now, actor, AuditRestore, strings.Join(queues, ","), groupsOfRemoved(ctx, tx, rs), n, fmt.Sprintf("message %s restored", messageID))
+	})
+	return n, err
+}
+
+// restoreRemoved files the removed dead letters rs again and marks them
+// restored; it returns the names of their queues.
+func restoreRemoved(ctx context.Context, tx Tx, now time.Time, rs []RemovedDeadLetter, actor string) ([]string, error) {
+	ids := make([]int64, len(rs))
+	type key struct{ q, g int64 }
+	depth := map[key]int64{}
+	var order []key
+	var queues []string
+	seenQ := map[int64]bool{}
+	for i, r := range rs {
+		ids[i] = r.ID
+		d := r.DeadLetter
+		d.ID = 0
+		if err := tx.InsertDeadLetter(ctx, &d); err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		if err := tx.ReturnToErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, 1, d.FailedAt, d.Error); err != nil {
+			return nil, fmt.Errorf("restore: error groups: %w", err)
+		}
+		k := key{d.QueueID, d.GroupID}
+		if depth[k] == 0 {
+			order = append(order, k)
+		}
+		depth[k]++
+		if !seenQ[d.QueueID] {
+			seenQ[d.QueueID] = true
+			q, err := tx.QueueByID(ctx, d.QueueID)
+			if err != nil {
+				return nil, fmt.Errorf("restore: queue: %w", err)
+			}
+			queues = append(queues, q.Name)
+		}
+	}
+	for _, k := range order {
+		if err := tx.AddStats(ctx, k.q, k.g, Stats{Depth: depth[k]}, time.Time{}); err != nil {
+			return nil, fmt.Errorf("restore: stats: %w", err)
+		}
+	}
+	if err := tx.MarkRestored(ctx, ids, now, actor); err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	return queues, nil
+}
+
+// groupsOfRemoved names the groups of rs, for the audit.
+func groupsOfRemoved(ctx context.Context, tx Tx, rs []RemovedDeadLetter) string {
+	seen := map[int64]bool{}
+	var names []string
+	for _, r := range rs {
+		if seen[r.DeadLetter.GroupID] {
+			continue
+		}
+		seen[r.DeadLetter.GroupID] = true
+		if n, err := tx.GroupName(ctx, r.DeadLetter.GroupID); err == nil {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// SweepHistory is the maintenance of what deletes and replays keep: the
+// deleted dead letters whose restore window ended are cut to their
+// record, and history older than HistoryRetention goes, a chunk a
+// transaction on the low-priority lane.
+func (b *Broker) SweepHistory(ctx context.Context) error {
+	ctx = LowPriority(ctx)
+	for _, step := range []func(tx Tx, now time.Time) (int64, error){
+		func(tx Tx, now time.Time) (int64, error) { return tx.EndRestoreWindows(ctx, now, deleteChunk) },
+		func(tx Tx, now time.Time) (int64, error) { return tx.SweepHistory(ctx, now.Add(-HistoryRetention), deleteChunk) },
+	} {
+		for {
+			var n int64
+			if err := b.store.Update(ctx, func(tx Tx) (err error) {
+				n, err = step(tx, b.now())
+				return err
+			}); err != nil {
+				return fmt.Errorf("sweep history: %w", err)
+			}
+			if n == 0 {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

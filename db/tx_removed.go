@@ -1,0 +1,179 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Deleted dead letters kept for a restore window, and the sweeps of the
+// history replays and deletes keep (migration 0018).
+
+// keepRemoved copies the dead letters ids (a JSON array) whole into
+// removed_dead_letters, before DeleteDeadLetters removes them.
+func (t *storeTx) keepRemoved(ctx context.Context, ids string, r *broker.Removal) error {
+	_, err := t.exec(ctx, `INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
+			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until)
+		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
+			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?
+		FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id`,
+		r.How, ms(r.At), r.Actor, r.JobID, ms(r.RestoreUntil), ids)
+	return err
+}
+
+const removedCols = `r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, m.created_at`
+
+// Restorable reads by removed_dead_letters_seq (a message's) or
+// removed_dead_letters_job (a job's), joined to the message for its
+// time; a row whose (seq, group) is a dead letter again is left out.
+func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]broker.RemovedDeadLetter, error) {
+	q := `SELECT ` + removedCols + ` FROM removed_dead_letters r JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > ? AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`
+	args := []any{ms(now)}
+	if jobID != 0 {
+		q += ` AND r.job_id = ? AND r.job_id > 0 ORDER BY r.id LIMIT ?`
+		args = append(args, jobID, limit)
+	} else {
+		q += ` AND r.seq = ?`
+		args = append(args, seq)
+		if groupID != 0 {
+			q += ` AND r.group_id = ?`
+			args = append(args, groupID)
+		}
+		q += ` ORDER BY r.id`
+	}
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.RemovedDeadLetter
+	for rows.Next() {
+		var r broker.RemovedDeadLetter
+		d := &r.DeadLetter
+		var failed, at, until, restored, created int64
+		if err := rows.Scan(&r.ID, &d.Seq, &d.QueueID, &d.PartitionID, &d.GroupID, &d.Error, &d.ErrorBytes, &d.RetryCount, &failed,
+			&d.TransactionID, &d.TraceID, &d.Fingerprint, &r.How, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &created); err != nil {
+			return nil, err
+		}
+		d.FailedAt, d.CreatedAt, r.At = fromMS(failed), fromMS(created), fromMS(at)
+		if until != 0 {
+			r.RestoreUntil = fromMS(until)
+		}
+		if restored != 0 {
+			r.RestoredAt = fromMS(restored)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// CountRestorable counts by removed_dead_letters_job.
+func (t *storeTx) CountRestorable(ctx context.Context, jobID int64, now time.Time) (int64, error) {
+	var n int64
+	err := t.queryRow(ctx, `SELECT COUNT(*) FROM removed_dead_letters r WHERE r.job_id = ? AND r.job_id > 0 AND r.restore_until > ? AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`, jobID, ms(now)).Scan(&n)
+	return n, err
+}
+
+// MarkRestored writes removed_dead_letters by primary key; the error
+// text goes (the dead letter has it again).
+func (t *storeTx) MarkRestored(ctx context.Context, ids []int64, now time.Time, actor string) error {
+	_, err := t.exec(ctx, `UPDATE removed_dead_letters SET restored_at = ?, restored_by = ?, restore_until = 0, error = '' WHERE id IN (SELECT value FROM json_each(?))`,
+		ms(now), actor, intsJSON(ids))
+	return err
+}
+
+// ReturnToErrorGroup upserts error_groups by its key.
+func (t *storeTx) ReturnToErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64, failedAt time.Time, errText string) error {
+	_, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			dead_letters = dead_letters + excluded.dead_letters,
+			first_failed_at = min(first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at > last_failed_at THEN excluded.sample_error ELSE sample_error END,
+			last_failed_at = max(last_failed_at, excluded.last_failed_at)`,
+		queueID, groupID, fingerprint, n, ms(failedAt), errText)
+	return err
+}
+
+// EndRestoreWindows walks removed_dead_letters_window from its oldest end.
+func (t *storeTx) EndRestoreWindows(ctx context.Context, now time.Time, limit int) (int64, error) {
+	res, err := t.exec(ctx, `UPDATE removed_dead_letters SET error = '', restore_until = 0
+		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= ? ORDER BY restore_until LIMIT ?)`, ms(now), limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// SweepHistory takes each table from its oldest end: rows are written in
+// time order, so the oldest ids are the oldest rows, and a walk from
+// there stops at the first one that is young enough (no index on the
+// times is needed).
+func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int) (int64, error) {
+	cut := ms(before)
+	var total int64
+	// Replays, with their edits, outcomes and the attempts of the
+	// messages they copied.
+	seqs, err := t.queryIDs(ctx, `SELECT copy_seq FROM (SELECT copy_seq, at FROM replays ORDER BY copy_seq LIMIT ?) WHERE at < ?`, limit, cut)
+	if err != nil {
+		return 0, err
+	}
+	if len(seqs) > 0 {
+		list := intsJSON(seqs)
+		for _, s := range []string{
+			`DELETE FROM attempts WHERE seq IN (SELECT r.seq FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?1)))
+				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`,
+			`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT value FROM json_each(?1))`,
+			`DELETE FROM replay_edits WHERE copy_seq IN (SELECT value FROM json_each(?1))`,
+			`DELETE FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?1))`,
+		} {
+			if _, err := t.exec(ctx, s, list); err != nil {
+				return 0, err
+			}
+		}
+		total += int64(len(seqs))
+	}
+	// Deleted dead letters' records (their restore window is long over),
+	// and the attempts of their messages in their group.
+	ids, err := t.queryIDs(ctx, `SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT ?) WHERE at < ? AND restore_until = 0`, limit, cut)
+	if err != nil {
+		return 0, err
+	}
+	if len(ids) > 0 {
+		list := intsJSON(ids)
+		for _, s := range []string{
+			`DELETE FROM attempts WHERE (seq, group_id) IN (SELECT r.seq, r.group_id FROM removed_dead_letters r WHERE r.id IN (SELECT value FROM json_each(?1)))
+				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`,
+			`DELETE FROM removed_dead_letters WHERE id IN (SELECT value FROM json_each(?1))`,
+		} {
+			if _, err := t.exec(ctx, s, list); err != nil {
+				return 0, err
+			}
+		}
+		total += int64(len(ids))
+	}
+	// Finished jobs, with their outcomes (their copies' rows went with
+	// the replays above, or go when those do).
+	jobs, err := t.queryIDs(ctx, `SELECT id FROM jobs WHERE finished_at > 0 AND finished_at < ? ORDER BY id LIMIT ?`, cut, limit)
+	if err != nil {
+		return 0, err
+	}
+	if len(jobs) > 0 {
+		list := intsJSON(jobs)
+		for _, s := range []string{
+			`DELETE FROM job_outcomes WHERE job_id IN (SELECT value FROM json_each(?1))`,
+			`DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))`,
+		} {
+			if _, err := t.exec(ctx, s, list); err != nil {
+				return 0, err
+			}
+		}
+		total += int64(len(jobs))
+	}
+	return total, nil
+}
