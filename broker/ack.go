@@ -350,21 +350,36 @@ func (s *settler) settle(ctx context.Context) error {
 			if err := s.replayOutcome(ctx, head, true); err != nil {
 				return err
 			}
+			if err := s.forgetAttempts(ctx, a.Seq, retries, true); err != nil {
+				return err
+			}
 			s.advance(a.Seq)
 		case AckDLQ:
 			if err := s.deadLetter(ctx, head, a.Error, a.ErrorBytes, retries, o.DeadLetterQueue); err != nil {
+				return err
+			}
+			if err := s.forgetAttempts(ctx, a.Seq, retries, !o.DeadLetterQueue); err != nil {
 				return err
 			}
 			s.advance(a.Seq)
 		case AckFailed:
 			s.stats.Failed++
 			if retries < o.RetryLimit {
+				// The attempt's error and time, for the dead letter's
+				// history should it come to that: one statement.
+				if err := s.tx.InsertAttempt(ctx, a.Seq, c.GroupID, Attempt{Attempt: retries + 1, At: s.now, Error: a.Error, ErrorBytes: a.ErrorBytes}); err != nil {
+					return fmt.Errorf("settle: attempt: %w", err)
+				}
 				c.RetrySeq, c.Retries = a.Seq, retries+1
 				c.AvailableAt = s.now.Add(time.Duration(o.RetryDelay) * time.Millisecond)
 				c.voidLease() // it and everything behind it come back
 				return nil
 			}
-			if err := s.deadLetter(ctx, head, a.Error, a.ErrorBytes, retries, o.DeadLetterQueue && o.DLQAfterMaxRetries); err != nil {
+			keep := o.DeadLetterQueue && o.DLQAfterMaxRetries
+			if err := s.deadLetter(ctx, head, a.Error, a.ErrorBytes, retries, keep); err != nil {
+				return err
+			}
+			if err := s.forgetAttempts(ctx, a.Seq, retries, !keep); err != nil {
 				return err
 			}
 			s.advance(a.Seq)
@@ -391,6 +406,20 @@ func (s *settler) replayOutcome(ctx context.Context, m Message, ok bool) error {
 		s.stats.ReplayCompleted++
 	} else {
 		s.stats.ReplayFailed++
+	}
+	return nil
+}
+
+// forgetAttempts deletes the failed attempts of a message the group has
+// settled without a dead letter (completed, or dropped): they tell
+// nothing then. A dead letter keeps them, its history. A message that
+// never failed (retries 0) has none, and costs no statement.
+func (s *settler) forgetAttempts(ctx context.Context, seq int64, retries int, settled bool) error {
+	if !settled || retries == 0 {
+		return nil
+	}
+	if err := s.tx.DeleteAttempts(ctx, seq, s.c.GroupID); err != nil {
+		return fmt.Errorf("settle: attempts: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,192 @@
+package db
+
+import (
+	"context"
+	"slices"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// A dead letter's history (broker.HistoryTx): the failed attempts before
+// the last, the lineage of replays in both directions, and the deleted
+// dead letters of a message. Every read is by a primary key or an index
+// of one message; the writes are one statement per failed ack.
+
+// InsertAttempt writes one row of attempts (seq, group_id, attempt):
+// an attempt of the same number is overwritten (a retried transaction
+// writes it again with the same values).
+func (t *storeTx) InsertAttempt(ctx context.Context, seq, groupID int64, a broker.Attempt) error {
+	_, err := t.exec(ctx, `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes`,
+		seq, groupID, a.Attempt, ms(a.At), a.Error, a.ErrorBytes)
+	return err
+}
+
+const deleteAttemptsQuery = `DELETE FROM attempts WHERE seq = ? AND group_id = ?`
+
+// DeleteAttempts deletes the attempts of (seq, group_id), by the primary
+// key's prefix.
+func (t *storeTx) DeleteAttempts(ctx context.Context, seq, groupID int64) error {
+	_, err := t.exec(ctx, deleteAttemptsQuery, seq, groupID)
+	return err
+}
+
+const attemptsQuery = `SELECT attempt, at, error, error_bytes FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`
+
+// Attempts reads the latest limit attempts of (seq, group_id) by the
+// primary key, newest first, and returns them oldest first.
+func (t *storeTx) Attempts(ctx context.Context, seq, groupID int64, limit int) ([]broker.Attempt, error) {
+	rows, err := t.query(ctx, attemptsQuery, seq, groupID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Attempt
+	for rows.Next() {
+		var a broker.Attempt
+		var at int64
+		if err := rows.Scan(&a.Attempt, &at, &a.Error, &a.ErrorBytes); err != nil {
+			return nil, err
+		}
+		a.At = fromMS(at)
+		out = append(out, a)
+	}
+	slices.Reverse(out)
+	return out, rows.Err()
+}
+
+const messageRefQuery = `SELECT m.created_at, m.transaction_id, q.id, q.name, p.id, p.name
+	FROM messages m JOIN partitions p ON p.id = m.partition_id JOIN queues q ON q.id = p.queue_id
+	WHERE m.seq = ?`
+
+// MessageRef reads a message's row by its primary key, without its
+// payload, with its partition and queue (ErrNotFound).
+func (t *storeTx) MessageRef(ctx context.Context, seq int64) (broker.MessageRef, error) {
+	m := broker.MessageRef{Seq: seq}
+	var created int64
+	err := t.queryRow(ctx, messageRefQuery, seq).Scan(&created, &m.TransactionID, &m.QueueID, &m.Queue, &m.PartitionID, &m.Partition)
+	m.CreatedAt = fromMS(created)
+	return m, notFound(err, "message")
+}
+
+// lineageQuery follows replays back from a copy: each hop by the primary
+// key of replays (copy_seq), the original's message by its own.
+const lineageQuery = `WITH RECURSIVE chain (copy_seq, seq, group_id, job_id, actor, at, edited, n) AS (
+		SELECT copy_seq, seq, group_id, job_id, actor, at, edited, 1 FROM replays WHERE copy_seq = ?1
+		UNION ALL
+		SELECT r.copy_seq, r.seq, r.group_id, r.job_id, r.actor, r.at, r.edited, c.n + 1
+		FROM chain c JOIN replays r ON r.copy_seq = c.seq WHERE c.n < ?2
+	)
+	SELECT c.copy_seq, cm.created_at, c.seq, m.created_at, COALESCE(q.name, ''), c.group_id, COALESCE(g.name, ''), c.job_id, c.actor, c.at, c.edited
+	FROM chain c
+	LEFT JOIN messages cm ON cm.seq = c.copy_seq
+	LEFT JOIN messages m ON m.seq = c.seq
+	LEFT JOIN partitions p ON p.id = m.partition_id
+	LEFT JOIN queues q ON q.id = p.queue_id
+	LEFT JOIN groups g ON g.id = c.group_id AND c.group_id > 0
+	ORDER BY c.n`
+
+// Lineage reads the chain of replays back from copySeq (lineageQuery),
+// nearest first, at most limit hops.
+func (t *storeTx) Lineage(ctx context.Context, copySeq int64, limit int) ([]broker.ReplayHop, error) {
+	rows, err := t.query(ctx, lineageQuery, copySeq, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.ReplayHop
+	for rows.Next() {
+		var h broker.ReplayHop
+		var copyCreated, created *int64
+		var at int64
+		if err := rows.Scan(&h.CopySeq, &copyCreated, &h.Seq, &created, &h.Queue, &h.GroupID, &h.Group, &h.JobID, &h.Actor, &at, &h.Edited); err != nil {
+			return nil, err
+		}
+		if copyCreated != nil {
+			h.CopyID = broker.MessageID(fromMS(*copyCreated), h.CopySeq)
+		}
+		if created != nil {
+			h.OriginalID = broker.MessageID(fromMS(*created), h.Seq)
+		}
+		h.At = fromMS(at)
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// copiesQuery reads the copies of a message by replays_seq, each with its
+// message (for its id), its outcomes by replay_outcomes' primary key
+// (copy_seq, group_id) and its dead letter in each of those groups by
+// dead_letters' unique (seq, group_id).
+const copiesQuery = `SELECT r.copy_seq, m.created_at, m.transaction_id, r.group_id, COALESCE(rg.name, ''), r.job_id, r.actor, r.at, r.edited,
+		o.group_id, COALESCE(og.name, ''), COALESCE(o.outcome, 0), COALESCE(o.settled_at, 0), d.id IS NOT NULL
+	FROM (SELECT * FROM replays WHERE seq = ?1 ORDER BY copy_seq LIMIT ?2) r
+	JOIN messages m ON m.seq = r.copy_seq
+	LEFT JOIN groups rg ON rg.id = r.group_id AND r.group_id > 0
+	LEFT JOIN replay_outcomes o ON o.copy_seq = r.copy_seq
+	LEFT JOIN groups og ON og.id = o.group_id
+	LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
+	ORDER BY r.copy_seq, og.name`
+
+// CopiesOf reads copiesQuery: one row per copy and group.
+func (t *storeTx) CopiesOf(ctx context.Context, seq int64, limit int) ([]broker.ReplayCopy, error) {
+	rows, err := t.query(ctx, copiesQuery, seq, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.ReplayCopy
+	for rows.Next() {
+		var c broker.ReplayCopy
+		var created, at, settled int64
+		var o broker.CopyOutcome
+		var gid *int64
+		if err := rows.Scan(&c.CopySeq, &created, &c.TransactionID, &c.GroupID, &c.Group, &c.JobID, &c.Actor, &at, &c.Edited,
+			&gid, &o.Group, &o.Outcome, &settled, &o.DeadLetter); err != nil {
+			return nil, err
+		}
+		if n := len(out); n == 0 || out[n-1].CopySeq != c.CopySeq {
+			c.CopyID, c.At = broker.MessageID(fromMS(created), c.CopySeq), fromMS(at)
+			out = append(out, c)
+		}
+		if gid != nil {
+			o.GroupID = *gid
+			if settled != 0 {
+				o.SettledAt = fromMS(settled)
+			}
+			last := &out[len(out)-1]
+			last.Outcomes = append(last.Outcomes, o)
+		}
+	}
+	return out, rows.Err()
+}
+
+const deletionsQuery = `SELECT r.id, r.group_id, COALESCE(g.name, ''), r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, r.failed_at, r.retry_count
+	FROM removed_dead_letters r LEFT JOIN groups g ON g.id = r.group_id
+	WHERE r.seq = ? ORDER BY r.id`
+
+// DeletionsOf reads removed_dead_letters by removed_dead_letters_seq.
+func (t *storeTx) DeletionsOf(ctx context.Context, seq int64) ([]broker.Deletion, error) {
+	rows, err := t.query(ctx, deletionsQuery, seq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Deletion
+	for rows.Next() {
+		var r broker.Deletion
+		var at, until, restored, failed int64
+		if err := rows.Scan(&r.ID, &r.GroupID, &r.Group, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &failed, &r.RetryCount); err != nil {
+			return nil, err
+		}
+		r.At, r.FailedAt = fromMS(at), fromMS(failed)
+		if until != 0 {
+			r.RestoreUntil = fromMS(until)
+		}
+		if restored != 0 {
+			r.RestoredAt = fromMS(restored)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
