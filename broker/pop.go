@@ -117,14 +117,31 @@ func validatePop(req *PopRequest) error {
 }
 
 // tryPop leases what is ready now. When nothing is, it returns the time at
-// which something will be (zero when only a push can change that).
+// which something will be (zero when only a push can change that). A pop
+// transaction that stops passing by copies for other groups at its bound
+// is followed by another, up to maxPassTx; past them the wake is now, so
+// that a waiting pop goes on.
 func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wake time.Time, err error) {
+	for range maxPassTx {
+		var more bool
+		res, wake, more, err = b.popTx(ctx, req)
+		if err != nil || len(res.Messages) > 0 || !more {
+			return res, wake, err
+		}
+	}
+	return res, b.now(), nil
+}
+
+// popTx runs one pop transaction: ephemeral when it can be.
+func (b *Broker) popTx(ctx context.Context, req PopRequest) (res PopResult, wake time.Time, more bool, err error) {
 	if !req.AutoAck {
 		// A lease alone need not wait for the disk (Ephemeral), unless the
-		// pop turns out to subscribe the group first.
-		res, wake, err = b.popOnce(Ephemeral(ctx), req, true)
+		// pop turns out to subscribe the group first. Passing by copies
+		// for other groups may be ephemeral too: if lost, they are passed
+		// by again.
+		res, wake, more, err = b.popOnce(Ephemeral(ctx), req, true)
 		if !errors.Is(err, errNotEphemeral) {
-			return res, wake, err
+			return res, wake, more, err
 		}
 	}
 	return b.popOnce(ctx, req, false)
@@ -134,10 +151,15 @@ func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wak
 // than a lease; the pop runs again as an ordinary write.
 var errNotEphemeral = errors.New("pop writes more than a lease")
 
-func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (res PopResult, wake time.Time, err error) {
+// popOnce leases (or with AutoAck settles) what a consumer of the group
+// may be handed, passing by at its head the copies replayed to other
+// groups (passer.take). A pop of any partition that finds a ready
+// consumer holding only such copies passes them and tries the next one,
+// up to maxPassRounds; more reports a pass stopped at its bound.
+func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (res PopResult, wake time.Time, more bool, err error) {
 	err = b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
-		res, wake = PopResult{}, time.Time{}
+		res, wake, more = PopResult{}, time.Time{}, false
 		q, err := tx.QueueByName(ctx, req.Queue)
 		if isNotFound(err) {
 			return nil // nothing pushed yet: empty, and a wait waits for the first push
@@ -154,8 +176,11 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 		if err != nil {
 			return err
 		}
+		ps := passer{tx: tx, gid: gid, budget: passBudget}
+		delay := q.Options.Delay()
 		var c Consumer
 		var part Partition
+		var msgs []Message
 		if req.Partition != "" {
 			part, err = tx.PartitionByName(ctx, q.ID, req.Partition)
 			if isNotFound(err) {
@@ -171,36 +196,44 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 				wake = later(c.LeaseUntil, c.AvailableAt)
 				return nil
 			}
+			var passed bool
+			if msgs, passed, more, wake, err = ps.take(ctx, &c, req.Batch, delay, now); err != nil {
+				return fmt.Errorf("pop: %w", err)
+			}
+			if len(msgs) == 0 {
+				return savePassed(ctx, tx, &c, passed)
+			}
 		} else {
-			ready, err := tx.ReadyConsumers(ctx, q.ID, gid, now, 1)
-			if err != nil {
-				return fmt.Errorf("pop: ready: %w", err)
+			for round := 0; len(msgs) == 0; round++ {
+				if round == maxPassRounds {
+					more = true
+					return nil
+				}
+				ready, err := tx.ReadyConsumers(ctx, q.ID, gid, now, 1)
+				if err != nil {
+					return fmt.Errorf("pop: ready: %w", err)
+				}
+				if len(ready) == 0 {
+					wake, _, err = tx.NextWake(ctx, q.ID, gid, now)
+					return err
+				}
+				c = ready[0]
+				var passed bool
+				if msgs, passed, more, _, err = ps.take(ctx, &c, req.Batch, delay, now); err != nil {
+					return fmt.Errorf("pop: %w", err)
+				}
+				if len(msgs) > 0 {
+					break
+				}
+				// Nothing for this group in this partition now: the
+				// copies passed are saved, and the next ready consumer is
+				// tried (this one is not ready again in this transaction:
+				// its head is gone, not due, or another copy past the
+				// budget, which stops the pass).
+				if err := savePassed(ctx, tx, &c, passed); err != nil || more || !passed {
+					return err
+				}
 			}
-			if len(ready) == 0 {
-				wake, _, err = tx.NextWake(ctx, q.ID, gid, now)
-				return err
-			}
-			c = ready[0]
-		}
-		msgs, err := tx.MessagesAfter(ctx, c.PartitionID, c.Cursor, req.Batch)
-		if err != nil {
-			return fmt.Errorf("pop: messages: %w", err)
-		}
-		if len(msgs) == 0 {
-			return nil
-		}
-		if d := q.Options.Delay(); d > 0 {
-			// delayedProcessing: only messages pushed d ago or earlier,
-			// and none behind one that is not yet (push order).
-			n := 0
-			for n < len(msgs) && !msgs[n].CreatedAt.Add(d).After(now) {
-				n++
-			}
-			if n == 0 {
-				wake = msgs[0].CreatedAt.Add(d)
-				return nil
-			}
-			msgs = msgs[:n]
 		}
 		if part.ID == 0 {
 			if part, err = tx.PartitionByID(ctx, c.PartitionID); err != nil {
@@ -249,7 +282,20 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 		}
 		return nil
 	})
-	return res, wake, err
+	return res, wake, more, err
+}
+
+// savePassed saves a consumer whose cursor passed by copies for other
+// groups and that is handed nothing: no lease, no count as completed
+// (the messages up to the cursor count as passed in the group's lag).
+func savePassed(ctx context.Context, tx Tx, c *Consumer, passed bool) error {
+	if !passed {
+		return nil
+	}
+	if err := tx.SaveConsumer(ctx, c); err != nil {
+		return fmt.Errorf("pop: save consumer: %w", err)
+	}
+	return nil
 }
 
 // subscribe returns the group's id, subscribing it to the queue the first
