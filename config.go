@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/lazarus-dlq/lazarus/password"
 )
@@ -41,6 +42,9 @@ type Config struct {
 	// MaxPayloadBytes caps each pushed payload, as sent; 0:
 	// web.DefaultMaxPayloadBytes (2 MiB).
 	MaxPayloadBytes int64
+	// RestoreWindow is how long a deleted dead letter can be restored
+	// (default broker.RestoreWindow, 24 h).
+	RestoreWindow time.Duration
 
 	// bcryptCost is the cost of the password hashes made at start (0:
 	// password.DefaultCost); tests lower it.
@@ -95,12 +99,14 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	fs := flag.NewFlagSet("lazarus "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var syncMode, level, busy string
+	var syncMode, level, busy, restore string
 	fs.StringVar(&cfg.Addr, "addr", env("LAZARUS_ADDR", defaultAddr), "listen address, host:port (env LAZARUS_ADDR)")
 	fs.StringVar(&cfg.DBPath, "db", env("LAZARUS_DB", dbDefault), "SQLite database file (env LAZARUS_DB)")
 	fs.StringVar(&syncMode, "sync", env("LAZARUS_SYNC", "full"), "durability: full (fsync every commit) or normal (env LAZARUS_SYNC)")
 	fs.StringVar(&busy, "busy-timeout", env("LAZARUS_BUSY_TIMEOUT", db.DefaultBusyTimeout.String()),
 		"how long a write waits for another process's lock on the database before it is answered 503, e.g. 5s or 500ms (env LAZARUS_BUSY_TIMEOUT)")
+	fs.StringVar(&restore, "restore-window", env("LAZARUS_RESTORE_WINDOW", broker.RestoreWindow.String()),
+		"how long a deleted dead letter can be restored, e.g. 24h or 30m; after it, it is gone for good (env LAZARUS_RESTORE_WINDOW)")
 	fs.StringVar(&cfg.LogFormat, "log-format", env("LAZARUS_LOG_FORMAT", "text"), "log format: text or json (env LAZARUS_LOG_FORMAT)")
 	fs.StringVar(&level, "log-level", env("LAZARUS_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env LAZARUS_LOG_LEVEL)")
 	if cmd == "serve" {
@@ -177,6 +183,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return Config{}, fmt.Errorf("busy timeout must be a duration from 1ms to 1m, got %q", busy)
 	}
 	cfg.BusyTimeout = d
+	if cfg.RestoreWindow, err = time.ParseDuration(restore); err != nil || cfg.RestoreWindow < time.Minute || cfg.RestoreWindow > 90*24*time.Hour {
+		return Config{}, fmt.Errorf("restore window must be a duration from 1m to 2160h (90 days), got %q", restore)
+	}
 	if cfg.Addr == "" || cfg.DBPath == "" {
 		return Config{}, errors.New("addr and db must not be empty")
 	}

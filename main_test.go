@@ -55,10 +55,17 @@ func TestParseConfig(t *testing.T) {
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: 2 * time.Second, LogFormat: "text", LogLevel: slog.LevelInfo}},
 		{"OpenAPI", "serve", nil, map[string]string{"LAZARUS_API_OPEN": "1"},
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, OpenAPI: true}},
+		{"RestoreWindow", "serve", []string{"--restore-window", "2h"}, map[string]string{"LAZARUS_RESTORE_WINDOW": "72h"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, RestoreWindow: 2 * time.Hour}},
+		{"RestoreWindowFromEnvironment", "serve", nil, map[string]string{"LAZARUS_RESTORE_WINDOW": "72h"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, RestoreWindow: 72 * time.Hour}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.want.RestoreWindow == 0 {
+				tt.want.RestoreWindow = broker.RestoreWindow // the default
+			}
 			got, err := parseConfig(tt.cmd, tt.args, envOf(tt.env), io.Discard)
 			if err != nil {
 				t.Fatalf("parseConfig: %v", err)
@@ -93,6 +100,8 @@ func TestParseConfigRefusesBadInput(t *testing.T) {
 		{"CommonAdminPassword", "serve", nil, map[string]string{"LAZARUS_ADMIN_PASSWORD": "changeme1234"}, "LAZARUS_ADMIN_PASSWORD: the password is one of the most common passwords"},
 		{"SecureCookiesNotABool", "serve", nil, map[string]string{"LAZARUS_SECURE_COOKIES": "yes please"}, "LAZARUS_SECURE_COOKIES must be true or false"},
 		{"OpenAPINotABool", "serve", nil, map[string]string{"LAZARUS_API_OPEN": "maybe"}, "LAZARUS_API_OPEN must be true or false"},
+		{"RestoreWindowNotADuration", "serve", []string{"--restore-window", "1 day"}, nil, "restore window must be a duration"},
+		{"RestoreWindowTooShort", "serve", nil, map[string]string{"LAZARUS_RESTORE_WINDOW": "1s"}, "restore window must be a duration from 1m"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

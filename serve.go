@@ -60,7 +60,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		}
 	}()
 
-	b := broker.New(broker.Config{Store: d, Logger: log})
+	b := broker.New(broker.Config{Store: d, Logger: log, RestoreWindow: cfg.RestoreWindow})
 	firstPassword, err := ensureAdmin(ctx, b, cfg)
 	if err != nil {
 		return fmt.Errorf("admin user: %w", err)
@@ -130,6 +130,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	defer stopCompact()
 	compactDone.Go(func() { compactStats(compactCtx, b, log) })
 
+	// Bulk jobs run in the background, those a restart interrupted
+	// first; they stop (between chunks) before the database closes.
+	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJobs()
+	var jobsDone sync.WaitGroup
+	jobsDone.Go(func() { b.RunJobs(jobsCtx) })
+
 	// The demo stops before the database closes.
 	demoCtx, stopDemo := context.WithCancel(ctx)
 	defer stopDemo()
@@ -159,6 +166,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	b.Close() // also when Serve failed and Shutdown had no listener to close
 	stopDemo()
 	demoDone.Wait()
+	stopJobs()
+	jobsDone.Wait()
 	stopCompact()
 	compactDone.Wait()
 	if runErr == nil {
@@ -171,7 +180,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 
 // compactStats writes the counts waiting in memory every
 // broker.StatsDelay, and rolls old minute buckets up into hours and drops
-// expired ones at start and then every broker.CompactEvery, until ctx
+// expired ones, and sweeps the history of replays and deletes (deleted
+// dead letters past their restore window, history past
+// broker.HistoryRetention), at start and then every broker.CompactEvery, until ctx
 // ends; then it writes the last counts (every other writer has stopped
 // by then).
 func compactStats(ctx context.Context, b *broker.Broker, log *slog.Logger) {
@@ -182,6 +193,9 @@ func compactStats(ctx context.Context, b *broker.Broker, log *slog.Logger) {
 	for {
 		if err := b.CompactStats(ctx); err != nil && ctx.Err() == nil {
 			log.Error("compact stats", "err", err)
+		}
+		if err := b.SweepHistory(ctx); err != nil && ctx.Err() == nil {
+			log.Error("sweep the history of replays and deletes", "err", err)
 		}
 	wait:
 		for {
