@@ -871,7 +871,9 @@ func (t *storeTx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
 	return err
 }
 
-func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page) ([]broker.AuditEntry, error) {
+// auditQuery is ListAudit's query: newest first by the primary key, on
+// audit_stream within a stream.
+func auditQuery(f broker.AuditFilter, p broker.Page) (string, []any) {
 	var conds []string
 	var args []any
 	if f.Action != "" {
@@ -913,6 +915,11 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 		q += ` OFFSET ?`
 		args = append(args, p.Offset)
 	}
+	return q, args
+}
+
+func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page) ([]broker.AuditEntry, error) {
+	q, args := auditQuery(f, p)
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -133,12 +133,8 @@ func (t *storeTx) JobOutcomes(ctx context.Context, jobID int64) ([]broker.JobOut
 	return out, rows.Err()
 }
 
-// JobFailures reads the job's failed copies by replay_outcomes_job, the
-// newest copies first (a copy settles once per group; copies of a job
-// are pushed in order, so newest seq is close to newest settled), with
-// the copy's message for its id and its dead letter when it is one.
-func (t *storeTx) JobFailures(ctx context.Context, jobID int64, limit int) ([]broker.JobFailure, error) {
-	rows, err := t.query(ctx, `SELECT o.copy_seq, m.created_at, q.name, o.group_id, g.name, o.settled_at,
+// jobFailuresQuery is JobFailures' query.
+const jobFailuresQuery = `SELECT o.copy_seq, m.created_at, q.name, o.group_id, g.name, o.settled_at,
 			d.id IS NOT NULL, COALESCE(d.fingerprint, ''), COALESCE(d.error, '')
 		FROM replay_outcomes o
 		JOIN messages m ON m.seq = o.copy_seq
@@ -147,7 +143,14 @@ func (t *storeTx) JobFailures(ctx context.Context, jobID int64, limit int) ([]br
 		JOIN groups g ON g.id = o.group_id
 		LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
 		WHERE o.job_id = ? AND o.job_id > 0 AND o.outcome = 2
-		ORDER BY o.copy_seq DESC LIMIT ?`, jobID, limit)
+		ORDER BY o.copy_seq DESC LIMIT ?`
+
+// JobFailures reads the job's failed copies by replay_outcomes_job, the
+// newest copies first (a copy settles once per group; copies of a job
+// are pushed in order, so newest seq is close to newest settled), with
+// the copy's message for its id and its dead letter when it is one.
+func (t *storeTx) JobFailures(ctx context.Context, jobID int64, limit int) ([]broker.JobFailure, error) {
+	rows, err := t.query(ctx, jobFailuresQuery, jobID, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -25,10 +25,8 @@ func (t *storeTx) keepRemoved(ctx context.Context, ids string, r *broker.Removal
 const removedCols = `r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, m.created_at`
 
-// Restorable reads by removed_dead_letters_seq (a message's) or
-// removed_dead_letters_job (a job's), joined to the message for its
-// time; a row whose (seq, group) is a dead letter again is left out.
-func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]broker.RemovedDeadLetter, error) {
+// restorableQuery is Restorable's query.
+func restorableQuery(seq, groupID, jobID int64, now time.Time, limit int) (string, []any) {
 	q := `SELECT ` + removedCols + ` FROM removed_dead_letters r JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > ? AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`
@@ -45,6 +43,14 @@ func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now
 		}
 		q += ` ORDER BY r.id`
 	}
+	return q, args
+}
+
+// Restorable reads by removed_dead_letters_seq (a message's) or
+// removed_dead_letters_job (a job's), joined to the message for its
+// time; a row whose (seq, group) is a dead letter again is left out.
+func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]broker.RemovedDeadLetter, error) {
+	q, args := restorableQuery(seq, groupID, jobID, now, limit)
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
