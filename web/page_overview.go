@@ -201,12 +201,22 @@ func optionRows(o broker.Options) []views.Option {
 		{Name: "deadLetterQueue", Value: fmt.Sprint(o.DeadLetterQueue), Note: note(o.DeadLetterQueue != d.DeadLetterQueue)},
 		{Name: "dlqAfterMaxRetries", Value: fmt.Sprint(o.DLQAfterMaxRetries), Note: note(o.DLQAfterMaxRetries != d.DLQAfterMaxRetries)},
 		{Name: "delayedProcessing", Value: fmt.Sprintf("%d s", o.DelayedProcessing), Note: note(o.DelayedProcessing != d.DelayedProcessing)},
+		{Name: "replayPausePercent", Value: pauseRule(o), Note: note(o.ReplayPausePercent != d.ReplayPausePercent || o.ReplayPauseWindow != d.ReplayPauseWindow)},
+		{Name: "replayPauseWindow", Value: fmt.Sprint(o.ReplayPauseWindow), Note: note(o.ReplayPauseWindow != d.ReplayPauseWindow)},
 	}
 	kept := o.Kept.Values()
 	for _, name := range o.NotEnforced() {
 		rows = append(rows, views.Option{Name: name, Value: string(kept[name]), Note: "(kept, not enforced)"})
 	}
 	return rows
+}
+
+// pauseRule says in words when a replay job of the queue pauses itself.
+func pauseRule(o broker.Options) string {
+	if o.ReplayPausePercent == 0 {
+		return "0 (a replay job never pauses itself)"
+	}
+	return fmt.Sprintf("%d %% (a replay job pauses itself when more than %d %% of the last %d copies settled fail again)", o.ReplayPausePercent, o.ReplayPausePercent, o.ReplayPauseWindow)
 }
 
 func queueURL(name string) string { return "/queues/" + url.PathEscape(name) }
