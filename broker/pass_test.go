@@ -426,3 +426,83 @@ func TestReplayToOwnGroupPassingFillsTheBatch(t *testing.T) {
 		})
 	}
 }
+
+// delayedProcessing: a copy for another group is passed by once it is
+// due, like any message (a pop reads nothing pushed less than the delay
+// ago), and what is behind it waits its own delay.
+func TestReplayToOwnGroupUnderDelayedProcessing(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"delayedProcessing": 10})
+	s.push("q", "p", "x")
+	s.clock.Advance(10 * time.Second)
+	x := s.settle("billing", broker.AckDLQ)
+	s.settle("analytics", broker.AckCompleted)
+	s.replayTo(x.ID(), "billing") // the copy is due at +10s from now
+	s.clock.Advance(time.Second)
+	s.push("q", "p", "m") // due at +11s
+	s.clock.Advance(4 * time.Second)
+	if ids, _ := s.popTxids("q", "analytics", 10); len(ids) != 0 || s.lag("analytics") != 2 {
+		t.Fatalf("at +5s: analytics popped %v, lag %d; want nothing, lag 2 (the copy is not due, not passed)", ids, s.lag("analytics"))
+	}
+	s.clock.Advance(5 * time.Second) // +10s: the copy is due, m is not
+	if ids, _ := s.popTxids("q", "analytics", 10); len(ids) != 0 || s.lag("analytics") != 1 {
+		t.Fatalf("at +10s: analytics popped %v, lag %d; want nothing, lag 1 (the copy passed, m not due)", ids, s.lag("analytics"))
+	}
+	res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Partition: "p", Group: "analytics", Batch: 10})
+	if err != nil || len(res.Messages) != 0 {
+		t.Fatalf("at +10s, a pop of p: %+v, %v", res, err)
+	}
+	s.clock.Advance(time.Second)
+	if ids, _ := s.popTxids("q", "analytics", 10); !slices.Equal(ids, []string{"m"}) {
+		t.Fatalf("at +11s: analytics popped %v, want [m]", ids)
+	}
+}
+
+// Passing copies by is a write a power cut may undo (Ephemeral): a pop
+// that only passes commits as an ephemeral write, and were it lost, the
+// next pop passes the same copies again.
+func TestReplayToOwnGroupPassingIsEphemeral(t *testing.T) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	st := &recordingStore{DB: d}
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	s := &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: st, Clock: c}), db: d, clock: c}
+	s.push("q", "p", "x")
+	x := s.settle("billing", broker.AckDLQ)
+	s.settle("analytics", broker.AckCompleted)
+	s.replayTo(x.ID(), "billing")
+	const row = `SELECT c.cursor, c.passed, c.passed_seq, c.ready FROM consumers c JOIN groups g ON g.id = c.group_id WHERE g.name = 'analytics'`
+	var before [4]int64
+	if err := d.WriteDB().QueryRowContext(ctx, row).Scan(&before[0], &before[1], &before[2], &before[3]); err != nil {
+		t.Fatal(err)
+	}
+	st.take()
+	if res := s.pop("q", "analytics", 10); len(res.Messages) != 0 {
+		t.Fatalf("analytics popped %s", res.Messages[0].TransactionID)
+	}
+	if w := st.take(); len(w) != 1 || !w[0].ephemeral || !w[0].committed {
+		t.Errorf("the pop that passes the copy: writes %+v, want one ephemeral write", w)
+	}
+	if s.lag("analytics") != 0 {
+		t.Fatalf("lag after the pass: %d", s.lag("analytics"))
+	}
+	// The pass lost: the consumer as it was before it.
+	if _, err := d.WriteDB().ExecContext(ctx, `UPDATE consumers SET cursor = ?, passed = ?, passed_seq = ?, ready = ?
+		WHERE group_id = (SELECT id FROM groups WHERE name = 'analytics')`, before[0], before[1], before[2], before[3]); err != nil {
+		t.Fatal(err)
+	}
+	if s.lag("analytics") != 1 {
+		t.Fatalf("lag with the pass lost: %d, want 1", s.lag("analytics"))
+	}
+	if res := s.pop("q", "analytics", 10); len(res.Messages) != 0 {
+		t.Fatalf("analytics popped %s after the pass was lost", res.Messages[0].TransactionID)
+	}
+	if s.lag("analytics") != 0 {
+		t.Errorf("lag after passing again: %d, want 0", s.lag("analytics"))
+	}
+}
