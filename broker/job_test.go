@@ -391,3 +391,23 @@ func TestEditAndReplay(t *testing.T) {
 		t.Fatalf("audit %+v", entries)
 	}
 }
+
+// A job by a filter that names a queue (or group) that does not exist
+// plans nothing and does nothing, whatever other queues hold.
+func TestJobOfAFilterNamingNothingDoesNothing(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 3)
+	for _, q := range []broker.DLQQuery{{Queue: "nope"}, {Queue: "q", Group: "nobody"}, {Queue: "q", Partition: "nowhere"}} {
+		j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobDelete, Query: &q, Actor: "user:dev"})
+		if err != nil || j.Planned != 0 {
+			t.Fatalf("%+v: start %+v %v, want nothing planned", q, j, err)
+		}
+		if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.State != broker.JobDone || j.Done != 0 {
+			t.Fatalf("%+v: run %+v %v", q, j, err)
+		}
+	}
+	if n := len(s.dead("q", "g")); n != 3 {
+		t.Fatalf("%d dead letters left, want 3", n)
+	}
+}

@@ -102,16 +102,18 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 		if r.Query != nil {
 			q := *r.Query
 			j.Queue = q.Queue
-			f, ok, err := q.filter(ctx, tx)
+			f, named, err := q.filter(ctx, tx)
 			if err != nil {
 				return err
 			}
-			bound, err := b.boundOf(ctx, tx, f, ok, q.Bound)
+			bound, err := b.boundOf(ctx, tx, f, named, q.Bound)
 			if err != nil {
 				return err
 			}
 			q.Bound = &bound
-			if f, ok = within(f, bound); ok {
+			// A queue, partition or group the filter names that does not
+			// exist: nothing matches (f is not narrowed by it).
+			if f, ok := within(f, bound); ok && named {
 				rows, messages, err := countDeadLettersAndMessages(ctx, tx, f)
 				if err != nil {
 					return err
