@@ -890,7 +890,7 @@ func (h *crashHarness) checkInterruptedReplays(bin, dbPath string, cmd *exec.Cmd
 		}
 		t.Logf("replay round %d: killed %s after %d of %d dead letters were seen left: %d messages replayed, %d not",
 			r, extra, seen, 2*replayMessages, done, left)
-		c.mustPost("/api/v1/dlq/replay", fmt.Sprintf(`{"filter":{"queue":%q}}`, queue), http.StatusOK)
+		c.mustPost("/api/v1/dlq/replay", fmt.Sprintf(`{"filter":{"queue":%q},"wait":true}`, queue), http.StatusOK)
 		if done, left := h.checkReplayState(c, queue); left != 0 || done != replayMessages {
 			t.Fatalf("round %d, after the replay was called again: %d replayed, %d not", r, done, left)
 		}
@@ -953,7 +953,7 @@ func (h *crashHarness) replayRound(c *crashClient, queue string, interrupt func(
 	answered := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
-		status, b, err := c.do(context.Background(), http.MethodPost, "/api/v1/dlq/replay", fmt.Sprintf(`{"filter":{"queue":%q}}`, queue))
+		status, b, err := c.do(context.Background(), http.MethodPost, "/api/v1/dlq/replay", fmt.Sprintf(`{"filter":{"queue":%q},"wait":true}`, queue))
 		if err == nil && status != http.StatusOK {
 			err = fmt.Errorf("%d %s", status, b)
 		}

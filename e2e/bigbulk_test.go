@@ -44,7 +44,9 @@ func TestBigBulkAsksForTheQueueName(t *testing.T) {
 	v.check(v.expect.Locator(goBtn).ToBeEnabled(), "Delete is enabled once the name is typed")
 	v.screenshotWindow("bulk-confirm-typed")
 	v.click(goBtn, "the confirmation's Delete")
-	v.contains(v.id("flash"), fmt.Sprintf("%d done", n), "the delete's message")
+	v.contains(v.id("flash"), "Deleting 1,001 dead letters", "the delete's message")
+	v.followJob("1,001")
+	v.open("/queues/" + queue + "/dead-letters")
 	v.see(v.id("empty"), "the empty list")
 	if got := a.count(broker.DLQQuery{Queue: queue}); got != 0 {
 		t.Errorf("broker: %d dead letters left, want 0", got)

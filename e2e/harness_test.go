@@ -112,6 +112,17 @@ func newApp(t *testing.T) *app {
 			t.Errorf("serve: %v", err)
 		}
 	})
+	// The bulk actions' jobs run in the background, as serve runs them.
+	jobsCtx, stopJobs := context.WithCancel(context.Background())
+	jobsDone := make(chan struct{})
+	go func() {
+		defer close(jobsDone)
+		b.RunJobs(jobsCtx)
+	}()
+	t.Cleanup(func() {
+		stopJobs()
+		<-jobsDone
+	})
 	return &app{t: t, ctx: ctx, url: "http://" + ln.Addr().String(), broker: b, clock: clk}
 }
 

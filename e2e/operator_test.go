@@ -86,8 +86,10 @@ func TestOperatorReplaysAndDeletes(t *testing.T) {
 	v.see(dialog, "the confirmation")
 	v.contains(v.id("confirm-summary"), "3 dead letters", "the confirmation's summary")
 	v.click(v.id("confirm-go"), "the confirmation's Delete")
-	v.contains(v.id("flash"), "3 done", "the delete's message")
+	v.contains(v.id("flash"), "Deleting the dead letters of 3 messages", "the delete's message")
 	v.check(v.expect.Locator(dialog).Not().ToBeVisible(), "the confirmation closes")
+	v.followJob("3")
+	v.open("/queues/" + shopQueue + "/dead-letters")
 	v.count(v.id("dl-row"), shopDead-4, "dead letters after deleting three")
 	for _, id := range ids[:3] {
 		v.count(v.row(id), 0, "a deleted row")
@@ -113,7 +115,9 @@ func TestOperatorReplaysAndDeletes(t *testing.T) {
 	v.contains(v.id("confirm-summary"), "insufficient_funds", "the confirmation's filter")
 	v.screenshotWindow("bulk-confirm")
 	v.click(v.id("confirm-go"), "the confirmation's Replay")
-	v.contains(v.id("flash"), fmt.Sprintf("%d done", want), "the replay's message")
+	v.contains(v.id("flash"), fmt.Sprintf("Replaying %d messages", want), "the replay's message")
+	v.followJob(fmt.Sprint(want))
+	v.open("/queues/" + shopQueue + "/dead-letters?error=insufficient_funds")
 	v.see(v.id("empty"), "the empty list")
 	v.count(v.id("dl-row"), 0, "rows matching insufficient_funds after the replay")
 	if n := a.count(declined); n != 0 {

@@ -304,6 +304,13 @@ type BulkConfirm struct {
 	PostURL     string
 	TypeQueue   bool // the operator must type the queue name (Count above 1,000)
 	Error       string
+	// Groups says how many dead letters of each consumer group it
+	// touches; Sample shows the first few, newest first.
+	Groups []BulkGroup
+	Sample []BulkSample
+	// OwnGroup, for a replay: the filter's group, to name the choice
+	// "Replay to billing only" ("" when the filter names none).
+	OwnGroup string
 }
 
 // BulkResult reports a bulk action.

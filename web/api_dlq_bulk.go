@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -32,24 +33,59 @@ type bulkRequest struct {
 	// letter in each, and a replay's done counts it once), and gives the
 	// bound that freezes it.
 	DryRun bool `json:"dryRun"`
+	// Mode of a replay: "every" (the default: every group that reads the
+	// partition sees the copy) or "own" (only the group whose dead letter
+	// it was; the other groups pass it by and keep theirs).
+	Mode string `json:"mode"`
+	// Rate limits the job: messages (a delete: dead letters) a second at
+	// most, 0 for none.
+	Rate int `json:"rate"`
+	// Wait answers when the job is finished or paused (200, with the job
+	// and its counts as a bulk action answered before jobs), instead of
+	// as it starts (202, the job).
+	Wait bool `json:"wait"`
+}
+
+// jobRequest is the job the request starts (its ids or its filter as
+// query gives it).
+func (r bulkRequest) jobRequest(kind string, q *broker.DLQQuery, who string) (broker.JobRequest, error) {
+	jr := broker.JobRequest{Kind: kind, IDs: r.IDs, Query: q, Rate: r.Rate, Actor: who}
+	if kind == broker.JobDelete {
+		jr.Group = r.ConsumerGroup
+	}
+	if r.Rate < 0 || r.Rate > broker.MaxJobRate {
+		return jr, badRequest("rate must be between 0 (no limit) and %d a second", broker.MaxJobRate)
+	}
+	switch r.Mode {
+	case "", "every":
+		jr.Mode = broker.ReplayEveryGroup
+	case "own":
+		if kind != broker.JobReplay {
+			return jr, badRequest("mode is for replays: a delete deletes the dead letters it names")
+		}
+		jr.Mode = broker.ReplayOwnGroup
+	default:
+		return jr, badRequest(`mode must be "every" (every group sees the copy) or "own" (only the group that gave up on it)`)
+	}
+	return jr, nil
 }
 
 // bulkFilter selects dead letters like GET /api/v1/dlq does. A filter
 // that names no queue needs all (here or beside the filter).
 type bulkFilter struct {
-	Queue         string `json:"queue"`
-	ConsumerGroup string `json:"consumerGroup"`
-	Partition     string `json:"partition"`
-	From          string `json:"from"`
-	To            string `json:"to"`
-	Error         string `json:"error"`
-	TransactionID string `json:"transactionId"`
-	Fingerprint   string `json:"fingerprint"` // an error group
-	All           bool   `json:"all"`
+	Queue         string `json:"queue,omitempty"`
+	ConsumerGroup string `json:"consumerGroup,omitempty"`
+	Partition     string `json:"partition,omitempty"`
+	From          string `json:"from,omitempty"`
+	To            string `json:"to,omitempty"`
+	Error         string `json:"error,omitempty"`
+	TransactionID string `json:"transactionId,omitempty"`
+	Fingerprint   string `json:"fingerprint,omitempty"` // an error group
+	All           bool   `json:"all,omitempty"`
 	// Q is free text in payloads and errors, Field payload field
 	// filters, as GET /api/v1/dlq's q and field.
-	Q     string   `json:"q"`
-	Field []string `json:"field"`
+	Q     string   `json:"q,omitempty"`
+	Field []string `json:"field,omitempty"`
 }
 
 // bulkBound is a broker.Bound as the API writes it.
@@ -125,11 +161,17 @@ func decodeBulkRequest(c echo.Context) (bulkRequest, error) {
 	if (req.IDs == nil) == (req.Filter == nil) {
 		return req, badRequest("give either ids or filter")
 	}
+	if req.IDs != nil && len(req.IDs) == 0 {
+		return req, badRequest("ids: at least one is required")
+	}
 	if req.Filter != nil && req.ConsumerGroup != "" {
 		return req, badRequest("consumerGroup goes inside filter")
 	}
 	if req.IDs != nil && (req.All || req.Bound != nil || req.DryRun) {
 		return req, badRequest("all, bound and dryRun go with a filter; ids name their dead letters already")
+	}
+	if req.DryRun && req.Wait {
+		return req, badRequest("wait goes with an action; a dry run changes nothing and answers at once")
 	}
 	return req, nil
 }
@@ -137,49 +179,34 @@ func decodeBulkRequest(c echo.Context) (bulkRequest, error) {
 type bulkResponse struct {
 	// Done counts messages for a replay, dead letters for a delete by
 	// filter (by ids: the messages whose dead letters were deleted).
-	Done    int `json:"done"`
-	Skipped int `json:"skipped"`
-	Failed  int `json:"failed"`
+	Done    int64 `json:"done"`
+	Skipped int64 `json:"skipped"`
+	Failed  int64 `json:"failed"`
 	// By filter only: what a dry run counted (dead letters, and their
 	// messages), the bound kept to, and how many dead letters matching the
 	// filter were filed after it was taken (a row id above bound.id; not
-	// touched). arrivedSince is left out when the action stopped on an
-	// error before counting them; older dead letters that failed after a
-	// bound.failedAt given earlier than theirs are not in it.
+	// touched). arrivedSince is left out until the job is done (a job
+	// that failed, was cancelled or paused did not count them); older
+	// dead letters that failed after a bound.failedAt given earlier than
+	// theirs are not in it.
 	Matching     *int64     `json:"matching,omitempty"`
 	Messages     *int64     `json:"messages,omitempty"`
 	Bound        *bulkBound `json:"bound,omitempty"`
 	ArrivedSince *int64     `json:"arrivedSince,omitempty"`
 }
 
-// bulkFailure is the answer to a bulk action that stopped part-way on an
-// internal error: what was done before it stays done.
-type bulkFailure struct {
-	Error string `json:"error"`
+// waitedJob is the answer of a bulk action with "wait": true: the job,
+// and its counts as a bulk action answered before jobs.
+type waitedJob struct {
+	Job jobJSON `json:"job"`
 	bulkResponse
 }
 
-// writeBulk answers a bulk action. A broker refusal is answered as any
-// error; an internal failure part-way is logged and answered with the
-// counts, so that the caller knows what was done, without arrivedSince
-// (not counted: the action stopped first).
-func (s *Server) writeBulk(c echo.Context, res broker.BulkResult, err error) error {
-	counts := bulkResponse{Done: res.Done, Skipped: res.Skipped, Failed: res.Failed}
-	if res.Bound != nil {
-		counts.Bound = &bulkBound{FailedAt: timestamp(res.Bound.FailedAt), ID: res.Bound.ID}
-		if err == nil {
-			counts.ArrivedSince = &res.ArrivedSince
-		}
-	}
-	if err == nil {
-		return writeJSON(c, http.StatusOK, counts)
-	}
-	nothing := res.Done == 0 && res.Skipped == 0 && res.Failed == 0
-	if _, _, ok := statusOf(err); ok || nothing || c.Request().Context().Err() != nil {
-		return err
-	}
-	s.log.ErrorContext(c.Request().Context(), "bulk action failed part-way", "route", c.Path(), "done", res.Done, "failed", res.Failed, "error", err)
-	return writeJSON(c, http.StatusInternalServerError, bulkFailure{Error: internalMessage, bulkResponse: counts})
+// waitedFailure is the answer of a job that failed while waited for:
+// what was done before it stays done.
+type waitedFailure struct {
+	Error string `json:"error"`
+	waitedJob
 }
 
 // countMatching answers a dry run: how many dead letters the filter
@@ -192,51 +219,86 @@ func (s *Server) countMatching(c echo.Context, q broker.DLQQuery) error {
 	return writeJSON(c, http.StatusOK, bulkResponse{Matching: &n.Count, Messages: &n.Messages, Bound: &bulkBound{FailedAt: timestamp(n.Bound.FailedAt), ID: n.Bound.ID}})
 }
 
-// replayDeadLetters replays the messages named by id, or every one the
-// filter matches at or below the bound; each exactly once or not at all.
+// startBulkJob starts the job of a bulk request: 202 with the job, or,
+// with wait, 200 once it is finished or paused, with the job and its
+// counts (500 with them when it failed).
+func (s *Server) startBulkJob(c echo.Context, req bulkRequest, kind string, q *broker.DLQQuery) error {
+	jr, err := req.jobRequest(kind, q, actor(c))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	j, err := s.broker.StartJob(ctx, jr)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, apiPrefix+"/jobs/"+strconv.FormatInt(j.ID, 10))
+	if !req.Wait {
+		return writeJSON(c, http.StatusAccepted, jobAnswer{Job: toJobJSON(j)})
+	}
+	if j, err = s.broker.WaitJob(ctx, j.ID); err != nil {
+		return err
+	}
+	out := waitedJob{Job: toJobJSON(j), bulkResponse: bulkResponse{Done: j.Done, Skipped: j.Skipped, Failed: j.Failed, ArrivedSince: arrivedOf(j)}}
+	if f := j.Scope.Filter; f != nil && f.Bound != nil {
+		out.Bound = &bulkBound{FailedAt: timestamp(f.Bound.FailedAt), ID: f.Bound.ID}
+	}
+	if j.State == broker.JobFailed {
+		return writeJSON(c, http.StatusInternalServerError, waitedFailure{Error: internalMessage, waitedJob: out})
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// arrivedOf is a job's arrivedSince for the answer: by filter, once counted.
+func arrivedOf(j broker.Job) *int64 {
+	if j.Scope.Filter == nil || j.ArrivedSince < 0 {
+		return nil
+	}
+	n := j.ArrivedSince
+	return &n
+}
+
+// replayDeadLetters starts a job that replays the messages named by id,
+// or every one the filter matches at or below the bound; each exactly
+// once or not at all.
 func (s *Server) replayDeadLetters(c echo.Context) error {
 	req, err := decodeBulkRequest(c)
 	if err != nil {
 		return err
 	}
 	if req.ConsumerGroup != "" {
-		return badRequest("consumerGroup is for delete only: a replay replays a message for every group")
+		return badRequest(`consumerGroup is for delete only: a replay replays a message for every group, or with "mode": "own" for the group whose dead letter it was`)
 	}
-	var res broker.BulkResult
-	if req.Filter != nil {
-		q, err := req.query()
-		if err != nil {
-			return err
-		}
-		if req.DryRun {
-			return s.countMatching(c, q)
-		}
-		res, err = s.broker.ReplayMatching(c.Request().Context(), q, actor(c))
-		return s.writeBulk(c, res, err)
+	if req.Filter == nil {
+		return s.startBulkJob(c, req, broker.JobReplay, nil)
 	}
-	res, err = s.broker.ReplayIDs(c.Request().Context(), req.IDs, actor(c))
-	return s.writeBulk(c, res, err)
+	q, err := req.query()
+	if err != nil {
+		return err
+	}
+	if req.DryRun {
+		return s.countMatching(c, q)
+	}
+	return s.startBulkJob(c, req, broker.JobReplay, &q)
 }
 
-// deleteDeadLetters deletes the dead letters of the messages named by id
-// (only consumerGroup's when given), or every one the filter matches.
+// deleteDeadLetters starts a job that deletes the dead letters of the
+// messages named by id (only consumerGroup's when given), or every one
+// the filter matches.
 func (s *Server) deleteDeadLetters(c echo.Context) error {
 	req, err := decodeBulkRequest(c)
 	if err != nil {
 		return err
 	}
-	var res broker.BulkResult
-	if req.Filter != nil {
-		q, err := req.query()
-		if err != nil {
-			return err
-		}
-		if req.DryRun {
-			return s.countMatching(c, q)
-		}
-		res, err = s.broker.DeleteMatching(c.Request().Context(), q, actor(c))
-		return s.writeBulk(c, res, err)
+	if req.Filter == nil {
+		return s.startBulkJob(c, req, broker.JobDelete, nil)
 	}
-	res, err = s.broker.DeleteIDs(c.Request().Context(), req.IDs, req.ConsumerGroup, actor(c))
-	return s.writeBulk(c, res, err)
+	q, err := req.query()
+	if err != nil {
+		return err
+	}
+	if req.DryRun {
+		return s.countMatching(c, q)
+	}
+	return s.startBulkJob(c, req, broker.JobDelete, &q)
 }

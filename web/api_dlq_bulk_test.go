@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestBulkDryRunCountsMessagesToo(t *testing.T) {
 		t.Fatalf("dry run of group h %s, want 2 of 2", mustJSON(c))
 	}
 	var res bulkAnswer
-	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"queue":"q"}}`).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/replay", `{"wait":true,"filter":{"queue":"q"}}`).want(http.StatusOK).decode(&res)
 	if res.Done != 3 || res.ArrivedSince == nil || *res.ArrivedSince != 0 {
 		t.Fatalf("replay %s, want the 3 messages done", mustJSON(res))
 	}
@@ -72,7 +73,7 @@ func TestBulkBoundFromTheFutureIsKeptToNow(t *testing.T) {
 	s := setup(t)
 	fill(t, s, "q", 2)
 	var res bulkAnswer
-	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"},"bound":{"failedAt":"2099-01-01T00:00:00Z"}}`).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/delete", `{"wait":true,"filter":{"queue":"q"},"bound":{"failedAt":"2099-01-01T00:00:00Z"}}`).want(http.StatusOK).decode(&res)
 	if res.Done != 2 || res.Bound == nil {
 		t.Fatalf("answer %s", mustJSON(res))
 	}
@@ -81,21 +82,53 @@ func TestBulkBoundFromTheFutureIsKeptToNow(t *testing.T) {
 	}
 }
 
-// An action that stops part-way answers what it did, and no arrivedSince:
-// it did not get to count them.
+// A job that stops part-way says what it did, and nothing of
+// arrivedSince: it did not get to count them. Its chunks run here, one at
+// a time: the first deletes 500, the second fails.
 func TestBulkFailingPartWaySaysNothingOfArrivedSince(t *testing.T) {
 	t.Parallel()
-	s := setup(t)
+	s := setupStill(t)
 	fill(t, s, "q", 501) // a delete takes 500 a transaction, newest first
 	if _, err := s.db.WriteDB().Exec(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
 		WHEN old.id = (SELECT MIN(id) FROM dead_letters) BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
 		t.Fatal(err)
 	}
-	r := s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"}}`).want(http.StatusInternalServerError)
-	var res bulkAnswer
+	var started jobAnswer
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"}}`).want(http.StatusAccepted).decode(&started)
+	if _, err := s.broker.StepJob(s.ctx, started.Job.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.broker.StepJob(s.ctx, started.Job.ID); err == nil {
+		t.Fatal("the second chunk did not fail")
+	}
+	var d jobDetailAnswer
+	r := s.call("GET", "/api/v1/jobs/"+fmt.Sprint(started.Job.ID), "").want(http.StatusOK)
+	r.decode(&d)
+	if d.Job.Done != 500 || d.Job.State != "running" || d.Job.ArrivedSince != nil || d.Job.Scope.Bound == nil {
+		t.Fatalf("job %s, want 500 done, the bound and no arrivedSince", r.body)
+	}
+}
+
+// A job waited for that fails answers 500 with what it did: the counts
+// of before jobs, and the job.
+func TestBulkWaitForAFailedJob(t *testing.T) {
+	t.Parallel()
+	s := setupStill(t)
+	fill(t, s, "q", 3)
+	// The job fails as it is stored: the wait finds it failed.
+	if _, err := s.db.WriteDB().Exec(`CREATE TRIGGER fail_job AFTER INSERT ON jobs BEGIN
+		UPDATE jobs SET state = 'failed', done = 1, failed = 2, reason = 'it stopped on a storage error' WHERE id = new.id; END`); err != nil {
+		t.Fatal(err)
+	}
+	r := s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"},"wait":true}`).want(http.StatusInternalServerError)
+	var res struct {
+		Error string `json:"error"`
+		bulkAnswer
+		Job jobJSON `json:"job"`
+	}
 	r.decode(&res)
-	if res.Done != 500 || res.Bound == nil || res.ArrivedSince != nil || strings.Contains(string(r.body), "arrivedSince") {
-		t.Fatalf("answer %s, want 500 done, the bound and no arrivedSince", r.body)
+	if res.Error != "internal error" || res.Done != 1 || res.Failed != 2 || res.ArrivedSince != nil || res.Job.State != "failed" || res.Bound == nil {
+		t.Fatalf("answer %s", r.body)
 	}
 }
 
@@ -122,29 +155,42 @@ func TestBulkConfirmReplayCountsMessages(t *testing.T) {
 		t.Fatal("600 messages to replay ask for the queue name")
 	}
 	r := hx(f.op, "/queues/bulk/dead-letters/replay", confirmForm(t, c)).want(http.StatusOK)
-	if got := r.testid("flash"); !strings.Contains(got, "Replayed 600 messages.") || !strings.Contains(got, "600 done") {
+	if got := r.testid("flash"); !strings.Contains(got, "Replaying 600 messages") {
 		t.Fatalf("result %q", got)
+	}
+	if j := followJob(t, f.s, f.op, r); j.testid("job-done") != "600" || j.testid("job-planned") != "600" {
+		t.Fatalf("job %q", j.testid("job-counts"))
 	}
 	if l := f.s.deadLetters("queue=bulk"); l.Total != 0 {
 		t.Fatalf("%d left", l.Total)
 	}
 }
 
-// A page action that stops part-way does not say how many arrived since.
+// A page action that stops part-way: its job's page says what was done
+// and nothing of what arrived since.
 func TestBulkPageFailingPartWaySaysNothingOfArrivedSince(t *testing.T) {
 	t.Parallel()
-	f := newOperatorFixture(t)
-	fill(t, f.s, "bulk", 501)
-	c := f.op.get("/queues/bulk/dead-letters/confirm?action=delete&all=1").want(http.StatusOK)
-	if _, err := f.s.db.WriteDB().Exec(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
+	s := setupStill(t)
+	seed(t, s)
+	op, _ := s.loggedIn(broker.RoleOperator)
+	fill(t, s, "bulk", 501)
+	c := op.get("/queues/bulk/dead-letters/confirm?action=delete&all=1").want(http.StatusOK)
+	if _, err := s.db.WriteDB().Exec(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
 		WHEN old.id = (SELECT MIN(id) FROM dead_letters WHERE queue_id = old.queue_id) BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
 		t.Fatal(err)
 	}
 	form := confirmForm(t, c)
 	form.Set("confirm", "bulk")
-	r := hx(f.op, "/queues/bulk/dead-letters/delete", form).want(http.StatusOK)
-	got := r.testid("flash")
-	if !strings.Contains(got, "500 done") || !strings.Contains(got, "stopped on an error") || r.testid("arrived-since") != "" || strings.Contains(got, "arrived since") {
-		t.Fatalf("result %q", got)
+	r := hx(op, "/queues/bulk/dead-letters/delete", form).want(http.StatusOK)
+	id := flashJobID(t, r)
+	if _, err := s.broker.StepJob(s.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.broker.StepJob(s.ctx, id); err == nil {
+		t.Fatal("the second chunk did not fail")
+	}
+	j := op.get(jobPath(id)).want(http.StatusOK)
+	if j.testid("job-done") != "500" || j.testid("job-arrived-since") != "" || strings.Contains(j.testid("job-facts"), "arrived since") {
+		t.Fatalf("job %q", j.testid("job-facts"))
 	}
 }

@@ -83,7 +83,7 @@ func TestBulkBySearch(t *testing.T) {
 		t.Fatalf("dry run %s, want 1 matching", mustJSON(c))
 	}
 	var res bulkAnswer
-	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"payments","q":"card_declined","field":["amount > 100"]}}`).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/delete", `{"wait":true,"filter":{"queue":"payments","q":"card_declined","field":["amount > 100"]}}`).want(http.StatusOK).decode(&res)
 	if res.Done != 1 {
 		t.Fatalf("delete %s, want 1 done", mustJSON(res))
 	}

@@ -286,7 +286,7 @@ func TestBulkReplayByIDs(t *testing.T) {
 	b := s.fail("q", "", "", "b", `2`, "x")
 	c := s.fail("q", "", "", "c", `3`, "x")
 	var res bulkResult
-	body := fmt.Sprintf(`{"ids":[%q,%q,"0190a0a0-0000-7000-8000-000000000001","junk"]}`, a.ID, b.ID)
+	body := fmt.Sprintf(`{"wait":true,"ids":[%q,%q,"0190a0a0-0000-7000-8000-000000000001","junk"]}`, a.ID, b.ID)
 	s.call("POST", "/api/v1/dlq/replay", body).want(http.StatusOK).decode(&res)
 	if res != (bulkResult{Done: 2, Skipped: 2}) {
 		t.Fatalf("result %+v", res)
@@ -314,7 +314,7 @@ func TestBulkReplayByFilter(t *testing.T) {
 	s.fail("q", "", "", "c", `3`, "timeout")
 	s.fail("other", "", "", "d", `4`, "timeout")
 	var res bulkResult
-	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"queue":"q","error":"timeout"}}`).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/replay", `{"wait":true,"filter":{"queue":"q","error":"timeout"}}`).want(http.StatusOK).decode(&res)
 	if res != (bulkResult{Done: 2}) {
 		t.Fatalf("result %+v", res)
 	}
@@ -341,14 +341,14 @@ func TestBulkDelete(t *testing.T) {
 	s.fail("other", "", "", "b", `2`, "y")
 
 	var res bulkResult
-	s.call("POST", "/api/v1/dlq/delete", fmt.Sprintf(`{"ids":[%q],"consumerGroup":"billing"}`, id)).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/delete", fmt.Sprintf(`{"wait":true,"ids":[%q],"consumerGroup":"billing"}`, id)).want(http.StatusOK).decode(&res)
 	if res != (bulkResult{Done: 1}) {
 		t.Fatalf("by ids %+v", res)
 	}
 	if l := s.deadLetters("queue=q"); l.Total != 1 || l.Messages[0].ConsumerGroup != "analytics" {
 		t.Fatalf("left %+v", l)
 	}
-	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"}}`).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/delete", `{"wait":true,"filter":{"queue":"q"}}`).want(http.StatusOK).decode(&res)
 	if res != (bulkResult{Done: 1}) {
 		t.Fatalf("by filter %+v", res)
 	}
@@ -420,7 +420,7 @@ func TestBulkByFilterActsUpToTheBound(t *testing.T) {
 			}
 			s.clock.Advance(time.Second)
 			fill(t, s, "q", 11)
-			body := fmt.Sprintf(`{"filter":{"queue":"q"},"bound":{"failedAt":%q,"id":%d}}`, count.Bound.FailedAt, count.Bound.ID)
+			body := fmt.Sprintf(`{"wait":true,"filter":{"queue":"q"},"bound":{"failedAt":%q,"id":%d}}`, count.Bound.FailedAt, count.Bound.ID)
 			var res bulkAnswer
 			s.call("POST", "/api/v1/dlq/"+action, body).want(http.StatusOK).decode(&res)
 			if res.Done != 30 || res.ArrivedSince == nil || *res.ArrivedSince != 11 || res.Bound == nil || *res.Bound != *count.Bound {
@@ -433,7 +433,7 @@ func TestBulkByFilterActsUpToTheBound(t *testing.T) {
 				t.Fatalf("%d left in other, want 2", l.Total)
 			}
 			// Without a bound the action takes its own, and says which.
-			s.call("POST", "/api/v1/dlq/"+action, `{"filter":{"queue":"q"}}`).want(http.StatusOK).decode(&res)
+			s.call("POST", "/api/v1/dlq/"+action, `{"wait":true,"filter":{"queue":"q"}}`).want(http.StatusOK).decode(&res)
 			if res.Done != 11 || res.ArrivedSince == nil || *res.ArrivedSince != 0 || res.Bound == nil || res.Bound.ID <= count.Bound.ID {
 				t.Fatalf("answer without a bound %s", mustJSON(res))
 			}
@@ -470,16 +470,16 @@ func TestBulkEveryQueueNeedsAll(t *testing.T) {
 		t.Fatalf("refused calls changed the dead letters: %d left of 5", l.Total)
 	}
 	var res bulkAnswer
-	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"a"}}`).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/delete", `{"wait":true,"filter":{"queue":"a"}}`).want(http.StatusOK).decode(&res)
 	if res.Done != 2 {
 		t.Fatalf("one queue: %s", mustJSON(res))
 	}
-	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"consumerGroup":"g"},"all":true}`).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/replay", `{"wait":true,"filter":{"consumerGroup":"g"},"all":true}`).want(http.StatusOK).decode(&res)
 	if res.Done != 3 {
 		t.Fatalf("every queue: %s", mustJSON(res))
 	}
 	fill(t, s, "c", 1)
-	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"all":true}}`).want(http.StatusOK).decode(&res)
+	s.call("POST", "/api/v1/dlq/delete", `{"wait":true,"filter":{"all":true}}`).want(http.StatusOK).decode(&res)
 	if res.Done != 1 {
 		t.Fatalf("every queue (all in the filter): %s", mustJSON(res))
 	}

@@ -86,7 +86,7 @@ func TestErrorGroupsFilterTheListAndTheAPI(t *testing.T) {
 	}
 	s.call("GET", "/api/v1/dlq?fingerprint="+url.QueryEscape(fp), "").want(http.StatusBadRequest)
 
-	body, _ := json.Marshal(map[string]any{"filter": map[string]any{"queue": "orders", "consumerGroup": "billing", "fingerprint": fp}})
+	body, _ := json.Marshal(map[string]any{"wait": true, "filter": map[string]any{"queue": "orders", "consumerGroup": "billing", "fingerprint": fp}})
 	var res map[string]any
 	s.call("POST", "/api/v1/dlq/delete", string(body)).want(http.StatusOK).decode(&res)
 	s.call("GET", "/api/v1/dlq?queue=orders&fingerprint="+url.QueryEscape(fp), "").want(http.StatusOK).decode(&list)

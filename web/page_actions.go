@@ -74,7 +74,11 @@ func (s *Server) deleteOne(c echo.Context) error {
 	if n > 1 {
 		text += fmt.Sprintf(" (%d groups)", n)
 	}
-	return s.actionDone(c, queue, views.FlashMessage(views.Flash{Kind: "ok", Text: text + "."}))
+	undo := deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/restore"
+	if group != "" {
+		undo += "?" + url.Values{"group": {group}}.Encode()
+	}
+	return s.actionDone(c, queue, views.DeletedOneMessage(views.DeletedOne{Text: text + ".", UndoURL: undo}))
 }
 
 func queueAndID(c echo.Context) (string, string, error) {
@@ -145,11 +149,12 @@ func parseBound(s string) (broker.Bound, error) {
 	return broker.Bound{FailedAt: time.UnixMilli(ms).UTC(), ID: id}, nil
 }
 
-// confirmBulk renders the question asked before a bulk action. For a
-// filter it counts, in one snapshot, what the filter matches (dead
-// letters, and their messages for a replay) and the bound that freezes
-// that set; the form carries the bound, so that the action touches exactly
-// what was counted.
+// confirmBulk renders the question asked before a bulk action: how many
+// it touches, per consumer group, and the first five. For a filter it
+// counts, in one snapshot, what the filter matches (dead letters, and
+// their messages for a replay) and the bound that freezes that set; the
+// form carries the bound, so that the job acts on exactly what was
+// counted.
 func (s *Server) confirmBulk(c echo.Context) error {
 	queue, err := pathParam(c, "queue")
 	if err != nil {
@@ -164,25 +169,46 @@ func (s *Server) confirmBulk(c echo.Context) error {
 		return err
 	}
 	v := views.BulkConfirm{Action: action, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action}
-	switch {
-	case t.all:
-		counted, err := s.broker.CountMatching(c.Request().Context(), t.query)
-		if err != nil {
+	req := broker.JobRequest{Kind: action}
+	if t.all {
+		req.Query = &t.query
+	} else {
+		req.IDs = t.ids
+		if action == "delete" {
+			req.Group = t.group
+		}
+	}
+	var p broker.Preview
+	if t.all || len(t.ids) > 0 {
+		if p, err = s.broker.Preview(c.Request().Context(), req); err != nil {
 			return err
 		}
-		v.Count, v.Bound = inUnit(action, counted), boundParam(counted.Bound)
-		v.DeadLetters = counted.Count
+	}
+	v.Count, v.DeadLetters = p.Count, p.DeadLetters
+	if t.all {
+		v.Bound = boundParam(*p.Bound)
 		v.All, v.Filter = true, t.filter.values().Encode()
 		v.Where = t.where
-	default:
-		v.Count = int64(len(t.ids))
-		v.IDs, v.Group = t.ids, t.group
+		v.OwnGroup = t.filter.Group
+	} else {
+		v.IDs, v.Group, v.OwnGroup = t.ids, t.group, t.group
 		v.Where = "the ones selected on the page"
 		if t.group != "" {
 			v.Where += ", in group " + t.group
 		} else if action == "delete" {
 			v.Where += ", in every group"
 		}
+	}
+	for _, g := range p.Groups {
+		v.Groups = append(v.Groups, views.BulkGroup{Group: g.Group, DeadLetters: g.DeadLetters, Capped: g.Capped})
+	}
+	if v.OwnGroup == "" && len(p.Groups) == 1 {
+		// All of them are one group's: that is the group each copy goes to.
+		v.OwnGroup = p.Groups[0].Group
+	}
+	for _, d := range p.Sample {
+		v.Sample = append(v.Sample, views.BulkSample{ID: d.MessageID, URL: deadLetterURL(d.Queue, d.MessageID, d.Group), TransactionID: d.TransactionID,
+			Group: d.Group, Error: d.Error, FailedAt: d.FailedAt, Now: s.now()})
 	}
 	v.TypeQueue = v.Count > typedConfirmAbove
 	if v.Count == 0 {
@@ -191,8 +217,8 @@ func (s *Server) confirmBulk(c echo.Context) error {
 	return render(c, http.StatusOK, views.BulkConfirmDialog(v))
 }
 
-// inUnit is what the action by filter counts of counted: a replay
-// messages, a delete dead letters.
+// inUnit is what the action by filter counts of counted, as its
+// confirmation says: a replay messages, a delete dead letters.
 func inUnit(action string, counted broker.Counted) int64 {
 	if action == "replay" {
 		return counted.Messages
@@ -200,12 +226,16 @@ func inUnit(action string, counted broker.Counted) int64 {
 	return counted.Count
 }
 
-// replayBulk replays the selected or matching dead letters.
+// replayBulk starts a job that replays the selected or matching dead
+// letters.
 func (s *Server) replayBulk(c echo.Context) error { return s.runBulk(c, "replay") }
 
-// deleteBulk deletes the selected or matching dead letters.
+// deleteBulk starts a job that deletes the selected or matching dead
+// letters.
 func (s *Server) deleteBulk(c echo.Context) error { return s.runBulk(c, "delete") }
 
+// runBulk starts the job of a confirmed bulk action and answers with a
+// flash that links to it.
 func (s *Server) runBulk(c echo.Context, action string) error {
 	queue, err := pathParam(c, "queue")
 	if err != nil {
@@ -219,7 +249,11 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 	if err != nil {
 		return err
 	}
-	ctx, who := c.Request().Context(), s.pageActor(c)
+	req, err := jobOfForm(action, form, s.pageActor(c))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
 	n := int64(len(t.ids))
 	if t.all {
 		// Only what the confirmation counted: the dead letters at or
@@ -234,6 +268,12 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 			return err
 		}
 		n = inUnit(action, counted)
+		req.Query = &t.query
+	} else {
+		req.IDs, req.Queue = t.ids, queue
+		if action == "delete" {
+			req.Group = t.group
+		}
 	}
 	if n == 0 {
 		return badRequest("nothing to %s: select dead letters or use a filter that matches some", action)
@@ -245,24 +285,53 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 		}
 		return badRequest("this %s touches %s %s: type the queue name %q to confirm", action, views.Count(n), unit, queue)
 	}
-	var res broker.BulkResult
-	switch {
-	case t.all && action == "replay":
-		res, err = s.broker.ReplayMatching(ctx, t.query, who)
-	case t.all:
-		res, err = s.broker.DeleteMatching(ctx, t.query, who)
-	case action == "replay":
-		res, err = s.broker.ReplayIDs(ctx, t.ids, who)
-	default:
-		res, err = s.broker.DeleteIDs(ctx, t.ids, t.group, who)
-	}
-	out := views.BulkResult{Action: action, Done: res.Done, Skipped: res.Skipped, Failed: res.Failed, ByFilter: t.all, ArrivedKnown: err == nil, ArrivedSince: res.ArrivedSince}
+	j, err := s.broker.StartJob(ctx, req)
 	if err != nil {
-		// What was done stays done; say so, and how much was not.
-		s.log.ErrorContext(ctx, "bulk action failed part-way", "action", action, "queue", queue, "done", res.Done, "error", err)
-		out.Error = "It stopped on an error; what is counted as done is done, the rest is untouched. Try again."
+		return err
 	}
-	return s.actionDone(c, queue, views.BulkResultMessage(out))
+	if !isFragment(c) {
+		return c.Redirect(http.StatusSeeOther, jobURL(j.ID))
+	}
+	msg := views.JobStarted{ID: j.ID, URL: jobURL(j.ID), Action: action, Count: j.Planned, Unit: jobUnit(j), Rate: j.Rate}
+	if req.Mode == broker.ReplayOwnGroup {
+		msg.Group = t.filter.Group
+	}
+	c.Response().Header().Set("HX-Trigger", "dlq-changed")
+	return render(c, http.StatusOK, views.JobStartedMessage(msg))
+}
+
+// jobOfForm reads a bulk form's mode and rate into the job to start.
+func jobOfForm(action string, form url.Values, who string) (broker.JobRequest, error) {
+	req := broker.JobRequest{Kind: action, Actor: who}
+	switch form.Get("mode") {
+	case "", "every":
+	case "own":
+		if action != "replay" {
+			return req, badRequest("only a replay goes to one group")
+		}
+		req.Mode = broker.ReplayOwnGroup
+	default:
+		return req, badRequest("mode must be every or own")
+	}
+	if r := strings.TrimSpace(form.Get("rate")); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 0 || n > broker.MaxJobRate {
+			return req, badRequest("the rate must be a whole number of %s a second, from 0 (no limit) to %d", map[string]string{"replay": "messages", "delete": "dead letters"}[action], broker.MaxJobRate)
+		}
+		req.Rate = n
+	}
+	return req, nil
+}
+
+// jobUnit is what a job's Planned counts, for people.
+func jobUnit(j broker.Job) string {
+	switch {
+	case len(j.Scope.IDs) > 0:
+		return "message"
+	case j.Kind == broker.JobReplay && j.Scope.Mode == broker.ReplayEveryGroup:
+		return "message"
+	}
+	return "dead letter"
 }
 
 func uniq(in []string) []string {

@@ -51,6 +51,8 @@ func TestEveryPageRendersWholeAndAsAFragment(t *testing.T) {
 	s := setup(t)
 	d := seed(t, s)
 	b, _ := s.loggedIn(broker.RoleViewer)
+	var job jobAnswer
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"emails"},"wait":true}`).want(http.StatusOK).decode(&job)
 	cases := []struct {
 		path   string
 		testid string // present in both renders
@@ -61,6 +63,8 @@ func TestEveryPageRendersWholeAndAsAFragment(t *testing.T) {
 		{"/queues/orders/dead-letters/" + d.ID + "?group=billing", "facts"},
 		{"/charts", "chart-depth"},
 		{"/audit", "audit"},
+		{"/jobs", "jobs"},
+		{jobPath(job.Job.ID), "job-progress"},
 	}
 	for _, tc := range cases {
 		whole, frag := page(t, b, tc.path)
@@ -276,8 +280,11 @@ func TestOperatorActions(t *testing.T) {
 		}
 		form := url.Values{"ids": ids["ids"]}
 		r := hx(f.op, "/queues/orders/dead-letters/delete", form).want(http.StatusOK)
-		if got := r.testid("flash"); !strings.Contains(got, "3 done, 0 skipped") {
+		if got := r.testid("flash"); !strings.Contains(got, "Deleting the dead letters of 3 messages") {
 			t.Fatalf("result %q", got)
+		}
+		if j := followJob(t, f.s, f.op, r); j.testid("job-done") != "3" || j.testid("job-skipped") != "0" || j.testid("job-state") != "done" {
+			t.Fatalf("job %q", j.testid("job-counts"))
 		}
 		if n := len(f.s.deadLetters("queue=orders").Messages); n != 0 {
 			t.Fatalf("%d left", n)
@@ -295,8 +302,8 @@ func TestOperatorActions(t *testing.T) {
 		hx(f.op, "/queues/bulk/dead-letters/replay", form).want(http.StatusBadRequest)
 		form.Set("confirm", "bulk")
 		r := hx(f.op, "/queues/bulk/dead-letters/replay", form).want(http.StatusOK)
-		if got := r.testid("flash"); !strings.Contains(got, "1001 done") {
-			t.Fatalf("result %q", got)
+		if j := followJob(t, f.s, f.op, r); j.testid("job-done") != "1,001" {
+			t.Fatalf("job %q", j.testid("job-counts"))
 		}
 	})
 }
@@ -322,10 +329,13 @@ func TestBulkConfirmationFreezesWhatItCounted(t *testing.T) {
 			f.s.clock.Advance(time.Second)
 			fill(t, f.s, "bulk", 11)
 			r := hx(f.op, "/queues/bulk/dead-letters/"+action, form).want(http.StatusOK)
-			done := map[string]string{"replay": "Replayed 30 messages.", "delete": "Deleted 30."}[action]
-			got := r.testid("flash")
-			if !strings.Contains(got, done) || !strings.Contains(got, "11 arrived since the confirmation and were not touched") || !strings.Contains(got, "30 done") {
+			started := map[string]string{"replay": "Replaying 30 messages", "delete": "Deleting 30 dead letters"}[action]
+			if got := r.testid("flash"); !strings.Contains(got, started) {
 				t.Fatalf("result %q", got)
+			}
+			j := followJob(t, f.s, f.op, r)
+			if j.testid("job-done") != "30" || j.testid("job-planned") != "30" || j.testid("job-arrived-since") != "11 arrived since the confirmation and were not touched." {
+				t.Fatalf("job %q / %q", j.testid("job-counts"), j.testid("job-arrived-since"))
 			}
 			if l := f.s.deadLetters("queue=bulk"); l.Total != 11 {
 				t.Fatalf("%d left, want the 11 that arrived since", l.Total)

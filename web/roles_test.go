@@ -74,6 +74,19 @@ var routeAccess = map[string]access{
 	"POST /api/v1/dlq/replay":                                 operator,
 	"POST /api/v1/dlq/delete":                                 operator,
 	"POST /api/v1/messages/:partitionId/:transactionId/retry": operator,
+	"GET /jobs":                    viewer,
+	"GET /jobs/:id":                viewer,
+	"GET /jobs/:id/progress":       viewer,
+	"POST /jobs/:id/pause":         operator,
+	"POST /jobs/:id/resume":        operator,
+	"POST /jobs/:id/cancel":        operator,
+	"POST /jobs/:id/undo":          operator,
+	"GET /api/v1/jobs":             viewer,
+	"GET /api/v1/jobs/:id":         viewer,
+	"POST /api/v1/jobs/:id/pause":  operator,
+	"POST /api/v1/jobs/:id/resume": operator,
+	"POST /api/v1/jobs/:id/cancel": operator,
+	"POST /api/v1/jobs/:id/undo":   operator,
 }
 
 // caller is who makes a request in the table.

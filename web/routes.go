@@ -43,6 +43,12 @@ func (s *Server) routes() {
 	api.POST("/dlq/replay", s.replayDeadLetters, operator)
 	api.POST("/dlq/delete", s.deleteDeadLetters, operator)
 	api.POST("/messages/:partitionId/:transactionId/retry", s.retryMessage, operator)
+	api.GET("/jobs", s.listJobs, viewer)
+	api.GET("/jobs/:id", s.showJobAPI, viewer)
+	api.POST("/jobs/:id/pause", s.pauseJobAPI, operator)
+	api.POST("/jobs/:id/resume", s.resumeJobAPI, operator)
+	api.POST("/jobs/:id/cancel", s.cancelJobAPI, operator)
+	api.POST("/jobs/:id/undo", s.undoJobAPI, operator)
 
 	// The dashboard: sessions (session.go) and CSRF protection (csrf.go)
 	// for every path but the API's, the health check and the static files;

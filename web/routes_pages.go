@@ -39,6 +39,13 @@ func (s *Server) pageRoutes() {
 	e.GET("/admin/thresholds", s.showThresholds, s.requirePage(RoleAdmin))
 	e.POST("/admin/thresholds", s.saveThresholds, s.requirePage(RoleAdmin))
 	e.GET("/audit", s.showAudit, viewer)
+	e.GET("/jobs", s.showJobs, viewer)
+	e.GET("/jobs/:id", s.showJob, viewer)
+	e.GET("/jobs/:id/progress", s.showJobProgress, viewer)
+	e.POST("/jobs/:id/pause", s.pauseJobPage, operator)
+	e.POST("/jobs/:id/resume", s.resumeJobPage, operator)
+	e.POST("/jobs/:id/cancel", s.cancelJobPage, operator)
+	e.POST("/jobs/:id/undo", s.undoJobPage, operator)
 	e.GET("/search", s.showSearch, viewer)
 }
 

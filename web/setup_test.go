@@ -102,6 +102,24 @@ type bundle struct {
 // wait: the waits asked for are in bundle.sleeps.
 func setup(t *testing.T, edit ...func(*web.Config)) *bundle {
 	t.Helper()
+	s := setupStill(t, edit...)
+	runCtx, stop := context.WithCancel(s.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.broker.RunJobs(runCtx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+	return s
+}
+
+// setupStill is setup without the job runner: jobs started stay where
+// they are until the test runs them (broker.StepJob, RunJob).
+func setupStill(t *testing.T, edit ...func(*web.Config)) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
 	if err != nil {

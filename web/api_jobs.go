@@ -1,0 +1,214 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// jobsAPIPageSize is the default page of GET /api/v1/jobs; at most
+// jobsAPIMaxPage.
+const (
+	jobsAPIPageSize = 50
+	jobsAPIMaxPage  = 500
+)
+
+// jobJSON is a job as the API writes it.
+type jobJSON struct {
+	ID          int64     `json:"id"`
+	URL         string    `json:"url"` // its page on the dashboard
+	Kind        string    `json:"kind"`
+	State       string    `json:"state"`
+	Reason      string    `json:"reason,omitempty"`
+	Actor       string    `json:"actor"`
+	CreatedAt   timestamp `json:"createdAt"`
+	UpdatedAt   timestamp `json:"updatedAt"`
+	FinishedAt  timestamp `json:"finishedAt"` // null while running or paused
+	Queue       *string   `json:"queue"`      // null: every queue
+	Scope       scopeJSON `json:"scope"`
+	Description string    `json:"description"`
+	Rate        int       `json:"rate"` // a second; 0 no limit
+	Planned     int64     `json:"planned"`
+	Done        int64     `json:"done"`
+	Skipped     int64     `json:"skipped"`
+	Failed      int64     `json:"failed"`
+	// ArrivedSince: dead letters of the filter filed after its bound,
+	// not touched; null until the job is done, or for a job by ids.
+	ArrivedSince *int64 `json:"arrivedSince"`
+	UndoOf       *int64 `json:"undoOf,omitempty"`
+	UndoneBy     *int64 `json:"undoneBy,omitempty"`
+}
+
+// scopeJSON is what a job acts on, frozen when it started.
+type scopeJSON struct {
+	IDs           int         `json:"ids,omitempty"` // how many ids, for a job by ids
+	ConsumerGroup string      `json:"consumerGroup,omitempty"`
+	Filter        *bulkFilter `json:"filter,omitempty"`
+	Bound         *bulkBound  `json:"bound,omitempty"`
+	Mode          string      `json:"mode,omitempty"` // a replay's: every or own
+}
+
+func toJobJSON(j broker.Job) jobJSON {
+	out := jobJSON{ID: j.ID, URL: jobURL(j.ID), Kind: j.Kind, State: j.State, Reason: j.Reason, Actor: j.Actor, CreatedAt: timestamp(j.CreatedAt),
+		UpdatedAt: timestamp(j.UpdatedAt), FinishedAt: timestamp(j.FinishedAt), Queue: optional(j.Queue), Description: j.Description, Rate: j.Rate,
+		Planned: j.Planned, Done: j.Done, Skipped: j.Skipped, Failed: j.Failed}
+	if j.ArrivedSince >= 0 && j.Scope.Filter != nil {
+		n := j.ArrivedSince
+		out.ArrivedSince = &n
+	}
+	if j.UndoOf != 0 {
+		out.UndoOf = &j.UndoOf
+	}
+	if j.UndoneBy != 0 {
+		out.UndoneBy = &j.UndoneBy
+	}
+	sc := j.Scope
+	out.Scope = scopeJSON{IDs: len(sc.IDs), ConsumerGroup: sc.Group}
+	if j.Kind == broker.JobReplay {
+		out.Scope.Mode = "every"
+		if sc.Mode == broker.ReplayOwnGroup {
+			out.Scope.Mode = "own"
+		}
+	}
+	if q := sc.Filter; q != nil {
+		f := &bulkFilter{Queue: q.Queue, ConsumerGroup: q.Group, Partition: q.Partition, Error: q.ErrorContains, TransactionID: q.TransactionID,
+			Fingerprint: q.Fingerprint, All: q.AllQueues, Q: q.Text, Field: q.Fields}
+		if !q.From.IsZero() {
+			f.From = q.From.UTC().Format(timeFormat)
+		}
+		if !q.To.IsZero() {
+			f.To = q.To.UTC().Format(timeFormat)
+		}
+		out.Scope.Filter = f
+		if q.Bound != nil {
+			out.Scope.Bound = &bulkBound{FailedAt: timestamp(q.Bound.FailedAt), ID: q.Bound.ID}
+		}
+	}
+	return out
+}
+
+// outcomeJSON is a replay job's outcome in a consumer group.
+type outcomeJSON struct {
+	ConsumerGroup string `json:"consumerGroup"`
+	Replayed      int64  `json:"replayed"`
+	Succeeded     int64  `json:"succeeded"`
+	Failed        int64  `json:"failed"`
+	Pending       int64  `json:"pending"`
+}
+
+// failureJSON is a replayed copy that failed again.
+type failureJSON struct {
+	ID            string    `json:"id"` // the copy's message id
+	Queue         string    `json:"queue"`
+	ConsumerGroup string    `json:"consumerGroup"`
+	SettledAt     timestamp `json:"settledAt"`
+	// DeadLetter: it is still a dead letter (GET /api/v1/dlq/:id), of
+	// the error group fingerprint, with errorMessage.
+	DeadLetter   bool    `json:"deadLetter"`
+	Fingerprint  *string `json:"fingerprint"`
+	ErrorMessage *string `json:"errorMessage"`
+}
+
+// jobDetailJSON is GET /api/v1/jobs/:id.
+type jobDetailJSON struct {
+	Job      jobJSON       `json:"job"`
+	Outcomes []outcomeJSON `json:"outcomes"`
+	Failures []failureJSON `json:"failures"`
+}
+
+// jobAnswer is a job action's answer.
+type jobAnswer struct {
+	Job jobJSON `json:"job"`
+}
+
+// listJobs is GET /api/v1/jobs: newest first; state, kind and queue
+// filter; limit and after (a job id) page.
+func (s *Server) listJobs(c echo.Context) error {
+	limit, err := queryInt(c, "limit", jobsAPIPageSize)
+	if err != nil {
+		return err
+	}
+	if limit < 1 || limit > jobsAPIMaxPage {
+		return badRequest("limit must be between 1 and %d", jobsAPIMaxPage)
+	}
+	f, p, err := readJobFilter(c, limit)
+	if err != nil {
+		return err
+	}
+	jobs, err := s.broker.Jobs(c.Request().Context(), f, p)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Jobs []jobJSON `json:"jobs"`
+		// Next is the after= of the next page; null on the last.
+		Next *string `json:"next"`
+	}{Jobs: make([]jobJSON, 0, len(jobs))}
+	for _, j := range jobs {
+		out.Jobs = append(out.Jobs, toJobJSON(j))
+	}
+	if len(jobs) == limit {
+		next := strconv.FormatInt(jobs[len(jobs)-1].ID, 10)
+		out.Next = &next
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// showJobAPI is GET /api/v1/jobs/:id: the job, and for a replay its
+// outcomes per group and up to 50 copies that failed again.
+func (s *Server) showJobAPI(c echo.Context) error {
+	id, err := pathJobID(c)
+	if err != nil {
+		return err
+	}
+	jv, err := s.broker.JobDetail(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	out := jobDetailJSON{Job: toJobJSON(jv.Job), Outcomes: []outcomeJSON{}, Failures: []failureJSON{}}
+	for _, o := range jv.Outcomes {
+		out.Outcomes = append(out.Outcomes, outcomeJSON{ConsumerGroup: o.Group, Replayed: o.Replayed, Succeeded: o.Succeeded, Failed: o.Failed, Pending: o.Pending()})
+	}
+	for _, f := range jv.Failures {
+		fj := failureJSON{ID: f.CopyID, Queue: f.Queue, ConsumerGroup: f.Group, SettledAt: timestamp(f.SettledAt), DeadLetter: f.DeadLetter}
+		if f.DeadLetter {
+			fj.Fingerprint, fj.ErrorMessage = optional(f.Fingerprint), &f.Error
+		}
+		out.Failures = append(out.Failures, fj)
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// jobActionAPI answers a job's action with the job (undo: 202 with the
+// restore job it started).
+func (s *Server) jobActionAPI(c echo.Context, name string, act jobAction) error {
+	j, err := s.doJobAction(c, name, act, actor(c))
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if name == "undo" {
+		status = http.StatusAccepted
+		c.Response().Header().Set(echo.HeaderLocation, apiPrefix+"/jobs/"+strconv.FormatInt(j.ID, 10))
+	}
+	return writeJSON(c, status, jobAnswer{Job: toJobJSON(j)})
+}
+
+func (s *Server) pauseJobAPI(c echo.Context) error {
+	return s.jobActionAPI(c, "pause", s.broker.PauseJob)
+}
+
+func (s *Server) resumeJobAPI(c echo.Context) error {
+	return s.jobActionAPI(c, "resume", s.broker.ResumeJob)
+}
+
+func (s *Server) cancelJobAPI(c echo.Context) error {
+	return s.jobActionAPI(c, "cancel", s.broker.CancelJob)
+}
+
+func (s *Server) undoJobAPI(c echo.Context) error {
+	return s.jobActionAPI(c, "undo", s.broker.UndoJob)
+}
