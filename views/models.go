@@ -271,6 +271,7 @@ type DeadLetterDetail struct {
 	OtherGroups []string
 	ReplayURL   string
 	DeleteURL   string
+	History     History // attempts, lineage and earlier replays (deadletter.templ)
 }
 
 // Payload is a message payload ready to show.

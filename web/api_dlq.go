@@ -2,11 +2,14 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/views"
 )
 
 // deadLetterView is one dead letter: a message one group gave up on.
@@ -179,21 +182,42 @@ type deadLetterResponse struct {
 	deadLetterView
 	// Others are the message's dead letters in other consumer groups.
 	Others []deadLetterView `json:"others"`
+	// History: its failed attempts, the replays it descends from and
+	// the copies made of it (page_history.go).
+	History *historyView `json:"history"`
 }
 
 // showDeadLetter returns a message's dead letter (the optional
-// consumerGroup query picks the group's) and its dead letters in the other
-// groups.
+// consumerGroup query picks the group's), its dead letters in the other
+// groups and its history. A dead letter that is gone is a 404 that says
+// what became of it: {"error": ..., "gone": {...}} (the latest, with no
+// consumerGroup); one never known, the plain {"error": ...}.
 func (s *Server) showDeadLetter(c echo.Context) error {
 	id, err := pathParam(c, "id")
 	if err != nil {
 		return err
 	}
-	d, err := s.broker.DeadLetter(c.Request().Context(), id, c.QueryParam("consumerGroup"))
+	group := c.QueryParam("consumerGroup")
+	h, err := s.broker.DeadLetterHistory(c.Request().Context(), id, group)
+	if errors.Is(err, broker.ErrNotFound) {
+		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("dead letter %s not found", views.Cut(id, 64))}
+	}
 	if err != nil {
 		return err
 	}
-	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter), Others: make([]deadLetterView, len(d.Others))}
+	d, ok := liveDeadLetter(h, group)
+	if !ok {
+		fates := goneFates(h, group)
+		if len(fates) == 0 {
+			if group != "" {
+				return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no dead letter of message %s in consumer group %s", id, views.Cut(group, 64))}
+			}
+			return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("message %s is not a dead letter", id)}
+		}
+		f := latestFate(fates)
+		return writeJSON(c, http.StatusNotFound, goneAnswer{Error: goneMessage(id, f), Gone: newGoneView(f)})
+	}
+	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter), Others: make([]deadLetterView, len(d.Others)), History: newHistoryView(h)}
 	for i, o := range d.Others {
 		out.Others[i] = newDeadLetterView(o)
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -401,13 +402,31 @@ func (s *Server) pathDeadLetter(ctx context.Context, c echo.Context) (queue, id 
 	return
 }
 
-// showDeadLetterPage renders page 4: one dead letter.
+// showDeadLetterPage renders page 4: one dead letter, with its history;
+// or, with status 404, the page of one that is gone (showGone). An id
+// that names no message of the queue is the plain not-found page.
 func (s *Server) showDeadLetterPage(c echo.Context) error {
 	ctx, cancel := withTimeout(c, 10*time.Second)
 	defer cancel()
-	queue, id, d, err := s.pathDeadLetter(ctx, c)
+	queue, err := pathParam(c, "queue")
 	if err != nil {
 		return err
+	}
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	group := c.QueryParam("group")
+	h, err := s.broker.DeadLetterHistory(ctx, id, group)
+	if errors.Is(err, broker.ErrNotFound) || (err == nil && h.Message.Queue != queue) {
+		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("dead letter %s not found in queue %s", views.Cut(id, 64), views.Cut(queue, 64))}
+	}
+	if err != nil {
+		return err
+	}
+	d, ok := liveDeadLetter(h, group)
+	if !ok {
+		return s.showGone(c, queue, id, group, h)
 	}
 	limit := views.PayloadPreview
 	if c.QueryParam("full") == "1" {
@@ -436,5 +455,6 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 	for _, o := range d.Others {
 		v.OtherGroups = append(v.OtherGroups, o.Group)
 	}
+	v.History = historyOf(queue, h, true)
 	return renderPage(c, http.StatusOK, views.DeadLetterView(v), views.DeadLetterContent(v))
 }

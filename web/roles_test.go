@@ -54,6 +54,7 @@ var routeAccess = map[string]access{
 	"POST /queues/:queue/dead-letters/delete":                 operator,
 	"POST /queues/:queue/dead-letters/:id/replay":             operator,
 	"POST /queues/:queue/dead-letters/:id/delete":             operator,
+	"POST /queues/:queue/dead-letters/:id/restore":            operator,
 	"POST /api/v1/configure":                                  admin,
 	"GET /api/v1/resources/queues":                            viewer,
 	"GET /api/v1/resources/queues/:queue":                     viewer,

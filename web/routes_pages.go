@@ -35,6 +35,7 @@ func (s *Server) pageRoutes() {
 	e.GET("/queues/:queue/dead-letters/:id/error", s.downloadError, viewer)
 	e.POST("/queues/:queue/dead-letters/:id/replay", s.replayOne, operator)
 	e.POST("/queues/:queue/dead-letters/:id/delete", s.deleteOne, operator)
+	e.POST("/queues/:queue/dead-letters/:id/restore", s.restoreOne, operator)
 	e.GET("/charts", s.showCharts, viewer)
 	e.GET("/admin/thresholds", s.showThresholds, s.requirePage(RoleAdmin))
 	e.POST("/admin/thresholds", s.saveThresholds, s.requirePage(RoleAdmin))
