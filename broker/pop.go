@@ -43,7 +43,10 @@ type PopResult struct {
 // no earlier than the queue's delayedProcessing after its push, and
 // nothing behind it in its partition before it. With Wait it holds until
 // a message arrives, woken by pushes and acks inside this process, and by
-// a timer when a lease, a retry delay or a message's delay ends.
+// a timer when a lease, a retry delay or a message's delay ends. A copy
+// replayed to another group only (ReplayOwnGroup) is never handed out:
+// the group's cursor passes it by when it comes to the head, and a batch
+// ends before it (the next pop goes on behind it).
 func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 	if err := validatePop(&req); err != nil {
 		return PopResult{}, err
