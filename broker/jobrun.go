@@ -420,7 +420,7 @@ func (b *Broker) RunJobs(ctx context.Context) {
 				p = &pace{next: now}
 				paces[j.ID] = p
 			}
-			if d := p.next.Sub(time.Now()); d > 0 {
+			if d := time.Until(p.next); d > 0 {
 				if wait < 0 || d < wait {
 					wait = d
 				}
