@@ -343,6 +343,9 @@ type AuditFilter struct {
 	Action string
 	Actor  string
 	Queue  string
+	// Broker: the broker's own entries are shown too.
+	Broker bool
+	JobID  int64 // only the entries of this job
 }
 
 // AuditRow is one audit entry.
@@ -354,6 +357,8 @@ type AuditRow struct {
 	Group  string
 	Count  int
 	Detail string
+	JobURL string // the job the entry is of ("" none)
+	Broker bool   // an entry of the broker's own stream
 }
 
 // Login is the login page.

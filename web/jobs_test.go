@@ -370,3 +370,53 @@ func TestDeleteOneOffersUndo(t *testing.T) {
 		t.Fatalf("flash %q", r.testid("flash"))
 	}
 }
+
+// The audit has a person's bulk action as one entry linked to its job;
+// the broker's own entries (dead letters filed) are hidden unless asked
+// for; the job's page links to its entries alone.
+func TestAuditLinksJobsAndHidesTheBrokersEntries(t *testing.T) {
+	t.Parallel()
+	s := setupStill(t)
+	fill(t, s, "q", 3)
+	viewer, _ := s.loggedIn(broker.RoleViewer)
+	id := startReplay(t, s, `{"filter":{"queue":"q"}}`)
+	if _, err := s.broker.PauseJob(s.ctx, id, "user:carol"); err != nil {
+		t.Fatal(err)
+	}
+	actions := func(r response) (out []string) {
+		r.doc().Find(`[data-testid="audit-row"]`).Each(func(_ int, row *goquery.Selection) {
+			a := strings.TrimSpace(row.Find(".badge").First().Text())
+			if a == "login" || a == "user" {
+				return // the test's users
+			}
+			if row.Find(`[data-testid="audit-broker-entry"]`).Length() == 1 {
+				a += "(broker)"
+			}
+			if href, ok := row.Find(`[data-testid="audit-job-link"]`).Attr("href"); ok {
+				a += "->" + href
+			}
+			out = append(out, a)
+		})
+		return out
+	}
+	job := "->" + jobPath(id)
+	r := viewer.get("/audit").want(http.StatusOK)
+	if got := fmt.Sprint(actions(r)); got != "[job_pause"+job+" replay"+job+"]" {
+		t.Fatalf("people's entries: %s", got)
+	}
+	if r.doc().Find(`[data-testid="audit-broker"][checked]`).Length() != 0 {
+		t.Fatal("the broker's entries are shown by default")
+	}
+	r = viewer.get("/audit?stream=all").want(http.StatusOK)
+	if got := actions(r); len(got) != 5 || got[4] != "dead_letter(broker)" || r.doc().Find(`[data-testid="audit-broker"][checked]`).Length() != 1 {
+		t.Fatalf("every entry: %v", got)
+	}
+	fill(t, s, "other", 1)
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"other"}}`).want(http.StatusAccepted)
+	r = viewer.get("/audit?job=" + strconv.FormatInt(id, 10)).want(http.StatusOK)
+	if got := fmt.Sprint(actions(r)); got != "[job_pause"+job+" replay"+job+"]" || r.doc().Find(`[data-testid="audit-job"]`).Length() != 1 {
+		t.Fatalf("the job's entries: %s", got)
+	}
+	viewer.get("/audit?stream=some").want(http.StatusBadRequest)
+	viewer.get("/audit?job=x").want(http.StatusBadRequest)
+}

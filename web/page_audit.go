@@ -26,6 +26,19 @@ var adminOnlyActions = []string{broker.AuditLoginFailed}
 // are shown to admins only.
 func (s *Server) showAudit(c echo.Context) error {
 	f := broker.AuditFilter{Action: c.QueryParam("action"), Actor: c.QueryParam("actor"), Queue: c.QueryParam("queue")}
+	switch st := c.QueryParam("stream"); st {
+	case broker.AuditStreamPeople, broker.AuditStreamAll:
+		f.Stream = st
+	default:
+		return badRequest("stream must be all (the broker's own entries too) or left out")
+	}
+	if j := c.QueryParam("job"); j != "" {
+		id, err := strconv.ParseInt(j, 10, 64)
+		if err != nil || id < 1 {
+			return badRequest("job must be a job id")
+		}
+		f.JobID = id
+	}
 	actions := auditActions
 	if v, ok := visitorFrom(c); !ok || !v.user.Role.Allows(RoleAdmin) {
 		f.Except = adminOnlyActions
@@ -43,13 +56,18 @@ func (s *Server) showAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.AuditList{Page: s.page(c, "Audit", "audit"), Filter: views.AuditFilter{Action: f.Action, Actor: f.Actor, Queue: f.Queue}, Actions: actions}
+	v := views.AuditList{Page: s.page(c, "Audit", "audit"), Filter: views.AuditFilter{Action: f.Action, Actor: f.Actor, Queue: f.Queue, Broker: f.Stream == broker.AuditStreamAll, JobID: f.JobID}, Actions: actions}
 	for _, e := range entries {
-		v.Rows = append(v.Rows, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Queue: e.Queue, Group: e.Group, Count: e.Count, Detail: e.Detail})
+		v.Rows = append(v.Rows, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Queue: e.Queue, Group: e.Group, Count: e.Count, Detail: e.Detail,
+			JobURL: jobURL(e.JobID), Broker: e.Broker})
 	}
 	if len(entries) == auditPageSize {
 		q := url.Values{}
-		for k, val := range map[string]string{"action": f.Action, "actor": f.Actor, "queue": f.Queue} {
+		job := ""
+		if f.JobID != 0 {
+			job = strconv.FormatInt(f.JobID, 10)
+		}
+		for k, val := range map[string]string{"action": f.Action, "actor": f.Actor, "queue": f.Queue, "stream": f.Stream, "job": job} {
 			if val != "" {
 				q.Set(k, val)
 			}
