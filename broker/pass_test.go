@@ -506,3 +506,42 @@ func TestReplayToOwnGroupPassingIsEphemeral(t *testing.T) {
 		t.Errorf("lag after passing again: %d, want 0", s.lag("analytics"))
 	}
 }
+
+// More copies at the head than one transaction passes (passBudget): the
+// pop goes on in another transaction and still hands out what follows.
+func TestReplayToOwnGroupPastTheBudget(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	const n = 1100
+	for i := 0; i < n; i += 100 {
+		txids := make([]string, 100)
+		for j := range txids {
+			txids[j] = fmt.Sprint("x", i+j)
+		}
+		s.push("q", "p", txids...)
+	}
+	var ids []string
+	for len(ids) < n {
+		res := s.pop("q", "billing", 100)
+		acks := make([]broker.Ack, len(res.Messages))
+		for i, m := range res.Messages {
+			acks[i] = broker.Ack{TransactionID: m.TransactionID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "no"}
+			ids = append(ids, m.ID())
+		}
+		if _, err := s.b.AckBatch(s.ctx, "billing", acks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n / 100 {
+		if _, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "analytics", Batch: 100, AutoAck: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		s.replayTo(id, "billing")
+	}
+	s.push("q", "p", "m")
+	if got, _ := s.popTxids("q", "analytics", 1); !slices.Equal(got, []string{"m"}) {
+		t.Fatalf("analytics's pop behind %d copies for billing: %v, want [m]", n, got)
+	}
+}
