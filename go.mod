@@ -15,6 +15,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
+	github.com/sergi/go-diff v1.4.0
 	golang.org/x/crypto v0.59.0
 	golang.org/x/term v0.48.0
 )

@@ -157,15 +157,17 @@
     const question = elt instanceof Element ? elt.getAttribute("data-confirm") : null;
     if (!question) return;
     ev.preventDefault();
-    askToDelete(question, () => ev.detail.issueRequest(true));
+    // data-confirm-action names what is asked for when it is not a
+    // delete ("Replay"): the dialog's title and button say it.
+    askToDelete(question, () => ev.detail.issueRequest(true), elt.getAttribute("data-confirm-action"));
   });
 
-  function askToDelete(question, go) {
+  function askToDelete(question, go, action) {
     const d = document.createElement("dialog");
     d.className = "confirm";
     d.setAttribute("data-testid", "confirm-dialog");
     const h = document.createElement("h2");
-    h.textContent = "Delete?";
+    h.textContent = (action || "Delete") + "?";
     const p = document.createElement("p");
     p.setAttribute("data-testid", "confirm-summary");
     p.textContent = question;
@@ -173,8 +175,8 @@
     actions.className = "actions";
     const del = document.createElement("button");
     del.type = "button";
-    del.className = "danger";
-    del.textContent = "Delete";
+    del.className = action ? "primary" : "danger";
+    del.textContent = action || "Delete";
     del.setAttribute("data-testid", "confirm-go");
     const cancel = document.createElement("button");
     cancel.type = "button";

@@ -241,12 +241,18 @@ func newReplayView(r broker.ReplayResult) replayView {
 
 // replayDeadLetter pushes a copy of a dead-lettered message to the end of
 // its partition and removes its dead letters; a second replay is a 404.
+// An optional body (replayRequest) gives the copy an edited payload, or
+// replays it to the group that gave up on it only (mode own).
 func (s *Server) replayDeadLetter(c echo.Context) error {
 	id, err := pathParam(c, "id")
 	if err != nil {
 		return err
 	}
-	res, err := s.broker.Replay(c.Request().Context(), id, actor(c))
+	o, err := s.apiReplayOptions(c)
+	if err != nil {
+		return err
+	}
+	res, err := s.broker.ReplayWith(c.Request().Context(), id, o)
 	if err != nil {
 		return err
 	}

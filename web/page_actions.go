@@ -39,17 +39,22 @@ func (s *Server) actionDone(c echo.Context, queue string, msg templ.Component) e
 	return render(c, http.StatusOK, msg)
 }
 
-// replayOne replays one dead-lettered message (every group's dead letter of it).
+// replayOne replays one dead-lettered message: every group's dead letter
+// of it, or with mode=own and group= (form or query) that group's only.
 func (s *Server) replayOne(c echo.Context) error {
 	queue, id, err := queueAndID(c)
 	if err != nil {
 		return err
 	}
-	res, err := s.broker.Replay(c.Request().Context(), id, s.pageActor(c))
+	o, err := s.formReplayOptions(c)
 	if err != nil {
 		return err
 	}
-	text := fmt.Sprintf("Replayed %s: pushed to the end of partition %s as %s.", views.ShortID(id), res.Partition, res.TransactionID)
+	res, err := s.broker.ReplayWith(c.Request().Context(), id, o)
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("Replayed %s %s: pushed to the end of partition %s as %s.", views.ShortID(id), replayedTo(o, res.Groups), res.Partition, res.TransactionID)
 	if res.Status == broker.StatusDuplicate {
 		text = fmt.Sprintf("%s was already replayed: its copy %s is in partition %s; the dead letter is gone.", views.ShortID(id), res.TransactionID, res.Partition)
 	}

@@ -250,6 +250,12 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		v.Rows = append(v.Rows, rowOf(queue, d))
 	}
 	v.RefreshURL = deadLettersURL(queue, withAfter(base, after))
+	if !isFragment(c) {
+		// The message of an action that led here (edit and replay).
+		if v.Page.Flash, _, err = s.takeFlash(c); err != nil {
+			return err
+		}
+	}
 	return renderPage(c, http.StatusOK, views.DeadLettersView(v), views.DeadLettersContent(v))
 }
 
