@@ -1,8 +1,10 @@
 package main
 
 import (
+	"math"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestPlanIssues(t *testing.T) {
@@ -37,5 +39,56 @@ func TestPlanIssues(t *testing.T) {
 		if got := planIssues(tc.q, tc.plan); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: issues %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestChunkRates(t *testing.T) {
+	at := func(ms ...int64) []jobChunk {
+		var out []jobChunk
+		for _, m := range ms {
+			out = append(out, jobChunk{at: time.UnixMilli(1_000_000 + m), n: 50})
+		}
+		return out
+	}
+	paced := at(0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900, 2000)
+	rate, worst, err := chunkRates(paced, time.Second)
+	if err != nil || rate != jobRate || worst != 0 {
+		t.Errorf("paced at the limit: rate %v, worst %v %%, %v; want %d, 0", rate, worst, err, jobRate)
+	}
+	// Half the time as fast, then half as slow: on average a little
+	// over the limit, the worst second far off it.
+	rate, worst, err = chunkRates(at(0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500, 700, 900, 1100, 1300, 1500, 1700, 1900, 2100, 2300, 2500), time.Second)
+	if err != nil || math.Abs(rate-400) > 0.01 || worst < 50 {
+		t.Errorf("uneven: rate %v, worst %v %%, %v; want 400 and at least 50 %% off", rate, worst, err)
+	}
+	// Out of order as read, the same.
+	rev := slices.Clone(paced)
+	slices.Reverse(rev)
+	if r, w, err := chunkRates(rev, time.Second); err != nil || r != jobRate || w != 0 {
+		t.Errorf("reversed: %v %v %v", r, w, err)
+	}
+	if _, _, err := chunkRates(at(0, 100), time.Second); err == nil {
+		t.Error("two chunks timed")
+	}
+	if _, _, err := chunkRates(at(5, 5, 5), time.Second); err == nil {
+		t.Error("chunks of one millisecond timed")
+	}
+}
+
+func TestDifferenceTarget(t *testing.T) {
+	s := Samples{"during": {12, 4, 5}, "idle": {1, 2, 1}}
+	r := compareDiff(s, "D6", "p99", "ms", "during", "idle")
+	if r.Diff == nil || *r.Diff != 4 {
+		t.Fatalf("difference %v, want 4 (the median of 11, 2 and 4)", r.Diff)
+	}
+	r.Must, r.Goal = atMost("difference", 4.5, "≤ idle + 4.5 ms"), atMost("difference", 2, "≤ idle + 2 ms") // the ratio, 5, would miss it
+	r.finish()
+	if r.Verdict != verdictMust {
+		t.Errorf("verdict %q, want %q", r.Verdict, verdictMust)
+	}
+	r.Verdict, r.Must = "", atMost("difference", 3, "≤ idle + 3 ms")
+	r.finish()
+	if r.Verdict != verdictMissed {
+		t.Errorf("4 ms over with a must of 3: verdict %q, want %q", r.Verdict, verdictMissed)
 	}
 }

@@ -111,7 +111,7 @@ func removeDB(path string) {
 // Target is a "must" or a "goal" of PERF.md: a bound on the ratio, or on
 // ours' own value when the target is absolute.
 type Target struct {
-	On    string  `json:"on"` // "ratio" or "ours"
+	On    string  `json:"on"` // "ratio", "ours" or "difference" (ours minus the reference)
 	Op    string  `json:"op"` // ">=" or "<="
 	Value float64 `json:"value"`
 	Text  string  `json:"text"` // as PERF.md says it
@@ -130,8 +130,11 @@ func (t *Target) met(r *Row) *bool {
 		return nil
 	}
 	v := r.Ratio
-	if t.On == "ours" {
+	switch t.On {
+	case "ours":
 		v = r.Ours
+	case "difference":
+		v = r.Diff
 	}
 	if v == nil || math.IsNaN(*v) {
 		return nil
@@ -166,6 +169,9 @@ type Row struct {
 	RefName string   `json:"reference,omitempty"`
 	Ref     *float64 `json:"referenceValue,omitempty"`
 	Ratio   *float64 `json:"ratio,omitempty"` // median of the repetitions' ratios
+	// Diff is the median of the repetitions' differences (ours minus the
+	// reference), for targets of the form "≤ reference + x".
+	Diff    *float64 `json:"difference,omitempty"`
 	Must    *Target  `json:"must,omitempty"`
 	Goal    *Target  `json:"goal,omitempty"`
 	MustMet *bool    `json:"mustMet,omitempty"`
@@ -288,6 +294,19 @@ func compare(s Samples, id, measure, unit, oursName, refName string) Row {
 	return r
 }
 
+// compareDiff is compare, with the median of the per-repetition
+// differences (ours minus the reference) as well.
+func compareDiff(s Samples, id, measure, unit, oursName, refName string) Row {
+	r := compare(s, id, measure, unit, oursName, refName)
+	a, b := s[oursName], s[refName]
+	d := make([]float64, min(len(a), len(b)))
+	for i := range d {
+		d[i] = a[i] - b[i]
+	}
+	r.Diff = ptr(median(d))
+	return r
+}
+
 // single builds a row of ours' value alone (absolute targets).
 func single(s Samples, id, measure, unit, name string) Row {
 	r := Row{Case: id, Measure: measure, Unit: unit, Reps: len(s[name])}
@@ -325,7 +344,11 @@ type CaseResult struct {
 	ID      string  `json:"id"`
 	Title   string  `json:"title"`
 	Seconds float64 `json:"seconds"`
-	Rows    []Row   `json:"rows"`
+	// LoadStart and LoadEnd are the load averages (1, 5, 15 min) as the
+	// case started and ended.
+	LoadStart []float64 `json:"loadStart,omitempty"`
+	LoadEnd   []float64 `json:"loadEnd,omitempty"`
+	Rows      []Row     `json:"rows"`
 }
 
 // results is results.json.
@@ -333,6 +356,7 @@ type results struct {
 	Machine Machine      `json:"machine"`
 	Started string       `json:"started"`
 	Seconds float64      `json:"seconds"`
+	LoadEnd []float64    `json:"loadAverageAtEnd,omitempty"`
 	Cases   []CaseResult `json:"cases"`
 }
 
@@ -412,6 +436,9 @@ func writeRow(w io.Writer, r Row) {
 	if r.Ratio != nil {
 		ratio = formatValue(r.Ratio, "×")
 	}
+	if r.Diff != nil {
+		ratio = strings.TrimSpace(ratio + fmt.Sprintf(" (%+.2f %s)", *r.Diff, r.Unit))
+	}
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Case, r.Measure, formatValue(r.Ours, r.Unit), ref, ratio, targetText(r.Must), targetText(r.Goal), r.Verdict)
 }
 
@@ -433,5 +460,6 @@ func printSummary(w io.Writer, res results) {
 			parts = append(parts, fmt.Sprintf("%d %s", tally[v], v))
 		}
 	}
-	fmt.Fprintf(w, "\n%s; %.0f s in all (%s mode, synchronous=%s)\n", strings.Join(parts, ", "), res.Seconds, res.Machine.Mode, res.Machine.Sync)
+	fmt.Fprintf(w, "\n%s; %.0f s in all (%s mode, synchronous=%s); load average %s at the start, %s at the end (%d cores)\n", strings.Join(parts, ", "), res.Seconds,
+		res.Machine.Mode, res.Machine.Sync, loadText(res.Machine.Load), loadText(res.LoadEnd), res.Machine.Cores)
 }

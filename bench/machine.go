@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +24,10 @@ type Machine struct {
 	Reps      int    `json:"repetitions"`
 	Trace     bool   `json:"statementTrace"` // built with -tags sqlite_trace
 	Date      string `json:"date"`
+	// Load is the load average (1, 5 and 15 minutes, /proc/loadavg) as
+	// the run started: on a shared machine it says how far the absolute
+	// numbers can be trusted.
+	Load []float64 `json:"loadAverage,omitempty"`
 }
 
 func machineInfo(e *env) Machine {
@@ -38,7 +44,38 @@ func machineInfo(e *env) Machine {
 		Reps:      e.reps,
 		Trace:     traceAvailable,
 		Date:      time.Now().UTC().Format("2006-01-02"),
+		Load:      loadAverage(),
 	}
+}
+
+// loadAverage reads the 1, 5 and 15 minute load averages from
+// /proc/loadavg (nil elsewhere), what uptime shows.
+func loadAverage() []float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return nil
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return nil
+	}
+	out := make([]float64, 0, 3)
+	for _, x := range f[:3] {
+		v, err := strconv.ParseFloat(x, 64)
+		if err != nil {
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// loadText is a load average as uptime writes it.
+func loadText(l []float64) string {
+	if len(l) != 3 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.2f, %.2f, %.2f", l[0], l[1], l[2])
 }
 
 // cpuModel reads the CPU's model name from /proc/cpuinfo ("unknown"
