@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -90,5 +93,38 @@ func TestDifferenceTarget(t *testing.T) {
 	r.finish()
 	if r.Verdict != verdictMissed {
 		t.Errorf("4 ms over with a must of 3: verdict %q, want %q", r.Verdict, verdictMissed)
+	}
+}
+
+func TestMergeResults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.json")
+	old := results{Machine: Machine{Mode: "full", Sync: "NORMAL"}, Started: "then", Seconds: 100,
+		Cases: []CaseResult{{ID: "T1", Seconds: 60}, {ID: "D5", Seconds: 30, Rows: []Row{{Measure: "old"}}}, {ID: "S1", Seconds: 10}}}
+	b, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := results{Machine: Machine{Mode: "full", Sync: "NORMAL", Load: []float64{1, 2, 3}}, Started: "now", LoadEnd: []float64{4, 5, 6},
+		Cases: []CaseResult{{ID: "D8", Started: "now", Seconds: 5}, {ID: "D5", Started: "now", Seconds: 20, Rows: []Row{{Measure: "new"}}}}}
+	got, err := mergeResults(path, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids, started []string
+	for _, c := range got.Cases {
+		ids, started = append(ids, c.ID), append(started, c.Started)
+	}
+	if !slices.Equal(ids, []string{"T1", "D5", "D8", "S1"}) || !slices.Equal(started, []string{"then", "now", "now", "then"}) {
+		t.Errorf("cases %q started %q", ids, started)
+	}
+	if got.Cases[1].Rows[0].Measure != "new" || got.Started != "then" || got.Seconds != 125 || len(got.Merged) != 1 {
+		t.Errorf("merged %+v", got)
+	}
+	now.Machine.Mode = "quick"
+	if _, err := mergeResults(path, now); err == nil {
+		t.Error("a quick run merged into a full run's results")
 	}
 }

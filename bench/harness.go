@@ -343,6 +343,7 @@ func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 type CaseResult struct {
 	ID      string  `json:"id"`
 	Title   string  `json:"title"`
+	Started string  `json:"started,omitempty"` // when the case ran (RFC 3339)
 	Seconds float64 `json:"seconds"`
 	// LoadStart and LoadEnd are the load averages (1, 5, 15 min) as the
 	// case started and ended.
@@ -353,11 +354,13 @@ type CaseResult struct {
 
 // results is results.json.
 type results struct {
-	Machine Machine      `json:"machine"`
-	Started string       `json:"started"`
-	Seconds float64      `json:"seconds"`
-	LoadEnd []float64    `json:"loadAverageAtEnd,omitempty"`
-	Cases   []CaseResult `json:"cases"`
+	Machine Machine   `json:"machine"`
+	Started string    `json:"started"`
+	Seconds float64   `json:"seconds"`
+	LoadEnd []float64 `json:"loadAverageAtEnd,omitempty"`
+	// Merged lists the runs (-merge) whose cases replaced this run's.
+	Merged []string     `json:"merged,omitempty"`
+	Cases  []CaseResult `json:"cases"`
 }
 
 // formatValue writes a value with its unit, compactly.

@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"sort"
 	"strings"
 	"time"
 
@@ -51,6 +52,7 @@ func run() error {
 	quick := flag.Bool("quick", false, "smaller sizes and 3 repetitions: the whole run in under a minute")
 	cases := flag.String("cases", "", "comma-separated case ids to run (default all), e.g. T1,T4,D1")
 	out := flag.String("out", "results.json", "where to write the results as JSON (empty: nowhere)")
+	merge := flag.Bool("merge", false, "replace only the cases run in -out's results, keeping the others (each case says when it ran and its load)")
 	syncMode := flag.String("sync", string(db.SyncNormal), "SQLite synchronous mode of every database: NORMAL or FULL (T11 runs both)")
 	reps := flag.Int("reps", 0, "repetitions per case (default 5, 3 with -quick)")
 	scale := flag.Float64("scale", 1, "multiply the full sizes by this (e.g. 0.25 for a shorter full run); -quick ignores it")
@@ -118,7 +120,8 @@ func run() error {
 		for i := range rows {
 			rows[i].finish()
 		}
-		cr := CaseResult{ID: c.id, Title: c.title, Seconds: roundTo(time.Since(caseStart).Seconds(), 1), LoadStart: loadStart, LoadEnd: loadAverage(), Rows: rows}
+		cr := CaseResult{ID: c.id, Title: c.title, Started: caseStart.UTC().Format(time.RFC3339), Seconds: roundTo(time.Since(caseStart).Seconds(), 1),
+			LoadStart: loadStart, LoadEnd: loadAverage(), Rows: rows}
 		res.Cases = append(res.Cases, cr)
 		printRows(os.Stdout, rows)
 		fmt.Printf("      (%s: %.1f s, load average %s → %s)\n", c.id, cr.Seconds, loadText(cr.LoadStart), loadText(cr.LoadEnd))
@@ -128,6 +131,11 @@ func run() error {
 	fmt.Println()
 	printSummary(os.Stdout, res)
 	if *out != "" {
+		if *merge {
+			if res, err = mergeResults(*out, res); err != nil {
+				return err
+			}
+		}
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			return fmt.Errorf("results: %w", err)
@@ -143,6 +151,54 @@ func run() error {
 		fmt.Printf("results written to %s\n", *out)
 	}
 	return nil
+}
+
+// mergeResults puts the cases of res in place of the same cases of the
+// results in path (those it does not have after them, in the suite's
+// order), keeping the file's others and its machine. The file's mode and
+// synchronous setting must be res's.
+func mergeResults(path string, res results) (results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return res, fmt.Errorf("merge: %w", err)
+	}
+	var old results
+	if err := json.Unmarshal(b, &old); err != nil {
+		return res, fmt.Errorf("merge %s: %w", path, err)
+	}
+	if old.Machine.Mode != res.Machine.Mode || old.Machine.Sync != res.Machine.Sync {
+		return res, fmt.Errorf("merge: %s is of a %s run at synchronous=%s, this one %s at %s", path, old.Machine.Mode, old.Machine.Sync, res.Machine.Mode, res.Machine.Sync)
+	}
+	order := map[string]int{}
+	for i, c := range allCases() {
+		order[c.id] = i
+	}
+	byID := map[string]CaseResult{}
+	for _, c := range old.Cases {
+		if c.Started == "" {
+			c.Started = old.Started // the file's run
+		}
+		byID[c.ID] = c
+	}
+	for _, c := range res.Cases {
+		byID[c.ID] = c
+		old.Seconds += c.Seconds
+	}
+	old.Cases = old.Cases[:0]
+	for _, c := range byID {
+		old.Cases = append(old.Cases, c)
+	}
+	sort.Slice(old.Cases, func(i, j int) bool { return order[old.Cases[i].ID] < order[old.Cases[j].ID] })
+	old.Merged = append(old.Merged, fmt.Sprintf("%s: %s (load average %s → %s)", res.Started, strings.Join(caseIDs(res.Cases), ","), loadText(res.Machine.Load), loadText(res.LoadEnd)))
+	return old, nil
+}
+
+func caseIDs(cs []CaseResult) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
 }
 
 // selectCases returns the cases named in list (all when empty), in the
