@@ -113,6 +113,21 @@
     }
   }
 
+  // The edit page's preview is of the text it was made from: once the
+  // text changes, the preview says so until it is made again.
+  document.addEventListener("input", function (ev) {
+    const t = ev.target;
+    if (!(t instanceof HTMLTextAreaElement) || !t.hasAttribute("data-preview")) return;
+    const box = document.getElementById(t.getAttribute("data-preview"));
+    if (!box || !box.firstElementChild || box.querySelector("[data-stale]")) return;
+    const note = document.createElement("p");
+    note.className = "flash flash-info";
+    note.setAttribute("data-stale", "");
+    note.setAttribute("data-testid", "edit-preview-stale");
+    note.textContent = "The text has changed since this preview: press Preview to see its changes.";
+    box.prepend(note);
+  });
+
   // A typed confirmation: the button stays disabled until the queue name
   // is typed exactly.
   document.addEventListener("input", function (ev) {

@@ -255,14 +255,14 @@ func EditContent(v EditDeadLetter) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</pre></div><div><h2><label for=\"edit-payload\">Edited copy</label></h2><textarea id=\"edit-payload\" name=\"payload\" class=\"mono\" rows=\"18\" spellcheck=\"false\" autocomplete=\"off\" data-testid=\"edit-payload\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</pre></div><div><h2><label for=\"edit-payload\">Edited copy</label></h2><textarea id=\"edit-payload\" name=\"payload\" class=\"mono\" rows=\"18\" spellcheck=\"false\" autocomplete=\"off\" data-preview=\"edit-preview\" data-testid=\"edit-payload\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var11 string
 		templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(v.Text)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/edit.templ`, Line: 112, Col: 143}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/edit.templ`, Line: 112, Col: 171}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 		if templ_7745c5c3_Err != nil {

@@ -221,13 +221,19 @@ func replayMode(m string) (string, error) {
 	return "", badRequest(`mode must be "every" (every group, the default) or "own" (only the group that gave up on it), got %q`, truncate(m, 32))
 }
 
-// formReplayOptions reads a page replay's mode and group (form or query).
+// formReplayOptions reads a page replay's mode and, with mode own, its
+// group (form or query). A group beside every group means nothing: a
+// form the button is in may carry one (a filter's), so it is left out.
 func (s *Server) formReplayOptions(c echo.Context) (broker.ReplayOptions, error) {
 	mode, err := replayMode(c.FormValue("mode"))
 	if err != nil {
 		return broker.ReplayOptions{}, err
 	}
-	return broker.ReplayOptions{Actor: s.pageActor(c), Mode: mode, Group: c.FormValue("group")}, nil
+	o := broker.ReplayOptions{Actor: s.pageActor(c), Mode: mode}
+	if mode == broker.ReplayOwnGroup {
+		o.Group = c.FormValue("group")
+	}
+	return o, nil
 }
 
 // replayRequest is the optional body of POST /api/v1/dlq/:id/replay: an

@@ -323,10 +323,17 @@ func TestReplayOneToItsGroupOnly(t *testing.T) {
 	if f.dead("analytics") != 1 {
 		t.Fatal("a bad mode changed something")
 	}
+	// billing's is replayed: a second replay to billing only finds none.
+	hx(f.op, "/queues/q/dead-letters/"+f.d.ID+"/replay?mode=own&group=billing", nil).want(http.StatusNotFound)
 	// One group left: a single Replay, for every group.
 	doc = f.op.get("/queues/q/dead-letters/" + f.d.ID + "?group=analytics").want(http.StatusOK).doc()
 	if doc.Find(`[data-testid="detail-replay-own"]`).Length() != 0 || strings.TrimSpace(doc.Find(`[data-testid="detail-replay"]`).Text()) != "Replay" {
 		t.Fatal("a choice of groups for a message dead in one group only")
+	}
+	// A group beside every group (a form's field) is left out: every group.
+	r = hx(f.op, "/queues/q/dead-letters/"+f.d.ID+"/replay", url.Values{"group": {"analytics"}}).want(http.StatusOK)
+	if !strings.Contains(r.testid("flash"), "to every group (analytics)") || f.dead("analytics") != 0 {
+		t.Fatalf("flash %q, analytics %d", r.testid("flash"), f.dead("analytics"))
 	}
 }
 
