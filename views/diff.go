@@ -10,10 +10,14 @@ import (
 // DiffContext is how many unchanged lines a diff shows around each change.
 const DiffContext = 3
 
+// MaxDiffRows is how many rows of a diff a page shows; the counts are of
+// all of it.
+const MaxDiffRows = 2000
+
 // maxDiffLines bounds the texts LineDiff compares: go-diff numbers the
 // distinct lines with runes (about a million at most), and a diff longer
 // than this is no help to read in a page anyway.
-const maxDiffLines = 100_000
+const maxDiffLines = 1_000_000
 
 // DiffOp is what happened to a line.
 type DiffOp string
@@ -39,6 +43,8 @@ type DiffLine struct {
 type Diff struct {
 	Lines          []DiffLine
 	Added, Removed int
+	// LeftOut is how many rows past MaxDiffRows are not in Lines.
+	LeftOut int
 	// TooLong: the texts have more lines than a diff is made of; only
 	// the counts of lines are compared.
 	TooLong bool
@@ -90,6 +96,9 @@ func LineDiff(a, b string, context int) Diff {
 		}
 	}
 	d.Lines = withContext(all, context)
+	if len(d.Lines) > MaxDiffRows {
+		d.LeftOut, d.Lines = len(d.Lines)-MaxDiffRows, d.Lines[:MaxDiffRows]
+	}
 	return d
 }
 

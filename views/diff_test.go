@@ -63,11 +63,45 @@ func TestLineDiff(t *testing.T) {
 	}
 }
 
+func TestLineDiffShowsAtMostMaxDiffRows(t *testing.T) {
+	t.Parallel()
+	var a, b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&a, "a%d\n", i)
+		fmt.Fprintf(&b, "b%d\n", i)
+	}
+	d := views.LineDiff(a.String(), b.String(), views.DiffContext)
+	if len(d.Lines) != views.MaxDiffRows || d.LeftOut != 6000-views.MaxDiffRows || d.Added != 3000 || d.Removed != 3000 {
+		t.Fatalf("%d rows, %d left out, +%d -%d", len(d.Lines), d.LeftOut, d.Added, d.Removed)
+	}
+}
+
 func TestLineDiffTooLong(t *testing.T) {
 	t.Parallel()
-	a := strings.Repeat("x\n", 60_000)
+	a := strings.Repeat("x\n", 600_000)
 	d := views.LineDiff(a, a+"y", views.DiffContext)
 	if !d.TooLong || d.Same() || len(d.Lines) != 0 || !strings.Contains(d.Summary(), "too long") {
 		t.Fatalf("%+v", d.Summary())
+	}
+}
+
+// BenchmarkLineDiff is a preview at the default payload limit: 2 MiB of
+// indented JSON (about 80,000 lines), one field changed in the middle.
+func BenchmarkLineDiff(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("[\n")
+	for i := 0; sb.Len() < 2<<20; i++ {
+		fmt.Fprintf(&sb, "  {\n    \"orderId\": \"ord_%d\",\n    \"amount\": %d\n  },\n", i, i%1000)
+	}
+	sb.WriteString("  {}\n]")
+	a := sb.String()
+	mid := strings.Index(a[len(a)/2:], `"amount": `) + len(a)/2
+	edited := a[:mid] + `"amount": -1` + a[strings.IndexByte(a[mid:], '\n')+mid:]
+	b.SetBytes(int64(len(a)))
+	for b.Loop() {
+		d := views.LineDiff(a, edited, views.DiffContext)
+		if d.Added != 1 || d.Removed != 1 {
+			b.Fatalf("diff %d %d", d.Added, d.Removed)
+		}
 	}
 }
