@@ -45,7 +45,11 @@ func (s *Server) previewEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	edited, p := s.readEdit(c.FormValue("payload"))
+	text, err := editText(c)
+	if err != nil {
+		return err
+	}
+	edited, p := s.readEdit(text)
 	if p.Error != "" {
 		return editRefused(c, p)
 	}
@@ -68,7 +72,10 @@ func (s *Server) replayEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	text := c.FormValue("payload")
+	text, err := editText(c)
+	if err != nil {
+		return err
+	}
 	edited, p := s.readEdit(text)
 	if p.Error != "" {
 		if isFragment(c) {
@@ -150,6 +157,16 @@ func originalText(p views.Payload) string {
 		return p.Pretty
 	}
 	return p.Raw
+}
+
+// editText is the form's payload field. A form Go cannot read (over its
+// 10 MB cap for a form: the text of a payload near a large limit, URL
+// encoded) is a 400 saying so, not an empty text.
+func editText(c echo.Context) (string, error) {
+	if err := c.Request().ParseForm(); err != nil {
+		return "", badRequest("the form could not be read (a form is at most 10 MB, the edited text URL-encoded): %s", truncate(err.Error(), 100))
+	}
+	return c.Request().PostFormValue("payload"), nil
 }
 
 // readEdit reads the textarea's text: line breaks as the browser sends

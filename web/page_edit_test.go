@@ -420,3 +420,15 @@ func shortID(id string) string {
 	}
 	return id
 }
+
+// A form over Go's 10 MB cap for forms is a 400 that says so, not an
+// empty text.
+func TestEditFormTooLargeToRead(t *testing.T) {
+	t.Parallel()
+	f := newEditFixture(t, `{"a":1}`, false)
+	big := url.Values{"payload": {strings.Repeat("x", 11<<20)}}
+	r := f.op.postRaw(f.editURL()+"/preview", big, http.Header{"HX-Request": {"true"}, "X-CSRF-Token": {f.op.csrf()}}).want(http.StatusBadRequest)
+	if !strings.Contains(r.testid("flash"), "form could not be read (a form is at most 10 MB") {
+		t.Fatalf("answer %s", r.body)
+	}
+}
