@@ -426,6 +426,21 @@ func (b *Broker) Brief(ctx context.Context, name string) (QueueBrief, error) {
 	return out, err
 }
 
+// Readers names the consumer groups that read a queue (ErrNotFound when
+// there is no such queue).
+func (b *Broker) Readers(ctx context.Context, queue string) ([]string, error) {
+	var out []string
+	err := b.store.View(ctx, func(tx Tx) error {
+		q, err := queueNamed(ctx, tx, queue)
+		if err != nil {
+			return err
+		}
+		out, err = tx.GroupNames(ctx, q.ID)
+		return err
+	})
+	return out, err
+}
+
 func (b *Broker) brief(ctx context.Context, tx Tx, q Queue) (QueueBrief, error) {
 	br := QueueBrief{Queue: q}
 	var err error

@@ -177,7 +177,9 @@ func (b *Broker) SweepHistory(ctx context.Context) error {
 	ctx = LowPriority(ctx)
 	for _, step := range []func(tx Tx, now time.Time) (int64, error){
 		func(tx Tx, now time.Time) (int64, error) { return tx.EndRestoreWindows(ctx, now, deleteChunk) },
-		func(tx Tx, now time.Time) (int64, error) { return tx.SweepHistory(ctx, now.Add(-HistoryRetention), deleteChunk) },
+		func(tx Tx, now time.Time) (int64, error) {
+			return tx.SweepHistory(ctx, now.Add(-HistoryRetention), deleteChunk)
+		},
 	} {
 		for {
 			var n int64

@@ -67,7 +67,7 @@ func TestOperatorEditsAndReplaysADeadLetter(t *testing.T) {
 
 	v.click(v.id("edit-replay-own"), "Replay edited copy for billing only")
 	v.see(v.id("confirm-dialog"), "the confirmation")
-	v.contains(v.id("confirm-summary"), "Replay an edited copy of "+id[:8]+"…"+id[len(id)-4:]+" to billing only? Its dead letters in analytics stay.", "the confirmation, in words")
+	v.contains(v.id("confirm-summary"), "Replay an edited copy of "+id[:8]+"…"+id[len(id)-4:]+" to billing only? The other groups (analytics) pass the copy by; its dead letters in analytics stay.", "the confirmation, in words")
 	v.contains(v.id("confirm-go"), "Replay", "the confirmation's button")
 	v.screenshotWindow("edit-and-replay-confirm")
 	v.click(v.id("confirm-go"), "Replay")

@@ -269,6 +269,7 @@ type DeadLetterDetail struct {
 	PayloadURL  string // the payload as a download, byte for byte
 	ErrorURL    string // the error text as a download
 	OtherGroups []string
+	Readers     []string // the groups that read the queue
 	ReplayURL   string
 	DeleteURL   string
 	History     History // attempts, lineage and earlier replays (deadletter.templ)

@@ -61,7 +61,8 @@ func (s *Server) replayOne(c echo.Context) error {
 	return s.actionDone(c, queue, views.FlashMessage(views.Flash{Kind: "ok", Text: text}))
 }
 
-// deleteOne deletes a dead letter: the group's, or every group's.
+// deleteOne deletes a dead letter: the group's, or every group's. The
+// flash offers to undo it (the restore window keeps what was deleted).
 func (s *Server) deleteOne(c echo.Context) error {
 	queue, id, err := queueAndID(c)
 	if err != nil {

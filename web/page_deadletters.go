@@ -461,6 +461,9 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 	for _, o := range d.Others {
 		v.OtherGroups = append(v.OtherGroups, o.Group)
 	}
+	if v.Readers, err = s.broker.Readers(ctx, queue); err != nil {
+		return err
+	}
 	v.History = historyOf(queue, h, true)
 	return renderPage(c, http.StatusOK, views.DeadLetterView(v), views.DeadLetterContent(v))
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +32,10 @@ func (s *Server) showEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := s.editView(c, queue, id, d)
+	v, err := s.editView(ctx, c, queue, id, d)
+	if err != nil {
+		return err
+	}
 	return renderPage(c, http.StatusOK, views.EditView(v), views.EditContent(v))
 }
 
@@ -81,7 +85,10 @@ func (s *Server) replayEdit(c echo.Context) error {
 		if isFragment(c) {
 			return editRefused(c, p)
 		}
-		v := s.editView(c, queue, id, d)
+		v, err := s.editView(ctx, c, queue, id, d)
+		if err != nil {
+			return err
+		}
 		v.Text, v.Preview = text, &p
 		return render(c, http.StatusBadRequest, views.EditView(v))
 	}
@@ -125,7 +132,11 @@ func editRefused(c echo.Context, p views.EditPreview) error {
 }
 
 // editView is the edit page's model.
-func (s *Server) editView(c echo.Context, queue, id string, d broker.DeadLetterDetail) views.EditDeadLetter {
+func (s *Server) editView(ctx context.Context, c echo.Context, queue, id string, d broker.DeadLetterDetail) (views.EditDeadLetter, error) {
+	readers, err := s.broker.Readers(ctx, queue)
+	if err != nil {
+		return views.EditDeadLetter{}, err
+	}
 	base := deadLettersURL(queue, nil) + "/" + url.PathEscape(id)
 	q := "?" + url.Values{"group": {d.Group}}.Encode()
 	orig := views.MakePayload(d.Payload, 0)
@@ -147,7 +158,8 @@ func (s *Server) editView(c echo.Context, queue, id string, d broker.DeadLetterD
 	for _, o := range d.Others {
 		v.OtherGroups = append(v.OtherGroups, o.Group)
 	}
-	return v
+	v.Readers = readers
+	return v, nil
 }
 
 // originalText is the original payload as the edit page shows it:
