@@ -174,6 +174,15 @@ func caseD5(ctx context.Context, e *env) ([]Row, error) {
 		}},
 		filterJob("delete job", broker.JobDelete, true),
 		raw("raw delete", rawDelete, delChunk),
+		variant{"job, small chunks", func(ctx context.Context, _ int) (float64, error) {
+			q, err := newestQuery(ctx, b, bulk)
+			if err != nil {
+				return 0, err
+			}
+			r, err := runJob(ctx, b, broker.JobRequest{Kind: broker.JobReplay, Query: &q, Rate: smallChunkRate, Actor: "bench"}, false, bulk)
+			return r.perBulk(bulk), err
+		}},
+		raw("raw, small chunks", rawSameWrites, smallChunkRate/10),
 	)
 	if err != nil {
 		return nil, err
@@ -197,8 +206,18 @@ func caseD5(ctx context.Context, e *env) ([]Row, error) {
 	del := compare(s, "D5", fmt.Sprintf("  delete %dk by filter as a job (RunJobs) vs raw DELETE in the same chunks (info)", k), "ms", "delete job", "raw delete")
 	del.RefName = "raw delete"
 	del.Note = fmt.Sprintf("chunks of %d; raw: the full-text rows, DELETE, error_groups and group_stats; the job also keeps every deleted row for the restore window (removed_dead_letters)", delChunk)
-	return []Row{job, inCaller, minimal, ids, del}, nil
+	small := compare(s, "D5", fmt.Sprintf("  the job in chunks of %d (a job limited to %d msg/s run by RunJob, which does not pace) vs raw in chunks of %d (info)", smallChunkRate/10, smallChunkRate, smallChunkRate/10),
+		"ms", "job, small chunks", "raw, small chunks")
+	small.RefName = "raw set-based"
+	small.Note = fmt.Sprintf("what chunks small enough for D6 cost: the job in chunks of %d vs in chunks of %d (RunJob both): %.2f×", smallChunkRate/10, chunk,
+		median(ratios(s["job, small chunks"], s["RunJob"])))
+	return []Row{job, inCaller, minimal, ids, del, small}, nil
 }
+
+// smallChunkRate is the rate limit whose chunks (a tenth of it) D5 and D6
+// measure beside the bulk chunk: the size a chunk would need for D6's
+// must.
+const smallChunkRate = 1000
 
 // rawWrites is what a raw chunk writes.
 type rawWrites int
@@ -352,7 +371,12 @@ func caseD6(ctx context.Context, e *env) ([]Row, error) {
 	var all = map[string][]time.Duration{}
 	p50s := Samples{}
 	var jobTimes []float64
+	var gaps []time.Duration // from a chunk's start to the next's
 	idleFor := e.dur(time.Second, 400*time.Millisecond)
+	// A job under a rate limit runs in smaller chunks (a tenth of its rate
+	// a chunk): 1,000 msg/s makes chunks of 100.
+	const limitedRate = smallChunkRate
+	limitedN := e.size(2000, 500)
 	s, err := interleave(ctx, e, e.reps,
 		variant{"during the job", func(ctx context.Context, _ int) (float64, error) {
 			q, err := newestQuery(ctx, b, bulk)
@@ -369,8 +393,46 @@ func caseD6(ctx context.Context, e *env) ([]Row, error) {
 			all["during"] = append(all["during"], lat...)
 			p50s["during"] = append(p50s["during"], percentile(lat, 0.5))
 			jobTimes = append(jobTimes, r.perBulk(bulk))
+			if err == nil {
+				var chunks []jobChunk
+				if chunks, err = jobChunks(ctx, f.ours.db.WriteDB(), r.job.ID); err != nil {
+					return 0, err
+				}
+				for i := 1; i < len(chunks); i++ {
+					gaps = append(gaps, chunks[i].at.Sub(chunks[i-1].at))
+				}
+			}
 			// The idle producer runs as long as the job took.
 			idleFor = max(r.took, 300*time.Millisecond)
+			return percentile(lat, 0.99), err
+		}},
+		variant{"during a job in small chunks", func(ctx context.Context, _ int) (float64, error) {
+			q, err := newestQuery(ctx, b, bulk)
+			if err != nil {
+				return 0, err
+			}
+			p := startProducer(ctx, f.ours, "producer", producerInterval)
+			_, err = runJob(ctx, b, broker.JobRequest{Kind: broker.JobReplay, Query: &q, Rate: smallChunkRate, Actor: "bench"}, false, bulk)
+			lat, perr := p.finish()
+			if err == nil {
+				err = perr
+			}
+			all["small"] = append(all["small"], lat...)
+			return percentile(lat, 0.99), err
+		}},
+		variant{"during a rate-limited job", func(ctx context.Context, _ int) (float64, error) {
+			q, err := newestQuery(ctx, b, limitedN)
+			if err != nil {
+				return 0, err
+			}
+			defer backgroundJobs(ctx, b)()
+			p := startProducer(ctx, f.ours, "producer", producerInterval)
+			_, err = runJob(ctx, b, broker.JobRequest{Kind: broker.JobReplay, Query: &q, Rate: limitedRate, Actor: "bench"}, true, limitedN)
+			lat, perr := p.finish()
+			if err == nil {
+				err = perr
+			}
+			all["limited"] = append(all["limited"], lat...)
 			return percentile(lat, 0.99), err
 		}},
 		variant{"idle", func(ctx context.Context, _ int) (float64, error) {
@@ -389,10 +451,18 @@ func caseD6(ctx context.Context, e *env) ([]Row, error) {
 	r.RefName = "idle p99"
 	r.Must, r.Goal = atMost("difference", 10, "≤ idle p99 + 10 ms"), atMost("difference", 3, "≤ idle p99 + 3 ms")
 	r.Note = fmt.Sprintf("one push due every %s to another queue, its latency from when it was due (a push held up holds up the ones due behind it); "+
-		"p50 %.2f ms during, %.2f ms idle; all repetitions' pushes pooled: p99 %.2f ms during (%d pushes), %.2f ms idle (%d); the job took %.0f ms (median) with the producer",
+		"p50 %.2f ms during, %.2f ms idle; all repetitions' pushes pooled: p99 %.2f ms during (%d pushes), %.2f ms idle (%d); the job took %.0f ms (median) with the producer; "+
+		"from a chunk's start to the next's (the chunk, and the pushes let in between; replays.at, ms): p50 %.0f ms, p99 %.0f ms, max %.0f ms",
 		producerInterval, median(p50s["during"]), median(p50s["idle"]), percentile(all["during"], 0.99), len(all["during"]),
-		percentile(all["idle"], 0.99), len(all["idle"]), median(jobTimes))
-	return []Row{r}, nil
+		percentile(all["idle"], 0.99), len(all["idle"]), median(jobTimes), percentile(gaps, 0.5), percentile(gaps, 0.99), percentile(gaps, 1))
+	l := compareDiff(s, "D6", fmt.Sprintf("  the same during a job limited to %d msg/s (chunks of %d, info)", limitedRate, limitedRate/10), "ms", "during a rate-limited job", "idle")
+	l.RefName = "idle p99"
+	l.Note = fmt.Sprintf("%d dead letters; all repetitions' pushes pooled: p99 %.2f ms (%d pushes)", limitedN, percentile(all["limited"], 0.99), len(all["limited"]))
+	sm := compareDiff(s, "D6", fmt.Sprintf("  the same during the %dk job in chunks of %d, not paced (RunJob, info)", bulk/1000, smallChunkRate/10), "ms", "during a job in small chunks", "idle")
+	sm.RefName = "idle p99"
+	sm.Note = fmt.Sprintf("a job limited to %d msg/s run by RunJob, which does not pace: D5's job in chunks of %d; all repetitions' pushes pooled: p99 %.2f ms (%d pushes)",
+		smallChunkRate, smallChunkRate/10, percentile(all["small"], 0.99), len(all["small"]))
+	return []Row{r, sm, l}, nil
 }
 
 // D8: a rate-limited replay job holds its rate.
