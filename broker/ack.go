@@ -433,10 +433,10 @@ func (s *settler) advance(seq int64) {
 // is false. errBytes is the error's size as sent when errText was cut,
 // else 0.
 func (s *settler) deadLetter(ctx context.Context, m Message, errText string, errBytes, retries int, keep bool) error {
-	if err := s.replayOutcome(ctx, m, false); err != nil {
-		return err
-	}
 	if !keep {
+		if err := s.replayOutcome(ctx, m, false); err != nil {
+			return err
+		}
 		s.stats.Dropped++
 		if s.dropped == nil {
 			s.dropped = map[int64]bool{}
@@ -451,6 +451,11 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 	}
 	if err := s.tx.FileErrorGroup(ctx, s.queue.ID, s.c.GroupID, d.Fingerprint, s.now, errText); err != nil {
 		return fmt.Errorf("error groups: %w", err)
+	}
+	// After the filing: a job that pauses itself on it counts this copy's
+	// error among those its failures share.
+	if err := s.replayOutcome(ctx, m, false); err != nil {
+		return err
 	}
 	s.stats.DeadLettered++
 	s.stats.Depth++

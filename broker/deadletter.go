@@ -389,15 +389,28 @@ func OwnGroupTransaction(id, group string) string { return ReplayPrefix + id + "
 // order the messages first appear in keys; or, with ReplayOwnGroup, one
 // copy a dead letter, read by its group only. The dead letters are
 // removed, and each group that had dead-lettered a message is to learn
-// its copy's outcome.
+// its copy's outcome. A dead letter of a copy that was itself replayed to
+// one group only is replayed to that group only.
 func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey, spec replaySpec) ([]Copy, error) {
+	// A dead letter of a copy that was replayed to one group only is
+	// replayed to that group only, whatever the mode: the other groups
+	// passed the original copy by, and would else get its payload again.
+	seqs := make([]int64, 0, len(keys))
+	for _, k := range keys {
+		seqs = append(seqs, k.Seq)
+	}
+	oneGroup, err := tx.CopyGroups(ctx, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("replay: copies for one group: %w", err)
+	}
+	own := func(k DeadLetterKey) bool { return spec.mode == ReplayOwnGroup || oneGroup[k.Seq] != 0 }
 	var copies []Copy
 	index := map[[2]int64]int{}
 	names := map[int64]string{}
 	for _, k := range keys {
 		id := MessageID(k.CreatedAt, k.Seq)
 		key, c := [2]int64{k.Seq, 0}, Copy{Seq: k.Seq, PartitionID: k.PartitionID, TransactionID: ReplayPrefix + id, Payload: spec.payload}
-		if spec.mode == ReplayOwnGroup {
+		if own(k) {
 			name, ok := names[k.GroupID]
 			if !ok {
 				var err error
@@ -419,7 +432,7 @@ func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey,
 	expect := make([][2]int64, len(keys))
 	for i, k := range keys {
 		key := [2]int64{k.Seq, 0}
-		if spec.mode == ReplayOwnGroup {
+		if own(k) {
 			key[1] = k.GroupID
 		}
 		expect[i] = [2]int64{copies[index[key]].CopySeq, k.GroupID}

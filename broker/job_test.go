@@ -228,7 +228,7 @@ func TestReplayJobPausesItselfWhenCopiesFailAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.State != broker.JobPaused || !strings.Contains(v.Reason, "3 of the last 8") || !strings.Contains(v.Reason, "still broken: timeout after <n> ms") {
+	if v.State != broker.JobPaused || !strings.Contains(v.Reason, "3 of the last 8") || !strings.Contains(v.Reason, `3 of them share the error "still broken: timeout after <n> ms"`) {
 		t.Fatalf("state %s, reason %q", v.State, v.Reason)
 	}
 	if len(v.Outcomes) != 1 || v.Outcomes[0] != (broker.JobOutcome{GroupID: v.Outcomes[0].GroupID, Group: "g", Replayed: 8, Succeeded: 5, Failed: 3}) {
@@ -409,5 +409,50 @@ func TestJobOfAFilterNamingNothingDoesNothing(t *testing.T) {
 	}
 	if n := len(s.dead("q", "g")); n != 3 {
 		t.Fatalf("%d dead letters left, want 3", n)
+	}
+}
+
+// A dead letter of a copy that was replayed to one group only is replayed
+// to that group only, even by a replay to every group: the other groups
+// passed the first copy by, and must not get its payload again.
+func TestReplayOfACopyForOneGroupStaysWithThatGroup(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0})
+	s.push("q", "p", "m")
+	s.ack(s.pop("q", "analytics", 1).Messages[0], broker.AckCompleted, "")
+	s.ack(s.pop("q", "billing", 1).Messages[0], broker.AckFailed, "declined")
+	id := s.dead("q", "billing")[0].MessageID()
+	if _, err := s.b.ReplayWith(s.ctx, id, broker.ReplayOptions{Actor: "user:dev", Mode: broker.ReplayOwnGroup, Group: "billing"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.pop("q", "analytics", 10); len(got.Messages) != 0 {
+		t.Fatalf("analytics got %v", got.Messages)
+	}
+	first := s.pop("q", "billing", 1).Messages[0]
+	s.ack(first, broker.AckFailed, "declined again")
+	again := s.dead("q", "billing")
+	if len(again) != 1 || again[0].TransactionID != first.TransactionID {
+		t.Fatalf("billing's dead letters %+v", again)
+	}
+	res, err := s.b.Replay(s.ctx, again[0].MessageID(), "user:dev") // to every group
+	if err != nil || res.TransactionID != broker.OwnGroupTransaction(again[0].MessageID(), "billing") {
+		t.Fatalf("replay %+v %v, want a copy for billing only", res, err)
+	}
+	if got := s.pop("q", "analytics", 10); len(got.Messages) != 0 {
+		t.Fatalf("analytics got the copy of a copy for billing only: %v", got.Messages)
+	}
+	got := s.pop("q", "billing", 10)
+	if len(got.Messages) != 1 || got.Messages[0].TransactionID != res.TransactionID {
+		t.Fatalf("billing got %v", got.Messages)
+	}
+	// A bulk replay to every group does the same.
+	s.ack(got.Messages[0], broker.AckFailed, "declined a third time")
+	r, err := s.b.ReplayMatching(s.ctx, broker.DLQQuery{Queue: "q"}, "user:dev")
+	if err != nil || r.Done != 1 {
+		t.Fatalf("bulk %+v %v", r, err)
+	}
+	if got := s.pop("q", "analytics", 10); len(got.Messages) != 0 {
+		t.Fatalf("analytics got a bulk copy of a copy for billing only: %v", got.Messages)
 	}
 }
