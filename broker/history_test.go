@@ -296,3 +296,23 @@ func TestHistoryOfAnOwnGroupReplay(t *testing.T) {
 		t.Errorf("the copy's lineage %+v", copyH.ReplayOf)
 	}
 }
+
+// An autoAck pop that completes a message which had failed before forgets
+// its attempts, as a completed ack does.
+func TestAttemptsGoWhenAnAutoAckCompletesTheMessage(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 2, "retryDelay": 0})
+	id := s.push("q", "p", "flaky")[0].MessageID
+	s.failOnce("q", "g", broker.AckFailed, "boom")
+	if h := s.history(id, "g"); len(h.Attempts) != 1 {
+		t.Fatalf("attempts after a failure: %s", attemptsText(h.Attempts))
+	}
+	res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "g", AutoAck: true})
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].RetryCount != 1 {
+		t.Fatalf("autoAck pop %+v %v", res, err)
+	}
+	if h := s.history(id, "g"); len(h.Attempts) != 0 {
+		t.Fatalf("attempts after an autoAck completed it: %s", attemptsText(h.Attempts))
+	}
+}

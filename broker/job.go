@@ -44,6 +44,7 @@ const (
 	AuditJobPause   = "job_pause"
 	AuditJobResume  = "job_resume"
 	AuditJobCancel  = "job_cancel"
+	AuditJobFail    = "job_fail" // the broker's: a job whose chunks kept failing
 	AuditRestore    = "restore"
 	AuditEditReplay = "edit_replay"
 )
@@ -172,7 +173,9 @@ type JobTx interface {
 	// state is given).
 	Jobs(ctx context.Context, f JobFilter, p Page) ([]Job, error)
 	// SaveJob writes j's state, counters, position, reason, times,
-	// auto-pause window and undo links (not its kind, actor or scope).
+	// auto-pause window and undo links (not its kind, actor or scope), by
+	// the primary key; ErrNotFound when there is no such job (swept). It
+	// locks nothing more than the write it is part of (one writer).
 	SaveJob(ctx context.Context, j *Job) error
 	// JobOutcomes returns a replay job's outcomes per group, by group
 	// name (none: empty).
@@ -181,6 +184,8 @@ type JobTx interface {
 	// again, the most recently settled first.
 	JobFailures(ctx context.Context, jobID int64, limit int) ([]JobFailure, error)
 	// SettleJobCopy counts a copy of the job settled in a group:
-	// succeeded or failed again, into job_outcomes.
+	// succeeded or failed again, into job_outcomes' row of the job and
+	// group (made by ExpectReplayOutcomes; none, as after the job was
+	// swept, is not an error: nothing is counted).
 	SettleJobCopy(ctx context.Context, jobID, groupID int64, ok bool) error
 }

@@ -244,8 +244,8 @@ func TestReplayJobPausesItselfWhenCopiesFailAgain(t *testing.T) {
 	if _, err := s.b.ResumeJob(s.ctx, j.ID, "user:dev"); err != nil {
 		t.Fatal(err)
 	}
-	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.State != broker.JobDone || j.Done != 30 {
-		t.Fatalf("after resume %+v %v", j, err)
+	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.State != broker.JobDone || j.Done != 30 || j.ArrivedSince != 0 {
+		t.Fatalf("after resume %+v %v (its own copies that failed again did not arrive since)", j, err)
 	}
 	// Its copies that failed again are dead letters again, not replayed
 	// again by the same job (filed after its bound).
@@ -454,5 +454,93 @@ func TestReplayOfACopyForOneGroupStaysWithThatGroup(t *testing.T) {
 	}
 	if got := s.pop("q", "analytics", 10); len(got.Messages) != 0 {
 		t.Fatalf("analytics got a bulk copy of a copy for billing only: %v", got.Messages)
+	}
+}
+
+// A job by ids is listed with the queue of its dead letters and keeps
+// that queue's auto-pause rule; a replay of ids to their own group with
+// a group replays that group's dead letters only.
+func TestJobByIDsTakesItsQueueAndGroup(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0, "replayPausePercent": 0})
+	s.push("q", "p", "a", "b")
+	for _, g := range []string{"g", "h"} {
+		for range 2 {
+			s.ack(s.pop("q", g, 1).Messages[0], broker.AckFailed, "no")
+		}
+	}
+	var ids []string
+	for _, d := range s.dead("q", "h") {
+		ids = append(ids, d.MessageID())
+	}
+	if _, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, IDs: ids, Group: "h", Actor: "user:dev"}); !errors.Is(err, broker.ErrInvalid) {
+		t.Fatalf("a group on a replay to every group: %v", err)
+	}
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, IDs: ids, Group: "h", Mode: broker.ReplayOwnGroup, Actor: "user:dev"})
+	if err != nil || j.Queue != "q" || j.PausePercent != 0 {
+		t.Fatalf("start %+v %v, want queue q and its rule (never pause)", j, err)
+	}
+	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.Done != 2 {
+		t.Fatalf("run %+v %v", j, err)
+	}
+	if len(s.dead("q", "h")) != 0 || len(s.dead("q", "g")) != 2 {
+		t.Fatalf("h's dead letters should be replayed, g's kept: g %d, h %d", len(s.dead("q", "g")), len(s.dead("q", "h")))
+	}
+	listed, err := s.b.Jobs(s.ctx, broker.JobFilter{Queue: "q"}, broker.Page{})
+	if err != nil || len(listed) != 1 || listed[0].ID != j.ID {
+		t.Fatalf("jobs of q %+v %v", listed, err)
+	}
+}
+
+// A delete whose restore job was cancelled can be undone again: what the
+// first restore had not put back yet is restored.
+func TestUndoAgainAfterACancelledRestore(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 6)
+	del, err := s.b.DeleteMatching(s.ctx, broker.DLQQuery{Queue: "q"}, "user:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.b.UndoJob(s.ctx, del.JobID, "user:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.b.CancelJob(s.ctx, r.ID, "user:dev"); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.b.UndoJob(s.ctx, del.JobID, "user:dev")
+	if err != nil || r2.Planned != 6 {
+		t.Fatalf("undo after a cancelled restore %+v %v", r2, err)
+	}
+	if r2, err = s.b.RunJob(s.ctx, r2.ID); err != nil || r2.Done != 6 || len(s.dead("q", "g")) != 6 {
+		t.Fatalf("restore %+v %v", r2, err)
+	}
+	if _, err := s.b.UndoJob(s.ctx, del.JobID, "user:dev"); !errors.Is(err, broker.ErrConflict) {
+		t.Fatalf("undo after a done restore: %v, want a conflict", err)
+	}
+}
+
+// A replay job whose queue is deleted while its copies are pending keeps
+// no copies pending for ever: they will never settle.
+func TestDeletingTheQueueSettlesAJobsPendingCopies(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 3)
+	res, err := s.b.ReplayMatching(s.ctx, broker.DLQQuery{Queue: "q"}, "user:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := s.b.JobDetail(s.ctx, res.JobID)
+	if len(v.Outcomes) != 1 || v.Outcomes[0].Pending() != 3 {
+		t.Fatalf("outcomes before %+v", v.Outcomes)
+	}
+	if err := s.b.DeleteQueue(s.ctx, "q", "user:admin"); err != nil {
+		t.Fatal(err)
+	}
+	v, _ = s.b.JobDetail(s.ctx, res.JobID)
+	if len(v.Outcomes) != 1 || v.Outcomes[0].Pending() != 0 {
+		t.Fatalf("outcomes after the queue was deleted %+v", v.Outcomes)
 	}
 }

@@ -68,8 +68,8 @@ func (r *JobRequest) validate() error {
 	if err := (ReplayOptions{Mode: r.Mode}).validate(); err != nil {
 		return err
 	}
-	if r.Group != "" && (r.Query != nil || r.Kind != JobDelete) {
-		return errorf(ErrInvalid, "a consumer group goes with ids on a delete; a filter names its own")
+	if r.Group != "" && (r.Query != nil || (r.Kind == JobReplay && r.Mode != ReplayOwnGroup)) {
+		return errorf(ErrInvalid, "a consumer group goes with ids on a delete or a replay to its own group; a filter names its own")
 	}
 	if r.Rate < 0 || r.Rate > MaxJobRate {
 		return errorf(ErrInvalid, "rate must be between 0 (no limit) and %d a second", MaxJobRate)
@@ -95,7 +95,7 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 		return Job{}, err
 	}
 	var j Job
-	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+	err := b.update(ctx, func(tx Tx, touched func(string)) (err error) {
 		now := b.now()
 		j = Job{Kind: r.Kind, State: JobRunning, Actor: r.Actor, CreatedAt: now, UpdatedAt: now, Queue: r.Queue, Rate: r.Rate, ArrivedSince: -1,
 			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
@@ -131,6 +131,13 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 			if r.Group != "" {
 				j.Description += fmt.Sprintf(", group %q only", truncate(r.Group, 64))
 			}
+			if j.Queue == "" {
+				// The queue of the ids' dead letters, when they are all of
+				// one: its auto-pause rule, and the job listed with it.
+				if j.Queue, err = queueOfIDs(ctx, tx, r.IDs, r.Group); err != nil {
+					return err
+				}
+			}
 		}
 		if j.Kind == JobReplay && j.Scope.Mode == ReplayOwnGroup {
 			j.Description += ", each to the group that gave up on it only"
@@ -154,6 +161,25 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 	}
 	b.wakeJobs()
 	return j, nil
+}
+
+// queueOfIDs names the queue of the dead letters of the messages ids
+// (only group's when set) when they are all of one queue, else "".
+func queueOfIDs(ctx context.Context, tx Tx, ids []string, group string) (string, error) {
+	keys, _, err := keysOfIDs(ctx, tx, ids, group)
+	if err != nil || len(keys) == 0 {
+		return "", err
+	}
+	for _, k := range keys {
+		if k.QueueID != keys[0].QueueID {
+			return "", nil
+		}
+	}
+	q, err := tx.QueueByID(ctx, keys[0].QueueID)
+	if err != nil {
+		return "", fmt.Errorf("queue: %w", err)
+	}
+	return q.Name, nil
 }
 
 // unit names what the job counts.
@@ -303,7 +329,15 @@ func (b *Broker) UndoJob(ctx context.Context, id int64, actor string) (Job, erro
 			return errorf(ErrConflict, "job #%d is a %s: only a delete can be undone", j.ID, j.Kind)
 		}
 		if j.UndoneBy != 0 {
-			return errorf(ErrConflict, "job #%d was undone already, by job #%d", j.ID, j.UndoneBy)
+			// Undone already, unless that restore was cancelled: then
+			// what it had not restored yet may be.
+			prev, err := tx.Job(ctx, j.UndoneBy)
+			if err != nil && !isNotFound(err) {
+				return err
+			}
+			if err == nil && prev.State != JobCancelled {
+				return errorf(ErrConflict, "job #%d was undone already, by job #%d", j.ID, j.UndoneBy)
+			}
 		}
 		n, err := tx.CountRestorable(ctx, j.ID, now)
 		if err != nil {
@@ -491,7 +525,8 @@ func (b *Broker) failJob(ctx context.Context, id int64, cause error) {
 	if errors.Is(cause, ErrUnavailable) {
 		reason = "the database stayed busy or full; resume it to try again"
 	}
-	err := b.update(context.WithoutCancel(ctx), func(tx Tx, touched func(string)) error {
+	ctx = context.WithoutCancel(ctx)
+	err := b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
 		j, err := jobByID(ctx, tx, id)
 		if err != nil || j.State != JobRunning {
@@ -503,7 +538,7 @@ func (b *Broker) failJob(ctx context.Context, id int64, cause error) {
 		if err := tx.SaveJob(ctx, &j); err != nil {
 			return err
 		}
-		return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: BrokerActor, Action: AuditJobPause, Queue: j.Queue, Count: int(j.Done), Broker: true,
+		return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: BrokerActor, Action: AuditJobFail, Queue: j.Queue, Count: int(j.Done), Broker: true,
 			Detail: fmt.Sprintf("job #%d failed: %s", j.ID, reason), JobID: j.ID})
 	})
 	if err != nil {
@@ -555,7 +590,7 @@ func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 				}
 				j.ArrivedSince = 0
 				if ok {
-					if j.ArrivedSince, err = tx.CountDeadLettersAbove(ctx, flt, *f.Bound); err != nil {
+					if j.ArrivedSince, err = tx.CountDeadLettersAbove(ctx, flt, *f.Bound, j.ID); err != nil {
 						return fmt.Errorf("count what arrived since: %w", err)
 					}
 				}

@@ -258,7 +258,13 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 			c.Cursor = msgs[len(msgs)-1].Seq
 			c.RetrySeq, c.Retries = 0, 0
 			st := Stats{Completed: int64(len(msgs))}
-			for _, m := range msgs {
+			for i, m := range msgs {
+				if retries[i] > 0 {
+					// It had failed before: its attempts tell nothing now.
+					if err := tx.DeleteAttempts(ctx, m.Seq, gid); err != nil {
+						return fmt.Errorf("pop: attempts: %w", err)
+					}
+				}
 				counted, err := settleCopy(ctx, tx, m, gid, true, now, touched)
 				if err != nil {
 					return err

@@ -166,8 +166,10 @@ type Tx interface {
 	// CountDeadLettersAbove counts the dead letters f selects with a row id
 	// above b.ID: filed after b was taken (ids only grow), whenever they
 	// failed. Those at or below b.ID that failed after b.FailedAt are not
-	// counted: they were there when b was taken.
-	CountDeadLettersAbove(ctx context.Context, f Filter, b Bound) (int64, error)
+	// counted: they were there when b was taken. Nor are, with exceptJob
+	// set, the dead letters of the copies that job replayed (its own
+	// copies that failed again did not arrive from elsewhere).
+	CountDeadLettersAbove(ctx context.Context, f Filter, b Bound, exceptJob int64) (int64, error)
 	// CountDeadLetterMessages counts the messages of the dead letters f
 	// selects: a message dead-lettered by several groups counts once.
 	CountDeadLetterMessages(ctx context.Context, f Filter) (int64, error)

@@ -192,6 +192,13 @@ func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 		return err
 	}
 	stmts := []string{
+		// A job's copies in the queue that were still pending will never
+		// settle: they leave its count of copies to settle.
+		`UPDATE job_outcomes SET replayed = replayed - x.n
+			FROM (SELECT o.job_id, o.group_id, COUNT(*) AS n FROM replay_outcomes o
+				WHERE o.job_id > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+				GROUP BY o.job_id, o.group_id) x
+			WHERE job_outcomes.job_id = x.job_id AND job_outcomes.group_id = x.group_id`,
 		`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM replay_edits WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM replays WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,

@@ -87,8 +87,8 @@ func (t *storeTx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time
 	return fromMS(at), err == nil, err
 }
 
-func (t *storeTx) CountDeadLettersAbove(ctx context.Context, f broker.Filter, b broker.Bound) (int64, error) {
-	query, args := countAbove(f, b)
+func (t *storeTx) CountDeadLettersAbove(ctx context.Context, f broker.Filter, b broker.Bound, exceptJob int64) (int64, error) {
+	query, args := countAbove(f, b, exceptJob)
 	var n int64
 	err := t.queryRow(ctx, query, args...).Scan(&n)
 	return n, err
@@ -100,11 +100,16 @@ func (t *storeTx) CountDeadLettersAbove(ctx context.Context, f broker.Filter, b 
 // the newest row ids, a short range whatever the clock did: the LIMIT
 // keeps SQLite from flattening the subquery into the count, where it would
 // walk the filter's index through every older row instead.
-func countAbove(f broker.Filter, b broker.Bound) (string, []any) {
+func countAbove(f broker.Filter, b broker.Bound, exceptJob int64) (string, []any) {
 	f.MaxID, f.MaxFailedAt = 0, time.Time{}
 	w, args := where(f)
-	return `SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ? ORDER BY id LIMIT -1) d` + w,
-		append([]any{b.ID}, args...)
+	inner, innerArgs := `SELECT * FROM dead_letters WHERE id > ?`, []any{b.ID}
+	if exceptJob != 0 {
+		// Not the job's own copies (a probe of replays' primary key each).
+		inner += ` AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = ?)`
+		innerArgs = append(innerArgs, exceptJob)
+	}
+	return `SELECT COUNT(*) FROM (` + inner + ` ORDER BY id LIMIT -1) d` + w, append(innerArgs, args...)
 }
 
 // CountDeadLetterMessages counts the distinct seqs of what f selects. A
