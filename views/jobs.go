@@ -118,6 +118,9 @@ type JobStarted struct {
 	Rate   int
 	// Queue and Group, when the action replays to one group only.
 	Group string
+	// UndoURL, for a delete, undoes it (POST): the job is cancelled and
+	// what it deleted restored.
+	UndoURL string
 }
 
 // DeletedOne is the flash message after one dead letter was deleted:

@@ -288,7 +288,8 @@ type Payload struct {
 
 // BulkConfirm asks before a bulk action.
 type BulkConfirm struct {
-	Action string // replay or delete
+	Action  string // replay or delete
+	MaxRate int    // the highest rate limit a job takes (broker.MaxJobRate)
 	// Count is in the action's unit, as its button and its result say:
 	// messages for a replay, dead letters for a delete (by ids: the
 	// messages named, whose dead letters go).

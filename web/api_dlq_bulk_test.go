@@ -133,7 +133,8 @@ func TestBulkWaitForAFailedJob(t *testing.T) {
 }
 
 // The dashboard's replay counts messages, from its question to its answer,
-// and so does its typed confirmation; a delete counts dead letters.
+// and so does its typed confirmation to every group (to each dead
+// letter's own group, a copy a dead letter); a delete counts dead letters.
 func TestBulkConfirmReplayCountsMessages(t *testing.T) {
 	t.Parallel()
 	f := newOperatorFixture(t)
@@ -151,9 +152,15 @@ func TestBulkConfirmReplayCountsMessages(t *testing.T) {
 	if h := c.doc().Find(`[data-testid="confirm-dialog"] h2`).Text(); h != "Replay 600 messages?" {
 		t.Fatalf("replay's question %q", h)
 	}
-	if c.doc().Find(`[data-testid="confirm-queue"]`).Length() != 0 {
-		t.Fatal("600 messages to replay ask for the queue name")
+	// Replayed to each dead letter's own group they would be 1,200
+	// copies: the dialog asks for the queue name, which only that mode
+	// needs.
+	if c.doc().Find(`[data-testid="confirm-queue"]`).Length() != 1 {
+		t.Fatal("1,200 dead letters to replay do not ask for the queue name")
 	}
+	own := confirmForm(t, c)
+	own.Set("mode", "own")
+	hx(f.op, "/queues/bulk/dead-letters/replay", own).want(http.StatusBadRequest)
 	r := hx(f.op, "/queues/bulk/dead-letters/replay", confirmForm(t, c)).want(http.StatusOK)
 	if got := r.testid("flash"); !strings.Contains(got, "Replaying 600 messages") {
 		t.Fatalf("result %q", got)

@@ -245,7 +245,7 @@ func TestJobPageShowsOutcomesAndEscapedFailures(t *testing.T) {
 	if got := r.testid("job-actor"); got != "anonymous" {
 		t.Fatalf("actor %q", got)
 	}
-	if href, _ := r.doc().Find(`[data-testid="job-audit"]`).Attr("href"); href != "/audit?job="+strconv.FormatInt(id, 10) {
+	if href, _ := r.doc().Find(`[data-testid="job-audit"]`).Attr("href"); href != "/audit?job="+strconv.FormatInt(id, 10)+"&stream=all" {
 		t.Fatalf("audit link %q", href)
 	}
 }

@@ -174,7 +174,7 @@ func (s *Server) confirmBulk(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.BulkConfirm{Action: action, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action}
+	v := views.BulkConfirm{Action: action, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action, MaxRate: broker.MaxJobRate}
 	req := broker.JobRequest{Kind: action}
 	if t.all {
 		req.Query = &t.query
@@ -216,7 +216,9 @@ func (s *Server) confirmBulk(c echo.Context) error {
 		v.Sample = append(v.Sample, views.BulkSample{ID: d.MessageID, URL: deadLetterURL(d.Queue, d.MessageID, d.Group), TransactionID: d.TransactionID,
 			Group: d.Group, Error: d.Error, FailedAt: d.FailedAt, Now: s.now()})
 	}
-	v.TypeQueue = v.Count > typedConfirmAbove
+	// A replay to each dead letter's own group pushes a copy a dead
+	// letter: the typed confirmation counts those too.
+	v.TypeQueue = v.Count > typedConfirmAbove || (action == "replay" && v.DeadLetters > typedConfirmAbove)
 	if v.Count == 0 {
 		v.Error = "Nothing is selected, or nothing matches this filter any more."
 	}
@@ -274,10 +276,13 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 			return err
 		}
 		n = inUnit(action, counted)
+		if req.Mode == broker.ReplayOwnGroup {
+			n = counted.Count // a copy a dead letter
+		}
 		req.Query = &t.query
 	} else {
 		req.IDs, req.Queue = t.ids, queue
-		if action == "delete" {
+		if action == "delete" || req.Mode == broker.ReplayOwnGroup {
 			req.Group = t.group
 		}
 	}
@@ -301,6 +306,12 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 	msg := views.JobStarted{ID: j.ID, URL: jobURL(j.ID), Action: action, Count: j.Planned, Unit: jobUnit(j), Rate: j.Rate}
 	if req.Mode == broker.ReplayOwnGroup {
 		msg.Group = t.filter.Group
+		if !t.all {
+			msg.Group = t.group
+		}
+	}
+	if j.Kind == broker.JobDelete {
+		msg.UndoURL = jobURL(j.ID) + "/undo"
 	}
 	c.Response().Header().Set("HX-Trigger", "dlq-changed")
 	return render(c, http.StatusOK, views.JobStartedMessage(msg))

@@ -166,9 +166,11 @@ func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 	}
 	if vs.CanOperate {
 		d.CanPause = j.State == broker.JobRunning
-		d.CanResume = j.State == broker.JobPaused
+		d.CanResume = j.State == broker.JobPaused || j.State == broker.JobFailed
 		d.CanCancel = !j.Finished()
-		d.CanUndo = j.Kind == broker.JobDelete && j.Finished() && j.Done > 0 && j.UndoneBy == 0
+		// A delete running or paused can be undone too: it is cancelled,
+		// and what it deleted so far restored.
+		d.CanUndo = j.Kind == broker.JobDelete && j.Done > 0 && j.UndoneBy == 0
 	}
 	return d
 }
@@ -190,7 +192,8 @@ func modeInWords(sc broker.JobScope) string {
 // jobAuditURL lists the job's audit entries: its own, and its pauses,
 // resumes and cancels.
 func jobAuditURL(j broker.Job) string {
-	q := url.Values{"job": {strconv.FormatInt(j.ID, 10)}}
+	// Its people's entries and the broker's (a pause by itself, a failure).
+	q := url.Values{"job": {strconv.FormatInt(j.ID, 10)}, "stream": {"all"}}
 	return "/audit?" + q.Encode()
 }
 

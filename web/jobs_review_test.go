@@ -1,0 +1,83 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Selected rows of one group replayed to that group only: the job
+// replays that group's dead letters, the other group keeps its own.
+func TestReplaySelectedRowsToTheirGroupOnly(t *testing.T) {
+	t.Parallel()
+	f := newOperatorFixture(t)
+	fill(t, f.s, "bulk", 7)                // dead letters of g
+	deadLetterAlso(t, f.s, "bulk", "h", 3) // three of them in h too
+	h := f.s.deadLetters("queue=bulk&consumerGroup=h").Messages
+	if len(h) != 3 {
+		t.Fatalf("%d dead letters of h", len(h))
+	}
+	q := url.Values{"action": {"replay"}, "group": {"h"}}
+	for _, d := range h {
+		q.Add("ids", d.ID)
+	}
+	c := f.op.get("/queues/bulk/dead-letters/confirm?" + q.Encode()).want(http.StatusOK)
+	if got := c.testid("confirm-mode-own-label"); got != "Replay to h only" {
+		t.Fatalf("own mode %q", got)
+	}
+	form := confirmForm(t, c)
+	form.Set("mode", "own")
+	r := hx(f.op, "/queues/bulk/dead-letters/replay", form).want(http.StatusOK)
+	if got := r.testid("flash"); !strings.Contains(got, "to group h only") {
+		t.Fatalf("flash %q", got)
+	}
+	j := followJob(t, f.s, f.op, r)
+	if j.testid("job-done") != "3" {
+		t.Fatalf("job %q", j.testid("job-counts"))
+	}
+	if n := len(f.s.deadLetters("queue=bulk&consumerGroup=g").Messages); n != 7 {
+		t.Fatalf("g has %d dead letters, want its 7 kept", n)
+	}
+	if n := len(f.s.deadLetters("queue=bulk&consumerGroup=h").Messages); n != 0 {
+		t.Fatalf("h has %d dead letters, want 0", n)
+	}
+}
+
+// A bulk delete's message offers Undo; a failed job offers Resume.
+func TestBulkDeleteOffersUndoAndAFailedJobResume(t *testing.T) {
+	t.Parallel()
+	f := newOperatorFixture(t)
+	fill(t, f.s, "bulk", 5)
+	c := f.op.get("/queues/bulk/dead-letters/confirm?action=delete&all=1").want(http.StatusOK)
+	r := hx(f.op, "/queues/bulk/dead-letters/delete", confirmForm(t, c)).want(http.StatusOK)
+	undo, ok := r.doc().Find(`[data-testid="flash-undo"]`).Attr("hx-post")
+	if !ok {
+		t.Fatalf("no Undo in the flash %q", r.testid("flash"))
+	}
+	followJob(t, f.s, f.op, r)
+	if n := f.s.deadLetters("queue=bulk").Total; n != 0 {
+		t.Fatalf("%d left after the delete", n)
+	}
+	hx(f.op, undo, nil).want(http.StatusOK)
+	jobs, err := f.s.broker.Jobs(f.s.ctx, broker.JobFilter{Kind: broker.JobRestore}, broker.Page{})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("restore jobs %+v %v", jobs, err)
+	}
+	if _, err := f.s.broker.WaitJob(f.s.ctx, jobs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.s.deadLetters("queue=bulk").Total; n != 5 {
+		t.Fatalf("%d back after the undo, want 5", n)
+	}
+	// A failed job: Resume is offered (and works).
+	if _, err := f.s.db.WriteDB().ExecContext(f.s.ctx, `UPDATE jobs SET state = 'failed', reason = 'it stopped on a storage error' WHERE id = ?`, jobs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	p := f.op.get(jobPath(jobs[0].ID)).want(http.StatusOK)
+	if p.doc().Find(`[data-testid="job-resume"]`).Length() != 1 {
+		t.Fatal("a failed job offers no Resume")
+	}
+}
