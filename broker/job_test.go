@@ -544,3 +544,22 @@ func TestDeletingTheQueueSettlesAJobsPendingCopies(t *testing.T) {
 		t.Fatalf("outcomes after the queue was deleted %+v", v.Outcomes)
 	}
 }
+
+// A delete undone before its first chunk is only cancelled: nothing is
+// deleted, and nothing needs restoring.
+func TestUndoOfADeleteBeforeItsFirstChunk(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 3)
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobDelete, Query: &broker.DLQQuery{Queue: "q"}, Actor: "user:dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.b.UndoJob(s.ctx, j.ID, "user:dev")
+	if err != nil || u.ID != j.ID || u.State != broker.JobCancelled {
+		t.Fatalf("undo %+v %v, want the delete job cancelled", u, err)
+	}
+	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.Done != 0 || len(s.dead("q", "g")) != 3 {
+		t.Fatalf("after the undo %+v %v, %d dead letters", j, err, len(s.dead("q", "g")))
+	}
+}

@@ -316,7 +316,8 @@ func (b *Broker) changeJob(ctx context.Context, id int64, actor, action string, 
 // UndoJob undoes a delete job: it starts a restore job that puts back,
 // within their restore window, the dead letters the delete job removed
 // (a delete still running is cancelled first). It returns the restore
-// job.
+// job; or, for a delete undone before it deleted anything, the delete
+// job itself, cancelled.
 func (b *Broker) UndoJob(ctx context.Context, id int64, actor string) (Job, error) {
 	var r Job
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
@@ -342,6 +343,17 @@ func (b *Broker) UndoJob(ctx context.Context, id int64, actor string) (Job, erro
 		n, err := tx.CountRestorable(ctx, j.ID, now)
 		if err != nil {
 			return err
+		}
+		if n == 0 && !j.Finished() {
+			// Undone before it deleted anything: it is only cancelled.
+			j.State, j.Reason, j.FinishedAt, j.UpdatedAt = JobCancelled, "undone by "+actor+" before it deleted anything", now, now
+			r = j
+			touched(jobNews)
+			if err := tx.SaveJob(ctx, &j); err != nil {
+				return err
+			}
+			return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: actor, Action: AuditJobCancel, Queue: j.Queue,
+				Detail: fmt.Sprintf("job #%d (delete): undone before it deleted anything", j.ID), JobID: j.ID})
 		}
 		if n == 0 {
 			return errorf(ErrConflict, "nothing job #%d deleted can be restored: its restore window (%s) has ended, or it was restored already", j.ID, b.restoreWindow)

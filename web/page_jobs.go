@@ -170,7 +170,7 @@ func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 		d.CanCancel = !j.Finished()
 		// A delete running or paused can be undone too: it is cancelled,
 		// and what it deleted so far restored.
-		d.CanUndo = j.Kind == broker.JobDelete && j.Done > 0 && j.UndoneBy == 0
+		d.CanUndo = j.Kind == broker.JobDelete && (j.Done > 0 || !j.Finished()) && j.UndoneBy == 0
 	}
 	return d
 }
