@@ -265,6 +265,28 @@ func (b *Broker) boundOf(ctx context.Context, tx Tx, f Filter, ok bool, given *B
 	return bd, nil
 }
 
+// frozen resolves q's filter and takes its bound (q.Bound, kept as
+// boundOf keeps it, or taken now) in tx's snapshot. It returns the
+// filter that counts exactly the dead letters at or below the bound: f
+// itself when the bound was taken now (in this snapshot all that f
+// selects is at or below it, and the kept counts may answer), f narrowed
+// to a bound given; ok is false when nothing can match (a queue, group
+// or partition q names does not exist, or there was no dead letter).
+func (b *Broker) frozen(ctx context.Context, tx Tx, q DLQQuery) (f Filter, bound Bound, ok bool, err error) {
+	f, named, err := q.filter(ctx, tx)
+	if err != nil {
+		return f, bound, false, err
+	}
+	if bound, err = b.boundOf(ctx, tx, f, named, q.Bound); err != nil || !named {
+		return f, bound, false, err
+	}
+	if q.Bound == nil {
+		return f, bound, bound.ID > 0, nil
+	}
+	f, ok = within(f, bound)
+	return f, bound, ok, nil
+}
+
 // within narrows f to the dead letters at or below bd; ok is false when
 // none can be (no dead letter at all when bd was taken).
 func within(f Filter, bd Bound) (Filter, bool) {
@@ -284,22 +306,12 @@ func (b *Broker) CountMatching(ctx context.Context, q DLQQuery) (Counted, error)
 	}
 	var out Counted
 	err := b.store.View(ctx, func(tx Tx) error {
-		f, ok, err := q.filter(ctx, tx)
-		if err != nil {
+		f, bound, ok, err := b.frozen(ctx, tx, q)
+		out.Bound = bound
+		if err != nil || !ok {
 			return err
 		}
-		if out.Bound, err = b.boundOf(ctx, tx, f, ok, q.Bound); err != nil || !ok {
-			return err
-		}
-		if q.Bound == nil {
-			// In this snapshot what f selects is all at or below the
-			// bound just taken: the kept counts answer when f is simple.
-			out.Count, out.Messages, err = countDeadLettersAndMessages(ctx, tx, f)
-			return err
-		}
-		if f, ok = within(f, out.Bound); ok {
-			out.Count, out.Messages, err = countDeadLettersAndMessages(ctx, tx, f)
-		}
+		out.Count, out.Messages, err = countDeadLettersAndMessages(ctx, tx, f)
 		return err
 	})
 	if err != nil {

@@ -102,18 +102,12 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 		if r.Query != nil {
 			q := *r.Query
 			j.Queue = q.Queue
-			f, named, err := q.filter(ctx, tx)
-			if err != nil {
-				return err
-			}
-			bound, err := b.boundOf(ctx, tx, f, named, q.Bound)
+			f, bound, ok, err := b.frozen(ctx, tx, q)
 			if err != nil {
 				return err
 			}
 			q.Bound = &bound
-			// A queue, partition or group the filter names that does not
-			// exist: nothing matches (f is not narrowed by it).
-			if f, ok := within(f, bound); ok && named {
+			if ok {
 				rows, messages, err := countDeadLettersAndMessages(ctx, tx, f)
 				if err != nil {
 					return err

@@ -383,7 +383,8 @@ func (m *model) remove(dls []*mDead, replayed bool) {
 
 // replay pushes the copy dlq:<id> of message (p, i) to the end of its
 // partition, unless it is there already (a duplicate), and removes the
-// message's dead letters in every group. copyID is the broker's id of a
+// message's dead letters in every group; a copy replayed to one group is
+// replayed to that group only (replayOwn). copyID is the broker's id of a
 // new copy.
 func (m *model) replay(p, i int, copyID string) (status, copyTx string, ok bool) {
 	dls := m.deadOf(p, i)
@@ -392,6 +393,10 @@ func (m *model) replay(p, i int, copyID string) (status, copyTx string, ok bool)
 	}
 	part := m.parts[p]
 	orig := part.msgs[i]
+	if orig.only != "" {
+		// A copy for one group: its copy is for that group only too.
+		return m.replayOwn(p, i, orig.only, copyID)
+	}
 	copyTx = "dlq:" + orig.id
 	status = broker.StatusDuplicate
 	if _, exists := part.byTx[copyTx]; !exists {

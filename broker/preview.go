@@ -98,24 +98,13 @@ func (b *Broker) Preview(ctx context.Context, r JobRequest) (Preview, error) {
 
 // previewMatching fills p for a filter, as CountMatching counts it.
 func (b *Broker) previewMatching(ctx context.Context, tx Tx, q DLQQuery, p *Preview) error {
-	f, ok, err := q.filter(ctx, tx)
-	if err != nil {
-		return err
-	}
-	bound, err := b.boundOf(ctx, tx, f, ok, q.Bound)
+	f, bound, ok, err := b.frozen(ctx, tx, q)
 	if err != nil {
 		return err
 	}
 	p.Bound = &bound
 	if !ok {
 		return nil
-	}
-	if q.Bound != nil {
-		// Without a bound given, what f selects in this snapshot is all
-		// at or below the one just taken, and the kept counts answer.
-		if f, ok = within(f, bound); !ok {
-			return nil
-		}
 	}
 	if p.DeadLetters, p.Messages, err = countDeadLettersAndMessages(ctx, tx, f); err != nil || p.DeadLetters == 0 {
 		return err
