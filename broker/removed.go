@@ -67,6 +67,10 @@ type RemovedTx interface {
 	SweepHistory(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 
+// RestoreWindow is how long this broker keeps a deleted dead letter
+// restorable.
+func (b *Broker) RestoreWindow() time.Duration { return b.restoreWindow }
+
 // Restore puts back the deleted dead letters of a message (only group's
 // when set) that are still within their restore window: each as it was,
 // with a new row id (so that no bulk action's bound counted before takes

@@ -81,7 +81,10 @@ type JobDetail struct {
 	Poll string
 	// What an operator may do now.
 	CanPause, CanResume, CanCancel, CanUndo bool
-	UndoOf, UndoneBy                        int64
+	// UndoUntil: a delete's dead letters can be restored until then
+	// (the first deleted; the last a little later).
+	UndoUntil        time.Time
+	UndoOf, UndoneBy int64
 	UndoOfURL, UndoneByURL                  string
 	AuditURL                                string
 	CSRFToken                               string

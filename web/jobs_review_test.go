@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -57,9 +58,12 @@ func TestBulkDeleteOffersUndoAndAFailedJobResume(t *testing.T) {
 	if !ok {
 		t.Fatalf("no Undo in the flash %q", r.testid("flash"))
 	}
-	followJob(t, f.s, f.op, r)
+	page := followJob(t, f.s, f.op, r)
 	if n := f.s.deadLetters("queue=bulk").Total; n != 0 {
 		t.Fatalf("%d left after the delete", n)
+	}
+	if got := page.testid("job-undo-until"); !strings.Contains(got, "Restorable until 2026-11-02 12:00") {
+		t.Fatalf("undo until %q, want the restore window's end (24 h after the start)", got)
 	}
 	hx(f.op, undo, nil).want(http.StatusOK)
 	jobs, err := f.s.broker.Jobs(f.s.ctx, broker.JobFilter{Kind: broker.JobRestore}, broker.Page{})
@@ -79,5 +83,24 @@ func TestBulkDeleteOffersUndoAndAFailedJobResume(t *testing.T) {
 	p := f.op.get(jobPath(jobs[0].ID)).want(http.StatusOK)
 	if p.doc().Find(`[data-testid="job-resume"]`).Length() != 1 {
 		t.Fatal("a failed job offers no Resume")
+	}
+}
+
+// After the restore window a delete job offers no Undo.
+func TestNoUndoAfterTheRestoreWindow(t *testing.T) {
+	t.Parallel()
+	f := newOperatorFixture(t)
+	fill(t, f.s, "bulk", 2)
+	res, err := f.s.broker.DeleteMatching(f.s.ctx, broker.DLQQuery{Queue: "bulk"}, "user:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.op.get(jobPath(res.JobID)).want(http.StatusOK); p.doc().Find(`[data-testid="job-undo-until"]`).Length() != 1 {
+		t.Fatal("no Undo within the window")
+	}
+	f.s.clock.Advance(broker.RestoreWindow + time.Minute)
+	op, _ := f.s.loggedIn(broker.RoleOperator) // the session of a day ago has ended
+	if p := op.get(jobPath(res.JobID)).want(http.StatusOK); p.doc().Find(`[data-testid="job-undo-until"]`).Length() != 0 {
+		t.Fatal("Undo offered after the restore window")
 	}
 }

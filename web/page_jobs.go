@@ -170,7 +170,11 @@ func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 		d.CanCancel = !j.Finished()
 		// A delete running or paused can be undone too: it is cancelled,
 		// and what it deleted so far restored.
-		d.CanUndo = j.Kind == broker.JobDelete && (j.Done > 0 || !j.Finished()) && j.UndoneBy == 0
+		window := s.broker.RestoreWindow()
+		d.CanUndo = j.Kind == broker.JobDelete && (j.Done > 0 || !j.Finished()) && j.UndoneBy == 0 && s.now().Before(j.UpdatedAt.Add(window))
+		if d.CanUndo {
+			d.UndoUntil = j.CreatedAt.Add(window)
+		}
 	}
 	return d
 }
