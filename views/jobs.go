@@ -83,11 +83,11 @@ type JobDetail struct {
 	CanPause, CanResume, CanCancel, CanUndo bool
 	// UndoUntil: a delete's dead letters can be restored until then
 	// (the first deleted; the last a little later).
-	UndoUntil        time.Time
-	UndoOf, UndoneBy int64
-	UndoOfURL, UndoneByURL                  string
-	AuditURL                                string
-	CSRFToken                               string
+	UndoUntil              time.Time
+	UndoOf, UndoneBy       int64
+	UndoOfURL, UndoneByURL string
+	AuditURL               string
+	CSRFToken              string
 }
 
 // JobOutcomeRow is a replay job's outcome in one consumer group.
