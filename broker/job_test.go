@@ -563,3 +563,34 @@ func TestUndoOfADeleteBeforeItsFirstChunk(t *testing.T) {
 		t.Fatalf("after the undo %+v %v, %d dead letters", j, err, len(s.dead("q", "g")))
 	}
 }
+
+// The history sweep keeps the record of a copy for one group that
+// another group has not passed yet: without it that group would read
+// the copy.
+func TestSweepKeepsACopyForOneGroupNotPassedYet(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0})
+	s.push("q", "p", "m")
+	s.ack(s.pop("q", "analytics", 1).Messages[0], broker.AckCompleted, "")
+	s.ack(s.pop("q", "billing", 1).Messages[0], broker.AckFailed, "declined")
+	id := s.dead("q", "billing")[0].MessageID()
+	if _, err := s.b.ReplayWith(s.ctx, id, broker.ReplayOptions{Actor: "user:dev", Mode: broker.ReplayOwnGroup, Group: "billing"}); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Advance(broker.HistoryRetention + time.Hour)
+	if err := s.b.SweepHistory(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.pop("q", "analytics", 10); len(got.Messages) != 0 {
+		t.Fatalf("after the sweep analytics got the copy for billing: %v", got.Messages)
+	}
+	// Passed by analytics now: the next sweep takes it.
+	if err := s.b.SweepHistory(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.db.WriteDB().QueryRowContext(s.ctx, `SELECT COUNT(*) FROM replays`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d replays rows left (%v)", n, err)
+	}
+}

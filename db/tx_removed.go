@@ -125,7 +125,11 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int)
 	var total int64
 	// Replays, with their edits, outcomes and the attempts of the
 	// messages they copied.
-	seqs, err := t.queryIDs(ctx, `SELECT copy_seq FROM (SELECT copy_seq, at FROM replays ORDER BY copy_seq LIMIT ?) WHERE at < ?`, limit, cut)
+	// A copy for one group that some group has not passed yet keeps its
+	// row: the pop needs it to pass the copy by.
+	seqs, err := t.queryIDs(ctx, `SELECT r.copy_seq FROM (SELECT copy_seq, group_id, at FROM replays ORDER BY copy_seq LIMIT ?) r
+		WHERE r.at < ? AND (r.group_id = 0 OR NOT EXISTS (SELECT 1 FROM messages m JOIN consumers c ON c.partition_id = m.partition_id
+			WHERE m.seq = r.copy_seq AND c.group_id <> r.group_id AND c.cursor < r.copy_seq))`, limit, cut)
 	if err != nil {
 		return 0, err
 	}
