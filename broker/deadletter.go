@@ -185,6 +185,9 @@ func (b *Broker) DeadLetters(ctx context.Context, q DLQQuery) (DLQPage, error) {
 type DeadLetterDetail struct {
 	DeadLetter
 	Others []DeadLetter
+	// CopyFor names the group the message was replayed to alone, when it
+	// is such a copy: a replay of it goes to that group only.
+	CopyFor string
 }
 
 // DeadLetter returns the dead letters of a message by its public id; group,
@@ -210,6 +213,15 @@ func (b *Broker) DeadLetter(ctx context.Context, messageID, group string) (DeadL
 		}
 		out.DeadLetter = dls[i]
 		out.Others = append(append([]DeadLetter{}, dls[:i]...), dls[i+1:]...)
+		only, err := tx.CopyGroups(ctx, []int64{out.Seq})
+		if err != nil {
+			return fmt.Errorf("copy for one group: %w", err)
+		}
+		if gid := only[out.Seq]; gid != 0 {
+			if out.CopyFor, err = tx.GroupName(ctx, gid); err != nil {
+				return fmt.Errorf("copy for one group: %w", err)
+			}
+		}
 		return nil
 	})
 	return out, err

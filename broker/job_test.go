@@ -594,3 +594,80 @@ func TestSweepKeepsACopyForOneGroupNotPassedYet(t *testing.T) {
 		t.Fatalf("%d replays rows left (%v)", n, err)
 	}
 }
+
+// The sweep goes on past a page of kept copies: a group that never passes
+// its partition's copies for another group does not stop the history of
+// everything after them from going.
+func TestSweepGoesOnPastKeptCopies(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0})
+	const n = 520 // more than a sweep's page (500)
+	var txids []string
+	for i := range n + 1 {
+		txids = append(txids, fmt.Sprintf("m%d", i))
+	}
+	s.push("q", "p", txids...)
+	s.pop("q", "legacy", 1) // a group that reads the queue, and stops
+	for range n + 1 {
+		s.ack(s.pop("q", "billing", 1).Messages[0], broker.AckFailed, "declined")
+	}
+	dead := s.dead("q", "billing")
+	for _, d := range dead[1:] { // n copies for billing only, that legacy never passes
+		if _, err := s.b.ReplayWith(s.ctx, d.MessageID(), broker.ReplayOptions{Actor: "user:dev", Mode: broker.ReplayOwnGroup, Group: "billing"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.b.Replay(s.ctx, dead[0].MessageID(), "user:dev"); err != nil { // the newest copy: for every group
+		t.Fatal(err)
+	}
+	s.clock.Advance(broker.HistoryRetention + time.Hour)
+	if err := s.b.SweepHistory(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var kept, every int
+	if err := s.db.WriteDB().QueryRowContext(s.ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE group_id = 0) FROM replays`).Scan(&kept, &every); err != nil {
+		t.Fatal(err)
+	}
+	if kept != n || every != 0 {
+		t.Fatalf("%d replays rows left (%d for every group), want the %d kept copies for billing only", kept, every, n)
+	}
+}
+
+// A job paused, resumed and paused again names in its reason only the
+// failures of its window, not those of before the resume.
+func TestAutoPauseReasonCountsTheWindowOnly(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"replayPauseWindow": 10, "replayPausePercent": 20, "retryLimit": 0})
+	s.fill("q", "g", []string{"p"}, 20)
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q", Group: "g"}, Rate: 40, Actor: "user:dev"}) // chunks of 4
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func() broker.JobView {
+		t.Helper()
+		if _, err := s.b.StepJob(s.ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		res := s.pop("q", "g", 4)
+		for _, m := range res.Messages[:3] {
+			s.ack(m, broker.AckFailed, "still broken")
+		}
+		s.ack(res.Messages[3], broker.AckCompleted, "") // after the pause: not in the window
+		v, err := s.b.JobDetail(s.ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := round(); v.State != broker.JobPaused || !strings.Contains(v.Reason, `3 of them share`) {
+		t.Fatalf("first pause: %s %q", v.State, v.Reason)
+	}
+	if _, err := s.b.ResumeJob(s.ctx, j.ID, "user:dev"); err != nil {
+		t.Fatal(err)
+	}
+	if v := round(); v.State != broker.JobPaused || !strings.Contains(v.Reason, "3 of the last 3") || !strings.Contains(v.Reason, `3 of them share`) {
+		t.Fatalf("second pause: %s %q", v.State, v.Reason)
+	}
+}

@@ -794,7 +794,7 @@ func settleCopy(ctx context.Context, tx Tx, m Message, groupID int64, ok bool, n
 	if failed*100 > j.PausePercent*window {
 		j.State = JobPaused
 		j.Reason = fmt.Sprintf("paused itself: %d of the last %d copies settled failed again (more than %d %%)", failed, j.RecentN, j.PausePercent)
-		if fp, n, err := commonFailure(ctx, tx, jobID, window); err != nil {
+		if fp, n, err := commonFailure(ctx, tx, jobID, failed); err != nil {
 			return counted, err
 		} else if n > 0 {
 			j.Reason += fmt.Sprintf("; %d of them share the error %q", n, truncate(fp, 120))
@@ -809,7 +809,7 @@ func settleCopy(ctx context.Context, tx Tx, m Message, groupID int64, ok bool, n
 }
 
 // commonFailure is the error group (fingerprint) most of the job's last
-// window failed copies share, and how many do.
+// n failed copies (those in its window) share, and how many do.
 func commonFailure(ctx context.Context, tx Tx, jobID int64, window int) (string, int, error) {
 	fs, err := tx.JobFailures(ctx, jobID, window)
 	if err != nil {

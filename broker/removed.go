@@ -60,11 +60,14 @@ type RemovedTx interface {
 	// text goes, RestoreUntil zero) and returns how many.
 	EndRestoreWindows(ctx context.Context, now time.Time, limit int) (int64, error)
 	// SweepHistory deletes up to limit rows of history made before
-	// before: finished jobs with their outcomes, replays with their edits
-	// and outcomes, removed dead letters' records, and the failed
-	// attempts of the messages of those; it returns how many rows of
-	// jobs, replays and removed dead letters went (0: nothing left).
-	SweepHistory(ctx context.Context, before time.Time, limit int) (int64, error)
+	// before: finished jobs with their outcomes, replays (walked from the
+	// copy afterCopy on) with their edits and outcomes, removed dead
+	// letters' records, and the failed attempts of the messages of those;
+	// it keeps the replay of a copy for one group that another group has
+	// not passed yet. It returns how many rows of jobs, replays and
+	// removed dead letters went, and the copy the walk of replays goes on
+	// after (0: it is done); nothing left is (0, 0).
+	SweepHistory(ctx context.Context, before time.Time, limit int, afterCopy int64) (swept, nextCopy int64, err error)
 }
 
 // RestoreWindow is how long this broker keeps a deleted dead letter
@@ -179,23 +182,31 @@ func groupsOfRemoved(ctx context.Context, tx Tx, rs []RemovedDeadLetter) string 
 // transaction on the low-priority lane.
 func (b *Broker) SweepHistory(ctx context.Context) error {
 	ctx = LowPriority(ctx)
-	for _, step := range []func(tx Tx, now time.Time) (int64, error){
-		func(tx Tx, now time.Time) (int64, error) { return tx.EndRestoreWindows(ctx, now, deleteChunk) },
-		func(tx Tx, now time.Time) (int64, error) {
-			return tx.SweepHistory(ctx, now.Add(-HistoryRetention), deleteChunk)
+	// Each step takes a chunk from where the last left off (after) and
+	// says where the next goes on; a step's chunk of 0 rows with no place
+	// to go on ends it. Where to go on is taken once the chunk commits.
+	for _, step := range []func(tx Tx, now time.Time, after int64) (n, next int64, err error){
+		func(tx Tx, now time.Time, _ int64) (int64, int64, error) {
+			n, err := tx.EndRestoreWindows(ctx, now, deleteChunk)
+			return n, 0, err
+		},
+		func(tx Tx, now time.Time, after int64) (int64, int64, error) {
+			return tx.SweepHistory(ctx, now.Add(-HistoryRetention), deleteChunk, after)
 		},
 	} {
+		var after int64
 		for {
-			var n int64
+			var n, next int64
 			if err := b.store.Update(ctx, func(tx Tx) (err error) {
-				n, err = step(tx, b.now())
+				n, next, err = step(tx, b.now(), after)
 				return err
 			}); err != nil {
 				return fmt.Errorf("sweep history: %w", err)
 			}
-			if n == 0 {
+			if n == 0 && next == 0 {
 				break
 			}
+			after = next
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -119,19 +119,48 @@ func (t *storeTx) EndRestoreWindows(ctx context.Context, now time.Time, limit in
 // SweepHistory takes each table from its oldest end: rows are written in
 // time order, so the oldest ids are the oldest rows, and a walk from
 // there stops at the first one that is young enough (no index on the
-// times is needed).
-func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int) (int64, error) {
+// times is needed). The walk of replays goes on from afterCopy, past the
+// rows it keeps; it returns where to go on (0: it is done).
+func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int, afterCopy int64) (int64, int64, error) {
 	cut := ms(before)
 	var total int64
 	// Replays, with their edits, outcomes and the attempts of the
-	// messages they copied.
-	// A copy for one group that some group has not passed yet keeps its
-	// row: the pop needs it to pass the copy by.
-	seqs, err := t.queryIDs(ctx, `SELECT r.copy_seq FROM (SELECT copy_seq, group_id, at FROM replays ORDER BY copy_seq LIMIT ?) r
-		WHERE r.at < ? AND (r.group_id = 0 OR NOT EXISTS (SELECT 1 FROM messages m JOIN consumers c ON c.partition_id = m.partition_id
-			WHERE m.seq = r.copy_seq AND c.group_id <> r.group_id AND c.cursor < r.copy_seq))`, limit, cut)
+	// messages they copied, walked by copy_seq from afterCopy. A copy for
+	// one group that some group has not passed yet keeps its row (the
+	// pop needs it to pass the copy by), and the walk goes on past it.
+	rows, err := t.query(ctx, `SELECT r.copy_seq, r.at,
+			r.group_id > 0 AND EXISTS (SELECT 1 FROM messages m JOIN consumers c ON c.partition_id = m.partition_id
+				WHERE m.seq = r.copy_seq AND c.group_id <> r.group_id AND c.cursor < r.copy_seq)
+		FROM replays r WHERE r.copy_seq > ? ORDER BY r.copy_seq LIMIT ?`, afterCopy, limit)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	var seqs []int64
+	var next int64
+	examined := 0
+	for rows.Next() {
+		var seq, at int64
+		var kept bool
+		if err := rows.Scan(&seq, &at, &kept); err != nil {
+			rows.Close()
+			return 0, 0, err
+		}
+		examined++
+		if at >= cut {
+			examined = -1 // young enough: the walk ends here
+			break
+		}
+		if !kept {
+			seqs = append(seqs, seq)
+		}
+		next = seq
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, 0, err
+	}
+	if examined < limit {
+		next = 0 // the walk reached a young row or the end
 	}
 	if len(seqs) > 0 {
 		list := intsJSON(seqs)
@@ -143,7 +172,7 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int)
 			`DELETE FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?1))`,
 		} {
 			if _, err := t.exec(ctx, s, list); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		total += int64(len(seqs))
@@ -152,7 +181,7 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int)
 	// and the attempts of their messages in their group.
 	ids, err := t.queryIDs(ctx, `SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT ?) WHERE at < ? AND restore_until = 0`, limit, cut)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(ids) > 0 {
 		list := intsJSON(ids)
@@ -162,7 +191,7 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int)
 			`DELETE FROM removed_dead_letters WHERE id IN (SELECT value FROM json_each(?1))`,
 		} {
 			if _, err := t.exec(ctx, s, list); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		total += int64(len(ids))
@@ -171,7 +200,7 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int)
 	// the replays above, or go when those do).
 	jobs, err := t.queryIDs(ctx, `SELECT id FROM jobs WHERE finished_at > 0 AND finished_at < ? ORDER BY id LIMIT ?`, cut, limit)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(jobs) > 0 {
 		list := intsJSON(jobs)
@@ -180,10 +209,10 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int)
 			`DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))`,
 		} {
 			if _, err := t.exec(ctx, s, list); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		total += int64(len(jobs))
 	}
-	return total, nil
+	return total, next, nil
 }

@@ -270,6 +270,7 @@ type DeadLetterDetail struct {
 	ErrorURL    string // the error text as a download
 	OtherGroups []string
 	Readers     []string // the groups that read the queue
+	CopyFor     string   // the group the message is a copy for alone ("" every group)
 	ReplayURL   string
 	DeleteURL   string
 	History     History // attempts, lineage and earlier replays (deadletter.templ)

@@ -104,3 +104,40 @@ func TestNoUndoAfterTheRestoreWindow(t *testing.T) {
 		t.Fatal("Undo offered after the restore window")
 	}
 }
+
+// The dead letter of a copy replayed to one group offers a replay to
+// that group only: the other groups passed the copy by.
+func TestACopyForOneGroupIsReplayedToItOnly(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", `{"retryLimit":0}`)
+	ctx := s.ctx
+	if _, err := s.broker.Push(ctx, []broker.PushItem{{Queue: "q", TransactionID: "m", Payload: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	settle := func(group, status string) {
+		t.Helper()
+		res, err := s.broker.Pop(ctx, broker.PopRequest{Queue: "q", Group: group})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("pop %s: %+v %v", group, res, err)
+		}
+		m := res.Messages[0]
+		if _, err := s.broker.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: m.LeaseID, Status: status, Error: "no", Group: group}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle("analytics", broker.AckCompleted)
+	settle("billing", broker.AckFailed)
+	first := s.deadLetters("queue=q").Messages[0].ID
+	if _, err := s.broker.ReplayWith(ctx, first, broker.ReplayOptions{Actor: "user:dev", Mode: broker.ReplayOwnGroup, Group: "billing"}); err != nil {
+		t.Fatal(err)
+	}
+	settle("billing", broker.AckFailed)
+	copyID := s.deadLetters("queue=q").Messages[0].ID
+	op, _ := s.loggedIn(broker.RoleOperator)
+	doc := op.get("/queues/q/dead-letters/" + copyID + "?group=billing").want(http.StatusOK).doc()
+	every, own := doc.Find(`[data-testid="detail-replay"]`), doc.Find(`[data-testid="detail-replay-own"]`)
+	if every.Length() != 0 || strings.TrimSpace(own.Text()) != "Replay for billing only" {
+		t.Fatalf("choices: every %d %q, own %q", every.Length(), every.Text(), own.Text())
+	}
+}

@@ -464,6 +464,7 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 	if v.Readers, err = s.broker.Readers(ctx, queue); err != nil {
 		return err
 	}
+	v.CopyFor = d.CopyFor
 	v.History = historyOf(queue, h, true)
 	return renderPage(c, http.StatusOK, views.DeadLetterView(v), views.DeadLetterContent(v))
 }

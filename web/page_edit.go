@@ -158,7 +158,7 @@ func (s *Server) editView(ctx context.Context, c echo.Context, queue, id string,
 	for _, o := range d.Others {
 		v.OtherGroups = append(v.OtherGroups, o.Group)
 	}
-	v.Readers = readers
+	v.Readers, v.CopyFor = readers, d.CopyFor
 	return v, nil
 }
 

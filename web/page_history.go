@@ -217,7 +217,11 @@ func liveDeadLetter(h broker.DeadLetterHistory, group string) (broker.DeadLetter
 		return broker.DeadLetterDetail{}, false
 	}
 	dls := h.DeadLetters
-	return broker.DeadLetterDetail{DeadLetter: dls[i], Others: append(append([]broker.DeadLetter{}, dls[:i]...), dls[i+1:]...)}, true
+	d := broker.DeadLetterDetail{DeadLetter: dls[i], Others: append(append([]broker.DeadLetter{}, dls[:i]...), dls[i+1:]...)}
+	if len(h.ReplayOf) > 0 && h.ReplayOf[0].CopySeq == d.Seq {
+		d.CopyFor = h.ReplayOf[0].Group // a copy for one group ("" every group)
+	}
+	return d, true
 }
 
 // historyView is a live dead letter's history in GET /api/v1/dlq/:id: the
