@@ -49,10 +49,7 @@ type bulkRequest struct {
 // jobRequest is the job the request starts (its ids or its filter as
 // query gives it).
 func (r bulkRequest) jobRequest(kind string, q *broker.DLQQuery, who string) (broker.JobRequest, error) {
-	jr := broker.JobRequest{Kind: kind, IDs: r.IDs, Query: q, Rate: r.Rate, Actor: who}
-	if kind == broker.JobDelete {
-		jr.Group = r.ConsumerGroup
-	}
+	jr := broker.JobRequest{Kind: kind, IDs: r.IDs, Query: q, Rate: r.Rate, Actor: who, Group: r.ConsumerGroup}
 	if r.Rate < 0 || r.Rate > broker.MaxJobRate {
 		return jr, badRequest("rate must be between 0 (no limit) and %d a second", broker.MaxJobRate)
 	}
@@ -266,8 +263,8 @@ func (s *Server) replayDeadLetters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if req.ConsumerGroup != "" {
-		return badRequest(`consumerGroup is for delete only: a replay replays a message for every group, or with "mode": "own" for the group whose dead letter it was`)
+	if req.ConsumerGroup != "" && req.Mode != "own" {
+		return badRequest(`consumerGroup goes with "mode": "own" on a replay (only that group's dead letters, each replayed to it alone): a replay to every group replays a message for all of them`)
 	}
 	if req.Filter == nil {
 		return s.startBulkJob(c, req, broker.JobReplay, nil)

@@ -373,7 +373,7 @@ func TestBulkRefusesBadInput(t *testing.T) {
 		{"ToBeforeFrom", "delete", `{"filter":{"from":"2026-11-02T00:00:00Z","to":"2026-11-01T00:00:00Z"}}`, "after"},
 		{"UnknownFilterField", "delete", `{"filter":{"queues":"q"}}`, "queues"},
 		{"GroupOutsideFilter", "delete", `{"filter":{},"consumerGroup":"g"}`, "inside filter"},
-		{"GroupOnReplay", "replay", fmt.Sprintf(`{"ids":[%q],"consumerGroup":"g"}`, d.ID), "delete only"},
+		{"GroupOnReplay", "replay", fmt.Sprintf(`{"ids":[%q],"consumerGroup":"g"}`, d.ID), `consumerGroup goes with "mode": "own"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

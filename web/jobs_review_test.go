@@ -141,3 +141,23 @@ func TestACopyForOneGroupIsReplayedToItOnly(t *testing.T) {
 		t.Fatalf("choices: every %d %q, own %q", every.Length(), every.Text(), own.Text())
 	}
 }
+
+// The API replays ids to one group's own dead letters with "mode": "own"
+// and a consumerGroup; a consumerGroup on a replay to every group is
+// refused and starts nothing.
+func TestAPIReplayOfIDsToOneGroup(t *testing.T) {
+	t.Parallel()
+	f := newOperatorFixture(t)
+	fill(t, f.s, "bulk", 3)
+	deadLetterAlso(t, f.s, "bulk", "h", 3)
+	var ids []string
+	for _, d := range f.s.deadLetters("queue=bulk&consumerGroup=h").Messages {
+		ids = append(ids, `"`+d.ID+`"`)
+	}
+	list := "[" + strings.Join(ids, ",") + "]"
+	f.s.call("POST", "/api/v1/dlq/replay", `{"ids":`+list+`,"consumerGroup":"h","wait":true}`).want(http.StatusBadRequest)
+	f.s.call("POST", "/api/v1/dlq/replay", `{"ids":`+list+`,"consumerGroup":"h","mode":"own","wait":true}`).want(http.StatusOK)
+	if g, h := len(f.s.deadLetters("queue=bulk&consumerGroup=g").Messages), len(f.s.deadLetters("queue=bulk&consumerGroup=h").Messages); g != 3 || h != 0 {
+		t.Fatalf("g %d, h %d: want g's 3 kept and h's replayed", g, h)
+	}
+}
