@@ -507,8 +507,15 @@ func TestUndoAgainAfterACancelledRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if v, _ := s.b.JobDetail(s.ctx, del.JobID); v.Undoable {
+		t.Fatal("undoable while its restore runs")
+	}
 	if _, err := s.b.CancelJob(s.ctx, r.ID, "user:dev"); err != nil {
 		t.Fatal(err)
+	}
+	v, err := s.b.JobDetail(s.ctx, del.JobID)
+	if err != nil || !v.Undoable || v.Restorable != 6 || !v.RestorableUntil.Equal(s.clock.Now().Add(broker.RestoreWindow)) {
+		t.Fatalf("after the restore was cancelled: undoable %v, %d restorable until %s (%v)", v.Undoable, v.Restorable, v.RestorableUntil, err)
 	}
 	r2, err := s.b.UndoJob(s.ctx, del.JobID, "user:dev")
 	if err != nil || r2.Planned != 6 {
@@ -519,6 +526,9 @@ func TestUndoAgainAfterACancelledRestore(t *testing.T) {
 	}
 	if _, err := s.b.UndoJob(s.ctx, del.JobID, "user:dev"); !errors.Is(err, broker.ErrConflict) {
 		t.Fatalf("undo after a done restore: %v, want a conflict", err)
+	}
+	if v, _ := s.b.JobDetail(s.ctx, del.JobID); v.Undoable || v.Restorable != 0 {
+		t.Fatalf("after the restore: undoable %v, %d restorable", v.Undoable, v.Restorable)
 	}
 }
 

@@ -201,6 +201,12 @@ type JobView struct {
 	Job
 	Outcomes []JobOutcome
 	Failures []JobFailure
+	// A delete's: how many of its dead letters can still be restored,
+	// until when the last of them can, and whether UndoJob would act
+	// (not undone yet, or its restore was cancelled).
+	Restorable      int64
+	RestorableUntil time.Time
+	Undoable        bool
 }
 
 // JobDetail reads a job with its outcomes, from one snapshot.
@@ -209,6 +215,20 @@ func (b *Broker) JobDetail(ctx context.Context, id int64) (JobView, error) {
 	err := b.store.View(ctx, func(tx Tx) (err error) {
 		if v.Job, err = jobByID(ctx, tx, id); err != nil {
 			return err
+		}
+		if v.Kind == JobDelete {
+			if v.Restorable, v.RestorableUntil, err = tx.CountRestorable(ctx, id, b.now()); err != nil {
+				return fmt.Errorf("job restorable: %w", err)
+			}
+			v.Undoable = v.Restorable > 0 || !v.Finished()
+			if v.UndoneBy != 0 {
+				prev, err := tx.Job(ctx, v.UndoneBy)
+				if err != nil && !isNotFound(err) {
+					return err
+				}
+				v.Undoable = v.Undoable && err == nil && prev.State == JobCancelled
+			}
+			return nil
 		}
 		if v.Kind != JobReplay {
 			return nil
@@ -334,7 +354,7 @@ func (b *Broker) UndoJob(ctx context.Context, id int64, actor string) (Job, erro
 				return errorf(ErrConflict, "job #%d was undone already, by job #%d", j.ID, j.UndoneBy)
 			}
 		}
-		n, err := tx.CountRestorable(ctx, j.ID, now)
+		n, _, err := tx.CountRestorable(ctx, j.ID, now)
 		if err != nil {
 			return err
 		}

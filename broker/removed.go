@@ -45,8 +45,9 @@ type RemovedTx interface {
 	// one when restored), no Payload and no names.
 	Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]RemovedDeadLetter, error)
 	// CountRestorable counts the job's dead letters still restorable at
-	// now.
-	CountRestorable(ctx context.Context, jobID int64, now time.Time) (int64, error)
+	// now, and says until when the last of them is (zero: none), by
+	// removed_dead_letters_job.
+	CountRestorable(ctx context.Context, jobID int64, now time.Time) (n int64, until time.Time, err error)
 	// MarkRestored records that the removed rows ids were restored, at
 	// now by actor: no longer restorable.
 	MarkRestored(ctx context.Context, ids []int64, now time.Time, actor string) error

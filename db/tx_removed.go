@@ -78,11 +78,15 @@ func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now
 }
 
 // CountRestorable counts by removed_dead_letters_job.
-func (t *storeTx) CountRestorable(ctx context.Context, jobID int64, now time.Time) (int64, error) {
-	var n int64
-	err := t.queryRow(ctx, `SELECT COUNT(*) FROM removed_dead_letters r WHERE r.job_id = ? AND r.job_id > 0 AND r.restore_until > ? AND r.restored_at = 0
-		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`, jobID, ms(now)).Scan(&n)
-	return n, err
+func (t *storeTx) CountRestorable(ctx context.Context, jobID int64, now time.Time) (int64, time.Time, error) {
+	var n, until int64
+	err := t.queryRow(ctx, `SELECT COUNT(*), COALESCE(MAX(r.restore_until), 0) FROM removed_dead_letters r
+		WHERE r.job_id = ? AND r.job_id > 0 AND r.restore_until > ? AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`, jobID, ms(now)).Scan(&n, &until)
+	if err != nil || until == 0 {
+		return n, time.Time{}, err
+	}
+	return n, fromMS(until), nil
 }
 
 // MarkRestored writes removed_dead_letters by primary key; the error

@@ -81,8 +81,8 @@ type JobDetail struct {
 	Poll string
 	// What an operator may do now.
 	CanPause, CanResume, CanCancel, CanUndo bool
-	// UndoUntil: a delete's dead letters can be restored until then
-	// (the first deleted; the last a little later).
+	// UndoUntil: the last of a delete's dead letters can be restored
+	// until then (zero: none deleted yet).
 	UndoUntil              time.Time
 	UndoOf, UndoneBy       int64
 	UndoOfURL, UndoneByURL string

@@ -169,12 +169,10 @@ func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 		d.CanResume = j.State == broker.JobPaused || j.State == broker.JobFailed
 		d.CanCancel = !j.Finished()
 		// A delete running or paused can be undone too: it is cancelled,
-		// and what it deleted so far restored.
-		window := s.broker.RestoreWindow()
-		d.CanUndo = j.Kind == broker.JobDelete && (j.Done > 0 || !j.Finished()) && j.UndoneBy == 0 && s.now().Before(j.UpdatedAt.Add(window))
-		if d.CanUndo {
-			d.UndoUntil = j.CreatedAt.Add(window)
-		}
+		// and what it deleted so far restored; a finished one while what
+		// it deleted is within its restore window.
+		d.CanUndo = jv.Undoable
+		d.UndoUntil = jv.RestorableUntil
 	}
 	return d
 }
