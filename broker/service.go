@@ -23,6 +23,9 @@ type Broker struct {
 
 	restoreWindow time.Duration
 	jobs          jobRunner
+
+	auditRetention time.Duration // KeepForever (<0): kept
+	maintenance    maintenanceTotals
 }
 
 // Config configures a Broker.
@@ -33,6 +36,10 @@ type Config struct {
 	// RestoreWindow is how long a deleted dead letter can be restored
 	// (default RestoreWindow).
 	RestoreWindow time.Duration
+	// AuditRetention is how long audit entries are kept (Maintain deletes
+	// older ones): 0 DefaultAuditRetention, KeepForever (any negative) for
+	// ever.
+	AuditRetention time.Duration
 }
 
 // New returns a Broker over cfg.Store.
@@ -47,6 +54,10 @@ func New(cfg Config) *Broker {
 	b.restoreWindow = cfg.RestoreWindow
 	if b.restoreWindow <= 0 {
 		b.restoreWindow = RestoreWindow
+	}
+	b.auditRetention = cfg.AuditRetention
+	if b.auditRetention == 0 {
+		b.auditRetention = DefaultAuditRetention
 	}
 	b.jobs.wake = make(chan struct{}, 1)
 	return b

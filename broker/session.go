@@ -46,9 +46,10 @@ type SessionTx interface {
 	TouchSession(ctx context.Context, id int64, at time.Time) error
 	DeleteSession(ctx context.Context, hash string) error
 	DeleteUserSessions(ctx context.Context, userID int64) error
-	// DeleteExpiredSessions removes the sessions that ended at now or
-	// were last seen at idleSince or before.
-	DeleteExpiredSessions(ctx context.Context, now, idleSince time.Time) error
+	// SweepSessions deletes up to limit sessions that ended at now or
+	// were last seen at idleSince or before (writes sessions only; a scan:
+	// the table holds a few sessions a person) and returns how many.
+	SweepSessions(ctx context.Context, now, idleSince time.Time, limit int) (int64, error)
 }
 
 // LoginRequest is an attempt to log in to the dashboard.
@@ -126,12 +127,9 @@ func (b *Broker) CreateSession(ctx context.Context, userID int64) (string, error
 	return secret, err
 }
 
-// newSession stores a new session and returns its secret id. It also
-// sweeps the sessions that have ended, so that the table stays small.
+// newSession stores a new session and returns its secret id. The
+// sessions that have ended are swept by Maintain.
 func newSession(ctx context.Context, tx Tx, userID int64, now time.Time) (string, error) {
-	if err := tx.DeleteExpiredSessions(ctx, now, now.Add(-SessionIdle)); err != nil {
-		return "", fmt.Errorf("sweep sessions: %w", err)
-	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", fmt.Errorf("session id: %w", err)

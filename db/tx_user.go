@@ -171,8 +171,3 @@ func (t *storeTx) DeleteUserSessions(ctx context.Context, userID int64) error {
 	_, err := t.exec(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID)
 	return err
 }
-
-func (t *storeTx) DeleteExpiredSessions(ctx context.Context, now, idleSince time.Time) error {
-	_, err := t.exec(ctx, `DELETE FROM sessions WHERE expires_at <= ? OR last_seen_at <= ?`, ms(now), ms(idleSince))
-	return err
-}
