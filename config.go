@@ -45,6 +45,11 @@ type Config struct {
 	// RestoreWindow is how long a deleted dead letter can be restored
 	// (default broker.RestoreWindow, 24 h).
 	RestoreWindow time.Duration
+	// MaintenanceEvery is how often the maintenance tasks run
+	// (broker.Maintain; default broker.DefaultMaintenanceEvery).
+	MaintenanceEvery time.Duration
+	// AuditRetention is how long audit entries are kept; 0: for ever.
+	AuditRetention time.Duration
 
 	// bcryptCost is the cost of the password hashes made at start (0:
 	// password.DefaultCost); tests lower it.
@@ -99,7 +104,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	fs := flag.NewFlagSet("lazarus "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var syncMode, level, busy, restore string
+	var syncMode, level, busy, restore, every, auditKeep string
 	fs.StringVar(&cfg.Addr, "addr", env("LAZARUS_ADDR", defaultAddr), "listen address, host:port (env LAZARUS_ADDR)")
 	fs.StringVar(&cfg.DBPath, "db", env("LAZARUS_DB", dbDefault), "SQLite database file (env LAZARUS_DB)")
 	fs.StringVar(&syncMode, "sync", env("LAZARUS_SYNC", "full"), "durability: full (fsync every commit) or normal (env LAZARUS_SYNC)")
@@ -107,6 +112,10 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		"how long a write waits for another process's lock on the database before it is answered 503, e.g. 5s or 500ms (env LAZARUS_BUSY_TIMEOUT)")
 	fs.StringVar(&restore, "restore-window", env("LAZARUS_RESTORE_WINDOW", broker.RestoreWindow.String()),
 		"how long a deleted dead letter can be restored, e.g. 24h or 30m; after it, it is gone for good (env LAZARUS_RESTORE_WINDOW)")
+	fs.StringVar(&every, "maintenance-every", env("LAZARUS_MAINTENANCE_EVERY", broker.DefaultMaintenanceEvery.String()),
+		"how often maintenance runs (retention sweeps, stats compaction), from 1s to 1h (env LAZARUS_MAINTENANCE_EVERY)")
+	fs.StringVar(&auditKeep, "audit-retention", env("LAZARUS_AUDIT_RETENTION", "400d"),
+		"how long audit entries are kept, in days (400d) or as a duration of 24h at least; 0 keeps them for ever (env LAZARUS_AUDIT_RETENTION)")
 	fs.StringVar(&cfg.LogFormat, "log-format", env("LAZARUS_LOG_FORMAT", "text"), "log format: text or json (env LAZARUS_LOG_FORMAT)")
 	fs.StringVar(&level, "log-level", env("LAZARUS_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env LAZARUS_LOG_LEVEL)")
 	if cmd == "serve" {
@@ -186,10 +195,45 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	if cfg.RestoreWindow, err = time.ParseDuration(restore); err != nil || cfg.RestoreWindow < time.Minute || cfg.RestoreWindow > 90*24*time.Hour {
 		return Config{}, fmt.Errorf("restore window must be a duration from 1m to 2160h (90 days), got %q", restore)
 	}
+	if cfg.MaintenanceEvery, err = time.ParseDuration(every); err != nil || cfg.MaintenanceEvery < time.Second || cfg.MaintenanceEvery > time.Hour {
+		return Config{}, fmt.Errorf("maintenance interval must be a duration from 1s to 1h, got %q", every)
+	}
+	if cfg.AuditRetention, err = parseRetention(auditKeep); err != nil {
+		return Config{}, fmt.Errorf("audit retention %w, got %q", err, auditKeep)
+	}
 	if cfg.Addr == "" || cfg.DBPath == "" {
 		return Config{}, errors.New("addr and db must not be empty")
 	}
 	return cfg, nil
+}
+
+// maxRetention bounds a retention setting: 100 years.
+const maxRetention = 36500 * 24 * time.Hour
+
+// parseRetention reads a retention: a number of days ("400d"), a
+// duration ("9600h"), or 0 (kept for ever); at least a day.
+func parseRetention(s string) (time.Duration, error) {
+	errBad := errors.New("must be 0 (for ever), days (400d) or a duration from 24h to 36500d")
+	if s == "0" {
+		return 0, nil
+	}
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 1 || n > 36500 {
+			return 0, errBad
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, errBad
+		}
+	}
+	if d < 24*time.Hour || d > maxRetention {
+		return 0, errBad
+	}
+	return d, nil
 }
 
 // newLogger builds the process's logger; everything logs through it.

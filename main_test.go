@@ -59,12 +59,26 @@ func TestParseConfig(t *testing.T) {
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, RestoreWindow: 2 * time.Hour}},
 		{"RestoreWindowFromEnvironment", "serve", nil, map[string]string{"LAZARUS_RESTORE_WINDOW": "72h"},
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, RestoreWindow: 72 * time.Hour}},
+		{"MaintenanceEvery", "serve", []string{"--maintenance-every", "10s"}, map[string]string{"LAZARUS_MAINTENANCE_EVERY": "5m"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, MaintenanceEvery: 10 * time.Second}},
+		{"MaintenanceEveryFromEnvironment", "serve", nil, map[string]string{"LAZARUS_MAINTENANCE_EVERY": "1h"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, MaintenanceEvery: time.Hour}},
+		{"AuditRetentionInDays", "serve", []string{"--audit-retention", "30d"}, map[string]string{"LAZARUS_AUDIT_RETENTION": "5d"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, AuditRetention: 30 * 24 * time.Hour}},
+		{"AuditRetentionAsDurationFromEnvironment", "serve", nil, map[string]string{"LAZARUS_AUDIT_RETENTION": "36h"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, AuditRetention: 36 * time.Hour}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if tt.want.RestoreWindow == 0 {
 				tt.want.RestoreWindow = broker.RestoreWindow // the default
+			}
+			if tt.want.MaintenanceEvery == 0 {
+				tt.want.MaintenanceEvery = broker.DefaultMaintenanceEvery
+			}
+			if tt.want.AuditRetention == 0 {
+				tt.want.AuditRetention = broker.DefaultAuditRetention
 			}
 			got, err := parseConfig(tt.cmd, tt.args, envOf(tt.env), io.Discard)
 			if err != nil {
@@ -102,6 +116,13 @@ func TestParseConfigRefusesBadInput(t *testing.T) {
 		{"OpenAPINotABool", "serve", nil, map[string]string{"LAZARUS_API_OPEN": "maybe"}, "LAZARUS_API_OPEN must be true or false"},
 		{"RestoreWindowNotADuration", "serve", []string{"--restore-window", "1 day"}, nil, "restore window must be a duration"},
 		{"RestoreWindowTooShort", "serve", nil, map[string]string{"LAZARUS_RESTORE_WINDOW": "1s"}, "restore window must be a duration from 1m"},
+		{"MaintenanceEveryTooShort", "serve", []string{"--maintenance-every", "500ms"}, nil, "maintenance interval must be a duration from 1s to 1h"},
+		{"MaintenanceEveryTooLong", "serve", nil, map[string]string{"LAZARUS_MAINTENANCE_EVERY": "2h"}, "maintenance interval must be a duration from 1s to 1h"},
+		{"MaintenanceEveryNotADuration", "serve", nil, map[string]string{"LAZARUS_MAINTENANCE_EVERY": "often"}, "maintenance interval must be a duration"},
+		{"AuditRetentionTooShort", "serve", []string{"--audit-retention", "12h"}, nil, "audit retention must be 0 (for ever)"},
+		{"AuditRetentionNoDays", "serve", nil, map[string]string{"LAZARUS_AUDIT_RETENTION": "0d"}, "audit retention must be"},
+		{"AuditRetentionNotANumber", "serve", nil, map[string]string{"LAZARUS_AUDIT_RETENTION": "a year"}, "audit retention must be"},
+		{"AuditRetentionNegative", "serve", []string{"--audit-retention", "-5d"}, nil, "audit retention must be"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +132,22 @@ func TestParseConfigRefusesBadInput(t *testing.T) {
 				t.Errorf("got error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// An audit retention of 0 keeps the audit for ever (the table above
+// defaults a zero).
+func TestParseConfigAuditKeptForEver(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--audit-retention", "0"}, nil} {
+		env := map[string]string{}
+		if args == nil {
+			env["LAZARUS_AUDIT_RETENTION"] = "0"
+		}
+		got, err := parseConfig("serve", args, envOf(env), io.Discard)
+		if err != nil || got.AuditRetention != 0 {
+			t.Errorf("%v %v: retention %v, %v; want 0 (for ever)", args, env, got.AuditRetention, err)
+		}
 	}
 }
 
@@ -374,5 +411,76 @@ func TestServeDemoShowsDeadLettersWithinSeconds(t *testing.T) {
 	}
 	if err := s.shutdown(); err != nil {
 		t.Fatalf("serve with demo returned %v after a stop", err)
+	}
+}
+
+// chanHandler sends the message of each log record to a channel.
+type chanHandler chan string
+
+func (h chanHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h chanHandler) Handle(_ context.Context, r slog.Record) error {
+	task := ""
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "task" {
+			task = a.Value.String()
+		}
+		return true
+	})
+	h <- r.Message + " " + task
+	return nil
+}
+func (h chanHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h chanHandler) WithGroup(string) slog.Handler      { return h }
+
+// The maintenance loop runs Maintain at start and at each tick, logs a
+// task that took longer than the interval, and ends with the context.
+func TestMaintainLoop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := broker.ClockFunc(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	b := broker.New(broker.Config{Store: d, Clock: clock})
+	if err := b.Record(ctx, "user:a", broker.AuditReplay, "old"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(broker.DefaultAuditRetention + time.Hour)
+	mu.Unlock()
+	logs := make(chanHandler, 100)
+	tick, flush := make(chan time.Time), make(chan time.Time)
+	loopCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	// An interval of 1 ns: every task falls behind, and says so.
+	go func() { defer close(done); maintain(loopCtx, b, slog.New(logs), time.Nanosecond, tick, flush) }()
+	run := func(n int) {
+		t.Helper()
+		for _, task := range broker.MaintenanceTasks {
+			if got, want := <-logs, "maintenance falls behind: a task took longer than the interval "+task; got != want {
+				t.Fatalf("run %d: logged %q, want %q", n, got, want)
+			}
+		}
+	}
+	run(1)
+	tick <- now
+	run(2)
+	flush <- now // taken by the loop, not a run
+	tick <- now
+	run(3)
+	stop()
+	<-done
+	tot := b.MaintenanceTotals()
+	if tot[2].Task != broker.TaskAudit || tot[2].Runs != 3 || tot[2].Removed != 1 {
+		t.Errorf("audit totals %+v, want 3 runs and the old entry removed", tot[2])
+	}
+	select {
+	case m := <-logs:
+		t.Errorf("logged %q after the runs", m)
+	default:
 	}
 }

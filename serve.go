@@ -60,7 +60,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		}
 	}()
 
-	b := broker.New(broker.Config{Store: d, Logger: log, RestoreWindow: cfg.RestoreWindow})
+	auditKeep := cfg.AuditRetention
+	if auditKeep == 0 {
+		auditKeep = broker.KeepForever
+	}
+	b := broker.New(broker.Config{Store: d, Logger: log, RestoreWindow: cfg.RestoreWindow, AuditRetention: auditKeep})
 	firstPassword, err := ensureAdmin(ctx, b, cfg)
 	if err != nil {
 		return fmt.Errorf("admin user: %w", err)
@@ -122,13 +126,21 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	// Old stats buckets roll up and expire on a schedule (broker/stats.go).
+	// Maintenance (broker.Maintain) runs on a schedule; the counts
+	// waiting in memory are written every broker.StatsDelay.
 	var compactDone sync.WaitGroup
 	// Not ended by the signal: by stopCompact, once requests and the demo
 	// are done, so that the last counts are written after the last write.
 	compactCtx, stopCompact := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCompact()
-	compactDone.Go(func() { compactStats(compactCtx, b, log) })
+	compactDone.Go(func() {
+		every := orDefault(cfg.MaintenanceEvery, broker.DefaultMaintenanceEvery)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		flush := time.NewTicker(broker.StatsDelay)
+		defer flush.Stop()
+		maintain(compactCtx, b, log, every, tick.C, flush.C)
+	})
 
 	// Bulk jobs run in the background, those a restart interrupted
 	// first; they stop (between chunks) before the database closes.
@@ -178,24 +190,22 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	return runErr
 }
 
-// compactStats writes the counts waiting in memory every
-// broker.StatsDelay, and rolls old minute buckets up into hours and drops
-// expired ones, and sweeps the history of replays and deletes (deleted
-// dead letters past their restore window, history past
-// broker.HistoryRetention), at start and then every broker.CompactEvery, until ctx
-// ends; then it writes the last counts (every other writer has stopped
-// by then).
-func compactStats(ctx context.Context, b *broker.Broker, log *slog.Logger) {
-	compact := time.NewTicker(broker.CompactEvery)
-	defer compact.Stop()
-	flush := time.NewTicker(broker.StatsDelay)
-	defer flush.Stop()
+// maintain runs the maintenance tasks (broker.Maintain) at start and at
+// each tick of maintainC, and writes the counts waiting in memory at each
+// tick of flushC, until ctx ends; then it writes the last counts (every
+// other writer has stopped by then). A task that took longer than every
+// falls behind: it is logged. Ticks that come while a run goes on are
+// dropped (the tickers keep one).
+func maintain(ctx context.Context, b *broker.Broker, log *slog.Logger, every time.Duration, maintainC, flushC <-chan time.Time) {
 	for {
-		if err := b.CompactStats(ctx); err != nil && ctx.Err() == nil {
-			log.Error("compact stats", "err", err)
+		rep, err := b.Maintain(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error("maintenance", "err", err)
 		}
-		if err := b.SweepHistory(ctx); err != nil && ctx.Err() == nil {
-			log.Error("sweep the history of replays and deletes", "err", err)
+		for _, t := range rep.Tasks {
+			if t.Took > every {
+				log.Warn("maintenance falls behind: a task took longer than the interval", "task", t.Task, "took", t.Took.String(), "every", every.String(), "removed", t.Removed)
+			}
 		}
 	wait:
 		for {
@@ -205,11 +215,11 @@ func compactStats(ctx context.Context, b *broker.Broker, log *slog.Logger) {
 					log.Error("write stats at shutdown", "err", err)
 				}
 				return
-			case <-flush.C:
+			case <-flushC:
 				if err := b.FlushStats(ctx); err != nil && ctx.Err() == nil {
 					log.Error("write stats", "err", err)
 				}
-			case <-compact.C:
+			case <-maintainC:
 				break wait
 			}
 		}
