@@ -30,7 +30,7 @@ func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Contex
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route", "code"}),
 	}
-	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b},
+	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -69,6 +69,27 @@ var (
 	descReplayEnds = prometheus.NewDesc("lazarus_replay_outcomes_total", "Replayed copies settled, by outcome: completed or failed (dead-lettered again or dropped).", []string{"queue", "group", "outcome"}, nil)
 	descBreached   = prometheus.NewDesc("lazarus_threshold_breached", "1 when a queue is past a monitoring threshold (depth, oldest, failures, replays), else 0.", []string{"queue", "metric"}, nil)
 )
+
+// The maintenance tasks' numbers (broker.Maintain), per task.
+var (
+	descMaintRemoved = prometheus.NewDesc("lazarus_maintenance_removed_total", "Rows the maintenance task removed since the start (history: also restore windows ended).", []string{"task"}, nil)
+	descMaintTook    = prometheus.NewDesc("lazarus_maintenance_last_duration_seconds", "How long the maintenance task's last run took (longer than --maintenance-every: it falls behind).", []string{"task"}, nil)
+)
+
+// maintenanceCollector reads the maintenance totals kept in memory.
+type maintenanceCollector struct{ b *broker.Broker }
+
+func (maintenanceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descMaintRemoved
+	ch <- descMaintTook
+}
+
+func (mc maintenanceCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, t := range mc.b.MaintenanceTotals() {
+		ch <- prometheus.MustNewConstMetric(descMaintRemoved, prometheus.CounterValue, float64(t.Removed), t.Task)
+		ch <- prometheus.MustNewConstMetric(descMaintTook, prometheus.GaugeValue, t.LastTook.Seconds(), t.Task)
+	}
+}
 
 // descDiskFull is the gauge of a full disk.
 var descDiskFull = prometheus.NewDesc("lazarus_disk_full", "1 while writes fail because the database's disk is full (or a quota or file size limit is reached), else 0.", nil, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/web"
 )
 
@@ -93,4 +94,32 @@ func TestMetricsNeedATokenUnlessPublic(t *testing.T) {
 	s := setup(t, func(c *web.Config) { c.OpenAPI = false; c.AdminToken = "secret-admin-token" })
 	s.request(s.ctx, "GET", "/metrics", "", nil).wantError(http.StatusUnauthorized)
 	scrape(t, s, http.Header{"Authorization": {"Bearer secret-admin-token"}})
+}
+
+// /metrics exposes each maintenance task's rows removed and last duration.
+func TestMetricsMaintenance(t *testing.T) {
+	t.Parallel()
+	s := setup(t, func(c *web.Config) { c.MetricsPublic = true })
+	for range 3 {
+		if err := s.broker.Record(s.ctx, "user:a", broker.AuditReplay, "old"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.clock.Advance(broker.DefaultAuditRetention + time.Hour)
+	if _, err := s.broker.Maintain(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, s, nil)
+	for _, task := range broker.MaintenanceTasks {
+		if _, ok := metricValue(t, fams, "lazarus_maintenance_last_duration_seconds", map[string]string{"task": task}); !ok {
+			t.Errorf("no duration of task %s", task)
+		}
+	}
+	// The audit of setup's requests is young; the 3 old entries go.
+	if got, ok := metricValue(t, fams, "lazarus_maintenance_removed_total", map[string]string{"task": broker.TaskAudit}); !ok || got < 3 {
+		t.Errorf("audit rows removed %v (found %v), want 3 at least", got, ok)
+	}
+	if got, ok := metricValue(t, fams, "lazarus_maintenance_removed_total", map[string]string{"task": broker.TaskSessions}); !ok || got != 0 {
+		t.Errorf("sessions removed %v (found %v), want 0", got, ok)
+	}
 }
