@@ -174,11 +174,7 @@ func (b *Broker) chunks(ctx context.Context, r *TaskReport, step func(tx Tx, mt 
 	for {
 		var n int64
 		err := b.store.Update(ctx, func(tx Tx) (err error) {
-			mt, ok := tx.(MaintainTx)
-			if !ok {
-				return fmt.Errorf("the store cannot sweep (%T)", tx)
-			}
-			n, err = step(tx, mt, b.now())
+			n, err = step(tx, tx, b.now())
 			return err
 		})
 		if err != nil {

@@ -182,36 +182,6 @@ func groupsOfRemoved(ctx context.Context, tx Tx, rs []RemovedDeadLetter) string 
 // record, and history older than HistoryRetention goes, a chunk a
 // transaction on the low-priority lane.
 func (b *Broker) SweepHistory(ctx context.Context) error {
-	ctx = LowPriority(ctx)
-	// Each step takes a chunk from where the last left off (after) and
-	// says where the next goes on; a step's chunk of 0 rows with no place
-	// to go on ends it. Where to go on is taken once the chunk commits.
-	for _, step := range []func(tx Tx, now time.Time, after int64) (n, next int64, err error){
-		func(tx Tx, now time.Time, _ int64) (int64, int64, error) {
-			n, err := tx.EndRestoreWindows(ctx, now, deleteChunk)
-			return n, 0, err
-		},
-		func(tx Tx, now time.Time, after int64) (int64, int64, error) {
-			return tx.SweepHistory(ctx, now.Add(-HistoryRetention), deleteChunk, after)
-		},
-	} {
-		var after int64
-		for {
-			var n, next int64
-			if err := b.store.Update(ctx, func(tx Tx) (err error) {
-				n, next, err = step(tx, b.now(), after)
-				return err
-			}); err != nil {
-				return fmt.Errorf("sweep history: %w", err)
-			}
-			if n == 0 && next == 0 {
-				break
-			}
-			after = next
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	var r TaskReport
+	return b.maintainHistory(LowPriority(ctx), &r)
 }

@@ -57,6 +57,7 @@ type Tx interface {
 	GroupTx
 	JobTx
 	RemovedTx
+	MaintainTx
 	HistoryTx
 	PassTx
 
