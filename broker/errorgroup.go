@@ -7,7 +7,7 @@ import (
 )
 
 // ErrorGroupHourRetention is how long the hourly counts behind the error
-// groups' trends are kept (CompactStats sweeps older ones): twice the
+// groups' trends are kept (maintenance sweeps older ones): twice the
 // trend, so that a day's trend is whole whenever the sweep last ran.
 const ErrorGroupHourRetention = 48 * time.Hour
 
@@ -78,9 +78,6 @@ type GroupTx interface {
 	// or summed over the queue's groups when 0), in no particular order;
 	// hours with none are left out. It reads error_group_hours by its key.
 	ErrorGroupHours(ctx context.Context, queueID, groupID int64, fingerprints []string, fromHour int64) ([]ErrorGroupHour, error)
-	// CompactErrorGroupHours deletes the hourly counts of the hours that
-	// ended before before.
-	CompactErrorGroupHours(ctx context.Context, before time.Time) error
 }
 
 // hourOf is the hour (unix seconds / 3600) t is in.

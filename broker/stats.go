@@ -13,13 +13,12 @@ import (
 
 // Retention of the time-bucketed counters: minute buckets are deleted
 // after MinuteRetention, quarter-hour buckets after QuarterRetention, hour
-// buckets after HourRetention; CompactStats does it and serve runs it every
-// CompactEvery.
+// buckets after HourRetention; maintenance does it (Maintain's stats task,
+// every --maintenance-every).
 const (
 	MinuteRetention  = 48 * time.Hour
 	QuarterRetention = 8 * 24 * time.Hour
 	HourRetention    = 90 * 24 * time.Hour
-	CompactEvery     = 10 * time.Minute
 )
 
 // StatsDelay is how long counts that move no depth (completed, failed,
@@ -389,13 +388,9 @@ func fillSeries(rows []Bucket, from, to time.Time, step time.Duration, now time.
 }
 
 // CompactStats deletes the buckets past their retention, and the error
-// groups' hourly counts past ErrorGroupHourRetention.
+// groups' hourly counts past ErrorGroupHourRetention: the stats task of
+// Maintain, in chunks.
 func (b *Broker) CompactStats(ctx context.Context) error {
-	now := b.now()
-	return b.store.Update(ctx, func(tx Tx) error {
-		if err := tx.CompactStats(ctx, now.Add(-MinuteRetention), now.Add(-QuarterRetention), now.Add(-HourRetention)); err != nil {
-			return err
-		}
-		return tx.CompactErrorGroupHours(ctx, now.Add(-ErrorGroupHourRetention))
-	})
+	var r TaskReport
+	return b.maintainStats(LowPriority(ctx), &r)
 }

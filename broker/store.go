@@ -251,9 +251,6 @@ type Tx interface {
 	// Steps that are not whole quarter hours read minute buckets, which
 	// are kept MinuteRetention only.
 	Series(ctx context.Context, queueID int64, from, to time.Time, step time.Duration) ([]Bucket, error)
-	// CompactStats deletes the minute, quarter-hour and hour buckets older
-	// than minutesBefore, quartersBefore and hoursBefore.
-	CompactStats(ctx context.Context, minutesBefore, quartersBefore, hoursBefore time.Time) error
 	Stats(ctx context.Context, queueID int64) ([]GroupStats, error)
 
 	InsertAudit(ctx context.Context, a *AuditEntry) error

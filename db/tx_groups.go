@@ -220,9 +220,3 @@ func (t *storeTx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, f
 	}
 	return out, rows.Err()
 }
-
-func (t *storeTx) CompactErrorGroupHours(ctx context.Context, before time.Time) error {
-	// An hour is kept while any of it is at or after before.
-	_, err := t.exec(ctx, `DELETE FROM error_group_hours WHERE hour < ?`, before.Unix()/3600)
-	return err
-}

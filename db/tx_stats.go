@@ -299,18 +299,6 @@ func (t *storeTx) names(ctx context.Context, query string, m map[int64]string) e
 	return rows.Err()
 }
 
-func (t *storeTx) CompactStats(ctx context.Context, minutesBefore, quartersBefore, hoursBefore time.Time) error {
-	for _, c := range []struct {
-		b      bucketTable
-		before time.Time
-	}{{bucketTables[0], minutesBefore}, {bucketTables[1], quartersBefore}, {bucketTables[2], hoursBefore}} {
-		if _, err := t.exec(ctx, `DELETE FROM `+c.b.name+` WHERE `+c.b.unit+` < ?`, c.before.Unix()/60/c.b.minutes); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (t *storeTx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (bool, int64, error) {
 	outcome := 2
 	if ok {
