@@ -124,23 +124,6 @@ func (c ReplayCopy) Outcome(groupID int64) (CopyOutcome, bool) {
 	return CopyOutcome{}, false
 }
 
-// Deletion is a dead letter that was deleted (removed_dead_letters): by
-// whom and when, restorable until RestoreUntil (zero: not any more), and
-// restored since when RestoredAt is set.
-type Deletion struct {
-	ID           int64
-	GroupID      int64
-	Group        string
-	At           time.Time
-	Actor        string
-	JobID        int64
-	RestoreUntil time.Time // zero: the restore window has ended
-	RestoredAt   time.Time // zero: not restored
-	RestoredBy   string
-	FailedAt     time.Time
-	RetryCount   int
-}
-
 // Fate kinds: what became of a message's dead letter in a group.
 const (
 	FateReplayed = "replayed"
@@ -156,8 +139,8 @@ type Fate struct {
 	At       time.Time
 	Actor    string
 	JobID    int64
-	Copy     *ReplayCopy // FateReplayed: the copy, and its outcome in the group
-	Deletion *Deletion   // FateDeleted
+	Copy     *ReplayCopy        // FateReplayed: the copy, and its outcome in the group
+	Deletion *RemovedDeadLetter // FateDeleted
 }
 
 // DeadLetterHistory is what a dead letter's page tells of its message: where it
@@ -180,8 +163,8 @@ type DeadLetterHistory struct {
 	ReplayOf []ReplayHop
 	// LineageCut: the lineage goes back further than MaxLineage hops.
 	LineageCut bool
-	Replays    []ReplayCopy // copies made of this message, oldest first
-	Deletions  []Deletion   // its deleted dead letters, oldest first
+	Replays    []ReplayCopy        // copies made of this message, oldest first
+	Deletions  []RemovedDeadLetter // its deleted dead letters, oldest first (without their error texts)
 	// Fates are what became of the dead letters that are gone, by group:
 	// only for groups with no dead letter of the message now.
 	Fates []Fate
@@ -244,7 +227,7 @@ type HistoryTx interface {
 	// DeletionsOf reads the deleted dead letters of message seq, oldest
 	// first (removed_dead_letters, by removed_dead_letters_seq; none:
 	// empty).
-	DeletionsOf(ctx context.Context, seq int64) ([]Deletion, error)
+	DeletionsOf(ctx context.Context, seq int64) ([]RemovedDeadLetter, error)
 }
 
 // DeadLetterHistory reads what a dead letter's page says of a message, by its
@@ -333,7 +316,7 @@ func fates(h DeadLetterHistory) []Fate {
 		if !r.RestoredAt.IsZero() {
 			continue // it came back; a later replay or delete says what then
 		}
-		consider(Fate{How: FateDeleted, GroupID: r.GroupID, Group: r.Group, At: r.At, Actor: r.Actor, JobID: r.JobID, Deletion: r})
+		consider(Fate{How: FateDeleted, GroupID: r.DeadLetter.GroupID, Group: r.DeadLetter.Group, At: r.At, Actor: r.Actor, JobID: r.JobID, Deletion: r})
 	}
 	out := make([]Fate, 0, len(byGroup))
 	for _, f := range byGroup {

@@ -86,6 +86,15 @@ func (r *JobRequest) validate() error {
 // rather than dead letters.
 func (j Job) byMessages() bool { return j.Kind == JobReplay && j.Scope.Mode == ReplayEveryGroup }
 
+// PlannedUnit names, for people, what Planned counts: "message" (a job by
+// ids, or a replay to every group) or "dead letter".
+func (j Job) PlannedUnit() string {
+	if len(j.Scope.IDs) > 0 || j.byMessages() {
+		return "message"
+	}
+	return "dead letter"
+}
+
 // StartJob validates r, counts what it will act on and freezes it (the
 // bound of a filter, the ids), stores the job with one audit entry of its
 // actor, and leaves the work to RunJobs. Everything is read and written in

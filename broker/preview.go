@@ -90,7 +90,7 @@ func (b *Broker) Preview(ctx context.Context, r JobRequest) (Preview, error) {
 		return Preview{}, fmt.Errorf("preview: %w", err)
 	}
 	p.Count = p.DeadLetters
-	if r.Kind == JobReplay && r.Mode == ReplayEveryGroup {
+	if (Job{Kind: r.Kind, Scope: JobScope{Mode: r.Mode}}).byMessages() {
 		p.Count = p.Messages
 	}
 	return p, nil

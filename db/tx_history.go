@@ -161,31 +161,27 @@ func (t *storeTx) CopiesOf(ctx context.Context, seq int64, limit int) ([]broker.
 	return out, rows.Err()
 }
 
-const deletionsQuery = `SELECT r.id, r.group_id, COALESCE(g.name, ''), r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, r.failed_at, r.retry_count
+const deletionsQuery = `SELECT r.id, r.seq, r.group_id, COALESCE(g.name, ''), r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, r.failed_at, r.retry_count
 	FROM removed_dead_letters r LEFT JOIN groups g ON g.id = r.group_id
 	WHERE r.seq = ? ORDER BY r.id`
 
 // DeletionsOf reads removed_dead_letters by removed_dead_letters_seq.
-func (t *storeTx) DeletionsOf(ctx context.Context, seq int64) ([]broker.Deletion, error) {
+func (t *storeTx) DeletionsOf(ctx context.Context, seq int64) ([]broker.RemovedDeadLetter, error) {
 	rows, err := t.query(ctx, deletionsQuery, seq)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []broker.Deletion
+	var out []broker.RemovedDeadLetter
 	for rows.Next() {
-		var r broker.Deletion
+		var r broker.RemovedDeadLetter
+		d := &r.DeadLetter
 		var at, until, restored, failed int64
-		if err := rows.Scan(&r.ID, &r.GroupID, &r.Group, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &failed, &r.RetryCount); err != nil {
+		if err := rows.Scan(&r.ID, &d.Seq, &d.GroupID, &d.Group, &r.How, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &failed, &d.RetryCount); err != nil {
 			return nil, err
 		}
-		r.At, r.FailedAt = fromMS(at), fromMS(failed)
-		if until != 0 {
-			r.RestoreUntil = fromMS(until)
-		}
-		if restored != 0 {
-			r.RestoredAt = fromMS(restored)
-		}
+		r.At, d.FailedAt = fromMS(at), fromMS(failed)
+		r.RestoreUntil, r.RestoredAt = optionalMS(until), optionalMS(restored)
 		out = append(out, r)
 	}
 	return out, rows.Err()

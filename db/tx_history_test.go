@@ -196,8 +196,8 @@ func TestLineageCopiesAndDeletions(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(dels) != 2 || dels[0].Group != "g1" || dels[0].Actor != "user:dave" || dels[0].JobID != 9 || dels[0].RestoreUntil.UnixMilli() != at(6)+86400000 || !dels[0].RestoredAt.IsZero() ||
-			dels[1].Group != "g2" || !dels[1].RestoreUntil.IsZero() || dels[1].RestoredAt.UnixMilli() != at(8) || dels[1].RestoredBy != "user:frank" {
+		if len(dels) != 2 || dels[0].DeadLetter.Group != "g1" || dels[0].Actor != "user:dave" || dels[0].JobID != 9 || dels[0].RestoreUntil.UnixMilli() != at(6)+86400000 || !dels[0].RestoredAt.IsZero() ||
+			dels[1].DeadLetter.Group != "g2" || !dels[1].RestoreUntil.IsZero() || dels[1].RestoredAt.UnixMilli() != at(8) || dels[1].RestoredBy != "user:frank" {
 			t.Errorf("deletions of a: %+v", dels)
 		}
 		return nil

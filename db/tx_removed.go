@@ -66,12 +66,7 @@ func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now
 			return nil, err
 		}
 		d.FailedAt, d.CreatedAt, r.At = fromMS(failed), fromMS(created), fromMS(at)
-		if until != 0 {
-			r.RestoreUntil = fromMS(until)
-		}
-		if restored != 0 {
-			r.RestoredAt = fromMS(restored)
-		}
+		r.RestoreUntil, r.RestoredAt = optionalMS(until), optionalMS(restored)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -219,4 +214,12 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int,
 		total += int64(len(jobs))
 	}
 	return total, next, nil
+}
+
+// optionalMS is a time kept as Unix milliseconds, 0 for none (zero).
+func optionalMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return fromMS(v)
 }

@@ -73,18 +73,25 @@ func (s *Server) deleteOne(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	text := fmt.Sprintf("Deleted dead letter %s", views.ShortID(id))
+	text := oneDeadLetter("Deleted", id, group, n)
+	undo := deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/restore"
+	if group != "" {
+		undo += "?" + url.Values{"group": {group}}.Encode()
+	}
+	return s.actionDone(c, queue, views.DeletedOneMessage(views.DeletedOne{Text: text + ".", UndoURL: undo}))
+}
+
+// oneDeadLetter says what an action did to a message's dead letters: of
+// group, or of n groups.
+func oneDeadLetter(verb, id, group string, n int) string {
+	text := fmt.Sprintf("%s dead letter %s", verb, views.ShortID(id))
 	if group != "" {
 		text += " of group " + group
 	}
 	if n > 1 {
 		text += fmt.Sprintf(" (%d groups)", n)
 	}
-	undo := deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/restore"
-	if group != "" {
-		undo += "?" + url.Values{"group": {group}}.Encode()
-	}
-	return s.actionDone(c, queue, views.DeletedOneMessage(views.DeletedOne{Text: text + ".", UndoURL: undo}))
+	return text
 }
 
 func queueAndID(c echo.Context) (string, string, error) {
@@ -303,7 +310,7 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 	if !isFragment(c) {
 		return c.Redirect(http.StatusSeeOther, jobURL(j.ID))
 	}
-	msg := views.JobStarted{ID: j.ID, URL: jobURL(j.ID), Action: action, Count: j.Planned, Unit: jobUnit(j), Rate: j.Rate}
+	msg := views.JobStarted{ID: j.ID, URL: jobURL(j.ID), Action: action, Count: j.Planned, Unit: j.PlannedUnit(), Rate: j.Rate}
 	if req.Mode == broker.ReplayOwnGroup {
 		msg.Group = t.filter.Group
 		if !t.all {
@@ -338,17 +345,6 @@ func jobOfForm(action string, form url.Values, who string) (broker.JobRequest, e
 		req.Rate = n
 	}
 	return req, nil
-}
-
-// jobUnit is what a job's Planned counts, for people.
-func jobUnit(j broker.Job) string {
-	switch {
-	case len(j.Scope.IDs) > 0:
-		return "message"
-	case j.Kind == broker.JobReplay && j.Scope.Mode == broker.ReplayEveryGroup:
-		return "message"
-	}
-	return "dead letter"
 }
 
 func uniq(in []string) []string {

@@ -339,12 +339,6 @@ func (s *Server) restoreOne(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	text := fmt.Sprintf("Restored dead letter %s", views.ShortID(id))
-	if group != "" {
-		text += " of group " + group
-	}
-	if n > 1 {
-		text += fmt.Sprintf(" (%d groups)", n)
-	}
+	text := oneDeadLetter("Restored", id, group, n)
 	return s.actionDone(c, queue, views.FlashMessage(views.Flash{Kind: "ok", Text: text + ": it is a dead letter again, as it was."}))
 }
