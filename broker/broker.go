@@ -120,6 +120,17 @@ type Options struct {
 	// ReplayPauseWindow copies settled failed again (0: never).
 	ReplayPausePercent int `json:"replayPausePercent"`
 	ReplayPauseWindow  int `json:"replayPauseWindow"`
+	// CompletedRetentionSeconds: a message every group of the queue has
+	// settled (completed, dead-lettered, dropped) is deleted this long
+	// after its last settlement; 0 keeps it.
+	CompletedRetentionSeconds int `json:"completedRetentionSeconds"`
+	// RetentionSeconds: any message older than this is deleted, settled or
+	// not; those deleted before a group settled them are counted as
+	// expired (Stats.Expired). 0: off.
+	RetentionSeconds int `json:"retentionSeconds"`
+	// DeadLetterRetentionSeconds: a dead letter older than this expires
+	// (Stats.DeadLettersExpired); 0 keeps it until replayed or deleted.
+	DeadLetterRetentionSeconds int `json:"deadLetterRetentionSeconds"`
 	// Kept are the options the queue was given that Lazarus accepts but
 	// does not enforce (Queen's priority, maxSize, …, and the retention
 	// options until they are), with the JSON value last given: kept and
@@ -191,6 +202,8 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		{"deadLetterQueue", o.DeadLetterQueue}, {"dlqAfterMaxRetries", o.DLQAfterMaxRetries},
 		{"delayedProcessing", o.DelayedProcessing},
 		{"replayPausePercent", o.ReplayPausePercent}, {"replayPauseWindow", o.ReplayPauseWindow},
+		{"completedRetentionSeconds", o.CompletedRetentionSeconds}, {"retentionSeconds", o.RetentionSeconds},
+		{"deadLetterRetentionSeconds", o.DeadLetterRetentionSeconds},
 	} {
 		if err := field(f.name, f.value); err != nil {
 			return nil, err
@@ -212,8 +225,15 @@ func (o Options) Delay() time.Duration { return time.Duration(o.DelayedProcessin
 // DefaultOptions are the options of a queue created by its first push.
 func DefaultOptions() Options {
 	return Options{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, DeadLetterQueue: true, DLQAfterMaxRetries: true,
-		ReplayPausePercent: DefaultPausePercent, ReplayPauseWindow: DefaultPauseWindow}
+		ReplayPausePercent: DefaultPausePercent, ReplayPauseWindow: DefaultPauseWindow,
+		CompletedRetentionSeconds: DefaultCompletedRetention}
 }
+
+// DefaultCompletedRetention is completedRetentionSeconds's default: 7 days.
+const DefaultCompletedRetention = 7 * 24 * 3600
+
+// MaxRetention is the longest retention option, in seconds: 10 years.
+const MaxRetention = 10 * 365 * 24 * 3600
 
 // Queue is a named container of partitions.
 type Queue struct {
@@ -375,6 +395,11 @@ type Stats struct {
 	// completed, or dead-lettered again or dropped.
 	ReplayCompleted int64
 	ReplayFailed    int64
+	// Expired: messages retentionSeconds deleted before this group had
+	// settled them. DeadLettersExpired: dead letters that
+	// deadLetterRetentionSeconds expired.
+	Expired            int64
+	DeadLettersExpired int64
 }
 
 // add returns s + d.
@@ -383,6 +408,7 @@ func (s Stats) add(d Stats) Stats {
 		Depth: s.Depth + d.Depth, DeadLettered: s.DeadLettered + d.DeadLettered, Replayed: s.Replayed + d.Replayed,
 		Deleted: s.Deleted + d.Deleted, Dropped: s.Dropped + d.Dropped, Completed: s.Completed + d.Completed, Failed: s.Failed + d.Failed,
 		ReplayCompleted: s.ReplayCompleted + d.ReplayCompleted, ReplayFailed: s.ReplayFailed + d.ReplayFailed,
+		Expired: s.Expired + d.Expired, DeadLettersExpired: s.DeadLettersExpired + d.DeadLettersExpired,
 	}
 }
 
@@ -391,6 +417,7 @@ func (s Stats) sub(d Stats) Stats {
 	return s.add(Stats{
 		Depth: -d.Depth, DeadLettered: -d.DeadLettered, Replayed: -d.Replayed, Deleted: -d.Deleted, Dropped: -d.Dropped,
 		Completed: -d.Completed, Failed: -d.Failed, ReplayCompleted: -d.ReplayCompleted, ReplayFailed: -d.ReplayFailed,
+		Expired: -d.Expired, DeadLettersExpired: -d.DeadLettersExpired,
 	})
 }
 

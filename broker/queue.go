@@ -97,13 +97,10 @@ var keptOptions = map[string]keptKind{
 	"maxSize":                   keptCount,
 	"ttl":                       keptCount,
 	"windowBuffer":              keptCount,
-	"retentionSeconds":          keptCount,
-	"completedRetentionSeconds": keptCount,
 	"retentionEnabled":          keptBool,
 	"encryptionEnabled":         keptBool,
 	"maxWaitTimeSeconds":        keptCount,
 	// SPEC.md section 2's, not enforced yet
-	"deadLetterRetentionSeconds": keptCount,
 	"retryBackoff":               keptFactor,
 	"retryDelayMax":              keptCount,
 	"maxReplays":                 keptCount,
@@ -113,7 +110,8 @@ var keptOptions = map[string]keptKind{
 // KnownOptions lists, sorted, every option configure accepts: those
 // Lazarus enforces and those it keeps without enforcing.
 func KnownOptions() []string {
-	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing", "replayPausePercent", "replayPauseWindow"}
+	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing", "replayPausePercent", "replayPauseWindow",
+		"completedRetentionSeconds", "retentionSeconds", "deadLetterRetentionSeconds"}
 	for k := range keptOptions {
 		names = append(names, k)
 	}
@@ -221,6 +219,12 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 			err = intOpt(name, v, 0, 100, &o.ReplayPausePercent)
 		case "replayPauseWindow":
 			err = intOpt(name, v, 1, MaxPauseWindow, &o.ReplayPauseWindow)
+		case "completedRetentionSeconds":
+			err = intOpt(name, v, 0, MaxRetention, &o.CompletedRetentionSeconds)
+		case "retentionSeconds":
+			err = intOpt(name, v, 0, MaxRetention, &o.RetentionSeconds)
+		case "deadLetterRetentionSeconds":
+			err = intOpt(name, v, 0, MaxRetention, &o.DeadLetterRetentionSeconds)
 		default:
 			kind, ok := keptOptions[name]
 			if !ok {

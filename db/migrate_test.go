@@ -336,3 +336,56 @@ func TestMigratingTruncatesTheWriteAheadLog(t *testing.T) {
 		t.Fatalf("the write-ahead log is %d bytes after migrating, want it truncated", st.Size())
 	}
 }
+
+// Migration 0019 enforces the retention options: a value a queue was
+// given while they were kept without being enforced is the value
+// enforced, it leaves the kept options, and a queue that never set
+// completedRetentionSeconds gets its default of 7 days.
+func TestRetentionOptionsKeptBeforeAreEnforcedAfterMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := openBroker(t)
+	w := d.WriteDB()
+	// Back to the schema before 0019, with what 0011 kept.
+	undo := []string{}
+	for _, c := range []string{"completed_retention", "retention", "dead_letter_retention"} {
+		undo = append(undo, `ALTER TABLE queues DROP COLUMN `+c)
+	}
+	for _, table := range []string{"group_stats", "stats_minute", "stats_quarter", "stats_hour"} {
+		undo = append(undo, `ALTER TABLE `+table+` DROP COLUMN expired`, `ALTER TABLE `+table+` DROP COLUMN dead_letters_expired`)
+	}
+	undo = append(undo,
+		`INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at, kept_options)
+			VALUES ('queen', 300, 3, 1000, 1, 1, 0, '{"completedRetentionSeconds":0,"maxSize":0,"priority":2,"retentionSeconds":86400}'),
+			('set', 300, 3, 1000, 1, 1, 0, '{"completedRetentionSeconds":60,"deadLetterRetentionSeconds":3600}'),
+			('plain', 300, 3, 1000, 1, 1, 0, '{}')`)
+	reapply(t, d, 19, "0019_retention.sql", undo...)
+
+	b := broker.New(broker.Config{Store: d})
+	for _, tc := range []struct {
+		queue                      string
+		completed, any, deadLetter int
+		notEnforced                []string
+	}{
+		{"queen", 0, 86400, 0, []string{"maxSize", "priority"}},
+		{"set", 60, 0, 3600, []string{}},
+		{"plain", broker.DefaultCompletedRetention, 0, 0, []string{}},
+	} {
+		q, err := b.Queue(ctx, tc.queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := q.Options
+		if o.CompletedRetentionSeconds != tc.completed || o.RetentionSeconds != tc.any || o.DeadLetterRetentionSeconds != tc.deadLetter {
+			t.Errorf("%s: retention %d, %d, %d; want %d, %d, %d", tc.queue, o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
+				tc.completed, tc.any, tc.deadLetter)
+		}
+		if got := o.NotEnforced(); strings.Join(got, ",") != strings.Join(tc.notEnforced, ",") {
+			t.Errorf("%s: not enforced %v, want %v", tc.queue, got, tc.notEnforced)
+		}
+	}
+	var n int
+	if err := w.QueryRowContext(ctx, `SELECT COUNT(*) FROM group_stats WHERE expired <> 0 OR dead_letters_expired <> 0`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("expired counts after the migration: %d rows not 0, %v", n, err)
+	}
+}

@@ -80,14 +80,16 @@ func b2i(b bool) int64 {
 }
 
 const queueCols = `id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
-	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window`
+	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
+	completed_retention, retention, dead_letter_retention`
 
 func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 	var q broker.Queue
 	var dlq, after, created int64
 	var kept string
 	err := s.Scan(&q.ID, &q.Name, &q.Options.LeaseTime, &q.Options.RetryLimit, &q.Options.RetryDelay, &dlq, &after, &created,
-		&q.Namespace, &q.Task, &q.Options.DelayedProcessing, &kept, &q.Options.ReplayPausePercent, &q.Options.ReplayPauseWindow)
+		&q.Namespace, &q.Task, &q.Options.DelayedProcessing, &kept, &q.Options.ReplayPausePercent, &q.Options.ReplayPauseWindow,
+		&q.Options.CompletedRetentionSeconds, &q.Options.RetentionSeconds, &q.Options.DeadLetterRetentionSeconds)
 	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, fromMS(created)
 	if err == nil {
 		q.Options.Kept, err = keptOptions(kept)
@@ -161,9 +163,11 @@ func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 		return err
 	}
 	res, err := t.exec(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
-		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
-		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow)
+		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
+		completed_retention, retention, dead_letter_retention)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
+		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
+		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds)
 	if err != nil {
 		return err
 	}
@@ -181,9 +185,11 @@ func (t *storeTx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 		return err
 	}
 	_, err = t.exec(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ?,
-		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ? WHERE id = ?`,
+		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
+		completed_retention = ?, retention = ?, dead_letter_retention = ? WHERE id = ?`,
 		o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries),
-		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow, q.ID)
+		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
+		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds, q.ID)
 	return err
 }
 

@@ -14,14 +14,17 @@ import (
 
 func (t *storeTx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stats, at time.Time) error {
 	var depth, oldest int64
-	err := t.queryRow(ctx, `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	err := t.queryRow(ctx, `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = depth + excluded.depth, dead_lettered = dead_lettered + excluded.dead_lettered,
 		replayed = replayed + excluded.replayed, deleted = deleted + excluded.deleted, dropped = dropped + excluded.dropped,
 		completed = completed + excluded.completed, failed = failed + excluded.failed,
-		replay_completed = replay_completed + excluded.replay_completed, replay_failed = replay_failed + excluded.replay_failed
+		replay_completed = replay_completed + excluded.replay_completed, replay_failed = replay_failed + excluded.replay_failed,
+		expired = expired + excluded.expired, dead_letters_expired = dead_letters_expired + excluded.dead_letters_expired
 		RETURNING depth, oldest_at`,
-		queueID, groupID, d.Depth, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed, d.ReplayCompleted, d.ReplayFailed).Scan(&depth, &oldest)
+		queueID, groupID, d.Depth, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed, d.ReplayCompleted, d.ReplayFailed,
+		d.Expired, d.DeadLettersExpired).Scan(&depth, &oldest)
 	if err != nil {
 		return err
 	}
@@ -44,7 +47,7 @@ func (t *storeTx) AddStats(ctx context.Context, queueID, groupID int64, d broker
 	minute := at.Unix() / 60
 	for _, b := range bucketTables {
 		if _, err := t.exec(ctx, b.upsert, queueID, groupID, minute/b.minutes, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed,
-			d.ReplayCompleted, d.ReplayFailed, depth, oldest); err != nil {
+			d.ReplayCompleted, d.ReplayFailed, d.Expired, d.DeadLettersExpired, depth, oldest); err != nil {
 			return err
 		}
 	}
@@ -60,12 +63,14 @@ type bucketTable struct {
 
 func newBucketTable(name, unit string, minutes int64) bucketTable {
 	return bucketTable{name: name, unit: unit, minutes: minutes,
-		upsert: `INSERT INTO ` + name + ` (queue_id, group_id, ` + unit + `, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed, depth, oldest_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		upsert: `INSERT INTO ` + name + ` (queue_id, group_id, ` + unit + `, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (queue_id, group_id, ` + unit + `) DO UPDATE SET dead_lettered = dead_lettered + excluded.dead_lettered,
 		replayed = replayed + excluded.replayed, deleted = deleted + excluded.deleted, dropped = dropped + excluded.dropped,
 		completed = completed + excluded.completed, failed = failed + excluded.failed,
 		replay_completed = replay_completed + excluded.replay_completed, replay_failed = replay_failed + excluded.replay_failed,
+		expired = expired + excluded.expired, dead_letters_expired = dead_letters_expired + excluded.dead_letters_expired,
 		depth = excluded.depth, oldest_at = excluded.oldest_at`}
 }
 
@@ -89,7 +94,7 @@ func bucketsFor(step time.Duration) bucketTable {
 
 func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats, error) {
 	rows, err := t.query(ctx, `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
-		s.replay_completed, s.replay_failed, s.oldest_at
+		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
 		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, queueID)
 	if err != nil {
 		return nil, err
@@ -100,7 +105,7 @@ func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats
 		var s broker.GroupStats
 		var oldest int64
 		if err := rows.Scan(&s.QueueID, &s.GroupID, &s.Group, &s.Depth, &s.DeadLettered, &s.Replayed, &s.Deleted, &s.Dropped, &s.Completed, &s.Failed,
-			&s.ReplayCompleted, &s.ReplayFailed, &oldest); err != nil {
+			&s.ReplayCompleted, &s.ReplayFailed, &s.Expired, &s.DeadLettersExpired, &oldest); err != nil {
 			return nil, err
 		}
 		s.OldestFailedAt = fromMS(oldest)
@@ -110,7 +115,7 @@ func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats
 }
 
 // bucketCols are a bucket table's counters, as they are selected.
-const bucketCols = `b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, 0, b.depth, b.oldest_at`
+const bucketCols = `b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at`
 
 func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time, step time.Duration) ([]broker.Bucket, error) {
 	// One table, the coarsest whose buckets divide the step: a bounded
@@ -119,14 +124,14 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 	fromU, toU := from.Unix()/60/bt.minutes, (to.Unix()/60+bt.minutes-1)/bt.minutes
 	stepU := int64(step/time.Minute) / bt.minutes
 	var out []broker.Bucket
-	vals := make([]any, 14)
+	vals := make([]any, 16)
 	scan := func(rows *sql.Rows, minutes int64, into func(b broker.Bucket, unit int64)) error {
 		defer rows.Close()
 		for rows.Next() {
 			var b broker.Bucket
 			var unit, last, oldest int64
 			if err := scanInts(rows, vals, &b.QueueID, &b.GroupID, &unit, &b.DeadLettered, &b.Replayed, &b.Deleted, &b.Dropped, &b.Completed, &b.Failed,
-				&b.ReplayCompleted, &b.ReplayFailed, &last, &b.Depth, &oldest); err != nil {
+				&b.ReplayCompleted, &b.ReplayFailed, &b.Expired, &b.DeadLettersExpired, &last, &b.Depth, &oldest); err != nil {
 				return err
 			}
 			b.At, b.OldestAt = time.Unix(unit*minutes*60, 0).UTC(), fromMS(oldest)
@@ -180,6 +185,7 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 			DeadLettered: a.b.DeadLettered + b.DeadLettered, Replayed: a.b.Replayed + b.Replayed, Deleted: a.b.Deleted + b.Deleted,
 			Dropped: a.b.Dropped + b.Dropped, Completed: a.b.Completed + b.Completed, Failed: a.b.Failed + b.Failed,
 			ReplayCompleted: a.b.ReplayCompleted + b.ReplayCompleted, ReplayFailed: a.b.ReplayFailed + b.ReplayFailed, Depth: a.b.Depth,
+			Expired: a.b.Expired + b.Expired, DeadLettersExpired: a.b.DeadLettersExpired + b.DeadLettersExpired,
 		}
 		if unit > a.last {
 			a.last, a.b.Depth, a.b.OldestAt = unit, b.Depth, b.OldestAt
@@ -195,7 +201,7 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 	if stepU > 1 {
 		ranged = `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
 			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
-			MAX(` + u + `), b.depth, b.oldest_at FROM ` + bt.name + ` b
+			SUM(b.expired), SUM(b.dead_letters_expired), MAX(` + u + `), b.depth, b.oldest_at FROM ` + bt.name + ` b
 			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY step`
 	}
 	for _, p := range pairs {

@@ -203,12 +203,27 @@ func optionRows(o broker.Options) []views.Option {
 		{Name: "delayedProcessing", Value: fmt.Sprintf("%d s", o.DelayedProcessing), Note: note(o.DelayedProcessing != d.DelayedProcessing)},
 		{Name: "replayPausePercent", Value: pauseRule(o), Note: note(o.ReplayPausePercent != d.ReplayPausePercent || o.ReplayPauseWindow != d.ReplayPauseWindow)},
 		{Name: "replayPauseWindow", Value: fmt.Sprint(o.ReplayPauseWindow), Note: note(o.ReplayPauseWindow != d.ReplayPauseWindow)},
+		{Name: "completedRetentionSeconds", Value: retention(o.CompletedRetentionSeconds, "kept for ever once settled",
+			"a message every group has settled is deleted %s after its last settlement"), Note: note(o.CompletedRetentionSeconds != d.CompletedRetentionSeconds)},
+		{Name: "retentionSeconds", Value: retention(o.RetentionSeconds, "off",
+			"any message is deleted %s after its push, settled or not (counted as expired for the groups that had not settled it)"), Note: note(o.RetentionSeconds != d.RetentionSeconds)},
+		{Name: "deadLetterRetentionSeconds", Value: retention(o.DeadLetterRetentionSeconds, "kept until replayed or deleted",
+			"a dead letter expires %s after it was filed"), Note: note(o.DeadLetterRetentionSeconds != d.DeadLetterRetentionSeconds)},
 	}
 	kept := o.Kept.Values()
 	for _, name := range o.NotEnforced() {
 		rows = append(rows, views.Option{Name: name, Value: string(kept[name]), Note: "(kept, not enforced)"})
 	}
 	return rows
+}
+
+// retention says a retention option in words: off (0) as off says, else
+// rule with the duration ("7 days") in it.
+func retention(seconds int, off, rule string) string {
+	if seconds == 0 {
+		return "0 (" + off + ")"
+	}
+	return fmt.Sprintf("%d s ("+rule+")", seconds, views.Age(time.Duration(seconds)*time.Second))
 }
 
 // pauseRule says in words when a replay job of the queue pauses itself.

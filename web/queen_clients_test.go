@@ -35,7 +35,7 @@ type queenConfigured struct {
 
 // queenNotEnforced are the options of queenCreate that Lazarus keeps
 // without enforcing them.
-var queenNotEnforced = []string{"completedRetentionSeconds", "encryptionEnabled", "maxSize", "priority", "retentionSeconds", "windowBuffer"}
+var queenNotEnforced = []string{"encryptionEnabled", "maxSize", "priority", "windowBuffer"}
 
 func TestQueenCreateIsAcceptedAndReportsWhatIsNotEnforced(t *testing.T) {
 	t.Parallel()
@@ -49,7 +49,8 @@ func TestQueenCreateIsAcceptedAndReportsWhatIsNotEnforced(t *testing.T) {
 		t.Fatalf("notEnforced %v, want %v", c.NotEnforced, queenNotEnforced)
 	}
 	// Kept values are returned as given; enforced ones too.
-	for name, want := range map[string]string{"priority": "0", "maxSize": "0", "encryptionEnabled": "false", "delayedProcessing": "0", "leaseTime": "300", "retryDelay": "1000"} {
+	for name, want := range map[string]string{"priority": "0", "maxSize": "0", "encryptionEnabled": "false", "delayedProcessing": "0", "leaseTime": "300", "retryDelay": "1000",
+		"retentionSeconds": "0", "completedRetentionSeconds": "0", "deadLetterRetentionSeconds": "0"} {
 		if got := string(c.Options[name]); got != want {
 			t.Errorf("options.%s = %s, want %s", name, got, want)
 		}
@@ -72,7 +73,7 @@ func TestQueenCreateIsAcceptedAndReportsWhatIsNotEnforced(t *testing.T) {
 	// The queue page shows them.
 	b, _ := s.loggedIn(broker.RoleViewer)
 	page := b.get("/queues/orders").want(http.StatusOK)
-	if got := page.testid("not-enforced"); !strings.Contains(got, "Kept but not enforced: completedRetentionSeconds, encryptionEnabled, maxSize, priority") || !strings.Contains(got, "ttl") {
+	if got := page.testid("not-enforced"); !strings.Contains(got, "Kept but not enforced: encryptionEnabled, maxSize, priority") || !strings.Contains(got, "ttl") {
 		t.Fatalf("queue page: not-enforced %q", got)
 	}
 	if opts := page.testid("options"); !strings.Contains(opts, "delayedProcessing") || !strings.Contains(opts, "(kept, not enforced)") {
