@@ -93,18 +93,18 @@ const (
 // Options.NotEnforced once given.
 var keptOptions = map[string]keptKind{
 	// Queen's
-	"priority":                  keptInteger,
-	"maxSize":                   keptCount,
-	"ttl":                       keptCount,
-	"windowBuffer":              keptCount,
-	"retentionEnabled":          keptBool,
-	"encryptionEnabled":         keptBool,
-	"maxWaitTimeSeconds":        keptCount,
+	"priority":           keptInteger,
+	"maxSize":            keptCount,
+	"ttl":                keptCount,
+	"windowBuffer":       keptCount,
+	"retentionEnabled":   keptBool,
+	"encryptionEnabled":  keptBool,
+	"maxWaitTimeSeconds": keptCount,
 	// SPEC.md section 2's, not enforced yet
-	"retryBackoff":               keptFactor,
-	"retryDelayMax":              keptCount,
-	"maxReplays":                 keptCount,
-	"deadLetterArchive":          keptBool,
+	"retryBackoff":      keptFactor,
+	"retryDelayMax":     keptCount,
+	"maxReplays":        keptCount,
+	"deadLetterArchive": keptBool,
 }
 
 // KnownOptions lists, sorted, every option configure accepts: those
