@@ -25,14 +25,17 @@ const (
 
 // Maintenance tasks, as reports and /metrics name them.
 const (
-	TaskStats    = "stats"    // time buckets past their retention, error groups' hours past ErrorGroupHourRetention
-	TaskHistory  = "history"  // restore windows ended, history past HistoryRetention
-	TaskAudit    = "audit"    // audit entries past the audit retention
-	TaskSessions = "sessions" // ended sessions
+	TaskStats       = "stats"        // time buckets past their retention, error groups' hours past ErrorGroupHourRetention
+	TaskMessages    = "messages"     // messages past completedRetentionSeconds or retentionSeconds
+	TaskDeadLetters = "dead_letters" // dead letters past deadLetterRetentionSeconds
+	TaskSpace       = "space"        // free pages given back to the file system
+	TaskHistory     = "history"      // restore windows ended, history past HistoryRetention
+	TaskAudit       = "audit"        // audit entries past the audit retention
+	TaskSessions    = "sessions"     // ended sessions
 )
 
 // MaintenanceTasks are the tasks Maintain runs, in order.
-var MaintenanceTasks = []string{TaskStats, TaskHistory, TaskAudit, TaskSessions}
+var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskAudit, TaskSessions, TaskSpace}
 
 // AuditSwept is the action of the broker's audit entry that says how many
 // audit entries the retention removed.
@@ -149,9 +152,12 @@ func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 		run  func(ctx context.Context, r *TaskReport) error
 	}{
 		{TaskStats, b.maintainStats},
+		{TaskMessages, b.maintainMessages},
+		{TaskDeadLetters, b.maintainDeadLetters},
 		{TaskHistory, b.maintainHistory},
 		{TaskAudit, b.maintainAudit},
 		{TaskSessions, b.maintainSessions},
+		{TaskSpace, b.maintainSpace},
 	} {
 		r := TaskReport{Task: task.name}
 		t0 := time.Now()

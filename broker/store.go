@@ -60,6 +60,9 @@ type Tx interface {
 	MaintainTx
 	HistoryTx
 	PassTx
+	RetentionTx
+	ExpiryTx
+	SpaceTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)
