@@ -204,6 +204,9 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		wparams[k] = v
 	}
 	wparams.Set("_txlock", "immediate")
+	// A new database gives free pages back (tx_space.go): the setting
+	// takes hold at its first table; an older one is converted below.
+	wparams.Set("_auto_vacuum", "incremental")
 	write, err := sql.Open(DriverName, "file:"+path+"?"+wparams.Encode())
 	if err != nil {
 		return nil, err
@@ -241,6 +244,10 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		d.log = slog.Default()
 	}
 	if err := d.migrate(ctx); err != nil {
+		errors.Join(read.Close(), write.Close())
+		return nil, err
+	}
+	if err := d.convertAutoVacuum(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
