@@ -30,7 +30,7 @@ func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Contex
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route", "code"}),
 	}
-	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b},
+	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b}, spaceCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -72,7 +72,7 @@ var (
 
 // The maintenance tasks' numbers (broker.Maintain), per task.
 var (
-	descMaintRemoved = prometheus.NewDesc("lazarus_maintenance_removed_total", "Rows the maintenance task removed since the start (history: also restore windows ended).", []string{"task"}, nil)
+	descMaintRemoved = prometheus.NewDesc("lazarus_maintenance_removed_total", "Rows the maintenance task removed since the start (history: also restore windows ended; space: free pages given back to the file system).", []string{"task"}, nil)
 	descMaintTook    = prometheus.NewDesc("lazarus_maintenance_last_duration_seconds", "How long the maintenance task's last run took (longer than --maintenance-every: it falls behind).", []string{"task"}, nil)
 )
 
@@ -89,6 +89,40 @@ func (mc maintenanceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descMaintRemoved, prometheus.CounterValue, float64(t.Removed), t.Task)
 		ch <- prometheus.MustNewConstMetric(descMaintTook, prometheus.GaugeValue, t.LastTook.Seconds(), t.Task)
 	}
+}
+
+// The database's size and free space (broker.Space: the database
+// header, read at each scrape; no table is read).
+var (
+	descDBBytes   = prometheus.NewDesc("lazarus_database_bytes", "Size of the database: its pages, free ones included (the write-ahead log not counted).", nil, nil)
+	descDBFree    = prometheus.NewDesc("lazarus_database_free_bytes", "Free pages of the database: reused by new rows, and past a margin given back by maintenance.", nil, nil)
+	descDBReclaim = prometheus.NewDesc("lazarus_database_gives_space_back", "1 when the database can give free pages back to the file system (auto_vacuum=INCREMENTAL), 0 when it only reuses them (not converted yet: see the log at start).", nil, nil)
+)
+
+// spaceCollector reads the database's size and free pages at each scrape.
+type spaceCollector struct{ b *broker.Broker }
+
+func (spaceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descDBBytes
+	ch <- descDBFree
+	ch <- descDBReclaim
+}
+
+func (sc spaceCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := sc.b.Space(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descDBBytes, err)
+		return
+	}
+	reclaims := 0.0
+	if s.Reclaims {
+		reclaims = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descDBBytes, prometheus.GaugeValue, float64(s.Bytes()))
+	ch <- prometheus.MustNewConstMetric(descDBFree, prometheus.GaugeValue, float64(s.FreeBytes()))
+	ch <- prometheus.MustNewConstMetric(descDBReclaim, prometheus.GaugeValue, reclaims)
 }
 
 // descDiskFull is the gauge of a full disk.
