@@ -355,6 +355,10 @@ type DeadLetter struct {
 	Payload       []byte
 	TraceID       string
 	CreatedAt     time.Time
+	// ExpiresAt is when its queue's deadLetterRetentionSeconds expires
+	// it (zero: it is kept until replayed or deleted); set by the
+	// broker's reads of dead letters, not stored.
+	ExpiresAt time.Time
 }
 
 // MessageID is the dead-lettered message's public id.

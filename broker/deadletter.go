@@ -175,7 +175,10 @@ func (b *Broker) DeadLetters(ctx context.Context, q DLQQuery) (DLQPage, error) {
 		}
 		page, err = deadLetterPage(ctx, tx, f, q)
 		page.MatchCapped = capped
-		return err
+		if err != nil {
+			return err
+		}
+		return stampExpiry(ctx, tx, page.Items)
 	})
 	return page, err
 }
@@ -210,6 +213,9 @@ func (b *Broker) DeadLetter(ctx context.Context, messageID, group string) (DeadL
 			if i < 0 {
 				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(group, 64))
 			}
+		}
+		if err := stampExpiry(ctx, tx, dls); err != nil {
+			return err
 		}
 		out.DeadLetter = dls[i]
 		out.Others = append(append([]DeadLetter{}, dls[:i]...), dls[i+1:]...)
@@ -465,8 +471,8 @@ func keysOf(dls []DeadLetter) []DeadLetterKey {
 }
 
 // removeKeys deletes the dead letters keys are and counts each in its
-// group: depth down, plus per (Replayed or Deleted, 1 each); with keep
-// (a delete), they are kept for a restore window.
+// group: depth down, plus per (Replayed, Deleted or DeadLettersExpired,
+// 1 each); with keep (a delete, an expiry), they are kept as keep says.
 func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats, keep *Removal) error {
 	ids := make([]int64, len(keys))
 	type key struct{ q, g int64 }
@@ -501,7 +507,7 @@ func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats, kee
 	}
 	for _, k := range order {
 		n := counts[k]
-		s := Stats{Depth: -n, Replayed: per.Replayed * n, Deleted: per.Deleted * n}
+		s := Stats{Depth: -n, Replayed: per.Replayed * n, Deleted: per.Deleted * n, DeadLettersExpired: per.DeadLettersExpired * n}
 		if err := tx.AddStats(ctx, k.q, k.g, s, time.Time{}); err != nil {
 			return fmt.Errorf("stats: %w", err)
 		}
@@ -574,6 +580,11 @@ type Triage struct {
 	// with their trends, from the kept counts: the other filters do not
 	// narrow them.
 	ErrorGroups []ErrorGroup
+	// Expiring: with the queue's deadLetterRetentionSeconds set, how
+	// many of the queue's dead letters (the consumer group's, when the
+	// filter names one) expire within ExpiringWithin; nil when it keeps
+	// them.
+	Expiring *Expiring
 }
 
 // Triage reads the dead-letter list of q.Queue (which must exist), with
@@ -605,6 +616,12 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, maxGroups int) (Triage,
 			return err
 		}
 		out.Page.MatchCapped = capped
+		if err := stampExpiry(ctx, tx, out.Page.Items); err != nil {
+			return err
+		}
+		if out.Expiring, err = expiring(ctx, tx, qu, f.GroupID, b.now()); err != nil {
+			return err
+		}
 		if out.ErrorGroups, err = errorGroups(ctx, tx, f.QueueID, f.GroupID, f.Fingerprint, maxGroups, b.now()); err != nil {
 			return err
 		}

@@ -1,9 +1,293 @@
 package broker
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
-// ExpiryTx is what dead-letter expiry (deadLetterRetentionSeconds) needs from storage. (Being written: issue 16.)
-type ExpiryTx interface{}
+// Dead letters that expire (deadLetterRetentionSeconds, issue 16): a dead
+// letter that failed longer ago than its queue's retention leaves the
+// dead letters the way a delete does, but for good, counted and said.
 
-// maintainDeadLetters runs dead-letter expiry (deadLetterRetentionSeconds). (Being written: issue 16.)
-func (b *Broker) maintainDeadLetters(ctx context.Context, r *TaskReport) error { return nil }
+// RemovedExpired is how an expired dead letter was removed (its record
+// in removed_dead_letters; never restorable).
+const RemovedExpired = "expired"
+
+// AuditDeadLettersExpired is the action of the broker's audit entry that
+// says how many dead letters of a queue and group expired in a run of
+// maintenance.
+const AuditDeadLettersExpired = "dead_letters_expired"
+
+// ExpiringWithin is how far ahead the dead-letter list says what will
+// expire ("312 expire within 24 h").
+const ExpiringWithin = 24 * time.Hour
+
+// ExpiringCap is how many dead letters the "expire within" count reads
+// at most: past it the list says "more than 10,000". The count is a walk
+// of a range of the queue's (or group's) index from its oldest end,
+// bounded by the cap, not a kept count: the window moves with the clock,
+// and a kept count of it would have to be moved by every tick.
+const ExpiringCap = 10000
+
+// ExpiryTx is what dead-letter expiry (deadLetterRetentionSeconds) needs
+// from storage besides DeleteDeadLetters, RemoveFromErrorGroup and
+// AddStats.
+type ExpiryTx interface {
+	// DueDeadLetters returns the keys of up to limit dead letters of the
+	// queue that failed before before, oldest first (failedAt, then row
+	// id), by the index dead_letters_queue from its oldest end. It reads
+	// dead_letters only and locks nothing; none due: empty.
+	DueDeadLetters(ctx context.Context, queueID int64, before time.Time, limit int) ([]DeadLetterKey, error)
+	// MarkExpired finishes the records that DeleteDeadLetters (with a
+	// Removal of RemovedExpired) wrote for keys: each keeps the retention
+	// that expired it, and is cut to what its page needs to say so (its
+	// error text goes: an expired dead letter cannot be restored). The
+	// failed attempts of each (message, group) go too. It writes
+	// removed_dead_letters (by removed_dead_letters_seq) and attempts (by
+	// its primary key); keys with no record: nothing, no error.
+	MarkExpired(ctx context.Context, keys []DeadLetterKey, retention time.Duration) error
+	// ExpiryRules returns, for the expired records of message seq, the
+	// retention that expired each, by record id (removed_dead_letters_seq;
+	// none: empty).
+	ExpiryRules(ctx context.Context, seq int64) (map[int64]time.Duration, error)
+}
+
+// DeadLetterRetention is the queue's deadLetterRetentionSeconds as a
+// duration (0: dead letters are kept until replayed or deleted).
+func (o Options) DeadLetterRetention() time.Duration {
+	return time.Duration(o.DeadLetterRetentionSeconds) * time.Second
+}
+
+// ExpiresAt is when a dead letter that failed at failedAt expires under
+// these options (zero: it does not). Maintenance removes it at its first
+// run at or after that time.
+func (o Options) ExpiresAt(failedAt time.Time) time.Time {
+	if o.DeadLetterRetentionSeconds <= 0 || failedAt.IsZero() {
+		return time.Time{}
+	}
+	return failedAt.Add(o.DeadLetterRetention())
+}
+
+// Expiring is what the dead-letter list says of what will expire soon:
+// Count dead letters of the queue (or the group) expire before Before,
+// which is ExpiringWithin from when it was read (More: there are more
+// than Count, which is then ExpiringCap). Before is also the bound the
+// list filters by (failedAt before Before minus the retention: To) to
+// show exactly those.
+type Expiring struct {
+	Retention time.Duration
+	Count     int64
+	More      bool
+	Before    time.Time // now + ExpiringWithin
+	FailedTo  time.Time // the list's To: failedAt before this expires before Before
+}
+
+// expiring counts, up to ExpiringCap, the dead letters of the queue q
+// (only groupID's when not 0) that expire within ExpiringWithin of now;
+// nil when q keeps its dead letters.
+func expiring(ctx context.Context, tx Tx, q Queue, groupID int64, now time.Time) (*Expiring, error) {
+	keep := q.Options.DeadLetterRetention()
+	if keep <= 0 {
+		return nil, nil
+	}
+	e := &Expiring{Retention: keep, Before: now.Add(ExpiringWithin)}
+	// To the millisecond, as failedAt is kept: the list's link (to=)
+	// then selects exactly what was counted.
+	e.FailedTo = e.Before.Add(-keep).Truncate(time.Millisecond)
+	n, err := tx.CountDeadLettersUpTo(ctx, Filter{QueueID: q.ID, GroupID: groupID, To: e.FailedTo}, ExpiringCap+1)
+	if err != nil {
+		return nil, fmt.Errorf("expiring dead letters: %w", err)
+	}
+	e.Count, e.More = min(n, ExpiringCap), n > ExpiringCap
+	return e, nil
+}
+
+// stampExpiry sets ExpiresAt on dls from their queues' options (each
+// queue read once).
+func stampExpiry(ctx context.Context, tx Tx, dls []DeadLetter) error {
+	opts := map[int64]Options{}
+	for i := range dls {
+		o, ok := opts[dls[i].QueueID]
+		if !ok {
+			q, err := tx.QueueByID(ctx, dls[i].QueueID)
+			if isNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("expiry: queue: %w", err)
+			}
+			o = q.Options
+			opts[q.ID] = o
+		}
+		dls[i].ExpiresAt = o.ExpiresAt(dls[i].FailedAt)
+	}
+	return nil
+}
+
+// maintainDeadLetters expires the dead letters past their queue's
+// deadLetterRetentionSeconds, queue by queue, oldest first, a chunk of
+// maintainChunk a transaction on the low-priority lane (Maintain's
+// context). Each chunk, in its transaction: the dead letters leave as a
+// delete takes them (full-text indexes, error groups, depth), counted in
+// Stats.DeadLettersExpired of their queue and group, with a record that
+// says they expired, when and by which retention (not restorable).
+// After a queue's chunks, one entry of the broker's audit stream per
+// group that lost any says how many.
+func (b *Broker) maintainDeadLetters(ctx context.Context, r *TaskReport) error {
+	var queues []Queue
+	if err := b.store.View(ctx, func(tx Tx) error {
+		qs, err := tx.Queues(ctx)
+		queues = queues[:0]
+		for _, q := range qs {
+			if q.Options.DeadLetterRetentionSeconds > 0 {
+				queues = append(queues, q)
+			}
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, q := range queues {
+		if err := b.expireQueue(ctx, q, r); err != nil {
+			return fmt.Errorf("queue %s: %w", q.Name, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expireQueue expires q's due dead letters, a chunk a transaction, and
+// says per group how many went in the audit.
+func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error {
+	perGroup := map[int64]int64{}
+	var groups []int64
+	var keep time.Duration
+	for {
+		var keys []DeadLetterKey
+		err := b.update(ctx, func(tx Tx, _ func(string)) error {
+			keys = nil
+			// The option is read again: it may have changed since the
+			// run began (or the queue gone).
+			cur, err := tx.QueueByID(ctx, q.ID)
+			if isNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if keep = cur.Options.DeadLetterRetention(); keep <= 0 {
+				return nil
+			}
+			now := b.now()
+			if keys, err = tx.DueDeadLetters(ctx, q.ID, now.Add(-keep), maintainChunk); err != nil || len(keys) == 0 {
+				return err
+			}
+			if err := b.beforeExpiry(ctx, tx, cur, keys); err != nil {
+				return err
+			}
+			if err := removeKeys(ctx, tx, keys, Stats{DeadLettersExpired: 1}, &Removal{How: RemovedExpired, At: now, Actor: BrokerActor}); err != nil {
+				return err
+			}
+			return tx.MarkExpired(ctx, keys, keep)
+		})
+		if err != nil {
+			return err
+		}
+		r.Chunks++
+		r.Removed += int64(len(keys))
+		for _, k := range keys {
+			if perGroup[k.GroupID] == 0 {
+				groups = append(groups, k.GroupID)
+			}
+			perGroup[k.GroupID]++
+		}
+		if len(keys) < maintainChunk {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	return b.store.Update(ctx, func(tx Tx) error {
+		now := b.now()
+		for _, g := range groups {
+			name, err := tx.GroupName(ctx, g)
+			if err != nil {
+				return fmt.Errorf("expiry audit: group: %w", err)
+			}
+			n := perGroup[g]
+			detail := fmt.Sprintf("dead letters: %s expired in %s / %s, older than %s (deadLetterRetentionSeconds)", thousands(n), q.Name, name, DurationWords(keep))
+			if err := tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: BrokerActor, Action: AuditDeadLettersExpired, Queue: q.Name, Group: name,
+				Count: int(n), Detail: detail, Broker: true}); err != nil {
+				return fmt.Errorf("expiry audit: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// beforeExpiry receives each chunk of dead letters of q about to expire,
+// inside the chunk's transaction, before they are removed: the place
+// where the archive of issue 19 (deadLetterArchive) is to write them.
+// The transaction may run again (Update's rule), so whatever is written
+// here must be keyed by the dead letters' ids and written again the
+// same; an error leaves the chunk, and every later one, unexpired.
+// Nothing is archived yet.
+func (b *Broker) beforeExpiry(ctx context.Context, tx Tx, q Queue, keys []DeadLetterKey) error {
+	return nil
+}
+
+// ExpiryWords says the rule that expired a dead letter:
+// "deadLetterRetentionSeconds: 7 days".
+func ExpiryWords(retention time.Duration) string {
+	if retention <= 0 {
+		return "deadLetterRetentionSeconds"
+	}
+	return "deadLetterRetentionSeconds: " + DurationWords(retention)
+}
+
+// DurationWords says a retention in the largest whole unit: "7 days",
+// "1 day", "36 hours", "90 minutes", "45 seconds".
+func DurationWords(d time.Duration) string {
+	unit := func(n int64, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return thousands(n) + " " + one + "s"
+	}
+	switch {
+	case d%(24*time.Hour) == 0:
+		return unit(int64(d/(24*time.Hour)), "day")
+	case d%time.Hour == 0:
+		return unit(int64(d/time.Hour), "hour")
+	case d%time.Minute == 0:
+		return unit(int64(d/time.Minute), "minute")
+	}
+	return unit(int64(d/time.Second), "second")
+}
+
+// expiryRules sets Retention on the expired ones of rs, the removals of
+// message seq.
+func expiryRules(ctx context.Context, tx Tx, seq int64, rs []RemovedDeadLetter) error {
+	expired := false
+	for _, r := range rs {
+		expired = expired || r.How == RemovedExpired
+	}
+	if !expired {
+		return nil
+	}
+	rules, err := tx.ExpiryRules(ctx, seq)
+	if err != nil {
+		return fmt.Errorf("expiry rules: %w", err)
+	}
+	for i := range rs {
+		rs[i].Retention = rules[rs[i].ID]
+	}
+	return nil
+}

@@ -128,19 +128,20 @@ func (c ReplayCopy) Outcome(groupID int64) (CopyOutcome, bool) {
 const (
 	FateReplayed = "replayed"
 	FateDeleted  = "deleted"
+	FateExpired  = "expired" // deadLetterRetentionSeconds removed it
 )
 
 // Fate is what became of a message's dead letter in one consumer group
 // that is no longer one: the latest of its replays and deletes.
 type Fate struct {
-	How      string // FateReplayed or FateDeleted
+	How      string // FateReplayed, FateDeleted or FateExpired
 	GroupID  int64
 	Group    string
 	At       time.Time
 	Actor    string
 	JobID    int64
 	Copy     *ReplayCopy        // FateReplayed: the copy, and its outcome in the group
-	Deletion *RemovedDeadLetter // FateDeleted
+	Deletion *RemovedDeadLetter // FateDeleted, FateExpired (Deletion.Retention: the rule)
 }
 
 // DeadLetterHistory is what a dead letter's page tells of its message: where it
@@ -264,6 +265,12 @@ func (b *Broker) DeadLetterHistory(ctx context.Context, messageID, group string)
 		if h.Deletions, err = tx.DeletionsOf(ctx, seq); err != nil {
 			return fmt.Errorf("history: removals: %w", err)
 		}
+		if err := expiryRules(ctx, tx, seq, h.Deletions); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		if err := stampExpiry(ctx, tx, h.DeadLetters); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
 		h.Fates = fates(h)
 		switch {
 		case group != "":
@@ -316,7 +323,11 @@ func fates(h DeadLetterHistory) []Fate {
 		if !r.RestoredAt.IsZero() {
 			continue // it came back; a later replay or delete says what then
 		}
-		consider(Fate{How: FateDeleted, GroupID: r.DeadLetter.GroupID, Group: r.DeadLetter.Group, At: r.At, Actor: r.Actor, JobID: r.JobID, Deletion: r})
+		how := FateDeleted
+		if r.How == RemovedExpired {
+			how = FateExpired
+		}
+		consider(Fate{How: how, GroupID: r.DeadLetter.GroupID, Group: r.DeadLetter.Group, At: r.At, Actor: r.Actor, JobID: r.JobID, Deletion: r})
 	}
 	out := make([]Fate, 0, len(byGroup))
 	for _, f := range byGroup {

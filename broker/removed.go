@@ -33,6 +33,9 @@ type RemovedDeadLetter struct {
 	RestoreUntil time.Time // zero: no longer restorable
 	RestoredAt   time.Time
 	RestoredBy   string
+	// Retention is, for an expired dead letter (How RemovedExpired), the
+	// deadLetterRetentionSeconds that expired it.
+	Retention time.Duration
 }
 
 // RemovedTx is what deleting with a restore window needs from storage.

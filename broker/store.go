@@ -297,7 +297,7 @@ type ReplayBy struct {
 // Removal is how dead letters are removed by a delete: by whom, when,
 // for which job (0: none), and until when they can be restored.
 type Removal struct {
-	How          string // RemovedDeleted
+	How          string // RemovedDeleted or RemovedExpired
 	At           time.Time
 	Actor        string
 	JobID        int64

@@ -1,0 +1,304 @@
+package broker_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// expiryAudit returns the broker's entries of dead letters that expired.
+func (s *bundle) expiryAudit() []broker.AuditEntry {
+	s.t.Helper()
+	es, err := s.b.Audit(s.ctx, broker.AuditFilter{Stream: broker.AuditStreamBroker, Action: broker.AuditDeadLettersExpired}, broker.Page{Limit: 100})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return es
+}
+
+// maintain runs maintenance once and returns the dead-letter task's report.
+func (s *bundle) maintain() broker.TaskReport {
+	s.t.Helper()
+	rep, err := s.b.Maintain(s.ctx)
+	if err != nil {
+		s.t.Fatalf("maintain: %v", err)
+	}
+	return rep.Task(broker.TaskDeadLetters)
+}
+
+// A dead letter expires once it is older than deadLetterRetentionSeconds,
+// not a millisecond before; it leaves its group's dead letters (and only
+// its group's), counted in depth, dead_letters_expired, the buckets and
+// its error group, the full-text index no longer finds it, the broker's
+// audit says how many, its page says it expired, when and by which rule,
+// and it cannot be restored.
+func TestDeadLetterExpiresAtItsTime(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("orders", map[string]any{"deadLetterRetentionSeconds": 3600})
+	s.pop("orders", "billing", 1) // both groups read from here on
+	s.pop("orders", "audit", 1)
+	s.push("orders", "p", "m1", "m2")
+	t0 := s.clock.Now()
+	s.fail("orders", "billing", 1, "zebrafish exploded") // m1 in billing at t0
+	s.clock.Advance(10 * time.Minute)
+	s.fail("orders", "audit", 1, "quokka timeout")       // m1 in audit at t0+10 min
+	s.fail("orders", "billing", 1, "zebrafish exploded") // m2 in billing at t0+10 min
+	m1 := s.dead("orders", "audit")[0].MessageID()
+
+	// An hour after the first failure: exactly the retention old, kept.
+	s.clock.Advance(50 * time.Minute)
+	if r := s.maintain(); r.Removed != 0 {
+		t.Fatalf("at the retention's end: %d expired, want 0", r.Removed)
+	}
+	if n := len(s.dead("orders", "billing")); n != 2 {
+		t.Fatalf("billing keeps %d dead letters, want 2", n)
+	}
+	s.clock.Advance(time.Millisecond)
+	at := s.clock.Now()
+	if r := s.maintain(); r.Removed != 1 || r.Chunks != 1 {
+		t.Fatalf("a millisecond later: %+v, want 1 expired in 1 chunk", r)
+	}
+	billing := s.dead("orders", "billing")
+	if len(billing) != 1 || billing[0].TransactionID != "m2" {
+		t.Fatalf("billing keeps %+v, want m2 only", billing)
+	}
+	if n := len(s.dead("orders", "audit")); n != 1 {
+		t.Errorf("audit keeps %d dead letters, want its m1 (filed later)", n)
+	}
+	st := s.stats("orders", "billing")
+	if st.Depth != 1 || st.DeadLettersExpired != 1 || st.Deleted != 0 {
+		t.Errorf("billing stats %+v, want depth 1, 1 expired, none deleted", st)
+	}
+	if st := s.stats("orders", "audit"); st.Depth != 1 || st.DeadLettersExpired != 0 {
+		t.Errorf("audit stats %+v", st)
+	}
+	gs, err := s.b.ErrorGroups(s.ctx, "orders", "billing", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 1 || gs[0].DeadLetters != 1 {
+		t.Errorf("billing's error groups %+v, want one of 1", gs)
+	}
+	// The buckets of the minute it expired in count it.
+	series, err := s.b.History(s.ctx, broker.HistoryQuery{Queue: "orders", From: at.Add(-time.Hour), To: at.Add(time.Minute), Step: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inBuckets int64
+	for _, se := range series {
+		for _, p := range se.Points {
+			if p.DeadLettersExpired != 0 && (se.Group != "billing" || !p.At.Equal(at.Truncate(time.Minute))) {
+				t.Errorf("expiry counted in %s at %s", se.Group, p.At)
+			}
+			inBuckets += p.DeadLettersExpired
+		}
+	}
+	if inBuckets != 1 {
+		t.Errorf("buckets count %d expired, want 1", inBuckets)
+	}
+	// The error text is no longer found; the payload still is (audit's
+	// dead letter of m1 has it).
+	if p, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "orders", Text: "zebrafish", WithTotal: true}); err != nil || p.Total != 1 || p.Items[0].TransactionID != "m2" {
+		t.Errorf("search of the error text: %+v %v, want m2 only", p.Items, err)
+	}
+	if p, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "orders", Text: "m1", WithTotal: true}); err != nil || p.Total != 1 || p.Items[0].Group != "audit" {
+		t.Errorf("search of m1's payload: %+v %v, want audit's", p.Items, err)
+	}
+	es := s.expiryAudit()
+	if len(es) != 1 {
+		t.Fatalf("expiry audit %+v, want one entry", es)
+	}
+	if e := es[0]; e.Detail != "dead letters: 1 expired in orders / billing, older than 1 hour (deadLetterRetentionSeconds)" ||
+		e.Actor != broker.BrokerActor || !e.Broker || e.Queue != "orders" || e.Group != "billing" || e.Count != 1 {
+		t.Errorf("expiry audit entry %+v", e)
+	}
+	// Its page: expired, when, by which rule.
+	h := s.history(m1, "billing")
+	f, ok := h.Fate(h.GroupID)
+	if !ok || f.How != broker.FateExpired || !f.At.Equal(at) || f.Actor != broker.BrokerActor || f.Deletion == nil ||
+		f.Deletion.Retention != time.Hour || !f.Deletion.RestoreUntil.IsZero() || !f.Deletion.DeadLetter.FailedAt.Equal(t0) {
+		t.Fatalf("fate %+v (deletion %+v), want expired at %s under 1 h, not restorable", f, f.Deletion, at)
+	}
+	if _, err := s.b.Restore(s.ctx, m1, "billing", "user:a"); !errors.Is(err, broker.ErrNotFound) {
+		t.Errorf("restore of an expired dead letter: %v, want not found", err)
+	}
+	if len(h.Attempts) != 0 {
+		t.Errorf("attempts kept: %+v", h.Attempts)
+	}
+	// A run with nothing due writes no audit entry.
+	if r := s.maintain(); r.Removed != 0 {
+		t.Errorf("second run: %+v", r)
+	}
+	if n := len(s.expiryAudit()); n != 1 {
+		t.Errorf("%d audit entries after a run with nothing due, want 1", n)
+	}
+}
+
+// More than a chunk due: each chunk a transaction, all counted, one audit
+// entry per queue and group for the run.
+func TestDeadLettersExpireInChunks(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 60, "retryLimit": 0})
+	s.pop("q", "g", 1)
+	const n = 1234
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m-%d", i)
+	}
+	s.push("q", "p", ids[:600]...)
+	s.push("q", "p", ids[600:]...)
+	for done := 0; done < n; {
+		_, res := s.popTxids("q", "g", 100)
+		for _, m := range res.Messages {
+			s.ack(m, broker.AckDLQ, "boom")
+		}
+		done += len(res.Messages)
+	}
+	s.clock.Advance(61 * time.Second)
+	r := s.maintain()
+	if r.Removed != n || r.Chunks != 3 {
+		t.Errorf("report %+v, want %d in 3 chunks", r, n)
+	}
+	if st := s.stats("q", "g"); st.Depth != 0 || st.DeadLettersExpired != n {
+		t.Errorf("stats %+v", st)
+	}
+	if gs, err := s.b.ErrorGroups(s.ctx, "q", "g", "", 10); err != nil || len(gs) != 0 {
+		t.Errorf("error groups %+v %v, want none", gs, err)
+	}
+	es := s.expiryAudit()
+	if len(es) != 1 || es[0].Count != n || !strings.HasPrefix(es[0].Detail, "dead letters: 1,234 expired in q / g, older than 1 minute") {
+		t.Errorf("audit %+v", es)
+	}
+	for _, tt := range s.b.MaintenanceTotals() {
+		if tt.Task == broker.TaskDeadLetters && tt.Removed != n {
+			t.Errorf("totals %+v", tt)
+		}
+	}
+}
+
+// A queue that keeps its dead letters (the default) expires none; one
+// whose retention is set later expires by the new value.
+func TestDeadLettersKeptWithoutRetention(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{})
+	s.pop("q", "g", 1)
+	s.push("q", "p", "a")
+	s.fail("q", "g", 1, "boom")
+	if d := s.dead("q", "g"); len(d) != 1 || !d[0].ExpiresAt.IsZero() {
+		t.Fatalf("dead letters %+v, want one that does not expire", d)
+	}
+	s.clock.Advance(365 * 24 * time.Hour)
+	if r := s.maintain(); r.Removed != 0 {
+		t.Fatalf("kept queue: %+v", r)
+	}
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 400 * 24 * 3600})
+	if r := s.maintain(); r.Removed != 0 {
+		t.Fatalf("400 days: %+v", r)
+	}
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 300 * 24 * 3600})
+	if r := s.maintain(); r.Removed != 1 {
+		t.Fatalf("300 days: %+v", r)
+	}
+}
+
+// Each dead letter read says when it expires: the list, the dead letter,
+// its history.
+func TestDeadLetterSaysWhenItExpires(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 7 * 24 * 3600})
+	s.pop("q", "g", 1)
+	s.push("q", "p", "a")
+	s.fail("q", "g", 1, "boom")
+	d := s.dead("q", "g")[0]
+	want := d.FailedAt.Add(7 * 24 * time.Hour)
+	if !d.ExpiresAt.Equal(want) {
+		t.Errorf("list: expires %s, want %s", d.ExpiresAt, want)
+	}
+	one, err := s.b.DeadLetter(s.ctx, d.MessageID(), "g")
+	if err != nil || !one.ExpiresAt.Equal(want) {
+		t.Errorf("dead letter: expires %s (%v), want %s", one.ExpiresAt, err, want)
+	}
+	if h := s.history(d.MessageID(), "g"); len(h.DeadLetters) != 1 || !h.DeadLetters[0].ExpiresAt.Equal(want) {
+		t.Errorf("history: %+v", h.DeadLetters)
+	}
+	tr, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Limit: 10}, 5)
+	if err != nil || len(tr.Page.Items) != 1 || !tr.Page.Items[0].ExpiresAt.Equal(want) {
+		t.Errorf("triage: %+v %v", tr.Page.Items, err)
+	}
+}
+
+// "N expire within 24 h" counts exactly the dead letters the next 24 h
+// expire, per queue and per group, and the list's filter it links to
+// (failedAt before FailedTo) selects exactly those: a day later they are
+// the ones gone.
+func TestExpiringWithinADay(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 48 * 3600})
+	s.pop("q", "a", 1)
+	s.pop("q", "b", 1)
+	// a fails one every 10 h: a0 at t0, a1 at t0+10 h, a2, a3; b one at
+	// t0+40 h (b1).
+	for i := range 4 {
+		s.push("q", "p", fmt.Sprintf("a%d", i))
+		s.fail("q", "a", 1, "boom")
+		s.clock.Advance(10 * time.Hour)
+	}
+	s.drain("q", "b")
+	s.push("q", "p", "b1")
+	s.drain("q", "a")
+	s.fail("q", "b", 1, "boom")
+	now := s.clock.Now() // t0 + 40 h
+	tr, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Limit: 10}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := tr.Expiring
+	if e == nil || e.Count != 2 || e.More || !e.Before.Equal(now.Add(24*time.Hour)) || !e.FailedTo.Equal(now.Add(-24*time.Hour)) {
+		t.Fatalf("expiring %+v, want 2 (a0 at t0, a1 at t0+10 h) before %s", e, now.Add(24*time.Hour))
+	}
+	tr, err = s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Group: "b", Limit: 10}, 5)
+	if err != nil || tr.Expiring == nil || tr.Expiring.Count != 0 {
+		t.Fatalf("group b: %+v %v, want 0", tr.Expiring, err)
+	}
+	// The link's filter: exactly those.
+	p, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", To: e.FailedTo, Limit: 100, WithTotal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, d := range p.Items {
+		listed = append(listed, d.TransactionID)
+		if !d.ExpiresAt.Before(e.Before) {
+			t.Errorf("%s listed, expires %s", d.TransactionID, d.ExpiresAt)
+		}
+	}
+	if strings.Join(listed, ",") != "a1,a0" || p.Total != 2 {
+		t.Fatalf("linked list %v (total %d), want a1,a0", listed, p.Total)
+	}
+	// 24 h later exactly those have expired.
+	s.clock.Advance(24 * time.Hour)
+	if r := s.maintain(); r.Removed != 2 {
+		t.Errorf("a day later %d expired, want 2", r.Removed)
+	}
+	var left []string
+	for _, d := range s.dead("q", "") {
+		left = append(left, d.TransactionID)
+	}
+	if strings.Join(left, ",") != "b1,a3,a2" {
+		t.Errorf("left %v, want b1,a3,a2", left)
+	}
+	// A queue that keeps its dead letters says nothing of expiry.
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 0})
+	if tr, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Limit: 10}, 5); err != nil || tr.Expiring != nil {
+		t.Errorf("kept queue: %+v %v", tr.Expiring, err)
+	}
+}

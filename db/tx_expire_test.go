@@ -1,0 +1,96 @@
+package db
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Dead-letter expiry reads and writes by index: the due dead letters of a
+// queue from the oldest end of dead_letters_queue (no sort, no scan), the
+// "expire within 24 h" count as a range of the queue's or the group's
+// index, the records by removed_dead_letters_seq, the attempts by their
+// primary key.
+func TestExpiryPlans(t *testing.T) {
+	t.Parallel()
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "plans.db"), SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	check := func(name, plan string, wants []string, bad ...string) {
+		t.Helper()
+		for _, w := range wants {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s: plan\n%s\nwants %q", name, plan, w)
+			}
+		}
+		for _, b := range append(bad, "TEMP B-TREE") {
+			if strings.Contains(plan, b) {
+				t.Errorf("%s: plan\n%s\nhas %q", name, plan, b)
+			}
+		}
+	}
+	check("due", queryPlan(t, d, dueDeadLettersSQL, 1, 1000, 500), []string{"SEARCH d USING INDEX dead_letters_queue (queue_id=? AND failed_at<?)"}, "SCAN")
+	for _, c := range []struct {
+		f     broker.Filter
+		index string
+	}{
+		{broker.Filter{QueueID: 1, To: time.UnixMilli(1000)}, "dead_letters_queue (queue_id=? AND failed_at<?)"},
+		{broker.Filter{QueueID: 1, GroupID: 2, To: time.UnixMilli(1000)}, "dead_letters_group (queue_id=? AND group_id=? AND failed_at<?)"},
+	} {
+		w, args := where(c.f)
+		plan := queryPlan(t, d, `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`+w+` LIMIT ?)`, append(args, broker.ExpiringCap+1)...)
+		check("expiring count", plan, []string{"USING COVERING INDEX " + c.index}, "SCAN d")
+	}
+	check("mark", queryPlan(t, d, markExpiredSQL, "[1]", "[2]", 60), []string{"USING INDEX removed_dead_letters_seq (seq=?)"}, "SCAN removed_dead_letters")
+	check("attempts", queryPlan(t, d, expiredAttemptsSQL, "[[1,2]]"), []string{"SEARCH attempts USING"}, "SCAN attempts")
+	check("rules", queryPlan(t, d, expiryRulesSQL, 1), []string{"USING INDEX removed_dead_letters_seq (seq=?)"}, "SCAN")
+}
+
+// DueDeadLetters returns the oldest first, only the queue's, only those
+// failed before the cut, at most limit.
+func TestDueDeadLetters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "due.db"), SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	if err := d.Update(ctx, func(tx broker.Tx) error {
+		for i, q := range []int64{1, 2, 1, 1, 1} {
+			// failed at t0+4 s, t0+3 s, ... : ids and times in opposite orders
+			if err := tx.InsertDeadLetter(ctx, &broker.DeadLetter{Seq: int64(i + 1), QueueID: q, PartitionID: 1, GroupID: 1, Error: "e",
+				FailedAt: t0.Add(time.Duration(4-i) * time.Second), Fingerprint: "f"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	if err := d.View(ctx, func(tx broker.Tx) error {
+		keys, err := tx.DueDeadLetters(ctx, 1, t0.Add(4*time.Second), 2)
+		for _, k := range keys {
+			got = append(got, k.Seq)
+			if k.QueueID != 1 || k.Fingerprint != "f" || k.GroupID != 1 || k.PartitionID != 1 {
+				t.Errorf("key %+v", k)
+			}
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// queue 1 failed at t0 (seq 5), t0+1 s (4), t0+2 s (3), t0+4 s (1): the
+	// cut t0+4 s leaves seq 1 out, the limit takes the two oldest.
+	if len(got) != 2 || got[0] != 5 || got[1] != 4 {
+		t.Errorf("due %v, want [5 4]", got)
+	}
+}
