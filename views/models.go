@@ -171,6 +171,22 @@ type DeadLetterList struct {
 	// SearchNote says what a search left unread (too many matches, a
 	// field filter's scan window); empty when it read everything.
 	SearchNote string
+	// Expiring is set when the queue's dead letters expire
+	// (deadLetterRetentionSeconds).
+	Expiring *ExpiringNote
+}
+
+// ExpiringNote says how the list's dead letters expire and how many do
+// within ExpiringWithin: Count (More: more than Count), linked (URL) to
+// exactly those.
+type ExpiringNote struct {
+	Retention string // "7 days"
+	Within    string // "24 h"
+	Count     int64
+	More      bool
+	Before    time.Time // those expire before this
+	URL       string
+	Group     string // the consumer group counted ("" every group)
 }
 
 // DeadLetterFilter is the list's filter as the form shows it.
@@ -238,6 +254,7 @@ type DeadLetterRow struct {
 	ErrorCut  string // "cut at 8 KiB of 23 KiB" when the error was cut to be kept, else ""
 	Retries   int
 	FailedAt  time.Time
+	ExpiresAt time.Time // deadLetterRetentionSeconds expires it then (zero: kept)
 	IsReplay  bool
 	URL       string // the dead letter's page
 	ReplayURL string
@@ -260,6 +277,10 @@ type DeadLetterDetail struct {
 	Retries     int
 	PushedAt    time.Time
 	FailedAt    time.Time
+	// ExpiresAt is when deadLetterRetentionSeconds (Retention, in words)
+	// expires it; zero: kept until replayed or deleted.
+	ExpiresAt   time.Time
+	Retention   string
 	IsReplay    bool
 	OriginalID  string // for a replay: the id of the message it copies
 	OriginalURL string

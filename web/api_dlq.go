@@ -31,6 +31,9 @@ type deadLetterView struct {
 	// Fingerprint names the dead letter's error group (a filter:
 	// fingerprint=).
 	Fingerprint string `json:"fingerprint"`
+	// ExpiresAt: when its queue's deadLetterRetentionSeconds expires it;
+	// absent when the queue keeps its dead letters.
+	ExpiresAt *timestamp `json:"expiresAt,omitempty"`
 }
 
 // errorCutView says that an error text was cut to be kept: the bytes of
@@ -61,6 +64,7 @@ func newDeadLetterView(d broker.DeadLetter) deadLetterView {
 		TraceID:       optional(d.TraceID),
 		IsReplay:      d.IsReplay(),
 		Fingerprint:   d.Fingerprint,
+		ExpiresAt:     optionalTime(d.ExpiresAt),
 	}
 }
 

@@ -65,6 +65,8 @@ var (
 	descReplayed   = prometheus.NewDesc("lazarus_replayed_total", "Dead letters replayed.", labelsQG, nil)
 	descDeleted    = prometheus.NewDesc("lazarus_deleted_total", "Dead letters deleted.", labelsQG, nil)
 	descDropped    = prometheus.NewDesc("lazarus_dropped_total", "Messages dropped instead of dead-lettered (queues without a DLQ).", labelsQG, nil)
+	descMsgExpired = prometheus.NewDesc("lazarus_messages_expired_total", "Messages retentionSeconds deleted before the consumer group had settled them (expired unread).", labelsQG, nil)
+	descDLExpired  = prometheus.NewDesc("lazarus_dead_letters_expired_total", "Dead letters deadLetterRetentionSeconds expired (removed for good by maintenance).", labelsQG, nil)
 	descAcks       = prometheus.NewDesc("lazarus_acks_total", "Acknowledgements by outcome: completed or failed.", []string{"queue", "group", "status"}, nil)
 	descReplayEnds = prometheus.NewDesc("lazarus_replay_outcomes_total", "Replayed copies settled, by outcome: completed or failed (dead-lettered again or dropped).", []string{"queue", "group", "outcome"}, nil)
 	descBreached   = prometheus.NewDesc("lazarus_threshold_breached", "1 when a queue is past a monitoring threshold (depth, oldest, failures, replays), else 0.", []string{"queue", "metric"}, nil)
@@ -156,7 +158,7 @@ type brokerCollector struct {
 }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDepth, descOldest, descFiled, descReplayed, descDeleted, descDropped, descAcks, descReplayEnds, descBreached} {
+	for _, d := range []*prometheus.Desc{descDepth, descOldest, descFiled, descReplayed, descDeleted, descDropped, descMsgExpired, descDLExpired, descAcks, descReplayEnds, descBreached} {
 		ch <- d
 	}
 }
@@ -188,6 +190,8 @@ func (bc brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descReplayed, g.Replayed, q.Name, g.Group)
 			counter(descDeleted, g.Deleted, q.Name, g.Group)
 			counter(descDropped, g.Dropped, q.Name, g.Group)
+			counter(descMsgExpired, g.Expired, q.Name, g.Group)
+			counter(descDLExpired, g.DeadLettersExpired, q.Name, g.Group)
 			counter(descAcks, g.Completed, q.Name, g.Group, "completed")
 			counter(descAcks, g.Failed, q.Name, g.Group, "failed")
 			counter(descReplayEnds, g.ReplayCompleted, q.Name, g.Group, "completed")

@@ -198,7 +198,59 @@ func buildCharts(series []broker.Series, queue string, step time.Duration, lim l
 	oldest.Series = []views.ChartSeries{age}
 	failures.Series = []views.ChartSeries{fail}
 	replays.Series = []views.ChartSeries{succ}
-	return []views.Chart{depth, flow, oldest, failures, replays}
+	return []views.Chart{depth, flow, oldest, failures, replays, retentionChart(series, oneQueue, step)}
+}
+
+// maxRetentionLines caps the retention chart's lines: the biggest are
+// drawn, and the caption says how many more removed something.
+const maxRetentionLines = 8
+
+// retentionChart draws what retention removed, per step: messages
+// retentionSeconds deleted before a group settled them (expired unread)
+// and dead letters deadLetterRetentionSeconds expired, a line per queue
+// and group (per group of one queue) that lost any in the range, each
+// named with its total, the biggest first.
+func retentionChart(series []broker.Series, oneQueue bool, step time.Duration) views.Chart {
+	c := views.Chart{Title: "Removed by retention, per " + stepName(step) + ": messages expired unread and dead letters expired", TestID: "retention",
+		Empty: "Retention removed nothing in this range.", Whole: true}
+	type line struct {
+		s     views.ChartSeries
+		total int64
+	}
+	var lines []line
+	for _, s := range series {
+		name := s.Queue + " / " + s.Group
+		if oneQueue {
+			name = s.Group
+		}
+		for _, k := range []struct {
+			what string
+			of   func(broker.Bucket) int64
+		}{
+			{"messages expired unread", func(p broker.Bucket) int64 { return p.Expired }},
+			{"dead letters expired", func(p broker.Bucket) int64 { return p.DeadLettersExpired }},
+		} {
+			var l line
+			for _, p := range s.Points {
+				n := k.of(p)
+				l.total += n
+				l.s.Points = append(l.s.Points, views.ChartPoint{At: p.At, Value: float64(n)})
+			}
+			if l.total > 0 {
+				l.s.Name = name + ": " + k.what + " (" + views.Count(l.total) + ")"
+				lines = append(lines, l)
+			}
+		}
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].total > lines[j].total })
+	if len(lines) > maxRetentionLines {
+		c.Title += " (the " + strconv.Itoa(maxRetentionLines) + " biggest of " + strconv.Itoa(len(lines)) + ")"
+		lines = lines[:maxRetentionLines]
+	}
+	for _, l := range lines {
+		c.Series = append(c.Series, l.s)
+	}
+	return c
 }
 
 // rate is part/whole in percent, missing when there is no whole.

@@ -249,6 +249,7 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	for _, d := range page.Items {
 		v.Rows = append(v.Rows, rowOf(queue, d))
 	}
+	v.Expiring = expiringNote(queue, f.Group, tr.Expiring)
 	v.RefreshURL = deadLettersURL(queue, withAfter(base, after))
 	if !isFragment(c) {
 		// The message of an action that led here (edit and replay).
@@ -374,7 +375,7 @@ func rowOf(queue string, d broker.DeadLetter) views.DeadLetterRow {
 	id := d.MessageID()
 	return views.DeadLetterRow{
 		ID: id, ShortID: views.ShortID(id), TxID: d.TransactionID, Partition: d.Partition, Group: d.Group,
-		Error: views.FirstLine(d.Error, 200), ErrorCut: errorCutNote(d), Retries: d.RetryCount, FailedAt: d.FailedAt, IsReplay: d.IsReplay(),
+		Error: views.FirstLine(d.Error, 200), ErrorCut: errorCutNote(d), Retries: d.RetryCount, FailedAt: d.FailedAt, ExpiresAt: d.ExpiresAt, IsReplay: d.IsReplay(),
 		URL:       deadLetterURL(queue, id, d.Group),
 		ReplayURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/replay",
 		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
@@ -445,11 +446,15 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 		ID: id, Queue: queue, QueueURL: queueURL(queue), ListURL: deadLettersURL(queue, url.Values{"group": {d.Group}}),
 		Partition: d.Partition, PartitionID: d.PartitionKey, Group: d.Group, TxID: d.TransactionID, TraceID: d.TraceID,
 		Error: d.Error, Retries: d.RetryCount, PushedAt: d.CreatedAt, FailedAt: d.FailedAt, IsReplay: d.IsReplay(),
+		ExpiresAt: d.ExpiresAt,
 		Payload:   views.MakePayload(d.Payload, limit),
 		ReplayURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/replay",
 		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
 	}
 	v.ErrorCut = errorCutNote(d.DeadLetter)
+	if !d.ExpiresAt.IsZero() {
+		v.Retention = broker.DurationWords(d.ExpiresAt.Sub(d.FailedAt))
+	}
 	v.PayloadURL, v.ErrorURL = deadLetterPartURL(queue, id, d.Group, "payload"), deadLetterPartURL(queue, id, d.Group, "error")
 	if v.IsReplay {
 		v.OriginalID = strings.TrimPrefix(d.TransactionID, broker.ReplayPrefix)
@@ -467,4 +472,34 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 	v.CopyFor = d.CopyFor
 	v.History = historyOf(queue, h, true)
 	return renderPage(c, http.StatusOK, views.DeadLetterView(v), views.DeadLetterContent(v))
+}
+
+// expiringNote is the list's banner of what expires within
+// broker.ExpiringWithin (nil: the queue keeps its dead letters), linked
+// to exactly those: the group's (when the list is of one) that failed
+// before e.FailedTo.
+func expiringNote(queue, group string, e *broker.Expiring) *views.ExpiringNote {
+	if e == nil {
+		return nil
+	}
+	u := url.Values{"to": {e.FailedTo.UTC().Format(expiringToLayout)}}
+	if group != "" {
+		u.Set("group", group)
+	}
+	return &views.ExpiringNote{Retention: broker.DurationWords(e.Retention), Within: views.Age(broker.ExpiringWithin), Count: e.Count, More: e.More,
+		Before: e.Before, URL: deadLettersURL(queue, u), Group: group}
+}
+
+// expiringToLayout writes the list's to= for the expiring link: to the
+// millisecond, as failedAt is kept, and in the form the filter's
+// datetime-local field takes (UTC, parseFormTime).
+const expiringToLayout = "2006-01-02T15:04:05.000"
+
+// optionalTime is t for the JSON, nil when zero (the field left out).
+func optionalTime(t time.Time) *timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	v := timestamp(t)
+	return &v
 }

@@ -143,6 +143,8 @@ func fateRow(queue, id string, f broker.Fate, canOperate bool, now time.Time) vi
 			or := outcomeRow(queue, *f.Copy, o)
 			r.Outcome, r.OutcomeText, r.OutcomeAt, r.OutcomeURL = or.Outcome, or.Text, or.At, or.URL
 		}
+	case f.How == broker.FateExpired && f.Deletion != nil:
+		r.Rule, r.FailedAt = broker.ExpiryWords(f.Deletion.Retention), f.Deletion.DeadLetter.FailedAt
 	case f.Deletion != nil:
 		r.RestoreUntil = f.Deletion.RestoreUntil
 		if canOperate && r.RestoreUntil.After(now) {
@@ -155,13 +157,18 @@ func fateRow(queue, id string, f broker.Fate, canOperate bool, now time.Time) vi
 // goneView is what GET /api/v1/dlq/:id answers for a dead letter that is
 // gone, with 404: {"error": ..., "gone": {...}}.
 type goneView struct {
-	How             string     `json:"how"` // replayed, deleted
+	How             string     `json:"how"` // replayed, deleted, expired
 	ConsumerGroup   string     `json:"consumerGroup"`
 	At              timestamp  `json:"at"`
 	By              string     `json:"by"`
 	JobID           int64      `json:"jobId,omitempty"`
 	Copy            *copyView  `json:"copy,omitempty"`
 	RestorableUntil *timestamp `json:"restorableUntil,omitempty"`
+	// Expired: the rule that expired it, its value, and when it had
+	// failed.
+	Rule             string     `json:"rule,omitempty"`
+	RetentionSeconds int64      `json:"retentionSeconds,omitempty"`
+	FailedAt         *timestamp `json:"failedAt,omitempty"`
 }
 
 // copyView is a replayed copy and its outcome in a group.
@@ -184,6 +191,9 @@ func newGoneView(f broker.Fate) goneView {
 		}
 		g.Copy = cv
 	}
+	if f.How == broker.FateExpired && f.Deletion != nil {
+		g.Rule, g.RetentionSeconds, g.FailedAt = "deadLetterRetentionSeconds", int64(f.Deletion.Retention/time.Second), optionalTime(f.Deletion.DeadLetter.FailedAt)
+	}
 	if f.Deletion != nil && !f.Deletion.RestoreUntil.IsZero() {
 		t := timestamp(f.Deletion.RestoreUntil)
 		g.RestorableUntil = &t
@@ -200,6 +210,9 @@ type goneAnswer struct {
 func goneMessage(id string, f broker.Fate) string {
 	if f.How == broker.FateReplayed && f.Copy != nil {
 		return fmt.Sprintf("dead letter %s was replayed as %s", id, f.Copy.CopyID)
+	}
+	if f.How == broker.FateExpired && f.Deletion != nil {
+		return fmt.Sprintf("dead letter %s expired at %s (%s)", id, f.At.UTC().Format(time.RFC3339), broker.ExpiryWords(f.Deletion.Retention))
 	}
 	return fmt.Sprintf("dead letter %s was deleted", id)
 }

@@ -438,8 +438,8 @@ func TestChartsPage(t *testing.T) {
 	s := setup(t)
 	b, _ := s.loggedIn(broker.RoleViewer)
 	empty := b.get("/charts?range=1h").want(http.StatusOK)
-	if n := empty.doc().Find(`[data-testid="chart-empty"]`).Length(); n != 5 {
-		t.Fatalf("%d charts say they have no data, want 5", n)
+	if n := empty.doc().Find(`[data-testid="chart-empty"]`).Length(); n != 6 {
+		t.Fatalf("%d charts say they have no data, want 6 (retention's too)", n)
 	}
 	seed(t, s)
 	s.clock.Advance(2 * time.Minute)
