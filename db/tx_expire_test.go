@@ -94,3 +94,47 @@ func TestDueDeadLetters(t *testing.T) {
 		t.Errorf("due %v, want [5 4]", got)
 	}
 }
+
+// BenchmarkExpiringCount is the list's "expire within 24 h" count at its
+// cap (PERF.md D3: a count on a page).
+func BenchmarkExpiringCount(b *testing.B) {
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(b.TempDir(), "count.db"), SyncNormal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	if err := d.Update(ctx, func(tx broker.Tx) error {
+		for i := range 3 * broker.ExpiringCap {
+			if err := tx.InsertDeadLetter(ctx, &broker.DeadLetter{Seq: int64(i + 1), QueueID: 1, PartitionID: 1, GroupID: int64(1 + i%2), Error: "e",
+				FailedAt: t0.Add(time.Duration(i) * time.Second), Fingerprint: "f"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		f    broker.Filter
+	}{
+		{"queue", broker.Filter{QueueID: 1, To: t0.Add(24 * time.Hour)}},
+		{"group", broker.Filter{QueueID: 1, GroupID: 2, To: t0.Add(24 * time.Hour)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := d.View(ctx, func(tx broker.Tx) error {
+					n, err := tx.CountDeadLettersUpTo(ctx, c.f, broker.ExpiringCap+1)
+					if err == nil && n != broker.ExpiringCap+1 {
+						b.Fatalf("counted %d", n)
+					}
+					return err
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
