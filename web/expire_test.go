@@ -173,6 +173,14 @@ func TestExpiredDeadLetterSaysSoAndIsCounted(t *testing.T) {
 		gone.Error != "dead letter "+ids["o1"]+" expired at 2026-11-04T04:00:00Z (deadLetterRetentionSeconds: 2 days)" {
 		t.Errorf("API gone %+v", gone)
 	}
+	// The audit, filtered by the action: the broker's entry.
+	au := b.get("/audit?action=" + broker.AuditDeadLettersExpired).want(http.StatusOK)
+	if got := strings.Join(strings.Fields(au.doc().Find("main").Text()), " "); !strings.Contains(got, "dead letters: 2 expired in orders / billing, older than 2 days (deadLetterRetentionSeconds)") {
+		t.Errorf("audit page: %q", got)
+	}
+	if au.doc().Find(`option[value="` + broker.AuditDeadLettersExpired + `"]`).Length() != 1 {
+		t.Error("the audit page offers no filter by dead letters expired")
+	}
 	// The list now: o2 and o3 expire within 24 h (a0, filed at t0+40 h, just after).
 	if got := b.get("/queues/orders/dead-letters").want(http.StatusOK).testid("expiring-count"); got != "2" {
 		t.Errorf("expiring after the run: %q, want 2", got)
