@@ -165,6 +165,7 @@ func TestDeadLettersExpireInChunks(t *testing.T) {
 	if r.Removed != n || r.Chunks != 3 {
 		t.Errorf("report %+v, want %d in 3 chunks", r, n)
 	}
+	t.Logf("%d dead letters expired in %d chunks, %s", r.Removed, r.Chunks, r.Took)
 	if st := s.stats("q", "g"); st.Depth != 0 || st.DeadLettersExpired != n {
 		t.Errorf("stats %+v", st)
 	}
