@@ -128,17 +128,19 @@ func (s JobScope) ScopeJSON() string { return s.scopeJSON() }
 
 // JobOutcome is a replay job's outcome in one consumer group, kept as its
 // copies settle: how many copies the group is to settle, and how many it
-// completed or failed again (dead-lettered or dropped).
+// completed or failed again (dead-lettered or dropped), or lost to
+// retentionSeconds before it settled them (expired).
 type JobOutcome struct {
 	GroupID   int64
 	Group     string
 	Replayed  int64
 	Succeeded int64
 	Failed    int64
+	Expired   int64
 }
 
 // Pending is how many copies the group has not settled yet.
-func (o JobOutcome) Pending() int64 { return max(o.Replayed-o.Succeeded-o.Failed, 0) }
+func (o JobOutcome) Pending() int64 { return max(o.Replayed-o.Succeeded-o.Failed-o.Expired, 0) }
 
 // JobFailure is a replayed copy that failed again in a group: the copy's
 // message id, and its dead letter when it is still one.

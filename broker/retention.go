@@ -1,9 +1,237 @@
 package broker
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
-// RetentionTx is what message retention (completedRetentionSeconds, retentionSeconds) needs from storage. (Being written: issue 16.)
-type RetentionTx interface{}
+// CopyExpired is the outcome of a replayed copy that retentionSeconds
+// deleted before a group that was to settle it had (replay_outcomes).
+const CopyExpired = 3
 
-// maintainMessages runs message retention (completedRetentionSeconds, retentionSeconds). (Being written: issue 16.)
-func (b *Broker) maintainMessages(ctx context.Context, r *TaskReport) error { return nil }
+// settleSlots is how many settle marks a partition keeps within its
+// completed retention at most (one a slot of retention/settleSlots).
+const settleSlots = 8
+
+// PartitionCut is a partition and the highest seq a sweep may delete up
+// to in it.
+type PartitionCut struct {
+	PartitionID int64
+	UpTo        int64
+}
+
+// MessageSweep is one chunk of message retention in a partition
+// (RetentionTx.SweepMessages).
+type MessageSweep struct {
+	PartitionID int64
+	UpTo        int64     // delete seqs up to this at most
+	Before      time.Time // only messages pushed before it (zero: whenever)
+	Settled     bool      // only messages every consumer of the partition has settled
+	Limit       int
+	Now         time.Time
+}
+
+// GroupCount is a count for one consumer group.
+type GroupCount struct {
+	GroupID int64
+	N       int64
+}
+
+// SweptMessages is what a chunk of message retention deleted.
+type SweptMessages struct {
+	QueueID int64
+	Removed int64
+	Through int64 // the highest seq deleted (0: none)
+	// Bound is the highest seq the chunk could delete up to (UpTo less
+	// what leases and cursors held): when it deleted fewer than its
+	// limit (and had no Before), no message up to Bound is left.
+	Bound   int64
+	Expired []GroupCount // per group, the deleted messages it had not settled
+}
+
+// RetentionTx is what message retention (completedRetentionSeconds,
+// retentionSeconds) needs from storage.
+type RetentionTx interface {
+	// MarkSettled writes a settle mark (now and the partition's settled
+	// watermark: the lowest cursor of its consumers) for each of up to
+	// limit partitions of the queue with an id above after, whose
+	// watermark passed its last mark, written at or before now - slot
+	// (or that has none), after deleting their marks above the
+	// watermark (a group subscribed since). It returns the marks written
+	// and the highest partition id looked at (0: none left). Writes
+	// settle_marks.
+	MarkSettled(ctx context.Context, queueID int64, now time.Time, slot time.Duration, after int64, limit int) (marked, last int64, err error)
+	// DueSettled returns the partitions of the queue with a settle mark
+	// written at or before before, each with its highest such mark's
+	// seq. Reads settle_marks only.
+	DueSettled(ctx context.Context, queueID int64, before time.Time) ([]PartitionCut, error)
+	// ExpiringPartitions returns the partitions of the queue whose
+	// oldest message was pushed before before, UpTo that message's seq.
+	// Reads partitions and one message a partition.
+	ExpiringPartitions(ctx context.Context, queueID int64, before time.Time) ([]PartitionCut, error)
+	// DropSettleMarks deletes the partition's settle marks up to seq
+	// through, and returns how many.
+	DropSettleMarks(ctx context.Context, partitionID, through int64) (int64, error)
+	// SweepMessages deletes up to s.Limit of the oldest messages of
+	// s.PartitionID with a seq up to s.UpTo, never past the cursor of a
+	// consumer holding a live lease at s.Now (with s.Settled: nor past any
+	// consumer's cursor), pushed before s.Before when set. It copies
+	// each one's payload and push time into its dead letters (kept and
+	// deleted) first; moves every consumer whose cursor was below the
+	// last seq deleted to it, with what pointed into the range cleared
+	// (retry, acks, a lease or void lease ending there), and reports
+	// per group how many it had not settled; lowers the kept counts
+	// (partitions.messages, consumers.passed) by what they had counted;
+	// settles the copies' pending replay outcomes as CopyExpired. A
+	// partition that is not there deletes nothing.
+	SweepMessages(ctx context.Context, s MessageSweep) (SweptMessages, error)
+}
+
+// maintainMessages runs message retention, queue by queue:
+//
+//   - completedRetentionSeconds: a message every group of its queue has
+//     settled (every consumer's cursor of its partition is past it) is
+//     deleted no earlier than the retention after its last settlement,
+//     and at most the retention + retention/8 + two maintenance
+//     intervals after it (settle marks: one a slot of retention/8, the
+//     run that writes it and the run that finds it due). A group that has
+//     not settled a message keeps it, a group subscribed later included.
+//   - retentionSeconds: a message pushed longer ago than it is deleted,
+//     settled or not, oldest first by seq, but never under a live lease
+//     (what a live lease holds is deleted at a run after it ends). A
+//     group that had not settled it counts it as expired (Stats.Expired),
+//     its cursor moves past it.
+//
+// Each chunk (maintainChunk messages at most, one partition) is a
+// transaction on the low-priority lane. Finding what is due reads
+// snapshots (View), not the writer.
+func (b *Broker) maintainMessages(ctx context.Context, r *TaskReport) error {
+	var queues []Queue
+	if err := b.store.View(ctx, func(tx Tx) (err error) {
+		queues, err = tx.Queues(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, q := range queues {
+		if q.Options.CompletedRetentionSeconds > 0 {
+			if err := b.completedRetention(ctx, q, r); err != nil {
+				return fmt.Errorf("queue %s: completed retention: %w", q.Name, err)
+			}
+		}
+		if q.Options.RetentionSeconds > 0 {
+			if err := b.messageRetention(ctx, q, r); err != nil {
+				return fmt.Errorf("queue %s: retention: %w", q.Name, err)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// completedRetention writes the queue's settle marks, then deletes the
+// messages of the marks that are due.
+func (b *Broker) completedRetention(ctx context.Context, q Queue, r *TaskReport) error {
+	keep := time.Duration(q.Options.CompletedRetentionSeconds) * time.Second
+	slot := keep / settleSlots
+	var after int64
+	for {
+		var last int64
+		if err := b.store.Update(ctx, func(tx Tx) (err error) {
+			_, last, err = tx.MarkSettled(ctx, q.ID, b.now(), slot, after, maintainChunk)
+			return err
+		}); err != nil {
+			return err
+		}
+		r.Chunks++
+		if last == 0 {
+			break
+		}
+		after = last
+	}
+	var due []PartitionCut
+	if err := b.store.View(ctx, func(tx Tx) (err error) {
+		due, err = tx.DueSettled(ctx, q.ID, b.now().Add(-keep))
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, c := range due {
+		bound, err := b.sweepPartition(ctx, r, MessageSweep{PartitionID: c.PartitionID, UpTo: c.UpTo, Settled: true, Limit: maintainChunk})
+		if err != nil {
+			return err
+		}
+		// The marks whose messages are all gone go; one above what the
+		// lowest cursor allowed (a group subscribed since) stays, due,
+		// for a later run.
+		if err := b.store.Update(ctx, func(tx Tx) error {
+			_, err := tx.DropSettleMarks(ctx, c.PartitionID, bound)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageRetention deletes the queue's messages pushed more than its
+// retentionSeconds ago.
+func (b *Broker) messageRetention(ctx context.Context, q Queue, r *TaskReport) error {
+	keep := time.Duration(q.Options.RetentionSeconds) * time.Second
+	before := b.now().Add(-keep)
+	var due []PartitionCut
+	if err := b.store.View(ctx, func(tx Tx) (err error) {
+		due, err = tx.ExpiringPartitions(ctx, q.ID, before)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, c := range due {
+		if _, err := b.sweepPartition(ctx, r, MessageSweep{PartitionID: c.PartitionID, UpTo: maxSeq, Before: before, Limit: maintainChunk}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxSeq is a seq above every message's.
+const maxSeq = int64(1) << 62
+
+// sweepPartition runs s a chunk a transaction until a chunk deletes less
+// than its limit, counting what expired unread into the groups' stats in
+// the chunk's transaction, and returns the last chunk's Bound.
+func (b *Broker) sweepPartition(ctx context.Context, r *TaskReport, s MessageSweep) (int64, error) {
+	for {
+		var out SweptMessages
+		err := b.store.Update(ctx, func(tx Tx) (err error) {
+			now := b.now()
+			s.Now = now
+			if out, err = tx.SweepMessages(ctx, s); err != nil {
+				return err
+			}
+			for _, e := range out.Expired {
+				if e.N == 0 {
+					continue
+				}
+				if err := tx.AddStats(ctx, out.QueueID, e.GroupID, Stats{Expired: e.N}, now); err != nil {
+					return fmt.Errorf("count expired: %w", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		r.Chunks++
+		r.Removed += out.Removed
+		if out.Removed < int64(s.Limit) {
+			return out.Bound, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+	}
+}

@@ -910,10 +910,14 @@ func (d *DB) foldCounts(st *storeTx) (folded bool, broken error) {
 }
 
 // fold brings the counts of the noted partitions and consumers up to
-// date from their rows. It relies on two rules: a partition's messages
-// are never removed while it exists (a retention or purge would have to
-// lower messages with them), and a consumer's cursor only moves forward
-// (one that moved back is counted again from its partition's start).
+// date from their rows. It relies on two rules: whatever removes a
+// partition's messages lowers, in its own transaction, the counts that
+// had counted them (retention's SweepMessages: partitions.messages by
+// the removed seqs up to counted_seq, each consumer's passed by those up
+// to its passed_seq; removed seqs above them are simply never counted),
+// and a consumer's cursor only moves forward (one that moved back is
+// counted again from its partition's start; retention moves cursors
+// forward only).
 func (d *DB) fold(st *storeTx) error {
 	ctx := context.Background()
 	if len(d.unfolded) > 0 {

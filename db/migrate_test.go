@@ -115,6 +115,8 @@ var laterDeadLetterColumns = []string{
 	`ALTER TABLE dead_letters ADD COLUMN trace_id TEXT NOT NULL DEFAULT ''`, // 0016
 	`CREATE INDEX dead_letters_trace ON dead_letters (trace_id) WHERE trace_id <> ''`,
 	`ALTER TABLE dead_letters ADD COLUMN error_bytes INTEGER NOT NULL DEFAULT 0`, // 0017
+	`ALTER TABLE dead_letters ADD COLUMN payload BLOB`,                           // 0020
+	`ALTER TABLE dead_letters ADD COLUMN pushed_at INTEGER NOT NULL DEFAULT 0`,
 }
 
 // reapplyLaterDeadLetterMigrations runs again the migrations after 0013
@@ -127,6 +129,10 @@ func reapplyLaterDeadLetterMigrations(t *testing.T, d *DB) {
 			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)
 	reapply(t, d, 16, "0016_dead_letter_trace.sql")
 	reapply(t, d, 17, "0017_dead_letter_error_bytes.sql")
+	reapply(t, d, 20, "0020_message_retention.sql",
+		`ALTER TABLE removed_dead_letters DROP COLUMN payload`, `ALTER TABLE removed_dead_letters DROP COLUMN pushed_at`,
+		`DROP TABLE settle_marks`, `ALTER TABLE job_outcomes DROP COLUMN expired`,
+		`ALTER TABLE replays DROP COLUMN original_at`, `ALTER TABLE replays DROP COLUMN original_txid`, `ALTER TABLE replays DROP COLUMN partition_id`)
 }
 
 // preAutoincrement is the dead_letters table as migrations 0001 and 0008

@@ -210,6 +210,7 @@ func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 		`DELETE FROM replays WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM removed_dead_letters WHERE queue_id = ?1`,
+		`DELETE FROM settle_marks WHERE queue_id = ?1`,
 		`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
 		`DELETE FROM consumers WHERE queue_id = ?1`,
 		`DELETE FROM dead_letters WHERE queue_id = ?1`,
@@ -662,8 +663,13 @@ func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time
 }
 
 func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
-	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID)
+	// A dead letter restored after retention removed its message carries
+	// the payload and push time it had kept (migration 0020); while the
+	// message is there, they are read from it.
+	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE ?12 END, CASE WHEN x.kept THEN 0 ELSE ?13 END
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`,
+		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID, []byte(d.Payload), ms(d.CreatedAt))
 	if err != nil {
 		return err
 	}
@@ -674,11 +680,13 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 }
 
 // deadLetterSelect joins a dead letter with its message, queue, partition
-// and group.
+// and group. The message may be gone (retention): its payload and push
+// time are then the dead letter's own (migration 0020); its
+// transactionId and traceId are the dead letter's always.
 const deadLetterSelect = `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, m.transaction_id, m.payload, m.trace_id, m.created_at, d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
 	FROM dead_letters d
-	JOIN messages m ON m.seq = d.seq
+	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id`

@@ -17,8 +17,11 @@ import (
 // The fingerprint is the one stored when the dead letter was filed, which
 // its error group counts it under (the error text itself is not read).
 // length() of a BLOB reads its size from the record, not the payload.
-const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, m.created_at, d.fingerprint, length(m.payload)
-	FROM dead_letters d JOIN messages m ON m.seq = d.seq`
+// The message may be gone (retention): its time and payload are then
+// the dead letter's own (migration 0020).
+const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, COALESCE(m.created_at, d.pushed_at), d.fingerprint,
+	COALESCE(length(m.payload), length(d.payload), 0)
+	FROM dead_letters d LEFT JOIN messages m ON m.seq = d.seq`
 
 func scanKeys(ctx context.Context, t *storeTx, query string, args ...any) ([]broker.DeadLetterKey, error) {
 	rows, err := t.query(ctx, query, args...)
@@ -196,10 +199,13 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	}
 	// "WHERE true" lets SQLite tell the ON CONFLICT of the upsert from a
 	// join's ON. One writer and no AUTOINCREMENT: when every copy went
-	// in, their seqs are the last len(cs) ones, in that order.
+	// in, their seqs are the last len(cs) ones, in that order. A message
+	// retention removed is copied from its dead letter (migration 0020;
+	// COALESCE reads it only then).
 	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-		SELECT m.partition_id, c.txid, m.payload, m.trace_id, ?
-		FROM temp.copies_in c JOIN messages m ON m.seq = c.seq
+		SELECT COALESCE(m.partition_id, `+fromDeadLetter("partition_id", "c.seq")+`), c.txid,
+			COALESCE(m.payload, `+fromDeadLetter("payload", "c.seq")+`), COALESCE(m.trace_id, `+fromDeadLetter("trace_id", "c.seq")+`), ?
+		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
 		WHERE true ORDER BY c.k
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, ms(now))
 	if err != nil {
@@ -245,8 +251,8 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 // pushEdited inserts one edited copy, and records it with both payloads.
 func (t *storeTx) pushEdited(ctx context.Context, c *broker.Copy, now time.Time, by broker.ReplayBy) error {
 	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-		SELECT m.partition_id, ?, ?, m.trace_id, ? FROM messages m WHERE m.seq = ?
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, c.TransactionID, c.Payload, ms(now), c.Seq)
+		SELECT ?1, ?2, ?3, COALESCE((SELECT m.trace_id FROM messages m WHERE m.seq = ?5), `+fromDeadLetter("trace_id", "?5")+`), ?4
+		WHERE true ON CONFLICT (partition_id, transaction_id) DO NOTHING`, c.PartitionID, c.TransactionID, c.Payload, ms(now), c.Seq)
 	if err != nil {
 		return err
 	}
@@ -268,8 +274,16 @@ func (t *storeTx) pushEdited(ctx context.Context, c *broker.Copy, now time.Time,
 	if err := t.recordReplays(ctx, []broker.Copy{*c}, now, by); err != nil {
 		return err
 	}
-	_, err = t.exec(ctx, `INSERT INTO replay_edits (copy_seq, original, edited) SELECT ?, m.payload, ? FROM messages m WHERE m.seq = ?`, c.CopySeq, c.Payload, c.Seq)
+	_, err = t.exec(ctx, `INSERT INTO replay_edits (copy_seq, original, edited)
+		SELECT ?1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = ?3), `+fromDeadLetter("payload", "?3")+`), ?2`, c.CopySeq, c.Payload, c.Seq)
 	return err
+}
+
+// fromDeadLetter reads a column of the message seq from a dead letter of
+// it that holds the message's payload (retention removed the message:
+// migration 0020), by UNIQUE(seq, group_id).
+func fromDeadLetter(col, seq string) string {
+	return `(SELECT d.` + col + ` FROM dead_letters d WHERE d.seq = ` + seq + ` AND d.payload IS NOT NULL LIMIT 1)`
 }
 
 // recordReplays writes a row of replays for each copy of cs inserted.
@@ -287,8 +301,16 @@ func (t *storeTx) recordReplays(ctx context.Context, cs []broker.Copy, now time.
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(ctx, `INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at)
-		SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, ?, ?, ? FROM json_each(?) j`, by.JobID, by.Actor, ms(now), string(list))
+	// With what the history needs of the original once retention removed
+	// it (migration 0020): from the message, or from its dead letter when
+	// the message is gone already.
+	_, err = t.exec(ctx, `INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id)
+		SELECT x.copy_seq, x.seq, x.group_id, x.edited, ?, ?, ?,
+			COALESCE(m.created_at, `+fromDeadLetter("pushed_at", "x.seq")+`, 0),
+			COALESCE(m.transaction_id, `+fromDeadLetter("transaction_id", "x.seq")+`, ''),
+			COALESCE(m.partition_id, `+fromDeadLetter("partition_id", "x.seq")+`, 0)
+		FROM (SELECT j.value ->> 0 AS copy_seq, j.value ->> 1 AS seq, j.value ->> 2 AS group_id, j.value ->> 3 AS edited FROM json_each(?) j) x
+		LEFT JOIN messages m ON m.seq = x.seq`, by.JobID, by.Actor, ms(now), string(list))
 	return err
 }
 

@@ -55,12 +55,21 @@ func (t *storeTx) Attempts(ctx context.Context, seq, groupID int64, limit int) (
 	return out, rows.Err()
 }
 
-const messageRefQuery = `SELECT m.created_at, m.transaction_id, q.id, q.name, p.id, p.name
-	FROM messages m JOIN partitions p ON p.id = m.partition_id JOIN queues q ON q.id = p.queue_id
-	WHERE m.seq = ?`
+// messageRefQuery: the message, or once retention removed it, what one
+// of its dead letters (kept or deleted) or its replays kept of it
+// (migration 0020).
+const messageRefQuery = `SELECT x.created_at, x.transaction_id, q.id, q.name, p.id, p.name
+	FROM (SELECT m.created_at, m.transaction_id, m.partition_id FROM messages m WHERE m.seq = ?1
+		UNION ALL SELECT * FROM (SELECT d.pushed_at, d.transaction_id, d.partition_id FROM dead_letters d WHERE d.seq = ?1 AND d.pushed_at > 0 LIMIT 1)
+		UNION ALL SELECT * FROM (SELECT r.pushed_at, r.transaction_id, r.partition_id FROM removed_dead_letters r WHERE r.seq = ?1 AND r.pushed_at > 0 LIMIT 1)
+		UNION ALL SELECT * FROM (SELECT c.original_at, c.original_txid, c.partition_id FROM replays c WHERE c.seq = ?1 AND c.original_at > 0 LIMIT 1)
+		LIMIT 1) x
+	JOIN partitions p ON p.id = x.partition_id JOIN queues q ON q.id = p.queue_id`
 
 // MessageRef reads a message's row by its primary key, without its
-// payload, with its partition and queue (ErrNotFound).
+// payload, with its partition and queue (ErrNotFound); a message that
+// retention removed is read from its dead letters, kept or deleted.
+
 func (t *storeTx) MessageRef(ctx context.Context, seq int64) (broker.MessageRef, error) {
 	m := broker.MessageRef{Seq: seq}
 	var created int64
@@ -71,17 +80,18 @@ func (t *storeTx) MessageRef(ctx context.Context, seq int64) (broker.MessageRef,
 
 // lineageQuery follows replays back from a copy: each hop by the primary
 // key of replays (copy_seq), the original's message by its own.
-const lineageQuery = `WITH RECURSIVE chain (copy_seq, seq, group_id, job_id, actor, at, edited, n) AS (
-		SELECT copy_seq, seq, group_id, job_id, actor, at, edited, 1 FROM replays WHERE copy_seq = ?1
+const lineageQuery = `WITH RECURSIVE chain (copy_seq, seq, group_id, job_id, actor, at, edited, original_at, partition_id, n) AS (
+		SELECT copy_seq, seq, group_id, job_id, actor, at, edited, original_at, partition_id, 1 FROM replays WHERE copy_seq = ?1
 		UNION ALL
-		SELECT r.copy_seq, r.seq, r.group_id, r.job_id, r.actor, r.at, r.edited, c.n + 1
+		SELECT r.copy_seq, r.seq, r.group_id, r.job_id, r.actor, r.at, r.edited, r.original_at, r.partition_id, c.n + 1
 		FROM chain c JOIN replays r ON r.copy_seq = c.seq WHERE c.n < ?2
 	)
-	SELECT c.copy_seq, cm.created_at, c.seq, m.created_at, COALESCE(q.name, ''), c.group_id, COALESCE(g.name, ''), c.job_id, c.actor, c.at, c.edited
+	SELECT c.copy_seq, COALESCE(cm.created_at, c.at), c.seq, COALESCE(m.created_at, NULLIF(c.original_at, 0)),
+		COALESCE(q.name, ''), c.group_id, COALESCE(g.name, ''), c.job_id, c.actor, c.at, c.edited
 	FROM chain c
 	LEFT JOIN messages cm ON cm.seq = c.copy_seq
 	LEFT JOIN messages m ON m.seq = c.seq
-	LEFT JOIN partitions p ON p.id = m.partition_id
+	LEFT JOIN partitions p ON p.id = COALESCE(m.partition_id, cm.partition_id, NULLIF(c.partition_id, 0))
 	LEFT JOIN queues q ON q.id = p.queue_id
 	LEFT JOIN groups g ON g.id = c.group_id AND c.group_id > 0
 	ORDER BY c.n`
@@ -117,11 +127,16 @@ func (t *storeTx) Lineage(ctx context.Context, copySeq int64, limit int) ([]brok
 // copiesQuery reads the copies of a message by replays_seq, each with its
 // message (for its id), its outcomes by replay_outcomes' primary key
 // (copy_seq, group_id) and its dead letter in each of those groups by
-// dead_letters' unique (seq, group_id).
-const copiesQuery = `SELECT r.copy_seq, m.created_at, m.transaction_id, r.group_id, COALESCE(rg.name, ''), r.job_id, r.actor, r.at, r.edited,
+// dead_letters' unique (seq, group_id). A copy retention removed is
+// still listed: it was made at r.at (its push time), its transactionId
+// is its dead letters' (” when it has none left).
+const copiesQuery = `SELECT r.copy_seq, COALESCE(m.created_at, r.at),
+		COALESCE(m.transaction_id, (SELECT x.transaction_id FROM dead_letters x WHERE x.seq = r.copy_seq LIMIT 1),
+			(SELECT x.transaction_id FROM removed_dead_letters x WHERE x.seq = r.copy_seq LIMIT 1), ''),
+		r.group_id, COALESCE(rg.name, ''), r.job_id, r.actor, r.at, r.edited,
 		o.group_id, COALESCE(og.name, ''), COALESCE(o.outcome, 0), COALESCE(o.settled_at, 0), d.id IS NOT NULL
 	FROM (SELECT * FROM replays WHERE seq = ?1 ORDER BY copy_seq LIMIT ?2) r
-	JOIN messages m ON m.seq = r.copy_seq
+	LEFT JOIN messages m ON m.seq = r.copy_seq
 	LEFT JOIN groups rg ON rg.id = r.group_id AND r.group_id > 0
 	LEFT JOIN replay_outcomes o ON o.copy_seq = r.copy_seq
 	LEFT JOIN groups og ON og.id = o.group_id

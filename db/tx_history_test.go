@@ -217,7 +217,10 @@ func TestHistoryPlans(t *testing.T) {
 	}{
 		{"Attempts", attemptsQuery, []any{1, 2, 100}, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (seq=? AND group_id=?)"}, nil},
 		{"DeleteAttempts", deleteAttemptsQuery, []any{1, 2}, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (seq=? AND group_id=?)"}, nil},
-		{"MessageRef", messageRefQuery, []any{1}, []string{"SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}, nil},
+		{"MessageRef", messageRefQuery, []any{1}, []string{"SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+			"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)", "SEARCH r USING INDEX removed_dead_letters_seq (seq=?)",
+			"SEARCH c USING INDEX replays_seq (seq=?)"},
+			[]string{"x", "(subquery-2)", "(subquery-4)", "(subquery-6)"}}, // one-row co-routines
 		{"Lineage", lineageQuery, []any{1, 20}, []string{"SEARCH replays USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)"}, []string{"c", "chain"}},
 		{"Copies", copiesQuery, []any{1, 100}, []string{"SEARCH replays USING INDEX replays_seq (seq=?)", "SEARCH o USING PRIMARY KEY (copy_seq=?)", "SEARCH d USING"}, []string{"r"}},
 		{"Deletions", deletionsQuery, []any{1}, []string{"SEARCH r USING INDEX removed_dead_letters_seq (seq=?)"}, nil},

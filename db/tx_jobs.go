@@ -116,7 +116,7 @@ func orNoRows(err error) error {
 // JobOutcomes reads job_outcomes by its key prefix, joined to the
 // groups' names.
 func (t *storeTx) JobOutcomes(ctx context.Context, jobID int64) ([]broker.JobOutcome, error) {
-	rows, err := t.query(ctx, `SELECT o.group_id, g.name, o.replayed, o.succeeded, o.failed
+	rows, err := t.query(ctx, `SELECT o.group_id, g.name, o.replayed, o.succeeded, o.failed, o.expired
 		FROM job_outcomes o JOIN groups g ON g.id = o.group_id WHERE o.job_id = ? ORDER BY g.name`, jobID)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func (t *storeTx) JobOutcomes(ctx context.Context, jobID int64) ([]broker.JobOut
 	var out []broker.JobOutcome
 	for rows.Next() {
 		var o broker.JobOutcome
-		if err := rows.Scan(&o.GroupID, &o.Group, &o.Replayed, &o.Succeeded, &o.Failed); err != nil {
+		if err := rows.Scan(&o.GroupID, &o.Group, &o.Replayed, &o.Succeeded, &o.Failed, &o.Expired); err != nil {
 			return nil, err
 		}
 		out = append(out, o)
@@ -134,14 +134,17 @@ func (t *storeTx) JobOutcomes(ctx context.Context, jobID int64) ([]broker.JobOut
 }
 
 // jobFailuresQuery is JobFailures' query.
-const jobFailuresQuery = `SELECT o.copy_seq, m.created_at, q.name, o.group_id, g.name, o.settled_at,
+// A copy retention removed is still listed: it was pushed when it was
+// replayed (replays.at), in its dead letter's partition (migration 0020).
+const jobFailuresQuery = `SELECT o.copy_seq, COALESCE(m.created_at, r.at, 0), COALESCE(q.name, ''), o.group_id, g.name, o.settled_at,
 			d.id IS NOT NULL, COALESCE(d.fingerprint, ''), COALESCE(d.error, '')
 		FROM replay_outcomes o
-		JOIN messages m ON m.seq = o.copy_seq
-		JOIN partitions p ON p.id = m.partition_id
-		JOIN queues q ON q.id = p.queue_id
+		LEFT JOIN messages m ON m.seq = o.copy_seq
+		LEFT JOIN replays r ON r.copy_seq = o.copy_seq
 		JOIN groups g ON g.id = o.group_id
 		LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
+		LEFT JOIN partitions p ON p.id = COALESCE(m.partition_id, d.partition_id)
+		LEFT JOIN queues q ON q.id = p.queue_id
 		WHERE o.job_id = ? AND o.job_id > 0 AND o.outcome = 2
 		ORDER BY o.copy_seq DESC LIMIT ?`
 

@@ -14,20 +14,21 @@ import (
 // removed_dead_letters, before DeleteDeadLetters removes them.
 func (t *storeTx) keepRemoved(ctx context.Context, ids string, r *broker.Removal) error {
 	_, err := t.exec(ctx, `INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
-			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until)
+			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
-			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?
+			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?, d.payload, d.pushed_at
 		FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id`,
 		r.How, ms(r.At), r.Actor, r.JobID, ms(r.RestoreUntil), ids)
 	return err
 }
 
 const removedCols = `r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
-	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, m.created_at`
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload`
 
 // restorableQuery is Restorable's query.
 func restorableQuery(seq, groupID, jobID int64, now time.Time, limit int) (string, []any) {
-	q := `SELECT ` + removedCols + ` FROM removed_dead_letters r JOIN messages m ON m.seq = r.seq
+	q := `SELECT ` + removedCols + ` FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > ? AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`
 	args := []any{ms(now)}
@@ -48,7 +49,9 @@ func restorableQuery(seq, groupID, jobID int64, now time.Time, limit int) (strin
 
 // Restorable reads by removed_dead_letters_seq (a message's) or
 // removed_dead_letters_job (a job's), joined to the message for its
-// time; a row whose (seq, group) is a dead letter again is left out.
+// time (the row's own, and its payload, once retention removed the
+// message: migration 0020); a row whose (seq, group) is a dead letter
+// again is left out.
 func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]broker.RemovedDeadLetter, error) {
 	q, args := restorableQuery(seq, groupID, jobID, now, limit)
 	rows, err := t.query(ctx, q, args...)
@@ -62,7 +65,7 @@ func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now
 		d := &r.DeadLetter
 		var failed, at, until, restored, created int64
 		if err := rows.Scan(&r.ID, &d.Seq, &d.QueueID, &d.PartitionID, &d.GroupID, &d.Error, &d.ErrorBytes, &d.RetryCount, &failed,
-			&d.TransactionID, &d.TraceID, &d.Fingerprint, &r.How, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &created); err != nil {
+			&d.TransactionID, &d.TraceID, &d.Fingerprint, &r.How, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &created, &d.Payload); err != nil {
 			return nil, err
 		}
 		d.FailedAt, d.CreatedAt, r.At = fromMS(failed), fromMS(created), fromMS(at)
@@ -107,7 +110,9 @@ func (t *storeTx) ReturnToErrorGroup(ctx context.Context, queueID, groupID int64
 
 // EndRestoreWindows walks removed_dead_letters_window from its oldest end.
 func (t *storeTx) EndRestoreWindows(ctx context.Context, now time.Time, limit int) (int64, error) {
-	res, err := t.exec(ctx, `UPDATE removed_dead_letters SET error = '', restore_until = 0
+	// The payload a row kept for its message (retention, migration 0020)
+	// goes with the error text: only a restore needed it.
+	res, err := t.exec(ctx, `UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
 		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= ? ORDER BY restore_until LIMIT ?)`, ms(now), limit)
 	if err != nil {
 		return 0, err

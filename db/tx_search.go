@@ -33,12 +33,13 @@ func scanMessageHeads(rows *sql.Rows) ([]broker.Message, error) {
 }
 
 // searchDeadLetterSelect joins a dead letter with its queue, partition and
-// group, and its message's creation time (for its id); no payload, and
-// at most broker.SearchErrorBytes of the error text.
+// group, and its message's creation time (for its id: the dead letter's
+// own once retention removed the message, migration 0020); no payload,
+// and at most broker.SearchErrorBytes of the error text.
 var searchDeadLetterSelect = fmt.Sprintf(`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	substr(d.error, 1, %d), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, m.created_at
+	substr(d.error, 1, %d), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
 	FROM dead_letters d
-	JOIN messages m ON m.seq = d.seq
+	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id`, broker.SearchErrorBytes)

@@ -34,9 +34,12 @@ func (t *storeTx) indexDeadLetter(ctx context.Context, d *broker.DeadLetter) err
 	if _, err := t.exec(ctx, `INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)`, d.ID, d.Error); err != nil {
 		return fmt.Errorf("index the error text: %w", err)
 	}
+	// The payload is the message's, or, once retention removed the
+	// message, the dead letter's own (a restore: migration 0020).
 	if _, err := t.exec(ctx, `INSERT INTO dead_letter_payloads (docid, text)
-		SELECT m.seq, `+payloadWords+` FROM messages m
-		WHERE m.seq = ?1 AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)`, d.Seq, d.ID); err != nil {
+		SELECT ?1, `+payloadWords+` FROM (SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1),
+			(SELECT o.payload FROM dead_letters o WHERE o.id = ?2)) AS payload) m
+		WHERE m.payload IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)`, d.Seq, d.ID); err != nil {
 		return fmt.Errorf("index the payload: %w", err)
 	}
 	return nil
@@ -126,7 +129,9 @@ func searchConds(f broker.Filter, add func(cond string, args ...any)) {
 			add(c, a...)
 		}
 		cond, args := fieldCond(ff)
-		add(`EXISTS (SELECT 1 FROM messages m WHERE m.seq = d.seq AND `+cond+`)`, args...)
+		// m.payload: the message's, or the dead letter's own once
+		// retention removed the message (migration 0020).
+		add(`EXISTS (SELECT 1 FROM (SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload) AS payload) m WHERE `+cond+`)`, args...)
 	}
 	if f.Floor != nil {
 		add(`(d.failed_at, d.id) >= (?, ?)`, ms(f.Floor.At), f.Floor.ID)
@@ -284,7 +289,8 @@ func (d *DB) RebuildTextIndex(ctx context.Context) error {
 	for _, s := range []string{
 		`INSERT INTO dead_letter_errors (dead_letter_errors) VALUES ('rebuild')`,
 		`DELETE FROM dead_letter_payloads`,
-		`INSERT INTO dead_letter_payloads (docid, text) SELECT m.seq, ` + payloadWords + ` FROM messages m WHERE m.seq IN (SELECT seq FROM dead_letters)`,
+		`INSERT INTO dead_letter_payloads (docid, text) SELECT m.seq, ` + payloadWords + ` FROM (SELECT d.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), MAX(d.payload)) AS payload
+			FROM dead_letters d GROUP BY d.seq) m WHERE m.payload IS NOT NULL`,
 		`INSERT INTO dead_letter_payloads (dead_letter_payloads) VALUES ('optimize')`,
 		`INSERT INTO dead_letter_errors (dead_letter_errors) VALUES ('optimize')`,
 	} {

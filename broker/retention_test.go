@@ -1,0 +1,486 @@
+package broker_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// sweep runs maintenance once and returns the messages task's report.
+func (s *bundle) sweep() broker.TaskReport {
+	s.t.Helper()
+	rep, err := s.b.Maintain(s.ctx)
+	if err != nil {
+		s.t.Fatalf("maintain: %v", err)
+	}
+	return rep.Task(broker.TaskMessages)
+}
+
+// kept returns the transactionIds of the messages still stored in a
+// partition of queue, in push order, read from the store itself.
+func (s *bundle) kept(queue, partition string) []string {
+	s.t.Helper()
+	var out []string
+	if err := s.db.View(s.ctx, func(tx broker.Tx) error {
+		q, err := tx.QueueByName(s.ctx, queue)
+		if err != nil {
+			return err
+		}
+		p, err := tx.PartitionByName(s.ctx, q.ID, partition)
+		if err != nil {
+			return err
+		}
+		ms, err := tx.MessagesAfter(s.ctx, p.ID, 0, 1_000_000)
+		for _, m := range ms {
+			out = append(out, m.TransactionID)
+		}
+		return err
+	}); err != nil {
+		s.t.Fatalf("messages of %s/%s: %v", queue, partition, err)
+	}
+	return out
+}
+
+// counts returns the queue page's count of a partition's messages and
+// each group's lag.
+func (s *bundle) counts(queue, partition string) (int64, map[string]int64) {
+	s.t.Helper()
+	q, err := s.b.Queue(s.ctx, queue)
+	if err != nil {
+		s.t.Fatalf("queue: %v", err)
+	}
+	var n int64 = -1
+	for _, p := range q.Partitions {
+		if p.Name == partition {
+			n = p.Messages
+		}
+	}
+	lags := map[string]int64{}
+	for _, g := range q.Groups {
+		lags[g.Name] = g.Lag
+	}
+	return n, lags
+}
+
+// subscribeAll makes groups read queue from its beginning (an empty pop).
+func (s *bundle) subscribeAll(queue string, groups ...string) {
+	s.t.Helper()
+	for _, g := range groups {
+		if res := s.pop(queue, g, 1); len(res.Messages) != 0 {
+			s.t.Fatalf("subscribe %s: got %d messages", g, len(res.Messages))
+		}
+	}
+}
+
+func txids(n int, prefix string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i+1)
+	}
+	return out
+}
+
+// completedRetentionSeconds: a message every group has settled is deleted
+// the retention after its last settlement, not a second before; a slow
+// group holds it however old it is; the counts of the queue page follow.
+func TestCompletedRetentionWaitsForTheLastGroup(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"completedRetentionSeconds": 3600})
+	s.subscribeAll("q", "fast", "slow")
+	s.push("q", "p", "a", "b", "c")
+	if got := s.drain("q", "fast"); len(got) != 3 {
+		t.Fatalf("fast drained %v", got)
+	}
+	s.clock.Advance(48 * time.Hour)
+	if r := s.sweep(); r.Removed != 0 {
+		t.Fatalf("removed %d while slow has read nothing", r.Removed)
+	}
+	if got := s.kept("q", "p"); len(got) != 3 {
+		t.Fatalf("kept %v, want a b c: slow has not read them", got)
+	}
+	// slow settles a and b now: the last settlement of those two.
+	ids, res := s.popTxids("q", "slow", 2)
+	if !slices.Equal(ids, []string{"a", "b"}) {
+		t.Fatalf("slow got %v", ids)
+	}
+	for _, m := range res.Messages {
+		s.ack(m, broker.AckCompleted, "")
+	}
+	s.sweep() // sees a and b settled by every group
+	s.clock.Advance(3599 * time.Second)
+	if r := s.sweep(); r.Removed != 0 {
+		t.Fatalf("removed %d a second before the retention had passed", r.Removed)
+	}
+	s.clock.Advance(time.Second)
+	if r := s.sweep(); r.Removed != 2 {
+		t.Fatalf("removed %d at the retention, want 2 (a, b)", r.Removed)
+	}
+	if got := s.kept("q", "p"); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("kept %v, want c: slow has not settled it", got)
+	}
+	n, lags := s.counts("q", "p")
+	if n != 1 || lags["fast"] != 0 || lags["slow"] != 1 {
+		t.Errorf("queue page: %d messages, lags %v; want 1, fast 0, slow 1", n, lags)
+	}
+	// Nothing expired: completed retention never removes an unsettled message.
+	if st := s.stats("q", "slow"); st.Expired != 0 {
+		t.Errorf("slow expired %d", st.Expired)
+	}
+	// slow still gets c, and nothing else.
+	if ids, _ := s.popTxids("q", "slow", 10); !slices.Equal(ids, []string{"c"}) {
+		t.Errorf("slow then got %v, want c", ids)
+	}
+}
+
+// A group that subscribes from the beginning after a partition's
+// messages were seen settled keeps what is still there: the marks made
+// before it came no longer count, and it sees what is kept.
+func TestCompletedRetentionAndAGroupAddedLater(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"completedRetentionSeconds": 3600})
+	s.subscribeAll("q", "a")
+	s.push("q", "p", "m1", "m2")
+	s.drain("q", "a")
+	s.sweep() // a mark: m1, m2 settled by every group
+	s.clock.Advance(time.Hour)
+	if r := s.sweep(); r.Removed != 2 {
+		t.Fatalf("removed %d, want m1 m2", r.Removed)
+	}
+	s.push("q", "p", "m3", "m4")
+	s.drain("q", "a")
+	s.sweep() // a mark for m3, m4
+	s.clock.Advance(10 * time.Minute)
+	// b subscribes from the beginning: it sees m3 and m4 (m1, m2 are gone).
+	if ids, _ := s.popTxids("q", "b", 10); !slices.Equal(ids, []string{"m3", "m4"}) {
+		t.Fatalf("b from the beginning got %v, want m3 m4", ids)
+	}
+	s.sweep()
+	s.clock.Advance(time.Hour) // the mark made before b came is due; b's lease ran out
+	if r := s.sweep(); r.Removed != 0 {
+		t.Fatalf("removed %d that b has not settled", r.Removed)
+	}
+	ids, res := s.popTxids("q", "b", 10)
+	if !slices.Equal(ids, []string{"m3", "m4"}) {
+		t.Fatalf("b again got %v, want m3 m4", ids)
+	}
+	for _, m := range res.Messages {
+		s.ack(m, broker.AckCompleted, "")
+	}
+	s.sweep()
+	s.clock.Advance(59 * time.Minute)
+	if r := s.sweep(); r.Removed != 0 {
+		t.Fatalf("removed %d less than the retention after b settled them", r.Removed)
+	}
+	s.clock.Advance(time.Hour/8 + time.Minute)
+	if r := s.sweep(); r.Removed != 2 {
+		t.Fatalf("removed %d within the lateness bound, want 2", r.Removed)
+	}
+}
+
+// retentionSeconds: what is older goes, settled or not; each group counts
+// what it had not settled as expired; the queue page's counts and the
+// lags are right after, and the groups go on from there.
+func TestRetentionExpiresUnreadMessages(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 60})
+	s.subscribeAll("q", "a", "b")
+	s.push("q", "p", txids(5, "m")...)
+	ids, res := s.popTxids("q", "a", 2)
+	for _, m := range res.Messages {
+		s.ack(m, broker.AckCompleted, "")
+	}
+	if len(ids) != 2 {
+		t.Fatalf("a got %v", ids)
+	}
+	s.clock.Advance(30 * time.Second)
+	s.push("q", "p", "young")
+	s.clock.Advance(30 * time.Second)
+	if r := s.sweep(); r.Removed != 0 {
+		t.Fatalf("removed %d at exactly the retention", r.Removed)
+	}
+	s.clock.Advance(time.Millisecond)
+	if r := s.sweep(); r.Removed != 5 {
+		t.Fatalf("removed %d, want the 5 older than 60 s", r.Removed)
+	}
+	if got := s.kept("q", "p"); !slices.Equal(got, []string{"young"}) {
+		t.Fatalf("kept %v", got)
+	}
+	if a, b := s.stats("q", "a").Expired, s.stats("q", "b").Expired; a != 3 || b != 5 {
+		t.Errorf("expired unread: a %d, b %d; want 3 and 5", a, b)
+	}
+	n, lags := s.counts("q", "p")
+	if n != 1 || lags["a"] != 1 || lags["b"] != 1 {
+		t.Errorf("queue page: %d messages, lags %v; want 1, a 1, b 1", n, lags)
+	}
+	for _, g := range []string{"a", "b"} {
+		if ids, _ := s.popTxids("q", g, 10); !slices.Equal(ids, []string{"young"}) {
+			t.Errorf("%s then got %v, want young", g, ids)
+		}
+	}
+	s.push("q", "p", "later")
+	s.sweep() // the counts are kept as events happen (the fold) after a sweep too
+	n, lags = s.counts("q", "p")
+	if n != 2 || lags["a"] != 2 || lags["b"] != 2 {
+		t.Errorf("after a push: %d messages, lags %v; want 2, a 2, b 2 (young is leased, not settled)", n, lags)
+	}
+}
+
+// A live lease is never cut: its messages (and what lies past them)
+// wait until it ends.
+func TestRetentionSparesALiveLease(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 60, "leaseTime": 300})
+	s.subscribeAll("q", "a")
+	s.push("q", "p", "m1", "m2", "m3")
+	_, res := s.popTxids("q", "a", 2)
+	s.clock.Advance(2 * time.Minute)
+	if r := s.sweep(); r.Removed != 0 {
+		t.Fatalf("removed %d under a live lease", r.Removed)
+	}
+	for _, m := range res.Messages {
+		if r := s.ack(m, broker.AckCompleted, ""); !r.Success {
+			t.Fatalf("ack under the lease after a sweep: %+v", r)
+		}
+	}
+	if r := s.sweep(); r.Removed != 3 {
+		t.Fatalf("removed %d after the lease, want 3", r.Removed)
+	}
+	if st := s.stats("q", "a"); st.Expired != 1 || st.Completed != 2 {
+		t.Errorf("a: expired %d, completed %d; want 1 (m3) and 2", st.Expired, st.Completed)
+	}
+}
+
+// A message waiting for its retry that expires leaves the consumer clean:
+// the next pop gets the next message at once (the retry delay was the
+// expired message's), and the old lease's late ack changes nothing.
+func TestRetentionOfAWaitingRetry(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 60, "retryDelay": 600_000, "retryLimit": 5})
+	s.subscribeAll("q", "a")
+	s.push("q", "p", "m1")
+	s.clock.Advance(30 * time.Second)
+	s.push("q", "p", "m2")
+	_, res := s.popTxids("q", "a", 2)
+	if len(res.Messages) != 2 {
+		t.Fatalf("popped %d", len(res.Messages))
+	}
+	if r := s.ack(res.Messages[0], broker.AckFailed, "try later"); !r.Success {
+		t.Fatalf("failed ack: %+v", r)
+	}
+	if ids, _ := s.popTxids("q", "a", 1); len(ids) != 0 {
+		t.Fatalf("got %v during the retry delay", ids)
+	}
+	s.clock.Advance(31 * time.Second)
+	if r := s.sweep(); r.Removed != 1 {
+		t.Fatalf("removed %d, want m1", r.Removed)
+	}
+	ids, next := s.popTxids("q", "a", 5)
+	if !slices.Equal(ids, []string{"m2"}) || next.Messages[0].RetryCount != 0 {
+		t.Fatalf("next pop got %v (%+v), want m2 at once, first try", ids, next.Messages)
+	}
+	// The old lease's acks are answered and change nothing: m1's is
+	// refused (it is gone), m2's is the late ack of a batch a failure
+	// ended (requeued: it changed nothing).
+	for _, m := range res.Messages {
+		r, err := s.b.Ack(s.ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: m.LeaseID, Status: broker.AckCompleted, Group: "a"})
+		if err == nil && r.Success && !r.Requeued {
+			t.Errorf("late ack of %s under the old lease counted: %+v", m.TransactionID, r)
+		}
+	}
+	if r := s.ack(next.Messages[0], broker.AckCompleted, ""); !r.Success {
+		t.Fatalf("ack m2: %+v", r)
+	}
+	if st := s.stats("q", "a"); st.Expired != 1 || st.Completed != 1 {
+		t.Errorf("a: expired %d, completed %d; want 1 and 1", st.Expired, st.Completed)
+	}
+	if n, lags := s.counts("q", "p"); n != 1 || lags["a"] != 0 {
+		t.Errorf("queue page: %d messages, lag %d; want 1 and 0", n, lags["a"])
+	}
+}
+
+// A dead letter keeps its payload once retention removed its message:
+// the list, the page, the payload search and export show it; a delete
+// and restore keeps it; a replay makes a copy with it; an edit and
+// replay keeps the original in the audit of edits.
+func TestDeadLetterSurvivesItsMessage(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 60})
+	s.subscribeAll("q", "a")
+	s.push("q", "p", "m1", "m2", "m3")
+	s.fail("q", "a", 3, "boom")
+	s.clock.Advance(2 * time.Minute)
+	if r := s.sweep(); r.Removed != 3 {
+		t.Fatalf("removed %d, want 3", r.Removed)
+	}
+	if got := s.kept("q", "p"); len(got) != 0 {
+		t.Fatalf("kept %v", got)
+	}
+	want := func(tx string) string { return fmt.Sprintf(`{"tx":%q}`, tx) }
+	byTx := map[string]broker.DeadLetter{}
+	for _, d := range s.dead("q", "a") {
+		byTx[d.TransactionID] = d
+		if string(d.Payload) != want(d.TransactionID) {
+			t.Errorf("listed %s: payload %q", d.TransactionID, d.Payload)
+		}
+	}
+	if len(byTx) != 3 {
+		t.Fatalf("dead letters %v", byTx)
+	}
+	m1 := byTx["m1"]
+	detail, err := s.b.DeadLetter(s.ctx, m1.MessageID(), "a")
+	if err != nil || string(detail.Payload) != want("m1") || detail.Error != "boom" {
+		t.Fatalf("page of m1: %+v, %v", detail.DeadLetter, err)
+	}
+	found, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Fields: []string{"tx=m2"}, Limit: 10})
+	if err != nil || len(found.Items) != 1 || found.Items[0].TransactionID != "m2" {
+		t.Fatalf("field search tx=m2: %+v, %v", found.Items, err)
+	}
+	found, err = s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Text: "m3", Limit: 10})
+	if err != nil || len(found.Items) != 1 || found.Items[0].TransactionID != "m3" {
+		t.Fatalf("text search m3: %+v, %v", found.Items, err)
+	}
+	var exported []broker.DeadLetter
+	if _, err := s.b.Export(s.ctx, broker.DLQQuery{Queue: "q"}, "ndjson", "user:x", func(dls []broker.DeadLetter) (int, error) {
+		exported = append(exported, dls...)
+		return len(dls), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(exported) != 3 {
+		t.Fatalf("exported %d", len(exported))
+	}
+	for _, d := range exported {
+		if string(d.Payload) != want(d.TransactionID) {
+			t.Errorf("exported %s: payload %q", d.TransactionID, d.Payload)
+		}
+	}
+
+	// Delete and restore m2: its payload comes back with it.
+	if n, err := s.b.Delete(s.ctx, byTx["m2"].MessageID(), "a", "user:x"); err != nil || n != 1 {
+		t.Fatalf("delete m2: %d, %v", n, err)
+	}
+	if n, err := s.b.Restore(s.ctx, byTx["m2"].MessageID(), "a", "user:x"); err != nil || n != 1 {
+		t.Fatalf("restore m2: %d, %v", n, err)
+	}
+	detail, err = s.b.DeadLetter(s.ctx, byTx["m2"].MessageID(), "a")
+	if err != nil || string(detail.Payload) != want("m2") {
+		t.Fatalf("m2 restored: %+v, %v", detail.DeadLetter, err)
+	}
+	found, err = s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Text: "m2", Limit: 10})
+	if err != nil || len(found.Items) != 1 {
+		t.Fatalf("text search m2 after the restore: %+v, %v", found.Items, err)
+	}
+
+	// Replay m1, edit and replay m3: the copies carry the payloads.
+	if _, err := s.b.Replay(s.ctx, m1.MessageID(), "user:x"); err != nil {
+		t.Fatalf("replay m1: %v", err)
+	}
+	if _, err := s.b.ReplayWith(s.ctx, byTx["m3"].MessageID(), broker.ReplayOptions{Actor: "user:x", Payload: []byte(`{"tx":"m3","fixed":true}`)}); err != nil {
+		t.Fatalf("edit and replay m3: %v", err)
+	}
+	_, res := s.popTxids("q", "a", 10)
+	if len(res.Messages) != 2 {
+		t.Fatalf("copies popped: %+v (kept %v)", res.Messages, s.kept("q", "p"))
+	}
+	if got := string(res.Messages[0].Payload); got != want("m1") || res.Messages[0].TransactionID != broker.ReplayPrefix+m1.MessageID() {
+		t.Errorf("copy of m1: %s %s", res.Messages[0].TransactionID, got)
+	}
+	if got := string(res.Messages[1].Payload); got != `{"tx":"m3","fixed":true}` {
+		t.Errorf("edited copy of m3: %s", got)
+	}
+	h := s.history(byTx["m3"].MessageID(), "a")
+	if len(h.Replays) != 1 || !h.Replays[0].Edited {
+		t.Errorf("history of m3: %+v", h.Replays)
+	}
+}
+
+// Deduplication holds while the message is kept: inside the window a
+// push of the same transactionId is a duplicate; once retention removed
+// it, the same transactionId is a new message.
+func TestDeduplicationWindow(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 60})
+	first := s.push("q", "p", "order-1")[0]
+	s.clock.Advance(59 * time.Second)
+	again := s.push("q", "p", "order-1")[0]
+	if again.Status != broker.StatusDuplicate || again.MessageID != first.MessageID {
+		t.Fatalf("inside the window: %+v, want a duplicate of %s", again, first.MessageID)
+	}
+	s.clock.Advance(2 * time.Second)
+	if r := s.sweep(); r.Removed != 1 {
+		t.Fatalf("removed %d", r.Removed)
+	}
+	past := s.push("q", "p", "order-1")[0]
+	if past.Status != broker.StatusQueued || past.MessageID == first.MessageID {
+		t.Fatalf("past the window: %+v, want a new message", past)
+	}
+}
+
+// Each sweep runs in chunks of at most 500 messages, one transaction
+// each, and reports what it removed.
+func TestMessageSweepInChunks(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 60})
+	s.subscribeAll("q", "a")
+	for i := 0; i < 1200; i += 100 {
+		s.push("q", "p", txids(100, fmt.Sprintf("b%d-", i))...)
+	}
+	s.push("q", "other", "o1")
+	s.clock.Advance(time.Hour)
+	r := s.sweep()
+	// 500 + 500 + 200 in p, 1 in other; and the settle marks' one
+	// transaction of completed retention (default 7 days).
+	if r.Removed != 1201 || r.Chunks != 5 {
+		t.Errorf("removed %d in %d chunks, want 1201 in 5", r.Removed, r.Chunks)
+	}
+	if st := s.stats("q", "a"); st.Expired != 1201 {
+		t.Errorf("expired %d", st.Expired)
+	}
+	if r := s.sweep(); r.Removed != 0 || r.Chunks != 1 {
+		t.Errorf("second run: %+v, want nothing in the marks' one transaction", r)
+	}
+}
+
+// A replayed copy that retention removes before the group settled it is
+// settled as expired: the job's copies are no longer pending.
+func TestRetentionSettlesPendingCopiesAsExpired(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.subscribeAll("q", "a")
+	s.push("q", "p", "m1", "m2")
+	s.fail("q", "a", 2, "boom")
+	s.configure("q", map[string]any{"retentionSeconds": 60})
+	job, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Actor: "user:x"})
+	if err != nil {
+		t.Fatalf("start job: %v", err)
+	}
+	if job, err = s.b.RunJob(s.ctx, job.ID); err != nil || job.State != broker.JobDone {
+		t.Fatalf("run job: %+v, %v", job, err)
+	}
+	view, err := s.b.JobDetail(s.ctx, job.ID)
+	if err != nil || len(view.Outcomes) != 1 || view.Outcomes[0].Pending() != 2 {
+		t.Fatalf("job before: %+v, %v", view.Outcomes, err)
+	}
+	s.clock.Advance(2 * time.Minute)
+	if r := s.sweep(); r.Removed != 4 {
+		t.Fatalf("removed %d, want 2 originals and 2 copies", r.Removed)
+	}
+	view, err = s.b.JobDetail(s.ctx, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := view.Outcomes[0]; o.Pending() != 0 || o.Expired != 2 || o.Replayed != 2 {
+		t.Errorf("job after: %+v, want 2 expired, none pending", o)
+	}
+}
