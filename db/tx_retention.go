@@ -380,7 +380,7 @@ func (t *storeTx) expireOutcomes(ctx context.Context, list string, now time.Time
 // the highest rowid there plus one: with the newest messages gone, a
 // push would get a seq again that cursors have passed, and that dead
 // letters, replays and attempts still name. So one placeholder row
-// (partition 0, which no partition is; transactionId ”) holds seq: one
+// (partition 0, which no partition is; an empty transactionId) holds seq: one
 // above the highest deleted, a seq no message had and nothing names
 // (at the deleted seq itself, the joins of dead letters to their
 // messages would find it), pushed at createdAt (the deleted message's
