@@ -106,8 +106,10 @@ func (b *Broker) export(ctx context.Context, q DLQQuery, emit func([]DeadLetter)
 		var page []DeadLetter
 		var next *ExportCursor
 		if err := b.store.View(ctx, func(tx Tx) (err error) {
-			page, next, err = tx.ExportDeadLetters(ctx, f, after, exportRows, exportBytes)
-			return err
+			if page, next, err = tx.ExportDeadLetters(ctx, f, after, exportRows, exportBytes); err != nil {
+				return err
+			}
+			return stampExpiry(ctx, tx, page)
 		}); err != nil {
 			return res, fmt.Errorf("export: page: %w", err)
 		}

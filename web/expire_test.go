@@ -104,6 +104,12 @@ func TestDeadLetterListSaysWhatExpires(t *testing.T) {
 	if len(list.Messages) != 4 || list.Messages[3].ExpiresAt == nil || *list.Messages[3].ExpiresAt != "2026-11-03T12:00:00.000Z" {
 		t.Errorf("API list %+v", list.Messages)
 	}
+	// The NDJSON export carries it too.
+	op, _ := s.loggedIn(broker.RoleOperator)
+	ex := op.get("/queues/orders/dead-letters/export?format=ndjson&group=billing").want(http.StatusOK)
+	if !strings.Contains(string(ex.body), `"expiresAt":"2026-11-03T12:00:00.000Z"`) {
+		t.Errorf("export:\n%s", ex.body)
+	}
 	kept := s.call("GET", "/api/v1/dlq?queue=kept", "").want(http.StatusOK)
 	if strings.Contains(string(kept.body), "expiresAt") {
 		t.Errorf("a kept queue's dead letters carry expiresAt: %s", kept.body)
