@@ -26,7 +26,7 @@ import (
 // settle_marks. It returns the marks written and the highest partition
 // id it looked at (0: there are no more).
 func (t *storeTx) MarkSettled(ctx context.Context, queueID int64, now time.Time, slot time.Duration, after int64, limit int) (marked, last int64, err error) {
-	ids, err := t.queryIDs(ctx, `SELECT id FROM partitions WHERE queue_id = ? AND id > ? ORDER BY id LIMIT ?`, queueID, after, limit)
+	ids, err := t.queryIDs(ctx, partitionsAfterSQL, queueID, after, limit)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -37,19 +37,10 @@ func (t *storeTx) MarkSettled(ctx context.Context, queueID int64, now time.Time,
 	// A mark above the watermark now (a group subscribed since, from
 	// the beginning) no longer says when every group had settled: it
 	// goes, and marks start again as that group settles.
-	if _, err := t.exec(ctx, `DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))
-		AND seq > COALESCE((SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = settle_marks.partition_id), 0)`, list); err != nil {
+	if _, err := t.exec(ctx, dropMarksAboveSQL, list); err != nil {
 		return 0, 0, err
 	}
-	res, err := t.exec(ctx, `INSERT INTO settle_marks (partition_id, at, seq, queue_id)
-		SELECT w.id, ?1, w.seq, ?2 FROM (
-			SELECT j.value AS id, (SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = j.value) AS seq,
-				(SELECT s.seq FROM settle_marks s WHERE s.partition_id = j.value ORDER BY s.at DESC LIMIT 1) AS mark_seq,
-				(SELECT s.at FROM settle_marks s WHERE s.partition_id = j.value ORDER BY s.at DESC LIMIT 1) AS mark_at
-			FROM json_each(?3) j) w
-		WHERE w.seq > 0 AND (w.mark_seq IS NULL OR (w.seq > w.mark_seq AND w.mark_at <= ?4))
-			AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = w.id AND m.seq <= w.seq)
-		ON CONFLICT (partition_id, at) DO NOTHING`, ms(now), queueID, list, ms(now.Add(-slot)))
+	res, err := t.exec(ctx, markSettledSQL, ms(now), queueID, list, ms(now.Add(-slot)))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -64,7 +55,7 @@ func (t *storeTx) MarkSettled(ctx context.Context, queueID int64, now time.Time,
 // messages up to it were settled by every group more than the retention
 // ago). It reads settle_marks by settle_marks_due and locks nothing.
 func (t *storeTx) DueSettled(ctx context.Context, queueID int64, before time.Time) ([]broker.PartitionCut, error) {
-	rows, err := t.query(ctx, `SELECT partition_id, MAX(seq) FROM settle_marks WHERE queue_id = ? AND at <= ? GROUP BY partition_id ORDER BY partition_id`, queueID, ms(before))
+	rows, err := t.query(ctx, dueSettledSQL, queueID, ms(before))
 	if err != nil {
 		return nil, err
 	}
@@ -77,9 +68,7 @@ func (t *storeTx) DueSettled(ctx context.Context, queueID int64, before time.Tim
 // message by messages_partition_seq (one index probe a partition) and
 // locks nothing.
 func (t *storeTx) ExpiringPartitions(ctx context.Context, queueID int64, before time.Time) ([]broker.PartitionCut, error) {
-	rows, err := t.query(ctx, `SELECT x.id, x.seq FROM (
-			SELECT p.id, (SELECT m.seq FROM messages m WHERE m.partition_id = p.id ORDER BY m.seq LIMIT 1) AS seq FROM partitions p WHERE p.queue_id = ?) x
-		JOIN messages m ON m.seq = x.seq WHERE m.created_at < ? ORDER BY x.id`, queueID, ms(before))
+	rows, err := t.query(ctx, expiringPartitionsSQL, queueID, ms(before))
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +92,7 @@ func scanCuts(rows *sql.Rows) ([]broker.PartitionCut, error) {
 // below through (their messages are gone). Writes settle_marks by its
 // key.
 func (t *storeTx) DropSettleMarks(ctx context.Context, partitionID, through int64) (int64, error) {
-	res, err := t.exec(ctx, `DELETE FROM settle_marks WHERE partition_id = ? AND seq <= ?`, partitionID, through)
+	res, err := t.exec(ctx, dropSettleMarksSQL, partitionID, through)
 	if err != nil {
 		return 0, err
 	}
@@ -163,7 +152,7 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 		return out, nil
 	}
 	var leased sql.NullInt64
-	if err := t.queryRow(ctx, `SELECT MIN(cursor) FROM consumers WHERE partition_id = ? AND lease_id IS NOT NULL AND lease_until > ?`,
+	if err := t.queryRow(ctx, leasedCursorSQL,
 		s.PartitionID, ms(s.Now)).Scan(&leased); err != nil {
 		return out, err
 	}
@@ -176,7 +165,7 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 		}
 	}
 	out.Bound = upTo
-	rows, err := t.query(ctx, `SELECT seq, created_at FROM messages WHERE partition_id = ? AND seq <= ? ORDER BY seq LIMIT ?`, s.PartitionID, upTo, s.Limit)
+	rows, err := t.query(ctx, sweepRangeSQL, s.PartitionID, upTo, s.Limit)
 	if err != nil {
 		return out, err
 	}
@@ -215,15 +204,9 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 		return n
 	}
 	for _, stmt := range []string{
-		`UPDATE dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = dead_letters.seq),
-			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = dead_letters.seq)
-			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL`,
-		`UPDATE removed_dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = removed_dead_letters.seq),
-			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = removed_dead_letters.seq)
-			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL`,
-		`DELETE FROM attempts WHERE seq IN (SELECT value FROM json_each(?1))
-			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
-			AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.seq = attempts.seq AND r.group_id = attempts.group_id)`,
+		copyToDeadLettersSQL,
+		copyToRemovedSQL,
+		sweepAttemptsSQL,
 	} {
 		if _, err := t.exec(ctx, stmt, list); err != nil {
 			return out, err
@@ -236,7 +219,7 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 	if err := t.queryRow(ctx, `SELECT MAX(seq) FROM messages`).Scan(&top); err != nil {
 		return out, err
 	}
-	if _, err := t.exec(ctx, `DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))`, list); err != nil {
+	if _, err := t.exec(ctx, deleteMessagesSQL, list); err != nil {
 		return out, err
 	}
 	if top == through {
@@ -250,7 +233,7 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 		}
 	}
 	var ready bool
-	if err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE partition_id = ? AND seq > ?)`, s.PartitionID, through).Scan(&ready); err != nil {
+	if err := t.queryRow(ctx, readyAfterSQL, s.PartitionID, through).Scan(&ready); err != nil {
 		return out, err
 	}
 	for _, c := range consumers {
@@ -263,8 +246,7 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 
 // sweptConsumers reads the consumers of a partition by their key prefix.
 func (t *storeTx) sweptConsumers(ctx context.Context, partitionID int64) ([]sweptConsumer, error) {
-	rows, err := t.query(ctx, `SELECT group_id, cursor, passed_seq, lease_last, retry_seq, void_last, lease_id, void_lease_id, acks
-		FROM consumers WHERE partition_id = ?`, partitionID)
+	rows, err := t.query(ctx, sweptConsumersSQL, partitionID)
 	if err != nil {
 		return nil, err
 	}
@@ -347,8 +329,7 @@ func (t *storeTx) sweepConsumer(ctx context.Context, partitionID int64, c sweptC
 // expireOutcomes settles as expired (outcome 3) the pending outcomes of
 // the copies among seqs, and counts them into their jobs' expired.
 func (t *storeTx) expireOutcomes(ctx context.Context, list string, now time.Time) error {
-	rows, err := t.query(ctx, `UPDATE replay_outcomes SET outcome = 3, settled_at = ?
-		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id`, ms(now), list)
+	rows, err := t.query(ctx, expireOutcomesSQL, ms(now), list)
 	if err != nil {
 		return err
 	}
@@ -394,3 +375,41 @@ func (t *storeTx) keepSeqFloor(ctx context.Context, seq, createdAt int64) error 
 		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > seq`, seq, createdAt)
 	return err
 }
+
+// The statements of retention (their plans: tx_retention_test.go).
+const (
+	partitionsAfterSQL = `SELECT id FROM partitions WHERE queue_id = ? AND id > ? ORDER BY id LIMIT ?`
+	dropMarksAboveSQL  = `DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))
+		AND seq > COALESCE((SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = settle_marks.partition_id), 0)`
+	markSettledSQL = `INSERT INTO settle_marks (partition_id, at, seq, queue_id)
+		SELECT w.id, ?1, w.seq, ?2 FROM (
+			SELECT j.value AS id, (SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = j.value) AS seq,
+				(SELECT s.seq FROM settle_marks s WHERE s.partition_id = j.value ORDER BY s.at DESC LIMIT 1) AS mark_seq,
+				(SELECT s.at FROM settle_marks s WHERE s.partition_id = j.value ORDER BY s.at DESC LIMIT 1) AS mark_at
+			FROM json_each(?3) j) w
+		WHERE w.seq > 0 AND (w.mark_seq IS NULL OR (w.seq > w.mark_seq AND w.mark_at <= ?4))
+			AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = w.id AND m.seq <= w.seq)
+		ON CONFLICT (partition_id, at) DO NOTHING`
+	dueSettledSQL         = `SELECT partition_id, MAX(seq) FROM settle_marks WHERE queue_id = ? AND at <= ? GROUP BY partition_id ORDER BY partition_id`
+	expiringPartitionsSQL = `SELECT x.id, x.seq FROM (
+			SELECT p.id, (SELECT m.seq FROM messages m WHERE m.partition_id = p.id ORDER BY m.seq LIMIT 1) AS seq FROM partitions p WHERE p.queue_id = ?) x
+		JOIN messages m ON m.seq = x.seq WHERE m.created_at < ? ORDER BY x.id`
+	dropSettleMarksSQL   = `DELETE FROM settle_marks WHERE partition_id = ? AND seq <= ?`
+	leasedCursorSQL      = `SELECT MIN(cursor) FROM consumers WHERE partition_id = ? AND lease_id IS NOT NULL AND lease_until > ?`
+	sweepRangeSQL        = `SELECT seq, created_at FROM messages WHERE partition_id = ? AND seq <= ? ORDER BY seq LIMIT ?`
+	copyToDeadLettersSQL = `UPDATE dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = dead_letters.seq),
+			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = dead_letters.seq)
+			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL`
+	copyToRemovedSQL = `UPDATE removed_dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = removed_dead_letters.seq),
+			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = removed_dead_letters.seq)
+			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL`
+	sweepAttemptsSQL = `DELETE FROM attempts WHERE seq IN (SELECT value FROM json_each(?1))
+			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+			AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.seq = attempts.seq AND r.group_id = attempts.group_id)`
+	deleteMessagesSQL = `DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))`
+	readyAfterSQL     = `SELECT EXISTS (SELECT 1 FROM messages WHERE partition_id = ? AND seq > ?)`
+	sweptConsumersSQL = `SELECT group_id, cursor, passed_seq, lease_last, retry_seq, void_last, lease_id, void_lease_id, acks
+		FROM consumers WHERE partition_id = ?`
+	expireOutcomesSQL = `UPDATE replay_outcomes SET outcome = 3, settled_at = ?
+		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id`
+)

@@ -1,0 +1,102 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Every statement of retention finds its rows by an index: the
+// messages of a partition by messages_partition_seq, dead letters by
+// their seq, consumers by their key, settle marks by theirs or by
+// settle_marks_due; none scans a big table.
+func TestRetentionPlans(t *testing.T) {
+	t.Parallel()
+	d, _ := openBroker(t)
+	for _, c := range []struct {
+		name, query string
+		args        []any
+		want        []string
+	}{
+		{"partitions", partitionsAfterSQL, []any{1, 0, 500}, []string{"partitions"}},
+		{"drop marks above", dropMarksAboveSQL, []any{"[1]"}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)", "SEARCH c USING PRIMARY KEY (partition_id=?)"}},
+		{"mark", markSettledSQL, []any{1, 1, "[1]", 1}, []string{"SEARCH c USING", "SEARCH s USING PRIMARY KEY (partition_id=?)", "SEARCH m EXISTS USING COVERING INDEX messages_partition_seq (partition_id=? AND seq<?)"}},
+		{"due", dueSettledSQL, []any{1, 1}, []string{"SEARCH settle_marks USING INDEX settle_marks_due (queue_id=? AND at<?)"}},
+		{"expiring", expiringPartitionsSQL, []any{1, 1}, []string{"SEARCH m USING COVERING INDEX messages_partition_seq (partition_id=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"drop marks", dropSettleMarksSQL, []any{1, 1}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)"}},
+		{"leased", leasedCursorSQL, []any{1, 1}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
+		{"range", sweepRangeSQL, []any{1, 1, 500}, []string{"SEARCH messages USING INDEX messages_partition_seq (partition_id=? AND seq<?)"}},
+		{"copy to dead letters", copyToDeadLettersSQL, []any{"[1]"}, []string{"SEARCH dead_letters USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"copy to deleted", copyToRemovedSQL, []any{"[1]"}, []string{"SEARCH removed_dead_letters USING INDEX removed_dead_letters_seq (seq=?)"}},
+		{"attempts", sweepAttemptsSQL, []any{"[1]"}, []string{"SEARCH attempts USING COVERING INDEX sqlite_autoindex_attempts_1 (seq=?)", "SEARCH d USING COVERING INDEX sqlite_autoindex_dead_letters_1 (seq=? AND group_id=?)"}},
+		{"delete", deleteMessagesSQL, []any{"[1]"}, []string{"SEARCH messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"ready", readyAfterSQL, []any{1, 1}, []string{"SEARCH messages USING COVERING INDEX messages_partition_seq (partition_id=? AND seq>?)"}},
+		{"consumers", sweptConsumersSQL, []any{1}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
+		{"outcomes", expireOutcomesSQL, []any{1, "[1]"}, []string{"SEARCH replay_outcomes USING PRIMARY KEY (copy_seq=?)"}},
+	} {
+		plan := queryPlan(t, d, c.query, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s: plan\n%s\nwants %q", c.name, plan, w)
+			}
+		}
+		for _, bad := range []string{"SCAN messages", "SCAN m\n", "SCAN dead_letters", "SCAN d\n", "SCAN consumers", "SCAN c\n", "SCAN removed_dead_letters", "SCAN attempts", "SCAN settle_marks", "SCAN replay_outcomes"} {
+			if strings.Contains(plan+"\n", bad) {
+				t.Errorf("%s: plan\n%s\nhas %q", c.name, plan, strings.TrimSpace(bad))
+			}
+		}
+	}
+}
+
+// A sweep that deletes the newest messages of the whole table leaves a
+// placeholder one seq above them, so that the next push does not get a
+// seq again (SQLite gives the highest rowid + 1): cursors, dead letters
+// and replays name the old ones. The placeholder is no message of any
+// partition and is counted nowhere.
+func TestSweepKeepsSeqsGrowing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openBroker(t)
+	for i := range 3 {
+		push(t, b, "p", fmt.Sprintf("m%d", i))
+	}
+	var pid int64
+	if err := d.Update(ctx, func(tx broker.Tx) error {
+		p, err := partitionP(ctx, tx)
+		pid = p.ID
+		if err != nil {
+			return err
+		}
+		out, err := tx.SweepMessages(ctx, broker.MessageSweep{PartitionID: p.ID, UpTo: 1 << 40, Limit: 500, Now: time.Now()})
+		if err != nil || out.Removed != 3 || out.Through != 3 {
+			return fmt.Errorf("swept %+v, %v", out, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	push(t, b, "p", "after")
+	if err := d.View(ctx, func(tx broker.Tx) error {
+		m, err := tx.MessageByTransaction(ctx, pid, "after")
+		if err != nil {
+			return err
+		}
+		if m.Seq <= 4 {
+			t.Errorf("pushed after the sweep with seq %d, want above 4: seqs 1-3 were handed out, 4 holds them", m.Seq)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.Queue(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Partitions) != 1 || q.Partitions[0].Messages != 1 {
+		t.Errorf("partitions %+v, want p with 1 message", q.Partitions)
+	}
+}
