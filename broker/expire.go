@@ -42,7 +42,8 @@ type ExpiryTx interface {
 	// MarkExpired finishes the records that DeleteDeadLetters (with a
 	// Removal of RemovedExpired) wrote for keys: each keeps the retention
 	// that expired it, and is cut to what its page needs to say so (its
-	// error text goes: an expired dead letter cannot be restored). The
+	// error text and any payload it kept go: an expired dead letter
+	// cannot be restored). The
 	// failed attempts of each (message, group) go too. It writes
 	// removed_dead_letters (by removed_dead_letters_seq) and attempts (by
 	// its primary key); keys with no record: nothing, no error.

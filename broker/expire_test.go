@@ -335,3 +335,39 @@ func TestExpiringCountIsCapped(t *testing.T) {
 	}
 	t.Logf("triage with a capped expiring count: %s", took)
 }
+
+// A dead letter whose message retention removed first expires the same
+// way, and its page still says what became of it (the record keeps the
+// message's push time).
+func TestDeadLetterExpiresAfterItsMessageWent(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"completedRetentionSeconds": 60, "deadLetterRetentionSeconds": 3600})
+	s.pop("q", "g", 1)
+	s.push("q", "p", "m1")
+	s.fail("q", "g", 1, "boom")
+	id := s.dead("q", "g")[0].MessageID()
+	var messages int64
+	for range 20 { // a minute a run: the message goes well before the hour
+		s.clock.Advance(time.Minute)
+		rep, err := s.b.Maintain(s.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		messages += rep.Task(broker.TaskMessages).Removed
+	}
+	if messages == 0 {
+		t.Fatal("the message sweep removed nothing: the case needs the message gone")
+	}
+	if d := s.dead("q", "g"); len(d) != 1 || string(d[0].Payload) != `{"tx":"m1"}` {
+		t.Fatalf("dead letter after its message went: %+v", d)
+	}
+	s.clock.Advance(time.Hour)
+	if r := s.maintain(); r.Removed != 1 {
+		t.Fatalf("expiry: %+v", r)
+	}
+	h := s.history(id, "g")
+	if f, ok := h.Fate(h.GroupID); !ok || f.How != broker.FateExpired || f.Deletion.Retention != time.Hour || h.Message.ID() != id {
+		t.Fatalf("history %+v", h)
+	}
+}

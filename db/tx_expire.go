@@ -36,8 +36,11 @@ func (t *storeTx) DueDeadLetters(ctx context.Context, queueID int64, before time
 }
 
 // markExpiredSQL finds the records of an expiry by their messages
-// (removed_dead_letters_seq), then by the dead letters' ids.
-const markExpiredSQL = `UPDATE removed_dead_letters SET retention = ?3, error = ''
+// (removed_dead_letters_seq), then by the dead letters' ids, and cuts
+// them to what the page of an expired dead letter says: the error text
+// and the payload a record took from its message (migration 0020) go;
+// the push time (pushed_at) stays, it names the message.
+const markExpiredSQL = `UPDATE removed_dead_letters SET retention = ?3, error = '', payload = NULL
 	WHERE seq IN (SELECT value FROM json_each(?1)) AND dead_letter_id IN (SELECT value FROM json_each(?2)) AND how = 'expired'`
 
 // expiredAttemptsSQL deletes the failed attempts of the expired dead

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,5 +137,75 @@ func BenchmarkExpiringCount(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// MarkExpired cuts an expiry's records to what the page says: the
+// retention kept, the error text and the payload (taken from a message
+// that retention removed) gone, the push time kept; a delete's record of
+// the same message is left as it was.
+func TestMarkExpiredCutsTheRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "mark.db"), SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var keys []broker.DeadLetterKey
+	if err := d.Update(ctx, func(tx broker.Tx) error {
+		for g := int64(1); g <= 2; g++ {
+			dl := &broker.DeadLetter{Seq: 7, QueueID: 1, PartitionID: 1, GroupID: g, Error: "secret error", FailedAt: t0, Fingerprint: "f"}
+			if err := tx.InsertDeadLetter(ctx, dl); err != nil {
+				return err
+			}
+			if err := tx.InsertAttempt(ctx, 7, g, broker.Attempt{Attempt: 1, At: t0, Error: "first"}); err != nil {
+				return err
+			}
+			keys = append(keys, broker.DeadLetterKey{ID: dl.ID, Seq: 7, QueueID: 1, PartitionID: 1, GroupID: g})
+		}
+		// As the message sweep leaves them once it removed the message.
+		if _, err := tx.(*storeTx).exec(ctx, `UPDATE dead_letters SET payload = CAST('{"card":"4111"}' AS BLOB), pushed_at = ?`, ms(t0.Add(-time.Hour))); err != nil {
+			return err
+		}
+		if err := tx.DeleteDeadLetters(ctx, []int64{keys[0].ID}, &broker.Removal{How: broker.RemovedExpired, At: t0, Actor: broker.BrokerActor}); err != nil {
+			return err
+		}
+		if err := tx.DeleteDeadLetters(ctx, []int64{keys[1].ID}, &broker.Removal{How: broker.RemovedDeleted, At: t0, Actor: "user:a", RestoreUntil: t0.Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.MarkExpired(ctx, keys[:1], 48*time.Hour)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := d.read.QueryContext(ctx, `SELECT how, retention, error, payload IS NULL, pushed_at FROM removed_dead_letters ORDER BY group_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var how, errText string
+		var retention, pushed int64
+		var noPayload bool
+		if err := rows.Scan(&how, &retention, &errText, &noPayload, &pushed); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %d %q %v %v", how, retention, errText, noPayload, pushed == ms(t0.Add(-time.Hour))))
+	}
+	if want := []string{`expired 172800 "" true true`, `deleted 0 "secret error" false true`}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("records %v, want %v", got, want)
+	}
+	var attempts []int64
+	for g := int64(1); g <= 2; g++ {
+		var n int64
+		if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE seq = 7 AND group_id = ?`, g).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		attempts = append(attempts, n)
+	}
+	if attempts[0] != 0 || attempts[1] != 1 {
+		t.Errorf("attempts left per group %v, want [0 1]: the expired group's go", attempts)
 	}
 }
