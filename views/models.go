@@ -132,6 +132,7 @@ type GroupRow struct {
 	Replayed     int64
 	Deleted      int64
 	Dropped      int64
+	Expired      int64 // messages retentionSeconds deleted before the group settled them
 	DLQURL       string
 }
 

@@ -168,7 +168,7 @@ func (s *Server) showQueuePage(c echo.Context) error {
 	addGroup := func(name string, lag, leased int64) {
 		seen[name] = true
 		st := stats[name]
-		row := views.GroupRow{Name: name, Lag: lag, Leased: leased, Depth: st.Depth, DeadLettered: st.DeadLettered, Replayed: st.Replayed, Deleted: st.Deleted, Dropped: st.Dropped,
+		row := views.GroupRow{Name: name, Lag: lag, Leased: leased, Depth: st.Depth, DeadLettered: st.DeadLettered, Replayed: st.Replayed, Deleted: st.Deleted, Dropped: st.Dropped, Expired: st.Expired,
 			DLQURL: deadLettersURL(q.Name, url.Values{"group": {name}})}
 		if !st.OldestFailedAt.IsZero() {
 			row.Oldest = views.Age(now.Sub(st.OldestFailedAt))
