@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -319,5 +321,69 @@ func TestGiveBackPagesFreesWhatItSays(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[0 1 7 100]" {
 		t.Fatalf("gave back %v, want [0 1 7 100]", got)
+	}
+}
+
+// handClock is a clock the test moves.
+type handClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *handClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *handClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestRetentionThenSpaceShrinkTheFile: completedRetentionSeconds deletes
+// what every group settled, and the same maintenance run gives the pages
+// back: the file shrinks with no hand-made delete.
+func TestRetentionThenSpaceShrinkTheFile(t *testing.T) {
+	ctx := context.Background()
+	d := openSpace(t, filepath.Join(t.TempDir(), "l.db"), nil)
+	defer d.Close()
+	clock := &handClock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	b := broker.New(broker.Config{Store: d, Clock: clock})
+	if _, err := b.Configure(ctx, "q", map[string]json.RawMessage{"completedRetentionSeconds": json.RawMessage("60")}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	pushSpace(t, b, 40_000, 500)
+	for done := 0; done < 40_000; {
+		res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 1000})
+		if err != nil || len(res.Messages) == 0 {
+			t.Fatalf("pop: %d, %v", len(res.Messages), err)
+		}
+		acks := make([]broker.Ack, len(res.Messages))
+		for i, m := range res.Messages {
+			acks[i] = broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted}
+		}
+		if _, err := b.AckBatch(ctx, "", acks); err != nil {
+			t.Fatal(err)
+		}
+		done += len(acks)
+	}
+	full := fileSize(t, d)
+	if _, err := b.Maintain(ctx); err != nil { // notes what is settled
+		t.Fatal(err)
+	}
+	clock.advance(61 * time.Second)
+	rep, err := b.Maintain(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := fileSize(t, d)
+	t.Logf("file %d KiB → %d KiB; %+v; %+v", full>>10, small>>10, rep.Task(broker.TaskMessages), rep.Task(broker.TaskSpace))
+	if m := rep.Task(broker.TaskMessages); m.Removed != 40_000 {
+		t.Fatalf("retention removed %d messages, want 40000", m.Removed)
+	}
+	if s := rep.Task(broker.TaskSpace); s.Removed == 0 || small > full/3 {
+		t.Fatalf("file %d → %d bytes, %d pages given back: not shrunk", full, small, s.Removed)
 	}
 }
