@@ -72,4 +72,9 @@ func TestSupportSeesWhatExpires(t *testing.T) {
 	v.contains(v.id("fate-expired"), "cannot be restored", "that it is gone for good")
 	v.count(v.id("restore"), 0, "a Restore button")
 	v.screenshot("deadletter-gone-expired")
+
+	v.open("/charts?range=1h&queue=" + queue)
+	v.contains(v.id("chart-retention"), "billing: dead letters expired (1)", "the retention chart's line")
+	v.id("chart-retention").ScrollIntoViewIfNeeded()
+	v.screenshotWindow("charts-retention")
 }

@@ -211,7 +211,7 @@ const maxRetentionLines = 8
 // and group (per group of one queue) that lost any in the range, each
 // named with its total, the biggest first.
 func retentionChart(series []broker.Series, oneQueue bool, step time.Duration) views.Chart {
-	c := views.Chart{Title: "Removed by retention, per " + stepName(step) + ": messages expired unread and dead letters expired", TestID: "retention",
+	c := views.Chart{Title: "Removed by retention, per " + stepName(step), TestID: "retention",
 		Empty: "Retention removed nothing in this range.", Whole: true}
 	type line struct {
 		s     views.ChartSeries
