@@ -184,7 +184,7 @@ func TestExpiredDeadLetterSaysSoAndIsCounted(t *testing.T) {
 	if got := strings.Join(strings.Fields(au.doc().Find("main").Text()), " "); !strings.Contains(got, "dead letters: 2 expired in orders / billing, older than 2 days (deadLetterRetentionSeconds)") {
 		t.Errorf("audit page: %q", got)
 	}
-	if au.doc().Find(`option[value="` + broker.AuditDeadLettersExpired + `"]`).Length() != 1 {
+	if au.doc().Find(`option[value="`+broker.AuditDeadLettersExpired+`"]`).Length() != 1 {
 		t.Error("the audit page offers no filter by dead letters expired")
 	}
 	// The list now: o2 and o3 expire within 24 h (a0, filed at t0+40 h, just after).
