@@ -49,13 +49,15 @@ var (
 
 type mMessage struct {
 	txid, id, payload string
-	only              string // a copy replayed to one group: that group; "" every group
+	only              string    // a copy replayed to one group: that group; "" every group
+	at                time.Time // pushed at
 }
 
 type mPartition struct {
 	uuid string // the partitionId, learnt from the first push; "" until then
 	msgs []mMessage
 	byTx map[string]int
+	gone int // msgs[:gone] were deleted by retentionSeconds
 }
 
 type mAck struct{ status, err string }
@@ -101,6 +103,7 @@ type model struct {
 	// transactionId: the copy's first outcome there (completed, or given
 	// up on again) is counted as the replay's outcome in that group.
 	expect map[string]map[string]bool
+	now    func() time.Time
 }
 
 func newModel(o broker.Options) *model {
@@ -402,7 +405,7 @@ func (m *model) replay(p, i int, copyID string) (status, copyTx string, ok bool)
 	if _, exists := part.byTx[copyTx]; !exists {
 		status = broker.StatusQueued
 		part.byTx[copyTx] = len(part.msgs)
-		part.msgs = append(part.msgs, mMessage{txid: copyTx, id: copyID, payload: orig.payload})
+		part.msgs = append(part.msgs, mMessage{txid: copyTx, id: copyID, payload: orig.payload, at: m.now()})
 	}
 	if m.expect[copyTx] == nil {
 		m.expect[copyTx] = map[string]bool{}
@@ -434,7 +437,7 @@ func (m *model) replayOwn(p, i int, group, copyID string) (status, copyTx string
 	if _, exists := part.byTx[copyTx]; !exists {
 		status = broker.StatusQueued
 		part.byTx[copyTx] = len(part.msgs)
-		part.msgs = append(part.msgs, mMessage{txid: copyTx, id: copyID, payload: orig.payload, only: group})
+		part.msgs = append(part.msgs, mMessage{txid: copyTx, id: copyID, payload: orig.payload, only: group, at: m.now()})
 	}
 	if m.expect[copyTx] == nil {
 		m.expect[copyTx] = map[string]bool{}
@@ -472,6 +475,7 @@ var opWeights = []struct {
 }{
 	{"push", 18}, {"pop", 24}, {"ack", 30}, {"acks", 5}, {"clock", 10},
 	{"replay", 4}, {"delete", 3}, {"replayIDs", 2}, {"replayGroup", 2}, {"deleteIDs", 1}, {"replayOwn", 4},
+	{"sweep", 3},
 }
 
 func genOps(rng *rand.Rand, n int) []modelOp {
@@ -503,6 +507,7 @@ func genOptions(rng *rand.Rand) broker.Options {
 		RetryDelay:         []int{0, 250, 1500}[rng.IntN(3)],
 		DeadLetterQueue:    rng.IntN(8) != 0,
 		DLQAfterMaxRetries: rng.IntN(8) != 0,
+		RetentionSeconds:   1 + rng.IntN(3),
 	}
 }
 
@@ -552,9 +557,10 @@ func runModel(t testing.TB, dir string, opts broker.Options, ops []modelOp, fold
 	defer d.Close()
 	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	r := &modelRun{t: t, ctx: ctx, b: broker.New(broker.Config{Store: d, Clock: c}), clock: c, m: newModel(opts), leases: map[string]string{}}
+	r.m.now = c.Now
 	raw := map[string]json.RawMessage{}
 	for k, v := range map[string]any{"leaseTime": opts.LeaseTime, "retryLimit": opts.RetryLimit, "retryDelay": opts.RetryDelay,
-		"deadLetterQueue": opts.DeadLetterQueue, "dlqAfterMaxRetries": opts.DLQAfterMaxRetries} {
+		"deadLetterQueue": opts.DeadLetterQueue, "dlqAfterMaxRetries": opts.DLQAfterMaxRetries, "retentionSeconds": opts.RetentionSeconds} {
 		raw[k], _ = json.Marshal(v)
 	}
 	if _, err := r.b.Configure(ctx, modelQueue, raw, "test"); err != nil {
@@ -604,6 +610,70 @@ func (r *modelRun) apply(op modelOp) {
 		r.deleteIDs(op)
 	case "replayOwn":
 		r.replayOwn(op)
+	case "sweep":
+		r.sweep()
+	}
+}
+
+// sweep runs maintenance: retentionSeconds deletes, in each partition,
+// the oldest messages pushed longer ago than it, up to the first lane
+// under a live lease; a group counts those it had not settled (copies
+// for other groups aside) as expired and goes on past them, its retry
+// and a lease or void lease that ended among them forgotten; a push of
+// a deleted message's transactionId is a new message.
+func (r *modelRun) sweep() {
+	rep, err := r.b.Maintain(r.ctx)
+	if err != nil {
+		r.failf("maintain: %v", err)
+	}
+	m, now := r.m, r.now()
+	cutoff := now.Add(-time.Duration(m.opts.RetentionSeconds) * time.Second)
+	var removed int64
+	for p, part := range m.parts {
+		k := part.gone
+		for k < len(part.msgs) && part.msgs[k].at.Before(cutoff) {
+			k++
+		}
+		for g := range modelGroups {
+			if l := m.lane(p, g); l.lease != nil && now.Before(l.lease.until) {
+				k = min(k, l.next)
+			}
+		}
+		if k <= part.gone {
+			continue
+		}
+		removed += int64(k - part.gone)
+		for i := part.gone; i < k; i++ {
+			if j, ok := part.byTx[part.msgs[i].txid]; ok && j == i {
+				delete(part.byTx, part.msgs[i].txid)
+			}
+		}
+		part.gone = k
+		for g, group := range modelGroups {
+			l := m.lane(p, g)
+			if l.next >= k {
+				continue
+			}
+			if m.subscribed[group] {
+				for i := l.next; i < k; i++ {
+					if !m.forOther(p, i, g) {
+						m.stat(group).Expired++
+					}
+				}
+			}
+			l.next, l.retries, l.readyAt = k, 0, time.Time{}
+			if l.lease != nil && l.lease.last < k {
+				l.lease = nil
+			}
+			if l.voidID != "" && l.voidLast < k {
+				l.voidID, l.voidLast = "", 0
+			}
+		}
+	}
+	got := rep.Task(broker.TaskMessages).Removed
+	r.logf("sweep -> %d removed", got)
+	if got != removed {
+		r.failf("sweep: broker removed %d messages, the model %d", got, removed)
 	}
 }
 
@@ -649,7 +719,7 @@ func (r *modelRun) push(op modelOp) {
 		}
 		if want == broker.StatusQueued {
 			part.byTx[it.TransactionID] = len(part.msgs)
-			part.msgs = append(part.msgs, mMessage{txid: it.TransactionID, id: res[j].MessageID, payload: string(it.Payload)})
+			part.msgs = append(part.msgs, mMessage{txid: it.TransactionID, id: res[j].MessageID, payload: string(it.Payload), at: r.now()})
 		}
 	}
 }
@@ -1263,8 +1333,8 @@ func (r *modelRun) compare() {
 	}
 	for _, pi := range q.Partitions {
 		p := slices.Index(modelPartitions, pi.Name)
-		if p < 0 || int(pi.Messages) != len(m.parts[p].msgs) {
-			r.failf("partition %s: broker has %d messages, the model %d", pi.Name, pi.Messages, len(m.parts[max(p, 0)].msgs))
+		if p < 0 || int(pi.Messages) != len(m.parts[p].msgs)-m.parts[p].gone {
+			r.failf("partition %s: broker has %d messages, the model %d", pi.Name, pi.Messages, len(m.parts[max(p, 0)].msgs)-m.parts[max(p, 0)].gone)
 		}
 	}
 	now := r.now()

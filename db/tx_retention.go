@@ -115,7 +115,8 @@ type sweptConsumer struct {
 // deleted dead letters still kept (payload NULL: not copied yet); each
 // consumer whose cursor was below the last seq deleted (Through) has
 // the deleted seqs above its cursor counted as expired for its group
-// (returned; the broker adds them to the stats), its cursor moved to
+// (returned; the broker adds them to the stats; a copy replayed to
+// another group only is none of its messages), its cursor moved to
 // Through and what pointed into the range cleared (a retry waiting on
 // a deleted message, acks of deleted messages, a lease or void lease
 // whose batch ended in the range); the kept counts (migration 0010) are
@@ -236,8 +237,14 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 	if err := t.queryRow(ctx, readyAfterSQL, s.PartitionID, through).Scan(&ready); err != nil {
 		return out, err
 	}
+	// A copy replayed to one group only is no message of the others:
+	// they would have passed it by, so it does not expire for them.
+	only, err := t.copiesForOneGroup(ctx, list)
+	if err != nil {
+		return out, err
+	}
 	for _, c := range consumers {
-		if err := t.sweepConsumer(ctx, s.PartitionID, c, through, below, ready, &out); err != nil {
+		if err := t.sweepConsumer(ctx, s.PartitionID, c, through, below, only, ready, &out); err != nil {
 			return out, err
 		}
 	}
@@ -266,7 +273,7 @@ func (t *storeTx) sweptConsumers(ctx context.Context, partitionID int64) ([]swep
 // passed lowered by the deleted seqs it had counted, and, when its
 // cursor was below through, the expired ones counted, the cursor moved
 // and the state that pointed into the range cleared.
-func (t *storeTx) sweepConsumer(ctx context.Context, partitionID int64, c sweptConsumer, through int64, below func(int64) int64, ready bool, out *broker.SweptMessages) error {
+func (t *storeTx) sweepConsumer(ctx context.Context, partitionID int64, c sweptConsumer, through int64, below func(int64) int64, only map[int64]int64, ready bool, out *broker.SweptMessages) error {
 	lower := below(c.passedSeq)
 	if c.cursor >= through {
 		if lower == 0 {
@@ -276,6 +283,11 @@ func (t *storeTx) sweepConsumer(ctx context.Context, partitionID int64, c sweptC
 		return err
 	}
 	expired := below(through) - below(c.cursor)
+	for seq, g := range only {
+		if seq > c.cursor && g != c.groupID {
+			expired--
+		}
+	}
 	out.Expired = append(out.Expired, broker.GroupCount{GroupID: c.groupID, N: expired})
 	leaseID, leaseLast := any(c.leaseID), c.leaseLast
 	var leaseUntilZero bool
@@ -324,6 +336,25 @@ func (t *storeTx) sweepConsumer(ctx context.Context, partitionID int64, c sweptC
 	}
 	t.saved[[2]int64{partitionID, c.groupID}] = struct{}{}
 	return nil
+}
+
+// copiesForOneGroup returns, of the seqs (a JSON array), the copies
+// replayed to one group only, with that group (replays by key).
+func (t *storeTx) copiesForOneGroup(ctx context.Context, list string) (map[int64]int64, error) {
+	rows, err := t.query(ctx, copiesForOneGroupSQL, list)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]int64{}
+	for rows.Next() {
+		var seq, g int64
+		if err := rows.Scan(&seq, &g); err != nil {
+			return nil, err
+		}
+		out[seq] = g
+	}
+	return out, rows.Err()
 }
 
 // expireOutcomes settles as expired (outcome 3) the pending outcomes of
@@ -410,6 +441,7 @@ const (
 	readyAfterSQL     = `SELECT EXISTS (SELECT 1 FROM messages WHERE partition_id = ? AND seq > ?)`
 	sweptConsumersSQL = `SELECT group_id, cursor, passed_seq, lease_last, retry_seq, void_last, lease_id, void_lease_id, acks
 		FROM consumers WHERE partition_id = ?`
-	expireOutcomesSQL = `UPDATE replay_outcomes SET outcome = 3, settled_at = ?
+	copiesForOneGroupSQL = `SELECT copy_seq, group_id FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?)) AND group_id > 0`
+	expireOutcomesSQL    = `UPDATE replay_outcomes SET outcome = 3, settled_at = ?
 		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id`
 )

@@ -36,6 +36,7 @@ func TestRetentionPlans(t *testing.T) {
 		{"delete", deleteMessagesSQL, []any{"[1]"}, []string{"SEARCH messages USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{"ready", readyAfterSQL, []any{1, 1}, []string{"SEARCH messages USING COVERING INDEX messages_partition_seq (partition_id=? AND seq>?)"}},
 		{"consumers", sweptConsumersSQL, []any{1}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
+		{"one-group copies", copiesForOneGroupSQL, []any{"[1]"}, []string{"SEARCH replays USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{"outcomes", expireOutcomesSQL, []any{1, "[1]"}, []string{"SEARCH replay_outcomes USING PRIMARY KEY (copy_seq=?)"}},
 	} {
 		plan := queryPlan(t, d, c.query, c.args...)
