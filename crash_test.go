@@ -55,6 +55,26 @@ func crashEnvInt(key string, def int) int {
 
 func TestCrashCyclesKeepEveryGuarantee(t *testing.T) {
 	t.Parallel()
+	crashCycles(t, crashOptions, true)
+}
+
+// crashRetentionOptions: crashOptions, and messages every group settled
+// deleted a second after (completedRetentionSeconds), with maintenance
+// every second: the sweeps run, and are killed, among the cycles.
+const crashRetentionOptions = `{"leaseTime":1,"retryLimit":1,"retryDelay":50,"completedRetentionSeconds":1}`
+
+// The crash cycles with retention sweeping what every group settled
+// while the kills go on: no message a group has not settled is lost, and
+// the dead letters keep their payloads and ids once their messages went.
+func TestCrashCyclesWithRetentionSweeps(t *testing.T) {
+	t.Parallel()
+	crashCycles(t, crashRetentionOptions, false, "--maintenance-every", "1s")
+}
+
+// crashCycles runs the crash cycles with queues configured with options
+// and the binary started with args, then the checks; replays: the
+// interrupted bulk replays too.
+func crashCycles(t *testing.T, options string, replays bool, args ...string) {
 	cycles := crashEnvInt("LAZARUS_CRASH_CYCLES", 5)
 	seed := time.Now().UnixNano()
 	if v, err := strconv.ParseInt(os.Getenv("LAZARUS_CRASH_SEED"), 10, 64); err == nil {
@@ -69,11 +89,11 @@ func TestCrashCyclesKeepEveryGuarantee(t *testing.T) {
 	h := newCrashHarness(t, seed)
 
 	for cycle := 1; cycle <= cycles; cycle++ {
-		cmd, base := startBinary(t, bin, dbPath, "full")
+		cmd, base := startBinary(t, bin, dbPath, "full", args...)
 		c := h.client(base)
 		if cycle == 1 {
 			for q := range crashQueues {
-				c.mustPost("/api/v1/configure", fmt.Sprintf(`{"queue":%q,"options":%s}`, q, crashOptions), http.StatusOK)
+				c.mustPost("/api/v1/configure", fmt.Sprintf(`{"queue":%q,"options":%s}`, q, options), http.StatusOK)
 			}
 		}
 		ctx, stop := context.WithCancel(context.Background())
@@ -91,7 +111,7 @@ func TestCrashCyclesKeepEveryGuarantee(t *testing.T) {
 
 	// The last restart: what was pushed without an answer is pushed again,
 	// then every group reads everything, and the checks run.
-	cmd, base := startBinary(t, bin, dbPath, "full")
+	cmd, base := startBinary(t, bin, dbPath, "full", args...)
 	c := h.client(base)
 	h.flushPending(c)
 	drainStart := time.Now()
@@ -99,12 +119,49 @@ func TestCrashCyclesKeepEveryGuarantee(t *testing.T) {
 	t.Logf("drained in %s; %s", time.Since(drainStart).Round(time.Millisecond), h.summary())
 	h.checkDelivery()
 	h.checkOrder()
+	if !replays {
+		// Everything is settled now: the sweeps (every second, a second
+		// after the last settlement, a slot late at most) remove it all
+		// within a few seconds, and the dead letters stay whole.
+		h.checkSwept(c)
+		h.checkDeadLetters(c)
+		c.close()
+		return
+	}
 	h.checkDeadLetters(c)
 
-	replays := max(2, cycles/4)
+	rounds := max(2, cycles/4)
 	c.close()
-	h.checkInterruptedReplays(bin, dbPath, cmd, base, replays, rng)
-	t.Logf("%d cycles and %d interrupted replays in %s", cycles, replays, time.Since(start).Round(100*time.Millisecond))
+	h.checkInterruptedReplays(bin, dbPath, cmd, base, rounds, rng)
+	t.Logf("%d cycles and %d interrupted replays in %s", cycles, rounds, time.Since(start).Round(100*time.Millisecond))
+}
+
+// checkSwept waits (10 s at most) until the queues keep no message: all
+// were settled by every group, and completedRetentionSeconds removed
+// them.
+func (h *crashHarness) checkSwept(c *crashClient) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := 0
+		for q := range crashQueues {
+			var info struct {
+				Messages int `json:"messages"`
+			}
+			if err := json.Unmarshal(c.mustDo(http.MethodGet, "/api/v1/resources/queues/"+q, "", http.StatusOK), &info); err != nil {
+				h.t.Fatal(err)
+			}
+			left += info.Messages
+		}
+		if left == 0 {
+			h.t.Logf("retention: every settled message swept")
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("seed %d: %d settled messages still kept 10 s after the last settlement (completedRetentionSeconds 1)", h.seed, left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // killServer kills the server with SIGKILL: no shutdown of any kind.

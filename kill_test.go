@@ -42,9 +42,9 @@ func binary(t *testing.T) string {
 }
 
 // startBinary runs `lazarus serve` on a free port and returns its URL.
-func startBinary(t *testing.T, bin, dbPath, sync string) (*exec.Cmd, string) {
+func startBinary(t *testing.T, bin, dbPath, sync string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dbPath, "--sync", sync, "--log-format", "json")
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dbPath, "--sync", sync, "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), "LAZARUS_ADMIN_TOKEN="+killToken)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
