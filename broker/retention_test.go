@@ -1,12 +1,16 @@
 package broker_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db"
 )
 
 // sweep runs maintenance once and returns the messages task's report.
@@ -483,4 +487,65 @@ func TestRetentionSettlesPendingCopiesAsExpired(t *testing.T) {
 	if o := view.Outcomes[0]; o.Pending() != 0 || o.Expired != 2 || o.Replayed != 2 {
 		t.Errorf("job after: %+v, want 2 expired, none pending", o)
 	}
+}
+
+// BenchmarkMaintainMessagesIdle: a maintenance run's messages task over
+// a queue of 10,000 partitions, each with a message every group has
+// settled (marked already) and none due, with retentionSeconds set too
+// (nothing older than it): what a run costs when nothing is due.
+func BenchmarkMaintainMessagesIdle(b *testing.B) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(b.TempDir(), "lazarus.db"), db.SyncNormal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	s := &bundle{ctx: ctx, b: broker.New(broker.Config{Store: d, Clock: c}), db: d, clock: c}
+	const parts = 10_000
+	if _, err := s.b.Configure(ctx, "q", map[string]json.RawMessage{"retentionSeconds": json.RawMessage(`86400`)}, "test"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "g"}); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < parts; i += 500 {
+		items := make([]broker.PushItem, 500)
+		for j := range items {
+			items[j] = broker.PushItem{Queue: "q", Partition: fmt.Sprintf("p%05d", i+j), Payload: []byte(`1`)}
+		}
+		if _, err := s.b.Push(s.ctx, items); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for {
+		res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			break
+		}
+	}
+	if _, err := s.b.Maintain(s.ctx); err != nil { // the marks
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var chunks int
+	var took time.Duration
+	for b.Loop() {
+		s.clock.Advance(time.Minute)
+		rep, err := s.b.Maintain(s.ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := rep.Task(broker.TaskMessages)
+		if r.Removed != 0 {
+			b.Fatalf("removed %d", r.Removed)
+		}
+		chunks = r.Chunks
+		took += r.Took
+	}
+	b.ReportMetric(float64(chunks), "chunks/run")
+	b.ReportMetric(float64(took.Microseconds())/float64(b.N)/1000, "task-ms/run")
 }
