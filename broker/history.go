@@ -62,7 +62,8 @@ type ReplayHop struct {
 	Edited     bool
 }
 
-// Copy outcomes in a group, as replay_outcomes keeps them.
+// Copy outcomes in a group, as replay_outcomes keeps them (and
+// CopyExpired, retention.go).
 const (
 	CopyPending   = 0
 	CopySucceeded = 1
@@ -80,13 +81,15 @@ type CopyOutcome struct {
 	DeadLetter bool // the copy is the group's dead letter now
 }
 
-// OutcomeName is "pending", "succeeded" or "failed".
+// OutcomeName is "pending", "succeeded", "failed" or "expired".
 func (o CopyOutcome) OutcomeName() string {
 	switch o.Outcome {
 	case CopySucceeded:
 		return "succeeded"
 	case CopyFailed:
 		return "failed"
+	case CopyExpired:
+		return "expired"
 	}
 	return "pending"
 }

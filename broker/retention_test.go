@@ -464,6 +464,7 @@ func TestRetentionSettlesPendingCopiesAsExpired(t *testing.T) {
 	s.subscribeAll("q", "a")
 	s.push("q", "p", "m1", "m2")
 	s.fail("q", "a", 2, "boom")
+	dead := s.dead("q", "a")
 	s.configure("q", map[string]any{"retentionSeconds": 60})
 	job, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Actor: "user:x"})
 	if err != nil {
@@ -486,6 +487,12 @@ func TestRetentionSettlesPendingCopiesAsExpired(t *testing.T) {
 	}
 	if o := view.Outcomes[0]; o.Pending() != 0 || o.Expired != 2 || o.Replayed != 2 {
 		t.Errorf("job after: %+v, want 2 expired, none pending", o)
+	}
+	// The history of an original (gone, its dead letter replayed) still
+	// reads, from what its replay kept, and says how its copy ended.
+	h := s.history(dead[0].MessageID(), "a")
+	if h.Message.TransactionID != dead[0].TransactionID || len(h.Replays) != 1 || len(h.Replays[0].Outcomes) != 1 || h.Replays[0].Outcomes[0].OutcomeName() != "expired" {
+		t.Errorf("history of %s: %+v, copies %+v", dead[0].TransactionID, h.Message, h.Replays)
 	}
 }
 

@@ -96,6 +96,7 @@ type JobOutcomeRow struct {
 	Replayed  int64
 	Succeeded int64
 	Failed    int64
+	Expired   int64 // copies retentionSeconds deleted before the group settled them
 	Pending   int64
 }
 

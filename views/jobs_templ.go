@@ -1820,6 +1820,9 @@ func startedText(s JobStarted) string {
 // outcomeSummary says a replay's outcome in a line: "38 succeeded, 2
 // failed again, 0 pending".
 func outcomeSummary(t JobOutcomeRow) string {
+	if t.Expired > 0 {
+		return fmt.Sprintf("%s succeeded, %s failed again, %s expired (removed by retentionSeconds unread), %s pending", Count(t.Succeeded), Count(t.Failed), Count(t.Expired), Count(t.Pending))
+	}
 	return fmt.Sprintf("%s succeeded, %s failed again, %s pending", Count(t.Succeeded), Count(t.Failed), Count(t.Pending))
 }
 

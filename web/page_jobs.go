@@ -138,11 +138,12 @@ func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 		d.UndoneByURL = jobURL(j.UndoneBy)
 	}
 	for _, o := range jv.Outcomes {
-		row := views.JobOutcomeRow{Group: o.Group, Replayed: o.Replayed, Succeeded: o.Succeeded, Failed: o.Failed, Pending: o.Pending()}
+		row := views.JobOutcomeRow{Group: o.Group, Replayed: o.Replayed, Succeeded: o.Succeeded, Failed: o.Failed, Expired: o.Expired, Pending: o.Pending()}
 		d.Outcomes = append(d.Outcomes, row)
 		d.Totals.Replayed += row.Replayed
 		d.Totals.Succeeded += row.Succeeded
 		d.Totals.Failed += row.Failed
+		d.Totals.Expired += row.Expired
 		d.Totals.Pending += row.Pending
 	}
 	for _, f := range jv.Failures {

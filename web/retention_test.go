@@ -61,3 +61,29 @@ func TestQueuePageAfterRetention(t *testing.T) {
 		t.Error("the payload is written into the page unescaped")
 	}
 }
+
+// A replay job whose copies retentionSeconds removed before the group
+// settled them says so on its page, and stops waiting for them: the
+// progress no longer polls.
+func TestJobPageSaysCopiesExpired(t *testing.T) {
+	t.Parallel()
+	s := setupStill(t)
+	fill(t, s, "q", 3) // 3 dead letters of group g
+	viewer, _ := s.loggedIn(broker.RoleViewer)
+	id := startReplay(t, s, `{"filter":{"queue":"q"}}`)
+	if _, err := s.broker.RunJob(s.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	s.configure("q", `{"retentionSeconds":60}`)
+	s.clock.Advance(2 * time.Minute)
+	if _, err := s.broker.Maintain(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	frag := hxGet(viewer, jobPath(id)+"/progress").want(http.StatusOK)
+	if got := frag.testid("job-outcome-summary"); got != "0 succeeded, 0 failed again, 3 expired (removed by retentionSeconds unread), 0 pending" {
+		t.Errorf("outcome %q", got)
+	}
+	if p := pollOf(t, frag); p != "" {
+		t.Errorf("the page polls %q for copies that are gone", p)
+	}
+}
