@@ -357,7 +357,17 @@ func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, act
 		}
 		m, err := tx.MessageByTransaction(ctx, p.ID, txid)
 		if isNotFound(err) {
-			return errorf(ErrNotFound, "message %q not found in partition %q", truncate(txid, 64), p.Name)
+			// Retention may have removed the message: its dead letters
+			// keep it (by their transactionId index).
+			dls, lerr := tx.ListDeadLetters(ctx, Filter{QueueID: p.QueueID, PartitionID: p.ID, TransactionID: txid}, Page{Limit: 1})
+			if lerr != nil {
+				return lerr
+			}
+			if len(dls) == 0 {
+				return errorf(ErrNotFound, "message %q not found in partition %q", truncate(txid, 64), p.Name)
+			}
+			id = dls[0].MessageID()
+			return nil
 		}
 		id = m.ID()
 		return err

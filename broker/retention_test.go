@@ -384,8 +384,10 @@ func TestDeadLetterSurvivesItsMessage(t *testing.T) {
 		t.Fatalf("text search m2 after the restore: %+v, %v", found.Items, err)
 	}
 
-	// Replay m1, edit and replay m3: the copies carry the payloads.
-	if _, err := s.b.Replay(s.ctx, m1.MessageID(), "user:x"); err != nil {
+	// Replay m1 (named by its partition and transactionId, as Queen's
+	// clients do: the dead letter knows it), edit and replay m3: the
+	// copies carry the payloads.
+	if _, err := s.b.ReplayTransaction(s.ctx, m1.PartitionKey, "m1", "user:x"); err != nil {
 		t.Fatalf("replay m1: %v", err)
 	}
 	if _, err := s.b.ReplayWith(s.ctx, byTx["m3"].MessageID(), broker.ReplayOptions{Actor: "user:x", Payload: []byte(`{"tx":"m3","fixed":true}`)}); err != nil {
