@@ -41,6 +41,9 @@ type MessageRef struct {
 	Queue         string
 	PartitionID   int64
 	Partition     string
+	// Removed: retention removed the message; this is what its dead
+	// letters (kept or deleted) or its replays kept of it.
+	Removed bool
 }
 
 // ID is the message's public id.

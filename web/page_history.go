@@ -78,6 +78,8 @@ func outcomeRow(queue string, c broker.ReplayCopy, o broker.CopyOutcome) views.O
 		if o.DeadLetter {
 			r.URL = deadLetterURL(queue, c.CopyID, o.Group)
 		}
+	case broker.CopyExpired:
+		r.Text = "removed by retention before " + o.Group + " settled it"
 	default:
 		r.Text = "pending in " + o.Group
 	}
@@ -95,7 +97,7 @@ func (s *Server) showGone(c echo.Context, queue, id, group string, h broker.Dead
 			views.Crumb{Label: "Dead letters", URL: deadLettersURL(queue, nil)}, views.Crumb{Label: views.ShortID(id)}),
 		ID: id, Queue: queue, QueueURL: queueURL(queue), ListURL: deadLettersURL(queue, nil),
 		Group: group, Partition: h.Message.Partition, TxID: h.Message.TransactionID,
-		History: historyOf(queue, h, false),
+		History: historyOf(queue, h, false), MessageRemoved: h.Message.Removed,
 	}
 	canOperate := v.Session.CanOperate
 	for _, f := range goneFates(h, group) {

@@ -69,6 +69,11 @@ func TestJobPageSaysCopiesExpired(t *testing.T) {
 	t.Parallel()
 	s := setupStill(t)
 	fill(t, s, "q", 3) // 3 dead letters of group g
+	page, err := s.broker.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Limit: 1})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatal(page, err)
+	}
+	original := page.Items[0].MessageID()
 	viewer, _ := s.loggedIn(broker.RoleViewer)
 	id := startReplay(t, s, `{"filter":{"queue":"q"}}`)
 	if _, err := s.broker.RunJob(s.ctx, id); err != nil {
@@ -85,5 +90,11 @@ func TestJobPageSaysCopiesExpired(t *testing.T) {
 	}
 	if p := pollOf(t, frag); p != "" {
 		t.Errorf("the page polls %q for copies that are gone", p)
+	}
+	// The page of a replayed original whose message went: what became of
+	// it, from what its replay kept.
+	gone := viewer.get("/queues/q/dead-letters/" + original + "?group=g").want(http.StatusNotFound)
+	if gone.testid("gone-message-removed") == "" || !strings.Contains(string(gone.body), "removed by retention before g settled it") {
+		t.Errorf("the page of %s once retention removed it and its copy: %s", original, gone.testid("gone"))
 	}
 }
