@@ -197,6 +197,13 @@ func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 	if err := t.unindexQueue(ctx, id); err != nil {
 		return err
 	}
+	// Seqs keep growing when the queue had the newest messages
+	// (keepSeqFloor): a partition whose own newest were swept by
+	// retention has cursors past seqs a push would else get again.
+	var top, topAt int64
+	if err := t.queryRow(ctx, `SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1`).Scan(&top, &topAt); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
 	stmts := []string{
 		// A job's copies in the queue that were still pending will never
 		// settle: they leave its count of copies to settle.
@@ -225,6 +232,13 @@ func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 		if _, err := t.exec(ctx, s, id); err != nil {
 			return err
 		}
+	}
+	var left int64
+	if err := t.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&left); err != nil {
+		return err
+	}
+	if top > 0 && left < top {
+		return t.keepSeqFloor(ctx, top+1, topAt)
 	}
 	return nil
 }
