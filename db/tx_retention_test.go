@@ -109,7 +109,7 @@ func TestDeleteQueueKeepsSeqsGrowing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, b := openBroker(t)
-	push(t, b, "p", "a") // seq 1
+	push(t, b, "p", "a")                                                                                                   // seq 1
 	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "other", TransactionID: "o1", Payload: []byte(`1`)}}); err != nil { // seq 2
 		t.Fatal(err)
 	}
