@@ -109,8 +109,9 @@ func TestDeleteQueueKeepsSeqsGrowing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, b := openBroker(t)
-	push(t, b, "p", "a")                                                                                                   // seq 1
-	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "other", TransactionID: "o1", Payload: []byte(`1`)}}); err != nil { // seq 2
+	// a is seq 1 in p, o1 seq 2 in another queue.
+	push(t, b, "p", "a")
+	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "other", TransactionID: "o1", Payload: []byte(`1`)}}); err != nil {
 		t.Fatal(err)
 	}
 	popAck(t, b, "g", broker.AckCompleted) // g's cursor in p: 1
