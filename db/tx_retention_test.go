@@ -147,3 +147,41 @@ func TestDeleteQueueKeepsSeqsGrowing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A sweep that moves a consumer's cursor marks it as its partition is
+// (migration 0009): ready while something is left past the range, not
+// ready when the sweep took everything.
+func TestSweepKeepsTheReadyMark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openBroker(t)
+	// g subscribes (x0 is seq 1, settled), then p1 p2 r1 r2 are seqs 2-5.
+	push(t, b, "x", "x0")
+	if _, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Partition: "x", AutoAck: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"p", "r"} {
+		push(t, b, p, p+"1")
+		push(t, b, p, p+"2")
+	}
+	if err := d.Update(ctx, func(tx broker.Tx) error {
+		q, err := tx.QueueByName(ctx, "q")
+		if err != nil {
+			return err
+		}
+		// p: both; r: r1 (seq 4) only.
+		for name, upTo := range map[string]int64{"p": 1 << 40, "r": 4} {
+			part, err := tx.PartitionByName(ctx, q.ID, name)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.SweepMessages(ctx, broker.MessageSweep{PartitionID: part.ID, UpTo: upTo, Limit: 500, Now: time.Now()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantReady(t, d, "g", map[string]bool{"p": false, "r": true})
+}
