@@ -590,3 +590,59 @@ func generateStored(ctx context.Context, path string, n int) error {
 	}
 	return nil
 }
+
+// G4: what auto_vacuum=INCREMENTAL costs the lifecycle (the pointer-map
+// pages SQLite keeps to move pages), against a database without it
+// (db.Options.KeepAutoVacuum): WAL pages a message, deterministic, and
+// CPU a message, interleaved.
+
+func caseG4(ctx context.Context, e *env) ([]Row, error) {
+	n := e.size(20_000, 2000)
+	open := func(keep bool, autoCheckpoint int) (*ours, error) {
+		return e.openOursWith(ctx, "g4", db.Options{Sync: e.sync, KeepAutoVacuum: keep, AutoCheckpoint: autoCheckpoint})
+	}
+	cpu := func(keep bool) func(ctx context.Context, _ int) (float64, error) {
+		return func(ctx context.Context, _ int) (float64, error) {
+			o, err := open(keep, 0)
+			if err != nil {
+				return 0, err
+			}
+			defer o.close()
+			return lifecyclesCPU(ctx, o, nil, n)
+		}
+	}
+	s, err := interleave(ctx, e, e.reps, variant{"incremental", cpu(false)}, variant{"none", cpu(true)})
+	if err != nil {
+		return nil, err
+	}
+	c := compare(s, "G4", fmt.Sprintf("CPU a message, lifecycle 1 at a time, auto_vacuum=INCREMENTAL vs NONE (%d msgs)", n), "µs/msg", "incremental", "none")
+	c.Must = atMost("ratio", 1.05, "≤ 1.05× (the choice of auto_vacuum)")
+	pages := map[bool]float64{}
+	for _, keep := range []bool{false, true} {
+		o, err := open(keep, -1) // the log keeps every page written
+		if err != nil {
+			return nil, err
+		}
+		if _, err := lifecyclesCPU(ctx, o, nil, 1); err != nil { // the queue, partition and group exist from here on
+			o.close()
+			return nil, err
+		}
+		if err := freshWAL(ctx, o.db.WriteDB()); err != nil {
+			o.close()
+			return nil, err
+		}
+		if _, err := lifecyclesCPU(ctx, o, nil, n); err != nil {
+			o.close()
+			return nil, err
+		}
+		w, err := readWAL(o.path + "-wal")
+		o.close()
+		if err != nil {
+			return nil, err
+		}
+		pages[keep] = float64(w.frames) / float64(n)
+	}
+	wal := Row{Case: "G4", Measure: "  WAL pages a message, the same", Unit: "pages/msg", Reps: 1, RefName: "none",
+		Ours: ptr(pages[false]), Ref: ptr(pages[true]), Ratio: ptr(pages[false] / pages[true])}
+	return []Row{c, wal}, nil
+}

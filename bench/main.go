@@ -1,7 +1,7 @@
 // Command bench measures Lazarus side by side with references run in the
 // same process on the same SQLite settings: raw go-sqlite3 doing the same
 // work the most direct way, and maragu.dev/goqite v0.4.0. The cases and
-// their targets are those of PERF.md (T1–T12, D1–D8, S1–S3, G1–G3); every
+// their targets are those of PERF.md (T1–T12, D1–D8, S1–S3, G1–G4); every
 // verdict is on a ratio measured in one run, interleaved in rotating
 // order (A B C, B C A, …), as the median of the repetitions' ratios (or
 // their differences, for a target of the form "≤ reference + x").
@@ -271,5 +271,6 @@ func allCases() []benchCase {
 		{"G1", "storage under steady load with completedRetentionSeconds short: the file plateaus", caseG1},
 		{"G2", "CPU a message with 10M messages stored vs 1k", caseG2},
 		{"G3", "a producer's push p99 while a retention sweep of 200k messages runs", caseG3},
+		{"G4", "what auto_vacuum=INCREMENTAL costs the lifecycle: CPU and WAL pages a message vs none", caseG4},
 	}
 }

@@ -140,6 +140,11 @@ type Options struct {
 	// each miss the other's. Tools that write beside a running server
 	// (lazarus user add) leave it off.
 	Exclusive bool
+	// KeepAutoVacuum, for measurements only (bench's G4), leaves SQLite's
+	// auto_vacuum as the file has it: a new database is made without it
+	// and an older one is not converted (tx_space.go); free pages are
+	// then reused but never given back.
+	KeepAutoVacuum bool
 }
 
 // Open opens (creating if need be) the database at path and brings its
@@ -206,7 +211,9 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	wparams.Set("_txlock", "immediate")
 	// A new database gives free pages back (tx_space.go): the setting
 	// takes hold at its first table; an older one is converted below.
-	wparams.Set("_auto_vacuum", "incremental")
+	if !o.KeepAutoVacuum {
+		wparams.Set("_auto_vacuum", "incremental")
+	}
 	write, err := sql.Open(DriverName, "file:"+path+"?"+wparams.Encode())
 	if err != nil {
 		return nil, err
@@ -247,9 +254,11 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
-	if err := d.convertAutoVacuum(ctx); err != nil {
-		errors.Join(read.Close(), write.Close())
-		return nil, err
+	if !o.KeepAutoVacuum {
+		if err := d.convertAutoVacuum(ctx); err != nil {
+			errors.Join(read.Close(), write.Close())
+			return nil, err
+		}
 	}
 	if err := d.checkWritable(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())

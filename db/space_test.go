@@ -387,3 +387,23 @@ func TestRetentionThenSpaceShrinkTheFile(t *testing.T) {
 		t.Fatalf("file %d → %d bytes, %d pages given back: not shrunk", full, small, s.Removed)
 	}
 }
+
+func TestKeepAutoVacuumLeavesTheFileAsItIs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := OpenWith(context.Background(), path, Options{Sync: SyncNormal, KeepAutoVacuum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if av := autoVacuum(t, d.write); av != 0 {
+		t.Fatalf("new database: auto_vacuum = %d, want 0 with KeepAutoVacuum", av)
+	}
+	d.Close()
+	d, err = OpenWith(context.Background(), path, Options{Sync: SyncNormal, KeepAutoVacuum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if av := autoVacuum(t, d.write); av != 0 {
+		t.Fatalf("reopened: auto_vacuum = %d, want it left at 0", av)
+	}
+}
