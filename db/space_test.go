@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -405,5 +407,52 @@ func TestKeepAutoVacuumLeavesTheFileAsItIs(t *testing.T) {
 	defer d.Close()
 	if av := autoVacuum(t, d.write); av != 0 {
 		t.Fatalf("reopened: auto_vacuum = %d, want it left at 0", av)
+	}
+}
+
+// TestConversionThatRunsOutOfSpaceServes: when the disk fills up during
+// the copy (here a file size limit, which SQLite meets as EFBIG), the
+// VACUUM rolls back and the database opens as it was.
+func TestConversionThatRunsOutOfSpaceServes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	d := openSpace(t, path, nil)
+	pushSpace(t, broker.New(broker.Config{Store: d}), 3000, 200)
+	d.Close()
+	makeOld(t, path)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Not parallel: the limit is the process's. Writes past it fail with
+	// EFBIG instead of a signal.
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	signal.Ignore(syscall.SIGXFSZ)
+	defer signal.Reset(syscall.SIGXFSZ)
+	limit := syscall.Rlimit{Cur: uint64(st.Size() / 2), Max: old.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
+		t.Skipf("cannot limit the file size: %v", err)
+	}
+	var logs syncBuffer
+	d, err = OpenWith(context.Background(), path, Options{Sync: SyncNormal, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("open failed when the conversion ran out of space: %v", err)
+	}
+	defer d.Close()
+	if av := autoVacuum(t, d.write); av != 0 {
+		t.Fatalf("auto_vacuum = %d", av)
+	}
+	if l := logs.String(); !strings.Contains(l, "not converted") || !strings.Contains(l, "filled up") {
+		t.Fatalf("the log does not say why:\n%s", l)
+	}
+	var n int
+	if err := d.write.QueryRow(`SELECT COUNT(*) FROM messages`).Scan(&n); err != nil || n != 3000 {
+		t.Fatalf("%d messages, %v; want 3000", n, err)
 	}
 }

@@ -183,6 +183,13 @@ func (d *DB) convertAutoVacuum(ctx context.Context) error {
 		// slower, not wrong; the pool keeps it.
 		d.log.Warn("space: temp_store back to MEMORY", "err", err)
 	}
+	if isNoSpace(verr) {
+		// The room was there when checked, not for the whole copy: the
+		// VACUUM rolled back, the database is as it was. Serve it.
+		d.log.Warn("space: the database is not converted to give free space back (auto_vacuum=INCREMENTAL): the disk filled up during the copy; deleted rows' space is still reused, but the file does not shrink. Free space and restart to convert",
+			"data_bytes", data, "err", verr)
+		return nil
+	}
 	if verr != nil {
 		return fmt.Errorf("auto_vacuum: convert (VACUUM): %w", unavailable(verr))
 	}
