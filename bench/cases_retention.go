@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -406,9 +410,118 @@ func caseG2(ctx context.Context, e *env) ([]Row, error) {
 	if st, err := os.Stat(bigDB.path); err == nil {
 		row.Note += fmt.Sprintf("; big file %s", mib(st.Size()))
 	}
+	rows := []Row{row}
+	if ir, err := g2Instructions(ctx, e, bigDB.path, smallDB.path); err != nil {
+		rows = append(rows, Row{Case: "G2", Measure: "instructions a message (callgrind)", Verdict: verdictSkipped, Note: err.Error()})
+	} else {
+		rows = append(rows, ir...)
+	}
 	own := compare(s, "G2", "  the same with the broker's transactionIds (UUIDv7, in time order; info)", "µs/msg", "big, broker's ids", "small, broker's ids")
 	own.Note = "no transactionId given: the broker's own grow with time, so each push's unique-index entry lands beside the last one"
-	return []Row{row, own}, nil
+	return append(rows, own), nil
+}
+
+// g2ChildEnv names the database, the lifecycles and the kind of
+// transactionIds of a G2 child: the bench run again under callgrind, to
+// count the instructions of n lifecycles and nothing else of the suite.
+const g2ChildEnv = "LAZARUS_BENCH_G2_CHILD"
+
+func init() {
+	spec := os.Getenv(g2ChildEnv)
+	if spec == "" {
+		return
+	}
+	var path string
+	var n, random int
+	if _, err := fmt.Sscanf(spec, "%d %d %s", &n, &random, &path); err != nil {
+		fmt.Fprintln(os.Stderr, "g2 child:", err)
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	d, err := db.Open(ctx, path, db.SyncNormal)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "g2 child:", err)
+		os.Exit(1)
+	}
+	o := &ours{db: d, b: broker.New(broker.Config{Store: d}), path: path}
+	var r *rand.Rand
+	if random != 0 {
+		r = rand.New(rand.NewPCG(uint64(n), 9))
+	}
+	if _, err := lifecyclesCPU(ctx, o, r, n); err != nil {
+		fmt.Fprintln(os.Stderr, "g2 child:", err)
+		os.Exit(1)
+	}
+	o.b.Close()
+	d.Close()
+	os.Exit(0)
+}
+
+// g2Instructions counts the instructions a message of the lifecycle on
+// the big and the small database with callgrind (GOMAXPROCS=1,
+// asyncpreemptoff, as PERF.md says): runs of two sizes, whose difference
+// cancels the start (opening, the first pages read).
+func g2Instructions(ctx context.Context, e *env, big, small string) ([]Row, error) {
+	vg, err := exec.LookPath("valgrind")
+	if err != nil {
+		return nil, errors.New("valgrind is not installed (Debian's valgrind package)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	n1, n2 := e.size(1000, 200), e.size(3000, 600)
+	count := func(path string, n, random int) (float64, error) {
+		cmd := exec.CommandContext(ctx, vg, "--tool=callgrind", "--callgrind-out-file=/dev/null", self)
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1", fmt.Sprintf("%s=%d %d %s", g2ChildEnv, n, random, path))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return 0, fmt.Errorf("callgrind: %w: %s", err, lastLines(out, 5))
+		}
+		m := regexp.MustCompile(`Collected : (\d+)`).FindSubmatch(out)
+		if m == nil {
+			return 0, fmt.Errorf("callgrind said no count: %s", lastLines(out, 5))
+		}
+		return strconv.ParseFloat(string(m[1]), 64)
+	}
+	perMsg := func(path string, random int) (float64, error) {
+		a, err := count(path, n1, random)
+		if err != nil {
+			return 0, err
+		}
+		b, err := count(path, n2, random)
+		if err != nil {
+			return 0, err
+		}
+		return (b - a) / float64(n2-n1), nil
+	}
+	var rows []Row
+	for _, random := range []int{1, 0} {
+		b, err := perMsg(big, random)
+		if err != nil {
+			return nil, err
+		}
+		s, err := perMsg(small, random)
+		if err != nil {
+			return nil, err
+		}
+		r := Row{Case: "G2", Unit: "instr/msg", Reps: 1, RefName: "small", Ours: ptr(b), Ref: ptr(s), Ratio: ptr(b / s),
+			Note: fmt.Sprintf("callgrind, GOMAXPROCS=1, runs of %d and %d lifecycles (their difference); user-space instructions: the pages read from the OS's cache cost system time, not counted here", n1, n2)}
+		if random == 1 {
+			r.Measure = "instructions a message (callgrind), random transactionIds"
+			r.Must, r.Goal = atMost("ratio", 1.2, "≤ 1.2×"), atMost("ratio", 1.05, "≤ 1.05×")
+		} else {
+			r.Measure = "  the same, the broker's transactionIds (info)"
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// lastLines is the end of a command's output, for an error.
+func lastLines(out []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " / ")
 }
 
 func countWords(n int) string {
