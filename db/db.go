@@ -209,10 +209,10 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		wparams[k] = v
 	}
 	wparams.Set("_txlock", "immediate")
-	// A new database gives free pages back (tx_space.go): the setting
-	// takes hold at its first table; an older one is converted below.
 	if !o.KeepAutoVacuum {
-		wparams.Set("_auto_vacuum", "incremental")
+		if err := createGivingSpaceBack(ctx, path, wparams); err != nil {
+			return nil, err
+		}
 	}
 	write, err := sql.Open(DriverName, "file:"+path+"?"+wparams.Encode())
 	if err != nil {
@@ -254,7 +254,10 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
-	if !o.KeepAutoVacuum {
+	// Only the process that holds the database (serve) converts it: a
+	// command run beside a server (user add) must not hold the writer
+	// for the whole copy.
+	if !o.KeepAutoVacuum && o.Exclusive {
 		if err := d.convertAutoVacuum(ctx); err != nil {
 			errors.Join(read.Close(), write.Close())
 			return nil, err
@@ -510,12 +513,15 @@ func migrationVersion(file string) (int, error) {
 	return strconv.Atoi(strings.SplitN(strings.TrimPrefix(file, "migrations/"), "_", 2)[0])
 }
 
+// schemaMigrationsSQL makes the table of the migrations applied.
+const schemaMigrationsSQL = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`
+
 // migrate applies the embedded migrations not yet recorded, each in its
 // own transaction together with its record. A database that a newer
 // Lazarus has migrated is refused.
 func (d *DB) migrate(ctx context.Context) error {
-	if _, err := d.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+	if _, err := d.write.ExecContext(ctx, schemaMigrationsSQL); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	files, err := fs.Glob(migrations, "migrations/*.sql")

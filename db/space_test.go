@@ -39,7 +39,7 @@ func (s *syncBuffer) String() string {
 
 func openSpace(t *testing.T, path string, logs *syncBuffer) *DB {
 	t.Helper()
-	o := Options{Sync: SyncNormal}
+	o := Options{Sync: SyncNormal, Exclusive: true}
 	if logs != nil {
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}
@@ -437,7 +437,7 @@ func TestConversionThatRunsOutOfSpaceServes(t *testing.T) {
 		t.Skipf("cannot limit the file size: %v", err)
 	}
 	var logs syncBuffer
-	d, err = OpenWith(context.Background(), path, Options{Sync: SyncNormal, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	d, err = OpenWith(context.Background(), path, Options{Sync: SyncNormal, Exclusive: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
 		t.Fatal(err)
 	}
@@ -454,5 +454,96 @@ func TestConversionThatRunsOutOfSpaceServes(t *testing.T) {
 	var n int
 	if err := d.write.QueryRow(`SELECT COUNT(*) FROM messages`).Scan(&n); err != nil || n != 3000 {
 		t.Fatalf("%d messages, %v; want 3000", n, err)
+	}
+}
+
+// Connecting writes nothing: a database that gives space back already is
+// not written when the writer's pool opens another connection (PRAGMA
+// auto_vacuum set at connect would write the file's header each time: a
+// commit that other connections see as a change).
+func TestConnectingWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	for range 2 { // made, then opened again
+		d, err := Open(ctx, path, SyncNormal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+	}
+	d, err := Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rdb, err := sql.Open(DriverName, "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	watch, err := rdb.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	version := func() (v int64) {
+		t.Helper()
+		if err := watch.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := version()
+	// The pool's spare connection (the other is held for the writes),
+	// new each time: none is kept idle.
+	w := d.WriteDB()
+	w.SetMaxIdleConns(0)
+	for range 3 {
+		c, err := w.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecContext(ctx, `SELECT 1`); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	if after := version(); after != before {
+		t.Fatalf("data_version went from %d to %d: opening connections wrote the database", before, after)
+	}
+	var av int
+	if err := watch.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&av); err != nil || av != autoVacuumIncremental {
+		t.Fatalf("auto_vacuum = %d (%v), want %d", av, err, autoVacuumIncremental)
+	}
+}
+
+// Only the process that holds the database converts it: a command run
+// beside the server (not Exclusive) leaves an old database as it is.
+func TestOnlyTheHolderConverts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	autoVacuum := func(o Options) int {
+		t.Helper()
+		d, err := OpenWith(ctx, path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var av int
+		if err := d.WriteDB().QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&av); err != nil {
+			t.Fatal(err)
+		}
+		return av
+	}
+	if av := autoVacuum(Options{Sync: SyncNormal, KeepAutoVacuum: true}); av != 0 {
+		t.Fatalf("made without: auto_vacuum = %d", av)
+	}
+	if av := autoVacuum(Options{Sync: SyncNormal}); av != 0 {
+		t.Fatalf("opened beside (not exclusive): auto_vacuum = %d, want it left at 0", av)
+	}
+	if av := autoVacuum(Options{Sync: SyncNormal, Exclusive: true}); av != autoVacuumIncremental {
+		t.Fatalf("opened by its holder: auto_vacuum = %d, want %d", av, autoVacuumIncremental)
 	}
 }

@@ -2,8 +2,10 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,7 +70,7 @@ func (t *storeTx) GiveBackPages(ctx context.Context, pages int) (int64, error) {
 	// The pragma takes no bound parameter: the count is written in (an
 	// int, never text from outside), and the statement is not kept
 	// prepared (one a count). It frees a page a step: run to the end.
-	rows, err := t.conn.QueryContext(context.Background(), "PRAGMA incremental_vacuum("+strconv.Itoa(pages)+")")
+	rows, err := t.conn.QueryContext(ctx, "PRAGMA incremental_vacuum("+strconv.Itoa(pages)+")")
 	if err != nil {
 		return 0, fmt.Errorf("give back pages: %w", err)
 	}
@@ -123,9 +125,40 @@ func sameDevice(a, b string) bool {
 	return sa.Dev == sb.Dev
 }
 
+// createGivingSpaceBack makes the database file at path, when there is
+// none yet (or it is empty), with auto_vacuum=INCREMENTAL and its first
+// table, on a connection of its own with the writer's parameters (dsn)
+// and _auto_vacuum: SQLite writes the setting into the file with the
+// first page, and journal_mode=WAL, set at connect, writes that page.
+// The pools' connections do not ask for it: PRAGMA auto_vacuum writes
+// the file's header whenever a connection sets it on a database that
+// has it already, a commit nobody asked for each time a pool connects.
+func createGivingSpaceBack(ctx context.Context, path string, dsn url.Values) error {
+	if st, err := os.Stat(path); err == nil && st.Size() > 0 {
+		return nil // made before: convertAutoVacuum's, after the migrations
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("auto_vacuum: %w", err)
+	}
+	params := url.Values{}
+	for k, v := range dsn {
+		params[k] = v
+	}
+	params.Set("_auto_vacuum", "incremental")
+	first, err := sql.Open(DriverName, "file:"+path+"?"+params.Encode())
+	if err != nil {
+		return fmt.Errorf("auto_vacuum: %w", err)
+	}
+	defer first.Close()
+	first.SetMaxOpenConns(1)
+	if _, err := first.ExecContext(ctx, schemaMigrationsSQL); err != nil {
+		return fmt.Errorf("auto_vacuum: first table: %w", err)
+	}
+	return first.Close()
+}
+
 // convertAutoVacuum makes a database made without auto_vacuum=INCREMENTAL
 // (before issue 16) able to give free pages back: a VACUUM, once, with
-// the setting the writer's connections ask for at connect. It rewrites
+// the setting asked for first. It rewrites
 // the whole file, so it is logged with the sizes and the time it took;
 // it needs room for a copy of the data in SQLite's temporary directory
 // and as much again for the write-ahead log beside the database, and
@@ -175,6 +208,9 @@ func (d *DB) convertAutoVacuum(ctx context.Context) error {
 	// The copy goes to a temporary file, not to memory (temp_store): it
 	// is as big as the database.
 	if _, err := conn.ExecContext(ctx, "PRAGMA temp_store=FILE"); err != nil {
+		return fmt.Errorf("auto_vacuum: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
 		return fmt.Errorf("auto_vacuum: %w", err)
 	}
 	_, verr := conn.ExecContext(ctx, "VACUUM")
