@@ -111,8 +111,11 @@ type sweptConsumer struct {
 // its consumers: nothing when it has none), pushed before s.Before when
 // it is set (stopping at the first one that was not), s.Limit at most,
 // oldest first. In the same transaction, before they go, each message's
-// payload and push time are copied into its dead letters and its
-// deleted dead letters still kept (payload NULL: not copied yet); each
+// payload and push time are copied into its dead letters (payload NULL:
+// not copied yet), and into the records of its deleted dead letters the
+// push time always, the payload only while the record can be restored
+// (an expired record's, or one whose restore window ended, stays cut);
+// each
 // consumer whose cursor was below the last seq deleted (Through) has
 // the deleted seqs above its cursor counted as expired for its group
 // (returned; the broker adds them to the stats; a copy replayed to
@@ -431,9 +434,18 @@ const (
 	copyToDeadLettersSQL = `UPDATE dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = dead_letters.seq),
 			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = dead_letters.seq)
 			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL`
-	copyToRemovedSQL = `UPDATE removed_dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = removed_dead_letters.seq),
-			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = removed_dead_letters.seq)
-			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL`
+	// A deleted dead letter's record keeps its message's payload only
+	// while it can be restored (restore_until > 0, not restored): an
+	// expired record (db/tx_expire.go) and one whose restore window
+	// ended (EndRestoreWindows) had theirs cut on purpose, and get only
+	// the push time, which their history needs.
+	copyToRemovedSQL = `UPDATE removed_dead_letters SET
+			payload = CASE WHEN restore_until > 0 AND restored_at = 0
+				THEN COALESCE(payload, (SELECT m.payload FROM messages m WHERE m.seq = removed_dead_letters.seq)) ELSE payload END,
+			pushed_at = CASE WHEN pushed_at = 0
+				THEN COALESCE((SELECT m.created_at FROM messages m WHERE m.seq = removed_dead_letters.seq), 0) ELSE pushed_at END
+			WHERE seq IN (SELECT value FROM json_each(?1))
+				AND (pushed_at = 0 OR (payload IS NULL AND restore_until > 0 AND restored_at = 0))`
 	sweepAttemptsSQL = `DELETE FROM attempts WHERE seq IN (SELECT value FROM json_each(?1))
 			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
 			AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.seq = attempts.seq AND r.group_id = attempts.group_id)`

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -184,4 +185,96 @@ func TestSweepKeepsTheReadyMark(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantReady(t, d, "g", map[string]bool{"p": false, "r": true})
+}
+
+// A sweep gives a deleted dead letter's record its message's push time
+// always, and its payload only while the record can be restored: an
+// expired dead letter's record, and one whose restore window ended,
+// had their payloads cut on purpose and keep them cut.
+func TestSweepCopiesPayloadsOnlyToRestorableRecords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := openBroker(t)
+	clk := newManualClock()
+	b := broker.New(broker.Config{Store: d, Clock: clk})
+	configure := func(opt, v string) {
+		t.Helper()
+		if _, err := b.Configure(ctx, "q", map[string]json.RawMessage{opt: json.RawMessage(v)}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maintain := func() {
+		t.Helper()
+		if _, err := b.Maintain(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"expired", "window-ended", "restorable"} {
+		push(t, b, "p", id)
+	}
+	if _, ids := popAck(t, b, "g", broker.AckDLQ); len(ids) != 3 {
+		t.Fatalf("dead-lettered %v", ids)
+	}
+	byTx := map[string]broker.DeadLetter{}
+	page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dl := range page.Items {
+		byTx[dl.TransactionID] = dl
+	}
+	del := func(txid string) {
+		t.Helper()
+		if n, err := b.Delete(ctx, byTx[txid].MessageID(), "g", "user:x"); err != nil || n != 1 {
+			t.Fatalf("delete %s: %d, %v", txid, n, err)
+		}
+	}
+	// window-ended is deleted and its window ends; restorable is
+	// deleted a day later, still restorable; expired expires.
+	del("window-ended")
+	clk.Advance(broker.RestoreWindow + time.Minute)
+	del("restorable")
+	configure("deadLetterRetentionSeconds", "3600")
+	maintain()
+	var records int
+	if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM removed_dead_letters WHERE (how = 'expired') OR (restore_until = 0 AND how = 'deleted')`).Scan(&records); err != nil || records != 2 {
+		t.Fatalf("records expired or past their window: %d, %v; want 2", records, err)
+	}
+	configure("retentionSeconds", "60")
+	maintain()
+	rows, err := d.read.QueryContext(ctx, `SELECT transaction_id, how, payload, pushed_at FROM removed_dead_letters ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var txid, how string
+		var payload []byte
+		var pushed int64
+		if err := rows.Scan(&txid, &how, &payload, &pushed); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		want := ""
+		if txid == "restorable" {
+			want = `{}`
+		}
+		if string(payload) != want || (want == "") != (payload == nil) {
+			t.Errorf("%s (%s): payload %q after the sweep, want %q", txid, how, payload, want)
+		}
+		if pushed != byTx[txid].CreatedAt.UnixMilli() {
+			t.Errorf("%s (%s): pushed_at %d, want %d", txid, how, pushed, byTx[txid].CreatedAt.UnixMilli())
+		}
+	}
+	if err := rows.Err(); err != nil || seen != 3 {
+		t.Fatalf("%d records, %v; want 3", seen, err)
+	}
+	if n, err := b.Restore(ctx, byTx["restorable"].MessageID(), "g", "user:x"); err != nil || n != 1 {
+		t.Fatalf("restore: %d, %v", n, err)
+	}
+	detail, err := b.DeadLetter(ctx, byTx["restorable"].MessageID(), "g")
+	if err != nil || string(detail.Payload) != `{}` {
+		t.Fatalf("restored: %q, %v", detail.Payload, err)
+	}
 }
