@@ -2,12 +2,14 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -393,5 +395,67 @@ func TestRetentionOptionsKeptBeforeAreEnforcedAfterMigration(t *testing.T) {
 	var n int
 	if err := w.QueryRowContext(ctx, `SELECT COUNT(*) FROM group_stats WHERE expired <> 0 OR dead_letters_expired <> 0`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("expired counts after the migration: %d rows not 0, %v", n, err)
+	}
+}
+
+// Migration 0020 gives the replays made before it what the history needs
+// of their originals (push time, transactionId, partition), from the
+// messages, so that the history of a message replayed before the upgrade
+// still reads once retention (completedRetentionSeconds is on by default)
+// removed it.
+func TestReplaysAreBackfilledForRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := openBroker(t)
+	clk := newManualClock()
+	b := broker.New(broker.Config{Store: d, Clock: clk})
+	push(t, b, "p", "order-1")
+	if _, ids := popAck(t, b, "g", broker.AckDLQ); len(ids) != 1 {
+		t.Fatalf("dead-lettered %v", ids)
+	}
+	page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Limit: 1})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("dead letters %+v, %v", page.Items, err)
+	}
+	dl := page.Items[0]
+	if _, err := b.Replay(ctx, dl.MessageID(), "user:x"); err != nil {
+		t.Fatal(err)
+	}
+	// Back to the schema before 0020, then 0020 again.
+	reapply(t, d, 20, "0020_message_retention.sql",
+		`ALTER TABLE dead_letters DROP COLUMN payload`, `ALTER TABLE dead_letters DROP COLUMN pushed_at`,
+		`ALTER TABLE removed_dead_letters DROP COLUMN payload`, `ALTER TABLE removed_dead_letters DROP COLUMN pushed_at`,
+		`DROP TABLE settle_marks`, `ALTER TABLE job_outcomes DROP COLUMN expired`,
+		`ALTER TABLE replays DROP COLUMN original_at`, `ALTER TABLE replays DROP COLUMN original_txid`, `ALTER TABLE replays DROP COLUMN partition_id`)
+	var at, pid int64
+	var txid string
+	if err := d.WriteDB().QueryRowContext(ctx, `SELECT original_at, original_txid, partition_id FROM replays WHERE seq = ?`, dl.Seq).Scan(&at, &txid, &pid); err != nil {
+		t.Fatal(err)
+	}
+	if at != dl.CreatedAt.UnixMilli() || txid != "order-1" || pid != dl.PartitionID {
+		t.Fatalf("replay after the migration: original_at %d, txid %q, partition %d; want %d, order-1, %d", at, txid, pid, dl.CreatedAt.UnixMilli(), dl.PartitionID)
+	}
+	// The copy is settled, retention removes both messages: the history
+	// of the original still reads, with its replay.
+	if _, got := popAck(t, b, "g", broker.AckCompleted); len(got) != 1 {
+		t.Fatalf("copy popped: %v", got)
+	}
+	if _, err := b.Configure(ctx, "q", map[string]json.RawMessage{"retentionSeconds": json.RawMessage("60")}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	if _, err := b.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var kept int
+	if err := d.WriteDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE partition_id > 0`).Scan(&kept); err != nil || kept != 0 {
+		t.Fatalf("messages kept after the sweep: %d, %v", kept, err)
+	}
+	h, err := b.DeadLetterHistory(ctx, dl.MessageID(), "g")
+	if err != nil {
+		t.Fatalf("history of the original after the sweep: %v", err)
+	}
+	if len(h.Replays) != 1 {
+		t.Fatalf("history replays %+v, want the one", h.Replays)
 	}
 }

@@ -44,8 +44,13 @@ ALTER TABLE job_outcomes ADD COLUMN expired INTEGER NOT NULL DEFAULT 0;
 -- A replay records what the history page needs of the message it copied
 -- (its push time, transactionId and partition), so that the history of a
 -- replayed message still reads once retention removed the message and
--- the replay its dead letters. 0 / '': replayed before this migration
--- (read from the message while it is kept).
+-- the replay its dead letters. The replays made before this migration
+-- get them from their messages here (every message is still kept: no
+-- retention ran before), so that completedRetentionSeconds, on by
+-- default from now on, does not take their reference. 0 / '': a replay
+-- whose message was gone already (its queue deleted).
 ALTER TABLE replays ADD COLUMN original_at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE replays ADD COLUMN original_txid TEXT NOT NULL DEFAULT '';
 ALTER TABLE replays ADD COLUMN partition_id INTEGER NOT NULL DEFAULT 0;
+UPDATE replays SET original_at = m.created_at, original_txid = m.transaction_id, partition_id = m.partition_id
+    FROM messages m WHERE m.seq = replays.seq;
