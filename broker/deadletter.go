@@ -344,7 +344,12 @@ func payloadDigest(p []byte) string {
 }
 
 // ReplayTransaction replays the dead-lettered message named by its
-// partition's UUID and its transactionId.
+// partition's UUID and its transactionId: the message kept with that
+// transactionId when it has a dead letter, else the newest dead letter
+// with it. Retention may have removed the dead letter's message, and
+// past the deduplication window a new push may have taken its
+// transactionId (a message that is no dead letter): the dead letters
+// keep their transactionId (by its index).
 func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, actor string) (ReplayResult, error) {
 	var id string
 	err := b.store.View(ctx, func(tx Tx) error {
@@ -356,21 +361,28 @@ func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, act
 			return err
 		}
 		m, err := tx.MessageByTransaction(ctx, p.ID, txid)
-		if isNotFound(err) {
-			// Retention may have removed the message: its dead letters
-			// keep it (by their transactionId index).
-			dls, lerr := tx.ListDeadLetters(ctx, Filter{QueueID: p.QueueID, PartitionID: p.ID, TransactionID: txid}, Page{Limit: 1})
-			if lerr != nil {
-				return lerr
-			}
-			if len(dls) == 0 {
-				return errorf(ErrNotFound, "message %q not found in partition %q", truncate(txid, 64), p.Name)
-			}
-			id = dls[0].MessageID()
-			return nil
+		if err != nil && !isNotFound(err) {
+			return err
 		}
-		id = m.ID()
-		return err
+		if err == nil {
+			id = m.ID()
+			own, err := tx.DeadLettersOfMessage(ctx, m.Seq)
+			if err != nil || len(own) > 0 {
+				return err
+			}
+		}
+		dls, err := tx.ListDeadLetters(ctx, Filter{QueueID: p.QueueID, PartitionID: p.ID, TransactionID: txid}, Page{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(dls) > 0 {
+			id = dls[0].MessageID()
+		}
+		if id == "" {
+			return errorf(ErrNotFound, "message %q not found in partition %q", truncate(txid, 64), p.Name)
+		}
+		// A kept message with no dead letter anywhere: Replay says so.
+		return nil
 	})
 	if err != nil {
 		return ReplayResult{}, err

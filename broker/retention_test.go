@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -557,4 +558,43 @@ func BenchmarkMaintainMessagesIdle(b *testing.B) {
 	}
 	b.ReportMetric(float64(chunks), "chunks/run")
 	b.ReportMetric(float64(took.Microseconds())/float64(b.N)/1000, "task-ms/run")
+}
+
+// Past the deduplication window a new push may take a dead letter's
+// transactionId: a replay by (partition, transactionId) still finds the
+// dead letter (the new message is none), not the new message.
+func TestReplayTransactionPastTheDeduplicationWindow(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 60})
+	s.subscribeAll("q", "a")
+	first := s.push("q", "p", "order-1")[0]
+	s.fail("q", "a", 1, "boom")
+	s.clock.Advance(2 * time.Minute)
+	if r := s.sweep(); r.Removed != 1 {
+		t.Fatalf("removed %d", r.Removed)
+	}
+	again := s.push("q", "p", "order-1")[0]
+	if again.Status != broker.StatusQueued || again.MessageID == first.MessageID {
+		t.Fatalf("push past the window: %+v", again)
+	}
+	res, err := s.b.ReplayTransaction(s.ctx, first.PartitionID, "order-1", "user:x")
+	if err != nil {
+		t.Fatalf("replay of order-1 past the window: %v", err)
+	}
+	if res.TransactionID != broker.ReplayPrefix+first.MessageID {
+		t.Errorf("replayed as %s, want the copy of %s", res.TransactionID, first.MessageID)
+	}
+	if dls := s.dead("q", "a"); len(dls) != 0 {
+		t.Errorf("dead letters after the replay: %+v", dls)
+	}
+	ids, _ := s.popTxids("q", "a", 10)
+	if !slices.Equal(ids, []string{"order-1", broker.ReplayPrefix + first.MessageID}) {
+		t.Errorf("a got %v, want the new order-1 and the copy", ids)
+	}
+	// The new message is no dead letter, and none with its transactionId
+	// is left: not found.
+	if _, err := s.b.ReplayTransaction(s.ctx, first.PartitionID, "nope", "user:x"); !errors.Is(err, broker.ErrNotFound) {
+		t.Errorf("replay of an unknown transactionId: %v", err)
+	}
 }
