@@ -48,6 +48,11 @@ type ExpiryTx interface {
 	// removed_dead_letters (by removed_dead_letters_seq) and attempts (by
 	// its primary key); keys with no record: nothing, no error.
 	MarkExpired(ctx context.Context, keys []DeadLetterKey, retention time.Duration) error
+	// UpdateExpiryAudit sets the count and detail of the audit entry id,
+	// one of action AuditDeadLettersExpired that an earlier chunk of the
+	// same run wrote (its time, queue and group stay). It writes audit
+	// (by its primary key); no such entry: ErrNotFound.
+	UpdateExpiryAudit(ctx context.Context, id int64, count int, detail string) error
 	// ExpiryRules returns, for the expired records of message seq, the
 	// retention that expired each, by record id (removed_dead_letters_seq;
 	// none: empty).
@@ -132,9 +137,10 @@ func stampExpiry(ctx context.Context, tx Tx, dls []DeadLetter) error {
 // context). Each chunk, in its transaction: the dead letters leave as a
 // delete takes them (full-text indexes, error groups, depth), counted in
 // Stats.DeadLettersExpired of their queue and group, with a record that
-// says they expired, when and by which retention (not restorable).
-// After a queue's chunks, one entry of the broker's audit stream per
-// group that lost any says how many.
+// says they expired, when and by which retention (not restorable), and
+// the run's entry of the broker's audit stream for each group that lost
+// any says how many so far (see expireQueue). A queue's error does not
+// stop the other queues (see sweepQueues): the errors are returned joined.
 func (b *Broker) maintainDeadLetters(ctx context.Context, r *TaskReport) error {
 	var queues []Queue
 	if err := b.store.View(ctx, func(tx Tx) error {
@@ -149,27 +155,33 @@ func (b *Broker) maintainDeadLetters(ctx context.Context, r *TaskReport) error {
 	}); err != nil {
 		return err
 	}
-	for _, q := range queues {
-		if err := b.expireQueue(ctx, q, r); err != nil {
-			return fmt.Errorf("queue %s: %w", q.Name, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sweepQueues(ctx, queues, func(q Queue) error { return b.expireQueue(ctx, q, r) })
 }
 
-// expireQueue expires q's due dead letters, a chunk a transaction, and
-// says per group how many went in the audit.
+// expiryEntry is the broker's audit entry of one group's dead letters
+// expired in a run, as the chunks committed so far left it.
+type expiryEntry struct {
+	id    int64 // the entry (0: none written yet)
+	name  string
+	count int64
+	keep  time.Duration
+}
+
+// expireQueue expires q's due dead letters, a chunk a transaction. Each
+// chunk says in its own transaction how many went: the first chunk that
+// expires any of a group's writes the group's entry of the broker's
+// audit stream, the later ones of the same run update its count and
+// detail (its id kept between chunks). Whatever stops the run between
+// chunks (cancelled, an error, a crash) leaves an audit that says all
+// that was committed, and a run of a million dead letters one entry a
+// group. A retention changed during the run starts new entries.
 func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error {
-	perGroup := map[int64]int64{}
-	var groups []int64
-	var keep time.Duration
+	entries := map[int64]expiryEntry{} // by group, as committed
 	for {
 		var keys []DeadLetterKey
+		var written map[int64]expiryEntry
 		err := b.update(ctx, func(tx Tx, _ func(string)) error {
-			keys = nil
+			keys, written = nil, nil
 			// The option is read again: it may have changed since the
 			// run began (or the queue gone).
 			cur, err := tx.QueueByID(ctx, q.ID)
@@ -179,7 +191,8 @@ func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error 
 			if err != nil {
 				return err
 			}
-			if keep = cur.Options.DeadLetterRetention(); keep <= 0 {
+			keep := cur.Options.DeadLetterRetention()
+			if keep <= 0 {
 				return nil
 			}
 			now := b.now()
@@ -192,45 +205,81 @@ func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error 
 			if err := removeKeys(ctx, tx, keys, Stats{DeadLettersExpired: 1}, &Removal{How: RemovedExpired, At: now, Actor: BrokerActor}); err != nil {
 				return err
 			}
-			return tx.MarkExpired(ctx, keys, keep)
+			if err := tx.MarkExpired(ctx, keys, keep); err != nil {
+				return err
+			}
+			written, err = b.auditExpiry(ctx, tx, cur, keys, keep, now, entries)
+			return err
 		})
 		if err != nil {
 			return err
 		}
+		// Committed: the entries are as written (a transaction run again
+		// started from entries as they were).
+		for g, e := range written {
+			entries[g] = e
+		}
 		r.Chunks++
 		r.Removed += int64(len(keys))
-		for _, k := range keys {
-			if perGroup[k.GroupID] == 0 {
-				groups = append(groups, k.GroupID)
-			}
-			perGroup[k.GroupID]++
-		}
 		if len(keys) < maintainChunk {
-			break
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
-	if len(groups) == 0 {
-		return nil
+}
+
+// auditExpiry writes, in the chunk's transaction tx, the audit of keys,
+// the dead letters of q that expired by retention keep: per group, the
+// run's entry (from entries, the earlier chunks') updated with the
+// chunk's count, or a new one. It returns the groups' entries as it
+// wrote them and leaves entries as it was (the transaction may run
+// again).
+func (b *Broker) auditExpiry(ctx context.Context, tx Tx, q Queue, keys []DeadLetterKey, keep time.Duration, now time.Time, entries map[int64]expiryEntry) (map[int64]expiryEntry, error) {
+	var groups []int64
+	chunk := map[int64]int64{}
+	for _, k := range keys {
+		if chunk[k.GroupID] == 0 {
+			groups = append(groups, k.GroupID)
+		}
+		chunk[k.GroupID]++
 	}
-	return b.store.Update(ctx, func(tx Tx) error {
-		now := b.now()
-		for _, g := range groups {
+	out := make(map[int64]expiryEntry, len(groups))
+	for _, g := range groups {
+		e := entries[g]
+		if e.keep != keep {
+			e = expiryEntry{name: e.name, keep: keep} // a new rule: a new entry
+		}
+		if e.name == "" {
 			name, err := tx.GroupName(ctx, g)
 			if err != nil {
-				return fmt.Errorf("expiry audit: group: %w", err)
+				return nil, fmt.Errorf("expiry audit: group: %w", err)
 			}
-			n := perGroup[g]
-			detail := fmt.Sprintf("dead letters: %s expired in %s / %s, older than %s (deadLetterRetentionSeconds)", thousands(n), q.Name, name, DurationWords(keep))
-			if err := tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: BrokerActor, Action: AuditDeadLettersExpired, Queue: q.Name, Group: name,
-				Count: int(n), Detail: detail, Broker: true}); err != nil {
-				return fmt.Errorf("expiry audit: %w", err)
-			}
+			e.name = name
 		}
-		return nil
-	})
+		e.count += chunk[g]
+		detail := fmt.Sprintf("dead letters: %s expired in %s / %s, older than %s (deadLetterRetentionSeconds)", thousands(e.count), q.Name, e.name, DurationWords(keep))
+		if e.id != 0 {
+			err := tx.UpdateExpiryAudit(ctx, e.id, int(e.count), detail)
+			if err == nil {
+				out[g] = e
+				continue
+			}
+			if !isNotFound(err) {
+				return nil, fmt.Errorf("expiry audit: %w", err)
+			}
+			// Gone (the audit sweep took it): a new entry says the run's count.
+		}
+		a := &AuditEntry{At: now, Actor: BrokerActor, Action: AuditDeadLettersExpired, Queue: q.Name, Group: e.name,
+			Count: int(e.count), Detail: detail, Broker: true}
+		if err := tx.InsertAudit(ctx, a); err != nil {
+			return nil, fmt.Errorf("expiry audit: %w", err)
+		}
+		e.id = a.ID
+		out[g] = e
+	}
+	return out, nil
 }
 
 // beforeExpiry receives each chunk of dead letters of q about to expire,

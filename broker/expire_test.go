@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -180,6 +181,143 @@ func TestDeadLettersExpireInChunks(t *testing.T) {
 		if tt.Task == broker.TaskDeadLetters && tt.Removed != n {
 			t.Errorf("totals %+v", tt)
 		}
+	}
+}
+
+// A run stopped between chunks (shutdown) leaves an audit that says all
+// its committed chunks expired: each chunk writes it in its own
+// transaction, the first chunk the run's entry of the group, the later
+// ones its count. The next run says the rest in an entry of its own.
+func TestExpiryAuditSaysEachCommittedChunk(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 60, "retryLimit": 0})
+	s.pop("q", "g", 1)
+	s.deadLettered("q", "g", 1234)
+	fs := s.withFaults()
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	chunks := 0
+	fs.committed = func() {
+		if chunks++; chunks == 2 {
+			cancel()
+		}
+	}
+	s.clock.Advance(61 * time.Second)
+	rep, err := s.b.Maintain(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("maintain: %v, want cancelled", err)
+	}
+	if r := rep.Task(broker.TaskDeadLetters); r.Removed != 1000 || r.Chunks != 2 {
+		t.Fatalf("stopped run %+v, want 1,000 in 2 chunks", r)
+	}
+	es := s.expiryAudit()
+	if len(es) != 1 || es[0].Count != 1000 || es[0].Queue != "q" || es[0].Group != "g" ||
+		es[0].Detail != "dead letters: 1,000 expired in q / g, older than 1 minute (deadLetterRetentionSeconds)" {
+		t.Fatalf("audit after the stop %+v, want one entry of 1,000", es)
+	}
+	if st := s.stats("q", "g"); st.DeadLettersExpired != 1000 || st.Depth != 234 {
+		t.Errorf("stats %+v", st)
+	}
+	if r := s.maintain(); r.Removed != 234 {
+		t.Fatalf("next run %+v, want the 234 left", r)
+	}
+	es = s.expiryAudit()
+	if len(es) != 2 || es[0].Count != 234 || es[1].Count != 1000 || !strings.HasPrefix(es[0].Detail, "dead letters: 234 expired in q / g") {
+		t.Errorf("audit after the next run %+v, want 234 (new) and 1,000", es)
+	}
+}
+
+// A chunk's transaction run again (the first time rolled back) writes
+// the audit once: the entries are taken as committed, not as the rolled
+// back run wrote them. A retention changed during a run starts entries
+// of its own, each saying its rule.
+func TestExpiryAuditWhenAChunkRunsAgain(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 60, "retryLimit": 0})
+	s.pop("q", "g", 1)
+	s.deadLettered("q", "g", 1234)
+	fs := s.withFaults()
+	fs.rehearse = true
+	chunks := 0
+	fs.committed = func() {
+		if chunks++; chunks == 1 {
+			s.configure("q", map[string]any{"deadLetterRetentionSeconds": 30})
+		}
+	}
+	s.clock.Advance(61 * time.Second)
+	if r := s.maintain(); r.Removed != 1234 || r.Chunks != 3 {
+		t.Fatalf("run %+v, want 1,234 in 3 chunks", r)
+	}
+	es := s.expiryAudit()
+	if len(es) != 2 || es[0].Count != 734 || es[1].Count != 500 ||
+		!strings.HasPrefix(es[0].Detail, "dead letters: 734 expired in q / g, older than 30 seconds") ||
+		!strings.HasPrefix(es[1].Detail, "dead letters: 500 expired in q / g, older than 1 minute") {
+		t.Errorf("audit %+v, want 500 under 1 minute then 734 under 30 seconds", es)
+	}
+	if st := s.stats("q", "g"); st.DeadLettersExpired != 1234 || st.Depth != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// The run's entry gone between chunks (swept): the next chunk writes a
+// new one that says the run's count, and the run goes on.
+func TestExpiryAuditEntryGoneBetweenChunks(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 60, "retryLimit": 0})
+	s.pop("q", "g", 1)
+	s.deadLettered("q", "g", 1234)
+	fs := s.withFaults()
+	chunks := 0
+	fs.committed = func() {
+		if chunks++; chunks == 1 {
+			if err := s.db.Update(s.ctx, func(tx broker.Tx) error {
+				_, err := tx.SweepAudit(s.ctx, s.clock.Now().Add(time.Hour), 10000)
+				return err
+			}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	s.clock.Advance(61 * time.Second)
+	if r := s.maintain(); r.Removed != 1234 {
+		t.Fatalf("run %+v", r)
+	}
+	if es := s.expiryAudit(); len(es) != 1 || es[0].Count != 1234 {
+		t.Errorf("audit %+v, want one entry of the run's 1,234", es)
+	}
+}
+
+// A chunk that fails after others committed leaves their audit: the
+// failure is the run's, the audit still says the 1,000 that went.
+func TestExpiryAuditSurvivesAFailedChunk(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 60, "retryLimit": 0})
+	s.pop("q", "g", 1)
+	s.deadLettered("q", "g", 1234)
+	fs := s.withFaults()
+	calls := 0
+	fs.fail = func(call string, _ int64) error {
+		if call == "MarkExpired" {
+			if calls++; calls == 3 {
+				return errInjected
+			}
+		}
+		return nil
+	}
+	s.clock.Advance(61 * time.Second)
+	rep, err := s.b.Maintain(s.ctx)
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("maintain: %v, want the injected failure", err)
+	}
+	if r := rep.Task(broker.TaskDeadLetters); r.Removed != 1000 || !errors.Is(r.Err, errInjected) {
+		t.Fatalf("report %+v", r)
+	}
+	if es := s.expiryAudit(); len(es) != 1 || es[0].Count != 1000 {
+		t.Fatalf("audit %+v, want one entry of 1,000", es)
 	}
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -72,6 +73,9 @@ type TaskReport struct {
 	Removed int64         // rows removed (history: rows removed and restore windows ended)
 	Chunks  int           // transactions it ran
 	Took    time.Duration // wall time of the task
+	// Err is what went wrong in the task (nil: nothing). What it did
+	// before, or for other queues, is in Removed and Chunks.
+	Err error
 }
 
 // MaintenanceReport is what a run of Maintain did, task by task in the
@@ -98,6 +102,7 @@ type TaskTotals struct {
 	Removed  int64         // rows removed, all runs
 	LastTook time.Duration // the last run's duration
 	Runs     int64
+	Errors   int64 // runs that ended in an error
 }
 
 // maintenanceTotals keeps TaskTotals across runs.
@@ -117,6 +122,9 @@ func (mt *maintenanceTotals) add(r TaskReport) {
 	t.Removed += r.Removed
 	t.LastTook = r.Took
 	t.Runs++
+	if r.Err != nil {
+		t.Errors++
+	}
 	mt.m[r.Task] = t
 }
 
@@ -140,13 +148,16 @@ func (b *Broker) MaintenanceTotals() []TaskTotals {
 // (restore windows that ended, history past HistoryRetention), the audit
 // entries past the audit retention (with one entry of the broker's stream
 // saying how many, when any), and the ended sessions. It reports, per
-// task, the rows removed and the time taken, and adds them to
-// MaintenanceTotals. It stops at the first error (the tasks before it are
+// task, the rows removed, the time taken and its error, and adds them to
+// MaintenanceTotals. A task's error does not stop the tasks after it:
+// Maintain returns the errors joined, each named by its task. A
+// cancelled context stops the run at once (the tasks that ran are
 // reported and counted).
 func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 	ctx = LowPriority(ctx)
 	start := time.Now()
 	var rep MaintenanceReport
+	var errs []error
 	for _, task := range []struct {
 		name string
 		run  func(ctx context.Context, r *TaskReport) error
@@ -163,15 +174,37 @@ func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 		t0 := time.Now()
 		err := task.run(ctx, &r)
 		r.Took = time.Since(t0)
+		r.Err = err
 		rep.Tasks = append(rep.Tasks, r)
 		b.maintenance.add(r)
 		if err != nil {
-			rep.Took = time.Since(start)
-			return rep, fmt.Errorf("maintenance: %s: %w", task.name, err)
+			errs = append(errs, fmt.Errorf("maintenance: %s: %w", task.name, err))
+		}
+		if ctx.Err() != nil {
+			break
 		}
 	}
 	rep.Took = time.Since(start)
-	return rep, nil
+	return rep, errors.Join(errs...)
+}
+
+// sweepQueues runs fn for each of queues in turn: a queue's error does not
+// stop the queues after it (the errors are returned joined, each named by
+// its queue), a cancelled context stops at once.
+func sweepQueues(ctx context.Context, queues []Queue, fn func(q Queue) error) error {
+	var errs []error
+	for _, q := range queues {
+		if err := fn(q); err != nil {
+			errs = append(errs, fmt.Errorf("queue %s: %w", q.Name, err))
+		}
+		if err := ctx.Err(); err != nil {
+			if len(errs) == 0 {
+				errs = append(errs, err)
+			}
+			break
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // chunks runs step a transaction at a time until it deletes fewer than

@@ -1,7 +1,11 @@
 package broker_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +144,226 @@ func TestMaintainSessions(t *testing.T) {
 	}
 	if r := rep.Task(broker.TaskStats); r.Chunks != 4 {
 		t.Errorf("stats task %+v, want a chunk for each of the 4 bucket tables", r)
+	}
+}
+
+// faultStore wraps a store to make maintenance fail or stop where a test
+// says: fail is asked at each call of the Tx methods faultTx overrides
+// (the call's name, and its queue when it has one) and may return an
+// error for it; committed is called after each commit of a transaction
+// that expired dead letters (MarkExpired).
+type faultStore struct {
+	broker.Store
+	fail      func(call string, queueID int64) error
+	committed func()
+	// rehearse runs each transaction's fn first in a transaction rolled
+	// back, as a store that runs fn again does (Update's rule).
+	rehearse bool
+}
+
+var errRehearsal = errors.New("rehearsal: rolled back")
+
+type faultTx struct {
+	broker.Tx
+	s       *faultStore
+	expired *bool
+}
+
+var errInjected = errors.New("injected failure")
+
+func (s *faultStore) check(call string, queueID int64) error {
+	if s.fail == nil {
+		return nil
+	}
+	return s.fail(call, queueID)
+}
+
+func (t faultTx) MarkExpired(ctx context.Context, keys []broker.DeadLetterKey, retention time.Duration) error {
+	if err := t.s.check("MarkExpired", keys[0].QueueID); err != nil {
+		return err
+	}
+	*t.expired = true
+	return t.Tx.MarkExpired(ctx, keys, retention)
+}
+
+func (t faultTx) SweepBuckets(ctx context.Context, b broker.BucketTable, before time.Time, limit int) (int64, error) {
+	if err := t.s.check("SweepBuckets", 0); err != nil {
+		return 0, err
+	}
+	return t.Tx.SweepBuckets(ctx, b, before, limit)
+}
+
+func (s *faultStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+	expired := false
+	if s.rehearse {
+		if err := s.Store.Update(ctx, func(tx broker.Tx) error {
+			if err := fn(faultTx{tx, s, &expired}); err != nil {
+				return err
+			}
+			return errRehearsal
+		}); !errors.Is(err, errRehearsal) {
+			return err
+		}
+	}
+	err := s.Store.Update(ctx, func(tx broker.Tx) error {
+		expired = false
+		return fn(faultTx{tx, s, &expired})
+	})
+	if err == nil && expired && s.committed != nil {
+		s.committed()
+	}
+	return err
+}
+
+// withFaults puts the broker of s on a faultStore over its database.
+func (s *bundle) withFaults() *faultStore {
+	fs := &faultStore{Store: s.db}
+	s.b = broker.New(broker.Config{Store: fs, Clock: s.clock})
+	return fs
+}
+
+// deadLettered files n dead letters of queue in group, 100 a pop.
+func (s *bundle) deadLettered(queue, group string, n int) {
+	s.t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", queue, i)
+	}
+	for len(ids) > 0 {
+		k := min(len(ids), 500)
+		s.push(queue, "p", ids[:k]...)
+		ids = ids[k:]
+	}
+	for done := 0; done < n; {
+		_, res := s.popTxids(queue, group, 100)
+		if len(res.Messages) == 0 {
+			s.t.Fatalf("deadLettered: %d of %d, nothing to pop", done, n)
+		}
+		for _, m := range res.Messages {
+			s.ack(m, broker.AckDLQ, "boom")
+		}
+		done += len(res.Messages)
+	}
+}
+
+// A task's error does not stop the others, nor one queue's the other
+// queues of its task: the stats task fails, and so does the third chunk
+// of queue a's expiry; b's dead letters still expire, a's first two
+// chunks are counted and said in the audit, the tasks after them run,
+// each error is reported by its task and counted in the totals, and
+// Maintain returns them joined.
+func TestMaintainGoesOnAfterAnError(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	for _, q := range []string{"a", "b"} {
+		s.configure(q, map[string]any{"deadLetterRetentionSeconds": 60, "retryLimit": 0})
+		s.pop(q, "g", 1)
+	}
+	s.deadLettered("a", "g", 1234)
+	s.deadLettered("b", "g", 3)
+	qa, err := s.b.Queue(s.ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := s.withFaults()
+	chunksOfA := 0
+	fs.fail = func(call string, queueID int64) error {
+		switch {
+		case call == "SweepBuckets":
+			return errInjected
+		case call == "MarkExpired" && queueID == qa.ID:
+			if chunksOfA++; chunksOfA > 2 {
+				return errInjected
+			}
+		}
+		return nil
+	}
+	s.clock.Advance(61 * time.Second)
+	rep, err := s.b.Maintain(s.ctx)
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("maintain: %v, want the injected failure", err)
+	}
+	for _, want := range []string{"maintenance: stats: ", "maintenance: dead_letters: queue a: "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	var ran []string
+	for _, r := range rep.Tasks {
+		ran = append(ran, r.Task)
+		if failed := r.Task == broker.TaskStats || r.Task == broker.TaskDeadLetters; failed != (r.Err != nil) {
+			t.Errorf("task %s: error %v", r.Task, r.Err)
+		}
+	}
+	if !slices.Equal(ran, broker.MaintenanceTasks) {
+		t.Fatalf("tasks run %v, want all of %v", ran, broker.MaintenanceTasks)
+	}
+	if r := rep.Task(broker.TaskDeadLetters); r.Removed != 1003 || r.Chunks != 3 {
+		t.Errorf("dead-letter task %+v, want a's 1,000 and b's 3 in 3 chunks", r)
+	}
+	if n := len(s.dead("b", "g")); n != 0 {
+		t.Errorf("b keeps %d dead letters after a's error, want 0", n)
+	}
+	if st := s.stats("a", "g"); st.Depth != 234 || st.DeadLettersExpired != 1000 {
+		t.Errorf("a's stats %+v, want 234 left, 1,000 expired", st)
+	}
+	byQueue := map[string]int{}
+	for _, e := range s.expiryAudit() {
+		byQueue[e.Queue] += e.Count
+	}
+	if byQueue["a"] != 1000 || byQueue["b"] != 3 || len(byQueue) != 2 {
+		t.Errorf("expiry audit says %v, want a 1,000, b 3", byQueue)
+	}
+	for _, task := range []string{broker.TaskHistory, broker.TaskAudit, broker.TaskSessions} {
+		if r := rep.Task(task); r.Chunks == 0 {
+			t.Errorf("task %s ran no chunk: %+v", task, r)
+		}
+	}
+	for _, tt := range s.b.MaintenanceTotals() {
+		want := int64(0)
+		if tt.Task == broker.TaskStats || tt.Task == broker.TaskDeadLetters {
+			want = 1
+		}
+		if tt.Runs != 1 || tt.Errors != want {
+			t.Errorf("totals %+v, want 1 run, %d errors", tt, want)
+		}
+	}
+	// Mended, the next run finishes a and fails nothing.
+	fs.fail = nil
+	rep, err = s.b.Maintain(s.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Task(broker.TaskDeadLetters); r.Removed != 234 || r.Err != nil {
+		t.Errorf("second run %+v, want a's 234", r)
+	}
+}
+
+// A cancelled context stops the run at once: no later queue, no later task.
+func TestMaintainStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	for _, q := range []string{"a", "b"} {
+		s.configure(q, map[string]any{"deadLetterRetentionSeconds": 60, "retryLimit": 0})
+		s.pop(q, "g", 1)
+		s.deadLettered(q, "g", 3)
+	}
+	fs := s.withFaults()
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	fs.committed = cancel // after a's chunk
+	s.clock.Advance(61 * time.Second)
+	rep, err := s.b.Maintain(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("maintain: %v, want cancelled", err)
+	}
+	if strings.Contains(err.Error(), "queue b") {
+		t.Errorf("maintain: %v, want b not tried", err)
+	}
+	if last := rep.Tasks[len(rep.Tasks)-1]; last.Task != broker.TaskDeadLetters || last.Removed != 3 {
+		t.Errorf("last task run %+v, want the dead letters' with a's 3", last)
+	}
+	if n := len(s.dead("b", "g")); n != 3 {
+		t.Errorf("b keeps %d dead letters, want its 3 (not reached)", n)
 	}
 }

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -103,4 +104,23 @@ func (t *storeTx) ExpiryRules(ctx context.Context, seq int64) (map[int64]time.Du
 		out[id] = time.Duration(secs) * time.Second
 	}
 	return out, rows.Err()
+}
+
+// updateExpiryAuditSQL sets an expiry's audit entry by the primary key.
+const updateExpiryAuditSQL = `UPDATE audit SET count = ?2, detail = ?3 WHERE id = ?1 AND action = 'dead_letters_expired'`
+
+// UpdateExpiryAudit writes audit (one row, by its primary key).
+func (t *storeTx) UpdateExpiryAudit(ctx context.Context, id int64, count int, detail string) error {
+	res, err := t.exec(ctx, updateExpiryAuditSQL, id, count, detail)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("expiry audit entry %d: %w", id, broker.ErrNotFound)
+	}
+	return nil
 }

@@ -76,6 +76,7 @@ var (
 var (
 	descMaintRemoved = prometheus.NewDesc("lazarus_maintenance_removed_total", "Rows the maintenance task removed since the start (history: also restore windows ended; space: free pages given back to the file system).", []string{"task"}, nil)
 	descMaintTook    = prometheus.NewDesc("lazarus_maintenance_last_duration_seconds", "How long the maintenance task's last run took (longer than --maintenance-every: it falls behind).", []string{"task"}, nil)
+	descMaintErrors  = prometheus.NewDesc("lazarus_maintenance_errors_total", "Runs of the maintenance task that ended in an error since the start (the error is logged; the other tasks still ran).", []string{"task"}, nil)
 )
 
 // maintenanceCollector reads the maintenance totals kept in memory.
@@ -84,12 +85,14 @@ type maintenanceCollector struct{ b *broker.Broker }
 func (maintenanceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descMaintRemoved
 	ch <- descMaintTook
+	ch <- descMaintErrors
 }
 
 func (mc maintenanceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range mc.b.MaintenanceTotals() {
 		ch <- prometheus.MustNewConstMetric(descMaintRemoved, prometheus.CounterValue, float64(t.Removed), t.Task)
 		ch <- prometheus.MustNewConstMetric(descMaintTook, prometheus.GaugeValue, t.LastTook.Seconds(), t.Task)
+		ch <- prometheus.MustNewConstMetric(descMaintErrors, prometheus.CounterValue, float64(t.Errors), t.Task)
 	}
 }
 

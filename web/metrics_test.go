@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -121,5 +122,21 @@ func TestMetricsMaintenance(t *testing.T) {
 	}
 	if got, ok := metricValue(t, fams, "lazarus_maintenance_removed_total", map[string]string{"task": broker.TaskSessions}); !ok || got != 0 {
 		t.Errorf("sessions removed %v (found %v), want 0", got, ok)
+	}
+	for _, task := range broker.MaintenanceTasks {
+		if got, ok := metricValue(t, fams, "lazarus_maintenance_errors_total", map[string]string{"task": task}); !ok || got != 0 {
+			t.Errorf("errors of task %s: %v (found %v), want 0", task, got, ok)
+		}
+	}
+	// A run that fails (here: stopped before its first task) counts an
+	// error of the task it stopped in.
+	stopped, cancel := context.WithCancel(s.ctx)
+	cancel()
+	if _, err := s.broker.Maintain(stopped); err == nil {
+		t.Fatal("maintenance with a cancelled context: no error")
+	}
+	fams = scrape(t, s, nil)
+	if got, ok := metricValue(t, fams, "lazarus_maintenance_errors_total", map[string]string{"task": broker.TaskStats}); !ok || got != 1 {
+		t.Errorf("errors of the stats task %v (found %v), want 1", got, ok)
 	}
 }
