@@ -104,8 +104,10 @@ type RetentionTx interface {
 //     its cursor moves past it.
 //
 // Each chunk (maintainChunk messages at most, one partition) is a
-// transaction on the low-priority lane. Finding what is due reads
-// snapshots (View), not the writer.
+// transaction on the low-priority lane, and reads the queue's options
+// again: a retention turned off or made longer during a run stops it at
+// the next chunk. Finding what is due reads snapshots (View), not the
+// writer.
 func (b *Broker) maintainMessages(ctx context.Context, r *TaskReport) error {
 	var queues []Queue
 	if err := b.store.View(ctx, func(tx Tx) (err error) {
@@ -159,8 +161,16 @@ func (b *Broker) completedRetention(ctx context.Context, q Queue, r *TaskReport)
 	}); err != nil {
 		return err
 	}
+	// A chunk goes on while the queue's completed retention, read again
+	// in its transaction, is on and no longer than the run's: the marks
+	// due under the run's are due under a shorter one too; a longer one
+	// (or off) waits for the next run to find what is due under it.
+	rule := func(o Options, _ time.Time, _ *MessageSweep) bool {
+		cur := o.CompletedRetentionSeconds
+		return cur > 0 && cur <= q.Options.CompletedRetentionSeconds
+	}
 	for _, c := range due {
-		bound, err := b.sweepPartition(ctx, r, MessageSweep{PartitionID: c.PartitionID, UpTo: c.UpTo, Settled: true, Limit: maintainChunk})
+		bound, err := b.sweepPartition(ctx, r, q.ID, MessageSweep{PartitionID: c.PartitionID, UpTo: c.UpTo, Settled: true, Limit: maintainChunk}, rule)
 		if err != nil {
 			return err
 		}
@@ -189,8 +199,17 @@ func (b *Broker) messageRetention(ctx context.Context, q Queue, r *TaskReport) e
 	}); err != nil {
 		return err
 	}
+	// Each chunk takes the queue's retentionSeconds as its transaction
+	// reads it: off stops the run, a new value moves the cut.
+	rule := func(o Options, now time.Time, s *MessageSweep) bool {
+		if o.RetentionSeconds <= 0 {
+			return false
+		}
+		s.Before = now.Add(-time.Duration(o.RetentionSeconds) * time.Second)
+		return true
+	}
 	for _, c := range due {
-		if _, err := b.sweepPartition(ctx, r, MessageSweep{PartitionID: c.PartitionID, UpTo: maxSeq, Before: before, Limit: maintainChunk}); err != nil {
+		if _, err := b.sweepPartition(ctx, r, q.ID, MessageSweep{PartitionID: c.PartitionID, UpTo: maxSeq, Before: before, Limit: maintainChunk}, rule); err != nil {
 			return err
 		}
 	}
@@ -202,14 +221,33 @@ const maxSeq = int64(1) << 62
 
 // sweepPartition runs s a chunk a transaction until a chunk deletes less
 // than its limit, counting what expired unread into the groups' stats in
-// the chunk's transaction, and returns the last chunk's Bound.
-func (b *Broker) sweepPartition(ctx context.Context, r *TaskReport, s MessageSweep) (int64, error) {
+// the chunk's transaction, and returns the last chunk's Bound. Each chunk
+// first reads the queue's options again (they may have changed since
+// the run began, or the queue gone): rule says whether the chunk still
+// runs, and may adjust it to them. A chunk that rule stops (or whose
+// queue is gone) deletes nothing and ends the sweep with Bound 0.
+func (b *Broker) sweepPartition(ctx context.Context, r *TaskReport, queueID int64, s MessageSweep, rule func(o Options, now time.Time, s *MessageSweep) bool) (int64, error) {
 	for {
 		var out SweptMessages
+		var stopped bool
 		err := b.store.Update(ctx, func(tx Tx) (err error) {
+			out, stopped = SweptMessages{}, false
 			now := b.now()
-			s.Now = now
-			if out, err = tx.SweepMessages(ctx, s); err != nil {
+			cur, err := tx.QueueByID(ctx, queueID)
+			if isNotFound(err) {
+				stopped = true
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			chunk := s
+			chunk.Now = now
+			if !rule(cur.Options, now, &chunk) {
+				stopped = true
+				return nil
+			}
+			if out, err = tx.SweepMessages(ctx, chunk); err != nil {
 				return err
 			}
 			for _, e := range out.Expired {
@@ -224,6 +262,9 @@ func (b *Broker) sweepPartition(ctx context.Context, r *TaskReport, s MessageSwe
 		})
 		if err != nil {
 			return 0, err
+		}
+		if stopped {
+			return 0, nil
 		}
 		r.Chunks++
 		r.Removed += out.Removed

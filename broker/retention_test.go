@@ -598,3 +598,77 @@ func TestReplayTransactionPastTheDeduplicationWindow(t *testing.T) {
 		t.Errorf("replay of an unknown transactionId: %v", err)
 	}
 }
+
+// hookStore is the SQLite store calling after once every write has
+// committed (or failed).
+type hookStore struct {
+	*db.DB
+	after func()
+}
+
+func (h *hookStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+	err := h.DB.Update(ctx, fn)
+	if h.after != nil {
+		h.after()
+	}
+	return err
+}
+
+// A sweep reads its queue's options again in each chunk's transaction: an
+// option turned off or made longer while a run deletes stops it at the
+// next chunk (the next run finds what is due under the new value); one
+// made shorter lets it go on.
+func TestRetentionRereadsItsOptionEachChunk(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name           string
+		option         string
+		from, to       int
+		removed, after int64 // removed by the run, then by the next one
+	}{
+		{"retention off", "retentionSeconds", 60, 0, 500, 0},
+		{"retention longer", "retentionSeconds", 60, 7200, 500, 0},
+		{"retention shorter", "retentionSeconds", 1800, 60, 1200, 0},
+		{"completed retention off", "completedRetentionSeconds", 60, 0, 500, 0},
+		{"completed retention longer", "completedRetentionSeconds", 60, 7200, 500, 0},
+		{"completed retention shorter", "completedRetentionSeconds", 1800, 60, 1200, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			hs := &hookStore{DB: s.db}
+			s.b = broker.New(broker.Config{Store: hs, Clock: s.clock})
+			s.configure("q", map[string]any{tc.option: tc.from})
+			s.subscribeAll("q", "a")
+			for i := 0; i < 1200; i += 100 {
+				s.push("q", "p", txids(100, fmt.Sprintf("b%d-", i))...)
+			}
+			if tc.option == "completedRetentionSeconds" {
+				if got := s.drain("q", "a"); len(got) != 1200 {
+					t.Fatalf("drained %d", len(got))
+				}
+				s.sweep() // the settle marks
+			}
+			s.clock.Advance(time.Hour)
+			fired := false
+			hs.after = func() {
+				if !fired && len(s.kept("q", "p")) < 1200 {
+					fired = true
+					s.configure("q", map[string]any{tc.option: tc.to})
+				}
+			}
+			if r := s.sweep(); r.Removed != tc.removed {
+				t.Errorf("removed %d, want %d (%s %d -> %d after the first chunk)", r.Removed, tc.removed, tc.option, tc.from, tc.to)
+			}
+			if !fired {
+				t.Fatal("the option was not changed during the run")
+			}
+			if r := s.sweep(); r.Removed != tc.after {
+				t.Errorf("the next run removed %d, want %d", r.Removed, tc.after)
+			}
+			if got := int64(len(s.kept("q", "p"))); got != 1200-tc.removed-tc.after {
+				t.Errorf("kept %d", got)
+			}
+		})
+	}
+}
