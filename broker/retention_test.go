@@ -672,3 +672,52 @@ func TestRetentionRereadsItsOptionEachChunk(t *testing.T) {
 		})
 	}
 }
+
+// The search box finds a dead letter by the message id and the short id
+// its page shows, before and after retention removed its message (the
+// dead letter keeps the message's seq and push time); a removed message
+// with no dead letter is found no more.
+func TestSearchFindsADeadLetterWhoseMessageWasRemoved(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 600})
+	s.subscribeAll("q", "a")
+	// Over several windows of 65.5 s, so that the binary searches have
+	// boundaries to find: every third a dead letter, the others
+	// completed.
+	var dead []broker.Delivery
+	var done []string
+	for i := range 30 {
+		s.push("q", "p", fmt.Sprintf("m%d", i))
+		if i%3 == 0 {
+			dead = append(dead, s.failFor("q", "a", "boom"))
+		} else {
+			_, res := s.popTxids("q", "a", 1)
+			s.ack(res.Messages[0], broker.AckCompleted, "")
+			done = append(done, res.Messages[0].ID())
+		}
+		s.clock.Advance(10 * time.Second)
+	}
+	short := func(id string) string { return id[:8] + "…" + id[len(id)-4:] }
+	check := func(when string) {
+		t.Helper()
+		for _, d := range dead {
+			id := d.ID()
+			want := "q/a/" + d.TransactionID + "/"
+			wantHits(t, when+" "+id, s.search(id), want+broker.MatchMessageID)
+			wantHits(t, when+" "+short(id), s.search(short(id)), want+broker.MatchShortID)
+		}
+	}
+	check("kept")
+	s.clock.Advance(time.Hour)
+	if r := s.sweep(); r.Removed != 30 {
+		t.Fatalf("removed %d", r.Removed)
+	}
+	// Newer messages past the removed ones.
+	s.push("q", "p", "later-1", "later-2")
+	check("removed")
+	for _, id := range done[:3] {
+		wantHits(t, id, s.search(id))
+		wantHits(t, short(id), s.search(short(id)))
+	}
+}

@@ -66,6 +66,12 @@ type SearchTx interface {
 	// DeadLettersOfSeqs returns up to limit dead letters, in every group,
 	// of the messages seqs.
 	DeadLettersOfSeqs(ctx context.Context, seqs []int64, limit int) ([]DeadLetter, error)
+	// DeadLettersByShortID is MessagesByShortID over the dead letters
+	// (each with its message's seq and push time, which it keeps once
+	// retention removed the message): up to limit dead letters whose
+	// messages were pushed in [from, to] with a seq whose low 16 bits are
+	// low, newest first.
+	DeadLettersByShortID(ctx context.Context, from, to time.Time, low uint16, limit int) ([]DeadLetter, error)
 	// PartitionConsumers returns the consumers of a partition (one per
 	// group that reads its queue), with their groups' names, by name.
 	PartitionConsumers(ctx context.Context, partitionID int64) ([]NamedConsumer, error)
@@ -203,19 +209,37 @@ func (s *searcher) run(ctx context.Context, q string, res *SearchResult) error {
 		if err != nil {
 			return fmt.Errorf("message by id: %w", err)
 		}
+		kept := false
 		for _, m := range heads {
 			if m.CreatedAt.UnixMilli() == ms {
+				kept = true
 				addMessages([]Message{m}, MatchMessageID)
 			}
+		}
+		if !kept {
+			// Retention may have removed the message: its dead letters
+			// keep its seq and push time.
+			dls, err := s.tx.DeadLettersOfSeqs(ctx, []int64{seq}, s.limit)
+			if err != nil {
+				return fmt.Errorf("dead letters by message id: %w", err)
+			}
+			var named []DeadLetter
+			for _, d := range dls {
+				if d.CreatedAt.UnixMilli() == ms {
+					named = append(named, d)
+				}
+			}
+			s.addDeadLetters(named, MatchMessageID)
 		}
 	}
 	if sm := shortIDRE.FindStringSubmatch(q); sm != nil {
 		note(MatchShortID)
-		ms, err := s.byShortID(ctx, strings.ToLower(sm[1]), strings.ToLower(sm[2]))
+		ms, dls, err := s.byShortID(ctx, strings.ToLower(sm[1]), strings.ToLower(sm[2]))
 		if err != nil {
 			return err
 		}
 		addMessages(ms, MatchShortID)
+		s.addDeadLetters(dls, MatchShortID)
 	}
 	if len(q) <= MaxNameLength {
 		note(MatchTransactionID)
@@ -255,26 +279,39 @@ func (s *searcher) run(ctx context.Context, q string, res *SearchResult) error {
 }
 
 // byShortID returns the messages whose id starts with the 8 hex digits
-// prefix and ends with the 4 hex digits suffix. The prefix is the top 32
-// of the id's 48 bits of milliseconds (a window of 65.5 s), the suffix
-// the low 16 bits of the seq.
-func (s *searcher) byShortID(ctx context.Context, prefix, suffix string) ([]Message, error) {
+// prefix and ends with the 4 hex digits suffix, and the dead letters of
+// such messages (found by their own seqs and push times: retention may
+// have removed the message). The prefix is the top 32 of the id's 48
+// bits of milliseconds (a window of 65.5 s), the suffix the low 16 bits
+// of the seq.
+func (s *searcher) byShortID(ctx context.Context, prefix, suffix string) ([]Message, []DeadLetter, error) {
 	var top, low uint64
 	fmt.Sscanf(prefix, "%x", &top) // 8 hex digits: cannot fail
 	fmt.Sscanf(suffix, "%x", &low)
 	from := time.UnixMilli(int64(top << 16)).UTC()
 	to := time.UnixMilli(int64(top<<16 | 0xFFFF)).UTC()
+	named := func(id string) bool { return id[:8] == prefix && id[len(id)-4:] == suffix }
 	ms, err := s.tx.MessagesByShortID(ctx, from, to, uint16(low), MaxShortIDCandidates)
 	if err != nil {
-		return nil, fmt.Errorf("messages by short id: %w", err)
+		return nil, nil, fmt.Errorf("messages by short id: %w", err)
 	}
 	var out []Message
 	for _, m := range ms {
-		if id := m.ID(); id[:8] == prefix && id[len(id)-4:] == suffix {
+		if named(m.ID()) {
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	dls, err := s.tx.DeadLettersByShortID(ctx, from, to, uint16(low), MaxShortIDCandidates)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dead letters by short id: %w", err)
+	}
+	var dout []DeadLetter
+	for _, d := range dls {
+		if named(d.MessageID()) {
+			dout = append(dout, d)
+		}
+	}
+	return out, dout, nil
 }
 
 // byTransaction finds the dead letters and the messages with the

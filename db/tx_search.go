@@ -87,11 +87,17 @@ const firstSeqQuery = `SELECT seq, created_at FROM messages WHERE seq >= ? ORDER
 // then miss messages of that time, never return others: the caller
 // checks what it finds).
 func (t *storeTx) seqBoundary(ctx context.Context, at int64, maxSeq int64) (int64, error) {
+	return t.seqBoundaryBy(ctx, firstSeqQuery, at, maxSeq)
+}
+
+// seqBoundaryBy is seqBoundary over the rows of first (a query of the
+// first row at or after a seq: its seq and push time).
+func (t *storeTx) seqBoundaryBy(ctx context.Context, first string, at int64, maxSeq int64) (int64, error) {
 	lo, hi := int64(1), maxSeq+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		var seq, created int64
-		err := t.queryRow(ctx, firstSeqQuery, mid).Scan(&seq, &created)
+		err := t.queryRow(ctx, first, mid).Scan(&seq, &created)
 		if err == sql.ErrNoRows || (err == nil && created >= at) {
 			hi = mid
 			continue
@@ -121,7 +127,22 @@ func (t *storeTx) MessagesByShortID(ctx context.Context, from, to time.Time, low
 	if err != nil {
 		return nil, err
 	}
-	// The last seq below end with those low bits, then every 65,536th.
+	ms, err := t.MessageHeads(ctx, shortIDSeqs(first, end, low, limit))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]broker.Message, 0, len(ms))
+	for i := len(ms) - 1; i >= 0; i-- { // newest first
+		if m := ms[i]; !m.CreatedAt.Before(from) && !m.CreatedAt.After(to) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// shortIDSeqs returns, newest first, up to limit seqs in [first, end)
+// whose low 16 bits are low: the last below end, then every 65,536th.
+func shortIDSeqs(first, end int64, low uint16, limit int) []int64 {
 	var seqs []int64
 	for s := (end-1)&^0xFFFF | int64(low); len(seqs) < limit; s -= 1 << 16 {
 		if s >= end {
@@ -132,14 +153,50 @@ func (t *storeTx) MessagesByShortID(ctx context.Context, from, to time.Time, low
 		}
 		seqs = append(seqs, s)
 	}
-	ms, err := t.MessageHeads(ctx, seqs)
+	return seqs
+}
+
+// firstDeadLetterSeqQuery is the first dead letter at or after a seq,
+// with its message's push time (its own once retention removed the
+// message): one search of dead_letters' (seq, group_id) index and one of
+// messages' primary key.
+const firstDeadLetterSeqQuery = `SELECT d.seq, COALESCE(m.created_at, d.pushed_at) FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq >= ? ORDER BY d.seq LIMIT 1`
+
+// maxDeadLetterSeqQuery is the highest dead letter's seq: the last
+// entry of dead_letters' (seq, group_id) index.
+const maxDeadLetterSeqQuery = `SELECT COALESCE(MAX(seq), 0) FROM dead_letters`
+
+// DeadLettersByShortID is MessagesByShortID over the dead letters, for
+// those whose message retention removed: it finds the seqs of the dead
+// letters whose messages were pushed in [from, to] by binary search of
+// dead_letters' (seq, group_id) index (dead letters keep their
+// messages' seqs and push times, which grow together), steps through
+// those of them with the low 16 bits, newest first, and reads their
+// dead letters by that index (DeadLettersOfSeqs). It reads dead_letters
+// and messages (by primary key), locks nothing, and answers none found
+// with an empty list.
+func (t *storeTx) DeadLettersByShortID(ctx context.Context, from, to time.Time, low uint16, limit int) ([]broker.DeadLetter, error) {
+	var maxSeq int64
+	if err := t.queryRow(ctx, maxDeadLetterSeqQuery).Scan(&maxSeq); err != nil {
+		return nil, err
+	}
+	first, err := t.seqBoundaryBy(ctx, firstDeadLetterSeqQuery, ms(from), maxSeq)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]broker.Message, 0, len(ms))
-	for i := len(ms) - 1; i >= 0; i-- { // newest first
-		if m := ms[i]; !m.CreatedAt.Before(from) && !m.CreatedAt.After(to) {
-			out = append(out, m)
+	end, err := t.seqBoundaryBy(ctx, firstDeadLetterSeqQuery, to.UnixMilli()+1, maxSeq)
+	if err != nil {
+		return nil, err
+	}
+	dls, err := t.DeadLettersOfSeqs(ctx, shortIDSeqs(first, end, low, limit), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := dls[:0]
+	for _, d := range dls {
+		if !d.CreatedAt.Before(from) && !d.CreatedAt.After(to) {
+			out = append(out, d)
 		}
 	}
 	return out, nil

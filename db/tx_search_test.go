@@ -32,6 +32,8 @@ func TestSearchQueriesUseTheirIndexes(t *testing.T) {
 		{"dead letters by prefix", dlPrefix, dlPrefixArgs, []string{"SEARCH d USING INDEX dead_letters_transaction (transaction_id>? AND transaction_id<?)"}},
 		{"dead letters by traceId", deadLettersByTraceQuery, []any{"t", 51}, []string{"SEARCH d USING INDEX dead_letters_trace (trace_id=?)"}},
 		{"dead letters of messages", deadLettersOfSeqsQuery, []any{"[1]", 51}, []string{"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)"}},
+		{"dead letters' binary search step", firstDeadLetterSeqQuery, []any{1}, []string{"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq>?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"dead letters' highest seq", maxDeadLetterSeqQuery, nil, []string{"SEARCH dead_letters USING COVERING INDEX sqlite_autoindex_dead_letters_1"}},
 	} {
 		plan := queryPlan(t, d, c.query, c.args...)
 		for _, w := range c.want {
