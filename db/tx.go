@@ -193,6 +193,16 @@ func (t *storeTx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 	return err
 }
 
+// DeleteQueue deletes the queue id and every row of it, each table by
+// its queue_id (or by its queue's messages): its full-text index rows,
+// its copies' replay outcomes (leaving their jobs' counts to settle),
+// edits and replays, attempts, deleted dead letters' records, settle
+// marks, messages, consumers, dead letters, error groups and their
+// hours, group stats, subscriptions, partitions and the queues row. It
+// reads the highest message first: when the queue held it, the
+// placeholder row of keepSeqFloor (partition 0) is written or moved to
+// one above it, so that seqs keep growing. A queue that is not there
+// deletes nothing (no error).
 func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 	if err := t.unindexQueue(ctx, id); err != nil {
 		return err
@@ -676,6 +686,11 @@ func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time
 	return fromMS(next.Int64), true, nil
 }
 
+// InsertDeadLetter writes a dead_letters row for d and sets d.ID, then
+// its full-text index rows (indexDeadLetter). It reads messages by its
+// primary key: while d's message is kept, the row's payload is NULL and
+// its pushed_at 0 (read from the message); once retention removed it (a
+// restore), d.Payload and d.CreatedAt are stored in the row.
 func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
 	// A dead letter restored after retention removed its message carries
 	// the payload and push time it had kept (migration 0020); while the

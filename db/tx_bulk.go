@@ -135,6 +135,15 @@ func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.
 	return scanKeys(ctx, t, deadLetterKeySelect+` WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.id`, intsJSON(seqs))
 }
 
+// PushCopies writes messages (one a copy, ON CONFLICT of
+// UNIQUE(partition_id, transaction_id) nothing), each copy's payload,
+// partition and traceId read from its message by primary key, or once
+// retention removed it from a dead letter of it that kept the payload
+// (UNIQUE(seq, group_id)); an edited copy takes its own payload and is
+// written alone, with replay_edits. Then replays, a row a copy
+// inserted, with the original's push time, transactionId and partition
+// (from the message or that dead letter). A copy whose transactionId
+// the partition has is read back by that index (not Inserted).
 func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Time, by broker.ReplayBy) error {
 	if len(cs) == 0 {
 		return nil

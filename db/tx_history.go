@@ -68,8 +68,10 @@ const messageRefQuery = `SELECT x.created_at, x.transaction_id, q.id, q.name, p.
 
 // MessageRef reads a message's row by its primary key, without its
 // payload, with its partition and queue (ErrNotFound); a message that
-// retention removed is read from its dead letters, kept or deleted.
-
+// retention removed is read from what its dead letters (by
+// UNIQUE(seq, group_id)), deleted dead letters' records (by
+// removed_dead_letters_seq) or replays (by replays_seq) kept of it.
+// It locks nothing.
 func (t *storeTx) MessageRef(ctx context.Context, seq int64) (broker.MessageRef, error) {
 	m := broker.MessageRef{Seq: seq}
 	var created int64
