@@ -29,6 +29,7 @@ const (
 	TaskStats       = "stats"        // time buckets past their retention, error groups' hours past ErrorGroupHourRetention
 	TaskMessages    = "messages"     // messages past completedRetentionSeconds or retentionSeconds
 	TaskDeadLetters = "dead_letters" // dead letters past deadLetterRetentionSeconds
+	TaskPartitions  = "partitions"   // partitions left empty (partsweep.go)
 	TaskSpace       = "space"        // free pages given back to the file system
 	TaskHistory     = "history"      // restore windows ended, history past HistoryRetention
 	TaskAudit       = "audit"        // audit entries past the audit retention
@@ -36,7 +37,7 @@ const (
 )
 
 // MaintenanceTasks are the tasks Maintain runs, in order.
-var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskAudit, TaskSessions, TaskSpace}
+var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskSpace}
 
 // AuditSwept is the action of the broker's audit entry that says how many
 // audit entries the retention removed.
@@ -166,6 +167,7 @@ func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 		{TaskMessages, b.maintainMessages},
 		{TaskDeadLetters, b.maintainDeadLetters},
 		{TaskHistory, b.maintainHistory},
+		{TaskPartitions, b.maintainPartitions},
 		{TaskAudit, b.maintainAudit},
 		{TaskSessions, b.maintainSessions},
 		{TaskSpace, b.maintainSpace},

@@ -63,6 +63,7 @@ type Tx interface {
 	RetentionTx
 	ExpiryTx
 	SpaceTx
+	PartitionSweepTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)

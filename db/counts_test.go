@@ -207,6 +207,7 @@ func TestCountsAreBackfilled(t *testing.T) {
 		t.Fatal("pop got nothing")
 	}
 	reapply(t, d, 10, "0010_message_counts.sql",
+		`DROP INDEX partitions_empty`, // 0022's, on a column of 0010
 		`ALTER TABLE partitions DROP COLUMN messages`, `ALTER TABLE partitions DROP COLUMN counted_seq`,
 		`ALTER TABLE consumers DROP COLUMN passed`, `ALTER TABLE consumers DROP COLUMN passed_seq`)
 	var kept, passed int64

@@ -119,6 +119,7 @@ var laterDeadLetterColumns = []string{
 	`ALTER TABLE dead_letters ADD COLUMN error_bytes INTEGER NOT NULL DEFAULT 0`, // 0017
 	`ALTER TABLE dead_letters ADD COLUMN payload BLOB`,                           // 0020
 	`ALTER TABLE dead_letters ADD COLUMN pushed_at INTEGER NOT NULL DEFAULT 0`,
+	`CREATE INDEX dead_letters_partition ON dead_letters (partition_id) WHERE partition_id > 0`, // 0022
 }
 
 // reapplyLaterDeadLetterMigrations runs again the migrations after 0013
@@ -132,9 +133,13 @@ func reapplyLaterDeadLetterMigrations(t *testing.T, d *DB) {
 	reapply(t, d, 16, "0016_dead_letter_trace.sql")
 	reapply(t, d, 17, "0017_dead_letter_error_bytes.sql")
 	reapply(t, d, 20, "0020_message_retention.sql",
+		`DROP INDEX replays_partition`, // 0022's, on a column of 0020: made again below
 		`ALTER TABLE removed_dead_letters DROP COLUMN payload`, `ALTER TABLE removed_dead_letters DROP COLUMN pushed_at`,
 		`DROP TABLE settle_marks`, `ALTER TABLE job_outcomes DROP COLUMN expired`,
 		`ALTER TABLE replays DROP COLUMN original_at`, `ALTER TABLE replays DROP COLUMN original_txid`, `ALTER TABLE replays DROP COLUMN partition_id`)
+	// 0022's indexes are IF NOT EXISTS: only dead_letters_partition,
+	// which 0013's copy of the table dropped, is made again.
+	reapply(t, d, 22, "0022_partition_sweep.sql")
 }
 
 // preAutoincrement is the dead_letters table as migrations 0001 and 0008
@@ -423,6 +428,7 @@ func TestReplaysAreBackfilledForRetention(t *testing.T) {
 	}
 	// Back to the schema before 0020, then 0020 again.
 	reapply(t, d, 20, "0020_message_retention.sql",
+		`DROP INDEX replays_partition`, // 0022's, on a column of 0020
 		`ALTER TABLE dead_letters DROP COLUMN payload`, `ALTER TABLE dead_letters DROP COLUMN pushed_at`,
 		`ALTER TABLE removed_dead_letters DROP COLUMN payload`, `ALTER TABLE removed_dead_letters DROP COLUMN pushed_at`,
 		`DROP TABLE settle_marks`, `ALTER TABLE job_outcomes DROP COLUMN expired`,

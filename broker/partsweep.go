@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"context"
+	"time"
+)
+
+// PartitionMinAge is how long a partition is kept at least after it was
+// made, empty or not (it goes once it is older): a producer that has just been given its UUID may
+// still ack or pop by it.
+const PartitionMinAge = time.Hour
+
+// PartitionSweepTx is what the sweep of empty partitions needs from
+// storage.
+type PartitionSweepTx interface {
+	// EmptyPartitions returns the ids, above after and in id order, of
+	// up to limit partitions (of any queue) whose kept count of messages
+	// is 0 and that were made before before: the candidates of the
+	// sweep, which DeleteEmptyPartitions checks again. Reads partitions
+	// by an index of those with a count of 0 only; locks nothing.
+	EmptyPartitions(ctx context.Context, before time.Time, after int64, limit int) ([]int64, error)
+	// DeleteEmptyPartitions deletes those of ids that are empty now,
+	// checked in this transaction: made before before, with no
+	// message, no dead letter, no record of a deleted or expired dead
+	// letter (removed_dead_letters), no replay naming the partition
+	// (replays.partition_id: the history pages join it for its name), no
+	// consumer holding a live lease at now or a retry; with each one its
+	// consumers and settle marks. It returns the partitions it deleted
+	// (an id that is not there, or no longer empty, is left alone: no
+	// error). Writes partitions, consumers, settle_marks.
+	DeleteEmptyPartitions(ctx context.Context, ids []int64, before, now time.Time) ([]Partition, error)
+}
+
+// maintainPartitions deletes the partitions left empty (retention takes
+// their messages; a producer with a partition per key leaves one a key).
+// A partition goes when it has no message, no dead letter, no record of
+// a deleted or expired dead letter and no replay naming it, none of its
+// consumers holds a live lease or a retry, and it was made more than
+// PartitionMinAge ago; its consumers and settle marks go with it. A push
+// to its name afterwards makes a new partition (a new UUID), which every
+// group reads from its start; the old UUID is unknown from then on (an
+// ack naming it is refused as any unknown partition is). Any queue's
+// partitions are swept, whatever its retention: only retention empties a
+// partition (its first message comes with it, DeleteQueue takes the
+// rest), and one emptied before the retention was turned off is as empty.
+//
+// Candidates are read from a snapshot (View), maintainChunk at a time,
+// then each chunk is checked again and deleted in one transaction on the
+// low-priority lane: a push that arrived meanwhile keeps its partition.
+// A chunk that deletes any empties the lookup cache inside the writer,
+// before a later write can look (as DeleteQueue does). Removed counts
+// the partitions.
+func (b *Broker) maintainPartitions(ctx context.Context, r *TaskReport) error {
+	var after int64
+	for {
+		var ids []int64
+		if err := b.store.View(ctx, func(tx Tx) (err error) {
+			ids, err = tx.EmptyPartitions(ctx, b.now().Add(-PartitionMinAge), after, maintainChunk)
+			return err
+		}); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		var n int
+		if err := b.store.Update(ctx, func(tx Tx) error {
+			now := b.now()
+			gone, err := tx.DeleteEmptyPartitions(ctx, ids, now.Add(-PartitionMinAge), now)
+			if err != nil {
+				return err
+			}
+			if n = len(gone); n > 0 {
+				b.cache.invalidate()
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		r.Chunks++
+		r.Removed += int64(n)
+		if len(ids) < maintainChunk {
+			return nil
+		}
+		after = ids[len(ids)-1]
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}

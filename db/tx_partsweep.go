@@ -1,0 +1,93 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// The sweep of empty partitions (broker/partsweep.go, migration 0022).
+
+const (
+	// emptyPartitionsSQL: the candidates, by the partial index
+	// partitions_empty (kept count 0) in id order.
+	emptyPartitionsSQL = `SELECT id FROM partitions WHERE messages = 0 AND id > ?1 AND created_at < ?2 ORDER BY id LIMIT ?3`
+	// deleteEmptyPartitionsSQL deletes the partitions of the list that
+	// are empty by the rule of the sweep, each check one index probe:
+	// messages_partition_seq, dead_letters_partition,
+	// removed_dead_letters_partition, replays_partition, the consumers'
+	// primary key (partition_id > 0 lets the partial indexes of 0022
+	// be used). The retention's placeholder message has partition 0,
+	// which no partition has.
+	deleteEmptyPartitionsSQL = `DELETE FROM partitions WHERE id IN (SELECT value FROM json_each(?1)) AND created_at < ?2
+		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = partitions.id)
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = partitions.id AND d.partition_id > 0)
+		AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.partition_id = partitions.id AND r.partition_id > 0)
+		AND NOT EXISTS (SELECT 1 FROM replays c WHERE c.partition_id = partitions.id AND c.partition_id > 0)
+		AND NOT EXISTS (SELECT 1 FROM consumers c WHERE c.partition_id = partitions.id
+			AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.retry_seq > 0))
+		RETURNING ` + partitionCols
+	deletePartitionConsumersSQL = `DELETE FROM consumers WHERE partition_id IN (SELECT value FROM json_each(?))`
+	deletePartitionMarksSQL     = `DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))`
+)
+
+// EmptyPartitions returns the ids, above after and in id order, of up to
+// limit partitions whose kept count of messages (partitions.messages) is
+// 0, made before before. An empty partition's count is 0: whatever
+// removes messages lowers it in its own transaction (SweepMessages); a
+// partition pushed to since the last fold may be 0 too, which
+// DeleteEmptyPartitions then finds not empty. Reads partitions by
+// partitions_empty (only the partitions with a count of 0); locks
+// nothing; none: an empty list.
+func (t *storeTx) EmptyPartitions(ctx context.Context, before time.Time, after int64, limit int) ([]int64, error) {
+	return t.queryIDs(ctx, emptyPartitionsSQL, after, ms(before), limit)
+}
+
+// DeleteEmptyPartitions deletes those of ids that are empty, checked in
+// this transaction (deleteEmptyPartitionsSQL): made before before,
+// no message, no dead letter, no removed_dead_letters record, no replay
+// naming the partition, no consumer with a live lease at now or a retry.
+// Their consumers and settle marks go with them. It returns the
+// partitions deleted; an id not there or not empty is left alone (no
+// error). The db's noted partitions and consumers to fold (d.unfolded,
+// d.unfoldedConsumers) may still name a deleted one: the fold's updates
+// match no row for it. Writes partitions, consumers and settle_marks
+// (each by its key); runs in the writer's transaction.
+func (t *storeTx) DeleteEmptyPartitions(ctx context.Context, ids []int64, before, now time.Time) ([]broker.Partition, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := t.query(ctx, deleteEmptyPartitionsSQL, intsJSON(ids), ms(before), ms(now))
+	if err != nil {
+		return nil, err
+	}
+	var gone []broker.Partition
+	for rows.Next() {
+		p, err := scanPartition(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		gone = append(gone, p)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	list := make([]int64, len(gone))
+	for i, p := range gone {
+		list[i] = p.ID
+	}
+	for _, s := range []string{deletePartitionConsumersSQL, deletePartitionMarksSQL} {
+		if _, err := t.exec(ctx, s, intsJSON(list)); err != nil {
+			return nil, err
+		}
+	}
+	return gone, nil
+}
