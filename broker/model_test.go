@@ -51,13 +51,17 @@ type mMessage struct {
 	txid, id, payload string
 	only              string    // a copy replayed to one group: that group; "" every group
 	at                time.Time // pushed at
+	// settled is when each group's lane went past it (zero: not yet):
+	// completedRetentionSeconds deletes it no earlier than that long
+	// after the last of them.
+	settled [3]time.Time
 }
 
 type mPartition struct {
 	uuid string // the partitionId, learnt from the first push; "" until then
 	msgs []mMessage
 	byTx map[string]int
-	gone int // msgs[:gone] were deleted by retentionSeconds
+	gone int // msgs[:gone] were deleted by retention
 }
 
 type mAck struct{ status, err string }
@@ -475,7 +479,7 @@ var opWeights = []struct {
 }{
 	{"push", 18}, {"pop", 24}, {"ack", 30}, {"acks", 5}, {"clock", 10},
 	{"replay", 4}, {"delete", 3}, {"replayIDs", 2}, {"replayGroup", 2}, {"deleteIDs", 1}, {"replayOwn", 4},
-	{"sweep", 3},
+	{"sweep", 5},
 }
 
 func genOps(rng *rand.Rand, n int) []modelOp {
@@ -501,7 +505,7 @@ func genOps(rng *rand.Rand, n int) []modelOp {
 }
 
 func genOptions(rng *rand.Rand) broker.Options {
-	return broker.Options{
+	o := broker.Options{
 		LeaseTime:          []int{1, 5, 30}[rng.IntN(3)],
 		RetryLimit:         rng.IntN(3),
 		RetryDelay:         []int{0, 250, 1500}[rng.IntN(3)],
@@ -509,6 +513,15 @@ func genOptions(rng *rand.Rand) broker.Options {
 		DLQAfterMaxRetries: rng.IntN(8) != 0,
 		RetentionSeconds:   1 + rng.IntN(3),
 	}
+	// The two message retentions: retentionSeconds alone, both (either
+	// may delete first), or completedRetentionSeconds alone.
+	switch rng.IntN(3) {
+	case 1:
+		o.CompletedRetentionSeconds = 1 + rng.IntN(2)
+	case 2:
+		o.CompletedRetentionSeconds, o.RetentionSeconds = 1+rng.IntN(2), 0
+	}
+	return o
 }
 
 // ---- running a sequence against both ----
@@ -516,6 +529,7 @@ func genOptions(rng *rand.Rand) broker.Options {
 type modelRun struct {
 	t      testing.TB
 	ctx    context.Context
+	d      *db.DB
 	b      *broker.Broker
 	clock  *clock
 	m      *model
@@ -556,11 +570,12 @@ func runModel(t testing.TB, dir string, opts broker.Options, ops []modelOp, fold
 	}
 	defer d.Close()
 	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	r := &modelRun{t: t, ctx: ctx, b: broker.New(broker.Config{Store: d, Clock: c}), clock: c, m: newModel(opts), leases: map[string]string{}}
+	r := &modelRun{t: t, ctx: ctx, d: d, b: broker.New(broker.Config{Store: d, Clock: c}), clock: c, m: newModel(opts), leases: map[string]string{}}
 	r.m.now = c.Now
 	raw := map[string]json.RawMessage{}
 	for k, v := range map[string]any{"leaseTime": opts.LeaseTime, "retryLimit": opts.RetryLimit, "retryDelay": opts.RetryDelay,
-		"deadLetterQueue": opts.DeadLetterQueue, "dlqAfterMaxRetries": opts.DLQAfterMaxRetries, "retentionSeconds": opts.RetentionSeconds} {
+		"deadLetterQueue": opts.DeadLetterQueue, "dlqAfterMaxRetries": opts.DLQAfterMaxRetries, "retentionSeconds": opts.RetentionSeconds,
+		"completedRetentionSeconds": opts.CompletedRetentionSeconds} {
 		raw[k], _ = json.Marshal(v)
 	}
 	if _, err := r.b.Configure(ctx, modelQueue, raw, "test"); err != nil {
@@ -579,9 +594,45 @@ func runModel(t testing.TB, dir string, opts broker.Options, ops []modelOp, fold
 	for i, op := range ops {
 		r.step = i + 1
 		r.apply(op)
+		r.m.noteSettled(r.now())
 		r.compare()
 	}
 	return r.trace, ""
+}
+
+// noteSettled stamps now on the messages that a lane of a subscribed
+// group went past since the last step (a step does not move the clock
+// and a lane only goes forward).
+func (m *model) noteSettled(now time.Time) {
+	for k, l := range m.lanes {
+		p, g := k[0], k[1]
+		if !m.subscribed[modelGroups[g]] {
+			continue
+		}
+		msgs := m.parts[p].msgs
+		for i := min(l.next, len(msgs)) - 1; i >= 0 && msgs[i].settled[g].IsZero(); i-- {
+			msgs[i].settled[g] = now
+		}
+	}
+}
+
+// lastSettled is when the last subscribed group settled message i of
+// partition p (zero when one has not).
+func (m *model) lastSettled(p, i int) time.Time {
+	var last time.Time
+	for g, group := range modelGroups {
+		if !m.subscribed[group] {
+			continue
+		}
+		at := m.parts[p].msgs[i].settled[g]
+		if at.IsZero() {
+			return time.Time{}
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
 }
 
 func (r *modelRun) now() time.Time { return r.clock.Now() }
@@ -621,6 +672,13 @@ func (r *modelRun) apply(op modelOp) {
 // for other groups aside) as expired and goes on past them, its retry
 // and a lease or void lease that ended among them forgotten; a push of
 // a deleted message's transactionId is a new message.
+//
+// completedRetentionSeconds may delete more, when the settle marks say
+// (the model does not follow them): the broker's oldest kept message
+// says how many, and the model checks its invariant on those: each one
+// settled by every subscribed group, the last of them at least the
+// retention ago. A group not subscribed yet will read from what is
+// left.
 func (r *modelRun) sweep() {
 	rep, err := r.b.Maintain(r.ctx)
 	if err != nil {
@@ -628,10 +686,11 @@ func (r *modelRun) sweep() {
 	}
 	m, now := r.m, r.now()
 	cutoff := now.Add(-time.Duration(m.opts.RetentionSeconds) * time.Second)
+	completedCut := now.Add(-time.Duration(m.opts.CompletedRetentionSeconds) * time.Second)
 	var removed int64
 	for p, part := range m.parts {
 		k := part.gone
-		for k < len(part.msgs) && part.msgs[k].at.Before(cutoff) {
+		for m.opts.RetentionSeconds > 0 && k < len(part.msgs) && part.msgs[k].at.Before(cutoff) {
 			k++
 		}
 		for g := range modelGroups {
@@ -639,19 +698,37 @@ func (r *modelRun) sweep() {
 				k = min(k, l.next)
 			}
 		}
-		if k <= part.gone {
+		k = max(k, part.gone)
+		kept := r.firstKept(p)
+		if kept < k {
+			r.failf("sweep: partition %s keeps %s, which retentionSeconds deletes", modelPartitions[p], part.msgs[kept].txid)
+		}
+		for i := k; i < kept; i++ {
+			if m.opts.CompletedRetentionSeconds == 0 {
+				r.failf("sweep: partition %s: %s deleted, by no rule", modelPartitions[p], part.msgs[i].txid)
+			}
+			last := m.lastSettled(p, i)
+			if last.IsZero() || last.After(completedCut) {
+				r.failf("sweep: partition %s: %s deleted, last settled by the subscribed groups at %v (zero: one has not; now %v, completedRetentionSeconds %d)",
+					modelPartitions[p], part.msgs[i].txid, last, now, m.opts.CompletedRetentionSeconds)
+			}
+		}
+		if kept <= part.gone {
 			continue
 		}
-		removed += int64(k - part.gone)
-		for i := part.gone; i < k; i++ {
+		removed += int64(kept - part.gone)
+		for i := part.gone; i < kept; i++ {
 			if j, ok := part.byTx[part.msgs[i].txid]; ok && j == i {
 				delete(part.byTx, part.msgs[i].txid)
 			}
 		}
-		part.gone = k
+		part.gone = kept
 		for g, group := range modelGroups {
+			// Behind kept: a subscribed group only by retentionSeconds'
+			// messages (up to k: the rest every subscribed group had
+			// settled, checked above), a group not subscribed yet by any.
 			l := m.lane(p, g)
-			if l.next >= k {
+			if l.next >= kept {
 				continue
 			}
 			if m.subscribed[group] {
@@ -661,11 +738,11 @@ func (r *modelRun) sweep() {
 					}
 				}
 			}
-			l.next, l.retries, l.readyAt = k, 0, time.Time{}
-			if l.lease != nil && l.lease.last < k {
+			l.next, l.retries, l.readyAt = kept, 0, time.Time{}
+			if l.lease != nil && l.lease.last < kept {
 				l.lease = nil
 			}
-			if l.voidID != "" && l.voidLast < k {
+			if l.voidID != "" && l.voidLast < kept {
 				l.voidID, l.voidLast = "", 0
 			}
 		}
@@ -675,6 +752,40 @@ func (r *modelRun) sweep() {
 	if got != removed {
 		r.failf("sweep: broker removed %d messages, the model %d", got, removed)
 	}
+}
+
+// firstKept is the index in the model's messages of partition p of the
+// oldest one the broker keeps (all of them: none kept), read from the
+// store.
+func (r *modelRun) firstKept(p int) int {
+	part := r.m.parts[p]
+	if part.uuid == "" {
+		return len(part.msgs)
+	}
+	var oldest string
+	if err := r.d.View(r.ctx, func(tx broker.Tx) error {
+		bp, err := tx.PartitionByUUID(r.ctx, part.uuid)
+		if err != nil {
+			return err
+		}
+		ms, err := tx.MessagesAfter(r.ctx, bp.ID, 0, 1)
+		if len(ms) == 1 {
+			oldest = ms[0].ID()
+		}
+		return err
+	}); err != nil {
+		r.failf("messages of %s: %v", modelPartitions[p], err)
+	}
+	if oldest == "" {
+		return len(part.msgs)
+	}
+	for i := part.gone; i < len(part.msgs); i++ {
+		if part.msgs[i].id == oldest {
+			return i
+		}
+	}
+	r.failf("partition %s: the broker's oldest message %s is none the model keeps", modelPartitions[p], oldest)
+	return 0
 }
 
 func (r *modelRun) push(op modelOp) {
