@@ -335,12 +335,13 @@ func TestPartitionSweptThenPushedAgain(t *testing.T) {
 	}
 }
 
-// The sweep deletes maintainChunk partitions a transaction.
+// The sweep deletes PartitionSweepChunk partitions a transaction.
 func TestPartitionSweepChunks(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
 	s.configure("q", map[string]any{"retentionSeconds": 60})
-	items := make([]broker.PushItem, 501)
+	n := 2*broker.PartitionSweepChunk + 1
+	items := make([]broker.PushItem, n)
 	for i := range items {
 		items[i] = broker.PushItem{Queue: "q", Partition: fmt.Sprintf("key-%d", i), TransactionID: "m", Payload: []byte(`{}`)}
 	}
@@ -348,8 +349,8 @@ func TestPartitionSweepChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.clock.Advance(broker.PartitionMinAge + time.Minute)
-	if r := s.partitionSweep(); r.Removed != 501 || r.Chunks != 2 {
-		t.Fatalf("report %+v, want 501 partitions in 2 chunks", r)
+	if r := s.partitionSweep(); r.Removed != int64(n) || r.Chunks != 3 {
+		t.Fatalf("report %+v, want %d partitions in 3 chunks", r, n)
 	}
 	if q, err := s.b.Queue(s.ctx, "q"); err != nil || len(q.Partitions) != 0 {
 		t.Fatalf("queue page: %d partitions, %v", len(q.Partitions), err)
