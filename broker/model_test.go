@@ -720,6 +720,10 @@ func (r *modelRun) sweep() {
 		for i := part.gone; i < kept; i++ {
 			if j, ok := part.byTx[part.msgs[i].txid]; ok && j == i {
 				delete(part.byTx, part.msgs[i].txid)
+				// A copy deleted before a group settled it expired
+				// there (no replay outcome); a later push of its
+				// transactionId is no copy.
+				delete(m.expect, part.msgs[i].txid)
 			}
 		}
 		part.gone = kept

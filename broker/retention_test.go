@@ -187,6 +187,35 @@ func TestCompletedRetentionAndAGroupAddedLater(t *testing.T) {
 	}
 }
 
+// A group that subscribes from the beginning and settles the old
+// messages between two runs (no run saw its cursor behind them) is the
+// last to settle them: the marks made before it came no longer count,
+// and the messages stay the retention after its settlement.
+func TestCompletedRetentionAfterALateGroupSettled(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"completedRetentionSeconds": 3600})
+	s.subscribeAll("q", "a")
+	s.push("q", "p", "m1", "m2")
+	s.drain("q", "a")
+	s.sweep() // a mark: m1, m2 settled by every group
+	s.clock.Advance(2 * time.Hour)
+	if got := s.drain("q", "b"); !slices.Equal(got, []string{"m1", "m2"}) {
+		t.Fatalf("b from the beginning got %v, want m1 m2", got)
+	}
+	if r := s.sweep(); r.Removed != 0 {
+		t.Fatalf("removed %d just after b settled them", r.Removed)
+	}
+	s.clock.Advance(59 * time.Minute)
+	if r := s.sweep(); r.Removed != 0 {
+		t.Fatalf("removed %d less than the retention after b settled them", r.Removed)
+	}
+	s.clock.Advance(time.Hour/8 + time.Minute)
+	if r := s.sweep(); r.Removed != 2 {
+		t.Fatalf("removed %d within the lateness bound, want 2", r.Removed)
+	}
+}
+
 // retentionSeconds: what is older goes, settled or not; each group counts
 // what it had not settled as expired; the queue page's counts and the
 // lags are right after, and the groups go on from there.

@@ -20,10 +20,13 @@ import (
 // its last mark's seq and whose last mark was written at or before
 // now - slot, and that still has a message up to the watermark (an
 // idle partition whose settled messages are gone gets no more marks);
-// first it deletes their marks above the watermark (a group
-// subscribed since). It reads partitions (by their key, then queue_id),
-// consumers by their key and settle_marks by theirs; writes
-// settle_marks. It returns the marks written and the highest partition
+// first it deletes their marks above the watermark or made before the
+// queue's newest subscription (a group subscribed since; one in the
+// same millisecond, after the mark, whose cursor is behind it, goes
+// by the watermark at the next run).
+// It reads partitions (by their key, then queue_id), consumers by
+// their key, subscriptions by their key prefix (queue_id) and
+// settle_marks by theirs; writes settle_marks. It returns the marks written and the highest partition
 // id it looked at (0: there are no more).
 func (t *storeTx) MarkSettled(ctx context.Context, queueID int64, now time.Time, slot time.Duration, after int64, limit int) (marked, last int64, err error) {
 	ids, err := t.queryIDs(ctx, partitionsAfterSQL, queueID, after, limit)
@@ -35,8 +38,10 @@ func (t *storeTx) MarkSettled(ctx context.Context, queueID int64, now time.Time,
 	}
 	list := intsJSON(ids)
 	// A mark above the watermark now (a group subscribed since, from
-	// the beginning) no longer says when every group had settled: it
-	// goes, and marks start again as that group settles.
+	// the beginning), or made before a group subscribed (which may have
+	// read and settled its messages since, between two runs), no longer
+	// says when every group had settled: it goes, and marks start again
+	// from what every group has settled now.
 	if _, err := t.exec(ctx, dropMarksAboveSQL, list); err != nil {
 		return 0, 0, err
 	}
@@ -414,7 +419,8 @@ func (t *storeTx) keepSeqFloor(ctx context.Context, seq, createdAt int64) error 
 const (
 	partitionsAfterSQL = `SELECT id FROM partitions WHERE queue_id = ? AND id > ? ORDER BY id LIMIT ?`
 	dropMarksAboveSQL  = `DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))
-		AND seq > COALESCE((SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = settle_marks.partition_id), 0)`
+		AND (seq > COALESCE((SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = settle_marks.partition_id), 0)
+			OR at < COALESCE((SELECT MAX(s.subscribed_at) FROM subscriptions s WHERE s.queue_id = settle_marks.queue_id), 0))`
 	markSettledSQL = `INSERT INTO settle_marks (partition_id, at, seq, queue_id)
 		SELECT w.id, ?1, w.seq, ?2 FROM (
 			SELECT j.value AS id, (SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = j.value) AS seq,

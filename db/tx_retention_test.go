@@ -24,7 +24,7 @@ func TestRetentionPlans(t *testing.T) {
 		want        []string
 	}{
 		{"partitions", partitionsAfterSQL, []any{1, 0, 500}, []string{"partitions"}},
-		{"drop marks above", dropMarksAboveSQL, []any{"[1]"}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)", "SEARCH c USING PRIMARY KEY (partition_id=?)"}},
+		{"drop marks above", dropMarksAboveSQL, []any{"[1]"}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)", "SEARCH c USING PRIMARY KEY (partition_id=?)", "SEARCH s USING PRIMARY KEY (queue_id=?)"}},
 		{"mark", markSettledSQL, []any{1, 1, "[1]", 1}, []string{"SEARCH c USING", "SEARCH s USING PRIMARY KEY (partition_id=?)", "SEARCH m EXISTS USING COVERING INDEX messages_partition_seq (partition_id=? AND seq<?)"}},
 		{"due", dueSettledSQL, []any{1, 1}, []string{"SEARCH settle_marks USING INDEX settle_marks_due (queue_id=? AND at<?)"}},
 		{"expiring", expiringPartitionsSQL, []any{1, 1}, []string{"SEARCH m USING COVERING INDEX messages_partition_seq (partition_id=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
