@@ -97,6 +97,10 @@ type RetentionTx interface {
 //     intervals after it (settle marks: one a slot of retention/8, the
 //     run that writes it and the run that finds it due). A group that has
 //     not settled a message keeps it, a group subscribed later included.
+//     A new subscription to the queue cancels the marks made before it
+//     (the group may read from the beginning and settle between two
+//     runs): what they made due waits the retention again from the next
+//     run.
 //   - retentionSeconds: a message pushed longer ago than it is deleted,
 //     settled or not, oldest first by seq, but never under a live lease
 //     (what a live lease holds is deleted at a run after it ends). A
