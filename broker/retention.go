@@ -58,7 +58,8 @@ type RetentionTx interface {
 	// limit partitions of the queue with an id above after, whose
 	// watermark passed its last mark, written at or before now - slot
 	// (or that has none), after deleting their marks above the
-	// watermark (a group subscribed since). It returns the marks written
+	// watermark or made before the queue's newest subscription (a group
+	// subscribed since). It returns the marks written
 	// and the highest partition id looked at (0: none left). Writes
 	// settle_marks.
 	MarkSettled(ctx context.Context, queueID int64, now time.Time, slot time.Duration, after int64, limit int) (marked, last int64, err error)
