@@ -186,6 +186,13 @@ func (t faultTx) MarkExpired(ctx context.Context, keys []broker.DeadLetterKey, r
 	return t.Tx.MarkExpired(ctx, keys, retention)
 }
 
+func (t faultTx) MarkSettled(ctx context.Context, queueID int64, now time.Time, slot time.Duration, after int64, limit int) (int64, int64, error) {
+	if err := t.s.check("MarkSettled", queueID); err != nil {
+		return 0, 0, err
+	}
+	return t.Tx.MarkSettled(ctx, queueID, now, slot, after, limit)
+}
+
 func (t faultTx) SweepBuckets(ctx context.Context, b broker.BucketTable, before time.Time, limit int) (int64, error) {
 	if err := t.s.check("SweepBuckets", 0); err != nil {
 		return 0, err
@@ -365,5 +372,48 @@ func TestMaintainStopsWhenCancelled(t *testing.T) {
 	}
 	if n := len(s.dead("b", "g")); n != 3 {
 		t.Errorf("b keeps %d dead letters, want its 3 (not reached)", n)
+	}
+}
+
+// One queue whose message retention fails does not keep the other
+// queues' settled messages: the messages task goes on to them, and says
+// which queue failed.
+func TestMessageRetentionGoesOnAfterAQueueFails(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	for _, q := range []string{"a", "b"} {
+		s.configure(q, map[string]any{"completedRetentionSeconds": 60})
+		s.subscribeAll(q, "g")
+		s.push(q, "p", q+"1", q+"2")
+		if got := s.drain(q, "g"); len(got) != 2 {
+			t.Fatalf("%s drained %v", q, got)
+		}
+	}
+	qa, err := s.b.Queue(s.ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := s.withFaults()
+	fs.fail = func(call string, queueID int64) error {
+		if call == "MarkSettled" && queueID == qa.ID {
+			return errInjected
+		}
+		return nil
+	}
+	for range 2 { // the marks, then the messages they let go
+		rep, err := s.b.Maintain(s.ctx)
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "maintenance: messages: queue a: ") {
+			t.Fatalf("maintain: %v, want queue a's injected failure", err)
+		}
+		if r := rep.Task(broker.TaskMessages); r.Err == nil {
+			t.Fatalf("messages task %+v, want its error", r)
+		}
+		s.clock.Advance(61 * time.Second)
+	}
+	if got := s.kept("b", "p"); len(got) != 0 {
+		t.Errorf("b keeps %v after a's error, want its settled messages gone", got)
+	}
+	if got := s.kept("a", "p"); len(got) != 2 {
+		t.Errorf("a keeps %v, want both (its sweep failed)", got)
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -121,22 +122,22 @@ func (b *Broker) maintainMessages(ctx context.Context, r *TaskReport) error {
 	}); err != nil {
 		return err
 	}
-	for _, q := range queues {
+	// One queue's error does not stop the others (sweepQueues); a
+	// cancelled context stops at once.
+	return sweepQueues(ctx, queues, func(q Queue) error {
+		var errs []error
 		if q.Options.CompletedRetentionSeconds > 0 {
 			if err := b.completedRetention(ctx, q, r); err != nil {
-				return fmt.Errorf("queue %s: completed retention: %w", q.Name, err)
+				errs = append(errs, fmt.Errorf("completed retention: %w", err))
 			}
 		}
-		if q.Options.RetentionSeconds > 0 {
+		if q.Options.RetentionSeconds > 0 && ctx.Err() == nil {
 			if err := b.messageRetention(ctx, q, r); err != nil {
-				return fmt.Errorf("queue %s: retention: %w", q.Name, err)
+				errs = append(errs, fmt.Errorf("retention: %w", err))
 			}
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+		return errors.Join(errs...)
+	})
 }
 
 // completedRetention writes the queue's settle marks, then deletes the
