@@ -59,8 +59,10 @@ type RetentionTx interface {
 	// limit partitions of the queue with an id above after, whose
 	// watermark passed its last mark, written at or before now - slot
 	// (or that has none), after deleting their marks above the
-	// watermark or made before the queue's newest subscription (a group
-	// subscribed since). It returns the marks written
+	// watermark or made before the queue's newest subscription that may
+	// read back (a group subscribed since from the beginning or from a
+	// time; one that starts after everything pushed cannot settle behind
+	// a mark). It returns the marks written
 	// and the highest partition id looked at (0: none left). Writes
 	// settle_marks.
 	MarkSettled(ctx context.Context, queueID int64, now time.Time, slot time.Duration, after int64, limit int) (marked, last int64, err error)
@@ -99,10 +101,11 @@ type RetentionTx interface {
 //     intervals after it (settle marks: one a slot of retention/8, the
 //     run that writes it and the run that finds it due). A group that has
 //     not settled a message keeps it, a group subscribed later included.
-//     A new subscription to the queue cancels the marks made before it
-//     (the group may read from the beginning and settle between two
-//     runs): what they made due waits the retention again from the next
-//     run.
+//     A new subscription that may read back (subscriptionMode all, or
+//     from a time) cancels the marks made before it (the group may read
+//     from the beginning and settle between two runs): what they made
+//     due waits the retention again from the next run. One that starts
+//     after everything pushed (subscriptionMode new) does not.
 //   - retentionSeconds: a message pushed longer ago than it is deleted,
 //     settled or not, oldest first by seq, but never under a live lease
 //     (what a live lease holds is deleted at a run after it ends). A

@@ -348,7 +348,10 @@ func (t *storeTx) Subscribed(ctx context.Context, queueID, groupID int64) (bool,
 }
 
 func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start broker.Start, now time.Time) error {
-	if _, err := t.exec(ctx, `INSERT INTO subscriptions (queue_id, group_id, subscribed_at) VALUES (?, ?, ?)`, queueID, groupID, ms(now)); err != nil {
+	// reads_back (migration 0023): whether its cursors may start behind
+	// messages already pushed (completed retention's settle marks).
+	if _, err := t.exec(ctx, `INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back) VALUES (?, ?, ?, ?)`,
+		queueID, groupID, ms(now), b2i(!start.Now)); err != nil {
 		return err
 	}
 	// The cursor is the last message the group is taken to have read. ?1 is

@@ -21,7 +21,10 @@ import (
 // now - slot, and that still has a message up to the watermark (an
 // idle partition whose settled messages are gone gets no more marks);
 // first it deletes their marks above the watermark or made before the
-// queue's newest subscription (a group subscribed since; one in the
+// queue's newest subscription that may read back (reads_back,
+// migration 0023: a group subscribed since from the beginning or from a
+// time; one that starts after everything pushed has its cursors at or
+// past every earlier mark; one in the
 // same millisecond, after the mark, whose cursor is behind it, goes
 // by the watermark at the next run).
 // It reads partitions (by their key, then queue_id), consumers by
@@ -420,7 +423,7 @@ const (
 	partitionsAfterSQL = `SELECT id FROM partitions WHERE queue_id = ? AND id > ? ORDER BY id LIMIT ?`
 	dropMarksAboveSQL  = `DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))
 		AND (seq > COALESCE((SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = settle_marks.partition_id), 0)
-			OR at < COALESCE((SELECT MAX(s.subscribed_at) FROM subscriptions s WHERE s.queue_id = settle_marks.queue_id), 0))`
+			OR at < COALESCE((SELECT MAX(s.subscribed_at) FROM subscriptions s WHERE s.queue_id = settle_marks.queue_id AND s.reads_back = 1), 0))`
 	markSettledSQL = `INSERT INTO settle_marks (partition_id, at, seq, queue_id)
 		SELECT w.id, ?1, w.seq, ?2 FROM (
 			SELECT j.value AS id, (SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = j.value) AS seq,
