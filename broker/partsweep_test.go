@@ -230,9 +230,9 @@ type racingTx struct {
 	looked *bool
 }
 
-func (t racingTx) EmptyPartitions(ctx context.Context, before time.Time, after int64, limit int) ([]int64, error) {
+func (t racingTx) EmptyPartitions(ctx context.Context, before, now time.Time, after int64, limit int) ([]int64, int64, error) {
 	*t.looked = true
-	return t.Tx.EmptyPartitions(ctx, before, after, limit)
+	return t.Tx.EmptyPartitions(ctx, before, now, after, limit)
 }
 
 func (r *racingStore) View(ctx context.Context, fn func(broker.Tx) error) error {
@@ -357,5 +357,135 @@ func TestPartitionSweepChunks(t *testing.T) {
 	}
 	if r := s.partitionSweep(); r.Removed != 0 || r.Chunks != 0 {
 		t.Errorf("a second run: %+v, want nothing", r)
+	}
+}
+
+// sweepCounter counts the sweep's snapshots (Views that read candidates)
+// and its write transactions (Updates that delete partitions).
+type sweepCounter struct {
+	broker.Store
+	views, writes int
+}
+
+type sweepCounterTx struct {
+	broker.Tx
+	read, wrote *bool
+}
+
+func (t sweepCounterTx) EmptyPartitions(ctx context.Context, before, now time.Time, after int64, limit int) ([]int64, int64, error) {
+	*t.read = true
+	return t.Tx.EmptyPartitions(ctx, before, now, after, limit)
+}
+
+func (t sweepCounterTx) DeleteEmptyPartitions(ctx context.Context, ids []int64, before, now time.Time) ([]broker.Partition, error) {
+	*t.wrote = true
+	return t.Tx.DeleteEmptyPartitions(ctx, ids, before, now)
+}
+
+func (c *sweepCounter) View(ctx context.Context, fn func(broker.Tx) error) error {
+	var read, wrote bool
+	err := c.Store.View(ctx, func(tx broker.Tx) error { return fn(sweepCounterTx{tx, &read, &wrote}) })
+	if read {
+		c.views++
+	}
+	return err
+}
+
+func (c *sweepCounter) Update(ctx context.Context, fn func(broker.Tx) error) error {
+	var read, wrote bool
+	err := c.Store.Update(ctx, func(tx broker.Tx) error {
+		wrote = false
+		return fn(sweepCounterTx{tx, &read, &wrote})
+	})
+	if wrote {
+		c.writes++
+	}
+	return err
+}
+
+// An empty partition that a dead letter keeps (kept for ever by default)
+// stays a candidate for good: the sweep passes over it in its snapshots,
+// a page of PartitionSweepScan a snapshot, and gives the writer only the
+// partitions it can delete. With every 100th of the partitions settled
+// (empty) and the others holding a dead letter each, one run deletes the
+// empty ones in one write transaction; the next writes nothing.
+func TestPartitionSweepPassesOverKeptPartitions(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retentionSeconds": 60})
+	s.subscribeAll("q", "a")
+	n := broker.PartitionSweepScan + 10
+	items := make([]broker.PushItem, n)
+	for i := range items {
+		items[i] = broker.PushItem{Queue: "q", Partition: fmt.Sprintf("key-%04d", i), TransactionID: "m", Payload: []byte(`{}`)}
+	}
+	for len(items) > 0 {
+		k := min(len(items), 500)
+		if _, err := s.b.Push(s.ctx, items[:k]); err != nil {
+			t.Fatal(err)
+		}
+		items = items[k:]
+	}
+	var acks []broker.Ack
+	ack := func() {
+		if _, err := s.b.AckBatch(s.ctx, "a", acks); err != nil {
+			t.Fatal(err)
+		}
+		acks = acks[:0]
+	}
+	empty := map[string]bool{}
+	for i := range n {
+		_, res := s.popTxids("q", "a", 1)
+		if len(res.Messages) != 1 {
+			t.Fatalf("pop: %+v", res)
+		}
+		m := res.Messages[0]
+		a := broker.Ack{TransactionID: m.TransactionID, LeaseID: m.LeaseID, Status: broker.AckDLQ, Error: "boom", Group: "a"}
+		if i%101 == 50 {
+			empty[m.Partition] = true
+			a.Status, a.Error = broker.AckCompleted, ""
+		}
+		if acks = append(acks, a); len(acks) == 100 {
+			ack()
+		}
+	}
+	if len(acks) > 0 {
+		ack()
+	}
+	if len(empty) != 10 {
+		t.Fatalf("%d partitions settled, want 10", len(empty))
+	}
+	// Retention takes every message (the partitions too young to go).
+	s.clock.Advance(2 * time.Minute)
+	if r := s.sweep(); r.Removed != int64(n) {
+		t.Fatalf("retention removed %d, want %d", r.Removed, n)
+	}
+	s.clock.Advance(broker.PartitionMinAge)
+	sc := &sweepCounter{Store: s.db}
+	s.b = broker.New(broker.Config{Store: sc, Clock: s.clock})
+	if r := s.partitionSweep(); r.Removed != 10 || r.Chunks != 1 {
+		t.Fatalf("report %+v, want 10 partitions removed in 1 chunk", r)
+	}
+	if sc.views != 2 || sc.writes != 1 {
+		t.Errorf("%d snapshots and %d writes, want 2 (%d candidates, %d a page) and 1", sc.views, sc.writes, n, broker.PartitionSweepScan)
+	}
+	q, err := s.b.Queue(s.ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Partitions) != n-10 {
+		t.Errorf("%d partitions left, want %d", len(q.Partitions), n-10)
+	}
+	for _, p := range q.Partitions {
+		if empty[p.Name] {
+			t.Errorf("%s, empty, is still there", p.Name)
+		}
+	}
+	sc.views, sc.writes = 0, 0
+	if r := s.partitionSweep(); r.Removed != 0 || r.Chunks != 0 {
+		t.Errorf("the next run: %+v, want nothing", r)
+	}
+	if sc.writes != 0 {
+		t.Errorf("the next run wrote %d times over partitions that dead letters keep", sc.writes)
 	}
 }

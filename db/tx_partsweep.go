@@ -9,43 +9,77 @@ import (
 
 // The sweep of empty partitions (broker/partsweep.go, migration 0022).
 
-const (
-	// emptyPartitionsSQL: the candidates, by the partial index
-	// partitions_empty (kept count 0) in id order.
-	emptyPartitionsSQL = `SELECT id FROM partitions WHERE messages = 0 AND id > ?1 AND created_at < ?2 ORDER BY id LIMIT ?3`
-	// deleteEmptyPartitionsSQL deletes the partitions of the list that
-	// are empty by the rule of the sweep, each check one index probe:
-	// messages_partition_seq, dead_letters_partition,
-	// removed_dead_letters_partition, replays_partition, the consumers'
-	// primary key (partition_id > 0 lets the partial indexes of 0022
-	// be used). The retention's placeholder message has partition 0,
-	// which no partition has.
-	deleteEmptyPartitionsSQL = `DELETE FROM partitions WHERE id IN (SELECT value FROM json_each(?1)) AND created_at < ?2
+// emptyChecks is the rule of the sweep for the partition of the
+// enclosing statement (partitions.id; ?2 the age bound, ?3 now), each
+// check one index probe: messages_partition_seq, dead_letters_partition,
+// removed_dead_letters_partition, replays_partition, the consumers'
+// primary key (partition_id > 0 lets the partial indexes of 0022 be
+// used). The retention's placeholder message has partition 0, which no
+// partition has.
+const emptyChecks = `partitions.created_at < ?2
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = partitions.id)
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = partitions.id AND d.partition_id > 0)
 		AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.partition_id = partitions.id AND r.partition_id > 0)
 		AND NOT EXISTS (SELECT 1 FROM replays c WHERE c.partition_id = partitions.id AND c.partition_id > 0)
 		AND NOT EXISTS (SELECT 1 FROM consumers c WHERE c.partition_id = partitions.id
-			AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.retry_seq > 0))
+			AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.retry_seq > 0))`
+
+const (
+	// emptyPartitionsSQL: a page of the partitions_empty index (kept
+	// count 0) above ?1 in id order, each with whether the rule of the
+	// sweep (emptyChecks) holds for it now.
+	emptyPartitionsSQL = `SELECT id, ` + emptyChecks + ` FROM partitions WHERE messages = 0 AND id > ?1 ORDER BY id LIMIT ?4`
+	// deleteEmptyPartitionsSQL deletes the partitions of the list for
+	// which the rule of the sweep (emptyChecks) holds.
+	deleteEmptyPartitionsSQL = `DELETE FROM partitions WHERE id IN (SELECT value FROM json_each(?1)) AND ` + emptyChecks + `
 		RETURNING ` + partitionCols
 	deletePartitionConsumersSQL = `DELETE FROM consumers WHERE partition_id IN (SELECT value FROM json_each(?))`
 	deletePartitionMarksSQL     = `DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))`
 )
 
-// EmptyPartitions returns the ids, above after and in id order, of up to
-// limit partitions whose kept count of messages (partitions.messages) is
-// 0, made before before. An empty partition's count is 0: whatever
-// removes messages lowers it in its own transaction (SweepMessages); a
-// partition pushed to since the last fold may be 0 too, which
-// DeleteEmptyPartitions then finds not empty. Reads partitions by
-// partitions_empty (only the partitions with a count of 0); locks
-// nothing; none: an empty list.
-func (t *storeTx) EmptyPartitions(ctx context.Context, before time.Time, after int64, limit int) ([]int64, error) {
-	return t.queryIDs(ctx, emptyPartitionsSQL, after, ms(before), limit)
+// EmptyPartitions reads a page of up to limit partitions, above after in
+// id order, whose kept count of messages (partitions.messages) is 0, and
+// returns those of them that are empty by the rule of the sweep at now
+// (emptyChecks: made before before, no message, dead letter, record of a
+// removed one, replay, live lease or retry) and the highest id of the
+// page (0: the page was the last, shorter than limit). An empty
+// partition's count is 0: whatever removes messages lowers it in its own
+// transaction (SweepMessages); a partition pushed to since the last fold
+// may be 0 too, which the message check finds not empty. Reads
+// partitions by partitions_empty (only those with a count of 0) and one
+// index probe a check; locks nothing; none: an empty list.
+func (t *storeTx) EmptyPartitions(ctx context.Context, before, now time.Time, after int64, limit int) ([]int64, int64, error) {
+	rows, err := t.query(ctx, emptyPartitionsSQL, after, ms(before), ms(now), limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var ids []int64
+	var last int64
+	n := 0
+	for rows.Next() {
+		var id int64
+		var empty bool
+		if err := rows.Scan(&id, &empty); err != nil {
+			return nil, 0, err
+		}
+		n++
+		last = id
+		if empty {
+			ids = append(ids, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if n < limit {
+		last = 0
+	}
+	return ids, last, nil
 }
 
 // DeleteEmptyPartitions deletes those of ids that are empty, checked in
-// this transaction (deleteEmptyPartitionsSQL): made before before,
+// this transaction (emptyChecks): made before before,
 // no message, no dead letter, no removed_dead_letters record, no replay
 // naming the partition, no consumer with a live lease at now or a retry.
 // Their consumers and settle marks go with them. It returns the

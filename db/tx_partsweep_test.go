@@ -11,26 +11,26 @@ import (
 )
 
 // The sweep of empty partitions reads its candidates from the partial
-// index partitions_empty and checks each one with an index probe a
-// table: none scans messages, dead letters, their records, replays or
-// consumers.
+// index partitions_empty and checks each one, in the snapshot's read as
+// in the delete, with an index probe a table: none scans messages, dead
+// letters, their records, replays or consumers.
 func TestPartitionSweepPlans(t *testing.T) {
 	t.Parallel()
 	d, _ := openBroker(t)
+	probes := []string{
+		"SEARCH m USING COVERING INDEX messages_partition_seq (partition_id=?)",
+		"SEARCH d USING COVERING INDEX dead_letters_partition (partition_id=?)",
+		"SEARCH r USING COVERING INDEX removed_dead_letters_partition (partition_id=?)",
+		"SEARCH c USING COVERING INDEX replays_partition (partition_id=?)",
+		"SEARCH c USING PRIMARY KEY (partition_id=?)",
+	}
 	for _, c := range []struct {
 		name, query string
 		args        []any
 		want        []string
 	}{
-		{"candidates", emptyPartitionsSQL, []any{0, 1, 500}, []string{"SEARCH partitions USING INDEX partitions_empty (id>?)"}},
-		{"delete", deleteEmptyPartitionsSQL, []any{"[1]", 1, 1}, []string{
-			"SEARCH partitions USING INTEGER PRIMARY KEY (rowid=?)",
-			"SEARCH m USING COVERING INDEX messages_partition_seq (partition_id=?)",
-			"SEARCH d USING COVERING INDEX dead_letters_partition (partition_id=?)",
-			"SEARCH r USING COVERING INDEX removed_dead_letters_partition (partition_id=?)",
-			"SEARCH c USING COVERING INDEX replays_partition (partition_id=?)",
-			"SEARCH c USING PRIMARY KEY (partition_id=?)",
-		}},
+		{"candidates", emptyPartitionsSQL, []any{0, 1, 1, 500}, append([]string{"SEARCH partitions USING INDEX partitions_empty (id>?)"}, probes...)},
+		{"delete", deleteEmptyPartitionsSQL, []any{"[1]", 1, 1}, append([]string{"SEARCH partitions USING INTEGER PRIMARY KEY (rowid=?)"}, probes...)},
 		{"consumers", deletePartitionConsumersSQL, []any{"[1]"}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
 		{"marks", deletePartitionMarksSQL, []any{"[1]"}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)"}},
 	} {
@@ -120,10 +120,13 @@ func TestDeletedPartitionLeavesTheFoldRight(t *testing.T) {
 	wantCounts(t, d, b, map[string]int64{"r": 2, "n": 2}, map[string]int64{"g": 3})
 }
 
-// The candidates are those with a kept count of 0 made before the bound
-// (a partition pushed to since the last fold is one too); the delete
-// checks again in its own transaction: a partition with a message, or
-// made after the bound, stays whatever the list says.
+// The candidates are read a page at a time from the partitions with a
+// kept count of 0 (a partition pushed to since the last fold is one
+// too), and only those empty by the rule are returned: r, whose count is
+// 0 but which holds a message, is passed over, and so is p when the
+// bound is before it was made. The delete checks again in its own
+// transaction: a partition with a message, or made after the bound,
+// stays whatever the list says.
 func TestDeleteEmptyPartitionsChecksAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -146,17 +149,29 @@ func TestDeleteEmptyPartitionsChecksAgain(t *testing.T) {
 	}
 	later := time.Now().Add(time.Minute)
 	if err := d.View(ctx, func(tx broker.Tx) error {
-		ids, err := tx.EmptyPartitions(ctx, later, 0, 500)
-		if err == nil && fmt.Sprint(ids) != fmt.Sprint([]int64{p.ID, r.ID}) {
-			t.Errorf("candidates %v, want p and r (%d, %d)", ids, p.ID, r.ID)
+		for _, c := range []struct {
+			name     string
+			before   time.Time
+			after    int64
+			limit    int
+			want     []int64
+			wantLast int64
+		}{
+			{"all", later, 0, 500, []int64{p.ID}, 0},
+			{"a page of one", later, 0, 1, []int64{p.ID}, p.ID},
+			{"the page after p (r, not empty)", later, p.ID, 1, nil, r.ID},
+			{"the page after r", later, r.ID, 1, nil, 0},
+			{"made before p", p.CreatedAt.Add(-time.Second), 0, 500, nil, 0},
+		} {
+			ids, last, err := tx.EmptyPartitions(ctx, c.before, time.Now(), c.after, c.limit)
+			if err != nil {
+				return err
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(c.want) || last != c.wantLast {
+				t.Errorf("%s: candidates %v, last %d; want %v, %d (p %d, r %d)", c.name, ids, last, c.want, c.wantLast, p.ID, r.ID)
+			}
 		}
-		if ids, err := tx.EmptyPartitions(ctx, later, p.ID, 500); err != nil || fmt.Sprint(ids) != fmt.Sprint([]int64{r.ID}) {
-			t.Errorf("candidates after p: %v, %v; want r", ids, err)
-		}
-		if ids, err := tx.EmptyPartitions(ctx, p.CreatedAt.Add(-time.Second), 0, 500); err != nil || len(ids) != 0 {
-			t.Errorf("candidates made before p: %v, %v; want none", ids, err)
-		}
-		return err
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
