@@ -83,7 +83,6 @@ const (
 	keptCount   keptKind = iota // a whole number, 0 or more
 	keptInteger                 // a whole number, negative too
 	keptBool                    // true or false
-	keptFactor                  // a number, 1 or more
 )
 
 // keptOptions are the options Lazarus accepts and keeps but does not
@@ -100,18 +99,14 @@ var keptOptions = map[string]keptKind{
 	"retentionEnabled":   keptBool,
 	"encryptionEnabled":  keptBool,
 	"maxWaitTimeSeconds": keptCount,
-	// SPEC.md section 2's, not enforced yet
-	"retryBackoff":      keptFactor,
-	"retryDelayMax":     keptCount,
-	"maxReplays":        keptCount,
-	"deadLetterArchive": keptBool,
 }
 
 // KnownOptions lists, sorted, every option configure accepts: those
 // Lazarus enforces and those it keeps without enforcing.
 func KnownOptions() []string {
 	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing", "replayPausePercent", "replayPauseWindow",
-		"completedRetentionSeconds", "retentionSeconds", "deadLetterRetentionSeconds"}
+		"completedRetentionSeconds", "retentionSeconds", "deadLetterRetentionSeconds",
+		"retryBackoff", "retryDelayMax", "maxReplays", "deadLetterArchive"}
 	for k := range keptOptions {
 		names = append(names, k)
 	}
@@ -174,13 +169,6 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 		case keptBool:
 			var b bool
 			err = boolOpt(name, v, &b)
-		case keptFactor:
-			var n json.Number
-			if n, err = number(name, v, "a number"); err == nil {
-				if f, ferr := n.Float64(); ferr != nil || f < 1 || f > 1000 {
-					err = errorf(ErrInvalid, "option %s must be a number from 1 to 1000, got %s", name, truncate(n.String(), 32))
-				}
-			}
 		}
 		if err != nil {
 			return err
@@ -225,6 +213,22 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 			err = intOpt(name, v, 0, MaxRetention, &o.RetentionSeconds)
 		case "deadLetterRetentionSeconds":
 			err = intOpt(name, v, 0, MaxRetention, &o.DeadLetterRetentionSeconds)
+		case "retryBackoff":
+			var n json.Number
+			if n, err = number(name, v, "a number"); err == nil {
+				f, ferr := n.Float64()
+				if ferr != nil || f < 1 || f > MaxRetryBackoff {
+					err = errorf(ErrInvalid, "option %s must be a number from 1 to %d, got %s", name, MaxRetryBackoff, truncate(n.String(), 32))
+				} else {
+					o.RetryBackoff = f
+				}
+			}
+		case "retryDelayMax":
+			err = intOpt(name, v, 0, 24*3600*1000, &o.RetryDelayMax)
+		case "maxReplays":
+			err = intOpt(name, v, 0, 1000, &o.MaxReplays)
+		case "deadLetterArchive":
+			err = boolOpt(name, v, &o.DeadLetterArchive)
 		default:
 			kind, ok := keptOptions[name]
 			if !ok {

@@ -465,3 +465,51 @@ func TestReplaysAreBackfilledForRetention(t *testing.T) {
 		t.Fatalf("history replays %+v, want the one", h.Replays)
 	}
 }
+
+// Migration 0024 enforces retryBackoff, retryDelayMax, maxReplays and
+// deadLetterArchive: values kept before carry over, and leave the kept
+// options.
+func TestBackoffOptionsKeptBeforeAreEnforcedAfterMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := openBroker(t)
+	undo := []string{}
+	for _, c := range []string{"retry_backoff", "retry_delay_max", "max_replays", "dead_letter_archive"} {
+		undo = append(undo, `ALTER TABLE queues DROP COLUMN `+c)
+	}
+	undo = append(undo,
+		`INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at, kept_options)
+			VALUES ('set', 300, 3, 1000, 1, 1, 0, '{"deadLetterArchive":true,"maxReplays":2,"priority":1,"retryBackoff":1.5,"retryDelayMax":9000}'),
+			('int', 300, 3, 1000, 1, 1, 0, '{"retryBackoff":3}'),
+			('plain', 300, 3, 1000, 1, 1, 0, '{}')`)
+	reapply(t, d, 24, "0024_backoff_replays_archive.sql", undo...)
+	b := broker.New(broker.Config{Store: d})
+	for _, tc := range []struct {
+		queue    string
+		backoff  float64
+		delayMax int
+		replays  int
+		archive  bool
+		kept     string
+	}{
+		{"set", 1.5, 9000, 2, true, "priority"},
+		{"int", 3, broker.DefaultRetryDelayMax, broker.DefaultMaxReplays, false, ""},
+		{"plain", 1, broker.DefaultRetryDelayMax, broker.DefaultMaxReplays, false, ""},
+	} {
+		q, err := b.Queue(ctx, tc.queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := q.Options
+		if o.RetryBackoff != tc.backoff || o.RetryDelayMax != tc.delayMax || o.MaxReplays != tc.replays || o.DeadLetterArchive != tc.archive {
+			t.Errorf("%s: %+v", tc.queue, o)
+		}
+		var kept []string
+		for k := range o.Kept.Values() {
+			kept = append(kept, k)
+		}
+		if strings.Join(kept, ",") != tc.kept {
+			t.Errorf("%s: kept %v, want %q", tc.queue, kept, tc.kept)
+		}
+	}
+}

@@ -81,16 +81,18 @@ func b2i(b bool) int64 {
 
 const queueCols = `id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention`
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive`
 
 func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 	var q broker.Queue
-	var dlq, after, created int64
+	var dlq, after, created, archive int64
 	var kept string
 	err := s.Scan(&q.ID, &q.Name, &q.Options.LeaseTime, &q.Options.RetryLimit, &q.Options.RetryDelay, &dlq, &after, &created,
 		&q.Namespace, &q.Task, &q.Options.DelayedProcessing, &kept, &q.Options.ReplayPausePercent, &q.Options.ReplayPauseWindow,
-		&q.Options.CompletedRetentionSeconds, &q.Options.RetentionSeconds, &q.Options.DeadLetterRetentionSeconds)
+		&q.Options.CompletedRetentionSeconds, &q.Options.RetentionSeconds, &q.Options.DeadLetterRetentionSeconds,
+		&q.Options.RetryBackoff, &q.Options.RetryDelayMax, &q.Options.MaxReplays, &archive)
 	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, fromMS(created)
+	q.Options.DeadLetterArchive = archive != 0
 	if err == nil {
 		q.Options.Kept, err = keptOptions(kept)
 	}
@@ -164,10 +166,11 @@ func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	}
 	res, err := t.exec(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-		completed_retention, retention, dead_letter_retention)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
+		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
 		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
-		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds)
+		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
+		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, b2i(o.DeadLetterArchive))
 	if err != nil {
 		return err
 	}
@@ -186,10 +189,12 @@ func (t *storeTx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 	}
 	_, err = t.exec(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ?,
 		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
-		completed_retention = ?, retention = ?, dead_letter_retention = ? WHERE id = ?`,
+		completed_retention = ?, retention = ?, dead_letter_retention = ?,
+		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ? WHERE id = ?`,
 		o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries),
 		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
-		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds, q.ID)
+		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
+		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, b2i(o.DeadLetterArchive), q.ID)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,10 +210,24 @@ func optionRows(o broker.Options) []views.Option {
 			"any message is deleted %s after its push, settled or not (counted as expired for the groups that had not settled it)"), Note: note(o.RetentionSeconds != d.RetentionSeconds)},
 		{Name: "deadLetterRetentionSeconds", Value: retention(o.DeadLetterRetentionSeconds, "kept until replayed or deleted",
 			"a dead letter expires %s after it was filed"), Note: note(o.DeadLetterRetentionSeconds != d.DeadLetterRetentionSeconds)},
+		{Name: "retryBackoff", Value: strconv.FormatFloat(o.RetryBackoff, 'g', -1, 64), Note: note(o.RetryBackoff != d.RetryBackoff)},
+		{Name: "retryDelayMax", Value: fmt.Sprintf("%d ms", o.RetryDelayMax), Note: note(o.RetryDelayMax != d.RetryDelayMax)},
+		{Name: "maxReplays", Value: fmt.Sprint(o.MaxReplays), Note: note(o.MaxReplays != d.MaxReplays)},
+		{Name: "deadLetterArchive", Value: fmt.Sprint(o.DeadLetterArchive), Note: note(o.DeadLetterArchive != d.DeadLetterArchive)},
 	}
 	kept := o.Kept.Values()
 	for _, name := range o.NotEnforced() {
-		rows = append(rows, views.Option{Name: name, Value: string(kept[name]), Note: "(kept, not enforced)"})
+		v, ok := kept[name]
+		if !ok {
+			// Stored and checked, not acted on yet: its row above says so.
+			for i := range rows {
+				if rows[i].Name == name {
+					rows[i].Note = strings.TrimSpace(rows[i].Note + " (not enforced yet)")
+				}
+			}
+			continue
+		}
+		rows = append(rows, views.Option{Name: name, Value: string(v), Note: "(kept, not enforced)"})
 	}
 	return rows
 }
