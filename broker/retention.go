@@ -179,9 +179,15 @@ func (b *Broker) completedRetention(ctx context.Context, q Queue, r *TaskReport)
 		return cur > 0 && cur <= q.Options.CompletedRetentionSeconds
 	}
 	for _, c := range due {
-		bound, err := b.sweepPartition(ctx, r, q.ID, MessageSweep{PartitionID: c.PartitionID, UpTo: c.UpTo, Settled: true, Limit: maintainChunk}, rule)
+		bound, stopped, err := b.sweepPartition(ctx, r, q.ID, MessageSweep{PartitionID: c.PartitionID, UpTo: c.UpTo, Settled: true, Limit: maintainChunk}, rule)
 		if err != nil {
 			return err
+		}
+		if stopped {
+			// The option is off or longer (or the queue gone): the
+			// other partitions wait for the next run, their marks too
+			// (none of this one's is known to be done).
+			return nil
 		}
 		// The marks whose messages are all gone go; one above what the
 		// lowest cursor allowed (a group subscribed since) stays, due,
@@ -209,17 +215,22 @@ func (b *Broker) messageRetention(ctx context.Context, q Queue, r *TaskReport) e
 		return err
 	}
 	// Each chunk takes the queue's retentionSeconds as its transaction
-	// reads it: off stops the run, a new value moves the cut.
+	// reads it: off or longer than the run's stops the queue's sweep (the
+	// next run finds what is due under it), a shorter one moves the cut.
 	rule := func(o Options, now time.Time, s *MessageSweep) bool {
-		if o.RetentionSeconds <= 0 {
+		if o.RetentionSeconds <= 0 || o.RetentionSeconds > q.Options.RetentionSeconds {
 			return false
 		}
 		s.Before = now.Add(-time.Duration(o.RetentionSeconds) * time.Second)
 		return true
 	}
 	for _, c := range due {
-		if _, err := b.sweepPartition(ctx, r, q.ID, MessageSweep{PartitionID: c.PartitionID, UpTo: maxSeq, Before: before, Limit: maintainChunk}, rule); err != nil {
+		_, stopped, err := b.sweepPartition(ctx, r, q.ID, MessageSweep{PartitionID: c.PartitionID, UpTo: maxSeq, Before: before, Limit: maintainChunk}, rule)
+		if err != nil {
 			return err
+		}
+		if stopped { // off (or the queue gone): nothing more this run
+			return nil
 		}
 	}
 	return nil
@@ -234,8 +245,10 @@ const maxSeq = int64(1) << 62
 // first reads the queue's options again (they may have changed since
 // the run began, or the queue gone): rule says whether the chunk still
 // runs, and may adjust it to them. A chunk that rule stops (or whose
-// queue is gone) deletes nothing and ends the sweep with Bound 0.
-func (b *Broker) sweepPartition(ctx context.Context, r *TaskReport, queueID int64, s MessageSweep, rule func(o Options, now time.Time, s *MessageSweep) bool) (int64, error) {
+// queue is gone) deletes nothing and ends the sweep with Bound 0,
+// reported stopped (true): the caller then sweeps no other partition of
+// the queue in this run.
+func (b *Broker) sweepPartition(ctx context.Context, r *TaskReport, queueID int64, s MessageSweep, rule func(o Options, now time.Time, s *MessageSweep) bool) (int64, bool, error) {
 	for {
 		var out SweptMessages
 		var stopped bool
@@ -270,18 +283,18 @@ func (b *Broker) sweepPartition(ctx context.Context, r *TaskReport, queueID int6
 			return nil
 		})
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if stopped {
-			return 0, nil
+			return 0, true, nil
 		}
 		r.Chunks++
 		r.Removed += out.Removed
 		if out.Removed < int64(s.Limit) {
-			return out.Bound, nil
+			return out.Bound, false, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
 }

@@ -750,3 +750,126 @@ func TestSearchFindsADeadLetterWhoseMessageWasRemoved(t *testing.T) {
 		wantHits(t, short(id), s.search(short(id)))
 	}
 }
+
+// queueTxStore counts, once counting is set, the committed or failed
+// write transactions that touch queue's retention: read the queue by id
+// (a chunk's re-read of its options), sweep messages or drop settle
+// marks. after is called once each write has ended.
+type queueTxStore struct {
+	broker.Store
+	queueID  int64
+	counting bool
+	n        int
+	after    func()
+}
+
+type queueTxTx struct {
+	broker.Tx
+	s       *queueTxStore
+	touched *bool
+}
+
+func (t queueTxTx) QueueByID(ctx context.Context, id int64) (broker.Queue, error) {
+	if id == t.s.queueID {
+		*t.touched = true
+	}
+	return t.Tx.QueueByID(ctx, id)
+}
+
+func (t queueTxTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (broker.SweptMessages, error) {
+	*t.touched = true
+	return t.Tx.SweepMessages(ctx, s)
+}
+
+func (t queueTxTx) DropSettleMarks(ctx context.Context, partitionID, through int64) (int64, error) {
+	*t.touched = true
+	return t.Tx.DropSettleMarks(ctx, partitionID, through)
+}
+
+func (s *queueTxStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+	touched := false
+	err := s.Store.Update(ctx, func(tx broker.Tx) error {
+		touched = false
+		return fn(queueTxTx{tx, s, &touched})
+	})
+	if touched && s.counting {
+		s.n++
+	}
+	if s.after != nil {
+		s.after()
+	}
+	return err
+}
+
+// A retention option turned off or made longer while a run sweeps one of
+// several due partitions stops the queue's sweep there: the chunk that
+// reads the new value is the queue's last transaction of the run (no
+// chunk nor settle-mark drop for the partitions left), and the next run
+// finds nothing due under the new value.
+func TestRetentionStoppedSweepsNoOtherPartition(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		option   string
+		from, to int
+	}{
+		{"retentionSeconds", 60, 0},
+		{"retentionSeconds", 60, 7200},
+		{"completedRetentionSeconds", 60, 0},
+		{"completedRetentionSeconds", 60, 7200},
+	} {
+		t.Run(fmt.Sprintf("%s %d to %d", tc.option, tc.from, tc.to), func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			qs := &queueTxStore{Store: s.db}
+			s.b = broker.New(broker.Config{Store: qs, Clock: s.clock})
+			s.configure("q", map[string]any{tc.option: tc.from})
+			s.subscribeAll("q", "a")
+			parts := []string{"p0", "p1", "p2"}
+			for _, p := range parts {
+				s.push("q", p, txids(500, p+"-a")...)
+				s.push("q", p, txids(100, p+"-b")...)
+			}
+			if tc.option == "completedRetentionSeconds" {
+				if got := s.drain("q", "a"); len(got) != 1800 {
+					t.Fatalf("drained %d", len(got))
+				}
+				s.sweep() // the settle marks
+			}
+			q, err := s.b.Queue(s.ctx, "q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			qs.queueID = q.ID
+			kept := func() (n int) {
+				for _, p := range parts {
+					n += len(s.kept("q", p))
+				}
+				return n
+			}
+			s.clock.Advance(time.Hour)
+			fired := false
+			qs.after = func() {
+				if !fired && kept() < 1800 {
+					fired = true
+					s.configure("q", map[string]any{tc.option: tc.to})
+					qs.counting = true
+				}
+			}
+			if r := s.sweep(); r.Removed != 500 {
+				t.Errorf("removed %d, want the first chunk's 500", r.Removed)
+			}
+			if !fired {
+				t.Fatal("the option was not changed during the run")
+			}
+			if qs.n != 1 {
+				t.Errorf("%d transactions of the queue after the change, want 1 (the chunk that read it)", qs.n)
+			}
+			if r := s.sweep(); r.Removed != 0 {
+				t.Errorf("the next run removed %d, want 0", r.Removed)
+			}
+			if got := kept(); got != 1300 {
+				t.Errorf("kept %d, want 1300", got)
+			}
+		})
+	}
+}
