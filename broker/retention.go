@@ -229,7 +229,7 @@ func (b *Broker) messageRetention(ctx context.Context, q Queue, r *TaskReport) e
 		if err != nil {
 			return err
 		}
-		if stopped { // off (or the queue gone): nothing more this run
+		if stopped { // off or longer (or the queue gone): nothing more this run
 			return nil
 		}
 	}
