@@ -50,6 +50,10 @@ type Config struct {
 	MaintenanceEvery time.Duration
 	// AuditRetention is how long audit entries are kept; 0: for ever.
 	AuditRetention time.Duration
+	// ArchiveDir is where the dead letters of queues with
+	// deadLetterArchive are written before they expire; empty: none
+	// (such queues keep their dead letters, and say why).
+	ArchiveDir string
 
 	// bcryptCost is the cost of the password hashes made at start (0:
 	// password.DefaultCost); tests lower it.
@@ -116,6 +120,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		"how often maintenance runs (retention sweeps, stats compaction), from 1s to 1h (env LAZARUS_MAINTENANCE_EVERY)")
 	fs.StringVar(&auditKeep, "audit-retention", env("LAZARUS_AUDIT_RETENTION", "400d"),
 		"how long audit entries are kept, in days (400d) or as a duration of 24h at least; 0 keeps them for ever (env LAZARUS_AUDIT_RETENTION)")
+	fs.StringVar(&cfg.ArchiveDir, "archive-dir", env("LAZARUS_ARCHIVE_DIR", ""),
+		"directory of the archive of dead letters before they expire (queues with deadLetterArchive): <dir>/<queue>/<YYYY-MM-DD>.ndjson.gz, created if missing; empty: none, and such queues keep their dead letters (env LAZARUS_ARCHIVE_DIR)")
 	fs.StringVar(&cfg.LogFormat, "log-format", env("LAZARUS_LOG_FORMAT", "text"), "log format: text or json (env LAZARUS_LOG_FORMAT)")
 	fs.StringVar(&level, "log-level", env("LAZARUS_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env LAZARUS_LOG_LEVEL)")
 	if cmd == "serve" {

@@ -7,6 +7,7 @@
 //	lazarus demo  [same flags]   serve a database of its own with demo traffic
 //	lazarus user add NAME --role viewer|operator|admin [--password-stdin] [--db PATH]
 //	lazarus token create --user NAME --name TOKENNAME [--db PATH]
+//	lazarus archive import FILE [--db PATH]
 //	lazarus help
 //
 // This package reads the flags and the environment into a Config and wires
@@ -34,6 +35,10 @@ Usage:
                           terminal, read from stdin, or generated and printed once
   lazarus token create --user NAME --name TOKENNAME [--db PATH]
                           make an API token acting with the user's role; printed once
+  lazarus archive import FILE [--db PATH]
+                          file the dead letters of an archive file (or an NDJSON
+                          export) again as dead letters; says how many were imported
+                          and skipped
   lazarus help            print this help
 
 Flags of serve and demo (flags win over the environment):
@@ -45,6 +50,8 @@ Flags of serve and demo (flags win over the environment):
                 default 5s)
   --log-format  text or json (env LAZARUS_LOG_FORMAT, default text)
   --log-level   debug, info, warn or error (env LAZARUS_LOG_LEVEL, default info)
+  --archive-dir where dead letters of queues with deadLetterArchive are written
+                before they expire (env LAZARUS_ARCHIVE_DIR, default none)
   --demo        serve only: also run demo traffic
 
 Environment only:
@@ -111,6 +118,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	case "user", "token":
 		return runAccounts(ctx, args, getenv, stdin, stdout, stderr)
+	case "archive":
+		return runArchive(ctx, args, getenv, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return usageError{fmt.Errorf("unknown command %q", cmd)}

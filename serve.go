@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lazarus-dlq/lazarus/archive"
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/lazarus-dlq/lazarus/demo"
@@ -64,7 +65,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	if auditKeep == 0 {
 		auditKeep = broker.KeepForever
 	}
-	b := broker.New(broker.Config{Store: d, Logger: log, RestoreWindow: cfg.RestoreWindow, AuditRetention: auditKeep})
+	bc := broker.Config{Store: d, Logger: log, RestoreWindow: cfg.RestoreWindow, AuditRetention: auditKeep}
+	if cfg.ArchiveDir != "" {
+		a, err := archive.New(cfg.ArchiveDir)
+		if err != nil {
+			return fmt.Errorf("--archive-dir: %w", err)
+		}
+		bc.Archive = a
+		log.Info("archive of dead letters before they expire", "dir", cfg.ArchiveDir)
+	}
+	b := broker.New(bc)
 	firstPassword, err := ensureAdmin(ctx, b, cfg)
 	if err != nil {
 		return fmt.Errorf("admin user: %w", err)

@@ -178,9 +178,15 @@ type expiryEntry struct {
 func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error {
 	entries := map[int64]expiryEntry{} // by group, as committed
 	for {
+		// A queue that archives writes the chunk first, outside the
+		// writer (archiveDue); the transaction then expires those only.
+		archived, more, archiving, err := b.archiveDue(ctx, q)
+		if err != nil {
+			return err
+		}
 		var keys []DeadLetterKey
 		var written map[int64]expiryEntry
-		err := b.update(ctx, func(tx Tx, _ func(string)) error {
+		err = b.update(ctx, func(tx Tx, _ func(string)) error {
 			keys, written = nil, nil
 			// The option is read again: it may have changed since the
 			// run began (or the queue gone).
@@ -199,8 +205,8 @@ func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error 
 			if keys, err = tx.DueDeadLetters(ctx, q.ID, now.Add(-keep), maintainChunk); err != nil || len(keys) == 0 {
 				return err
 			}
-			if err := b.beforeExpiry(ctx, tx, cur, keys); err != nil {
-				return err
+			if keys = beforeExpiry(cur, keys, archived); len(keys) == 0 {
+				return nil
 			}
 			if err := removeKeys(ctx, tx, keys, Stats{DeadLettersExpired: 1}, &Removal{How: RemovedExpired, At: now, Actor: BrokerActor}); err != nil {
 				return err
@@ -221,7 +227,7 @@ func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error 
 		}
 		r.Chunks++
 		r.Removed += int64(len(keys))
-		if len(keys) < maintainChunk {
+		if archiving && !more || !archiving && len(keys) < maintainChunk {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -282,15 +288,25 @@ func (b *Broker) auditExpiry(ctx context.Context, tx Tx, q Queue, keys []DeadLet
 	return out, nil
 }
 
-// beforeExpiry receives each chunk of dead letters of q about to expire,
-// inside the chunk's transaction, before they are removed: the place
-// where the archive of issue 19 (deadLetterArchive) is to write them.
-// The transaction may run again (Update's rule), so whatever is written
-// here must be keyed by the dead letters' ids and written again the
-// same; an error leaves the chunk, and every later one, unexpired.
-// Nothing is archived yet.
-func (b *Broker) beforeExpiry(ctx context.Context, tx Tx, q Queue, keys []DeadLetterKey) error {
-	return nil
+// beforeExpiry keeps, of a chunk of q's dead letters about to expire
+// (keys, read in the chunk's transaction), those that may expire: when q
+// archives (deadLetterArchive), only those archiveDue wrote to the
+// archive (archived, already on the disk: nil, none); else all. The
+// archive is written before this transaction, never inside it: the
+// function given to Update may run again and touches nothing outside
+// its transaction (STORAGE.md rule 1), and the writer is not held while
+// the archive's file is compressed and synced.
+func beforeExpiry(q Queue, keys []DeadLetterKey, archived map[int64]bool) []DeadLetterKey {
+	if !q.Options.DeadLetterArchive {
+		return keys
+	}
+	out := keys[:0:0]
+	for _, k := range keys {
+		if archived[k.ID] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // ExpiryWords says the rule that expired a dead letter:

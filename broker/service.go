@@ -26,6 +26,8 @@ type Broker struct {
 
 	auditRetention time.Duration // KeepForever (<0): kept
 	maintenance    maintenanceTotals
+	archiver       Archiver // nil: none configured
+	archive        archiveState
 }
 
 // Config configures a Broker.
@@ -40,6 +42,10 @@ type Config struct {
 	// older ones): 0 DefaultAuditRetention, KeepForever (any negative) for
 	// ever.
 	AuditRetention time.Duration
+	// Archive receives the dead letters of the queues with
+	// deadLetterArchive before they expire (nil: no archive directory;
+	// such a queue's dead letters are then kept, and the failure said).
+	Archive Archiver
 }
 
 // New returns a Broker over cfg.Store.
@@ -52,6 +58,7 @@ func New(cfg Config) *Broker {
 		b.log = slog.Default()
 	}
 	b.restoreWindow = cfg.RestoreWindow
+	b.archiver = cfg.Archive
 	if b.restoreWindow <= 0 {
 		b.restoreWindow = RestoreWindow
 	}

@@ -64,6 +64,7 @@ type Tx interface {
 	ExpiryTx
 	SpaceTx
 	PartitionSweepTx
+	ArchiveTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)

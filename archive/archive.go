@@ -1,0 +1,334 @@
+// Package archive keeps dead letters before they expire
+// (deadLetterArchive, issue 19) in compressed NDJSON files, one a queue a
+// day: <dir>/<queue>/<YYYY-MM-DD>.ndjson.gz (the day in UTC of the
+// maintenance run that expired them). Each write appends a gzip member
+// to the day's file, which zcat and gzip readers read whole, and syncs
+// it before it returns. Each line is a dead letter as the dashboard's
+// NDJSON export writes it (the API's dead letter object, data last), so
+// one format serves both, and `lazarus archive import` reads either.
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Dir is an archive directory; it implements broker.Archiver.
+type Dir struct {
+	root string
+	mu   sync.Mutex // one write at a time: appends to a file never interleave
+}
+
+// New returns the archive in directory root, creating it if missing.
+func New(root string) (*Dir, error) {
+	if root == "" {
+		return nil, errors.New("archive: no directory given")
+	}
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	return &Dir{root: root}, nil
+}
+
+// Root is the archive's directory.
+func (d *Dir) Root() string { return d.root }
+
+// DirName is the directory of queue's files under the archive's root:
+// the name itself (ValidName names are file names), a leading '.'
+// written %2E so that "." and ".." name a directory of their own and no
+// queue's is hidden ('%' is in no queue's name).
+func DirName(queue string) string {
+	if strings.HasPrefix(queue, ".") {
+		return "%2E" + queue[1:]
+	}
+	return queue
+}
+
+// FileName is the file of a day's dead letters of a queue, relative to
+// the root: <queue>/<YYYY-MM-DD>.ndjson.gz, the day of at in UTC.
+func FileName(queue string, at time.Time) string {
+	return filepath.Join(DirName(queue), at.UTC().Format("2006-01-02")+".ndjson.gz")
+}
+
+// Archive appends dls to the day's file of queue as one gzip member and
+// syncs the file (and, for a new file, its directory) before it returns
+// nil. On an error the file is cut back to its size before the write, so
+// that a failed write (a full disk) leaves no broken member that would
+// hide the later ones from a reader.
+func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []broker.DeadLetter) error {
+	if !broker.ValidName(queue) {
+		return fmt.Errorf("archive: queue name %q is not a valid name", queue)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	for _, dl := range dls {
+		line, err := Line(dl)
+		if err != nil {
+			return err
+		}
+		if _, err := zw.Write(line); err != nil {
+			return fmt.Errorf("archive: compress: %w", err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("archive: compress: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dir := filepath.Join(d.root, DirName(queue))
+	newDir := false
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		newDir = true
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	path := filepath.Join(d.root, FileName(queue, at))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("archive: %w", err)
+	}
+	size := st.Size()
+	if _, err = f.Write(buf.Bytes()); err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		// Cut back what was written of the member (best effort: a disk
+		// that is full still lets a file shrink).
+		_ = f.Truncate(size)
+		_ = f.Sync()
+		f.Close()
+		return fmt.Errorf("archive: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("archive: write %s: %w", path, err)
+	}
+	if size == 0 {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+		if newDir {
+			if err := syncDir(d.root); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// syncDir makes a new entry of dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("archive: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// timeFormat is the API's time format (milliseconds, UTC).
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// stamp is a time written as the API writes it (null when zero).
+type stamp time.Time
+
+// MarshalJSON implements json.Marshaler.
+func (t stamp) MarshalJSON() ([]byte, error) {
+	if time.Time(t).IsZero() {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + time.Time(t).UTC().Format(timeFormat) + `"`), nil
+}
+
+// errorCut says that an error text was cut to be kept.
+type errorCut struct {
+	KeptBytes int `json:"keptBytes"`
+	SentBytes int `json:"sentBytes"`
+}
+
+// record is the API's dead letter object without its data, in the
+// order of its fields (web's deadLetterView: the export's line).
+type record struct {
+	ID            string    `json:"id"`
+	TransactionID string    `json:"transactionId"`
+	PartitionID   string    `json:"partitionId"`
+	Queue         string    `json:"queue"`
+	Partition     string    `json:"partition"`
+	ConsumerGroup string    `json:"consumerGroup"`
+	ErrorMessage  *string   `json:"errorMessage"`
+	ErrorCut      *errorCut `json:"errorCut"`
+	RetryCount    int       `json:"retryCount"`
+	CreatedAt     stamp     `json:"createdAt"`
+	FailedAt      stamp     `json:"failedAt"`
+	TraceID       *string   `json:"traceId"`
+	IsReplay      bool      `json:"isReplay"`
+	Fingerprint   string    `json:"fingerprint"`
+	ExpiresAt     *stamp    `json:"expiresAt,omitempty"`
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Line is d as a line of NDJSON, as the dashboard's export writes it:
+// the payload (data) last, byte for byte as pushed unless it holds a
+// line break (then compacted).
+func Line(d broker.DeadLetter) ([]byte, error) {
+	r := record{ID: d.MessageID(), TransactionID: d.TransactionID, PartitionID: d.PartitionKey, Queue: d.Queue,
+		Partition: d.Partition, ConsumerGroup: d.Group, ErrorMessage: optional(d.Error), RetryCount: d.RetryCount,
+		CreatedAt: stamp(d.CreatedAt), FailedAt: stamp(d.FailedAt), TraceID: optional(d.TraceID), IsReplay: d.IsReplay(),
+		Fingerprint: d.Fingerprint}
+	if kept, sent, ok := d.ErrorCut(); ok {
+		r.ErrorCut = &errorCut{KeptBytes: kept, SentBytes: sent}
+	}
+	if !d.ExpiresAt.IsZero() {
+		e := stamp(d.ExpiresAt)
+		r.ExpiresAt = &e
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	buf.Truncate(buf.Len() - 2) // {...}\n → {...,"data":<payload>}\n
+	buf.WriteString(`,"data":`)
+	if bytes.ContainsAny(d.Payload, "\r\n") {
+		if err := json.Compact(&buf, d.Payload); err != nil {
+			return nil, fmt.Errorf("archive: payload of %s: %w", d.MessageID(), err)
+		}
+	} else {
+		buf.Write(d.Payload)
+	}
+	buf.WriteString("}\n")
+	return buf.Bytes(), nil
+}
+
+// MaxLine is the longest line Read takes: the largest payload a push may
+// carry (8 MiB), escaped error text and fields besides.
+const MaxLine = 16 << 20
+
+// line is a line as Parse reads it.
+type line struct {
+	ID            *string         `json:"id"`
+	TransactionID string          `json:"transactionId"`
+	Queue         *string         `json:"queue"`
+	Partition     *string         `json:"partition"`
+	ConsumerGroup *string         `json:"consumerGroup"`
+	ErrorMessage  *string         `json:"errorMessage"`
+	ErrorCut      *errorCut       `json:"errorCut"`
+	RetryCount    int             `json:"retryCount"`
+	CreatedAt     string          `json:"createdAt"`
+	FailedAt      string          `json:"failedAt"`
+	TraceID       *string         `json:"traceId"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// Parse reads a line of an archive (or of an NDJSON export) back as a
+// dead letter to import. A line that is not such an object, or lacks
+// its id, queue, partition, consumerGroup, failedAt or data, is refused
+// with the reason (which names no value of the line).
+func Parse(b []byte) (broker.ImportedDeadLetter, error) {
+	var l line
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&l); err != nil {
+		return broker.ImportedDeadLetter{}, errors.New("not a JSON object of a dead letter")
+	}
+	if dec.More() {
+		return broker.ImportedDeadLetter{}, errors.New("more than one JSON value on the line")
+	}
+	switch {
+	case l.ID == nil:
+		return broker.ImportedDeadLetter{}, errors.New("no id")
+	case l.Queue == nil || l.Partition == nil || l.ConsumerGroup == nil:
+		return broker.ImportedDeadLetter{}, errors.New("no queue, partition or consumerGroup")
+	case len(l.Data) == 0 || string(l.Data) == "null":
+		return broker.ImportedDeadLetter{}, errors.New("no data")
+	}
+	if _, _, ok := broker.ParseMessageID(*l.ID); !ok {
+		return broker.ImportedDeadLetter{}, errors.New("the id is not a message id")
+	}
+	failed, err := time.Parse(time.RFC3339Nano, l.FailedAt)
+	if err != nil {
+		return broker.ImportedDeadLetter{}, errors.New("failedAt is not a time")
+	}
+	var created time.Time
+	if l.CreatedAt != "" {
+		if created, err = time.Parse(time.RFC3339Nano, l.CreatedAt); err != nil {
+			return broker.ImportedDeadLetter{}, errors.New("createdAt is not a time")
+		}
+	}
+	d := broker.ImportedDeadLetter{MessageID: *l.ID, Queue: *l.Queue, Partition: *l.Partition, Group: *l.ConsumerGroup,
+		TransactionID: l.TransactionID, Payload: []byte(l.Data), RetryCount: l.RetryCount, FailedAt: failed.UTC(), CreatedAt: created.UTC()}
+	if l.ErrorMessage != nil {
+		d.Error = *l.ErrorMessage
+	}
+	if l.ErrorCut != nil {
+		d.ErrorBytes = l.ErrorCut.SentBytes
+	}
+	if l.TraceID != nil {
+		d.TraceID = *l.TraceID
+	}
+	return d, nil
+}
+
+// Read calls fn with each line of an archive file (gzip, all its
+// members; or plain NDJSON, as an export writes it), numbered from 1,
+// without its line break; empty lines are passed over. fn must not keep
+// the slice. A line longer than MaxLine ends the read with an error.
+func Read(r io.Reader, fn func(n int, line []byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var src io.Reader = br
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+		defer zr.Close()
+		src = zr
+	}
+	sc := bufio.NewScanner(src)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		b := bytes.TrimRight(sc.Bytes(), "\r")
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		if err := fn(n, b); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("archive: line %d: %w", n+1, err)
+	}
+	return nil
+}
