@@ -212,13 +212,14 @@ func Line(d broker.DeadLetter) ([]byte, error) {
 		e := stamp(d.ExpiresAt)
 		r.ExpiresAt = &e
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
+	// As the export writes it: <, > and & in strings escaped (\u003c),
+	// which keeps a line safe to paste into HTML.
+	head, err := json.Marshal(r)
+	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	buf.Truncate(buf.Len() - 2) // {...}\n → {...,"data":<payload>}\n
+	var buf bytes.Buffer
+	buf.Write(head[:len(head)-1]) // {...} → {...,"data":<payload>}\n
 	buf.WriteString(`,"data":`)
 	if bytes.ContainsAny(d.Payload, "\r\n") {
 		if err := json.Compact(&buf, d.Payload); err != nil {

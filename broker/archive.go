@@ -104,6 +104,9 @@ func (b *Broker) ArchiveStatuses() []ArchiveStatus {
 	return out
 }
 
+// Archives reports whether an archive is configured (--archive-dir).
+func (b *Broker) Archives() bool { return b.archiver != nil }
+
 // ArchiveStatusOf returns the archive's status of the queue (ok false:
 // it has not archived nor tried to since the process started).
 func (b *Broker) ArchiveStatusOf(queue string) (ArchiveStatus, bool) {

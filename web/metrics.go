@@ -30,7 +30,7 @@ func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Contex
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route", "code"}),
 	}
-	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b}, spaceCollector{b},
+	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b}, archiveCollector{b}, spaceCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -93,6 +93,28 @@ func (mc maintenanceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descMaintRemoved, prometheus.CounterValue, float64(t.Removed), t.Task)
 		ch <- prometheus.MustNewConstMetric(descMaintTook, prometheus.GaugeValue, t.LastTook.Seconds(), t.Task)
 		ch <- prometheus.MustNewConstMetric(descMaintErrors, prometheus.CounterValue, float64(t.Errors), t.Task)
+	}
+}
+
+// The archive of dead letters before they expire (deadLetterArchive), per
+// queue that archived or tried to since the start.
+var (
+	descArchiveWritten  = prometheus.NewDesc("lazarus_archive_written_total", "Dead letters written to the archive before they expired, since the start.", []string{"queue"}, nil)
+	descArchiveFailures = prometheus.NewDesc("lazarus_archive_failures_total", "Writes to the archive that failed since the start; each kept its dead letters unexpired (retried at the next maintenance run).", []string{"queue"}, nil)
+)
+
+// archiveCollector reads the archive's statuses kept in memory.
+type archiveCollector struct{ b *broker.Broker }
+
+func (archiveCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descArchiveWritten
+	ch <- descArchiveFailures
+}
+
+func (ac archiveCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range ac.b.ArchiveStatuses() {
+		ch <- prometheus.MustNewConstMetric(descArchiveWritten, prometheus.CounterValue, float64(st.Written), st.Queue)
+		ch <- prometheus.MustNewConstMetric(descArchiveFailures, prometheus.CounterValue, float64(st.Failures), st.Queue)
 	}
 }
 

@@ -142,7 +142,7 @@ func (s *Server) showQueuePage(c echo.Context) error {
 		CreatedAt:      q.CreatedAt,
 		Depth:          q.Depth(),
 		DLQURL:         deadLettersURL(q.Name, nil),
-		Options:        optionRows(q.Options),
+		Options:        archiveRow(s.broker, q, optionRows(q.Options)),
 		Namespace:      q.Namespace,
 		Task:           q.Task,
 		NotEnforced:    strings.Join(q.Options.NotEnforced(), ", "),

@@ -1,0 +1,147 @@
+package archive
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+var day = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+// deadLetters makes n dead letters of queue orders with payloads of size
+// random (incompressible) bytes, as hex.
+func deadLetters(t *testing.T, n, size int) []broker.DeadLetter {
+	t.Helper()
+	out := make([]broker.DeadLetter, n)
+	for i := range out {
+		b := make([]byte, size/2)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = broker.DeadLetter{ID: int64(i + 1), Seq: int64(i + 1), Queue: "orders", Partition: "p", Group: "billing",
+			Error: "boom", FailedAt: day, CreatedAt: day, TransactionID: "t", Payload: []byte(`"` + hex.EncodeToString(b) + `"`)}
+	}
+	return out
+}
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	if err := Read(f, func(_ int, l []byte) error {
+		if _, err := Parse(l); err != nil {
+			t.Fatalf("line %d: %v", n+1, err)
+		}
+		n++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A write that runs out of space (RLIMIT_FSIZE, as a full disk) fails and
+// leaves the day's file as it was before it, so that the members written
+// before still read whole, and a later write appends after them.
+func TestArchiveFullDiskLeavesTheFileWhole(t *testing.T) {
+	// Not parallel: the limit is the process's.
+	a, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Archive(ctx, "orders", day, deadLetters(t, 3, 100)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(a.Root(), FileName("orders", day))
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	signal.Ignore(syscall.SIGXFSZ)
+	defer signal.Reset(syscall.SIGXFSZ)
+	limit := syscall.Rlimit{Cur: uint64(st.Size() + 4096), Max: old.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
+		t.Skipf("cannot limit the file size: %v", err)
+	}
+	werr := a.Archive(ctx, "orders", day, deadLetters(t, 50, 1000))
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if werr == nil || !strings.Contains(werr.Error(), "file too large") {
+		t.Fatalf("write past the limit: %v, want the error", werr)
+	}
+	if st2, err := os.Stat(path); err != nil || st2.Size() != st.Size() {
+		t.Fatalf("after the failed write: size %d, want %d (%v)", st2.Size(), st.Size(), err)
+	}
+	if n := countLines(t, path); n != 3 {
+		t.Fatalf("%d lines read after the failed write, want 3", n)
+	}
+	if err := a.Archive(ctx, "orders", day, deadLetters(t, 2, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countLines(t, path); n != 5 {
+		t.Fatalf("%d lines after the next write, want 5", n)
+	}
+}
+
+// Queue names are file names; those that start with '.' get a directory
+// of their own, not the root's or its parent's, nor a hidden one.
+func TestArchiveDirNames(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{"orders": "orders", ".": "%2E", "..": "%2E.", ".x": "%2Ex", "a.b-c_d": "a.b-c_d"} {
+		if got := DirName(name); got != want {
+			t.Errorf("DirName(%q) = %q, want %q", name, got, want)
+		}
+	}
+	a, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Archive(context.Background(), "../x", day, deadLetters(t, 1, 10)); err == nil {
+		t.Error("a queue name that is no name was written")
+	}
+}
+
+// Parse refuses what is not a dead letter's line, saying why without
+// repeating the line.
+func TestParseRefusesLinesThatAreNotDeadLetters(t *testing.T) {
+	t.Parallel()
+	good := `{"id":"01a196fb-1600-7000-8000-000000000002","transactionId":"t2","queue":"orders","partition":"q","consumerGroup":"billing","errorMessage":"e","retryCount":1,"createdAt":"2026-11-01T12:00:00.000Z","failedAt":"2026-11-01T12:00:00.000Z","traceId":null,"data":{"n":2}}`
+	d, err := Parse([]byte(good))
+	if err != nil || d.Queue != "orders" || string(d.Payload) != `{"n":2}` || d.Error != "e" || d.RetryCount != 1 || !d.FailedAt.Equal(day) {
+		t.Fatalf("good line: %+v, %v", d, err)
+	}
+	for _, c := range []struct{ line, why string }{
+		{`not json secret-payload`, "not a JSON object"},
+		{`[1,2]`, "not a JSON object"},
+		{good + ` {}`, "more than one"},
+		{strings.Replace(good, `"id":"01a196fb-1600-7000-8000-000000000002",`, "", 1), "no id"},
+		{strings.Replace(good, `01a196fb-1600-7000-8000-000000000002`, "nope", 1), "not a message id"},
+		{strings.Replace(good, `"queue":"orders",`, "", 1), "no queue"},
+		{strings.Replace(good, `,"data":{"n":2}`, "", 1), "no data"},
+		{strings.Replace(good, `"failedAt":"2026-11-01T12:00:00.000Z"`, `"failedAt":"yesterday"`, 1), "failedAt"},
+	} {
+		_, err := Parse([]byte(c.line))
+		if err == nil || !strings.Contains(err.Error(), c.why) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Parse(%.40q): %v, want %q", c.line, err, c.why)
+		}
+	}
+}
