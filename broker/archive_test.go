@@ -372,3 +372,67 @@ func TestArchiveImportRoundTrips(t *testing.T) {
 		t.Errorf("%d dead letters after the push", n)
 	}
 }
+
+// countingArchive counts the dead letters of each write, keeping nothing.
+type countingArchive struct {
+	mu     sync.Mutex
+	writes []int
+	ids    map[int64]int
+}
+
+func (c *countingArchive) Archive(_ context.Context, _ string, _ time.Time, dls []broker.DeadLetter) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = append(c.writes, len(dls))
+	if c.ids == nil {
+		c.ids = map[int64]int{}
+	}
+	for _, d := range dls {
+		c.ids[d.ID]++
+	}
+	return nil
+}
+
+// The archive writes a chunk of 500 dead letters at most, or fewer once
+// their payloads reach 4 MB, and each chunk's transaction expires those
+// it wrote: every dead letter is archived once and expires.
+func TestArchiveWritesInChunks(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	c := &countingArchive{}
+	s.withArchive(c)
+	s.configure("orders", map[string]any{"deadLetterRetentionSeconds": 3600, "deadLetterArchive": true})
+	s.pop("orders", "billing", 1)
+	s.deadLettered("orders", "billing", 1010)
+	s.clock.Advance(2 * time.Hour)
+	if r := s.maintain(); r.Removed != 1010 || r.Chunks != 3 {
+		t.Fatalf("%+v, want 1010 expired in 3 chunks", r)
+	}
+	if !reflect.DeepEqual(c.writes, []int{500, 500, 10}) || len(c.ids) != 1010 {
+		t.Fatalf("writes %v of %d dead letters", c.writes, len(c.ids))
+	}
+
+	// Big payloads: 700 kB each, 6 reach 4 MB.
+	big := `"` + strings.Repeat("x", 700<<10) + `"`
+	var items []broker.PushItem
+	for i := range 8 {
+		items = append(items, broker.PushItem{Queue: "orders", Partition: "p", TransactionID: "big-" + string(rune('a'+i)), Payload: json.RawMessage(big)})
+	}
+	if _, err := s.b.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	s.fail("orders", "billing", 8, "too big")
+	s.clock.Advance(2 * time.Hour)
+	c.writes = nil
+	if r := s.maintain(); r.Removed != 8 || r.Chunks != 2 {
+		t.Fatalf("%+v, want 8 expired in 2 chunks", r)
+	}
+	if !reflect.DeepEqual(c.writes, []int{6, 2}) {
+		t.Fatalf("writes %v, want [6 2]", c.writes)
+	}
+	for id, n := range c.ids {
+		if n != 1 {
+			t.Fatalf("dead letter %d archived %d times", id, n)
+		}
+	}
+}
