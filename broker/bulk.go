@@ -15,6 +15,10 @@ type BulkResult struct {
 	Done    int
 	Skipped int
 	Failed  int
+	// Capped, of a replay: how many were at their queue's replay cap
+	// (maxReplays): skipped (counted in Skipped too), or, forced,
+	// replayed past it.
+	Capped int
 	// By filter only: the bound the action kept to, and how many dead
 	// letters matching the filter were filed after it was taken (a row id
 	// above Bound.ID), left alone. ArrivedSince is counted as the action
@@ -61,7 +65,7 @@ func (b *Broker) bulkNow(ctx context.Context, r JobRequest) (BulkResult, error) 
 
 // BulkResultOf is what a job did, as a bulk action's result.
 func BulkResultOf(j Job) BulkResult {
-	res := BulkResult{Done: int(j.Done), Skipped: int(j.Skipped), Failed: int(j.Failed), JobID: j.ID}
+	res := BulkResult{Done: int(j.Done), Skipped: int(j.Skipped), Failed: int(j.Failed), Capped: int(j.Capped), JobID: j.ID}
 	if f := j.Scope.Filter; f != nil && f.Bound != nil {
 		bd := *f.Bound
 		res.Bound = &bd

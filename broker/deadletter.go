@@ -191,6 +191,9 @@ type DeadLetterDetail struct {
 	// CopyFor names the group the message was replayed to alone, when it
 	// is such a copy: a replay of it goes to that group only.
 	CopyFor string
+	// Replays counts the message's replays along its dlq: chain, with its
+	// queue's cap: at the cap, a replay needs force.
+	Replays ReplayCount
 }
 
 // DeadLetter returns the dead letters of a message by its public id; group,
@@ -219,6 +222,11 @@ func (b *Broker) DeadLetter(ctx context.Context, messageID, group string) (DeadL
 		}
 		out.DeadLetter = dls[i]
 		out.Others = append(append([]DeadLetter{}, dls[:i]...), dls[i+1:]...)
+		counts, err := replayCounts(ctx, tx, keysOf(dls[i:i+1]))
+		if err != nil {
+			return err
+		}
+		out.Replays = counts[out.Seq]
 		only, err := tx.CopyGroups(ctx, []int64{out.Seq})
 		if err != nil {
 			return fmt.Errorf("copy for one group: %w", err)
@@ -278,6 +286,10 @@ type ReplayOptions struct {
 	// valid JSON (the caller checks its size). The copy is marked as
 	// edited, and both versions are kept.
 	Payload []byte
+	// Force replays a message that has been replayed its queue's
+	// maxReplays times already (ErrConflict without it); the audit says
+	// it was forced.
+	Force bool
 }
 
 func (o ReplayOptions) validate() error {
@@ -300,7 +312,9 @@ func (o ReplayOptions) validate() error {
 // it only (ReplayOwnGroup: that group's dead letter goes, the other
 // groups pass the copy by and keep theirs), with an edited payload when
 // o.Payload is set. A replay finds nothing to replay a second time
-// (ErrNotFound).
+// (ErrNotFound). A message replayed its queue's maxReplays times already
+// (its dlq: chain) is refused (ErrConflict, saying so) and nothing
+// changes, unless o.Force: then the audit says it was forced.
 func (b *Broker) ReplayWith(ctx context.Context, messageID string, o ReplayOptions) (ReplayResult, error) {
 	if err := o.validate(); err != nil {
 		return ReplayResult{}, err
@@ -317,6 +331,14 @@ func (b *Broker) ReplayWith(ctx context.Context, messageID string, o ReplayOptio
 				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(o.Group, 64))
 			}
 		}
+		counts, err := replayCounts(ctx, tx, keysOf(dls[:1]))
+		if err != nil {
+			return err
+		}
+		count := counts[dls[0].Seq]
+		if count.AtCap() && !o.Force {
+			return errorf(ErrConflict, "message %s was %s: replay it with force to replay it again", messageID, count.Reason())
+		}
 		spec := replaySpec{by: ReplayBy{Actor: o.Actor}, mode: o.Mode, payload: o.Payload}
 		if res, err = replay(ctx, tx, now, dls, spec); err != nil {
 			return err
@@ -330,6 +352,9 @@ func (b *Broker) ReplayWith(ctx context.Context, messageID string, o ReplayOptio
 			action = AuditEditReplay
 			orig := dls[0].Payload
 			detail += fmt.Sprintf("; payload edited: original %s, edited %s (both kept with the copy)", payloadDigest(orig), payloadDigest(o.Payload))
+		}
+		if count.AtCap() {
+			detail += "; forced past the replay cap: " + count.Reason()
 		}
 		return audit(ctx, tx, now, o.Actor, action, res.Queue, strings.Join(res.Groups, ","), 1, detail)
 	})

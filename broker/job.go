@@ -62,6 +62,9 @@ type JobScope struct {
 	Filter *DLQQuery `json:"filter,omitempty"`
 	// Mode of a replay: ReplayEveryGroup or ReplayOwnGroup.
 	Mode string `json:"mode,omitempty"`
+	// Force, on a replay: messages at their queue's replay cap
+	// (maxReplays) are replayed too, and counted in Capped.
+	Force bool `json:"force,omitempty"`
 }
 
 // Job is a bulk replay, delete or restore, kept in the database and run in
@@ -85,6 +88,10 @@ type Job struct {
 	Done    int64
 	Skipped int64 // gone already (replayed or deleted since it was counted)
 	Failed  int64 // left untouched because the job failed
+	// Capped, of a replay: what was at its queue's replay cap
+	// (maxReplays), in Planned's unit: skipped (and counted in Skipped
+	// too), or, with Scope.Force, replayed past it.
+	Capped int64
 	// ArrivedSince counts the dead letters of the filter filed after its
 	// bound (not touched), once the job is done; -1 until then.
 	ArrivedSince int64

@@ -43,7 +43,11 @@ type JobRequest struct {
 	Group string // with IDs on a delete: only that group's dead letters
 	Query *DLQQuery
 	Mode  string // a replay: ReplayEveryGroup or ReplayOwnGroup
-	Rate  int    // messages (a delete: dead letters) a second at most; 0 no limit
+	// Force, on a replay: messages at their queue's replay cap
+	// (maxReplays) are replayed too (else skipped, counted in Capped);
+	// audited as forced.
+	Force bool
+	Rate  int // messages (a delete: dead letters) a second at most; 0 no limit
 	Actor string
 	// Queue names the queue of a job by ids for the list of jobs (the
 	// page it was started from); a filter's queue is its own.
@@ -64,6 +68,9 @@ func (r *JobRequest) validate() error {
 	}
 	if r.Kind == JobDelete && r.Mode != "" {
 		return errorf(ErrInvalid, "a mode goes with a replay")
+	}
+	if r.Kind != JobReplay && r.Force {
+		return errorf(ErrInvalid, "force goes with a replay")
 	}
 	if err := (ReplayOptions{Mode: r.Mode}).validate(); err != nil {
 		return err
@@ -107,7 +114,7 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 	err := b.update(ctx, func(tx Tx, touched func(string)) (err error) {
 		now := b.now()
 		j = Job{Kind: r.Kind, State: JobRunning, Actor: r.Actor, CreatedAt: now, UpdatedAt: now, Queue: r.Queue, Rate: r.Rate, ArrivedSince: -1,
-			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
+			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode, Force: r.Force}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
 		if r.Query != nil {
 			q := *r.Query
 			j.Queue = q.Queue
@@ -144,6 +151,9 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 		}
 		if j.Kind == JobReplay && j.Scope.Mode == ReplayOwnGroup {
 			j.Description += ", each to the group that gave up on it only"
+		}
+		if j.Scope.Force {
+			j.Description += ", forced past the replay cap (maxReplays)"
 		}
 		if j.Queue != "" {
 			if qu, err := tx.QueueByName(ctx, j.Queue); err == nil {
@@ -631,8 +641,12 @@ func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 				}
 			}
 			if len(j.Scope.IDs) == 0 {
-				// Counted, then gone before the job reached them.
+				// Counted, then gone before the job reached them, or
+				// left at the replay cap.
 				j.Skipped = max(j.Planned-j.Done, 0)
+			}
+			if err := b.finishCapped(ctx, tx, &j, now); err != nil {
+				return err
 			}
 			touched(jobNews)
 		}
@@ -664,6 +678,18 @@ func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, tou
 		if cut := withinBytes(keys); len(cut) < len(keys) {
 			consumed, keys, done = at[len(cut)], cut, messagesIn(cut)
 		}
+		// At the replay cap: skipped (counted as such), or forced.
+		if len(keys) > 0 {
+			counts, err := replayCounts(ctx, tx, keys)
+			if err != nil {
+				return false, err
+			}
+			below, capped := splitAtCap(keys, counts)
+			j.Capped += int64(messagesIn(capped))
+			if !j.Scope.Force {
+				keys, done = below, messagesIn(below)
+			}
+		}
 	}
 	if done > 0 {
 		if err := b.applyJobKeys(ctx, tx, j, now, keys, touched); err != nil {
@@ -694,6 +720,11 @@ func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, 
 	if j.Kind == JobDelete {
 		size = deleteChunk
 	}
+	if j.Kind == JobReplay && !j.Scope.Force {
+		// What is at the replay cap is left where it is (and counted as
+		// the job ends): the chunks take the rest.
+		f.Cap = CapBelow
+	}
 	keys, err := tx.DeadLetterKeys(ctx, f, chunkSize(*j, size))
 	if err != nil || len(keys) == 0 {
 		return true, err
@@ -711,6 +742,18 @@ func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, 
 			return false, err
 		}
 		keys = withinBytes(keys)
+		if j.Scope.Force {
+			counts, err := replayCounts(ctx, tx, keys)
+			if err != nil {
+				return false, err
+			}
+			_, capped := splitAtCap(keys, counts)
+			if j.byMessages() {
+				j.Capped += int64(messagesIn(capped))
+			} else {
+				j.Capped += int64(len(capped))
+			}
+		}
 	}
 	if err := b.applyJobKeys(ctx, tx, j, now, keys, touched); err != nil {
 		return false, err

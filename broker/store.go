@@ -65,6 +65,7 @@ type Tx interface {
 	SpaceTx
 	PartitionSweepTx
 	ArchiveTx
+	ReplayCapTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)
@@ -351,6 +352,10 @@ type Filter struct {
 	// matches within the window's ids (error texts) and seqs (payloads),
 	// all of them (MatchCap does not apply): complete for the window.
 	Window *MatchWindow
+	// Cap, for a bulk replay by filter (with its bound): CapBelow only the
+	// dead letters below their queue's maxReplays, CapAt only those at
+	// it (0: both).
+	Cap int
 }
 
 // ExportCursor is where an export goes on. A filter with no full-text
@@ -387,7 +392,7 @@ type MatchWindow struct {
 // maintained counts answer.
 func (f Filter) simple() bool {
 	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.Fingerprint == "" && f.MaxID == 0 && f.MaxFailedAt.IsZero() &&
-		f.Text == "" && len(f.Fields) == 0 && f.Floor == nil
+		f.Text == "" && len(f.Fields) == 0 && f.Floor == nil && f.Cap == 0
 }
 
 // Page is a keyset or offset page. With After set, rows strictly older than

@@ -874,6 +874,9 @@ func whereNamed(f broker.Filter, named bool) (string, []any) {
 	if !f.MaxFailedAt.IsZero() {
 		add(col("d.failed_at")+" <= ?", ms(f.MaxFailedAt))
 	}
+	if f.Cap != 0 {
+		conds = append(conds, capCond(f.Cap))
+	}
 	searchConds(f, func(cond string, a ...any) { conds = append(conds, cond); args = append(args, a...) })
 	if len(conds) == 0 {
 		return "", nil

@@ -142,7 +142,9 @@ func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.
 // (UNIQUE(seq, group_id)); an edited copy takes its own payload and is
 // written alone, with replay_edits. Then replays, a row a copy
 // inserted, with the original's push time, transactionId and partition
-// (from the message or that dead letter). A copy whose transactionId
+// (from the message or that dead letter), and its depth along the dlq:
+// chain (one more than its original's row, by the primary key; 1 when
+// the original is no copy). A copy whose transactionId
 // the partition has is read back by that index (not Inserted).
 func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Time, by broker.ReplayBy) error {
 	if len(cs) == 0 {
@@ -313,11 +315,14 @@ func (t *storeTx) recordReplays(ctx context.Context, cs []broker.Copy, now time.
 	// With what the history needs of the original once retention removed
 	// it (migration 0020): from the message, or from its dead letter when
 	// the message is gone already.
-	_, err = t.exec(ctx, `INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id)
+	// depth (migration 0026): one more than the original's own, when
+	// it is a copy itself (by the primary key).
+	_, err = t.exec(ctx, `INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id, depth)
 		SELECT x.copy_seq, x.seq, x.group_id, x.edited, ?, ?, ?,
 			COALESCE(m.created_at, `+fromDeadLetter("pushed_at", "x.seq")+`, 0),
 			COALESCE(m.transaction_id, `+fromDeadLetter("transaction_id", "x.seq")+`, ''),
-			COALESCE(m.partition_id, `+fromDeadLetter("partition_id", "x.seq")+`, 0)
+			COALESCE(m.partition_id, `+fromDeadLetter("partition_id", "x.seq")+`, 0),
+			1 + COALESCE((SELECT p.depth FROM replays p WHERE p.copy_seq = x.seq), 0)
 		FROM (SELECT j.value ->> 0 AS copy_seq, j.value ->> 1 AS seq, j.value ->> 2 AS group_id, j.value ->> 3 AS edited FROM json_each(?) j) x
 		LEFT JOIN messages m ON m.seq = x.seq`, by.JobID, by.Actor, ms(now), string(list))
 	return err

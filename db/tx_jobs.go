@@ -11,14 +11,14 @@ import (
 // outcomes per consumer group.
 
 const jobCols = `id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
-	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by`
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped`
 
 func scanJob(s interface{ Scan(...any) error }) (broker.Job, error) {
 	var j broker.Job
 	var created, updated, finished, recent int64
 	var scope string
 	err := s.Scan(&j.ID, &j.Kind, &j.State, &j.Actor, &created, &updated, &finished, &j.Queue, &scope, &j.Description, &j.Rate,
-		&j.Planned, &j.Done, &j.Skipped, &j.Failed, &j.ArrivedSince, &j.Position, &j.Reason, &j.PausePercent, &j.PauseWindow, &recent, &j.RecentN, &j.UndoOf, &j.UndoneBy)
+		&j.Planned, &j.Done, &j.Skipped, &j.Failed, &j.ArrivedSince, &j.Position, &j.Reason, &j.PausePercent, &j.PauseWindow, &recent, &j.RecentN, &j.UndoOf, &j.UndoneBy, &j.Capped)
 	if err != nil {
 		return j, err
 	}
@@ -93,8 +93,8 @@ func (t *storeTx) SaveJob(ctx context.Context, j *broker.Job) error {
 		finished = ms(j.FinishedAt)
 	}
 	res, err := t.exec(ctx, `UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
-		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ? WHERE id = ?`,
-		j.State, ms(j.UpdatedAt), finished, j.Planned, j.Done, j.Skipped, j.Failed, j.ArrivedSince, j.Position, j.Reason, int64(j.Recent), j.RecentN, j.UndoneBy, j.ID)
+		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ? WHERE id = ?`,
+		j.State, ms(j.UpdatedAt), finished, j.Planned, j.Done, j.Skipped, j.Failed, j.ArrivedSince, j.Position, j.Reason, int64(j.Recent), j.RecentN, j.UndoneBy, j.Capped, j.ID)
 	if err != nil {
 		return err
 	}

@@ -296,6 +296,11 @@ type DeadLetterDetail struct {
 	ReplayURL   string
 	DeleteURL   string
 	History     History // attempts, lineage and earlier replays (deadletter.templ)
+
+	// Replays: how many times the message was replayed along its dlq:
+	// chain; MaxReplays its queue's cap (0 none): at it, a replay needs
+	// the force box.
+	Replays, MaxReplays int
 }
 
 // Payload is a message payload ready to show.
@@ -472,3 +477,19 @@ func partitionsShown(v QueueDetail) string {
 	}
 	return fmt.Sprintf("%s whose name starts with %q.", Plural(int64(shown), "partition", "partitions"), v.Find)
 }
+
+// ReplaysText says how many times a dead letter's message was replayed,
+// against its queue's cap: "replayed 3 times (cap 5)".
+func ReplaysText(n, max int) string {
+	t := fmt.Sprintf("replayed %d times", n)
+	if n == 1 {
+		t = "replayed once"
+	}
+	if max == 0 {
+		return t + " (no cap)"
+	}
+	return fmt.Sprintf("%s (cap %d)", t, max)
+}
+
+// AtReplayCap reports whether a replay of the dead letter needs force.
+func (v DeadLetterDetail) AtReplayCap() bool { return v.MaxReplays > 0 && v.Replays >= v.MaxReplays }

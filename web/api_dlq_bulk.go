@@ -40,6 +40,10 @@ type bulkRequest struct {
 	// Rate limits the job: messages (a delete: dead letters) a second at
 	// most, 0 for none.
 	Rate int `json:"rate"`
+	// Force, on a replay, replays the messages at their queue's replay
+	// cap (maxReplays) too; without it they are skipped and counted
+	// ("capped"). Audited as forced.
+	Force bool `json:"force"`
 	// Wait answers when the job is finished or paused (200, with the job
 	// and its counts as a bulk action answered before jobs), instead of
 	// as it starts (202, the job).
@@ -49,9 +53,12 @@ type bulkRequest struct {
 // jobRequest is the job the request starts (its ids or its filter as
 // query gives it).
 func (r bulkRequest) jobRequest(kind string, q *broker.DLQQuery, who string) (broker.JobRequest, error) {
-	jr := broker.JobRequest{Kind: kind, IDs: r.IDs, Query: q, Rate: r.Rate, Actor: who, Group: r.ConsumerGroup}
+	jr := broker.JobRequest{Kind: kind, IDs: r.IDs, Query: q, Rate: r.Rate, Actor: who, Group: r.ConsumerGroup, Force: r.Force}
 	if r.Rate < 0 || r.Rate > broker.MaxJobRate {
 		return jr, badRequest("rate must be between 0 (no limit) and %d a second", broker.MaxJobRate)
+	}
+	if r.Force && kind != broker.JobReplay {
+		return jr, badRequest("force goes with a replay")
 	}
 	switch r.Mode {
 	case "", "every":
@@ -179,6 +186,9 @@ type bulkResponse struct {
 	Done    int64 `json:"done"`
 	Skipped int64 `json:"skipped"`
 	Failed  int64 `json:"failed"`
+	// Capped, of a replay: how many were at their queue's replay cap
+	// (maxReplays): skipped (in skipped too), or, with force, replayed.
+	Capped int64 `json:"capped"`
 	// By filter only: what a dry run counted (dead letters, and their
 	// messages), the bound kept to, and how many dead letters matching the
 	// filter were filed after it was taken (a row id above bound.id; not
@@ -236,7 +246,7 @@ func (s *Server) startBulkJob(c echo.Context, req bulkRequest, kind string, q *b
 	if j, err = s.broker.WaitJob(ctx, j.ID); err != nil {
 		return err
 	}
-	out := waitedJob{Job: toJobJSON(j), bulkResponse: bulkResponse{Done: j.Done, Skipped: j.Skipped, Failed: j.Failed, ArrivedSince: arrivedOf(j)}}
+	out := waitedJob{Job: toJobJSON(j), bulkResponse: bulkResponse{Done: j.Done, Skipped: j.Skipped, Failed: j.Failed, Capped: j.Capped, ArrivedSince: arrivedOf(j)}}
 	if f := j.Scope.Filter; f != nil && f.Bound != nil {
 		out.Bound = &bulkBound{FailedAt: timestamp(f.Bound.FailedAt), ID: f.Bound.ID}
 	}

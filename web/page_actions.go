@@ -344,7 +344,27 @@ func jobOfForm(action string, form url.Values, who string) (broker.JobRequest, e
 		}
 		req.Rate = n
 	}
+	force, err := formForce(form.Get("force"))
+	if err != nil {
+		return req, err
+	}
+	if force && action != "replay" {
+		return req, badRequest("force goes with a replay")
+	}
+	req.Force = force
 	return req, nil
+}
+
+// formForce reads a form's "replay even if replayed maxReplays times
+// already" checkbox.
+func formForce(v string) (bool, error) {
+	switch v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "on", "true":
+		return true, nil
+	}
+	return false, badRequest("force must be on or left out")
 }
 
 func uniq(in []string) []string {

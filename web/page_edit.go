@@ -262,6 +262,9 @@ func (s *Server) formReplayOptions(c echo.Context) (broker.ReplayOptions, error)
 	if mode == broker.ReplayOwnGroup {
 		o.Group = c.FormValue("group")
 	}
+	if o.Force, err = formForce(c.FormValue("force")); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -272,6 +275,9 @@ type replayRequest struct {
 	Payload       json.RawMessage `json:"payload"`
 	Mode          string          `json:"mode"`
 	ConsumerGroup string          `json:"consumerGroup"`
+	// Force replays a message replayed its queue's maxReplays times
+	// already (without it: 409 with the reason); audited as forced.
+	Force bool `json:"force"`
 }
 
 // apiReplayOptions reads the replay API's optional body. An edited
@@ -285,7 +291,7 @@ func (s *Server) apiReplayOptions(c echo.Context) (broker.ReplayOptions, error) 
 	if err != nil {
 		return broker.ReplayOptions{}, err
 	}
-	o := broker.ReplayOptions{Actor: actor(c), Mode: mode, Group: req.ConsumerGroup}
+	o := broker.ReplayOptions{Actor: actor(c), Mode: mode, Group: req.ConsumerGroup, Force: req.Force}
 	if len(req.Payload) > 0 && string(req.Payload) != "null" {
 		if n := int64(len(req.Payload)); n > s.maxPayload {
 			return o, &apiError{status: http.StatusRequestEntityTooLarge,

@@ -231,6 +231,11 @@ func confirmForm(t *testing.T, c response) url.Values {
 	form := url.Values{}
 	c.doc().Find(`[data-testid="confirm-dialog"] form input`).Each(func(_ int, in *goquery.Selection) {
 		if name, ok := in.Attr("name"); ok {
+			if typ, _ := in.Attr("type"); typ == "checkbox" {
+				if _, checked := in.Attr("checked"); !checked {
+					return // as a browser sends an unchecked box: not at all
+				}
+			}
 			v, _ := in.Attr("value")
 			form.Add(name, v)
 		}
