@@ -19,7 +19,7 @@ var day = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 // deadLetters makes n dead letters of queue orders with payloads of size
 // random (incompressible) bytes, as hex.
-func deadLetters(t *testing.T, n, size int) []broker.DeadLetter {
+func deadLetters(t testing.TB, n, size int) []broker.DeadLetter {
 	t.Helper()
 	out := make([]broker.DeadLetter, n)
 	for i := range out {
@@ -142,6 +142,22 @@ func TestParseRefusesLinesThatAreNotDeadLetters(t *testing.T) {
 		_, err := Parse([]byte(c.line))
 		if err == nil || !strings.Contains(err.Error(), c.why) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("Parse(%.40q): %v, want %q", c.line, err, c.why)
+		}
+	}
+}
+
+// BenchmarkArchiveChunk writes a chunk of 500 dead letters of 1 kB of
+// random payload each (compressed, appended, synced).
+func BenchmarkArchiveChunk(b *testing.B) {
+	a, err := New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dls := deadLetters(b, 500, 1000)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := a.Archive(context.Background(), "orders", day, dls); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
