@@ -365,13 +365,16 @@ func (s *settler) settle(ctx context.Context) error {
 		case AckFailed:
 			s.stats.Failed++
 			if retries < o.RetryLimit {
-				// The attempt's error and time, for the dead letter's
-				// history should it come to that: one statement.
-				if err := s.tx.InsertAttempt(ctx, a.Seq, c.GroupID, Attempt{Attempt: retries + 1, At: s.now, Error: a.Error, ErrorBytes: a.ErrorBytes}); err != nil {
+				// The wait before retry retries+1 (exponential backoff,
+				// SPEC.md section 2), kept with the attempt's error and
+				// time for the dead letter's history should it come to
+				// that: one statement.
+				wait := o.RetryWait(retries + 1)
+				if err := s.tx.InsertAttempt(ctx, a.Seq, c.GroupID, Attempt{Attempt: retries + 1, At: s.now, Error: a.Error, ErrorBytes: a.ErrorBytes, Wait: wait, WaitKnown: true}); err != nil {
 					return fmt.Errorf("settle: attempt: %w", err)
 				}
 				c.RetrySeq, c.Retries = a.Seq, retries+1
-				c.AvailableAt = s.now.Add(time.Duration(o.RetryDelay) * time.Millisecond)
+				c.AvailableAt = s.now.Add(wait)
 				c.voidLease() // it and everything behind it come back
 				return nil
 			}

@@ -203,7 +203,7 @@ func (o Options) NotEnforced() []string {
 // checked but not acted on yet (issue 19 is building them): a queue that
 // sets one away from its default is told so (NotEnforced), as with the
 // options kept without being enforced.
-var notEnforcedYet = map[string]bool{"retryBackoff": true, "retryDelayMax": true}
+var notEnforcedYet = map[string]bool{}
 
 // MarshalJSON writes the options as the API shows them (SPEC.md section
 // 2): the enforced ones in a fixed order, then the kept ones by name with

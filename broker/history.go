@@ -29,6 +29,12 @@ type Attempt struct {
 	At         time.Time
 	Error      string
 	ErrorBytes int
+	// Wait is how long the message was held back after this attempt
+	// before its retry (Options.RetryWait as the options were at that
+	// ack), when WaitKnown; an attempt recorded before migration 0025
+	// did not keep it.
+	Wait      time.Duration
+	WaitKnown bool
 }
 
 // MessageRef names a message without its payload: what a history needs
@@ -212,8 +218,9 @@ func (h DeadLetterHistory) Latest() *Fate {
 // HistoryTx is what a dead letter's history needs from storage: its
 // failed attempts, its lineage (the dlq: chain) and what became of it.
 type HistoryTx interface {
-	// InsertAttempt records a failed attempt of message seq in a group
-	// (writes attempts; an attempt of the same number is overwritten).
+	// InsertAttempt records a failed attempt of message seq in a group,
+	// with the wait before its retry (writes attempts; an attempt of the
+	// same number is overwritten).
 	InsertAttempt(ctx context.Context, seq, groupID int64, a Attempt) error
 	// DeleteAttempts forgets the failed attempts of message seq in a
 	// group (writes attempts, by its primary key); none: no error.

@@ -347,7 +347,7 @@ func (m *model) settle(p, g int, now time.Time) (filed, dropped map[int]bool) {
 			st.Failed++
 			if l.retries < m.opts.RetryLimit {
 				l.retries++
-				l.readyAt = now.Add(time.Duration(m.opts.RetryDelay) * time.Millisecond)
+				l.readyAt = now.Add(m.retryWait(l.retries))
 				end()
 				return filed, dropped
 			}
@@ -482,15 +482,29 @@ var opWeights = []struct {
 	{"sweep", 5},
 }
 
-func genOps(rng *rand.Rand, n int) []modelOp {
+// backoffWeights lean on pops, failed acks and the clock, so that
+// messages reach their later retries (TestBrokerAgreesWithTheModelOnBackoff).
+var backoffWeights = []struct {
+	kind   string
+	weight int
+}{
+	{"push", 10}, {"pop", 30}, {"ack", 40}, {"acks", 5}, {"clock", 25}, {"replay", 2}, {"sweep", 1},
+}
+
+func genOps(rng *rand.Rand, n int) []modelOp { return genOpsWeighted(rng, n, opWeights) }
+
+func genOpsWeighted(rng *rand.Rand, n int, weights []struct {
+	kind   string
+	weight int
+}) []modelOp {
 	total := 0
-	for _, w := range opWeights {
+	for _, w := range weights {
 		total += w.weight
 	}
 	ops := make([]modelOp, n)
 	for i := range ops {
 		x := rng.IntN(total)
-		for _, w := range opWeights {
+		for _, w := range weights {
 			if x < w.weight {
 				ops[i].kind = w.kind
 				break
@@ -504,6 +518,21 @@ func genOps(rng *rand.Rand, n int) []modelOp {
 	return ops
 }
 
+// retryWait is the model's own reading of the backoff rule (SPEC.md
+// section 2): the wait before retry k is retryDelay × retryBackoff^(k-1),
+// grown to retryDelayMax at most; a retryDelay above the cap is waited as
+// it is.
+func (m *model) retryWait(k int) time.Duration {
+	ms := float64(m.opts.RetryDelay)
+	for i := 1; i < k; i++ {
+		ms *= m.opts.RetryBackoff
+	}
+	if limit := float64(m.opts.RetryDelayMax); ms > limit {
+		ms = max(limit, float64(m.opts.RetryDelay))
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
 func genOptions(rng *rand.Rand) broker.Options {
 	o := broker.Options{
 		LeaseTime:          []int{1, 5, 30}[rng.IntN(3)],
@@ -512,6 +541,13 @@ func genOptions(rng *rand.Rand) broker.Options {
 		DeadLetterQueue:    rng.IntN(8) != 0,
 		DLQAfterMaxRetries: rng.IntN(8) != 0,
 		RetentionSeconds:   1 + rng.IntN(3),
+		// Backoff: fixed, doubling, tripling; the cap the default, one a
+		// 250 ms delay's growth reaches, or one below a 1500 ms delay.
+		RetryBackoff:  []float64{1, 2, 3}[rng.IntN(3)],
+		RetryDelayMax: []int{broker.DefaultRetryDelayMax, 400, 1000}[rng.IntN(3)],
+	}
+	if o.RetryBackoff > 1 {
+		o.RetryLimit = rng.IntN(5) // room for the waits to grow to the cap
 	}
 	// The two message retentions: retentionSeconds alone, both (either
 	// may delete first), or completedRetentionSeconds alone.
@@ -575,7 +611,7 @@ func runModel(t testing.TB, dir string, opts broker.Options, ops []modelOp, fold
 	raw := map[string]json.RawMessage{}
 	for k, v := range map[string]any{"leaseTime": opts.LeaseTime, "retryLimit": opts.RetryLimit, "retryDelay": opts.RetryDelay,
 		"deadLetterQueue": opts.DeadLetterQueue, "dlqAfterMaxRetries": opts.DLQAfterMaxRetries, "retentionSeconds": opts.RetentionSeconds,
-		"completedRetentionSeconds": opts.CompletedRetentionSeconds} {
+		"completedRetentionSeconds": opts.CompletedRetentionSeconds, "retryBackoff": opts.RetryBackoff, "retryDelayMax": opts.RetryDelayMax} {
 		raw[k], _ = json.Marshal(v)
 	}
 	if _, err := r.b.Configure(ctx, modelQueue, raw, "test"); err != nil {
@@ -1119,7 +1155,8 @@ func (r *modelRun) ackBatch(op modelOp) {
 }
 
 // advance moves the clock: a little, by the retry delay or the lease
-// time, or to (or just before) the next moment something becomes ready.
+// time, half way to, to or just before the next moment something becomes
+// ready.
 func (r *modelRun) advance(op modelOp) {
 	o := r.m.opts
 	now := r.now()
@@ -1135,6 +1172,11 @@ func (r *modelRun) advance(op modelOp) {
 	switch op.r[0] % 8 {
 	case 1:
 		d = max(time.Duration(o.RetryDelay)*time.Millisecond, time.Millisecond)
+		if op.r[1]%2 == 1 && !next.IsZero() {
+			// Half way to the next moment: a wait the broker cuts short
+			// (a backoff or its cap misread) shows there.
+			d = max((next.Sub(now) / 2).Truncate(time.Millisecond), time.Millisecond)
+		}
 	case 2:
 		d = time.Duration(o.LeaseTime) * time.Second
 	case 3:
@@ -1604,4 +1646,36 @@ func shrink(t *testing.T, opts broker.Options, ops []modelOp, fail string, fold 
 		}
 	}
 	return ops, trace, fail
+}
+
+// The backoff rule learned on its own: retryBackoff above 1, a cap drawn
+// among the model's (one the growth reaches, one below the delay, the
+// default), room for several retries, and operations that fail messages
+// and move the clock.
+func TestBrokerAgreesWithTheModelOnBackoff(t *testing.T) {
+	t.Parallel()
+	seeds, steps := envInt("LAZARUS_MODEL_SEEDS", 16), envInt("LAZARUS_MODEL_STEPS", 600)
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(uint64(seed), 0xbac0))
+			opts := genOptions(rng)
+			opts.RetryBackoff = []float64{2, 3}[seed%2]
+			// A cap the growth reaches soon, later, never; one below the
+			// delay (waited as it is).
+			dc := [][2]int{{250, 400}, {250, 1000}, {250, broker.DefaultRetryDelayMax}, {1500, 400}}[seed%4]
+			opts.RetryDelay, opts.RetryDelayMax = dc[0], dc[1]
+			opts.RetryLimit = 3 + rng.IntN(2)
+			opts.LeaseTime = 30
+			// Retention off, so that messages live to their later retries.
+			opts.RetentionSeconds, opts.CompletedRetentionSeconds = 0, 3600
+			ops := genOpsWeighted(rng, steps, backoffWeights)
+			trace, fail := runModel(t, t.TempDir(), opts, ops, 0)
+			if fail == "" {
+				return
+			}
+			ops, trace, fail = shrink(t, opts, ops[:len(trace)-1], fail, 0)
+			t.Fatalf("backoff seed %d, %d steps:\n%s\nthe broker and the model disagree: %s", seed, len(ops), strings.Join(trace, "\n"), fail)
+		})
+	}
 }

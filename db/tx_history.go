@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -12,13 +13,18 @@ import (
 // dead letters of a message. Every read is by a primary key or an index
 // of one message; the writes are one statement per failed ack.
 
-// InsertAttempt writes one row of attempts (seq, group_id, attempt):
+// InsertAttempt writes one row of attempts (seq, group_id, attempt),
+// with its wait in milliseconds (wait_ms, -1 when a.WaitKnown is false):
 // an attempt of the same number is overwritten (a retried transaction
 // writes it again with the same values).
 func (t *storeTx) InsertAttempt(ctx context.Context, seq, groupID int64, a broker.Attempt) error {
-	_, err := t.exec(ctx, `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes`,
-		seq, groupID, a.Attempt, ms(a.At), a.Error, a.ErrorBytes)
+	wait := int64(-1)
+	if a.WaitKnown {
+		wait = a.Wait.Milliseconds()
+	}
+	_, err := t.exec(ctx, `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms`,
+		seq, groupID, a.Attempt, ms(a.At), a.Error, a.ErrorBytes, wait)
 	return err
 }
 
@@ -31,10 +37,11 @@ func (t *storeTx) DeleteAttempts(ctx context.Context, seq, groupID int64) error 
 	return err
 }
 
-const attemptsQuery = `SELECT attempt, at, error, error_bytes FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`
+const attemptsQuery = `SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`
 
 // Attempts reads the latest limit attempts of (seq, group_id) by the
-// primary key, newest first, and returns them oldest first.
+// primary key, newest first, and returns them oldest first; a wait_ms
+// of -1 (recorded before migration 0025) is a wait not known.
 func (t *storeTx) Attempts(ctx context.Context, seq, groupID int64, limit int) ([]broker.Attempt, error) {
 	rows, err := t.query(ctx, attemptsQuery, seq, groupID, limit)
 	if err != nil {
@@ -44,11 +51,14 @@ func (t *storeTx) Attempts(ctx context.Context, seq, groupID int64, limit int) (
 	var out []broker.Attempt
 	for rows.Next() {
 		var a broker.Attempt
-		var at int64
-		if err := rows.Scan(&a.Attempt, &at, &a.Error, &a.ErrorBytes); err != nil {
+		var at, wait int64
+		if err := rows.Scan(&a.Attempt, &at, &a.Error, &a.ErrorBytes, &wait); err != nil {
 			return nil, err
 		}
 		a.At = fromMS(at)
+		if wait >= 0 {
+			a.Wait, a.WaitKnown = time.Duration(wait)*time.Millisecond, true
+		}
 		out = append(out, a)
 	}
 	slices.Reverse(out)

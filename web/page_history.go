@@ -38,6 +38,9 @@ func historyOf(queue string, h broker.DeadLetterHistory, live bool) views.Histor
 		if a.ErrorBytes > len(a.Error) {
 			r.Cut = views.ErrorCut(len(a.Error), a.ErrorBytes)
 		}
+		if a.WaitKnown {
+			r.Wait = views.Wait(a.Wait)
+		}
 		v.Attempts = append(v.Attempts, r)
 	}
 	for _, hop := range h.ReplayOf {
@@ -255,6 +258,10 @@ type attemptView struct {
 	At       timestamp     `json:"at"`
 	Error    *string       `json:"error"`    // null: no error text
 	ErrorCut *errorCutView `json:"errorCut"` // null: error is the whole text
+	// WaitMs is how long the message was held back before the retry that
+	// followed, in milliseconds; null: not recorded (before migration
+	// 0025).
+	WaitMs *int64 `json:"waitMs"`
 }
 
 // replayHopView: messageId was replayed from originalId.
@@ -303,6 +310,10 @@ func newHistoryView(h broker.DeadLetterHistory) *historyView {
 		av := attemptView{Attempt: a.Attempt, At: timestamp(a.At), Error: optional(a.Error)}
 		if a.ErrorBytes > len(a.Error) {
 			av.ErrorCut = &errorCutView{KeptBytes: len(a.Error), SentBytes: a.ErrorBytes}
+		}
+		if a.WaitKnown {
+			ms := a.Wait.Milliseconds()
+			av.WaitMs = &ms
 		}
 		v.Attempts = append(v.Attempts, av)
 	}

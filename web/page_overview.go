@@ -210,8 +210,8 @@ func optionRows(o broker.Options) []views.Option {
 			"any message is deleted %s after its push, settled or not (counted as expired for the groups that had not settled it)"), Note: note(o.RetentionSeconds != d.RetentionSeconds)},
 		{Name: "deadLetterRetentionSeconds", Value: retention(o.DeadLetterRetentionSeconds, "kept until replayed or deleted",
 			"a dead letter expires %s after it was filed"), Note: note(o.DeadLetterRetentionSeconds != d.DeadLetterRetentionSeconds)},
-		{Name: "retryBackoff", Value: strconv.FormatFloat(o.RetryBackoff, 'g', -1, 64), Note: note(o.RetryBackoff != d.RetryBackoff)},
-		{Name: "retryDelayMax", Value: fmt.Sprintf("%d ms", o.RetryDelayMax), Note: note(o.RetryDelayMax != d.RetryDelayMax)},
+		{Name: "retryBackoff", Value: strconv.FormatFloat(o.RetryBackoff, 'g', -1, 64) + " (" + retrySchedule(o) + ")", Note: note(o.RetryBackoff != d.RetryBackoff)},
+		{Name: "retryDelayMax", Value: fmt.Sprintf("%d ms (the longest a wait grows to: %s)", o.RetryDelayMax, views.Wait(time.Duration(o.RetryDelayMax)*time.Millisecond)), Note: note(o.RetryDelayMax != d.RetryDelayMax)},
 		{Name: "maxReplays", Value: fmt.Sprint(o.MaxReplays), Note: note(o.MaxReplays != d.MaxReplays)},
 		{Name: "deadLetterArchive", Value: fmt.Sprint(o.DeadLetterArchive), Note: note(o.DeadLetterArchive != d.DeadLetterArchive)},
 	}
@@ -239,6 +239,21 @@ func retention(seconds int, off, rule string) string {
 		return "0 (" + off + ")"
 	}
 	return fmt.Sprintf("%d s ("+rule+")", seconds, views.Age(time.Duration(seconds)*time.Second))
+}
+
+// retrySchedule says in words the wait before each of the queue's
+// retries (broker.Options.RetryWait) and what follows the last: "retries
+// wait 1 s, 2 s, 4 s, then the dead letters".
+func retrySchedule(o broker.Options) string {
+	waits := make([]time.Duration, o.RetryLimit)
+	for k := range waits {
+		waits[k] = o.RetryWait(k + 1)
+	}
+	s := views.RetrySchedule(waits, o.DeadLetterQueue && o.DLQAfterMaxRetries)
+	if len(waits) == 0 {
+		return s
+	}
+	return "retries wait " + s
 }
 
 // pauseRule says in words when a replay job of the queue pauses itself.

@@ -1,0 +1,11 @@
+-- Exponential backoff (issue 19, SPEC.md section 2): each failed attempt
+-- that left retries keeps the wait it was given before the retry that
+-- followed (retryDelay × retryBackoff^(k-1), at most retryDelayMax, as
+-- the options were at that ack), so that a dead letter's history shows
+-- the waits its message had even when the options changed between
+-- attempts.
+--
+-- wait_ms: milliseconds; -1 for an attempt recorded before this
+-- migration, whose wait was not kept (the page says so rather than
+-- guess it from today's options).
+ALTER TABLE attempts ADD COLUMN wait_ms INTEGER NOT NULL DEFAULT -1;
