@@ -65,6 +65,10 @@ type JobDetail struct {
 	Skipped     int64
 	Failed      int64
 	Left        int64
+	// Capped, of a replay: what was at its queue's replay cap
+	// (maxReplays): skipped, or with Forced replayed past it.
+	Capped int64
+	Forced bool
 	// ArrivedSince: dead letters of the filter filed after the bound
 	// (not touched), once known; -1 until then or for a job by ids.
 	ArrivedSince int64

@@ -189,6 +189,16 @@ type deadLetterResponse struct {
 	// History: its failed attempts, the replays it descends from and
 	// the copies made of it (page_history.go).
 	History *historyView `json:"history"`
+	// Replays counts the message's replays along its dlq: chain against
+	// its queue's cap: at it, a replay needs force.
+	Replays replayCapView `json:"replays"`
+}
+
+// replayCapView is a dead letter's replay count and its queue's cap.
+type replayCapView struct {
+	Count      int  `json:"count"`
+	MaxReplays int  `json:"maxReplays"` // 0: no cap
+	AtCap      bool `json:"atCap"`      // a replay needs "force": true
 }
 
 // showDeadLetter returns a message's dead letter (the optional
@@ -221,7 +231,12 @@ func (s *Server) showDeadLetter(c echo.Context) error {
 		f := latestFate(fates)
 		return writeJSON(c, http.StatusNotFound, goneAnswer{Error: goneMessage(id, f), Gone: newGoneView(f)})
 	}
-	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter), Others: make([]deadLetterView, len(d.Others)), History: newHistoryView(h)}
+	rc, err := s.broker.ReplayCountOf(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter), Others: make([]deadLetterView, len(d.Others)), History: newHistoryView(h),
+		Replays: replayCapView{Count: rc.Replays, MaxReplays: rc.Max, AtCap: rc.AtCap()}}
 	for i, o := range d.Others {
 		out.Others[i] = newDeadLetterView(o)
 	}

@@ -35,6 +35,9 @@ type jobJSON struct {
 	Done        int64     `json:"done"`
 	Skipped     int64     `json:"skipped"`
 	Failed      int64     `json:"failed"`
+	// Capped, of a replay: how many were at their queue's replay cap
+	// (maxReplays): skipped (in skipped too), or, forced, replayed.
+	Capped int64 `json:"capped"`
 	// ArrivedSince: dead letters of the filter filed after its bound,
 	// not touched; null until the job is done, or for a job by ids.
 	ArrivedSince *int64 `json:"arrivedSince"`
@@ -48,13 +51,14 @@ type scopeJSON struct {
 	ConsumerGroup string      `json:"consumerGroup,omitempty"`
 	Filter        *bulkFilter `json:"filter,omitempty"`
 	Bound         *bulkBound  `json:"bound,omitempty"`
-	Mode          string      `json:"mode,omitempty"` // a replay's: every or own
+	Mode          string      `json:"mode,omitempty"`  // a replay's: every or own
+	Force         bool        `json:"force,omitempty"` // a replay's: past the replay cap
 }
 
 func toJobJSON(j broker.Job) jobJSON {
 	out := jobJSON{ID: j.ID, URL: jobURL(j.ID), Kind: j.Kind, State: j.State, Reason: j.Reason, Actor: j.Actor, CreatedAt: timestamp(j.CreatedAt),
 		UpdatedAt: timestamp(j.UpdatedAt), FinishedAt: timestamp(j.FinishedAt), Queue: optional(j.Queue), Description: j.Description, Rate: j.Rate,
-		Planned: j.Planned, Done: j.Done, Skipped: j.Skipped, Failed: j.Failed}
+		Planned: j.Planned, Done: j.Done, Skipped: j.Skipped, Failed: j.Failed, Capped: j.Capped}
 	if j.ArrivedSince >= 0 && j.Scope.Filter != nil {
 		n := j.ArrivedSince
 		out.ArrivedSince = &n
@@ -66,7 +70,7 @@ func toJobJSON(j broker.Job) jobJSON {
 		out.UndoneBy = &j.UndoneBy
 	}
 	sc := j.Scope
-	out.Scope = scopeJSON{IDs: len(sc.IDs), ConsumerGroup: sc.Group}
+	out.Scope = scopeJSON{IDs: len(sc.IDs), ConsumerGroup: sc.Group, Force: sc.Force}
 	if j.Kind == broker.JobReplay {
 		out.Scope.Mode = "every"
 		if sc.Mode == broker.ReplayOwnGroup {

@@ -124,6 +124,7 @@ func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 	d := views.JobDetail{ID: j.ID, URL: jobURL(j.ID), ProgressURL: jobURL(j.ID) + "/progress", Kind: j.Kind, State: j.State, Reason: j.Reason,
 		Queue: j.Queue, Description: j.Description, Actor: j.Actor, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, FinishedAt: j.FinishedAt,
 		Rate: j.Rate, Planned: j.Planned, Done: j.Done, Skipped: j.Skipped, Failed: j.Failed, Left: j.Left(), ArrivedSince: j.ArrivedSince,
+		Capped: j.Capped, Forced: j.Scope.Force,
 		ByFilter: j.Scope.Filter != nil, UndoOf: j.UndoOf, UndoneBy: j.UndoneBy, CSRFToken: vs.CSRFToken, AuditURL: jobAuditURL(j)}
 	if j.Queue != "" {
 		d.QueueURL = deadLettersURL(j.Queue, nil)

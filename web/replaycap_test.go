@@ -32,6 +32,16 @@ func TestReplayCapOnTheAPI(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
 	d := atCap(t, s, "a")
+	var got struct {
+		Replays struct {
+			Count, MaxReplays int
+			AtCap             bool
+		}
+	}
+	s.call("GET", "/api/v1/dlq/"+d.ID, "").want(http.StatusOK).decode(&got)
+	if got.Replays.Count != 1 || got.Replays.MaxReplays != 1 || !got.Replays.AtCap {
+		t.Fatalf("the dead letter's replays %+v", got.Replays)
+	}
 	s.call("POST", "/api/v1/dlq/"+d.ID+"/replay", "").wantError(http.StatusConflict, "replayed 1 time already (maxReplays 1)", "force")
 	s.call("POST", "/api/v1/dlq/"+d.ID+"/replay", `{"force":"yes"}`).want(http.StatusBadRequest)
 	if n := len(s.deadLetters("queue=caps").Messages); n != 1 {
@@ -55,6 +65,16 @@ func TestReplayCapOnTheAPI(t *testing.T) {
 	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"queue":"caps"},"force":true,"wait":true}`).want(http.StatusOK).decode(&res)
 	if res.Done != 1 || res.Capped != 1 || len(s.deadLetters("queue=caps").Messages) != 0 {
 		t.Fatalf("forced bulk %+v", res)
+	}
+	var jobs struct {
+		Jobs []struct {
+			Capped int64
+			Scope  struct{ Force bool }
+		}
+	}
+	s.call("GET", "/api/v1/jobs?limit=1", "").want(http.StatusOK).decode(&jobs)
+	if len(jobs.Jobs) != 1 || jobs.Jobs[0].Capped != 1 || !jobs.Jobs[0].Scope.Force {
+		t.Fatalf("the forced job in the list %+v", jobs)
 	}
 	// The audit page shows the forced replays as such, escaped.
 	viewer, _ := s.loggedIn(broker.RoleViewer)
@@ -128,11 +148,11 @@ func TestReplayCapInTheBulkDialog(t *testing.T) {
 		r := hx(op, "/queues/caps/dead-letters/replay", form).want(http.StatusOK)
 		j := followJob(t, s, op, r)
 		left := s.deadLetters("queue=caps").Messages
-		if !force && (j.testid("job-done") != "1" || len(left) != 1 || left[0].ID != d.ID) {
-			t.Fatalf("not forced: done %q, left %+v", j.testid("job-done"), left)
+		if !force && (j.testid("job-done") != "1" || j.testid("job-capped") != "1" || !strings.Contains(j.testid("job-counts"), "at the replay cap") || len(left) != 1 || left[0].ID != d.ID) {
+			t.Fatalf("not forced: %q, left %+v", j.testid("job-counts"), left)
 		}
-		if force && (j.testid("job-done") != "2" || len(left) != 0) {
-			t.Fatalf("forced: done %q, left %+v", j.testid("job-done"), left)
+		if force && (j.testid("job-done") != "2" || j.testid("job-capped") != "1" || !strings.Contains(j.testid("job-counts"), "replayed past the replay cap (forced)") || len(left) != 0) {
+			t.Fatalf("forced: %q, left %+v", j.testid("job-counts"), left)
 		}
 	}
 }
