@@ -1675,7 +1675,7 @@ func TestBrokerAgreesWithTheModelOnBackoff(t *testing.T) {
 				return
 			}
 			ops, trace, fail = shrink(t, opts, ops[:len(trace)-1], fail, 0)
-			t.Fatalf("backoff seed %d, %d steps:\n%s\nthe broker and the model disagree: %s", seed, len(ops), strings.Join(trace, "\n"), fail)
+			t.Fatalf("backoff seed %d (-run 'TestBrokerAgreesWithTheModelOnBackoff/seed%d$'), %d steps:\n%s\nthe broker and the model disagree: %s", seed, seed, len(ops), strings.Join(trace, "\n"), fail)
 		})
 	}
 }
