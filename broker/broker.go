@@ -186,24 +186,9 @@ func (o Options) NotEnforced() []string {
 	for k := range m {
 		names = append(names, k)
 	}
-	d := DefaultOptions()
-	for name, set := range map[string]bool{
-		"retryBackoff": o.RetryBackoff != d.RetryBackoff, "retryDelayMax": o.RetryDelayMax != d.RetryDelayMax,
-		"maxReplays": o.MaxReplays != d.MaxReplays, "deadLetterArchive": o.DeadLetterArchive != d.DeadLetterArchive,
-	} {
-		if set && notEnforcedYet[name] {
-			names = append(names, name)
-		}
-	}
 	sort.Strings(names)
 	return names
 }
-
-// notEnforcedYet are the options of SPEC.md section 2 that are stored and
-// checked but not acted on yet (issue 19 is building them): a queue that
-// sets one away from its default is told so (NotEnforced), as with the
-// options kept without being enforced.
-var notEnforcedYet = map[string]bool{}
 
 // MarshalJSON writes the options as the API shows them (SPEC.md section
 // 2): the enforced ones in a fixed order, then the kept ones by name with

@@ -217,17 +217,7 @@ func optionRows(o broker.Options) []views.Option {
 	}
 	kept := o.Kept.Values()
 	for _, name := range o.NotEnforced() {
-		v, ok := kept[name]
-		if !ok {
-			// Stored and checked, not acted on yet: its row above says so.
-			for i := range rows {
-				if rows[i].Name == name {
-					rows[i].Note = strings.TrimSpace(rows[i].Note + " (not enforced yet)")
-				}
-			}
-			continue
-		}
-		rows = append(rows, views.Option{Name: name, Value: string(v), Note: "(kept, not enforced)"})
+		rows = append(rows, views.Option{Name: name, Value: string(kept[name]), Note: "(kept, not enforced)"})
 	}
 	return rows
 }
