@@ -30,6 +30,9 @@ import (
 type Dir struct {
 	root string
 	mu   sync.Mutex // one write at a time: appends to a file never interleave
+	// checked are the files this process has checked end in a whole
+	// member (a crash may have left a torn one: Repair), under mu.
+	checked map[string]bool
 }
 
 // New returns the archive in directory root, creating it if missing.
@@ -40,7 +43,7 @@ func New(root string) (*Dir, error) {
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	return &Dir{root: root}, nil
+	return &Dir{root: root, checked: map[string]bool{}}, nil
 }
 
 // Root is the archive's directory.
@@ -104,6 +107,16 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
+	if !d.checked[path] {
+		// The first write of this process to the file: a crash in an
+		// earlier one's write may have left a torn member at its end,
+		// which would hide from readers every member appended after it.
+		if err := repair(f, path); err != nil {
+			f.Close()
+			return err
+		}
+		d.checked[path] = true
+	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -135,6 +148,77 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 		}
 	}
 	return nil
+}
+
+// repair cuts the file f (opened for appending; path to read it) back to
+// the end of its last whole gzip member: what a write torn by a crash
+// left after it (the dead letters of that write were not expired: their
+// transaction came after the sync) goes, so that the members appended
+// next stay readable. A file that ends in a whole member is left as it
+// is.
+func repair(f *os.File, path string) error {
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("archive: check %s: %w", path, err)
+	}
+	defer r.Close()
+	st, err := r.Stat()
+	if err != nil {
+		return fmt.Errorf("archive: check %s: %w", path, err)
+	}
+	good, err := wholeMembers(r)
+	if err != nil {
+		return fmt.Errorf("archive: check %s: %w", path, err)
+	}
+	if good == st.Size() {
+		return nil
+	}
+	if err := f.Truncate(good); err != nil {
+		return fmt.Errorf("archive: cut the torn end of %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("archive: cut the torn end of %s: %w", path, err)
+	}
+	return nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// wholeMembers returns how many bytes of r, from its start, are whole
+// gzip members: each read to its end and its checksum checked. A member
+// that does not decode or ends early ends the count. Only an error of
+// reading r itself is returned.
+func wholeMembers(r io.Reader) (int64, error) {
+	cr := &countingReader{r: r}
+	// A bufio.Reader is an io.ByteReader: the decompressor then reads
+	// no further than each member's end, so the offset of a member's end
+	// is what was read less what is buffered.
+	br := bufio.NewReader(cr)
+	var good int64
+	zr, err := gzip.NewReader(br)
+	for err == nil {
+		zr.Multistream(false)
+		if _, err = io.Copy(io.Discard, zr); err != nil {
+			break
+		}
+		good = cr.n - int64(br.Buffered())
+		err = zr.Reset(br)
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return 0, err
+	}
+	return good, nil
 }
 
 // syncDir makes a new entry of dir durable.

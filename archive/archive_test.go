@@ -161,3 +161,66 @@ func BenchmarkArchiveChunk(b *testing.B) {
 		}
 	}
 }
+
+// A write torn by a crash (the process killed mid-write: its dead letters
+// were not expired) leaves a broken member at the end of the day's file;
+// the next process's first write cuts it off, so that what it appends
+// reads whole, and a whole file is left as it is.
+func TestArchiveCutsATornMemberBeforeAppending(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, FileName("orders", day))
+	if err := d.Archive(ctx, "orders", day, deadLetters(t, 3, 100)); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Archive(ctx, "orders", day, deadLetters(t, 4, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The crash: the second member half written.
+	if err := os.Truncate(path, whole.Size()+(full.Size()-whole.Size())/2); err != nil {
+		t.Fatal(err)
+	}
+	// The next process.
+	d2, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Archive(ctx, "orders", day, deadLetters(t, 5, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countLines(t, path); n != 3+5 {
+		t.Fatalf("%d lines read, want 8: the first write's 3 and the last one's 5", n)
+	}
+	// A whole file is not cut.
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d3, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d3.Archive(ctx, "orders", day, deadLetters(t, 1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countLines(t, path); n != 9 {
+		t.Fatalf("%d lines read, want 9", n)
+	}
+	after, err := os.Stat(path)
+	if err != nil || after.Size() <= before.Size() {
+		t.Fatalf("size %d after, %d before (%v): the whole file was cut", after.Size(), before.Size(), err)
+	}
+}
