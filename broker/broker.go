@@ -261,6 +261,9 @@ const MaxRetryBackoff = 1000
 // RetryDelayMax is waited as it is (so a fixed delay, RetryBackoff 1,
 // is RetryDelay whatever RetryDelayMax says).
 func (o Options) RetryWait(k int) time.Duration {
+	if o.RetryDelay <= 0 {
+		return 0 // and no 0 × Inf (a huge power) to make NaN of
+	}
 	w := float64(o.RetryDelay) * math.Pow(max(o.RetryBackoff, 1), float64(max(k-1, 0)))
 	w = min(w, float64(max(o.RetryDelayMax, o.RetryDelay)))
 	return time.Duration(w * float64(time.Millisecond))

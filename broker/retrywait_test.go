@@ -31,6 +31,10 @@ func TestRetryWait(t *testing.T) {
 	if w := o.RetryWait(3); w != 10*time.Minute {
 		t.Errorf("a fixed delay above the cap: %v, want it as it is (10m)", w)
 	}
+	o.RetryBackoff, o.RetryDelay = 1000, 0
+	if w := o.RetryWait(200); w != 0 {
+		t.Errorf("no delay, a huge power: %v, want 0", w)
+	}
 	o.RetryBackoff, o.RetryDelay, o.RetryDelayMax = 1000, 1000, 86400000
 	if w := o.RetryWait(1000); w != 24*time.Hour {
 		t.Errorf("a huge power: %v, want the cap", w)
