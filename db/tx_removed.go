@@ -131,10 +131,15 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int,
 	// Replays, with their edits, outcomes and the attempts of the
 	// messages they copied, walked by copy_seq from afterCopy. A copy for
 	// one group that some group has not passed yet keeps its row (the
-	// pop needs it to pass the copy by), and the walk goes on past it.
+	// pop needs it to pass the copy by), and so does a copy that is a
+	// dead letter (kept, or deleted and still restorable): the replay
+	// cap counts its replays by its row (replays.depth). The walk goes
+	// on past the rows it keeps.
 	rows, err := t.query(ctx, `SELECT r.copy_seq, r.at,
 			r.group_id > 0 AND EXISTS (SELECT 1 FROM messages m JOIN consumers c ON c.partition_id = m.partition_id
 				WHERE m.seq = r.copy_seq AND c.group_id <> r.group_id AND c.cursor < r.copy_seq)
+			OR EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.copy_seq)
+			OR EXISTS (SELECT 1 FROM removed_dead_letters x WHERE x.seq = r.copy_seq AND x.restore_until > 0 AND x.restored_at = 0)
 		FROM replays r WHERE r.copy_seq > ? ORDER BY r.copy_seq LIMIT ?`, afterCopy, limit)
 	if err != nil {
 		return 0, 0, err
