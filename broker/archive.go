@@ -299,6 +299,10 @@ func (b *Broker) ImportDeadLetters(ctx context.Context, actor, source string, ds
 	return res, nil
 }
 
+// maxImportRetries bounds an imported dead letter's retryCount: the
+// retries a queue may give (retryLimit at most 1000).
+const maxImportRetries = 1000
+
 // importOne files d in tx and returns its group's id, or returns why it
 // is skipped.
 func (b *Broker) importOne(ctx context.Context, tx Tx, d ImportedDeadLetter, now time.Time, queues map[string]Queue) (groupID int64, skip string, err error) {
@@ -317,6 +321,16 @@ func (b *Broker) fileImported(ctx context.Context, tx Tx, d ImportedDeadLetter, 
 	}
 	if len(d.Error) > MaxErrorText+len("…") {
 		return fmt.Sprintf("the error text is longer than %d bytes", MaxErrorText), nil
+	}
+	switch {
+	case d.RetryCount < 0 || d.RetryCount > maxImportRetries:
+		return fmt.Sprintf("retryCount is not between 0 and %d", maxImportRetries), nil
+	case d.ErrorBytes != 0 && d.ErrorBytes < len(strings.TrimSuffix(d.Error, "…")):
+		return "errorCut.sentBytes is less than the error text kept", nil
+	case d.FailedAt.After(now):
+		return "failedAt is in the future", nil
+	case !d.CreatedAt.IsZero() && d.CreatedAt.After(d.FailedAt):
+		return "createdAt is after failedAt", nil
 	}
 	if d.FailedAt.IsZero() || d.RetryCount < 0 || d.ErrorBytes < 0 {
 		return "no failure time, or a negative count", nil

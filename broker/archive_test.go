@@ -436,3 +436,47 @@ func TestArchiveWritesInChunks(t *testing.T) {
 		}
 	}
 }
+
+// An import trusts no value of the file: a retry count out of range, an
+// error cut shorter than the text kept, a failure in the future or a
+// push after the failure is skipped with its reason, and nothing of it
+// is filed.
+func TestArchiveImportRefusesValuesOutOfRange(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	res, err := s.b.Push(s.ctx, []broker.PushItem{{Queue: "orders", Partition: "p", TransactionID: "t1", Payload: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.pop("orders", "billing", 1)
+	now := s.clock.Now()
+	ok := broker.ImportedDeadLetter{MessageID: res[0].MessageID, Queue: "orders", Partition: "p", Group: "billing", Payload: []byte(`{}`),
+		Error: "boom", FailedAt: now.Add(-time.Minute), CreatedAt: now.Add(-time.Hour)}
+	var bad []broker.ImportedDeadLetter
+	for _, f := range []func(d *broker.ImportedDeadLetter){
+		func(d *broker.ImportedDeadLetter) { d.RetryCount = -1 },
+		func(d *broker.ImportedDeadLetter) { d.RetryCount = 1001 },
+		func(d *broker.ImportedDeadLetter) { d.Error, d.ErrorBytes = "a longer error text", 3 },
+		func(d *broker.ImportedDeadLetter) { d.FailedAt = now.Add(time.Hour) },
+		func(d *broker.ImportedDeadLetter) { d.CreatedAt = d.FailedAt.Add(time.Second) },
+	} {
+		d := ok
+		f(&d)
+		bad = append(bad, d)
+	}
+	out, err := s.b.ImportDeadLetters(s.ctx, "cli", "bad", bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Imported != 0 || len(out.Skipped) != len(bad) {
+		t.Fatalf("import: %+v, want all %d skipped", out, len(bad))
+	}
+	for i, want := range []string{"retryCount", "retryCount", "sentBytes", "future", "createdAt"} {
+		if !strings.Contains(out.Skipped[i].Reason, want) {
+			t.Errorf("line %d skipped for %q, want it to say %s", i, out.Skipped[i].Reason, want)
+		}
+	}
+	if n := len(s.dead("orders", "billing")); n != 0 {
+		t.Errorf("%d dead letters filed", n)
+	}
+}
