@@ -611,7 +611,11 @@ func runModel(t testing.TB, dir string, opts broker.Options, ops []modelOp, fold
 	raw := map[string]json.RawMessage{}
 	for k, v := range map[string]any{"leaseTime": opts.LeaseTime, "retryLimit": opts.RetryLimit, "retryDelay": opts.RetryDelay,
 		"deadLetterQueue": opts.DeadLetterQueue, "dlqAfterMaxRetries": opts.DLQAfterMaxRetries, "retentionSeconds": opts.RetentionSeconds,
-		"completedRetentionSeconds": opts.CompletedRetentionSeconds, "retryBackoff": opts.RetryBackoff, "retryDelayMax": opts.RetryDelayMax} {
+		"completedRetentionSeconds": opts.CompletedRetentionSeconds, "retryBackoff": opts.RetryBackoff, "retryDelayMax": opts.RetryDelayMax,
+		// The model replays without a cap (the cap's rules have tests of
+		// their own, broker/replaycap_test.go): a long chain of replays
+		// would otherwise be refused where the model expects a copy.
+		"maxReplays": 0} {
 		raw[k], _ = json.Marshal(v)
 	}
 	if _, err := r.b.Configure(ctx, modelQueue, raw, "test"); err != nil {
