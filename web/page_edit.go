@@ -150,6 +150,7 @@ func (s *Server) editView(ctx context.Context, c echo.Context, queue, id string,
 		PreviewURL: base + "/edit/preview" + q,
 		PostURL:    base + "/edit",
 		Original:   originalText(orig), OriginalIsJSON: orig.IsJSON, OriginalBinary: orig.Binary,
+		AtCap: d.Replays.AtCap(), Replays: d.Replays.Replays, MaxReplays: d.Replays.Max,
 		MaxPayload: s.maxPayload,
 	}
 	if !orig.Binary {

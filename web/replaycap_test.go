@@ -156,3 +156,34 @@ func TestReplayCapInTheBulkDialog(t *testing.T) {
 		}
 	}
 }
+
+// Edit and replay at the cap: the edit form offers the force box; without
+// it the replay is refused and nothing changes, with it the edited copy
+// goes.
+func TestReplayCapOnTheEditPage(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	d := atCap(t, s, "e")
+	op, _ := s.loggedIn(broker.RoleOperator)
+	edit := "/queues/caps/dead-letters/" + d.ID + "/edit"
+	r := op.get(edit + "?group=g").want(http.StatusOK)
+	if r.doc().Find(`form[data-testid="edit-form"] [data-testid="edit-force"][name="force"]`).Length() != 1 {
+		t.Fatal("no force box in the edit form at the cap")
+	}
+	form := url.Values{"payload": {`{"n":2}`}, "group": {"g"}}
+	hx(op, edit, form).want(http.StatusConflict)
+	if n := len(s.deadLetters("queue=caps").Messages); n != 1 {
+		t.Fatalf("%d dead letters after a refused edit and replay", n)
+	}
+	form.Set("force", "1")
+	hx(op, edit, form).want(http.StatusOK)
+	if n := len(s.deadLetters("queue=caps").Messages); n != 0 {
+		t.Fatalf("%d dead letters after a forced edit and replay", n)
+	}
+	settle(t, s)
+	// Below the cap: no box.
+	c := s.fail("caps", "", "g", "c2", `{"n":3}`, "boom")
+	if r := op.get("/queues/caps/dead-letters/" + c.ID + "/edit?group=g").want(http.StatusOK); r.doc().Find(`[data-testid="edit-force"]`).Length() != 0 {
+		t.Fatal("a force box below the cap")
+	}
+}
