@@ -52,6 +52,12 @@ Flags of serve and demo (flags win over the environment):
   --log-level   debug, info, warn or error (env LAZARUS_LOG_LEVEL, default info)
   --archive-dir where dead letters of queues with deadLetterArchive are written
                 before they expire (env LAZARUS_ARCHIVE_DIR, default none)
+  --restore-window how long a deleted dead letter can be restored
+                (env LAZARUS_RESTORE_WINDOW, default 24h)
+  --maintenance-every how often maintenance (retention, expiry, sweeps) runs
+                (env LAZARUS_MAINTENANCE_EVERY, default 1m)
+  --audit-retention how long audit entries are kept; 0 for ever
+                (env LAZARUS_AUDIT_RETENTION, default 400d)
   --demo        serve only: also run demo traffic
 
 Environment only:
@@ -61,6 +67,8 @@ Environment only:
   LAZARUS_ADMIN_TOKEN     when set, accepted as an admin bearer token on the API
   LAZARUS_SECURE_COOKIES  true: the dashboard's cookies are always Secure
   LAZARUS_API_OPEN        true: the API needs no token (UNSAFE, local development only)
+  LAZARUS_METRICS_PUBLIC  true: /metrics answers without a bearer token
+  LAZARUS_MAX_PAYLOAD_BYTES  the largest payload a push may carry (default 2097152)
 
 Run 'lazarus serve --help' for the details of each flag.
 `
