@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lazarus-dlq/lazarus/version"
 )
 
 const usage = `Lazarus: a message broker on SQLite, with dead letters you can see and replay.
@@ -39,6 +41,7 @@ Usage:
                           file the dead letters of an archive file (or an NDJSON
                           export) again as dead letters; says how many were imported
                           and skipped
+  lazarus version         print the version and the commit it was built from
   lazarus help            print this help
 
 Flags of serve and demo (flags win over the environment):
@@ -109,6 +112,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch cmd := args[0]; cmd {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
+		return nil
+	case "version", "--version":
+		fmt.Fprintln(stdout, version.Get())
 		return nil
 	case "serve", "demo":
 		cfg, err := parseConfig(cmd, args[1:], getenv, stderr)

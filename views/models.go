@@ -26,6 +26,9 @@ type Page struct {
 	Crumbs []Crumb
 	// Search is the text in the header's search box: the search shown.
 	Search string
+	// Version and Commit are the build's (the footer): Commit "" when
+	// the build does not say.
+	Version, Commit string
 }
 
 // Crumb is one step of the breadcrumb trail.

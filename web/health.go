@@ -10,7 +10,9 @@ import (
 )
 
 type healthResponse struct {
-	Status string `json:"status"`
+	Status  string `json:"status"`
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"` // "" when the build does not say
 }
 
 // showHealth answers 200 when the database answers and can be written,
@@ -26,5 +28,5 @@ func (s *Server) showHealth(c echo.Context) error {
 			return &apiError{status: http.StatusServiceUnavailable, message: "database unavailable"}
 		}
 	}
-	return writeJSON(c, http.StatusOK, healthResponse{Status: "ok"})
+	return writeJSON(c, http.StatusOK, healthResponse{Status: "ok", Version: s.build.Version, Commit: s.build.Commit})
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/version"
 	"github.com/lazarus-dlq/lazarus/web"
 )
 
@@ -55,3 +56,19 @@ func TestHealthAndMetricsReportAFullDisk(t *testing.T) {
 
 // errBox lets an atomic.Value hold a nil error.
 type errBox struct{ err error }
+
+// /health and every page's footer say which build answers.
+func TestHealthAndFooterSayTheVersion(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	want := version.Get()
+	var h struct{ Status, Version, Commit string }
+	s.request(s.ctx, "GET", "/health", "", nil).want(http.StatusOK).decode(&h)
+	if h.Status != "ok" || h.Version == "" || h.Version != want.Version || h.Commit != want.Commit {
+		t.Fatalf("health %+v, want the build's %+v", h, want)
+	}
+	b, _ := s.loggedIn(broker.RoleViewer)
+	if got := b.get("/").want(http.StatusOK).testid("footer"); !strings.Contains(got, "Lazarus "+want.Version) {
+		t.Fatalf("footer %q, want it to name %s", got, want.Version)
+	}
+}

@@ -45,7 +45,8 @@ func render(c echo.Context, status int, comp templ.Component) error {
 
 // page fills what every page's layout needs.
 func (s *Server) page(c echo.Context, title, nav string, crumbs ...views.Crumb) views.Page {
-	return views.Page{Title: title, Nav: nav, Session: s.viewSession(c), Now: s.now(), Crumbs: crumbs}
+	return views.Page{Title: title, Nav: nav, Session: s.viewSession(c), Now: s.now(), Crumbs: crumbs,
+		Version: s.build.Version, Commit: s.build.ShortCommit()}
 }
 
 func (s *Server) now() time.Time { return s.clock.Now().UTC() }

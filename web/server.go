@@ -17,6 +17,7 @@ import (
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/password"
+	"github.com/lazarus-dlq/lazarus/version"
 )
 
 // DefaultMaxBodyBytes caps a request body when Config.MaxBodyBytes is unset.
@@ -82,6 +83,7 @@ func DefaultMaxLoginChecks() int { return max(2, runtime.GOMAXPROCS(0)) }
 
 // Server is the echo application.
 type Server struct {
+	build   version.Info // the build's version and commit (/health, the footer)
 	broker  *broker.Broker
 	log     *slog.Logger
 	health  func(ctx context.Context) error
@@ -136,6 +138,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{
+		build:   version.Get(),
 		broker:  cfg.Broker,
 		log:     cfg.Logger,
 		health:  cfg.HealthFunc,
