@@ -297,7 +297,7 @@ func (b *Broker) maintainAudit(ctx context.Context, r *TaskReport) error {
 	}
 	return b.store.Update(ctx, func(tx Tx) error {
 		return tx.InsertAudit(ctx, &AuditEntry{At: b.now(), Actor: BrokerActor, Action: AuditSwept, Count: int(r.Removed), Broker: true,
-			Detail: fmt.Sprintf("audit: %s entries older than %s removed", thousands(r.Removed), retentionWords(keep))})
+			Detail: fmt.Sprintf("audit: %s entries older than %s removed", thousands(r.Removed), DurationWords(keep))})
 	})
 }
 
@@ -322,17 +322,4 @@ func thousands(n int64) string {
 		s = "-" + s
 	}
 	return s
-}
-
-// retentionWords says a retention in days when it is whole days: "400
-// days", "1 day"; else as a duration.
-func retentionWords(d time.Duration) string {
-	const day = 24 * time.Hour
-	if d%day != 0 {
-		return d.String()
-	}
-	if d == day {
-		return "1 day"
-	}
-	return strconv.FormatInt(int64(d/day), 10) + " days"
 }

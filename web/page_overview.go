@@ -223,12 +223,12 @@ func optionRows(o broker.Options) []views.Option {
 }
 
 // retention says a retention option in words: off (0) as off says, else
-// rule with the duration ("7 days") in it.
+// rule with the duration in words ("7 days", broker.DurationWords) in it.
 func retention(seconds int, off, rule string) string {
 	if seconds == 0 {
 		return "0 (" + off + ")"
 	}
-	return fmt.Sprintf("%d s ("+rule+")", seconds, views.Age(time.Duration(seconds)*time.Second))
+	return fmt.Sprintf("%d s ("+rule+")", seconds, broker.DurationWords(time.Duration(seconds)*time.Second))
 }
 
 // retrySchedule says in words the wait before each of the queue's
