@@ -164,6 +164,10 @@ type Fate struct {
 type DeadLetterHistory struct {
 	Message     MessageRef
 	DeadLetters []DeadLetter // now, every group's, in filing order
+	// ReplayCount counts the message's replays along its dlq: chain, with
+	// its queue's cap (at the cap a replay needs force); zero when it is
+	// no dead letter now.
+	ReplayCount ReplayCount
 	// GroupID and Group are those the attempts are of: the group asked
 	// for, else that of the first dead letter, else of the latest fate.
 	GroupID  int64
@@ -283,6 +287,13 @@ func (b *Broker) DeadLetterHistory(ctx context.Context, messageID, group string)
 		}
 		if err := stampExpiry(ctx, tx, h.DeadLetters); err != nil {
 			return fmt.Errorf("history: %w", err)
+		}
+		if len(h.DeadLetters) > 0 {
+			counts, err := replayCounts(ctx, tx, keysOf(h.DeadLetters[:1]))
+			if err != nil {
+				return fmt.Errorf("history: replays: %w", err)
+			}
+			h.ReplayCount = counts[seq]
 		}
 		h.Fates = fates(h)
 		switch {

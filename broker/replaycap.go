@@ -154,21 +154,3 @@ func unitWord(j Job) string {
 	}
 	return "dead letter"
 }
-
-// ReplayCountOf reads how many times the message messageID was replayed
-// along its dlq: chain, with its queue's cap (its page shows it; at the
-// cap a replay needs force). A message that is no dead letter is
-// ErrNotFound.
-func (b *Broker) ReplayCountOf(ctx context.Context, messageID string) (ReplayCount, error) {
-	var out ReplayCount
-	err := b.store.View(ctx, func(tx Tx) error {
-		dls, err := deadLettersOf(ctx, tx, messageID)
-		if err != nil {
-			return err
-		}
-		counts, err := replayCounts(ctx, tx, keysOf(dls[:1]))
-		out = counts[dls[0].Seq]
-		return err
-	})
-	return out, err
-}

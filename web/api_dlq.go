@@ -231,10 +231,7 @@ func (s *Server) showDeadLetter(c echo.Context) error {
 		f := latestFate(fates)
 		return writeJSON(c, http.StatusNotFound, goneAnswer{Error: goneMessage(id, f), Gone: newGoneView(f)})
 	}
-	rc, err := s.broker.ReplayCountOf(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
+	rc := h.ReplayCount
 	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter), Others: make([]deadLetterView, len(d.Others)), History: newHistoryView(h),
 		Replays: replayCapView{Count: rc.Replays, MaxReplays: rc.Max, AtCap: rc.AtCap()}}
 	for i, o := range d.Others {

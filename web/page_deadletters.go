@@ -452,11 +452,7 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
 	}
 	v.ErrorCut = errorCutNote(d.DeadLetter)
-	rc, err := s.broker.ReplayCountOf(ctx, id)
-	if err != nil {
-		return err
-	}
-	v.Replays, v.MaxReplays = rc.Replays, rc.Max
+	v.Replays, v.MaxReplays = h.ReplayCount.Replays, h.ReplayCount.Max
 	if !d.ExpiresAt.IsZero() {
 		v.Retention = broker.DurationWords(d.ExpiresAt.Sub(d.FailedAt))
 	}
