@@ -27,27 +27,30 @@ type sqliteSettings struct {
 	cacheSize   int
 	busyTimeout int
 	foreignKeys int
-	tempStore   int
+	// conn is what db's driver sets on every connection and a DSN cannot
+	// carry: the query planner stability guarantee and temp_store.
+	conn connSettings
 }
 
 // refDriver is the driver the references open: plain go-sqlite3, plus
-// the pragmas of ours that a DSN cannot carry (temp_store), set on each
-// connection as db.Open's driver does. probeSettings registers it, with
-// the values it read from ours.
+// the settings of ours that a DSN cannot carry (QPSG, temp_store), set on
+// each connection as db.Open's driver does. probeSettings registers it,
+// with the values it read from ours, and checks them on a reference
+// connection.
 const refDriver = "sqlite3-ref"
 
 var registerRef sync.Once
 
-func registerRefDriver(tempStore int) {
+func registerRefDriver(s connSettings) {
 	registerRef.Do(func() {
-		sql.Register(refDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			_, err := c.Exec(fmt.Sprintf("PRAGMA temp_store=%d", tempStore), nil)
-			return err
-		}})
+		sql.Register(refDriver, &sqlite3.SQLiteDriver{ConnectHook: refConnectHook(s)})
 	})
 }
 
-// probeSettings opens a database with db.Open and reads its pragmas.
+// probeSettings opens a database with db.Open and reads its pragmas, then
+// opens a reference database next to it and checks that it has the same
+// (an error if not: a reference that lost one would be measured on other
+// terms than ours).
 func probeSettings(ctx context.Context, path string, sync db.Sync) (sqliteSettings, error) {
 	var s sqliteSettings
 	d, err := db.Open(ctx, path, sync)
@@ -66,7 +69,6 @@ func probeSettings(ctx context.Context, path string, sync db.Sync) (sqliteSettin
 		{"PRAGMA cache_size", &s.cacheSize},
 		{"PRAGMA busy_timeout", &s.busyTimeout},
 		{"PRAGMA foreign_keys", &s.foreignKeys},
-		{"PRAGMA temp_store", &s.tempStore},
 		{"PRAGMA synchronous", &syncVal},
 	} {
 		if err := w.QueryRowContext(ctx, q.sql).Scan(q.dst); err != nil {
@@ -76,8 +78,41 @@ func probeSettings(ctx context.Context, path string, sync db.Sync) (sqliteSettin
 	if want := syncValue(sync); syncVal != want {
 		return s, fmt.Errorf("probe: db.Open(%s) gave synchronous=%d", sync, syncVal)
 	}
-	registerRefDriver(s.tempStore)
+	if s.conn, err = readConnSettings(ctx, w); err != nil {
+		return s, fmt.Errorf("probe: %w", err)
+	}
+	registerRefDriver(s.conn)
+	if err := s.checkRef(ctx, path+"-ref", sync); err != nil {
+		return s, fmt.Errorf("probe: %w", err)
+	}
 	return s, nil
+}
+
+// checkRef opens a reference database at path and compares its settings
+// with ours.
+func (s sqliteSettings) checkRef(ctx context.Context, path string, sync db.Sync) error {
+	r, err := sql.Open(refDriver, s.refDSN(path, sync))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	got, err := readConnSettings(ctx, r)
+	if err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	if got != s.conn {
+		return fmt.Errorf("a reference connection has QPSG %d, temp_store %d; ours QPSG %d, temp_store %d", got.qpsg, got.tempStore, s.conn.qpsg, s.conn.tempStore)
+	}
+	var journal string
+	var cache, busy, fk, syncVal int
+	if err := r.QueryRowContext(ctx, "SELECT * FROM pragma_journal_mode(), pragma_cache_size(), pragma_busy_timeout(), pragma_foreign_keys(), pragma_synchronous()").Scan(&journal, &cache, &busy, &fk, &syncVal); err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	if journal != s.journalMode || cache != s.cacheSize || busy != s.busyTimeout || fk != s.foreignKeys || syncVal != syncValue(sync) {
+		return fmt.Errorf("a reference connection has journal_mode %s, cache_size %d, busy_timeout %d, foreign_keys %d, synchronous %d; ours %s, %d, %d, %d, %d",
+			journal, cache, busy, fk, syncVal, s.journalMode, s.cacheSize, s.busyTimeout, s.foreignKeys, syncValue(sync))
+	}
+	return nil
 }
 
 func syncValue(s db.Sync) int {
