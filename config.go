@@ -24,7 +24,11 @@ type Config struct {
 	// BusyTimeout bounds how long a request waits for a lock that another
 	// process holds on the database before it is answered 503.
 	BusyTimeout time.Duration
-	Demo        bool   // run demo traffic beside the server
+	Demo        bool // run demo traffic beside the server
+	// DemoHistory: lazarus demo, whose first start of a database it
+	// creates writes a week of synthetic history for the charts (never
+	// serve --demo, never a database that existed before).
+	DemoHistory bool
 	AdminToken  string // accepted as an admin bearer token on the API; empty: none
 	LogFormat   string // "text" or "json"
 	LogLevel    slog.Level
@@ -147,7 +151,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if cmd == "demo" {
-		cfg.Demo = true
+		cfg.Demo, cfg.DemoHistory = true, true
 	}
 	cfg.AdminToken = getenv("LAZARUS_ADMIN_TOKEN")
 	cfg.AdminPassword = getenv("LAZARUS_ADMIN_PASSWORD")

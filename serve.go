@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -50,6 +52,13 @@ func orDefault(d, def time.Duration) time.Duration {
 // accepting, releases long-polls, finishes what is in flight, and closes
 // the database. onListen, when not nil, is told the address listened on.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, onListen func(net.Addr)) (err error) {
+	// A database that lazarus demo creates now gets a week of synthetic
+	// history (demo.WriteHistory); one that existed before never does.
+	newDemoDB := false
+	if cfg.DemoHistory {
+		_, statErr := os.Stat(cfg.DBPath)
+		newDemoDB = errors.Is(statErr, fs.ErrNotExist)
+	}
 	// Exclusive: one server per database file (db/lock.go).
 	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db"), Exclusive: true})
 	if err != nil {
@@ -165,7 +174,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	var demoDone sync.WaitGroup
 	if cfg.Demo {
 		demoDone.Go(func() {
-			if err := demo.Run(demoCtx, demo.Config{Broker: b, Logger: log.With("component", "demo")}); err != nil {
+			if err := demo.Run(demoCtx, demo.Config{Broker: b, Logger: log.With("component", "demo"), History: newDemoDB}); err != nil {
 				log.Error("demo stopped", "err", err)
 			}
 		})

@@ -66,6 +66,7 @@ type Tx interface {
 	PartitionSweepTx
 	ArchiveTx
 	ReplayCapTx
+	DemoTx
 
 	QueueByName(ctx context.Context, name string) (Queue, error)
 	QueueByID(ctx context.Context, id int64) (Queue, error)

@@ -34,6 +34,13 @@ type Config struct {
 	Speed float64
 	// ReportEvery is how often the counts are logged (default 10s).
 	ReportEvery time.Duration
+	// History: before the traffic starts, write a week of synthetic
+	// history for the charts (WriteHistory), which a database with any
+	// history of its own never gets. Serve sets it on the first start of
+	// a database that lazarus demo created.
+	History bool
+	// Seed of the synthetic history (0: DefaultHistorySeed).
+	Seed uint64
 }
 
 // actor is who the demo's configure calls are recorded as in the audit trail.
@@ -126,6 +133,21 @@ func Run(ctx context.Context, cfg Config) error {
 				return nil
 			}
 			return err
+		}
+	}
+	if cfg.History {
+		start := time.Now()
+		h, err := writeHistory(ctx, d.b, qs, cfg.Seed)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			// The traffic runs without it: the charts start flat.
+			cfg.Logger.Error("demo history not written", "err", err)
+		case h.Until.IsZero():
+			cfg.Logger.Info("demo history not written: the database has a history of its own")
+		default:
+			cfg.Logger.Info("demo history written", "from", h.From, "until", h.Until, "took", time.Since(start).Round(time.Millisecond).String())
 		}
 	}
 	cfg.Logger.Info("demo traffic started", "queues", len(qs), "partitions_per_queue", len(tenants),

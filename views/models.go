@@ -48,6 +48,9 @@ type Overview struct {
 	Page
 	Tiles  []Tile
 	Queues []QueueRow
+	// DemoUntil: the last 24 h (the sparklines, the rates of the tiles)
+	// hold synthetic demo history, up to then (DemoNote); zero: none.
+	DemoUntil time.Time
 }
 
 // Tile is one headline number.
@@ -446,6 +449,9 @@ type Charts struct {
 	Queue  string
 	Queues []string
 	Charts []Chart
+	// DemoUntil: the range shows synthetic demo history, up to then
+	// (DemoNote); zero: none.
+	DemoUntil time.Time
 }
 
 // ThresholdsForm is the admin page of the monitoring thresholds.

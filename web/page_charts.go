@@ -73,6 +73,9 @@ func (s *Server) showCharts(c echo.Context) error {
 		v.Ranges = append(v.Ranges, views.QuickRange{Label: cr.label, URL: "/charts?" + q.Encode(), Current: cr.label == rng})
 	}
 	v.Charts = buildCharts(series, queue, r.step, chartLimits(th, queue))
+	if v.DemoUntil, err = s.demoUntil(c, end.Add(-r.span)); err != nil {
+		return err
+	}
 	return renderPage(c, http.StatusOK, views.ChartsView(v), views.ChartsContent(v))
 }
 

@@ -74,6 +74,9 @@ func (s *Server) showOverview(c echo.Context) error {
 		failureTile(window.Acks-window.Failed, window.Failed, l),
 		replayTile(window, replayed, l),
 	}
+	if v.DemoUntil, err = s.demoUntil(c, now.Add(-broker.HealthWindow)); err != nil {
+		return err
+	}
 	return renderPage(c, http.StatusOK, views.OverviewView(v), views.OverviewContent(v))
 }
 
