@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -82,10 +81,23 @@ func (f ClockFunc) Now() time.Time { return f() }
 // SystemClock is the wall clock.
 var SystemClock Clock = ClockFunc(time.Now)
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
-
-// ValidName reports whether s may name a queue, a partition or a group.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+// ValidName reports whether s may name a queue, a partition or a group:
+// 1-255 of A-Z a-z 0-9 . _ - (a loop, not a regexp: every push, pop and
+// ack checks its names, and the regexp was 2 % of a pop+ack's
+// instructions).
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func checkName(what, s string) error {
 	if !ValidName(s) {
