@@ -4,7 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
@@ -167,4 +169,70 @@ func BenchmarkIdlePartitions(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPopAck is PERF.md's L5 for profiling: with messages waiting,
+// one pop of `batch` messages and one batch ack of them, reporting the
+// process's CPU (user + system) a pair and a message. The fixed cost of a
+// pair is what batch 1 costs beyond the per-message share that batch 100
+// shows (bench/ gives the verdict).
+func BenchmarkPopAck(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		b.Run(strconv.Itoa(batch), func(b *testing.B) {
+			ctx := context.Background()
+			d, err := db.Open(ctx, filepath.Join(b.TempDir(), "l.db"), db.SyncNormal)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			br := broker.New(broker.Config{Store: d})
+			items := make([]broker.PushItem, 1000)
+			for i := range items {
+				items[i] = broker.PushItem{Queue: "q", Payload: []byte(`{"order":12345,"status":"paid"}`)}
+			}
+			fill := func() {
+				for range 20 {
+					if _, err := br.Push(ctx, items); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			fill()
+			left := 20 * len(items)
+			var cpu time.Duration
+			for b.Loop() {
+				if left < batch {
+					b.StopTimer()
+					fill()
+					left += 20 * len(items)
+					b.StartTimer()
+				}
+				start := cpuTime(b)
+				res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Batch: batch})
+				if err != nil || len(res.Messages) != batch {
+					b.Fatal(len(res.Messages), err)
+				}
+				acks := make([]broker.Ack, len(res.Messages))
+				for i, m := range res.Messages {
+					acks[i] = broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted}
+				}
+				if _, err := br.AckBatch(ctx, "", acks); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime(b) - start
+				left -= batch
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/pair")
+			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N*batch), "cpu-µs/msg")
+		})
+	}
+}
+
+// cpuTime is the process's CPU time so far (user + system).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

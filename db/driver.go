@@ -3,6 +3,7 @@ package db
 /*
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
+typedef struct sqlite3_mutex sqlite3_mutex;
 int sqlite3_db_config(sqlite3*, int op, ...);
 int sqlite3_stmt_status(sqlite3_stmt*, int op, int reset);
 
@@ -13,6 +14,13 @@ static int lazarus_qpsg(void *db, int on) {
 	int now = -1;
 	if (sqlite3_db_config((sqlite3*)db, 1007, on, &now) != 0) return -1;
 	return now;
+}
+
+// lazarus_has_mutex says whether a connection serialises its calls with
+// a mutex of its own (opened without SQLITE_OPEN_NOMUTEX).
+sqlite3_mutex *sqlite3_db_mutex(sqlite3*);
+static int lazarus_has_mutex(void *db) {
+	return sqlite3_db_mutex((sqlite3*)db) != 0;
 }
 
 // lazarus_reprepares is SQLITE_STMTSTATUS_REPREPARE (5) of a statement.
@@ -87,6 +95,16 @@ func qpsg(c *sqlite3.SQLiteConn, on int) int {
 		return -1
 	}
 	return int(C.lazarus_qpsg(h, C.int(on)))
+}
+
+// hasMutex says whether a connection takes a mutex of its own around
+// each call into SQLite (-1 if unknown); for the tests.
+func hasMutex(c *sqlite3.SQLiteConn) int {
+	h := handle(c, "db", "_Ctype_struct_sqlite3")
+	if h == nil {
+		return -1
+	}
+	return int(C.lazarus_has_mutex(h))
 }
 
 // reprepares says how many times SQLite has prepared a statement again

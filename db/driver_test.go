@@ -12,8 +12,8 @@ import (
 )
 
 // Every connection Lazarus opens has the query planner stability
-// guarantee on and its temporary storage in memory, whichever pool it
-// belongs to.
+// guarantee on, its temporary storage in memory and no mutex of its own,
+// whichever pool it belongs to.
 func TestEveryConnectionHasStablePlansAndTempInMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -27,6 +27,9 @@ func TestEveryConnectionHasStablePlansAndTempInMemory(t *testing.T) {
 		err := c.Raw(func(dc any) error {
 			if got := qpsg(dc.(*sqlite3.SQLiteConn), -1); got != 1 {
 				t.Errorf("%s: QPSG = %d, want 1", name, got)
+			}
+			if got := hasMutex(dc.(*sqlite3.SQLiteConn)); got != 0 {
+				t.Errorf("%s: the connection has a mutex of its own (%d), want none (SQLITE_OPEN_NOMUTEX)", name, got)
 			}
 			return nil
 		})
