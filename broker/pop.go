@@ -277,7 +277,11 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 				return err
 			}
 		} else {
-			c.LeaseID = NewUUID(now)
+			id, err := NewLeaseID(c.PartitionID, c.GroupID, c.LeaseID, c.VoidLeaseID)
+			if err != nil {
+				return err
+			}
+			c.LeaseID = id
 			c.LeaseUntil = now.Add(time.Duration(q.Options.LeaseTime) * time.Second)
 			c.LeaseLast = msgs[len(msgs)-1].Seq
 		}

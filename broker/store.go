@@ -123,6 +123,9 @@ type Tx interface {
 	MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]Message, error)
 
 	Consumer(ctx context.Context, partitionID, groupID int64) (Consumer, error)
+	// ConsumerByLease reads the consumer whose live or ended lease id is
+	// leaseID (not a void lease), by the partition and group the id names
+	// (NewLeaseID); ErrNotFound when none holds it.
 	ConsumerByLease(ctx context.Context, leaseID string) (Consumer, error)
 	SaveConsumer(ctx context.Context, c *Consumer) error
 	// ReadyConsumers returns up to limit consumers of the group in the queue

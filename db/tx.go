@@ -526,10 +526,25 @@ func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (bro
 	return c, notFound(err, "consumer")
 }
 
+// ConsumerByLease reads the consumer holding leaseID (its lease_id, not
+// its void lease) by the primary key the id names (broker.NewLeaseID), or
+// for a lease id made before migration 0028 by the index kept for those.
+// Not found: no consumer holds that lease.
 func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
-	c, err := scanConsumer(t.queryRow(ctx, `SELECT `+consumerCols+` FROM consumers WHERE lease_id = ?`, leaseID))
+	var row *sql.Row
+	if p, g, ok := broker.LeaseConsumer(leaseID); ok {
+		row = t.queryRow(ctx, `SELECT `+consumerCols+` FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?`, p, g, leaseID)
+	} else {
+		row = t.queryRow(ctx, consumerByLeaseV7SQL, leaseID)
+	}
+	c, err := scanConsumer(row)
 	return c, notFound(err, "lease")
 }
+
+// consumerByLeaseV7SQL finds a lease made before migration 0028 by the
+// partial index consumers_lease_v7 (its WHERE repeated, so that SQLite
+// uses it).
+const consumerByLeaseV7SQL = `SELECT ` + consumerCols + ` FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`
 
 func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 	var leaseID, voidID, acks any

@@ -1,0 +1,113 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Lease ids name their consumer (migration 0028): a pop's lease id holds
+// its partition and group, an ack or extend by lease id alone finds it by
+// the primary key, and the index kept for older lease ids is never
+// written for new ones.
+func TestLeaseIDsNameTheirConsumer(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	ctx := context.Background()
+	push(t, b, "p", "a")
+	push(t, b, "p", "b")
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatal(res, err)
+	}
+	pid, gid, ok := broker.LeaseConsumer(res.LeaseID)
+	var wantP, wantG int64
+	if err := d.read.QueryRowContext(ctx, `SELECT partition_id, group_id FROM consumers WHERE lease_id = ?`, res.LeaseID).Scan(&wantP, &wantG); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || pid != wantP || gid != wantG {
+		t.Fatalf("lease %s names (%d, %d, %v), the consumer is (%d, %d)", res.LeaseID, pid, gid, ok, wantP, wantG)
+	}
+	if _, err := b.ExtendLease(ctx, res.LeaseID, 120); err != nil {
+		t.Fatalf("extend by lease id: %v", err)
+	}
+	// An ack naming the lease and not the partition finds it.
+	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "a", LeaseID: res.LeaseID, Group: "g", Status: broker.AckCompleted}); err != nil {
+		t.Fatalf("ack by lease id: %v", err)
+	}
+	// That lease is over: the same id again is refused, and a later
+	// lease of the same consumer is another id.
+	if _, err := b.ExtendLease(ctx, res.LeaseID, 120); !errors.Is(err, broker.ErrNotFound) {
+		t.Fatalf("extend of a settled lease: %v, want not found", err)
+	}
+	next, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	if err != nil || len(next.Messages) != 1 || next.LeaseID == res.LeaseID {
+		t.Fatalf("second pop %+v %v (first lease %s)", next, err, res.LeaseID)
+	}
+	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "b", LeaseID: res.LeaseID, Group: "g", Status: broker.AckCompleted}); err == nil {
+		t.Fatal("an ack with the consumer's earlier lease id settled its later lease")
+	}
+	var indexed int
+	if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM consumers INDEXED BY consumers_lease_v7 WHERE lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`).Scan(&indexed); err != nil {
+		t.Fatal(err)
+	}
+	if indexed != 0 {
+		t.Errorf("%d new lease ids in the index of lease ids made before migration 0028", indexed)
+	}
+	// A lease id that only looks like one names nothing.
+	for _, id := range []string{"", "not-a-lease", strings.Replace(next.LeaseID, next.LeaseID[30:], "000000000000", 1)} {
+		if _, err := b.ExtendLease(ctx, id, 60); !errors.Is(err, broker.ErrNotFound) {
+			t.Errorf("extend %q: %v, want not found", id, err)
+		}
+	}
+}
+
+// A lease made before migration 0028 (a UUIDv7, in the consumer's row)
+// is still found by its id, through the index kept for those, until it
+// ends.
+func TestLeasesFromBeforeMigration0028AreStillFound(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	ctx := context.Background()
+	push(t, b, "p", "a")
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatal(res, err)
+	}
+	old := broker.NewUUID(time.Now())
+	execSQL(t, d, `UPDATE consumers SET lease_id = ? WHERE lease_id = ?`, old, res.LeaseID)
+	if plan := queryPlan(t, d, consumerByLeaseV7SQL, old); !strings.Contains(plan, "consumers_lease_v7") {
+		t.Errorf("a lease id from before 0028 is looked up by:\n%s\nwant the index consumers_lease_v7", plan)
+	}
+	if _, err := b.ExtendLease(ctx, old, 120); err != nil {
+		t.Fatalf("extend a lease from before 0028: %v", err)
+	}
+	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "a", LeaseID: old, Group: "g", Status: broker.AckCompleted}); err != nil {
+		t.Fatalf("ack by a lease id from before 0028: %v", err)
+	}
+}
+
+// A consumer whose ids a lease id cannot hold is refused a lease with an
+// error that says so, and nothing changes.
+func TestLeaseIDLimits(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	ctx := context.Background()
+	push(t, b, "p", "a")
+	if _, ids := popAck(t, b, "g", broker.AckRetry); len(ids) != 1 {
+		t.Fatalf("first pop of g: %v", ids)
+	}
+	execSQL(t, d, `INSERT INTO groups (id, name) VALUES (?, 'huge')`, broker.MaxLeaseGroupID+1)
+	_, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "huge", Batch: 1})
+	if !errors.Is(err, broker.ErrInvalid) || !strings.Contains(err.Error(), "cannot be leased") {
+		t.Fatalf("pop for group id %d: %v, want a refusal naming the limit", broker.MaxLeaseGroupID+1, err)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("another group after the refusal: %+v %v", res, err)
+	}
+}
