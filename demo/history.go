@@ -18,7 +18,7 @@ import (
 // night and at weekends, completed acks far above failed ones, dead
 // letters that come in small bursts and are worked off at the morning and
 // afternoon triage (transient failures replayed, bad messages deleted, a
-// few parked for later), two incidents (a payment provider's outage one
+// few parked for a day or so, then deleted), two incidents (a payment provider's outage one
 // afternoon, replayed once it is over; an email template missing after a
 // deploy one morning), and the list worked down to nothing just before
 // the live traffic starts, where the database really is: no dead letter.
@@ -131,7 +131,7 @@ type kind int
 const (
 	transient kind = iota // replayed at the next triage
 	bad                   // deleted at the next triage
-	parked                // left for later: only the last clean-up takes them
+	parked                // left for later: deleted at a triage a day or more on
 	outage                // of an incident: replayed once it is over
 )
 
@@ -155,13 +155,18 @@ func (w waiting) depth() int64 {
 
 // take removes up to n of the kinds given, oldest first.
 func (w *waiting) take(n int64, kinds ...kind) int64 {
+	return w.takeIf(n, func(r run) bool { return slices.Contains(kinds, r.kind) })
+}
+
+// takeIf removes up to n of the runs that match, oldest first.
+func (w *waiting) takeIf(n int64, match func(run) bool) int64 {
 	var got int64
 	for i := range *w {
 		r := &(*w)[i]
 		if got == n {
 			break
 		}
-		if r.n == 0 || !slices.Contains(kinds, r.kind) {
+		if r.n == 0 || !match(*r) {
 			continue
 		}
 		k := min(r.n, n-got)
@@ -178,6 +183,8 @@ const (
 	deletesPerMinute = 100
 	// cleanUp is how long before the end the last clean-up starts.
 	cleanUp = 25 * time.Minute
+	// parkedFor is how long a parked dead letter waits at least.
+	parkedFor = 20 * time.Hour
 )
 
 // triageAt reports whether the on-call engineer starts a triage at t
@@ -315,9 +322,11 @@ func (p profile) synthesize(rng *rand.Rand, from, until time.Time) []broker.Demo
 				}
 			}
 			if triage {
+				// Parked a day ago or more: looked at again, given up on.
+				stale := func(r run) bool { return r.kind == bad || r.kind == parked && at.Sub(r.at) >= parkedFor }
 				replay(replaysPerMinute, 0.93, transient)
-				s.Deleted += w.take(deletesPerMinute, bad)
-				triage = slices.ContainsFunc(w, func(r run) bool { return r.kind == transient || r.kind == bad })
+				s.Deleted += w.takeIf(deletesPerMinute, stale)
+				triage = slices.ContainsFunc(w, func(r run) bool { return r.kind == transient || stale(r) })
 			}
 		}
 		s.Depth = w.depth()
