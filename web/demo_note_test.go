@@ -34,6 +34,14 @@ func TestDemoHistoryIsMarkedOnTheChartsAndTheOverview(t *testing.T) {
 			t.Errorf("GET %s: note %q, want it to start %q", path, got, want)
 		}
 	}
+	// The audit trail says so, under an action of its own.
+	audit := b.get("/audit?action=" + broker.AuditDemoHistory).want(http.StatusOK)
+	if rows := audit.doc().Find(`[data-testid="audit-row"]`); rows.Length() != 1 || !strings.Contains(rows.Text(), "synthetic demo history") {
+		t.Errorf("audit of demo_history: %d rows %q, want the demo's entry", rows.Length(), rows.Text())
+	}
+	if audit.doc().Find(`[data-testid="audit-action"] option[value="` + broker.AuditDemoHistory + `"]`).Length() != 1 {
+		t.Error("the audit filter offers no demo_history action")
+	}
 	// The 7 days' charts are drawn from it.
 	r := b.get("/charts?range=7d").want(http.StatusOK)
 	for _, chart := range []string{"depth", "flow", "oldest", "failures", "replays"} {
