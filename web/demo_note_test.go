@@ -39,7 +39,7 @@ func TestDemoHistoryIsMarkedOnTheChartsAndTheOverview(t *testing.T) {
 	if rows := audit.doc().Find(`[data-testid="audit-row"]`); rows.Length() != 1 || !strings.Contains(rows.Text(), "synthetic demo history") {
 		t.Errorf("audit of demo_history: %d rows %q, want the demo's entry", rows.Length(), rows.Text())
 	}
-	if audit.doc().Find(`[data-testid="audit-action"] option[value="` + broker.AuditDemoHistory + `"]`).Length() != 1 {
+	if audit.doc().Find(`[data-testid="audit-action"] option[value="`+broker.AuditDemoHistory+`"]`).Length() != 1 {
 		t.Error("the audit filter offers no demo_history action")
 	}
 	// The 7 days' charts are drawn from it.
