@@ -36,7 +36,7 @@ type ackResponse struct {
 // status of its reason (400, 404, 409) and changes nothing.
 func (s *Server) ackMessage(c echo.Context) error {
 	var req ackRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeFast(c, &req, func(b []byte) bool { return fastAck(b, &req) }); err != nil {
 		return err
 	}
 	a := req.ack()
@@ -82,7 +82,7 @@ func newAckResultView(r broker.AckResult) ackResultView {
 // others.
 func (s *Server) ackMessages(c echo.Context) error {
 	var req ackBatchRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeFast(c, &req, func(b []byte) bool { return fastAckBatch(b, &req) }); err != nil {
 		return err
 	}
 	acks := make([]broker.Ack, len(req.Acknowledgments))

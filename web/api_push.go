@@ -55,7 +55,7 @@ func newPushResultViews(rs []broker.PushResult) []pushResultView {
 // pushMessages stores the items, in order, in one transaction.
 func (s *Server) pushMessages(c echo.Context) error {
 	var req pushRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeFast(c, &req, func(b []byte) bool { return fastPush(b, &req) }); err != nil {
 		return err
 	}
 	if err := s.checkPayloads("items", req.Items); err != nil {

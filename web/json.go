@@ -57,7 +57,13 @@ func writeJSON(c echo.Context, status int, v any) error {
 // fields, wrong types and trailing data are refused with a message that
 // names the field.
 func decodeJSON(c echo.Context, dst any) error {
-	dec := json.NewDecoder(c.Request().Body)
+	return decodeReader(c.Request().Body, dst)
+}
+
+// decodeReader is decodeJSON over r: the reflective decoder, and the
+// oracle of the hand-written ones (json_fast.go).
+func decodeReader(r io.Reader, dst any) error {
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
