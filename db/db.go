@@ -68,9 +68,15 @@ type DB struct {
 	isClosed  bool
 	kick      chan struct{} // wakes the writer goroutine (buffered, 1)
 	ckpt      chan struct{} // wakes the checkpointer (buffered, 1); nil: none
-	ckptDone  chan struct{}
-	stop      chan struct{}
-	stopped   chan struct{}
+	ckptNow   chan struct{} // wakes it before checkpointEvery is up: the log grew by checkpointFrames
+	wal       *walWatch     // the log's length after each commit (with ckpt)
+	walKicked int           // the log's length when ckptNow was last sent
+	// checkpointing is set while the background checkpoint runs: the
+	// writer's catch-up waits for it to end rather than find it busy.
+	checkpointing atomic.Bool
+	ckptDone      chan struct{}
+	stop          chan struct{}
+	stopped       chan struct{}
 
 	// Statements kept prepared, per pool.
 	writeStmts *stmtCache
@@ -277,12 +283,17 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
-	pages := o.AutoCheckpoint
-	if pages == 0 {
-		pages = walSafetyPages
-		d.ckpt = make(chan struct{}, 1)
+	if o.AutoCheckpoint == 0 {
+		d.ckpt, d.ckptNow = make(chan struct{}, 1), make(chan struct{}, 1)
+		err = d.wconn.Raw(func(c any) error {
+			var err error
+			d.wal, err = watchWAL(c.(*sqlite3.SQLiteConn), walSafetyPages)
+			return err
+		})
+	} else {
+		_, err = d.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", max(o.AutoCheckpoint, 0)))
 	}
-	if _, err := d.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", max(pages, 0))); err != nil {
+	if err != nil {
 		errors.Join(d.wconn.Close(), read.Close(), write.Close())
 		return nil, err
 	}
@@ -415,6 +426,9 @@ func (d *DB) Close() error {
 	}
 	d.writeStmts.close()
 	err := errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
+	if d.wal != nil {
+		d.wal.free() // its connection is closed: SQLite no longer calls the hook
+	}
 	if d.lock != nil {
 		// Last: the lock is held until SQLite has let go of the file.
 		err = errors.Join(err, d.lock.Close())
@@ -892,9 +906,37 @@ func (d *DB) commit(group []writeRequest) {
 			case d.ckpt <- struct{}{}:
 			default:
 			}
+			d.kickByFrames(d.wal.frames())
 		}
 	}
 	answer()
+	if d.wal != nil && d.wal.frames() >= catchUpFrames && !d.checkpointing.Load() {
+		d.catchUp()
+	}
+}
+
+// catchUpFrames is the log's length at which the writer, between two
+// transactions, copies back what the background checkpoint could not.
+//
+// Why: SQLite starts the log over only when a write begins with all of
+// it copied back, and a background checkpoint, running beside a writer
+// that commits every few tens of microseconds, never ends with all of it
+// copied: each finds new frames behind it. Under steady writes the log
+// grew to 25,000 frames (100 MB) and stayed long; SQLite places each new
+// frame, and finds each page's newest, by walking a hash chain as long as
+// that page's frames in the log (a fifth of a pop+ack's instructions).
+// The writer's own checkpoint, when the background one has done the bulk
+// of the copying, copies only what came since and cannot be overtaken:
+// the next write starts the log over.
+const catchUpFrames = 2 * checkpointFrames
+
+// catchUp checkpoints on the writer's connection, outside any
+// transaction, after the group it ran was answered: the writes queued
+// meanwhile wait for the copy of the last frames and its two fsyncs.
+func (d *DB) catchUp() {
+	if _, err := d.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil && !isBusy(err) {
+		d.log.Warn("checkpoint", "err", err)
+	}
 }
 
 // foldCounts notes the partitions the transaction pushed to and the
@@ -1014,8 +1056,33 @@ func (d *DB) syncFor(group []writeRequest) error {
 const walSafetyPages = 8000
 
 // checkpointEvery spaces the background checkpoints: each copies what the
-// writes since the last one added to the log.
+// writes since the last one added to the log...
 const checkpointEvery = 50 * time.Millisecond
+
+// ...unless the log has grown by checkpointFrames since: then the next
+// one starts at once. A log kept short is cheaper to write (SQLite finds
+// each page's newest frame, and places each new one, by walking a hash
+// chain as long as that page's frames in the log: 5 % of a pop+ack's CPU
+// at 50 ms) and each checkpoint's copy and fsync stay small, which is
+// what a producer beside a bulk job or a retention sweep waits for.
+const checkpointFrames = 1000
+
+// kickByFrames, after a commit that left the log n frames long, starts
+// the next checkpoint at once when the log has grown by checkpointFrames
+// since it last did.
+func (d *DB) kickByFrames(n int) {
+	if n < d.walKicked { // a checkpoint copied it all and the log started over
+		d.walKicked = 0
+	}
+	if n-d.walKicked < checkpointFrames {
+		return
+	}
+	d.walKicked = n
+	select {
+	case d.ckptNow <- struct{}{}:
+	default:
+	}
+}
 
 // checkpointer copies the write-ahead log back into the database after
 // writes, on the write pool's other connection, concurrently with the
@@ -1027,14 +1094,19 @@ func (d *DB) checkpointer() {
 	for {
 		select {
 		case <-d.ckpt:
+		case <-d.ckptNow:
 		case <-d.stop:
 			return
 		}
-		if _, err := d.write.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil && !isBusy(err) {
+		d.checkpointing.Store(true)
+		_, err := d.write.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+		d.checkpointing.Store(false)
+		if err != nil && !isBusy(err) {
 			d.log.Warn("checkpoint", "err", err)
 		}
 		select {
 		case <-time.After(checkpointEvery):
+		case <-d.ckptNow:
 		case <-d.stop:
 			return
 		}

@@ -1,6 +1,8 @@
 package db
 
 /*
+#include <stdlib.h>
+
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
 typedef struct sqlite3_mutex sqlite3_mutex;
@@ -21,6 +23,27 @@ static int lazarus_qpsg(void *db, int on) {
 sqlite3_mutex *sqlite3_db_mutex(sqlite3*);
 static int lazarus_has_mutex(void *db) {
 	return sqlite3_db_mutex((sqlite3*)db) != 0;
+}
+
+// lazarus_wal is what the writer's log hook keeps: the log's length in
+// frames after the last commit, and the length at which the committing
+// connection checkpoints itself (SQLite's own wal_autocheckpoint, which
+// a hook of ours replaces).
+typedef struct { volatile int frames; int safety; } lazarus_wal;
+void *sqlite3_wal_hook(sqlite3*, int(*)(void*, sqlite3*, const char*, int), void*);
+int sqlite3_wal_checkpoint(sqlite3*, const char*);
+
+static int lazarus_wal_hook(void *arg, sqlite3 *db, const char *name, int frames) {
+	lazarus_wal *w = (lazarus_wal*)arg;
+	w->frames = frames;
+	if (w->safety > 0 && frames >= w->safety) {
+		sqlite3_wal_checkpoint(db, name); // as sqlite3WalDefaultHook does
+	}
+	return 0;
+}
+
+static void lazarus_watch_wal(void *db, lazarus_wal *w) {
+	sqlite3_wal_hook((sqlite3*)db, lazarus_wal_hook, w);
 }
 
 // lazarus_reprepares is SQLITE_STMTSTATUS_REPREPARE (5) of a statement.
@@ -96,6 +119,33 @@ func qpsg(c *sqlite3.SQLiteConn, on int) int {
 	}
 	return int(C.lazarus_qpsg(h, C.int(on)))
 }
+
+// walWatch is the writer's view of its write-ahead log's length, kept by
+// an SQLite log hook in C memory (SQLite keeps the pointer) and read by
+// the goroutine that committed, after the commit, with no call into C.
+type walWatch struct{ w *C.lazarus_wal }
+
+// watchWAL sets the hook on the writer's connection c: it records the
+// log's length in frames after each commit and, past safety frames (0:
+// never), checkpoints on the committing connection as SQLite's
+// wal_autocheckpoint would (a later PRAGMA wal_autocheckpoint replaces
+// the hook).
+func watchWAL(c *sqlite3.SQLiteConn, safety int) (*walWatch, error) {
+	h := handle(c, "db", "_Ctype_struct_sqlite3")
+	if h == nil {
+		return nil, errors.New("sqlite: no connection handle for the log hook")
+	}
+	w := (*C.lazarus_wal)(C.calloc(1, C.sizeof_lazarus_wal))
+	w.safety = C.int(safety)
+	C.lazarus_watch_wal(h, w)
+	return &walWatch{w: w}, nil
+}
+
+// frames is the log's length in frames after the last commit.
+func (w *walWatch) frames() int { return int(w.w.frames) }
+
+// free releases the hook's memory, once its connection is closed.
+func (w *walWatch) free() { C.free(unsafe.Pointer(w.w)) }
 
 // hasMutex says whether a connection takes a mutex of its own around
 // each call into SQLite (-1 if unknown); for the tests.

@@ -1,0 +1,125 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// The writer's log hook records the log's length after each commit: the
+// frames SQLite itself reports.
+func TestTheWritersLogHookKnowsTheLogsLength(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	ctx := context.Background()
+	for i := range 5 {
+		push(t, b, "p", fmt.Sprint("m", i))
+		got := d.wal.frames()
+		var busy, log, done int
+		if err := d.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+			t.Fatal(err)
+		}
+		if got <= 0 || got != log {
+			t.Fatalf("after push %d the hook says %d frames, SQLite %d", i, got, log)
+		}
+	}
+}
+
+// A checkpoint starts at once, not checkpointEvery later, each time the
+// log has grown by checkpointFrames; a log started over counts from 0.
+func TestCheckpointsStartWhenTheLogGrows(t *testing.T) {
+	t.Parallel()
+	d := &DB{ckptNow: make(chan struct{}, 1)}
+	for _, step := range []struct {
+		frames int
+		kick   bool
+	}{
+		{10, false}, {checkpointFrames - 1, false}, {checkpointFrames, true}, {checkpointFrames + 500, false},
+		{2*checkpointFrames + 1, true}, {30, false}, {checkpointFrames - 1, false}, {checkpointFrames, true},
+	} {
+		d.kickByFrames(step.frames)
+		kicked := false
+		select {
+		case <-d.ckptNow:
+			kicked = true
+		default:
+		}
+		if kicked != step.kick {
+			t.Fatalf("at %d frames: kicked %v, want %v", step.frames, kicked, step.kick)
+		}
+	}
+}
+
+// Past its safety length the hook checkpoints on the committing
+// connection, as SQLite's wal_autocheckpoint (which it replaces) would:
+// the next write then starts the log over.
+func TestTheLogHookCheckpointsPastItsSafetyLength(t *testing.T) {
+	t.Parallel()
+	for _, safety := range []int{0, 10} {
+		t.Run(fmt.Sprint("safety ", safety), func(t *testing.T) {
+			ctx := context.Background()
+			db, err := sql.Open(DriverName, "file:"+filepath.Join(t.TempDir(), "w.db")+"?_journal_mode=WAL")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var w *walWatch
+			if err := c.Raw(func(dc any) error {
+				w, err = watchWAL(dc.(*sqlite3.SQLiteConn), safety)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { c.Close(); db.Close(); w.free() }()
+			for _, q := range []string{`CREATE TABLE t (v TEXT)`, `INSERT INTO t SELECT '` + strings.Repeat("x", 1000) + `' FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 200) SELECT i FROM n)`} {
+				if _, err := c.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			big := w.frames()
+			if _, err := c.ExecContext(ctx, `INSERT INTO t VALUES ('one more')`); err != nil {
+				t.Fatal(err)
+			}
+			after := w.frames()
+			if safety > 0 && after >= big {
+				t.Errorf("with a safety of %d frames: %d frames after a commit of %d, want the log started over", safety, after, big)
+			}
+			if safety == 0 && after <= big {
+				t.Errorf("without a safety: %d frames after %d, want the log to grow", after, big)
+			}
+		})
+	}
+}
+
+// Under steady writes the log stays short: the writer copies back what
+// the background checkpoint left, and the log starts over again and
+// again. Without the catch-up a background checkpoint running beside the
+// writer never ended with the whole log copied, and the log grew past
+// 25,000 frames.
+func TestTheLogStaysShortUnderSteadyWrites(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	longest, restarts, last := 0, 0, 0
+	for i := range 6000 {
+		push(t, b, "p", fmt.Sprint("m", i))
+		n := d.wal.frames()
+		longest = max(longest, n)
+		if n < last {
+			restarts++
+		}
+		last = n
+	}
+	if longest >= walSafetyPages || restarts < 3 {
+		t.Errorf("the log grew to %d frames and started over %d times; want it under %d and started over at least 3 times", longest, restarts, walSafetyPages)
+	}
+}
