@@ -8,9 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"regexp"
-	"sort"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -465,61 +463,6 @@ func caseD6(ctx context.Context, e *env) ([]Row, error) {
 	return []Row{r, sm, l}, nil
 }
 
-// D8: a rate-limited replay job holds its rate.
-
-// jobRate is D8's rate limit, in messages a second (SQS's redrive cap).
-const jobRate = 500
-
-func caseD8(ctx context.Context, e *env) ([]Row, error) {
-	f, err := e.dlqDB(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b := f.ours.b
-	n := e.size(5000, 1000)
-	reps := min(e.reps, 3) // ten seconds each at full size
-	var overall, windows, chunkSizes, took []float64
-	for rep := 0; rep < reps; rep++ {
-		q, err := newestQuery(ctx, b, n)
-		if err != nil {
-			return nil, err
-		}
-		stop := backgroundJobs(ctx, b)
-		r, err := runJob(ctx, b, broker.JobRequest{Kind: broker.JobReplay, Query: &q, Rate: jobRate, Actor: "bench"}, true, n)
-		stop()
-		if err != nil {
-			return nil, err
-		}
-		chunks, err := jobChunks(ctx, f.ours.db.WriteDB(), r.job.ID)
-		if err != nil {
-			return nil, err
-		}
-		rt, worst, err := chunkRates(chunks, time.Second)
-		if err != nil {
-			return nil, fmt.Errorf("job #%d: %w", r.job.ID, err)
-		}
-		overall = append(overall, rt)
-		windows = append(windows, worst)
-		chunkSizes = append(chunkSizes, float64(chunks[0].n))
-		took = append(took, r.took.Seconds())
-		e.log.Info("measured", "variant", "rate-limited job", "rep", rep+1, "rate", roundSig(rt, 4), "worst window", roundSig(worst, 4), "chunks", len(chunks))
-	}
-	dev := make([]float64, len(overall))
-	for i, x := range overall {
-		dev[i] = 100 * math.Abs(x-jobRate) / jobRate
-	}
-	r := Row{Case: "D8", Measure: fmt.Sprintf("replay job of %d dead letters at rate %d msg/s: rate from its first to its last chunk, off by", n, jobRate), Unit: "%",
-		Ours: ptr(median(dev)), Reps: reps, Samples: Samples{"rate msg/s": roundAll(overall), "off by %": roundAll(dev)}}
-	r.Must, r.Goal = atMost("ours", 10, "within 10 %"), atMost("ours", 2, "within 2 %")
-	r.Note = fmt.Sprintf("measured %.1f msg/s (median); the copies' times (replays.at, a chunk each) taken after the job: done before the last chunk over the time from the first to the last; "+
-		"chunks of %.0f; the whole job %.2f s from StartJob to done", median(overall), median(chunkSizes), median(took))
-	w := Row{Case: "D8", Measure: "  the same, the worst span of at least 1 s between two chunks, off by", Unit: "%", Ours: ptr(median(windows)), Reps: reps,
-		Samples: Samples{"worst %": roundAll(windows)}}
-	w.Goal = atMost("ours", 10, "within 10 %")
-	w.Note = "every span from a chunk to the first chunk at least 1 s later (1-second windows with edges on chunks: a window cut between chunks would be off by a chunk, 10 %, by where it is cut)"
-	return []Row{r, w}, nil
-}
-
 // jobChunk is one chunk of a replay job: when its copies were made and
 // how many.
 type jobChunk struct {
@@ -546,37 +489,4 @@ func jobChunks(ctx context.Context, d *sql.DB, jobID int64) ([]jobChunk, error) 
 		out = append(out, c)
 	}
 	return out, rows.Err()
-}
-
-// chunkRates is the rate of a paced job from its chunks: what was done
-// before the last chunk over the time from the first to the last; and the
-// largest relative deviation from that over every span from a chunk to
-// the first one at least span later (what was done in between over its
-// length), in percent of the limit jobRate.
-func chunkRates(chunks []jobChunk, span time.Duration) (rate, worst float64, err error) {
-	if len(chunks) < 3 {
-		return 0, 0, fmt.Errorf("%d chunks: too few to time", len(chunks))
-	}
-	sort.Slice(chunks, func(i, j int) bool { return chunks[i].at.Before(chunks[j].at) })
-	last := len(chunks) - 1
-	before := 0
-	for _, c := range chunks[:last] {
-		before += c.n
-	}
-	d := chunks[last].at.Sub(chunks[0].at)
-	if d <= 0 {
-		return 0, 0, fmt.Errorf("its chunks all ran in one millisecond")
-	}
-	rate = float64(before) / d.Seconds()
-	for i := range chunks {
-		n := 0
-		for k := i; k < len(chunks); k++ {
-			if el := chunks[k].at.Sub(chunks[i].at); el >= span {
-				worst = max(worst, 100*math.Abs(float64(n)/el.Seconds()-jobRate)/jobRate)
-				break
-			}
-			n += chunks[k].n
-		}
-	}
-	return rate, worst, nil
 }

@@ -8,11 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -331,8 +327,8 @@ func caseG3(ctx context.Context, e *env) ([]Row, error) {
 	}
 	r := compareDiff(s, "G3", fmt.Sprintf("producer push p99 while retention sweeps %dk messages vs idle", sweepN/1000), "ms", "during the sweep", "idle")
 	r.RefName = "idle p99"
-	r.Must, r.Goal = atMost("difference", 10, "≤ idle p99 + 10 ms (D6)"), atMost("difference", 3, "≤ idle p99 + 3 ms")
-	r.Note = fmt.Sprintf("one push due every %s to another queue, its latency from when it was due; the sweep (Maintain's messages task) took %.0f ms (median) for %d messages a repetition; all repetitions' pushes pooled: p99 %.2f ms during (%d pushes), %.2f ms idle (%d)",
+	r.Note = "info (PERF.md v2 has no target of its own: D6's is ≤ idle p99 + 10 ms); "
+	r.Note += fmt.Sprintf("one push due every %s to another queue, its latency from when it was due; the sweep (Maintain's messages task) took %.0f ms (median) for %d messages a repetition; all repetitions' pushes pooled: p99 %.2f ms during (%d pushes), %.2f ms idle (%d)",
 		producerInterval, median(took), removed/int64(max(1, len(took))), percentile(all["during"], 0.99), len(all["during"]), percentile(all["idle"], 0.99), len(all["idle"]))
 	return []Row{r}, nil
 }
@@ -421,79 +417,16 @@ func caseG2(ctx context.Context, e *env) ([]Row, error) {
 	return append(rows, own), nil
 }
 
-// g2ChildEnv names the database, the lifecycles and the kind of
-// transactionIds of a G2 child: the bench run again under callgrind, to
-// count the instructions of n lifecycles and nothing else of the suite.
-const g2ChildEnv = "LAZARUS_BENCH_G2_CHILD"
-
-func init() {
-	spec := os.Getenv(g2ChildEnv)
-	if spec == "" {
-		return
-	}
-	var path string
-	var n, random int
-	if _, err := fmt.Sscanf(spec, "%d %d %s", &n, &random, &path); err != nil {
-		fmt.Fprintln(os.Stderr, "g2 child:", err)
-		os.Exit(2)
-	}
-	ctx := context.Background()
-	d, err := db.Open(ctx, path, db.SyncNormal)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "g2 child:", err)
-		os.Exit(1)
-	}
-	o := &ours{db: d, b: broker.New(broker.Config{Store: d}), path: path}
-	var r *rand.Rand
-	if random != 0 {
-		r = rand.New(rand.NewPCG(uint64(n), 9))
-	}
-	if _, err := lifecyclesCPU(ctx, o, r, n); err != nil {
-		fmt.Fprintln(os.Stderr, "g2 child:", err)
-		os.Exit(1)
-	}
-	o.b.Close()
-	d.Close()
-	os.Exit(0)
-}
-
 // g2Instructions counts the instructions a message of the lifecycle on
 // the big and the small database with callgrind (GOMAXPROCS=1,
 // asyncpreemptoff, as PERF.md says): runs of two sizes, whose difference
 // cancels the start (opening, the first pages read).
 func g2Instructions(ctx context.Context, e *env, big, small string) ([]Row, error) {
-	vg, err := exec.LookPath("valgrind")
-	if err != nil {
-		return nil, errors.New("valgrind is not installed (Debian's valgrind package)")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	n1, n2 := e.size(1000, 200), e.size(3000, 600)
-	count := func(path string, n, random int) (float64, error) {
-		cmd := exec.CommandContext(ctx, vg, "--tool=callgrind", "--callgrind-out-file=/dev/null", self)
-		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1", fmt.Sprintf("%s=%d %d %s", g2ChildEnv, n, random, path))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return 0, fmt.Errorf("callgrind: %w: %s", err, lastLines(out, 5))
-		}
-		m := regexp.MustCompile(`Collected : (\d+)`).FindSubmatch(out)
-		if m == nil {
-			return 0, fmt.Errorf("callgrind said no count: %s", lastLines(out, 5))
-		}
-		return strconv.ParseFloat(string(m[1]), 64)
-	}
 	perMsg := func(path string, random int) (float64, error) {
-		a, err := count(path, n1, random)
-		if err != nil {
-			return 0, err
-		}
-		b, err := count(path, n2, random)
-		if err != nil {
-			return 0, err
-		}
-		return (b - a) / float64(n2-n1), nil
+		return perItem(n1, n2, func(n int) (float64, error) {
+			return callgrindRun(ctx, fmt.Sprintf("g2 %d %d %s", n, random, path))
+		})
 	}
 	var rows []Row
 	for _, random := range []int{1, 0} {
@@ -516,12 +449,6 @@ func g2Instructions(ctx context.Context, e *env, big, small string) ([]Row, erro
 		rows = append(rows, r)
 	}
 	return rows, nil
-}
-
-// lastLines is the end of a command's output, for an error.
-func lastLines(out []byte, n int) string {
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], " / ")
 }
 
 func countWords(n int) string {
@@ -729,7 +656,7 @@ func caseG4(ctx context.Context, e *env) ([]Row, error) {
 		return nil, err
 	}
 	c := compare(s, "G4", fmt.Sprintf("CPU a message, lifecycle 1 at a time, auto_vacuum=INCREMENTAL vs NONE (%d msgs)", n), "µs/msg", "incremental", "none")
-	c.Must = atMost("ratio", 1.05, "≤ 1.05× (the choice of auto_vacuum)")
+	c.Note = "info: what the choice of auto_vacuum costs"
 	pages := map[bool]float64{}
 	for _, keep := range []bool{false, true} {
 		o, err := open(keep, -1) // the log keeps every page written

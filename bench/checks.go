@@ -92,22 +92,34 @@ func freshWAL(ctx context.Context, w *sql.DB) error {
 
 // walRun is what one lifecycle run wrote.
 type walRun struct {
-	n   int
-	wal walStats
-	st  phaseCounts
+	n        int
+	pageSize int
+	wal      walStats
+	st       phaseCounts
 }
 
 func (w walRun) perMsg(v float64) float64 { return v / float64(w.n) }
 
-// T12: what a message costs in writes, deterministically.
+// pageSize is the database's page size (0 if it cannot be read).
+func pageSize(ctx context.Context, d *sql.DB) int {
+	var n int
+	if d.QueryRowContext(ctx, "PRAGMA page_size").Scan(&n) != nil {
+		return 0
+	}
+	return n
+}
 
-func caseT12(ctx context.Context, e *env) ([]Row, error) {
+// F4: what a message costs in writes, deterministically: WAL pages,
+// bytes, transactions, statements and fsyncs a message, at the same page
+// size as goqite's (SQLite's default; the case fails if they differ).
+
+func caseF4(ctx context.Context, e *env) ([]Row, error) {
 	n := e.size(5_000, 500)
 	o1, err := walOurs(ctx, e, n, 1)
 	if err != nil {
 		return nil, fmt.Errorf("ours: %w", err)
 	}
-	ob, err := walOurs(ctx, e, n, t4Batch)
+	ob, err := walOurs(ctx, e, n, l4Batch)
 	if err != nil {
 		return nil, fmt.Errorf("ours batched: %w", err)
 	}
@@ -115,7 +127,7 @@ func caseT12(ctx context.Context, e *env) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("goqite: %w", err)
 	}
-	gb, err := walGoqite(ctx, e, n, t4Batch)
+	gb, err := walGoqite(ctx, e, n, l4Batch)
 	if err != nil {
 		return nil, fmt.Errorf("goqite batched: %w", err)
 	}
@@ -123,38 +135,53 @@ func caseT12(ctx context.Context, e *env) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raw: %w", err)
 	}
-	rb, err := walRaw(ctx, e, n, t4Batch)
+	rb, err := walRaw(ctx, e, n, l4Batch)
 	if err != nil {
 		return nil, fmt.Errorf("raw batched: %w", err)
 	}
-	bytesRow := func(measure string, o, ref walRun, refName string) Row {
-		r := Row{Case: "T12", Measure: measure, Unit: "B/msg", RefName: refName, Reps: 1}
-		r.Ours, r.Ref = ptr(o.perMsg(float64(o.wal.bytes))), ptr(ref.perMsg(float64(ref.wal.bytes)))
-		r.Ratio = ptr(float64(o.wal.bytes) / float64(ref.wal.bytes))
+	if o1.pageSize != g1.pageSize {
+		return nil, fmt.Errorf("page sizes differ: ours %d, goqite %d", o1.pageSize, g1.pageSize)
+	}
+	per := func(measure, unit string, o, ref walRun, refName string, v func(walRun) float64) Row {
+		r := Row{Case: "F4", Measure: measure, Unit: unit, RefName: refName, Reps: 1, Ours: ptr(o.perMsg(v(o))), Ref: ptr(ref.perMsg(v(ref)))}
+		if v(ref) != 0 {
+			r.Ratio = ptr(o.perMsg(v(o)) / ref.perMsg(v(ref)))
+		}
 		return r
 	}
-	unbatched := bytesRow(fmt.Sprintf("WAL bytes, lifecycle 1 at a time (%d msgs)", n), o1, g1, "goqite")
-	unbatched.Must = atMost("ratio", 0.6, "≤ 0.6× goqite")
-	unbatched.Note = fmt.Sprintf("WAL pages/msg: ours %.1f, goqite %.1f, raw %.1f (raw %.0f B/msg)",
-		o1.perMsg(float64(o1.wal.frames)), g1.perMsg(float64(g1.wal.frames)), r1.perMsg(float64(r1.wal.frames)), r1.perMsg(float64(r1.wal.bytes)))
-	batched := bytesRow(fmt.Sprintf("WAL bytes, lifecycle batched %d", t4Batch), ob, rb, "raw")
-	batched.Goal = atMost("ours", 1024, "≤ 1 KB batched")
-	batched.Note = fmt.Sprintf("goqite batched %.0f B/msg", gb.perMsg(float64(gb.wal.bytes)))
-	txRow := Row{Case: "T12", Measure: "  transactions/msg, 1 at a time", Unit: "tx/msg", RefName: "goqite", Reps: 1,
-		Ours: ptr(o1.perMsg(float64(o1.wal.commits))), Ref: ptr(g1.perMsg(float64(g1.wal.commits)))}
-	txBatched := Row{Case: "T12", Measure: "  transactions/msg, batched", Unit: "tx/msg", RefName: "goqite", Reps: 1,
-		Ours: ptr(ob.perMsg(float64(ob.wal.commits))), Ref: ptr(gb.perMsg(float64(gb.wal.commits)))}
-	rows := []Row{unbatched, batched, txRow, txBatched}
+	pages := func(w walRun) float64 { return float64(w.wal.frames) }
+	walBytes := func(w walRun) float64 { return float64(w.wal.bytes) }
+	commits := func(w walRun) float64 { return float64(w.wal.commits) }
+	// In WAL mode SQLite syncs the log at each commit at FULL, and only
+	// when it checkpoints at NORMAL; the runs do not checkpoint.
+	fsyncs := func(w walRun) float64 {
+		if e.sync == db.SyncFull {
+			return float64(w.wal.commits)
+		}
+		return 0
+	}
+	unbatched := per(fmt.Sprintf("WAL pages a message, lifecycle 1 at a time, page size %d (%d msgs)", o1.pageSize, n), "pages/msg", o1, g1, "goqite", pages)
+	unbatched.Must, unbatched.Goal = atMost("ratio", 1.2, "≤ 1.2× goqite"), atMost("ratio", 0.6, "≤ 0.6× goqite")
+	unbatched.Note = fmt.Sprintf("raw %.1f pages a message", r1.perMsg(pages(r1)))
+	rows := []Row{unbatched,
+		per("  WAL bytes a message, the same (info)", "B/msg", o1, g1, "goqite", walBytes),
+		per("  transactions a message, the same", "tx/msg", o1, g1, "goqite", commits),
+		per(fmt.Sprintf("  fsyncs a message at commit, the same (synchronous=%s)", e.sync), "fsync/msg", o1, g1, "goqite", fsyncs),
+		per(fmt.Sprintf("  WAL pages a message, batched %d (info)", l4Batch), "pages/msg", ob, rb, "raw batched", pages),
+		per(fmt.Sprintf("  WAL bytes a message, batched %d (info)", l4Batch), "B/msg", ob, rb, "raw batched", walBytes),
+		per("  transactions a message, batched (info)", "tx/msg", ob, gb, "goqite batched", commits),
+	}
+	rows[3].Note = "SQLite in WAL mode syncs the log once a commit at FULL and only at checkpoints at NORMAL (checkpoints, every 1000 pages or so, not counted)"
 	if traceAvailable {
 		// raw runs one statement a step: 3 a message unbatched.
-		st1 := Row{Case: "T12", Measure: "  SQL statements/msg, 1 at a time", Unit: "stmt/msg", RefName: "raw", Ref: ptr(3), Reps: 1,
+		st1 := Row{Case: "F4", Measure: "  SQL statements a message, 1 at a time", Unit: "stmt/msg", RefName: "raw", Ref: ptr(3), Reps: 1,
 			Ours: ptr(o1.perMsg(float64(o1.st.statements))), Note: fmt.Sprintf("%d distinct statements", len(o1.st.distinct))}
-		stb := Row{Case: "T12", Measure: "  SQL statements/msg, batched", Unit: "stmt/msg", RefName: "raw", Ref: ptr(2 + 1.0/t4Batch), Reps: 1,
+		stb := Row{Case: "F4", Measure: "  SQL statements a message, batched", Unit: "stmt/msg", RefName: "raw", Ref: ptr(2 + 1.0/l4Batch), Reps: 1,
 			Ours: ptr(ob.perMsg(float64(ob.st.statements)))}
 		st1.Details = o1.st.distinct
 		rows = append(rows, st1, stb)
 	} else {
-		rows = append(rows, Row{Case: "T12", Measure: "  SQL statements/msg", Verdict: verdictSkipped, Note: "build with -tags sqlite_trace to count statements"})
+		rows = append(rows, Row{Case: "F4", Measure: "  SQL statements a message", Verdict: verdictSkipped, Note: "build with -tags sqlite_trace to count statements"})
 	}
 	return rows, nil
 }
@@ -166,7 +193,7 @@ func walOurs(ctx context.Context, e *env, n, batch int) (walRun, error) {
 	defer rec.stop()
 	// The writer's connection must not checkpoint: the log is to hold
 	// everything the lifecycles wrote.
-	o, err := e.openOursWith(ctx, "t12-ours", db.Options{Sync: e.sync, AutoCheckpoint: -1})
+	o, err := e.openOursWith(ctx, "f4-ours", db.Options{Sync: e.sync, AutoCheckpoint: -1})
 	if err != nil {
 		return walRun{}, err
 	}
@@ -204,7 +231,7 @@ func walOurs(ctx context.Context, e *env, n, batch int) (walRun, error) {
 	}
 	rec.setPhase("")
 	w, err := readWAL(o.path + "-wal")
-	run := walRun{n: n, wal: w}
+	run := walRun{n: n, wal: w, pageSize: pageSize(ctx, o.db.WriteDB())}
 	if rec != nil {
 		run.st = rec.counts("lifecycle")
 	}
@@ -212,7 +239,7 @@ func walOurs(ctx context.Context, e *env, n, batch int) (walRun, error) {
 }
 
 func walGoqite(ctx context.Context, e *env, n, batch int) (walRun, error) {
-	g, err := e.openGoqite(ctx, "t12-goqite", e.sync)
+	g, err := e.openGoqite(ctx, "f4-goqite", e.sync)
 	if err != nil {
 		return walRun{}, err
 	}
@@ -250,11 +277,11 @@ func walGoqite(ctx context.Context, e *env, n, batch int) (walRun, error) {
 		}
 	}
 	w, err := readWAL(g.path + "-wal")
-	return walRun{n: n, wal: w}, err
+	return walRun{n: n, wal: w, pageSize: pageSize(ctx, g.db)}, err
 }
 
 func walRaw(ctx context.Context, e *env, n, batch int) (walRun, error) {
-	r, err := e.openRaw(ctx, "t12-raw", e.sync)
+	r, err := e.openRaw(ctx, "f4-raw", e.sync)
 	if err != nil {
 		return walRun{}, err
 	}
@@ -287,7 +314,7 @@ func walRaw(ctx context.Context, e *env, n, batch int) (walRun, error) {
 		}
 	}
 	w, err := readWAL(r.path + "-wal")
-	return walRun{n: n, wal: w}, err
+	return walRun{n: n, wal: w, pageSize: pageSize(ctx, r.db)}, err
 }
 
 // Q: EXPLAIN QUERY PLAN of the statements the hot paths run.

@@ -2,12 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 )
 
 func TestPlanIssues(t *testing.T) {
@@ -45,39 +43,6 @@ func TestPlanIssues(t *testing.T) {
 	}
 }
 
-func TestChunkRates(t *testing.T) {
-	at := func(ms ...int64) []jobChunk {
-		var out []jobChunk
-		for _, m := range ms {
-			out = append(out, jobChunk{at: time.UnixMilli(1_000_000 + m), n: 50})
-		}
-		return out
-	}
-	paced := at(0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900, 2000)
-	rate, worst, err := chunkRates(paced, time.Second)
-	if err != nil || rate != jobRate || worst != 0 {
-		t.Errorf("paced at the limit: rate %v, worst %v %%, %v; want %d, 0", rate, worst, err, jobRate)
-	}
-	// Half the time as fast, then half as slow: on average a little
-	// over the limit, the worst second far off it.
-	rate, worst, err = chunkRates(at(0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500, 700, 900, 1100, 1300, 1500, 1700, 1900, 2100, 2300, 2500), time.Second)
-	if err != nil || math.Abs(rate-400) > 0.01 || worst < 50 {
-		t.Errorf("uneven: rate %v, worst %v %%, %v; want 400 and at least 50 %% off", rate, worst, err)
-	}
-	// Out of order as read, the same.
-	rev := slices.Clone(paced)
-	slices.Reverse(rev)
-	if r, w, err := chunkRates(rev, time.Second); err != nil || r != jobRate || w != 0 {
-		t.Errorf("reversed: %v %v %v", r, w, err)
-	}
-	if _, _, err := chunkRates(at(0, 100), time.Second); err == nil {
-		t.Error("two chunks timed")
-	}
-	if _, _, err := chunkRates(at(5, 5, 5), time.Second); err == nil {
-		t.Error("chunks of one millisecond timed")
-	}
-}
-
 func TestDifferenceTarget(t *testing.T) {
 	s := Samples{"during": {12, 4, 5}, "idle": {1, 2, 1}}
 	r := compareDiff(s, "D6", "p99", "ms", "during", "idle")
@@ -96,10 +61,12 @@ func TestDifferenceTarget(t *testing.T) {
 	}
 }
 
+// Merging puts the cases run in place of the file's, keeps the others in
+// the suite's order, and drops those the suite no longer has (v1's T1).
 func TestMergeResults(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "results.json")
 	old := results{Machine: Machine{Mode: "full", Sync: "NORMAL"}, Started: "then", Seconds: 100,
-		Cases: []CaseResult{{ID: "T1", Seconds: 60}, {ID: "D5", Seconds: 30, Rows: []Row{{Measure: "old"}}}, {ID: "S1", Seconds: 10}}}
+		Cases: []CaseResult{{ID: "T1", Seconds: 1}, {ID: "L2", Seconds: 60}, {ID: "D5", Seconds: 30, Rows: []Row{{Measure: "old"}}}, {ID: "S1", Seconds: 10}}}
 	b, err := json.Marshal(old)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +75,7 @@ func TestMergeResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := results{Machine: Machine{Mode: "full", Sync: "NORMAL", Load: []float64{1, 2, 3}}, Started: "now", LoadEnd: []float64{4, 5, 6},
-		Cases: []CaseResult{{ID: "D8", Started: "now", Seconds: 5}, {ID: "D5", Started: "now", Seconds: 20, Rows: []Row{{Measure: "new"}}}}}
+		Cases: []CaseResult{{ID: "D6", Started: "now", Seconds: 5}, {ID: "D5", Started: "now", Seconds: 20, Rows: []Row{{Measure: "new"}}}}}
 	got, err := mergeResults(path, now)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +84,7 @@ func TestMergeResults(t *testing.T) {
 	for _, c := range got.Cases {
 		ids, started = append(ids, c.ID), append(started, c.Started)
 	}
-	if !slices.Equal(ids, []string{"T1", "D5", "D8", "S1"}) || !slices.Equal(started, []string{"then", "now", "now", "then"}) {
+	if !slices.Equal(ids, []string{"L2", "D5", "D6", "S1"}) || !slices.Equal(started, []string{"then", "now", "now", "then"}) {
 		t.Errorf("cases %q started %q", ids, started)
 	}
 	if got.Cases[1].Rows[0].Measure != "new" || got.Started != "then" || got.Seconds != 125 || len(got.Merged) != 1 {

@@ -19,6 +19,7 @@ import (
 // envConfig is what the command line decides.
 type envConfig struct {
 	quick    bool
+	instr    bool // count instructions with callgrind where a case can (H1)
 	reps     int
 	scale    float64 // of the full sizes
 	sync     db.Sync
@@ -33,9 +34,6 @@ type env struct {
 	envConfig
 	tmp      string
 	settings sqliteSettings
-	// t2Rate is ours' T2 push rate (msg/s) once T2 or a calibration ran:
-	// D7 pushes at half of it.
-	t2Rate float64
 	// dlq is the generated dashboard database, built on first use.
 	dlq *dlqFixture
 }

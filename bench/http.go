@@ -122,6 +122,15 @@ type (
 		} `json:"messages"`
 		LeaseID *string `json:"leaseId"`
 	}
+	// apiPopBodies is a pop's answer with the payloads.
+	apiPopBodies struct {
+		Messages []struct {
+			TransactionID string          `json:"transactionId"`
+			PartitionID   string          `json:"partitionId"`
+			Payload       json.RawMessage `json:"data"`
+		} `json:"messages"`
+		LeaseID *string `json:"leaseId"`
+	}
 	apiAck struct {
 		TransactionID string `json:"transactionId"`
 		PartitionID   string `json:"partitionId"`

@@ -18,7 +18,7 @@ type Machine struct {
 	Cores     int    `json:"cores"`
 	GoVersion string `json:"goVersion"`
 	SQLite    string `json:"sqliteVersion"`
-	Sync      string `json:"synchronous"` // durability mode of every database but T11's
+	Sync      string `json:"synchronous"` // durability mode of every database but H1's (FULL and NORMAL)
 	Journal   string `json:"journalMode"`
 	Mode      string `json:"mode"` // full or quick
 	Reps      int    `json:"repetitions"`

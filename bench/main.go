@@ -1,28 +1,36 @@
 // Command bench measures Lazarus side by side with references run in the
-// same process on the same SQLite settings: raw go-sqlite3 doing the same
-// work the most direct way, and maragu.dev/goqite v0.4.0. The cases and
-// their targets are those of PERF.md (T1–T12, D1–D8, S1–S3, G1–G4); every
-// verdict is on a ratio measured in one run, interleaved in rotating
-// order (A B C, B C A, …), as the median of the repetitions' ratios (or
-// their differences, for a target of the form "≤ reference + x").
-// Absolute numbers are for information; the load average is written with
-// every case (results.json: loadStart, loadEnd).
+// same process on the same SQLite settings (the query planner stability
+// guarantee and temp_store included, checked at start): raw go-sqlite3
+// doing the same work the most direct way, raw with group commit
+// (raw+gc), maragu.dev/goqite v0.4.0 and River v0.51.2 on SQLite. The
+// cases and their targets are those of PERF.md v2 (L1–L5, H1–H3, F1–F4,
+// D1–D6, S1–S3, G1–G2, C1; G3 and G4 for information); every verdict on a
+// ratio is measured in one run, interleaved in rotating order (A B C,
+// B C A, …), as the median of the repetitions' ratios (or their
+// differences, for a target of the form "≤ reference + x"). Beside each
+// timing is a load-independent figure: CPU time a message (the process's,
+// or the HTTP server child's from /proc), instructions (callgrind: L1,
+// G2, H1 with -instr), WAL pages, transactions, statements and fsyncs a
+// message (F4). Absolute numbers are for information; the load average
+// is written with every case (results.json: loadStart, loadEnd).
 //
-// Run it from the repository's root with `go tool task bench` (all cases,
-// full sizes) or `go tool task bench:quick` (smaller sizes, under a
-// minute), or from this directory:
+// Run it from the repository's root with `go tool task bench` (all cases
+// but L1 and G1–G4, full sizes), `go tool task bench:quick` (smaller
+// sizes, about a minute), `bench:instr` (L1, H1 with instructions),
+// `bench:soak` (G1) and `bench:stored` (G2–G4), or from this directory:
 //
-//	go run -tags sqlite_trace . [-quick] [-cases T1,T2,D1] [-out results.json]
+//	go run -tags sqlite_trace . [-quick] [-cases L2,L3,D1] [-out results.json]
 //
 // The sqlite_trace tag lets the suite see the SQL the broker runs, for the
 // EXPLAIN QUERY PLAN checks and the statement counts; without it those are
 // reported as skipped.
 //
 // Lazarus is measured only through its public API: broker over db.Open,
-// and web.New on 127.0.0.1:0 for the HTTP cases. The dashboard cases run on
-// a generated database of dead letters, written straight into the schema
-// (built by db.Open's migrations) and cached under .cache/, keyed by size
-// and schema.
+// and web.New on 127.0.0.1:0 for the HTTP cases (for H1, in a child
+// process of this binary, so that the server's CPU time is its own). The
+// dashboard cases run on a generated database of dead letters, written
+// straight into the schema (built by db.Open's migrations) and cached
+// under .cache/, keyed by size and schema.
 package main
 
 import (
@@ -42,6 +50,13 @@ import (
 )
 
 func main() {
+	if spec := os.Getenv(childEnv); spec != "" {
+		if err := runChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -50,10 +65,11 @@ func main() {
 
 func run() error {
 	quick := flag.Bool("quick", false, "smaller sizes and 3 repetitions: the whole run in under a minute")
-	cases := flag.String("cases", "", "comma-separated case ids to run (default all), e.g. T1,T4,D1")
+	cases := flag.String("cases", "", "comma-separated case ids to run (default all but L1 and G1-G4, which run only when named), e.g. L2,L4,D1")
+	instr := flag.Bool("instr", false, "also count the HTTP server's instructions a message with callgrind (H1; valgrind needed)")
 	out := flag.String("out", "results.json", "where to write the results as JSON (empty: nowhere)")
 	merge := flag.Bool("merge", false, "replace only the cases run in -out's results, keeping the others (each case says when it ran and its load)")
-	syncMode := flag.String("sync", string(db.SyncNormal), "SQLite synchronous mode of every database: NORMAL or FULL (T11 runs both)")
+	syncMode := flag.String("sync", string(db.SyncNormal), "SQLite synchronous mode of every database but H1's (which runs FULL and NORMAL): NORMAL or FULL")
 	reps := flag.Int("reps", 0, "repetitions per case (default 5, 3 with -quick)")
 	scale := flag.Float64("scale", 1, "multiply the full sizes by this (e.g. 0.25 for a shorter full run); -quick ignores it")
 	cacheDir := flag.String("cache", ".cache", "where generated dashboard databases are kept between runs")
@@ -94,7 +110,7 @@ func run() error {
 	if *verbose {
 		level = slog.LevelInfo
 	}
-	e, err := newEnv(ctx, envConfig{quick: *quick, reps: *reps, scale: *scale, sync: sync, cacheDir: *cacheDir, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))})
+	e, err := newEnv(ctx, envConfig{quick: *quick, instr: *instr, reps: *reps, scale: *scale, sync: sync, cacheDir: *cacheDir, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))})
 	if err != nil {
 		return err
 	}
@@ -134,6 +150,12 @@ func run() error {
 		if *merge {
 			if res, err = mergeResults(*out, res); err != nil {
 				return err
+			}
+		} else if strings.TrimSpace(*cases) == "" {
+			// A run of all cases keeps the named ones' last results, when
+			// the file is of a run like this one.
+			if merged, err := mergeResults(*out, res); err == nil {
+				res = merged
 			}
 		}
 		b, err := json.MarshalIndent(res, "", "  ")
@@ -175,6 +197,9 @@ func mergeResults(path string, res results) (results, error) {
 	}
 	byID := map[string]CaseResult{}
 	for _, c := range old.Cases {
+		if _, ok := order[c.ID]; !ok {
+			continue // a case the suite no longer has
+		}
 		if c.Started == "" {
 			c.Started = old.Started // the file's run
 		}
@@ -206,7 +231,13 @@ func caseIDs(cs []CaseResult) []string {
 func selectCases(list string) ([]benchCase, error) {
 	all := allCases()
 	if strings.TrimSpace(list) == "" {
-		return all, nil
+		var out []benchCase
+		for _, c := range all {
+			if !c.named {
+				out = append(out, c)
+			}
+		}
+		return out, nil
 	}
 	want := map[string]bool{}
 	for _, id := range strings.Split(list, ",") {
@@ -239,38 +270,41 @@ type benchCase struct {
 	id    string
 	title string
 	run   func(ctx context.Context, e *env) ([]Row, error)
+	// named: run only when -cases names it.
+	named bool
 }
 
-// allCases lists the suite in PERF.md's order.
+// allCases lists the suite in PERF.md's order. A case marked named runs
+// only when -cases names it (each has a task of its own: bench:instr,
+// bench:soak, bench:stored); a run of all cases keeps their last results
+// from -out.
 func allCases() []benchCase {
 	return []benchCase{
-		{"T1", "push→pop→ack, one at a time, 1 group, 1 partition", caseT1},
-		{"T2", "push, one message a call, 8 concurrent callers", caseT2},
-		{"T3", "push batched, 1000 a call", caseT3},
-		{"T4", "lifecycle batched: push 100, pop 100, ack 100", caseT4},
-		{"T5", "lifecycle over HTTP: push 10, pop 100, batch ack", caseT5},
-		{"T6", "paced end-to-end latency at 1k msg/s, long-poll consumer", caseT6},
-		{"T7", "pop+ack with many pending across 100 partitions", caseT7},
-		{"T8", "fan-out to 1, 5, 10 consumer groups", caseT8},
-		{"T9", "1 vs 10k partitions", caseT9},
-		{"T10", "5 % of messages fail through retries into the DLQ", caseT10},
-		{"T11", "T4 with synchronous=FULL vs NORMAL", caseT11},
-		{"T12", "WAL bytes, transactions and statements per message", caseT12},
-		{"Q", "EXPLAIN QUERY PLAN of the hot queries", caseQueryPlans},
-		{"D1", "dead letters page, 50 newest of a group, at depths first … last", caseD1},
-		{"D2", "dead letters page over HTTP, whole and htmx fragment", caseD2},
-		{"D3", "depth per group and totals (tiles, badges)", caseD3},
-		{"D4", "depth chart 24 h and 30 d", caseD4},
-		{"D5", "replay 10k by filter as a job vs raw set-based in the same chunk size", caseD5},
-		{"D6", "a producer's push p99 while D5's job runs", caseD6},
-		{"D7", "triage (D2, D5) while T2 runs at half speed", caseD7},
-		{"D8", "a rate-limited replay job holds its rate", caseD8},
-		{"S1", "search in dead letters: payload fields, payload and error free text", caseS1},
-		{"S3", "export a group's dead letters as NDJSON: memory", caseS3},
-		{"S2", "error groups of a queue from their kept counts", caseS2},
-		{"G1", "storage under steady load with completedRetentionSeconds short: the file plateaus", caseG1},
-		{"G2", "CPU a message with 10M messages stored vs 1k", caseG2},
-		{"G3", "a producer's push p99 while a retention sweep of 200k messages runs", caseG3},
-		{"G4", "what auto_vacuum=INCREMENTAL costs the lifecycle: CPU and WAL pages a message vs none", caseG4},
+		{"L1", "push→pop→ack one at a time: instructions a message vs goqite (callgrind)", caseL1, true},
+		{"L2", "push→pop→ack one at a time: wall time vs goqite, raw and River, interleaved", caseL2, false},
+		{"L3", "push, one message a call, 8 concurrent callers, vs raw+gc", caseL3, false},
+		{"L4", "lifecycle batched 100 (push, pop, ack) vs raw batched", caseL4, false},
+		{"L5", "a pop+ack pair's fixed cost in CPU", caseL5, false},
+		{"H1", "over HTTP at FULL and NORMAL: server CPU a message (H1) and throughput (H2), push 10, pop 100, batch ack", caseH1, false},
+		{"H3", "paced end-to-end latency over HTTP at 1k msg/s, long-poll consumer", caseH3, false},
+		{"F1", "fan-out: CPU a delivery, 10 groups vs 1", caseF1, false},
+		{"F2", "10,000 partitions vs 1", caseF2, false},
+		{"F3", "5 % failing through retries into the DLQ, popped one at a time: CPU a delivery", caseF3, false},
+		{"F4", "WAL pages, transactions, statements and fsyncs a message vs goqite", caseF4, false},
+		{"Q", "EXPLAIN QUERY PLAN of the hot queries", caseQueryPlans, false},
+		{"D1", "dead letters page, 50 newest of a group, at depths first … last", caseD1, false},
+		{"D2", "dead letters page over HTTP, whole and htmx fragment", caseD2, false},
+		{"D3", "depth per group and totals (tiles, badges)", caseD3, false},
+		{"D4", "depth chart 24 h and 30 d", caseD4, false},
+		{"D5", "replay 10k by filter as a job vs raw set-based in the same chunk size", caseD5, false},
+		{"D6", "a producer's push p99 while D5's job runs", caseD6, false},
+		{"S1", "search in dead letters: payload fields, payload and error free text", caseS1, false},
+		{"S2", "error groups of a queue from their kept counts", caseS2, false},
+		{"S3", "export a group's dead letters as NDJSON: memory", caseS3, false},
+		{"G1", "storage under steady load with completedRetentionSeconds short: the file plateaus", caseG1, true},
+		{"G2", "CPU and instructions a message with 10M messages stored vs 1k", caseG2, true},
+		{"G3", "a producer's push p99 while a retention sweep of 200k messages runs (info)", caseG3, true},
+		{"G4", "what auto_vacuum=INCREMENTAL costs the lifecycle (info)", caseG4, true},
+		{"C1", "a cold first go tool task run (measured by bench/cold-run.sh)", caseC1, false},
 	}
 }
