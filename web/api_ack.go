@@ -48,7 +48,7 @@ func (s *Server) ackMessage(c echo.Context) error {
 	if group == "" {
 		group = broker.QueueModeGroup
 	}
-	return writeJSON(c, http.StatusOK, ackResponse{
+	out := ackResponse{
 		TransactionID:  res.TransactionID,
 		Status:         a.Status,
 		ConsumerGroup:  group,
@@ -56,7 +56,8 @@ func (s *Server) ackMessage(c echo.Context) error {
 		DLQ:            res.DLQ,
 		Dropped:        res.Dropped,
 		AcknowledgedAt: timestamp(time.Now()),
-	})
+	}
+	return writeAppended(c, http.StatusOK, func(b []byte) ([]byte, error) { return appendAck(b, out), nil })
 }
 
 type ackBatchRequest struct {
@@ -93,9 +94,5 @@ func (s *Server) ackMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]ackResultView, len(res))
-	for i, r := range res {
-		out[i] = newAckResultView(r)
-	}
-	return writeJSON(c, http.StatusOK, out)
+	return writeAppended(c, http.StatusOK, func(b []byte) ([]byte, error) { return appendAckResults(b, res), nil })
 }

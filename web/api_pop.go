@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -87,47 +86,6 @@ func parseStart(mode, from string) (broker.Start, error) {
 	return broker.Start{}, badRequest("query parameter subscriptionMode must be new or all, got %q", truncate(mode, 32))
 }
 
-type popResponse struct {
-	Messages       []deliveryView `json:"messages"`
-	LeaseID        *string        `json:"leaseId"`
-	LeaseExpiresAt timestamp      `json:"leaseExpiresAt"`
-}
-
-// deliveryView is one popped message.
-type deliveryView struct {
-	ID            string          `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	PartitionID   string          `json:"partitionId"`
-	Partition     string          `json:"partition"`
-	Queue         string          `json:"queue"`
-	LeaseID       *string         `json:"leaseId"`
-	ConsumerGroup string          `json:"consumerGroup"`
-	Data          json.RawMessage `json:"data"`
-	CreatedAt     timestamp       `json:"createdAt"`
-	RetryCount    int             `json:"retryCount"`
-	TraceID       *string         `json:"traceId"`
-}
-
-func newPopResponse(res broker.PopResult) popResponse {
-	out := popResponse{Messages: make([]deliveryView, len(res.Messages)), LeaseID: optional(res.LeaseID), LeaseExpiresAt: timestamp(res.LeaseUntil)}
-	for i, d := range res.Messages {
-		out.Messages[i] = deliveryView{
-			ID:            d.ID(),
-			TransactionID: d.TransactionID,
-			PartitionID:   d.PartitionUUID,
-			Partition:     d.Partition,
-			Queue:         d.Queue,
-			LeaseID:       optional(d.LeaseID),
-			ConsumerGroup: d.Group,
-			Data:          d.Payload,
-			CreatedAt:     timestamp(d.CreatedAt),
-			RetryCount:    d.RetryCount,
-			TraceID:       optional(d.TraceID),
-		}
-	}
-	return out
-}
-
 // popMessages leases the next messages of a queue (or of one partition) to
 // the caller; with wait=true it holds until a message arrives, the timeout
 // passes or the client goes away.
@@ -143,5 +101,5 @@ func (s *Server) popMessages(c echo.Context) error {
 	if len(res.Messages) == 0 {
 		return c.NoContent(http.StatusNoContent)
 	}
-	return writeJSON(c, http.StatusOK, newPopResponse(res))
+	return writeAppended(c, http.StatusOK, func(b []byte) ([]byte, error) { return appendPop(b, res) })
 }

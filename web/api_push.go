@@ -65,7 +65,7 @@ func (s *Server) pushMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusCreated, newPushResultViews(res))
+	return writeAppended(c, http.StatusCreated, func(b []byte) ([]byte, error) { return appendPushResults(b, res), nil })
 }
 
 // checkPayloads refuses an item whose payload is over the server's limit
