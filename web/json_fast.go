@@ -96,8 +96,12 @@ func (d *fastDecoder) pushBody(req *pushRequest) bool {
 	}
 	req.Items = make([]pushItem, 0, 16)
 	for more := !empty; more; {
+		var prev pushItem
+		if n := len(req.Items); n > 0 {
+			prev = req.Items[n-1]
+		}
 		req.Items = append(req.Items, pushItem{})
-		if !d.pushItem(&req.Items[len(req.Items)-1]) {
+		if !d.pushItem(&req.Items[len(req.Items)-1], &prev) {
 			return false
 		}
 		if more, ok = d.more(']'); !ok {
@@ -108,7 +112,10 @@ func (d *fastDecoder) pushBody(req *pushRequest) bool {
 	return ok && !more
 }
 
-func (d *fastDecoder) pushItem(it *pushItem) bool {
+// pushItem reads an item into it; prev is the item before it, whose
+// strings are shared where they are the same (a batch's queue and
+// partition).
+func (d *fastDecoder) pushItem(it, prev *pushItem) bool {
 	empty, ok := d.open('{', '}')
 	if !ok || empty {
 		return ok
@@ -119,21 +126,22 @@ func (d *fastDecoder) pushItem(it *pushItem) bool {
 			return false
 		}
 		var dst *string
+		var same string
 		switch string(key) {
 		case "queue":
-			dst = &it.Queue
+			dst, same = &it.Queue, prev.Queue
 		case "partition":
-			dst = &it.Partition
+			dst, same = &it.Partition, prev.Partition
 		case "transactionId":
 			dst = &it.TransactionID
 		case "traceId":
-			dst = &it.TraceID
+			dst, same = &it.TraceID, prev.TraceID
 		case "payload":
 		default:
 			return false
 		}
 		if dst != nil {
-			if !d.string(dst) {
+			if !d.string(dst, same) {
 				return false
 			}
 		} else {
@@ -151,8 +159,10 @@ func (d *fastDecoder) pushItem(it *pushItem) bool {
 	return true
 }
 
-// ack decodes the members of one acknowledgement into a.
-func (d *fastDecoder) ack(a *ackRequest) bool {
+// ack decodes the members of one acknowledgement into a; prev is the one
+// before it, whose strings are shared where they are the same (a batch's
+// lease, partition, status and group).
+func (d *fastDecoder) ack(a, prev *ackRequest) bool {
 	empty, ok := d.open('{', '}')
 	if !ok || empty {
 		return ok
@@ -163,23 +173,24 @@ func (d *fastDecoder) ack(a *ackRequest) bool {
 			return false
 		}
 		var dst *string
+		var same string
 		switch string(key) {
 		case "transactionId":
 			dst = &a.TransactionID
 		case "partitionId":
-			dst = &a.PartitionID
+			dst, same = &a.PartitionID, prev.PartitionID
 		case "leaseId":
-			dst = &a.LeaseID
+			dst, same = &a.LeaseID, prev.LeaseID
 		case "status":
-			dst = &a.Status
+			dst, same = &a.Status, prev.Status
 		case "error":
-			dst = &a.Error
+			dst, same = &a.Error, prev.Error
 		case "consumerGroup":
-			dst = &a.ConsumerGroup
+			dst, same = &a.ConsumerGroup, prev.ConsumerGroup
 		default:
 			return false
 		}
-		if !d.string(dst) {
+		if !d.string(dst, same) {
 			return false
 		}
 		if more, ok = d.more('}'); !ok {
@@ -192,7 +203,7 @@ func (d *fastDecoder) ack(a *ackRequest) bool {
 // fastAck decodes the body of one ack into req; false when it gives up.
 func fastAck(body []byte, req *ackRequest) bool {
 	d := fastDecoder{b: body}
-	if !d.ack(req) || !d.end() {
+	if !d.ack(req, &ackRequest{}) || !d.end() {
 		*req = ackRequest{}
 		return false
 	}
@@ -222,7 +233,7 @@ func (d *fastDecoder) ackBatch(req *ackBatchRequest) bool {
 		}
 		switch string(key) {
 		case "consumerGroup":
-			if !d.string(&req.ConsumerGroup) {
+			if !d.string(&req.ConsumerGroup, "") {
 				return false
 			}
 		case "acknowledgments":
@@ -236,8 +247,12 @@ func (d *fastDecoder) ackBatch(req *ackBatchRequest) bool {
 			}
 			req.Acknowledgments = make([]ackRequest, 0, 128)
 			for more := !empty; more; {
+				var prev ackRequest
+				if n := len(req.Acknowledgments); n > 0 {
+					prev = req.Acknowledgments[n-1]
+				}
 				req.Acknowledgments = append(req.Acknowledgments, ackRequest{})
-				if !d.ack(&req.Acknowledgments[len(req.Acknowledgments)-1]) {
+				if !d.ack(&req.Acknowledgments[len(req.Acknowledgments)-1], &prev) {
 					return false
 				}
 				if more, ok = d.more(']'); !ok {
@@ -328,11 +343,11 @@ func (d *fastDecoder) key() ([]byte, bool) {
 	return key, d.next(':')
 }
 
-// string reads a string into dst: as it is when it is plain ASCII,
-// through encoding/json when it has escapes or other bytes (so that
-// invalid UTF-8 and lone surrogates become U+FFFD as there). null and
-// other types give up.
-func (d *fastDecoder) string(dst *string) bool {
+// string reads a string into dst: as it is when it is plain ASCII (same
+// itself when it is the same, allocating nothing), through encoding/json
+// when it has escapes or other bytes (so that invalid UTF-8 and lone
+// surrogates become U+FFFD as there). null and other types give up.
+func (d *fastDecoder) string(dst *string, same string) bool {
 	if !d.next('"') {
 		return false
 	}
@@ -342,10 +357,15 @@ func (d *fastDecoder) string(dst *string) bool {
 		c := d.b[d.i]
 		switch {
 		case c == '"':
-			if plain {
+			switch {
+			case plain && string(d.b[start:d.i]) == same:
+				*dst = same
+			case plain:
 				*dst = string(d.b[start:d.i])
-			} else if json.Unmarshal(d.b[start-1:d.i+1], dst) != nil {
-				return false
+			default:
+				if json.Unmarshal(d.b[start-1:d.i+1], dst) != nil {
+					return false
+				}
 			}
 			d.i++
 			return true

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -201,5 +202,30 @@ func TestFastPathGivesUpOnTrickyBodies(t *testing.T) {
 		if !taken[b] {
 			t.Errorf("%s: not taken by the fast decoder", b)
 		}
+	}
+}
+
+// TestFastDecodersShareRepeatedStrings: a batch's queue and partition (a
+// push), and its lease, partition and status (an ack batch) are
+// allocated once, not once an item.
+func TestFastDecodersShareRepeatedStrings(t *testing.T) {
+	var push pushRequest
+	for range 10 {
+		push.Items = append(push.Items, pushItem{Queue: "orders", Partition: "p1", Payload: json.RawMessage(`{"n":1}`)})
+	}
+	var batch ackBatchRequest
+	for i := range 100 {
+		batch.Acknowledgments = append(batch.Acknowledgments, ackRequest{TransactionID: fmt.Sprint("tx", i), PartitionID: "0194f0a0-partition", LeaseID: "lease-of-the-batch", Status: "completed"})
+	}
+	pushBody, _ := json.Marshal(push)
+	batchBody, _ := json.Marshal(batch)
+	// The request, the items' slice, the first item's queue and partition.
+	if n := testing.AllocsPerRun(20, func() { fastPush(pushBody, &pushRequest{}) }); n > 4 {
+		t.Errorf("push of 10 items: %v allocations", n)
+	}
+	// The request, the acks' slice, each ack's transaction id, the first's lease,
+	// partition and status.
+	if n := testing.AllocsPerRun(20, func() { fastAckBatch(batchBody, &ackBatchRequest{}) }); n > 105 {
+		t.Errorf("batch of 100 acks: %v allocations", n)
 	}
 }
