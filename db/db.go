@@ -79,7 +79,7 @@ type DB struct {
 	stopped       chan struct{}
 
 	// Statements kept prepared, per pool.
-	writeStmts *stmtCache
+	raw *rawConn // the writer's connection beneath database/sql
 
 	// sync is the durability asked for; relaxed is set while the writer's
 	// connection commits with synchronous=NORMAL for ephemeral writes
@@ -151,6 +151,10 @@ type Options struct {
 	// and an older one is not converted (tx_space.go); free pages are
 	// then reused but never given back.
 	KeepAutoVacuum bool
+
+	// onlyCatchUp, for tests, starts no background checkpointer: the
+	// writer's catch-up alone copies the log back, deterministically.
+	onlyCatchUp bool
 }
 
 // Open opens (creating if need be) the database at path and brings its
@@ -297,9 +301,12 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		errors.Join(d.wconn.Close(), read.Close(), write.Close())
 		return nil, err
 	}
-	d.writeStmts = newStmtCache(d.wconn)
+	if d.raw, err = newRawConn(ctx, d.wconn); err != nil {
+		errors.Join(d.wconn.Close(), read.Close(), write.Close())
+		return nil, err
+	}
 	go d.writer()
-	if d.ckpt != nil {
+	if d.ckpt != nil && !o.onlyCatchUp {
 		d.ckptDone = make(chan struct{})
 		go d.checkpointer()
 	}
@@ -424,7 +431,7 @@ func (d *DB) Close() error {
 	if d.ckptDone != nil {
 		<-d.ckptDone
 	}
-	d.writeStmts.close()
+	d.raw.close()
 	err := errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
 	if d.wal != nil {
 		d.wal.free() // its connection is closed: SQLite no longer calls the hook
@@ -840,7 +847,7 @@ func (d *DB) commit(group []writeRequest) {
 		}
 		return
 	}
-	st := &storeTx{conn: d.wconn, stmts: d.writeStmts}
+	st := &storeTx{conn: d.wconn, raw: d.raw}
 	ok := 0
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
@@ -1140,11 +1147,7 @@ func run(fn func(broker.Tx) error, tx broker.Tx) (err error) {
 // on its connection, kept prepared: parsing them took a tenth of a
 // one-message transaction.
 func (d *DB) exec(stmt string) error {
-	if st := d.writeStmts.get(context.Background(), stmt); st != nil {
-		_, err := st.ExecContext(context.Background())
-		return err
-	}
-	_, err := d.wconn.ExecContext(context.Background(), stmt)
+	_, err := d.raw.exec(stmt, nil)
 	return err
 }
 

@@ -3,80 +3,46 @@ package db
 import (
 	"context"
 	"database/sql"
-	"sync"
 )
 
-// maxStatements caps the statements kept prepared: the queries of the
-// broker are few, but dead-letter filters combine into more.
+// maxStatements caps the statements the writer keeps prepared: the
+// queries of the broker are few, but dead-letter filters combine into
+// more.
 const maxStatements = 512
-
-// stmtCache keeps statements prepared, so that a hot query is parsed once,
-// not at every call.
-type stmtCache struct {
-	prep preparer
-	mu   sync.Mutex
-	m    map[string]*sql.Stmt
-}
-
-// preparer is a pool (*sql.DB) or one connection (*sql.Conn).
-type preparer interface {
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-}
-
-func newStmtCache(p preparer) *stmtCache {
-	return &stmtCache{prep: p, m: map[string]*sql.Stmt{}}
-}
-
-// get returns the prepared statement of query, or nil when it cannot be
-// kept (the cache is full, or preparing failed: the caller then runs the
-// query as it is and sees the error there).
-func (c *stmtCache) get(ctx context.Context, query string) *sql.Stmt {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.m[query]; ok {
-		return st
-	}
-	if len(c.m) >= maxStatements {
-		return nil
-	}
-	st, err := c.prep.PrepareContext(ctx, query)
-	if err != nil {
-		return nil
-	}
-	c.m[query] = st
-	return st
-}
-
-// close closes every kept statement.
-func (c *stmtCache) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for q, st := range c.m {
-		st.Close()
-		delete(c.m, q)
-	}
-}
 
 // Statements run on the transaction's connection with no context:
 // database/sql watches a cancellable context with a goroutine per query,
 // which on two cores costs more than the query. A write cannot be
 // cancelled halfway anyway (the writer answers each caller only once the
 // outcome is known), and a read is bounded work. The writer's statements
-// are kept prepared here; the readers' by go-sqlite3 (_stmt_cache_size).
+// run beneath database/sql, kept prepared (rawConn); the readers' are kept
+// by go-sqlite3 (_stmt_cache_size).
+
+// rowsIter is a query's rows: database/sql's (*sql.Rows), or the
+// driver's for the writer (*rawRows).
+type rowsIter interface {
+	Next() bool
+	Scan(dest ...any) error
+	Close() error
+	Err() error
+}
+
+// rowScanner is a one-row query's answer (*sql.Row, rawRow): Scan says
+// sql.ErrNoRows when there is none.
+type rowScanner interface {
+	Scan(dest ...any) error
+}
 
 func (t *storeTx) exec(_ context.Context, query string, args ...any) (sql.Result, error) {
-	if st := t.stmts.get(context.Background(), query); st != nil {
-		return st.ExecContext(context.Background(), args...)
+	if t.raw != nil {
+		return t.raw.exec(query, args)
 	}
 	return t.conn.ExecContext(context.Background(), query, args...)
 }
 
-func (t *storeTx) query(_ context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := t.stmts.get(context.Background(), query); st != nil {
-		return st.QueryContext(context.Background(), args...)
+func (t *storeTx) query(_ context.Context, query string, args ...any) (rowsIter, error) {
+	if t.raw != nil {
+		return t.raw.query(query, args)
 	}
 	return t.conn.QueryContext(context.Background(), query, args...)
 }
@@ -100,9 +66,10 @@ func (t *storeTx) queryIDs(ctx context.Context, query string, args ...any) ([]in
 	return out, rows.Err()
 }
 
-func (t *storeTx) queryRow(_ context.Context, query string, args ...any) *sql.Row {
-	if st := t.stmts.get(context.Background(), query); st != nil {
-		return st.QueryRowContext(context.Background(), args...)
+func (t *storeTx) queryRow(_ context.Context, query string, args ...any) rowScanner {
+	if t.raw != nil {
+		rows, err := t.raw.query(query, args)
+		return rawRow{rows: rows, err: err}
 	}
 	return t.conn.QueryRowContext(context.Background(), query, args...)
 }

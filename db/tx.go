@@ -17,8 +17,8 @@ import (
 // storeTx is a transaction begun on conn: the writer's, or a read
 // transaction on a connection of the read pool (View).
 type storeTx struct {
-	conn  *sql.Conn
-	stmts *stmtCache // nil: nothing kept prepared here
+	conn *sql.Conn
+	raw  *rawConn // the writer's: its statements run beneath database/sql
 	// pushedTo are the partitions this transaction has added messages to
 	// (see markReady and foldCounts), saved the consumers it has written
 	// (foldCounts): [partition, group].
@@ -531,7 +531,7 @@ func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (bro
 // for a lease id made before migration 0028 by the index kept for those.
 // Not found: no consumer holds that lease.
 func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
-	var row *sql.Row
+	var row rowScanner
 	if p, g, ok := broker.LeaseConsumer(leaseID); ok {
 		row = t.queryRow(ctx, `SELECT `+consumerCols+` FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?`, p, g, leaseID)
 	} else {
@@ -659,7 +659,7 @@ const readyScan = 16
 // withDest is a row whose Scan fills one more destination after the
 // caller's.
 type withDest struct {
-	rows *sql.Rows
+	rows rowsIter
 	last any
 }
 
@@ -743,7 +743,7 @@ const deadLetterSelect = `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id`
 
-func scanDeadLetters(rows *sql.Rows) ([]broker.DeadLetter, error) {
+func scanDeadLetters(rows rowsIter) ([]broker.DeadLetter, error) {
 	defer rows.Close()
 	var out []broker.DeadLetter
 	for rows.Next() {
@@ -757,7 +757,7 @@ func scanDeadLetters(rows *sql.Rows) ([]broker.DeadLetter, error) {
 }
 
 // scanDeadLetter reads the row of deadLetterSelect rows is at into d.
-func scanDeadLetter(rows *sql.Rows, d *broker.DeadLetter) error {
+func scanDeadLetter(rows rowsIter, d *broker.DeadLetter) error {
 	var failed, created int64
 	if err := rows.Scan(&d.ID, &d.Seq, &d.QueueID, &d.Queue, &d.PartitionID, &d.Partition, &d.PartitionKey, &d.GroupID, &d.Group,
 		&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created, &d.ErrorBytes, &d.Fingerprint); err != nil {

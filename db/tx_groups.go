@@ -3,7 +3,6 @@ package db
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -51,7 +50,7 @@ func (t *storeTx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int
 
 const errorGroupCols = `group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error`
 
-func scanErrorGroups(rows *sql.Rows, err error) ([]broker.ErrorGroup, error) {
+func scanErrorGroups(rows rowsIter, err error) ([]broker.ErrorGroup, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func (t *storeTx) ExpiringPartitions(ctx context.Context, queueID int64, before 
 	return scanCuts(rows)
 }
 
-func scanCuts(rows *sql.Rows) ([]broker.PartitionCut, error) {
+func scanCuts(rows rowsIter) ([]broker.PartitionCut, error) {
 	defer rows.Close()
 	var out []broker.PartitionCut
 	for rows.Next() {

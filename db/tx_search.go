@@ -17,7 +17,7 @@ import (
 // messageHeadCols are a message's columns but its payload.
 const messageHeadCols = `m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at`
 
-func scanMessageHeads(rows *sql.Rows) ([]broker.Message, error) {
+func scanMessageHeads(rows rowsIter) ([]broker.Message, error) {
 	defer rows.Close()
 	var out []broker.Message
 	for rows.Next() {
@@ -44,7 +44,7 @@ var searchDeadLetterSelect = fmt.Sprintf(`SELECT d.id, d.seq, d.queue_id, q.name
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id`, broker.SearchErrorBytes)
 
-func scanSearchDeadLetters(rows *sql.Rows) ([]broker.DeadLetter, error) {
+func scanSearchDeadLetters(rows rowsIter) ([]broker.DeadLetter, error) {
 	defer rows.Close()
 	var out []broker.DeadLetter
 	for rows.Next() {
@@ -315,7 +315,7 @@ func (t *storeTx) PartitionConsumers(ctx context.Context, partitionID int64) ([]
 // withFirst is a row whose Scan fills one destination before the
 // caller's.
 type withFirst struct {
-	rows  *sql.Rows
+	rows  rowsIter
 	first any
 }
 

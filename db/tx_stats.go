@@ -3,7 +3,6 @@ package db
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -125,7 +124,7 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 	stepU := int64(step/time.Minute) / bt.minutes
 	var out []broker.Bucket
 	vals := make([]any, 16)
-	scan := func(rows *sql.Rows, minutes int64, into func(b broker.Bucket, unit int64)) error {
+	scan := func(rows rowsIter, minutes int64, into func(b broker.Bucket, unit int64)) error {
 		defer rows.Close()
 		for rows.Next() {
 			var b broker.Bucket
@@ -242,7 +241,7 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 // scanInts scans a row of integers into dst, through vals (one per
 // column): database/sql converts into *any without reflection, which for
 // the thousands of rows of a chart is most of the time it takes.
-func scanInts(rows *sql.Rows, vals []any, dst ...*int64) error {
+func scanInts(rows rowsIter, vals []any, dst ...*int64) error {
 	ptrs := make([]any, len(dst))
 	for i := range vals[:len(dst)] {
 		ptrs[i] = &vals[i]
