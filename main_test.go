@@ -486,3 +486,28 @@ func TestMaintainLoop(t *testing.T) {
 	default:
 	}
 }
+
+// A first start that cannot listen (the port is taken) creates no admin:
+// the next start creates it and shows its password, once.
+func TestAFirstStartOnATakenPortKeepsTheFirstPassword(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	path := filepath.Join(t.TempDir(), "lazarus.db")
+	cfg := Config{Addr: taken.Addr().String(), DBPath: path, Sync: db.SyncNormal, bcryptCost: bcrypt.MinCost}
+	var stderr syncBuffer
+	err = serve(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &stderr, nil)
+	if err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("serve on a taken port: %v, want a listen error", err)
+	}
+	if strings.Contains(stderr.String(), "password") {
+		t.Fatalf("a start that could not listen showed a password:\n%s", stderr.String())
+	}
+	s := startServer(t, Config{DBPath: path})
+	if !strings.Contains(s.stderr.String(), "FIRST START") {
+		t.Errorf("the next start did not show the first password:\n%s", s.stderr.String())
+	}
+}

@@ -59,6 +59,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		_, statErr := os.Stat(cfg.DBPath)
 		newDemoDB = errors.Is(statErr, fs.ErrNotExist)
 	}
+	// The address first: a start that cannot listen (the port is taken)
+	// must stop before it creates the admin user, whose password it
+	// shows only once it listens.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close() // Serve closes it too; this covers a return before Serve
 	// Exclusive: one server per database file (db/lock.go).
 	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db"), Exclusive: true})
 	if err != nil {
@@ -123,10 +131,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	// pops return (empty) instead of holding the stop for minutes.
 	srv.RegisterOnShutdown(b.Close)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	log.Info("listening",
 		"addr", ln.Addr().String(),
 		"url", "http://"+ln.Addr().String(),
