@@ -1,6 +1,6 @@
 package web
 
-import "github.com/labstack/echo/v4"
+import "net/http"
 
 // contentSecurityPolicy allows only the server's own scripts, styles and
 // connections: no inline script or style (the pages have none, and htmx is
@@ -21,13 +21,13 @@ var (
 
 // securityHeaders sets the browser protections on every response, errors
 // and unknown routes included.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
 		h["Content-Security-Policy"] = cspValue[:1:1] // canonical keys, as Set would make them
 		h["X-Content-Type-Options"] = nosniffValue[:1:1]
 		h["Referrer-Policy"] = sameOriginValue[:1:1]
 		h["X-Frame-Options"] = frameDenialValue[:1:1]
-		return next(c)
-	}
+		next.ServeHTTP(w, r)
+	})
 }

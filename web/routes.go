@@ -13,11 +13,11 @@ func (s *Server) routes() {
 	// The API's middleware is global, limited to its prefix, rather than the
 	// group's: echo answers unknown paths of a group with middleware 404
 	// where 405 is due.
-	e.Use(underPrefix(apiPrefix, s.limitBody), underPrefix(apiPrefix, s.authenticate))
+	s.use(underPrefix(apiPrefix, s.limitBody), underPrefix(apiPrefix, s.authenticate))
 	// A path no route serves is answered here (notfound.go): a JSON 404
 	// (under the API, to a caller with a valid token), never the CSRF
 	// check's 403 below.
-	e.Use(s.unknownRoute)
+	s.use(s.unknownRoute)
 	api := e.Group(apiPrefix)
 	viewer, operator, admin := s.require(RoleViewer), s.require(RoleOperator), s.require(RoleAdmin)
 
@@ -53,7 +53,7 @@ func (s *Server) routes() {
 	// The dashboard: sessions (session.go) and CSRF protection (csrf.go)
 	// for every path but the API's, the health check and the static files;
 	// each page states the least role it needs with requirePage.
-	e.Use(s.loadSession, s.csrf())
+	s.use(s.loadSession, s.csrf())
 	e.GET("/login", s.showLogin)
 	e.POST("/login", s.login)
 	e.POST("/logout", s.logout)

@@ -90,6 +90,10 @@ type Server struct {
 	maxBody int64
 	auth    authenticator
 	echo    *echo.Echo
+	// middleware is what every request passes after the routing (use).
+	middleware []echo.MiddlewareFunc
+	// handler is echo behind escapedPath, securityHeaders and headAsGet.
+	handler http.Handler
 	clock   broker.Clock
 	metrics *metrics
 	// metricsPublic: /metrics needs no token.
@@ -160,24 +164,42 @@ func New(cfg Config) *Server {
 		dummy:      dummyHash{cost: cfg.BcryptCost},
 	}
 	e.HTTPErrorHandler = s.handleError
-	e.Pre(escapedPath, securityHeaders)
-	e.Use(s.metrics.observe, s.recoverPanic)
+	s.use(s.metrics.observe, s.recoverPanic)
 	s.routes()
+	e.Use(chainOnce(s.middleware...))
+	s.handler = headAsGet(escapedPath(securityHeaders(e)))
 	return s
 }
 
 // Handler is the server's http.Handler. HEAD is answered as GET (head.go).
-func (s *Server) Handler() http.Handler { return headAsGet(s.echo) }
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// use adds middleware that every request passes, after the routing, in
+// the order given (see chainOnce).
+func (s *Server) use(mw ...echo.MiddlewareFunc) { s.middleware = append(s.middleware, mw...) }
+
+// chainOnce is the middleware mw as one, built once: echo builds the
+// chain of e.Use's middleware anew for each request (a closure or more
+// for each), around the handler the router found; this chain is built
+// around a handler that calls the one found, c.Handler(), which is what
+// echo passes as next.
+func chainOnce(mw ...echo.MiddlewareFunc) echo.MiddlewareFunc {
+	h := func(c echo.Context) error { return c.Handler()(c) }
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return func(echo.HandlerFunc) echo.HandlerFunc { return h }
+}
 
 // escapedPath makes echo route on the escaped path always, so that every
 // path parameter arrives escaped and pathParam can unescape it once: a
-// transactionId may hold '/', '%' or spaces.
-func escapedPath(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		u := c.Request().URL
-		u.RawPath = u.EscapedPath()
-		return next(c)
-	}
+// transactionId may hold '/', '%' or spaces. It runs before echo (as
+// echo's Pre middleware would, which echo also wraps anew each request).
+func escapedPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.URL.RawPath = r.URL.EscapedPath()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recoverPanic turns a panicking handler into a logged 500.
