@@ -25,9 +25,10 @@ type Config struct {
 	// process holds on the database before it is answered 503.
 	BusyTimeout time.Duration
 	Demo        bool // run demo traffic beside the server
-	// DemoHistory: lazarus demo, whose first start of a database it
-	// creates writes a week of synthetic history for the charts (never
-	// serve --demo, never a database that existed before).
+	// DemoHistory: lazarus demo, which writes a week of synthetic history
+	// for the charts into a database that has none and nothing else yet
+	// (no bucket, message or dead letter: broker.WriteDemoHistory), never
+	// under serve --demo.
 	DemoHistory bool
 	AdminToken  string // accepted as an admin bearer token on the API; empty: none
 	LogFormat   string // "text" or "json"
@@ -105,16 +106,18 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		}
 		return def
 	}
-	dbDefault := defaultDB
-	if cmd == "demo" {
-		dbDefault = defaultDemoDB
-	}
 	fs := flag.NewFlagSet("lazarus "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
 	var syncMode, level, busy, restore, every, auditKeep string
 	fs.StringVar(&cfg.Addr, "addr", env("LAZARUS_ADDR", defaultAddr), "listen address, host:port (env LAZARUS_ADDR)")
-	fs.StringVar(&cfg.DBPath, "db", env("LAZARUS_DB", dbDefault), "SQLite database file (env LAZARUS_DB)")
+	// lazarus demo takes its database from --db only: LAZARUS_DB names
+	// the user's own database, which demo traffic must never go into.
+	dbDefault, dbUsage := env("LAZARUS_DB", defaultDB), "SQLite database file (env LAZARUS_DB)"
+	if cmd == "demo" {
+		dbDefault, dbUsage = defaultDemoDB, "SQLite database file (LAZARUS_DB is ignored: demo traffic never goes into the file it names)"
+	}
+	fs.StringVar(&cfg.DBPath, "db", dbDefault, dbUsage)
 	fs.StringVar(&syncMode, "sync", env("LAZARUS_SYNC", "full"), "durability: full (fsync every commit) or normal (env LAZARUS_SYNC)")
 	fs.StringVar(&busy, "busy-timeout", env("LAZARUS_BUSY_TIMEOUT", db.DefaultBusyTimeout.String()),
 		"how long a write waits for another process's lock on the database before it is answered 503, e.g. 5s or 500ms (env LAZARUS_BUSY_TIMEOUT)")

@@ -44,7 +44,11 @@ func TestParseConfig(t *testing.T) {
 			Config{Addr: "127.0.0.1:0", DBPath: "/x.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, Demo: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
 		{"DemoHasADatabaseOfItsOwn", "demo", nil, nil,
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus-demo.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, Demo: true, DemoHistory: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
-		{"DemoTakesTheSameFlags", "demo", []string{"--db", "/d.db", "--sync", "normal"}, nil,
+		// LAZARUS_DB names the user's own database: lazarus demo never
+		// sends its traffic there (review of issue 17, finding 5).
+		{"DemoIgnoresLAZARUS_DB", "demo", nil, map[string]string{"LAZARUS_DB": "/real.db"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus-demo.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, Demo: true, DemoHistory: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
+		{"DemoTakesTheSameFlags", "demo", []string{"--db", "/d.db", "--sync", "normal"}, map[string]string{"LAZARUS_DB": "/real.db"},
 			Config{Addr: "127.0.0.1:8080", DBPath: "/d.db", Sync: db.SyncNormal, BusyTimeout: db.DefaultBusyTimeout, Demo: true, DemoHistory: true, LogFormat: "text", LogLevel: slog.LevelInfo}},
 		{"UsersAndCookies", "serve", nil,
 			map[string]string{"LAZARUS_ADMIN_PASSWORD": "twelve chars", "LAZARUS_SECURE_COOKIES": "true", "LAZARUS_API_OPEN": "false"},
