@@ -86,23 +86,35 @@ func TestDemoWritesAWeekOfHistoryAtTheFirstStartOnly(t *testing.T) {
 	}
 }
 
-// Neither serve --demo nor lazarus demo on a database that existed before
-// writes any synthetic history.
-func TestNoDemoHistoryOnADatabaseThatExistedOrUnderServe(t *testing.T) {
+// lazarus demo writes the week into a database that is blank and
+// unmarked, whether or not its file existed (a first start that stopped
+// before its traffic, on a taken port say, leaves a blank file with its
+// admin user); never into one with traffic of its own, and serve --demo
+// never writes one.
+func TestDemoHistoryOnlyOnABlankDatabaseUnderDemo(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		cmd      string
-		existing bool
+		existing string // "", "blank" or "traffic"
+		want     bool
 	}{
-		{"ServeDemoOnANewFile", "serve", false},
-		{"DemoOnAnExistingFile", "demo", true},
+		{"ServeDemoOnANewFile", "serve", "", false},
+		{"DemoOnABlankFileThatExisted", "demo", "blank", true},
+		{"DemoOnAFileWithTraffic", "demo", "traffic", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "lazarus.db")
-			if c.existing {
+			switch c.existing {
+			case "blank":
 				createDatabase(t, path)
+			case "traffic":
+				withBroker(t, path, func(b *broker.Broker) {
+					if _, err := b.Push(context.Background(), []broker.PushItem{{Queue: "mine", Partition: "p", Payload: []byte(`{}`), TransactionID: "t-1"}}); err != nil {
+						t.Fatal(err)
+					}
+				})
 			}
 			args := []string{"--db", path}
 			if c.cmd == "serve" {
@@ -118,9 +130,21 @@ func TestNoDemoHistoryOnADatabaseThatExistedOrUnderServe(t *testing.T) {
 			if err := s.shutdown(); err != nil {
 				t.Fatal(err)
 			}
-			if mark, n := demoMarkOf(t, path); mark != (broker.DemoHistory{}) || n != 0 {
-				t.Errorf("mark %+v, %d audit entries; want none", mark, n)
+			mark, n := demoMarkOf(t, path)
+			if got := mark != (broker.DemoHistory{}); got != c.want || n != map[bool]int{true: 1}[c.want] {
+				t.Errorf("mark %+v, %d audit entries; want a history: %v", mark, n, c.want)
 			}
 		})
 	}
+}
+
+// withBroker runs fn on a broker over the database at path, then closes it.
+func withBroker(t *testing.T, path string, fn func(*broker.Broker)) {
+	t.Helper()
+	d, err := db.Open(context.Background(), path, db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	fn(broker.New(broker.Config{Store: d}))
 }

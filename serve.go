@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -52,13 +50,6 @@ func orDefault(d, def time.Duration) time.Duration {
 // accepting, releases long-polls, finishes what is in flight, and closes
 // the database. onListen, when not nil, is told the address listened on.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, onListen func(net.Addr)) (err error) {
-	// A database that lazarus demo creates now gets a week of synthetic
-	// history (demo.WriteHistory); one that existed before never does.
-	newDemoDB := false
-	if cfg.DemoHistory {
-		_, statErr := os.Stat(cfg.DBPath)
-		newDemoDB = errors.Is(statErr, fs.ErrNotExist)
-	}
 	// The address first: a start that cannot listen (the port is taken)
 	// must stop before it creates the admin user, whose password it
 	// shows only once it listens.
@@ -178,7 +169,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	var demoDone sync.WaitGroup
 	if cfg.Demo {
 		demoDone.Go(func() {
-			if err := demo.Run(demoCtx, demo.Config{Broker: b, Logger: log.With("component", "demo"), History: newDemoDB}); err != nil {
+			if err := demo.Run(demoCtx, demo.Config{Broker: b, Logger: log.With("component", "demo"), History: cfg.DemoHistory}); err != nil {
 				log.Error("demo stopped", "err", err)
 			}
 		})
