@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -53,5 +54,30 @@ func TestMiddlewareChainBuiltOnce(t *testing.T) {
 	}
 	if built != 2 || ran != 8 {
 		t.Errorf("built %d times, ran %d times; want 2 and 8", built, ran)
+	}
+}
+
+// TestReadBodyAllocatesWhatComes: a Content-Length is allocated up front
+// only up to maxBodyUpFront; past it the buffer grows with the bytes that
+// come (a client that promises 8 MiB and sends 10 bytes holds little).
+func TestReadBodyAllocatesWhatComes(t *testing.T) {
+	for _, tc := range []struct {
+		length  int64
+		maxCap  int
+		minCap  int
+		comment string
+	}{
+		{length: 8 << 20, maxCap: maxBodyUpFront, comment: "a promise of 8 MiB"},
+		{length: 2000, minCap: 2000, maxCap: 2001, comment: "a body of its length, in one allocation"},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"items":[]}`))
+		req.ContentLength = tc.length
+		b, err := readBody(req)
+		if err != nil || string(b) != `{"items":[]}` {
+			t.Fatalf("%s: %q, %v", tc.comment, b, err)
+		}
+		if cap(b) > tc.maxCap || cap(b) < tc.minCap {
+			t.Errorf("%s: a buffer of %d bytes", tc.comment, cap(b))
+		}
 	}
 }

@@ -50,11 +50,16 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
+// maxBodyUpFront is the most readBody allocates before the bytes come: a
+// Content-Length is a promise, and a client that makes it and sends
+// nothing must not hold a buffer of the whole cap.
+const maxBodyUpFront = 64 << 10
+
 // readBody reads the whole body, in one allocation when the request says
-// its length.
+// its length and it is at most maxBodyUpFront.
 func readBody(r *http.Request) ([]byte, error) {
 	n := r.ContentLength
-	if n < 0 || n > 64<<20 {
+	if n < 0 || n > maxBodyUpFront {
 		n = 512
 	}
 	buf := make([]byte, 0, n+1) // +1: the read that finds the end
