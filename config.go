@@ -119,11 +119,11 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	}
 	fs.StringVar(&cfg.DBPath, "db", dbDefault, dbUsage)
 	fs.StringVar(&syncMode, "sync", env("LAZARUS_SYNC", "full"), "durability: full (fsync every commit) or normal (env LAZARUS_SYNC)")
-	fs.StringVar(&busy, "busy-timeout", env("LAZARUS_BUSY_TIMEOUT", db.DefaultBusyTimeout.String()),
+	fs.StringVar(&busy, "busy-timeout", env("LAZARUS_BUSY_TIMEOUT", shortDuration(db.DefaultBusyTimeout)),
 		"how long a write waits for another process's lock on the database before it is answered 503, e.g. 5s or 500ms (env LAZARUS_BUSY_TIMEOUT)")
-	fs.StringVar(&restore, "restore-window", env("LAZARUS_RESTORE_WINDOW", broker.RestoreWindow.String()),
+	fs.StringVar(&restore, "restore-window", env("LAZARUS_RESTORE_WINDOW", shortDuration(broker.RestoreWindow)),
 		"how long a deleted dead letter can be restored, e.g. 24h or 30m; after it, it is gone for good (env LAZARUS_RESTORE_WINDOW)")
-	fs.StringVar(&every, "maintenance-every", env("LAZARUS_MAINTENANCE_EVERY", broker.DefaultMaintenanceEvery.String()),
+	fs.StringVar(&every, "maintenance-every", env("LAZARUS_MAINTENANCE_EVERY", shortDuration(broker.DefaultMaintenanceEvery)),
 		"how often maintenance runs (retention sweeps, stats compaction), from 1s to 1h (env LAZARUS_MAINTENANCE_EVERY)")
 	fs.StringVar(&auditKeep, "audit-retention", env("LAZARUS_AUDIT_RETENTION", "400d"),
 		"how long audit entries are kept, in days (400d) or as a duration of 24h at least; 0 keeps them for ever (env LAZARUS_AUDIT_RETENTION)")
@@ -222,6 +222,19 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 
 // maxRetention bounds a retention setting: 100 years.
 const maxRetention = 36500 * 24 * time.Hour
+
+// shortDuration writes a default as a person would type it: 24h and 1m,
+// not time.Duration's 24h0m0s and 1m0s (it parses back the same).
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // parseRetention reads a retention: a number of days ("400d"), a
 // duration ("9600h"), or 0 (kept for ever); at least a day.

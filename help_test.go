@@ -43,3 +43,96 @@ func TestHelpNamesEveryEnvironmentVariable(t *testing.T) {
 		}
 	}
 }
+
+// The help is a table a person scans: every description starts in
+// column 27 (a name too long for it has its description on the lines
+// below), continuation lines too, and no line is wider than 80.
+func TestHelpIsAligned(t *testing.T) {
+	t.Parallel()
+	const col = 26 // spaces before a description
+	entry := regexp.MustCompile(`^  (\S.*?)(\s*)$`)
+	for i, l := range strings.Split(usage, "\n") {
+		n := i + 1
+		if len(l) > 80 {
+			t.Errorf("line %d is %d wide: %q", n, len(l), l)
+		}
+		if l == "" || !strings.HasPrefix(l, " ") {
+			continue // blank, or a heading
+		}
+		if strings.HasPrefix(l, strings.Repeat(" ", col)) {
+			if l[col] == ' ' {
+				t.Errorf("line %d is indented past column %d: %q", n, col+1, l)
+			}
+			continue
+		}
+		// "  name   description": the description at col, or none.
+		m := entry.FindStringSubmatch(l)
+		if m == nil {
+			t.Errorf("line %d is neither an entry nor a continuation: %q", n, l)
+			continue
+		}
+		name, desc, found := strings.Cut(m[1], "  ")
+		if !found {
+			if len(name)+2 <= col-2 {
+				t.Errorf("line %d: %q has room for its description on its line", n, name)
+			}
+			continue
+		}
+		if got := 2 + len(name) + 2 + len(desc) - len(strings.TrimLeft(desc, " ")); got != col {
+			t.Errorf("line %d: its description starts in column %d, want %d: %q", n, got+1, col+1, l)
+		}
+	}
+}
+
+// The defaults the help states are those of the flags themselves
+// (`lazarus serve --help`, `lazarus demo --help`), written as they are
+// typed: 24h, not 24h0m0s.
+func TestHelpStatesTheFlagsDefaults(t *testing.T) {
+	t.Parallel()
+	flagHelp := regexp.MustCompile(`(?m)^  -([a-z-]+).*\n((?:    \t.*\n?)+)`)
+	def := regexp.MustCompile(`\(default "([^"]*)"\)`)
+	for _, cmd := range []string{"serve", "demo"} {
+		var stdout, stderr strings.Builder
+		noEnv := func(string) string { return "" }
+		if err := run(t.Context(), []string{cmd, "--help"}, noEnv, strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Fatalf("%s --help: %v", cmd, err)
+		}
+		flags := flagHelp.FindAllStringSubmatch(stderr.String(), -1)
+		if len(flags) < 10 {
+			t.Fatalf("%s --help names %d flags:\n%s", cmd, len(flags), stderr.String())
+		}
+		for _, f := range flags {
+			name, text := f[1], strings.Join(strings.Fields(f[2]), " ")
+			if strings.Contains(text, "m0s") || strings.Contains(text, "h0m") {
+				t.Errorf("%s --help -%s: a duration as time.Duration writes it: %s", cmd, name, text)
+			}
+			d := def.FindStringSubmatch(text)
+			if d == nil {
+				continue // no default (empty), or a boolean
+			}
+			if e := helpEntry(usage, name); !strings.Contains(e, "default "+d[1]) {
+				t.Errorf("lazarus help says of --%s %q; %s's default is %s", name, e, cmd, d[1])
+			}
+		}
+	}
+}
+
+// helpEntry is the text of the help's entry for the flag --name, its
+// continuation lines joined.
+func helpEntry(help, name string) string {
+	var lines []string
+	in := false
+	for _, l := range strings.Split(help, "\n") {
+		switch {
+		case strings.HasPrefix(l, "  --"+name+" "):
+			in = true
+		case in && strings.HasPrefix(l, strings.Repeat(" ", 26)):
+		default:
+			in = false
+		}
+		if in {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(strings.Fields(strings.Join(lines, " ")), " ")
+}

@@ -26,52 +26,67 @@ import (
 	"github.com/lazarus-dlq/lazarus/version"
 )
 
-const usage = `Lazarus: a message broker on SQLite, with dead letters you can see and replay.
+const usage = `Lazarus: a message broker on SQLite, with dead letters you can see
+and replay.
 
 Usage:
-  lazarus serve [flags]   serve the broker's API and dashboard (--demo adds demo traffic)
-  lazarus demo [flags]    serve a database of its own (default ./lazarus-demo.db)
-                          with demo traffic: dead letters pile up within seconds
-  lazarus user add NAME --role viewer|operator|admin [--password-stdin] [--db PATH]
-                          add a dashboard user; the password is asked for on the
-                          terminal, read from stdin, or generated and printed once
+  lazarus serve [flags]   serve the broker's API and dashboard (--demo adds
+                          demo traffic)
+  lazarus demo [flags]    serve a database of its own (default
+                          ./lazarus-demo.db) with demo traffic: dead letters
+                          pile up within seconds
+  lazarus user add NAME --role ROLE [--password-stdin] [--db PATH]
+                          add a dashboard user, ROLE viewer, operator or
+                          admin; the password is asked for on the terminal,
+                          read from stdin, or generated and printed once
   lazarus token create --user NAME --name TOKENNAME [--db PATH]
-                          make an API token acting with the user's role; printed once
+                          make an API token acting with the user's role;
+                          printed once
   lazarus archive import FILE [--db PATH]
-                          file the dead letters of an archive file (or an NDJSON
-                          export) again as dead letters; says how many were imported
-                          and skipped
+                          file the dead letters of an archive file (or an
+                          NDJSON export) again as dead letters; says how many
+                          were imported and skipped
   lazarus version         print the version and the commit it was built from
   lazarus help            print this help
 
 Flags of serve and demo (flags win over the environment):
-  --addr        listen address (env LAZARUS_ADDR, default 127.0.0.1:8080)
-  --db          SQLite database file (env LAZARUS_DB, default ./lazarus.db)
-  --sync        full or normal (env LAZARUS_SYNC, default full)
-  --busy-timeout how long a write waits for a lock another process holds on
-                the database before it is answered 503 (env LAZARUS_BUSY_TIMEOUT,
-                default 5s)
-  --log-format  text or json (env LAZARUS_LOG_FORMAT, default text)
-  --log-level   debug, info, warn or error (env LAZARUS_LOG_LEVEL, default info)
-  --archive-dir where dead letters of queues with deadLetterArchive are written
-                before they expire (env LAZARUS_ARCHIVE_DIR, default none)
-  --restore-window how long a deleted dead letter can be restored
-                (env LAZARUS_RESTORE_WINDOW, default 24h)
-  --maintenance-every how often maintenance (retention, expiry, sweeps) runs
-                (env LAZARUS_MAINTENANCE_EVERY, default 1m)
-  --audit-retention how long audit entries are kept; 0 for ever
-                (env LAZARUS_AUDIT_RETENTION, default 400d)
-  --demo        serve only: also run demo traffic
+  --addr                  listen address (env LAZARUS_ADDR,
+                          default 127.0.0.1:8080)
+  --db                    SQLite database file, created if missing; serve:
+                          env LAZARUS_DB, default ./lazarus.db; demo: --db
+                          only (LAZARUS_DB is ignored), default
+                          ./lazarus-demo.db
+  --sync                  full or normal (env LAZARUS_SYNC, default full)
+  --busy-timeout          how long a write waits for a lock another process
+                          holds on the database before it is answered 503
+                          (env LAZARUS_BUSY_TIMEOUT, default 5s)
+  --log-format            text or json (env LAZARUS_LOG_FORMAT, default text)
+  --log-level             debug, info, warn or error (env LAZARUS_LOG_LEVEL,
+                          default info)
+  --archive-dir           where dead letters of queues with deadLetterArchive
+                          are written before they expire
+                          (env LAZARUS_ARCHIVE_DIR, default none)
+  --restore-window        how long a deleted dead letter can be restored
+                          (env LAZARUS_RESTORE_WINDOW, default 24h)
+  --maintenance-every     how often maintenance (retention, expiry, sweeps)
+                          runs (env LAZARUS_MAINTENANCE_EVERY, default 1m)
+  --audit-retention       how long audit entries are kept; 0 for ever
+                          (env LAZARUS_AUDIT_RETENTION, default 400d)
+  --demo                  serve only: also run demo traffic
 
 Environment only:
-  LAZARUS_ADMIN_PASSWORD  creates the user admin at start, or resets its password;
-                          without it, a database with no user gets an admin whose
-                          generated password is printed once at start
-  LAZARUS_ADMIN_TOKEN     when set, accepted as an admin bearer token on the API
+  LAZARUS_ADMIN_PASSWORD  creates the user admin at start, or resets its
+                          password; without it, a database with no user gets
+                          an admin whose generated password is printed once
+  LAZARUS_ADMIN_TOKEN     when set, accepted as an admin bearer token on the
+                          API
   LAZARUS_SECURE_COOKIES  true: the dashboard's cookies are always Secure
-  LAZARUS_API_OPEN        true: the API needs no token (UNSAFE, local development only)
+  LAZARUS_API_OPEN        true: the API needs no token (UNSAFE, local
+                          development only)
   LAZARUS_METRICS_PUBLIC  true: /metrics answers without a bearer token
-  LAZARUS_MAX_PAYLOAD_BYTES  the largest payload a push may carry (default 2097152)
+  LAZARUS_MAX_PAYLOAD_BYTES
+                          the largest payload a push may carry
+                          (default 2097152)
 
 Run 'lazarus serve --help' for the details of each flag.
 `
