@@ -84,10 +84,10 @@ func TestMergeResults(t *testing.T) {
 	for _, c := range got.Cases {
 		ids, started = append(ids, c.ID), append(started, c.Started)
 	}
-	if !slices.Equal(ids, []string{"L2", "D5", "D6", "S1"}) || !slices.Equal(started, []string{"then", "now", "now", "then"}) {
+	if !slices.Equal(ids, []string{"L2", "S1", "D5", "D6"}) || !slices.Equal(started, []string{"then", "then", "now", "now"}) {
 		t.Errorf("cases %q started %q", ids, started)
 	}
-	if got.Cases[1].Rows[0].Measure != "new" || got.Started != "then" || got.Seconds != 125 || len(got.Merged) != 1 {
+	if got.Cases[2].Rows[0].Measure != "new" || got.Started != "then" || got.Seconds != 125 || len(got.Merged) != 1 {
 		t.Errorf("merged %+v", got)
 	}
 	now.Machine.Mode = "quick"

@@ -274,7 +274,8 @@ type benchCase struct {
 	named bool
 }
 
-// allCases lists the suite in PERF.md's order. A case marked named runs
+// allCases lists the suite in PERF.md's order (but D5 and D6 after the S
+// cases, whose database they change). A case marked named runs
 // only when -cases names it (each has a task of its own: bench:instr,
 // bench:soak, bench:stored); a run of all cases keeps their last results
 // from -out.
@@ -296,11 +297,14 @@ func allCases() []benchCase {
 		{"D2", "dead letters page over HTTP, whole and htmx fragment", caseD2, false},
 		{"D3", "depth per group and totals (tiles, badges)", caseD3, false},
 		{"D4", "depth chart 24 h and 30 d", caseD4, false},
-		{"D5", "replay 10k by filter as a job vs raw set-based in the same chunk size", caseD5, false},
-		{"D6", "a producer's push p99 while D5's job runs", caseD6, false},
 		{"S1", "search in dead letters: payload fields, payload and error free text", caseS1, false},
 		{"S2", "error groups of a queue from their kept counts", caseS2, false},
 		{"S3", "export a group's dead letters as NDJSON: memory", caseS3, false},
+		// D5 and D6 replay and delete dead letters of the dashboard's
+		// database, which the D and S cases share: they run after the
+		// cases that count them (S2 and S3 check the group's whole count).
+		{"D5", "replay 10k by filter as a job vs raw set-based in the same chunk size", caseD5, false},
+		{"D6", "a producer's push p99 while D5's job runs", caseD6, false},
 		{"G1", "storage under steady load with completedRetentionSeconds short: the file plateaus", caseG1, true},
 		{"G2", "CPU and instructions a message with 10M messages stored vs 1k", caseG2, true},
 		{"G3", "a producer's push p99 while a retention sweep of 200k messages runs (info)", caseG3, true},
