@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -185,7 +186,7 @@ func parseTokenCreate(args []string, getenv func(string) string, stderr io.Write
 // tokenCreate makes an API token and prints it, alone on its line, so that
 // a script can take it: TOKEN=$(lazarus token create ...).
 func tokenCreate(ctx context.Context, o tokenCreateOptions, stdout, stderr io.Writer) error {
-	b, closeDB, err := openBroker(ctx, o.DBPath)
+	b, closeDB, err := openExisting(ctx, o.DBPath)
 	if err != nil {
 		return err
 	}
@@ -244,6 +245,22 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // openBroker opens the database for a command and returns a broker on it
 // and the function that closes both.
 func openBroker(ctx context.Context, path string) (*broker.Broker, func(), error) {
+	return openBrokerAt(ctx, path, true)
+}
+
+// openExisting is openBroker for a command that reads what a server wrote
+// (token create, archive import): a database that is not there is a
+// mistaken --db, said as such, and no empty file is left behind.
+func openExisting(ctx context.Context, path string) (*broker.Broker, func(), error) {
+	return openBrokerAt(ctx, path, false)
+}
+
+func openBrokerAt(ctx context.Context, path string, create bool) (*broker.Broker, func(), error) {
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("database %s does not exist: is --db (or LAZARUS_DB) right? (lazarus demo's is %s)", path, defaultDemoDB)
+		}
+	}
 	d, err := db.Open(ctx, path, db.SyncFull)
 	if err != nil {
 		return nil, nil, err

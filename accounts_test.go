@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -207,5 +209,19 @@ func TestTokenCreate(t *testing.T) {
 	err = run(context.Background(), []string{"token", "create", "--user", "admin"}, env, nil, io.Discard, io.Discard)
 	if err == nil || exitCode(err) != 2 {
 		t.Fatalf("without --name: %v", err)
+	}
+}
+
+// token create on a database that is not there (a mistaken --db, or the
+// demo's file forgotten) says so and leaves no empty database behind.
+func TestTokenCreateOnAMissingDatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lazarus.db")
+	err := run(context.Background(), []string{"token", "create", "--user", "admin", "--name", "ci", "--db", path}, envOf(nil), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "lazarus-demo.db") {
+		t.Fatalf("token create on a missing database: %v", err)
+	}
+	if _, statErr := os.Stat(path); !errors.Is(statErr, fs.ErrNotExist) {
+		t.Errorf("token create left a database behind: %v", statErr)
 	}
 }

@@ -58,7 +58,7 @@ func archiveImport(ctx context.Context, dbPath, path string, stdout io.Writer) e
 		return fmt.Errorf("archive import: %w", err)
 	}
 	defer f.Close()
-	b, closeAll, err := openBroker(ctx, dbPath)
+	b, closeAll, err := openExisting(ctx, dbPath)
 	if err != nil {
 		return err
 	}
