@@ -15,13 +15,17 @@ import (
 // sparklines would start flat; so the first start writes a week of
 // plausible history into the time buckets (broker.WriteDemoHistory), as a
 // manager would see it after a week in production: busier by day than by
-// night and at weekends, completed acks far above failed ones, dead
-// letters that come in small bursts and are worked off at the morning and
-// afternoon triage (transient failures replayed, bad messages deleted, a
-// few parked for a day or so, then deleted), two incidents (a payment provider's outage one
+// night and at weekends, completed acks far above failed ones, and dead
+// letters at the rates the live traffic files them (profiles derives them
+// from rates.go, the live workers' source), now and then in a burst,
+// worked off by the same triage as the live demo's (every ten minutes:
+// transient failures replayed, bad messages deleted), so that depth and
+// age stay under the default alert levels except in the bursts and in two
+// incidents, where the alerts show (a payment provider's outage one
 // afternoon, replayed once it is over; an email template missing after a
-// deploy one morning), and the list worked down to nothing just before
-// the live traffic starts, where the database really is: no dead letter.
+// deploy one morning). The week ends where the database really is: no
+// dead letter waiting, the last replays' copies settling in the live
+// traffic.
 
 // HistorySpan is how far back the synthetic history goes.
 const HistorySpan = 7 * 24 * time.Hour
@@ -70,9 +74,12 @@ func writeHistory(ctx context.Context, b *broker.Broker, qs []queue, seed uint64
 // profile is how one queue and group behaves in the synthetic history.
 type profile struct {
 	queue, group string
-	perMinute    float64 // acks a minute at the day's peak (the live demo's rate)
-	failRate     float64 // failed acks among them, on a normal day
+	perMinute    float64 // messages a minute at the day's peak (the live demo's rate)
+	failRate     float64 // failed acks among all, on a normal day
 	deadPerHour  float64 // dead letters an hour at the peak, on a normal day
+	transient    float64 // their share that the triage replays
+	replayOK     float64 // the share of those replays that succeed
+	bursts       bool    // the queue's main group: its producer's bursts
 	incidents    []incident
 }
 
@@ -89,16 +96,9 @@ type incident struct {
 }
 
 // profiles are the demo's queues and groups, in order, with how each
-// behaves: the rates of the live demo at the peak, and its incidents.
+// behaves: the rates of the live demo (outcomeOf, from rates), and the
+// incidents.
 func profiles(qs []queue) []profile {
-	rates := map[string]struct{ fail, dead float64 }{
-		"orders/" + groupBilling:     {0.025, 4},
-		"orders/" + groupAnalytics:   {0.008, 0.8},
-		"payments/" + groupBilling:   {0.035, 7},
-		"payments/" + groupAnalytics: {0.008, 0.8},
-		"emails/" + groupNotifier:    {0.03, 5},
-		"emails/" + groupAnalytics:   {0.008, 0.6},
-	}
 	incidents := map[string][]incident{
 		// The card processor down one afternoon, three days back: charges
 		// time out until it is back, then the on-call engineer replays them.
@@ -116,10 +116,12 @@ func profiles(qs []queue) []profile {
 		}
 		slices.Sort(groups)
 		for _, g := range groups {
-			k := q.name + "/" + g
-			r := rates[k]
-			out = append(out, profile{queue: q.name, group: g, perMinute: float64(time.Minute / q.every),
-				failRate: r.fail, deadPerHour: r.dead, incidents: incidents[k]})
+			o := outcomeOf(q.name, g, q.retryLimit())
+			perMinute := float64(time.Minute / q.every)
+			out = append(out, profile{queue: q.name, group: g, perMinute: perMinute,
+				failRate: o.failed / (1 + o.failed), deadPerHour: o.dead * perMinute * 60,
+				transient: o.transientShare, replayOK: o.replayOK, bursts: g == q.main,
+				incidents: incidents[q.name+"/"+g]})
 		}
 	}
 	return out
@@ -129,9 +131,8 @@ func profiles(qs []queue) []profile {
 type kind int
 
 const (
-	transient kind = iota // replayed at the next triage
-	bad                   // deleted at the next triage
-	parked                // left for later: deleted at a triage a day or more on
+	transient kind = iota // replayed at a triage
+	bad                   // deleted at a triage
 	outage                // of an incident: replayed once it is over
 )
 
@@ -177,42 +178,18 @@ func (w *waiting) takeIf(n int64, match func(run) bool) int64 {
 	return got
 }
 
-// Triage and clean-up speeds: dead letters a minute a bulk job settles.
+// Triage speeds: dead letters a minute a bulk job settles.
 const (
 	replaysPerMinute = 150
 	deletesPerMinute = 100
-	// cleanUp is how long before the end the last clean-up starts.
-	cleanUp = 25 * time.Minute
-	// parkedFor is how long a parked dead letter waits at least.
-	parkedFor = 20 * time.Hour
 )
-
-// triageAt reports whether the on-call engineer starts a triage at t
-// (UTC): 09:30 and 15:30 on weekdays, 11:00 at weekends.
-func triageAt(t time.Time) bool {
-	h, m := t.Hour(), t.Minute()
-	if wd := t.Weekday(); wd == time.Saturday || wd == time.Sunday {
-		return h == 11 && m == 0
-	}
-	return m == 30 && (h == 9 || h == 15)
-}
-
-// rhythm is the share of the day's peak traffic at t: low at night, a
-// peak in the European afternoon, quieter at weekends.
-func rhythm(t time.Time) float64 {
-	h := float64(t.Hour()) + float64(t.Minute())/60
-	r := 0.22 + 0.78*math.Exp(-math.Pow((h-13.5)/4.2, 2))
-	if wd := t.Weekday(); wd == time.Saturday || wd == time.Sunday {
-		r *= 0.55
-	}
-	return r
-}
 
 // synthesize makes the minutes of [from, until) of one group.
 func (p profile) synthesize(rng *rand.Rand, from, until time.Time) []broker.DemoMinute {
 	n := int(until.Sub(from) / time.Minute)
 	out := make([]broker.DemoMinute, n)
-	// Replayed copies settle a minute or two after the replay.
+	// Replayed copies settle a minute or two after the replay; those that
+	// would settle after until do so in the live traffic, not here.
 	type outcome struct{ ok, failed int64 }
 	later := make([]outcome, n+3)
 	var w waiting
@@ -223,7 +200,6 @@ func (p profile) synthesize(rng *rand.Rand, from, until time.Time) []broker.Demo
 	for k := range out {
 		at := from.Add(time.Duration(k) * time.Minute)
 		last := k == n-1
-		final := until.Sub(at) <= cleanUp
 		if d := at.YearDay(); d != day {
 			day, drift = d, 0.9+0.2*rng.Float64() // some days are busier
 		}
@@ -247,8 +223,6 @@ func (p profile) synthesize(rng *rand.Rand, from, until time.Time) []broker.Demo
 		s.Failed = poisson(rng, traffic*fail)
 		s.Completed = max(0, int64(math.Round(traffic))-s.Failed)
 
-		// Dead letters come in now and then, and in small bursts (an
-		// upstream having a bad minute) about twice a day.
 		arrive := func(n int64, kd kind) {
 			if n > 0 {
 				w = append(w, run{at: at.Add(time.Duration(rng.IntN(60000)) * time.Millisecond), n: n, kind: kd})
@@ -256,19 +230,16 @@ func (p profile) synthesize(rng *rand.Rand, from, until time.Time) []broker.Demo
 			}
 		}
 		if !last {
-			burst := int64(0)
-			if rng.Float64() < 2.0/(24*60) {
-				burst = 8 + rng.Int64N(20)
-			}
-			for range poisson(rng, deadRate) + burst {
-				switch r := rng.Float64(); {
-				case r < 0.70:
+			for range poisson(rng, deadRate) {
+				if rng.Float64() < p.transient {
 					arrive(1, transient)
-				case r < 0.95:
+				} else {
 					arrive(1, bad)
-				default:
-					arrive(1, parked)
 				}
+			}
+			// The producer's bursts, as the live producers make them.
+			if p.bursts && rng.Float64() < burstsPerDay/(24*60)*rhythm(at)/meanRhythm {
+				arrive(int64(burstMin+rng.IntN(burstSpan)), bad)
 			}
 			if inIncident != nil {
 				arrive(poisson(rng, inIncident.deadPerMinute), outage)
@@ -282,51 +253,41 @@ func (p profile) synthesize(rng *rand.Rand, from, until time.Time) []broker.Demo
 		s.Failed += o.failed
 		arrive(o.failed, bad)
 
-		// The triage, the replay after an incident, the last clean-up.
-		if triageAt(at) {
-			triage = true
-		}
-		replay := func(limit int64, success float64, kinds ...kind) {
-			got := w.take(limit, kinds...)
+		replay := func(limit int64, success float64, match func(run) bool) {
+			got := w.takeIf(limit, match)
 			s.Replayed += got
 			if got == 0 {
 				return
 			}
 			ok := binomial(rng, got, success)
-			if final {
-				// Settled before the end: none comes back.
-				ok = got
+			if when := k + 1 + rng.IntN(2); when < n {
+				later[when].ok += ok
+				later[when].failed += got - ok
 			}
-			when := k + 1 + rng.IntN(2)
-			if final || when >= n {
-				s.ReplayCompleted += ok
-				s.Completed += ok
-				return
-			}
-			later[when].ok += ok
-			later[when].failed += got - ok
 		}
+		// The triage every triageEvery, as the live demo's; the replay
+		// after an incident; at the last minute, all that waits, so that
+		// the week ends where the database is.
+		if at.Sub(at.Truncate(triageEvery)) == 0 {
+			triage = true
+		}
+		replayable := func(r run) bool { return r.kind == transient && at.Sub(r.at) >= triageReplayAfter }
+		deletable := func(r run) bool { return r.kind == bad && at.Sub(r.at) >= triageDeleteAfter }
 		switch {
-		case final:
-			budget := int64(replaysPerMinute)
-			if last {
-				budget = math.MaxInt64
-			}
-			replay(budget, 1, transient, outage, parked)
-			s.Deleted += w.take(budget, bad)
+		case last:
+			replay(math.MaxInt64, p.replayOK, func(r run) bool { return r.kind != bad })
+			s.Deleted += w.take(math.MaxInt64, bad)
 		default:
 			if replaying != nil {
-				replay(replaysPerMinute, replaying.replaySucceeded, outage)
+				replay(replaysPerMinute, replaying.replaySucceeded, func(r run) bool { return r.kind == outage })
 				if !slices.ContainsFunc(w, func(r run) bool { return r.kind == outage }) {
 					replaying = nil
 				}
 			}
 			if triage {
-				// Parked a day ago or more: looked at again, given up on.
-				stale := func(r run) bool { return r.kind == bad || r.kind == parked && at.Sub(r.at) >= parkedFor }
-				replay(replaysPerMinute, 0.93, transient)
-				s.Deleted += w.takeIf(deletesPerMinute, stale)
-				triage = slices.ContainsFunc(w, func(r run) bool { return r.kind == transient || stale(r) })
+				replay(replaysPerMinute, p.replayOK, replayable)
+				s.Deleted += w.takeIf(deletesPerMinute, deletable)
+				triage = slices.ContainsFunc(w, func(r run) bool { return replayable(r) || deletable(r) })
 			}
 		}
 		s.Depth = w.depth()

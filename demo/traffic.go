@@ -102,30 +102,30 @@ var (
 	locales   = []string{"en-GB", "fr-FR", "de-DE", "es-ES"}
 )
 
-func newOrder(tenant string) (string, any) {
-	first, last := pick(firstNames), pick(lastNames)
+func newOrder(rng *rand.Rand, tenant string) (string, any) {
+	first, last := pick(rng, firstNames), pick(rng, lastNames)
 	o := Order{
-		OrderID:    randomID("ord_"),
-		CustomerID: randomID("cus_"),
+		OrderID:    randomID(rng, "ord_"),
+		CustomerID: randomID(rng, "cus_"),
 		Email:      first + "." + last + "@" + tenant + ".example",
 		Currency:   "EUR",
-		Source:     pick([]string{"web", "web", "web", "ios", "android"}),
+		Source:     pick(rng, []string{"web", "web", "web", "ios", "android"}),
 		PlacedAt:   time.Now().UTC().Truncate(time.Millisecond),
 	}
-	if rand.IntN(25) == 0 {
+	if rng.Float64() < rates.digitalOrder {
 		o.Items = []LineItem{withQuantity(digital, 1)} // nothing to ship
 	} else {
-		for range 1 + rand.IntN(3) {
-			o.Items = append(o.Items, withQuantity(pick(products), 1+rand.IntN(3)))
+		for range 1 + rng.IntN(3) {
+			o.Items = append(o.Items, withQuantity(pick(rng, products), 1+rng.IntN(3)))
 		}
-		a := pick(addresses)
+		a := pick(rng, addresses)
 		o.Shipping = &a
 	}
 	for _, it := range o.Items {
 		o.Total += it.UnitPrice * float64(it.Quantity)
 	}
 	o.Total = math.Round(o.Total*100) / 100
-	if rand.IntN(30) == 0 {
+	if rng.Float64() < rates.legacyOrder {
 		o.Source = "checkout-v1"
 		return o.OrderID, legacyOrder{Order: o, Total: fmt.Sprintf("%.2f", o.Total)}
 	}
@@ -137,24 +137,23 @@ func withQuantity(it LineItem, n int) LineItem {
 	return it
 }
 
-func newPayment(tenant string) (string, any) {
+func newPayment(rng *rand.Rand, tenant string) (string, any) {
 	p := Payment{
-		PaymentID: randomID("pay_"),
-		OrderID:   randomID("ord_"),
-		Amount:    math.Round((5+rand.Float64()*400)*100) / 100,
+		PaymentID: randomID(rng, "pay_"),
+		OrderID:   randomID(rng, "ord_"),
+		Amount:    math.Round((5+rng.Float64()*400)*100) / 100,
 		Currency:  "EUR",
 		Method:    "card",
 	}
 	p.IdempotencyKey = tenant + ":" + p.PaymentID
-	switch r := rand.IntN(100); {
-	case r < 10:
+	if rng.Float64() < rates.sepa {
 		p.Method = "sepa_debit"
-	default:
-		c := Card{Brand: pick([]string{"visa", "mastercard", "amex"}), Last4: fmt.Sprintf("%04d", 1000+rand.IntN(9000)), ExpMonth: 1 + rand.IntN(12), ExpYear: 2027 + rand.IntN(5)}
-		switch {
-		case r < 15: // the test cards of a sandbox: declined and expired
+	} else {
+		c := Card{Brand: pick(rng, []string{"visa", "mastercard", "amex"}), Last4: fmt.Sprintf("%04d", 1000+rng.IntN(9000)), ExpMonth: 1 + rng.IntN(12), ExpYear: 2027 + rng.IntN(5)}
+		switch r := rng.Float64(); {
+		case r < rates.declinedCard: // the test cards of a sandbox: declined and expired
 			c.Last4 = "0002"
-		case r < 17:
+		case r < rates.declinedCard+rates.expiredCard:
 			c.Last4, c.ExpYear = "0069", 2024
 		}
 		p.Card = &c
@@ -162,31 +161,32 @@ func newPayment(tenant string) (string, any) {
 	return p.IdempotencyKey, p
 }
 
-func newEmail(tenant string) (string, any) {
-	first, last := pick(firstNames), pick(lastNames)
+func newEmail(rng *rand.Rand, tenant string) (string, any) {
+	first, last := pick(rng, firstNames), pick(rng, lastNames)
 	e := Email{
-		MessageID: randomID("msg_"),
-		Template:  pick(templates),
+		MessageID: randomID(rng, "msg_"),
+		Template:  pick(rng, templates),
 		Email:     first + "." + last + "@" + tenant + ".example",
-		Locale:    pick(locales),
-		Vars:      map[string]string{"firstName": strings.ToUpper(first[:1]) + first[1:], "orderId": randomID("ord_")},
+		Locale:    pick(rng, locales),
+		Vars:      map[string]string{"firstName": strings.ToUpper(first[:1]) + first[1:], "orderId": randomID(rng, "ord_")},
 	}
-	switch rand.IntN(50) {
-	case 0: // typed into a form without validation
+	switch r := rng.Float64(); {
+	case r < rates.badAddress/2: // typed into a form without validation
 		e.Email = first + "." + last + "@"
-	case 1:
+	case r < rates.badAddress:
 		e.Email = first + " " + last + " at " + tenant + ".example"
-	case 2: // a template the sender knows and the notifier does not, yet
+	case r < rates.badAddress+rates.unknownTemplate: // a template the sender knows and the notifier does not, yet
 		e.Template = "invoice_reminder_v3"
 	}
 	return e.MessageID, e
 }
 
 // The workers. Each fails now and then as such workers do: a bug for some
-// inputs, a refusal by a provider, an upstream having a bad day.
+// inputs, a refusal by a provider, an upstream having a bad day; how often
+// is in rates (rates.go).
 
 // billOrder works out the tax of an order and raises the invoice.
-func billOrder(_ context.Context, d broker.Delivery) (string, bool) {
+func billOrder(_ context.Context, rng *rand.Rand, d broker.Delivery) (string, bool) {
 	var o Order
 	if err := json.Unmarshal(d.Payload, &o); err != nil {
 		return err.Error(), false
@@ -197,17 +197,18 @@ func billOrder(_ context.Context, d broker.Delivery) (string, bool) {
 	if gross <= 0 {
 		return "validation failed: field 'total' must be positive", true
 	}
-	if rand.IntN(25) == 0 {
+	if rng.Float64() < rates.billingTimeout {
 		return "upstream timeout after 30s: POST https://billing.internal.example/v1/invoices", false
 	}
-	if rand.IntN(50) == 0 {
+	// The invoice database failing over: longer than the retries take.
+	if hit(d, 1, rates.billingFailover) {
 		return "insert invoice: dial tcp 10.0.7.21:5432: connect: connection refused", false
 	}
 	return "", false
 }
 
 // chargePayment charges the payment with the card processor.
-func chargePayment(_ context.Context, d broker.Delivery) (string, bool) {
+func chargePayment(_ context.Context, rng *rand.Rand, d broker.Delivery) (string, bool) {
 	var p Payment
 	if err := json.Unmarshal(d.Payload, &p); err != nil {
 		return err.Error(), true
@@ -221,17 +222,17 @@ func chargePayment(_ context.Context, d broker.Delivery) (string, bool) {
 		}
 	}
 	// One tenant's account is over its rate limit with the processor today.
-	if d.Partition == "globex" && rand.IntN(10) < 4 {
+	if d.Partition == "globex" && hit(d, 2, rates.globexRateLimit) { // Retry-After outlasts the retries
 		return "POST https://api.stripe.example/v1/charges: 429 Too Many Requests (Retry-After: 2)", false
 	}
-	if rand.IntN(20) == 0 {
+	if rng.Float64() < rates.stripeTimeout {
 		return "upstream timeout after 30s: POST https://api.stripe.example/v1/charges", false
 	}
 	return "", false
 }
 
 // sendEmail renders the template and hands the message to the email provider.
-func sendEmail(_ context.Context, d broker.Delivery) (string, bool) {
+func sendEmail(_ context.Context, rng *rand.Rand, d broker.Delivery) (string, bool) {
 	var e Email
 	if err := json.Unmarshal(d.Payload, &e); err != nil {
 		return err.Error(), true
@@ -243,39 +244,66 @@ func sendEmail(_ context.Context, d broker.Delivery) (string, bool) {
 		return `render email: template "invoice_reminder_v3" not found`, false
 	}
 	// One tenant's sending domain is being throttled by the provider.
-	if d.Partition == "umbrella" && rand.IntN(10) < 3 {
+	if d.Partition == "umbrella" && hit(d, 3, rates.umbrellaThrottle) {
 		return "POST https://api.sendgrid.example/v3/mail/send: 429 Too Many Requests", false
 	}
-	if rand.IntN(30) == 0 {
+	if rng.Float64() < rates.smtpReset {
 		return "smtp relay: read tcp 10.0.2.5:41822->10.0.2.40:587: read: connection reset by peer", false
 	}
 	return "", false
 }
 
 // track writes an event to the analytics store; it takes any JSON.
-func track(_ context.Context, d broker.Delivery) (string, bool) {
+func track(_ context.Context, rng *rand.Rand, d broker.Delivery) (string, bool) {
 	var event map[string]any
 	if err := json.Unmarshal(d.Payload, &event); err != nil {
 		return err.Error(), true
 	}
-	if rand.IntN(40) == 0 {
+	if rng.Float64() < rates.analyticsReset {
 		return "clickhouse: insert into events: read tcp 10.0.4.12:43122->10.0.9.7:9000: read: connection reset by peer", false
 	}
 	return "", false
 }
 
-func pick[T any](s []T) T { return s[rand.IntN(len(s))] }
+func pick[T any](rng *rand.Rand, s []T) T { return s[rng.IntN(len(s))] }
 
 const idAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
-func randomID(prefix string) string {
+func randomID(rng *rand.Rand, prefix string) string {
 	b := make([]byte, 12)
 	for i := range b {
-		b[i] = idAlphabet[rand.IntN(len(idAlphabet))]
+		b[i] = idAlphabet[rng.IntN(len(idAlphabet))]
 	}
 	return prefix + string(b)
 }
 
-func traceID() string {
-	return fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
+func traceID(rng *rand.Rand) string {
+	return fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
+}
+
+// The messages of a burst: what a producer's bad deploy sends for a
+// minute, which its queue's main worker cannot take whatever it tries.
+
+func badOrder(rng *rand.Rand, tenant string) (string, any) {
+	id, p := newOrder(rng, tenant)
+	if o, ok := p.(Order); ok {
+		o.Source = "checkout-v1"
+		return id, legacyOrder{Order: o, Total: fmt.Sprintf("%.2f", o.Total)}
+	}
+	return id, p
+}
+
+func badPayment(rng *rand.Rand, tenant string) (string, any) {
+	id, p := newPayment(rng, tenant)
+	pay := p.(Payment)
+	pay.Method = "card"
+	pay.Card = &Card{Brand: "visa", Last4: "0002", ExpMonth: 1 + rng.IntN(12), ExpYear: 2027 + rng.IntN(5)}
+	return id, pay
+}
+
+func badEmail(rng *rand.Rand, tenant string) (string, any) {
+	id, p := newEmail(rng, tenant)
+	e := p.(Email)
+	e.Template = "invoice_reminder_v3"
+	return id, e
 }

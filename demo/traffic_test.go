@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestWorkersFailWithRealisticErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, permanent := handle(context.Background(), tt.h, delivery(t, "acme-corp", tt.payload))
+			got, permanent := handle(context.Background(), tt.h, rand.New(rand.NewPCG(1, 2)), delivery(t, "acme-corp", tt.payload))
 			if !strings.HasPrefix(got, tt.wantPrefix) || permanent != tt.permanent {
 				t.Errorf("got (%q, %v), want prefix %q and permanent %v", got, permanent, tt.wantPrefix, tt.permanent)
 			}
@@ -55,9 +56,10 @@ func TestWorkersFailWithRealisticErrors(t *testing.T) {
 // accepts as its type, except the deliberate legacy orders.
 func TestProducersMakeValidJSON(t *testing.T) {
 	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
 	for _, q := range queues() {
 		for range 200 {
-			txid, p := q.produce("acme-corp")
+			txid, p := q.produce(rng, "acme-corp")
 			b, err := json.Marshal(p)
 			if err != nil || !json.Valid(b) {
 				t.Fatalf("%s: payload does not marshal: %v", q.name, err)
