@@ -356,6 +356,9 @@ func TestPushRejectsBadItemsAndStoresNothing(t *testing.T) {
 		{"BadPartitionName", broker.PushItem{Queue: "q", Partition: "a/b", Payload: []byte(`1`)}},
 		{"InvalidJSON", broker.PushItem{Queue: "q", Payload: []byte(`{nope`)}},
 		{"NoPayload", broker.PushItem{Queue: "q"}},
+		// A caller's word that payloads were checked skips the JSON check
+		// only: a missing payload is still refused.
+		{"NoPayloadThoughChecked", broker.PushItem{Queue: "q", PayloadChecked: true}},
 	}
 	for _, tc := range cases {
 		good := broker.PushItem{Queue: "q", Payload: []byte(`null`), TransactionID: "good-" + tc.name}

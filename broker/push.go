@@ -14,6 +14,10 @@ type PushItem struct {
 	Payload       json.RawMessage
 	TransactionID string // default: made by the server
 	TraceID       string
+	// PayloadChecked says the caller has already checked that Payload is
+	// well-formed JSON (the HTTP layer's decoders do, as they read the
+	// body): Push then does not check it again.
+	PayloadChecked bool
 }
 
 // PushResult says what became of one PushItem.
@@ -75,7 +79,7 @@ func validatePush(items []PushItem) error {
 		if len(it.Payload) == 0 {
 			return errorf(ErrInvalid, "items[%d]: payload is required (null is a valid payload)", i)
 		}
-		if !json.Valid(it.Payload) {
+		if !it.PayloadChecked && !json.Valid(it.Payload) {
 			return errorf(ErrInvalid, "items[%d]: payload is not valid JSON", i)
 		}
 		if len(it.TransactionID) > MaxNameLength {

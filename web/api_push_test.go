@@ -75,6 +75,10 @@ func TestPushRefusesBadInput(t *testing.T) {
 		{"BadQueueName", `{"items":[{"queue":"a/b","payload":1}]}`, []string{"items[0]", "queue name"}},
 		{"UnknownItemField", `{"items":[{"queue":"q","payload":1,"data":2}]}`, []string{`unknown field "data"`}},
 		{"LongTransactionID", `{"items":[{"queue":"q","payload":1,"transactionId":"` + strings.Repeat("t", 300) + `"}]}`, []string{"transactionId"}},
+		// A payload that is not JSON fails the body's decoding: the broker,
+		// told the payloads were checked, never sees it.
+		{"PayloadNotJSON", `{"items":[{"queue":"q","payload":{bad}}]}`, []string{"invalid character"}},
+		{"PayloadCut", `{"items":[{"queue":"q","payload":[1,2}]}`, []string{"invalid character"}},
 		// One bad item fails the whole push.
 		{"SecondItemBad", `{"items":[{"queue":"q","payload":1},{"queue":"","payload":2}]}`, []string{"items[1]"}},
 	}
