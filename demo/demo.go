@@ -8,8 +8,8 @@
 // cannot be taken is a dead letter within seconds; a triage every ten
 // minutes replays the transient ones and deletes the hopeless ones, so
 // that the dead letters waiting stay at what an hour files. Each queue's
-// traffic opens with a burst (what a producer's bad deploy sends), so
-// that there are dead letters to look at within seconds.
+// traffic opens with a small bad batch, so that there are dead letters
+// to look at within seconds.
 //
 // It talks to the broker in-process (Push, Pop, AckBatch, ReplayIDs,
 // DeleteIDs, as actor demo) and never logs a payload or an error text
@@ -123,6 +123,9 @@ func queues() []queue {
 	}
 }
 
+// The bad batch each queue's traffic opens with: 3 to 7 messages.
+const openMin, openSpan = 3, 5
+
 // workersPerGroup is how many workers each group runs on each queue, so
 // that partitions are worked on in parallel as in a real deployment.
 const workersPerGroup = 2
@@ -226,9 +229,10 @@ func (d *runner) configure(ctx context.Context, q queue) error {
 // produce pushes q's messages (makePush) at its rate at the time of day:
 // q.every apart at the day's peak, on average.
 func (d *runner) produce(ctx context.Context, rng *rand.Rand, q queue) {
-	// It opens with a burst, so that the dead letters have something to
-	// show within seconds; then the week's rates.
-	items, err := d.makeItems(rng, q.name, burstMin+rng.IntN(burstSpan), q.bad)
+	// It opens with a small bad batch (openMin to openMin+openSpan-1
+	// messages: under the depth alert), so that the dead letters have
+	// something to show within seconds; then the week's rates.
+	items, err := d.makeItems(rng, q.name, openMin+rng.IntN(openSpan), q.bad)
 	if err != nil {
 		d.log.Error("demo payload", "queue", q.name, "err", err)
 		return

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -80,6 +81,7 @@ type profile struct {
 	transient    float64 // their share that the triage replays
 	replayOK     float64 // the share of those replays that succeed
 	bursts       bool    // the queue's main group: its producer's bursts
+	burstFailed  int64   // failed acks a message of a burst makes
 	incidents    []incident
 }
 
@@ -120,11 +122,28 @@ func profiles(qs []queue) []profile {
 			perMinute := float64(time.Minute / q.every)
 			out = append(out, profile{queue: q.name, group: g, perMinute: perMinute,
 				failRate: o.failed / (1 + o.failed), deadPerHour: o.dead * perMinute * 60,
-				transient: o.transientShare, replayOK: o.replayOK, bursts: g == q.main,
+				transient: o.transientShare, replayOK: o.replayOK, bursts: g == q.main, burstFailed: badFailed(q),
 				incidents: incidents[q.name+"/"+g]})
 		}
 	}
 	return out
+}
+
+// badFailed is the failed acks a message of q's bursts makes with q's
+// main worker, as its handler answers: none when it is refused at once
+// (permanent), one an attempt when it is retried to a dead letter.
+func badFailed(q queue) int64 {
+	rng := rand.New(rand.NewPCG(1, 1))
+	_, payload := q.bad(rng, tenants[0])
+	body, err := json.Marshal(payload)
+	if err != nil {
+		panic(err) // the demo's own types marshal
+	}
+	d := broker.Delivery{Message: broker.Message{Payload: body}, Queue: q.name, Partition: tenants[0], Group: q.main}
+	if text, permanent := handle(context.Background(), q.handlers[q.main], rng, d); text == "" || permanent {
+		return 0
+	}
+	return int64(q.retryLimit() + 1)
 }
 
 // The kinds of dead letters, for what the triage does with them.
@@ -239,7 +258,9 @@ func (p profile) synthesize(rng *rand.Rand, from, until time.Time) []broker.Demo
 			}
 			// The producer's bursts, as the live producers make them.
 			if p.bursts && rng.Float64() < burstsPerDay/(24*60)*rhythm(at)/meanRhythm {
-				arrive(int64(burstMin+rng.IntN(burstSpan)), bad)
+				n := int64(burstMin + rng.IntN(burstSpan))
+				arrive(n, bad)
+				s.Failed += n * p.burstFailed
 			}
 			if inIncident != nil {
 				arrive(poisson(rng, inIncident.deadPerMinute), outage)
