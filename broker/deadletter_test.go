@@ -386,6 +386,9 @@ func TestMessageIDRoundTrip(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
 	for _, seq := range []int64{1, 255, 1 << 40, 1<<62 - 1} {
 		id := broker.MessageID(at, seq)
+		if appended := string(broker.AppendMessageID([]byte("x"), at, seq)); appended != "x"+id {
+			t.Errorf("%d: AppendMessageID gave %q, MessageID %q", seq, appended, id)
+		}
 		ms, got, ok := broker.ParseMessageID(id)
 		if !ok || got != seq || ms != at.UnixMilli() {
 			t.Errorf("%d: %s -> %d %d %v", seq, id, ms, got, ok)

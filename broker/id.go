@@ -12,13 +12,20 @@ import (
 // The id is unique (the sequence is), sorts by time, and maps back to the
 // sequence without an index.
 func MessageID(created time.Time, seq int64) string {
+	var s [36]byte
+	return string(AppendMessageID(s[:0], created, seq))
+}
+
+// AppendMessageID appends MessageID(created, seq) to dst: for answers
+// written straight into a buffer, without a string a message.
+func AppendMessageID(dst []byte, created time.Time, seq int64) []byte {
 	var b [16]byte
 	ms := uint64(created.UnixMilli())
 	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
 	b[6] = 0x70 // version 7, rand_a 0
 	binary.BigEndian.PutUint64(b[8:], uint64(seq)&(1<<62-1))
 	b[8] |= 0x80 // variant 10
-	return formatUUID(b)
+	return appendUUID(dst, b)
 }
 
 // ParseMessageID returns the push time (in milliseconds) and sequence an id
@@ -108,6 +115,14 @@ func NewUUID(now time.Time) string {
 
 func formatUUID(b [16]byte) string {
 	var s [36]byte
+	return string(appendUUID(s[:0], b))
+}
+
+// appendUUID appends b in the UUID's text form (8-4-4-4-12 hex digits).
+func appendUUID(dst []byte, b [16]byte) []byte {
+	n := len(dst)
+	dst = append(dst, make([]byte, 36)...)
+	s := dst[n:]
 	hex.Encode(s[0:8], b[0:4])
 	s[8] = '-'
 	hex.Encode(s[9:13], b[4:6])
@@ -117,7 +132,7 @@ func formatUUID(b [16]byte) string {
 	hex.Encode(s[19:23], b[8:10])
 	s[23] = '-'
 	hex.Encode(s[24:], b[10:])
-	return string(s[:])
+	return dst
 }
 
 func parseUUID(s string) (b [16]byte, ok bool) {

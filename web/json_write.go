@@ -75,8 +75,9 @@ func appendPop(b []byte, res broker.PopResult) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"id":`...)
-		b = appendString(b, d.ID())
+		b = append(b, `{"id":"`...)
+		b = broker.AppendMessageID(b, d.CreatedAt, d.Seq) // hex digits and dashes: nothing to escape
+		b = append(b, '"')
 		b = append(b, `,"transactionId":`...)
 		b = appendString(b, d.TransactionID)
 		b = append(b, `,"partitionId":`...)
