@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -20,13 +21,21 @@ const (
 	errTimeout  = "payment gateway timeout after 30000 ms (POST https://pay.example.com/v2/charges)"
 	errDeclined = "card declined: insufficient_funds (issuer response 51)"
 	errSchema   = `schema validation failed: $.amount must be a number, got "12,50"`
-	errAddress  = "java.lang.IllegalStateException: order 1042 has no shipping address\n" +
+)
+
+// errAddress is shipping's error for the order support looks for.
+var errAddress = addressError(1042)
+
+// addressError is shipping's error for order n, which has no address:
+// each names its own order (one error group: the numbers are masked).
+func addressError(n int) string {
+	return fmt.Sprintf("java.lang.IllegalStateException: order %d has no shipping address\n", n) +
 		"\tat com.example.shop.shipping.LabelService.create(LabelService.java:88)\n" +
 		"\tat com.example.shop.shipping.OrderListener.onMessage(OrderListener.java:41)\n" +
 		"\tat io.lazarus.client.Worker.run(Worker.java:133)\n" +
 		"Caused by: java.lang.NullPointerException: address is null\n" +
 		"\t... 3 more"
-)
+}
 
 // The order support looks for: it failed for shipping with errAddress.
 const (
@@ -81,11 +90,22 @@ func (a *app) shop() {
 	// Two hours ago four cards were declined.
 	batch(2*time.Hour, 1011, 1030, "us-1", map[string]string{"order-1012": errDeclined, "order-1015": errDeclined, "order-1021": errDeclined, "order-1029": errDeclined}, nil)
 	// Twenty minutes ago shipping failed on orders without an address.
-	batch(20*time.Minute, 1031, 1045, "eu-1", nil, map[string]string{"order-1033": errAddress, "order-1038": errAddress, lostOrderTx: errAddress})
+	batch(20*time.Minute, 1031, 1045, "eu-1", nil, map[string]string{"order-1033": addressError(1033), "order-1038": addressError(1038), lostOrderTx: errAddress})
 	// Three minutes ago a producer sent amounts as text.
 	batch(3*time.Minute, 1046, 1050, "us-1", map[string]string{"order-1047": errSchema, "order-1049": errSchema}, nil)
 
 	if n := a.count(broker.DLQQuery{Queue: shopQueue}); n != shopDead {
 		a.t.Fatalf("the shop has %d dead letters, want %d", n, shopDead)
+	}
+	// Each of shipping's errors names its own order, as a real worker's
+	// would (the screenshots show them side by side).
+	page, err := a.broker.DeadLetters(a.ctx, broker.DLQQuery{Queue: shopQueue, Group: shipping, Limit: 100})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	for _, dl := range page.Items {
+		if n := strings.TrimPrefix(dl.TransactionID, "order-"); !strings.Contains(dl.Error, "order "+n+" ") {
+			a.t.Fatalf("shipping's dead letter of %s says %q", dl.TransactionID, strings.SplitN(dl.Error, "\n", 2)[0])
+		}
 	}
 }
