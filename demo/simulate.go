@@ -42,7 +42,6 @@ func Simulate(ctx context.Context, cfg Config, span time.Duration, advance func(
 		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 99))
-	start := cfg.Clock()
 	for m := range int(span / time.Minute) {
 		now := cfg.Clock()
 		for _, q := range qs {
@@ -83,8 +82,8 @@ func Simulate(ctx context.Context, cfg Config, span time.Duration, advance func(
 			advance(time.Second)
 		}
 		advance(time.Minute - 6*time.Second)
-		if now := cfg.Clock(); now.Sub(start).Round(time.Second)%triageEvery == 0 {
-			d.triage(ctx, now)
+		if (m+1)%int(triageEvery/time.Minute) == 0 {
+			d.triage(ctx, cfg.Clock())
 		}
 		if err := ctx.Err(); err != nil {
 			return err
