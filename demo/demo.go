@@ -11,7 +11,7 @@
 // traffic opens with a small bad batch, so that there are dead letters
 // to look at within seconds.
 //
-// It talks to the broker in-process (Push, Pop, AckBatch, ReplayIDs,
+// It talks to the broker in-process (Push, Pop, AckBatch, ReplayWith,
 // DeleteIDs, as actor demo) and never logs a payload or an error text
 // taken from one: only counts.
 package demo
