@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 	"time"
 )
 
@@ -42,7 +43,7 @@ func ParseMessageID(id string) (ms int64, seq int64, ok bool) {
 
 // Lease ids name the consumer that holds them, so that an ack, an extend
 // or a transaction finds its lease by the consumers' primary key: the
-// unique index of lease ids they needed before (migration 0028) wrote two
+// unique index of lease ids they needed before (migration 0027) wrote two
 // pages of the log a pop and an ack, about a fifth of them. A lease id is a
 // UUID of version 8 (RFC 9562's custom layout): 60 random bits (48, the
 // version nibble, 12), the variant, then the group's id in 24 bits and the
@@ -53,20 +54,26 @@ const (
 	leaseGroupBits     = 24
 	leasePartitionBits = 38
 	// MaxLeaseGroupID and MaxLeasePartitionID are the largest ids a lease
-	// id can name: a consumer group or partition with a larger id cannot
-	// be leased (16.7 million groups, 2.7e11 partitions ever created).
+	// id can name (16.7 million groups, 2.7e11 partitions ever created);
+	// a consumer with a larger one gets lease ids of the older kind.
 	MaxLeaseGroupID     = 1<<leaseGroupBits - 1
 	MaxLeasePartitionID = 1<<leasePartitionBits - 1
 )
 
 // NewLeaseID returns a new lease id for the consumer of partitionID and
 // groupID, different from each of the ids in not (its lease before, its
-// void lease). It fails when an id is too large to name.
-func NewLeaseID(partitionID, groupID int64, not ...string) (string, error) {
-	if partitionID < 1 || partitionID > MaxLeasePartitionID || groupID < 1 || groupID > MaxLeaseGroupID {
-		return "", errorf(ErrInvalid, "partition %d and consumer group %d cannot be leased: a lease id names partitions up to %d and groups up to %d", partitionID, groupID, MaxLeasePartitionID, MaxLeaseGroupID)
-	}
+// void lease). Past MaxLeasePartitionID or MaxLeaseGroupID it is a random
+// UUIDv7 naming no consumer, which the store finds by the index it keeps
+// for those (migration 0027): slower to write, never refused.
+func NewLeaseID(partitionID, groupID int64, not ...string) string {
+	fits := partitionID >= 1 && partitionID <= MaxLeasePartitionID && groupID >= 1 && groupID <= MaxLeaseGroupID
 	for {
+		if !fits {
+			if id := NewUUID(time.Now()); !slices.Contains(not, id) {
+				return id
+			}
+			continue
+		}
 		var b [16]byte
 		if _, err := rand.Read(b[:8]); err != nil {
 			panic("crypto/rand failed: " + err.Error()) // never on supported platforms
@@ -75,12 +82,8 @@ func NewLeaseID(partitionID, groupID int64, not ...string) (string, error) {
 		ids := 2<<62 | uint64(groupID)<<leasePartitionBits | uint64(partitionID) // variant 10
 		binary.BigEndian.PutUint64(b[8:], ids)
 		id := formatUUID(b)
-		taken := false
-		for _, o := range not {
-			taken = taken || o == id
-		}
-		if !taken {
-			return id, nil
+		if !slices.Contains(not, id) {
+			return id
 		}
 	}
 }

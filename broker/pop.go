@@ -277,11 +277,7 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 				return err
 			}
 		} else {
-			id, err := NewLeaseID(c.PartitionID, c.GroupID, c.LeaseID, c.VoidLeaseID)
-			if err != nil {
-				return err
-			}
-			c.LeaseID = id
+			c.LeaseID = NewLeaseID(c.PartitionID, c.GroupID, c.LeaseID, c.VoidLeaseID)
 			c.LeaseUntil = now.Add(time.Duration(q.Options.LeaseTime) * time.Second)
 			c.LeaseLast = msgs[len(msgs)-1].Seq
 		}

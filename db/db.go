@@ -71,6 +71,15 @@ type DB struct {
 	ckptNow   chan struct{} // wakes it before checkpointEvery is up: the log grew by checkpointFrames
 	wal       *walWatch     // the log's length after each commit (with ckpt)
 	walKicked int           // the log's length when ckptNow was last sent
+	walLast   int           // the log's length after the last commit
+	// catchUpDue asks the writer goroutine for a catch-up (catchUp);
+	// catchUpFrom is the log's length before which it is not asked again
+	// (a reader held part of the log at the last try). Both are read and
+	// written by whoever holds busy; catchUps counts the tries.
+	catchUpDue  atomic.Bool
+	catchUpFrom int
+	catchUps    int
+	catchUpHook func() // tests: called as a catch-up starts
 	// checkpointing is set while the background checkpoint runs: the
 	// writer's catch-up waits for it to end rather than find it busy.
 	checkpointing atomic.Bool
@@ -671,7 +680,7 @@ func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
 	case d.isClosed:
 		d.wmu.Unlock()
 		return ErrClosed
-	case !low && !d.busy && len(d.waiting) == 0 && !d.bulkOverdue():
+	case !low && !d.busy && len(d.waiting) == 0 && !d.bulkOverdue() && !d.catchUpDue.Load():
 		d.busy = true
 		d.changed.Broadcast()
 		d.wmu.Unlock()
@@ -725,7 +734,7 @@ func (d *DB) release(low bool) {
 	if !low {
 		d.lastWrite = time.Now()
 	}
-	more := len(d.waiting) > 0 || len(d.bulk) > 0
+	more := len(d.waiting) > 0 || len(d.bulk) > 0 || d.catchUpDue.Load()
 	d.changed.Broadcast()
 	d.wmu.Unlock()
 	if more {
@@ -762,6 +771,14 @@ func (d *DB) writer() {
 				// A caller is writing; it wakes us when it is done.
 				d.wmu.Unlock()
 				break
+			}
+			if d.catchUpDue.Swap(false) {
+				d.busy = true
+				d.changed.Broadcast()
+				d.wmu.Unlock()
+				d.catchUp()
+				d.release(true)
+				continue
 			}
 			if n := len(d.waiting); n > 0 && !d.bulkOverdue() {
 				n = min(n, maxGroup)
@@ -917,9 +934,6 @@ func (d *DB) commit(group []writeRequest) {
 		}
 	}
 	answer()
-	if d.wal != nil && d.wal.frames() >= catchUpFrames && !d.checkpointing.Load() {
-		d.catchUp()
-	}
 }
 
 // catchUpFrames is the log's length at which the writer, between two
@@ -938,11 +952,25 @@ func (d *DB) commit(group []writeRequest) {
 const catchUpFrames = 2 * checkpointFrames
 
 // catchUp checkpoints on the writer's connection, outside any
-// transaction, after the group it ran was answered: the writes queued
-// meanwhile wait for the copy of the last frames and its two fsyncs.
+// transaction, in the writer goroutine between two groups (never in a
+// caller's Update: the caller whose commit made it due has its answer):
+// the writes queued meanwhile wait for the copy of the last frames and its
+// two fsyncs. When a reader holds part of the log (the checkpoint could
+// not copy it all), the next try waits until the log has grown by
+// checkpointFrames more, or started over: a reader that stays would
+// otherwise make every commit try again in vain.
 func (d *DB) catchUp() {
-	if _, err := d.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil && !isBusy(err) {
+	d.catchUps++
+	if d.catchUpHook != nil {
+		d.catchUpHook()
+	}
+	var busy, log, copied int
+	err := d.raw.queryRowScan("PRAGMA wal_checkpoint(PASSIVE)", &busy, &log, &copied)
+	if err != nil && !isBusy(err) {
 		d.log.Warn("checkpoint", "err", err)
+	}
+	if err != nil || busy != 0 || copied < log {
+		d.catchUpFrom = max(log, d.walLast) + checkpointFrames
 	}
 }
 
@@ -1075,11 +1103,17 @@ const checkpointEvery = 50 * time.Millisecond
 const checkpointFrames = 1000
 
 // kickByFrames, after a commit that left the log n frames long, starts
-// the next checkpoint at once when the log has grown by checkpointFrames
-// since it last did.
+// the next background checkpoint at once when the log has grown by
+// checkpointFrames since it last did, and asks for the writer's catch-up
+// past catchUpFrames (unless the background checkpoint is running, or a
+// reader held the log at the last try and it has not grown enough since).
 func (d *DB) kickByFrames(n int) {
-	if n < d.walKicked { // a checkpoint copied it all and the log started over
-		d.walKicked = 0
+	if n < d.walLast { // a checkpoint copied it all and the log started over
+		d.walKicked, d.catchUpFrom = 0, 0
+	}
+	d.walLast = n
+	if n >= catchUpFrames && n >= d.catchUpFrom && !d.checkpointing.Load() {
+		d.catchUpDue.Store(true)
 	}
 	if n-d.walKicked < checkpointFrames {
 		return

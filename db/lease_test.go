@@ -10,7 +10,7 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// Lease ids name their consumer (migration 0028): a pop's lease id holds
+// Lease ids name their consumer (migration 0027): a pop's lease id holds
 // its partition and group, an ack or extend by lease id alone finds it by
 // the primary key, and the index kept for older lease ids is never
 // written for new ones.
@@ -56,7 +56,7 @@ func TestLeaseIDsNameTheirConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if indexed != 0 {
-		t.Errorf("%d new lease ids in the index of lease ids made before migration 0028", indexed)
+		t.Errorf("%d new lease ids in the index of lease ids made before migration 0027", indexed)
 	}
 	// A lease id that only looks like one names nothing.
 	for _, id := range []string{"", "not-a-lease", strings.Replace(next.LeaseID, next.LeaseID[30:], "000000000000", 1)} {
@@ -66,10 +66,10 @@ func TestLeaseIDsNameTheirConsumer(t *testing.T) {
 	}
 }
 
-// A lease made before migration 0028 (a UUIDv7, in the consumer's row)
+// A lease made before migration 0027 (a UUIDv7, in the consumer's row)
 // is still found by its id, through the index kept for those, until it
 // ends.
-func TestLeasesFromBeforeMigration0028AreStillFound(t *testing.T) {
+func TestLeasesFromBeforeMigration0027AreStillFound(t *testing.T) {
 	t.Parallel()
 	d, b := openBroker(t)
 	ctx := context.Background()
@@ -81,19 +81,27 @@ func TestLeasesFromBeforeMigration0028AreStillFound(t *testing.T) {
 	old := broker.NewUUID(time.Now())
 	execSQL(t, d, `UPDATE consumers SET lease_id = ? WHERE lease_id = ?`, old, res.LeaseID)
 	if plan := queryPlan(t, d, consumerByLeaseV7SQL, old); !strings.Contains(plan, "consumers_lease_v7") {
-		t.Errorf("a lease id from before 0028 is looked up by:\n%s\nwant the index consumers_lease_v7", plan)
+		t.Errorf("a lease id from before 0027 is looked up by:\n%s\nwant the index consumers_lease_v7", plan)
+	}
+	// As an upgrade finds it: the schema of 0026 (every lease id in one
+	// unique index), a live v7 lease, then migration 0027.
+	reapply(t, d, 27, "0027_lease_ids_name_consumers.sql", `DROP INDEX consumers_lease_v7`,
+		`CREATE UNIQUE INDEX consumers_lease ON consumers (lease_id) WHERE lease_id IS NOT NULL`)
+	if plan := queryPlan(t, d, consumerByLeaseV7SQL, old); !strings.Contains(plan, "consumers_lease_v7") {
+		t.Errorf("after the upgrade a lease id from before 0027 is looked up by:\n%s", plan)
 	}
 	if _, err := b.ExtendLease(ctx, old, 120); err != nil {
-		t.Fatalf("extend a lease from before 0028: %v", err)
+		t.Fatalf("extend a lease from before 0027: %v", err)
 	}
 	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "a", LeaseID: old, Group: "g", Status: broker.AckCompleted}); err != nil {
-		t.Fatalf("ack by a lease id from before 0028: %v", err)
+		t.Fatalf("ack by a lease id from before 0027: %v", err)
 	}
 }
 
-// A consumer whose ids a lease id cannot hold is refused a lease with an
-// error that says so, and nothing changes.
-func TestLeaseIDLimits(t *testing.T) {
+// A consumer whose ids a lease id cannot hold gets lease ids of the
+// older kind (a UUIDv7), found by the index kept for those: it can pop,
+// extend and ack as any other.
+func TestLeaseIDsPastTheirLimits(t *testing.T) {
 	t.Parallel()
 	d, b := openBroker(t)
 	ctx := context.Background()
@@ -102,12 +110,17 @@ func TestLeaseIDLimits(t *testing.T) {
 		t.Fatalf("first pop of g: %v", ids)
 	}
 	execSQL(t, d, `INSERT INTO groups (id, name) VALUES (?, 'huge')`, broker.MaxLeaseGroupID+1)
-	_, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "huge", Batch: 1})
-	if !errors.Is(err, broker.ErrInvalid) || !strings.Contains(err.Error(), "cannot be leased") {
-		t.Fatalf("pop for group id %d: %v, want a refusal naming the limit", broker.MaxLeaseGroupID+1, err)
-	}
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "huge", Batch: 1})
 	if err != nil || len(res.Messages) != 1 {
-		t.Fatalf("another group after the refusal: %+v %v", res, err)
+		t.Fatalf("pop for group id %d: %+v %v", broker.MaxLeaseGroupID+1, res, err)
+	}
+	if _, _, ok := broker.LeaseConsumer(res.LeaseID); ok {
+		t.Fatalf("lease %s names its consumer, whose group id a lease id cannot hold", res.LeaseID)
+	}
+	if _, err := b.ExtendLease(ctx, res.LeaseID, 60); err != nil {
+		t.Fatalf("extend: %v", err)
+	}
+	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "a", LeaseID: res.LeaseID, Group: "huge", Status: broker.AckCompleted}); err != nil {
+		t.Fatalf("ack by lease id: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"strconv"
 
 	"github.com/mattn/go-sqlite3"
@@ -61,6 +62,11 @@ func (r *rawConn) stmt(query string) (st *sqlite3.SQLiteStmt, keep bool, err err
 		return nil, false, err
 	}
 	st = ds.(*sqlite3.SQLiteStmt)
+	// Every statement here is closed by this code (with its rows, or at
+	// close); go-sqlite3's finalizer would close a forgotten one from
+	// another thread, which without a connection mutex (NOMUTEX) could
+	// race the writer: a leak must cost memory only.
+	runtime.SetFinalizer(st, nil)
 	if len(r.stmts) >= maxStatements {
 		return st, false, nil
 	}
@@ -133,6 +139,12 @@ func (r *rawConn) query(query string, args []any) (*rawRows, error) {
 		st.Close()
 	}
 	return nil, err
+}
+
+// queryRowScan runs a one-row query (a pragma) and scans its row.
+func (r *rawConn) queryRowScan(query string, dest ...any) error {
+	rows, err := r.query(query, nil)
+	return rawRow{rows: rows, err: err}.Scan(dest...)
 }
 
 // close closes the kept statements, before the connection closes.
@@ -239,8 +251,12 @@ func assign(dest, v any) error {
 		case bool:
 			*d = b2i(x)
 			return nil
-		case string, []byte:
-			n, err := strconv.ParseInt(asString(x), 10, 64)
+		case float64, string, []byte: // database/sql formats a float and parses the text
+			text := strconv.FormatFloat(asFloat(x), 'g', -1, 64)
+			if _, ok := x.(float64); !ok {
+				text = asString(x)
+			}
+			n, err := strconv.ParseInt(text, 10, 64)
 			if err != nil {
 				return fmt.Errorf("converting %s to int64: %w", describe(v), err)
 			}
@@ -250,7 +266,7 @@ func assign(dest, v any) error {
 	case *int:
 		var n int64
 		if err := assign(&n, v); err != nil {
-			return err
+			return fmt.Errorf("converting %s to int: %w", describe(v), errors.Unwrap(err))
 		}
 		*d = int(n)
 		return nil
@@ -297,6 +313,11 @@ func assign(dest, v any) error {
 		case bool:
 			*d = x
 			return nil
+		case string, []byte:
+			if b, err := strconv.ParseBool(asString(x)); err == nil {
+				*d = b
+				return nil
+			}
 		}
 	case *float64:
 		switch x := v.(type) {
@@ -324,6 +345,11 @@ func assign(dest, v any) error {
 		return d.Scan(v)
 	}
 	return fmt.Errorf("converting %s to %s is unsupported", describe(v), reflect.TypeOf(dest))
+}
+
+func asFloat(v any) float64 {
+	f, _ := v.(float64)
+	return f
 }
 
 func asString(v any) string {

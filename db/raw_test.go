@@ -18,7 +18,7 @@ func TestTheWritersScanAgreesWithDatabaseSQL(t *testing.T) {
 	t.Parallel()
 	d, _ := openBroker(t)
 	ctx := context.Background()
-	values := []string{`42`, `-7`, `0`, `1`, `2.5`, `'text'`, `'17'`, `''`, `x'00ff10'`, `x''`, `NULL`}
+	values := []string{`42`, `-7`, `0`, `1`, `2.5`, `3.0`, `-0.0`, `1e3`, `'text'`, `'17'`, `'1'`, `'true'`, `'F'`, `''`, `x'00ff10'`, `x''`, `NULL`}
 	dests := []func() any{
 		func() any { return new(int64) }, func() any { return new(int) }, func() any { return new(string) },
 		func() any { return new([]byte) }, func() any { return new(bool) }, func() any { return new(float64) },

@@ -528,7 +528,7 @@ func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (bro
 
 // ConsumerByLease reads the consumer holding leaseID (its lease_id, not
 // its void lease) by the primary key the id names (broker.NewLeaseID), or
-// for a lease id made before migration 0028 by the index kept for those.
+// for a lease id made before migration 0027 by the index kept for those.
 // Not found: no consumer holds that lease.
 func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
 	var row rowScanner
@@ -541,7 +541,7 @@ func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.C
 	return c, notFound(err, "lease")
 }
 
-// consumerByLeaseV7SQL finds a lease made before migration 0028 by the
+// consumerByLeaseV7SQL finds a lease made before migration 0027 by the
 // partial index consumers_lease_v7 (its WHERE repeated, so that SQLite
 // uses it).
 const consumerByLeaseV7SQL = `SELECT ` + consumerCols + ` FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`

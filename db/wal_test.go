@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -128,5 +130,68 @@ func TestTheLogStaysShortUnderSteadyWrites(t *testing.T) {
 	}
 	if longest > catchUpFrames+50 || restarts < 5 {
 		t.Errorf("the log grew to %d frames and started over %d times; want it under %d and started over at least 5 times", longest, restarts, catchUpFrames+50)
+	}
+}
+
+// Readers that keep part of the log (a dashboard's queries beside steady
+// pushes) make a catch-up copy less than the whole log: the writer then
+// waits for the log to grow by checkpointFrames before it tries again,
+// rather than try after every commit. And a catch-up runs in the writer
+// goroutine, never in the Update of the caller whose commit made it due.
+func TestCatchUpsBackOffWhileReadersHoldTheLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := OpenWith(ctx, filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal, onlyCatchUp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	inCaller := 0
+	d.catchUpHook = func() {
+		if !strings.Contains(string(debug.Stack()), "(*DB).writer(") {
+			inCaller++
+		}
+	}
+	b := broker.New(broker.Config{Store: d})
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := d.View(ctx, func(tx broker.Tx) error {
+					_, err := tx.Queues(ctx)
+					return err
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	const pushes = 4000
+	for i := range pushes {
+		push(t, b, "p", fmt.Sprint("m", i))
+	}
+	close(stop)
+	readers.Wait()
+	var tries, callers, frames int
+	if err := d.Update(ctx, func(broker.Tx) error {
+		tries, callers, frames = d.catchUps, inCaller, d.walLast
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Each push adds a few frames; at most one try for each
+	// checkpointFrames of them, and one after each start over.
+	if limit := pushes * 8 / checkpointFrames; tries > limit {
+		t.Errorf("%d catch-ups for %d pushes (log %d frames at the end), want at most %d", tries, pushes, frames, limit)
+	}
+	if callers > 0 {
+		t.Errorf("%d catch-ups ran in a caller's Update, want all in the writer goroutine", callers)
 	}
 }
