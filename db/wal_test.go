@@ -195,3 +195,25 @@ func TestCatchUpsBackOffWhileReadersHoldTheLog(t *testing.T) {
 		t.Errorf("%d catch-ups ran in a caller's Update, want all in the writer goroutine", callers)
 	}
 }
+
+// Beside a background checkpointer, a catch-up is asked for only while
+// few frames were written since its last run: the writer never syncs a
+// bulk job's log on its path.
+func TestACatchUpIsAskedForOnlyForTheLastFewFrames(t *testing.T) {
+	t.Parallel()
+	d := &DB{ckptNow: make(chan struct{}, 1), ckptDone: make(chan struct{})}
+	d.bgSynced.Store(catchUpFrames)
+	for _, step := range []struct {
+		frames int
+		due    bool
+	}{
+		{catchUpFrames + catchUpResidual, true}, {catchUpFrames + catchUpResidual + 1, false},
+		{catchUpFrames + 7000, false}, // a bulk job's chunk since the last background checkpoint
+	} {
+		d.catchUpDue.Store(false)
+		d.kickByFrames(step.frames)
+		if got := d.catchUpDue.Load(); got != step.due {
+			t.Errorf("at %d frames, %d synced by the background: catch-up asked for %v, want %v", step.frames, d.bgSynced.Load(), got, step.due)
+		}
+	}
+}
