@@ -1,0 +1,440 @@
+package db
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// ErrClosed is the error of an Update after Close.
+var ErrClosed = errors.New("database closed")
+
+// bulkGrace is how long background writes hold back for other writes
+// after any write: enough for a caller that was just answered to send its
+// next one.
+const bulkGrace = time.Millisecond
+
+// bulkMaxWait bounds how long a background write waits for a quiet
+// moment: then it goes ahead of the writes that queue up, so that a bulk
+// action under steady traffic still moves (a chunk every bulkMaxWait at
+// least), and ordinary writes wait at most one chunk.
+const bulkMaxWait = 10 * time.Millisecond
+
+// maxGroup caps how many Updates share one transaction.
+const maxGroup = 256
+
+type writeRequest struct {
+	ctx  context.Context
+	fn   func(broker.Tx) error
+	done chan error
+}
+
+// Update runs fn in a write transaction: all of fn commits or none of it.
+//
+// There is one writer at a time. When nothing else is being written, the
+// caller writes itself, with no hand-over to another goroutine. Updates
+// that arrive meanwhile queue up and are committed together by the writer
+// goroutine, each inside a savepoint of one transaction (group commit):
+// one fsync for many callers, so that synchronous=FULL costs little under
+// load. An fn that fails is rolled back to its savepoint and does not
+// affect the others; Update returns once its group has committed.
+//
+// Low-priority writes (broker.LowPriority: bulk replay and delete) run
+// alone, only when no other write waits and none ended within bulkGrace.
+func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	low := broker.IsLowPriority(ctx)
+	d.wmu.Lock()
+	switch {
+	case d.isClosed:
+		d.wmu.Unlock()
+		return ErrClosed
+	case !low && !d.busy && len(d.waiting) == 0 && !d.bulkOverdue() && !d.catchUpDue.Load():
+		d.busy = true
+		d.changed.Broadcast()
+		d.wmu.Unlock()
+		d.commit([]writeRequest{req})
+		d.release(false)
+	case low:
+		if len(d.bulk) == 0 {
+			d.bulkSince = time.Now()
+		}
+		d.bulk = append(d.bulk, req)
+		d.changed.Broadcast()
+		d.wmu.Unlock()
+		d.wake()
+	default:
+		d.waiting = append(d.waiting, req)
+		d.changed.Broadcast()
+		d.wmu.Unlock()
+		d.wake()
+	}
+	// Once queued, wait for the outcome even if ctx ends: only then is it
+	// known whether fn committed (commit skips a request whose ctx ended
+	// before its turn).
+	err := unavailable(<-req.done)
+	if errors.Is(err, broker.ErrNoSpace) && !d.full.Swap(true) {
+		d.log.Warn("writes fail: no space left for the database; they go on once space is freed", "err", err)
+	}
+	return err
+}
+
+// bulkOverdue reports whether a background write has waited bulkMaxWait.
+// d.wmu is held.
+func (d *DB) bulkOverdue() bool {
+	return len(d.bulk) > 0 && time.Since(d.bulkSince) >= bulkMaxWait
+}
+
+// wake tells the writer goroutine that there is work.
+func (d *DB) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// release ends a turn at writing and hands queued work to the writer
+// goroutine. Only ordinary writes hold background ones back (bulkGrace):
+// a bulk action's chunks follow one another at once when nothing else
+// writes.
+func (d *DB) release(low bool) {
+	d.wmu.Lock()
+	d.busy = false
+	if !low {
+		d.lastWrite = time.Now()
+	}
+	more := len(d.waiting) > 0 || len(d.bulk) > 0 || d.catchUpDue.Load()
+	d.changed.Broadcast()
+	d.wmu.Unlock()
+	if more {
+		d.wake()
+	}
+}
+
+// writer is the goroutine that commits what queued up while another write
+// was under way, in groups, and the low-priority writes.
+func (d *DB) writer() {
+	defer close(d.stopped)
+	var grace *time.Timer
+	var graceC <-chan time.Time
+	var foldC <-chan time.Time
+	if d.foldEvery > 0 {
+		t := time.NewTicker(d.foldEvery)
+		defer t.Stop()
+		foldC = t.C
+	}
+	for {
+		select {
+		case <-d.kick:
+		case <-graceC:
+			graceC = nil
+		case <-foldC:
+			d.foldIdle()
+		case <-d.stop:
+			d.drain()
+			return
+		}
+		for {
+			d.wmu.Lock()
+			if d.busy {
+				// A caller is writing; it wakes us when it is done.
+				d.wmu.Unlock()
+				break
+			}
+			if d.catchUpDue.Swap(false) {
+				d.busy = true
+				d.changed.Broadcast()
+				d.wmu.Unlock()
+				d.catchUp()
+				d.release(true)
+				continue
+			}
+			if n := len(d.waiting); n > 0 && !d.bulkOverdue() {
+				n = min(n, maxGroup)
+				group := append([]writeRequest(nil), d.waiting[:n]...)
+				d.waiting = append(d.waiting[:0], d.waiting[n:]...)
+				d.busy = true
+				d.changed.Broadcast()
+				d.wmu.Unlock()
+				d.commit(group)
+				d.release(false)
+				continue
+			}
+			if len(d.bulk) > 0 {
+				wait := bulkGrace - time.Since(d.lastWrite)
+				if d.bulkOverdue() {
+					wait = 0
+				}
+				if wait > 0 {
+					wait = min(wait, bulkMaxWait-time.Since(d.bulkSince))
+					d.wmu.Unlock()
+					if grace == nil {
+						grace = time.NewTimer(wait)
+					} else {
+						grace.Reset(wait)
+					}
+					graceC = grace.C
+					break
+				}
+				r := d.bulk[0]
+				d.bulk = append(d.bulk[:0], d.bulk[1:]...)
+				d.bulkSince = time.Now()
+				d.busy = true
+				d.changed.Broadcast()
+				d.wmu.Unlock()
+				d.commit([]writeRequest{r})
+				d.release(true)
+				continue
+			}
+			d.wmu.Unlock()
+			break
+		}
+	}
+}
+
+// drain, at Close, waits for the write under way and refuses what is
+// queued.
+func (d *DB) drain() {
+	d.wmu.Lock()
+	for d.busy {
+		d.changed.Wait()
+	}
+	queued := append(d.waiting, d.bulk...)
+	d.waiting, d.bulk = nil, nil
+	d.wmu.Unlock()
+	for _, r := range queued {
+		r.done <- ErrClosed
+	}
+}
+
+// commit runs a group of requests in one transaction and answers each.
+func (d *DB) commit(group []writeRequest) {
+	errs := make([]error, len(group))
+	answer := func() {
+		for i, r := range group {
+			r.done <- errs[i]
+		}
+	}
+	err := d.syncFor(group)
+	if err == nil {
+		err = d.exec("BEGIN IMMEDIATE")
+	}
+	if err != nil {
+		err = fmt.Errorf("begin: %w", err)
+		for i := range errs {
+			errs[i] = err
+		}
+		answer()
+		if isBusy(err) {
+			// The writes that queued up while BEGIN waited out the busy
+			// timeout have waited as long as this group: answer them now
+			// rather than make each wait out a timeout of its own.
+			d.refuseWaiting(err)
+		}
+		return
+	}
+	st := &storeTx{conn: d.wconn, raw: d.raw}
+	ok := 0
+	for i, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if len(group) == 1 {
+			errs[i] = run(r.fn, st)
+		} else {
+			var broken error
+			errs[i], broken = savepoint(d.exec, func() error { return run(r.fn, st) })
+			if broken != nil {
+				// The transaction can no longer be trusted: nothing of the
+				// group commits.
+				d.rollback()
+				for j := range errs {
+					errs[j] = broken
+				}
+				answer()
+				return
+			}
+		}
+		if errs[i] == nil {
+			ok++
+		}
+	}
+	if ok == 0 {
+		d.rollback()
+		answer()
+		return
+	}
+	// What has to fail the group's good writes too: nothing of it commits.
+	failAll := func(err error) {
+		d.rollback()
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	if err := st.markReady(context.Background()); err != nil {
+		failAll(fmt.Errorf("mark consumers ready: %w", err))
+		answer()
+		return
+	}
+	folded, broken := d.foldCounts(st)
+	if broken != nil {
+		failAll(broken)
+		answer()
+		return
+	}
+	if err := d.exec("COMMIT"); err != nil {
+		// SQLite may leave the transaction open when COMMIT fails.
+		failAll(fmt.Errorf("commit: %w", err))
+	} else {
+		if folded {
+			clear(d.unfolded)
+			clear(d.unfoldedConsumers)
+			d.foldedAt = time.Now()
+		}
+		if d.ckpt != nil {
+			select {
+			case d.ckpt <- struct{}{}:
+			default:
+			}
+			d.kickByFrames(d.wal.frames())
+		}
+	}
+	answer()
+}
+
+// syncFor sets how hard the group's commit waits for the disk. Under
+// synchronous=FULL, a group of ephemeral writes only (a pop's lease)
+// commits as under NORMAL: in WAL mode that is consistent after a power
+// cut, it may only lose the group, and the next commit that waits for
+// the disk makes it durable as well (the log is written in order). A
+// group with any other write gets FULL back before it begins.
+func (d *DB) syncFor(group []writeRequest) error {
+	if d.sync != SyncFull {
+		return nil
+	}
+	relax := true
+	for _, r := range group {
+		relax = relax && broker.IsEphemeral(r.ctx)
+	}
+	if relax == d.relaxed {
+		return nil
+	}
+	if relax {
+		// Should NORMAL not take, the group commits under FULL: slower,
+		// never less safe.
+		if err := d.exec("PRAGMA synchronous=NORMAL"); err != nil {
+			d.log.Warn("synchronous=NORMAL for a lease", "err", err)
+			return nil
+		}
+		d.relaxed = true
+		return nil
+	}
+	if err := d.exec("PRAGMA synchronous=FULL"); err != nil {
+		return fmt.Errorf("synchronous: %w", err)
+	}
+	d.relaxed = false
+	return nil
+}
+
+// refuseWaiting answers err to every write waiting to be taken, without
+// running it.
+func (d *DB) refuseWaiting(err error) {
+	d.wmu.Lock()
+	queued := d.waiting
+	d.waiting = nil
+	d.wmu.Unlock()
+	for _, r := range queued {
+		r.done <- err
+	}
+}
+
+// run calls fn, turning a panic into an error: a bug in one request must
+// not take the writer down with it.
+func run(fn func(broker.Tx) error, tx broker.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in a write: %v", p)
+		}
+	}()
+	return fn(tx)
+}
+
+// exec runs a statement of the writer's own (BEGIN, COMMIT, savepoints)
+// on its connection, kept prepared: parsing them took a tenth of a
+// one-message transaction.
+func (d *DB) exec(stmt string) error {
+	_, err := d.raw.exec(stmt, nil)
+	return err
+}
+
+// rollback ends the writer's transaction, if SQLite has not already.
+func (d *DB) rollback() {
+	if d.wconn.Raw(func(c any) error {
+		if sc, ok := c.(*sqlite3.SQLiteConn); ok && sc.AutoCommit() {
+			return errNoTx
+		}
+		return nil
+	}) == nil {
+		_ = d.exec("ROLLBACK")
+	}
+}
+
+var errNoTx = errors.New("no transaction")
+
+// savepoint runs fn inside a savepoint, rolling back to it when fn fails.
+// broken is set when the savepoint itself could not be handled.
+func savepoint(exec func(string) error, fn func() error) (err, broken error) {
+	if err := exec("SAVEPOINT w"); err != nil {
+		return fmt.Errorf("savepoint: %w", err), nil
+	}
+	if err := fn(); err != nil {
+		if rerr := exec("ROLLBACK TO w"); rerr != nil {
+			return err, fmt.Errorf("rollback to savepoint: %w", rerr)
+		}
+		if rerr := exec("RELEASE w"); rerr != nil {
+			return err, fmt.Errorf("release savepoint: %w", rerr)
+		}
+		return err, nil
+	}
+	if err := exec("RELEASE w"); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil, nil
+}
+
+// View runs fn in a read transaction on one snapshot.
+func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
+	// A connection of the read pool, its transaction begun and ended by
+	// hand: on a database/sql transaction, every query would start a
+	// goroutine to watch the transaction's context. A read is bounded
+	// work; it is not cancelled halfway.
+	conn, err := d.read.Conn(ctx)
+	if err != nil {
+		return unavailable(fmt.Errorf("begin: %w", err))
+	}
+	defer conn.Close()
+	bg := context.Background()
+	if _, err := conn.ExecContext(bg, "BEGIN"); err != nil {
+		return unavailable(fmt.Errorf("begin: %w", err))
+	}
+	defer func() {
+		if _, err := conn.ExecContext(bg, "ROLLBACK"); err != nil {
+			// A connection left inside its transaction would serve an old
+			// snapshot to the next reader: the pool drops it instead.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return unavailable(fn(&storeTx{conn: conn}))
+}
