@@ -5,12 +5,124 @@ import (
 	"time"
 )
 
-// Store keeps the broker's state. Package db implements it on SQLite.
+// Store keeps the broker's state. Package db implements it on SQLite;
+// any other store must keep the same contract, written here and on Tx
+// (../shared/STORAGE.md, "Rules for storage code").
+//
+// Update and View may be called from any number of goroutines at once.
+// Neither nests: a function given to Update must not call Update (on
+// SQLite the inner one waits for the outer forever), and a View inside
+// it would not see its writes.
+//
+// Two obligations belong to the store, not to the function given to
+// Update, and hold for every write transaction whatever it did:
+//
+//   - The ready mark (migration 0009). Every consumer of a partition
+//     the transaction added messages to (InsertMessage returning true,
+//     PushCopies inserting a copy) is marked ready before the commit, in
+//     the same transaction; ReadyConsumers finds only consumers marked
+//     ready, so one left unmarked with messages past its cursor would
+//     never be served. A mark with nothing behind it costs one look and
+//     is cleared by ReadyConsumers. Subscribe and CreatePartition give
+//     their new consumers the mark themselves. On SQLite the writer marks
+//     once per group commit, for every fn of the group, those rolled back
+//     to their savepoint included (db's markReady); a pop later in the
+//     same group does not see a push earlier in it to a partition whose
+//     consumers were unmarked (it is marked by the commit, and the pop's
+//     wait is woken by the push).
+//   - The kept counts (migration 0010): partitions.messages (the
+//     messages of a partition up to its counted_seq) and consumers.passed
+//     (those up to its passed_seq, never past its cursor), which
+//     Partitions, Groups and Subscribe read, adding only what lies past
+//     them. Whatever removes messages lowers, in its own transaction, the
+//     counts that had counted them (RetentionTx.SweepMessages;
+//     DeleteQueue removes the rows that hold them), and a consumer's
+//     cursor only moves forward (one moved back is counted again from its
+//     partition's start). On SQLite the writer notes the partitions
+//     pushed to and the consumers saved (SaveConsumer, SweepMessages) and
+//     folds what lies past the kept seqs into the counts at most once a
+//     foldEvery (a second), inside a commit, in a savepoint of its own: a
+//     fold that fails leaves the counts as they were and a commit a
+//     foldEvery later tries again; a crash forgets which rows were noted, which only
+//     makes their next reads count a little more (db's foldCounts).
+//     Reads are exact either way; a store may keep the counts any way
+//     that keeps them so.
 type Store interface {
-	// Update runs fn in one write transaction: all of it commits or none.
-	// Updates are serialised: there is one writer.
+	// Update runs fn in one write transaction: all of fn's writes commit
+	// or none do. The Tx is valid only while fn runs, in fn's goroutine.
+	//
+	// One writer: Updates run one after another and fn sees every write
+	// committed before it began. The broker counts on it today (a pop
+	// reads the ready consumers and writes one back with no lock;
+	// queues, partitions, groups and subscriptions are checked, then
+	// created; seqs and dead letter ids grow in commit order because one
+	// writer draws them): a store with several writers must give the
+	// same answers by locks of its own (see the methods of Tx that say
+	// so, and STORAGE.md).
+	//
+	// Group commit (SQLite): the fns of Updates that queued while
+	// another was being written run one after another in one
+	// transaction, each in a savepoint of its own. An fn that fails is
+	// rolled back to its savepoint and its Update returns its error; the
+	// others commit. A later fn of the group sees the earlier ones'
+	// writes. An fn that returned nil still fails when what the whole
+	// group needs fails (the ready mark, a savepoint, COMMIT): then
+	// nothing of the group committed, and each Update returns that
+	// error. A panic in fn is turned into an error of its own Update.
+	//
+	// What fn may do: read and write through its Tx, and compute. It
+	// must have no effect outside the transaction: a store may run fn
+	// more than once (a store with several writers retries a transaction
+	// that failed to serialize; SQLite never does today), and a run that
+	// returned nil may be rolled back after all (above). What fn learns
+	// for memory (stats, cache entries, queues to wake) it gathers in
+	// variables it resets at its start, and the caller applies them once
+	// Update has returned nil. Today the broker still breaks this rule in
+	// three places: updateStats (service.go) adds the counts it defers to
+	// b.pending, and takes the pending ones out, inside fn, undoing both
+	// only when Update fails (a second run of fn would count its deferred
+	// counts twice); DeleteQueue (queue.go) takes the queue's pending
+	// counts out inside fn; and cacheTx's UpdateQueue and DeleteQueue
+	// (cache.go) and the partition sweep's chunk (partsweep.go) empty the
+	// lookup cache inside fn, which is harmless when repeated but reaches
+	// this process's cache only. Wake-ups (notify, wakeJobs) and the
+	// cache's new entries are applied after the commit already.
+	//
+	// Context: an Update whose ctx is done before fn starts runs nothing
+	// and returns ctx.Err() (also while it waits in the queue); once fn
+	// has begun it runs to the end and commits, whatever ctx does: the
+	// SQLite store's statements do not watch ctx (db/stmt.go), and only
+	// ReadyConsumers and InsertBuckets look at it between rounds. Update
+	// returns only once the outcome is known. A ctx marked LowPriority
+	// (bulk work) is written alone, when no other write waits; one
+	// marked Ephemeral may commit without waiting for the disk.
+	//
+	// Errors: fn's own error as it returned it (ErrNotFound, ErrConflict
+	// and the like come from fn: the store adds none); ErrUnavailable
+	// when the database was locked by another process past the busy
+	// timeout, and ErrNoSpace when the disk is full (nothing of fn
+	// committed in either, and the same call may succeed later; SQLite's
+	// errors are marked so when fn wraps them with %w); db.ErrClosed
+	// after the store was closed (and for the writes queued at Close);
+	// ctx.Err() as above; any other failure of BEGIN or COMMIT, wrapped.
 	Update(ctx context.Context, fn func(Tx) error) error
-	// View runs fn in a read-only transaction that sees one snapshot.
+	// View runs fn in a read-only transaction on one snapshot: every read
+	// of fn sees the store as of one commit, and nothing committed while
+	// fn runs. Views run beside each other and beside the writer, and
+	// neither waits for the other (SQLite's WAL readers). fn must only
+	// read: a write method fails (the SQLite store's read connections are
+	// query_only: "attempt to write a readonly database"), and so does
+	// ReadyConsumers, which clears the ready marks it finds stale. View
+	// never runs fn twice, but the rule of Update holds: no effect that a
+	// failed View would leave behind.
+	//
+	// Context: ctx bounds the wait for a read connection only; once fn
+	// runs, its statements do not watch ctx (a read is bounded work), so
+	// a page's timeout does not cancel its queries (issue 18).
+	//
+	// Errors: fn's own; ErrUnavailable and ErrNoSpace as for Update; the
+	// error of the connection pool ("sql: database is closed") after
+	// Close, not db.ErrClosed.
 	View(ctx context.Context, fn func(Tx) error) error
 }
 
@@ -48,8 +160,47 @@ func IsEphemeral(ctx context.Context) bool {
 	return v
 }
 
-// Tx is what the rules need from storage, inside one transaction. Lookups
-// that find nothing return ErrNotFound.
+// Tx is what the rules need from storage, inside one transaction of
+// Store.Update or Store.View. It is valid only while that function runs,
+// in its goroutine; its reads see its own writes.
+//
+// What holds for every method unless its comment says otherwise:
+//
+//   - Where it may run: a method that writes (its comment says so, or it
+//     is named Insert, Save, Create, Delete, Set, Touch, Mark, Sweep...)
+//     runs inside Update only; in View it fails. The others run in
+//     either.
+//   - Not found: a read of one thing by its key (QueueByName, Consumer,
+//     DeadLetter...) returns ErrNotFound, wrapped (test it with
+//     errors.Is); a list or count that finds nothing returns an empty
+//     (nil) slice or map, or 0, never ErrNotFound; an update or delete by
+//     key of a row that is not there writes nothing and returns nil
+//     (DeleteToken, SaveJob and UpdateExpiryAudit say ErrNotFound).
+//   - Conflict: no method returns ErrConflict or ErrDuplicate. A push
+//     whose transactionId its partition has already is answered as such
+//     (InsertMessage, PushCopies: INSERT ... ON CONFLICT DO NOTHING);
+//     other names and keys that must be unique (a queue's, a partition's,
+//     a user's, a subscription) are checked by the broker before it
+//     creates them, under the one writer, and an insert that breaks a
+//     unique constraint anyway fails with the store's own error. A store
+//     with several writers makes those get-or-create in one statement
+//     that cannot race (STORAGE.md, rule 3).
+//   - Locks: the SQLite store locks the whole database for writing when
+//     an Update begins (BEGIN IMMEDIATE) and holds it to the commit, and
+//     a View locks nothing (WAL snapshot); no method takes a lock of its
+//     own, and "locks nothing" in a comment means nothing more than that.
+//     Where the broker counts on the one writer for correctness, the
+//     method says what a store with several writers must lock.
+//   - Context: ctx is given to every method for the store to honour; the
+//     SQLite store's statements do not watch it today (see Store.Update).
+//   - Times are kept to the millisecond, and read back in UTC; the zero
+//     time is kept as 0 and read back as the zero time.
+//   - Order: a list comes in the order its comment says, else in no
+//     order to count on. Seqs of messages and ids of dead letters and
+//     jobs only grow, in commit order (one writer), and are never given
+//     twice; other row ids (queues, partitions, groups, users, audit
+//     entries) are SQLite rowids: the highest, once deleted, may be
+//     given again.
 type Tx interface {
 	UserTx
 	SessionTx
@@ -68,48 +219,106 @@ type Tx interface {
 	ReplayCapTx
 	DemoTx
 
+	// QueueByName reads the queue named name, by its unique name
+	// (ErrNotFound).
 	QueueByName(ctx context.Context, name string) (Queue, error)
+	// QueueByID reads the queue id, by the primary key (ErrNotFound).
 	QueueByID(ctx context.Context, id int64) (Queue, error)
+	// Queues reads every queue, by name (none: empty).
 	Queues(ctx context.Context) ([]Queue, error)
+	// CreateQueue writes q as a new queue (its options, kept options,
+	// namespace, task and CreatedAt) and sets q.ID; it writes queues
+	// only. A name taken is the store's unique-constraint error, not
+	// ErrConflict: the broker reads QueueByName first and creates only on
+	// ErrNotFound, which is safe under the one writer only (several
+	// writers: get-or-create in one statement).
 	CreateQueue(ctx context.Context, q *Queue) error
 	// UpdateQueue writes q's options (those kept without being enforced
-	// included), namespace and task to the queue with q's ID.
+	// included), namespace and task to the queue with q's ID (its name
+	// and CreatedAt stay); a queue that is not there: nothing, no error.
+	// It writes queues only, by the primary key.
 	UpdateQueue(ctx context.Context, q Queue) error
 	// DeleteQueue removes a queue and everything of it: partitions,
 	// messages, consumers, dead letters (and their rows of the full-text
-	// indexes), counts (its error groups and their hourly counts too).
+	// indexes), counts (its error groups and their hourly counts too),
+	// and its copies' replays, edits, outcomes and attempts, its removed
+	// dead letters' records and settle marks; a job's copies in it still
+	// to settle leave the job's count. When it held the newest message,
+	// the placeholder row that keeps seqs growing moves above it. A queue
+	// that is not there deletes nothing (no error).
 	DeleteQueue(ctx context.Context, id int64) error
 
+	// PartitionByName reads the queue's partition named name, by the
+	// unique (queue, name) (ErrNotFound).
 	PartitionByName(ctx context.Context, queueID int64, name string) (Partition, error)
+	// PartitionByID reads the partition id, by the primary key
+	// (ErrNotFound).
 	PartitionByID(ctx context.Context, id int64) (Partition, error)
+	// PartitionByUUID reads the partition whose UUID is uuid, by its
+	// unique index (ErrNotFound).
 	PartitionByUUID(ctx context.Context, uuid string) (Partition, error)
+	// Partitions lists a queue's partitions by name, each with its
+	// number of messages now: the kept count (Store: the kept counts)
+	// and those pushed past it, exact in the transaction's snapshot
+	// (none: empty).
 	Partitions(ctx context.Context, queueID int64) ([]PartitionInfo, error)
 	// PartitionList lists a queue's partitions by name, without counting.
 	PartitionList(ctx context.Context, queueID int64) ([]Partition, error)
-	// CreatePartition stores p and gives every group subscribed to its
-	// queue a consumer starting at its beginning.
+	// CreatePartition stores p (sets p.ID) and gives every group
+	// subscribed to its queue a consumer starting at its beginning
+	// (cursor 0, marked ready); it reads subscriptions and writes
+	// partitions and consumers. A name or UUID taken is the store's
+	// unique-constraint error: the broker reads PartitionByName first
+	// (one writer; several writers: get-or-create in one statement, and
+	// a subscription made beside it must still reach the new partition).
 	CreatePartition(ctx context.Context, p *Partition) error
 
 	// GroupID returns the id of the named group, creating it when create
-	// is set (else ErrNotFound).
+	// is set (else ErrNotFound). It reads groups by the unique name, then
+	// inserts: a get-or-create in two statements, safe under the one
+	// writer only.
 	GroupID(ctx context.Context, name string, create bool) (int64, error)
 	// GroupName returns the name of the group with id (ErrNotFound).
 	GroupName(ctx context.Context, id int64) (string, error)
-	// Subscribed reports whether the group has read the queue before.
+	// Subscribed reports whether the group has read the queue before (a
+	// probe of subscriptions' primary key; never ErrNotFound).
 	Subscribed(ctx context.Context, queueID, groupID int64) (bool, error)
-	// Subscribe records the group as a reader of the queue and gives it a
-	// consumer in every partition, positioned as start says.
+	// Subscribe records the group as a reader of the queue (at now) and
+	// gives it a consumer in every partition, positioned as start says
+	// (from the beginning, from now: past every message, or from a time:
+	// past those pushed before it), marked ready when a message lies past
+	// its cursor, with its kept count up to the cursor. It writes
+	// subscriptions and consumers and reads partitions and messages. A
+	// group subscribed already is the store's primary-key error: the
+	// broker asks Subscribed first (one writer). Partitions created later
+	// get its consumer from CreatePartition.
 	Subscribe(ctx context.Context, queueID, groupID int64, start Start, now time.Time) error
-	// Groups lists the groups that read a queue.
+	// Groups lists the groups that read a queue, by name, each with its
+	// lag (the messages of the queue's partitions past its cursors, from
+	// the kept counts and what lies past them) and the partitions it
+	// holds a live lease on at now. None: empty.
 	Groups(ctx context.Context, queueID int64, now time.Time) ([]GroupInfo, error)
 	// GroupNames lists the names of the groups that read a queue.
 	GroupNames(ctx context.Context, queueID int64) ([]string, error)
 
-	// InsertMessage stores m and sets its Seq. When the partition already
-	// has m's transactionId, it stores nothing, fills m with the existing
-	// message and returns false.
+	// InsertMessage stores m and sets its Seq, above every seq given
+	// before, and the transaction marks the partition's consumers ready
+	// before it commits (Store: the ready mark). When the partition
+	// already has m's transactionId, it stores nothing, fills m with the
+	// existing message and returns false (one statement, INSERT ... ON
+	// CONFLICT DO NOTHING: no race). It writes messages, reads them back
+	// by (partition, transactionId) on a duplicate. Several writers: a
+	// pop must never read past a seq that commits later, so a store that
+	// draws seqs concurrently holds the partition's lock from the draw
+	// to the commit (STORAGE.md, push order).
 	InsertMessage(ctx context.Context, m *Message) (bool, error)
+	// MessageBySeq reads the message seq, payload included, by the
+	// primary key (ErrNotFound). The broker does not use it today (tests
+	// do).
 	MessageBySeq(ctx context.Context, seq int64) (Message, error)
+	// MessageByTransaction reads the partition's message whose
+	// transactionId is txid, payload included, by the unique (partition,
+	// transactionId) index (ErrNotFound).
 	MessageByTransaction(ctx context.Context, partitionID int64, txid string) (Message, error)
 	// MessageSeq returns the seq of the partition's message with the
 	// transactionId txid (ErrNotFound when there is none), from the
@@ -119,14 +328,25 @@ type Tx interface {
 	// last, in seq order, without their payloads.
 	MessageRange(ctx context.Context, partitionID, after, last int64) ([]Message, error)
 	// MessagesAfter returns up to limit messages of a partition with a
-	// sequence above after, in order.
+	// sequence above after, in seq order, payloads included (none:
+	// empty).
 	MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]Message, error)
 
+	// Consumer reads the group's consumer of a partition: cursor, lease,
+	// void lease, retry and acks, by the primary key (ErrNotFound). Like
+	// ReadyConsumers, it takes no lock: under the one writer the row
+	// read is the row SaveConsumer writes back. Several writers: a pop or
+	// an ack reads it under a row lock held to the commit.
 	Consumer(ctx context.Context, partitionID, groupID int64) (Consumer, error)
 	// ConsumerByLease reads the consumer whose live or ended lease id is
 	// leaseID (not a void lease), by the partition and group the id names
 	// (NewLeaseID); ErrNotFound when none holds it.
 	ConsumerByLease(ctx context.Context, leaseID string) (Consumer, error)
+	// SaveConsumer writes c's cursor, lease, void lease, retry and acks
+	// to its row (by partition and group); its ready mark and kept count
+	// are the store's (Store). The cursor must not move back (the kept
+	// count would count again from the partition's start). A consumer
+	// that is not there is not an error: nothing is written, silently.
 	SaveConsumer(ctx context.Context, c *Consumer) error
 	// ReadyConsumers returns up to limit consumers of the group in the queue
 	// that have messages past their cursor, no live lease and no retry
@@ -135,6 +355,16 @@ type Tx interface {
 	// delayedProcessing before now (the store reads the queue's option); a
 	// consumer whose first message is not due yet is skipped and stays
 	// marked ready.
+	//
+	// It reads the ready consumers in that order (the index of those
+	// marked ready) and one index probe of messages each, in scans that
+	// double in length; it writes: the marked consumers it finds with
+	// nothing past their cursor lose their mark, so it runs inside Update
+	// only. It looks at ctx between scans. It locks nothing: the broker
+	// (limit 1, then SaveConsumer of the one returned) counts on the one
+	// writer so that no other pop takes the same consumer. Several
+	// writers: each consumer returned is locked to the commit, and a
+	// locked one is skipped, not waited for (FOR UPDATE SKIP LOCKED).
 	ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]Consumer, error)
 	// NextWake returns the earliest time after now at which a consumer of
 	// the group with messages waiting becomes ready (a lease running out, a
@@ -144,6 +374,8 @@ type Tx interface {
 	// message was due when it was leased (should the queue's delay have been
 	// raised since, that wake is early and finds nothing; the next call,
 	// after the lease, names the due time).
+	// It reads queues, the group's ready consumers and one message a
+	// consumer; it writes and locks nothing.
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
 
 	// InsertDeadLetter stores d and sets its ID; in the same transaction
@@ -161,8 +393,12 @@ type Tx interface {
 	// row of replay_outcomes is kept, settled (the history and the job's
 	// failures read it).
 	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (counted bool, jobID int64, err error)
-	// DeadLettersOfMessage returns every group's dead letter of a message.
+	// DeadLettersOfMessage returns every group's dead letter of a
+	// message, by row id (by dead_letters' seq; none: empty).
 	DeadLettersOfMessage(ctx context.Context, seq int64) ([]DeadLetter, error)
+	// DeadLetter reads the dead letter id with its payload (its
+	// message's, or its own once retention removed the message) and the
+	// names of its queue, partition and group (ErrNotFound).
 	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)
 	// MaxDeadLetterID returns the highest dead letter row id (0 if none).
 	// Row ids only grow: the store never gives a dead letter an id it gave
@@ -191,7 +427,8 @@ type Tx interface {
 	// DeadLetterKeysOf returns the keys of every dead letter (in every
 	// group) of the messages seqs, in push order (seq, then row id).
 	DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]DeadLetterKey, error)
-	// PushCopies pushes, in the order of cs, a copy of each message named
+	// PushCopies pushes, in the order of cs (edited copies, each alone,
+	// before the others: see below), a copy of each message named
 	// (same partition and trace id, created at now; its message's payload,
 	// or Payload when set: an edited copy) under its TransactionID,
 	// unless the partition has that transactionId already; it sets each
@@ -199,7 +436,13 @@ type Tx interface {
 	// one) and Inserted. Each copy inserted is recorded in replays (the
 	// message it copies, GroupID: the one group that may read it, 0
 	// every group; by.Actor, by.JobID, now; edited when Payload is set),
-	// and an edited copy's two payloads in replay_edits.
+	// and an edited copy's two payloads in replay_edits. The partitions
+	// of the copies inserted have their consumers marked ready (Store).
+	// Order: the copies with Payload set are pushed first, one statement
+	// each, then the others in one statement, in cs's order; a mix would
+	// not keep cs's order (and, as written, would record each edited
+	// copy's replay twice): the broker gives all copies of a call the
+	// same Payload.
 	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
 	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
 	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
@@ -214,7 +457,8 @@ type Tx interface {
 	// (RemovedTx); a replay keeps none (replays records it).
 	DeleteDeadLetters(ctx context.Context, ids []int64, keep *Removal) error
 	// ListDeadLetters returns a page of the dead letters matching f, newest
-	// failure first.
+	// failure first (then highest row id), each with its payload and
+	// names as DeadLetter reads them (none: empty).
 	ListDeadLetters(ctx context.Context, f Filter, p Page) ([]DeadLetter, error)
 	// ExportDeadLetters returns a page of an export: the dead letters f
 	// selects from after (nil: from the start), at most limit of them,
@@ -228,6 +472,12 @@ type Tx interface {
 	// indexes and the messages, queues, partitions and groups they join,
 	// locks nothing.
 	ExportDeadLetters(ctx context.Context, f Filter, after *ExportCursor, limit int, maxBytes int64) ([]DeadLetter, *ExportCursor, error)
+	// CountDeadLetters counts every dead letter f selects, reading all
+	// of the filter's rows: no bound (the broker answers a queue's, a
+	// group's and an error group's count from kept counts, and bounds a
+	// search's with CountDeadLettersUpTo; the total of a page filtered
+	// otherwise, a bulk action's preview and the replay cap's count come
+	// here). It locks nothing.
 	CountDeadLetters(ctx context.Context, f Filter) (int64, error)
 	// TextMatches counts, up to max, the entries of a full-text index
 	// that match (TextMatch's form): of the error texts of the dead
@@ -252,7 +502,11 @@ type Tx interface {
 
 	// AddStats adds d to the running totals of a queue and group and to
 	// the minute, quarter-hour and hour buckets of at, which also record
-	// the depth and the oldest dead letter after the change.
+	// the depth and the oldest dead letter after the change. It writes
+	// group_stats (made when there is none) and the three bucket tables,
+	// one upsert each, and reads the group's oldest dead letter when d
+	// moves the depth or files dead letters. A zero at is the wall
+	// clock's now (time.Now, not the broker's Clock).
 	AddStats(ctx context.Context, queueID, groupID int64, d Stats, at time.Time) error
 	// Series returns the buckets of [from, to) with the given step (a
 	// whole number of minutes; from a multiple of it), per queue and group,
@@ -261,9 +515,18 @@ type Tx interface {
 	// Steps that are not whole quarter hours read minute buckets, which
 	// are kept MinuteRetention only.
 	Series(ctx context.Context, queueID int64, from, to time.Time, step time.Duration) ([]Bucket, error)
+	// Stats reads the running totals of a queue's groups (group_stats,
+	// kept by AddStats: never counted), by group name (none: empty).
+	// Counts still waiting in the broker's memory (StatsDelay) are not
+	// in them.
 	Stats(ctx context.Context, queueID int64) ([]GroupStats, error)
 
+	// InsertAudit writes a as a new audit entry and sets a.ID (writes
+	// audit only).
 	InsertAudit(ctx context.Context, a *AuditEntry) error
+	// ListAudit reads a page of the audit entries f selects, newest
+	// first by id: after p.After.ID when set, else skipping p.Offset
+	// (none: empty). Only After.ID of the cursor is read.
 	ListAudit(ctx context.Context, f AuditFilter, p Page) ([]AuditEntry, error)
 }
 
