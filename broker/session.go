@@ -40,11 +40,25 @@ func (s Session) live(now time.Time) bool {
 }
 
 // SessionTx is the storage sessions need.
+//
+// Each method reads or writes sessions only, by a key (SweepSessions: a
+// scan), and locks nothing beyond its transaction (Tx).
 type SessionTx interface {
+	// InsertSession writes s as a new session (its hash, never the
+	// cookie's value) and sets s.ID.
 	InsertSession(ctx context.Context, s *Session) error
+	// SessionByHash reads the session whose hash is hash, by its unique
+	// index (ErrNotFound), whether or not it is still live.
 	SessionByHash(ctx context.Context, hash string) (Session, error)
+	// TouchSession moves the session's last sight forward to at (never
+	// back: an earlier at writes nothing); a session that is not there:
+	// nothing, no error.
 	TouchSession(ctx context.Context, id int64, at time.Time) error
+	// DeleteSession deletes the session whose hash is hash; none: no
+	// error.
 	DeleteSession(ctx context.Context, hash string) error
+	// DeleteUserSessions deletes every session of a user; none: no
+	// error.
 	DeleteUserSessions(ctx context.Context, userID int64) error
 	// SweepSessions deletes up to limit sessions that ended at now or
 	// were last seen at idleSince or before (writes sessions only; a scan:

@@ -61,19 +61,44 @@ type Token struct {
 }
 
 // UserTx is the storage users, tokens and settings need.
+//
+// Each method reads or writes its own table (users, tokens, settings;
+// DeleteUser also tokens and sessions), by a key or whole (Users), and
+// locks nothing beyond its transaction (Tx).
 type UserTx interface {
+	// UserByName reads the user named name, by the unique name
+	// (ErrNotFound).
 	UserByName(ctx context.Context, name string) (User, error)
+	// UserByID reads the user id, by the primary key (ErrNotFound).
 	UserByID(ctx context.Context, id int64) (User, error)
+	// Users reads every user, by name (none: empty).
 	Users(ctx context.Context) ([]User, error)
-	// SaveUser inserts u (ID 0) or updates it.
+	// SaveUser inserts u (ID 0, and sets u.ID) or writes its name, role
+	// and password hash (a user that is not there: nothing, no error). A
+	// name taken is the store's unique-constraint error: the broker
+	// checks UserByName first (one writer).
 	SaveUser(ctx context.Context, u *User) error
+	// DeleteUser deletes the user id with its tokens and sessions; a
+	// user that is not there deletes nothing (no error).
 	DeleteUser(ctx context.Context, id int64) error
+	// InsertToken writes t as a new API token (its hash, never the
+	// token) and sets t.ID.
 	InsertToken(ctx context.Context, t *Token) error
+	// TokenByHash reads the token whose hash is hash, by its unique
+	// index, with its user's name and role (ErrNotFound).
 	TokenByHash(ctx context.Context, hash string) (Token, error)
+	// Tokens reads a user's tokens, oldest first (none: empty).
 	Tokens(ctx context.Context, userID int64) ([]Token, error)
+	// DeleteToken deletes the token id of user userID; ErrNotFound when
+	// that user has no such token (another user's is not deleted).
 	DeleteToken(ctx context.Context, id, userID int64) error
+	// TouchToken sets the token's last use to at (not only forward,
+	// unlike TouchSession); a token that is not there: nothing, no error.
 	TouchToken(ctx context.Context, id int64, at time.Time) error
+	// Setting reads the value of the setting key (ErrNotFound).
 	Setting(ctx context.Context, key string) (string, error)
+	// SetSetting writes the setting key, made or replaced in one
+	// statement (INSERT ... ON CONFLICT).
 	SetSetting(ctx context.Context, key, value string) error
 }
 
