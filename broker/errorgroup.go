@@ -61,7 +61,8 @@ type GroupTx interface {
 	// RemoveFromErrorGroup takes n dead letters (replayed or deleted) out
 	// of the group's count, and forgets the group when none is left. The
 	// hourly counts of filings are left as they are. A group not kept
-	// is not an error (nothing happens).
+	// is not an error (nothing happens). It writes error_groups by its
+	// key (an update, then a delete when the count is 0 or below).
 	RemoveFromErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64) error
 	// ErrorGroups returns up to limit error groups of a queue, biggest
 	// first (then by fingerprint), with their samples and without trends:

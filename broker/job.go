@@ -173,13 +173,16 @@ type JobFilter struct {
 // JobTx is what jobs need from storage.
 type JobTx interface {
 	// InsertJob stores j (its scope as JSON) and sets its ID. Job ids
-	// only grow.
+	// only grow, and are never given twice (even once the newest job is
+	// swept). It writes jobs only.
 	InsertJob(ctx context.Context, j *Job) error
-	// Job reads one job (ErrNotFound).
+	// Job reads one job, by the primary key (ErrNotFound: none, or
+	// swept by the history's retention).
 	Job(ctx context.Context, id int64) (Job, error)
-	// Jobs lists jobs newest first, at most p.Limit, older than p.After.ID
-	// when set. It reads jobs by its primary key (by jobs_state when a
-	// state is given).
+	// Jobs lists the jobs f selects (by state, queue and kind) newest
+	// first, at most p.Limit, older than p.After.ID when set (p.Offset is
+	// not read). It reads jobs by its primary key (by jobs_state when a
+	// state is given); none: empty.
 	Jobs(ctx context.Context, f JobFilter, p Page) ([]Job, error)
 	// SaveJob writes j's state, counters, position, reason, times,
 	// auto-pause window and undo links (not its kind, actor or scope), by
@@ -187,10 +190,14 @@ type JobTx interface {
 	// locks nothing more than the write it is part of (one writer).
 	SaveJob(ctx context.Context, j *Job) error
 	// JobOutcomes returns a replay job's outcomes per group, by group
-	// name (none: empty).
+	// name (none: empty). It reads job_outcomes by the job, and groups.
 	JobOutcomes(ctx context.Context, jobID int64) ([]JobOutcome, error)
 	// JobFailures returns up to limit copies of the job that failed
-	// again, the most recently settled first.
+	// again, newest copy first (by copy seq, not by when each settled:
+	// the copies of a job are pushed in order, so the two are close),
+	// each with its dead letter's error when it is still one. It reads
+	// replay_outcomes by the job, and joins messages, replays, groups,
+	// dead letters, partitions and queues; none: empty.
 	JobFailures(ctx context.Context, jobID int64, limit int) ([]JobFailure, error)
 	// SettleJobCopy counts a copy of the job settled in a group:
 	// succeeded or failed again, into job_outcomes' row of the job and

@@ -44,24 +44,35 @@ type RemovedTx interface {
 	// (RestoreUntil after now, not restored) of the message seq (only the
 	// group's when groupID is not 0), by removed_dead_letters_seq; or,
 	// with jobID set instead (seq 0), up to limit of the job's, by
-	// removed_dead_letters_job. Their DeadLetter has no ID (it gets a new
-	// one when restored), no Payload and no names.
+	// removed_dead_letters_job. A record whose (seq, group) has a dead
+	// letter again is left out. Their DeadLetter has no ID (it gets a new
+	// one when restored), no Payload and no names. None: empty. It
+	// writes and locks nothing: the broker restores what it read with
+	// MarkRestored and InsertDeadLetter in the same Update (one writer;
+	// several writers: lock the records read, or mark them with a
+	// condition that they are still restorable).
 	Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]RemovedDeadLetter, error)
 	// CountRestorable counts the job's dead letters still restorable at
 	// now, and says until when the last of them is (zero: none), by
 	// removed_dead_letters_job.
 	CountRestorable(ctx context.Context, jobID int64, now time.Time) (n int64, until time.Time, err error)
 	// MarkRestored records that the removed rows ids were restored, at
-	// now by actor: no longer restorable.
+	// now by actor: no longer restorable, their error text gone (the
+	// dead letter has it again). It writes removed_dead_letters by the
+	// primary key, whether or not a row was restorable still; ids not
+	// there: nothing, no error.
 	MarkRestored(ctx context.Context, ids []int64, now time.Time, actor string) error
 	// ReturnToErrorGroup counts n restored dead letters back into their
 	// error group (made when there is none), failed at failedAt with
 	// errText; unlike FileErrorGroup it counts no filing in the hourly
-	// trend, and moves the sample only when failedAt is the newest.
+	// trend, and moves the sample only when failedAt is the newest. One
+	// upsert of error_groups (cannot race).
 	ReturnToErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64, failedAt time.Time, errText string) error
 	// EndRestoreWindows cuts up to limit removed dead letters whose
 	// window ended before now to what their page needs (their error
-	// text goes, RestoreUntil zero) and returns how many.
+	// text goes, RestoreUntil zero) and returns how many, oldest window
+	// first (by removed_dead_letters_window; writes removed_dead_letters
+	// only).
 	EndRestoreWindows(ctx context.Context, now time.Time, limit int) (int64, error)
 	// SweepHistory deletes up to limit rows of history made before
 	// before: finished jobs with their outcomes, replays (walked from the

@@ -54,17 +54,18 @@ type SearchTx interface {
 	MessagesByShortID(ctx context.Context, from, to time.Time, low uint16, limit int) ([]Message, error)
 	// MessagesByTransaction returns up to limit messages, in any
 	// partition, whose transactionId is txid, or starts with it when
-	// prefix is set.
+	// prefix is set, in no order to count on (one index search a
+	// partition: the partitions are read whole).
 	MessagesByTransaction(ctx context.Context, txid string, prefix bool, limit int) ([]Message, error)
 	// DeadLettersByTransaction returns up to limit dead letters whose
-	// message's transactionId is txid, or starts with it when prefix is
-	// set.
+	// message's transactionId is txid, newest failure first, or starts
+	// with it when prefix is set, in transactionId order.
 	DeadLettersByTransaction(ctx context.Context, txid string, prefix bool, limit int) ([]DeadLetter, error)
 	// DeadLettersByTrace returns up to limit dead letters, newest first,
 	// whose message's traceId is traceID (not empty).
 	DeadLettersByTrace(ctx context.Context, traceID string, limit int) ([]DeadLetter, error)
 	// DeadLettersOfSeqs returns up to limit dead letters, in every group,
-	// of the messages seqs.
+	// of the messages seqs, by seq then group id.
 	DeadLettersOfSeqs(ctx context.Context, seqs []int64, limit int) ([]DeadLetter, error)
 	// DeadLettersByShortID is MessagesByShortID over the dead letters
 	// (each with its message's seq and push time, which it keeps once
