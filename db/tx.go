@@ -131,16 +131,19 @@ func orNull(s string) any {
 	return s
 }
 
+// QueueByName reads queues by UNIQUE(name).
 func (t *storeTx) QueueByName(ctx context.Context, name string) (broker.Queue, error) {
 	q, err := scanQueue(t.queryRow(ctx, `SELECT `+queueCols+` FROM queues WHERE name = ?`, name))
 	return q, notFound(err, "queue")
 }
 
+// QueueByID reads queues by the primary key.
 func (t *storeTx) QueueByID(ctx context.Context, id int64) (broker.Queue, error) {
 	q, err := scanQueue(t.queryRow(ctx, `SELECT `+queueCols+` FROM queues WHERE id = ?`, id))
 	return q, notFound(err, "queue")
 }
 
+// Queues reads queues whole, by name.
 func (t *storeTx) Queues(ctx context.Context) ([]broker.Queue, error) {
 	rows, err := t.query(ctx, `SELECT `+queueCols+` FROM queues ORDER BY name`)
 	if err != nil {
@@ -158,6 +161,9 @@ func (t *storeTx) Queues(ctx context.Context) ([]broker.Queue, error) {
 	return out, rows.Err()
 }
 
+// CreateQueue inserts a row of queues (kept options as JSON, an empty
+// namespace or task as NULL) and takes its rowid as q.ID. A name taken
+// fails on UNIQUE(name), SQLite's constraint error.
 func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	o := q.Options
 	kept, err := keptJSON(o.Kept)
@@ -268,16 +274,19 @@ func scanPartition(s interface{ Scan(...any) error }) (broker.Partition, error) 
 	return p, err
 }
 
+// PartitionByName reads partitions by UNIQUE(queue_id, name).
 func (t *storeTx) PartitionByName(ctx context.Context, queueID int64, name string) (broker.Partition, error) {
 	p, err := scanPartition(t.queryRow(ctx, `SELECT `+partitionCols+` FROM partitions WHERE queue_id = ? AND name = ?`, queueID, name))
 	return p, notFound(err, "partition")
 }
 
+// PartitionByID reads partitions by the primary key.
 func (t *storeTx) PartitionByID(ctx context.Context, id int64) (broker.Partition, error) {
 	p, err := scanPartition(t.queryRow(ctx, `SELECT `+partitionCols+` FROM partitions WHERE id = ?`, id))
 	return p, notFound(err, "partition")
 }
 
+// PartitionByUUID reads partitions by UNIQUE(uuid).
 func (t *storeTx) PartitionByUUID(ctx context.Context, uuid string) (broker.Partition, error) {
 	p, err := scanPartition(t.queryRow(ctx, `SELECT `+partitionCols+` FROM partitions WHERE uuid = ?`, uuid))
 	return p, notFound(err, "partition")
@@ -290,6 +299,9 @@ func messagesOf(p string) string {
 	return p + `.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = ` + p + `.id AND m.seq > ` + p + `.counted_seq)`
 }
 
+// Partitions reads the queue's partitions by UNIQUE(queue_id, name), each
+// with its kept count and a count of its messages past counted_seq
+// (messagesOf, by messages_partition_seq).
 func (t *storeTx) Partitions(ctx context.Context, queueID int64) ([]broker.PartitionInfo, error) {
 	rows, err := t.query(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, `+messagesOf("p")+`
 		FROM partitions p WHERE p.queue_id = ? ORDER BY p.name`, queueID)
@@ -310,6 +322,10 @@ func (t *storeTx) Partitions(ctx context.Context, queueID int64) ([]broker.Parti
 	return out, rows.Err()
 }
 
+// CreatePartition inserts the partitions row, then a consumers row for
+// each subscription of its queue (the columns' defaults: cursor 0,
+// ready 1, kept count 0). A name or UUID taken fails on its UNIQUE
+// constraint.
 func (t *storeTx) CreatePartition(ctx context.Context, p *broker.Partition) error {
 	res, err := t.exec(ctx, `INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)`, p.QueueID, p.Name, p.UUID, ms(p.CreatedAt))
 	if err != nil {
@@ -324,12 +340,16 @@ func (t *storeTx) CreatePartition(ctx context.Context, p *broker.Partition) erro
 	return err
 }
 
+// GroupName reads groups by the primary key.
 func (t *storeTx) GroupName(ctx context.Context, id int64) (string, error) {
 	var name string
 	err := t.queryRow(ctx, `SELECT name FROM groups WHERE id = ?`, id).Scan(&name)
 	return name, notFound(err, "consumer group")
 }
 
+// GroupID reads groups by UNIQUE(name) and, when there is none and
+// create is set, inserts one: two statements, safe under the one writer
+// only (a write between them would fail the insert on UNIQUE(name)).
 func (t *storeTx) GroupID(ctx context.Context, name string, create bool) (int64, error) {
 	var id int64
 	err := t.queryRow(ctx, `SELECT id FROM groups WHERE name = ?`, name).Scan(&id)
@@ -343,6 +363,7 @@ func (t *storeTx) GroupID(ctx context.Context, name string, create bool) (int64,
 	return id, notFound(err, "group")
 }
 
+// Subscribed probes subscriptions' primary key.
 func (t *storeTx) Subscribed(ctx context.Context, queueID, groupID int64) (bool, error) {
 	var one int
 	err := t.queryRow(ctx, `SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID).Scan(&one)
@@ -352,6 +373,10 @@ func (t *storeTx) Subscribed(ctx context.Context, queueID, groupID int64) (bool,
 	return err == nil, err
 }
 
+// Subscribe inserts the subscriptions row, then, in one INSERT ... SELECT
+// over the queue's partitions, a consumer each with its cursor, ready
+// mark and kept count. A subscription that exists fails on the primary
+// key.
 func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start broker.Start, now time.Time) error {
 	// reads_back (migration 0023): whether its cursors may start behind
 	// messages already pushed (completed retention's settle marks).
@@ -386,6 +411,9 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 	return err
 }
 
+// Groups reads the queue's subscriptions with their groups' names, by
+// name, and for each the lag and the live leases over the queue's
+// partitions and the group's consumers.
 func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]broker.GroupInfo, error) {
 	// Lag: each partition's messages less those up to the group's cursor,
 	// both from the counts kept (migration 0010) and what lies past them.
@@ -416,6 +444,11 @@ func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]b
 	return out, rows.Err()
 }
 
+// InsertMessage inserts a row of messages ON CONFLICT (partition_id,
+// transaction_id) DO NOTHING. Its seq is the rowid SQLite picks, one
+// above the highest (the placeholder of keepSeqFloor keeps that above
+// every seq given). A duplicate is read back by that index; a message
+// inserted notes its partition for markReady and foldCounts.
 func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, error) {
 	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, m.PartitionID, m.TransactionID, []byte(m.Payload), m.TraceID, ms(m.CreatedAt))
@@ -450,22 +483,32 @@ func scanMessage(s interface{ Scan(...any) error }) (broker.Message, error) {
 	return m, err
 }
 
+// MessageBySeq reads messages by the primary key, payload included. The
+// placeholder row of keepSeqFloor is a row too: its seq reads as a
+// message of partition 0 with no transactionId.
 func (t *storeTx) MessageBySeq(ctx context.Context, seq int64) (broker.Message, error) {
 	m, err := scanMessage(t.queryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE seq = ?`, seq))
 	return m, notFound(err, "message")
 }
 
+// MessageByTransaction reads messages by UNIQUE(partition_id,
+// transaction_id), payload included.
 func (t *storeTx) MessageByTransaction(ctx context.Context, partitionID int64, txid string) (broker.Message, error) {
 	m, err := scanMessage(t.queryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND transaction_id = ?`, partitionID, txid))
 	return m, notFound(err, "message")
 }
 
+// MessageSeq reads the seq from UNIQUE(partition_id, transaction_id)
+// alone: the index holds the rowid.
 func (t *storeTx) MessageSeq(ctx context.Context, partitionID int64, txid string) (int64, error) {
 	var seq int64
 	err := t.queryRow(ctx, `SELECT seq FROM messages WHERE partition_id = ? AND transaction_id = ?`, partitionID, txid).Scan(&seq)
 	return seq, notFound(err, "message")
 }
 
+// MessageRange walks messages_partition_seq over (after, last] and reads
+// each row without returning its payload (the columns after it still
+// walk a large payload's overflow pages).
 func (t *storeTx) MessageRange(ctx context.Context, partitionID, after, last int64) ([]broker.Message, error) {
 	rows, err := t.query(ctx, `SELECT seq, transaction_id, trace_id, created_at FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, partitionID, after, last)
 	if err != nil {
@@ -485,6 +528,8 @@ func (t *storeTx) MessageRange(ctx context.Context, partitionID, after, last int
 	return out, rows.Err()
 }
 
+// MessagesAfter walks messages_partition_seq from after on, payloads
+// included, up to limit rows.
 func (t *storeTx) MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]broker.Message, error) {
 	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`, partitionID, after, limit)
 	if err != nil {
@@ -521,6 +566,7 @@ func scanConsumer(s interface{ Scan(...any) error }) (broker.Consumer, error) {
 	return c, nil
 }
 
+// Consumer reads consumers by the primary key (partition_id, group_id).
 func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (broker.Consumer, error) {
 	c, err := scanConsumer(t.queryRow(ctx, `SELECT `+consumerCols+` FROM consumers WHERE partition_id = ? AND group_id = ?`, partitionID, groupID))
 	return c, notFound(err, "consumer")
@@ -546,6 +592,10 @@ func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.C
 // uses it).
 const consumerByLeaseV7SQL = `SELECT ` + consumerCols + ` FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`
 
+// SaveConsumer updates the consumers row by the primary key, all but
+// ready, passed and passed_seq (markReady's and foldCounts'), and notes
+// it for foldCounts. The rows affected are not checked: a consumer that
+// is not there is no error.
 func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 	var leaseID, voidID, acks any
 	if c.LeaseID != "" {
@@ -767,6 +817,8 @@ func scanDeadLetter(rows rowsIter, d *broker.DeadLetter) error {
 	return nil
 }
 
+// DeadLettersOfMessage reads dead_letters by UNIQUE(seq, group_id),
+// joined as deadLetterSelect, by id.
 func (t *storeTx) DeadLettersOfMessage(ctx context.Context, seq int64) ([]broker.DeadLetter, error) {
 	rows, err := t.query(ctx, deadLetterSelect+` WHERE d.seq = ? ORDER BY d.id`, seq)
 	if err != nil {
@@ -775,6 +827,9 @@ func (t *storeTx) DeadLettersOfMessage(ctx context.Context, seq int64) ([]broker
 	return scanDeadLetters(rows)
 }
 
+// DeadLetter reads dead_letters by the primary key, joined as
+// deadLetterSelect: one whose queue, partition or group row is gone is
+// not found.
 func (t *storeTx) DeadLetter(ctx context.Context, id int64) (broker.DeadLetter, error) {
 	rows, err := t.query(ctx, deadLetterSelect+` WHERE d.id = ?`, id)
 	if err != nil {
@@ -790,12 +845,19 @@ func (t *storeTx) DeadLetter(ctx context.Context, id int64) (broker.DeadLetter, 
 	return dls[0], nil
 }
 
+// MaxDeadLetterID reads the end of dead_letters' primary key. With
+// AUTOINCREMENT (migration 0013) no id at or below it is given again,
+// and the one writer gives a dead letter committed later a higher one.
 func (t *storeTx) MaxDeadLetterID(ctx context.Context) (int64, error) {
 	var id int64
 	err := t.queryRow(ctx, `SELECT COALESCE(MAX(id), 0) FROM dead_letters`).Scan(&id)
 	return id, err
 }
 
+// DeleteDeadLetters copies the rows into removed_dead_letters when keep
+// is set (keepRemoved), removes their full-text rows
+// (unindexDeadLetters), then deletes them by the primary key; ids that
+// are not there: nothing.
 func (t *storeTx) DeleteDeadLetters(ctx context.Context, ids []int64, keep *broker.Removal) error {
 	if len(ids) == 0 {
 		return nil
@@ -899,6 +961,9 @@ func whereNamed(f broker.Filter, named bool) (string, []any) {
 	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
+// ListDeadLetters reads deadLetterSelect with where(f), newest failure
+// first (failed_at, then id, descending), after the keyset p.After or
+// past p.Offset rows.
 func (t *storeTx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker.Page) ([]broker.DeadLetter, error) {
 	w, args := where(f)
 	if p.After != nil {
@@ -923,6 +988,8 @@ func (t *storeTx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker
 	return scanDeadLetters(rows)
 }
 
+// CountDeadLetters counts the rows of where(f): a walk of the filter's
+// index, unbounded.
 func (t *storeTx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64, error) {
 	w, args := where(f)
 	var n int64
@@ -930,6 +997,8 @@ func (t *storeTx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64,
 	return n, err
 }
 
+// CountDeadLettersUpTo counts the rows of where(f) up to max (a LIMIT
+// inside the count).
 func (t *storeTx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max int) (int64, error) {
 	w, args := where(f)
 	var n int64
@@ -937,6 +1006,7 @@ func (t *storeTx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max
 	return n, err
 }
 
+// InsertAudit inserts a row of audit and takes its rowid as a.ID.
 func (t *storeTx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
 	res, err := t.exec(ctx, `INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ms(a.At), a.Actor, a.Action, a.Queue, a.Group, a.Count, a.Detail, a.JobID, b2i(a.Broker))
@@ -994,6 +1064,7 @@ func auditQuery(f broker.AuditFilter, p broker.Page) (string, []any) {
 	return q, args
 }
 
+// ListAudit runs auditQuery: newest first by the primary key.
 func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page) ([]broker.AuditEntry, error) {
 	q, args := auditQuery(f, p)
 	rows, err := t.query(ctx, q, args...)
@@ -1014,6 +1085,8 @@ func (t *storeTx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.
 	return out, rows.Err()
 }
 
+// PartitionList reads partitions by UNIQUE(queue_id, name), without
+// counting.
 func (t *storeTx) PartitionList(ctx context.Context, queueID int64) ([]broker.Partition, error) {
 	rows, err := t.query(ctx, `SELECT `+partitionCols+` FROM partitions WHERE queue_id = ? ORDER BY name`, queueID)
 	if err != nil {
@@ -1031,6 +1104,8 @@ func (t *storeTx) PartitionList(ctx context.Context, queueID int64) ([]broker.Pa
 	return out, rows.Err()
 }
 
+// GroupNames reads subscriptions by its key prefix (queue_id), joined to
+// groups, by name.
 func (t *storeTx) GroupNames(ctx context.Context, queueID int64) ([]string, error) {
 	rows, err := t.query(ctx, `SELECT g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, queueID)
 	if err != nil {

@@ -80,6 +80,7 @@ func (t *storeTx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int
 	return out, nil
 }
 
+// NewestFailure reads the first row of where(f), newest failure first.
 func (t *storeTx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, bool, error) {
 	w, args := where(f)
 	var at int64
@@ -90,6 +91,7 @@ func (t *storeTx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time
 	return fromMS(at), err == nil, err
 }
 
+// CountDeadLettersAbove runs countAbove.
 func (t *storeTx) CountDeadLettersAbove(ctx context.Context, f broker.Filter, b broker.Bound, exceptJob int64) (int64, error) {
 	query, args := countAbove(f, b, exceptJob)
 	var n int64
@@ -128,6 +130,8 @@ func (t *storeTx) CountDeadLetterMessages(ctx context.Context, f broker.Filter) 
 	return n, err
 }
 
+// DeadLetterKeysOf reads dead_letters by UNIQUE(seq, group_id) for each
+// seq, with the message's time and payload size (deadLetterKeySelect).
 func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.DeadLetterKey, error) {
 	if len(seqs) == 0 {
 		return nil, nil
@@ -328,6 +332,11 @@ func (t *storeTx) recordReplays(ctx context.Context, cs []broker.Copy, now time.
 	return err
 }
 
+// ExpectReplayOutcomes inserts the pairs into replay_outcomes ON
+// CONFLICT DO NOTHING and, for a job, adds to job_outcomes (an upsert a
+// group) the pairs of the list that are the job's and still pending,
+// once at least one was new: a pair of the same job noted before and
+// still pending, listed again beside a new one, is counted again.
 func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error {
 	if len(pairs) == 0 {
 		return nil

@@ -16,6 +16,8 @@ import (
 // letters filed per hour (error_group_hours), written in the transaction
 // of every filing, replay and delete.
 
+// FileErrorGroup upserts error_groups (the sample moves when at is at or
+// after the last failure) and error_group_hours by their keys.
 func (t *storeTx) FileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
 	now := ms(at)
 	if _, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
@@ -36,6 +38,8 @@ func (t *storeTx) FileErrorGroup(ctx context.Context, queueID, groupID int64, fi
 	return nil
 }
 
+// RemoveFromErrorGroup lowers error_groups' count by its key, then
+// deletes the row when the count is 0 or below.
 func (t *storeTx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64) error {
 	if _, err := t.exec(ctx, `UPDATE error_groups SET dead_letters = dead_letters - ? WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`,
 		n, queueID, groupID, fingerprint); err != nil {
@@ -93,6 +97,7 @@ const (
 		GROUP BY fingerprint, hour`
 )
 
+// ErrorGroups runs errorGroups and names the queue in each.
 func (t *storeTx) ErrorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
 	gs, err := t.errorGroups(ctx, queueID, groupID, fingerprint, limit)
 	for i := range gs {
@@ -192,6 +197,8 @@ func sumErrorGroups(rows []broker.ErrorGroup, limit int) []broker.ErrorGroup {
 	return out
 }
 
+// ErrorGroupHours reads error_group_hours by its key (the queue's groups
+// by queueGroups when groupID is 0), summed per fingerprint and hour.
 func (t *storeTx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, fingerprints []string, fromHour int64) ([]broker.ErrorGroupHour, error) {
 	if len(fingerprints) == 0 {
 		return nil, nil

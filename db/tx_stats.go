@@ -11,6 +11,10 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
+// AddStats upserts group_stats (RETURNING the depth after the change),
+// reads the group's oldest dead letter by dead_letters_group when dead
+// letters come or go, and upserts the minute, quarter and hour buckets.
+// A zero at is time.Now(), the wall clock.
 func (t *storeTx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stats, at time.Time) error {
 	var depth, oldest int64
 	err := t.queryRow(ctx, `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
@@ -91,6 +95,7 @@ func bucketsFor(step time.Duration) bucketTable {
 	return bucketTables[0]
 }
 
+// Stats reads group_stats by the queue, joined to groups, by name.
 func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats, error) {
 	rows, err := t.query(ctx, `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
 		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
@@ -116,6 +121,8 @@ func (t *storeTx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats
 // bucketCols are a bucket table's counters, as they are selected.
 const bucketCols = `b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at`
 
+// Series reads the coarsest bucket table whose buckets divide step
+// (bucketsFor), by its key, and sums the buckets into steps.
 func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time, step time.Duration) ([]broker.Bucket, error) {
 	// One table, the coarsest whose buckets divide the step: a bounded
 	// number of rows per group and step, read by index, summed here.
@@ -304,6 +311,9 @@ func (t *storeTx) names(ctx context.Context, query string, m map[int64]string) e
 	return rows.Err()
 }
 
+// TakeReplayOutcome settles the pending row of replay_outcomes by its
+// key (UPDATE ... WHERE outcome = 0 RETURNING job_id): a row settled
+// already, or none, is not counted.
 func (t *storeTx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (bool, int64, error) {
 	outcome := 2
 	if ok {

@@ -18,16 +18,19 @@ func scanUser(s interface{ Scan(...any) error }) (broker.User, error) {
 	return u, err
 }
 
+// UserByName reads users by UNIQUE(name).
 func (t *storeTx) UserByName(ctx context.Context, name string) (broker.User, error) {
 	u, err := scanUser(t.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
 	return u, notFound(err, "user")
 }
 
+// UserByID reads users by the primary key.
 func (t *storeTx) UserByID(ctx context.Context, id int64) (broker.User, error) {
 	u, err := scanUser(t.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
 	return u, notFound(err, "user")
 }
 
+// Users reads users whole, by name.
 func (t *storeTx) Users(ctx context.Context) ([]broker.User, error) {
 	rows, err := t.query(ctx, `SELECT `+userCols+` FROM users ORDER BY name`)
 	if err != nil {
@@ -45,6 +48,8 @@ func (t *storeTx) Users(ctx context.Context) ([]broker.User, error) {
 	return out, rows.Err()
 }
 
+// SaveUser updates users by the primary key (ID set) or inserts a row
+// and takes its rowid; a name taken fails on UNIQUE(name).
 func (t *storeTx) SaveUser(ctx context.Context, u *broker.User) error {
 	if u.ID != 0 {
 		_, err := t.exec(ctx, `UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?`, u.Name, string(u.Role), u.PasswordHash, u.ID)
@@ -58,6 +63,7 @@ func (t *storeTx) SaveUser(ctx context.Context, u *broker.User) error {
 	return err
 }
 
+// DeleteUser deletes the user's tokens and sessions, then the users row.
 func (t *storeTx) DeleteUser(ctx context.Context, id int64) error {
 	if _, err := t.exec(ctx, `DELETE FROM tokens WHERE user_id = ?`, id); err != nil {
 		return err
@@ -69,6 +75,7 @@ func (t *storeTx) DeleteUser(ctx context.Context, id int64) error {
 	return err
 }
 
+// InsertToken inserts a row of tokens and takes its rowid as t.ID.
 func (t *storeTx) InsertToken(ctx context.Context, tok *broker.Token) error {
 	res, err := t.exec(ctx, `INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)`, tok.UserID, tok.Name, tok.Hash, ms(tok.CreatedAt))
 	if err != nil {
@@ -89,11 +96,13 @@ func scanToken(s interface{ Scan(...any) error }) (broker.Token, error) {
 	return tok, err
 }
 
+// TokenByHash reads tokens by UNIQUE(hash), joined to its user.
 func (t *storeTx) TokenByHash(ctx context.Context, hash string) (broker.Token, error) {
 	tok, err := scanToken(t.queryRow(ctx, tokenSelect+` WHERE t.hash = ?`, hash))
 	return tok, notFound(err, "token")
 }
 
+// Tokens reads the user's tokens, joined to the user, by id.
 func (t *storeTx) Tokens(ctx context.Context, userID int64) ([]broker.Token, error) {
 	rows, err := t.query(ctx, tokenSelect+` WHERE t.user_id = ? ORDER BY t.id`, userID)
 	if err != nil {
@@ -111,6 +120,8 @@ func (t *storeTx) Tokens(ctx context.Context, userID int64) ([]broker.Token, err
 	return out, rows.Err()
 }
 
+// DeleteToken deletes the token by the primary key and its user;
+// ErrNotFound when no row went.
 func (t *storeTx) DeleteToken(ctx context.Context, id, userID int64) error {
 	res, err := t.exec(ctx, `DELETE FROM tokens WHERE id = ? AND user_id = ?`, id, userID)
 	if err != nil {
@@ -122,22 +133,26 @@ func (t *storeTx) DeleteToken(ctx context.Context, id, userID int64) error {
 	return nil
 }
 
+// TouchToken sets last_used_at by the primary key.
 func (t *storeTx) TouchToken(ctx context.Context, id int64, at time.Time) error {
 	_, err := t.exec(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?`, ms(at), id)
 	return err
 }
 
+// Setting reads settings by the primary key.
 func (t *storeTx) Setting(ctx context.Context, key string) (string, error) {
 	var v string
 	err := t.queryRow(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
 	return v, notFound(err, "setting")
 }
 
+// SetSetting upserts settings by the primary key.
 func (t *storeTx) SetSetting(ctx context.Context, key, value string) error {
 	_, err := t.exec(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	return err
 }
 
+// InsertSession inserts a row of sessions and takes its rowid as s.ID.
 func (t *storeTx) InsertSession(ctx context.Context, s *broker.Session) error {
 	res, err := t.exec(ctx, `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 		s.Hash, s.UserID, ms(s.CreatedAt), ms(s.ExpiresAt), ms(s.LastSeenAt))
@@ -148,6 +163,7 @@ func (t *storeTx) InsertSession(ctx context.Context, s *broker.Session) error {
 	return err
 }
 
+// SessionByHash reads sessions by UNIQUE(hash).
 func (t *storeTx) SessionByHash(ctx context.Context, hash string) (broker.Session, error) {
 	var s broker.Session
 	var created, expires, seen int64
@@ -157,16 +173,20 @@ func (t *storeTx) SessionByHash(ctx context.Context, hash string) (broker.Sessio
 	return s, notFound(err, "session")
 }
 
+// TouchSession moves last_seen_at forward by the primary key.
 func (t *storeTx) TouchSession(ctx context.Context, id int64, at time.Time) error {
 	_, err := t.exec(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`, ms(at), id, ms(at))
 	return err
 }
 
+// DeleteSession deletes sessions by UNIQUE(hash).
 func (t *storeTx) DeleteSession(ctx context.Context, hash string) error {
 	_, err := t.exec(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
 	return err
 }
 
+// DeleteUserSessions deletes the user's sessions (a scan: the table
+// holds a few rows a person).
 func (t *storeTx) DeleteUserSessions(ctx context.Context, userID int64) error {
 	_, err := t.exec(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID)
 	return err
