@@ -448,7 +448,15 @@ type Tx interface {
 	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
 	// for the job jobID (0: a single replay), whose replayed count in
 	// job_outcomes goes up by the pairs of each group. A pair noted
-	// before is left as it was.
+	// before is left as it was, but (as written) when at least one pair
+	// of the list is new, a pair the same job noted before and that is
+	// still pending is counted into job_outcomes again (measured: the
+	// pairs {A} then {A, B} count 3). The broker lists such a pair only
+	// when one job meets a dead letter of a (message, group) again while
+	// its earlier copy there has not settled: the dead letter must have
+	// come back in between. It writes
+	// replay_outcomes (INSERT ... ON CONFLICT DO NOTHING) and
+	// job_outcomes (an upsert a group).
 	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error
 	// DeleteDeadLetters removes dead letters by row id, with their rows of
 	// the full-text indexes (a payload's when no dead letter of its
