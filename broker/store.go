@@ -439,10 +439,11 @@ type Tx interface {
 	// and an edited copy's two payloads in replay_edits. The partitions
 	// of the copies inserted have their consumers marked ready (Store).
 	// Order: the copies with Payload set are pushed first, one statement
-	// each, then the others in one statement, in cs's order; a mix would
-	// not keep cs's order (and, as written, would record each edited
-	// copy's replay twice): the broker gives all copies of a call the
-	// same Payload.
+	// each, then the others in one statement, in cs's order. A mix does
+	// not keep cs's order and, as written, fails: each edited copy's row
+	// of replays is inserted twice (measured: "UNIQUE constraint failed:
+	// replays.copy_seq"). The broker gives all copies of a call the same
+	// Payload, so it never mixes them.
 	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
 	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
 	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
