@@ -112,7 +112,7 @@ type Store interface {
 	// neither waits for the other (SQLite's WAL readers). fn must only
 	// read: a write method fails (the SQLite store's read connections are
 	// query_only: "attempt to write a readonly database"), and so does
-	// ReadyConsumers, which clears the ready marks it finds stale. View
+	// ReadyConsumers when it finds ready marks to clear. View
 	// never runs fn twice, but the rule of Update holds: no effect that a
 	// failed View would leave behind.
 	//
@@ -121,8 +121,8 @@ type Store interface {
 	// a page's timeout does not cancel its queries (issue 18).
 	//
 	// Errors: fn's own; ErrUnavailable and ErrNoSpace as for Update; the
-	// error of the connection pool ("sql: database is closed") after
-	// Close, not db.ErrClosed.
+	// error of the connection pool ("begin: sql: database is closed")
+	// after Close, not db.ErrClosed.
 	View(ctx context.Context, fn func(Tx) error) error
 }
 
