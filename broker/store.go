@@ -166,10 +166,11 @@ func IsEphemeral(ctx context.Context) bool {
 //
 // What holds for every method unless its comment says otherwise:
 //
-//   - Where it may run: a method that writes (its comment says so, or it
-//     is named Insert, Save, Create, Delete, Set, Touch, Mark, Sweep...)
-//     runs inside Update only; in View it fails. The others run in
-//     either.
+//   - Where it may run: a method that writes (its comment says so, or
+//     its name does: Insert, Save, Create, Update, Delete, Set, Touch,
+//     Mark, Sweep, Push, Take, Add, File, Subscribe...) runs inside
+//     Update only; in View it fails. So does ReadyConsumers, which
+//     clears stale ready marks. The others run in either.
 //   - Not found: a read of one thing by its key (QueueByName, Consumer,
 //     DeadLetter...) returns ErrNotFound, wrapped (test it with
 //     errors.Is); a list or count that finds nothing returns an empty
