@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -346,29 +345,7 @@ func startDocServer(t *testing.T, dir string, srv docServer) string {
 	if srv.readmeEnv {
 		cmd.Env = append(cmd.Env, "LAZARUS_ADMIN_TOKEN="+docAdminToken, "LAZARUS_ADMIN_PASSWORD="+docAdminPassword)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(stderr)
-	deadline := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
-	defer deadline.Stop()
-	for lines.Scan() {
-		var l struct {
-			Msg string `json:"msg"`
-			URL string `json:"url"`
-		}
-		if json.Unmarshal(lines.Bytes(), &l) == nil && l.Msg == "listening" {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return l.URL
-		}
-	}
-	t.Fatal("the server never said where it listens")
-	return ""
+	return startListening(t, cmd, 30*time.Second)
 }
 
 // jsonValues parses a sequence of JSON values, numbers kept as written.

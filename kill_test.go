@@ -46,6 +46,14 @@ func startBinary(t *testing.T, bin, dbPath, sync string, args ...string) (*exec.
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dbPath, "--sync", sync, "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), "LAZARUS_ADMIN_TOKEN="+killToken)
+	return cmd, startListening(t, cmd, 20*time.Second)
+}
+
+// startListening starts cmd, a lazarus serve or demo logging JSON, kills
+// it at the end of the test, and returns the URL its "listening" line
+// gives; it fails the test when none comes within wait.
+func startListening(t *testing.T, cmd *exec.Cmd, wait time.Duration) string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +63,7 @@ func startBinary(t *testing.T, bin, dbPath, sync string, args ...string) (*exec.
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	lines := bufio.NewScanner(stderr)
-	deadline := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+	deadline := time.AfterFunc(wait, func() { _ = cmd.Process.Kill() })
 	defer deadline.Stop()
 	for lines.Scan() {
 		var l struct {
@@ -64,11 +72,11 @@ func startBinary(t *testing.T, bin, dbPath, sync string, args ...string) (*exec.
 		}
 		if json.Unmarshal(lines.Bytes(), &l) == nil && l.Msg == "listening" {
 			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return cmd, l.URL
+			return l.URL
 		}
 	}
 	t.Fatal("the server never said where it listens")
-	return nil, ""
+	return ""
 }
 
 // A push answered 201 survives a kill -9 of the server, in both durability
