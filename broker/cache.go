@@ -11,8 +11,10 @@ import (
 // a few statements rather than a dozen. Only what has committed is kept:
 // entries met inside a write transaction are staged, and published once
 // it has committed, unless the cache was emptied meanwhile. Anything that
-// removes or changes a cached thing empties the cache at once, inside the
-// writer, before any later write can look.
+// removes or changes a cached thing empties the cache once its
+// transaction has committed, before any later write transaction begins
+// (TxScope's End, in commit order); the later functions of its own
+// transaction (group commit) look everything up in the store meanwhile.
 type cache struct {
 	mu         sync.RWMutex
 	gen        uint64 // counts the times the cache was emptied
@@ -59,7 +61,8 @@ func (c *cache) reset() {
 type cacheTx struct {
 	Tx
 	c   *cache
-	gen uint64 // the cache's generation when the transaction began
+	st  *txState // the transaction's: cacheOff skips the cache
+	gen uint64   // the cache's generation when the transaction began
 	// staged entries, published by commit
 	queues     []Queue
 	partitions []Partition
@@ -67,16 +70,27 @@ type cacheTx struct {
 	subscribed [][2]int64
 }
 
-func newCacheTx(tx Tx, c *cache) *cacheTx {
+func newCacheTx(tx Tx, c *cache, st *txState) *cacheTx {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return &cacheTx{Tx: tx, c: c, gen: c.gen}
+	return &cacheTx{Tx: tx, c: c, st: st, gen: c.gen}
+}
+
+// invalidate empties the cache once the transaction has committed, and
+// makes the later functions of the transaction look everything up in the
+// store.
+func (t *cacheTx) invalidate() error {
+	t.st.cacheOff = true
+	return afterCommit(t.Tx, t.c.invalidate)
 }
 
 func (t *cacheTx) QueueByName(ctx context.Context, name string) (Queue, error) {
-	t.c.mu.RLock()
-	q, ok := t.c.queues[name]
-	t.c.mu.RUnlock()
+	q, ok := Queue{}, false
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		q, ok = t.c.queues[name]
+		t.c.mu.RUnlock()
+	}
 	if ok {
 		return q, nil
 	}
@@ -88,9 +102,12 @@ func (t *cacheTx) QueueByName(ctx context.Context, name string) (Queue, error) {
 }
 
 func (t *cacheTx) QueueByID(ctx context.Context, id int64) (Queue, error) {
-	t.c.mu.RLock()
-	q, ok := t.c.queueIDs[id]
-	t.c.mu.RUnlock()
+	q, ok := Queue{}, false
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		q, ok = t.c.queueIDs[id]
+		t.c.mu.RUnlock()
+	}
 	if ok {
 		return q, nil
 	}
@@ -110,19 +127,26 @@ func (t *cacheTx) CreateQueue(ctx context.Context, q *Queue) error {
 }
 
 func (t *cacheTx) UpdateQueue(ctx context.Context, q Queue) error {
-	t.c.invalidate()
+	if err := t.invalidate(); err != nil {
+		return err
+	}
 	return t.Tx.UpdateQueue(ctx, q)
 }
 
 func (t *cacheTx) DeleteQueue(ctx context.Context, id int64) error {
-	t.c.invalidate()
+	if err := t.invalidate(); err != nil {
+		return err
+	}
 	return t.Tx.DeleteQueue(ctx, id)
 }
 
 func (t *cacheTx) PartitionByName(ctx context.Context, queueID int64, name string) (Partition, error) {
-	t.c.mu.RLock()
-	p, ok := t.c.partitions[partitionKey{queueID, name}]
-	t.c.mu.RUnlock()
+	p, ok := Partition{}, false
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		p, ok = t.c.partitions[partitionKey{queueID, name}]
+		t.c.mu.RUnlock()
+	}
 	if ok {
 		return p, nil
 	}
@@ -134,9 +158,12 @@ func (t *cacheTx) PartitionByName(ctx context.Context, queueID int64, name strin
 }
 
 func (t *cacheTx) PartitionByUUID(ctx context.Context, uuid string) (Partition, error) {
-	t.c.mu.RLock()
-	p, ok := t.c.byUUID[uuid]
-	t.c.mu.RUnlock()
+	p, ok := Partition{}, false
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		p, ok = t.c.byUUID[uuid]
+		t.c.mu.RUnlock()
+	}
 	if ok {
 		return p, nil
 	}
@@ -148,9 +175,12 @@ func (t *cacheTx) PartitionByUUID(ctx context.Context, uuid string) (Partition, 
 }
 
 func (t *cacheTx) PartitionByID(ctx context.Context, id int64) (Partition, error) {
-	t.c.mu.RLock()
-	p, ok := t.c.byID[id]
-	t.c.mu.RUnlock()
+	p, ok := Partition{}, false
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		p, ok = t.c.byID[id]
+		t.c.mu.RUnlock()
+	}
 	if ok {
 		return p, nil
 	}
@@ -170,9 +200,12 @@ func (t *cacheTx) CreatePartition(ctx context.Context, p *Partition) error {
 }
 
 func (t *cacheTx) GroupID(ctx context.Context, name string, create bool) (int64, error) {
-	t.c.mu.RLock()
-	id, ok := t.c.groups[name]
-	t.c.mu.RUnlock()
+	id, ok := int64(0), false
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		id, ok = t.c.groups[name]
+		t.c.mu.RUnlock()
+	}
 	if ok {
 		return id, nil
 	}
@@ -188,9 +221,12 @@ func (t *cacheTx) GroupID(ctx context.Context, name string, create bool) (int64,
 
 func (t *cacheTx) Subscribed(ctx context.Context, queueID, groupID int64) (bool, error) {
 	k := [2]int64{queueID, groupID}
-	t.c.mu.RLock()
-	ok := t.c.subscribed[k]
-	t.c.mu.RUnlock()
+	ok := false
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		ok = t.c.subscribed[k]
+		t.c.mu.RUnlock()
+	}
 	if ok {
 		return true, nil
 	}

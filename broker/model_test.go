@@ -597,7 +597,8 @@ func (r *modelRun) leaseName(id string) string {
 }
 
 // runModel runs ops from a fresh database; it returns the trace and the
-// first disagreement ("" when none).
+// first disagreement ("" when none). Every function the broker gives to
+// Update runs twice, the first run rolled back (retryStore).
 func runModel(t testing.TB, dir string, opts broker.Options, ops []modelOp, fold time.Duration) (trace []string, fail string) {
 	ctx := context.Background()
 	d, err := db.OpenWith(ctx, filepath.Join(dir, "model.db"), db.Options{Sync: db.SyncNormal, FoldEvery: fold})
@@ -606,7 +607,7 @@ func runModel(t testing.TB, dir string, opts broker.Options, ops []modelOp, fold
 	}
 	defer d.Close()
 	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	r := &modelRun{t: t, ctx: ctx, d: d, b: broker.New(broker.Config{Store: d, Clock: c}), clock: c, m: newModel(opts), leases: map[string]string{}}
+	r := &modelRun{t: t, ctx: ctx, d: d, b: broker.New(broker.Config{Store: &retryStore{Store: d}, Clock: c}), clock: c, m: newModel(opts), leases: map[string]string{}}
 	r.m.now = c.Now
 	raw := map[string]json.RawMessage{}
 	for k, v := range map[string]any{"leaseTime": opts.LeaseTime, "retryLimit": opts.RetryLimit, "retryDelay": opts.RetryDelay,

@@ -68,9 +68,9 @@ type PartitionSweepTx interface {
 // run, no write. Those found empty are then checked again and deleted,
 // PartitionSweepChunk a transaction on the low-priority lane: a push that
 // arrived meanwhile keeps its partition.
-// A chunk that deletes any empties the lookup cache inside the writer,
-// before a later write can look (as DeleteQueue does). Removed counts
-// the partitions.
+// A chunk that deletes any empties the lookup cache once it has
+// committed, before a later write transaction begins (as DeleteQueue
+// does; see TxScope). Removed counts the partitions.
 func (b *Broker) maintainPartitions(ctx context.Context, r *TaskReport) error {
 	var after int64
 	for {
@@ -94,7 +94,7 @@ func (b *Broker) maintainPartitions(ctx context.Context, r *TaskReport) error {
 					return err
 				}
 				if n = len(gone); n > 0 {
-					b.cache.invalidate()
+					return b.invalidateCache(tx)
 				}
 				return nil
 			}); err != nil {

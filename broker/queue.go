@@ -361,8 +361,7 @@ func (b *Broker) describe(ctx context.Context, tx Tx, q Queue) (QueueSummary, er
 // DeleteQueue deletes a queue with its partitions, messages, consumers and
 // dead letters.
 func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
-	var dropped []pendingEntry
-	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+	return b.update(ctx, func(tx Tx, touched func(string)) error {
 		q, err := queueNamed(ctx, tx, name)
 		if err != nil {
 			return err
@@ -371,15 +370,20 @@ func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
 			return fmt.Errorf("delete queue: %w", err)
 		}
 		// Its counts still in memory go with it (written later, they
-		// would bring its counters back).
-		dropped = b.pending.takeQueue(q.ID)
+		// would bring its counters back): no later function of this
+		// transaction writes them, and they leave memory once it has
+		// committed.
+		_, st, err := scopeOf(tx)
+		if err != nil {
+			return err
+		}
+		st.drop(q.ID)
+		if err := afterCommit(tx, func() { b.pending.takeQueue(q.ID) }); err != nil {
+			return err
+		}
 		touched(q.Name)
 		return audit(ctx, tx, b.now(), actor, AuditQueueDelete, q.Name, "", 0, "queue deleted")
 	})
-	if err != nil {
-		b.pending.add(dropped, 1, b.now())
-	}
-	return err
 }
 
 // Audit lists audit entries, newest first.

@@ -118,45 +118,60 @@ func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue s
 //
 // The stats fn adds are written in its transaction, or, when they move no
 // depth, may join the pending counts (see StatsDelay) once it commits.
+// fn may run more than once (Store.Update): what it changes in memory
+// (the pending counts, the lookup cache) is applied once the transaction
+// has committed, in commit order (TxScope), and the later functions of
+// the same transaction see it meanwhile through the transaction's state.
 func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, touched func(queue string)) error) error {
 	var queues []string
-	var cached *cacheTx
-	var deferred, taken []pendingEntry
 	err := b.store.Update(ctx, func(tx Tx) error {
-		queues, deferred, taken = queues[:0], nil, nil
-		cached = newCacheTx(tx, b.cache)
+		queues = queues[:0]
+		_, st, err := scopeOf(tx)
+		if err != nil {
+			return err
+		}
+		cached := newCacheTx(tx, b.cache, st)
 		acc := &statsTx{Tx: cached}
 		if err := fn(acc, func(q string) { queues = append(queues, q) }); err != nil {
 			return err
 		}
 		now := b.now()
-		if !flush && acc.countOnly() && b.pending.mayDefer(now) {
-			// Added now, while the writes are in order, and taken back if
-			// the transaction fails after all.
-			deferred = acc.entries(now)
-			b.pending.add(deferred, 1, now)
-			return nil
-		}
-		if IsEphemeral(ctx) {
+		switch {
+		case !flush && acc.countOnly() && st.mayDefer(&b.pending, now):
+			// The later functions of this transaction count them as
+			// pending at once (a change of depth among them writes them
+			// first); the others once it has committed.
+			deferred := acc.entries(now)
+			st.deferCounts(deferred, now)
+			if err := afterCommit(tx, func() { b.pending.add(deferred, 1, now) }); err != nil {
+				return err
+			}
+		case IsEphemeral(ctx):
 			// The counts waiting in memory go with a commit that waits
 			// for the disk, not with a lease that need not.
-			return acc.flush(ctx, now)
-		}
-		taken = b.pending.take()
-		for _, e := range taken {
-			if err := cached.AddStats(ctx, e.key.queueID, e.key.groupID, e.d, time.Unix(e.key.minute*60, 0)); err != nil {
-				return fmt.Errorf("stats: %w", err)
+			if err := acc.flush(ctx, now); err != nil {
+				return err
+			}
+		default:
+			taken := st.visible(&b.pending)
+			for _, e := range taken {
+				if err := cached.AddStats(ctx, e.key.queueID, e.key.groupID, e.d, time.Unix(e.key.minute*60, 0)); err != nil {
+					return fmt.Errorf("stats: %w", err)
+				}
+			}
+			if err := acc.flush(ctx, now); err != nil {
+				return err
+			}
+			st.tookAll()
+			// Out of memory once committed, by value: those deferred
+			// by the earlier functions of this transaction join the
+			// pending counts first (commit order), and leave with them.
+			if err := afterCommit(tx, func() { b.pending.add(taken, -1, now) }); err != nil {
+				return err
 			}
 		}
-		return acc.flush(ctx, now)
+		return afterCommit(tx, cached.commit)
 	})
-	if err != nil {
-		b.pending.add(deferred, -1, b.now())
-		b.pending.add(taken, 1, b.now())
-	}
-	if err == nil && cached != nil {
-		cached.commit()
-	}
 	if err == nil && len(queues) > 0 {
 		b.notify(queues...)
 	}

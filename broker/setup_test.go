@@ -41,6 +41,8 @@ type bundle struct {
 }
 
 // setup returns a broker on a fresh SQLite file and a hand-moved clock.
+// The broker's store runs every function given to Update twice, the
+// first run rolled back (retryStore); s.db is the file itself.
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := context.Background()
@@ -50,7 +52,7 @@ func setup(t *testing.T) *bundle {
 	}
 	t.Cleanup(func() { d.Close() })
 	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	return &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: d, Clock: c}), db: d, clock: c}
+	return &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: &retryStore{Store: d}, Clock: c}), db: d, clock: c}
 }
 
 // configure sets queue options, given as JSON values.

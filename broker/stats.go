@@ -33,6 +33,11 @@ const StatsDelay = time.Second
 // pendingStats are committed counts not yet written, per queue, group and
 // minute. No depth has changed since the oldest of them (a change of depth
 // writes them first), so each is written with the depth of its minute.
+//
+// That holds because they change only once a transaction has committed,
+// in commit order and before the next write transaction begins (TxScope's
+// End): a write sees the counts of every commit before it, and those that
+// the earlier functions of its own transaction deferred (txState.visible).
 type pendingStats struct {
 	mu    sync.Mutex
 	m     map[pendingKey]Stats
@@ -47,20 +52,12 @@ type pendingEntry struct {
 	d   Stats
 }
 
-// mayDefer reports whether counts of now can join the pending ones.
-func (p *pendingStats) mayDefer(now time.Time) bool {
+// oldest returns when the oldest of the pending counts was added (ok
+// false: there are none). Whether more may join them is txState.mayDefer.
+func (p *pendingStats) oldest() (since time.Time, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.keys) == 0 {
-		return true
-	}
-	minute := now.Unix() / 60
-	for _, k := range p.keys {
-		if k.minute != minute {
-			return false
-		}
-	}
-	return now.Sub(p.since) < StatsDelay
+	return p.since, len(p.keys) > 0
 }
 
 func (p *pendingStats) empty() bool {
@@ -195,18 +192,6 @@ func (p *pendingStats) takeQueue(queueID int64) []pendingEntry {
 		keep = append(keep, k)
 	}
 	p.keys = keep
-	return out
-}
-
-// take removes and returns every pending count.
-func (p *pendingStats) take() []pendingEntry {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]pendingEntry, 0, len(p.keys))
-	for _, k := range p.keys {
-		out = append(out, pendingEntry{k, p.m[k]})
-	}
-	p.m, p.keys = nil, nil
 	return out
 }
 

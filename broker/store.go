@@ -77,16 +77,16 @@ type Store interface {
 	// returned nil may be rolled back after all (above). What fn learns
 	// for memory (stats, cache entries, queues to wake) it gathers in
 	// variables it resets at its start, and the caller applies them once
-	// Update has returned nil. Today the broker still breaks this rule in
-	// three places: updateStats (service.go) adds the counts it defers to
-	// b.pending, and takes the pending ones out, inside fn, undoing both
-	// only when Update fails (a second run of fn would count its deferred
-	// counts twice); DeleteQueue (queue.go) takes the queue's pending
-	// counts out inside fn; and cacheTx's UpdateQueue and DeleteQueue
-	// (cache.go) and the partition sweep's chunk (partsweep.go) empty the
-	// lookup cache inside fn, which is harmless when repeated but reaches
-	// this process's cache only. Wake-ups (notify, wakeJobs) and the
-	// cache's new entries are applied after the commit already.
+	// Update has returned nil; or it registers them on the transaction's
+	// scope (Tx.Scope, TxScope.OnEnd), which the store runs once the
+	// transaction has ended, in commit order, before the next write
+	// transaction begins and before Update returns: that is how the
+	// broker keeps its pending counts and lookup cache in step with the
+	// commits (updateStats, DeleteQueue, cacheTx, the partition sweep),
+	// and how a later fn of a group commit sees what an earlier one did
+	// to memory before it is applied. Emptying the cache this way reaches
+	// this process's cache only. Wake-ups (notify, wakeJobs) are sent
+	// once Update has returned.
 	//
 	// Context: an Update whose ctx is done before fn starts runs nothing
 	// and returns ctx.Err() (also while it waits in the queue); once fn
@@ -219,6 +219,14 @@ type Tx interface {
 	ArchiveTx
 	ReplayCapTx
 	DemoTx
+
+	// Scope returns the write transaction's TxScope: a new one for each
+	// transaction of Update, the same for every function of a group
+	// commit, ended by the store (TxScope.End) once the transaction has
+	// committed or rolled back, and RollbackTo'd for a function rolled
+	// back to its savepoint. It reads and writes nothing in the store.
+	// nil in a View.
+	Scope() *TxScope
 
 	// QueueByName reads the queue named name, by its unique name
 	// (ErrNotFound).

@@ -24,7 +24,15 @@ type storeTx struct {
 	// (foldCounts): [partition, group].
 	pushedTo map[int64]struct{}
 	saved    map[[2]int64]struct{}
+	// scope is the write transaction's memory (nil in a View), ended by
+	// the writer's commit.
+	scope *broker.TxScope
 }
+
+// Scope returns the transaction's broker.TxScope: the writer's commit
+// makes one a transaction and ends it once the transaction has ended
+// (nil in a View). It touches no table.
+func (t *storeTx) Scope() *broker.TxScope { return t.scope }
 
 // pushed notes that the transaction added messages to a partition.
 func (t *storeTx) pushed(partitionID int64) {

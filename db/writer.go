@@ -242,7 +242,19 @@ func (d *DB) commit(group []writeRequest) {
 		}
 		return
 	}
-	st := &storeTx{conn: d.wconn, raw: d.raw}
+	st := &storeTx{conn: d.wconn, raw: d.raw, scope: &broker.TxScope{}}
+	// The memory effects of the group's functions are applied (or
+	// dropped) once the transaction has ended, before any Update of it
+	// returns and before the next transaction begins: in commit order.
+	committed := false
+	answer = func() {
+		if err := st.scope.End(committed); err != nil {
+			d.log.Error("after a transaction", "err", err)
+		}
+		for i, r := range group {
+			r.done <- errs[i]
+		}
+	}
 	ok := 0
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
@@ -252,6 +264,7 @@ func (d *DB) commit(group []writeRequest) {
 		if len(group) == 1 {
 			errs[i] = run(r.fn, st)
 		} else {
+			mark := st.scope.Savepoint()
 			var broken error
 			errs[i], broken = savepoint(d.exec, func() error { return run(r.fn, st) })
 			if broken != nil {
@@ -263,6 +276,9 @@ func (d *DB) commit(group []writeRequest) {
 				}
 				answer()
 				return
+			}
+			if errs[i] != nil {
+				st.scope.RollbackTo(mark)
 			}
 		}
 		if errs[i] == nil {
@@ -298,6 +314,7 @@ func (d *DB) commit(group []writeRequest) {
 		// SQLite may leave the transaction open when COMMIT fails.
 		failAll(fmt.Errorf("commit: %w", err))
 	} else {
+		committed = true
 		if folded {
 			clear(d.unfolded)
 			clear(d.unfoldedConsumers)
