@@ -46,6 +46,10 @@ static void lazarus_watch_wal(void *db, lazarus_wal *w) {
 	sqlite3_wal_hook((sqlite3*)db, lazarus_wal_hook, w);
 }
 
+// lazarus_interrupt stops what a connection runs (safe from any thread).
+void sqlite3_interrupt(sqlite3*);
+static void lazarus_interrupt(void *db) { sqlite3_interrupt((sqlite3*)db); }
+
 // lazarus_reprepares is SQLITE_STMTSTATUS_REPREPARE (5) of a statement.
 static int lazarus_reprepares(void *stmt) {
 	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 5, 0);
@@ -146,6 +150,15 @@ func (w *walWatch) frames() int { return int(w.w.frames) }
 
 // free releases the hook's memory, once its connection is closed.
 func (w *walWatch) free() { C.free(unsafe.Pointer(w.w)) }
+
+// interruptHandle is the C handle of c, for interrupt (nil if unknown).
+func interruptHandle(c *sqlite3.SQLiteConn) unsafe.Pointer {
+	return handle(c, "db", "_Ctype_struct_sqlite3")
+}
+
+// interrupt makes the statement running on the connection of handle h
+// fail with SQLITE_INTERRUPT (and those it starts until none runs).
+func interrupt(h unsafe.Pointer) { C.lazarus_interrupt(h) }
 
 // hasMutex says whether a connection takes a mutex of its own around
 // each call into SQLite (-1 if unknown); for the tests.

@@ -10,13 +10,15 @@ import (
 // more.
 const maxStatements = 512
 
-// Statements run on the transaction's connection with no context:
-// database/sql watches a cancellable context with a goroutine per query,
-// which on two cores costs more than the query. A write cannot be
-// cancelled halfway anyway (the writer answers each caller only once the
-// outcome is known), and a read is bounded work. The writer's statements
-// run beneath database/sql, kept prepared (rawConn); the readers' are kept
-// by go-sqlite3 (_stmt_cache_size).
+// The context: each statement first checks it, so a transaction whose
+// caller has gone (a page's timeout, a client that left) stops at its
+// next statement with ctx.Err(), and a write then rolls back rather than
+// commit for nobody. A statement itself does not watch it through
+// database/sql, which starts a goroutine a query to do so (on two cores
+// it cost more than the query); a read that runs long is interrupted by
+// View's one watcher a transaction (watchCancel). The writer's statements
+// run beneath database/sql, kept prepared (rawConn); the readers' are
+// kept by go-sqlite3 (_stmt_cache_size).
 
 // rowsIter is a query's rows: database/sql's (*sql.Rows), or the
 // driver's for the writer (*rawRows).
@@ -33,14 +35,20 @@ type rowScanner interface {
 	Scan(dest ...any) error
 }
 
-func (t *storeTx) exec(_ context.Context, query string, args ...any) (sql.Result, error) {
+func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if t.raw != nil {
 		return t.raw.exec(query, args)
 	}
 	return t.conn.ExecContext(context.Background(), query, args...)
 }
 
-func (t *storeTx) query(_ context.Context, query string, args ...any) (rowsIter, error) {
+func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if t.raw != nil {
 		return t.raw.query(query, args)
 	}
@@ -66,7 +74,10 @@ func (t *storeTx) queryIDs(ctx context.Context, query string, args ...any) ([]in
 	return out, rows.Err()
 }
 
-func (t *storeTx) queryRow(_ context.Context, query string, args ...any) rowScanner {
+func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowScanner {
+	if err := ctx.Err(); err != nil {
+		return rawRow{err: err}
+	}
 	if t.raw != nil {
 		rows, err := t.raw.query(query, args)
 		return rawRow{rows: rows, err: err}

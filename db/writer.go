@@ -2,10 +2,13 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
+	"unsafe"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -453,5 +456,54 @@ func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
-	return unavailable(fn(&storeTx{conn: conn}))
+	stop := watchCancel(ctx, conn)
+	err = fn(&storeTx{conn: conn})
+	stop()
+	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
+		return fmt.Errorf("read: %w", ctxErr) // interrupted, or stopped at a statement
+	}
+	return unavailable(err)
+}
+
+// watchCancel interrupts the statement running on conn when ctx ends
+// before stop is called: one goroutine a read transaction (none when ctx
+// cannot end), rather than one a query as database/sql would start. stop
+// returns once no interrupt can come any more, so none reaches the
+// connection's next user.
+func watchCancel(ctx context.Context, conn *sql.Conn) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	var h unsafe.Pointer
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(*sqlite3.SQLiteConn); ok {
+			h = interruptHandle(c)
+		}
+		return nil
+	})
+	if h == nil {
+		return func() {}
+	}
+	var mu sync.Mutex
+	done, over := make(chan struct{}), false
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-ctx.Done():
+			mu.Lock()
+			if !over {
+				interrupt(h)
+			}
+			mu.Unlock()
+		case <-done:
+		}
+	}()
+	return func() {
+		mu.Lock()
+		over = true
+		mu.Unlock()
+		close(done)
+		<-exited
+	}
 }

@@ -1,0 +1,62 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// A read whose context ends is stopped, even inside a query that would
+// never end on its own (View interrupts it), and says why: the context's
+// error. The connection then serves the next read as usual.
+func TestAReadStopsWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	push(t, b, "p", "a")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := d.View(ctx, func(tx broker.Tx) error {
+		var n int64
+		return tx.(*storeTx).queryRow(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c`).Scan(&n)
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a read past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	// Every connection of the pool still reads (none keeps an interrupt).
+	for range 10 {
+		if err := d.View(context.Background(), func(tx broker.Tx) error {
+			_, err := tx.Queues(context.Background())
+			return err
+		}); err != nil {
+			t.Fatalf("a read after the interrupted one: %v", err)
+		}
+	}
+}
+
+// A write whose context ends before its next statement rolls back: no
+// part of it is kept, and the error is the context's.
+func TestAWriteStopsAtItsNextStatementWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	push(t, b, "p", "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	err := d.Update(ctx, func(tx broker.Tx) error {
+		st := tx.(*storeTx)
+		if _, err := st.exec(ctx, `UPDATE queues SET retry_limit = 7`); err != nil {
+			return err
+		}
+		cancel()
+		_, err := st.exec(ctx, `UPDATE queues SET retry_limit = 8`)
+		return err
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a write cancelled between statements: %v, want context.Canceled", err)
+	}
+	var limit int
+	if err := d.read.QueryRow(`SELECT retry_limit FROM queues`).Scan(&limit); err != nil || limit == 7 || limit == 8 {
+		t.Fatalf("retry_limit %d (%v): the cancelled write was kept", limit, err)
+	}
+}
