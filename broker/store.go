@@ -25,11 +25,11 @@ import (
 //     never be served. A mark with nothing behind it costs one look and
 //     is cleared by ReadyConsumers. Subscribe and CreatePartition give
 //     their new consumers the mark themselves. On SQLite the writer marks
-//     once per group commit, for every fn of the group, those rolled back
-//     to their savepoint included (db's markReady); a pop later in the
-//     same group does not see a push earlier in it to a partition whose
-//     consumers were unmarked (it is marked by the commit, and the pop's
-//     wait is woken by the push).
+//     once per group commit, for every fn of the group that ran in it,
+//     those rolled back to their savepoint included (db's markReady); a
+//     pop later in the same group does not see a push earlier in it to a
+//     partition whose consumers were unmarked (it is marked by the
+//     commit, and the pop's wait is woken by the push).
 //   - The kept counts (migration 0010): partitions.messages (the
 //     messages of a partition up to its counted_seq) and consumers.passed
 //     (those up to its passed_seq, never past its cursor), which
@@ -62,7 +62,9 @@ type Store interface {
 	//
 	// Group commit (SQLite): the fns of Updates that queued while
 	// another was being written run one after another in one
-	// transaction, each in a savepoint of its own. An fn that fails is
+	// transaction. When one fails, the transaction is rolled back and
+	// the whole group run again in a new one, each fn in a savepoint of
+	// its own (so the fns before it run twice): an fn that fails is
 	// rolled back to its savepoint and its Update returns its error; the
 	// others commit. A later fn of the group sees the earlier ones'
 	// writes. An fn that returned nil still fails when what the whole

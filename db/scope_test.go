@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -39,7 +40,9 @@ func TestScopeEndsInCommitOrderBeforeUpdateReturns(t *testing.T) {
 	for range 3 {
 		<-errs
 	}
-	if want := []string{"0:true", "1:false", "2:true"}; !slices.Equal(ended, want) {
+	// The group ran without savepoints, 1 failed, it was rolled back and
+	// run again with a savepoint a function (2 had not run yet).
+	if want := []string{"0:false", "1:false", "0:true", "1:false", "2:true"}; !slices.Equal(ended, want) {
 		t.Fatalf("ended %v, want %v", ended, want)
 	}
 	// Alone and failing: rolled back, not committed.
@@ -98,5 +101,60 @@ func TestScopeEndsBeforeTheGroupIsAnswered(t *testing.T) {
 	}
 	if answered != 0 {
 		t.Fatalf("%d answers were sent before the effects ran", answered)
+	}
+}
+
+// A group whose third function fails is rolled back and run again, each
+// function in a savepoint of its own: the others' writes commit, the
+// failing one's do not, the functions before it run twice and those
+// after it once, and each Update returns its own function's outcome.
+func TestGroupWithAFailingFunctionRunsAgainWithSavepoints(t *testing.T) {
+	t.Parallel()
+	d, _ := openBroker(t)
+	ctx := context.Background()
+	errFails := errors.New("fails")
+	runs := make([]int, 4) // by the writer, read once every Update has returned
+	write := func(i int) func(broker.Tx) error {
+		return func(tx broker.Tx) error {
+			runs[i]++
+			if err := tx.InsertAudit(ctx, &broker.AuditEntry{At: time.Now(), Actor: "test", Action: "a", Detail: fmt.Sprint(i)}); err != nil {
+				return err
+			}
+			if i == 2 {
+				return errFails
+			}
+			return nil
+		}
+	}
+	release := holdWriter(d)
+	errs := make([]chan error, 4)
+	for i := range errs {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- d.Update(ctx, write(i)) }()
+		waitQueued(d, i+1)
+	}
+	release()
+	for i, ch := range errs {
+		err := <-ch
+		if (i == 2) != errors.Is(err, errFails) {
+			t.Errorf("Update %d: %v", i, err)
+		}
+	}
+	if want := []int{2, 2, 2, 1}; !slices.Equal(runs, want) {
+		t.Errorf("runs %v, want %v", runs, want)
+	}
+	var got []string
+	if err := d.View(ctx, func(tx broker.Tx) error {
+		es, err := tx.ListAudit(ctx, broker.AuditFilter{Actor: "test"}, broker.Page{Limit: 10})
+		for _, e := range es {
+			got = append(got, e.Detail)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"0", "1", "3"}; !slices.Equal(got, want) {
+		t.Fatalf("audit entries %v, want %v", got, want)
 	}
 }
