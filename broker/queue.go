@@ -373,16 +373,19 @@ func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
 		// would bring its counters back): no later function of this
 		// transaction writes them, and they leave memory once it has
 		// committed.
+		// The audit entry first: it is the last statement that can fail,
+		// and the scope's view of the transaction (st.drop) is not undone
+		// when a function is rolled back to its savepoint.
+		if err := audit(ctx, tx, b.now(), actor, AuditQueueDelete, q.Name, "", 0, "queue deleted"); err != nil {
+			return err
+		}
 		_, st, err := scopeOf(tx)
 		if err != nil {
 			return err
 		}
 		st.drop(q.ID)
-		if err := afterCommit(tx, func() { b.pending.takeQueue(q.ID) }); err != nil {
-			return err
-		}
 		touched(q.Name)
-		return audit(ctx, tx, b.now(), actor, AuditQueueDelete, q.Name, "", 0, "queue deleted")
+		return afterCommit(tx, func() { b.pending.takeQueue(q.ID) })
 	})
 }
 

@@ -68,7 +68,10 @@ func runEnd(f func(bool), committed bool) (err error) {
 
 // OnEnd registers f to run when the transaction ends (End): committed
 // is false when it rolled back, or when the function that registered f
-// was rolled back to its savepoint.
+// was rolled back to its savepoint. f runs while the store still holds
+// its writer (before the next write, before any Update of the group
+// returns): it must do quick work on memory only, and never call the
+// store (an Update from f waits for itself for ever).
 func (s *TxScope) OnEnd(f func(committed bool)) { s.ends = append(s.ends, scopeEnd{f: f}) }
 
 // txState is what the broker's functions in one write transaction tell

@@ -92,10 +92,11 @@ type Store interface {
 	//
 	// Context: an Update whose ctx is done before fn starts runs nothing
 	// and returns ctx.Err() (also while it waits in the queue); once fn
-	// has begun it runs to the end and commits, whatever ctx does: the
-	// SQLite store's statements do not watch ctx (db/stmt.go), and only
-	// ReadyConsumers and InsertBuckets look at it between rounds. Update
-	// returns only once the outcome is known. A ctx marked LowPriority
+	// has begun, each of its statements first checks ctx, so fn stops at
+	// its next statement with ctx.Err() and its writes roll back (a write
+	// is not committed for a caller who has gone); a statement already
+	// running is not interrupted. Update returns only once the outcome is
+	// known. A ctx marked LowPriority
 	// (bulk work) is written alone, when no other write waits; one
 	// marked Ephemeral may commit without waiting for the disk.
 	//
@@ -118,9 +119,11 @@ type Store interface {
 	// never runs fn twice, but the rule of Update holds: no effect that a
 	// failed View would leave behind.
 	//
-	// Context: ctx bounds the wait for a read connection only; once fn
-	// runs, its statements do not watch ctx (a read is bounded work), so
-	// a page's timeout does not cancel its queries (issue 18).
+	// Context: ctx bounds the wait for a read connection; once fn runs,
+	// each statement first checks ctx, and one running when ctx ends is
+	// interrupted (the SQLite store: one watcher a View, sqlite3_interrupt),
+	// so a page's timeout stops its queries; View then returns ctx.Err()
+	// (wrapped).
 	//
 	// Errors: fn's own; ErrUnavailable and ErrNoSpace as for Update; the
 	// error of the connection pool ("begin: sql: database is closed")

@@ -60,3 +60,25 @@ func TestAWriteStopsAtItsNextStatementWhenItsContextEnds(t *testing.T) {
 		t.Fatalf("retry_limit %d (%v): the cancelled write was kept", limit, err)
 	}
 }
+
+// A read whose function panics still ends its interrupt watcher before
+// the connection goes back to the pool: the context ending afterwards
+// must not interrupt the connection's next user.
+func TestAPanickingReadLeavesNoInterruptBehind(t *testing.T) {
+	t.Parallel()
+	d, _ := openBroker(t)
+	d.read.SetMaxOpenConns(1) // the next read gets the same connection
+	ctx, cancel := context.WithCancel(context.Background())
+	func() {
+		defer func() { _ = recover() }()
+		_ = d.View(ctx, func(broker.Tx) error { panic("a bug in a page") })
+	}()
+	cancel()
+	err := d.View(context.Background(), func(tx broker.Tx) error {
+		var n int64
+		return tx.(*storeTx).queryRow(context.Background(), `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c`).Scan(&n)
+	})
+	if err != nil {
+		t.Fatalf("a read after a panicking one whose context then ended: %v", err)
+	}
+}

@@ -46,6 +46,11 @@ static void lazarus_watch_wal(void *db, lazarus_wal *w) {
 	sqlite3_wal_hook((sqlite3*)db, lazarus_wal_hook, w);
 }
 
+// lazarus_total_changes is the rows a connection has inserted, updated or
+// deleted since it opened (sqlite3_total_changes64).
+long long sqlite3_total_changes64(sqlite3*);
+static long long lazarus_total_changes(void *db) { return sqlite3_total_changes64((sqlite3*)db); }
+
 // lazarus_interrupt stops what a connection runs (safe from any thread).
 void sqlite3_interrupt(sqlite3*);
 static void lazarus_interrupt(void *db) { sqlite3_interrupt((sqlite3*)db); }
@@ -150,6 +155,9 @@ func (w *walWatch) frames() int { return int(w.w.frames) }
 
 // free releases the hook's memory, once its connection is closed.
 func (w *walWatch) free() { C.free(unsafe.Pointer(w.w)) }
+
+// totalChanges is sqlite3_total_changes64 of the connection of handle h.
+func totalChanges(h unsafe.Pointer) int64 { return int64(C.lazarus_total_changes(h)) }
 
 // interruptHandle is the C handle of c, for interrupt (nil if unknown).
 func interruptHandle(c *sqlite3.SQLiteConn) unsafe.Pointer {

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
+	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -33,6 +34,7 @@ import (
 // (it implements neither SessionResetter nor Validator).
 type rawConn struct {
 	c     *sqlite3.SQLiteConn
+	h     unsafe.Pointer // its C handle
 	stmts map[string]*sqlite3.SQLiteStmt
 	args  []driver.NamedValue // reused: one statement runs at a time
 }
@@ -45,11 +47,18 @@ func newRawConn(ctx context.Context, conn *sql.Conn) (*rawConn, error) {
 		if !ok {
 			return fmt.Errorf("sqlite: the writer's connection is a %T, not go-sqlite3's", dc)
 		}
-		r.c = c
+		r.c, r.h = c, interruptHandle(c)
+		if r.h == nil {
+			return errors.New("sqlite: no handle of the writer's connection")
+		}
 		return nil
 	})
 	return r, err
 }
+
+// totalChanges counts the rows the writer has inserted, updated or
+// deleted since it opened: unchanged across a function, it wrote nothing.
+func (r *rawConn) totalChanges() int64 { return totalChanges(r.h) }
 
 // stmt returns query prepared, kept for the next time unless
 // maxStatements are kept already (keep false: the caller closes it).

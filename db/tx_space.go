@@ -68,9 +68,12 @@ func (t *storeTx) GiveBackPages(ctx context.Context, pages int) (int64, error) {
 		return 0, nil
 	}
 	// The pragma takes no bound parameter: the count is written in (an
-	// int, never text from outside), and the statement is not kept
-	// prepared (one a count). It frees a page a step: run to the end.
-	rows, err := t.conn.QueryContext(ctx, "PRAGMA incremental_vacuum("+strconv.Itoa(pages)+")")
+	// int, never text from outside). It frees a page a step: run to the
+	// end.
+	// Through t.query, as every statement: its context is checked first,
+	// and on the writer nothing watches it while it runs (a watcher's late
+	// interrupt could reach the writer's next statement).
+	rows, err := t.query(ctx, "PRAGMA incremental_vacuum("+strconv.Itoa(pages)+")")
 	if err != nil {
 		return 0, fmt.Errorf("give back pages: %w", err)
 	}

@@ -285,7 +285,13 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 		if len(group) == 1 {
 			errs[i] = run(r.fn, st)
 		} else if !savepoints {
-			if errs[i] = run(r.fn, st); errs[i] != nil {
+			mark, before := st.scope.Savepoint(), d.raw.totalChanges()
+			if errs[i] = run(r.fn, st); errs[i] != nil && d.raw.totalChanges() == before {
+				// It failed having changed no row (a refused ack, a
+				// lookup that found nothing): nothing to roll back but
+				// its effects on memory, and the group goes on.
+				st.scope.RollbackTo(mark)
+			} else if errs[i] != nil {
 				d.rollback()
 				if err := st.scope.End(false); err != nil {
 					d.log.Error("after a transaction", "err", err)
@@ -465,8 +471,8 @@ func savepoint(exec func(string) error, fn func() error) (err, broken error) {
 func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
 	// A connection of the read pool, its transaction begun and ended by
 	// hand: on a database/sql transaction, every query would start a
-	// goroutine to watch the transaction's context. A read is bounded
-	// work; it is not cancelled halfway.
+	// goroutine to watch the transaction's context; one watcher for the
+	// whole read (watchCancel) interrupts it instead.
 	conn, err := d.read.Conn(ctx)
 	if err != nil {
 		return unavailable(fmt.Errorf("begin: %w", err))
@@ -483,9 +489,11 @@ func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
-	stop := watchCancel(ctx, conn)
+	// Deferred after the ROLLBACK's defer, so it runs first, also when fn
+	// panics: no interrupt may outlive the read and reach the
+	// connection's next user.
+	defer watchCancel(ctx, conn)()
 	err = fn(&storeTx{conn: conn})
-	stop()
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr) // interrupted, or stopped at a statement
 	}
