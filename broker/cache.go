@@ -247,6 +247,11 @@ func (t *cacheTx) Subscribe(ctx context.Context, queueID, groupID int64, start S
 
 // commit publishes what the transaction staged; call it only once the
 // transaction has committed.
+// staged reports whether the transaction has entries for the cache.
+func (t *cacheTx) staged() bool {
+	return len(t.queues) > 0 || len(t.partitions) > 0 || len(t.groups) > 0 || len(t.subscribed) > 0
+}
+
 func (t *cacheTx) commit() {
 	c := t.c
 	c.mu.Lock()

@@ -141,10 +141,11 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 			// The later functions of this transaction count them as
 			// pending at once (a change of depth among them writes them
 			// first); the others once it has committed.
-			deferred := acc.entries(now)
-			st.deferCounts(deferred, now)
-			if err := afterCommit(tx, func() { b.pending.add(deferred, 1, now) }); err != nil {
-				return err
+			if deferred := acc.entries(now); len(deferred) > 0 {
+				st.deferCounts(deferred, now)
+				if err := afterCommit(tx, func() { b.pending.add(deferred, 1, now) }); err != nil {
+					return err
+				}
 			}
 		case IsEphemeral(ctx):
 			// The counts waiting in memory go with a commit that waits
@@ -166,9 +167,14 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 			// Out of memory once committed, by value: those deferred
 			// by the earlier functions of this transaction join the
 			// pending counts first (commit order), and leave with them.
-			if err := afterCommit(tx, func() { b.pending.add(taken, -1, now) }); err != nil {
-				return err
+			if len(taken) > 0 {
+				if err := afterCommit(tx, func() { b.pending.add(taken, -1, now) }); err != nil {
+					return err
+				}
 			}
+		}
+		if !cached.staged() {
+			return nil // nothing for the cache: no callback a transaction
 		}
 		return afterCommit(tx, cached.commit)
 	})
