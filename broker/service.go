@@ -15,8 +15,8 @@ type Broker struct {
 	clock Clock
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	waiters map[string]chan struct{} // queue name -> closed on news
+	mu      sync.Mutex // guards closed
+	news    Notifier   // wakes waiting pops and job runners
 	cache   *cache
 	pending pendingStats
 	closed  chan struct{}
@@ -46,11 +46,17 @@ type Config struct {
 	// deadLetterArchive before they expire (nil: no archive directory;
 	// such a queue's dead letters are then kept, and the failure said).
 	Archive Archiver
+	// Notifier carries the news that wakes waiting pops (default: a
+	// LocalNotifier, this process only).
+	Notifier Notifier
 }
 
 // New returns a Broker over cfg.Store.
 func New(cfg Config) *Broker {
-	b := &Broker{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, waiters: map[string]chan struct{}{}, closed: make(chan struct{}), cache: newCache()}
+	b := &Broker{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, news: cfg.Notifier, closed: make(chan struct{}), cache: newCache()}
+	if b.news == nil {
+		b.news = &LocalNotifier{}
+	}
 	if b.clock == nil {
 		b.clock = SystemClock
 	}
@@ -85,28 +91,10 @@ func (b *Broker) Close() {
 func (b *Broker) now() time.Time { return b.clock.Now().UTC().Truncate(time.Millisecond) }
 
 // watch returns a channel closed at the next news of the queue.
-func (b *Broker) watch(queue string) <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ch, ok := b.waiters[queue]
-	if !ok {
-		ch = make(chan struct{})
-		b.waiters[queue] = ch
-	}
-	return ch
-}
+func (b *Broker) watch(queue string) <-chan struct{} { return b.news.Watch(queue) }
 
 // notify wakes the pops waiting on the queues.
-func (b *Broker) notify(queues ...string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, q := range queues {
-		if ch, ok := b.waiters[q]; ok {
-			close(ch)
-			delete(b.waiters, q)
-		}
-	}
-}
+func (b *Broker) notify(queues ...string) { b.news.Notify(queues...) }
 
 // update runs fn in a write transaction and, once it has committed, wakes
 // the waiters of the queues fn touched.
