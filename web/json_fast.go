@@ -96,22 +96,8 @@ func (d *fastDecoder) pushBody(req *pushRequest) bool {
 	if key, ok := d.key(); !ok || string(key) != "items" {
 		return false
 	}
-	if empty, ok = d.open('[', ']'); !ok {
+	if req.Items, ok = fastArray(d, 16, d.pushItem); !ok {
 		return false
-	}
-	req.Items = make([]pushItem, 0, 16)
-	for more := !empty; more; {
-		var prev pushItem
-		if n := len(req.Items); n > 0 {
-			prev = req.Items[n-1]
-		}
-		req.Items = append(req.Items, pushItem{})
-		if !d.pushItem(&req.Items[len(req.Items)-1], &prev) {
-			return false
-		}
-		if more, ok = d.more(']'); !ok {
-			return false
-		}
 	}
 	more, ok := d.more('}') // a second member: a duplicate or unknown key
 	return ok && !more
@@ -246,23 +232,8 @@ func (d *fastDecoder) ackBatch(req *ackBatchRequest) bool {
 				return false
 			}
 			acks = true
-			empty, ok := d.open('[', ']')
-			if !ok {
+			if req.Acknowledgments, ok = fastArray(d, 128, d.ack); !ok {
 				return false
-			}
-			req.Acknowledgments = make([]ackRequest, 0, 128)
-			for more := !empty; more; {
-				var prev ackRequest
-				if n := len(req.Acknowledgments); n > 0 {
-					prev = req.Acknowledgments[n-1]
-				}
-				req.Acknowledgments = append(req.Acknowledgments, ackRequest{})
-				if !d.ack(&req.Acknowledgments[len(req.Acknowledgments)-1], &prev) {
-					return false
-				}
-				if more, ok = d.more(']'); !ok {
-					return false
-				}
 			}
 		default:
 			return false
@@ -272,6 +243,30 @@ func (d *fastDecoder) ackBatch(req *ackBatchRequest) bool {
 		}
 	}
 	return true
+}
+
+// fastArray reads a JSON array whose elements item reads; item is given
+// the element before, whose strings it may share.
+func fastArray[T any](d *fastDecoder, capacity int, item func(it, prev *T) bool) ([]T, bool) {
+	empty, ok := d.open('[', ']')
+	if !ok {
+		return nil, false
+	}
+	out := make([]T, 0, capacity)
+	for more := !empty; more; {
+		var zero T
+		out = append(out, zero)
+		// The first element is its own "before": still zero, it offers
+		// only empty strings to share.
+		prev := &out[max(len(out)-2, 0)]
+		if !item(&out[len(out)-1], prev) {
+			return nil, false
+		}
+		if more, ok = d.more(']'); !ok {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // fastDecoder reads JSON from b at i. Its methods return false where it
