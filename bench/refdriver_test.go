@@ -31,8 +31,11 @@ func testEnv(t *testing.T) *env {
 func TestReferencesHaveOursConnectionSettings(t *testing.T) {
 	ctx := context.Background()
 	e := testEnv(t)
-	if e.settings.conn.qpsg != 1 || e.settings.conn.tempStore != 2 {
-		t.Fatalf("ours read as QPSG %d, temp_store %d; want 1, 2 (db/driver.go)", e.settings.conn.qpsg, e.settings.conn.tempStore)
+	if e.settings.conn.qpsg != 1 || e.settings.conn.tempStore != 2 || e.settings.conn.mutex != 0 {
+		t.Fatalf("ours read as QPSG %d, temp_store %d, own mutex %d; want 1, 2, 0 (db/driver.go, db/open.go)", e.settings.conn.qpsg, e.settings.conn.tempStore, e.settings.conn.mutex)
+	}
+	if err := e.settings.checkRef(ctx, filepath.Join(t.TempDir(), "check.db"), db.SyncNormal); err != nil {
+		t.Fatalf("a reference's settings: %v", err)
 	}
 	r, err := e.openRaw(ctx, "ref-settings", db.SyncNormal)
 	if err != nil {

@@ -101,7 +101,7 @@ func (s sqliteSettings) checkRef(ctx context.Context, path string, sync db.Sync)
 		return fmt.Errorf("reference: %w", err)
 	}
 	if got != s.conn {
-		return fmt.Errorf("a reference connection has QPSG %d, temp_store %d; ours QPSG %d, temp_store %d", got.qpsg, got.tempStore, s.conn.qpsg, s.conn.tempStore)
+		return fmt.Errorf("a reference connection has QPSG %d, temp_store %d, its own mutex %d; ours QPSG %d, temp_store %d, its own mutex %d", got.qpsg, got.tempStore, got.mutex, s.conn.qpsg, s.conn.tempStore, s.conn.mutex)
 	}
 	var journal string
 	var cache, busy, fk, syncVal int
@@ -133,6 +133,7 @@ func (s sqliteSettings) refDSN(path string, sync db.Sync) string {
 	p.Set("_foreign_keys", map[bool]string{true: "on", false: "off"}[s.foreignKeys != 0])
 	p.Set("_cache_size", strconv.Itoa(s.cacheSize))
 	p.Set("_txlock", "immediate")
+	p.Set("_mutex", map[bool]string{true: "full", false: "no"}[s.conn.mutex == 1])
 	return "file:" + path + "?" + p.Encode()
 }
 

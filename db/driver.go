@@ -102,7 +102,7 @@ func init() {
 		if handle(c, "db", "_Ctype_struct_sqlite3") == nil {
 			return errors.New("sqlite: this go-sqlite3 keeps its connection handle elsewhere; db/driver.go needs updating")
 		}
-		if qpsg(c, 1) != 1 {
+		if QPSG(c, 1) != 1 {
 			return errors.New("sqlite: SQLite refused the query planner stability guarantee (SQLITE_DBCONFIG_ENABLE_QPSG)")
 		}
 		if _, err := c.Exec("PRAGMA temp_store=MEMORY", nil); err != nil {
@@ -117,11 +117,13 @@ func init() {
 	}})
 }
 
-// qpsg sets (on 0 or 1) or reads (on -1) the QPSG setting of a
-// connection. go-sqlite3 keeps the C handle unexported, so it is read by
-// reflection; the open test checks the setting on every connection,
-// should a later go-sqlite3 rename the field.
-func qpsg(c *sqlite3.SQLiteConn, on int) int {
+// QPSG sets (on 0 or 1) or reads (on -1) the query planner stability
+// guarantee of a connection (-1 when its handle cannot be found); the
+// bench gives its references ours with it. go-sqlite3 keeps the C handle
+// unexported, so it is read by reflection; the open test checks the
+// setting on every connection, should a later go-sqlite3 rename the
+// field.
+func QPSG(c *sqlite3.SQLiteConn, on int) int {
 	h := handle(c, "db", "_Ctype_struct_sqlite3")
 	if h == nil {
 		return -1
@@ -168,9 +170,9 @@ func interruptHandle(c *sqlite3.SQLiteConn) unsafe.Pointer {
 // fail with SQLITE_INTERRUPT (and those it starts until none runs).
 func interrupt(h unsafe.Pointer) { C.lazarus_interrupt(h) }
 
-// hasMutex says whether a connection takes a mutex of its own around
-// each call into SQLite (-1 if unknown); for the tests.
-func hasMutex(c *sqlite3.SQLiteConn) int {
+// HasMutex says whether a connection takes a mutex of its own around
+// each call into SQLite (-1 if unknown); for tests and the bench.
+func HasMutex(c *sqlite3.SQLiteConn) int {
 	h := handle(c, "db", "_Ctype_struct_sqlite3")
 	if h == nil {
 		return -1
@@ -178,9 +180,9 @@ func hasMutex(c *sqlite3.SQLiteConn) int {
 	return int(C.lazarus_has_mutex(h))
 }
 
-// reprepares says how many times SQLite has prepared a statement again
-// since it was first prepared (-1 if unknown); for the tests.
-func reprepares(s *sqlite3.SQLiteStmt) int {
+// Reprepares says how many times SQLite has prepared a statement again
+// since it was first prepared (-1 if unknown); for tests and the bench.
+func Reprepares(s *sqlite3.SQLiteStmt) int {
 	h := handle(s, "s", "_Ctype_struct_sqlite3_stmt")
 	if h == nil {
 		return -1

@@ -25,10 +25,10 @@ func TestEveryConnectionHasStablePlansAndTempInMemory(t *testing.T) {
 	check := func(name string, c *sql.Conn) {
 		t.Helper()
 		err := c.Raw(func(dc any) error {
-			if got := qpsg(dc.(*sqlite3.SQLiteConn), -1); got != 1 {
+			if got := QPSG(dc.(*sqlite3.SQLiteConn), -1); got != 1 {
 				t.Errorf("%s: QPSG = %d, want 1", name, got)
 			}
-			if got := hasMutex(dc.(*sqlite3.SQLiteConn)); got != 0 {
+			if got := HasMutex(dc.(*sqlite3.SQLiteConn)); got != 0 {
 				t.Errorf("%s: the connection has a mutex of its own (%d), want none (SQLITE_OPEN_NOMUTEX)", name, got)
 			}
 			return nil
@@ -99,7 +99,7 @@ func TestPreparedStatementsStayPrepared(t *testing.T) {
 				}
 				rows.Close()
 			}
-			n = reprepares(st.(*sqlite3.SQLiteStmt))
+			n = Reprepares(st.(*sqlite3.SQLiteStmt))
 			return nil
 		})
 		if err != nil {
