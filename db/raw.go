@@ -260,17 +260,10 @@ func assign(dest, v any) error {
 		case bool:
 			*d = b2i(x)
 			return nil
-		case float64, string, []byte: // database/sql formats a float and parses the text
-			text := strconv.FormatFloat(asFloat(x), 'g', -1, 64)
-			if _, ok := x.(float64); !ok {
-				text = asString(x)
-			}
-			n, err := strconv.ParseInt(text, 10, 64)
-			if err != nil {
-				return fmt.Errorf("converting %s to int64: %w", describe(v), err)
-			}
-			*d = n
-			return nil
+		case float64: // database/sql formats a float and parses the text
+			return parseInt(d, strconv.FormatFloat(x, 'g', -1, 64), v)
+		case string, []byte:
+			return parseInt(d, asString(x), v)
 		}
 	case *int:
 		var n int64
@@ -356,9 +349,14 @@ func assign(dest, v any) error {
 	return fmt.Errorf("converting %s to %s is unsupported", describe(v), reflect.TypeOf(dest))
 }
 
-func asFloat(v any) float64 {
-	f, _ := v.(float64)
-	return f
+// parseInt stores the integer text holds (the text of the value v).
+func parseInt(d *int64, text string, v any) error {
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return fmt.Errorf("converting %s to int64: %w", describe(v), err)
+	}
+	*d = n
+	return nil
 }
 
 func asString(v any) string {
