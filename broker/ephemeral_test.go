@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +44,7 @@ func (s *recordingStore) take() []write {
 // Whichever way a pop ran, its messages and lease work the same.
 func TestOnlyLeasesAreEphemeral(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncFull)
+	d, err := db.Open(ctx, storeAt(t, "l.db"), db.SyncFull)
 	if err != nil {
 		t.Fatal(err)
 	}

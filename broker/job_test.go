@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +129,7 @@ func (c *crashingStore) Update(ctx context.Context, fn func(broker.Tx) error) er
 func TestReplayJobResumesAfterAKillExactlyOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "lazarus.db")
+	path := storeAt(t, "lazarus.db")
 	d, err := db.Open(ctx, path, db.SyncNormal)
 	if err != nil {
 		t.Fatal(err)

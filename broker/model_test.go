@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -599,9 +598,9 @@ func (r *modelRun) leaseName(id string) string {
 // runModel runs ops from a fresh database; it returns the trace and the
 // first disagreement ("" when none). Every function the broker gives to
 // Update runs twice, the first run rolled back (retryStore).
-func runModel(t testing.TB, dir string, opts broker.Options, ops []modelOp, fold time.Duration) (trace []string, fail string) {
+func runModel(t testing.TB, opts broker.Options, ops []modelOp, fold time.Duration) (trace []string, fail string) {
 	ctx := context.Background()
-	d, err := db.OpenWith(ctx, filepath.Join(dir, "model.db"), db.Options{Sync: db.SyncNormal, FoldEvery: fold})
+	d, err := db.OpenWith(ctx, storeAt(t, "model.db"), db.Options{Sync: db.SyncNormal, FoldEvery: fold})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -1611,7 +1610,7 @@ func TestBrokerAgreesWithTheModel(t *testing.T) {
 			if seed%2 == 1 {
 				fold = -1
 			}
-			trace, fail := runModel(t, t.TempDir(), opts, ops, fold)
+			trace, fail := runModel(t, opts, ops, fold)
 			if fail == "" {
 				return
 			}
@@ -1627,7 +1626,7 @@ func TestBrokerAgreesWithTheModel(t *testing.T) {
 // (ddmin-like: chunks, then single steps), and returns the shortest found.
 func shrink(t *testing.T, opts broker.Options, ops []modelOp, fail string, fold time.Duration) ([]modelOp, []string, string) {
 	fails := func(cand []modelOp) ([]string, string, bool) {
-		tr, f := runModel(t, t.TempDir(), opts, cand, fold)
+		tr, f := runModel(t, opts, cand, fold)
 		return tr, f, f != ""
 	}
 	trace, _, _ := fails(ops)
@@ -1675,7 +1674,7 @@ func TestBrokerAgreesWithTheModelOnBackoff(t *testing.T) {
 			// Retention off, so that messages live to their later retries.
 			opts.RetentionSeconds, opts.CompletedRetentionSeconds = 0, 3600
 			ops := genOpsWeighted(rng, steps, backoffWeights)
-			trace, fail := runModel(t, t.TempDir(), opts, ops, 0)
+			trace, fail := runModel(t, opts, ops, 0)
 			if fail == "" {
 				return
 			}

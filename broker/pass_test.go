@@ -3,7 +3,6 @@ package broker_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -366,7 +365,7 @@ func (s countingStore) Update(ctx context.Context, fn func(broker.Tx) error) err
 func TestPopOfOrdinaryMessagesDoesNotReadReplays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
+	d, err := db.Open(ctx, storeAt(t, "l.db"), db.SyncNormal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +463,7 @@ func TestReplayToOwnGroupUnderDelayedProcessing(t *testing.T) {
 // next pop passes the same copies again.
 func TestReplayToOwnGroupPassingIsEphemeral(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncFull)
+	d, err := db.Open(ctx, storeAt(t, "l.db"), db.SyncFull)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -534,7 +533,7 @@ func TestRetentionSettlesPendingCopiesAsExpired(t *testing.T) {
 // (nothing older than it): what a run costs when nothing is due.
 func BenchmarkMaintainMessagesIdle(b *testing.B) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(b.TempDir(), "lazarus.db"), db.SyncNormal)
+	d, err := db.Open(ctx, storeAt(b, "lazarus.db"), db.SyncNormal)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -335,7 +334,7 @@ func TestSearchFallsBackToWordsInPayloadsAndErrors(t *testing.T) {
 // error, never more than the limit, and only hits that match it.
 func FuzzSearch(f *testing.F) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(f.TempDir(), "lazarus.db"), db.SyncNormal)
+	d, err := db.Open(ctx, storeAt(f, "lazarus.db"), db.SyncNormal)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,7 +12,21 @@ import (
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// storeAt is where a test's store lives: a new SQLite file of that name
+// in a temporary directory or, when the tests run on PostgreSQL
+// (LAZARUS_TEST_STORE=postgres), a new database of the migrated schema.
+func storeAt(t testing.TB, name string) string {
+	t.Helper()
+	if pgtest.Postgres() {
+		return pgtest.Database(t, "lazarus", db.Prepare)
+	}
+	return filepath.Join(t.TempDir(), name)
+}
 
 // clock is a clock the test moves by hand.
 type clock struct {
@@ -46,7 +61,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "lazarus.db"), db.SyncNormal)
+	d, err := db.Open(ctx, storeAt(t, "lazarus.db"), db.SyncNormal)
 	if err != nil {
 		t.Fatalf("open db: %v", err)
 	}

@@ -26,8 +26,12 @@ const (
 	SyncNormal Sync = "NORMAL"
 )
 
-// DB is the SQLite database: one connection that writes, a pool that reads.
+// DB is the SQLite database: one connection that writes, a pool that
+// reads. Opened on a PostgreSQL URL, it is the PostgreSQL store instead
+// (pg, pg.go), and the SQLite fields are unused.
 type DB struct {
+	pg *pgStore
+
 	write *sql.DB
 	read  *sql.DB
 	path  string
@@ -105,7 +109,15 @@ func (d *DB) Path() string { return d.path }
 
 // WriteDB is the writing handle, for tools (benchmarks, fixtures) that
 // must go around the broker.
-func (d *DB) WriteDB() *sql.DB { return d.write }
+func (d *DB) WriteDB() *sql.DB {
+	if d.pg != nil {
+		return d.pg.db
+	}
+	return d.write
+}
+
+// Postgres reports whether the store is PostgreSQL's.
+func (d *DB) Postgres() bool { return d.pg != nil }
 
 func ms(t time.Time) int64 {
 	if t.IsZero() {

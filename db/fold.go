@@ -93,10 +93,15 @@ func (d *DB) foldCounts(st *storeTx) (folded bool, broken error) {
 // counted again from its partition's start; retention moves cursors
 // forward only).
 func (d *DB) fold(st *storeTx) error {
-	ctx := context.Background()
-	if len(d.unfolded) > 0 {
-		ids := make([]int64, 0, len(d.unfolded))
-		for id := range d.unfolded {
+	return foldRows(context.Background(), st, d.unfolded, d.unfoldedConsumers)
+}
+
+// foldRows brings the counts of the partitions and consumers noted up to
+// date (fold), on either store.
+func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unfoldedConsumers map[[2]int64]struct{}) error {
+	if len(unfolded) > 0 {
+		ids := make([]int64, 0, len(unfolded))
+		for id := range unfolded {
 			ids = append(ids, id)
 		}
 		// SET reads the row as it was: both use the old counted_seq.
@@ -107,11 +112,11 @@ func (d *DB) fold(st *storeTx) error {
 			return err
 		}
 	}
-	if len(d.unfoldedConsumers) == 0 {
+	if len(unfoldedConsumers) == 0 {
 		return nil
 	}
-	keys := make([][2]int64, 0, len(d.unfoldedConsumers))
-	for k := range d.unfoldedConsumers {
+	keys := make([][2]int64, 0, len(unfoldedConsumers))
+	for k := range unfoldedConsumers {
 		keys = append(keys, k)
 	}
 	list, err := json.Marshal(keys)

@@ -10,6 +10,9 @@ import (
 
 // Ping checks that the database answers a query.
 func (d *DB) Ping(ctx context.Context) error {
+	if d.pg != nil {
+		return pgUnavailable(d.pg.db.PingContext(ctx))
+	}
 	var one int
 	return d.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }

@@ -79,6 +79,12 @@ func Open(ctx context.Context, path string, sync Sync) (*DB, error) {
 // Its errors say the usual causes in plain words, for the person starting
 // the server.
 func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
+	if IsPostgres(path) {
+		if o.Sync == "" {
+			o.Sync = SyncFull
+		}
+		return openPostgres(ctx, path, o)
+	}
 	if o.Sync == "" {
 		o.Sync = SyncFull
 	}
@@ -291,6 +297,9 @@ func (d *DB) checkWritable(ctx context.Context) error {
 
 // Close closes both pools.
 func (d *DB) Close() error {
+	if d.pg != nil {
+		return d.pg.close()
+	}
 	d.wmu.Lock()
 	if d.isClosed {
 		d.wmu.Unlock()

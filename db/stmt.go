@@ -39,6 +39,9 @@ func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Resu
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if t.pg {
+		return t.conn.ExecContext(ctx, pgSQL(query), args...)
+	}
 	if t.raw != nil {
 		return t.raw.exec(query, args)
 	}
@@ -48,6 +51,9 @@ func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Resu
 func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if t.pg {
+		return t.conn.QueryContext(ctx, pgSQL(query), args...)
 	}
 	if t.raw != nil {
 		return t.raw.query(query, args)
@@ -78,9 +84,43 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 	if err := ctx.Err(); err != nil {
 		return rawRow{err: err}
 	}
+	if t.pg {
+		return t.conn.QueryRowContext(ctx, pgSQL(query), args...)
+	}
 	if t.raw != nil {
 		rows, err := t.raw.query(query, args)
 		return rawRow{rows: rows, err: err}
 	}
 	return t.conn.QueryRowContext(context.Background(), query, args...)
+}
+
+// insert runs an INSERT and returns how many rows it inserted and the
+// last row id it gave (column col): SQLite's changes and last rowid; on
+// PostgreSQL, the statement with RETURNING col, the highest returned.
+// last means nothing when n is 0.
+func (t *storeTx) insert(ctx context.Context, col, query string, args ...any) (n, last int64, err error) {
+	if t.pg {
+		rows, err := t.query(ctx, query+" RETURNING "+col, args...)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return 0, 0, err
+			}
+			n, last = n+1, max(last, id)
+		}
+		return n, last, rows.Err()
+	}
+	res, err := t.exec(ctx, query, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n, err = res.RowsAffected(); err != nil {
+		return 0, 0, err
+	}
+	last, err = res.LastInsertId()
+	return n, last, err
 }

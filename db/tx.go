@@ -18,6 +18,7 @@ import (
 // transaction on a connection of the read pool (View).
 type storeTx struct {
 	conn *sql.Conn
+	pg   bool     // PostgreSQL's: statements go through pgSQL
 	raw  *rawConn // the writer's: its statements run beneath database/sql
 	// pushedTo are the partitions this transaction has added messages to
 	// (see markReady and foldCounts), saved the consumers it has written
@@ -178,17 +179,13 @@ func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.exec(ctx, `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	_, q.ID, err = t.insert(ctx, "id", `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
 		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
 		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
 		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, b2i(o.DeadLetterArchive))
-	if err != nil {
-		return err
-	}
-	q.ID, err = res.LastInsertId()
 	return err
 }
 
@@ -335,11 +332,8 @@ func (t *storeTx) Partitions(ctx context.Context, queueID int64) ([]broker.Parti
 // ready 1, kept count 0). A name or UUID taken fails on its UNIQUE
 // constraint.
 func (t *storeTx) CreatePartition(ctx context.Context, p *broker.Partition) error {
-	res, err := t.exec(ctx, `INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)`, p.QueueID, p.Name, p.UUID, ms(p.CreatedAt))
-	if err != nil {
-		return err
-	}
-	if p.ID, err = res.LastInsertId(); err != nil {
+	var err error
+	if _, p.ID, err = t.insert(ctx, "id", `INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)`, p.QueueID, p.Name, p.UUID, ms(p.CreatedAt)); err != nil {
 		return err
 	}
 	// Groups already reading the queue read the new partition from its start.
@@ -362,11 +356,8 @@ func (t *storeTx) GroupID(ctx context.Context, name string, create bool) (int64,
 	var id int64
 	err := t.queryRow(ctx, `SELECT id FROM groups WHERE name = ?`, name).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) && create {
-		res, err := t.exec(ctx, `INSERT INTO groups (name) VALUES (?)`, name)
-		if err != nil {
-			return 0, err
-		}
-		return res.LastInsertId()
+		_, id, err := t.insert(ctx, "id", `INSERT INTO groups (name) VALUES (?)`, name)
+		return id, err
 	}
 	return id, notFound(err, "group")
 }
@@ -458,14 +449,12 @@ func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]b
 // every seq given). A duplicate is read back by that index; a message
 // inserted notes its partition for markReady and foldCounts.
 func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, error) {
-	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
+	n, seq, err := t.insert(ctx, "seq", `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, m.PartitionID, m.TransactionID, []byte(m.Payload), m.TraceID, ms(m.CreatedAt))
 	if err != nil {
 		return false, err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return false, err
-	} else if n == 0 {
+	if n == 0 {
 		// Nothing pushed: the existing message was marked when it was.
 		existing, err := t.MessageByTransaction(ctx, m.PartitionID, m.TransactionID)
 		if err != nil {
@@ -474,9 +463,7 @@ func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, e
 		*m = existing
 		return false, nil
 	}
-	if m.Seq, err = res.LastInsertId(); err != nil {
-		return false, err
-	}
+	m.Seq = seq
 	t.pushed(m.PartitionID)
 	return true, nil
 }
@@ -776,16 +763,14 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 	// A dead letter restored after retention removed its message carries
 	// the payload and push time it had kept (migration 0020); while the
 	// message is there, they are read from it.
-	res, err := t.exec(ctx, `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
+	_, id, err := t.insert(ctx, "id", `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE ?12 END, CASE WHEN x.kept THEN 0 ELSE ?13 END
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`,
 		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID, []byte(d.Payload), ms(d.CreatedAt))
 	if err != nil {
 		return err
 	}
-	if d.ID, err = res.LastInsertId(); err != nil {
-		return err
-	}
+	d.ID = id
 	return t.indexDeadLetter(ctx, d)
 }
 
@@ -1016,12 +1001,9 @@ func (t *storeTx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max
 
 // InsertAudit inserts a row of audit and takes its rowid as a.ID.
 func (t *storeTx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
-	res, err := t.exec(ctx, `INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	var err error
+	_, a.ID, err = t.insert(ctx, "id", `INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ms(a.At), a.Actor, a.Action, a.Queue, a.Group, a.Count, a.Detail, a.JobID, b2i(a.Broker))
-	if err != nil {
-		return err
-	}
-	a.ID, err = res.LastInsertId()
 	return err
 }
 

@@ -217,20 +217,12 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	// in, their seqs are the last len(cs) ones, in that order. A message
 	// retention removed is copied from its dead letter (migration 0020;
 	// COALESCE reads it only then).
-	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	n, last, err := t.insert(ctx, "seq", `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 		SELECT COALESCE(m.partition_id, `+fromDeadLetter("partition_id", "c.seq")+`), c.txid,
 			COALESCE(m.payload, `+fromDeadLetter("payload", "c.seq")+`), COALESCE(m.trace_id, `+fromDeadLetter("trace_id", "c.seq")+`), ?
 		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
 		WHERE true ORDER BY c.k
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, ms(now))
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	last, err := res.LastInsertId()
 	if err != nil {
 		return err
 	}
@@ -265,15 +257,13 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 
 // pushEdited inserts one edited copy, and records it with both payloads.
 func (t *storeTx) pushEdited(ctx context.Context, c *broker.Copy, now time.Time, by broker.ReplayBy) error {
-	res, err := t.exec(ctx, `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	n, seq, err := t.insert(ctx, "seq", `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 		SELECT ?1, ?2, ?3, COALESCE((SELECT m.trace_id FROM messages m WHERE m.seq = ?5), `+fromDeadLetter("trace_id", "?5")+`), ?4
 		WHERE true ON CONFLICT (partition_id, transaction_id) DO NOTHING`, c.PartitionID, c.TransactionID, c.Payload, ms(now), c.Seq)
 	if err != nil {
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
+	if n == 0 {
 		m, err := t.MessageByTransaction(ctx, c.PartitionID, c.TransactionID)
 		if err != nil {
 			return err
@@ -281,10 +271,7 @@ func (t *storeTx) pushEdited(ctx context.Context, c *broker.Copy, now time.Time,
 		c.CopySeq, c.CopyCreatedAt, c.Inserted = m.Seq, m.CreatedAt, false
 		return nil
 	}
-	if c.CopySeq, err = res.LastInsertId(); err != nil {
-		return err
-	}
-	c.CopyCreatedAt, c.Inserted = now, true
+	c.CopySeq, c.CopyCreatedAt, c.Inserted = seq, now, true
 	t.pushed(c.PartitionID)
 	if err := t.recordReplays(ctx, []broker.Copy{*c}, now, by); err != nil {
 		return err

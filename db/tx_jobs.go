@@ -32,13 +32,10 @@ func scanJob(s interface{ Scan(...any) error }) (broker.Job, error) {
 
 // InsertJob writes a row of jobs (AUTOINCREMENT: ids only grow).
 func (t *storeTx) InsertJob(ctx context.Context, j *broker.Job) error {
-	res, err := t.exec(ctx, `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
+	var err error
+	_, j.ID, err = t.insert(ctx, "id", `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		j.Kind, j.State, j.Actor, ms(j.CreatedAt), ms(j.UpdatedAt), j.Queue, j.Scope.ScopeJSON(), j.Description, j.Rate, j.Planned, j.PausePercent, j.PauseWindow, j.UndoOf)
-	if err != nil {
-		return err
-	}
-	j.ID, err = res.LastInsertId()
 	return err
 }
 

@@ -55,11 +55,8 @@ func (t *storeTx) SaveUser(ctx context.Context, u *broker.User) error {
 		_, err := t.exec(ctx, `UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?`, u.Name, string(u.Role), u.PasswordHash, u.ID)
 		return err
 	}
-	res, err := t.exec(ctx, `INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, ms(u.CreatedAt))
-	if err != nil {
-		return err
-	}
-	u.ID, err = res.LastInsertId()
+	var err error
+	_, u.ID, err = t.insert(ctx, "id", `INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, ms(u.CreatedAt))
 	return err
 }
 
@@ -77,11 +74,8 @@ func (t *storeTx) DeleteUser(ctx context.Context, id int64) error {
 
 // InsertToken inserts a row of tokens and takes its rowid as t.ID.
 func (t *storeTx) InsertToken(ctx context.Context, tok *broker.Token) error {
-	res, err := t.exec(ctx, `INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)`, tok.UserID, tok.Name, tok.Hash, ms(tok.CreatedAt))
-	if err != nil {
-		return err
-	}
-	tok.ID, err = res.LastInsertId()
+	var err error
+	_, tok.ID, err = t.insert(ctx, "id", `INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)`, tok.UserID, tok.Name, tok.Hash, ms(tok.CreatedAt))
 	return err
 }
 
@@ -154,12 +148,9 @@ func (t *storeTx) SetSetting(ctx context.Context, key, value string) error {
 
 // InsertSession inserts a row of sessions and takes its rowid as s.ID.
 func (t *storeTx) InsertSession(ctx context.Context, s *broker.Session) error {
-	res, err := t.exec(ctx, `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
+	var err error
+	_, s.ID, err = t.insert(ctx, "id", `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 		s.Hash, s.UserID, ms(s.CreatedAt), ms(s.ExpiresAt), ms(s.LastSeenAt))
-	if err != nil {
-		return err
-	}
-	s.ID, err = res.LastInsertId()
 	return err
 }
 

@@ -53,6 +53,9 @@ type writeRequest struct {
 // Low-priority writes (broker.LowPriority: bulk replay and delete) run
 // alone, only when no other write waits and none ended within bulkGrace.
 func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
+	if d.pg != nil {
+		return d.pgUpdate(ctx, fn)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -469,6 +472,9 @@ func savepoint(exec func(string) error, fn func() error) (err, broken error) {
 
 // View runs fn in a read transaction on one snapshot.
 func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
+	if d.pg != nil {
+		return d.pgView(ctx, fn)
+	}
 	// A connection of the read pool, its transaction begun and ended by
 	// hand: on a database/sql transaction, every query would start a
 	// goroutine to watch the transaction's context; one watcher for the

@@ -1,0 +1,368 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// The PostgreSQL store (STORAGE.md): the same storeTx, its statements
+// translated from SQLite's dialect (pgSQL), on a pgxpool of connections
+// through database/sql (pgx's stdlib), so that both stores scan and
+// convert values alike.
+//
+// Writers: an Update holds this process's write mutex and, in the
+// database, a transaction-scoped advisory lock (pgWriterLock) taken by
+// its first statement, to its commit: one writer at a time across every
+// process on the database, as the broker's contract asks today
+// (broker.Store.Update, "One writer"). The ready mark and the kept counts
+// are the store's, as on SQLite: marked and folded inside the commit.
+// Reads (View) run on a snapshot (REPEATABLE READ, READ ONLY) beside the
+// writer.
+
+//go:embed migrations_pg/*.sql
+var pgMigrations embed.FS
+
+// pgWriterLock is the key of the advisory lock every write transaction
+// holds; pgMigrateLock the one migrations hold (session-scoped), so that
+// processes starting together migrate one after the other.
+const (
+	pgWriterLock  = 0x4c617a61_72757301 // "Lazarus" 1
+	pgMigrateLock = 0x4c617a61_72757302
+)
+
+// IsPostgres reports whether a --db value names a PostgreSQL database (a
+// postgres:// or postgresql:// URL) rather than a SQLite file.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// pgStore is the PostgreSQL half of a DB.
+type pgStore struct {
+	pool *pgxpool.Pool
+	db   *sql.DB // database/sql over pool
+
+	// wmu makes this process's writes one at a time: each holds it from
+	// BEGIN to the end of its scope, so that scopes end in commit order
+	// before the next write (broker.TxScope). The advisory lock does the
+	// same across processes.
+	wmu      sync.Mutex
+	closed   bool
+	unfolded map[int64]struct{}
+	consumed map[[2]int64]struct{}
+	foldedAt time.Time
+}
+
+// openPostgres opens the database at the URL dsn and migrates it.
+func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
+	}
+	if o.Sync == SyncNormal {
+		// As SQLite's NORMAL in WAL mode: a crash of Lazarus loses
+		// nothing committed; a crash of the server may lose the last
+		// commits.
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "lazarus"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
+	}
+	p := &pgStore{pool: pool, db: stdlib.OpenDBFromPool(pool), unfolded: map[int64]struct{}{}, consumed: map[[2]int64]struct{}{}}
+	d := &DB{pg: p, path: dsn, sync: o.Sync, log: o.Logger, foldEvery: max(o.FoldEvery, 0)}
+	if o.FoldEvery == 0 {
+		d.foldEvery = foldEvery
+	}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if err := p.db.PingContext(ctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), pgUnavailable(err))
+	}
+	if err := p.migrate(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// redactURL is dsn without its password, for errors and logs.
+func redactURL(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "the PostgreSQL URL"
+	}
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+}
+
+// migrate applies the PostgreSQL migrations not yet recorded, each in a
+// transaction of its own, under a session advisory lock.
+func (p *pgStore) migrate(ctx context.Context) error {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(pgMigrateLock)); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(pgMigrateLock))
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	files, err := fs.Glob(pgMigrations, "migrations_pg/*.sql")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	sort.Strings(files)
+	known := 0
+	if len(files) > 0 {
+		known, _ = migrationVersion(strings.TrimPrefix(files[len(files)-1], "migrations_pg/"))
+	}
+	var newest sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if newest.Valid && newest.Int64 > int64(known) {
+		return fmt.Errorf("migrate: the database has schema version %d, from a newer Lazarus; this one knows up to %d: run that version or a later one", newest.Int64, known)
+	}
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations_pg/")
+		version, err := migrationVersion(name)
+		if err != nil {
+			return fmt.Errorf("migrate: %s: name must start with a number", name)
+		}
+		body, err := pgMigrations.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if err := pgApply(ctx, conn, version, name, string(body)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pgApply(ctx context.Context, conn *sql.Conn, version int, name, body string) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+		return fmt.Errorf("migrate %s: %w", name, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, body); err != nil {
+		return fmt.Errorf("migrate %s: %w", name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, version, name, time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("migrate %s: %w", name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate %s: %w", name, err)
+	}
+	return nil
+}
+
+// pgRetries bounds how often a write that failed to serialize (or was
+// chosen as a deadlock's victim) runs again.
+const pgRetries = 10
+
+// pgUpdate is Update on PostgreSQL: fn runs again (in a new
+// transaction, with a new scope) when the transaction failed to
+// serialize.
+func (d *DB) pgUpdate(ctx context.Context, fn func(broker.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := d.pgWrite(ctx, fn)
+		if !pgRetryable(err) || attempt == pgRetries {
+			return pgUnavailable(err)
+		}
+	}
+}
+
+// pgWrite runs fn once in a write transaction.
+func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) {
+	p := d.pg
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer conn.Close()
+	begin := "BEGIN"
+	if _, err := conn.ExecContext(ctx, begin); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	st := &storeTx{conn: conn, pg: true, scope: &broker.TxScope{}}
+	committed := false
+	defer func() {
+		if !committed {
+			if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}
+		if serr := st.scope.End(committed); serr != nil {
+			d.log.Error("after a transaction", "err", serr)
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgWriterLock)); err != nil {
+		return fmt.Errorf("begin: writer lock: %w", err)
+	}
+	if broker.IsEphemeral(ctx) && d.sync == SyncFull {
+		if _, err := conn.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+	}
+	if err := run(fn, st); err != nil {
+		return err
+	}
+	if err := st.markReady(ctx); err != nil {
+		return fmt.Errorf("mark consumers ready: %w", err)
+	}
+	folded, err := d.pgFold(ctx, st)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	committed = true
+	if folded {
+		clear(p.unfolded)
+		clear(p.consumed)
+		p.foldedAt = time.Now()
+	}
+	return nil
+}
+
+// pgFold is foldCounts on PostgreSQL: the noted partitions and consumers
+// are brought up to date at most once a foldEvery, in a savepoint of
+// their own.
+func (d *DB) pgFold(ctx context.Context, st *storeTx) (folded bool, err error) {
+	p := d.pg
+	for id := range st.pushedTo {
+		p.unfolded[id] = struct{}{}
+	}
+	for k := range st.saved {
+		p.consumed[k] = struct{}{}
+	}
+	if len(p.unfolded)+len(p.consumed) == 0 || time.Since(p.foldedAt) < d.foldEvery {
+		return false, nil
+	}
+	exec := func(s string) error { _, err := st.conn.ExecContext(ctx, s); return err }
+	ferr, broken := savepoint(exec, func() error { return foldRows(ctx, st, p.unfolded, p.consumed) })
+	if broken != nil {
+		return false, fmt.Errorf("count messages: %w", broken)
+	}
+	if ferr != nil {
+		d.log.Warn("bring the counts of the queue page up to date", "err", ferr)
+		p.foldedAt = time.Now()
+		return false, nil
+	}
+	return true, nil
+}
+
+// pgView is View on PostgreSQL: one snapshot, read only.
+func (d *DB) pgView(ctx context.Context, fn func(broker.Tx) error) error {
+	conn, err := d.pg.db.Conn(ctx)
+	if err != nil {
+		return pgUnavailable(fmt.Errorf("begin: %w", err))
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		return pgUnavailable(fmt.Errorf("begin: %w", err))
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	err = fn(&storeTx{conn: conn, pg: true})
+	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
+		return fmt.Errorf("read: %w", ctxErr)
+	}
+	return pgUnavailable(err)
+}
+
+func (p *pgStore) close() error {
+	p.wmu.Lock()
+	p.closed = true
+	p.wmu.Unlock()
+	err := p.db.Close()
+	p.pool.Close()
+	return err
+}
+
+// pgRetryable reports whether err is PostgreSQL's serialization failure
+// or deadlock: the transaction may succeed when run again.
+func pgRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// pgUnavailable marks PostgreSQL's errors as the broker's: a server that
+// cannot be reached, refuses connections or is shutting down is
+// broker.ErrUnavailable; a full disk broker.ErrNoSpace.
+func pgUnavailable(err error) error {
+	if err == nil || errors.Is(err, broker.ErrUnavailable) || errors.Is(err, broker.ErrNoSpace) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "53100":
+			return fmt.Errorf("%w: %w", broker.ErrNoSpace, err)
+		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P03", pe.Code == "53300":
+			return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
+		}
+		return err
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Prepare brings the schema of the database at dsn up to date and closes
+// it again: for a template that tests copy (internal/pgtest).
+func Prepare(dsn string) error {
+	d, err := Open(context.Background(), dsn, SyncNormal)
+	if err != nil {
+		return err
+	}
+	return d.Close()
+}

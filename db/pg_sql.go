@@ -1,0 +1,239 @@
+package db
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The statements of storeTx are written in SQLite's dialect, in forms
+// PostgreSQL shares where there is one (STORAGE.md, rule 5). pgSQL
+// translates one for PostgreSQL, once per distinct text (kept in
+// pgQueries):
+//
+//   - its own PostgreSQL text when one was given beside it (pgQuery),
+//     for a statement that no rule below translates;
+//   - parameters: ?NNN is $NNN, and a bare ? the next number after the
+//     highest so far, as SQLite numbers them;
+//   - a list bound as a JSON array of integers, IN (SELECT value FROM
+//     json_each(?)), reads the array's elements as bigint;
+//   - scalar MAX(a, b) and MIN(a, b) are GREATEST and LEAST; instr is
+//     strpos; CAST(x AS INTEGER) is to BIGINT; LIMIT -1 is LIMIT ALL;
+//     temp.T is pg_temp.T.
+//
+// Text inside quotes and comments is copied as it is.
+
+var (
+	pgQueries sync.Map // SQLite text -> PostgreSQL text
+	pgGiven   sync.Map // SQLite text -> PostgreSQL text given by pgQuery
+)
+
+// pgQuery returns sqlite, having noted pg as its PostgreSQL text: for a
+// statement the rules of pgSQL do not translate. Call it where the
+// statement is defined (a package variable), so that both texts are
+// read side by side.
+func pgQuery(sqlite, pg string) string {
+	pgGiven.Store(sqlite, pg)
+	return sqlite
+}
+
+// pgSQL is query in PostgreSQL's dialect.
+func pgSQL(query string) string {
+	if q, ok := pgQueries.Load(query); ok {
+		return q.(string)
+	}
+	var q string
+	if given, ok := pgGiven.Load(query); ok {
+		q = numberParams(given.(string))
+	} else {
+		q = numberParams(translate(query))
+	}
+	pgQueries.Store(query, q)
+	return q
+}
+
+// translate applies the rules of pgSQL but the parameters'.
+func translate(q string) string {
+	q = replaceOutside(q, "(SELECT value FROM json_each(", "(SELECT value::bigint FROM json_array_elements_text(", jsonArg)
+	q = scalarMinMax(q)
+	for _, r := range [][2]string{
+		{"instr(", "strpos("},
+		{" AS INTEGER)", " AS BIGINT)"},
+		{"LIMIT -1", "LIMIT ALL"},
+		{"temp.", "pg_temp."},
+		{"group_concat(", "string_agg("},
+	} {
+		q = replaceOutside(q, r[0], r[1], nil)
+	}
+	return q
+}
+
+// jsonArg, after a json_each( translated, casts its argument (up to the
+// closing parenthesis) to json and names the column: "…(?1::json) AS
+// value".
+func jsonArg(q string, i int) (string, int) {
+	end := closing(q, i)
+	if end < 0 {
+		return q, i
+	}
+	out := q[:end] + "::json) AS value" + q[end+1:]
+	return out, end + len("::json) AS value")
+}
+
+// closing is the index of the parenthesis that closes the one open at i
+// (i just past an opening one), or -1.
+func closing(q string, i int) int {
+	depth := 1
+	for j := i; j < len(q); j++ {
+		switch q[j] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return j
+			}
+		case '\'':
+			j = skipQuoted(q, j)
+		}
+	}
+	return -1
+}
+
+// skipQuoted is the index of the quote that ends the literal opened at i.
+func skipQuoted(q string, i int) int {
+	quote := q[i]
+	for j := i + 1; j < len(q); j++ {
+		if q[j] == quote {
+			if j+1 < len(q) && q[j+1] == quote {
+				j++
+				continue
+			}
+			return j
+		}
+	}
+	return len(q) - 1
+}
+
+// replaceOutside replaces old by new outside quotes and comments; then,
+// when after is given, lets it rewrite what follows each replacement
+// (it is given the text and the index just past new).
+func replaceOutside(q, old, new string, after func(string, int) (string, int)) string {
+	if !strings.Contains(q, old) {
+		return q
+	}
+	for i := 0; i < len(q); i++ {
+		switch {
+		case q[i] == '\'' || q[i] == '"':
+			i = skipQuoted(q, i)
+		case q[i] == '-' && i+1 < len(q) && q[i+1] == '-':
+			if nl := strings.IndexByte(q[i:], '\n'); nl >= 0 {
+				i += nl
+			} else {
+				i = len(q)
+			}
+		case strings.HasPrefix(q[i:], old) && (i == 0 || !isIdent(q[i-1]) || !isIdent(old[0])):
+			q = q[:i] + new + q[i+len(old):]
+			next := i + len(new)
+			if after != nil {
+				q, next = after(q, next)
+			}
+			i = next - 1
+		}
+	}
+	return q
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.'
+}
+
+// scalarMinMax turns MAX(a, b) and MIN(a, b), with two arguments or
+// more, into GREATEST and LEAST; the aggregates of one argument stay.
+func scalarMinMax(q string) string {
+	for _, f := range [][2]string{{"MAX(", "GREATEST("}, {"MIN(", "LEAST("}, {"max(", "GREATEST("}, {"min(", "LEAST("}} {
+		q = replaceCalls(q, f[0], f[1])
+	}
+	return q
+}
+
+func replaceCalls(q, name, to string) string {
+	for i := 0; i < len(q); i++ {
+		switch {
+		case q[i] == '\'' || q[i] == '"':
+			i = skipQuoted(q, i)
+		case strings.HasPrefix(q[i:], name) && (i == 0 || !isIdent(q[i-1])):
+			start := i + len(name)
+			end := closing(q, start)
+			if end > 0 && topLevelComma(q[start:end]) {
+				q = q[:i] + to + q[start:]
+				i += len(to) - 1
+			}
+		}
+	}
+	return q
+}
+
+// topLevelComma reports whether s has a comma outside parentheses and
+// quotes.
+func topLevelComma(s string) bool {
+	depth := 0
+	for j := 0; j < len(s); j++ {
+		switch s[j] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case '\'':
+			j = skipQuoted(s, j)
+		case ',':
+			if depth == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// numberParams turns SQLite's parameters (?NNN and ?) into PostgreSQL's
+// ($NNN): a bare ? is one more than the highest number before it.
+func numberParams(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 8)
+	highest := 0
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'' || c == '"':
+			end := skipQuoted(q, i)
+			b.WriteString(q[i : end+1])
+			i = end
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			end := strings.IndexByte(q[i:], '\n')
+			if end < 0 {
+				end = len(q) - i - 1
+			}
+			b.WriteString(q[i : i+end+1])
+			i += end
+		case c == '?':
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			n := highest + 1
+			if j > i+1 {
+				n, _ = strconv.Atoi(q[i+1 : j])
+			}
+			highest = max(highest, n)
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			i = j - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
