@@ -1,6 +1,9 @@
 package db
 
 import (
+	"fmt"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,10 +21,13 @@ import (
 //   - a list bound as a JSON array of integers, IN (SELECT value FROM
 //     json_each(?)), reads the array's elements as bigint;
 //   - scalar MAX(a, b) and MIN(a, b) are GREATEST and LEAST; instr is
-//     strpos; CAST(x AS INTEGER) is to BIGINT; LIMIT -1 is LIMIT ALL;
-//     temp.T is pg_temp.T.
+//     strpos; CAST(x AS INTEGER) is to BIGINT, AS BLOB to BYTEA; the
+//     empty blob x'' is bytea's; LIMIT -1 is LIMIT ALL; temp.T is
+//     pg_temp.T; CROSS JOIN t ON is JOIN t ON.
 //
 // Text inside quotes and comments is copied as it is.
+
+var crossJoinOn = regexp.MustCompile(`CROSS JOIN (\w+(?:\s+\w+)?)\s+ON\b`)
 
 var (
 	pgQueries sync.Map // SQLite text -> PostgreSQL text
@@ -37,12 +43,23 @@ func pgQuery(sqlite, pg string) string {
 	return sqlite
 }
 
+// pgStatement is a statement translated: its text and, when it leaves
+// out some of the parameters SQLite's text numbered (SQLite lets ?1 go
+// unused; PostgreSQL cannot type a parameter it never sees), which of
+// the arguments it takes, in order.
+type pgStatement struct {
+	text string
+	args []int // nil: all of them
+}
+
 // pgSQL is query in PostgreSQL's dialect.
-func pgSQL(query string) string {
+func pgSQL(query string) string { return pgStmt(query).text }
+
+func pgStmt(query string) *pgStatement {
 	if q, ok := pgQueries.Load(query); ok {
-		return q.(string)
+		return q.(*pgStatement)
 	}
-	var q string
+	var q *pgStatement
 	if given, ok := pgGiven.Load(query); ok {
 		q = numberParams(given.(string))
 	} else {
@@ -52,16 +69,36 @@ func pgSQL(query string) string {
 	return q
 }
 
+// pgArgs are the arguments of query that its translation takes.
+func pgArgs(query string, args []any) (string, []any) {
+	s := pgStmt(query)
+	if s.args == nil {
+		return s.text, args
+	}
+	out := make([]any, len(s.args))
+	for i, j := range s.args {
+		if j < len(args) {
+			out[i] = args[j]
+		}
+	}
+	return s.text, out
+}
+
 // translate applies the rules of pgSQL but the parameters'.
 func translate(q string) string {
 	q = replaceOutside(q, "(SELECT value FROM json_each(", "(SELECT value::bigint FROM json_array_elements_text(", jsonArg)
 	q = scalarMinMax(q)
+	// SQLite takes CROSS JOIN ... ON as an inner join in the order
+	// written (a hint to its planner); PostgreSQL's is JOIN.
+	q = crossJoinOn.ReplaceAllString(q, "JOIN $1 ON")
 	for _, r := range [][2]string{
 		{"instr(", "strpos("},
 		{" AS INTEGER)", " AS BIGINT)"},
 		{"LIMIT -1", "LIMIT ALL"},
 		{"temp.", "pg_temp."},
 		{"group_concat(", "string_agg("},
+		{" AS BLOB)", " AS BYTEA)"},
+		{"x''", `'\x'::bytea`},
 	} {
 		q = replaceOutside(q, r[0], r[1], nil)
 	}
@@ -196,11 +233,42 @@ func topLevelComma(s string) bool {
 }
 
 // numberParams turns SQLite's parameters (?NNN and ?) into PostgreSQL's
-// ($NNN): a bare ? is one more than the highest number before it.
-func numberParams(q string) string {
+// ($NNN): a bare ? is one more than the highest number before it. When
+// some numbers are never used, the others are numbered again from 1 and
+// the statement notes which arguments it takes.
+func numberParams(q string) *pgStatement {
 	if !strings.Contains(q, "?") {
-		return q
+		return &pgStatement{text: q}
 	}
+	text, used := numberParamsAs(q, nil)
+	highest := 0
+	for n := range used {
+		highest = max(highest, n)
+	}
+	if len(used) == highest {
+		return &pgStatement{text: text}
+	}
+	// Number them again, densely: $k is the k-th number used.
+	order := make([]int, 0, len(used))
+	for n := 1; n <= highest; n++ {
+		if used[n] {
+			order = append(order, n)
+		}
+	}
+	renumber := map[int]int{}
+	args := make([]int, len(order))
+	for k, n := range order {
+		renumber[n] = k + 1
+		args[k] = n - 1
+	}
+	text, _ = numberParamsAs(q, renumber)
+	return &pgStatement{text: text, args: args}
+}
+
+// numberParamsAs writes q with $NNN parameters, numbered through
+// renumber when given, and returns the numbers SQLite's text used.
+func numberParamsAs(q string, renumber map[int]int) (string, map[int]bool) {
+	used := map[int]bool{}
 	var b strings.Builder
 	b.Grow(len(q) + 8)
 	highest := 0
@@ -228,6 +296,10 @@ func numberParams(q string) string {
 				n, _ = strconv.Atoi(q[i+1 : j])
 			}
 			highest = max(highest, n)
+			used[n] = true
+			if renumber != nil {
+				n = renumber[n]
+			}
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(n))
 			i = j - 1
@@ -235,5 +307,16 @@ func numberParams(q string) string {
 			b.WriteByte(c)
 		}
 	}
-	return b.String()
+	return b.String(), used
+}
+
+// pgDebugOn (LAZARUS_PG_DEBUG=1) adds the translated statement to a
+// statement's error: for working on the translation.
+var pgDebugOn = os.Getenv("LAZARUS_PG_DEBUG") == "1"
+
+func pgDebug(err error, query string) error {
+	if err == nil || !pgDebugOn {
+		return err
+	}
+	return fmt.Errorf("%w [[%s]]", err, pgSQL(query))
 }

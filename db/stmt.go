@@ -40,7 +40,9 @@ func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Resu
 		return nil, err
 	}
 	if t.pg {
-		return t.conn.ExecContext(ctx, pgSQL(query), args...)
+		text, args := pgArgs(query, args)
+		res, err := t.conn.ExecContext(ctx, text, args...)
+		return res, pgDebug(err, query)
 	}
 	if t.raw != nil {
 		return t.raw.exec(query, args)
@@ -53,7 +55,12 @@ func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIte
 		return nil, err
 	}
 	if t.pg {
-		return t.conn.QueryContext(ctx, pgSQL(query), args...)
+		text, args := pgArgs(query, args)
+		rows, err := t.conn.QueryContext(ctx, text, args...)
+		if err != nil {
+			return nil, pgDebug(err, query)
+		}
+		return rows, nil
 	}
 	if t.raw != nil {
 		return t.raw.query(query, args)
@@ -85,7 +92,8 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 		return rawRow{err: err}
 	}
 	if t.pg {
-		return t.conn.QueryRowContext(ctx, pgSQL(query), args...)
+		text, args := pgArgs(query, args)
+		return pgRow{t.conn.QueryRowContext(ctx, text, args...), query}
 	}
 	if t.raw != nil {
 		rows, err := t.raw.query(query, args)
@@ -124,3 +132,11 @@ func (t *storeTx) insert(ctx context.Context, col, query string, args ...any) (n
 	last, err = res.LastInsertId()
 	return n, last, err
 }
+
+// pgRow is a one-row query's answer on PostgreSQL (pgDebug).
+type pgRow struct {
+	row   *sql.Row
+	query string
+}
+
+func (r pgRow) Scan(dest ...any) error { return pgDebug(r.row.Scan(dest...), r.query) }

@@ -404,7 +404,7 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 	}
 	// Ready when anything is past the cursor (migration 0009).
 	_, err := t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
-		SELECT c.id, ?2, c.queue_id, c.cursor, (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL,
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
 			`+passed+`, c.cursor
 		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, `+cursor+` AS cursor FROM partitions p WHERE p.queue_id = ?3) c`, ms(start.From), groupID, queueID)
 	return err
@@ -764,7 +764,7 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 	// the payload and push time it had kept (migration 0020); while the
 	// message is there, they are read from it.
 	_, id, err := t.insert(ctx, "id", `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE ?12 END, CASE WHEN x.kept THEN 0 ELSE ?13 END
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`,
 		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID, []byte(d.Payload), ms(d.CreatedAt))
 	if err != nil {

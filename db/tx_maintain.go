@@ -57,7 +57,7 @@ func (t *storeTx) SweepBuckets(ctx context.Context, b broker.BucketTable, before
 
 // sweepAuditSQL takes the oldest limit entries by id (ids grow with
 // time: no index on at) and deletes those of them older than the cut.
-const sweepAuditSQL = `DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) WHERE at < ?1)`
+const sweepAuditSQL = `DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) x WHERE at < ?1)`
 
 // SweepAudit deletes the audit entries written before before, among the
 // limit oldest by id (an entry written while the clock was behind stays

@@ -188,7 +188,7 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int,
 	}
 	// Deleted dead letters' records (their restore window is long over),
 	// and the attempts of their messages in their group.
-	ids, err := t.queryIDs(ctx, `SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT ?) WHERE at < ? AND restore_until = 0`, limit, cut)
+	ids, err := t.queryIDs(ctx, `SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT ?) x WHERE at < ? AND restore_until = 0`, limit, cut)
 	if err != nil {
 		return 0, 0, err
 	}
