@@ -256,7 +256,7 @@ func openExisting(ctx context.Context, path string) (*broker.Broker, func(), err
 }
 
 func openBrokerAt(ctx context.Context, path string, create bool) (*broker.Broker, func(), error) {
-	if !create {
+	if !create && !db.IsPostgres(path) {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("database %s does not exist: is --db (or LAZARUS_DB) right? (lazarus demo's is %s)", path, defaultDemoDB)
 		}
@@ -265,7 +265,11 @@ func openBrokerAt(ctx context.Context, path string, create bool) (*broker.Broker
 	if err != nil {
 		return nil, nil, err
 	}
-	b := broker.New(broker.Config{Store: d})
+	bc := broker.Config{Store: d}
+	if n := d.Notifier(); n != nil {
+		bc.Notifier = n
+	}
+	b := broker.New(bc)
 	return b, func() { b.Close(); d.Close() }, nil
 }
 

@@ -74,6 +74,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		auditKeep = broker.KeepForever
 	}
 	bc := broker.Config{Store: d, Logger: log, RestoreWindow: cfg.RestoreWindow, AuditRetention: auditKeep}
+	if n := d.Notifier(); n != nil {
+		bc.Notifier = n // PostgreSQL: news between the processes of the database
+	}
 	if cfg.ArchiveDir != "" {
 		a, err := archive.New(cfg.ArchiveDir)
 		if err != nil {
@@ -125,7 +128,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	log.Info("listening",
 		"addr", ln.Addr().String(),
 		"url", "http://"+ln.Addr().String(),
-		"db", cfg.DBPath,
+		"db", db.Describe(cfg.DBPath),
 		"sync", string(cfg.Sync),
 		"demo", cfg.Demo,
 		"admin_token", cfg.AdminToken != "",

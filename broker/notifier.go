@@ -54,3 +54,15 @@ func (n *LocalNotifier) Notify(keys ...string) {
 		}
 	}
 }
+
+// NotifyAll wakes every watcher of every key: for a Notifier whose news
+// from elsewhere may have been lost (a connection that carried it broke),
+// so that every waiter looks again.
+func (n *LocalNotifier) NotifyAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k, ch := range n.waiters {
+		close(ch)
+		delete(n.waiters, k)
+	}
+}

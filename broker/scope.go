@@ -16,9 +16,22 @@ import (
 // changes nothing outside its transaction, and what it would change is
 // applied by End, in commit order, once it is known to have committed.
 type TxScope struct {
-	ends  []scopeEnd
-	state *txState // the broker's, made at first use
+	ends    []scopeEnd
+	state   *txState // the broker's, made at first use
+	foreign bool     // SetForeign
 }
+
+// SetForeign is the store's news, before the transaction's first
+// function runs, that another process may have changed or removed what
+// this process keeps in memory of the store (queues, partitions, groups,
+// subscriptions) since this process's previous write transaction: the
+// broker then empties its lookup cache before it looks anything up. A
+// store of one process never calls it; the PostgreSQL store does when
+// the database's cache generation moved (migrations_pg/0002).
+func (s *TxScope) SetForeign() { s.foreign = true }
+
+// Foreign reports whether SetForeign was called in this transaction.
+func (s *TxScope) Foreign() bool { return s.foreign }
 
 type scopeEnd struct {
 	f       func(committed bool)
@@ -47,7 +60,7 @@ func (s *TxScope) RollbackTo(mark int) {
 // panic in one is returned as an error (the rest still run).
 func (s *TxScope) End(committed bool) (err error) {
 	ends := s.ends
-	s.ends, s.state = nil, nil
+	s.ends, s.state, s.foreign = nil, nil, false
 	for _, e := range ends {
 		if perr := runEnd(e.f, committed && !e.dropped); perr != nil && err == nil {
 			err = perr

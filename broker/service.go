@@ -114,9 +114,14 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 	var queues []string
 	err := b.store.Update(ctx, func(tx Tx) error {
 		queues = queues[:0]
-		_, st, err := scopeOf(tx)
+		scope, st, err := scopeOf(tx)
 		if err != nil {
 			return err
+		}
+		if scope.Foreign() {
+			// Another process changed what the cache may hold: what it
+			// holds is stale whatever this transaction does.
+			b.cache.invalidate()
 		}
 		cached := newCacheTx(tx, b.cache, st)
 		acc := &statsTx{Tx: cached}

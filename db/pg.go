@@ -66,6 +66,19 @@ type pgStore struct {
 	unfolded map[int64]struct{}
 	consumed map[[2]int64]struct{}
 	foldedAt time.Time
+	seenGen  int64 // the cache generation as of this process's last write (0: none yet)
+	news     *pgNotifier
+}
+
+// Notifier is the broker.Notifier the store needs: on PostgreSQL one
+// that carries the news between the processes of the database
+// (pg_notify.go); nil on SQLite, whose one process needs only the
+// broker's own.
+func (d *DB) Notifier() broker.Notifier {
+	if d.pg == nil {
+		return nil
+	}
+	return d.pg.news
 }
 
 // openPostgres opens the database at the URL dsn and migrates it.
@@ -101,7 +114,17 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 		d.Close()
 		return nil, err
 	}
+	p.news = newPGNotifier(pool, d.log)
 	return d, nil
+}
+
+// Describe is a --db value as logs and errors may show it: a file's path
+// as it is, a PostgreSQL URL without its password or parameters.
+func Describe(dsn string) string {
+	if IsPostgres(dsn) {
+		return redactURL(dsn)
+	}
+	return dsn
 }
 
 // redactURL is dsn without its password, for errors and logs.
@@ -235,8 +258,15 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 			d.log.Error("after a transaction", "err", serr)
 		}
 	}()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgWriterLock)); err != nil {
+	// The writer's lock, and the cache generation as of it
+	// (migrations_pg/0002): moved since this process's previous write,
+	// another process may have changed what this one caches.
+	var gen int64
+	if err := conn.QueryRowContext(ctx, `SELECT g.gen FROM (SELECT pg_advisory_xact_lock($1)) l, cache_generation g`, int64(pgWriterLock)).Scan(&gen); err != nil {
 		return fmt.Errorf("begin: writer lock: %w", err)
+	}
+	if gen != p.seenGen {
+		st.scope.SetForeign()
 	}
 	if broker.IsEphemeral(ctx) && d.sync == SyncFull {
 		if _, err := conn.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
@@ -257,6 +287,10 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 		return fmt.Errorf("commit: %w", err)
 	}
 	committed = true
+	// The generation this process has seen. A transaction of its own
+	// that moved it (its own cache was emptied by the broker already)
+	// makes the next one empty it once more: rare, and only costly.
+	p.seenGen = gen
 	if folded {
 		clear(p.unfolded)
 		clear(p.consumed)
@@ -318,6 +352,9 @@ func (p *pgStore) close() error {
 	p.wmu.Lock()
 	p.closed = true
 	p.wmu.Unlock()
+	if p.news != nil {
+		p.news.close()
+	}
 	err := p.db.Close()
 	p.pool.Close()
 	return err

@@ -65,6 +65,8 @@ type fuzzApp struct {
 func newFuzzApp(f *testing.F) *fuzzApp {
 	f.Helper()
 	ctx := context.Background()
+	// SQLite's: the fuzz targets tell a request that wrote nothing by
+	// the file's data_version (read below).
 	path := filepath.Join(f.TempDir(), "fuzz.db")
 	d, err := db.Open(ctx, path, db.SyncNormal)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 	"github.com/lazarus-dlq/lazarus/web"
 )
 
@@ -94,7 +95,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m)) // m.Run, and the throwaway PostgreSQL stopped after it
 }
 
 // h1Stats is a server child's counters since it started.

@@ -20,8 +20,20 @@ import (
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 	"github.com/lazarus-dlq/lazarus/web"
 )
+
+// storeAt is where a test's store lives: a new SQLite file of that name
+// in a temporary directory or, when the tests run on PostgreSQL
+// (LAZARUS_TEST_STORE=postgres), a new database of the migrated schema.
+func storeAt(t testing.TB, name string) string {
+	t.Helper()
+	if pgtest.Postgres() {
+		return pgtest.Database(t, "lazarus", db.Prepare)
+	}
+	return filepath.Join(t.TempDir(), name)
+}
 
 // clock is a clock the test moves by hand.
 type clock struct {
@@ -121,7 +133,7 @@ func setup(t *testing.T, edit ...func(*web.Config)) *bundle {
 func setupStill(t *testing.T, edit ...func(*web.Config)) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
+	d, err := db.Open(ctx, storeAt(t, "l.db"), db.SyncNormal)
 	if err != nil {
 		t.Fatalf("open db: %v", err)
 	}

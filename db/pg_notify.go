@@ -1,0 +1,148 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// pgChannel is the channel of PostgreSQL's LISTEN/NOTIFY that carries the
+// broker's news (broker.Notifier) between the processes of one database.
+const pgChannel = "lazarus"
+
+// pgNotifier is the broker.Notifier of the PostgreSQL store: news is
+// told to this process's waiters at once, and to the other processes by
+// pg_notify, sent after the commit that made it (the broker calls Notify
+// only then) and coalesced: the keys that gather while one is being sent
+// go together in the next statement. One connection per process listens
+// and tells this process's waiters what the others sent. When that
+// connection breaks, news may have been lost meanwhile: once listening
+// again, every waiter is woken to look again.
+type pgNotifier struct {
+	local broker.LocalNotifier
+	pool  *pgxpool.Pool
+	log   interface{ Warn(string, ...any) }
+	self  string // this process's mark on what it sends: its own news comes back, and is not told twice
+
+	mu      sync.Mutex
+	pending map[string]struct{}
+	kick    chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+func newPGNotifier(pool *pgxpool.Pool, log interface{ Warn(string, ...any) }) *pgNotifier {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &pgNotifier{pool: pool, log: log, self: hex.EncodeToString(b), pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	listening := make(chan struct{})
+	n.done.Go(func() { n.listen(listening) })
+	n.done.Go(n.send)
+	// The first LISTEN is in place before the store is handed out, so
+	// that no news sent after Open returns is missed (a later break is
+	// healed by waking every waiter).
+	select {
+	case <-listening:
+	case <-time.After(10 * time.Second):
+	}
+	return n
+}
+
+// Watch returns a channel closed at the next news of key, from this
+// process or another.
+func (n *pgNotifier) Watch(key string) <-chan struct{} { return n.local.Watch(key) }
+
+// Notify wakes this process's watchers of keys at once, and the other
+// processes' soon.
+func (n *pgNotifier) Notify(keys ...string) {
+	n.local.Notify(keys...)
+	n.mu.Lock()
+	for _, k := range keys {
+		n.pending[k] = struct{}{}
+	}
+	n.mu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send sends the pending keys, all in one statement, until closed.
+func (n *pgNotifier) send() {
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-n.kick:
+		}
+		n.mu.Lock()
+		keys := make([]string, 0, len(n.pending))
+		for k := range n.pending {
+			keys = append(keys, n.self+":"+k)
+		}
+		clear(n.pending)
+		n.mu.Unlock()
+		if len(keys) == 0 {
+			continue
+		}
+		if _, err := n.pool.Exec(n.ctx, `SELECT pg_notify($1, k) FROM unnest($2::text[]) k`, pgChannel, keys); err != nil && n.ctx.Err() == nil {
+			// The others' waiters look again when their own timers end.
+			n.log.Warn("send news to the other processes", "err", err)
+		}
+	}
+}
+
+// listen tells this process's waiters the news of the others, listening
+// again (and waking every waiter) when its connection breaks.
+func (n *pgNotifier) listen(listening chan struct{}) {
+	first := true
+	for n.ctx.Err() == nil {
+		conn, err := n.pool.Acquire(n.ctx)
+		if err == nil {
+			pc := conn.Hijack() // its own connection, out of the pool for good
+			if _, err = pc.Exec(n.ctx, "LISTEN "+pgChannel); err == nil {
+				if first {
+					close(listening)
+					first = false
+				} else {
+					n.local.NotifyAll()
+				}
+				for {
+					note, werr := pc.WaitForNotification(n.ctx)
+					if werr != nil {
+						err = werr
+						break
+					}
+					from, key, ok := strings.Cut(note.Payload, ":")
+					if ok && from != n.self {
+						n.local.Notify(key)
+					}
+				}
+			}
+			pc.Close(context.Background())
+		}
+		if n.ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("listen for the other processes' news; trying again", "err", err)
+		select {
+		case <-n.ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (n *pgNotifier) close() {
+	n.cancel()
+	n.done.Wait()
+}
