@@ -91,7 +91,7 @@ func TestErrorGroupsAreKeptAsEventsHappen(t *testing.T) {
 		t.Fatal(err)
 	}
 	var hours int
-	if err := s.db.WriteDB().QueryRowContext(s.ctx, `SELECT COUNT(*) FROM error_group_hours`).Scan(&hours); err != nil || hours != 0 {
+	if err := s.db.QueryRow(s.ctx, `SELECT COUNT(*) FROM error_group_hours`).Scan(&hours); err != nil || hours != 0 {
 		t.Fatalf("hourly counts after 49 hours and a sweep: %d %v", hours, err)
 	}
 }

@@ -322,7 +322,7 @@ func TestDeleteCanBeUndoneWithinTheWindowOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var left int
-	if err := s.db.WriteDB().QueryRowContext(s.ctx, `SELECT COUNT(*) FROM removed_dead_letters WHERE restore_until > 0 OR error <> ''`).Scan(&left); err != nil || left != 0 {
+	if err := s.db.QueryRow(s.ctx, `SELECT COUNT(*) FROM removed_dead_letters WHERE restore_until > 0 OR error <> ''`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("%d removed rows still whole after the sweep (%v)", left, err)
 	}
 	if n := len(s.dead("q", "g")); n != 4 {
@@ -599,7 +599,7 @@ func TestSweepKeepsACopyForOneGroupNotPassedYet(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	if err := s.db.WriteDB().QueryRowContext(s.ctx, `SELECT COUNT(*) FROM replays`).Scan(&n); err != nil || n != 0 {
+	if err := s.db.QueryRow(s.ctx, `SELECT COUNT(*) FROM replays`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d replays rows left (%v)", n, err)
 	}
 }
@@ -635,7 +635,7 @@ func TestSweepGoesOnPastKeptCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kept, every int
-	if err := s.db.WriteDB().QueryRowContext(s.ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE group_id = 0) FROM replays`).Scan(&kept, &every); err != nil {
+	if err := s.db.QueryRow(s.ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE group_id = 0) FROM replays`).Scan(&kept, &every); err != nil {
 		t.Fatal(err)
 	}
 	if kept != n || every != 0 {

@@ -477,7 +477,7 @@ func TestReplayToOwnGroupPassingIsEphemeral(t *testing.T) {
 	s.replayTo(x.ID(), "billing")
 	const row = `SELECT c.cursor, c.passed, c.passed_seq, c.ready FROM consumers c JOIN groups g ON g.id = c.group_id WHERE g.name = 'analytics'`
 	var before [4]int64
-	if err := d.WriteDB().QueryRowContext(ctx, row).Scan(&before[0], &before[1], &before[2], &before[3]); err != nil {
+	if err := d.QueryRow(ctx, row).Scan(&before[0], &before[1], &before[2], &before[3]); err != nil {
 		t.Fatal(err)
 	}
 	st.take()
@@ -491,7 +491,7 @@ func TestReplayToOwnGroupPassingIsEphemeral(t *testing.T) {
 		t.Fatalf("lag after the pass: %d", s.lag("analytics"))
 	}
 	// The pass lost: the consumer as it was before it.
-	if _, err := d.WriteDB().ExecContext(ctx, `UPDATE consumers SET cursor = ?, passed = ?, passed_seq = ?, ready = ?
+	if _, err := d.Exec(ctx, `UPDATE consumers SET cursor = ?, passed = ?, passed_seq = ?, ready = ?
 		WHERE group_id = (SELECT id FROM groups WHERE name = 'analytics')`, before[0], before[1], before[2], before[3]); err != nil {
 		t.Fatal(err)
 	}
