@@ -25,6 +25,10 @@ const (
 // one above the highest of messages (the retention's placeholder row
 // included), and the placeholder moves one above it (keepSeqFloor), so
 // that no push draws it and no join of the dead letter finds a message.
+// On PostgreSQL it is drawn from messages' identity sequence, which
+// no push draws again and no message has had (the highest of messages
+// may be below seqs deleted messages had, which dead letters, replays and
+// attempts still name; there is no placeholder to say so).
 func (t *storeTx) SeqForImport(ctx context.Context, seq, partitionID, groupID int64, txid string, createdAt, now time.Time) (int64, bool, error) {
 	var dup, same bool
 	if err := t.queryRow(ctx, importDupTxSQL, partitionID, groupID, txid).Scan(&dup); err != nil || dup {
@@ -39,6 +43,11 @@ func (t *storeTx) SeqForImport(ctx context.Context, seq, partitionID, groupID in
 		if same {
 			return seq, dup, nil
 		}
+	}
+	if t.pg {
+		var next int64
+		err := t.queryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`).Scan(&next)
+		return next, false, err
 	}
 	var top int64
 	if err := t.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&top); err != nil {

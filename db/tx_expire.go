@@ -45,9 +45,13 @@ const markExpiredSQL = `UPDATE removed_dead_letters SET retention = ?3, error = 
 	WHERE seq IN (SELECT value FROM json_each(?1)) AND dead_letter_id IN (SELECT value FROM json_each(?2)) AND how = 'expired'`
 
 // expiredAttemptsSQL deletes the failed attempts of the expired dead
-// letters' (message, group) pairs, by attempts' primary key.
-const expiredAttemptsSQL = `DELETE FROM attempts WHERE (seq, group_id) IN
-	(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?1))`
+// letters' (message, group) pairs, by attempts' primary key; ?1 is a
+// JSON array of [seq, group] arrays (pairsJSON), which PostgreSQL reads
+// with json_array_elements.
+var expiredAttemptsSQL = pgQuery(`DELETE FROM attempts WHERE (seq, group_id) IN
+	(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?1))`,
+	`DELETE FROM attempts WHERE (seq, group_id) IN
+	(SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint FROM json_array_elements(?1::json) j(value))`)
 
 // MarkExpired writes removed_dead_letters (retention, error) and deletes
 // from attempts.

@@ -100,10 +100,10 @@ func (t *storeTx) ReturnToErrorGroup(ctx context.Context, queueID, groupID int64
 	_, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
 		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
-			dead_letters = dead_letters + excluded.dead_letters,
-			first_failed_at = min(first_failed_at, excluded.first_failed_at),
-			sample_error = CASE WHEN excluded.last_failed_at > last_failed_at THEN excluded.sample_error ELSE sample_error END,
-			last_failed_at = max(last_failed_at, excluded.last_failed_at)`,
+			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+			first_failed_at = min(error_groups.first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at > error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+			last_failed_at = max(error_groups.last_failed_at, excluded.last_failed_at)`,
 		queueID, groupID, fingerprint, n, ms(failedAt), errText)
 	return err
 }

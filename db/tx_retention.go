@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -148,7 +149,7 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 	var out broker.SweptMessages
 	var queueID, countedSeq int64
 	err := t.queryRow(ctx, `SELECT queue_id, counted_seq FROM partitions WHERE id = ?`, s.PartitionID).Scan(&queueID, &countedSeq)
-	if err == sql.ErrNoRows {
+	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
 	if err != nil {
@@ -227,9 +228,13 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 	if err := t.expireOutcomes(ctx, list, s.Now); err != nil {
 		return out, fmt.Errorf("expire replay outcomes: %w", err)
 	}
+	// The newest message's seq, for keepSeqFloor (SQLite only: on
+	// PostgreSQL seqs keep growing by themselves).
 	var top int64
-	if err := t.queryRow(ctx, `SELECT MAX(seq) FROM messages`).Scan(&top); err != nil {
-		return out, err
+	if !t.pg {
+		if err := t.queryRow(ctx, `SELECT MAX(seq) FROM messages`).Scan(&top); err != nil {
+			return out, err
+		}
 	}
 	if _, err := t.exec(ctx, deleteMessagesSQL, list); err != nil {
 		return out, err
@@ -338,7 +343,7 @@ func (t *storeTx) sweepConsumer(ctx context.Context, partitionID int64, c sweptC
 		available_at = CASE WHEN ?6 THEN 0 ELSE available_at END,
 		acks = ?7, void_lease_id = ?8, void_last = ?9, ready = ?10
 		WHERE partition_id = ?11 AND group_id = ?12`,
-		through, lower, leaseID, leaseLast, leaseUntilZero, retryClear, acks, voidID, voidLast, ready, partitionID, c.groupID)
+		through, lower, leaseID, leaseLast, leaseUntilZero, retryClear, acks, voidID, voidLast, b2i(ready), partitionID, c.groupID)
 	if err != nil {
 		return err
 	}
@@ -412,9 +417,17 @@ func (t *storeTx) expireOutcomes(ctx context.Context, list string, now time.Time
 // each time. No consumer reads partition 0 and no count includes it.
 // (AUTOINCREMENT would do it too, at the price of a write of
 // sqlite_sequence on every push and a rebuild of messages.)
+//
+// On PostgreSQL it writes nothing: seqs come from the identity column's
+// sequence, which never gives a number twice, whatever rows are deleted
+// (and no statement sets a message's seq itself), so there is no
+// placeholder row there.
 func (t *storeTx) keepSeqFloor(ctx context.Context, seq, createdAt int64) error {
+	if t.pg {
+		return nil
+	}
 	_, err := t.exec(ctx, `INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
-		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > seq`, seq, createdAt)
+		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq`, seq, createdAt)
 	return err
 }
 
@@ -429,7 +442,7 @@ const (
 			SELECT j.value AS id, (SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = j.value) AS seq,
 				(SELECT s.seq FROM settle_marks s WHERE s.partition_id = j.value ORDER BY s.at DESC LIMIT 1) AS mark_seq,
 				(SELECT s.at FROM settle_marks s WHERE s.partition_id = j.value ORDER BY s.at DESC LIMIT 1) AS mark_at
-			FROM json_each(?3) j) w
+			FROM (SELECT value FROM json_each(?3)) j) w
 		WHERE w.seq > 0 AND (w.mark_seq IS NULL OR (w.seq > w.mark_seq AND w.mark_at <= ?4))
 			AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = w.id AND m.seq <= w.seq)
 		ON CONFLICT (partition_id, at) DO NOTHING`

@@ -29,6 +29,10 @@ import (
 // asks for it at connect, _auto_vacuum), older ones converted once at
 // open (convertAutoVacuum), and the space task of maintenance gives free
 // pages back a few at a time (broker.SpaceStep).
+//
+// The PostgreSQL store reports the size of its tables and gives nothing
+// back: the server's vacuum makes deleted rows' room reusable, and
+// giving it back to the file system is the administrator's (Space).
 
 // autoVacuumIncremental is PRAGMA auto_vacuum's value for INCREMENTAL.
 const autoVacuumIncremental = 2
@@ -37,12 +41,44 @@ const autoVacuumIncremental = 2
 const spaceSQL = `SELECT page_size, page_count, freelist_count, auto_vacuum
 	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()`
 
+// pgSpaceSQL reads, on PostgreSQL, the block size and the bytes of the
+// tables in Lazarus's schema (the first of the search path, where the
+// migrations made them), with their indexes and TOAST: pg_class and each
+// relation's files, no row of a table. The database may hold other
+// schemas, which are not Lazarus's to count.
+const pgSpaceSQL = `SELECT current_setting('block_size')::bigint,
+	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = current_schema() AND c.relkind = 'r'`
+
 // Space reads the page size, the page and free page counts and whether
-// free pages can be given back (auto_vacuum=INCREMENTAL), from the
-// database header as the transaction sees it. Reads no table; never
-// broker.ErrNotFound.
+// free pages can be given back.
+//
+// On SQLite: from the database header as the transaction sees it
+// (auto_vacuum=INCREMENTAL gives pages back). Reads no table.
+//
+// On PostgreSQL: the page is the server's block; Pages is the size of
+// Lazarus's tables with their indexes and TOAST (pgSpaceSQL), rounded up
+// to blocks, as the server's files have it now (not the snapshot's).
+// FreePages is 0: PostgreSQL keeps the room of deleted rows inside each
+// table's files, where (auto)vacuum makes it reusable, and tells how
+// much only through an extension (pg_freespacemap, pgstattuple) that
+// Lazarus does not ask for. Reclaims is false: giving that room back to
+// the file system rewrites a table under an exclusive lock (VACUUM
+// FULL, or pg_repack beside it), which is the database administrator's
+// to run, not the store's.
+//
+// Never broker.ErrNotFound on either store.
 func (t *storeTx) Space(ctx context.Context) (broker.Space, error) {
 	var s broker.Space
+	if t.pg {
+		var bytes int64
+		if err := t.queryRow(ctx, pgSpaceSQL).Scan(&s.PageSize, &bytes); err != nil {
+			return broker.Space{}, fmt.Errorf("space: %w", err)
+		}
+		s.Pages = (bytes + s.PageSize - 1) / s.PageSize
+		return s, nil
+	}
 	var av int
 	if err := t.queryRow(ctx, spaceSQL).Scan(&s.PageSize, &s.Pages, &s.FreePages, &av); err != nil {
 		return broker.Space{}, fmt.Errorf("space: %w", err)
@@ -55,9 +91,10 @@ func (t *storeTx) Space(ctx context.Context) (broker.Space, error) {
 // in the transaction (the file is cut at its commit) and returns how
 // many the freelist lost. It writes the pages it moves from the end of
 // the file, their parents and the pointer map; on a database without
-// auto_vacuum=INCREMENTAL it does nothing and returns 0.
+// auto_vacuum=INCREMENTAL it does nothing and returns 0. On PostgreSQL
+// it does nothing and returns 0: the store gives nothing back (Space).
 func (t *storeTx) GiveBackPages(ctx context.Context, pages int) (int64, error) {
-	if pages <= 0 {
+	if pages <= 0 || t.pg {
 		return 0, nil
 	}
 	before, err := t.Space(ctx)
