@@ -101,6 +101,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 			Broker:          b,
 			Logger:          log,
 			HealthFunc:      d.Health,
+			LeadingFunc:     d.Leading,
 			AdminToken:      cfg.AdminToken,
 			OpenAPI:         cfg.OpenAPI,
 			MetricsPublic:   cfg.MetricsPublic,
@@ -156,15 +157,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		defer tick.Stop()
 		flush := time.NewTicker(broker.StatsDelay)
 		defer flush.Stop()
-		maintain(compactCtx, b, log, every, tick.C, flush.C)
+		maintain(compactCtx, b, log, every, tick.C, flush.C, d.Leading)
 	})
 
 	// Bulk jobs run in the background, those a restart interrupted
-	// first; they stop (between chunks) before the database closes.
+	// first; they stop (between chunks) before the database closes. Of
+	// several processes on one PostgreSQL database, the one that leads
+	// runs them (db.Lead), and the next takes over those it was running
+	// when it dies.
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
 	var jobsDone sync.WaitGroup
-	jobsDone.Go(func() { b.RunJobs(jobsCtx) })
+	jobsDone.Go(func() { d.Lead(jobsCtx, b.RunJobs) })
 
 	// The demo stops before the database closes.
 	demoCtx, stopDemo := context.WithCancel(ctx)
@@ -208,14 +212,20 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 }
 
 // maintain runs the maintenance tasks (broker.Maintain) at start and at
-// each tick of maintainC, and writes the counts waiting in memory at each
-// tick of flushC, until ctx ends; then it writes the last counts (every
-// other writer has stopped by then). A task that took longer than every
-// falls behind: it is logged. Ticks that come while a run goes on are
-// dropped (the tickers keep one).
-func maintain(ctx context.Context, b *broker.Broker, log *slog.Logger, every time.Duration, maintainC, flushC <-chan time.Time) {
+// each tick of maintainC while leading says this process leads (of
+// several on one PostgreSQL database, one does them), and writes the
+// counts waiting in this process's memory at each tick of flushC, until
+// ctx ends; then it writes the last counts (every other writer has
+// stopped by then). A task that took longer than every falls behind: it
+// is logged. Ticks that come while a run goes on are dropped (the
+// tickers keep one).
+func maintain(ctx context.Context, b *broker.Broker, log *slog.Logger, every time.Duration, maintainC, flushC <-chan time.Time, leading func() bool) {
 	for {
-		rep, err := b.Maintain(ctx)
+		var rep broker.MaintenanceReport
+		var err error
+		if leading() {
+			rep, err = b.Maintain(ctx)
+		}
 		if err != nil && ctx.Err() == nil {
 			log.Error("maintenance", "err", err)
 		}

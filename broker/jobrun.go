@@ -475,6 +475,10 @@ func (b *Broker) RunJobs(ctx context.Context) {
 	}
 	paces := map[int64]*pace{}
 	for {
+		// Watched before the look, so that no news between the look and
+		// the wait is missed: a job started or changed by another process
+		// on the same store comes as news (Notifier).
+		news := b.news.Watch(jobNews)
 		var running []Job
 		err := b.store.View(ctx, func(tx Tx) (err error) {
 			running, err = tx.Jobs(ctx, JobFilter{State: JobRunning}, Page{Limit: MaxPageSize})
@@ -551,6 +555,7 @@ func (b *Broker) RunJobs(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-b.jobs.wake:
+		case <-news:
 		case <-timer:
 		}
 		if t != nil {

@@ -72,6 +72,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			wakeC = wakeT.C
 		}
 		var done bool
+		b.waiting.Add(1)
 		select {
 		case <-news:
 		case <-wakeC:
@@ -83,6 +84,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		case <-b.closed:
 			done = true
 		}
+		b.waiting.Add(-1)
 		if wakeT != nil {
 			wakeT.Stop()
 		}

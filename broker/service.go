@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,7 @@ type Broker struct {
 	cache   *cache
 	pending pendingStats
 	closed  chan struct{}
+	waiting atomic.Int64 // pops waiting for news now (Waiting)
 
 	restoreWindow time.Duration
 	jobs          jobRunner
@@ -89,6 +91,10 @@ func (b *Broker) Close() {
 
 // now is the clock's time at millisecond precision: what is stored.
 func (b *Broker) now() time.Time { return b.clock.Now().UTC().Truncate(time.Millisecond) }
+
+// Waiting is how many pops wait for messages now (long-polls with
+// nothing to hand out yet).
+func (b *Broker) Waiting() int64 { return b.waiting.Load() }
 
 // watch returns a channel closed at the next news of the queue.
 func (b *Broker) watch(queue string) <-chan struct{} { return b.news.Watch(queue) }

@@ -102,6 +102,9 @@ type DB struct {
 	// full is set when a write failed for want of space, and cleared by
 	// Health once a probe of some size commits.
 	full atomic.Bool
+
+	// leading is set while this process leads the background work (Lead).
+	leading atomic.Bool
 }
 
 // Path is the database file's path.

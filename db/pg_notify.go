@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -88,7 +89,9 @@ func (n *pgNotifier) send() {
 		n.mu.Lock()
 		keys := make([]string, 0, len(n.pending))
 		for k := range n.pending {
-			keys = append(keys, n.self+":"+k)
+			// Escaped: a key may hold bytes a payload cannot (the
+			// broker's job news starts with a NUL).
+			keys = append(keys, n.self+":"+url.QueryEscape(k))
 		}
 		clear(n.pending)
 		n.mu.Unlock()
@@ -123,8 +126,8 @@ func (n *pgNotifier) listen(listening chan struct{}) {
 						err = werr
 						break
 					}
-					from, key, ok := strings.Cut(note.Payload, ":")
-					if ok && from != n.self {
+					from, esc, ok := strings.Cut(note.Payload, ":")
+					if key, err := url.QueryUnescape(esc); ok && err == nil && from != n.self {
 						n.local.Notify(key)
 					}
 				}

@@ -21,7 +21,10 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Context) error) *metrics {
+func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Context) error, leading func() bool) *metrics {
+	if leading == nil {
+		leading = func() bool { return true }
+	}
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -30,7 +33,20 @@ func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Contex
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route", "code"}),
 	}
-	m.registry.MustRegister(m.latency, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b}, archiveCollector{b}, spaceCollector{b},
+	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "lazarus_pops_waiting",
+		Help: "Pops of this process waiting for messages now (long-polls with nothing to hand out yet).",
+	}, func() float64 { return float64(b.Waiting()) })
+	leads := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "lazarus_leading",
+		Help: "1 while this process leads the background work (bulk jobs, maintenance): of several processes on one PostgreSQL database, one does; else 0.",
+	}, func() float64 {
+		if leading() {
+			return 1
+		}
+		return 0
+	})
+	m.registry.MustRegister(m.latency, waiting, leads, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b}, archiveCollector{b}, spaceCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -41,6 +41,11 @@ type Config struct {
 	// can be written: an error that is broker.ErrNoSpace is a full disk
 	// (507, and the lazarus_disk_full gauge of /metrics).
 	HealthFunc func(ctx context.Context) error
+	// LeadingFunc reports whether this process leads the background work
+	// (db.DB.Leading: of several processes on one PostgreSQL database,
+	// the one that runs bulk jobs and maintenance), for the metric
+	// lazarus_leading; nil: always.
+	LeadingFunc func() bool
 	// AdminToken, when set, is accepted as an admin bearer token on the API
 	// (LAZARUS_ADMIN_TOKEN), beside the users' API tokens.
 	AdminToken string
@@ -150,7 +155,7 @@ func New(cfg Config) *Server {
 		auth:    newAuthenticator(cfg.Broker, cfg.AdminToken, cfg.OpenAPI),
 		echo:    e,
 		clock:   cfg.Clock,
-		metrics: newMetrics(cfg.Broker, cfg.Clock, cfg.HealthFunc),
+		metrics: newMetrics(cfg.Broker, cfg.Clock, cfg.HealthFunc, cfg.LeadingFunc),
 
 		metricsPublic: cfg.MetricsPublic,
 		maxPayload:    cfg.MaxPayloadBytes,
