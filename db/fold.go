@@ -123,11 +123,24 @@ func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unf
 	if err != nil {
 		return err
 	}
-	_, err = st.exec(ctx, `UPDATE consumers SET
+	_, err = st.exec(ctx, foldConsumersSQL, string(list))
+	return err
+}
+
+// foldConsumersSQL brings the passed counts of the consumers listed (a
+// JSON array of [partition, group]) up to date. PostgreSQL reads the
+// pairs with json_array_elements and casts their elements, which ->>
+// gives as text.
+var foldConsumersSQL = pgQuery(`UPDATE consumers SET
 		passed = CASE WHEN consumers.cursor > consumers.passed_seq
 			THEN passed + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.passed_seq AND m.seq <= consumers.cursor)
 			ELSE (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq <= consumers.cursor) END,
 		passed_seq = cursor
-		FROM json_each(?) j WHERE consumers.partition_id = j.value ->> 0 AND consumers.group_id = j.value ->> 1 AND consumers.cursor <> consumers.passed_seq`, string(list))
-	return err
-}
+		FROM json_each(?) j WHERE consumers.partition_id = j.value ->> 0 AND consumers.group_id = j.value ->> 1 AND consumers.cursor <> consumers.passed_seq`,
+	`UPDATE consumers SET
+		passed = CASE WHEN consumers.cursor > consumers.passed_seq
+			THEN passed + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.passed_seq AND m.seq <= consumers.cursor)
+			ELSE (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq <= consumers.cursor) END,
+		passed_seq = cursor
+		FROM json_array_elements(?::json) j(value)
+		WHERE consumers.partition_id = (j.value ->> 0)::bigint AND consumers.group_id = (j.value ->> 1)::bigint AND consumers.cursor <> consumers.passed_seq`)

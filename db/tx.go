@@ -70,6 +70,14 @@ func (t *storeTx) markReady(ctx context.Context) error {
 	return err
 }
 
+// pgInsert is pgQuery for an INSERT run by storeTx.insert, which on
+// PostgreSQL adds RETURNING col to the text: both texts, with and
+// without it, are given their PostgreSQL statement.
+func pgInsert(col, sqlite, pg string) string {
+	pgQuery(sqlite+" RETURNING "+col, pg+" RETURNING "+col)
+	return pgQuery(sqlite, pg)
+}
+
 var _ broker.Tx = (*storeTx)(nil)
 
 var errNoRows = sql.ErrNoRows
@@ -654,14 +662,7 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 		// one pushed less than the queue's delayedProcessing ago (migration
 		// 0011; read once, d). Without a delay the head's row is not read:
 		// its seq in the index says enough.
-		rows, err := t.query(ctx, `SELECT `+consumerCols+`,
-			CASE WHEN d.delay = 0 THEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
-			ELSE COALESCE((SELECT CASE WHEN m.created_at + d.delay <= ?3 THEN 1 ELSE 2 END FROM messages m
-				WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1), 0) END
-			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
-			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
-			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
-			ORDER BY c.leased_at, c.partition_id LIMIT ?4`, queueID, groupID, ms(now), scan, afterAt, afterPartition)
+		rows, err := t.query(ctx, readyConsumersSQL, queueID, groupID, ms(now), scan, afterAt, afterPartition)
 		if err != nil {
 			return nil, err
 		}
@@ -698,6 +699,26 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 	}
 }
 
+// readyConsumersSQL is ReadyConsumers' scan: the consumer's columns and
+// its head (0, 1 or 2). PostgreSQL's has no boolean among integers, so
+// its head without a delay is a CASE over the same probe; SQLite's keeps
+// the comparison, which costs it no more instructions than before.
+var readyConsumersSQL = pgQuery(`SELECT `+consumerCols+`,
+			CASE WHEN d.delay = 0 THEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
+			ELSE COALESCE((SELECT CASE WHEN m.created_at + d.delay <= ?3 THEN 1 ELSE 2 END FROM messages m
+				WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1), 0) END
+			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
+			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
+			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
+			ORDER BY c.leased_at, c.partition_id LIMIT ?4`, `SELECT `+consumerCols+`,
+			CASE WHEN d.delay = 0 THEN CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END
+			ELSE COALESCE((SELECT CASE WHEN m.created_at + d.delay <= ?3 THEN 1 ELSE 2 END FROM messages m
+				WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1), 0) END
+			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
+			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
+			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
+			ORDER BY c.leased_at, c.partition_id LIMIT ?4`)
+
 // readyScan is how many ready consumers ReadyConsumers reads first.
 const readyScan = 16
 
@@ -732,7 +753,21 @@ func (w withDest) Scan(dest ...any) error { return w.rows.Scan(append(dest, w.la
 // due: 10 ms for NextWake, as much again for ReadyConsumers).
 func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := t.queryRow(ctx, `SELECT CASE WHEN q.delayed_processing = 0 THEN
+	err := t.queryRow(ctx, nextWakeSQL, queueID, groupID, ms(now)).Scan(&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil || !next.Valid {
+		return time.Time{}, false, err
+	}
+	return fromMS(next.Int64), true, nil
+}
+
+// nextWakeSQL is NextWake's query. PostgreSQL's GREATEST leaves NULLs
+// out where SQLite's MAX of a NULL is NULL, so its head's wake is the
+// subquery's own (NULL with nothing past the cursor); its subquery in
+// FROM has an alias.
+var nextWakeSQL = pgQuery(`SELECT CASE WHEN q.delayed_processing = 0 THEN
 			(SELECT MIN(MAX(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at)) FROM consumers c
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.available_at > ?3)
 			AND (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL)
@@ -744,15 +779,20 @@ func (t *storeTx) NextWake(ctx context.Context, queueID, groupID int64, now time
 					WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1) + q.delayed_processing * 1000) END AS w
 			FROM consumers c WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1) WHERE w > ?3)
 		END
-		FROM queues q WHERE q.id = ?1`, queueID, groupID, ms(now)).Scan(&next)
-	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, false, nil
-	}
-	if err != nil || !next.Valid {
-		return time.Time{}, false, err
-	}
-	return fromMS(next.Int64), true, nil
-}
+		FROM queues q WHERE q.id = ?1`,
+	`SELECT CASE WHEN q.delayed_processing = 0 THEN
+			(SELECT MIN(GREATEST(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at)) FROM consumers c
+			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.available_at > ?3)
+			AND (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL)
+		ELSE
+			(SELECT MIN(w.w) FROM (SELECT CASE WHEN c.lease_id IS NOT NULL AND c.lease_until > ?3 THEN
+					CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
+					THEN GREATEST(c.lease_until, c.available_at) END
+				ELSE (SELECT GREATEST(c.available_at, m.created_at + q.delayed_processing * 1000) FROM messages m
+					WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1) END AS w
+			FROM consumers c WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1) w WHERE w.w > ?3)
+		END
+		FROM queues q WHERE q.id = ?1`)
 
 // InsertDeadLetter writes a dead_letters row for d and sets d.ID, then
 // its full-text index rows (indexDeadLetter). It reads messages by its
@@ -763,9 +803,7 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 	// A dead letter restored after retention removed its message carries
 	// the payload and push time it had kept (migration 0020); while the
 	// message is there, they are read from it.
-	_, id, err := t.insert(ctx, "id", `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END
-		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`,
+	_, id, err := t.insert(ctx, "id", insertDeadLetterSQL,
 		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, ms(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID, []byte(d.Payload), ms(d.CreatedAt))
 	if err != nil {
 		return err
@@ -773,6 +811,16 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 	d.ID = id
 	return t.indexDeadLetter(ctx, d)
 }
+
+// insertDeadLetterSQL is InsertDeadLetter's statement. PostgreSQL types
+// the push time's parameter by the 0 beside it in its CASE, as a 32-bit
+// integer, unless cast.
+var insertDeadLetterSQL = pgInsert("id", `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`,
+	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST(?13 AS BIGINT) END
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`)
 
 // deadLetterSelect joins a dead letter with its message, queue, partition
 // and group. The message may be gone (retention): its payload and push
@@ -995,7 +1043,7 @@ func (t *storeTx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64,
 func (t *storeTx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max int) (int64, error) {
 	w, args := where(f)
 	var n int64
-	err := t.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`+w+` LIMIT ?)`, append(args, max)...).Scan(&n)
+	err := t.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`+w+` LIMIT ?) x`, append(args, max)...).Scan(&n)
 	return n, err
 }
 

@@ -202,14 +202,14 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	// joined rows, payloads and all (a chunk of the largest payloads),
 	// and one statement a copy costs a fifth more.
 	for _, stmt := range []string{
-		`CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL)`,
+		createCopiesInSQL,
 		`DELETE FROM temp.copies_in`,
 	} {
 		if _, err := t.exec(ctx, stmt); err != nil {
 			return err
 		}
 	}
-	if _, err := t.exec(ctx, `INSERT INTO temp.copies_in (k, seq, txid) SELECT j.key, j.value ->> 0, j.value ->> 1 FROM json_each(?) j`, string(list)); err != nil {
+	if _, err := t.exec(ctx, copiesInSQL, string(list)); err != nil {
 		return err
 	}
 	// "WHERE true" lets SQLite tell the ON CONFLICT of the upsert from a
@@ -217,12 +217,16 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	// in, their seqs are the last len(cs) ones, in that order. A message
 	// retention removed is copied from its dead letter (migration 0020;
 	// COALESCE reads it only then).
-	n, last, err := t.insert(ctx, "seq", `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-		SELECT COALESCE(m.partition_id, `+fromDeadLetter("partition_id", "c.seq")+`), c.txid,
-			COALESCE(m.payload, `+fromDeadLetter("payload", "c.seq")+`), COALESCE(m.trace_id, `+fromDeadLetter("trace_id", "c.seq")+`), ?
+	insertCopies := `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT COALESCE(m.partition_id, ` + fromDeadLetter("partition_id", "c.seq") + `), c.txid,
+			COALESCE(m.payload, ` + fromDeadLetter("payload", "c.seq") + `), COALESCE(m.trace_id, ` + fromDeadLetter("trace_id", "c.seq") + `), ?
 		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
 		WHERE true ORDER BY c.k
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, ms(now))
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
+	if t.pg {
+		return t.pgPushCopies(ctx, cs, insertCopies, now)
+	}
+	n, last, err := t.insert(ctx, "seq", insertCopies, ms(now))
 	if err != nil {
 		return err
 	}
@@ -251,6 +255,64 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 		if c.Inserted {
 			t.pushed(c.PartitionID)
 		}
+	}
+	return nil
+}
+
+// createCopiesInSQL makes pushCopies' table of the copies to make, once
+// a connection (PostgreSQL's INTEGER is 32 bits: its seq is BIGINT).
+var createCopiesInSQL = pgQuery(`CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL)`,
+	`CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL)`)
+
+// copiesInSQL fills copies_in from a JSON array of [seq, transactionId]
+// pairs, k the position in it (PostgreSQL's ordinality, from 1; only the
+// order matters).
+var copiesInSQL = pgQuery(`INSERT INTO temp.copies_in (k, seq, txid) SELECT j.key, j.value ->> 0, j.value ->> 1 FROM json_each(?) j`,
+	`INSERT INTO pg_temp.copies_in (k, seq, txid) SELECT j.k, (j.value ->> 0)::bigint, j.value ->> 1 FROM json_array_elements(?::json) WITH ORDINALITY j(value, k)`)
+
+// pgPushCopies runs insert (pushCopies' INSERT of copies_in) on
+// PostgreSQL, where a row ON CONFLICT DO NOTHING still draws a seq from
+// the identity's sequence, so the seqs inserted cannot be told from
+// their count and the highest: they are read back (RETURNING), each
+// copy found by its partition and transactionId. A copy not returned was
+// pushed before and is looked up by that index (not Inserted).
+func (t *storeTx) pgPushCopies(ctx context.Context, cs []broker.Copy, insert string, now time.Time) error {
+	type key struct {
+		partition int64
+		txid      string
+	}
+	rows, err := t.query(ctx, insert+` RETURNING seq, partition_id, transaction_id`, ms(now))
+	if err != nil {
+		return err
+	}
+	made := map[key]int64{}
+	for rows.Next() {
+		var seq int64
+		var k key
+		if err := rows.Scan(&seq, &k.partition, &k.txid); err != nil {
+			rows.Close()
+			return err
+		}
+		made[k] = seq
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `DELETE FROM temp.copies_in`); err != nil {
+		return err
+	}
+	for i := range cs {
+		c := &cs[i]
+		if seq, ok := made[key{c.PartitionID, c.TransactionID}]; ok {
+			c.CopySeq, c.CopyCreatedAt, c.Inserted = seq, now, true
+			t.pushed(c.PartitionID)
+			continue
+		}
+		m, err := t.MessageByTransaction(ctx, c.PartitionID, c.TransactionID)
+		if err != nil {
+			return err
+		}
+		c.CopySeq, c.CopyCreatedAt, c.Inserted = m.Seq, m.CreatedAt, false
 	}
 	return nil
 }
@@ -308,16 +370,30 @@ func (t *storeTx) recordReplays(ctx context.Context, cs []broker.Copy, now time.
 	// the message is gone already.
 	// depth (migration 0026): one more than the original's own, when
 	// it is a copy itself (by the primary key).
-	_, err = t.exec(ctx, `INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id, depth)
+	_, err = t.exec(ctx, recordReplaysSQL, by.JobID, by.Actor, ms(now), string(list))
+	return err
+}
+
+// recordReplaysSQL writes replays from a JSON array of [copy_seq, seq,
+// group_id, edited] (recordReplays). PostgreSQL reads the array with
+// json_array_elements and casts its elements, which ->> gives as text.
+var recordReplaysSQL = pgQuery(`INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id, depth)
 		SELECT x.copy_seq, x.seq, x.group_id, x.edited, ?, ?, ?,
 			COALESCE(m.created_at, `+fromDeadLetter("pushed_at", "x.seq")+`, 0),
 			COALESCE(m.transaction_id, `+fromDeadLetter("transaction_id", "x.seq")+`, ''),
 			COALESCE(m.partition_id, `+fromDeadLetter("partition_id", "x.seq")+`, 0),
 			1 + COALESCE((SELECT p.depth FROM replays p WHERE p.copy_seq = x.seq), 0)
 		FROM (SELECT j.value ->> 0 AS copy_seq, j.value ->> 1 AS seq, j.value ->> 2 AS group_id, j.value ->> 3 AS edited FROM json_each(?) j) x
-		LEFT JOIN messages m ON m.seq = x.seq`, by.JobID, by.Actor, ms(now), string(list))
-	return err
-}
+		LEFT JOIN messages m ON m.seq = x.seq`,
+	`INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id, depth)
+		SELECT x.copy_seq, x.seq, x.group_id, x.edited, ?, ?, ?,
+			COALESCE(m.created_at, `+fromDeadLetter("pushed_at", "x.seq")+`, 0),
+			COALESCE(m.transaction_id, `+fromDeadLetter("transaction_id", "x.seq")+`, ''),
+			COALESCE(m.partition_id, `+fromDeadLetter("partition_id", "x.seq")+`, 0),
+			1 + COALESCE((SELECT p.depth FROM replays p WHERE p.copy_seq = x.seq), 0)
+		FROM (SELECT (j.value ->> 0)::bigint AS copy_seq, (j.value ->> 1)::bigint AS seq, (j.value ->> 2)::bigint AS group_id, (j.value ->> 3)::bigint AS edited
+			FROM json_array_elements(?::json) j(value)) x
+		LEFT JOIN messages m ON m.seq = x.seq`)
 
 // ExpectReplayOutcomes inserts the pairs into replay_outcomes ON
 // CONFLICT DO NOTHING and, for a job, adds to job_outcomes (an upsert a
@@ -332,8 +408,7 @@ func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jo
 	if err != nil {
 		return err
 	}
-	res, err := t.exec(ctx, `INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-		SELECT j.value ->> 0, j.value ->> 1, ? FROM json_each(?) j WHERE true ON CONFLICT DO NOTHING`, jobID, string(list))
+	res, err := t.exec(ctx, expectOutcomesSQL, jobID, string(list))
 	if err != nil || jobID == 0 {
 		return err
 	}
@@ -342,13 +417,29 @@ func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jo
 	}
 	// The job's count per group: of the pairs just noted (a pair noted
 	// before, by an earlier chunk that rolled back, is not here).
-	_, err = t.exec(ctx, `INSERT INTO job_outcomes (job_id, group_id, replayed)
+	_, err = t.exec(ctx, countJobOutcomesSQL, jobID, string(list))
+	return err
+}
+
+// The statements of ExpectReplayOutcomes, over a JSON array of
+// [copy_seq, group_id] pairs. PostgreSQL reads it with
+// json_array_elements and casts the elements, which ->> gives as text.
+var (
+	expectOutcomesSQL = pgQuery(`INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+		SELECT j.value ->> 0, j.value ->> 1, ? FROM json_each(?) j WHERE true ON CONFLICT DO NOTHING`,
+		`INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+		SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ? FROM json_array_elements(?::json) j(value) ON CONFLICT DO NOTHING`)
+	countJobOutcomesSQL = pgQuery(`INSERT INTO job_outcomes (job_id, group_id, replayed)
 		SELECT ?1, j.value ->> 1, COUNT(*) FROM json_each(?2) j
 		WHERE EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = j.value ->> 0 AND o.group_id = j.value ->> 1 AND o.job_id = ?1 AND o.outcome = 0)
 		GROUP BY j.value ->> 1
-		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = replayed + excluded.replayed`, jobID, string(list))
-	return err
-}
+		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`,
+		`INSERT INTO job_outcomes (job_id, group_id, replayed)
+		SELECT ?1, (j.value ->> 1)::bigint, COUNT(*) FROM json_array_elements(?2::json) j(value)
+		WHERE EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = (j.value ->> 0)::bigint AND o.group_id = (j.value ->> 1)::bigint AND o.job_id = ?1 AND o.outcome = 0)
+		GROUP BY (j.value ->> 1)::bigint
+		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`)
+)
 
 // intsJSON is a JSON array of vs.
 func intsJSON(vs []int64) string {

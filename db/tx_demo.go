@@ -16,12 +16,13 @@ import (
 // no dead letter. It reads at most one row of each of those tables, by
 // their primary keys, and writes and locks nothing.
 func (t *storeTx) DemoBlank(ctx context.Context) (bool, error) {
-	var busy int64
+	// A bool reads SQLite's 0 or 1 and PostgreSQL's boolean alike.
+	var busy bool
 	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)`).Scan(&busy)
 	if err != nil {
 		return false, fmt.Errorf("demo blank: %w", err)
 	}
-	return busy == 0, nil
+	return !busy, nil
 }
 
 // demoRowsPerInsert is how many bucket rows one INSERT writes: 15
@@ -55,18 +56,23 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString(bucketValues(t.pg, i))
 			args = append(args, r.QueueID, r.GroupID, r.At.Unix()/60/bt.minutes, r.DeadLettered, r.Replayed, r.Deleted, r.Dropped, r.Completed, r.Failed,
 				r.ReplayCompleted, r.ReplayFailed, r.Expired, r.DeadLettersExpired, r.Depth, ms(r.OldestAt))
 			pairs[[2]int64{r.QueueID, r.GroupID}] = true
 		}
 		// Not kept prepared: a chunk's statement is run a few times, once,
-		// at the demo's first start. No context on the statement (see
-		// exec); the caller's is checked between chunks.
+		// at the demo's first start (nor translated: its parameters are
+		// written in the store's dialect). No context on SQLite's statement
+		// (see exec); the caller's is checked between chunks.
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, err := t.conn.ExecContext(context.Background(), q.String(), args...); err != nil {
+		stmtCtx := context.Background()
+		if t.pg {
+			stmtCtx = ctx
+		}
+		if _, err := t.conn.ExecContext(stmtCtx, q.String(), args...); err != nil {
 			return fmt.Errorf("insert %s: %w", bt.name, err)
 		}
 		rows = rows[n:]
@@ -77,4 +83,22 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 		}
 	}
 	return nil
+}
+
+// bucketValues is the i-th row of parameters of a chunk of
+// InsertBuckets: SQLite's ?, or PostgreSQL's numbered $N.
+func bucketValues(pg bool, i int) string {
+	if !pg {
+		return "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	}
+	var b strings.Builder
+	b.WriteByte('(')
+	for k := range 15 {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", i*15+k+1)
+	}
+	b.WriteByte(')')
+	return b.String()
 }

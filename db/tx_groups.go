@@ -23,15 +23,15 @@ func (t *storeTx) FileErrorGroup(ctx context.Context, queueID, groupID int64, fi
 	if _, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
 		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
-			dead_letters = dead_letters + 1,
-			first_failed_at = min(first_failed_at, excluded.first_failed_at),
-			sample_error = CASE WHEN excluded.last_failed_at >= last_failed_at THEN excluded.sample_error ELSE sample_error END,
-			last_failed_at = max(last_failed_at, excluded.last_failed_at)`,
+			dead_letters = error_groups.dead_letters + 1,
+			first_failed_at = min(error_groups.first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+			last_failed_at = max(error_groups.last_failed_at, excluded.last_failed_at)`,
 		queueID, groupID, fingerprint, now, errText); err != nil {
 		return fmt.Errorf("error group: %w", err)
 	}
 	if _, err := t.exec(ctx, `INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VALUES (?, ?, ?, ?, 1)
-		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = filed + 1`,
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + 1`,
 		queueID, groupID, fingerprint, at.Unix()/3600); err != nil {
 		return fmt.Errorf("error group hour: %w", err)
 	}
@@ -79,6 +79,8 @@ const queueGroups = `(SELECT group_id FROM group_stats WHERE queue_id = ?1)`
 
 // The reads of the error groups (their plans are checked in
 // tx_groups_test.go: each is a search of a key or of error_groups_top).
+// A list of fingerprints is a JSON array of strings: PostgreSQL reads it
+// with json_array_elements_text (pgSQL's json_each reads integers).
 const (
 	groupOneSQL = `SELECT ` + errorGroupCols + ` FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`
 	groupTopSQL = `SELECT ` + errorGroupCols + ` FROM error_groups
@@ -87,14 +89,25 @@ const (
 	// (up to 8 KiB each).
 	groupTopFingerprintsSQL = `SELECT fingerprint FROM error_groups
 		WHERE queue_id = ? AND group_id = ? ORDER BY dead_letters DESC, fingerprint LIMIT ?`
-	groupAcrossSQL = `SELECT ` + errorGroupCols + ` FROM error_groups
-		WHERE queue_id = ?1 AND group_id IN ` + queueGroups + ` AND fingerprint IN (SELECT value FROM json_each(?2))`
-	groupHoursSQL = `SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
+)
+
+var (
+	groupAcrossSQL = pgQuery(`SELECT `+errorGroupCols+` FROM error_groups
+		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT value FROM json_each(?2))`,
+		`SELECT `+errorGroupCols+` FROM error_groups
+		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT json_array_elements_text(?2::json))`)
+	groupHoursSQL = pgQuery(`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
 		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
-		GROUP BY fingerprint, hour`
-	groupHoursAcrossSQL = `SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
-		WHERE queue_id = ?1 AND group_id IN ` + queueGroups + ` AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
-		GROUP BY fingerprint, hour`
+		GROUP BY fingerprint, hour`,
+		`SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT json_array_elements_text(?2::json)) AND hour >= ?3
+		GROUP BY fingerprint, hour`)
+	groupHoursAcrossSQL = pgQuery(`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
+		GROUP BY fingerprint, hour`,
+		`SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT json_array_elements_text(?2::json)) AND hour >= ?3 AND ?4 = 0
+		GROUP BY fingerprint, hour`)
 )
 
 // ErrorGroups runs errorGroups and names the queue in each.

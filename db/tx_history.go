@@ -67,14 +67,22 @@ func (t *storeTx) Attempts(ctx context.Context, seq, groupID int64, limit int) (
 
 // messageRefQuery: the message, or once retention removed it, what one
 // of its dead letters (kept or deleted) or its replays kept of it
-// (migration 0020).
-const messageRefQuery = `SELECT x.created_at, x.transaction_id, q.id, q.name, p.id, p.name, x.removed
+// (migration 0020). PostgreSQL asks for an alias of each subquery in
+// FROM (SQLite's plan names them as it numbers them: tx_history_test.go).
+var messageRefQuery = pgQuery(`SELECT x.created_at, x.transaction_id, q.id, q.name, p.id, p.name, x.removed
 	FROM (SELECT m.created_at, m.transaction_id, m.partition_id, 0 AS removed FROM messages m WHERE m.seq = ?1
 		UNION ALL SELECT * FROM (SELECT d.pushed_at, d.transaction_id, d.partition_id, 1 FROM dead_letters d WHERE d.seq = ?1 AND d.pushed_at > 0 LIMIT 1)
 		UNION ALL SELECT * FROM (SELECT r.pushed_at, r.transaction_id, r.partition_id, 1 FROM removed_dead_letters r WHERE r.seq = ?1 AND r.pushed_at > 0 LIMIT 1)
 		UNION ALL SELECT * FROM (SELECT c.original_at, c.original_txid, c.partition_id, 1 FROM replays c WHERE c.seq = ?1 AND c.original_at > 0 LIMIT 1)
 		LIMIT 1) x
-	JOIN partitions p ON p.id = x.partition_id JOIN queues q ON q.id = p.queue_id`
+	JOIN partitions p ON p.id = x.partition_id JOIN queues q ON q.id = p.queue_id`,
+	`SELECT x.created_at, x.transaction_id, q.id, q.name, p.id, p.name, x.removed
+	FROM (SELECT m.created_at, m.transaction_id, m.partition_id, 0 AS removed FROM messages m WHERE m.seq = ?1
+		UNION ALL SELECT * FROM (SELECT d.pushed_at, d.transaction_id, d.partition_id, 1 FROM dead_letters d WHERE d.seq = ?1 AND d.pushed_at > 0 LIMIT 1) xd
+		UNION ALL SELECT * FROM (SELECT r.pushed_at, r.transaction_id, r.partition_id, 1 FROM removed_dead_letters r WHERE r.seq = ?1 AND r.pushed_at > 0 LIMIT 1) xr
+		UNION ALL SELECT * FROM (SELECT c.original_at, c.original_txid, c.partition_id, 1 FROM replays c WHERE c.seq = ?1 AND c.original_at > 0 LIMIT 1) xc
+		LIMIT 1) x
+	JOIN partitions p ON p.id = x.partition_id JOIN queues q ON q.id = p.queue_id`)
 
 // MessageRef reads a message's row by its primary key, without its
 // payload, with its partition and queue (ErrNotFound); a message that

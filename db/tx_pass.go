@@ -30,4 +30,8 @@ func (t *storeTx) CopyGroups(ctx context.Context, seqs []int64) (map[int64]int64
 	return out, rows.Err()
 }
 
-const copyGroupsQuery = `SELECT r.copy_seq, r.group_id FROM json_each(?) j CROSS JOIN replays r ON r.copy_seq = j.value WHERE r.group_id > 0`
+// copyGroupsQuery probes replays for each seq of a JSON array, in the
+// array's order (CROSS JOIN: the list leads). PostgreSQL reads the
+// array's elements as bigint.
+var copyGroupsQuery = pgQuery(`SELECT r.copy_seq, r.group_id FROM json_each(?) j CROSS JOIN replays r ON r.copy_seq = j.value WHERE r.group_id > 0`,
+	`SELECT r.copy_seq, r.group_id FROM json_array_elements_text(?::json) j(value) JOIN replays r ON r.copy_seq = j.value::bigint WHERE r.group_id > 0`)

@@ -20,11 +20,11 @@ func (t *storeTx) AddStats(ctx context.Context, queueID, groupID int64, d broker
 	err := t.queryRow(ctx, `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = depth + excluded.depth, dead_lettered = dead_lettered + excluded.dead_lettered,
-		replayed = replayed + excluded.replayed, deleted = deleted + excluded.deleted, dropped = dropped + excluded.dropped,
-		completed = completed + excluded.completed, failed = failed + excluded.failed,
-		replay_completed = replay_completed + excluded.replay_completed, replay_failed = replay_failed + excluded.replay_failed,
-		expired = expired + excluded.expired, dead_letters_expired = dead_letters_expired + excluded.dead_letters_expired
+		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = group_stats.depth + excluded.depth, dead_lettered = group_stats.dead_lettered + excluded.dead_lettered,
+		replayed = group_stats.replayed + excluded.replayed, deleted = group_stats.deleted + excluded.deleted, dropped = group_stats.dropped + excluded.dropped,
+		completed = group_stats.completed + excluded.completed, failed = group_stats.failed + excluded.failed,
+		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
+		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
 		RETURNING depth, oldest_at`,
 		queueID, groupID, d.Depth, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed, d.ReplayCompleted, d.ReplayFailed,
 		d.Expired, d.DeadLettersExpired).Scan(&depth, &oldest)
@@ -36,7 +36,7 @@ func (t *storeTx) AddStats(ctx context.Context, queueID, groupID int64, d broker
 		// one step down the group's index.
 		oldest = 0
 		err := t.queryRow(ctx, `SELECT failed_at FROM dead_letters WHERE queue_id = ? AND group_id = ? ORDER BY failed_at, id LIMIT 1`, queueID, groupID).Scan(&oldest)
-		if err != nil && err != errNoRows {
+		if err != nil && !errors.Is(err, errNoRows) {
 			return err
 		}
 		if _, err := t.exec(ctx, `UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?`, oldest, queueID, groupID); err != nil {
@@ -69,11 +69,11 @@ func newBucketTable(name, unit string, minutes int64) bucketTable {
 		upsert: `INSERT INTO ` + name + ` (queue_id, group_id, ` + unit + `, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (queue_id, group_id, ` + unit + `) DO UPDATE SET dead_lettered = dead_lettered + excluded.dead_lettered,
-		replayed = replayed + excluded.replayed, deleted = deleted + excluded.deleted, dropped = dropped + excluded.dropped,
-		completed = completed + excluded.completed, failed = failed + excluded.failed,
-		replay_completed = replay_completed + excluded.replay_completed, replay_failed = replay_failed + excluded.replay_failed,
-		expired = expired + excluded.expired, dead_letters_expired = dead_letters_expired + excluded.dead_letters_expired,
+		ON CONFLICT (queue_id, group_id, ` + unit + `) DO UPDATE SET dead_lettered = ` + name + `.dead_lettered + excluded.dead_lettered,
+		replayed = ` + name + `.replayed + excluded.replayed, deleted = ` + name + `.deleted + excluded.deleted, dropped = ` + name + `.dropped + excluded.dropped,
+		completed = ` + name + `.completed + excluded.completed, failed = ` + name + `.failed + excluded.failed,
+		replay_completed = ` + name + `.replay_completed + excluded.replay_completed, replay_failed = ` + name + `.replay_failed + excluded.replay_failed,
+		expired = ` + name + `.expired + excluded.expired, dead_letters_expired = ` + name + `.dead_letters_expired + excluded.dead_letters_expired,
 		depth = excluded.depth, oldest_at = excluded.oldest_at`}
 }
 
@@ -209,6 +209,16 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
 			SUM(b.expired), SUM(b.dead_letters_expired), MAX(` + u + `), b.depth, b.oldest_at FROM ` + bt.name + ` b
 			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY step`
+		if t.pg {
+			// PostgreSQL has no bare columns beside an aggregate: the last
+			// bucket's depth and oldest_at are the first of each step's
+			// buckets newest first; its sums are numeric, cast back.
+			ranged = `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(` + u + `), (array_agg(b.depth ORDER BY ` + u + ` DESC))[1], (array_agg(b.oldest_at ORDER BY ` + u + ` DESC))[1] FROM ` + bt.name + ` b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY b.queue_id, b.group_id, step`
+		}
 	}
 	for _, p := range pairs {
 		args := []any{p[0], p[1], fromU, toU}
