@@ -64,7 +64,7 @@ func (t *storeTx) ExportDeadLetters(ctx context.Context, f broker.Filter, after 
 			}
 		}
 		take := cur.Pending[:min(len(cur.Pending), limit)]
-		q, args := blockQuery(ph, take, limit)
+		q, args := t.blockQuery(ph, take, limit)
 		out, err := t.exportRows(ctx, q, args, maxBytes)
 		if err != nil {
 			return nil, nil, err
@@ -86,7 +86,7 @@ func (t *storeTx) ExportDeadLetters(ctx context.Context, f broker.Filter, after 
 				if keep > 0 {
 					out, doc = out[:keep], out[keep-1].Seq
 				} else {
-					q, args := blockQuery(ph, []int64{doc}, -1)
+					q, args := t.blockQuery(ph, []int64{doc}, -1)
 					rows, err := t.query(ctx, q, args...)
 					if err != nil {
 						return nil, nil, err
@@ -137,8 +137,8 @@ func indexBlockQuery(ph exportPhase, below int64) (string, []any) {
 	if ph.payloads {
 		index = "dead_letter_payloads"
 	}
-	q := `SELECT docid FROM ` + index + ` WHERE ` + index + ` MATCH ?`
-	args := []any{ph.match}
+	q := `SELECT docid FROM ` + index + ` WHERE match(?, ` + index + `)`
+	args := []any{ftsMatch(ph.match)}
 	if below > 0 {
 		q += ` AND docid < ?`
 		args = append(args, below)
@@ -152,24 +152,55 @@ func indexBlockQuery(ph exportPhase, below int64) (string, []any) {
 // JOIN), each looked up by id or seq; the sort is of the page's rows
 // only.
 func blockQuery(ph exportPhase, docids []int64, limit int) (string, []any) {
-	join := "d.id = k.value"
+	return blockQueryFrom(`FROM json_each(?) k CROSS JOIN dead_letters d ON `, "k.value", ph, docids, limit)
+}
+
+// pgBlockQuery is blockQuery on PostgreSQL, whose json_each reads
+// objects only: the array's elements numbered in their order (k.key, as
+// SQLite's json_each numbers them).
+func pgBlockQuery(ph exportPhase, docids []int64, limit int) (string, []any) {
+	return blockQueryFrom(`FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON `,
+		"CAST(k.value AS BIGINT)", ph, docids, limit)
+}
+
+// blockQueryFrom is blockQuery with the docids read by from, each one
+// doc.
+func blockQueryFrom(from, doc string, ph exportPhase, docids []int64, limit int) (string, []any) {
+	join := "d.id = " + doc
 	if ph.payloads {
-		join = "d.seq = k.value"
+		join = "d.seq = " + doc
+	}
+	if limit < 0 {
+		limit = noCap
 	}
 	w, args := whereNamed(ph.rest, true)
-	q := strings.Replace(deadLetterSelect, "FROM dead_letters d", `FROM json_each(?) k CROSS JOIN dead_letters d ON `+join, 1)
+	q := strings.Replace(deadLetterSelect, "FROM dead_letters d", from+join, 1)
 	return q + w + ` ORDER BY k.key, d.id DESC LIMIT ?`, append(append([]any{intsJSON(docids)}, args...), limit)
+}
+
+// blockQuery is blockQuery or pgBlockQuery, as t's store takes it.
+func (t *storeTx) blockQuery(ph exportPhase, docids []int64, limit int) (string, []any) {
+	if t.pg {
+		return pgBlockQuery(ph, docids, limit)
+	}
+	return blockQuery(ph, docids, limit)
 }
 
 // errorMatchesOf returns the sorted ids of the dead letters of the
 // messages seqs whose error text matches match: one pass of the index,
 // filtered by the block's rows.
 func (t *storeTx) errorMatchesOf(ctx context.Context, match string, seqs []int64) ([]int64, error) {
-	out, err := t.queryIDs(ctx, `SELECT docid FROM dead_letter_errors WHERE dead_letter_errors MATCH ?
-		AND docid IN (SELECT d.id FROM json_each(?) k CROSS JOIN dead_letters d ON d.seq = k.value)`, match, intsJSON(seqs))
+	out, err := t.queryIDs(ctx, errorMatchesQuery, ftsMatch(match), intsJSON(seqs))
 	slices.Sort(out)
 	return out, err
 }
+
+// errorMatchesQuery is errorMatchesOf's SQL (PostgreSQL's json_each
+// reads objects only).
+var errorMatchesQuery = pgQuery(`SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors)
+		AND docid IN (SELECT d.id FROM json_each(?) k CROSS JOIN dead_letters d ON d.seq = k.value)`,
+	`SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors)
+		AND docid IN (SELECT d.id FROM json_array_elements_text(CAST(? AS json)) k(value) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT))`)
 
 // exportRows reads the rows of a page query until they add up to maxBytes.
 func (t *storeTx) exportRows(ctx context.Context, q string, args []any, maxBytes int64) ([]broker.DeadLetter, error) {
@@ -242,8 +273,8 @@ func indexQuery(sel string, ph exportPhase, below int64, limit int) (string, []a
 	w, args := whereNamed(ph.rest, true)
 	from := `FROM ` + index + ` t CROSS JOIN dead_letters d ON ` + join
 	q := strings.Replace(sel, "FROM dead_letters d", from, 1)
-	cond := `t.` + index + ` MATCH ?`
-	cargs := []any{ph.match}
+	cond := `match(?, t.` + index + `)`
+	cargs := []any{ftsMatch(ph.match)}
 	if below > 0 {
 		cond += ` AND t.docid < ?`
 		cargs = append(cargs, below)

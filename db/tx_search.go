@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -203,9 +206,23 @@ func (t *storeTx) DeadLettersByShortID(ctx context.Context, from, to time.Time, 
 }
 
 // prefixEnd is the least string above every string that starts with p
-// (bytewise, as SQLite's BINARY collation compares): p with its last byte
-// one up. Text is UTF-8, whose bytes are below 0xFF.
+// (bytewise, as SQLite's BINARY collation compares, and PostgreSQL's C
+// collation): for UTF-8 p, p with its last character one up, itself
+// UTF-8 (PostgreSQL takes no other text) and selecting the same UTF-8
+// strings as the last byte one up would; else p with its last byte one
+// up. UTF-8's bytes are below 0xFF.
 func prefixEnd(p string) string {
+	if utf8.ValidString(p) {
+		r := []rune(p)
+		for i := len(r) - 1; i >= 0; i-- {
+			if r[i] < unicode.MaxRune {
+				if r[i]++; r[i] == 0xD800 {
+					r[i] = 0xE000 // surrogates are no characters
+				}
+				return string(r[:i+1])
+			}
+		}
+	}
 	b := []byte(p)
 	for i := len(b) - 1; i >= 0; i-- {
 		if b[i] < 0xFF {
@@ -216,12 +233,22 @@ func prefixEnd(p string) string {
 	return "\xff\xff\xff\xff" // not reached for UTF-8
 }
 
+// holdsNone reports whether t's store can hold no text s: PostgreSQL's
+// text is UTF-8 without NUL, so no row there has any other, and a search
+// for it finds nothing (its parameter would be an error).
+func (t *storeTx) holdsNone(s string) bool {
+	return t.pg && (!utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0)
+}
+
 // MessagesByTransaction searches the unique (partition_id,
 // transaction_id) index once per partition (the partitions table is read
 // whole: its rows are few and small beside the messages'), so that no
 // index is added that every push would pay for. Cost: one index search
 // a partition (measured in the report of issue 14).
 func (t *storeTx) MessagesByTransaction(ctx context.Context, txid string, prefix bool, limit int) ([]broker.Message, error) {
+	if t.holdsNone(txid) {
+		return nil, nil
+	}
 	q, args := messagesByTransactionQuery(txid, prefix, limit)
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
@@ -243,6 +270,9 @@ func messagesByTransactionQuery(txid string, prefix bool, limit int) (string, []
 // 0008): exact, newest failure first; or the range of the prefix, in
 // transactionId order.
 func (t *storeTx) DeadLettersByTransaction(ctx context.Context, txid string, prefix bool, limit int) ([]broker.DeadLetter, error) {
+	if t.holdsNone(txid) {
+		return nil, nil
+	}
 	q, args := deadLettersByTransactionQuery(txid, prefix, limit)
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
@@ -263,7 +293,7 @@ func deadLettersByTransactionQuery(txid string, prefix bool, limit int) (string,
 // (migration 0016; only dead letters with a traceId are in it, which the
 // repeated condition lets SQLite use), newest filed first.
 func (t *storeTx) DeadLettersByTrace(ctx context.Context, traceID string, limit int) ([]broker.DeadLetter, error) {
-	if traceID == "" {
+	if traceID == "" || t.holdsNone(traceID) {
 		return nil, nil
 	}
 	rows, err := t.query(ctx, deadLettersByTraceQuery, traceID, limit)

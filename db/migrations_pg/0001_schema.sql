@@ -365,18 +365,85 @@ CREATE UNIQUE INDEX consumers_lease_v7 ON consumers (lease_id)
 
 -- Search (SQLite's FTS4 tables of migration 0015): the words of each dead
 -- letter's error (docid: the dead letter's id) and of each dead-lettered
--- message's payload (docid: its seq), words split as SQLite's unicode61
--- tokenizer with tokenchars "_-" splits them (db's pgWords).
+-- message's payload (docid: its seq), cut and folded in Go as SQLite's
+-- unicode61 tokenizer with tokenchars "_-" cuts and folds them (db's
+-- pgTsvector), with their positions (for phrases). Each tsvector is in a
+-- column named after its table, as FTS4's hidden column is: db's
+-- statements write "match(?, dead_letter_errors)" on both stores.
 CREATE TABLE dead_letter_errors (
     docid BIGINT PRIMARY KEY,
-    error TEXT NOT NULL,
-    words tsvector NOT NULL GENERATED ALWAYS AS (array_to_tsvector(array_remove(regexp_split_to_array(lower(error), '[^[:alnum:]_-]+'), ''))) STORED
+    dead_letter_errors tsvector NOT NULL
 );
-CREATE INDEX dead_letter_errors_words ON dead_letter_errors USING gin (words);
+CREATE INDEX dead_letter_errors_words ON dead_letter_errors USING gin (dead_letter_errors);
 
 CREATE TABLE dead_letter_payloads (
     docid BIGINT PRIMARY KEY,
-    text  TEXT NOT NULL,
-    words tsvector NOT NULL GENERATED ALWAYS AS (array_to_tsvector(array_remove(regexp_split_to_array(lower(text), '[^[:alnum:]_-]+'), ''))) STORED
+    dead_letter_payloads tsvector NOT NULL
 );
-CREATE INDEX dead_letter_payloads_words ON dead_letter_payloads USING gin (words);
+CREATE INDEX dead_letter_payloads_words ON dead_letter_payloads USING gin (dead_letter_payloads);
+
+-- match(query, words) is SQLite's function form of "words MATCH query":
+-- the tsquery db makes of the match expression (db's pgTsquery). Inlined
+-- by the planner into words @@ query, it uses the GIN index.
+CREATE FUNCTION match(query tsquery, words tsvector) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT words @@ query';
+
+-- The JSON functions a payload field filter calls (db's fieldCond), as
+-- SQLite has them over its JSON paths ($."card"."brand", $."tags"[0],
+-- which jsonpath reads alike; strict: a path that is not there is NULL,
+-- never an array's elements).
+
+-- jsonb(payload) is a payload parsed (SQLite's jsonb() makes its binary
+-- JSON). The broker takes what Go's encoding/json validates, which jsonb
+-- may not: a NUL (\u0000) in a string, which reads here as U+FFFD; or
+-- invalid UTF-8, or a number beyond numeric's range, which make the
+-- payload NULL here (no field filter holds for it). VOLATILE only so
+-- that a subquery of it is not pulled up into each of its uses: one
+-- parse a row.
+CREATE FUNCTION jsonb(payload bytea) RETURNS jsonb LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED AS $$
+BEGIN
+    BEGIN
+        RETURN convert_from(payload, 'UTF8')::jsonb;
+    EXCEPTION WHEN untranslatable_character THEN
+        RETURN replace(convert_from(payload, 'UTF8'), '\u0000', '\ufffd')::jsonb;
+    END;
+EXCEPTION WHEN OTHERS THEN
+    RETURN NULL;
+END $$;
+
+-- json_text is a JSON value as text, compared bytewise as SQLite's
+-- BINARY collation compares.
+CREATE DOMAIN json_text AS text COLLATE "C";
+
+-- sqlite_json_type is SQLite's json_type of a value: null, true, false,
+-- integer, real, text, array, object (a number without a fraction or
+-- exponent, as jsonb writes it, is an integer).
+CREATE FUNCTION sqlite_json_type(value jsonb) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE jsonb_typeof(value)
+        WHEN 'string' THEN 'text'
+        WHEN 'boolean' THEN value #>> '{}'
+        WHEN 'number' THEN CASE WHEN value #>> '{}' ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END
+        ELSE jsonb_typeof(value)
+    END
+$$;
+
+-- json_type(payload, path) is the type of the value at path, NULL when
+-- there is none.
+CREATE FUNCTION json_type(payload jsonb, path text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT sqlite_json_type(jsonb_path_query_first(payload, CAST('strict ' || path AS jsonpath), '{}', true))
+$$;
+
+-- json_extract(payload, path) is the value at path as text: a string's
+-- text, a number's digits, true or false, an array or object as JSON;
+-- NULL for null or none.
+CREATE FUNCTION json_extract(payload jsonb, path text) RETURNS json_text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CAST(jsonb_path_query_first(payload, CAST('strict ' || path AS jsonpath), '{}', true) #>> '{}' AS json_text)
+$$;
+
+-- json_each(payload, path) are the elements of the array at path (none
+-- for another value): each one's value (as json_extract) and type.
+CREATE FUNCTION json_each(payload jsonb, path text) RETURNS TABLE (value json_text, type text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CAST(e #>> '{}' AS json_text), sqlite_json_type(e)
+    FROM jsonb_path_query(payload, CAST('strict ' || path || '[*]' AS jsonpath), '{}', true) e
+$$;
