@@ -133,6 +133,9 @@ func redactURL(dsn string) string {
 	if err != nil {
 		return "the PostgreSQL URL"
 	}
+	if strings.HasPrefix(cfg.Host, "/") { // a Unix socket's directory
+		return fmt.Sprintf("postgres://%s@/%s?host=%s", cfg.User, cfg.Database, cfg.Host)
+	}
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
 
