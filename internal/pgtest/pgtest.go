@@ -55,19 +55,11 @@ var (
 // throwaway cluster, if one was started, once they are done.
 func Main(m *testing.M) int {
 	code := m.Run()
-	mu.Lock()
-	defer mu.Unlock()
-	if server != "" && cluster == nil {
-		dropTemplates(context.Background(), server)
-	}
-	if cluster != nil {
-		if err := cluster.stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "pgtest: stop the cluster:", err)
-			if code == 0 {
-				code = 1
-			}
+	if err := Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest: stop the cluster:", err)
+		if code == 0 {
+			code = 1
 		}
-		cluster = nil
 	}
 	return code
 }
@@ -305,4 +297,61 @@ func (c *throwaway) stop() error {
 		return fmt.Errorf("%v: %s", err, out)
 	}
 	return nil
+}
+
+// Server returns the admin URL of the server LAZARUS_TEST_POSTGRES names,
+// or of a throwaway cluster started on the first call, for a program
+// that is not a test (bench); Stop stops that cluster. The throwaway
+// cluster runs with fsync off: measure durability costs on a server of
+// LAZARUS_TEST_POSTGRES.
+func Server() (string, error) { return adminURL() }
+
+// NewDatabase creates a new database on Server's server (a copy of the
+// template prepare made, as Database) and returns its URL and a function
+// that drops it.
+func NewDatabase(key string, prepare func(url string) error) (string, func() error, error) {
+	admin, err := adminURL()
+	if err != nil {
+		return "", nil, err
+	}
+	ctx := context.Background()
+	tmpl := ""
+	if prepare != nil {
+		if tmpl, err = templateFor(ctx, admin, key, prepare); err != nil {
+			return "", nil, err
+		}
+	}
+	name := "lz_" + randomHex(8)
+	if err := createDatabase(ctx, admin, name, tmpl); err != nil {
+		return "", nil, err
+	}
+	return withDatabase(admin, name), func() error { return dropDatabase(context.Background(), admin, name) }, nil
+}
+
+// Stop stops the throwaway cluster, if one was started (and drops the
+// templates made on a server of LAZARUS_TEST_POSTGRES).
+func Stop() error {
+	mu.Lock()
+	defer mu.Unlock()
+	if server != "" && cluster == nil {
+		dropTemplates(context.Background(), server)
+	}
+	if cluster == nil {
+		return nil
+	}
+	err := cluster.stop()
+	cluster, server = nil, ""
+	return err
+}
+
+// DataDir is the throwaway cluster's data directory ("" when the server
+// is LAZARUS_TEST_POSTGRES's): its processes' CPU can be read from
+// /proc by the postmaster.pid there.
+func DataDir() string {
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster == nil {
+		return ""
+	}
+	return filepath.Join(cluster.dir, "data")
 }
