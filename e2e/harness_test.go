@@ -20,6 +20,7 @@ import (
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 	"github.com/lazarus-dlq/lazarus/password"
 	"github.com/lazarus-dlq/lazarus/web"
 )
@@ -70,7 +71,13 @@ func newApp(t *testing.T) *app {
 	}
 	ctx := t.Context()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	d, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "lazarus.db"), db.SyncNormal)
+	// The journeys run on SQLite, or on PostgreSQL when asked
+	// (LAZARUS_TEST_STORE=postgres: go tool task test runs some so).
+	dsn := filepath.Join(t.TempDir(), "lazarus.db")
+	if pgtest.Postgres() {
+		dsn = pgtest.Database(t, "lazarus", db.Prepare)
+	}
+	d, err := db.Open(context.Background(), dsn, db.SyncNormal)
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/playwright-community/playwright-go"
+
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
 // chromiumPath is Debian's chromium: the tests never download a browser.
@@ -38,7 +40,7 @@ func TestMain(m *testing.M) {
 		startErr = err
 		fmt.Fprintln(os.Stderr, "e2e: the browser did not start:", err)
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // m.Run, and the throwaway PostgreSQL stopped after it
 	if browser != nil {
 		_ = browser.Close()
 	}
