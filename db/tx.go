@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -76,6 +77,19 @@ func (t *storeTx) markReady(ctx context.Context) error {
 func pgInsert(col, sqlite, pg string) string {
 	pgQuery(sqlite+" RETURNING "+col, pg+" RETURNING "+col)
 	return pgQuery(sqlite, pg)
+}
+
+// pgText is an error text or fingerprint as PostgreSQL can hold it: its
+// text has no NUL and is UTF-8, so each NUL and each run of bytes that is
+// not UTF-8 is U+FFFD (the error is a stranger's, and a failed ack must
+// still be recorded). A fingerprint made of the text so changed is the
+// fingerprint of the text changed likewise, so an error group stays one.
+// SQLite keeps every byte.
+func pgText(s string) string {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 var _ broker.Tx = (*storeTx)(nil)
@@ -798,8 +812,13 @@ var nextWakeSQL = pgQuery(`SELECT CASE WHEN q.delayed_processing = 0 THEN
 // its full-text index rows (indexDeadLetter). It reads messages by its
 // primary key: while d's message is kept, the row's payload is NULL and
 // its pushed_at 0 (read from the message); once retention removed it (a
-// restore), d.Payload and d.CreatedAt are stored in the row.
+// restore), d.Payload and d.CreatedAt are stored in the row. On
+// PostgreSQL the error text and fingerprint are stored as pgText has them
+// (no NUL, UTF-8), and d holds them so.
 func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
+	if t.pg {
+		d.Error, d.Fingerprint = pgText(d.Error), pgText(d.Fingerprint)
+	}
 	// A dead letter restored after retention removed its message carries
 	// the payload and push time it had kept (migration 0020); while the
 	// message is there, they are read from it.

@@ -17,8 +17,13 @@ import (
 // of every filing, replay and delete.
 
 // FileErrorGroup upserts error_groups (the sample moves when at is at or
-// after the last failure) and error_group_hours by their keys.
+// after the last failure) and error_group_hours by their keys. On
+// PostgreSQL the fingerprint and sample are stored as pgText has them,
+// as InsertDeadLetter stores them.
 func (t *storeTx) FileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
+	if t.pg {
+		fingerprint, errText = pgText(fingerprint), pgText(errText)
+	}
 	now := ms(at)
 	if _, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
@@ -39,8 +44,12 @@ func (t *storeTx) FileErrorGroup(ctx context.Context, queueID, groupID int64, fi
 }
 
 // RemoveFromErrorGroup lowers error_groups' count by its key, then
-// deletes the row when the count is 0 or below.
+// deletes the row when the count is 0 or below (the fingerprint as
+// FileErrorGroup stored it).
 func (t *storeTx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64) error {
+	if t.pg {
+		fingerprint = pgText(fingerprint)
+	}
 	if _, err := t.exec(ctx, `UPDATE error_groups SET dead_letters = dead_letters - ? WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`,
 		n, queueID, groupID, fingerprint); err != nil {
 		return fmt.Errorf("error group: %w", err)
@@ -110,7 +119,8 @@ var (
 		GROUP BY fingerprint, hour`)
 )
 
-// ErrorGroups runs errorGroups and names the queue in each.
+// ErrorGroups runs errorGroups and names the queue in each; a fingerprint
+// is looked up as FileErrorGroup stored it.
 func (t *storeTx) ErrorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
 	gs, err := t.errorGroups(ctx, queueID, groupID, fingerprint, limit)
 	for i := range gs {
@@ -120,6 +130,9 @@ func (t *storeTx) ErrorGroups(ctx context.Context, queueID, groupID int64, finge
 }
 
 func (t *storeTx) errorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
+	if t.pg {
+		fingerprint = pgText(fingerprint)
+	}
 	switch {
 	case groupID != 0 && fingerprint != "":
 		return scanErrorGroups(t.query(ctx, groupOneSQL, queueID, groupID, fingerprint))
@@ -211,10 +224,18 @@ func sumErrorGroups(rows []broker.ErrorGroup, limit int) []broker.ErrorGroup {
 }
 
 // ErrorGroupHours reads error_group_hours by its key (the queue's groups
-// by queueGroups when groupID is 0), summed per fingerprint and hour.
+// by queueGroups when groupID is 0), summed per fingerprint and hour;
+// the fingerprints are looked up as FileErrorGroup stored them.
 func (t *storeTx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, fingerprints []string, fromHour int64) ([]broker.ErrorGroupHour, error) {
 	if len(fingerprints) == 0 {
 		return nil, nil
+	}
+	if t.pg {
+		held := make([]string, len(fingerprints))
+		for i, fp := range fingerprints {
+			held[i] = pgText(fp)
+		}
+		fingerprints = held
 	}
 	list, err := json.Marshal(fingerprints)
 	if err != nil {

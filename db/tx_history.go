@@ -16,8 +16,12 @@ import (
 // InsertAttempt writes one row of attempts (seq, group_id, attempt),
 // with its wait in milliseconds (wait_ms, -1 when a.WaitKnown is false):
 // an attempt of the same number is overwritten (a retried transaction
-// writes it again with the same values).
+// writes it again with the same values). On PostgreSQL the error is
+// stored as pgText has it.
 func (t *storeTx) InsertAttempt(ctx context.Context, seq, groupID int64, a broker.Attempt) error {
+	if t.pg {
+		a.Error = pgText(a.Error)
+	}
 	wait := int64(-1)
 	if a.WaitKnown {
 		wait = a.Wait.Milliseconds()
