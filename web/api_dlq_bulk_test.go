@@ -89,10 +89,12 @@ func TestBulkFailingPartWaySaysNothingOfArrivedSince(t *testing.T) {
 	t.Parallel()
 	s := setupStill(t)
 	fill(t, s, "q", 501) // a delete takes 500 a transaction, newest first
-	if _, err := s.db.WriteDB().Exec(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
-		WHEN old.id = (SELECT MIN(id) FROM dead_letters) BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
-		t.Fatal(err)
-	}
+	s.execOn(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
+		WHEN old.id = (SELECT MIN(id) FROM dead_letters) BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`,
+		`CREATE FUNCTION fail_oldest() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			IF OLD.id = (SELECT MIN(id) FROM dead_letters) THEN RAISE EXCEPTION 'the disk said no'; END IF;
+			RETURN OLD; END $$;
+		CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters FOR EACH ROW EXECUTE FUNCTION fail_oldest()`)
 	var started jobAnswer
 	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"}}`).want(http.StatusAccepted).decode(&started)
 	if _, err := s.broker.StepJob(s.ctx, started.Job.ID); err != nil {
@@ -116,10 +118,12 @@ func TestBulkWaitForAFailedJob(t *testing.T) {
 	s := setupStill(t)
 	fill(t, s, "q", 3)
 	// The job fails as it is stored: the wait finds it failed.
-	if _, err := s.db.WriteDB().Exec(`CREATE TRIGGER fail_job AFTER INSERT ON jobs BEGIN
-		UPDATE jobs SET state = 'failed', done = 1, failed = 2, reason = 'it stopped on a storage error' WHERE id = new.id; END`); err != nil {
-		t.Fatal(err)
-	}
+	s.execOn(`CREATE TRIGGER fail_job AFTER INSERT ON jobs BEGIN
+		UPDATE jobs SET state = 'failed', done = 1, failed = 2, reason = 'it stopped on a storage error' WHERE id = new.id; END`,
+		`CREATE FUNCTION fail_job() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			UPDATE jobs SET state = 'failed', done = 1, failed = 2, reason = 'it stopped on a storage error' WHERE id = NEW.id;
+			RETURN NULL; END $$;
+		CREATE TRIGGER fail_job AFTER INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION fail_job()`)
 	r := s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"q"},"wait":true}`).want(http.StatusInternalServerError)
 	var res struct {
 		Error string `json:"error"`
@@ -182,10 +186,12 @@ func TestBulkPageFailingPartWaySaysNothingOfArrivedSince(t *testing.T) {
 	op, _ := s.loggedIn(broker.RoleOperator)
 	fill(t, s, "bulk", 501)
 	c := op.get("/queues/bulk/dead-letters/confirm?action=delete&all=1").want(http.StatusOK)
-	if _, err := s.db.WriteDB().Exec(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
-		WHEN old.id = (SELECT MIN(id) FROM dead_letters WHERE queue_id = old.queue_id) BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
-		t.Fatal(err)
-	}
+	s.execOn(`CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters
+		WHEN old.id = (SELECT MIN(id) FROM dead_letters WHERE queue_id = old.queue_id) BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`,
+		`CREATE FUNCTION fail_oldest() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			IF OLD.id = (SELECT MIN(id) FROM dead_letters WHERE queue_id = OLD.queue_id) THEN RAISE EXCEPTION 'the disk said no'; END IF;
+			RETURN OLD; END $$;
+		CREATE TRIGGER fail_oldest BEFORE DELETE ON dead_letters FOR EACH ROW EXECUTE FUNCTION fail_oldest()`)
 	form := confirmForm(t, c)
 	form.Set("confirm", "bulk")
 	r := hx(op, "/queues/bulk/dead-letters/delete", form).want(http.StatusOK)

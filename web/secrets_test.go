@@ -119,7 +119,11 @@ func TestSecretsAndPayloadsAreNotLogged(t *testing.T) {
 func findInDatabase(t *testing.T, b *bundle, s string) string {
 	t.Helper()
 	db := b.db.WriteDB()
-	rows, err := db.QueryContext(b.ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+	list := `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
+	if b.db.Postgres() {
+		list = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`
+	}
+	rows, err := db.QueryContext(b.ctx, list)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,6 +161,20 @@ func setupStill(t *testing.T, edit ...func(*web.Config)) *bundle {
 	return &bundle{t: t, ctx: ctx, url: srv.URL, server: ws, broker: b, db: d, clock: c, logs: logs, sleeps: sleeps, token: cfg.AdminToken}
 }
 
+// execOn runs a statement of the test's own around the broker (a trigger
+// that makes a write fail, say): sqlite on SQLite, pg on PostgreSQL,
+// whose dialects differ there.
+func (s *bundle) execOn(sqlite, pg string) {
+	s.t.Helper()
+	q := sqlite
+	if s.db.Postgres() {
+		q = pg
+	}
+	if _, err := s.db.WriteDB().ExecContext(s.ctx, q); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 // response is a finished HTTP exchange.
 type response struct {
 	t      *testing.T
