@@ -137,9 +137,9 @@ func (ac archiveCollector) Collect(ch chan<- prometheus.Metric) {
 // The database's size and free space (broker.Space: the database
 // header, read at each scrape; no table is read).
 var (
-	descDBBytes   = prometheus.NewDesc("lazarus_database_bytes", "Size of the database: its pages, free ones included (the write-ahead log not counted).", nil, nil)
-	descDBFree    = prometheus.NewDesc("lazarus_database_free_bytes", "Free pages of the database: reused by new rows, and past a margin given back by maintenance.", nil, nil)
-	descDBReclaim = prometheus.NewDesc("lazarus_database_gives_space_back", "1 when the database can give free pages back to the file system (auto_vacuum=INCREMENTAL), 0 when it only reuses them (not converted yet: see the log at start).", nil, nil)
+	descDBBytes   = prometheus.NewDesc("lazarus_database_bytes", "Size of the database: SQLite's pages, free ones included (the write-ahead log not counted); on PostgreSQL, Lazarus's tables with their indexes.", nil, nil)
+	descDBFree    = prometheus.NewDesc("lazarus_database_free_bytes", "Free pages of the SQLite database: reused by new rows, and past a margin given back by maintenance (0 on PostgreSQL, whose free room vacuum keeps inside the tables).", nil, nil)
+	descDBReclaim = prometheus.NewDesc("lazarus_database_gives_space_back", "1 when the SQLite database can give free pages back to the file system (auto_vacuum=INCREMENTAL), 0 when it only reuses them (not converted yet: see the log at start; and always on PostgreSQL, where VACUUM FULL is the administrator's).", nil, nil)
 )
 
 // spaceCollector reads the database's size and free pages at each scrape.
