@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // PushItem is one message to push.
@@ -88,8 +90,22 @@ func validatePush(items []PushItem) error {
 		if len(it.TraceID) > MaxNameLength {
 			return errorf(ErrInvalid, "items[%d]: traceId is longer than %d bytes", i, MaxNameLength)
 		}
+		// Ids are looked up and compared as they are: one that a store
+		// cannot keep as text (PostgreSQL's holds no NUL) is refused on
+		// every store, rather than kept changed.
+		if !plainText(it.TransactionID) {
+			return errorf(ErrInvalid, "items[%d]: transactionId must be UTF-8 text without NUL characters", i)
+		}
+		if !plainText(it.TraceID) {
+			return errorf(ErrInvalid, "items[%d]: traceId must be UTF-8 text without NUL characters", i)
+		}
 	}
 	return nil
+}
+
+// plainText reports whether s is UTF-8 with no NUL character.
+func plainText(s string) bool {
+	return strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
 }
 
 // push stores validated items inside tx.

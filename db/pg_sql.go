@@ -23,11 +23,15 @@ import (
 //   - scalar MAX(a, b) and MIN(a, b) are GREATEST and LEAST; instr is
 //     strpos; CAST(x AS INTEGER) is to BIGINT, AS BLOB to BYTEA; the
 //     empty blob x'' is bytea's; LIMIT -1 is LIMIT ALL; temp.T is
-//     pg_temp.T; CROSS JOIN t ON is JOIN t ON.
+//     pg_temp.T; CROSS JOIN t ON is JOIN t ON; a unary + before a
+//     column (SQLite's way to keep a condition off an index) goes.
 //
 // Text inside quotes and comments is copied as it is.
 
-var crossJoinOn = regexp.MustCompile(`CROSS JOIN (\w+(?:\s+\w+)?)\s+ON\b`)
+var (
+	crossJoinOn = regexp.MustCompile(`CROSS JOIN (\w+(?:\s+\w+)?)\s+ON\b`)
+	unaryPlus   = regexp.MustCompile(`(\b(?:WHERE|AND|OR|ON|NOT)\s+|\(\s*)\+(\w+\.\w+)`)
+)
 
 var (
 	pgQueries sync.Map // SQLite text -> PostgreSQL text
@@ -91,6 +95,9 @@ func translate(q string) string {
 	// SQLite takes CROSS JOIN ... ON as an inner join in the order
 	// written (a hint to its planner); PostgreSQL's is JOIN.
 	q = crossJoinOn.ReplaceAllString(q, "JOIN $1 ON")
+	// A unary + before a column keeps SQLite's planner off its index; it
+	// means nothing else, and PostgreSQL has none for text.
+	q = unaryPlus.ReplaceAllString(q, "$1$2")
 	for _, r := range [][2]string{
 		{"instr(", "strpos("},
 		{" AS INTEGER)", " AS BIGINT)"},

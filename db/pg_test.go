@@ -40,6 +40,7 @@ func TestPGSQLTranslatesSQLitesDialect(t *testing.T) {
 		{`SELECT 1 FROM a x CROSS JOIN b y ON y.id = x.id`, `SELECT 1 FROM a x JOIN b y ON y.id = x.id`},
 		{`SELECT CAST(a AS INTEGER), CAST(? AS BLOB), x'' LIMIT -1`, `SELECT CAST(a AS BIGINT), CAST($1 AS BYTEA), '\x'::bytea LIMIT ALL`},
 		{`DELETE FROM temp.copies_in`, `DELETE FROM pg_temp.copies_in`},
+		{`SELECT 1 WHERE +d.fingerprint = ? AND (+d.transaction_id = ?) AND d.n = +5`, `SELECT 1 WHERE d.fingerprint = $1 AND (d.transaction_id = $2) AND d.n = +5`},
 	} {
 		if got := pgSQL(c.sqlite); got != c.pg {
 			t.Errorf("pgSQL(%q)\n got %q\nwant %q", c.sqlite, got, c.pg)
@@ -143,9 +144,9 @@ func TestLeadIsOneProcessAtATime(t *testing.T) {
 
 func TestDescribeLeavesThePasswordOut(t *testing.T) {
 	for in, want := range map[string]string{
-		"/var/lib/lazarus/lazarus.db": "/var/lib/lazarus/lazarus.db",
+		"/var/lib/lazarus/lazarus.db":                                  "/var/lib/lazarus/lazarus.db",
 		"postgres://lz:s3cret@db.example:6432/lazarus?sslmode=require": "postgres://lz@db.example:6432/lazarus",
-		"postgresql://lz:s3cret@/lazarus?host=/run/postgresql":          "postgres://lz@/lazarus?host=/run/postgresql",
+		"postgresql://lz:s3cret@/lazarus?host=/run/postgresql":         "postgres://lz@/lazarus?host=/run/postgresql",
 	} {
 		if got := Describe(in); got != want {
 			t.Errorf("Describe(%q) = %q, want %q", in, got, want)
