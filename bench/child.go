@@ -28,7 +28,7 @@ import (
 //
 //	g2 <n> <random 0|1> <path>  n lifecycles on a stored database (G2)
 //	lifecycle <subject> <n>     n lifecycles one at a time on a fresh database, ours or goqite (L1)
-//	server <NORMAL|FULL> <path> the HTTP server on 127.0.0.1:0: its address on stdout, until stdin closes (H1)
+//	server <NORMAL|FULL> <path> the HTTP server on 127.0.0.1:0: its address on stdout, until stdin closes (H1; P1-P3 with a postgres:// URL for path)
 const childEnv = "LAZARUS_BENCH_CHILD"
 
 // runChild runs the child work named by spec (childEnv's value).
@@ -83,8 +83,9 @@ func runChild(spec string) error {
 	return fmt.Errorf("unknown child spec %q", spec)
 }
 
-// serveChild serves a broker on path over HTTP on a free loopback port,
-// as the lazarus binary would (web.New, the admin token), writes the
+// serveChild serves a broker on path (a SQLite file or a postgres:// URL)
+// over HTTP on a free loopback port, as the lazarus binary would (web.New,
+// the admin token, the store's Notifier when it has one), writes the
 // address as a line to out and serves until in is closed.
 func serveChild(ctx context.Context, sync db.Sync, path string, in io.Reader, out io.Writer) error {
 	d, err := db.Open(ctx, path, sync)
@@ -92,7 +93,11 @@ func serveChild(ctx context.Context, sync db.Sync, path string, in io.Reader, ou
 		return err
 	}
 	defer d.Close()
-	b := broker.New(broker.Config{Store: d})
+	bc := broker.Config{Store: d}
+	if n := d.Notifier(); n != nil {
+		bc.Notifier = n // PostgreSQL: a push on one child wakes a long poll on another (P2, P3)
+	}
+	b := broker.New(bc)
 	defer b.Close()
 	srv := web.New(web.Config{
 		Broker:     b,

@@ -4,15 +4,17 @@
 // doing the same work the most direct way, raw with group commit
 // (raw+gc), maragu.dev/goqite v0.4.0 and River v0.51.2 on SQLite. The
 // cases and their targets are those of PERF.md v2 (L1–L5, H1–H3, F1–F4,
-// D1–D6, S1–S3, G1–G2, C1; G3 and G4 for information); every verdict on a
-// ratio is measured in one run, interleaved in rotating order (A B C,
-// B C A, …), as the median of the repetitions' ratios (or their
-// differences, for a target of the form "≤ reference + x"). Beside each
-// timing is a load-independent figure: CPU time a message (the process's,
-// or the HTTP server child's from /proc), instructions (callgrind: L1,
-// G2, H1 with -instr), WAL pages, transactions, statements and fsyncs a
-// message (F4). Absolute numbers are for information; the load average
-// is written with every case (results.json: loadStart, loadEnd).
+// D1–D6, S1–S3, G1–G2, P1–P3 on PostgreSQL, C1; G3 and G4 for
+// information); every verdict on a ratio is measured in one run,
+// interleaved in rotating order (A B C, B C A, …), as the median of the
+// repetitions' ratios (or their differences, for a target of the form
+// "≤ reference + x"). Beside each timing is a load-independent figure:
+// CPU time a message (the process's, or the HTTP server child's from
+// /proc, on PostgreSQL with the cluster's processes'), instructions
+// (callgrind: L1, G2, H1 with -instr), WAL pages, transactions,
+// statements and fsyncs a message (F4). Absolute numbers are for
+// information; the load average is written with every case
+// (results.json: loadStart, loadEnd).
 //
 // Run it from the repository's root with `go tool task bench` (all cases
 // but L1 and G1–G4, full sizes), `go tool task bench:quick` (smaller
@@ -115,6 +117,7 @@ func run() error {
 		return err
 	}
 	defer e.close()
+	defer stopPostgres() // the P cases' cluster, when one was started
 
 	res := results{Machine: machineInfo(e), Started: time.Now().UTC().Format(time.RFC3339)}
 	start := time.Now()
@@ -309,6 +312,12 @@ func allCases() []benchCase {
 		{"G2", "CPU and instructions a message with 10M messages stored vs 1k", caseG2, true},
 		{"G3", "a producer's push p99 while a retention sweep of 200k messages runs (info)", caseG3, true},
 		{"G4", "what auto_vacuum=INCREMENTAL costs the lifecycle (info)", caseG4, true},
+		// P1-P3 start a throwaway PostgreSQL cluster (pgtest; Debian's
+		// postgresql, which go tool task setup installs) or use the server
+		// LAZARUS_TEST_POSTGRES names; it is stopped when the run ends.
+		{"P1", "PostgreSQL store vs SQLite: server CPU a message, H1's HTTP load", caseP1, false},
+		{"P2", "PostgreSQL: 3 server processes on one database vs 1, throughput", caseP2, false},
+		{"P3", "PostgreSQL: a push on process A wakes a long poll on process B, p50 and p99", caseP3, false},
 		{"C1", "a cold first go tool task run (measured by bench/cold-run.sh)", caseC1, false},
 	}
 }
