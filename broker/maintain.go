@@ -34,10 +34,11 @@ const (
 	TaskHistory     = "history"      // restore windows ended, history past HistoryRetention
 	TaskAudit       = "audit"        // audit entries past the audit retention
 	TaskSessions    = "sessions"     // ended sessions
+	TaskLogins      = "logins"       // the login limiter's counts past LoginForget (loginlimit.go)
 )
 
 // MaintenanceTasks are the tasks Maintain runs, in order.
-var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskSpace}
+var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskLogins, TaskSpace}
 
 // AuditSwept is the action of the broker's audit entry that says how many
 // audit entries the retention removed.
@@ -148,7 +149,8 @@ func (b *Broker) MaintenanceTotals() []TaskTotals {
 // buckets past their retention, the history of replays and deletes
 // (restore windows that ended, history past HistoryRetention), the audit
 // entries past the audit retention (with one entry of the broker's stream
-// saying how many, when any), and the ended sessions. It reports, per
+// saying how many, when any), the ended sessions and the login limiter's
+// forgotten counts. It reports, per
 // task, the rows removed, the time taken and its error, and adds them to
 // MaintenanceTotals. A task's error does not stop the tasks after it:
 // Maintain returns the errors joined, each named by its task. A
@@ -170,6 +172,7 @@ func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 		{TaskPartitions, b.maintainPartitions},
 		{TaskAudit, b.maintainAudit},
 		{TaskSessions, b.maintainSessions},
+		{TaskLogins, b.maintainLogins},
 		{TaskSpace, b.maintainSpace},
 	} {
 		r := TaskReport{Task: task.name}

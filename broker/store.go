@@ -210,6 +210,7 @@ func IsEphemeral(ctx context.Context) bool {
 type Tx interface {
 	UserTx
 	SessionTx
+	LoginTx
 	SearchTx
 	GroupTx
 	JobTx

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -36,7 +37,8 @@ func (s *Server) renderLogin(c echo.Context, status int, v views.Login) error {
 // login checks a user name and password and opens a session: a new one at
 // every login, replacing the one the browser had, with a new CSRF token.
 // Attempts are counted before they are checked, failures slowed down and
-// checks bounded (login_limit.go); failures are audited by the broker.
+// checks bounded (login_limit.go: the counts are the store's, shared by
+// every process of it); failures are audited by the broker.
 // Passwords are never logged, nor names that are no user's.
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
@@ -53,7 +55,10 @@ func (s *Server) login(c echo.Context) error {
 	}
 	ip := clientIP(c.Request())
 	keys := loginKeys(ip, name)
-	wait, failWait := s.limiter.begin(keys...)
+	wait, failWait, err := s.limiter.begin(ctx, s.broker, keys...)
+	if err != nil {
+		return err
+	}
 	if wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
 		// Not the name: it may be a password typed into the wrong field.
@@ -63,7 +68,7 @@ func (s *Server) login(c echo.Context) error {
 		return s.renderLogin(c, http.StatusTooManyRequests, v)
 	}
 	if !s.checks.take() {
-		s.limiter.withdraw(keys...) // not checked: not a failure
+		s.endLogin(ctx, keys, nil) // not checked: not a failure
 		s.log.WarnContext(ctx, "login refused: too many password checks at once", "from", ip, "max", cap(s.checks))
 		c.Response().Header().Set("Retry-After", "1")
 		v.Error = "Too many logins at once: wait a second and try again."
@@ -100,13 +105,12 @@ func (s *Server) login(c echo.Context) error {
 		return s.renderLogin(c, http.StatusUnauthorized, v)
 	}
 	if err != nil {
-		s.limiter.withdraw(keys...) // not decided
+		s.endLogin(ctx, keys, nil) // not decided
 		return err
 	}
 	// The name's failures are forgotten, the address's stay (but for
 	// this attempt, which did not fail).
-	s.limiter.reset(keys[1])
-	s.limiter.withdraw(keys[0])
+	s.endLogin(ctx, keys[:1], keys[1:])
 	if err := s.writeSession(c, secret); err != nil {
 		return err
 	}
@@ -115,6 +119,18 @@ func (s *Server) login(c echo.Context) error {
 	}
 	s.log.InfoContext(ctx, "logged in", "user", u.Name, "from", ip)
 	return c.Redirect(http.StatusSeeOther, v.Next)
+}
+
+// endLogin ends an attempt that did not fail (broker.EndLogin): the
+// count the limiter's begin made is taken back from the keys of
+// withdraw, and the keys of forget lose their failures, even when the
+// client has gone (the count would otherwise stay as a failure). When
+// that fails the counts stay as they were: logged, not the attempt's
+// answer.
+func (s *Server) endLogin(ctx context.Context, withdraw, forget []string) {
+	if err := s.broker.EndLogin(context.WithoutCancel(ctx), withdraw, forget); err != nil {
+		s.log.WarnContext(ctx, "login: the failed-login counts were not updated", "err", err)
+	}
 }
 
 // logout ends the session, server-side and in the browser.

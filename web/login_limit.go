@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -22,17 +23,21 @@ import (
 // others are refused. A success forgets the name's failures, not the
 // address's (a user who logs in to an account of their own must not clear
 // the count of the names they tried); failures are forgotten after
-// loginForget.
+// broker.LoginForget (15 minutes).
+//
+// The counts live in the store (broker.BeginLogin, EndLogin), so that
+// every process of one database sees the same ones: behind a load
+// balancer, an attacker gets no fresh count from another process. The
+// store keeps at most broker.LoginMaxKeys keys, whatever a flood of
+// made-up names makes, and the maintenance removes the forgotten ones.
 //
 // Apart from that, at most Config.MaxLoginChecks passwords are checked
 // at once (bcrypt takes a core for a quarter of a second): an attempt
-// past that is refused (429) at once, and not counted.
+// past that is refused (429) at once, and not counted. That bound is
+// this process's: it keeps this process's cores.
 const (
 	loginFirstDelay = 250 * time.Millisecond
 	loginMaxDelay   = 8 * time.Second
-	loginForget     = 15 * time.Minute
-	// loginMaxKeys bounds the memory a flood of made-up names can take.
-	loginMaxKeys = 100_000
 )
 
 // loginDelay is the wait that n failures in a row earn.
@@ -47,21 +52,14 @@ func loginDelay(n int) time.Duration {
 	return min(d, loginMaxDelay)
 }
 
-// loginLimiter counts failed logins per key, in memory: per process, gone
-// at a restart.
+// loginLimiter asks the broker to count failed logins per key, at the
+// times of the server's clock.
 type loginLimiter struct {
 	clock broker.Clock
-	mu    sync.Mutex
-	seen  map[string]loginFailures
-}
-
-type loginFailures struct {
-	n    int
-	last time.Time
 }
 
 func newLoginLimiter(clock broker.Clock) *loginLimiter {
-	return &loginLimiter{clock: clock, seen: map[string]loginFailures{}}
+	return &loginLimiter{clock: clock}
 }
 
 // loginKeys are the keys of an attempt: its client address and the user
@@ -72,63 +70,12 @@ func loginKeys(ip, name string) []string {
 
 // begin lets an attempt with the keys in, or not. wait > 0 is how long
 // it must still wait, and nothing is counted. An attempt let in is
-// counted against every key at once, under the same lock as the look, so
-// that of attempts made at the same time only the first is let in;
-// failWait is the wait its failure earns.
-func (l *loginLimiter) begin(keys ...string) (wait, failWait time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
-	for _, k := range keys {
-		if f, ok := l.seen[k]; ok {
-			wait = max(wait, f.last.Add(loginDelay(f.n)).Sub(now))
-		}
-	}
-	if wait > 0 {
-		return wait, 0
-	}
-	if len(l.seen)+len(keys) > loginMaxKeys {
-		l.prune(now)
-	}
-	for _, k := range keys {
-		f := l.seen[k]
-		if now.Sub(f.last) > loginForget {
-			f.n = 0
-		}
-		f.n++
-		f.last = now
-		l.seen[k] = f
-		failWait = max(failWait, loginDelay(f.n))
-	}
-	return 0, failWait
-}
-
-// withdraw takes back the count begin made against the keys: the attempt
-// did not fail (it succeeded, or was never checked). The keys' other
-// failures stay.
-func (l *loginLimiter) withdraw(keys ...string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, k := range keys {
-		f, ok := l.seen[k]
-		if !ok {
-			continue
-		}
-		if f.n--; f.n <= 0 {
-			delete(l.seen, k)
-		} else {
-			l.seen[k] = f
-		}
-	}
-}
-
-// reset forgets the keys' failures.
-func (l *loginLimiter) reset(keys ...string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, k := range keys {
-		delete(l.seen, k)
-	}
+// counted against every key at once, in the same write transaction as
+// the look, so that of attempts made at the same time, on any process of
+// the store, only the first is let in; failWait is the wait its failure
+// earns.
+func (l *loginLimiter) begin(ctx context.Context, b *broker.Broker, keys ...string) (wait, failWait time.Duration, err error) {
+	return b.BeginLogin(ctx, l.clock.Now(), loginDelay, keys...)
 }
 
 // checkSlots bounds the password checks that run at once.
@@ -146,22 +93,6 @@ func (s checkSlots) take() bool {
 
 // give gives a slot back.
 func (s checkSlots) give() { <-s }
-
-// prune drops forgotten failures and, if that is not enough, arbitrary
-// ones (map order is random): memory stays bounded under a flood.
-func (l *loginLimiter) prune(now time.Time) {
-	for k, f := range l.seen {
-		if now.Sub(f.last) > loginForget {
-			delete(l.seen, k)
-		}
-	}
-	for k := range l.seen {
-		if len(l.seen) <= loginMaxKeys/2 {
-			break
-		}
-		delete(l.seen, k)
-	}
-}
 
 // clientIP is the address the request came from: the peer, never a header
 // the client could set. Behind a reverse proxy every client shares the

@@ -1,0 +1,160 @@
+package broker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// The login limiter's counts live in the store, so that every process of
+// one database sees the same ones: with several processes behind a load
+// balancer, an attacker would otherwise get a fresh count on each. The
+// web keeps the rules of timing (how long n failures make an attempt
+// wait) and the answers; the broker keeps the counts, per key (a client
+// address, a user name: the web's), by a SHA-256 of the key, never the
+// key itself (a user name typed is often a password typed into the wrong
+// field).
+const (
+	// LoginForget is how long a key's failures are remembered after the
+	// last one was counted: an attempt after that starts a fresh count,
+	// and the maintenance (TaskLogins) removes the key's row.
+	LoginForget = 15 * time.Minute
+	// LoginMaxKeys bounds the keys the store keeps counts of, whatever
+	// a flood of made-up names makes: those counted least recently go
+	// first (LoginTx.TrimLoginFailures).
+	LoginMaxKeys = 100_000
+)
+
+// LoginFailure is the count of one key of the login limiter.
+type LoginFailure struct {
+	Key  string    // the SHA-256 of the limiter's key, in hex (loginKeyHash)
+	N    int       // failures in a row counted against it
+	Last time.Time // when the last of them was counted
+}
+
+// LoginTx is the storage of the login limiter (table login_failures,
+// migration 0028). Each method reads or writes login_failures only, by
+// its primary key (the key) or its index of seqs, and locks nothing
+// beyond its transaction (Tx): BeginLogin's look and count are one write
+// transaction, so that of attempts made at the same time, on any process
+// of the store, only the first is let in (one writer; a store with
+// several writers must lock the keys' rows from the look to the commit).
+type LoginTx interface {
+	// LoginFailure reads the count of key, by the primary key
+	// (ErrNotFound when the key has none).
+	LoginFailure(ctx context.Context, key string) (LoginFailure, error)
+	// SaveLoginFailure writes f as the count of f.Key (inserted, or in
+	// place of the one it had: one statement, INSERT ... ON CONFLICT),
+	// with a seq above every other key's: the key becomes the one counted
+	// last. It reads the highest seq by its index.
+	SaveLoginFailure(ctx context.Context, f LoginFailure) error
+	// WithdrawLoginFailure takes one failure back from the count of key,
+	// removing the row when none is left; its time and seq stay. A key
+	// with no count: nothing, no error.
+	WithdrawLoginFailure(ctx context.Context, key string) error
+	// DeleteLoginFailure forgets the count of key; none: no error.
+	DeleteLoginFailure(ctx context.Context, key string) error
+	// TrimLoginFailures deletes the keys counted before the last keep
+	// counts (a seq at or below the highest minus keep, by the seqs'
+	// index), so that at most keep rows stay and the least recently
+	// counted go first; a key outlives at least keep counts made after
+	// its own. It returns how many it deleted.
+	TrimLoginFailures(ctx context.Context, keep int) (int64, error)
+	// SweepLoginFailures deletes, among the limit keys counted least
+	// recently (by seq: no index on the time, seqs grow with it), those
+	// last counted before before, and returns how many (a key counted
+	// while the clock was behind stays until those before it are gone).
+	SweepLoginFailures(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// loginKeyHash is the key under which the store keeps the count of the
+// limiter's key k.
+func loginKeyHash(k string) string {
+	sum := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(sum[:])
+}
+
+// BeginLogin lets a login attempt with the keys, made at now (the web's
+// clock, kept to the millisecond), in or not, in one write transaction:
+// wait > 0 is how long it must still wait (the longest any
+// key's count makes it: delay(n) after the last of n failures), and
+// nothing is counted. An attempt let in is counted against every key at
+// once, in the same transaction as the look, so that of attempts made at
+// the same time, on this process or another of the store, only the first
+// is let in; a key whose last failure is older than LoginForget starts
+// again from one. failWait is delay of the highest count it made: the
+// wait the attempt's failure earns. The attempt must then end with
+// EndLogin unless it failed.
+func (b *Broker) BeginLogin(ctx context.Context, now time.Time, delay func(n int) time.Duration, keys ...string) (wait, failWait time.Duration, err error) {
+	now = now.UTC().Truncate(time.Millisecond)
+	hashes := make([]string, len(keys))
+	for i, k := range keys {
+		hashes[i] = loginKeyHash(k)
+	}
+	err = b.update(ctx, func(tx Tx, _ func(string)) error {
+		wait, failWait = 0, 0
+		counts := make([]LoginFailure, len(hashes))
+		for i, h := range hashes {
+			f, err := tx.LoginFailure(ctx, h)
+			switch {
+			case isNotFound(err):
+				f = LoginFailure{Key: h}
+			case err != nil:
+				return err
+			default:
+				wait = max(wait, f.Last.Add(delay(f.N)).Sub(now))
+			}
+			counts[i] = f
+		}
+		if wait > 0 {
+			return nil
+		}
+		for _, f := range counts {
+			if now.Sub(f.Last) > LoginForget {
+				f.N = 0
+			}
+			f.N++
+			f.Last = now
+			if err := tx.SaveLoginFailure(ctx, f); err != nil {
+				return err
+			}
+			failWait = max(failWait, delay(f.N))
+		}
+		_, err := tx.TrimLoginFailures(ctx, LoginMaxKeys)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return wait, failWait, nil
+}
+
+// EndLogin ends an attempt BeginLogin let in that did not fail (it
+// succeeded, or its password was never checked), in one write
+// transaction: the count it made is taken back from the keys of
+// withdraw (their other failures stay), and the keys of forget lose
+// every failure.
+func (b *Broker) EndLogin(ctx context.Context, withdraw, forget []string) error {
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		for _, k := range withdraw {
+			if err := tx.WithdrawLoginFailure(ctx, loginKeyHash(k)); err != nil {
+				return err
+			}
+		}
+		for _, k := range forget {
+			if err := tx.DeleteLoginFailure(ctx, loginKeyHash(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// maintainLogins deletes the login limiter's counts that LoginForget has
+// forgotten.
+func (b *Broker) maintainLogins(ctx context.Context, r *TaskReport) error {
+	return b.chunks(ctx, r, func(tx Tx, _ MaintainTx, now time.Time) (int64, error) {
+		return tx.SweepLoginFailures(ctx, now.Add(-LoginForget), maintainChunk)
+	})
+}
