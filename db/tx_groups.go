@@ -192,9 +192,11 @@ func (t *storeTx) queueGroupIDs(ctx context.Context, queueID int64) ([]int64, er
 }
 
 // sumErrorGroups adds up the rows of the same fingerprint in several
-// consumer groups (GroupID 0; the newest sample), biggest first, and
-// keeps limit of them.
+// consumer groups (GroupID 0; the newest sample, the lowest group's of
+// those filed at the same millisecond, on either store whatever order
+// its rows come in), biggest first, and keeps limit of them.
 func sumErrorGroups(rows []broker.ErrorGroup, limit int) []broker.ErrorGroup {
+	slices.SortStableFunc(rows, func(a, b broker.ErrorGroup) int { return cmp.Compare(a.GroupID, b.GroupID) })
 	at := map[string]int{}
 	var out []broker.ErrorGroup
 	for _, r := range rows {
