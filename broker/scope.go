@@ -19,6 +19,7 @@ type TxScope struct {
 	ends    []scopeEnd
 	state   *txState // the broker's, made at first use
 	foreign bool     // SetForeign
+	handled bool     // the broker emptied its cache for it (ForeignHandled)
 }
 
 // SetForeign is the store's news, before the transaction's first
@@ -32,6 +33,12 @@ func (s *TxScope) SetForeign() { s.foreign = true }
 
 // Foreign reports whether SetForeign was called in this transaction.
 func (s *TxScope) Foreign() bool { return s.foreign }
+
+// ForeignHandled reports whether the broker acted on SetForeign in this
+// transaction (it emptied its cache): a write of the broker's that does
+// not look anything up in the cache leaves it unhandled, and the store
+// must say it again in the next transaction.
+func (s *TxScope) ForeignHandled() bool { return s.handled }
 
 type scopeEnd struct {
 	f       func(committed bool)
@@ -60,7 +67,7 @@ func (s *TxScope) RollbackTo(mark int) {
 // panic in one is returned as an error (the rest still run).
 func (s *TxScope) End(committed bool) (err error) {
 	ends := s.ends
-	s.ends, s.state, s.foreign = nil, nil, false
+	s.ends, s.state, s.foreign, s.handled = nil, nil, false, false
 	for _, e := range ends {
 		if perr := runEnd(e.f, committed && !e.dropped); perr != nil && err == nil {
 			err = perr

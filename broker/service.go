@@ -128,6 +128,7 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 			// Another process changed what the cache may hold: what it
 			// holds is stale whatever this transaction does.
 			b.cache.invalidate()
+			scope.handled = true
 		}
 		cached := newCacheTx(tx, b.cache, st)
 		acc := &statsTx{Tx: cached}

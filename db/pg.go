@@ -292,8 +292,12 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 	committed = true
 	// The generation this process has seen. A transaction of its own
 	// that moved it (its own cache was emptied by the broker already)
-	// makes the next one empty it once more: rare, and only costly.
-	p.seenGen = gen
+	// makes the next one empty it once more: rare, and only costly. One
+	// that saw it moved but did not empty the cache (a write of the
+	// broker's that looks nothing up) leaves it for the next.
+	if !st.scope.Foreign() || st.scope.ForeignHandled() {
+		p.seenGen = gen
+	}
 	if folded {
 		clear(p.unfolded)
 		clear(p.consumed)
