@@ -34,7 +34,7 @@ const (
 	txJS      = "javascript:window.__pwned=11"
 	txReplay  = "dlq:javascript:window.__pwned=16" // looks like a replay's
 	txRTL     = "invoice-\u202efdp.exe"
-	txBinary  = "bin-\xff\xfe"
+	txBinary  = "bin-bytes" // an id that is not text is refused (broker's TestPushRefusesIdsThatAreNotText)
 	txEscaped = "escaped-controls"
 	txBig     = "ten-megabytes"
 	txDeep    = "thousand-deep"
