@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// Store keeps the broker's state. Package db implements it on SQLite;
-// any other store must keep the same contract, written here and on Tx
-// (../shared/STORAGE.md, "Rules for storage code").
+// Store keeps the broker's state. Package db implements it on SQLite,
+// and on PostgreSQL with the same statements translated (db/pg.go); any
+// store must keep the same contract, written here and on Tx
+// (STORAGE.md, "Rules for storage code"), and pass the broker's tests,
+// which run on either (LAZARUS_TEST_STORE=postgres).
 //
 // Update and View may be called from any number of goroutines at once.
 // Neither nests: a function given to Update must not call Update (on
@@ -58,7 +60,9 @@ type Store interface {
 	// created; seqs and dead letter ids grow in commit order because one
 	// writer draws them): a store with several writers must give the
 	// same answers by locks of its own (see the methods of Tx that say
-	// so, and STORAGE.md).
+	// so, and STORAGE.md). The PostgreSQL store keeps one writer across
+	// all the processes of a database: each write transaction takes one
+	// advisory lock first and holds it to its commit.
 	//
 	// Group commit (SQLite): the fns of Updates that queued while
 	// another was being written run one after another in one
@@ -193,12 +197,17 @@ func IsEphemeral(ctx context.Context) bool {
 //     that cannot race (STORAGE.md, rule 3).
 //   - Locks: the SQLite store locks the whole database for writing when
 //     an Update begins (BEGIN IMMEDIATE) and holds it to the commit, and
-//     a View locks nothing (WAL snapshot); no method takes a lock of its
-//     own, and "locks nothing" in a comment means nothing more than that.
+//     a View locks nothing (WAL snapshot); the PostgreSQL store's writes
+//     take one advisory lock first (the same effect across processes),
+//     row locks as its statements take them, and its Views a REPEATABLE
+//     READ snapshot. No method takes a lock of its own, and "locks
+//     nothing" in a comment means nothing more than that.
 //     Where the broker counts on the one writer for correctness, the
 //     method says what a store with several writers must lock.
-//   - Context: ctx is given to every method for the store to honour; the
-//     SQLite store's statements do not watch it today (see Store.Update).
+//   - Context: ctx is given to every method for the store to honour (see
+//     Store.Update and View: each statement checks it first; a read
+//     running when it ends is interrupted, and on PostgreSQL any
+//     statement is cancelled).
 //   - Times are kept to the millisecond, and read back in UTC; the zero
 //     time is kept as 0 and read back as the zero time.
 //   - Order: a list comes in the order its comment says, else in no
