@@ -215,7 +215,7 @@ func accountFlags(synopsis, about string, dbPath *string, getenv func(string) st
 	if def == "" {
 		def = defaultDB
 	}
-	fs.StringVar(dbPath, "db", def, "SQLite database file (env LAZARUS_DB)")
+	fs.StringVar(dbPath, "db", def, "SQLite database file, or a postgres:// URL (env LAZARUS_DB)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: lazarus %s\n\n%s\n\nFlags:\n", synopsis, about)
 		fs.PrintDefaults()

@@ -52,10 +52,10 @@ Usage:
 Flags of serve and demo (flags win over the environment):
   --addr                  listen address (env LAZARUS_ADDR,
                           default 127.0.0.1:8080)
-  --db                    SQLite database file, created if missing; serve:
-                          env LAZARUS_DB, default ./lazarus.db; demo: --db
-                          only (LAZARUS_DB is ignored), default
-                          ./lazarus-demo.db
+  --db                    SQLite database file, created if missing, or a
+                          postgres:// URL (docs/postgres.md); serve: env
+                          LAZARUS_DB, default ./lazarus.db; demo: --db only
+                          (LAZARUS_DB is ignored), default ./lazarus-demo.db
   --sync                  full or normal (env LAZARUS_SYNC, default full)
   --busy-timeout          how long a write waits for a lock another process
                           holds on the database before it is answered 503
