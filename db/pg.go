@@ -46,6 +46,21 @@ const (
 	pgMigrateLock = 0x4c617a61_72757302
 )
 
+// pgSessionParams bound what a process that stops answering without
+// closing its connections (a machine lost, a VM paused, a network cut)
+// can hold: the writer's lock is released once its transaction has
+// stood idle for a minute (no write of Lazarus waits that long between
+// two statements), and the server probes an idle TCP connection after 30
+// seconds, so a dead client's session (and its locks) ends within about
+// a minute rather than the operating system's two hours. A URL may set
+// them otherwise.
+var pgSessionParams = map[string]string{
+	"idle_in_transaction_session_timeout": "60s",
+	"tcp_keepalives_idle":                 "30",
+	"tcp_keepalives_interval":             "10",
+	"tcp_keepalives_count":                "3",
+}
+
 // IsPostgres reports whether a --db value names a PostgreSQL database (a
 // postgres:// or postgresql:// URL) rather than a SQLite file.
 func IsPostgres(dsn string) bool {
@@ -87,11 +102,18 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
+	// FULL: a commit waits for the server's log flush, whatever the
+	// server's, database's or role's default says. NORMAL, as SQLite's
+	// in WAL mode: a crash of Lazarus loses nothing committed; a crash of
+	// the server may lose its last commits.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	if o.Sync == SyncNormal {
-		// As SQLite's NORMAL in WAL mode: a crash of Lazarus loses
-		// nothing committed; a crash of the server may lose the last
-		// commits.
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	for k, v := range pgSessionParams {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "lazarus"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -264,8 +286,12 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 	// The writer's lock, and the cache generation as of it
 	// (migrations_pg/0002): moved since this process's previous write,
 	// another process may have changed what this one caches.
+	// One round trip: lazarus_write_lock (migrations_pg/0002) reads the
+	// generation once it holds the lock, with a snapshot of its own (a
+	// statement's snapshot is taken before it waits, so a read beside the
+	// lock in one statement would miss the commit it waited for).
 	var gen int64
-	if err := conn.QueryRowContext(ctx, `SELECT g.gen FROM (SELECT pg_advisory_xact_lock($1)) l, cache_generation g`, int64(pgWriterLock)).Scan(&gen); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT lazarus_write_lock($1)`, int64(pgWriterLock)).Scan(&gen); err != nil {
 		return fmt.Errorf("begin: writer lock: %w", err)
 	}
 	if gen != p.seenGen {

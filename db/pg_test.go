@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -151,5 +154,67 @@ func TestDescribeLeavesThePasswordOut(t *testing.T) {
 		if got := Describe(in); got != want {
 			t.Errorf("Describe(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A write that waited for the writer's lock while another process
+// removed a queue sees that removal: its broker forgets the queue before
+// it looks anything up, and the push makes the queue again rather than
+// go into the removed partition (a statement's snapshot is taken before
+// it waits: the generation must be read after the lock).
+func TestAWriteThatWaitedSeesWhatTheOtherProcessRemoved(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t, "db", Prepare)
+	d := openPG(t, dsn)
+	b := broker.New(broker.Config{Store: d, Notifier: d.Notifier()})
+	t.Cleanup(b.Close)
+	push := func(txid string) error {
+		_, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: txid, Payload: []byte(`{}`)}})
+		return err
+	}
+	if err := push("old"); err != nil { // b's cache holds q and p
+		t.Fatal(err)
+	}
+	// Another process: it holds the writer's lock while b's push waits
+	// for it, and removes the queue.
+	other, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgWriterLock)); err != nil {
+		t.Fatal(err)
+	}
+	pushed := make(chan error, 1)
+	go func() { pushed <- push("new") }()
+	waiting := func() bool {
+		var n int
+		err := other.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
+		return err == nil && n > 0
+	}
+	for deadline := time.Now().Add(30 * time.Second); !waiting(); {
+		if time.Now().After(deadline) {
+			t.Fatal("b's push never waited for the writer's lock")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition
+	}
+	for _, table := range []string{"messages", "consumers", "subscriptions", "partitions", "queues"} {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pushed; err != nil {
+		t.Fatalf("the push that waited: %v", err)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 10})
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].TransactionID != "new" {
+		t.Fatalf("pop: %+v %v, want the message pushed after the removal", res.Messages, err)
 	}
 }
