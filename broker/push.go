@@ -108,11 +108,14 @@ func plainText(s string) bool {
 	return strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
 }
 
-// push stores validated items inside tx.
+// push stores validated items inside tx: it looks up (or creates) the
+// items' partitions in order, then inserts their messages in one call.
 func push(ctx context.Context, tx Tx, now time.Time, items []PushItem) ([]PushResult, error) {
-	out := make([]PushResult, len(items))
 	type key struct{ q, p string }
 	parts := map[key]Partition{}
+	of := make([]Partition, len(items))
+	msgs := make([]Message, len(items))
+	ptrs := make([]*Message, len(items))
 	for i, it := range items {
 		k := key{it.Queue, it.Partition}
 		p, ok := parts[k]
@@ -126,16 +129,22 @@ func push(ctx context.Context, tx Tx, now time.Time, items []PushItem) ([]PushRe
 			}
 			parts[k] = p
 		}
-		m := Message{PartitionID: p.ID, TransactionID: it.TransactionID, Payload: it.Payload, TraceID: it.TraceID, CreatedAt: now}
-		if m.TransactionID == "" {
-			m.TransactionID = NewUUID(now)
+		of[i] = p
+		msgs[i] = Message{PartitionID: p.ID, TransactionID: it.TransactionID, Payload: it.Payload, TraceID: it.TraceID, CreatedAt: now}
+		if msgs[i].TransactionID == "" {
+			msgs[i].TransactionID = NewUUID(now)
 		}
-		inserted, err := tx.InsertMessage(ctx, &m)
-		if err != nil {
-			return nil, fmt.Errorf("push: insert: %w", err)
-		}
-		out[i] = PushResult{Status: StatusQueued, MessageID: m.ID(), TransactionID: m.TransactionID, PartitionID: p.UUID, Queue: it.Queue, Partition: it.Partition}
-		if !inserted {
+		ptrs[i] = &msgs[i]
+	}
+	inserted, err := tx.InsertMessages(ctx, ptrs)
+	if err != nil {
+		return nil, fmt.Errorf("push: insert: %w", err)
+	}
+	out := make([]PushResult, len(items))
+	for i, it := range items {
+		m := &msgs[i]
+		out[i] = PushResult{Status: StatusQueued, MessageID: m.ID(), TransactionID: m.TransactionID, PartitionID: of[i].UUID, Queue: it.Queue, Partition: it.Partition}
+		if !inserted[i] {
 			out[i].Status = StatusDuplicate
 		}
 	}

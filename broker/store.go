@@ -21,7 +21,8 @@ import (
 //
 //   - The ready mark (migration 0009). Every consumer of a partition
 //     the transaction added messages to (InsertMessage returning true,
-//     PushCopies inserting a copy) is marked ready before the commit, in
+//     InsertMessages true for a message, PushCopies inserting a copy) is
+//     marked ready before the commit, in
 //     the same transaction; ReadyConsumers finds only consumers marked
 //     ready, so one left unmarked with messages past its cursor would
 //     never be served. A mark with nothing behind it costs one look and
@@ -188,7 +189,8 @@ func IsEphemeral(ctx context.Context) bool {
 //     (DeleteToken, SaveJob and UpdateExpiryAudit say ErrNotFound).
 //   - Conflict: no method returns ErrConflict or ErrDuplicate. A push
 //     whose transactionId its partition has already is answered as such
-//     (InsertMessage, PushCopies: INSERT ... ON CONFLICT DO NOTHING);
+//     (InsertMessage, InsertMessages, PushCopies: INSERT ... ON
+//     CONFLICT DO NOTHING);
 //     other names and keys that must be unique (a queue's, a partition's,
 //     a user's, a subscription) are checked by the broker before it
 //     creates them, under the one writer, and an insert that breaks a
@@ -336,6 +338,20 @@ type Tx interface {
 	// draws seqs concurrently holds the partition's lock from the draw
 	// to the commit (STORAGE.md, push order).
 	InsertMessage(ctx context.Context, m *Message) (bool, error)
+	// InsertMessages is InsertMessage for each of ms, in their order,
+	// and says for each whether it was inserted: each stored message's
+	// Seq is set, above every seq given before and those of the messages
+	// before it in ms; the transaction marks the partitions' consumers
+	// ready before it commits and notes the partitions for the kept
+	// counts (Store: the ready mark, the kept counts). A message whose
+	// partition already has its transactionId, or whose transactionId
+	// comes earlier in ms for the same partition, is not stored: it is
+	// filled with the existing message, as InsertMessage one after the
+	// other would fill it. It writes messages and reads back the
+	// duplicates by (partition, transactionId); a store that pays a
+	// round trip a statement does it in a statement or two, whatever
+	// len(ms). Locks as InsertMessage.
+	InsertMessages(ctx context.Context, ms []*Message) ([]bool, error)
 	// MessageBySeq reads the message seq, payload included, by the
 	// primary key (ErrNotFound). The broker does not use it today (tests
 	// do).

@@ -490,6 +490,27 @@ func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, e
 	return true, nil
 }
 
+// InsertMessages inserts ms in their order as InsertMessage does each.
+// On SQLite it calls InsertMessage for each message: a statement costs no
+// round trip there, and the push's statement stays the one measured. On
+// PostgreSQL, where every statement is a round trip, it is one statement
+// for all of them and one more to read back the duplicates, when there
+// are some (pgInsertMessages).
+func (t *storeTx) InsertMessages(ctx context.Context, ms []*broker.Message) ([]bool, error) {
+	if t.pg {
+		return t.pgInsertMessages(ctx, ms)
+	}
+	out := make([]bool, len(ms))
+	for i, m := range ms {
+		inserted, err := t.InsertMessage(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = inserted
+	}
+	return out, nil
+}
+
 const messageCols = `seq, partition_id, transaction_id, payload, trace_id, created_at`
 
 func scanMessage(s interface{ Scan(...any) error }) (broker.Message, error) {
