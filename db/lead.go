@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -74,12 +75,21 @@ func pgTakeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, 
 	if err != nil {
 		return nil, false
 	}
-	conn := c.Hijack()
+	// Tried on a connection of the pool, which goes back to it when
+	// another leads: a follower tries every leadRetry, and must not open
+	// a connection each time.
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(pgLeadLock)).Scan(&got); err != nil || !got {
-		conn.Close(context.Background())
+	if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(pgLeadLock)).Scan(&got); err != nil || !got {
+		c.Release()
 		return nil, false
 	}
+	conn := c.Hijack() // the lock's: out of the pool for good
+	// Should this process stop answering without closing its connection
+	// (a machine lost, a VM paused), the server ends the session once it
+	// has stood idle this long, the lock with it; while it leads, it
+	// pings every leadRetry. PostgreSQL before 14 has no such setting:
+	// there the TCP keepalives (pgSessionParams) end it, later.
+	_, _ = conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = '%dms'", (10 * leadRetry).Milliseconds()))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

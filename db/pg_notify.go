@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"strings"
 	"sync"
@@ -99,14 +100,41 @@ func (n *pgNotifier) send() {
 			continue
 		}
 		if _, err := n.pool.Exec(n.ctx, `SELECT pg_notify($1, k) FROM unnest($2::text[]) k`, pgChannel, keys); err != nil && n.ctx.Err() == nil {
-			// The others' waiters look again when their own timers end.
-			n.log.Warn("send news to the other processes", "err", err)
+			// Once more a second later (news is only a wake-up: sent
+			// twice or late, it costs a look); meanwhile the others'
+			// waiters look again when their own timers end.
+			n.log.Warn("send news to the other processes; trying again", "err", err)
+			n.mu.Lock()
+			for _, k := range keys {
+				if _, esc, ok := strings.Cut(k, ":"); ok {
+					if key, err := url.QueryUnescape(esc); err == nil {
+						n.pending[key] = struct{}{}
+					}
+				}
+			}
+			n.mu.Unlock()
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			select {
+			case n.kick <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
 
+// listenCheck is how long the listening connection waits for news before
+// it checks that the server still answers: a connection cut without a
+// word (a half-open TCP connection) would otherwise leave this process
+// deaf until the operating system's keepalive gave up.
+const listenCheck = 15 * time.Second
+
 // listen tells this process's waiters the news of the others, listening
-// again (and waking every waiter) when its connection breaks.
+// again (and waking every waiter: news may have been lost meanwhile) when
+// its connection breaks or stops answering.
 func (n *pgNotifier) listen(listening chan struct{}) {
 	first := true
 	for n.ctx.Err() == nil {
@@ -117,11 +145,23 @@ func (n *pgNotifier) listen(listening chan struct{}) {
 				if first {
 					close(listening)
 					first = false
-				} else {
-					n.local.NotifyAll()
 				}
+				// Every waiter looks again: news sent before this LISTEN
+				// (while the connection was down, or before Open's wait
+				// for the first one gave up) is not delivered.
+				n.local.NotifyAll()
 				for {
-					note, werr := pc.WaitForNotification(n.ctx)
+					wctx, cancel := context.WithTimeout(n.ctx, listenCheck)
+					note, werr := pc.WaitForNotification(wctx)
+					cancel()
+					if werr != nil && n.ctx.Err() == nil && errors.Is(werr, context.DeadlineExceeded) {
+						pctx, cancel := context.WithTimeout(n.ctx, listenCheck)
+						werr = pc.Ping(pctx)
+						cancel()
+						if werr == nil {
+							continue // quiet, and alive
+						}
+					}
 					if werr != nil {
 						err = werr
 						break

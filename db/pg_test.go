@@ -218,3 +218,46 @@ func TestAWriteThatWaitedSeesWhatTheOtherProcessRemoved(t *testing.T) {
 		t.Fatalf("pop: %+v %v, want the message pushed after the removal", res.Messages, err)
 	}
 }
+
+// A leader whose lock's connection is cut (its backend terminated, as
+// when the server or the network drops it) stops its work at once, and
+// a process takes the lead again.
+func TestLeadEndsWhenItsConnectionIsCut(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t, "db", Prepare)
+	a := openPG(t, dsn)
+	runs := make(chan context.Context, 4)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Lead(lctx, func(ctx context.Context) { runs <- ctx; <-ctx.Done() })
+	}()
+	first := <-runs
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var cut bool
+	if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND ((classid::bigint << 32) | objid::bigint) = $1`, int64(pgLeadLock)).Scan(&cut); err != nil || !cut {
+		t.Fatalf("cut the leader's connection: %v %v", cut, err)
+	}
+	select {
+	case <-first.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the leader's work went on after its lock's connection was cut")
+	}
+	select {
+	case again := <-runs:
+		if again.Err() != nil {
+			t.Fatal("led again with a context already done")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("nobody took the lead again")
+	}
+	stop()
+	<-done
+}
