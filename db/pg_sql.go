@@ -26,7 +26,8 @@ import (
 //     pg_temp.T; CROSS JOIN t ON is JOIN t ON; a unary + before a
 //     column (SQLite's way to keep a condition off an index) goes.
 //
-// Text inside quotes and comments is copied as it is.
+// Text inside quotes and comments (-- and /* */) is copied as it is:
+// the rules see the statement with them set aside (mask).
 
 var (
 	crossJoinOn = regexp.MustCompile(`CROSS JOIN (\w+(?:\s+\w+)?)\s+ON\b`)
@@ -63,14 +64,84 @@ func pgStmt(query string) *pgStatement {
 	if q, ok := pgQueries.Load(query); ok {
 		return q.(*pgStatement)
 	}
-	var q *pgStatement
+	// The rules see the statement's code only: its literals, quoted
+	// names and comments are set aside (mask) and put back after.
+	var m string
+	var kept []string
 	if given, ok := pgGiven.Load(query); ok {
-		q = numberParams(given.(string))
+		m, kept = mask(given.(string))
 	} else {
-		q = numberParams(translate(query))
+		m, kept = mask(query)
+		m = translate(m)
+		for i, k := range kept {
+			if k[0] == 'x' || k[0] == 'X' { // SQLite's blob x'…' is bytea's '\x…'
+				kept[i] = `'\x` + k[2:len(k)-1] + `'::bytea`
+			}
+		}
 	}
+	q := numberParams(m)
+	q.text = unmask(q.text, kept)
 	pgQueries.Store(query, q)
 	return q
+}
+
+// mask sets aside the string literals, quoted names and comments of q:
+// each is replaced by a NUL, its index and a NUL (no SQL of db holds a
+// NUL), so that no rule reads or rewrites inside them.
+func mask(q string) (string, []string) {
+	var b strings.Builder
+	var kept []string
+	for i := 0; i < len(q); i++ {
+		end := -1
+		switch {
+		case (q[i] == 'x' || q[i] == 'X') && i+1 < len(q) && q[i+1] == '\'' && (i == 0 || !isIdent(q[i-1])):
+			end = skipQuoted(q, i+1) // a blob, x'…'
+		case q[i] == '\'' || q[i] == '"':
+			end = skipQuoted(q, i)
+		case strings.HasPrefix(q[i:], "--"):
+			if nl := strings.IndexByte(q[i:], '\n'); nl >= 0 {
+				end = i + nl - 1
+			} else {
+				end = len(q) - 1
+			}
+		case strings.HasPrefix(q[i:], "/*"):
+			if c := strings.Index(q[i+2:], "*/"); c >= 0 {
+				end = i + 2 + c + 1
+			} else {
+				end = len(q) - 1
+			}
+		}
+		if end < 0 {
+			b.WriteByte(q[i])
+			continue
+		}
+		b.WriteByte(0)
+		b.WriteString(strconv.Itoa(len(kept)))
+		b.WriteByte(0)
+		kept = append(kept, q[i:end+1])
+		i = end
+	}
+	return b.String(), kept
+}
+
+// unmask puts back what mask set aside.
+func unmask(q string, kept []string) string {
+	if len(kept) == 0 {
+		return q
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(q, 0)
+		if i < 0 {
+			b.WriteString(q)
+			return b.String()
+		}
+		j := strings.IndexByte(q[i+1:], 0) + i + 1
+		n, _ := strconv.Atoi(q[i+1 : j])
+		b.WriteString(q[:i])
+		b.WriteString(kept[n])
+		q = q[j+1:]
+	}
 }
 
 // pgArgs are the arguments of query that its translation takes.
@@ -79,11 +150,12 @@ func pgArgs(query string, args []any) (string, []any) {
 	if s.args == nil {
 		return s.text, args
 	}
-	out := make([]any, len(s.args))
-	for i, j := range s.args {
-		if j < len(args) {
-			out[i] = args[j]
+	out := make([]any, 0, len(s.args))
+	for _, j := range s.args {
+		if j >= len(args) {
+			break // too few: the driver says so, rather than bind NULL
 		}
+		out = append(out, args[j])
 	}
 	return s.text, out
 }
@@ -92,6 +164,7 @@ func pgArgs(query string, args []any) (string, []any) {
 func translate(q string) string {
 	q = replaceOutside(q, "(SELECT value FROM json_each(", "(SELECT value::bigint FROM json_array_elements_text(", jsonArg)
 	q = scalarMinMax(q)
+	q = groupConcat(q)
 	// SQLite takes CROSS JOIN ... ON as an inner join in the order
 	// written (a hint to its planner); PostgreSQL's is JOIN.
 	q = crossJoinOn.ReplaceAllString(q, "JOIN $1 ON")
@@ -103,9 +176,8 @@ func translate(q string) string {
 		{" AS INTEGER)", " AS BIGINT)"},
 		{"LIMIT -1", "LIMIT ALL"},
 		{"temp.", "pg_temp."},
-		{"group_concat(", "string_agg("},
+
 		{" AS BLOB)", " AS BYTEA)"},
-		{"x''", `'\x'::bytea`},
 	} {
 		q = replaceOutside(q, r[0], r[1], nil)
 	}
@@ -214,6 +286,25 @@ func replaceCalls(q, name, to string) string {
 				i += len(to) - 1
 			}
 		}
+	}
+	return q
+}
+
+// groupConcat turns SQLite's group_concat(x[, sep]) into string_agg(x,
+// sep), whose separator is not optional (SQLite's is a comma).
+func groupConcat(q string) string {
+	const name = "group_concat("
+	for i := strings.Index(q, name); i >= 0; i = strings.Index(q, name) {
+		start := i + len(name)
+		end := closing(q, start)
+		if end < 0 {
+			return q
+		}
+		args := q[start:end]
+		if !topLevelComma(args) {
+			args += ", ','"
+		}
+		q = q[:i] + "string_agg(" + args + ")" + q[end+1:]
 	}
 	return q
 }

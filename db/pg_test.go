@@ -44,6 +44,11 @@ func TestPGSQLTranslatesSQLitesDialect(t *testing.T) {
 		{`SELECT CAST(a AS INTEGER), CAST(? AS BLOB), x'' LIMIT -1`, `SELECT CAST(a AS BIGINT), CAST($1 AS BYTEA), '\x'::bytea LIMIT ALL`},
 		{`DELETE FROM temp.copies_in`, `DELETE FROM pg_temp.copies_in`},
 		{`SELECT 1 WHERE +d.fingerprint = ? AND (+d.transaction_id = ?) AND d.n = +5`, `SELECT 1 WHERE d.fingerprint = $1 AND (d.transaction_id = $2) AND d.n = +5`},
+		// What is inside a literal, a quoted name or a comment is left as
+		// it is, whatever it looks like.
+		{`SELECT 'CROSS JOIN b ON', 'WHERE +a.b', "MAX(a, b)" /* what? x'' */, ? -- ?`, `SELECT 'CROSS JOIN b ON', 'WHERE +a.b', "MAX(a, b)" /* what? x'' */, $1 -- ?`},
+		{`SELECT x'00ff', X''`, `SELECT '\x00ff'::bytea, '\x'::bytea`},
+		{`SELECT group_concat(name), group_concat(name, ' ')`, `SELECT string_agg(name, ','), string_agg(name, ' ')`},
 	} {
 		if got := pgSQL(c.sqlite); got != c.pg {
 			t.Errorf("pgSQL(%q)\n got %q\nwant %q", c.sqlite, got, c.pg)
