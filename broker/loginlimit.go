@@ -130,6 +130,31 @@ func (b *Broker) BeginLogin(ctx context.Context, now time.Time, delay func(n int
 	return wait, failWait, nil
 }
 
+// LoginWait is how long an attempt with keys must still wait (0: none),
+// as BeginLogin would find it, read in a snapshot (View): no write, so
+// that a flood of attempts refused while they wait costs the store no
+// write transaction (each would take the writer's turn, on PostgreSQL
+// that of every process). BeginLogin looks again when it counts.
+func (b *Broker) LoginWait(ctx context.Context, now time.Time, delay func(n int) time.Duration, keys ...string) (time.Duration, error) {
+	now = now.UTC().Truncate(time.Millisecond)
+	var wait time.Duration
+	err := b.store.View(ctx, func(tx Tx) error {
+		wait = 0
+		for _, k := range keys {
+			f, err := tx.LoginFailure(ctx, loginKeyHash(k))
+			switch {
+			case isNotFound(err):
+			case err != nil:
+				return err
+			default:
+				wait = max(wait, f.Last.Add(delay(f.N)).Sub(now))
+			}
+		}
+		return nil
+	})
+	return wait, err
+}
+
 // EndLogin ends an attempt BeginLogin let in that did not fail (it
 // succeeded, or its password was never checked), in one write
 // transaction: the count it made is taken back from the keys of

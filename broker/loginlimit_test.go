@@ -138,3 +138,34 @@ func TestMaintainLoginFailures(t *testing.T) {
 		t.Errorf("trimmed %d, counts %v; want b and c gone", trimmed, got)
 	}
 }
+
+// LoginWait reads what BeginLogin would answer, without counting: the
+// wait a key's failures earn, none for other keys, none once it is over.
+func TestLoginWaitLooksWithoutCounting(t *testing.T) {
+	s := setup(t)
+	s.begin("ip:a", "name:ann") // one failure each: a second to wait
+	wait := func(keys ...string) time.Duration {
+		t.Helper()
+		w, err := s.b.LoginWait(s.ctx, s.clock.Now(), loginDelay, keys...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if w := wait("ip:a", "name:bob"); w != time.Second {
+		t.Fatalf("the address's wait: %v, want 1s", w)
+	}
+	if w := wait("ip:b", "name:bob"); w != 0 {
+		t.Fatalf("other keys' wait: %v, want none", w)
+	}
+	if got := s.loginFailures("ip:a", "name:ann", "name:bob"); got[0] != 1 || got[1] != 1 || got[2] != 0 {
+		t.Fatalf("counts after the looks: %v, want 1 1 0 (a look counts nothing)", got)
+	}
+	s.clock.Advance(time.Second)
+	if w := wait("ip:a", "name:ann"); w != 0 {
+		t.Fatalf("the wait once over: %v", w)
+	}
+	if w, _ := s.begin("ip:a", "name:ann"); w != 0 {
+		t.Fatalf("BeginLogin disagrees with LoginWait: %v", w)
+	}
+}

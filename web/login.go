@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -55,11 +56,7 @@ func (s *Server) login(c echo.Context) error {
 	}
 	ip := clientIP(c.Request())
 	keys := loginKeys(ip, name)
-	wait, failWait, err := s.limiter.begin(ctx, s.broker, keys...)
-	if err != nil {
-		return err
-	}
-	if wait > 0 {
+	tooMany := func(wait time.Duration) error {
 		secs := int(math.Ceil(wait.Seconds()))
 		// Not the name: it may be a password typed into the wrong field.
 		s.log.WarnContext(ctx, "login refused: too many failures", "from", ip)
@@ -67,12 +64,29 @@ func (s *Server) login(c echo.Context) error {
 		v.Error = fmt.Sprintf("Too many failed logins: wait %d s and try again.", secs)
 		return s.renderLogin(c, http.StatusTooManyRequests, v)
 	}
+	// Looked at first without a write, and counted only with a check
+	// slot taken: attempts refused (waiting, or past the slots) cost the
+	// store no write, so a flood of them does not hold up the writes of
+	// messages.
+	if wait, err := s.limiter.waiting(ctx, s.broker, keys...); err != nil {
+		return err
+	} else if wait > 0 {
+		return tooMany(wait)
+	}
 	if !s.checks.take() {
-		s.endLogin(ctx, keys, nil) // not checked: not a failure
 		s.log.WarnContext(ctx, "login refused: too many password checks at once", "from", ip, "max", cap(s.checks))
 		c.Response().Header().Set("Retry-After", "1")
 		v.Error = "Too many logins at once: wait a second and try again."
 		return s.renderLogin(c, http.StatusTooManyRequests, v)
+	}
+	wait, failWait, err := s.limiter.begin(ctx, s.broker, keys...)
+	if err != nil {
+		s.checks.give()
+		return err
+	}
+	if wait > 0 {
+		s.checks.give()
+		return tooMany(wait)
 	}
 	known := false // name is a user's
 	secret, u, err := s.broker.Login(ctx, broker.LoginRequest{

@@ -78,6 +78,13 @@ func (l *loginLimiter) begin(ctx context.Context, b *broker.Broker, keys ...stri
 	return b.BeginLogin(ctx, l.clock.Now(), loginDelay, keys...)
 }
 
+// waiting is how long an attempt with the keys must still wait, read
+// without a write (broker.LoginWait): the look before an attempt takes a
+// check slot and is counted.
+func (l *loginLimiter) waiting(ctx context.Context, b *broker.Broker, keys ...string) (time.Duration, error) {
+	return b.LoginWait(ctx, l.clock.Now(), loginDelay, keys...)
+}
+
 // checkSlots bounds the password checks that run at once.
 type checkSlots chan struct{}
 
