@@ -462,7 +462,10 @@ func TestMaintainLoop(t *testing.T) {
 	loopCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	// An interval of 1 ns: every task falls behind, and says so.
-	go func() { defer close(done); maintain(loopCtx, b, slog.New(logs), time.Nanosecond, tick, flush, func() bool { return true }) }()
+	go func() {
+		defer close(done)
+		maintain(loopCtx, b, slog.New(logs), time.Nanosecond, tick, flush, func() bool { return true })
+	}()
 	run := func(n int) {
 		t.Helper()
 		for _, task := range broker.MaintenanceTasks {

@@ -181,8 +181,8 @@ func TestProcessesAreOneBroker(t *testing.T) {
 			pushItems(t, ps[pi%3], "spread", fmt.Sprintf("p%d", pi), ids...)
 		}
 		var mu sync.Mutex
-		seen := map[string]string{}  // txid -> worker
-		last := map[string]string{}  // partition -> last txid delivered
+		seen := map[string]string{} // txid -> worker
+		last := map[string]string{} // partition -> last txid delivered
 		var odd []string
 		var wg sync.WaitGroup
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

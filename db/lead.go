@@ -89,7 +89,7 @@ func pgTakeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, 
 	// has stood idle this long, the lock with it; while it leads, it
 	// pings every leadRetry. PostgreSQL before 14 has no such setting:
 	// there the TCP keepalives (pgSessionParams) end it, later.
-	_, _ = conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = '%dms'", (10 * leadRetry).Milliseconds()))
+	_, _ = conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = '%dms'", (10*leadRetry).Milliseconds()))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
