@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -148,61 +147,7 @@ func httpWarm(ctx context.Context, srv *server) error {
 // acknowledge each batch in one call. It returns the time until the
 // last acknowledgement.
 func httpLoad(ctx context.Context, srv *server, queue string, n int) (time.Duration, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var acked atomic.Int64
-	var end atomic.Int64
-	start := time.Now()
-	err := parallel(hProducers+hConsumers, func(w int) error {
-		if w < hProducers {
-			items := make([]apiPushItem, 0, hPushBatch)
-			part := fmt.Sprintf("p%d", w)
-			left := share(n, hProducers, w)
-			for i := 0; left > 0; i++ {
-				items = items[:0]
-				for range min(hPushBatch, left) {
-					items = append(items, apiPushItem{Queue: queue, Partition: part, Payload: payload(i, 0)})
-				}
-				if _, err := srv.api(ctx, http.MethodPost, "/api/v1/push", map[string]any{"items": items}, nil); err != nil {
-					return err
-				}
-				left -= len(items)
-			}
-			return nil
-		}
-		for acked.Load() < int64(n) {
-			var pop apiPop
-			status, err := srv.api(ctx, http.MethodGet, fmt.Sprintf("/api/v1/pop/queue/%s?batch=%d&wait=true&timeout=200", queue, hPopBatch), nil, &pop)
-			if errors.Is(ctx.Err(), context.Canceled) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if status == http.StatusNoContent || len(pop.Messages) == 0 || pop.LeaseID == nil {
-				continue
-			}
-			acks := make([]apiAck, len(pop.Messages))
-			for i, m := range pop.Messages {
-				acks[i] = apiAck{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: *pop.LeaseID, Status: broker.AckCompleted}
-			}
-			var res []apiAckResult
-			if _, err := srv.api(ctx, http.MethodPost, "/api/v1/ack/batch", map[string]any{"acknowledgments": acks}, &res); err != nil {
-				return err
-			}
-			for _, r := range res {
-				if !r.Success {
-					return fmt.Errorf("ack refused: %v", r.Error)
-				}
-			}
-			if acked.Add(int64(len(acks))) >= int64(n) {
-				end.CompareAndSwap(0, int64(time.Since(start)))
-				cancel() // the other consumer may be in a long poll
-			}
-		}
-		return nil
-	})
-	return time.Duration(end.Load()), err
+	return httpLoadOver(ctx, []*server{srv}, queue, n)
 }
 
 // H3: latency from push to delivery at a steady 1,000 messages a second
