@@ -19,7 +19,7 @@ INSERT INTO cache_generation (id, gen) VALUES (1, 1);
 -- always does.
 CREATE FUNCTION lazarus_cache_moved() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'TRUNCATE' OR EXISTS (SELECT 1 FROM changed) THEN
+    IF EXISTS (SELECT 1 FROM changed) THEN
         UPDATE cache_generation SET gen = gen + 1 WHERE id = 1;
     END IF;
     RETURN NULL;
