@@ -254,10 +254,12 @@ type Tx interface {
 	Queues(ctx context.Context) ([]Queue, error)
 	// CreateQueue writes q as a new queue (its options, kept options,
 	// namespace, task and CreatedAt) and sets q.ID; it writes queues
-	// only. A name taken is the store's unique-constraint error, not
-	// ErrConflict: the broker reads QueueByName first and creates only on
-	// ErrNotFound, which is safe under the one writer only (several
-	// writers: get-or-create in one statement).
+	// only. A get-or-create that cannot race (STORAGE.md rule 3: one
+	// INSERT ... ON CONFLICT (name) DO NOTHING): when the name is taken,
+	// by an earlier write or another writer's, q becomes the queue that
+	// has it, as QueueByName reads it. The broker reads QueueByName first
+	// (and its cache), so the insert runs only for a queue it did not
+	// find.
 	CreateQueue(ctx context.Context, q *Queue) error
 	// UpdateQueue writes q's options (those kept without being enforced
 	// included), namespace and task to the queue with q's ID (its name
@@ -293,16 +295,18 @@ type Tx interface {
 	// CreatePartition stores p (sets p.ID) and gives every group
 	// subscribed to its queue a consumer starting at its beginning
 	// (cursor 0, marked ready); it reads subscriptions and writes
-	// partitions and consumers. A name or UUID taken is the store's
-	// unique-constraint error: the broker reads PartitionByName first
-	// (one writer; several writers: get-or-create in one statement, and
-	// a subscription made beside it must still reach the new partition).
+	// partitions and consumers. A get-or-create that cannot race (ON
+	// CONFLICT (queue_id, name) DO NOTHING): when the name is taken, p
+	// becomes the partition that has it (its consumers are that
+	// partition's already); a UUID taken is the store's unique-constraint
+	// error. With several writers, a subscription made beside it must
+	// still reach the new partition: the stores' one writer sees to it.
 	CreatePartition(ctx context.Context, p *Partition) error
 
 	// GroupID returns the id of the named group, creating it when create
 	// is set (else ErrNotFound). It reads groups by the unique name, then
-	// inserts: a get-or-create in two statements, safe under the one
-	// writer only.
+	// inserts ON CONFLICT (name) DO NOTHING and reads the group another
+	// writer made meanwhile: a get-or-create that cannot race.
 	GroupID(ctx context.Context, name string, create bool) (int64, error)
 	// GroupName returns the name of the group with id (ErrNotFound).
 	GroupName(ctx context.Context, id int64) (string, error)

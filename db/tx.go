@@ -193,22 +193,32 @@ func (t *storeTx) Queues(ctx context.Context) ([]broker.Queue, error) {
 }
 
 // CreateQueue inserts a row of queues (kept options as JSON, an empty
-// namespace or task as NULL) and takes its rowid as q.ID. A name taken
-// fails on UNIQUE(name), SQLite's constraint error.
+// namespace or task as NULL) and takes its rowid as q.ID, ON CONFLICT
+// (name) DO NOTHING: when the name is taken, the queue that has it is
+// read into q instead (a get-or-create that cannot race).
 func (t *storeTx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	o := q.Options
 	kept, err := keptJSON(o.Kept)
 	if err != nil {
 		return err
 	}
-	_, q.ID, err = t.insert(ctx, "id", `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	n, id, err := t.insert(ctx, "id", `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO NOTHING`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, b2i(o.DeadLetterQueue), b2i(o.DLQAfterMaxRetries), ms(q.CreatedAt),
 		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
 		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
 		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, b2i(o.DeadLetterArchive))
-	return err
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		*q, err = t.QueueByName(ctx, q.Name)
+		return err
+	}
+	q.ID = id
+	return nil
 }
 
 // UpdateQueue writes the queues row of q.ID: options, kept options,
@@ -349,15 +359,23 @@ func (t *storeTx) Partitions(ctx context.Context, queueID int64) ([]broker.Parti
 	return out, rows.Err()
 }
 
-// CreatePartition inserts the partitions row, then a consumers row for
-// each subscription of its queue (the columns' defaults: cursor 0,
-// ready 1, kept count 0). A name or UUID taken fails on its UNIQUE
+// CreatePartition inserts the partitions row ON CONFLICT (queue_id,
+// name) DO NOTHING, then a consumers row for each subscription of its
+// queue (the columns' defaults: cursor 0, ready 1, kept count 0); when
+// the name is taken, the partition that has it is read into p instead
+// (a get-or-create that cannot race). A UUID taken fails on its UNIQUE
 // constraint.
 func (t *storeTx) CreatePartition(ctx context.Context, p *broker.Partition) error {
-	var err error
-	if _, p.ID, err = t.insert(ctx, "id", `INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)`, p.QueueID, p.Name, p.UUID, ms(p.CreatedAt)); err != nil {
+	n, id, err := t.insert(ctx, "id", `INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (queue_id, name) DO NOTHING`, p.QueueID, p.Name, p.UUID, ms(p.CreatedAt))
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		*p, err = t.PartitionByName(ctx, p.QueueID, p.Name)
 		return err
 	}
+	p.ID = id
 	// Groups already reading the queue read the new partition from its start.
 	_, err = t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id)
 		SELECT ?, group_id, queue_id FROM subscriptions WHERE queue_id = ?`, p.ID, p.QueueID)
@@ -372,14 +390,19 @@ func (t *storeTx) GroupName(ctx context.Context, id int64) (string, error) {
 }
 
 // GroupID reads groups by UNIQUE(name) and, when there is none and
-// create is set, inserts one: two statements, safe under the one writer
-// only (a write between them would fail the insert on UNIQUE(name)).
+// create is set, inserts one ON CONFLICT (name) DO NOTHING, reading the
+// one made meanwhile by another writer (a get-or-create that cannot
+// race).
 func (t *storeTx) GroupID(ctx context.Context, name string, create bool) (int64, error) {
 	var id int64
 	err := t.queryRow(ctx, `SELECT id FROM groups WHERE name = ?`, name).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) && create {
-		_, id, err := t.insert(ctx, "id", `INSERT INTO groups (name) VALUES (?)`, name)
-		return id, err
+		n, id, err := t.insert(ctx, "id", `INSERT INTO groups (name) VALUES (?) ON CONFLICT (name) DO NOTHING`, name)
+		if err != nil || n > 0 {
+			return id, err
+		}
+		err = t.queryRow(ctx, `SELECT id FROM groups WHERE name = ?`, name).Scan(&id)
+		return id, notFound(err, "group")
 	}
 	return id, notFound(err, "group")
 }
