@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -267,14 +268,10 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Close()
-	begin := "BEGIN"
-	if _, err := conn.ExecContext(ctx, begin); err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
 	st := &storeTx{conn: conn, pg: true, scope: &broker.TxScope{}}
-	committed := false
+	committed, begun := false, false
 	defer func() {
-		if !committed {
+		if begun && !committed {
 			if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
 				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 			}
@@ -283,37 +280,68 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 			d.log.Error("after a transaction", "err", serr)
 		}
 	}()
-	// The writer's lock, and the cache generation as of it
-	// (migrations_pg/0002): moved since this process's previous write,
-	// another process may have changed what this one caches.
-	// One round trip: lazarus_write_lock (migrations_pg/0002) reads the
-	// generation once it holds the lock, with a snapshot of its own (a
-	// statement's snapshot is taken before it waits, so a read beside the
-	// lock in one statement would miss the commit it waited for).
+	// BEGIN, the writer's lock and the cache generation as of it
+	// (migrations_pg/0002: moved since this process's previous write,
+	// another process may have changed what this one caches), and for an
+	// ephemeral write its commit without waiting for the disk: in one
+	// round trip (a pipeline). lazarus_write_lock reads the generation
+	// once it holds the lock, with a snapshot of its own (a statement's
+	// snapshot is taken before it waits, so a read beside the lock in one
+	// statement would miss the commit it waited for).
 	var gen int64
-	if err := conn.QueryRowContext(ctx, `SELECT lazarus_write_lock($1)`, int64(pgWriterLock)).Scan(&gen); err != nil {
-		return fmt.Errorf("begin: writer lock: %w", err)
+	if err := pgPipeline(ctx, conn, func(b *pgx.Batch) {
+		b.Queue("BEGIN")
+		b.Queue(`SELECT lazarus_write_lock($1)`, int64(pgWriterLock))
+		if broker.IsEphemeral(ctx) && d.sync == SyncFull {
+			b.Queue(`SET LOCAL synchronous_commit = off`)
+		}
+	}, func(r pgx.BatchResults, n int) error {
+		if _, err := r.Exec(); err != nil {
+			return err
+		}
+		begun = true
+		if err := r.QueryRow().Scan(&gen); err != nil {
+			return fmt.Errorf("writer lock: %w", err)
+		}
+		for range n - 2 {
+			if _, err := r.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("begin: %w", err)
 	}
 	if gen != p.seenGen {
 		st.scope.SetForeign()
 	}
-	if broker.IsEphemeral(ctx) && d.sync == SyncFull {
-		if _, err := conn.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-	}
 	if err := run(fn, st); err != nil {
 		return err
-	}
-	if err := st.markReady(ctx); err != nil {
-		return fmt.Errorf("mark consumers ready: %w", err)
 	}
 	folded, err := d.pgFold(ctx, st)
 	if err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	// The ready mark and COMMIT, in one round trip.
+	mark, markArgs := st.markReadyStatement()
+	if err := pgPipeline(ctx, conn, func(b *pgx.Batch) {
+		if mark != "" {
+			text, args := pgArgs(mark, markArgs)
+			b.Queue(text, args...)
+		}
+		b.Queue("COMMIT")
+	}, func(r pgx.BatchResults, n int) error {
+		if mark != "" {
+			if _, err := r.Exec(); err != nil {
+				return fmt.Errorf("mark consumers ready: %w", err)
+			}
+		}
+		if _, err := r.Exec(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	committed = true
 	// The generation this process has seen. A transaction of its own
@@ -330,6 +358,27 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 		p.foldedAt = time.Now()
 	}
 	return nil
+}
+
+// pgPipeline sends the statements queue adds to b in one round trip on
+// conn's pgx connection (a pipeline), and read reads their results in
+// order (n: how many). conn's transaction state is the connection's: a
+// BEGIN or COMMIT among them is as if run by conn.ExecContext.
+func pgPipeline(ctx context.Context, conn *sql.Conn, queue func(*pgx.Batch), read func(pgx.BatchResults, int) error) error {
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("not a pgx connection: %T", dc)
+		}
+		var b pgx.Batch
+		queue(&b)
+		r := c.Conn().SendBatch(ctx, &b)
+		if err := read(r, b.Len()); err != nil {
+			r.Close()
+			return err
+		}
+		return r.Close()
+	})
 }
 
 // pgFold is foldCounts on PostgreSQL: the noted partitions and consumers

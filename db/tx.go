@@ -54,21 +54,31 @@ func (t *storeTx) pushed(partitionID int64) {
 // that were unready (it does in the others); nothing is lost, they are
 // marked before the commit, and a pop that waits is woken by the push.
 func (t *storeTx) markReady(ctx context.Context) error {
+	q, args := t.markReadyStatement()
+	if q == "" {
+		return nil
+	}
+	_, err := t.exec(ctx, q, args...)
+	return err
+}
+
+// markReadyStatement is markReady's statement and its arguments ("":
+// none to run), for a store that sends it with others (the PostgreSQL
+// store's commit).
+func (t *storeTx) markReadyStatement() (string, []any) {
 	switch len(t.pushedTo) {
 	case 0:
-		return nil
+		return "", nil
 	case 1:
 		for id := range t.pushedTo {
-			_, err := t.exec(ctx, `UPDATE consumers SET ready = 1 WHERE partition_id = ? AND ready = 0`, id)
-			return err
+			return `UPDATE consumers SET ready = 1 WHERE partition_id = ? AND ready = 0`, []any{id}
 		}
 	}
 	ids := make([]int64, 0, len(t.pushedTo))
 	for id := range t.pushedTo {
 		ids = append(ids, id)
 	}
-	_, err := t.exec(ctx, `UPDATE consumers SET ready = 1 WHERE partition_id IN (SELECT value FROM json_each(?)) AND ready = 0`, intsJSON(ids))
-	return err
+	return `UPDATE consumers SET ready = 1 WHERE partition_id IN (SELECT value FROM json_each(?)) AND ready = 0`, []any{intsJSON(ids)}
 }
 
 // pgInsert is pgQuery for an INSERT run by storeTx.insert, which on
