@@ -290,7 +290,11 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 	// statement would miss the commit it waited for).
 	var gen int64
 	if err := pgPipeline(ctx, conn, func(b *pgx.Batch) {
-		b.Queue("BEGIN")
+		// READ COMMITTED whatever the server's default: each statement
+		// then sees what committed before it, the lock's wait included
+		// (under REPEATABLE READ the snapshot would be the first
+		// statement's, taken before the wait).
+		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 		b.Queue(`SELECT lazarus_write_lock($1)`, int64(pgWriterLock))
 		if broker.IsEphemeral(ctx) && d.sync == SyncFull {
 			b.Queue(`SET LOCAL synchronous_commit = off`)
@@ -324,7 +328,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 	}
 	// The ready mark and COMMIT, in one round trip.
 	mark, markArgs := st.markReadyStatement()
-	if err := pgPipeline(ctx, conn, func(b *pgx.Batch) {
+	err = pgPipeline(ctx, conn, func(b *pgx.Batch) {
 		if mark != "" {
 			text, args := pgArgs(mark, markArgs)
 			b.Queue(text, args...)
@@ -336,14 +340,25 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 				return fmt.Errorf("mark consumers ready: %w", err)
 			}
 		}
-		if _, err := r.Exec(); err != nil {
+		tag, err := r.Exec()
+		if err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
+		if tag.String() != "COMMIT" {
+			// The server rolled back a transaction a statement of fn had
+			// failed in (fn having gone on, ignoring it): nothing of it
+			// is there.
+			return fmt.Errorf("commit: the server answered %s", tag)
+		}
+		committed = true // whatever reading the rest of the answer says
 		return nil
-	}); err != nil {
+	})
+	switch {
+	case err != nil && !committed:
 		return err
+	case err != nil:
+		d.log.Warn("after a commit", "err", err)
 	}
-	committed = true
 	// The generation this process has seen. A transaction of its own
 	// that moved it (its own cache was emptied by the broker already)
 	// makes the next one empty it once more: rare, and only costly. One

@@ -68,6 +68,13 @@ func pgStmt(query string) *pgStatement {
 	// names and comments are set aside (mask) and put back after.
 	var m string
 	var kept []string
+	if strings.IndexByte(query, 0) >= 0 {
+		// No SQL of db holds a NUL (mask marks with them): taken as it
+		// is, for PostgreSQL to refuse.
+		q := &pgStatement{text: query}
+		pgQueries.Store(query, q)
+		return q
+	}
 	if given, ok := pgGiven.Load(query); ok {
 		m, kept = mask(given.(string))
 	} else {

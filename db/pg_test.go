@@ -266,3 +266,26 @@ func TestLeadEndsWhenItsConnectionIsCut(t *testing.T) {
 	stop()
 	<-done
 }
+
+// A function that goes on after one of its statements failed (ignoring
+// the error) cannot commit: PostgreSQL rolled the transaction back, and
+// Update says so rather than report a write that is not there.
+func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
+	ctx := context.Background()
+	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	err := d.Update(ctx, func(tx broker.Tx) error {
+		st := tx.(*storeTx)
+		if _, err := st.exec(ctx, `INSERT INTO settings (key, value) VALUES ('a', 'b')`); err != nil {
+			return err
+		}
+		_, _ = st.exec(ctx, `SELECT no_such_function()`) // fails; ignored
+		return nil
+	})
+	if err == nil {
+		t.Fatal("Update reported the write committed")
+	}
+	var n int
+	if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = 'a'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("settings a: %d rows (%v), want none", n, err)
+	}
+}
