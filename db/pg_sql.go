@@ -1,8 +1,6 @@
 package db
 
 import (
-	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,18 +19,35 @@ import (
 //   - a list bound as a JSON array of integers, IN (SELECT value FROM
 //     json_each(?)), reads the array's elements as bigint;
 //   - scalar MAX(a, b) and MIN(a, b) are GREATEST and LEAST; instr is
-//     strpos; CAST(x AS INTEGER) is to BIGINT, AS BLOB to BYTEA; the
-//     empty blob x'' is bytea's; LIMIT -1 is LIMIT ALL; temp.T is
-//     pg_temp.T; CROSS JOIN t ON is JOIN t ON; a unary + before a
-//     column (SQLite's way to keep a condition off an index) goes.
+//     strpos; CAST(x AS INTEGER) is to BIGINT, AS BLOB to BYTEA; a blob
+//     x'…' is bytea's '\x…'; group_concat is string_agg; LIMIT -1 is
+//     LIMIT ALL; temp.T is pg_temp.T; CROSS JOIN t ON is JOIN t ON; a
+//     unary + before a column (SQLite's way to keep a condition off an
+//     index) goes.
 //
 // Text inside quotes and comments (-- and /* */) is copied as it is:
-// the rules see the statement with them set aside (mask).
+// the rules see the statement with them set aside (mask), so none of
+// them needs to know about quotes.
 
-var (
-	crossJoinOn = regexp.MustCompile(`CROSS JOIN (\w+(?:\s+\w+)?)\s+ON\b`)
-	unaryPlus   = regexp.MustCompile(`(\b(?:WHERE|AND|OR|ON|NOT)\s+|\(\s*)\+(\w+\.\w+)`)
-)
+// pgRules are the rules of pgSQL that a regular expression says, in
+// order.
+var pgRules = []struct {
+	re *regexp.Regexp
+	to string
+}{
+	{regexp.MustCompile(`\(SELECT value FROM json_each\((\?\d*)\)\)`), "(SELECT value::bigint FROM json_array_elements_text(${1}::json) AS value)"},
+	// SQLite takes CROSS JOIN ... ON as an inner join in the order
+	// written (a hint to its planner); PostgreSQL's is JOIN.
+	{regexp.MustCompile(`CROSS JOIN (\w+(?:\s+\w+)?)\s+ON\b`), "JOIN $1 ON"},
+	// A unary + before a column keeps SQLite's planner off its index; it
+	// means nothing else, and PostgreSQL has none for text.
+	{regexp.MustCompile(`(\b(?:WHERE|AND|OR|ON|NOT)\s+|\(\s*)\+(\w+\.\w+)`), "$1$2"},
+	{regexp.MustCompile(`\binstr\(`), "strpos("},
+	{regexp.MustCompile(` AS INTEGER\)`), " AS BIGINT)"},
+	{regexp.MustCompile(` AS BLOB\)`), " AS BYTEA)"},
+	{regexp.MustCompile(`\bLIMIT -1\b`), "LIMIT ALL"},
+	{regexp.MustCompile(`\btemp\.`), "pg_temp."},
+}
 
 var (
 	pgQueries sync.Map // SQLite text -> PostgreSQL text
@@ -167,40 +182,15 @@ func pgArgs(query string, args []any) (string, []any) {
 	return s.text, out
 }
 
-// translate applies the rules of pgSQL but the parameters'.
+// translate applies the rules of pgSQL but the parameters', to a
+// statement whose literals and comments are masked.
 func translate(q string) string {
-	q = replaceOutside(q, "(SELECT value FROM json_each(", "(SELECT value::bigint FROM json_array_elements_text(", jsonArg)
 	q = scalarMinMax(q)
 	q = groupConcat(q)
-	// SQLite takes CROSS JOIN ... ON as an inner join in the order
-	// written (a hint to its planner); PostgreSQL's is JOIN.
-	q = crossJoinOn.ReplaceAllString(q, "JOIN $1 ON")
-	// A unary + before a column keeps SQLite's planner off its index; it
-	// means nothing else, and PostgreSQL has none for text.
-	q = unaryPlus.ReplaceAllString(q, "$1$2")
-	for _, r := range [][2]string{
-		{"instr(", "strpos("},
-		{" AS INTEGER)", " AS BIGINT)"},
-		{"LIMIT -1", "LIMIT ALL"},
-		{"temp.", "pg_temp."},
-
-		{" AS BLOB)", " AS BYTEA)"},
-	} {
-		q = replaceOutside(q, r[0], r[1], nil)
+	for _, r := range pgRules {
+		q = r.re.ReplaceAllString(q, r.to)
 	}
 	return q
-}
-
-// jsonArg, after a json_each( translated, casts its argument (up to the
-// closing parenthesis) to json and names the column: "…(?1::json) AS
-// value".
-func jsonArg(q string, i int) (string, int) {
-	end := closing(q, i)
-	if end < 0 {
-		return q, i
-	}
-	out := q[:end] + "::json) AS value" + q[end+1:]
-	return out, end + len("::json) AS value")
 }
 
 // closing is the index of the parenthesis that closes the one open at i
@@ -216,8 +206,6 @@ func closing(q string, i int) int {
 			if depth == 0 {
 				return j
 			}
-		case '\'':
-			j = skipQuoted(q, j)
 		}
 	}
 	return -1
@@ -238,35 +226,6 @@ func skipQuoted(q string, i int) int {
 	return len(q) - 1
 }
 
-// replaceOutside replaces old by new outside quotes and comments; then,
-// when after is given, lets it rewrite what follows each replacement
-// (it is given the text and the index just past new).
-func replaceOutside(q, old, new string, after func(string, int) (string, int)) string {
-	if !strings.Contains(q, old) {
-		return q
-	}
-	for i := 0; i < len(q); i++ {
-		switch {
-		case q[i] == '\'' || q[i] == '"':
-			i = skipQuoted(q, i)
-		case q[i] == '-' && i+1 < len(q) && q[i+1] == '-':
-			if nl := strings.IndexByte(q[i:], '\n'); nl >= 0 {
-				i += nl
-			} else {
-				i = len(q)
-			}
-		case strings.HasPrefix(q[i:], old) && (i == 0 || !isIdent(q[i-1]) || !isIdent(old[0])):
-			q = q[:i] + new + q[i+len(old):]
-			next := i + len(new)
-			if after != nil {
-				q, next = after(q, next)
-			}
-			i = next - 1
-		}
-	}
-	return q
-}
-
 func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.'
 }
@@ -282,10 +241,7 @@ func scalarMinMax(q string) string {
 
 func replaceCalls(q, name, to string) string {
 	for i := 0; i < len(q); i++ {
-		switch {
-		case q[i] == '\'' || q[i] == '"':
-			i = skipQuoted(q, i)
-		case strings.HasPrefix(q[i:], name) && (i == 0 || !isIdent(q[i-1])):
+		if strings.HasPrefix(q[i:], name) && (i == 0 || !isIdent(q[i-1])) {
 			start := i + len(name)
 			end := closing(q, start)
 			if end > 0 && topLevelComma(q[start:end]) {
@@ -316,8 +272,7 @@ func groupConcat(q string) string {
 	return q
 }
 
-// topLevelComma reports whether s has a comma outside parentheses and
-// quotes.
+// topLevelComma reports whether s has a comma outside parentheses.
 func topLevelComma(s string) bool {
 	depth := 0
 	for j := 0; j < len(s); j++ {
@@ -326,8 +281,6 @@ func topLevelComma(s string) bool {
 			depth++
 		case ')':
 			depth--
-		case '\'':
-			j = skipQuoted(s, j)
 		case ',':
 			if depth == 0 {
 				return true
@@ -380,17 +333,6 @@ func numberParamsAs(q string, renumber map[int]int) (string, map[int]bool) {
 	for i := 0; i < len(q); i++ {
 		c := q[i]
 		switch {
-		case c == '\'' || c == '"':
-			end := skipQuoted(q, i)
-			b.WriteString(q[i : end+1])
-			i = end
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			end := strings.IndexByte(q[i:], '\n')
-			if end < 0 {
-				end = len(q) - i - 1
-			}
-			b.WriteString(q[i : i+end+1])
-			i += end
 		case c == '?':
 			j := i + 1
 			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
@@ -413,15 +355,4 @@ func numberParamsAs(q string, renumber map[int]int) (string, map[int]bool) {
 		}
 	}
 	return b.String(), used
-}
-
-// pgDebugOn (LAZARUS_PG_DEBUG=1) adds the translated statement to a
-// statement's error: for working on the translation.
-var pgDebugOn = os.Getenv("LAZARUS_PG_DEBUG") == "1"
-
-func pgDebug(err error, query string) error {
-	if err == nil || !pgDebugOn {
-		return err
-	}
-	return fmt.Errorf("%w [[%s]]", err, pgSQL(query))
 }

@@ -41,8 +41,7 @@ func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Resu
 	}
 	if t.pg {
 		text, args := pgArgs(query, args)
-		res, err := t.conn.ExecContext(ctx, text, args...)
-		return res, pgDebug(err, query)
+		return t.conn.ExecContext(ctx, text, args...)
 	}
 	if t.raw != nil {
 		return t.raw.exec(query, args)
@@ -56,11 +55,7 @@ func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIte
 	}
 	if t.pg {
 		text, args := pgArgs(query, args)
-		rows, err := t.conn.QueryContext(ctx, text, args...)
-		if err != nil {
-			return nil, pgDebug(err, query)
-		}
-		return rows, nil
+		return t.conn.QueryContext(ctx, text, args...)
 	}
 	if t.raw != nil {
 		return t.raw.query(query, args)
@@ -93,7 +88,7 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 	}
 	if t.pg {
 		text, args := pgArgs(query, args)
-		return pgRow{t.conn.QueryRowContext(ctx, text, args...), query}
+		return t.conn.QueryRowContext(ctx, text, args...)
 	}
 	if t.raw != nil {
 		rows, err := t.raw.query(query, args)
@@ -132,11 +127,3 @@ func (t *storeTx) insert(ctx context.Context, col, query string, args ...any) (n
 	last, err = res.LastInsertId()
 	return n, last, err
 }
-
-// pgRow is a one-row query's answer on PostgreSQL (pgDebug).
-type pgRow struct {
-	row   *sql.Row
-	query string
-}
-
-func (r pgRow) Scan(dest ...any) error { return pgDebug(r.row.Scan(dest...), r.query) }
