@@ -73,11 +73,7 @@ func newApp(t *testing.T) *app {
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// The journeys run on SQLite, or on PostgreSQL when asked
 	// (LAZARUS_TEST_STORE=postgres: go tool task test runs some so).
-	dsn := filepath.Join(t.TempDir(), "lazarus.db")
-	if pgtest.Postgres() {
-		dsn = pgtest.Database(t, "lazarus", db.Prepare)
-	}
-	d, err := db.Open(context.Background(), dsn, db.SyncNormal)
+	d, err := db.Open(context.Background(), pgtest.StoreAt(t, "lazarus.db", db.Prepare), db.SyncNormal)
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,15 +23,11 @@ import (
 	"github.com/lazarus-dlq/lazarus/web"
 )
 
-// storeAt is where a test's store lives: a new SQLite file of that name
-// in a temporary directory or, when the tests run on PostgreSQL
-// (LAZARUS_TEST_STORE=postgres), a new database of the migrated schema.
+// storeAt is where a test's store lives (pgtest.StoreAt): a SQLite file,
+// or a PostgreSQL database with LAZARUS_TEST_STORE=postgres.
 func storeAt(t testing.TB, name string) string {
 	t.Helper()
-	if pgtest.Postgres() {
-		return pgtest.Database(t, "lazarus", db.Prepare)
-	}
-	return filepath.Join(t.TempDir(), name)
+	return pgtest.StoreAt(t, name, db.Prepare)
 }
 
 // clock is a clock the test moves by hand.

@@ -355,3 +355,15 @@ func DataDir() string {
 	}
 	return filepath.Join(cluster.dir, "data")
 }
+
+// StoreAt is where a test's store lives: a new SQLite file of that name
+// in a temporary directory or, when the tests run on PostgreSQL
+// (EnvStore), a new database that is a copy of what prepare made (the
+// migrated schema: db.Prepare).
+func StoreAt(t testing.TB, name string, prepare func(url string) error) string {
+	t.Helper()
+	if Postgres() {
+		return Database(t, "lazarus", prepare)
+	}
+	return filepath.Join(t.TempDir(), name)
+}
