@@ -60,8 +60,10 @@ func (d *DB) foldAtClose() {
 // The fold has a savepoint of its own: should it fail, the group commits
 // without it and the next commit a second later tries again. broken is
 // the error that must fail the whole group: the transaction is no longer
-// to be trusted.
-func (d *DB) foldCounts(st *storeTx) (folded bool, broken error) {
+// to be trusted. exec runs the savepoint's statements on the
+// transaction's connection. Both stores fold so, each process the rows
+// it noted.
+func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) error) (folded bool, broken error) {
 	for id := range st.pushedTo {
 		d.unfolded[id] = struct{}{}
 	}
@@ -71,7 +73,7 @@ func (d *DB) foldCounts(st *storeTx) (folded bool, broken error) {
 	if len(d.unfolded)+len(d.unfoldedConsumers) == 0 || time.Since(d.foldedAt) < d.foldEvery {
 		return false, nil
 	}
-	err, broken := savepoint(d.exec, func() error { return d.fold(st) })
+	err, broken := savepoint(exec, func() error { return foldRows(ctx, st, d.unfolded, d.unfoldedConsumers) })
 	if broken != nil {
 		return false, fmt.Errorf("count messages: %w", broken)
 	}
@@ -83,7 +85,7 @@ func (d *DB) foldCounts(st *storeTx) (folded bool, broken error) {
 	return true, nil
 }
 
-// fold brings the counts of the noted partitions and consumers up to
+// foldRows brings the counts of the noted partitions and consumers up to
 // date from their rows. It relies on two rules: whatever removes a
 // partition's messages lowers, in its own transaction, the counts that
 // had counted them (retention's SweepMessages: partitions.messages by
@@ -92,12 +94,6 @@ func (d *DB) foldCounts(st *storeTx) (folded bool, broken error) {
 // and a consumer's cursor only moves forward (one that moved back is
 // counted again from its partition's start; retention moves cursors
 // forward only).
-func (d *DB) fold(st *storeTx) error {
-	return foldRows(context.Background(), st, d.unfolded, d.unfoldedConsumers)
-}
-
-// foldRows brings the counts of the partitions and consumers noted up to
-// date (fold), on either store.
 func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unfoldedConsumers map[[2]int64]struct{}) error {
 	if len(unfolded) > 0 {
 		ids := make([]int64, 0, len(unfolded))

@@ -47,8 +47,8 @@ func (d *DB) migrate(ctx context.Context) error {
 	if len(files) > 0 {
 		known, _ = migrationVersion(files[len(files)-1])
 	}
-	if newest.Valid && newest.Int64 > int64(known) {
-		return fmt.Errorf("migrate: the database has schema version %d, from a newer Lazarus; this one knows up to %d: run that version or a later one", newest.Int64, known)
+	if err := refuseNewer(newest, known); err != nil {
+		return err
 	}
 	applied := false
 	for _, f := range files {
@@ -76,6 +76,15 @@ func (d *DB) migrate(ctx context.Context) error {
 		if err := d.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil || busy != 0 {
 			d.log.Warn("truncate the write-ahead log after migrating", "err", err, "busy", busy != 0)
 		}
+	}
+	return nil
+}
+
+// refuseNewer fails when a database's newest migration is one this
+// Lazarus does not know (known is its highest), on either store.
+func refuseNewer(newest sql.NullInt64, known int) error {
+	if newest.Valid && newest.Int64 > int64(known) {
+		return fmt.Errorf("migrate: the database has schema version %d, from a newer Lazarus; this one knows up to %d: run that version or a later one", newest.Int64, known)
 	}
 	return nil
 }

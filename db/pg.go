@@ -76,14 +76,13 @@ type pgStore struct {
 	// wmu makes this process's writes one at a time: each holds it from
 	// BEGIN to the end of its scope, so that scopes end in commit order
 	// before the next write (broker.TxScope). The advisory lock does the
-	// same across processes.
-	wmu      sync.Mutex
-	closed   bool
-	unfolded map[int64]struct{}
-	consumed map[[2]int64]struct{}
-	foldedAt time.Time
-	seenGen  int64 // the cache generation as of this process's last write (0: none yet)
-	news     *pgNotifier
+	// same across processes. It also guards the DB's fold notes
+	// (unfolded, unfoldedConsumers, foldedAt), which belong to whoever
+	// writes, as on SQLite.
+	wmu     sync.Mutex
+	closed  bool
+	seenGen int64 // the cache generation as of this process's last write (0: none yet)
+	news    *pgNotifier
 }
 
 // Notifier is the broker.Notifier the store needs: on PostgreSQL one
@@ -121,8 +120,9 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
-	p := &pgStore{pool: pool, db: stdlib.OpenDBFromPool(pool), unfolded: map[int64]struct{}{}, consumed: map[[2]int64]struct{}{}}
-	d := &DB{pg: p, path: dsn, sync: o.Sync, log: o.Logger, foldEvery: max(o.FoldEvery, 0)}
+	p := &pgStore{pool: pool, db: stdlib.OpenDBFromPool(pool)}
+	d := &DB{pg: p, path: dsn, sync: o.Sync, log: o.Logger, foldEvery: max(o.FoldEvery, 0),
+		unfolded: map[int64]struct{}{}, unfoldedConsumers: map[[2]int64]struct{}{}}
 	if o.FoldEvery == 0 {
 		d.foldEvery = foldEvery
 	}
@@ -191,8 +191,8 @@ func (p *pgStore) migrate(ctx context.Context) error {
 	if err := conn.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if newest.Valid && newest.Int64 > int64(known) {
-		return fmt.Errorf("migrate: the database has schema version %d, from a newer Lazarus; this one knows up to %d: run that version or a later one", newest.Int64, known)
+	if err := refuseNewer(newest, known); err != nil {
+		return err
 	}
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations_pg/")
@@ -322,7 +322,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 	if err := run(fn, st); err != nil {
 		return err
 	}
-	folded, err := d.pgFold(ctx, st)
+	folded, err := d.foldCounts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err })
 	if err != nil {
 		return err
 	}
@@ -368,9 +368,9 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 		p.seenGen = gen
 	}
 	if folded {
-		clear(p.unfolded)
-		clear(p.consumed)
-		p.foldedAt = time.Now()
+		clear(d.unfolded)
+		clear(d.unfoldedConsumers)
+		d.foldedAt = time.Now()
 	}
 	return nil
 }
@@ -394,33 +394,6 @@ func pgPipeline(ctx context.Context, conn *sql.Conn, queue func(*pgx.Batch), rea
 		}
 		return r.Close()
 	})
-}
-
-// pgFold is foldCounts on PostgreSQL: the noted partitions and consumers
-// are brought up to date at most once a foldEvery, in a savepoint of
-// their own.
-func (d *DB) pgFold(ctx context.Context, st *storeTx) (folded bool, err error) {
-	p := d.pg
-	for id := range st.pushedTo {
-		p.unfolded[id] = struct{}{}
-	}
-	for k := range st.saved {
-		p.consumed[k] = struct{}{}
-	}
-	if len(p.unfolded)+len(p.consumed) == 0 || time.Since(p.foldedAt) < d.foldEvery {
-		return false, nil
-	}
-	exec := func(s string) error { _, err := st.conn.ExecContext(ctx, s); return err }
-	ferr, broken := savepoint(exec, func() error { return foldRows(ctx, st, p.unfolded, p.consumed) })
-	if broken != nil {
-		return false, fmt.Errorf("count messages: %w", broken)
-	}
-	if ferr != nil {
-		d.log.Warn("bring the counts of the queue page up to date", "err", ferr)
-		p.foldedAt = time.Now()
-		return false, nil
-	}
-	return true, nil
 }
 
 // pgView is View on PostgreSQL: one snapshot, read only.

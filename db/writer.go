@@ -343,7 +343,7 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 		answer()
 		return
 	}
-	folded, broken := d.foldCounts(st)
+	folded, broken := d.foldCounts(context.Background(), st, d.exec)
 	if broken != nil {
 		failAll(broken)
 		answer()
