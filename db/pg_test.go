@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,5 +288,23 @@ func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 	var n int
 	if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = 'a'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("settings a: %d rows (%v), want none", n, err)
+	}
+}
+
+// A PostgreSQL database migrated by a newer Lazarus is refused, as a
+// SQLite file is, rather than served without what its migrations added.
+func TestPGRefusesANewerSchema(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t, "db", Prepare)
+	d := openPG(t, dsn)
+	if _, err := d.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if again, err := Open(ctx, dsn, SyncNormal); err == nil {
+		again.Close()
+		t.Fatal("opened a database of schema version 9999")
+	} else if !strings.Contains(err.Error(), "schema version 9999") {
+		t.Fatalf("open: %v, want the newer schema said", err)
 	}
 }
