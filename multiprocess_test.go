@@ -106,6 +106,26 @@ type popped struct {
 	} `json:"messages"`
 }
 
+// drain pops every message of queue on p (autoAck) and counts how often
+// each transactionId came.
+func drain(t *testing.T, p *proc, queue string) map[string]int {
+	t.Helper()
+	count := map[string]int{}
+	for {
+		status, body := call(t, http.MethodGet, p.url+"/api/v1/pop/queue/"+queue+"?batch=1000&autoAck=true", "")
+		if status == http.StatusNoContent {
+			return count
+		}
+		var pop popped
+		if status != http.StatusOK || json.Unmarshal(body, &pop) != nil {
+			t.Fatalf("pop %s on %s: %d %s", queue, p.name, status, body)
+		}
+		for _, m := range pop.Messages {
+			count[m.TransactionID]++
+		}
+	}
+}
+
 func pushItems(t *testing.T, p *proc, queue, partition string, txids ...string) {
 	t.Helper()
 	var items []string
@@ -278,23 +298,10 @@ func TestKillOfOneProcessLosesNothingAnswered(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	got := map[string]bool{}
-	for {
-		status, body := call(t, http.MethodGet, b.url+"/api/v1/pop/queue/kill?batch=1000&autoAck=true", "")
-		if status == http.StatusNoContent {
-			break
-		}
-		var pop popped
-		if status != http.StatusOK || json.Unmarshal(body, &pop) != nil {
-			t.Fatalf("pop on B: %d %s", status, body)
-		}
-		for _, m := range pop.Messages {
-			got[m.TransactionID] = true
-		}
-	}
+	got := drain(t, b, "kill")
 	var lost []string
 	for _, id := range answered {
-		if !got[id] {
+		if got[id] == 0 {
 			lost = append(lost, id)
 		}
 	}
@@ -384,20 +391,7 @@ func TestJobSurvivesTheDeathOfItsRunner(t *testing.T) {
 	if j := read(others[1]); j.Job.Done != n {
 		t.Fatalf("the job after its runner died: %+v, want %d done", j.Job, n)
 	}
-	count := map[string]int{}
-	for {
-		status, body := call(t, http.MethodGet, others[1].url+"/api/v1/pop/queue/job?batch=1000&autoAck=true", "")
-		if status == http.StatusNoContent {
-			break
-		}
-		var pop popped
-		if status != http.StatusOK || json.Unmarshal(body, &pop) != nil {
-			t.Fatalf("pop: %d %s", status, body)
-		}
-		for _, m := range pop.Messages {
-			count[m.TransactionID]++
-		}
-	}
+	count := drain(t, others[1], "job")
 	if len(count) != n {
 		t.Fatalf("%d distinct copies replayed, want %d", len(count), n)
 	}
