@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -30,7 +31,7 @@ const pgChannel = "lazarus"
 type pgNotifier struct {
 	local broker.LocalNotifier
 	pool  *pgxpool.Pool
-	log   interface{ Warn(string, ...any) }
+	log   *slog.Logger
 	self  string // this process's mark on what it sends: its own news comes back, and is not told twice
 
 	mu      sync.Mutex
@@ -42,7 +43,7 @@ type pgNotifier struct {
 	done   sync.WaitGroup
 }
 
-func newPGNotifier(pool *pgxpool.Pool, log interface{ Warn(string, ...any) }) *pgNotifier {
+func newPGNotifier(pool *pgxpool.Pool, log *slog.Logger) *pgNotifier {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -47,7 +47,7 @@ var (
 	mu       sync.Mutex
 	server   string // the admin URL of the server, once known
 	cluster  *throwaway
-	serverOK error
+	serverErr error
 	template map[string]string // per prepare key: the template database's name
 )
 
@@ -175,8 +175,8 @@ func randomHex(n int) string {
 func adminURL() (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if server != "" || serverOK != nil {
-		return server, serverOK
+	if server != "" || serverErr != nil {
+		return server, serverErr
 	}
 	if u := os.Getenv(EnvURL); u != "" {
 		server = u
@@ -184,7 +184,7 @@ func adminURL() (string, error) {
 	}
 	c, err := startCluster()
 	if err != nil {
-		serverOK = err
+		serverErr = err
 		return "", err
 	}
 	cluster, server = c, c.url
