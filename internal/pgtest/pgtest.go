@@ -44,11 +44,11 @@ const EnvStore = "LAZARUS_TEST_STORE"
 func Postgres() bool { return os.Getenv(EnvStore) == "postgres" }
 
 var (
-	mu       sync.Mutex
-	server   string // the admin URL of the server, once known
-	cluster  *throwaway
+	mu        sync.Mutex
+	server    string // the admin URL of the server, once known
+	cluster   *throwaway
 	serverErr error
-	template map[string]string // per prepare key: the template database's name
+	template  map[string]string // per prepare key: the template database's name
 )
 
 // Main runs a test binary's tests (call it from TestMain) and stops the
