@@ -308,3 +308,43 @@ func TestPGRefusesANewerSchema(t *testing.T) {
 		t.Fatalf("open: %v, want the newer schema said", err)
 	}
 }
+
+// When the listening connections are cut, every waiter is woken once a
+// process listens again (news sent meanwhile may be lost), and news
+// crosses between the processes again.
+func TestPGNotifierListensAgainAfterItsConnectionIsCut(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t, "db", Prepare)
+	a, b := openPG(t, dsn), openPG(t, dsn)
+	waiting := b.Notifier().Watch("orders")
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var cut int
+	if err := admin.QueryRow(ctx, `SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query = 'LISTEN lazarus'`).Scan(&cut); err != nil || cut != 2 {
+		t.Fatalf("cut the listening connections: %d (%v), want both", cut, err)
+	}
+	select {
+	case <-waiting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("b's waiter was not woken when b listened again")
+	}
+	// Listening again: news from a reaches b (sent until it does, as
+	// a's own listener may not be back yet either).
+	next := b.Notifier().Watch("orders")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a.Notifier().Notify("orders")
+		select {
+		case <-next:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("news from a never reached b after the cut")
+		}
+	}
+}
