@@ -21,19 +21,6 @@ const jobNews = "\x00jobs"
 // lists.
 const jobFailuresShown = 50
 
-// jobRunner is the state of RunJobs shared with the rest of the broker.
-type jobRunner struct {
-	wake chan struct{} // a job to run may have appeared
-}
-
-// wakeJobs tells RunJobs to look for work.
-func (b *Broker) wakeJobs() {
-	select {
-	case b.jobs.wake <- struct{}{}:
-	default:
-	}
-}
-
 // JobRequest asks for a bulk job: a replay or a delete of the dead
 // letters named by IDs (messages' ids), or of those Query selects at or
 // below Query.Bound (the confirmation's; nil: taken as the job starts).
@@ -172,7 +159,6 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	b.wakeJobs()
 	return j, nil
 }
 
@@ -304,9 +290,6 @@ func (b *Broker) ResumeJob(ctx context.Context, id int64, actor string) (Job, er
 		j.Recent, j.RecentN = 0, 0
 		return nil
 	})
-	if err == nil {
-		b.wakeJobs()
-	}
 	return j, err
 }
 
@@ -407,9 +390,6 @@ func (b *Broker) UndoJob(ctx context.Context, id int64, actor string) (Job, erro
 		return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: actor, Action: AuditRestore, Queue: j.Queue, Count: int(n),
 			Detail: fmt.Sprintf("job #%d: undo of job #%d, %d dead letters to restore", r.ID, j.ID, n), JobID: r.ID})
 	})
-	if err == nil {
-		b.wakeJobs()
-	}
 	return r, err
 }
 
@@ -554,7 +534,6 @@ func (b *Broker) RunJobs(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-b.jobs.wake:
 		case <-news:
 		case <-timer:
 		}

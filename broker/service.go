@@ -24,7 +24,6 @@ type Broker struct {
 	waiting atomic.Int64 // pops waiting for news now (Waiting)
 
 	restoreWindow time.Duration
-	jobs          jobRunner
 
 	auditRetention time.Duration // KeepForever (<0): kept
 	maintenance    maintenanceTotals
@@ -74,7 +73,6 @@ func New(cfg Config) *Broker {
 	if b.auditRetention == 0 {
 		b.auditRetention = DefaultAuditRetention
 	}
-	b.jobs.wake = make(chan struct{}, 1)
 	return b
 }
 

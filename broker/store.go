@@ -92,8 +92,9 @@ type Store interface {
 	// commits (updateStats, DeleteQueue, cacheTx, the partition sweep),
 	// and how a later fn of a group commit sees what an earlier one did
 	// to memory before it is applied. Emptying the cache this way reaches
-	// this process's cache only. Wake-ups (notify, wakeJobs) are sent
-	// once Update has returned.
+	// this process's cache only (other processes learn of it through the
+	// PostgreSQL store's cache generation). Wake-ups (the Notifier's news
+	// of queues and jobs) are sent once Update has returned.
 	//
 	// Context: an Update whose ctx is done before fn starts runs nothing
 	// and returns ctx.Err() (also while it waits in the queue); once fn
