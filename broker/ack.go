@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -39,6 +40,15 @@ type AckResult struct {
 // (unknown message, no live lease, someone else's lease) returns an *Error
 // and changes nothing.
 func (b *Broker) Ack(ctx context.Context, a Ack) (AckResult, error) {
+	res, err := b.ack(b.concurrently(ctx), a)
+	if errors.Is(err, errNotConcurrent) {
+		res, err = b.ack(ctx, a)
+	}
+	return res, err
+}
+
+// ack is Ack in one write, marked Concurrent or not (acker).
+func (b *Broker) ack(ctx context.Context, a Ack) (AckResult, error) {
 	var res AckResult
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
 		k := newAcker(tx, b.now(), touched)
@@ -63,6 +73,15 @@ func (b *Broker) AckBatch(ctx context.Context, group string, acks []Ack) ([]AckR
 	if len(acks) > MaxAcks {
 		return nil, errorf(ErrInvalid, "acknowledgments: at most %d per batch, got %d", MaxAcks, len(acks))
 	}
+	out, err := b.ackBatch(b.concurrently(ctx), group, acks)
+	if errors.Is(err, errNotConcurrent) {
+		out, err = b.ackBatch(ctx, group, acks)
+	}
+	return out, err
+}
+
+// ackBatch is AckBatch in one write, marked Concurrent or not.
+func (b *Broker) ackBatch(ctx context.Context, group string, acks []Ack) ([]AckResult, error) {
 	var out []AckResult
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
 		k := newAcker(tx, b.now(), touched)
@@ -401,6 +420,9 @@ func (s *settler) settle(ctx context.Context) error {
 // dead-lettered the original: only there does it say whether the fix
 // worked (settleCopy).
 func (s *settler) replayOutcome(ctx context.Context, m Message, ok bool) error {
+	if IsConcurrent(ctx) && IsReplayTransaction(m.TransactionID) {
+		return errNotConcurrent // its job's row is read, then written
+	}
 	counted, err := settleCopy(ctx, s.tx, m, s.c.GroupID, ok, s.now, s.k.touched)
 	if err != nil || !counted {
 		return err
@@ -446,6 +468,11 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 		}
 		s.dropped[m.Seq] = true
 		return nil
+	}
+	if IsConcurrent(ctx) {
+		// Dead letter ids grow in commit order (MaxDeadLetterID, the
+		// bookmarks), and the payload's index is looked at, then written.
+		return errNotConcurrent
 	}
 	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID, TraceID: m.TraceID}
 	d.Fingerprint = Fingerprint(errText)

@@ -144,7 +144,10 @@ func (b *Broker) popTx(ctx context.Context, req PopRequest) (res PopResult, wake
 		// pop turns out to subscribe the group first. Passing by copies
 		// for other groups may be ephemeral too: if lost, they are passed
 		// by again.
-		res, wake, more, err = b.popOnce(Ephemeral(ctx), req, true)
+		// It may also run beside other writes: the consumer it leases is
+		// locked (ReadyConsumers, Consumer), and what it passes by is
+		// that consumer's.
+		res, wake, more, err = b.popOnce(Ephemeral(b.concurrently(ctx)), req, true)
 		if !errors.Is(err, errNotEphemeral) {
 			return res, wake, more, err
 		}

@@ -46,7 +46,11 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		return nil, err
 	}
 	var out []PushResult
-	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+	// A push may run beside other writes: its partitions are locked as
+	// their seqs are drawn (InsertMessages), and a queue or partition it
+	// creates is a get-or-create that cannot race. A subscription, which
+	// must reach every partition, is made only by a write alone.
+	err := b.update(b.concurrently(ctx), func(tx Tx, touched func(string)) error {
 		var err error
 		out, err = push(ctx, tx, b.now(), items)
 		for _, it := range items {

@@ -22,6 +22,9 @@ type Broker struct {
 	pending pendingStats
 	closed  chan struct{}
 	waiting atomic.Int64 // pops waiting for news now (Waiting)
+	// concurrent: the store runs writes marked Concurrent beside each
+	// other (ConcurrentStore), so pushes, leases and acks are marked.
+	concurrent bool
 
 	restoreWindow time.Duration
 
@@ -57,6 +60,9 @@ func New(cfg Config) *Broker {
 	b := &Broker{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, news: cfg.Notifier, closed: make(chan struct{}), cache: newCache()}
 	if b.news == nil {
 		b.news = &LocalNotifier{}
+	}
+	if cs, ok := cfg.Store.(ConcurrentStore); ok {
+		b.concurrent = cs.ConcurrentWrites()
 	}
 	if b.clock == nil {
 		b.clock = SystemClock
@@ -145,9 +151,12 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 					return err
 				}
 			}
-		case IsEphemeral(ctx):
+		case IsEphemeral(ctx) || IsConcurrent(ctx):
 			// The counts waiting in memory go with a commit that waits
-			// for the disk, not with a lease that need not.
+			// for the disk, not with a lease that need not; nor with a
+			// write beside others, whose row locks they would widen (an
+			// ack holds its consumer, then its group's counts; a push
+			// holding another group's counts would wait for a consumer).
 			if err := acc.flush(ctx, now); err != nil {
 				return err
 			}
@@ -191,6 +200,22 @@ func (b *Broker) FlushStats(ctx context.Context) error {
 	}
 	return b.updateStats(ctx, true, func(Tx, func(string)) error { return nil })
 }
+
+// concurrently marks ctx Concurrent for a store that runs such writes
+// beside each other, and leaves it as it is for one that does not (a
+// write that must be run again unmarked costs a store with one writer
+// for nothing).
+func (b *Broker) concurrently(ctx context.Context) context.Context {
+	if !b.concurrent {
+		return ctx
+	}
+	return Concurrent(ctx)
+}
+
+// errNotConcurrent stops a write marked Concurrent that comes to what it
+// may not do beside other writes (file a dead letter, settle a replayed
+// copy); its caller runs it again unmarked.
+var errNotConcurrent = errors.New("write must run alone")
 
 // isNotFound reports whether err is (or wraps) ErrNotFound.
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

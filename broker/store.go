@@ -54,16 +54,21 @@ type Store interface {
 	// Update runs fn in one write transaction: all of fn's writes commit
 	// or none do. The Tx is valid only while fn runs, in fn's goroutine.
 	//
-	// One writer: Updates run one after another and fn sees every write
-	// committed before it began. The broker counts on it today (a pop
-	// reads the ready consumers and writes one back with no lock;
-	// queues, partitions, groups and subscriptions are checked, then
-	// created; seqs and dead letter ids grow in commit order because one
-	// writer draws them): a store with several writers must give the
-	// same answers by locks of its own (see the methods of Tx that say
-	// so, and STORAGE.md). The PostgreSQL store keeps one writer across
-	// all the processes of a database: each write transaction takes one
-	// advisory lock first and holds it to its commit.
+	// Writers: Updates not marked Concurrent run one after another, each
+	// alone, and fn sees every write committed before it began. The
+	// broker counts on it (a pop reads the ready consumers and writes
+	// one back; subscriptions are checked, then created; dead letter ids
+	// grow in commit order because one writer draws them). Writes marked
+	// Concurrent may run beside each other on a ConcurrentStore, and
+	// settle their conflicts by the row locks the methods of Tx take in
+	// them (those that say so): a consumer is read under its row's lock,
+	// a ready consumer locked by another write is skipped, and a push
+	// locks its partitions before it draws their seqs, so that seqs of
+	// one partition commit in their order. They never run beside an
+	// unmarked write. On SQLite every write is alone. On PostgreSQL each
+	// write transaction takes one advisory lock first and holds it to
+	// its commit: shared by marked writes, exclusive for the others;
+	// and this process's writes run one at a time whatever the mark.
 	//
 	// Group commit (SQLite): the fns of Updates that queued while
 	// another was being written run one after another in one
@@ -152,6 +157,39 @@ func IsLowPriority(ctx context.Context) bool {
 	return v
 }
 
+type concurrentKey struct{}
+
+// Concurrent marks a context's writes as ones whose every conflict with
+// another write so marked is settled by the row locks the methods of Tx
+// take when the transaction is marked (their comments say which): a
+// push, a pop's lease (with Ephemeral) and an ack that neither files a
+// dead letter nor settles a replayed copy. A store with several writers
+// (ConcurrentStore) runs such writes beside each other; every write not
+// so marked runs alone, after those running have committed and before
+// any other begins, as with one writer. A function of a marked write
+// that comes to what it may not do beside others returns an error of
+// its own, and its caller runs it again unmarked. The broker marks a
+// write only for a store that says it has several writers.
+func Concurrent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, concurrentKey{}, true)
+}
+
+// IsConcurrent reports whether ctx was marked by Concurrent.
+func IsConcurrent(ctx context.Context) bool {
+	v, _ := ctx.Value(concurrentKey{}).(bool)
+	return v
+}
+
+// ConcurrentStore is a Store that may run writes marked Concurrent
+// beside each other: the PostgreSQL store, across the processes of one
+// database. SQLite's has one writer and is not one.
+type ConcurrentStore interface {
+	Store
+	// ConcurrentWrites reports whether the store runs marked writes
+	// beside each other.
+	ConcurrentWrites() bool
+}
+
 type ephemeralKey struct{}
 
 // Ephemeral marks a context's writes as ones a power cut may undo without
@@ -203,10 +241,12 @@ func IsEphemeral(ctx context.Context) bool {
 //     a View locks nothing (WAL snapshot); the PostgreSQL store's writes
 //     take one advisory lock first (the same effect across processes),
 //     row locks as its statements take them, and its Views a REPEATABLE
-//     READ snapshot. No method takes a lock of its own, and "locks
-//     nothing" in a comment means nothing more than that.
-//     Where the broker counts on the one writer for correctness, the
-//     method says what a store with several writers must lock.
+//     READ snapshot; a write marked Concurrent takes that lock shared,
+//     and the row locks that Consumer, ConsumerByLease, ReadyConsumers
+//     and InsertMessage(s) say they take in one. No other method takes a
+//     lock of its own, and "locks nothing" in a comment means nothing
+//     more than that. Where the broker counts on the one writer for
+//     correctness, the method says so.
 //   - Context: ctx is given to every method for the store to honour (see
 //     Store.Update and View: each statement checks it first; a read
 //     running when it ends is interrupted, and on PostgreSQL any
@@ -215,8 +255,11 @@ func IsEphemeral(ctx context.Context) bool {
 //     time is kept as 0 and read back as the zero time.
 //   - Order: a list comes in the order its comment says, else in no
 //     order to count on. Seqs of messages and ids of dead letters and
-//     jobs only grow, in commit order (one writer), and are never given
-//     twice; other row ids (queues, partitions, groups, users, audit
+//     jobs only grow and are never given twice; the seqs of one
+//     partition and the ids of dead letters and jobs in commit order
+//     (dead letters and jobs are written only by unmarked writes, alone;
+//     the seqs of different partitions drawn by writes marked Concurrent
+//     may commit out of order, and so may their creation times); other row ids (queues, partitions, groups, users, audit
 //     entries) are SQLite rowids: the highest, once deleted, may be
 //     given again.
 type Tx interface {
@@ -338,10 +381,11 @@ type Tx interface {
 	// already has m's transactionId, it stores nothing, fills m with the
 	// existing message and returns false (one statement, INSERT ... ON
 	// CONFLICT DO NOTHING: no race). It writes messages, reads them back
-	// by (partition, transactionId) on a duplicate. Several writers: a
-	// pop must never read past a seq that commits later, so a store that
-	// draws seqs concurrently holds the partition's lock from the draw
-	// to the commit (STORAGE.md, push order).
+	// by (partition, transactionId) on a duplicate. In a write marked
+	// Concurrent it first locks the partition's row and holds it to the
+	// commit, so that a pop never reads past a seq that commits later
+	// (STORAGE.md, push order): the seqs of one partition commit in the
+	// order they were drawn.
 	InsertMessage(ctx context.Context, m *Message) (bool, error)
 	// InsertMessages is InsertMessage for each of ms, in their order,
 	// and says for each whether it was inserted: each stored message's
@@ -378,14 +422,16 @@ type Tx interface {
 	MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]Message, error)
 
 	// Consumer reads the group's consumer of a partition: cursor, lease,
-	// void lease, retry and acks, by the primary key (ErrNotFound). Like
-	// ReadyConsumers, it takes no lock: under the one writer the row
-	// read is the row SaveConsumer writes back. Several writers: a pop or
-	// an ack reads it under a row lock held to the commit.
+	// void lease, retry and acks, by the primary key (ErrNotFound). In a
+	// write marked Concurrent it locks the row to the commit (waiting for
+	// another write that holds it), so that the row read is the row
+	// SaveConsumer writes back; else it locks nothing (one writer).
 	Consumer(ctx context.Context, partitionID, groupID int64) (Consumer, error)
 	// ConsumerByLease reads the consumer whose live or ended lease id is
 	// leaseID (not a void lease), by the partition and group the id names
-	// (NewLeaseID); ErrNotFound when none holds it.
+	// (NewLeaseID); ErrNotFound when none holds it. It locks as Consumer
+	// does: in a marked write, the consumer read is locked, and one whose
+	// lease another write changed meanwhile is read as it now is.
 	ConsumerByLease(ctx context.Context, leaseID string) (Consumer, error)
 	// SaveConsumer writes c's cursor, lease, void lease, retry and acks
 	// to its row (by partition and group); its ready mark and kept count
@@ -405,11 +451,13 @@ type Tx interface {
 	// marked ready) and one index probe of messages each, in scans that
 	// double in length; it writes: the marked consumers it finds with
 	// nothing past their cursor lose their mark, so it runs inside Update
-	// only. It looks at ctx between scans. It locks nothing: the broker
-	// (limit 1, then SaveConsumer of the one returned) counts on the one
-	// writer so that no other pop takes the same consumer. Several
-	// writers: each consumer returned is locked to the commit, and a
-	// locked one is skipped, not waited for (FOR UPDATE SKIP LOCKED).
+	// only. It looks at ctx between scans. In a write marked
+	// Concurrent each consumer it reads is locked to the commit, and one
+	// another write holds is skipped, not waited for (FOR UPDATE SKIP
+	// LOCKED), so no two pops take the same consumer; a mark is cleared
+	// only when a look taken after the lock still finds nothing past the
+	// cursor. Else it locks nothing: the broker (limit 1, then
+	// SaveConsumer of the one returned) counts on the one writer.
 	ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]Consumer, error)
 	// NextWake returns the earliest time after now at which a consumer of
 	// the group with messages waiting becomes ready (a lease running out, a

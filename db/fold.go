@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -63,26 +64,64 @@ func (d *DB) foldAtClose() {
 // to be trusted. exec runs the savepoint's statements on the
 // transaction's connection. Both stores fold so, each process the rows
 // it noted.
-func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) error) (folded bool, broken error) {
+//
+// On PostgreSQL, where writes marked broker.Concurrent run beside each
+// other, only the rows the fold can lock without waiting are folded (a
+// push holds its partition's row to its commit, a pop or an ack its
+// consumer's); the others stay noted for the next fold (left).
+func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) error) (folded bool, left foldLeft, broken error) {
+	due := d.foldDue(st)
 	for id := range st.pushedTo {
 		d.unfolded[id] = struct{}{}
 	}
 	for k := range st.saved {
 		d.unfoldedConsumers[k] = struct{}{}
 	}
-	if len(d.unfolded)+len(d.unfoldedConsumers) == 0 || time.Since(d.foldedAt) < d.foldEvery {
-		return false, nil
+	if !due {
+		return false, left, nil
 	}
-	err, broken := savepoint(exec, func() error { return foldRows(ctx, st, d.unfolded, d.unfoldedConsumers) })
+	err, broken := savepoint(exec, func() (err error) {
+		left, err = foldRows(ctx, st, d.unfolded, d.unfoldedConsumers)
+		return err
+	})
 	if broken != nil {
-		return false, fmt.Errorf("count messages: %w", broken)
+		return false, foldLeft{}, fmt.Errorf("count messages: %w", broken)
 	}
 	if err != nil {
 		d.log.Warn("bring the counts of the queue page up to date", "err", err)
 		d.foldedAt = time.Now()
-		return false, nil
+		return false, foldLeft{}, nil
 	}
-	return true, nil
+	return true, left, nil
+}
+
+// foldDue reports whether foldCounts folds at the commit of st: when
+// something is noted, by st or since the last fold, and the last fold was
+// foldEvery ago or more.
+func (d *DB) foldDue(st *storeTx) bool {
+	noted := len(d.unfolded)+len(d.unfoldedConsumers)+len(st.pushedTo)+len(st.saved) > 0
+	return noted && time.Since(d.foldedAt) >= d.foldEvery
+}
+
+// foldLeft are the partitions and consumers a fold passed by, locked by
+// another write (PostgreSQL only): still to be folded.
+type foldLeft struct {
+	partitions []int64
+	consumers  [][2]int64
+}
+
+// foldCommitted forgets the notes a committed fold brought up to date:
+// all but those it left.
+func (d *DB) foldCommitted(left foldLeft) {
+	clear(d.unfolded)
+	clear(d.unfoldedConsumers)
+	for _, id := range left.partitions {
+		d.unfolded[id] = struct{}{}
+	}
+	for _, k := range left.consumers {
+		d.unfoldedConsumers[k] = struct{}{}
+	}
+	d.foldedAt = time.Now()
 }
 
 // foldRows brings the counts of the noted partitions and consumers up to
@@ -94,33 +133,118 @@ func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) erro
 // and a consumer's cursor only moves forward (one that moved back is
 // counted again from its partition's start; retention moves cursors
 // forward only).
-func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unfoldedConsumers map[[2]int64]struct{}) error {
-	if len(unfolded) > 0 {
-		ids := make([]int64, 0, len(unfolded))
-		for id := range unfolded {
-			ids = append(ids, id)
-		}
-		// SET reads the row as it was: both use the old counted_seq.
-		if _, err := st.exec(ctx, `UPDATE partitions SET
-			messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
-			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
-			WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids)); err != nil {
-			return err
-		}
-	}
-	if len(unfoldedConsumers) == 0 {
-		return nil
+//
+// On PostgreSQL it first locks the rows it folds, in a statement of its
+// own, skipping those another write holds (pgFoldLock): the fold's
+// statements then run on a snapshot taken once the locks are held, so
+// they see every message of a partition up to its last seq and every
+// consumer's cursor as it stands.
+func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unfoldedConsumers map[[2]int64]struct{}) (left foldLeft, err error) {
+	ids := make([]int64, 0, len(unfolded))
+	for id := range unfolded {
+		ids = append(ids, id)
 	}
 	keys := make([][2]int64, 0, len(unfoldedConsumers))
 	for k := range unfoldedConsumers {
 		keys = append(keys, k)
 	}
+	if st.pg {
+		if ids, keys, left, err = st.pgFoldLock(ctx, ids, keys); err != nil {
+			return foldLeft{}, err
+		}
+	}
+	if len(ids) > 0 {
+		// SET reads the row as it was: both use the old counted_seq.
+		if _, err := st.exec(ctx, `UPDATE partitions SET
+			messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
+			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
+			WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids)); err != nil {
+			return foldLeft{}, err
+		}
+	}
+	if len(keys) == 0 {
+		return left, nil
+	}
 	list, err := json.Marshal(keys)
 	if err != nil {
-		return err
+		return foldLeft{}, err
 	}
-	_, err = st.exec(ctx, foldConsumersSQL, string(list))
-	return err
+	if _, err = st.exec(ctx, foldConsumersSQL, string(list)); err != nil {
+		return foldLeft{}, err
+	}
+	return left, nil
+}
+
+// pgFoldLock locks the rows of the partitions ids and consumers keys
+// that no other transaction holds (FOR UPDATE SKIP LOCKED: a fold never
+// waits, so it takes part in no deadlock), and returns those it locked,
+// and those it did not as left. A row gone (its queue deleted) is in
+// neither.
+func (t *storeTx) pgFoldLock(ctx context.Context, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left foldLeft, err error) {
+	if len(ids) > 0 {
+		if lockedIDs, err = t.pgLockedIDs(ctx, `SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, ids); err != nil {
+			return nil, nil, foldLeft{}, err
+		}
+		locked := make(map[int64]bool, len(lockedIDs))
+		for _, id := range lockedIDs {
+			locked[id] = true
+		}
+		for _, id := range ids {
+			if !locked[id] {
+				left.partitions = append(left.partitions, id)
+			}
+		}
+	}
+	if len(keys) > 0 {
+		parts, groups := make([]int64, len(keys)), make([]int64, len(keys))
+		for i, k := range keys {
+			parts[i], groups[i] = k[0], k[1]
+		}
+		rows, err := t.query(ctx, `SELECT c.partition_id, c.group_id FROM consumers c
+			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
+			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED`, parts, groups)
+		if err != nil {
+			return nil, nil, foldLeft{}, err
+		}
+		locked := map[[2]int64]bool{}
+		for rows.Next() {
+			var k [2]int64
+			if err := rows.Scan(&k[0], &k[1]); err != nil {
+				rows.Close()
+				return nil, nil, foldLeft{}, err
+			}
+			locked[k] = true
+			lockedKeys = append(lockedKeys, k)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, nil, foldLeft{}, err
+		}
+		for _, k := range keys {
+			if !locked[k] {
+				left.consumers = append(left.consumers, k)
+			}
+		}
+	}
+	return lockedIDs, lockedKeys, left, nil
+}
+
+// pgLockedIDs runs query, which locks rows, and returns the ids its rows
+// name.
+func (t *storeTx) pgLockedIDs(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := t.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
 }
 
 // foldConsumersSQL brings the passed counts of the consumers listed (a

@@ -29,10 +29,14 @@ import (
 //
 // Writers: an Update holds this process's write mutex and, in the
 // database, a transaction-scoped advisory lock (pgWriterLock) taken by
-// its first statement, to its commit: one writer at a time across every
-// process on the database, as the broker's contract asks today
-// (broker.Store.Update, "One writer"). The ready mark and the kept counts
-// are the store's, as on SQLite: marked and folded inside the commit.
+// its first statement, to its commit (broker.Store.Update, "Writers"):
+// shared by writes marked broker.Concurrent (pushes, leases, acks),
+// which run beside each other's in other processes and settle their
+// conflicts by row locks (storeTx.shared: the consumer read, the ready
+// consumers skipped when locked, the partitions pushed to); exclusive
+// for every other write, which runs alone. The ready mark and the kept
+// counts are the store's, as on SQLite: marked and folded inside the
+// commit.
 // Reads (View) run on a snapshot (REPEATABLE READ, READ ONLY) beside the
 // writer.
 
@@ -84,6 +88,11 @@ type pgStore struct {
 	seenGen int64 // the cache generation as of this process's last write (0: none yet)
 	news    *pgNotifier
 }
+
+// ConcurrentWrites reports whether the store runs writes marked
+// broker.Concurrent beside each other (broker.ConcurrentStore): the
+// PostgreSQL store does, across processes; SQLite's has one writer.
+func (d *DB) ConcurrentWrites() bool { return d.pg != nil }
 
 // Notifier is the broker.Notifier the store needs: on PostgreSQL one
 // that carries the news between the processes of the database
@@ -268,7 +277,8 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Close()
-	st := &storeTx{conn: conn, pg: true, scope: &broker.TxScope{}}
+	shared := broker.IsConcurrent(ctx)
+	st := &storeTx{conn: conn, pg: true, shared: shared, scope: &broker.TxScope{}}
 	committed, begun := false, false
 	defer func() {
 		if begun && !committed {
@@ -295,7 +305,11 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 		// (under REPEATABLE READ the snapshot would be the first
 		// statement's, taken before the wait).
 		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-		b.Queue(`SELECT lazarus_write_lock($1)`, int64(pgWriterLock))
+		if shared {
+			b.Queue(`SELECT lazarus_write_lock_shared($1)`, int64(pgWriterLock))
+		} else {
+			b.Queue(`SELECT lazarus_write_lock($1)`, int64(pgWriterLock))
+		}
 		if broker.IsEphemeral(ctx) && d.sync == SyncFull {
 			b.Queue(`SET LOCAL synchronous_commit = off`)
 		}
@@ -322,19 +336,36 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 	if err := run(fn, st); err != nil {
 		return err
 	}
-	folded, err := d.foldCounts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err })
+	if d.foldDue(st) {
+		// The fold reads the consumers the writes kept would change.
+		if err := st.sendLater(ctx); err != nil {
+			return err
+		}
+	}
+	folded, left, err := d.foldCounts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err })
 	if err != nil {
 		return err
 	}
-	// The ready mark and COMMIT, in one round trip.
+	// The writes kept for the last round trip (storeTx.execLater), the
+	// ready mark and COMMIT, in one round trip.
+	later := st.later
+	st.later = nil
 	mark, markArgs := st.markReadyStatement()
 	err = pgPipeline(ctx, conn, func(b *pgx.Batch) {
+		for _, l := range later {
+			b.Queue(l.text, l.args...)
+		}
 		if mark != "" {
 			text, args := pgArgs(mark, markArgs)
 			b.Queue(text, args...)
 		}
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
+		for range later {
+			if _, err := r.Exec(); err != nil {
+				return err
+			}
+		}
 		if mark != "" {
 			if _, err := r.Exec(); err != nil {
 				return fmt.Errorf("mark consumers ready: %w", err)
@@ -368,9 +399,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 		p.seenGen = gen
 	}
 	if folded {
-		clear(d.unfolded)
-		clear(d.unfoldedConsumers)
-		d.foldedAt = time.Now()
+		d.foldCommitted(left)
 	}
 	return nil
 }

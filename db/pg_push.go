@@ -22,6 +22,24 @@ const pgInsertMessagesSQL = `INSERT INTO messages (partition_id, transaction_id,
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
 	RETURNING seq, partition_id, transaction_id`
 
+// pgInsertLockedSQL is pgInsertMessagesSQL for a shared write
+// (broker.Concurrent): it first locks the rows of the partitions pushed
+// to, in the order of their ids (two pushes to the same partitions wait
+// for each other, never in a circle), and holds them to the commit, so
+// that a partition's seqs are drawn, and commit, one push after the
+// other: a pop never reads past a seq that commits later. The lock is an
+// InitPlan of the WHERE, run once before the first row comes out of
+// unnest, so before the first seq is drawn; a push that waited for it
+// draws its seqs after the one it waited for has committed.
+const pgInsertLockedSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id`
+
 // pgDuplicatesSQL reads back the messages of the (partition_id,
 // transaction_id) pairs given as two arrays, by that unique index.
 const pgDuplicatesSQL = `SELECT ` + messageCols + ` FROM messages
@@ -48,7 +66,11 @@ func (t *storeTx) pgInsertMessages(ctx context.Context, msgs []*broker.Message) 
 	for i, m := range msgs {
 		parts[i], txids[i], payloads[i], traces[i], created[i] = m.PartitionID, m.TransactionID, m.Payload, m.TraceID, ms(m.CreatedAt)
 	}
-	rows, err := t.query(ctx, pgInsertMessagesSQL, parts, txids, payloads, traces, created)
+	q := pgInsertMessagesSQL
+	if t.shared {
+		q = pgInsertLockedSQL
+	}
+	rows, err := t.query(ctx, q, parts, txids, payloads, traces, created)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"database/sql"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // maxStatements caps the statements the writer keeps prepared: the
@@ -35,11 +37,62 @@ type rowScanner interface {
 	Scan(dest ...any) error
 }
 
+// pgLater is a write kept by execLater: its PostgreSQL text and
+// arguments.
+type pgLater struct {
+	text string
+	args []any
+}
+
+// execLater is exec for a write whose answer nobody reads but its error
+// (SaveConsumer). On SQLite it runs at once. On PostgreSQL, where each
+// statement is a round trip, it is kept and sent before the
+// transaction's next statement, or with its COMMIT when none follows (a
+// pop's and an ack's last write): its error is then that statement's,
+// or the commit's, and nothing of the transaction commits. The
+// transaction's reads see it all the same: none runs before it is sent.
+func (t *storeTx) execLater(ctx context.Context, query string, args ...any) error {
+	if !t.pg || t.scope == nil {
+		_, err := t.exec(ctx, query, args...)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	text, args := pgArgs(query, args)
+	t.later = append(t.later, pgLater{text, args})
+	return nil
+}
+
+// sendLater sends the writes execLater kept, in one round trip.
+func (t *storeTx) sendLater(ctx context.Context) error {
+	if len(t.later) == 0 {
+		return nil
+	}
+	later := t.later
+	t.later = nil
+	return pgPipeline(ctx, t.conn, func(b *pgx.Batch) {
+		for _, l := range later {
+			b.Queue(l.text, l.args...)
+		}
+	}, func(r pgx.BatchResults, n int) error {
+		for range n {
+			if _, err := r.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if t.pg {
+		if err := t.sendLater(ctx); err != nil {
+			return nil, err
+		}
 		text, args := pgArgs(query, args)
 		return t.conn.ExecContext(ctx, text, args...)
 	}
@@ -54,6 +107,9 @@ func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIte
 		return nil, err
 	}
 	if t.pg {
+		if err := t.sendLater(ctx); err != nil {
+			return nil, err
+		}
 		text, args := pgArgs(query, args)
 		return t.conn.QueryContext(ctx, text, args...)
 	}
@@ -87,6 +143,9 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 		return rawRow{err: err}
 	}
 	if t.pg {
+		if err := t.sendLater(ctx); err != nil {
+			return rawRow{err: err}
+		}
 		text, args := pgArgs(query, args)
 		return t.conn.QueryRowContext(ctx, text, args...)
 	}

@@ -19,8 +19,15 @@ import (
 // transaction on a connection of the read pool (View).
 type storeTx struct {
 	conn *sql.Conn
-	pg   bool     // PostgreSQL's: statements go through pgSQL
-	raw  *rawConn // the writer's: its statements run beneath database/sql
+	pg   bool // PostgreSQL's: statements go through pgSQL
+	// shared: a PostgreSQL write marked broker.Concurrent, beside others:
+	// Consumer, ConsumerByLease, ReadyConsumers and InsertMessages take
+	// row locks (broker.Tx: Locks).
+	shared bool
+	// later are the writes execLater keeps for the next round trip
+	// (PostgreSQL).
+	later []pgLater
+	raw    *rawConn // the writer's: its statements run beneath database/sql
 	// pushedTo are the partitions this transaction has added messages to
 	// (see markReady and foldCounts), saved the consumers it has written
 	// (foldCounts): [partition, group].
@@ -504,6 +511,12 @@ func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]b
 // every seq given). A duplicate is read back by that index; a message
 // inserted notes its partition for markReady and foldCounts.
 func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, error) {
+	if t.shared {
+		// Its partition's seqs commit in order (broker.Tx.InsertMessage).
+		if _, err := t.exec(ctx, `SELECT id FROM partitions WHERE id = ? FOR UPDATE`, m.PartitionID); err != nil {
+			return false, err
+		}
+	}
 	n, seq, err := t.insert(ctx, "seq", `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, m.PartitionID, m.TransactionID, []byte(m.Payload), m.TraceID, ms(m.CreatedAt))
 	if err != nil {
@@ -637,11 +650,23 @@ func scanConsumer(s interface{ Scan(...any) error }) (broker.Consumer, error) {
 	return c, nil
 }
 
-// Consumer reads consumers by the primary key (partition_id, group_id).
+// Consumer reads consumers by the primary key (partition_id, group_id),
+// in a shared write under the row's lock.
 func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (broker.Consumer, error) {
-	c, err := scanConsumer(t.queryRow(ctx, `SELECT `+consumerCols+` FROM consumers WHERE partition_id = ? AND group_id = ?`, partitionID, groupID))
+	q := consumerSQL
+	if t.shared {
+		q = consumerSQL + forUpdate
+	}
+	c, err := scanConsumer(t.queryRow(ctx, q, partitionID, groupID))
 	return c, notFound(err, "consumer")
 }
+
+const consumerSQL = `SELECT ` + consumerCols + ` FROM consumers WHERE partition_id = ? AND group_id = ?`
+
+// forUpdate ends a query of consumers whose rows a shared write locks
+// (PostgreSQL; READ COMMITTED: a row another write changed meanwhile is
+// read as that write left it, and tested again against the WHERE).
+const forUpdate = ` FOR UPDATE`
 
 // ConsumerByLease reads the consumer holding leaseID (its lease_id, not
 // its void lease) by the primary key the id names (broker.NewLeaseID), or
@@ -649,14 +674,23 @@ func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (bro
 // Not found: no consumer holds that lease.
 func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
 	var row rowScanner
-	if p, g, ok := broker.LeaseConsumer(leaseID); ok {
-		row = t.queryRow(ctx, `SELECT `+consumerCols+` FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?`, p, g, leaseID)
-	} else {
+	p, g, ok := broker.LeaseConsumer(leaseID)
+	switch {
+	case ok && t.shared:
+		row = t.queryRow(ctx, consumerByLeaseSQL+forUpdate, p, g, leaseID)
+	case ok:
+		row = t.queryRow(ctx, consumerByLeaseSQL, p, g, leaseID)
+	case t.shared:
+		row = t.queryRow(ctx, consumerByLeaseV7SQL+forUpdate, leaseID)
+	default:
 		row = t.queryRow(ctx, consumerByLeaseV7SQL, leaseID)
 	}
 	c, err := scanConsumer(row)
 	return c, notFound(err, "lease")
 }
+
+// consumerByLeaseSQL finds a lease by the consumer its id names.
+const consumerByLeaseSQL = `SELECT ` + consumerCols + ` FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?`
 
 // consumerByLeaseV7SQL finds a lease made before migration 0027 by the
 // partial index consumers_lease_v7 (its WHERE repeated, so that SQLite
@@ -665,7 +699,8 @@ const consumerByLeaseV7SQL = `SELECT ` + consumerCols + ` FROM consumers WHERE l
 
 // SaveConsumer updates the consumers row by the primary key, all but
 // ready, passed and passed_seq (markReady's and foldCounts'), and notes
-// it for foldCounts. The rows affected are not checked: a consumer that
+// it for foldCounts. On PostgreSQL the update goes with the next round
+// trip (execLater): a pop's or an ack's with its COMMIT. The rows affected are not checked: a consumer that
 // is not there is no error.
 func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 	var leaseID, voidID, acks any
@@ -682,7 +717,7 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 		}
 		acks = string(b)
 	}
-	_, err := t.exec(ctx, `UPDATE consumers SET cursor = ?1, lease_id = ?2, lease_until = ?3, lease_last = ?4, leased_at = ?5,
+	err := t.execLater(ctx, `UPDATE consumers SET cursor = ?1, lease_id = ?2, lease_until = ?3, lease_last = ?4, leased_at = ?5,
 		retry_seq = ?6, retries = ?7, available_at = ?8, acks = ?9, void_lease_id = ?10, void_last = ?11
 		WHERE partition_id = ?12 AND group_id = ?13`,
 		c.Cursor, leaseID, ms(c.LeaseUntil), c.LeaseLast, ms(c.LeasedAt), c.RetrySeq, c.Retries, ms(c.AvailableAt), acks, voidID, c.VoidLast, c.PartitionID, c.GroupID)
@@ -735,7 +770,8 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 			return nil, err
 		}
 		read := 0
-		for len(out) < limit && rows.Next() {
+		var ready []int64 // a shared write's: those with a head that is due, to lock
+		for (t.shared || len(out) < limit) && rows.Next() {
 			read++
 			var head int
 			c, err := scanConsumer(withDest{rows, &head})
@@ -744,20 +780,37 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 				return nil, err
 			}
 			afterAt, afterPartition = ms(c.LeasedAt), c.PartitionID
-			switch head {
-			case 1:
+			switch {
+			case head == 1 && t.shared:
+				ready = append(ready, c.PartitionID)
+			case head == 1:
 				out = append(out, c)
-			case 0:
+			case head == 0:
 				drained = append(drained, c.PartitionID)
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, err
 		}
-		if len(drained) > 0 {
-			if _, err := t.exec(ctx, `UPDATE consumers SET ready = 0 WHERE group_id = ? AND partition_id IN (SELECT value FROM json_each(?))`, groupID, intsJSON(drained)); err != nil {
+		if t.shared && len(drained) > 0 {
+			// Only those no other write holds, and looked at again once
+			// locked (clearReadySQL).
+			if drained, err = t.pgLockedIDs(ctx, `SELECT partition_id FROM consumers WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2
+				ORDER BY partition_id FOR UPDATE SKIP LOCKED`, drained, groupID); err != nil {
 				return nil, err
 			}
+		}
+		if len(drained) > 0 {
+			if _, err := t.exec(ctx, clearReadySQL, groupID, intsJSON(drained)); err != nil {
+				return nil, err
+			}
+		}
+		if len(ready) > 0 {
+			got, err := t.pgLockReady(ctx, groupID, ready, now, limit-len(out))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, got...)
 		}
 		// Done when enough were found, or when the scan came to the end
 		// of the ready consumers.
@@ -778,14 +831,54 @@ var readyConsumersSQL = pgQuery(`SELECT `+consumerCols+`,
 			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
 			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
-			ORDER BY c.leased_at, c.partition_id LIMIT ?4`, `SELECT `+consumerCols+`,
+			ORDER BY c.leased_at, c.partition_id LIMIT ?4`, readyConsumersPG)
+
+// readyConsumersPG is the scan in PostgreSQL's dialect.
+const readyConsumersPG = `SELECT ` + consumerCols + `,
 			CASE WHEN d.delay = 0 THEN CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END
 			ELSE COALESCE((SELECT CASE WHEN m.created_at + d.delay <= ?3 THEN 1 ELSE 2 END FROM messages m
 				WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1), 0) END
 			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
 			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
-			ORDER BY c.leased_at, c.partition_id LIMIT ?4`)
+			ORDER BY c.leased_at, c.partition_id LIMIT ?4`
+
+// pgLockReady locks, of the consumers of the group in the partitions
+// ready (found ready by a scan, in its order), the first n that no other
+// write holds and that are still ready at now, and returns them as they
+// stand once locked (a shared write, PostgreSQL: FOR UPDATE SKIP LOCKED
+// tests a row another write changed meanwhile as that write left it).
+// A consumer whose cursor another write moved since the scan may have
+// nothing left past it: the pop then finds no message there.
+func (t *storeTx) pgLockReady(ctx context.Context, groupID int64, ready []int64, now time.Time, n int) ([]broker.Consumer, error) {
+	rows, err := t.query(ctx, `SELECT `+consumerCols+` FROM consumers
+		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
+		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
+		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE SKIP LOCKED`, ready, groupID, ms(now), n)
+	if err != nil {
+		return nil, err
+	}
+	var out []broker.Consumer
+	for rows.Next() {
+		c, err := scanConsumer(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
+}
+
+// clearReadySQL clears the ready mark of consumers a scan found with
+// nothing past their cursor. On PostgreSQL it looks again, on a snapshot
+// of its own taken once a shared write holds their locks: a push that committed
+// after the scan's snapshot keeps its consumers' mark (it could not mark
+// them again: its commit is behind it). SQLite's one writer needs no
+// second look.
+var clearReadySQL = pgQuery(`UPDATE consumers SET ready = 0 WHERE group_id = ? AND partition_id IN (SELECT value FROM json_each(?))`,
+	`UPDATE consumers SET ready = 0 WHERE group_id = ? AND partition_id IN (SELECT value::bigint FROM json_array_elements_text(?::json) AS value)
+		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.cursor)`)
 
 // readyScan is how many ready consumers ReadyConsumers reads first.
 const readyScan = 16

@@ -71,6 +71,9 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 		stmtCtx := context.Background()
 		if t.pg {
 			stmtCtx = ctx
+			if err := t.sendLater(ctx); err != nil {
+				return err
+			}
 		}
 		if _, err := t.conn.ExecContext(stmtCtx, q.String(), args...); err != nil {
 			return fmt.Errorf("insert %s: %w", bt.name, err)

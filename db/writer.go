@@ -343,7 +343,7 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 		answer()
 		return
 	}
-	folded, broken := d.foldCounts(context.Background(), st, d.exec)
+	folded, left, broken := d.foldCounts(context.Background(), st, d.exec)
 	if broken != nil {
 		failAll(broken)
 		answer()
@@ -355,9 +355,7 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 	} else {
 		committed = true
 		if folded {
-			clear(d.unfolded)
-			clear(d.unfoldedConsumers)
-			d.foldedAt = time.Now()
+			d.foldCommitted(left)
 		}
 		if d.ckpt != nil {
 			select {

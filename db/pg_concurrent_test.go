@@ -1,0 +1,361 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
+)
+
+// Writes marked broker.Concurrent of two processes (two stores on one
+// database) run at once and settle their conflicts by row locks; an
+// unmarked write runs alone.
+
+// concurrentSetup makes queue q with partitions p1 and p2, each holding a
+// message, read by group g, and returns two stores on the database (two
+// processes), the queue's, partitions' and group's ids.
+func concurrentSetup(t *testing.T, o Options) (a, b *DB, queueID, p1, p2, groupID int64) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.Database(t, "db", Prepare)
+	open := func() *DB {
+		d, err := OpenWith(ctx, dsn, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	a, b = open(), open()
+	br := broker.New(broker.Config{Store: a})
+	t.Cleanup(br.Close)
+	if _, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p1", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Start: broker.Start{Now: true}}); err != nil { // subscribes g, past that message
+		t.Fatal(err)
+	}
+	for _, p := range []string{"p1", "p2"} {
+		if _, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Partition: p, Payload: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := a.View(ctx, func(tx broker.Tx) error {
+		q, err := tx.QueueByName(ctx, "q")
+		if err != nil {
+			return err
+		}
+		queueID = q.ID
+		for _, p := range []struct {
+			name string
+			id   *int64
+		}{{"p1", &p1}, {"p2", &p2}} {
+			part, err := tx.PartitionByName(ctx, q.ID, p.name)
+			if err != nil {
+				return err
+			}
+			*p.id = part.ID
+		}
+		groupID, err = tx.GroupID(ctx, "g", false)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b, queueID, p1, p2, groupID
+}
+
+// waitForLock waits until a backend of the database waits for a lock
+// (wait_event "advisory" for the writer's lock, or a row's: "tuple",
+// "transactionid"), polling the condition.
+func waitForLock(t *testing.T, d *DB, events ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var n int
+		err := d.QueryRow(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND wait_event = ANY(?::text[])`, events).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write waited for a lock (%v)", events)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition
+	}
+}
+
+// holdOpen runs fn in a write of d (marked Concurrent when shared) and
+// keeps the transaction open, fn's locks held, until release is called
+// (at the latest when the test ends); the write's error comes on the
+// channel returned, once it has ended. started is closed once fn has
+// run.
+func holdOpen(t *testing.T, d *DB, shared bool, fn func(broker.Tx) error, started chan struct{}) (done <-chan error, release func()) {
+	ch := make(chan struct{})
+	release = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(release)
+	return holdUntil(d, shared, fn, started, ch), release
+}
+
+func holdUntil(d *DB, shared bool, fn func(broker.Tx) error, started, release chan struct{}) <-chan error {
+	ctx := context.Background()
+	if shared {
+		ctx = broker.Concurrent(ctx)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- d.Update(ctx, func(tx broker.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	return done
+}
+
+// Two pops of one group in two processes, at once: the second is handed
+// the other partition's consumer while the first holds its own (FOR
+// UPDATE SKIP LOCKED), rather than the same one (no lock) or a wait (a
+// lock waited for, or one writer).
+func TestPGPopsOfTwoProcessesTakeDifferentConsumersAtOnce(t *testing.T) {
+	ctx := context.Background()
+	a, b, queueID, p1, p2, groupID := concurrentSetup(t, Options{Sync: SyncNormal})
+	now := time.Now()
+	var first broker.Consumer
+	started := make(chan struct{})
+	done, release := holdOpen(t, a, true, func(tx broker.Tx) error {
+		cs, err := tx.ReadyConsumers(ctx, queueID, groupID, now, 1)
+		if err != nil || len(cs) != 1 {
+			return errors.Join(err, errors.New("no ready consumer"))
+		}
+		first = cs[0]
+		return nil
+	}, started)
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	second, err := withTimeout(func(ctx context.Context) ([]broker.Consumer, error) {
+		var out []broker.Consumer
+		err := b.Update(broker.Concurrent(ctx), func(tx broker.Tx) error {
+			var err error
+			out, err = tx.ReadyConsumers(ctx, queueID, groupID, now, 1)
+			return err
+		})
+		return out, err
+	})
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("the second pop, while the first held its consumer: %v", err)
+	}
+	if len(second) != 1 || second[0].PartitionID == first.PartitionID {
+		t.Fatalf("second pop got %+v, first held partition %d: want the other partition", second, first.PartitionID)
+	}
+	if got := map[int64]bool{first.PartitionID: true, second[0].PartitionID: true}; !got[p1] || !got[p2] {
+		t.Fatalf("consumers of partitions %d and %d, want %d and %d", first.PartitionID, second[0].PartitionID, p1, p2)
+	}
+}
+
+// withTimeout runs fn with a context that ends in 10 s: a write that
+// would wait for the one held open fails rather than hangs.
+func withTimeout[T any](fn func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return fn(ctx)
+}
+
+// A push to a partition another process is pushing to waits for it, and
+// draws its seq after the other's commit: a partition's seqs commit in
+// their order, so no pop reads past a seq that commits later.
+func TestPGPushesToOnePartitionCommitInSeqOrder(t *testing.T) {
+	ctx := context.Background()
+	a, b, _, p1, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
+	insert := func(tx broker.Tx, txid string) (int64, error) {
+		m := &broker.Message{PartitionID: p1, TransactionID: txid, Payload: []byte(`{}`), CreatedAt: time.Now()}
+		if _, err := tx.InsertMessages(ctx, []*broker.Message{m}); err != nil {
+			return 0, err
+		}
+		return m.Seq, nil
+	}
+	var seqA int64
+	started := make(chan struct{})
+	doneA, release := holdOpen(t, a, true, func(tx broker.Tx) (err error) {
+		seqA, err = insert(tx, "a")
+		return err
+	}, started)
+	select {
+	case <-started:
+	case err := <-doneA:
+		t.Fatal(err)
+	}
+	var seqB int64
+	doneB := make(chan error, 1)
+	go func() {
+		doneB <- b.Update(broker.Concurrent(ctx), func(tx broker.Tx) (err error) {
+			seqB, err = insert(tx, "b")
+			return err
+		})
+	}()
+	waitForLock(t, a, "tuple", "transactionid") // b's push waits for a's partition
+	release()
+	if err := errors.Join(<-doneA, <-doneB); err != nil {
+		t.Fatal(err)
+	}
+	if seqB <= seqA {
+		t.Fatalf("seq of the push that waited %d, of the one it waited for %d: want it higher", seqB, seqA)
+	}
+}
+
+// An unmarked write waits for the marked ones running, and runs alone.
+func TestPGAnUnmarkedWriteWaitsForTheMarkedOnes(t *testing.T) {
+	ctx := context.Background()
+	a, b, _, _, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
+	started := make(chan struct{})
+	doneA, release := holdOpen(t, a, true, func(broker.Tx) error { return nil }, started)
+	<-started
+	ran := make(chan struct{})
+	doneB := make(chan error, 1)
+	go func() {
+		doneB <- b.Update(ctx, func(broker.Tx) error { close(ran); return nil })
+	}()
+	waitForLock(t, a, "advisory")
+	select {
+	case <-ran:
+		t.Fatal("the unmarked write ran beside a marked one")
+	default:
+	}
+	release()
+	if err := errors.Join(<-doneA, <-doneB); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A fold passes by the partition another process's push holds (it never
+// waits, so it takes part in no deadlock), folds the others, and folds
+// the one passed by at a later commit.
+func TestPGFoldPassesByAPartitionAnotherWriteHolds(t *testing.T) {
+	ctx := context.Background()
+	a, b, _, p1, p2, _ := concurrentSetup(t, Options{Sync: SyncNormal, FoldEvery: -1})
+	br := broker.New(broker.Config{Store: b})
+	t.Cleanup(br.Close)
+	push := func(part string) {
+		t.Helper()
+		if _, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Partition: part, Payload: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counted := func(id int64) (seq, max int64) {
+		t.Helper()
+		if err := b.QueryRow(ctx, `SELECT counted_seq, (SELECT MAX(seq) FROM messages WHERE partition_id = ?1) FROM partitions WHERE id = ?1`, id).Scan(&seq, &max); err != nil {
+			t.Fatal(err)
+		}
+		return seq, max
+	}
+	push("p1") // b notes p1, and folds it at once
+	// a holds p1's row, pushing to it.
+	started := make(chan struct{})
+	doneA, release := holdOpen(t, a, true, func(tx broker.Tx) error {
+		_, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "held", Payload: []byte(`{}`), CreatedAt: time.Now()}})
+		return err
+	}, started)
+	select {
+	case <-started:
+	case err := <-doneA:
+		t.Fatal(err)
+	}
+	b.pg.wmu.Lock()
+	b.unfolded[p1] = struct{}{} // as if b had pushed to it since its last fold
+	b.pg.wmu.Unlock()
+	if _, err := withTimeout(func(ctx context.Context) (struct{}, error) {
+		_, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p2", Payload: []byte(`{}`)}})
+		return struct{}{}, err
+	}); err != nil {
+		t.Fatalf("a push to p2 while p1 is held: %v", err)
+	}
+	if seq, max := counted(p2); seq != max {
+		t.Fatalf("p2 counted to seq %d of %d: want folded", seq, max)
+	}
+	b.pg.wmu.Lock()
+	_, left := b.unfolded[p1]
+	b.pg.wmu.Unlock()
+	if !left {
+		t.Fatal("p1, held by another write, is no longer noted: its fold was skipped, not done")
+	}
+	release()
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	push("p2")
+	if seq, max := counted(p1); seq != max {
+		t.Fatalf("p1 counted to seq %d of %d once released: want folded", seq, max)
+	}
+}
+
+// A consumer saved is sent with the transaction's next round trip: a
+// read after it sees it, and one whose update fails at the commit fails
+// the whole write, nothing of it committed.
+func TestPGASavedConsumerIsSentLaterYetSeenAndChecked(t *testing.T) {
+	ctx := context.Background()
+	a, _, _, p1, _, groupID := concurrentSetup(t, Options{Sync: SyncNormal})
+	read := func() broker.Consumer {
+		t.Helper()
+		var c broker.Consumer
+		if err := a.View(ctx, func(tx broker.Tx) (err error) { c, err = tx.Consumer(ctx, p1, groupID); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	before := read()
+	err := a.Update(ctx, func(tx broker.Tx) error {
+		c := before
+		c.Cursor = before.Cursor + 1
+		if err := tx.SaveConsumer(ctx, &c); err != nil {
+			return err
+		}
+		got, err := tx.Consumer(ctx, p1, groupID)
+		if err != nil {
+			return err
+		}
+		if got.Cursor != c.Cursor {
+			t.Errorf("read after the save: cursor %d, want %d", got.Cursor, c.Cursor)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.Cursor != before.Cursor+1 {
+		t.Fatalf("committed cursor %d, want %d", got.Cursor, before.Cursor+1)
+	}
+	// A lease id PostgreSQL cannot hold (a NUL): the update fails in the
+	// commit's round trip, and the message inserted before it is not
+	// there either.
+	err = a.Update(ctx, func(tx broker.Tx) error {
+		if _, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "not-kept", Payload: []byte(`{}`), CreatedAt: time.Now()}}); err != nil {
+			return err
+		}
+		c := read()
+		c.LeaseID, c.LeaseUntil = "bad\x00id", time.Now().Add(time.Minute)
+		return tx.SaveConsumer(ctx, &c)
+	})
+	if err == nil {
+		t.Fatal("a write whose kept update failed returned nil")
+	}
+	var n int
+	if err := a.QueryRow(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'not-kept'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("messages of the failed write: %d (%v), want none", n, err)
+	}
+}
