@@ -251,18 +251,26 @@ const pgRetries = 10
 
 // pgUpdate is Update on PostgreSQL: fn runs again (in a new
 // transaction, with a new scope) when the transaction failed to
-// serialize.
+// serialize, and when it stopped because another process had changed
+// what the cache holds (errCacheMoved: then with its BEGIN sent first
+// and the cache emptied).
 func (d *DB) pgUpdate(ctx context.Context, fn func(broker.Tx) error) error {
+	eager := false
 	for attempt := 0; ; attempt++ {
-		err := d.pgWrite(ctx, fn)
+		err := d.pgWrite(ctx, fn, eager)
+		if errors.Is(err, errCacheMoved) && attempt < pgRetries {
+			eager = true
+			continue
+		}
 		if !pgRetryable(err) || attempt == pgRetries {
 			return pgUnavailable(err)
 		}
 	}
 }
 
-// pgWrite runs fn once in a write transaction.
-func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) {
+// pgWrite runs fn once in a write transaction: with its BEGIN sent with
+// its first statement (pg_begin.go), or, eager, sent first.
+func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) (err error) {
 	p := d.pg
 	if err := ctx.Err(); err != nil {
 		return err
@@ -277,11 +285,23 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Close()
+	var pgc *pgx.Conn
+	if err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("not a pgx connection: %T", dc)
+		}
+		pgc = c.Conn()
+		return nil
+	}); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
 	shared := broker.IsConcurrent(ctx)
-	st := &storeTx{conn: conn, pg: true, shared: shared, scope: &broker.TxScope{}}
-	committed, begun := false, false
+	begin := &pgBegin{pgc: pgc, shared: shared, ephemeral: broker.IsEphemeral(ctx) && d.sync == SyncFull, check: !eager, seen: p.seenGen}
+	st := &storeTx{conn: conn, pg: true, shared: shared, begin: begin, scope: &broker.TxScope{}}
+	committed := false
 	defer func() {
-		if begun && !committed {
+		if begin.sent && !committed {
 			if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
 				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 			}
@@ -290,53 +310,34 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 			d.log.Error("after a transaction", "err", serr)
 		}
 	}()
-	// BEGIN, the writer's lock and the cache generation as of it
-	// (migrations_pg/0002: moved since this process's previous write,
-	// another process may have changed what this one caches), and for an
-	// ephemeral write its commit without waiting for the disk: in one
-	// round trip (a pipeline). lazarus_write_lock reads the generation
-	// once it holds the lock, with a snapshot of its own (a statement's
-	// snapshot is taken before it waits, so a read beside the lock in one
-	// statement would miss the commit it waited for).
-	var gen int64
-	if err := pgPipeline(ctx, conn, func(b *pgx.Batch) {
-		// READ COMMITTED whatever the server's default: each statement
-		// then sees what committed before it, the lock's wait included
-		// (under REPEATABLE READ the snapshot would be the first
-		// statement's, taken before the wait).
-		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-		if shared {
-			b.Queue(`SELECT lazarus_write_lock_shared($1)`, int64(pgWriterLock))
-		} else {
-			b.Queue(`SELECT lazarus_write_lock($1)`, int64(pgWriterLock))
-		}
-		if broker.IsEphemeral(ctx) && d.sync == SyncFull {
-			b.Queue(`SET LOCAL synchronous_commit = off`)
-		}
-	}, func(r pgx.BatchResults, n int) error {
-		if _, err := r.Exec(); err != nil {
+	if eager {
+		// The generation moved (another process changed what this one
+		// caches): read it before fn looks anything up.
+		if err := begin.now(ctx); err != nil {
 			return err
 		}
-		begun = true
-		if err := r.QueryRow().Scan(&gen); err != nil {
-			return fmt.Errorf("writer lock: %w", err)
+		if begin.gen != p.seenGen {
+			st.scope.SetForeign()
 		}
-		for range n - 2 {
-			if _, err := r.Exec(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("begin: %w", err)
 	}
-	if gen != p.seenGen {
-		st.scope.SetForeign()
+	err = run(fn, st)
+	if begin.moved {
+		return errCacheMoved // whatever fn made of it
 	}
-	if err := run(fn, st); err != nil {
+	if err != nil {
 		return err
 	}
-	if d.foldDue(st) {
+	mark, markArgs := st.markReadyStatement()
+	fold := d.foldDue(st)
+	if !begin.sent && len(st.later) == 0 && mark == "" && !fold {
+		// fn neither read nor wrote anything: no transaction at all.
+		committed = true
+		return nil
+	}
+	if err := begin.now(ctx); err != nil {
+		return err
+	}
+	if fold {
 		// The fold reads the consumers the writes kept would change.
 		if err := st.sendLater(ctx); err != nil {
 			return err
@@ -350,7 +351,6 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 	// ready mark and COMMIT, in one round trip.
 	later := st.later
 	st.later = nil
-	mark, markArgs := st.markReadyStatement()
 	err = pgPipeline(ctx, conn, func(b *pgx.Batch) {
 		for _, l := range later {
 			b.Queue(l.text, l.args...)
@@ -396,7 +396,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error) (err error) 
 	// that saw it moved but did not empty the cache (a write of the
 	// broker's that looks nothing up) leaves it for the next.
 	if !st.scope.Foreign() || st.scope.ForeignHandled() {
-		p.seenGen = gen
+		p.seenGen = begin.gen
 	}
 	if folded {
 		d.foldCommitted(left)

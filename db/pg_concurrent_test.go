@@ -224,12 +224,21 @@ func TestPGAnUnmarkedWriteWaitsForTheMarkedOnes(t *testing.T) {
 	ctx := context.Background()
 	a, b, _, _, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
 	started := make(chan struct{})
-	doneA, release := holdOpen(t, a, true, func(broker.Tx) error { return nil }, started)
+	// Each runs a statement: a transaction's BEGIN, and its lock, go with
+	// its first.
+	look := func(tx broker.Tx) error { _, err := tx.QueueByName(ctx, "q"); return err }
+	doneA, release := holdOpen(t, a, true, look, started)
 	<-started
 	ran := make(chan struct{})
 	doneB := make(chan error, 1)
 	go func() {
-		doneB <- b.Update(ctx, func(broker.Tx) error { close(ran); return nil })
+		doneB <- b.Update(ctx, func(tx broker.Tx) error {
+			if err := look(tx); err != nil {
+				return err
+			}
+			close(ran)
+			return nil
+		})
 	}()
 	waitForLock(t, a, "advisory")
 	select {

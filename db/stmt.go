@@ -64,10 +64,14 @@ func (t *storeTx) execLater(ctx context.Context, query string, args ...any) erro
 	return nil
 }
 
-// sendLater sends the writes execLater kept, in one round trip.
+// sendLater sends the writes execLater kept, in one round trip (after
+// BEGIN, if it is still to be sent).
 func (t *storeTx) sendLater(ctx context.Context) error {
 	if len(t.later) == 0 {
 		return nil
+	}
+	if err := t.pgBegun(ctx); err != nil {
+		return err
 	}
 	later := t.later
 	t.later = nil
@@ -85,15 +89,29 @@ func (t *storeTx) sendLater(ctx context.Context) error {
 	})
 }
 
+// pgStatement readies the transaction for its next statement on
+// PostgreSQL: the writes kept are sent first, and first says the
+// statement is to carry the transaction's BEGIN (pg_begin.go).
+func (t *storeTx) pgStatement(ctx context.Context) (first bool, err error) {
+	if len(t.later) > 0 {
+		return false, t.sendLater(ctx)
+	}
+	return t.pgFirst()
+}
+
 func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if t.pg {
-		if err := t.sendLater(ctx); err != nil {
+		first, err := t.pgStatement(ctx)
+		if err != nil {
 			return nil, err
 		}
 		text, args := pgArgs(query, args)
+		if first {
+			return t.pgExecFirst(ctx, text, args)
+		}
 		return t.conn.ExecContext(ctx, text, args...)
 	}
 	if t.raw != nil {
@@ -107,10 +125,14 @@ func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIte
 		return nil, err
 	}
 	if t.pg {
-		if err := t.sendLater(ctx); err != nil {
+		first, err := t.pgStatement(ctx)
+		if err != nil {
 			return nil, err
 		}
 		text, args := pgArgs(query, args)
+		if first {
+			return t.pgQueryFirst(ctx, text, args)
+		}
 		return t.conn.QueryContext(ctx, text, args...)
 	}
 	if t.raw != nil {
@@ -143,10 +165,15 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 		return rawRow{err: err}
 	}
 	if t.pg {
-		if err := t.sendLater(ctx); err != nil {
+		first, err := t.pgStatement(ctx)
+		if err != nil {
 			return rawRow{err: err}
 		}
 		text, args := pgArgs(query, args)
+		if first {
+			rows, err := t.pgQueryFirst(ctx, text, args)
+			return pgRow{rows: rows, err: err}
+		}
 		return t.conn.QueryRowContext(ctx, text, args...)
 	}
 	if t.raw != nil {

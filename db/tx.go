@@ -24,10 +24,12 @@ type storeTx struct {
 	// Consumer, ConsumerByLease, ReadyConsumers and InsertMessages take
 	// row locks (broker.Tx: Locks).
 	shared bool
-	// later are the writes execLater keeps for the next round trip
-	// (PostgreSQL).
+	// later are the writes execLater keeps for the next round trip, and
+	// begin the write transaction's BEGIN, sent with its first statement
+	// (PostgreSQL; nil in a View).
 	later []pgLater
-	raw    *rawConn // the writer's: its statements run beneath database/sql
+	begin *pgBegin
+	raw   *rawConn // the writer's: its statements run beneath database/sql
 	// pushedTo are the partitions this transaction has added messages to
 	// (see markReady and foldCounts), saved the consumers it has written
 	// (foldCounts): [partition, group].

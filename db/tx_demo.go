@@ -71,6 +71,9 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 		stmtCtx := context.Background()
 		if t.pg {
 			stmtCtx = ctx
+			if err := t.pgBegun(ctx); err != nil {
+				return err
+			}
 			if err := t.sendLater(ctx); err != nil {
 				return err
 			}

@@ -41,7 +41,10 @@ import (
 //
 //	go test ./web -run '^$' -bench H1 -benchtime 20000x -count 5
 //
-// LAZARUS_H1_PROFILE=<file> writes the server's CPU profile there,
+// LAZARUS_TEST_STORE=postgres runs the server on PostgreSQL (a database
+// of the throwaway cluster, or of LAZARUS_TEST_POSTGRES's server; the
+// server's CPU is then the Lazarus process's alone: bench's P1 adds
+// PostgreSQL's). LAZARUS_H1_PROFILE=<file> writes the server's CPU profile there,
 // LAZARUS_H1_ALLOCS=<file> its allocations. bench/
 // gives the official row (H1 in bench/cases_latency.go).
 func BenchmarkH1(b *testing.B) {
@@ -192,8 +195,12 @@ func startH1Child(b *testing.B, sync db.Sync) *h1Server {
 	if err != nil {
 		b.Fatal(err)
 	}
+	store := filepath.Join(b.TempDir(), "h1.db")
+	if pgtest.Postgres() { // LAZARUS_TEST_STORE=postgres: a database of its own
+		store = pgtest.Database(b, "web-h1", db.Prepare)
+	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), h1ChildEnv+"="+filepath.Join(b.TempDir(), "h1.db"), "LAZARUS_H1_SYNC="+string(sync))
+	cmd.Env = append(os.Environ(), h1ChildEnv+"="+store, "LAZARUS_H1_SYNC="+string(sync))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
