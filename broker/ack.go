@@ -476,11 +476,8 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 	}
 	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID, TraceID: m.TraceID}
 	d.Fingerprint = Fingerprint(errText)
-	if err := s.tx.InsertDeadLetter(ctx, &d); err != nil {
+	if err := s.tx.InsertDeadLetter(ctx, &d, true); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
-	}
-	if err := s.tx.FileErrorGroup(ctx, s.queue.ID, s.c.GroupID, d.Fingerprint, s.now, errText); err != nil {
-		return fmt.Errorf("error groups: %w", err)
 	}
 	// After the filing: a job that pauses itself on it counts this copy's
 	// error among those its failures share.

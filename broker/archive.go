@@ -377,11 +377,8 @@ func (b *Broker) fileImported(ctx context.Context, tx Tx, d ImportedDeadLetter, 
 	dl := DeadLetter{Seq: newSeq, QueueID: q.ID, PartitionID: p.ID, GroupID: g, Error: d.Error, ErrorBytes: d.ErrorBytes,
 		RetryCount: d.RetryCount, FailedAt: d.FailedAt, Fingerprint: Fingerprint(d.Error), TransactionID: d.TransactionID,
 		Payload: d.Payload, TraceID: d.TraceID, CreatedAt: created}
-	if err := tx.InsertDeadLetter(ctx, &dl); err != nil {
+	if err := tx.InsertDeadLetter(ctx, &dl, false); err != nil {
 		return "", fmt.Errorf("import: %w", err)
-	}
-	if err := tx.ReturnToErrorGroup(ctx, q.ID, g, dl.Fingerprint, 1, dl.FailedAt, dl.Error); err != nil {
-		return "", fmt.Errorf("import: error groups: %w", err)
 	}
 	*groupID = g
 	return "", nil

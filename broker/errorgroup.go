@@ -50,14 +50,6 @@ type ErrorGroupHour struct {
 // groups' counts in the transaction of every filing, replay and delete;
 // the broker calls these methods there.
 type GroupTx interface {
-	// FileErrorGroup counts a dead letter filed at `at` with the error
-	// errText into the group (queueID, groupID, fingerprint): its count
-	// up one, made at 1 when there is none; first and last failure
-	// widened to at; errText its sample when at is its newest; and one
-	// more filed in the hour of at. It writes error_groups and
-	// error_group_hours (one statement each, get-or-create that cannot
-	// race); it locks nothing more than the write it is part of.
-	FileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error
 	// RemoveFromErrorGroup takes n dead letters (replayed or deleted) out
 	// of the group's count, and forgets the group when none is left. The
 	// hourly counts of filings are left as they are. A group not kept

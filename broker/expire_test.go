@@ -457,7 +457,7 @@ func TestExpiringCountIsCapped(t *testing.T) {
 	if err := s.db.Update(s.ctx, func(tx broker.Tx) error {
 		for i := range broker.ExpiringCap + 1 {
 			if err := tx.InsertDeadLetter(s.ctx, &broker.DeadLetter{Seq: int64(i + 1), QueueID: qu.ID, PartitionID: 1, GroupID: 1, Error: "e",
-				FailedAt: old.Add(time.Duration(i) * time.Millisecond), Fingerprint: "f"}); err != nil {
+				FailedAt: old.Add(time.Duration(i) * time.Millisecond), Fingerprint: "f"}, true); err != nil {
 				return err
 			}
 		}

@@ -62,12 +62,6 @@ type RemovedTx interface {
 	// primary key, whether or not a row was restorable still; ids not
 	// there: nothing, no error.
 	MarkRestored(ctx context.Context, ids []int64, now time.Time, actor string) error
-	// ReturnToErrorGroup counts n restored dead letters back into their
-	// error group (made when there is none), failed at failedAt with
-	// errText; unlike FileErrorGroup it counts no filing in the hourly
-	// trend, and moves the sample only when failedAt is the newest. One
-	// upsert of error_groups (cannot race).
-	ReturnToErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64, failedAt time.Time, errText string) error
 	// EndRestoreWindows cuts up to limit removed dead letters whose
 	// window ended before now to what their page needs (their error
 	// text goes, RestoreUntil zero) and returns how many, oldest window
@@ -144,11 +138,8 @@ func restoreRemoved(ctx context.Context, tx Tx, now time.Time, rs []RemovedDeadL
 		ids[i] = r.ID
 		d := r.DeadLetter
 		d.ID = 0
-		if err := tx.InsertDeadLetter(ctx, &d); err != nil {
+		if err := tx.InsertDeadLetter(ctx, &d, false); err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
-		}
-		if err := tx.ReturnToErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, 1, d.FailedAt, d.Error); err != nil {
-			return nil, fmt.Errorf("restore: error groups: %w", err)
 		}
 		k := key{d.QueueID, d.GroupID}
 		if depth[k] == 0 {

@@ -471,14 +471,21 @@ type Tx interface {
 	// consumer; it writes and locks nothing.
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
 
-	// InsertDeadLetter stores d and sets its ID; in the same transaction
-	// it indexes d's error text, and its message's payload unless another
+	// InsertDeadLetter stores d and sets its ID, and counts it into its
+	// error group (d's queue, group and Fingerprint) in the same
+	// transaction: filed, as a new failure (the group's count up one,
+	// made at 1 when there is none; first and last failure widened to
+	// d.FailedAt; d.Error its sample when that is the newest; one more
+	// filed in the hour of d.FailedAt), else as one coming back (a
+	// restore, an import: the same without the hourly count). It also
+	// indexes d's error text, and its message's payload unless another
 	// group's dead letter of the message has it indexed (the search's
 	// full-text indexes). d.Fingerprint is stored as given (the broker
-	// computes it, and counts d into its error group with FileErrorGroup).
-	// d.TraceID, its message's traceId, is stored with it for the search
-	// by traceId (SearchTx.DeadLettersByTrace).
-	InsertDeadLetter(ctx context.Context, d *DeadLetter) error
+	// computes it). d.TraceID, its message's traceId, is stored with it
+	// for the search by traceId (SearchTx.DeadLettersByTrace). It writes
+	// dead_letters, the search's indexes, error_groups and (filed)
+	// error_group_hours, each a get-or-create that cannot race.
+	InsertDeadLetter(ctx context.Context, d *DeadLetter, filed bool) error
 	// TakeReplayOutcome settles the outcome of a copy in a group when it
 	// is still to be counted (ExpectReplayOutcomes): ok succeeded, else
 	// failed again, at now; it reports whether it was to be counted, and

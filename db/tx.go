@@ -964,7 +964,10 @@ var nextWakeSQL = pgQuery(`SELECT CASE WHEN q.delayed_processing = 0 THEN
 // restore), d.Payload and d.CreatedAt are stored in the row. On
 // PostgreSQL the error text and fingerprint are stored as pgText has them
 // (no NUL, UTF-8), and d holds them so.
-func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
+//
+// Then it counts d into its error group: fileErrorGroup when filed,
+// returnToErrorGroup else.
+func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter, filed bool) error {
 	if t.pg {
 		d.Error, d.Fingerprint = pgText(d.Error), pgText(d.Fingerprint)
 	}
@@ -977,7 +980,13 @@ func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter) er
 		return err
 	}
 	d.ID = id
-	return t.indexDeadLetter(ctx, d)
+	if err := t.indexDeadLetter(ctx, d); err != nil {
+		return err
+	}
+	if filed {
+		return t.fileErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, d.FailedAt, d.Error)
+	}
+	return t.returnToErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, 1, d.FailedAt, d.Error)
 }
 
 // insertDeadLetterSQL is InsertDeadLetter's statement. PostgreSQL types

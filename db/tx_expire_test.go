@@ -68,7 +68,7 @@ func TestDueDeadLetters(t *testing.T) {
 		for i, q := range []int64{1, 2, 1, 1, 1} {
 			// failed at t0+4 s, t0+3 s, ... : ids and times in opposite orders
 			if err := tx.InsertDeadLetter(ctx, &broker.DeadLetter{Seq: int64(i + 1), QueueID: q, PartitionID: 1, GroupID: 1, Error: "e",
-				FailedAt: t0.Add(time.Duration(4-i) * time.Second), Fingerprint: "f"}); err != nil {
+				FailedAt: t0.Add(time.Duration(4-i) * time.Second), Fingerprint: "f"}, true); err != nil {
 				return err
 			}
 		}
@@ -109,7 +109,7 @@ func BenchmarkExpiringCount(b *testing.B) {
 	if err := d.Update(ctx, func(tx broker.Tx) error {
 		for i := range 3 * broker.ExpiringCap {
 			if err := tx.InsertDeadLetter(ctx, &broker.DeadLetter{Seq: int64(i + 1), QueueID: 1, PartitionID: 1, GroupID: int64(1 + i%2), Error: "e",
-				FailedAt: t0.Add(time.Duration(i) * time.Second), Fingerprint: "f"}); err != nil {
+				FailedAt: t0.Add(time.Duration(i) * time.Second), Fingerprint: "f"}, true); err != nil {
 				return err
 			}
 		}
@@ -157,7 +157,7 @@ func TestMarkExpiredCutsTheRecord(t *testing.T) {
 	if err := d.Update(ctx, func(tx broker.Tx) error {
 		for g := int64(1); g <= 2; g++ {
 			dl := &broker.DeadLetter{Seq: 7, QueueID: 1, PartitionID: 1, GroupID: g, Error: "secret error", FailedAt: t0, Fingerprint: "f"}
-			if err := tx.InsertDeadLetter(ctx, dl); err != nil {
+			if err := tx.InsertDeadLetter(ctx, dl, true); err != nil {
 				return err
 			}
 			if err := tx.InsertAttempt(ctx, 7, g, broker.Attempt{Attempt: 1, At: t0, Error: "first"}); err != nil {

@@ -16,11 +16,11 @@ import (
 // letters filed per hour (error_group_hours), written in the transaction
 // of every filing, replay and delete.
 
-// FileErrorGroup upserts error_groups (the sample moves when at is at or
+// fileErrorGroup upserts error_groups (the sample moves when at is at or
 // after the last failure) and error_group_hours by their keys. On
 // PostgreSQL the fingerprint and sample are stored as pgText has them,
 // as InsertDeadLetter stores them.
-func (t *storeTx) FileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
+func (t *storeTx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
 	if t.pg {
 		fingerprint, errText = pgText(fingerprint), pgText(errText)
 	}
@@ -45,7 +45,7 @@ func (t *storeTx) FileErrorGroup(ctx context.Context, queueID, groupID int64, fi
 
 // RemoveFromErrorGroup lowers error_groups' count by its key, then
 // deletes the row when the count is 0 or below (the fingerprint as
-// FileErrorGroup stored it).
+// fileErrorGroup stored it).
 func (t *storeTx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64) error {
 	if t.pg {
 		fingerprint = pgText(fingerprint)
@@ -120,7 +120,7 @@ var (
 )
 
 // ErrorGroups runs errorGroups and names the queue in each; a fingerprint
-// is looked up as FileErrorGroup stored it.
+// is looked up as fileErrorGroup stored it.
 func (t *storeTx) ErrorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
 	gs, err := t.errorGroups(ctx, queueID, groupID, fingerprint, limit)
 	for i := range gs {
@@ -227,7 +227,7 @@ func sumErrorGroups(rows []broker.ErrorGroup, limit int) []broker.ErrorGroup {
 
 // ErrorGroupHours reads error_group_hours by its key (the queue's groups
 // by queueGroups when groupID is 0), summed per fingerprint and hour;
-// the fingerprints are looked up as FileErrorGroup stored them.
+// the fingerprints are looked up as fileErrorGroup stored them.
 func (t *storeTx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, fingerprints []string, fromHour int64) ([]broker.ErrorGroupHour, error) {
 	if len(fingerprints) == 0 {
 		return nil, nil

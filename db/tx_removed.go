@@ -95,8 +95,8 @@ func (t *storeTx) MarkRestored(ctx context.Context, ids []int64, now time.Time, 
 	return err
 }
 
-// ReturnToErrorGroup upserts error_groups by its key.
-func (t *storeTx) ReturnToErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64, failedAt time.Time, errText string) error {
+// returnToErrorGroup upserts error_groups by its key.
+func (t *storeTx) returnToErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64, failedAt time.Time, errText string) error {
 	_, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
 		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
