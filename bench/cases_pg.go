@@ -421,7 +421,7 @@ func caseP2(ctx context.Context, e *env) ([]Row, error) {
 	}
 	p2 := compare(s, "P2", fmt.Sprintf("PostgreSQL, %d server processes on one database vs 1: throughput (%d msgs)", p2Processes, n), "msg/s", many, one)
 	p2.Must, p2.Goal = atLeast("ratio", 0.8, "≥ 0.8×"), atLeast("ratio", 1.2, "≥ 1.2×")
-	p2.Note = fmt.Sprintf("H1's load (%d producers, %d consumers) spread round-robin over the processes; load average %s → %s on %d cores, the client on the same machine; writers are serialised across processes (an advisory lock a write transaction); %s",
+	p2.Note = fmt.Sprintf("H1's load (%d producers, %d consumers) spread round-robin over the processes; load average %s → %s on %d cores, the client on the same machine; pushes, leases and acks of the processes run at once under row locks, other writes one at a time (docs/postgres.md); %s",
 		hProducers, hConsumers, loadText(load0), loadText(loadAverage()), runtime.NumCPU(), pgNote())
 	c := compare(cpu, "P2", "  CPU a message, Lazarus processes + PostgreSQL (info)", "µs/msg", many, one)
 	c.Note = "utime+stime of the server children and the cluster's processes (/proc) over the run"

@@ -44,7 +44,7 @@ func (s *recordingStore) take() []write {
 // Whichever way a pop ran, its messages and lease work the same.
 func TestOnlyLeasesAreEphemeral(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, storeAt(t, "l.db"), db.SyncFull)
+	d, err := db.OpenWith(ctx, storeAt(t, "l.db"), db.Options{Sync: db.SyncFull, NeverAlone: true})
 	if err != nil {
 		t.Fatal(err)
 	}

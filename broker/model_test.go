@@ -600,7 +600,7 @@ func (r *modelRun) leaseName(id string) string {
 // Update runs twice, the first run rolled back (retryStore).
 func runModel(t testing.TB, opts broker.Options, ops []modelOp, fold time.Duration) (trace []string, fail string) {
 	ctx := context.Background()
-	d, err := db.OpenWith(ctx, storeAt(t, "model.db"), db.Options{Sync: db.SyncNormal, FoldEvery: fold})
+	d, err := db.OpenWith(ctx, storeAt(t, "model.db"), db.Options{Sync: db.SyncNormal, FoldEvery: fold, NeverAlone: true})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

@@ -365,7 +365,7 @@ func (s countingStore) Update(ctx context.Context, fn func(broker.Tx) error) err
 func TestPopOfOrdinaryMessagesDoesNotReadReplays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := db.Open(ctx, storeAt(t, "l.db"), db.SyncNormal)
+	d, err := db.OpenWith(ctx, storeAt(t, "l.db"), db.Options{Sync: db.SyncNormal, NeverAlone: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +463,7 @@ func TestReplayToOwnGroupUnderDelayedProcessing(t *testing.T) {
 // next pop passes the same copies again.
 func TestReplayToOwnGroupPassingIsEphemeral(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, storeAt(t, "l.db"), db.SyncFull)
+	d, err := db.OpenWith(ctx, storeAt(t, "l.db"), db.Options{Sync: db.SyncFull, NeverAlone: true})
 	if err != nil {
 		t.Fatal(err)
 	}

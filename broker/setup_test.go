@@ -17,7 +17,10 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // storeAt is where a test's store lives (pgtest.StoreAt): a SQLite file,
-// or a PostgreSQL database with LAZARUS_TEST_STORE=postgres.
+// or a PostgreSQL database with LAZARUS_TEST_STORE=postgres. The tests
+// open it with db.Options.NeverAlone, so that on PostgreSQL the broker's
+// hot writes run as they do beside other processes (row locks), not as a
+// process alone on its database writes them.
 func storeAt(t testing.TB, name string) string {
 	t.Helper()
 	return pgtest.StoreAt(t, name, db.Prepare)
@@ -56,7 +59,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, storeAt(t, "lazarus.db"), db.SyncNormal)
+	d, err := db.OpenWith(ctx, storeAt(t, "lazarus.db"), db.Options{Sync: db.SyncNormal, NeverAlone: true})
 	if err != nil {
 		t.Fatalf("open db: %v", err)
 	}

@@ -49,6 +49,11 @@ type Options struct {
 	// for the queue page up to date inside a commit (migration 0010).
 	// Default 1 s; negative: at every commit, for tests.
 	FoldEvery time.Duration
+	// NeverAlone (PostgreSQL) makes the process write as one among
+	// several even when it is alone on the database: its hot writes run
+	// with the row locks they take beside other processes (pg_members.go).
+	// For tests of that mode in one process.
+	NeverAlone bool
 	// Exclusive holds a lock on the database (a flock on <path>.lock,
 	// lock.go) for as long as the DB is open, and fails OpenWith with
 	// ErrInUse when another exclusive DB holds it: a server's long-polls

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -87,6 +88,12 @@ type pgStore struct {
 	closed  bool
 	seenGen int64 // the cache generation as of this process's last write (0: none yet)
 	news    *pgNotifier
+
+	// alone: this process was the only one on the database at its last
+	// count (pg_members.go); its hot writes then run as the one writer's.
+	alone     atomic.Bool
+	stopCount context.CancelFunc
+	countDone sync.WaitGroup
 }
 
 // ConcurrentWrites reports whether the store runs writes marked
@@ -147,6 +154,11 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 		return nil, err
 	}
 	p.news = newPGNotifier(pool, d.log)
+	cctx, cancel := context.WithCancel(context.Background())
+	p.stopCount = cancel
+	if !o.NeverAlone {
+		p.countDone.Go(func() { p.count(cctx) })
+	}
 	return d, nil
 }
 
@@ -296,13 +308,15 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	}); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	shared := broker.IsConcurrent(ctx)
+	// A hot write runs beside the other processes' only when there are
+	// others (pg_members.go): alone, it writes as the one writer.
+	shared := broker.IsConcurrent(ctx) && !p.alone.Load()
 	begin := &pgBegin{pgc: pgc, shared: shared, ephemeral: broker.IsEphemeral(ctx) && d.sync == SyncFull, check: !eager, seen: p.seenGen}
 	st := &storeTx{conn: conn, pg: true, shared: shared, begin: begin, scope: &broker.TxScope{}}
 	committed := false
 	defer func() {
 		if begin.sent && !committed {
-			if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			if rerr := pgRollback(ctx, conn); rerr != nil {
 				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 			}
 		}
@@ -404,6 +418,19 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	return nil
 }
 
+// pgRollbackTimeout bounds a ROLLBACK: a server that does not answer it
+// in that time gets its connection thrown away (the caller marks it bad),
+// which ends the transaction as surely, rather than holding the writer.
+const pgRollbackTimeout = 10 * time.Second
+
+// pgRollback ends conn's transaction, whether or not ctx has ended.
+func pgRollback(ctx context.Context, conn *sql.Conn) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgRollbackTimeout)
+	defer cancel()
+	_, err := conn.ExecContext(rctx, "ROLLBACK")
+	return err
+}
+
 // pgPipeline sends the statements queue adds to b in one round trip on
 // conn's pgx connection (a pipeline), and read reads their results in
 // order (n: how many). conn's transaction state is the connection's: a
@@ -436,7 +463,7 @@ func (d *DB) pgView(ctx context.Context, fn func(broker.Tx) error) error {
 		return pgUnavailable(fmt.Errorf("begin: %w", err))
 	}
 	defer func() {
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+		if err := pgRollback(ctx, conn); err != nil {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
@@ -453,6 +480,10 @@ func (p *pgStore) close() error {
 	p.wmu.Unlock()
 	if p.news != nil {
 		p.news.close()
+	}
+	if p.stopCount != nil {
+		p.stopCount()
+		p.countDone.Wait()
 	}
 	err := p.db.Close()
 	p.pool.Close()

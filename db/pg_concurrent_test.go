@@ -17,9 +17,13 @@ import (
 
 // concurrentSetup makes queue q with partitions p1 and p2, each holding a
 // message, read by group g, and returns two stores on the database (two
-// processes), the queue's, partitions' and group's ids.
+// processes), the queue's, partitions' and group's ids. Both write as
+// processes among others from the start (NeverAlone): a process that
+// has not yet counted the other would write alone, correctly, but not
+// in the mode these tests are about.
 func concurrentSetup(t *testing.T, o Options) (a, b *DB, queueID, p1, p2, groupID int64) {
 	t.Helper()
+	o.NeverAlone = true
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
 	open := func() *DB {
@@ -367,4 +371,32 @@ func TestPGASavedConsumerIsSentLaterYetSeenAndChecked(t *testing.T) {
 	if err := a.QueryRow(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'not-kept'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("messages of the failed write: %d (%v), want none", n, err)
 	}
+}
+
+// A process counts the processes of its database: alone, it writes as
+// the one writer; once another has joined, as one among several; alone
+// again once the other has gone.
+func TestPGAProcessCountsTheProcessesOfItsDatabase(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t, "db", Prepare)
+	a := openPG(t, dsn)
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+			time.Sleep(10 * time.Millisecond) // polling a condition
+		}
+	}
+	until("alone", a.pg.alone.Load)
+	b, err := Open(ctx, dsn, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until("two", func() bool { return !a.pg.alone.Load() && !b.pg.alone.Load() })
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	until("alone again", a.pg.alone.Load)
 }
