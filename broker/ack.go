@@ -146,10 +146,16 @@ func (k *acker) state(ctx context.Context, part Partition, groupID int64) (*ackS
 	if err != nil {
 		return nil, err
 	}
+	return k.add(part, c), nil
+}
+
+// add keeps c, just read, as the state of its partition and group.
+func (k *acker) add(part Partition, c Consumer) *ackState {
+	key := [2]int64{part.ID, c.GroupID}
 	st := &ackState{c: c, part: part}
 	k.states[key] = st
 	k.order = append(k.order, key)
-	return st, nil
+	return st
 }
 
 // byLease returns the consumer holding a lease, or ErrNotFound.
@@ -171,7 +177,7 @@ func (k *acker) byLease(ctx context.Context, leaseID string) (*ackState, error) 
 	if err != nil {
 		return nil, err
 	}
-	return k.state(ctx, part, c.GroupID)
+	return k.add(part, c), nil // the row just read, not read again
 }
 
 // message finds a message of the partition by transaction id: among the

@@ -47,8 +47,9 @@ type ErrorGroupHour struct {
 }
 
 // GroupTx is what error groups need from storage. The store keeps the
-// groups' counts in the transaction of every filing, replay and delete;
-// the broker calls these methods there.
+// groups' counts in the transaction of every filing, replay and delete:
+// a filing's with the dead letter (Tx.InsertDeadLetter), the others by
+// the broker's calls of these methods there.
 type GroupTx interface {
 	// RemoveFromErrorGroup takes n dead letters (replayed or deleted) out
 	// of the group's count, and forgets the group when none is left. The

@@ -217,12 +217,15 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 					more = true
 					return nil
 				}
-				ready, err := tx.ReadyConsumers(ctx, q.ID, gid, now, 1)
+				ready, busy, err := tx.ReadyConsumers(ctx, q.ID, gid, now, 1)
 				if err != nil {
 					return fmt.Errorf("pop: ready: %w", err)
 				}
 				if len(ready) == 0 {
 					wake, _, err = tx.NextWake(ctx, q.ID, gid, now)
+					if busy && (wake.IsZero() || wake.After(now.Add(busyRetry))) {
+						wake = now.Add(busyRetry)
+					}
 					return err
 				}
 				c = ready[0]
@@ -350,6 +353,11 @@ func subscribed(ctx context.Context, tx Tx, queueID int64, group string) (int64,
 	}
 	return gid, nil
 }
+
+// busyRetry is how soon a waiting pop asks again when the only ready
+// consumers it found were held by other writes (ReadyConsumers' busy):
+// they end without news when they leave those consumers as they were.
+const busyRetry = 100 * time.Millisecond
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {

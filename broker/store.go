@@ -452,13 +452,20 @@ type Tx interface {
 	// double in length; it writes: the marked consumers it finds with
 	// nothing past their cursor lose their mark, so it runs inside Update
 	// only. It looks at ctx between scans. In a write marked
-	// Concurrent each consumer it reads is locked to the commit, and one
-	// another write holds is skipped, not waited for (FOR UPDATE SKIP
-	// LOCKED), so no two pops take the same consumer; a mark is cleared
-	// only when a look taken after the lock still finds nothing past the
+	// Concurrent a consumer it returns or clears is locked to the commit,
+	// and one another write holds is skipped, not waited for (FOR UPDATE
+	// SKIP LOCKED), so no two pops take the same consumer: those it returns are
+	// locked, with a message past the cursor as they stand once locked. A
+	// mark is cleared only when its partition is held by no push in
+	// flight and a look taken after the lock still finds nothing past the
 	// cursor. Else it locks nothing: the broker (limit 1, then
 	// SaveConsumer of the one returned) counts on the one writer.
-	ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]Consumer, error)
+	//
+	// busy says that it passed by a ready consumer another write held
+	// (only in a write marked Concurrent): that one may still have
+	// messages for the group once the other write has ended, with no
+	// news to say so, so a pop that waits asks again soon (busyRetry).
+	ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) (cs []Consumer, busy bool, err error)
 	// NextWake returns the earliest time after now at which a consumer of
 	// the group with messages waiting becomes ready (a lease running out, a
 	// retry delay ending, its first message past the cursor becoming due
@@ -484,7 +491,7 @@ type Tx interface {
 	// computes it). d.TraceID, its message's traceId, is stored with it
 	// for the search by traceId (SearchTx.DeadLettersByTrace). It writes
 	// dead_letters, the search's indexes, error_groups and (filed)
-	// error_group_hours, each a get-or-create that cannot race.
+	// error_group_hours (the last two by upserts that cannot race).
 	InsertDeadLetter(ctx context.Context, d *DeadLetter, filed bool) error
 	// TakeReplayOutcome settles the outcome of a copy in a group when it
 	// is still to be counted (ExpectReplayOutcomes): ok succeeded, else

@@ -39,7 +39,7 @@ func TestReadyConsumersWaitForDelayedProcessing(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			cs, err := tx.ReadyConsumers(ctx, q.ID, gid, at, 10)
+			cs, _, err := tx.ReadyConsumers(ctx, q.ID, gid, at, 10)
 			if err != nil {
 				return err
 			}

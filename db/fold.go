@@ -69,7 +69,12 @@ func (d *DB) foldAtClose() {
 // other, only the rows the fold can lock without waiting are folded (a
 // push holds its partition's row to its commit, a pop or an ack its
 // consumer's); the others stay noted for the next fold (left).
-func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) error) (folded bool, left foldLeft, broken error) {
+//
+// before, when not nil, runs just before a fold begins (not at all when
+// none is due): the PostgreSQL store sends there the writes it kept and
+// its ready mark, so that the fold reads what they changed and takes its
+// row locks last (it never waits for one; the mark may).
+func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) error, before func() error) (folded bool, left foldLeft, broken error) {
 	due := d.foldDue(st)
 	for id := range st.pushedTo {
 		d.unfolded[id] = struct{}{}
@@ -79,6 +84,11 @@ func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) erro
 	}
 	if !due {
 		return false, left, nil
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return false, foldLeft{}, err
+		}
 	}
 	err, broken := savepoint(exec, func() (err error) {
 		left, err = foldRows(ctx, st, d.unfolded, d.unfoldedConsumers)

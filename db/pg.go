@@ -338,12 +338,14 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	if begin.moved {
 		return errCacheMoved // whatever fn made of it
 	}
+	if begin.failed != nil && !begin.sent {
+		return begin.failed // fn may have gone on without it
+	}
 	if err != nil {
 		return err
 	}
 	mark, markArgs := st.markReadyStatement()
-	fold := d.foldDue(st)
-	if !begin.sent && len(st.later) == 0 && mark == "" && !fold {
+	if !begin.sent && len(st.later) == 0 && mark == "" && !d.foldDue(st) {
 		// fn neither read nor wrote anything: no transaction at all.
 		committed = true
 		return nil
@@ -351,31 +353,20 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	if err := begin.now(ctx); err != nil {
 		return err
 	}
-	if fold {
-		// The fold reads the consumers the writes kept would change.
-		if err := st.sendLater(ctx); err != nil {
-			return err
-		}
-	}
-	folded, left, err := d.foldCounts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err })
-	if err != nil {
-		return err
-	}
 	// The writes kept for the last round trip (storeTx.execLater), the
-	// ready mark and COMMIT, in one round trip.
-	later := st.later
-	st.later = nil
-	err = pgPipeline(ctx, conn, func(b *pgx.Batch) {
-		for _, l := range later {
+	// ready mark and COMMIT go in one round trip; when the counts are
+	// folded, the writes kept and the mark go first (foldCounts' before).
+	queueMark := func(b *pgx.Batch) {
+		for _, l := range st.later {
 			b.Queue(l.text, l.args...)
 		}
 		if mark != "" {
 			text, args := pgArgs(mark, markArgs)
 			b.Queue(text, args...)
 		}
-		b.Queue("COMMIT")
-	}, func(r pgx.BatchResults, n int) error {
-		for range later {
+	}
+	readMark := func(r pgx.BatchResults) error {
+		for range st.later {
 			if _, err := r.Exec(); err != nil {
 				return err
 			}
@@ -384,6 +375,26 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 			if _, err := r.Exec(); err != nil {
 				return fmt.Errorf("mark consumers ready: %w", err)
 			}
+		}
+		return nil
+	}
+	folded, left, err := d.foldCounts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err }, func() error {
+		if len(st.later) == 0 && mark == "" {
+			return nil
+		}
+		err := pgPipeline(ctx, conn, queueMark, func(r pgx.BatchResults, _ int) error { return readMark(r) })
+		st.later, mark = nil, ""
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = pgPipeline(ctx, conn, func(b *pgx.Batch) {
+		queueMark(b)
+		b.Queue("COMMIT")
+	}, func(r pgx.BatchResults, n int) error {
+		if err := readMark(r); err != nil {
+			return err
 		}
 		tag, err := r.Exec()
 		if err != nil {
@@ -398,6 +409,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 		committed = true // whatever reading the rest of the answer says
 		return nil
 	})
+	st.later = nil
 	switch {
 	case err != nil && !committed:
 		return err

@@ -16,14 +16,16 @@ import (
 // synchronous_commit and the statement, in one round trip (a pipeline),
 // rather than one round trip for BEGIN and the lock and one for the
 // statement. A push is then two round trips (the insert with its BEGIN,
-// the ready mark with its COMMIT), a lease or an ack three.
+// the ready mark with its COMMIT), a lease or an ack three (four for a
+// lease beside other processes: its consumer is locked in a statement
+// of its own).
 //
 // The broker looks its queues, partitions and groups up in its cache
 // before the first statement, while the generation that says whether
 // another process changed them is read only with it. So a transaction
 // whose generation turns out to have moved stops there (errCacheMoved:
 // the statement's answer is not read, and every later statement fails
-// alike), is rolled back, and runs again with its BEGIN sent first and
+// alike; pgWrite fails it whatever fn did), is rolled back, and runs again with its BEGIN sent first and
 // the cache emptied (broker.TxScope.SetForeign), as it did before
 // every write. A generation moves when another process updates or
 // deletes queues, partitions, groups or subscriptions: rare, and then
@@ -53,6 +55,9 @@ type pgBegin struct {
 	sent  bool  // BEGIN was sent: the transaction may be open
 	gen   int64 // the generation read once the lock was held
 	moved bool
+	// failed is the error of a BEGIN that did not run (its round trip
+	// failed): the write fails with it, whatever fn made of it.
+	failed error
 }
 
 // queue adds BEGIN, the lock and the ephemeral setting to b.
@@ -75,7 +80,8 @@ func (p *pgBegin) queue(b *pgx.Batch) {
 // read reads the answers of what queue added.
 func (p *pgBegin) read(r pgx.BatchResults) error {
 	if _, err := r.Exec(); err != nil {
-		return fmt.Errorf("begin: %w", err)
+		p.failed = fmt.Errorf("begin: %w", err)
+		return p.failed
 	}
 	p.sent = true
 	if err := r.QueryRow().Scan(&p.gen); err != nil {

@@ -137,7 +137,7 @@ func TestPGPopsOfTwoProcessesTakeDifferentConsumersAtOnce(t *testing.T) {
 	var first broker.Consumer
 	started := make(chan struct{})
 	done, release := holdOpen(t, a, true, func(tx broker.Tx) error {
-		cs, err := tx.ReadyConsumers(ctx, queueID, groupID, now, 1)
+		cs, _, err := tx.ReadyConsumers(ctx, queueID, groupID, now, 1)
 		if err != nil || len(cs) != 1 {
 			return errors.Join(err, errors.New("no ready consumer"))
 		}
@@ -153,7 +153,7 @@ func TestPGPopsOfTwoProcessesTakeDifferentConsumersAtOnce(t *testing.T) {
 		var out []broker.Consumer
 		err := b.Update(broker.Concurrent(ctx), func(tx broker.Tx) error {
 			var err error
-			out, err = tx.ReadyConsumers(ctx, queueID, groupID, now, 1)
+			out, _, err = tx.ReadyConsumers(ctx, queueID, groupID, now, 1)
 			return err
 		})
 		return out, err
@@ -399,4 +399,109 @@ func TestPGAProcessCountsTheProcessesOfItsDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	until("alone again", a.pg.alone.Load)
+}
+
+// A pop that finds a ready consumer with nothing past its cursor leaves
+// its mark when a push to its partition is in flight: the push marks only
+// consumers that are not marked, so a mark cleared beside it would not be
+// set again, and its message would wait for the next push.
+func TestPGAPopLeavesTheMarkOfAPartitionAPushHolds(t *testing.T) {
+	ctx := context.Background()
+	a, b, queueID, p1, _, groupID := concurrentSetup(t, Options{Sync: SyncNormal})
+	br := broker.New(broker.Config{Store: a})
+	t.Cleanup(br.Close)
+	// p1's message delivered and acknowledged: its consumer stays marked,
+	// with nothing past its cursor.
+	res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Partition: "p1", Group: "g"})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop p1: %+v %v", res, err)
+	}
+	if _, err := br.Ack(ctx, broker.Ack{TransactionID: res.Messages[0].TransactionID, LeaseID: res.LeaseID, Status: broker.AckCompleted, Group: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	ready := func() (n int) {
+		t.Helper()
+		if err := a.QueryRow(ctx, `SELECT ready FROM consumers WHERE partition_id = ? AND group_id = ?`, p1, groupID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if ready() != 1 {
+		t.Fatal("p1's consumer is not marked before the test")
+	}
+	// b pushes to p1 and holds its transaction open.
+	pushStarted := make(chan struct{})
+	pushDone, releasePush := holdOpen(t, b, true, func(tx broker.Tx) error {
+		_, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "in-flight", Payload: []byte(`{}`), CreatedAt: time.Now()}})
+		return err
+	}, pushStarted)
+	<-pushStarted
+	// a's pop scans while the push is in flight, and holds its
+	// transaction open past the push's commit.
+	popStarted := make(chan struct{})
+	popDone, releasePop := holdOpen(t, a, true, func(tx broker.Tx) error {
+		_, _, err := tx.ReadyConsumers(ctx, queueID, groupID, time.Now(), 1)
+		return err
+	}, popStarted)
+	select {
+	case <-popStarted:
+	case err := <-popDone:
+		t.Fatal(err)
+	}
+	releasePush()
+	if err := <-pushDone; err != nil {
+		t.Fatal(err)
+	}
+	releasePop()
+	if err := <-popDone; err != nil {
+		t.Fatal(err)
+	}
+	if ready() != 1 {
+		t.Fatal("p1's consumer lost its mark with the pushed message past its cursor")
+	}
+}
+
+// A pop that finds the only ready consumer held by another write gets
+// none, and is told so (busy), so that a pop that waits asks again soon
+// rather than wait for news that may not come.
+func TestPGAPopPassingByAHeldConsumerIsToldSo(t *testing.T) {
+	ctx := context.Background()
+	a, b, queueID, _, _, groupID := concurrentSetup(t, Options{Sync: SyncNormal})
+	br := broker.New(broker.Config{Store: a})
+	t.Cleanup(br.Close)
+	res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Partition: "p2", Group: "g"})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop p2: %+v %v", res, err)
+	}
+	if _, err := br.Ack(ctx, broker.Ack{TransactionID: res.Messages[0].TransactionID, LeaseID: res.LeaseID, Status: broker.AckCompleted, Group: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	done, release := holdOpen(t, a, true, func(tx broker.Tx) error {
+		cs, _, err := tx.ReadyConsumers(ctx, queueID, groupID, time.Now(), 1)
+		if err == nil && len(cs) != 1 {
+			err = errors.New("the first pop found no ready consumer")
+		}
+		return err
+	}, started)
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	var cs []broker.Consumer
+	var busy bool
+	if err := b.Update(broker.Concurrent(ctx), func(tx broker.Tx) (err error) {
+		cs, busy, err = tx.ReadyConsumers(ctx, queueID, groupID, time.Now(), 1)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 0 || !busy {
+		t.Fatalf("second pop: %d consumers, busy %v; want none, busy", len(cs), busy)
+	}
 }

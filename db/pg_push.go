@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -84,8 +85,7 @@ func (t *storeTx) pgInsertMessages(ctx context.Context, msgs []*broker.Message) 
 		}
 		seqs[k] = seq
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, err
 	}
 	out := make([]bool, len(msgs))

@@ -359,7 +359,7 @@ func TestReadyConsumersReturnsEachWaitingOnce(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			cs, err := tx.ReadyConsumers(ctx, q.ID, gid, time.Now(), limit)
+			cs, _, err := tx.ReadyConsumers(ctx, q.ID, gid, time.Now(), limit)
 			for _, c := range cs {
 				p, err := tx.PartitionByID(ctx, c.PartitionID)
 				if err != nil {

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -193,15 +194,18 @@ func (t *storeTx) insert(ctx context.Context, col, query string, args ...any) (n
 		if err != nil {
 			return 0, 0, err
 		}
-		defer rows.Close()
 		for rows.Next() {
 			var id int64
 			if err := rows.Scan(&id); err != nil {
+				rows.Close()
 				return 0, 0, err
 			}
 			n, last = n+1, max(last, id)
 		}
-		return n, last, rows.Err()
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return 0, 0, err
+		}
+		return n, last, nil
 	}
 	res, err := t.exec(ctx, query, args...)
 	if err != nil {

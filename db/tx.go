@@ -752,12 +752,11 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 // counting on the drained ones being cleared; those not due yet stay
 // ready, and behind 1,024 of them (the longest scan) the loop never
 // ended, holding the writer.
-func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) ([]broker.Consumer, error) {
-	var out []broker.Consumer
+func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) (out []broker.Consumer, busy bool, err error) {
 	afterAt, afterPartition := int64(math.MinInt64), int64(math.MinInt64) // the last consumer read: none yet (a clock before 1970 gives a negative leased_at)
 	for round := 0; ; round++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		var drained []int64
 		// Each scan reads twice as far as the one before (up to 64×):
@@ -769,7 +768,7 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 		// its seq in the index says enough.
 		rows, err := t.query(ctx, readyConsumersSQL, queueID, groupID, ms(now), scan, afterAt, afterPartition)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		read := 0
 		var ready []int64 // a shared write's: those with a head that is due, to lock
@@ -779,7 +778,7 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 			c, err := scanConsumer(withDest{rows, &head})
 			if err != nil {
 				rows.Close()
-				return nil, err
+				return nil, false, err
 			}
 			afterAt, afterPartition = ms(c.LeasedAt), c.PartitionID
 			switch {
@@ -792,32 +791,40 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if t.shared && len(drained) > 0 {
-			// Only those no other write holds, and looked at again once
-			// locked (clearReadySQL).
-			if drained, err = t.pgLockedIDs(ctx, `SELECT partition_id FROM consumers WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2
-				ORDER BY partition_id FOR UPDATE SKIP LOCKED`, drained, groupID); err != nil {
-				return nil, err
+			// Only those no other write holds, whose partition no push
+			// holds, looked at again once locked (clearReadySQL). A push
+			// holds its partition from before its insert to its commit
+			// and marks the consumers with ready = 0 only: a mark cleared
+			// beside a push in flight would not be set again. One that
+			// comes later waits for this transaction's share of the
+			// partition, and marks what it cleared.
+			if drained, err = t.pgLockedIDs(ctx, `SELECT c.partition_id FROM consumers c JOIN partitions p ON p.id = c.partition_id
+				WHERE c.partition_id = ANY(?1::bigint[]) AND c.group_id = ?2
+				ORDER BY c.partition_id FOR UPDATE OF c SKIP LOCKED FOR SHARE OF p SKIP LOCKED`, drained, groupID); err != nil {
+				return nil, false, err
 			}
 		}
 		if len(drained) > 0 {
 			if _, err := t.exec(ctx, clearReadySQL, groupID, intsJSON(drained)); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		if len(ready) > 0 {
-			got, err := t.pgLockReady(ctx, groupID, ready, now, limit-len(out))
+			want := min(len(ready), limit-len(out))
+			got, err := t.pgLockReady(ctx, groupID, ready, now, want)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			out = append(out, got...)
+			busy = busy || len(got) < want
 		}
 		// Done when enough were found, or when the scan came to the end
 		// of the ready consumers.
 		if len(out) >= limit || read < scan {
-			return out, nil
+			return out, busy, nil
 		}
 	}
 }
@@ -849,14 +856,15 @@ const readyConsumersPG = `SELECT ` + consumerCols + `,
 // ready (found ready by a scan, in its order), the first n that no other
 // write holds and that are still ready at now, and returns them as they
 // stand once locked (a shared write, PostgreSQL: FOR UPDATE SKIP LOCKED
-// tests a row another write changed meanwhile as that write left it).
-// A consumer whose cursor another write moved since the scan may have
-// nothing left past it: the pop then finds no message there.
+// tests a row another write changed meanwhile as that write left it),
+// with a message past the cursor as it stands then (another write may
+// have moved it since the scan).
 func (t *storeTx) pgLockReady(ctx context.Context, groupID int64, ready []int64, now time.Time, n int) ([]broker.Consumer, error) {
-	rows, err := t.query(ctx, `SELECT `+consumerCols+` FROM consumers
+	rows, err := t.query(ctx, `SELECT `+consumerCols+` FROM consumers c
 		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
 		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
-		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE SKIP LOCKED`, ready, groupID, ms(now), n)
+		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
+		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED`, ready, groupID, ms(now), n)
 	if err != nil {
 		return nil, err
 	}

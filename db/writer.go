@@ -343,7 +343,7 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 		answer()
 		return
 	}
-	folded, left, broken := d.foldCounts(context.Background(), st, d.exec)
+	folded, left, broken := d.foldCounts(context.Background(), st, d.exec, nil)
 	if broken != nil {
 		failAll(broken)
 		answer()
