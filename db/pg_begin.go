@@ -182,6 +182,27 @@ func (t *storeTx) pgQueryFirst(ctx context.Context, text string, args []any) (ro
 	return &pgRows{rows: rows, results: r}, nil
 }
 
+// pgExec and pgQuery run a write transaction's later statements on its
+// pgx connection too, beneath database/sql, as its first one: its rows
+// are scanned by pgx into their destinations, without database/sql's
+// conversion of every value (a copy of each payload) and the locking
+// around each row.
+func (t *storeTx) pgExec(ctx context.Context, text string, args []any) (sql.Result, error) {
+	tag, err := t.begin.pgc.Exec(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgResult(tag), nil
+}
+
+func (t *storeTx) pgQuery(ctx context.Context, text string, args []any) (rowsIter, error) {
+	rows, err := t.begin.pgc.Query(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &pgRows{rows: rows}, nil
+}
+
 // pgResult is a statement's sql.Result from its command tag.
 type pgResult pgconn.CommandTag
 
@@ -191,8 +212,8 @@ func (r pgResult) LastInsertId() (int64, error) {
 	return 0, errors.New("LastInsertId is not supported by PostgreSQL: use RETURNING")
 }
 
-// pgRows are the rows of a statement sent with BEGIN: pgx's, closed with
-// the pipeline's results.
+// pgRows are a write's rows, pgx's: of a statement sent with BEGIN,
+// closed with the pipeline's results, or of one sent alone.
 type pgRows struct {
 	rows    pgx.Rows
 	results pgx.BatchResults
@@ -209,6 +230,9 @@ func (r *pgRows) Close() error {
 	}
 	r.closed = true
 	r.rows.Close()
+	if r.results == nil {
+		return r.rows.Err()
+	}
 	return errors.Join(r.rows.Err(), r.results.Close())
 }
 

@@ -110,8 +110,11 @@ func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Resu
 			return nil, err
 		}
 		text, args := pgArgs(query, args)
-		if first {
+		switch {
+		case first:
 			return t.pgExecFirst(ctx, text, args)
+		case t.begin != nil:
+			return t.pgExec(ctx, text, args)
 		}
 		return t.conn.ExecContext(ctx, text, args...)
 	}
@@ -131,8 +134,11 @@ func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIte
 			return nil, err
 		}
 		text, args := pgArgs(query, args)
-		if first {
+		switch {
+		case first:
 			return t.pgQueryFirst(ctx, text, args)
+		case t.begin != nil:
+			return t.pgQuery(ctx, text, args)
 		}
 		return t.conn.QueryContext(ctx, text, args...)
 	}
@@ -171,8 +177,12 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 			return rawRow{err: err}
 		}
 		text, args := pgArgs(query, args)
-		if first {
+		switch {
+		case first:
 			rows, err := t.pgQueryFirst(ctx, text, args)
+			return pgRow{rows: rows, err: err}
+		case t.begin != nil:
+			rows, err := t.pgQuery(ctx, text, args)
 			return pgRow{rows: rows, err: err}
 		}
 		return t.conn.QueryRowContext(ctx, text, args...)
