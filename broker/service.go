@@ -22,9 +22,10 @@ type Broker struct {
 	pending pendingStats
 	closed  chan struct{}
 	waiting atomic.Int64 // pops waiting for news now (Waiting)
-	// concurrent: the store runs writes marked Concurrent beside each
-	// other (ConcurrentStore), so pushes, leases and acks are marked.
-	concurrent bool
+	// concurrent: the store may run writes marked Concurrent beside
+	// each other (ConcurrentStore); pushes, leases and acks are marked
+	// while it says it does.
+	concurrent ConcurrentStore
 
 	restoreWindow time.Duration
 
@@ -62,7 +63,7 @@ func New(cfg Config) *Broker {
 		b.news = &LocalNotifier{}
 	}
 	if cs, ok := cfg.Store.(ConcurrentStore); ok {
-		b.concurrent = cs.ConcurrentWrites()
+		b.concurrent = cs
 	}
 	if b.clock == nil {
 		b.clock = SystemClock
@@ -202,11 +203,12 @@ func (b *Broker) FlushStats(ctx context.Context) error {
 }
 
 // concurrently marks ctx Concurrent for a store that runs such writes
-// beside each other, and leaves it as it is for one that does not (a
+// beside each other now, and leaves it as it is for one that does not (a
 // write that must be run again unmarked costs a store with one writer
-// for nothing).
+// for nothing). The store decides again as the write begins: a write
+// marked may still run alone, and one not marked always does.
 func (b *Broker) concurrently(ctx context.Context) context.Context {
-	if !b.concurrent {
+	if b.concurrent == nil || !b.concurrent.ConcurrentWrites() {
 		return ctx
 	}
 	return Concurrent(ctx)

@@ -186,7 +186,8 @@ func IsConcurrent(ctx context.Context) bool {
 type ConcurrentStore interface {
 	Store
 	// ConcurrentWrites reports whether the store runs marked writes
-	// beside each other.
+	// beside each other now (it may change at any time: a store whose
+	// other processes come and go).
 	ConcurrentWrites() bool
 }
 

@@ -25,21 +25,23 @@ import (
 
 // The PostgreSQL store (STORAGE.md): the same storeTx, its statements
 // translated from SQLite's dialect (pgSQL), on a pgxpool of connections
-// through database/sql (pgx's stdlib), so that both stores scan and
-// convert values alike.
+// held through database/sql (pgx's stdlib). A View's statements go
+// through database/sql; a write's run on its pgx connection itself
+// (pg_begin.go), scanned by pgx's rules, which take the destinations of
+// this package's scans as database/sql does.
 //
 // Writers: an Update holds this process's write mutex and, in the
-// database, a transaction-scoped advisory lock (pgWriterLock) taken by
+// database, a transaction-scoped advisory lock (pgWriterLock) taken with
 // its first statement, to its commit (broker.Store.Update, "Writers"):
-// shared by writes marked broker.Concurrent (pushes, leases, acks),
-// which run beside each other's in other processes and settle their
-// conflicts by row locks (storeTx.shared: the consumer read, the ready
-// consumers skipped when locked, the partitions pushed to); exclusive
-// for every other write, which runs alone. The ready mark and the kept
-// counts are the store's, as on SQLite: marked and folded inside the
-// commit.
-// Reads (View) run on a snapshot (REPEATABLE READ, READ ONLY) beside the
-// writer.
+// shared by writes marked broker.Concurrent (pushes, leases, acks) while
+// other processes share the database (pg_members.go), which then run
+// beside each other's and settle their conflicts by row locks
+// (storeTx.shared: the consumer read, the ready consumers skipped when
+// locked, the partitions pushed to); exclusive for every other write,
+// and for all of a process alone, which then runs alone. The ready mark
+// and the kept counts are the store's, as on SQLite: marked and folded
+// inside the commit. Reads (View) run on a snapshot (REPEATABLE READ,
+// READ ONLY) beside the writer.
 
 //go:embed migrations_pg/*.sql
 var pgMigrations embed.FS
@@ -97,9 +99,10 @@ type pgStore struct {
 }
 
 // ConcurrentWrites reports whether the store runs writes marked
-// broker.Concurrent beside each other (broker.ConcurrentStore): the
-// PostgreSQL store does, across processes; SQLite's has one writer.
-func (d *DB) ConcurrentWrites() bool { return d.pg != nil }
+// broker.Concurrent beside each other now (broker.ConcurrentStore): the
+// PostgreSQL store does while other processes share its database
+// (pg_members.go); SQLite's has one writer.
+func (d *DB) ConcurrentWrites() bool { return d.pg != nil && !d.pg.alone.Load() }
 
 // Notifier is the broker.Notifier the store needs: on PostgreSQL one
 // that carries the news between the processes of the database
@@ -156,9 +159,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	p.news = newPGNotifier(pool, d.log)
 	cctx, cancel := context.WithCancel(context.Background())
 	p.stopCount = cancel
-	if !o.NeverAlone {
-		p.countDone.Go(func() { p.count(cctx) })
-	}
+	p.countDone.Go(func() { p.count(cctx, o.NeverAlone) })
 	return d, nil
 }
 
@@ -338,11 +339,11 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	if begin.moved {
 		return errCacheMoved // whatever fn made of it
 	}
-	if begin.failed != nil && !begin.sent {
-		return begin.failed // fn may have gone on without it
-	}
 	if err != nil {
 		return err
+	}
+	if begin.failed != nil {
+		return begin.failed // fn went on without its statement's answer
 	}
 	mark, markArgs := st.markReadyStatement()
 	if !begin.sent && len(st.later) == 0 && mark == "" && !d.foldDue(st) {
@@ -389,7 +390,12 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	if err != nil {
 		return err
 	}
-	err = pgPipeline(ctx, conn, func(b *pgx.Batch) {
+	// COMMIT is not cancelled with ctx: a caller who leaves once it is
+	// sent would have the outcome unknown (committed, yet reported not,
+	// and its scope ended as if rolled back); it has a deadline instead.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgCommitTimeout)
+	defer cancel()
+	err = pgPipeline(cctx, conn, func(b *pgx.Batch) {
 		queueMark(b)
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
@@ -429,6 +435,10 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	}
 	return nil
 }
+
+// pgCommitTimeout bounds the round trip of a COMMIT, which its caller's
+// context does not cancel.
+const pgCommitTimeout = 30 * time.Second
 
 // pgRollbackTimeout bounds a ROLLBACK: a server that does not answer it
 // in that time gets its connection thrown away (the caller marks it bad),

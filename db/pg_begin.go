@@ -55,8 +55,10 @@ type pgBegin struct {
 	sent  bool  // BEGIN was sent: the transaction may be open
 	gen   int64 // the generation read once the lock was held
 	moved bool
-	// failed is the error of a BEGIN that did not run (its round trip
-	// failed): the write fails with it, whatever fn made of it.
+	// failed is the error of the round trip that was to carry BEGIN and
+	// did not run it (the statement could not be prepared or its
+	// arguments encoded, the connection failed): every later statement
+	// fails with it, and so does the write, whatever fn made of it.
 	failed error
 }
 
@@ -105,6 +107,9 @@ func (p *pgBegin) now(ctx context.Context) error {
 	if p.moved {
 		return errCacheMoved
 	}
+	if p.failed != nil {
+		return p.failed
+	}
 	if p.sent {
 		return nil
 	}
@@ -113,9 +118,9 @@ func (p *pgBegin) now(ctx context.Context) error {
 	r := p.pgc.SendBatch(ctx, &b)
 	if err := p.read(r); err != nil {
 		r.Close()
-		return err
+		return p.readFailed(err)
 	}
-	return r.Close()
+	return p.readFailed(r.Close())
 }
 
 // with sends BEGIN and the statement text in one round trip, and returns
@@ -127,9 +132,18 @@ func (p *pgBegin) with(ctx context.Context, text string, args []any) (pgx.BatchR
 	r := p.pgc.SendBatch(ctx, &b)
 	if err := p.read(r); err != nil {
 		r.Close()
-		return nil, err
+		return nil, p.readFailed(err)
 	}
 	return r, nil
+}
+
+// readFailed notes err, the failure of a round trip meant to carry
+// BEGIN, when BEGIN did not run.
+func (p *pgBegin) readFailed(err error) error {
+	if err != nil && !p.sent && p.failed == nil && !errors.Is(err, errCacheMoved) {
+		p.failed = err
+	}
+	return err
 }
 
 // pgFirst reports whether the transaction's BEGIN is still to be sent
@@ -140,6 +154,9 @@ func (t *storeTx) pgFirst() (bool, error) {
 	}
 	if t.begin.moved {
 		return false, errCacheMoved
+	}
+	if t.begin.failed != nil {
+		return false, t.begin.failed
 	}
 	return !t.begin.sent, nil
 }

@@ -505,3 +505,31 @@ func TestPGAPopPassingByAHeldConsumerIsToldSo(t *testing.T) {
 		t.Fatalf("second pop: %d consumers, busy %v; want none, busy", len(cs), busy)
 	}
 }
+
+// A write whose first statement could not be sent (and BEGIN with it)
+// fails, even when its function goes on and its next statement would
+// have begun the transaction without it. (pgx closes the connection of a
+// batch it could not send, so the next statement fails too: this test
+// passes without pgBegin.failed's guard, which covers a failure that
+// leaves the connection open. A statement the server refuses aborts the
+// transaction there: TestAWriteWhoseStatementFailedIsNotReportedCommitted.)
+func TestPGAWriteWhoseFirstStatementFailedFails(t *testing.T) {
+	ctx := context.Background()
+	a, _, _, p1, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
+	err := a.Update(ctx, func(tx broker.Tx) error {
+		st := tx.(*storeTx)
+		// An argument pgx cannot encode: nothing reaches the server.
+		if _, err := st.exec(ctx, `SELECT ?::bigint`, make(chan int)); err == nil {
+			t.Error("a statement of an argument that cannot be sent succeeded")
+		}
+		_, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "after-a-failure", Payload: []byte(`{}`), CreatedAt: time.Now()}})
+		return err // nil or not: the write must fail
+	})
+	if err == nil {
+		t.Fatal("the write returned nil")
+	}
+	var n int
+	if err := a.QueryRow(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'after-a-failure'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("messages of the failed write: %d (%v), want none", n, err)
+	}
+}

@@ -28,10 +28,11 @@ const pgMemberLock = 0x4c617a61_72757304
 const memberEvery = time.Second
 
 // count keeps this process counted and counts the processes, until ctx
-// ends: p.alone says whether it was the only one at the last count.
-func (p *pgStore) count(ctx context.Context) {
+// ends: p.alone says whether it was the only one at the last count
+// (never, with neverAlone: Options.NeverAlone).
+func (p *pgStore) count(ctx context.Context, neverAlone bool) {
 	for ctx.Err() == nil {
-		p.countOn(ctx)
+		p.countOn(ctx, neverAlone)
 		p.alone.Store(false)
 		select {
 		case <-ctx.Done():
@@ -42,13 +43,17 @@ func (p *pgStore) count(ctx context.Context) {
 
 // countOn holds the lock on a connection of its own and counts, until
 // the connection fails or ctx ends.
-func (p *pgStore) countOn(ctx context.Context) {
+func (p *pgStore) countOn(ctx context.Context, neverAlone bool) {
 	c, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return
 	}
 	conn := c.Hijack() // the lock's: out of the pool for good
-	defer conn.Close(context.Background())
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*memberEvery)
+		defer cancel()
+		conn.Close(cctx)
+	}()
 	// A process that vanishes without closing the connection is counted
 	// until the server ends its session: idle this long (it counts every
 	// memberEvery), or the TCP keepalives (pgSessionParams) before
@@ -71,7 +76,7 @@ func (p *pgStore) countOn(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		p.alone.Store(n == 1)
+		p.alone.Store(n == 1 && !neverAlone)
 		select {
 		case <-ctx.Done():
 			return

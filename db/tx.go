@@ -801,9 +801,12 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 			// beside a push in flight would not be set again. One that
 			// comes later waits for this transaction's share of the
 			// partition, and marks what it cleared.
-			if drained, err = t.pgLockedIDs(ctx, `SELECT c.partition_id FROM consumers c JOIN partitions p ON p.id = c.partition_id
-				WHERE c.partition_id = ANY(?1::bigint[]) AND c.group_id = ?2
-				ORDER BY c.partition_id FOR UPDATE OF c SKIP LOCKED FOR SHARE OF p SKIP LOCKED`, drained, groupID); err != nil {
+			// The partition comes first in FROM, so its row is locked
+			// first: a consumer is not left locked (unreturned) behind a
+			// partition that is skipped.
+			if drained, err = t.pgLockedIDs(ctx, `SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
+				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
+				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED`, drained, groupID); err != nil {
 				return nil, false, err
 			}
 		}
