@@ -173,6 +173,22 @@ func TestPGPopsOfTwoProcessesTakeDifferentConsumersAtOnce(t *testing.T) {
 	}
 }
 
+// drain pops the one message of concurrentSetup's partition part for
+// group g, through a broker on d, and acknowledges it completed.
+func drain(t *testing.T, d *DB, part string) {
+	t.Helper()
+	ctx := context.Background()
+	br := broker.New(broker.Config{Store: d})
+	defer br.Close()
+	res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Partition: part, Group: "g"})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop %s: %+v %v", part, res, err)
+	}
+	if _, err := br.Ack(ctx, broker.Ack{TransactionID: res.Messages[0].TransactionID, LeaseID: res.LeaseID, Status: broker.AckCompleted, Group: "g"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // withTimeout runs fn with a context that ends in 10 s: a write that
 // would wait for the one held open fails rather than hangs.
 func withTimeout[T any](fn func(context.Context) (T, error)) (T, error) {
@@ -408,17 +424,9 @@ func TestPGAProcessCountsTheProcessesOfItsDatabase(t *testing.T) {
 func TestPGAPopLeavesTheMarkOfAPartitionAPushHolds(t *testing.T) {
 	ctx := context.Background()
 	a, b, queueID, p1, _, groupID := concurrentSetup(t, Options{Sync: SyncNormal})
-	br := broker.New(broker.Config{Store: a})
-	t.Cleanup(br.Close)
 	// p1's message delivered and acknowledged: its consumer stays marked,
 	// with nothing past its cursor.
-	res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Partition: "p1", Group: "g"})
-	if err != nil || len(res.Messages) != 1 {
-		t.Fatalf("pop p1: %+v %v", res, err)
-	}
-	if _, err := br.Ack(ctx, broker.Ack{TransactionID: res.Messages[0].TransactionID, LeaseID: res.LeaseID, Status: broker.AckCompleted, Group: "g"}); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, a, "p1")
 	ready := func() (n int) {
 		t.Helper()
 		if err := a.QueryRow(ctx, `SELECT ready FROM consumers WHERE partition_id = ? AND group_id = ?`, p1, groupID).Scan(&n); err != nil {
@@ -467,15 +475,7 @@ func TestPGAPopLeavesTheMarkOfAPartitionAPushHolds(t *testing.T) {
 func TestPGAPopPassingByAHeldConsumerIsToldSo(t *testing.T) {
 	ctx := context.Background()
 	a, b, queueID, _, _, groupID := concurrentSetup(t, Options{Sync: SyncNormal})
-	br := broker.New(broker.Config{Store: a})
-	t.Cleanup(br.Close)
-	res, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Partition: "p2", Group: "g"})
-	if err != nil || len(res.Messages) != 1 {
-		t.Fatalf("pop p2: %+v %v", res, err)
-	}
-	if _, err := br.Ack(ctx, broker.Ack{TransactionID: res.Messages[0].TransactionID, LeaseID: res.LeaseID, Status: broker.AckCompleted, Group: "g"}); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, a, "p2")
 	started := make(chan struct{})
 	done, release := holdOpen(t, a, true, func(tx broker.Tx) error {
 		cs, _, err := tx.ReadyConsumers(ctx, queueID, groupID, time.Now(), 1)
