@@ -143,14 +143,16 @@ func (n *pgNotifier) listen(listening chan struct{}) {
 		if err == nil {
 			pc := conn.Hijack() // its own connection, out of the pool for good
 			if _, err = pc.Exec(n.ctx, "LISTEN "+pgChannel); err == nil {
+				// Every waiter looks again: news sent before this LISTEN
+				// (while the connection was down, or before Open's wait
+				// for the first one gave up) is not delivered. Before Open
+				// is let go, so that no waiter it hands out is woken by
+				// the first (a watcher of no news woken: a flaky test).
+				n.local.NotifyAll()
 				if first {
 					close(listening)
 					first = false
 				}
-				// Every waiter looks again: news sent before this LISTEN
-				// (while the connection was down, or before Open's wait
-				// for the first one gave up) is not delivered.
-				n.local.NotifyAll()
 				for {
 					wctx, cancel := context.WithTimeout(n.ctx, listenCheck)
 					note, werr := pc.WaitForNotification(wctx)
