@@ -67,8 +67,10 @@ type Store interface {
 	// one partition commit in their order. They never run beside an
 	// unmarked write. On SQLite every write is alone. On PostgreSQL each
 	// write transaction takes one advisory lock first and holds it to
-	// its commit: shared by marked writes, exclusive for the others;
-	// and this process's writes run one at a time whatever the mark.
+	// its commit: shared by marked writes while other processes share
+	// the database, exclusive for the others (and for all of a process
+	// alone on it); and this process's writes run one at a time
+	// whatever the mark.
 	//
 	// Group commit (SQLite): the fns of Updates that queued while
 	// another was being written run one after another in one
