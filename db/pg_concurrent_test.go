@@ -95,35 +95,37 @@ func waitForLock(t *testing.T, d *DB, events ...string) {
 	}
 }
 
-// holdOpen runs fn in a write of d (marked Concurrent when shared) and
-// keeps the transaction open, fn's locks held, until release is called
-// (at the latest when the test ends); the write's error comes on the
-// channel returned, once it has ended. started is closed once fn has
-// run.
-func holdOpen(t *testing.T, d *DB, shared bool, fn func(broker.Tx) error, started chan struct{}) (done <-chan error, release func()) {
-	ch := make(chan struct{})
-	release = sync.OnceFunc(func() { close(ch) })
-	t.Cleanup(release)
-	return holdUntil(d, shared, fn, started, ch), release
-}
-
-func holdUntil(d *DB, shared bool, fn func(broker.Tx) error, started, release chan struct{}) <-chan error {
+// holdOpen runs fn in a write of d (marked Concurrent when shared) and,
+// once fn has run, returns with the transaction kept open, fn's locks
+// held, until release is called (at the latest when the test ends); the
+// write's error comes on done once it has ended. A write that fails
+// before that fails the test.
+func holdOpen(t *testing.T, d *DB, shared bool, fn func(broker.Tx) error) (done <-chan error, release func()) {
+	t.Helper()
 	ctx := context.Background()
 	if shared {
 		ctx = broker.Concurrent(ctx)
 	}
-	done := make(chan error, 1)
+	held, started := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release)
+	ended := make(chan error, 1)
 	go func() {
-		done <- d.Update(ctx, func(tx broker.Tx) error {
+		ended <- d.Update(ctx, func(tx broker.Tx) error {
 			if err := fn(tx); err != nil {
 				return err
 			}
 			close(started)
-			<-release
+			<-held
 			return nil
 		})
 	}()
-	return done
+	select {
+	case <-started:
+	case err := <-ended:
+		t.Fatalf("the write to hold open: %v", err)
+	}
+	return ended, release
 }
 
 // Two pops of one group in two processes, at once: the second is handed
@@ -135,7 +137,6 @@ func TestPGPopsOfTwoProcessesTakeDifferentConsumersAtOnce(t *testing.T) {
 	a, b, queueID, p1, p2, groupID := concurrentSetup(t, Options{Sync: SyncNormal})
 	now := time.Now()
 	var first broker.Consumer
-	started := make(chan struct{})
 	done, release := holdOpen(t, a, true, func(tx broker.Tx) error {
 		cs, _, err := tx.ReadyConsumers(ctx, queueID, groupID, now, 1)
 		if err != nil || len(cs) != 1 {
@@ -143,12 +144,7 @@ func TestPGPopsOfTwoProcessesTakeDifferentConsumersAtOnce(t *testing.T) {
 		}
 		first = cs[0]
 		return nil
-	}, started)
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatal(err)
-	}
+	})
 	second, err := withTimeout(func(ctx context.Context) ([]broker.Consumer, error) {
 		var out []broker.Consumer
 		err := b.Update(broker.Concurrent(ctx), func(tx broker.Tx) error {
@@ -211,16 +207,10 @@ func TestPGPushesToOnePartitionCommitInSeqOrder(t *testing.T) {
 		return m.Seq, nil
 	}
 	var seqA int64
-	started := make(chan struct{})
 	doneA, release := holdOpen(t, a, true, func(tx broker.Tx) (err error) {
 		seqA, err = insert(tx, "a")
 		return err
-	}, started)
-	select {
-	case <-started:
-	case err := <-doneA:
-		t.Fatal(err)
-	}
+	})
 	var seqB int64
 	doneB := make(chan error, 1)
 	go func() {
@@ -243,12 +233,10 @@ func TestPGPushesToOnePartitionCommitInSeqOrder(t *testing.T) {
 func TestPGAnUnmarkedWriteWaitsForTheMarkedOnes(t *testing.T) {
 	ctx := context.Background()
 	a, b, _, _, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
-	started := make(chan struct{})
 	// Each runs a statement: a transaction's BEGIN, and its lock, go with
 	// its first.
 	look := func(tx broker.Tx) error { _, err := tx.QueueByName(ctx, "q"); return err }
-	doneA, release := holdOpen(t, a, true, look, started)
-	<-started
+	doneA, release := holdOpen(t, a, true, look)
 	ran := make(chan struct{})
 	doneB := make(chan error, 1)
 	go func() {
@@ -295,16 +283,10 @@ func TestPGFoldPassesByAPartitionAnotherWriteHolds(t *testing.T) {
 	}
 	push("p1") // b notes p1, and folds it at once
 	// a holds p1's row, pushing to it.
-	started := make(chan struct{})
 	doneA, release := holdOpen(t, a, true, func(tx broker.Tx) error {
 		_, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "held", Payload: []byte(`{}`), CreatedAt: time.Now()}})
 		return err
-	}, started)
-	select {
-	case <-started:
-	case err := <-doneA:
-		t.Fatal(err)
-	}
+	})
 	b.pg.wmu.Lock()
 	b.unfolded[p1] = struct{}{} // as if b had pushed to it since its last fold
 	b.pg.wmu.Unlock()
@@ -438,24 +420,16 @@ func TestPGAPopLeavesTheMarkOfAPartitionAPushHolds(t *testing.T) {
 		t.Fatal("p1's consumer is not marked before the test")
 	}
 	// b pushes to p1 and holds its transaction open.
-	pushStarted := make(chan struct{})
 	pushDone, releasePush := holdOpen(t, b, true, func(tx broker.Tx) error {
 		_, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "in-flight", Payload: []byte(`{}`), CreatedAt: time.Now()}})
 		return err
-	}, pushStarted)
-	<-pushStarted
+	})
 	// a's pop scans while the push is in flight, and holds its
 	// transaction open past the push's commit.
-	popStarted := make(chan struct{})
 	popDone, releasePop := holdOpen(t, a, true, func(tx broker.Tx) error {
 		_, _, err := tx.ReadyConsumers(ctx, queueID, groupID, time.Now(), 1)
 		return err
-	}, popStarted)
-	select {
-	case <-popStarted:
-	case err := <-popDone:
-		t.Fatal(err)
-	}
+	})
 	releasePush()
 	if err := <-pushDone; err != nil {
 		t.Fatal(err)
@@ -476,19 +450,13 @@ func TestPGAPopPassingByAHeldConsumerIsToldSo(t *testing.T) {
 	ctx := context.Background()
 	a, b, queueID, _, _, groupID := concurrentSetup(t, Options{Sync: SyncNormal})
 	drain(t, a, "p2")
-	started := make(chan struct{})
 	done, release := holdOpen(t, a, true, func(tx broker.Tx) error {
 		cs, _, err := tx.ReadyConsumers(ctx, queueID, groupID, time.Now(), 1)
 		if err == nil && len(cs) != 1 {
 			err = errors.New("the first pop found no ready consumer")
 		}
 		return err
-	}, started)
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatal(err)
-	}
+	})
 	var cs []broker.Consumer
 	var busy bool
 	if err := b.Update(broker.Concurrent(ctx), func(tx broker.Tx) (err error) {
