@@ -192,7 +192,7 @@ func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unf
 // neither.
 func (t *storeTx) pgFoldLock(ctx context.Context, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left foldLeft, err error) {
 	if len(ids) > 0 {
-		if lockedIDs, err = t.pgLockedIDs(ctx, `SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, ids); err != nil {
+		if lockedIDs, err = t.queryIDs(ctx, `SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, ids); err != nil {
 			return nil, nil, foldLeft{}, err
 		}
 		locked := make(map[int64]bool, len(lockedIDs))
@@ -236,25 +236,6 @@ func (t *storeTx) pgFoldLock(ctx context.Context, ids []int64, keys [][2]int64) 
 		}
 	}
 	return lockedIDs, lockedKeys, left, nil
-}
-
-// pgLockedIDs runs query, which locks rows, and returns the ids its rows
-// name.
-func (t *storeTx) pgLockedIDs(ctx context.Context, query string, args ...any) ([]int64, error) {
-	rows, err := t.query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, errors.Join(rows.Err(), rows.Close())
 }
 
 // foldConsumersSQL brings the passed counts of the consumers listed (a

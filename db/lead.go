@@ -93,7 +93,11 @@ func pgTakeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer conn.Close(context.Background())
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*leadRetry)
+			defer cancel()
+			conn.Close(cctx)
+		}()
 		t := time.NewTicker(leadRetry)
 		defer t.Stop()
 		for {

@@ -383,7 +383,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 		if len(st.later) == 0 && mark == "" {
 			return nil
 		}
-		err := pgPipeline(ctx, conn, queueMark, func(r pgx.BatchResults, _ int) error { return readMark(r) })
+		err := pgPipeline(ctx, pgc, queueMark, func(r pgx.BatchResults, _ int) error { return readMark(r) })
 		st.later, mark = nil, ""
 		return err
 	})
@@ -395,7 +395,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	// and its scope ended as if rolled back); it has a deadline instead.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgCommitTimeout)
 	defer cancel()
-	err = pgPipeline(cctx, conn, func(b *pgx.Batch) {
+	err = pgPipeline(cctx, pgc, func(b *pgx.Batch) {
 		queueMark(b)
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
@@ -454,24 +454,17 @@ func pgRollback(ctx context.Context, conn *sql.Conn) error {
 }
 
 // pgPipeline sends the statements queue adds to b in one round trip on
-// conn's pgx connection (a pipeline), and read reads their results in
-// order (n: how many). conn's transaction state is the connection's: a
-// BEGIN or COMMIT among them is as if run by conn.ExecContext.
-func pgPipeline(ctx context.Context, conn *sql.Conn, queue func(*pgx.Batch), read func(pgx.BatchResults, int) error) error {
-	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("not a pgx connection: %T", dc)
-		}
-		var b pgx.Batch
-		queue(&b)
-		r := c.Conn().SendBatch(ctx, &b)
-		if err := read(r, b.Len()); err != nil {
-			r.Close()
-			return err
-		}
-		return r.Close()
-	})
+// conn, a write transaction's (pgBegin.pgc), as a pipeline, and read
+// reads their results in order (n: how many).
+func pgPipeline(ctx context.Context, conn *pgx.Conn, queue func(*pgx.Batch), read func(pgx.BatchResults, int) error) error {
+	var b pgx.Batch
+	queue(&b)
+	r := conn.SendBatch(ctx, &b)
+	if err := read(r, b.Len()); err != nil {
+		r.Close()
+		return err
+	}
+	return r.Close()
 }
 
 // pgView is View on PostgreSQL: one snapshot, read only.

@@ -25,17 +25,19 @@ import (
 // another process changed them is read only with it. So a transaction
 // whose generation turns out to have moved stops there (errCacheMoved:
 // the statement's answer is not read, and every later statement fails
-// alike; pgWrite fails it whatever fn did), is rolled back, and runs again with its BEGIN sent first and
-// the cache emptied (broker.TxScope.SetForeign), as it did before
-// every write. A generation moves when another process updates or
+// alike; pgWrite fails it whatever fn did), is rolled back, and runs
+// again with its BEGIN sent first and the cache emptied
+// (broker.TxScope.SetForeign), as it did before every write. A generation moves when another process updates or
 // deletes queues, partitions, groups or subscriptions: rare, and then
 // only one write of each process runs twice.
 //
-// The first statement's answer is read through pgx itself, not
-// database/sql: its rows are scanned by pgx's own rules, which take the
-// same destinations for the types of this schema (bigint into integers,
-// text and bytea into strings and byte slices, NULL into sql.Null* and
-// pointers).
+// Every statement of a write, the first and the later ones (pgExec,
+// pgQuery), runs on the transaction's pgx connection itself, not
+// through database/sql: its rows are scanned by pgx's own rules, which
+// take the same destinations for the types of this schema (bigint into
+// integers, text and bytea into strings and byte slices, NULL into
+// sql.Null* and pointers, boolean into bool; an integer into a bool
+// they refuse, where database/sql converts it).
 
 // errCacheMoved stops a write whose cache generation moved since this
 // process's previous write (above); pgUpdate runs it again.

@@ -23,8 +23,9 @@ const maxStatements = 512
 // run beneath database/sql, kept prepared (rawConn); the readers' are
 // kept by go-sqlite3 (_stmt_cache_size).
 
-// rowsIter is a query's rows: database/sql's (*sql.Rows), or the
-// driver's for the writer (*rawRows).
+// rowsIter is a query's rows: database/sql's (*sql.Rows), the driver's
+// for the SQLite writer (*rawRows), or pgx's for a PostgreSQL write
+// (*pgRows).
 type rowsIter interface {
 	Next() bool
 	Scan(dest ...any) error
@@ -32,8 +33,8 @@ type rowsIter interface {
 	Err() error
 }
 
-// rowScanner is a one-row query's answer (*sql.Row, rawRow): Scan says
-// sql.ErrNoRows when there is none.
+// rowScanner is a one-row query's answer (*sql.Row, rawRow, pgRow): Scan
+// says sql.ErrNoRows when there is none.
 type rowScanner interface {
 	Scan(dest ...any) error
 }
@@ -53,7 +54,7 @@ type pgLater struct {
 // or the commit's, and nothing of the transaction commits. The
 // transaction's reads see it all the same: none runs before it is sent.
 func (t *storeTx) execLater(ctx context.Context, query string, args ...any) error {
-	if !t.pg || t.scope == nil {
+	if t.begin == nil { // SQLite's, or a View's
 		_, err := t.exec(ctx, query, args...)
 		return err
 	}
@@ -76,7 +77,7 @@ func (t *storeTx) sendLater(ctx context.Context) error {
 	}
 	later := t.later
 	t.later = nil
-	return pgPipeline(ctx, t.conn, func(b *pgx.Batch) {
+	return pgPipeline(ctx, t.begin.pgc, func(b *pgx.Batch) {
 		for _, l := range later {
 			b.Queue(l.text, l.args...)
 		}
@@ -164,7 +165,9 @@ func (t *storeTx) queryIDs(ctx context.Context, query string, args ...any) ([]in
 		}
 		out = append(out, id)
 	}
-	return out, rows.Err()
+	// Close's error too: a write's first statement (pg_begin.go) reports
+	// its pipeline's there.
+	return out, errors.Join(rows.Err(), rows.Close())
 }
 
 func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowScanner {

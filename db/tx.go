@@ -804,7 +804,7 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 			// The partition comes first in FROM, so its row is locked
 			// first: a consumer is not left locked (unreturned) behind a
 			// partition that is skipped.
-			if drained, err = t.pgLockedIDs(ctx, `SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
+			if drained, err = t.queryIDs(ctx, `SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
 				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
 				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED`, drained, groupID); err != nil {
 				return nil, false, err
@@ -843,17 +843,14 @@ var readyConsumersSQL = pgQuery(`SELECT `+consumerCols+`,
 			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
 			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
-			ORDER BY c.leased_at, c.partition_id LIMIT ?4`, readyConsumersPG)
-
-// readyConsumersPG is the scan in PostgreSQL's dialect.
-const readyConsumersPG = `SELECT ` + consumerCols + `,
+			ORDER BY c.leased_at, c.partition_id LIMIT ?4`, `SELECT `+consumerCols+`,
 			CASE WHEN d.delay = 0 THEN CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END
 			ELSE COALESCE((SELECT CASE WHEN m.created_at + d.delay <= ?3 THEN 1 ELSE 2 END FROM messages m
 				WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1), 0) END
 			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
 			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
-			ORDER BY c.leased_at, c.partition_id LIMIT ?4`
+			ORDER BY c.leased_at, c.partition_id LIMIT ?4`)
 
 // pgLockReady locks, of the consumers of the group in the partitions
 // ready (found ready by a scan, in its order), the first n that no other
