@@ -30,7 +30,8 @@ func authed(method, url, body string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-// binary builds the lazarus binary once per test run.
+// binary builds the lazarus binary into the test's directory (the build
+// cache makes a second build of one test run cheap).
 func binary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lazarus")

@@ -362,15 +362,12 @@ func TestJobSurvivesTheDeathOfItsRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobURL := func(p *proc) string { return fmt.Sprintf("%s/api/v1/jobs/%d", p.url, started.Job.ID) }
-	type jobState struct {
-		Job struct {
-			State string `json:"state"`
-			Done  int    `json:"done"`
-		} `json:"job"`
+	type jobReply struct {
+		Job jobState `json:"job"`
 	}
 	var lastJob []byte // for the failure's message
-	read := func(p *proc) jobState {
-		var j jobState
+	read := func(p *proc) jobReply {
+		var j jobReply
 		lastJob = mustCall(t, http.StatusOK, http.MethodGet, jobURL(p), "")
 		if err := json.Unmarshal(lastJob, &j); err != nil {
 			t.Fatal(err)
@@ -383,12 +380,12 @@ func TestJobSurvivesTheDeathOfItsRunner(t *testing.T) {
 		}
 	}()
 	eventually(t, 30*time.Second, "the job under way", func() bool { d := read(others[0]).Job.Done; return d > 0 })
-	if j := read(others[0]); j.Job.State != "running" || j.Job.Done >= n {
+	if j := read(others[0]); j.Job.State != "running" || j.Job.Done >= int64(n) {
 		t.Fatalf("before the kill the job is %+v, want running and not done", j.Job)
 	}
 	killServer(t, leader.cmd)
 	eventually(t, 60*time.Second, "the job done by another process", func() bool { return read(others[1]).Job.State == "done" })
-	if j := read(others[1]); j.Job.Done != n {
+	if j := read(others[1]); j.Job.Done != int64(n) {
 		t.Fatalf("the job after its runner died: %+v, want %d done", j.Job, n)
 	}
 	count := drain(t, others[1], "job")

@@ -187,7 +187,8 @@ type JobTx interface {
 	// SaveJob writes j's state, counters, position, reason, times,
 	// auto-pause window and undo links (not its kind, actor or scope), by
 	// the primary key; ErrNotFound when there is no such job (swept). It
-	// locks nothing more than the write it is part of (one writer).
+	// locks nothing more than the write it is part of (one not marked
+	// Concurrent, which runs alone).
 	SaveJob(ctx context.Context, j *Job) error
 	// JobOutcomes returns a replay job's outcomes per group, by group
 	// name (none: empty). It reads job_outcomes by the job, and groups.

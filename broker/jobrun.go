@@ -458,7 +458,7 @@ func (b *Broker) RunJobs(ctx context.Context) {
 		// Watched before the look, so that no news between the look and
 		// the wait is missed: a job started or changed by another process
 		// on the same store comes as news (Notifier).
-		news := b.news.Watch(jobNews)
+		news := b.watch(jobNews)
 		var running []Job
 		err := b.store.View(ctx, func(tx Tx) (err error) {
 			running, err = tx.Jobs(ctx, JobFilter{State: JobRunning}, Page{Limit: MaxPageSize})

@@ -38,8 +38,8 @@ type LoginFailure struct {
 // its primary key (the key) or its index of seqs, and locks nothing
 // beyond its transaction (Tx): BeginLogin's look and count are one write
 // transaction, so that of attempts made at the same time, on any process
-// of the store, only the first is let in (one writer; a store with
-// several writers must lock the keys' rows from the look to the commit).
+// of the store, only the first is let in (a write not marked Concurrent:
+// it runs alone on every store).
 type LoginTx interface {
 	// LoginFailure reads the count of key, by the primary key
 	// (ErrNotFound when the key has none).

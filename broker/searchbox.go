@@ -48,9 +48,11 @@ type SearchTx interface {
 	// MessagesByShortID returns, newest first, up to limit messages
 	// created in [from, to] (milliseconds) whose seq's low 16 bits are
 	// low: the messages a short id (ShortID) may name. The store may count
-	// on a message's creation time growing with its seq (one writer takes
-	// both); a message pushed while the clock was set back may be missed,
-	// never wrongly found (the caller checks the id).
+	// on a message's creation time growing with its seq (mostly: pushes
+	// of several processes to different partitions commit beside each
+	// other, a clock may be set back); a message pushed so may be missed
+	// at the window's edge, never wrongly found (the caller checks the
+	// id).
 	MessagesByShortID(ctx context.Context, from, to time.Time, low uint16, limit int) ([]Message, error)
 	// MessagesByTransaction returns up to limit messages, in any
 	// partition, whose transactionId is txid, or starts with it when

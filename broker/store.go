@@ -232,13 +232,13 @@ func IsEphemeral(ctx context.Context) bool {
 //   - Conflict: no method returns ErrConflict or ErrDuplicate. A push
 //     whose transactionId its partition has already is answered as such
 //     (InsertMessage, InsertMessages, PushCopies: INSERT ... ON
-//     CONFLICT DO NOTHING);
-//     other names and keys that must be unique (a queue's, a partition's,
-//     a user's, a subscription) are checked by the broker before it
-//     creates them, under the one writer, and an insert that breaks a
-//     unique constraint anyway fails with the store's own error. A store
-//     with several writers makes those get-or-create in one statement
-//     that cannot race (STORAGE.md, rule 3).
+//     CONFLICT DO NOTHING); a queue, a partition or a group is a
+//     get-or-create in one statement that cannot race (CreateQueue,
+//     CreatePartition, GroupID: STORAGE.md, rule 3). Other names and
+//     keys that must be unique (a user's, a subscription) are checked by
+//     the broker before it creates them, in writes that run alone (not
+//     marked Concurrent), and an insert that breaks a unique constraint
+//     anyway fails with the store's own error.
 //   - Locks: the SQLite store locks the whole database for writing when
 //     an Update begins (BEGIN IMMEDIATE) and holds it to the commit, and
 //     a View locks nothing (WAL snapshot); the PostgreSQL store's writes
@@ -346,8 +346,9 @@ type Tx interface {
 	// CONFLICT (queue_id, name) DO NOTHING): when the name is taken, p
 	// becomes the partition that has it (its consumers are that
 	// partition's already); a UUID taken is the store's unique-constraint
-	// error. With several writers, a subscription made beside it must
-	// still reach the new partition: the stores' one writer sees to it.
+	// error. A subscription made beside it would not reach the new
+	// partition: subscriptions are made only by writes that run alone
+	// (not marked Concurrent), never beside a push.
 	CreatePartition(ctx context.Context, p *Partition) error
 
 	// GroupID returns the id of the named group, creating it when create
@@ -513,9 +514,10 @@ type Tx interface {
 	// MaxDeadLetterID returns the highest dead letter row id (0 if none).
 	// Row ids only grow: the store never gives a dead letter an id it gave
 	// before, even once the rows with the highest ids are gone, and a dead
-	// letter committed after this call has a higher id (one writer on
-	// SQLite; a store with several writers must keep this too, e.g. by
-	// taking the id under the lock the bound is read under).
+	// letter committed after this call has a higher id: dead letters are
+	// filed only by writes not marked Concurrent, which run alone on
+	// every store, and a View's snapshot has every one committed before
+	// it.
 	MaxDeadLetterID(ctx context.Context) (int64, error)
 	// NewestFailure returns when the newest dead letter f selects failed
 	// (by failedAt, then row id); ok is false when f selects none.

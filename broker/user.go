@@ -76,7 +76,8 @@ type UserTx interface {
 	// SaveUser inserts u (ID 0, and sets u.ID) or writes its name, role
 	// and password hash (a user that is not there: nothing, no error). A
 	// name taken is the store's unique-constraint error: the broker
-	// checks UserByName first (one writer).
+	// checks UserByName first, in a write that runs alone (not marked
+	// Concurrent).
 	SaveUser(ctx context.Context, u *User) error
 	// DeleteUser deletes the user id with its tokens and sessions; a
 	// user that is not there deletes nothing (no error).
