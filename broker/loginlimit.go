@@ -103,7 +103,7 @@ func (b *Broker) BeginLogin(ctx context.Context, now time.Time, delay func(n int
 			case err != nil:
 				return err
 			default:
-				wait = max(wait, f.Last.Add(delay(f.N)).Sub(now))
+				wait = max(wait, f.waitAt(now, delay))
 			}
 			counts[i] = f
 		}
@@ -130,6 +130,12 @@ func (b *Broker) BeginLogin(ctx context.Context, now time.Time, delay func(n int
 	return wait, failWait, nil
 }
 
+// waitAt is how long after now an attempt with f's key must still wait
+// (0 or less: none), its count making the delay.
+func (f LoginFailure) waitAt(now time.Time, delay func(n int) time.Duration) time.Duration {
+	return f.Last.Add(delay(f.N)).Sub(now)
+}
+
 // LoginWait is how long an attempt with keys must still wait (0: none),
 // as BeginLogin would find it, read in a snapshot (View): no write, so
 // that a flood of attempts refused while they wait costs the store no
@@ -147,7 +153,7 @@ func (b *Broker) LoginWait(ctx context.Context, now time.Time, delay func(n int)
 			case err != nil:
 				return err
 			default:
-				wait = max(wait, f.Last.Add(delay(f.N)).Sub(now))
+				wait = max(wait, f.waitAt(now, delay))
 			}
 		}
 		return nil

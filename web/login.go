@@ -68,7 +68,7 @@ func (s *Server) login(c echo.Context) error {
 	// slot taken: attempts refused (waiting, or past the slots) cost the
 	// store no write, so a flood of them does not hold up the writes of
 	// messages.
-	if wait, err := s.limiter.waiting(ctx, s.broker, keys...); err != nil {
+	if wait, err := s.broker.LoginWait(ctx, s.clock.Now(), loginDelay, keys...); err != nil {
 		return err
 	} else if wait > 0 {
 		return tooMany(wait)
@@ -79,7 +79,7 @@ func (s *Server) login(c echo.Context) error {
 		v.Error = "Too many logins at once: wait a second and try again."
 		return s.renderLogin(c, http.StatusTooManyRequests, v)
 	}
-	wait, failWait, err := s.limiter.begin(ctx, s.broker, keys...)
+	wait, failWait, err := s.broker.BeginLogin(ctx, s.clock.Now(), loginDelay, keys...)
 	if err != nil {
 		s.checks.give()
 		return err
@@ -136,7 +136,7 @@ func (s *Server) login(c echo.Context) error {
 }
 
 // endLogin ends an attempt that did not fail (broker.EndLogin): the
-// count the limiter's begin made is taken back from the keys of
+// count BeginLogin made is taken back from the keys of
 // withdraw, and the keys of forget lose their failures, even when the
 // client has gone (the count would otherwise stay as a failure). When
 // that fails the counts stay as they were: logged, not the attempt's

@@ -1,14 +1,12 @@
 package web
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/password"
 )
 
@@ -52,37 +50,10 @@ func loginDelay(n int) time.Duration {
 	return min(d, loginMaxDelay)
 }
 
-// loginLimiter asks the broker to count failed logins per key, at the
-// times of the server's clock.
-type loginLimiter struct {
-	clock broker.Clock
-}
-
-func newLoginLimiter(clock broker.Clock) *loginLimiter {
-	return &loginLimiter{clock: clock}
-}
-
 // loginKeys are the keys of an attempt: its client address and the user
 // name it tries, in that order.
 func loginKeys(ip, name string) []string {
 	return []string{"ip:" + ip, "name:" + strings.ToLower(name)}
-}
-
-// begin lets an attempt with the keys in, or not. wait > 0 is how long
-// it must still wait, and nothing is counted. An attempt let in is
-// counted against every key at once, in the same write transaction as
-// the look, so that of attempts made at the same time, on any process of
-// the store, only the first is let in; failWait is the wait its failure
-// earns.
-func (l *loginLimiter) begin(ctx context.Context, b *broker.Broker, keys ...string) (wait, failWait time.Duration, err error) {
-	return b.BeginLogin(ctx, l.clock.Now(), loginDelay, keys...)
-}
-
-// waiting is how long an attempt with the keys must still wait, read
-// without a write (broker.LoginWait): the look before an attempt takes a
-// check slot and is counted.
-func (l *loginLimiter) waiting(ctx context.Context, b *broker.Broker, keys ...string) (time.Duration, error) {
-	return b.LoginWait(ctx, l.clock.Now(), loginDelay, keys...)
 }
 
 // checkSlots bounds the password checks that run at once.

@@ -1,49 +1,15 @@
 package web_test
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/lazarus-dlq/lazarus/broker"
-	"github.com/lazarus-dlq/lazarus/db"
-	"github.com/lazarus-dlq/lazarus/web"
 )
-
-// serveStore starts a server over a store of its own opened at at (a
-// store another server may have open too: two processes of one
-// database), on the clock c.
-func serveStore(t *testing.T, at string, c *clock) *bundle {
-	t.Helper()
-	ctx := context.Background()
-	d, err := db.Open(ctx, at, db.SyncNormal)
-	if err != nil {
-		t.Fatalf("open db: %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	b := broker.New(broker.Config{Store: d, Clock: c})
-	t.Cleanup(b.Close)
-	logs, sleeps := &logBuffer{}, &sleepLog{}
-	ws := web.New(web.Config{
-		Broker:     b,
-		Logger:     slog.New(slog.NewTextHandler(logs, nil)),
-		HealthFunc: d.Ping,
-		Clock:      c,
-		BcryptCost: bcrypt.MinCost,
-		SleepFunc:  sleeps.sleep,
-	})
-	srv := httptest.NewServer(ws.Handler())
-	t.Cleanup(srv.Close)
-	return &bundle{t: t, ctx: ctx, url: srv.URL, server: ws, broker: b, db: d, clock: c, logs: logs, sleeps: sleeps}
-}
 
 // Two servers over one store (two processes of one database behind a
 // load balancer) share the counts of failed logins: failures on one
@@ -53,7 +19,7 @@ func TestLoginFailuresAreSharedByTheServersOfOneStore(t *testing.T) {
 	t.Parallel()
 	at := storeAt(t, "shared.db")
 	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	one, two := serveStore(t, at, c), serveStore(t, at, c)
+	one, two := setupAt(t, at, c), setupAt(t, at, c)
 	one.addUser("ann", broker.RoleViewer)
 	one.addUser("bob", broker.RoleViewer)
 

@@ -111,7 +111,6 @@ type Server struct {
 	secure     bool // every cookie Secure
 	bcryptCost int
 	sleep      func(ctx context.Context, d time.Duration)
-	limiter    *loginLimiter
 	checks     checkSlots
 	dummy      dummyHash
 	// checkHook, when set (tests), runs as each password check starts.
@@ -164,7 +163,6 @@ func New(cfg Config) *Server {
 		secure:     cfg.SecureCookies,
 		bcryptCost: cfg.BcryptCost,
 		sleep:      cfg.SleepFunc,
-		limiter:    newLoginLimiter(cfg.Clock),
 		checks:     make(checkSlots, cfg.MaxLoginChecks),
 		dummy:      dummyHash{cost: cfg.BcryptCost},
 	}

@@ -127,13 +127,20 @@ func setup(t *testing.T, edit ...func(*web.Config)) *bundle {
 // they are until the test runs them (broker.StepJob, RunJob).
 func setupStill(t *testing.T, edit ...func(*web.Config)) *bundle {
 	t.Helper()
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	return setupAt(t, storeAt(t, "l.db"), c, edit...)
+}
+
+// setupAt is setupStill over the store at at (one another server may
+// have open too: two processes of one database), on the clock c.
+func setupAt(t *testing.T, at string, c *clock, edit ...func(*web.Config)) *bundle {
+	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, storeAt(t, "l.db"), db.SyncNormal)
+	d, err := db.Open(ctx, at, db.SyncNormal)
 	if err != nil {
 		t.Fatalf("open db: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
-	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	b := broker.New(broker.Config{Store: d, Clock: c})
 	t.Cleanup(b.Close)
 	logs := &logBuffer{}
