@@ -96,3 +96,22 @@ func TestLoginFailuresAreSharedByTheServersOfOneStore(t *testing.T) {
 		t.Fatalf("answers %v and %d checks, want one 401, nineteen 429 and one check", count, h.n.Load())
 	}
 }
+
+// A dashboard session made on one server of a store is good on the
+// other (a load balancer need not be sticky), and a logout on either ends
+// it on both.
+func TestASessionIsSharedByTheServersOfOneStore(t *testing.T) {
+	t.Parallel()
+	at := storeAt(t, "sessions.db")
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	one, two := setupAt(t, at, c), setupAt(t, at, c)
+	one.addUser("ann", broker.RoleViewer)
+	b := one.browser()
+	b.login("ann", passwordOf("ann")).wantRedirect("/")
+	b.get("/audit").want(http.StatusOK)
+	b.s = two // the same browser, its cookies, at the other server
+	b.get("/audit").want(http.StatusOK)
+	b.postRaw("/logout", url.Values{"_csrf": {b.csrf()}}, nil).wantRedirect("/login")
+	b.s = one
+	b.get("/audit").wantRedirect("/login?next=%2Faudit")
+}
