@@ -197,17 +197,11 @@ func TestAWriteThatWaitedSeesWhatTheOtherProcessRemoved(t *testing.T) {
 	}
 	pushed := make(chan error, 1)
 	go func() { pushed <- push("new") }()
-	waiting := func() bool {
-		var n int
-		err := other.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
-		return err == nil && n > 0
-	}
-	for deadline := time.Now().Add(30 * time.Second); !waiting(); {
-		if time.Now().After(deadline) {
-			t.Fatal("b's push never waited for the writer's lock")
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition
-	}
+	// Read from outside other's transaction, whose reads of
+	// pg_stat_activity would see one snapshot of it (PostgreSQL caches
+	// them a transaction): a push that began to wait after the first
+	// look was never seen.
+	waitForLock(t, d, "advisory")
 	for _, table := range []string{"messages", "consumers", "subscriptions", "partitions", "queues"} {
 		if _, err := tx.Exec(ctx, `DELETE FROM `+table); err != nil {
 			t.Fatal(err)
