@@ -411,6 +411,15 @@ func (s *settler) settle(ctx context.Context) error {
 				return err
 			}
 			s.advance(a.Seq)
+			if c.Cursor < c.LeaseLast {
+				// Its last try failed: as with a try that had retries
+				// left, the rest of the batch comes back, but at once
+				// (nothing waits for a retry). A worker that stopped at
+				// the failure, as the docs say it may, would otherwise
+				// hold the partition until the lease ran out.
+				c.voidLease()
+				return nil
+			}
 		case AckRetry:
 			c.voidLease() // back at once, no retry spent
 			return nil

@@ -260,6 +260,83 @@ func TestBatchFailureRule(t *testing.T) {
 	}
 }
 
+// A batch whose message fails its last try: the message becomes a dead
+// letter and the rest of the batch comes back at once, as it does after a
+// failure with retries left (only without the wait). A worker that stops
+// at the failure, as docs/concepts.md says it may, must not leave the
+// partition leased until leaseTime runs out (issue 28, point 1).
+func TestLastTryFailureBringsBackTheRestAtOnce(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		opts    map[string]any
+		dead    int
+		dropped int64
+	}{
+		{"DeadLettered", map[string]any{"retryLimit": 1, "retryDelay": 1000}, 1, 0},
+		{"Dropped", map[string]any{"retryLimit": 1, "retryDelay": 1000, "dlqAfterMaxRetries": false}, 0, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			s.configure("q", tc.opts)
+			s.push("q", "", "a1", "a2", "a3", "a4")
+			_, res := s.popTxids("q", "g", 10)
+			s.ack(res.Messages[0], broker.AckCompleted, "")
+			s.ack(res.Messages[1], broker.AckFailed, "first try")
+			s.clock.Advance(time.Second)
+			ids, res := s.popTxids("q", "g", 10)
+			if !slices.Equal(ids, []string{"a2", "a3", "a4"}) {
+				t.Fatalf("after the retry delay: got %v, want a2 a3 a4", ids)
+			}
+			if r := s.ack(res.Messages[0], broker.AckFailed, "last try"); r.DLQ != (tc.dead == 1) || r.Dropped != (tc.dropped == 1) {
+				t.Fatalf("last try's ack: %+v", r)
+			}
+			// No time passes: a3 and a4 come back now, not after leaseTime.
+			if ids, _ := s.popTxids("q", "g", 10); !slices.Equal(ids, []string{"a3", "a4"}) {
+				t.Fatalf("after the last try failed: got %v, want a3 a4 at once", ids)
+			}
+			if d := s.dead("q", "g"); len(d) != tc.dead {
+				t.Fatalf("dead letters: %d, want %d", len(d), tc.dead)
+			}
+			if got := s.stats("q", "g").Dropped; got != tc.dropped {
+				t.Fatalf("dropped: %d, want %d", got, tc.dropped)
+			}
+		})
+	}
+}
+
+// In one batch of acks, those behind a last-try failure change nothing:
+// their results say so (Requeued), and they come back at once.
+func TestAckBatchBehindALastTryFailureIsRequeued(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", map[string]any{"retryLimit": 0})
+	s.push("q", "", "a", "b", "c")
+	_, res := s.popTxids("q", "g", 10)
+	acks := []broker.Ack{
+		{TransactionID: "a", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckFailed, Error: "boom"},
+		{TransactionID: "b", PartitionID: res.Messages[1].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted},
+		{TransactionID: "c", PartitionID: res.Messages[2].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted},
+	}
+	out, err := s.b.AckBatch(s.ctx, "g", acks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out[0].DLQ || out[0].Requeued {
+		t.Fatalf("a: %+v, want filed", out[0])
+	}
+	for _, r := range out[1:] {
+		if !r.Requeued || r.DLQ {
+			t.Fatalf("%s: %+v, want requeued", r.TransactionID, r)
+		}
+	}
+	if ids, _ := s.popTxids("q", "g", 10); !slices.Equal(ids, []string{"b", "c"}) {
+		t.Fatalf("next pop: got %v, want b c", ids)
+	}
+}
+
 func TestGroupsAreIndependent(t *testing.T) {
 	t.Parallel()
 	s := setup(t)

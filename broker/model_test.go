@@ -352,6 +352,12 @@ func (m *model) settle(p, g int, now time.Time) (filed, dropped map[int]bool) {
 			}
 			giveUp(a, m.opts.DeadLetterQueue && m.opts.DLQAfterMaxRetries)
 			advance()
+			if l.next <= l.lease.last {
+				end() // the rest of the batch comes back at once
+			} else {
+				l.lease = nil
+			}
+			return filed, dropped
 		case broker.AckRetry:
 			end()
 			return filed, dropped

@@ -27,9 +27,26 @@ type ackResponse struct {
 	Status         string    `json:"status"`
 	ConsumerGroup  string    `json:"consumerGroup"`
 	Success        bool      `json:"success"`
+	Error          string    `json:"error,omitempty"`
 	DLQ            bool      `json:"dlq"`
 	Dropped        bool      `json:"dropped"`
+	Requeued       bool      `json:"requeued"`
 	AcknowledgedAt timestamp `json:"acknowledgedAt"`
+}
+
+// requeuedText is the error of an ack that changed nothing because an
+// earlier message of its batch failed (broker.AckResult.Requeued): the
+// ack was not refused, but the message was not settled either, and a
+// client that counts successes must not count it.
+const requeuedText = "not settled: an earlier message of its batch failed, so this one comes back after it"
+
+// ackOutcome is what an answer says of r: success only for an ack that
+// settled its message (or is waiting for the messages before it).
+func ackOutcome(r broker.AckResult) (success bool, errText string) {
+	if r.Requeued {
+		return false, requeuedText
+	}
+	return r.Success, r.Error
 }
 
 // ackMessage settles one leased message. A refused ack answers with the
@@ -48,13 +65,16 @@ func (s *Server) ackMessage(c echo.Context) error {
 	if group == "" {
 		group = broker.QueueModeGroup
 	}
+	success, errText := ackOutcome(res)
 	out := ackResponse{
 		TransactionID:  res.TransactionID,
 		Status:         a.Status,
 		ConsumerGroup:  group,
-		Success:        res.Success,
+		Success:        success,
+		Error:          errText,
 		DLQ:            res.DLQ,
 		Dropped:        res.Dropped,
+		Requeued:       res.Requeued,
 		AcknowledgedAt: timestamp(time.Now()),
 	}
 	return writeAppended(c, http.StatusOK, func(b []byte) ([]byte, error) { return appendAck(b, out), nil })
@@ -72,10 +92,12 @@ type ackResultView struct {
 	Error         *string `json:"error"`
 	DLQ           bool    `json:"dlq"`
 	Dropped       bool    `json:"dropped"`
+	Requeued      bool    `json:"requeued"`
 }
 
 func newAckResultView(r broker.AckResult) ackResultView {
-	return ackResultView{TransactionID: r.TransactionID, Success: r.Success, Error: optional(r.Error), DLQ: r.DLQ, Dropped: r.Dropped}
+	success, errText := ackOutcome(r)
+	return ackResultView{TransactionID: r.TransactionID, Success: success, Error: optional(errText), DLQ: r.DLQ, Dropped: r.Dropped, Requeued: r.Requeued}
 }
 
 // ackMessages applies a batch of acknowledgements in one transaction and

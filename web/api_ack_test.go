@@ -226,3 +226,66 @@ func TestExtendLease(t *testing.T) {
 	s.ack(m, "completed", "").want(http.StatusOK)
 	s.call("POST", path, `{"seconds":60}`).wantError(http.StatusNotFound)
 }
+
+// The worker of docs/concepts.md: it stops at a batch's first failure,
+// since the messages behind it come back. On the failure's last try too:
+// they come back at once, and the acks of one /ack/batch behind it say
+// they settled nothing (issue 28, point 1).
+func TestAckBatchBehindALastTryFailureSaysItComesBack(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", `{"retryLimit":1,"retryDelay":1000}`)
+	for _, tx := range []string{"a1", "a2", "a3", "a4"} {
+		s.push("q", "", tx, `1`)
+	}
+	ms := s.pop("q", "batch=10").Messages
+	s.ack(ms[0], "completed", "").want(http.StatusOK)
+	s.ack(ms[1], "failed", "down").want(http.StatusOK)
+	s.clock.Advance(1001 * time.Millisecond)
+	ms = s.pop("q", "batch=10").Messages
+	if len(ms) != 3 || ms[0].TransactionID != "a2" {
+		t.Fatalf("after the retry delay: %+v", ms)
+	}
+	body := `{"acknowledgments":[`
+	for i, m := range ms {
+		status := "completed"
+		if i == 0 {
+			status = "failed"
+		}
+		if i > 0 {
+			body += ","
+		}
+		body += fmt.Sprintf(`{"transactionId":%q,"partitionId":%q,"leaseId":%q,"status":%q,"error":"still down"}`, m.TransactionID, m.PartitionID, *m.LeaseID, status)
+	}
+	var res []struct {
+		TransactionID string  `json:"transactionId"`
+		Success       bool    `json:"success"`
+		Error         *string `json:"error"`
+		DLQ           bool    `json:"dlq"`
+		Requeued      bool    `json:"requeued"`
+	}
+	s.call("POST", "/api/v1/ack/batch", body+`]}`).want(http.StatusOK).decode(&res)
+	if len(res) != 3 || !res[0].Success || !res[0].DLQ || res[0].Requeued {
+		t.Fatalf("the failure's result: %+v", res)
+	}
+	for _, r := range res[1:] {
+		if r.Success || !r.Requeued || r.Error == nil || *r.Error == "" {
+			t.Fatalf("%s behind the failure: %+v, want not settled, requeued, with a reason", r.TransactionID, r)
+		}
+	}
+	// A single ack under the ended lease says the same, and changes nothing.
+	var a struct {
+		Success  bool   `json:"success"`
+		Error    string `json:"error"`
+		Requeued bool   `json:"requeued"`
+	}
+	s.ack(ms[2], "completed", "").want(http.StatusOK).decode(&a)
+	if a.Success || !a.Requeued || a.Error == "" {
+		t.Fatalf("single ack under the ended lease: %+v", a)
+	}
+	// No time passes: a3 and a4 are delivered again now.
+	ms = s.pop("q", "batch=10").Messages
+	if len(ms) != 2 || ms[0].TransactionID != "a3" || ms[1].TransactionID != "a4" {
+		t.Fatalf("next pop: %+v, want a3 a4 at once", ms)
+	}
+}

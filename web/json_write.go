@@ -117,16 +117,19 @@ func appendAckResults(b []byte, rs []broker.AckResult) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
+		success, errText := ackOutcome(r)
 		b = append(b, `{"transactionId":`...)
 		b = appendString(b, r.TransactionID)
 		b = append(b, `,"success":`...)
-		b = strconv.AppendBool(b, r.Success)
+		b = strconv.AppendBool(b, success)
 		b = append(b, `,"error":`...)
-		b = appendOptional(b, r.Error)
+		b = appendOptional(b, errText)
 		b = append(b, `,"dlq":`...)
 		b = strconv.AppendBool(b, r.DLQ)
 		b = append(b, `,"dropped":`...)
 		b = strconv.AppendBool(b, r.Dropped)
+		b = append(b, `,"requeued":`...)
+		b = strconv.AppendBool(b, r.Requeued)
 		b = append(b, '}')
 	}
 	return append(b, "]\n"...)
@@ -142,10 +145,16 @@ func appendAck(b []byte, r ackResponse) []byte {
 	b = appendString(b, r.ConsumerGroup)
 	b = append(b, `,"success":`...)
 	b = strconv.AppendBool(b, r.Success)
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, r.Error)
+	}
 	b = append(b, `,"dlq":`...)
 	b = strconv.AppendBool(b, r.DLQ)
 	b = append(b, `,"dropped":`...)
 	b = strconv.AppendBool(b, r.Dropped)
+	b = append(b, `,"requeued":`...)
+	b = strconv.AppendBool(b, r.Requeued)
 	b = append(b, `,"acknowledgedAt":`...)
 	b = appendTime(b, time.Time(r.AcknowledgedAt))
 	return append(b, "}\n"...)

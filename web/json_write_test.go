@@ -158,7 +158,7 @@ func TestAnswersAsEncodingJSON(t *testing.T) {
 
 		acks := make([]broker.AckResult, rng.IntN(4))
 		for i := range acks {
-			acks[i] = broker.AckResult{TransactionID: randomString(rng), Success: rng.IntN(2) == 0, Error: randomString(rng), DLQ: rng.IntN(2) == 0, Dropped: rng.IntN(2) == 0}
+			acks[i] = broker.AckResult{TransactionID: randomString(rng), Success: rng.IntN(2) == 0, Error: randomString(rng), DLQ: rng.IntN(2) == 0, Dropped: rng.IntN(2) == 0, Requeued: rng.IntN(2) == 0}
 		}
 		views := make([]ackResultView, len(acks))
 		for i, r := range acks {
@@ -168,7 +168,10 @@ func TestAnswersAsEncodingJSON(t *testing.T) {
 			t.Fatalf("ack batch:\n got %s\nwant %s", got, want)
 		}
 
-		one := ackResponse{TransactionID: randomString(rng), Status: randomString(rng), ConsumerGroup: randomString(rng), Success: rng.IntN(2) == 0, DLQ: rng.IntN(2) == 0, Dropped: rng.IntN(2) == 0, AcknowledgedAt: timestamp(randomTime(rng))}
+		one := ackResponse{TransactionID: randomString(rng), Status: randomString(rng), ConsumerGroup: randomString(rng), Success: rng.IntN(2) == 0, DLQ: rng.IntN(2) == 0, Dropped: rng.IntN(2) == 0, Requeued: rng.IntN(2) == 0, AcknowledgedAt: timestamp(randomTime(rng))}
+		if rng.IntN(2) == 0 {
+			one.Error = randomString(rng)
+		}
 		if got, want := appendAck(nil, one), encodeView(t, one); !bytes.Equal(got, want) {
 			t.Fatalf("ack:\n got %s\nwant %s", got, want)
 		}
