@@ -410,7 +410,7 @@ func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, act
 // for when there is one (its dead letters are gone: replayed, deleted or
 // expired).
 func (b *Broker) ReplayTransactionWith(ctx context.Context, partitionUUID, txid string, o ReplayOptions) (ReplayResult, error) {
-	id, err := b.transactionMessage(ctx, partitionUUID, txid)
+	id, _, err := b.transactionMessage(ctx, partitionUUID, txid)
 	if err != nil {
 		return ReplayResult{}, err
 	}
@@ -421,10 +421,12 @@ func (b *Broker) ReplayTransactionWith(ctx context.Context, partitionUUID, txid 
 	return res, nil
 }
 
-// transactionMessage returns the id of the message of ReplayTransactionWith.
-func (b *Broker) transactionMessage(ctx context.Context, partitionUUID, txid string) (string, error) {
-	var id string
-	err := b.store.View(ctx, func(tx Tx) error {
+// transactionMessage returns the id of the message of
+// ReplayTransactionWith, and whether the partition keeps a message with
+// the transactionId.
+func (b *Broker) transactionMessage(ctx context.Context, partitionUUID, txid string) (id string, kept bool, err error) {
+	err = b.store.View(ctx, func(tx Tx) error {
+		id, kept = "", false
 		p, err := tx.PartitionByUUID(ctx, partitionUUID)
 		if isNotFound(err) {
 			return errorf(ErrNotFound, "partition %q not found", truncate(partitionUUID, 64))
@@ -437,7 +439,7 @@ func (b *Broker) transactionMessage(ctx context.Context, partitionUUID, txid str
 			return err
 		}
 		if err == nil {
-			id = m.ID()
+			id, kept = m.ID(), true
 			own, err := tx.DeadLettersOfMessage(ctx, m.Seq)
 			if err != nil || len(own) > 0 {
 				return err
@@ -456,7 +458,7 @@ func (b *Broker) transactionMessage(ctx context.Context, partitionUUID, txid str
 		// A kept message with no dead letter anywhere: ReplayWith says so.
 		return nil
 	})
-	return id, err
+	return id, kept, err
 }
 
 // replaySpec is how replayKeys replays: by whom, for which job, to
@@ -629,9 +631,15 @@ func (b *Broker) removal(now time.Time, actor string, job int64) *Removal {
 // Delete removes a message's dead letters: all of them, or only group's.
 // They can be restored (Restore) within the restore window.
 func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (int, error) {
-	n := 0
-	err := b.update(ctx, func(tx Tx, _ func(string)) error {
+	n, _, err := b.deleteDeadLetters(ctx, messageID, group, actor)
+	return n, err
+}
+
+// deleteDeadLetters is Delete; it says until when they can be restored.
+func (b *Broker) deleteDeadLetters(ctx context.Context, messageID, group, actor string) (n int, until time.Time, err error) {
+	err = b.update(ctx, func(tx Tx, _ func(string)) error {
 		now := b.now()
+		n, until = 0, time.Time{}
 		dls, err := deadLettersOf(ctx, tx, messageID)
 		if err != nil {
 			return err
@@ -642,14 +650,15 @@ func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (in
 				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(group, 64))
 			}
 		}
-		if err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}, b.removal(now, actor, 0)); err != nil {
+		removal := b.removal(now, actor, 0)
+		if err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}, removal); err != nil {
 			return err
 		}
-		n = len(dls)
+		n, until = len(dls), removal.RestoreUntil
 		return audit(ctx, tx, now, actor, AuditDelete, dls[0].Queue, groupsOf(dls), n,
 			fmt.Sprintf("message %s deleted (restorable for %s)", messageID, b.restoreWindow))
 	})
-	return n, err
+	return n, until, err
 }
 
 func onlyGroup(dls []DeadLetter, group string) []DeadLetter {

@@ -271,6 +271,7 @@ type Tx interface {
 	LoginTx
 	SearchTx
 	GroupTx
+	ConsumerGroupTx
 	JobTx
 	RemovedTx
 	MaintainTx
