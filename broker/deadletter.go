@@ -365,6 +365,9 @@ func (b *Broker) ReplayWith(ctx context.Context, messageID string, o ReplayOptio
 			return err
 		}
 		touched(res.Queue)
+		if res.Elsewhere {
+			touched(res.FromQueue) // its dead letters went
+		}
 		action, detail := AuditReplay, fmt.Sprintf("message %s replayed as %s (%s)", messageID, res.MessageID, res.Status)
 		if res.Elsewhere {
 			detail += fmt.Sprintf(", to queue %q partition %q (from queue %q partition %q)", truncate(res.Queue, 64), truncate(res.Partition, 64),

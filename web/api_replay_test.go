@@ -229,3 +229,19 @@ func TestBulkReplayElsewhere(t *testing.T) {
 	s.call("POST", "/api/v1/dlq/delete", fmt.Sprintf(`{"ids":[%q],"destination":{"queue":"x"}}`, a.ID)).wantError(http.StatusBadRequest, "destination goes with a replay")
 	s.call("POST", "/api/v1/dlq/replay", fmt.Sprintf(`{"ids":[%q],"destination":{"queue":"bad name"}}`, a.ID)).wantError(http.StatusBadRequest, "destination queue")
 }
+
+// An edited copy goes elsewhere too, with its edited payload.
+func TestEditedReplayElsewhere(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	d := s.fail("q", "", "g", "a", `{"n":1}`, "boom")
+	var rep replayAnswer
+	s.call("POST", "/api/v1/dlq/"+d.ID+"/replay", `{"payload":{"n":2},"destination":{"queue":"fixed","partition":"p"}}`).want(http.StatusOK).decode(&rep)
+	if rep.Result != "moved" || rep.Queue != "fixed" || rep.Partition != "p" || rep.From == nil {
+		t.Fatalf("answer %+v", rep)
+	}
+	p := s.pop("fixed", "consumerGroup=g")
+	if m := p.Messages[0]; m.TransactionID != "dlq:"+d.ID || string(m.Data) != `{"n":2}` || m.Partition != "p" {
+		t.Fatalf("popped %+v", m)
+	}
+}
