@@ -261,10 +261,23 @@ type ReplayResult struct {
 	Status        string // StatusQueued, or StatusDuplicate when a copy was already there
 	MessageID     string // the copy's id
 	TransactionID string // dlq:<original id>
-	PartitionID   string
-	Queue         string
-	Partition     string
-	Groups        []string // the groups whose dead letters it removed
+	// PartitionID, Queue and Partition are where the copy is: the
+	// message's own partition, or the replay's destination.
+	PartitionID string
+	Queue       string
+	Partition   string
+	Groups      []string // the groups whose dead letters it removed
+	// DeadLetterID is the id of the message whose dead letters were
+	// replayed (the API's dlqId), with its transactionId. ReplayTransactionWith
+	// sets it also when it finds no dead letter (ErrNotFound) but knows
+	// the message it looked for.
+	DeadLetterID          string
+	OriginalTransactionID string
+	// Elsewhere: the copy went to a destination, not to the message's own
+	// partition (FromQueue, FromPartition).
+	Elsewhere     bool
+	FromQueue     string
+	FromPartition string
 }
 
 // Replay pushes a copy of a dead-lettered message to the end of its
@@ -290,9 +303,17 @@ type ReplayOptions struct {
 	// maxReplays times already (ErrConflict without it); the audit says
 	// it was forced.
 	Force bool
+	// Destination, when set, is where the copy goes instead of the
+	// message's own partition (made when missing); audited with it.
+	Destination *Destination
 }
 
 func (o ReplayOptions) validate() error {
+	if o.Destination != nil {
+		if err := o.Destination.validate(); err != nil {
+			return err
+		}
+	}
 	switch o.Mode {
 	case ReplayEveryGroup, ReplayOwnGroup:
 	default:
@@ -339,12 +360,19 @@ func (b *Broker) ReplayWith(ctx context.Context, messageID string, o ReplayOptio
 		if count.AtCap() && !o.Force {
 			return errorf(ErrConflict, "message %s was %s: replay it with force to replay it again", messageID, count.Reason())
 		}
-		spec := replaySpec{by: ReplayBy{Actor: o.Actor}, mode: o.Mode, payload: o.Payload}
+		spec := replaySpec{by: ReplayBy{Actor: o.Actor}, mode: o.Mode, payload: o.Payload, dest: newDestinations(o.Destination, now, touched)}
 		if res, err = replay(ctx, tx, now, dls, spec); err != nil {
 			return err
 		}
 		touched(res.Queue)
+		if res.Elsewhere {
+			touched(res.FromQueue) // its dead letters went
+		}
 		action, detail := AuditReplay, fmt.Sprintf("message %s replayed as %s (%s)", messageID, res.MessageID, res.Status)
+		if res.Elsewhere {
+			detail += fmt.Sprintf(", to queue %q partition %q (from queue %q partition %q)", truncate(res.Queue, 64), truncate(res.Partition, 64),
+				truncate(res.FromQueue, 64), truncate(res.FromPartition, 64))
+		}
 		if o.Mode == ReplayOwnGroup {
 			detail += ", to its own group only"
 		}
@@ -369,15 +397,39 @@ func payloadDigest(p []byte) string {
 }
 
 // ReplayTransaction replays the dead-lettered message named by its
-// partition's UUID and its transactionId: the message kept with that
-// transactionId when it has a dead letter, else the newest dead letter
-// with it. Retention may have removed the dead letter's message, and
-// past the deduplication window a new push may have taken its
-// transactionId (a message that is no dead letter): the dead letters
-// keep their transactionId (by its index).
+// partition's UUID and its transactionId (ReplayTransactionWith).
 func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, actor string) (ReplayResult, error) {
-	var id string
-	err := b.store.View(ctx, func(tx Tx) error {
+	return b.ReplayTransactionWith(ctx, partitionUUID, txid, ReplayOptions{Actor: actor})
+}
+
+// ReplayTransactionWith replays, as o says (ReplayWith), the
+// dead-lettered message named by its partition's UUID and its
+// transactionId: the message kept with that transactionId when it has a
+// dead letter, else the newest dead letter with it. Retention may have
+// removed the dead letter's message, and past the deduplication window a
+// new push may have taken its transactionId (a message that is no dead
+// letter): the dead letters keep their transactionId (by its index).
+// With ErrNotFound, the result's DeadLetterID is the message it looked
+// for when there is one (its dead letters are gone: replayed, deleted or
+// expired).
+func (b *Broker) ReplayTransactionWith(ctx context.Context, partitionUUID, txid string, o ReplayOptions) (ReplayResult, error) {
+	id, _, err := b.transactionMessage(ctx, partitionUUID, txid)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	res, err := b.ReplayWith(ctx, id, o)
+	if err != nil {
+		return ReplayResult{DeadLetterID: id, OriginalTransactionID: txid}, err
+	}
+	return res, nil
+}
+
+// transactionMessage returns the id of the message of
+// ReplayTransactionWith, and whether the partition keeps a message with
+// the transactionId.
+func (b *Broker) transactionMessage(ctx context.Context, partitionUUID, txid string) (id string, kept bool, err error) {
+	err = b.store.View(ctx, func(tx Tx) error {
+		id, kept = "", false
 		p, err := tx.PartitionByUUID(ctx, partitionUUID)
 		if isNotFound(err) {
 			return errorf(ErrNotFound, "partition %q not found", truncate(partitionUUID, 64))
@@ -390,7 +442,7 @@ func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, act
 			return err
 		}
 		if err == nil {
-			id = m.ID()
+			id, kept = m.ID(), true
 			own, err := tx.DeadLettersOfMessage(ctx, m.Seq)
 			if err != nil || len(own) > 0 {
 				return err
@@ -406,13 +458,10 @@ func (b *Broker) ReplayTransaction(ctx context.Context, partitionUUID, txid, act
 		if id == "" {
 			return errorf(ErrNotFound, "message %q not found in partition %q", truncate(txid, 64), p.Name)
 		}
-		// A kept message with no dead letter anywhere: Replay says so.
+		// A kept message with no dead letter anywhere: ReplayWith says so.
 		return nil
 	})
-	if err != nil {
-		return ReplayResult{}, err
-	}
-	return b.Replay(ctx, id, actor)
+	return id, kept, err
 }
 
 // replaySpec is how replayKeys replays: by whom, for which job, to
@@ -421,6 +470,7 @@ type replaySpec struct {
 	by      ReplayBy
 	mode    string
 	payload []byte
+	dest    *destinations // nil: each copy to its message's own partition
 }
 
 // replay pushes the copy of the message whose dead letters dls are (at
@@ -432,7 +482,12 @@ func replay(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter, spec re
 	}
 	d, c := dls[0], copies[0]
 	res := ReplayResult{Status: StatusQueued, MessageID: MessageID(c.CopyCreatedAt, c.CopySeq), TransactionID: c.TransactionID,
-		PartitionID: d.PartitionKey, Queue: d.Queue, Partition: d.Partition}
+		PartitionID: d.PartitionKey, Queue: d.Queue, Partition: d.Partition, DeadLetterID: d.MessageID(), OriginalTransactionID: d.TransactionID,
+		FromQueue: d.Queue, FromPartition: d.Partition}
+	if spec.dest != nil && c.PartitionID != d.PartitionID {
+		t := spec.dest.byID[c.PartitionID]
+		res.PartitionID, res.Queue, res.Partition, res.Elsewhere = t.UUID, t.Queue, t.Name, true
+	}
 	for _, c := range copies {
 		if !c.Inserted {
 			res.Status = StatusDuplicate
@@ -450,8 +505,9 @@ func OwnGroupTransaction(id, group string) string { return ReplayPrefix + id + "
 
 // replayKeys replays the messages whose dead letters keys are: to every
 // group (all of each message's dead letters, in every group, must be in
-// keys), one copy a message pushed to the end of its partition in the
-// order the messages first appear in keys; or, with ReplayOwnGroup, one
+// keys), one copy a message pushed to the end of its partition (or of
+// the partition spec.dest gives it) in the order the messages first
+// appear in keys; or, with ReplayOwnGroup, one
 // copy a dead letter, read by its group only. The dead letters are
 // removed, and each group that had dead-lettered a message is to learn
 // its copy's outcome. A dead letter of a copy that was itself replayed to
@@ -475,6 +531,13 @@ func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey,
 	for _, k := range keys {
 		id := MessageID(k.CreatedAt, k.Seq)
 		key, c := [2]int64{k.Seq, 0}, Copy{Seq: k.Seq, PartitionID: k.PartitionID, TransactionID: ReplayPrefix + id, Payload: spec.payload}
+		if spec.dest != nil {
+			t, err := spec.dest.partitionFor(ctx, tx, k.QueueID, k.PartitionID)
+			if err != nil {
+				return nil, err
+			}
+			c.PartitionID = t.ID
+		}
 		if own(k) {
 			name, ok := names[k.GroupID]
 			if !ok {
@@ -571,9 +634,15 @@ func (b *Broker) removal(now time.Time, actor string, job int64) *Removal {
 // Delete removes a message's dead letters: all of them, or only group's.
 // They can be restored (Restore) within the restore window.
 func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (int, error) {
-	n := 0
-	err := b.update(ctx, func(tx Tx, _ func(string)) error {
+	n, _, err := b.deleteDeadLetters(ctx, messageID, group, actor)
+	return n, err
+}
+
+// deleteDeadLetters is Delete; it says until when they can be restored.
+func (b *Broker) deleteDeadLetters(ctx context.Context, messageID, group, actor string) (n int, until time.Time, err error) {
+	err = b.update(ctx, func(tx Tx, _ func(string)) error {
 		now := b.now()
+		n, until = 0, time.Time{}
 		dls, err := deadLettersOf(ctx, tx, messageID)
 		if err != nil {
 			return err
@@ -584,14 +653,15 @@ func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (in
 				return errorf(ErrNotFound, "no dead letter of message %s in consumer group %q", messageID, truncate(group, 64))
 			}
 		}
-		if err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}, b.removal(now, actor, 0)); err != nil {
+		removal := b.removal(now, actor, 0)
+		if err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}, removal); err != nil {
 			return err
 		}
-		n = len(dls)
+		n, until = len(dls), removal.RestoreUntil
 		return audit(ctx, tx, now, actor, AuditDelete, dls[0].Queue, groupsOf(dls), n,
 			fmt.Sprintf("message %s deleted (restorable for %s)", messageID, b.restoreWindow))
 	})
-	return n, err
+	return n, until, err
 }
 
 func onlyGroup(dls []DeadLetter, group string) []DeadLetter {

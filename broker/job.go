@@ -65,6 +65,10 @@ type JobScope struct {
 	// Force, on a replay: messages at their queue's replay cap
 	// (maxReplays) are replayed too, and counted in Capped.
 	Force bool `json:"force,omitempty"`
+	// Destination of a replay: where its copies go instead of each
+	// message's own partition (kept with the job, so that a job resumed
+	// after a restart keeps it).
+	Destination *Destination `json:"destination,omitempty"`
 }
 
 // Job is a bulk replay, delete or restore, kept in the database and run in

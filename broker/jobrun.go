@@ -34,8 +34,11 @@ type JobRequest struct {
 	// (maxReplays) are replayed too (else skipped, counted in Capped);
 	// audited as forced.
 	Force bool
-	Rate  int // messages (a delete: dead letters) a second at most; 0 no limit
-	Actor string
+	// Destination, on a replay: where the copies go instead of each
+	// message's own partition (nil or empty: there).
+	Destination *Destination
+	Rate        int // messages (a delete: dead letters) a second at most; 0 no limit
+	Actor       string
 	// Queue names the queue of a job by ids for the list of jobs (the
 	// page it was started from); a filter's queue is its own.
 	Queue string
@@ -58,6 +61,17 @@ func (r *JobRequest) validate() error {
 	}
 	if r.Kind != JobReplay && r.Force {
 		return errorf(ErrInvalid, "force goes with a replay")
+	}
+	if r.Destination != nil && r.Destination.Empty() {
+		r.Destination = nil
+	}
+	if r.Destination != nil {
+		if r.Kind != JobReplay {
+			return errorf(ErrInvalid, "a destination goes with a replay")
+		}
+		if err := r.Destination.validate(); err != nil {
+			return err
+		}
 	}
 	if err := (ReplayOptions{Mode: r.Mode}).validate(); err != nil {
 		return err
@@ -101,7 +115,7 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 	err := b.update(ctx, func(tx Tx, touched func(string)) (err error) {
 		now := b.now()
 		j = Job{Kind: r.Kind, State: JobRunning, Actor: r.Actor, CreatedAt: now, UpdatedAt: now, Queue: r.Queue, Rate: r.Rate, ArrivedSince: -1,
-			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode, Force: r.Force}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
+			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode, Force: r.Force, Destination: r.Destination}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
 		if r.Query != nil {
 			q := *r.Query
 			j.Queue = q.Queue
@@ -141,6 +155,9 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 		}
 		if j.Scope.Force {
 			j.Description += ", forced past the replay cap (maxReplays)"
+		}
+		if d := j.Scope.Destination; d != nil {
+			j.Description += ", to " + d.String()
 		}
 		if j.Queue != "" {
 			if qu, err := tx.QueueByName(ctx, j.Queue); err == nil {
@@ -795,7 +812,8 @@ func (b *Broker) restoreChunk(ctx context.Context, tx Tx, j *Job, now time.Time,
 func (b *Broker) applyJobKeys(ctx context.Context, tx Tx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string)) error {
 	var err error
 	if j.Kind == JobReplay {
-		_, err = replayKeys(ctx, tx, now, keys, replaySpec{by: ReplayBy{Actor: j.Actor, JobID: j.ID}, mode: j.Scope.Mode})
+		_, err = replayKeys(ctx, tx, now, keys, replaySpec{by: ReplayBy{Actor: j.Actor, JobID: j.ID}, mode: j.Scope.Mode,
+			dest: newDestinations(j.Scope.Destination, now, touched)})
 	} else {
 		err = removeKeys(ctx, tx, keys, Stats{Deleted: 1}, b.removal(now, j.Actor, j.ID))
 	}

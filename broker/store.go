@@ -271,6 +271,7 @@ type Tx interface {
 	LoginTx
 	SearchTx
 	GroupTx
+	ConsumerGroupTx
 	JobTx
 	RemovedTx
 	MaintainTx
@@ -664,7 +665,8 @@ type DeadLetterKey struct {
 	Size        int64     // the message's payload in bytes (0 where it was not asked for)
 }
 
-// Copy is a replayed copy to push: of message Seq in PartitionID, under
+// Copy is a replayed copy to push: of message Seq, to the end of
+// PartitionID (its message's partition, or a replay's destination), under
 // TransactionID; for GroupID only (ReplayOwnGroup; 0: every group), with
 // Payload when it was edited (nil: the message's). PushCopies fills in
 // the rest.

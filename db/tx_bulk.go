@@ -187,11 +187,11 @@ func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 
 // pushCopies inserts the copies of cs (none edited), set-based.
 func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Time) error {
-	pairs := make([][2]any, len(cs))
+	rows := make([][3]any, len(cs))
 	for i, c := range cs {
-		pairs[i] = [2]any{c.Seq, c.TransactionID}
+		rows[i] = [3]any{c.Seq, c.TransactionID, c.PartitionID}
 	}
-	list, err := json.Marshal(pairs)
+	list, err := json.Marshal(rows)
 	if err != nil {
 		return err
 	}
@@ -216,9 +216,10 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	// join's ON. One writer and no AUTOINCREMENT: when every copy went
 	// in, their seqs are the last len(cs) ones, in that order. A message
 	// retention removed is copied from its dead letter (migration 0020;
-	// COALESCE reads it only then).
+	// COALESCE reads it only then). Each copy goes to its own partition
+	// (c.part): its message's, or a replay's destination.
 	insertCopies := `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-		SELECT COALESCE(m.partition_id, ` + fromDeadLetter("partition_id", "c.seq") + `), c.txid,
+		SELECT c.part, c.txid,
 			COALESCE(m.payload, ` + fromDeadLetter("payload", "c.seq") + `), COALESCE(m.trace_id, ` + fromDeadLetter("trace_id", "c.seq") + `), ?
 		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
 		WHERE true ORDER BY c.k
@@ -233,8 +234,6 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 	if _, err := t.exec(ctx, `DELETE FROM temp.copies_in`); err != nil {
 		return err
 	}
-	// A copy goes to its message's partition, which is the dead letter's
-	// (c.PartitionID): the same by construction.
 	if n == int64(len(cs)) {
 		for i := range cs {
 			cs[i].CopySeq, cs[i].CopyCreatedAt, cs[i].Inserted = last-n+1+int64(i), now, true
@@ -260,15 +259,16 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 }
 
 // createCopiesInSQL makes pushCopies' table of the copies to make, once
-// a connection (PostgreSQL's INTEGER is 32 bits: its seq is BIGINT).
-var createCopiesInSQL = pgQuery(`CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL)`,
-	`CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL)`)
+// a connection (PostgreSQL's INTEGER is 32 bits: its seq is BIGINT):
+// the message copied, the copy's transactionId and its partition.
+var createCopiesInSQL = pgQuery(`CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL, part INTEGER NOT NULL)`,
+	`CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL, part BIGINT NOT NULL)`)
 
-// copiesInSQL fills copies_in from a JSON array of [seq, transactionId]
-// pairs, k the position in it (PostgreSQL's ordinality, from 1; only the
-// order matters).
-var copiesInSQL = pgQuery(`INSERT INTO temp.copies_in (k, seq, txid) SELECT j.key, j.value ->> 0, j.value ->> 1 FROM json_each(?) j`,
-	`INSERT INTO pg_temp.copies_in (k, seq, txid) SELECT j.k, (j.value ->> 0)::bigint, j.value ->> 1 FROM json_array_elements(?::json) WITH ORDINALITY j(value, k)`)
+// copiesInSQL fills copies_in from a JSON array of [seq, transactionId,
+// partition] triples, k the position in it (PostgreSQL's ordinality, from
+// 1; only the order matters).
+var copiesInSQL = pgQuery(`INSERT INTO temp.copies_in (k, seq, txid, part) SELECT j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?) j`,
+	`INSERT INTO pg_temp.copies_in (k, seq, txid, part) SELECT j.k, (j.value ->> 0)::bigint, j.value ->> 1, (j.value ->> 2)::bigint FROM json_array_elements(?::json) WITH ORDINALITY j(value, k)`)
 
 // pgPushCopies runs insert (pushCopies' INSERT of copies_in) on
 // PostgreSQL, where a row ON CONFLICT DO NOTHING still draws a seq from

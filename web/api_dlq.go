@@ -240,59 +240,6 @@ func (s *Server) showDeadLetter(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, out)
 }
 
-// replayView describes the copy a replay pushed.
-type replayView struct {
-	Status         string   `json:"status"`
-	MessageID      string   `json:"messageId"`
-	TransactionID  string   `json:"transactionId"`
-	PartitionID    string   `json:"partitionId"`
-	Queue          string   `json:"queue"`
-	Partition      string   `json:"partition"`
-	ConsumerGroups []string `json:"consumerGroups"`
-}
-
-func newReplayView(r broker.ReplayResult) replayView {
-	return replayView{Status: r.Status, MessageID: r.MessageID, TransactionID: r.TransactionID, PartitionID: r.PartitionID, Queue: r.Queue, Partition: r.Partition, ConsumerGroups: r.Groups}
-}
-
-// replayDeadLetter pushes a copy of a dead-lettered message to the end of
-// its partition and removes its dead letters; a second replay is a 404.
-// An optional body (replayRequest) gives the copy an edited payload, or
-// replays it to the group that gave up on it only (mode own).
-func (s *Server) replayDeadLetter(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	o, err := s.apiReplayOptions(c)
-	if err != nil {
-		return err
-	}
-	res, err := s.broker.ReplayWith(c.Request().Context(), id, o)
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, newReplayView(res))
-}
-
-// retryMessage is replayDeadLetter naming the message by partition and
-// transactionId (Queen's admin.retryMessage).
-func (s *Server) retryMessage(c echo.Context) error {
-	partitionID, err := pathParam(c, "partitionId")
-	if err != nil {
-		return err
-	}
-	txid, err := pathParam(c, "transactionId")
-	if err != nil {
-		return err
-	}
-	res, err := s.broker.ReplayTransaction(c.Request().Context(), partitionID, txid, actor(c))
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, newReplayView(res))
-}
-
 type deleteDeadLetterResponse struct {
 	Deleted int `json:"deleted"`
 }

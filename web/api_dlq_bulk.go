@@ -44,6 +44,10 @@ type bulkRequest struct {
 	// cap (maxReplays) too; without it they are skipped and counted
 	// ("capped"). Audited as forced.
 	Force bool `json:"force"`
+	// Destination, on a replay, sends the copies to the end of that
+	// queue's partition instead of each message's own (either or both;
+	// made if missing, with the default options); kept with the job.
+	Destination *destinationJSON `json:"destination"`
 	// Wait answers when the job is finished or paused (200, with the job
 	// and its counts as a bulk action answered before jobs), instead of
 	// as it starts (202, the job).
@@ -59,6 +63,16 @@ func (r bulkRequest) jobRequest(kind string, q *broker.DLQQuery, who string) (br
 	}
 	if r.Force && kind != broker.JobReplay {
 		return jr, badRequest("force goes with a replay")
+	}
+	if r.Destination != nil {
+		if kind != broker.JobReplay {
+			return jr, badRequest("destination goes with a replay")
+		}
+		d, err := r.Destination.destination("destination.")
+		if err != nil {
+			return jr, err
+		}
+		jr.Destination = d
 	}
 	switch r.Mode {
 	case "", "every":

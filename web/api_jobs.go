@@ -53,6 +53,9 @@ type scopeJSON struct {
 	Bound         *bulkBound  `json:"bound,omitempty"`
 	Mode          string      `json:"mode,omitempty"`  // a replay's: every or own
 	Force         bool        `json:"force,omitempty"` // a replay's: past the replay cap
+	// Destination, a replay's: where its copies go instead of each
+	// message's own partition.
+	Destination *destinationJSON `json:"destination,omitempty"`
 }
 
 func toJobJSON(j broker.Job) jobJSON {
@@ -71,6 +74,9 @@ func toJobJSON(j broker.Job) jobJSON {
 	}
 	sc := j.Scope
 	out.Scope = scopeJSON{IDs: len(sc.IDs), ConsumerGroup: sc.Group, Force: sc.Force}
+	if d := sc.Destination; d != nil {
+		out.Scope.Destination = &destinationJSON{Queue: d.Queue, Partition: d.Partition}
+	}
 	if j.Kind == broker.JobReplay {
 		out.Scope.Mode = "every"
 		if sc.Mode == broker.ReplayOwnGroup {
