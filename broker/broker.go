@@ -191,6 +191,20 @@ func (k KeptOptions) with(name string, v json.RawMessage) KeptOptions {
 	return KeptOptions(b)
 }
 
+// without returns k without name.
+func (k KeptOptions) without(name string) KeptOptions {
+	m := k.Values()
+	if _, ok := m[name]; !ok {
+		return k
+	}
+	delete(m, name)
+	if len(m) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(m) // raw values that are valid JSON: cannot fail
+	return KeptOptions(b)
+}
+
 // NotEnforced lists, sorted, the options o keeps without enforcing them.
 func (o Options) NotEnforced() []string {
 	m := o.Kept.Values()
