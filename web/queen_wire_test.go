@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +130,147 @@ func TestQueenConfigureReplaceAndNullMeanDefaults(t *testing.T) {
 	s.call("GET", "/api/v1/resources/queues/q", "").want(http.StatusOK).decode(&d)
 	if string(d.Options["retryLimit"]) != "2" || d.Namespace == nil {
 		t.Fatalf("a refused replace changed the queue: %+v", d)
+	}
+}
+
+// leaseSeconds=N leases for N seconds whatever the queue's leaseTime.
+func TestQueenPopLeaseSecondsOverridesLeaseTime(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", `{"leaseTime":300}`)
+	s.push("q", "", "a", `1`)
+	p := s.pop("q", "leaseSeconds=10")
+	if want := s.clock.Now().Add(10 * time.Second).UTC().Format("2006-01-02T15:04:05.000Z"); *p.LeaseExpiresAt != want {
+		t.Fatalf("lease until %s, want %s", *p.LeaseExpiresAt, want)
+	}
+	s.call("GET", "/api/v1/pop/queue/q", "").want(http.StatusNoContent)
+	s.clock.Advance(10 * time.Second)
+	if m := s.pop("q", "").Messages[0]; m.TransactionID != "a" || m.RetryCount != 0 {
+		t.Fatalf("after the short lease: %+v", m)
+	}
+}
+
+// partitions=N leases up to N partitions in one answer, batch counting
+// the messages of them all; each partition has its own lease, which every
+// message carries: Queen's clients ack and renew by the message's leaseId
+// and partitionId.
+func TestQueenPopManyPartitions(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	for _, p := range []string{"p1", "p2", "p3", "p4"} {
+		s.push("q", p, p+"-a", `1`)
+		s.push("q", p, p+"-b", `2`)
+	}
+	var p popped
+	s.call("GET", "/api/v1/pop/queue/q?batch=10&partitions=3&consumerGroup=g", "").want(http.StatusOK).decode(&p)
+	if len(p.Messages) != 6 {
+		t.Fatalf("popped %d messages, want 6 (3 partitions of 2)", len(p.Messages))
+	}
+	leases := map[string]string{} // partition to lease
+	for _, m := range p.Messages {
+		if l, ok := leases[m.Partition]; ok && l != *m.LeaseID {
+			t.Fatalf("two leases in partition %s", m.Partition)
+		}
+		leases[m.Partition] = *m.LeaseID
+	}
+	if len(leases) != 3 || *p.LeaseID != *p.Messages[0].LeaseID {
+		t.Fatalf("leases %v, top-level %s", leases, *p.LeaseID)
+	}
+	// Each lease renews on its own (the clients renew every distinct one).
+	for _, l := range leases {
+		s.call("POST", "/api/v1/lease/"+l+"/extend", `{}`).want(http.StatusOK)
+	}
+	// Queen.ack(messages) sends them all in one batch, each with its own
+	// lease and partition.
+	var acks []string
+	for _, m := range p.Messages {
+		acks = append(acks, fmt.Sprintf(`{"transactionId":%q,"status":"completed","error":null,"partitionId":%q,"leaseId":%q}`, m.TransactionID, m.PartitionID, *m.LeaseID))
+	}
+	var results []struct {
+		Success bool `json:"success"`
+	}
+	s.call("POST", "/api/v1/ack/batch", `{"acknowledgments":[`+strings.Join(acks, ",")+`],"consumerGroup":"g"}`).want(http.StatusOK).decode(&results)
+	for i, r := range results {
+		if !r.Success {
+			t.Fatalf("ack %d refused: %+v", i, results)
+		}
+	}
+	// batch caps the messages across partitions; the fourth partition is
+	// left.
+	p = popped{}
+	s.call("GET", "/api/v1/pop/queue/q?batch=1&partitions=3&consumerGroup=g", "").want(http.StatusOK).decode(&p)
+	if len(p.Messages) != 1 || p.Messages[0].TransactionID != "p4-a" {
+		t.Fatalf("after the acks: %+v", p.Messages)
+	}
+	s.call("GET", "/api/v1/pop/queue/q?batch=10&partitions=3&consumerGroup=g", "").want(http.StatusNoContent)
+}
+
+// Queen's pop takes any subscriptionMode but new as all: from_beginning
+// (what some of its clients send) and an unknown word read the queue from
+// its start.
+func TestQueenPopSubscriptionModes(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "", "old", `1`)
+	for mode, want := range map[string]int{"from_beginning": http.StatusOK, "all": http.StatusOK, "sometimes": http.StatusOK, "new": http.StatusNoContent} {
+		r := s.call("GET", "/api/v1/pop/queue/q?consumerGroup=g-"+mode+"&subscriptionMode="+mode, "").want(want)
+		if want == http.StatusOK {
+			var p popped
+			r.decode(&p)
+			if p.Messages[0].TransactionID != "old" {
+				t.Fatalf("%s: popped %+v", mode, p.Messages)
+			}
+		}
+	}
+}
+
+// The C++ client pops by namespace or task: GET /api/v1/pop?namespace=…
+// &task=…, over the queues labeled so (exactly), in name order.
+func TestQueenPopByNamespaceAndTask(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.call("POST", "/api/v1/configure", `{"queue":"b-send","namespace":"billing","task":"send"}`).want(http.StatusOK)
+	s.call("POST", "/api/v1/configure", `{"queue":"a-refund","namespace":"billing","task":"refund"}`).want(http.StatusOK)
+	s.call("POST", "/api/v1/configure", `{"queue":"c-other","namespace":"shipping","task":"send"}`).want(http.StatusOK)
+	s.push("c-other", "", "c1", `1`)
+	s.push("b-send", "", "b1", `1`)
+	s.push("a-refund", "", "a1", `1`)
+	popLabel := func(query string) []message {
+		t.Helper()
+		var p popped
+		r := s.call("GET", "/api/v1/pop?batch=10&wait=false&timeout=30000&"+query, "")
+		if r.status == http.StatusNoContent {
+			return nil
+		}
+		r.want(http.StatusOK).decode(&p)
+		return p.Messages
+	}
+	if m := popLabel("namespace=billing&task=send&consumerGroup=g"); len(m) != 1 || m[0].Queue != "b-send" || m[0].TransactionID != "b1" {
+		t.Fatalf("namespace and task: %+v", m)
+	}
+	if m := popLabel("namespace=billing&consumerGroup=g"); len(m) != 1 || m[0].Queue != "a-refund" {
+		t.Fatalf("namespace: %+v", m)
+	}
+	if m := popLabel("namespace=billing&consumerGroup=g"); m != nil {
+		t.Fatalf("namespace again, everything leased: %+v", m)
+	}
+	if m := popLabel("task=send&consumerGroup=g"); len(m) != 1 || m[0].Queue != "c-other" {
+		t.Fatalf("task: %+v", m)
+	}
+	// The ack of a message popped so is an ordinary one.
+	s.ack(popLabel("task=send&consumerGroup=h")[0], "completed", "").want(http.StatusOK)
+	if m := popLabel("namespace=nobody"); m != nil {
+		t.Fatalf("no such namespace: %+v", m)
+	}
+	s.call("GET", "/api/v1/pop?consumerGroup=g", "").wantError(http.StatusBadRequest, "namespace", "task")
+	// A waiting pop gets what is pushed to a queue of its namespace.
+	s.call("POST", "/api/v1/configure", `{"queue":"d-empty","namespace":"quiet"}`).want(http.StatusOK)
+	done := make(chan response)
+	go func() { done <- s.call("GET", "/api/v1/pop?namespace=quiet&consumerGroup=w&wait=true&timeout=60000", "") }()
+	s.push("d-empty", "", "d1", `2`)
+	var waited popped
+	(<-done).want(http.StatusOK).decode(&waited)
+	if m := waited.Messages; len(m) != 1 || m[0].TransactionID != "d1" {
+		t.Fatalf("waiting pop: %+v", m)
 	}
 }
