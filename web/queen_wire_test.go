@@ -1,15 +1,20 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/version"
+	"github.com/lazarus-dlq/lazarus/web"
 )
 
 // The newest wire shapes of Queen MQ's clients and server (issue 28),
@@ -272,5 +277,38 @@ func TestQueenPopByNamespaceAndTask(t *testing.T) {
 	(<-done).want(http.StatusOK).decode(&waited)
 	if m := waited.Messages; len(m) != 1 || m[0].TransactionID != "d1" {
 		t.Fatalf("waiting pop: %+v", m)
+	}
+}
+
+// queenctl ping reads /health as Queen's server answers it: healthy only
+// with status "healthy" and database "connected"; Lazarus's version and
+// commit stay beside them, and a failure says why in "error" too.
+func TestQueenHealthShape(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	s := setup(t, func(c *web.Config) {
+		c.HealthFunc = func(context.Context) error {
+			if down.Load() {
+				return errors.New("unable to open database file")
+			}
+			return nil
+		}
+	})
+	var h map[string]any
+	s.request(s.ctx, "GET", "/health", "", nil).want(http.StatusOK).decode(&h)
+	want := version.Get()
+	if h["status"] != "healthy" || h["database"] != "connected" || h["version"] != want.Version || h["server"] == nil {
+		t.Fatalf("health %v", h)
+	}
+	if _, ok := h["error"]; ok {
+		t.Fatalf("a healthy answer with an error: %v", h)
+	}
+	down.Store(true)
+	h = nil
+	r := s.request(s.ctx, "GET", "/health", "", nil)
+	r.wantError(http.StatusServiceUnavailable, "database unavailable")
+	r.decode(&h)
+	if h["status"] != "unhealthy" || h["database"] != "disconnected" || h["version"] != want.Version {
+		t.Fatalf("unhealthy %v", h)
 	}
 }
