@@ -271,7 +271,9 @@ func TestQueenPopByNamespaceAndTask(t *testing.T) {
 	// A waiting pop gets what is pushed to a queue of its namespace.
 	s.call("POST", "/api/v1/configure", `{"queue":"d-empty","namespace":"quiet"}`).want(http.StatusOK)
 	done := make(chan response)
-	go func() { done <- s.call("GET", "/api/v1/pop?namespace=quiet&consumerGroup=w&wait=true&timeout=60000", "") }()
+	go func() {
+		done <- s.call("GET", "/api/v1/pop?namespace=quiet&consumerGroup=w&wait=true&timeout=60000", "")
+	}()
 	s.push("d-empty", "", "d1", `2`)
 	var waited popped
 	(<-done).want(http.StatusOK).decode(&waited)
