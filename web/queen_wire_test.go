@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,5 +313,52 @@ func TestQueenHealthShape(t *testing.T) {
 	r.decode(&h)
 	if h["status"] != "unhealthy" || h["database"] != "disconnected" || h["version"] != want.Version {
 		t.Fatalf("unhealthy %v", h)
+	}
+}
+
+// queenLargePayload is the payload of the "large payload" push test of
+// Queen's JS (test-v2/push.js) and Python (tests/test_push.py) suites:
+// 10,000 objects with a 32-digit hex id and 100 x's, and metadata, as
+// the JS client encodes it (compact), or the Python one through httpx
+// 0.27 (json.dumps: a space after every , and :).
+func queenLargePayload(spaced bool) string {
+	comma, colon := ",", ":"
+	if spaced {
+		comma, colon = ", ", ": "
+	}
+	kv := func(k, v string) string { return `"` + k + `"` + colon + v }
+	var b strings.Builder
+	b.WriteString("{" + kv("array", "["))
+	for i := range 10000 {
+		if i > 0 {
+			b.WriteString(comma)
+		}
+		b.WriteString("{" + kv("id", fmt.Sprintf(`"%032x"`, i)) + comma + kv("data", `"`+strings.Repeat("x", 100)+`"`) + comma +
+			kv("nested", "{"+kv("field1", `"value1"`)+comma+kv("field2", `"value2"`)+comma+kv("field3", `"value3"`)+"}") + "}")
+	}
+	b.WriteString("]" + comma + kv("metadata", "{"+kv("size", "2190000")+comma+kv("timestamp", "1764640000000.123")+"}") + "}")
+	return b.String()
+}
+
+// The largest payload Queen's clients push in their own tests fits the
+// default limit, in either client's encoding.
+func TestQueenLargestClientTestPayloadIsAccepted(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	for _, spaced := range []bool{false, true} {
+		payload := queenLargePayload(spaced)
+		if n := len(payload); n < 2_100_000 || n > 2_300_000 {
+			t.Fatalf("payload is %d bytes, not Queen's test's", n)
+		}
+		queue := fmt.Sprintf("test-queue-large-payload-%v", spaced)
+		s.call("POST", "/api/v1/push", fmt.Sprintf(queenPush, queue, payload, "t1")).want(http.StatusCreated)
+		// A pop answers payloads compact.
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(payload)); err != nil {
+			t.Fatal(err)
+		}
+		if m := s.pop(queue, "batch=1&wait=true").Messages[0]; !bytes.Equal(m.Data, want.Bytes()) {
+			t.Fatalf("popped %d bytes, want %d", len(m.Data), want.Len())
+		}
 	}
 }
