@@ -362,3 +362,35 @@ func TestQueenLargestClientTestPayloadIsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// Queen's eviction deletes a message left waiting longer than its queue's
+// maxWaitTimeSeconds: enforced as a retentionSeconds (when that is off or
+// longer), counting what a group had not settled as expired unread;
+// windowBuffer stays kept and reported as not enforced (docs/concepts.md
+// says why).
+func TestQueenMaxWaitTimeSecondsIsEnforced(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	var c queenConfigured
+	s.call("POST", "/api/v1/configure", `{"queue":"q","options":{"maxWaitTimeSeconds":60,"windowBuffer":5,"retentionSeconds":3600}}`).want(http.StatusOK).decode(&c)
+	if !slices.Equal(c.NotEnforced, []string{"windowBuffer"}) || string(c.Options["maxWaitTimeSeconds"]) != "60" {
+		t.Fatalf("configure: %+v", c)
+	}
+	s.push("q", "", "old", `1`)
+	s.clock.Advance(61 * time.Second)
+	s.push("q", "", "young", `2`)
+	rep, err := s.broker.Maintain(s.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Task(broker.TaskMessages); r.Removed != 1 {
+		t.Fatalf("removed %d, want old", r.Removed)
+	}
+	if m := s.pop("q", "batch=10").Messages; len(m) != 1 || m[0].TransactionID != "young" {
+		t.Fatalf("after the sweep: %+v", m)
+	}
+	b, _ := s.loggedIn(broker.RoleViewer)
+	if opts := b.get("/queues/q").want(http.StatusOK).testid("options"); !strings.Contains(opts, "maxWaitTimeSeconds") || !strings.Contains(opts, "windowBuffer") {
+		t.Fatalf("queue page options: %q", opts)
+	}
+}
