@@ -45,7 +45,7 @@ type Config struct {
 	// MetricsPublic serves /metrics without a bearer token.
 	MetricsPublic bool
 	// MaxPayloadBytes caps each pushed payload, as sent; 0:
-	// web.DefaultMaxPayloadBytes (2 MiB).
+	// web.DefaultMaxPayloadBytes (4 MiB).
 	MaxPayloadBytes int64
 	// RestoreWindow is how long a deleted dead letter can be restored
 	// (default broker.RestoreWindow, 24 h).
@@ -90,7 +90,7 @@ Environment only:
   LAZARUS_METRICS_PUBLIC  true: /metrics answers without a bearer token (it needs a
                           viewer's token otherwise)
   LAZARUS_MAX_PAYLOAD_BYTES  the largest payload a push may carry, in bytes
-                          (default 2097152, at most 8388608; a request body may be
+                          (default 4194304, at most 8388608; a request body may be
                           64 KiB larger)
 `
 

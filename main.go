@@ -86,7 +86,7 @@ Environment only:
   LAZARUS_METRICS_PUBLIC  true: /metrics answers without a bearer token
   LAZARUS_MAX_PAYLOAD_BYTES
                           the largest payload a push may carry
-                          (default 2097152)
+                          (default 4194304)
 
 Run 'lazarus serve --help' for the details of each flag.
 `

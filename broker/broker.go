@@ -191,11 +191,49 @@ func (k KeptOptions) with(name string, v json.RawMessage) KeptOptions {
 	return KeptOptions(b)
 }
 
+// without returns k without name.
+func (k KeptOptions) without(name string) KeptOptions {
+	m := k.Values()
+	if _, ok := m[name]; !ok {
+		return k
+	}
+	delete(m, name)
+	if len(m) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(m) // raw values that are valid JSON: cannot fail
+	return KeptOptions(b)
+}
+
+// keptEnforced are the options kept as given (in Kept, with Queen's
+// others) that Lazarus enforces all the same: not reported as not
+// enforced.
+var keptEnforced = map[string]bool{"maxWaitTimeSeconds": true}
+
+// MessageRetention is how long, in seconds, the queue keeps a message
+// that is not settled yet (0: for ever): retentionSeconds, or Queen's
+// maxWaitTimeSeconds (which evicts messages waiting longer than it) when
+// that is set and shorter.
+func (o Options) MessageRetention() int {
+	r := o.RetentionSeconds
+	if o.Kept == "" {
+		return r
+	}
+	var w int
+	if v, ok := o.Kept.Values()["maxWaitTimeSeconds"]; ok && json.Unmarshal(v, &w) == nil && w > 0 && (r == 0 || w < r) {
+		return w
+	}
+	return r
+}
+
 // NotEnforced lists, sorted, the options o keeps without enforcing them.
 func (o Options) NotEnforced() []string {
 	m := o.Kept.Values()
 	names := make([]string, 0, len(m))
 	for k := range m {
+		if keptEnforced[k] {
+			continue
+		}
 		names = append(names, k)
 	}
 	sort.Strings(names)
@@ -237,7 +275,12 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		}
 	}
 	kept := o.Kept.Values()
-	for _, name := range o.NotEnforced() {
+	names := make([]string, 0, len(kept))
+	for k := range kept {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, name := range names {
 		if err := field(name, kept[name]); err != nil {
 			return nil, err
 		}

@@ -185,6 +185,9 @@ type DeadLetterHistory struct {
 	// Fates are what became of the dead letters that are gone, by group:
 	// only for groups with no dead letter of the message now.
 	Fates []Fate
+	// Traces are what workers recorded on the message (RecordTrace),
+	// oldest first, every group's.
+	Traces []Trace
 }
 
 // DeadLetter returns the message's dead letter in a group now, if any.
@@ -278,6 +281,9 @@ func (b *Broker) DeadLetterHistory(ctx context.Context, messageID, group string)
 		}
 		if h.Replays, err = tx.CopiesOf(ctx, seq, MaxCopiesShown); err != nil {
 			return fmt.Errorf("history: copies: %w", err)
+		}
+		if h.Traces, err = tx.TracesOf(ctx, seq, MaxTracesPerMessage); err != nil {
+			return fmt.Errorf("history: traces: %w", err)
 		}
 		if h.Deletions, err = tx.DeletionsOf(ctx, seq); err != nil {
 			return fmt.Errorf("history: removals: %w", err)

@@ -31,7 +31,7 @@ const (
 	TaskDeadLetters = "dead_letters" // dead letters past deadLetterRetentionSeconds
 	TaskPartitions  = "partitions"   // partitions left empty (partsweep.go)
 	TaskSpace       = "space"        // free pages given back to the file system
-	TaskHistory     = "history"      // restore windows ended, history past HistoryRetention
+	TaskHistory     = "history"      // restore windows ended, history past HistoryRetention, traces of messages gone
 	TaskAudit       = "audit"        // audit entries past the audit retention
 	TaskSessions    = "sessions"     // ended sessions
 	TaskLogins      = "logins"       // the login limiter's counts past LoginForget (loginlimit.go)
@@ -258,6 +258,12 @@ func (b *Broker) maintainHistory(ctx context.Context, r *TaskReport) error {
 	if err := b.chunks(ctx, r, func(tx Tx, _ MaintainTx, now time.Time) (int64, error) {
 		return tx.EndRestoreWindows(ctx, now, maintainChunk)
 	}); err != nil {
+		return err
+	}
+	// Traces go once their message and its dead letters (and their
+	// history) have: after the sweeps of the other tasks, and before
+	// this one's of the history (the next run takes what it frees).
+	if err := b.maintainTraces(ctx, r); err != nil {
 		return err
 	}
 	// The walk of replays goes on past the copies it keeps: a chunk of

@@ -4,20 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 )
 
-// PopRequest asks for messages of one queue for one consumer group.
+// PopRequest asks for messages of one queue (or of the queues of a
+// namespace or task) for one consumer group.
 type PopRequest struct {
-	Queue     string
+	Queue string // empty: the queues Namespace and Task select
+	// Namespace and Task select the queues of a pop that names no queue
+	// (Queen's GET /api/v1/pop?namespace=&task=): those with exactly
+	// these labels, an empty one matching any; one at least is needed.
+	Namespace string
+	Task      string
 	Partition string // empty: any partition of the queue
 	Group     string // empty: QueueModeGroup
-	Batch     int    // messages at most, default 1
+	Batch     int    // messages at most, default 1; across partitions
 	Wait      bool   // hold until a message arrives or Timeout passes
 	Timeout   time.Duration
 	AutoAck   bool  // settle the messages as completed at once: no lease
 	Start     Start // where a group new to the queue begins
+	// Partitions is how many partitions one pop may lease at most
+	// (Queen's partitions=N), default 1: each gets a lease of its own,
+	// and Batch bounds the messages of them all.
+	Partitions int
+	// LeaseSeconds is this pop's lease length (1 s to 7 days); 0: the
+	// queue's leaseTime.
+	LeaseSeconds int
 }
+
+// MaxPopPartitions is the most partitions one pop may lease.
+const MaxPopPartitions = 1000
+
+// labeledRecheck is how often a waiting pop of a namespace or task looks
+// for queues labeled since it began (it is woken by news of the queues it
+// knows only).
+const labeledRecheck = time.Second
 
 // Delivery is one message handed out by a pop.
 type Delivery struct {
@@ -31,7 +54,9 @@ type Delivery struct {
 }
 
 // PopResult is what a pop hands out: messages of one partition, under one
-// lease (none when AutoAck).
+// lease (none when AutoAck); with PopRequest.Partitions, of several, each
+// under its own lease (each Delivery says which), LeaseID and LeaseUntil
+// being the first one's.
 type PopResult struct {
 	Messages   []Delivery
 	LeaseID    string
@@ -58,10 +83,21 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		deadline = t.C
 	}
 	for {
-		news := b.watch(req.Queue) // before looking, so no news is missed
-		res, wake, err := b.tryPop(ctx, req)
+		queues := []string{req.Queue}
+		if req.Queue == "" {
+			var err error
+			if queues, err = b.labeledQueues(ctx, req.Namespace, req.Task); err != nil {
+				return PopResult{}, err
+			}
+		}
+		news, stop := b.watchAny(queues) // before looking, so no news is missed
+		res, wake, err := b.tryPopQueues(ctx, req, queues)
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
+			stop()
 			return res, err
+		}
+		if req.Queue == "" {
+			wake = earliest(wake, b.now().Add(labeledRecheck))
 		}
 		var wakeC <-chan time.Time
 		var wakeT *time.Timer
@@ -85,6 +121,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			done = true
 		}
 		b.waiting.Add(-1)
+		stop()
 		if wakeT != nil {
 			wakeT.Stop()
 		}
@@ -101,8 +138,24 @@ func validatePop(req *PopRequest) error {
 	if req.Batch == 0 {
 		req.Batch = 1
 	}
-	if err := checkName("queue", req.Queue); err != nil {
+	if req.Partitions == 0 {
+		req.Partitions = 1
+	}
+	if req.Queue == "" && (req.Namespace != "" || req.Task != "") {
+		if req.Partition != "" {
+			return errorf(ErrInvalid, "a pop by namespace or task names no partition")
+		}
+		if len(req.Namespace) > MaxNameLength || len(req.Task) > MaxNameLength {
+			return errorf(ErrInvalid, "namespace and task are at most %d bytes", MaxNameLength)
+		}
+	} else if err := checkName("queue", req.Queue); err != nil {
 		return err
+	}
+	if req.Partitions < 1 || req.Partitions > MaxPopPartitions {
+		return errorf(ErrInvalid, "partitions must be between 1 and %d", MaxPopPartitions)
+	}
+	if req.LeaseSeconds < 0 || req.LeaseSeconds > 7*24*3600 {
+		return errorf(ErrInvalid, "leaseSeconds must be between 1 and %d (0: the queue's leaseTime)", 7*24*3600)
 	}
 	if req.Partition != "" {
 		if err := checkName("partition", req.Partition); err != nil {
@@ -119,6 +172,100 @@ func validatePop(req *PopRequest) error {
 		return errorf(ErrInvalid, "timeout must be between 1 ms and 10 minutes")
 	}
 	return nil
+}
+
+// labeledQueues names, sorted, the queues with the namespace and task
+// given ("" matching any).
+func (b *Broker) labeledQueues(ctx context.Context, namespace, task string) ([]string, error) {
+	f := QueueFilter{Namespace: namespace, Task: task}
+	var names []string
+	err := b.store.View(ctx, func(tx Tx) error {
+		qs, err := tx.Queues(ctx)
+		if err != nil {
+			return fmt.Errorf("pop: queues: %w", err)
+		}
+		names = names[:0]
+		for _, q := range qs {
+			if f.match(q) {
+				names = append(names, q.Name)
+			}
+		}
+		return nil
+	})
+	sort.Strings(names)
+	return names, err
+}
+
+// watchAny is a channel closed by news of any of the queues, and the
+// function that lets it go.
+func (b *Broker) watchAny(queues []string) (<-chan struct{}, func()) {
+	if len(queues) == 1 {
+		return b.watch(queues[0]), func() {}
+	}
+	out, quit := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	for _, q := range queues {
+		ch := b.watch(q)
+		go func() {
+			select {
+			case <-ch:
+				once.Do(func() { close(out) })
+			case <-quit:
+			}
+		}()
+	}
+	var stopped sync.Once
+	return out, func() { stopped.Do(func() { close(quit) }) }
+}
+
+// tryPopQueues leases what is ready now in the queues, in order: up to
+// req.Partitions partitions, req.Batch messages in all, each partition
+// leased in a transaction of its own. When nothing is ready it returns the
+// earliest time something will be. A failure after some partitions were
+// leased ends the pop with them (their messages are delivered; the
+// failure is the next pop's to meet).
+func (b *Broker) tryPopQueues(ctx context.Context, req PopRequest, queues []string) (PopResult, time.Time, error) {
+	var out PopResult
+	var wake time.Time
+	parts := 0
+	for _, q := range queues {
+		r := req
+		r.Queue = q
+		for parts < req.Partitions && len(out.Messages) < req.Batch {
+			r.Batch = req.Batch - len(out.Messages)
+			res, w, err := b.tryPop(ctx, r)
+			if err != nil {
+				if len(out.Messages) > 0 {
+					return out, wake, nil
+				}
+				return out, wake, err
+			}
+			if len(res.Messages) == 0 {
+				wake = earliest(wake, w)
+				break
+			}
+			if len(out.Messages) == 0 {
+				out.LeaseID, out.LeaseUntil = res.LeaseID, res.LeaseUntil
+			}
+			out.Messages = append(out.Messages, res.Messages...)
+			parts++
+			if req.Partition != "" {
+				break // the one partition named
+			}
+		}
+		if parts >= req.Partitions || len(out.Messages) >= req.Batch {
+			break
+		}
+	}
+	return out, wake, nil
+}
+
+// earliest is the earlier of two times, a zero one counting as none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // tryPop leases what is ready now. When nothing is, it returns the time at
@@ -286,7 +433,11 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 			}
 		} else {
 			c.LeaseID = NewLeaseID(c.PartitionID, c.GroupID, c.LeaseID, c.VoidLeaseID)
-			c.LeaseUntil = now.Add(time.Duration(q.Options.LeaseTime) * time.Second)
+			lease := q.Options.LeaseTime
+			if req.LeaseSeconds > 0 {
+				lease = req.LeaseSeconds
+			}
+			c.LeaseUntil = now.Add(time.Duration(lease) * time.Second)
 			c.LeaseLast = msgs[len(msgs)-1].Seq
 		}
 		if err := tx.SaveConsumer(ctx, &c); err != nil {

@@ -21,12 +21,28 @@ type Labels struct {
 // raw (option name to JSON value); the others keep their values. An unknown
 // option or an invalid value fails the call and changes nothing.
 func (b *Broker) Configure(ctx context.Context, queue string, raw map[string]json.RawMessage, actor string) (Queue, error) {
-	return b.ConfigureLabeled(ctx, queue, Labels{}, raw, actor)
+	return b.ConfigureWith(ctx, ConfigureParams{Queue: queue, Options: raw, Actor: actor})
 }
 
-// ConfigureLabeled is Configure that also sets the queue's namespace and
-// task as labels says.
-func (b *Broker) ConfigureLabeled(ctx context.Context, queue string, labels Labels, raw map[string]json.RawMessage, actor string) (Queue, error) {
+// ConfigureParams is what ConfigureWith does.
+type ConfigureParams struct {
+	Queue  string
+	Labels Labels
+	// Options are option names to JSON values; a null value puts that
+	// option back to its default (Queen's configure_queue_v1 COALESCEs a
+	// null to the default).
+	Options map[string]json.RawMessage
+	// Replace makes the options and labels the call does not name go back
+	// to their defaults (no namespace, no task), as Queen's configure
+	// always does; without it they keep their values.
+	Replace bool
+	Actor   string
+}
+
+// ConfigureWith creates the queue if need be and sets its options and
+// labels as p says, in one transaction, audited.
+func (b *Broker) ConfigureWith(ctx context.Context, p ConfigureParams) (Queue, error) {
+	queue, labels, raw := p.Queue, p.Labels, p.Options
 	if err := checkName("queue", queue); err != nil {
 		return Queue{}, err
 	}
@@ -45,7 +61,12 @@ func (b *Broker) ConfigureLabeled(ctx context.Context, queue string, labels Labe
 		if q, err = queueOrCreate(ctx, tx, queue, now); err != nil {
 			return fmt.Errorf("configure: %w", err)
 		}
-		if q.Options, err = applyOptions(q.Options, raw); err != nil {
+		from := q.Options
+		if p.Replace {
+			from = DefaultOptions()
+			q.Namespace, q.Task = "", ""
+		}
+		if q.Options, err = applyOptions(from, raw); err != nil {
 			return err
 		}
 		if labels.Namespace != nil {
@@ -64,13 +85,16 @@ func (b *Broker) ConfigureLabeled(ctx context.Context, queue string, labels Labe
 		}
 		sort.Strings(names)
 		detail := "options set: " + strings.Join(names, ", ")
-		if labels.Namespace != nil {
+		if p.Replace {
+			detail = "replaced, the others back to their defaults; " + detail
+		}
+		if labels.Namespace != nil || p.Replace {
 			detail += fmt.Sprintf("; namespace %q", truncate(q.Namespace, 64))
 		}
-		if labels.Task != nil {
+		if labels.Task != nil || p.Replace {
 			detail += fmt.Sprintf("; task %q", truncate(q.Task, 64))
 		}
-		return audit(ctx, tx, now, actor, AuditConfigure, q.Name, "", 0, detail)
+		return audit(ctx, tx, now, p.Actor, AuditConfigure, q.Name, "", 0, detail)
 	})
 	return q, err
 }
@@ -117,7 +141,9 @@ func KnownOptions() []string {
 // maxDelay is the longest delayedProcessing, in seconds: 30 days.
 const maxDelay = 30 * 24 * 3600
 
-// applyOptions returns o changed by raw, checking every value.
+// applyOptions returns o changed by raw, checking every value; a null
+// value puts its option back to its default (a kept one is no longer
+// kept: it has no value to report).
 func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 	number := func(name string, v json.RawMessage, what string) (json.Number, error) {
 		var x any
@@ -187,8 +213,22 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var defaults map[string]json.RawMessage
 	for _, name := range names {
 		v := raw[name]
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			if _, ok := keptOptions[name]; ok {
+				o.Kept = o.Kept.without(name)
+				continue
+			}
+			if defaults == nil {
+				d, _ := DefaultOptions().MarshalJSON() // plain numbers and booleans: cannot fail
+				_ = json.Unmarshal(d, &defaults)
+			}
+			if d, ok := defaults[name]; ok {
+				v = d // and checked below as if sent
+			}
+		}
 		var err error
 		switch name {
 		case "leaseTime":

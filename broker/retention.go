@@ -134,7 +134,7 @@ func (b *Broker) maintainMessages(ctx context.Context, r *TaskReport) error {
 				errs = append(errs, fmt.Errorf("completed retention: %w", err))
 			}
 		}
-		if q.Options.RetentionSeconds > 0 && ctx.Err() == nil {
+		if q.Options.MessageRetention() > 0 && ctx.Err() == nil {
 			if err := b.messageRetention(ctx, q, r); err != nil {
 				errs = append(errs, fmt.Errorf("retention: %w", err))
 			}
@@ -203,9 +203,10 @@ func (b *Broker) completedRetention(ctx context.Context, q Queue, r *TaskReport)
 }
 
 // messageRetention deletes the queue's messages pushed more than its
-// retentionSeconds ago.
+// retentionSeconds (or a shorter maxWaitTimeSeconds: MessageRetention)
+// ago.
 func (b *Broker) messageRetention(ctx context.Context, q Queue, r *TaskReport) error {
-	keep := time.Duration(q.Options.RetentionSeconds) * time.Second
+	keep := time.Duration(q.Options.MessageRetention()) * time.Second
 	before := b.now().Add(-keep)
 	var due []PartitionCut
 	if err := b.store.View(ctx, func(tx Tx) (err error) {
@@ -218,10 +219,10 @@ func (b *Broker) messageRetention(ctx context.Context, q Queue, r *TaskReport) e
 	// reads it: off or longer than the run's stops the queue's sweep (the
 	// next run finds what is due under it), a shorter one moves the cut.
 	rule := func(o Options, now time.Time, s *MessageSweep) bool {
-		if o.RetentionSeconds <= 0 || o.RetentionSeconds > q.Options.RetentionSeconds {
+		if keep := o.MessageRetention(); keep <= 0 || keep > q.Options.MessageRetention() {
 			return false
 		}
-		s.Before = now.Add(-time.Duration(o.RetentionSeconds) * time.Second)
+		s.Before = now.Add(-time.Duration(o.MessageRetention()) * time.Second)
 		return true
 	}
 	for _, c := range due {

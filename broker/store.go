@@ -284,6 +284,7 @@ type Tx interface {
 	ArchiveTx
 	ReplayCapTx
 	DemoTx
+	TraceTx
 
 	// Scope returns the write transaction's TxScope: a new one for each
 	// transaction of Update, the same for every function of a group

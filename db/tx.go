@@ -264,7 +264,7 @@ func (t *storeTx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 // its queue_id (or by its queue's messages): its full-text index rows,
 // its copies' replay outcomes (leaving their jobs' counts to settle),
 // edits and replays, attempts, deleted dead letters' records, settle
-// marks, messages, consumers, dead letters, error groups and their
+// marks, traces, messages, consumers, dead letters, error groups and their
 // hours, group stats, subscriptions, partitions and the queues row. It
 // reads the highest message first: when the queue held it, the
 // placeholder row of keepSeqFloor (partition 0) is written or moved to
@@ -295,6 +295,7 @@ func (t *storeTx) DeleteQueue(ctx context.Context, id int64) error {
 		`DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM removed_dead_letters WHERE queue_id = ?1`,
 		`DELETE FROM settle_marks WHERE queue_id = ?1`,
+		`DELETE FROM message_traces WHERE queue_id = ?1`,
 		`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
 		`DELETE FROM consumers WHERE queue_id = ?1`,
 		`DELETE FROM dead_letters WHERE queue_id = ?1`,

@@ -85,7 +85,8 @@ func TestLineDiffTooLong(t *testing.T) {
 	}
 }
 
-// BenchmarkLineDiff is a preview at the default payload limit: 2 MiB of
+// BenchmarkLineDiff is a preview of a large payload (half the default
+// payload limit): 2 MiB of
 // indented JSON (about 80,000 lines), one field changed in the middle.
 func BenchmarkLineDiff(b *testing.B) {
 	var sb strings.Builder

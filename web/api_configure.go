@@ -16,8 +16,13 @@ type configureRequest struct {
 	Namespace *string `json:"namespace"`
 	Task      *string `json:"task"`
 	// Options go to the broker as raw JSON values, so that it can name the
-	// option whose value has the wrong type.
+	// option whose value has the wrong type; null puts one back to its
+	// default.
 	Options map[string]json.RawMessage `json:"options"`
+	// Mode is "merge" (the default: what is not named keeps its value) or
+	// "replace" (what is not named goes back to its default, namespace and
+	// task included: what Queen's configure always does).
+	Mode *string `json:"mode"`
 }
 
 type configureResponse struct {
@@ -47,13 +52,25 @@ func notEnforced(o broker.Options) []string {
 }
 
 // configureQueue creates a queue or changes the options it names, and its
-// namespace and task when given.
+// namespace and task when given; with "mode":"replace" the others go back
+// to their defaults.
 func (s *Server) configureQueue(c echo.Context) error {
 	var req configureRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	q, err := s.broker.ConfigureLabeled(c.Request().Context(), req.Queue, broker.Labels{Namespace: req.Namespace, Task: req.Task}, req.Options, actor(c))
+	replace := false
+	if req.Mode != nil {
+		switch *req.Mode {
+		case "merge":
+		case "replace":
+			replace = true
+		default:
+			return badRequest("mode must be \"merge\" or \"replace\", got %q", truncate(*req.Mode, 32))
+		}
+	}
+	q, err := s.broker.ConfigureWith(c.Request().Context(), broker.ConfigureParams{Queue: req.Queue,
+		Labels: broker.Labels{Namespace: req.Namespace, Task: req.Task}, Options: req.Options, Replace: replace, Actor: actor(c)})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,10 @@ import (
 // not say.
 const defaultPopTimeout = 30000 // ms
 
+// maxLeaseSeconds is the longest lease a pop may ask for: a queue's
+// longest leaseTime, 7 days.
+const maxLeaseSeconds = 7 * 24 * 3600
+
 // maxPopTimeout is the longest long-poll, in milliseconds: the broker's
 // limit of 10 minutes.
 const maxPopTimeout = 600000
@@ -50,6 +54,21 @@ func parsePopRequest(c echo.Context) (broker.PopRequest, error) {
 	if req.AutoAck, err = queryBool(c, "autoAck"); err != nil {
 		return req, err
 	}
+	// Queen's multi-partition pop: up to partitions=N partitions, each
+	// under its own lease (every message carries its leaseId and
+	// partitionId, which Queen's clients ack and renew by).
+	if req.Partitions, err = queryInt(c, "partitions", 1); err != nil {
+		return req, err
+	}
+	if req.Partitions < 1 || req.Partitions > broker.MaxPopPartitions {
+		return req, badRequest("query parameter partitions must be between 1 and %d", broker.MaxPopPartitions)
+	}
+	if req.LeaseSeconds, err = queryInt(c, "leaseSeconds", 0); err != nil {
+		return req, err
+	}
+	if req.LeaseSeconds < 0 || req.LeaseSeconds > maxLeaseSeconds {
+		return req, badRequest("query parameter leaseSeconds must be between 1 and %d (0 or none: the queue's leaseTime)", maxLeaseSeconds)
+	}
 	if req.Start, err = parseStart(c.QueryParam("subscriptionMode"), c.QueryParam("subscriptionFrom")); err != nil {
 		return req, err
 	}
@@ -61,10 +80,12 @@ func parsePopRequest(c echo.Context) (broker.PopRequest, error) {
 	return req, nil
 }
 
-// parseStart reads where a consumer group new to a queue starts: from the
-// beginning (subscriptionMode=all, the default), after everything already
-// pushed (subscriptionMode=new, or subscriptionFrom=now), or at a time
-// (subscriptionFrom=<RFC 3339>). subscriptionFrom wins when both are given.
+// parseStart reads where a consumer group new to a queue starts: after
+// everything already pushed (subscriptionMode=new or new-only, or
+// subscriptionFrom=now), at a time (subscriptionFrom=<RFC 3339>), or from
+// the beginning: any other mode (all, from_beginning, …), as Queen's
+// pop_unified_batch takes every mode but new as all. subscriptionFrom
+// wins when both are given.
 func parseStart(mode, from string) (broker.Start, error) {
 	switch from {
 	case "":
@@ -78,12 +99,10 @@ func parseStart(mode, from string) (broker.Start, error) {
 		return broker.Start{From: t}, nil
 	}
 	switch mode {
-	case "", "all":
-		return broker.Start{}, nil
 	case "new", "new-only":
 		return broker.Start{Now: true}, nil
 	}
-	return broker.Start{}, badRequest("query parameter subscriptionMode must be new or all, got %q", truncate(mode, 32))
+	return broker.Start{}, nil
 }
 
 // popMessages leases the next messages of a queue (or of one partition) to
@@ -93,6 +112,28 @@ func (s *Server) popMessages(c echo.Context) error {
 	req, err := parsePopRequest(c)
 	if err != nil {
 		return err
+	}
+	res, err := s.broker.Pop(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	if len(res.Messages) == 0 {
+		return c.NoContent(http.StatusNoContent)
+	}
+	return writeAppended(c, http.StatusOK, func(b []byte) ([]byte, error) { return appendPop(b, res) })
+}
+
+// popLabeled is Queen's GET /api/v1/pop?namespace=&task=: a pop of the
+// queues with that namespace and/or task (exactly; one at least), in name
+// order, with the parameters of a pop of one queue.
+func (s *Server) popLabeled(c echo.Context) error {
+	req, err := parsePopRequest(c)
+	if err != nil {
+		return err
+	}
+	req.Namespace, req.Task = c.QueryParam("namespace"), c.QueryParam("task")
+	if req.Namespace == "" && req.Task == "" {
+		return badRequest("a pop that names no queue needs query parameter namespace or task (or use /api/v1/pop/queue/:queue)")
 	}
 	res, err := s.broker.Pop(c.Request().Context(), req)
 	if err != nil {

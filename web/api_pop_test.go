@@ -130,7 +130,10 @@ func TestPopRefusesBadQuery(t *testing.T) {
 		{"AutoAckNotBool", "autoAck=2x", []string{"autoAck"}},
 		{"TimeoutNotNumber", "wait=true&timeout=soon", []string{"timeout"}},
 		{"TimeoutZero", "wait=true&timeout=0", []string{"timeout"}},
-		{"BadMode", "consumerGroup=g&subscriptionMode=sometimes", []string{"subscriptionMode"}},
+		{"PartitionsZero", "partitions=0", []string{"partitions"}},
+		{"PartitionsTooMany", "partitions=1001", []string{"partitions"}},
+		{"LeaseSecondsNegative", "leaseSeconds=-1", []string{"leaseSeconds"}},
+		{"LeaseSecondsTooLong", "leaseSeconds=604801", []string{"leaseSeconds"}},
 		{"BadFrom", "consumerGroup=g&subscriptionFrom=yesterday", []string{"subscriptionFrom"}},
 		{"BadGroup", "consumerGroup=a%20b", []string{"consumer group"}},
 	}

@@ -68,7 +68,8 @@ func TestPushRefusesBadInput(t *testing.T) {
 		name, body string
 		want       []string
 	}{
-		{"NoItems", `{"items":[]}`, []string{"at least one"}},
+		{"NoItems", `{}`, []string{"at least one"}},
+		{"NullItems", `{"items":null}`, []string{"at least one"}},
 		{"ItemsNotArray", `{"items":{"queue":"q"}}`, []string{`"items"`, "array"}},
 		{"QueueNotString", `{"items":[{"queue":5,"payload":1}]}`, []string{"queue", "string"}},
 		{"MissingPayload", `{"items":[{"queue":"q"}]}`, []string{"payload is required"}},

@@ -64,7 +64,7 @@ func TestHealthAndFooterSayTheVersion(t *testing.T) {
 	want := version.Get()
 	var h struct{ Status, Version, Commit string }
 	s.request(s.ctx, "GET", "/health", "", nil).want(http.StatusOK).decode(&h)
-	if h.Status != "ok" || h.Version == "" || h.Version != want.Version || h.Commit != want.Commit {
+	if h.Status != "healthy" || h.Version == "" || h.Version != want.Version || h.Commit != want.Commit {
 		t.Fatalf("health %+v, want the build's %+v", h, want)
 	}
 	b, _ := s.loggedIn(broker.RoleViewer)

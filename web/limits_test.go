@@ -28,17 +28,17 @@ func items(queue string, n int, payload string) string {
 
 func TestPayloadSizeLimit(t *testing.T) {
 	t.Parallel()
-	t.Run("DefaultIsTwoMiB", func(t *testing.T) {
+	t.Run("DefaultIsFourMiB", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t)
-		if web.DefaultMaxPayloadBytes != 2<<20 {
+		if web.DefaultMaxPayloadBytes != 4<<20 {
 			t.Fatalf("default %d", web.DefaultMaxPayloadBytes)
 		}
-		at := `"` + strings.Repeat("x", 2<<20-2) + `"`
+		at := `"` + strings.Repeat("x", 4<<20-2) + `"`
 		s.call("POST", "/api/v1/push", items("q", 1, at)).want(http.StatusCreated)
-		over := `"` + strings.Repeat("x", 2<<20-1) + `"`
+		over := `"` + strings.Repeat("x", 4<<20-1) + `"`
 		s.call("POST", "/api/v1/push", items("big", 1, over)).
-			wantError(http.StatusRequestEntityTooLarge, "items[0]: payload is 2097153 bytes, over the limit of 2097152 bytes per payload")
+			wantError(http.StatusRequestEntityTooLarge, "items[0]: payload is 4194305 bytes, over the limit of 4194304 bytes per payload")
 		s.call("GET", "/api/v1/resources/queues/big", "").wantError(http.StatusNotFound)
 	})
 	t.Run("BodyCapLeavesRoomAboveThePayloadLimit", func(t *testing.T) {

@@ -1,12 +1,14 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -57,6 +59,14 @@ func historyOf(queue string, h broker.DeadLetterHistory, live bool) views.Histor
 			r.Outcomes = append(r.Outcomes, outcomeRow(queue, c, o))
 		}
 		v.Replays = append(v.Replays, r)
+	}
+	v.TraceLimit = broker.MaxTracesPerMessage
+	for _, t := range h.Traces {
+		r := views.TraceRow{At: t.At, Group: t.Group, EventType: t.EventType, Names: strings.Join(t.Names, ", "), Data: t.Data, Dropped: t.Dropped}
+		if t.Cut() {
+			r.Cut = views.ErrorCut(len(t.Data), t.DataBytes)
+		}
+		v.Traces = append(v.Traces, r)
 	}
 	return v
 }
@@ -251,6 +261,43 @@ type historyView struct {
 	AttemptsLeftOut int              `json:"attemptsLeftOut,omitempty"`
 	ReplayOf        []replayHopView  `json:"replayOf"`
 	Replays         []replayCopyView `json:"replays"`
+	// Traces are what workers recorded on the message (POST
+	// /api/v1/traces), oldest first.
+	Traces []traceView `json:"traces"`
+}
+
+// traceView is one trace of a message. data is the JSON sent; when it was
+// cut, null, with the kept start of its text in dataText and the sizes in
+// dataCut. droppedAfter counts the later traces not kept (this one being
+// the last the message keeps).
+type traceView struct {
+	ID            int64           `json:"id"`
+	ConsumerGroup string          `json:"consumerGroup"`
+	EventType     string          `json:"eventType"`
+	TraceNames    []string        `json:"traceNames"`
+	Data          json.RawMessage `json:"data"`
+	DataText      *string         `json:"dataText,omitempty"`
+	DataCut       *errorCutView   `json:"dataCut"`
+	DroppedAfter  int64           `json:"droppedAfter"`
+	At            timestamp       `json:"at"`
+}
+
+func newTraceViews(ts []broker.Trace) []traceView {
+	out := make([]traceView, 0, len(ts))
+	for _, t := range ts {
+		v := traceView{ID: t.ID, ConsumerGroup: t.Group, EventType: t.EventType, TraceNames: t.Names, DroppedAfter: t.Dropped, At: timestamp(t.At)}
+		if v.TraceNames == nil {
+			v.TraceNames = []string{}
+		}
+		if t.Cut() {
+			text := t.Data
+			v.Data, v.DataText, v.DataCut = json.RawMessage("null"), &text, &errorCutView{KeptBytes: len(t.Data), SentBytes: t.DataBytes}
+		} else {
+			v.Data = json.RawMessage(t.Data)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 type attemptView struct {
@@ -305,7 +352,7 @@ func modeName(groupID int64) string {
 }
 
 func newHistoryView(h broker.DeadLetterHistory) *historyView {
-	v := &historyView{Attempts: []attemptView{}, ReplayOf: []replayHopView{}, Replays: []replayCopyView{}, AttemptsLeftOut: h.AttemptsLeftOut}
+	v := &historyView{Attempts: []attemptView{}, ReplayOf: []replayHopView{}, Replays: []replayCopyView{}, AttemptsLeftOut: h.AttemptsLeftOut, Traces: newTraceViews(h.Traces)}
 	for _, a := range h.Attempts {
 		av := attemptView{Attempt: a.Attempt, At: timestamp(a.At), Error: optional(a.Error)}
 		if a.ErrorBytes > len(a.Error) {

@@ -219,6 +219,9 @@ func optionRows(o broker.Options) []views.Option {
 		{Name: "deadLetterArchive", Value: fmt.Sprint(o.DeadLetterArchive), Note: note(o.DeadLetterArchive != d.DeadLetterArchive)},
 	}
 	kept := o.Kept.Values()
+	if v, ok := kept["maxWaitTimeSeconds"]; ok {
+		rows = append(rows, views.Option{Name: "maxWaitTimeSeconds", Value: string(v) + " s (Queen's: a message is deleted this long after its push, as by retentionSeconds, when that is off or longer)"})
+	}
 	for _, name := range o.NotEnforced() {
 		rows = append(rows, views.Option{Name: name, Value: string(kept[name]), Note: "(kept, not enforced)"})
 	}

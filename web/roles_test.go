@@ -65,6 +65,8 @@ var routeAccess = map[string]access{
 	"POST /api/v1/push":                                       operator,
 	"GET /api/v1/pop/queue/:queue":                            operator,
 	"GET /api/v1/pop/queue/:queue/partition/:partition":       operator,
+	"GET /api/v1/pop":                                         operator,
+	"POST /api/v1/traces":                                     operator,
 	"POST /api/v1/ack":                                        operator,
 	"POST /api/v1/ack/batch":                                  operator,
 	"POST /api/v1/lease/:leaseId/extend":                      operator,

@@ -29,6 +29,8 @@ func (s *Server) routes() {
 	api.POST("/push", s.pushMessages, operator)
 	api.GET("/pop/queue/:queue", s.popMessages, operator)
 	api.GET("/pop/queue/:queue/partition/:partition", s.popMessages, operator)
+	api.GET("/pop", s.popLabeled, operator)
+	api.POST("/traces", s.recordTrace, operator)
 	api.POST("/ack", s.ackMessage, operator)
 	api.POST("/ack/batch", s.ackMessages, operator)
 	api.POST("/lease/:leaseId/extend", s.extendLease, operator)

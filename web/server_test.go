@@ -18,7 +18,7 @@ func TestHealth(t *testing.T) {
 		s := setup(t)
 		var body map[string]string
 		s.call("GET", "/health", "").want(http.StatusOK).decode(&body)
-		if body["status"] != "ok" {
+		if body["status"] != "healthy" || body["database"] != "connected" {
 			t.Fatalf("body %v", body)
 		}
 	})
