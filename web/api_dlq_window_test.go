@@ -48,7 +48,7 @@ func fillN(s *bundle, queue string, n int) {
 			t.Fatalf("pop: %v", err)
 		}
 		for _, d := range res.Messages {
-			if _, err := b.Ack(ctx, broker.Ack{TransactionID: d.TransactionID, PartitionID: d.PartitionUUID, LeaseID: d.LeaseID, Status: broker.AckFailed, Error: "boom", Group: d.Group}); err != nil {
+			if _, err := b.Ack(ctx, broker.Ack{TransactionID: d.TransactionID, PartitionID: d.PartitionUUID, LeaseID: d.LeaseID, Status: broker.AckDLQ, Error: "boom", Group: d.Group}); err != nil {
 				t.Fatal(err)
 			}
 		}
