@@ -530,20 +530,12 @@ func (h *crashHarness) consume(ctx context.Context, c *crashClient, group, queue
 	h.pops[group+" "+lane] = append(h.pops[group+" "+lane], crashPop{group: group, lane: lane, first: first, sent: sent, got: got})
 	h.counts["delivered"] += len(ms)
 	h.mu.Unlock()
-	// Ack in order, as the group decides for each message. A failure with
-	// a retry left, or a retry, ends the lease (what is behind comes back
-	// anyway, and its acks would change nothing): the acks stop there.
-	// Else the rest is acked too, in another request when a failure went
-	// to the dead letters.
-	for len(ms) > 0 {
-		n, more, gone := h.ackSome(ctx, c, group, lane, ms)
-		if gone {
-			return consumeGone
-		}
-		if !more {
-			break
-		}
-		ms = ms[n:]
+	// Ack in order, as the group decides for each message. A failure (with
+	// or without a retry left) or a retry ends the lease (what is behind
+	// comes back anyway, and its acks would change nothing): the acks stop
+	// there, as docs/concepts.md says a worker may.
+	if h.ackSome(ctx, c, group, lane, ms) {
+		return consumeGone
 	}
 	return consumeGot
 }
@@ -557,9 +549,8 @@ type crashAck struct {
 }
 
 // ackSome acks the leading messages of ms up to and with the first that
-// is not completed or dlq; it says how many it acked and whether the lease
-// goes on (a failure went to the dead letters).
-func (h *crashHarness) ackSome(ctx context.Context, c *crashClient, group, lane string, ms []crashDelivery) (n int, more, gone bool) {
+// is not completed or dlq; it says whether the server is gone.
+func (h *crashHarness) ackSome(ctx context.Context, c *crashClient, group, lane string, ms []crashDelivery) (gone bool) {
 	var acks []crashAck
 	h.mu.Lock()
 	for _, m := range ms {
@@ -588,7 +579,7 @@ func (h *crashHarness) ackSome(ctx context.Context, c *crashClient, group, lane 
 	got := time.Now()
 	if err != nil {
 		h.count("ack unanswered", 1)
-		return 0, false, true
+		return true
 	}
 	var results []struct {
 		TxID    string `json:"transactionId"`
@@ -598,7 +589,7 @@ func (h *crashHarness) ackSome(ctx context.Context, c *crashClient, group, lane 
 	}
 	if status != http.StatusOK || json.Unmarshal(b, &results) != nil || len(results) != len(acks) {
 		h.oddf("ack %s %s: %d %.300s", group, lane, status, b)
-		return 0, false, true
+		return true
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -607,7 +598,7 @@ func (h *crashHarness) ackSome(ctx context.Context, c *crashClient, group, lane 
 		a := acks[i]
 		if !r.Success {
 			h.counts["ack refused (lease ran out)"]++
-			return len(acks), false, false
+			return false
 		}
 		switch {
 		case a.Status == "completed":
@@ -620,8 +611,7 @@ func (h *crashHarness) ackSome(ctx context.Context, c *crashClient, group, lane 
 			h.odd = append(h.odd, fmt.Sprintf("ack %s %s dlq: answered without dlq: %+v", group, a.TxID, r))
 		}
 	}
-	last := acks[len(acks)-1]
-	return len(acks), last.Status == "failed" && results[len(results)-1].DLQ, false
+	return false
 }
 
 func txids(ms []crashDelivery) []string {

@@ -331,7 +331,7 @@ func TestJobSurvivesTheDeathOfItsRunner(t *testing.T) {
 		}
 		var acks []string
 		for _, m := range pop.Messages {
-			acks = append(acks, fmt.Sprintf(`{"transactionId":%q,"partitionId":%q,"leaseId":%q,"status":"failed","error":"boom"}`, m.TransactionID, m.PartitionID, m.LeaseID))
+			acks = append(acks, fmt.Sprintf(`{"transactionId":%q,"partitionId":%q,"leaseId":%q,"status":"dlq","error":"boom"}`, m.TransactionID, m.PartitionID, m.LeaseID))
 		}
 		mustCall(t, http.StatusOK, http.MethodPost, a.url+"/api/v1/ack/batch", `{"acknowledgments":[`+strings.Join(acks, ",")+`]}`)
 		filed += len(pop.Messages)
