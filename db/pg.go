@@ -395,6 +395,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	// and its scope ended as if rolled back); it has a deadline instead.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgCommitTimeout)
 	defer cancel()
+	answered := false // the server answered the COMMIT
 	err = pgPipeline(cctx, pgc, func(b *pgx.Batch) {
 		queueMark(b)
 		b.Queue("COMMIT")
@@ -406,6 +407,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 		if err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
+		answered = true
 		if tag.String() != "COMMIT" {
 			// The server rolled back a transaction a statement of fn had
 			// failed in (fn having gone on, ignoring it): nothing of it
@@ -417,6 +419,8 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	})
 	st.later = nil
 	switch {
+	case err != nil && !committed && !answered && commitUnknown(err):
+		return fmt.Errorf("%w: %w", broker.ErrCommitUnknown, err)
 	case err != nil && !committed:
 		return err
 	case err != nil:
@@ -434,6 +438,17 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 		d.foldCommitted(left)
 	}
 	return nil
+}
+
+// commitUnknown reports whether err, the failure of the round trip that
+// carried COMMIT, leaves the outcome unknown: the server did not answer
+// (the connection broke or the deadline passed) after the COMMIT may
+// have left. An error of the server's (a statement refused, the
+// transaction rolled back) is an answer: nothing was committed; and so
+// is a failure before anything was sent.
+func commitUnknown(err error) bool {
+	var pe *pgconn.PgError
+	return !errors.As(err, &pe) && !pgconn.SafeToRetry(err)
 }
 
 // pgCommitTimeout bounds the round trip of a COMMIT, which its caller's
@@ -516,7 +531,7 @@ func pgRetryable(err error) bool {
 // cannot be reached, refuses connections or is shutting down is
 // broker.ErrUnavailable; a full disk broker.ErrNoSpace.
 func pgUnavailable(err error) error {
-	if err == nil || errors.Is(err, broker.ErrUnavailable) || errors.Is(err, broker.ErrNoSpace) {
+	if err == nil || errors.Is(err, broker.ErrUnavailable) || errors.Is(err, broker.ErrNoSpace) || errors.Is(err, broker.ErrCommitUnknown) {
 		return err
 	}
 	var pe *pgconn.PgError
