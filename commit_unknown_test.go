@@ -37,7 +37,9 @@ func TestAPushWhoseCommitWasCutIsAnswered503AndSafeToSendAgain(t *testing.T) {
 		t.Fatalf("the same push sent again: %d %s", resp.StatusCode, body)
 	}
 	resp, body = s.do(http.MethodGet, "/api/v1/pop/queue/q?batch=10", "", nil)
-	var pop struct{ Messages []struct{ TransactionID string } }
+	var pop struct {
+		Messages []struct{ TransactionID string }
+	}
 	if err := json.Unmarshal(body, &pop); err != nil || len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "t-1" {
 		t.Fatalf("pop: %d %s, want t-1 once", resp.StatusCode, body)
 	}
