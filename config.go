@@ -113,7 +113,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	fs.StringVar(&cfg.Addr, "addr", env("LAZARUS_ADDR", defaultAddr), "listen address, host:port (env LAZARUS_ADDR)")
 	// lazarus demo takes its database from --db only: LAZARUS_DB names
 	// the user's own database, which demo traffic must never go into.
-	dbDefault, dbUsage := env("LAZARUS_DB", defaultDB), "SQLite database file, or a postgres:// URL for PostgreSQL (env LAZARUS_DB)"
+	dbDefault, dbUsage := env("LAZARUS_DB", defaultDB), "SQLite database file, or a postgres:// URL or libpq key=value string (host=... dbname=...) for PostgreSQL (env LAZARUS_DB)"
 	if cmd == "demo" {
 		dbDefault, dbUsage = defaultDemoDB, "SQLite database file (LAZARUS_DB is ignored: demo traffic never goes into the file it names)"
 	}

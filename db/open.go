@@ -84,6 +84,9 @@ func Open(ctx context.Context, path string, sync Sync) (*DB, error) {
 // Its errors say the usual causes in plain words, for the person starting
 // the server.
 func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
+	if err := CheckName(path); err != nil {
+		return nil, err
+	}
 	if IsPostgres(path) {
 		if o.Sync == "" {
 			o.Sync = SyncFull

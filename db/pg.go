@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -70,9 +71,62 @@ var pgSessionParams = map[string]string{
 }
 
 // IsPostgres reports whether a --db value names a PostgreSQL database (a
-// postgres:// or postgresql:// URL) rather than a SQLite file.
+// postgres:// or postgresql:// URL, or a libpq key=value string such as
+// "host=/run/postgresql dbname=lazarus") rather than a SQLite file.
 func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return true
+	}
+	key, ok := firstKey(dsn)
+	return ok && libpqKeywords[key]
+}
+
+// CheckName refuses a --db value that looks like a libpq key=value
+// string (a word and = first) whose first word is no connection
+// keyword: a mistyped connection string, which must not become a SQLite
+// file of that name. Only the word is shown (the string may hold a
+// password).
+func CheckName(dsn string) error {
+	if key, ok := firstKey(dsn); ok && !libpqKeywords[key] {
+		return fmt.Errorf("--db starts with %q=, as a PostgreSQL key=value connection string would (host=... dbname=... user=...), but %q is not a connection keyword; for a SQLite file of such a name, write it as ./%s...", key, key, key)
+	}
+	return nil
+}
+
+// firstKey is the word before the first = of a key=value string.
+func firstKey(dsn string) (string, bool) {
+	s := strings.TrimLeft(dsn, " \t\n")
+	i := strings.IndexByte(s, '=')
+	if i <= 0 {
+		return "", false
+	}
+	key := strings.TrimRight(s[:i], " \t")
+	for _, r := range key {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return "", false
+		}
+	}
+	return key, true
+}
+
+// libpqKeywords are libpq's connection keywords (pgx reads them, and
+// passes those it does not know to the server as settings).
+var libpqKeywords = wordSet(`host hostaddr port dbname user password passfile
+	channel_binding connect_timeout client_encoding options application_name
+	fallback_application_name keepalives keepalives_idle keepalives_interval
+	keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl
+	sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl
+	sslcrldir sslsni requirepeer ssl_min_protocol_version ssl_max_protocol_version
+	krbsrvname gsslib gssdelegation service target_session_attrs load_balance_hosts
+	search_path pool_max_conns pool_min_conns`)
+
+// wordSet is the set of the words of s.
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
 }
 
 // pgStore is the PostgreSQL half of a DB.
@@ -119,7 +173,11 @@ func (d *DB) Notifier() broker.Notifier {
 func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
+		return nil, fmt.Errorf("open the PostgreSQL database: its URL cannot be parsed (%s); %s", scrubPassword(dsn, err.Error()), percentHint)
+	}
+	if strings.Contains(cfg.ConnConfig.Host, "@") {
+		// postgres://u:p@ss@host: the host became "ss@host".
+		return nil, fmt.Errorf("open the PostgreSQL database: its URL's host has an @ in it; %s", percentHint)
 	}
 	// FULL: a commit waits for the server's log flush, whatever the
 	// server's, database's or role's default says. NORMAL, as SQLite's
@@ -170,6 +228,37 @@ func Describe(dsn string) string {
 		return redactURL(dsn)
 	}
 	return dsn
+}
+
+// percentHint says how a URL's password must be written.
+const percentHint = "a password (or user name) with @ / : ? # % or a space in it must be percent-encoded in a postgres:// URL: @ as %40, / as %2F, : as %3A, ? as %3F, # as %23, % as %25, a space as %20"
+
+// scrubPassword is msg, an error about dsn, without anything that may be
+// dsn's password: what lies between the user's colon and the last @ of
+// a URL, or the value of a key=value string's password.
+func scrubPassword(dsn, msg string) string {
+	var secrets []string
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		rest, ok := strings.CutPrefix(dsn, scheme)
+		if !ok {
+			continue
+		}
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok && pw != "" {
+				secrets = append(secrets, pw)
+			}
+		}
+	}
+	for _, f := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(f, "password="); ok && v != "" {
+			secrets = append(secrets, strings.Trim(v, "'"))
+		}
+	}
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+		msg = strings.ReplaceAll(msg, url.PathEscape(s), "xxxxx")
+	}
+	return msg
 }
 
 // redactURL is dsn without its password, for errors and logs.
