@@ -67,6 +67,14 @@ type Options struct {
 	// then reused but never given back.
 	KeepAutoVacuum bool
 
+	// Wait (PostgreSQL) is how long Open tries again, with a growing
+	// pause, while the server cannot be reached (refused, not started
+	// yet, a name that does not resolve yet): a machine that boots
+	// Lazarus and PostgreSQL together. 0: one try. Each failed try is
+	// logged (without the password); an error the server answers
+	// (a wrong password, no such database) is not tried again.
+	Wait time.Duration
+
 	// onlyCatchUp, for tests, starts no background checkpointer: the
 	// writer's catch-up alone copies the log back, deterministically.
 	onlyCatchUp bool

@@ -206,9 +206,9 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	if err := p.db.PingContext(ctx); err != nil {
+	if err := pgReach(ctx, p.db, o.Wait, d.log, redactURL(dsn)); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), pgUnavailable(err))
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
 	if err := p.migrate(ctx); err != nil {
 		d.Close()
@@ -220,6 +220,46 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	p.countDone.Go(func() { p.count(cctx, o.NeverAlone) })
 	return d, nil
 }
+
+// pgReach waits until the server answers db, for at most wait while it
+// cannot be reached (broker.ErrUnavailable: refused, starting up, a name
+// not resolved yet), trying again after pauses from pgReachFirst that
+// double up to pgReachMost, each failed try logged; what the server
+// answers otherwise (a wrong password, no such database) ends it at once.
+func pgReach(ctx context.Context, db *sql.DB, wait time.Duration, log *slog.Logger, name string) error {
+	start := time.Now()
+	pause := pgReachFirst
+	for try := 1; ; try++ {
+		err := pgUnavailable(db.PingContext(ctx))
+		if err == nil {
+			if try > 1 {
+				log.Info("PostgreSQL reached", "db", name, "tries", try, "waited", time.Since(start).Round(time.Millisecond).String())
+			}
+			return nil
+		}
+		left := wait - time.Since(start)
+		if !errors.Is(err, broker.ErrUnavailable) || left <= 0 || ctx.Err() != nil {
+			if try > 1 {
+				return fmt.Errorf("not reached in %s (%d tries, --db-wait): %w", time.Since(start).Round(time.Millisecond), try, err)
+			}
+			return err
+		}
+		pause = min(pause, left)
+		log.Warn("PostgreSQL not reachable yet; trying again", "db", name, "try", try, "retry_in", pause.String(), "wait_left", left.Round(time.Millisecond).String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (while waiting for PostgreSQL: %w)", ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, pgReachMost)
+	}
+}
+
+// The pauses between tries of pgReach.
+const (
+	pgReachFirst = 250 * time.Millisecond
+	pgReachMost  = 5 * time.Second
+)
 
 // Describe is a --db value as logs and errors may show it: a file's path
 // as it is, a PostgreSQL URL without its password or parameters.

@@ -39,6 +39,17 @@ type CommitCutter struct {
 // stopped when t ends.
 func CutCommits(t testing.TB, dsn string) *CommitCutter {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Relay(t, dsn, ln)
+}
+
+// Relay is CutCommits on a listener of the caller's: one opened late on
+// an address a client already tries.
+func Relay(t testing.TB, dsn string, ln net.Listener) *CommitCutter {
+	t.Helper()
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -46,10 +57,6 @@ func CutCommits(t testing.TB, dsn string) *CommitCutter {
 	network, addr := "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 	if strings.HasPrefix(cfg.Host, "/") {
 		network, addr = "unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
