@@ -210,7 +210,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 		d.Close()
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
-	if err := p.migrate(ctx); err != nil {
+	if err := p.migrate(ctx, d.log); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func redactURL(dsn string) string {
 
 // migrate applies the PostgreSQL migrations not yet recorded, each in a
 // transaction of its own, under a session advisory lock.
-func (p *pgStore) migrate(ctx context.Context) error {
+func (p *pgStore) migrate(ctx context.Context, log *slog.Logger) error {
 	conn, err := p.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -345,6 +345,7 @@ func (p *pgStore) migrate(ctx context.Context) error {
 	if err := refuseNewer(newest, known); err != nil {
 		return err
 	}
+	from := newest.Int64 // 0: a new database
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations_pg/")
 		version, err := migrationVersion(name)
@@ -355,36 +356,43 @@ func (p *pgStore) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		if err := pgApply(ctx, conn, version, name, string(body)); err != nil {
+		start := time.Now()
+		applied, err := pgApply(ctx, conn, version, name, string(body))
+		if err != nil {
 			return err
+		}
+		if applied {
+			logMigration(log, "postgres", from, version, name, time.Since(start))
+			from = int64(version)
 		}
 	}
 	return nil
 }
 
-func pgApply(ctx context.Context, conn *sql.Conn, version int, name, body string) error {
+// pgApply applies one migration, unless it is recorded (applied false).
+func pgApply(ctx context.Context, conn *sql.Conn, version int, name, body string) (applied bool, err error) {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	defer tx.Rollback()
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if n > 0 {
-		return nil
+		return false, nil
 	}
 	if _, err := tx.ExecContext(ctx, body); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, version, name, time.Now().UnixMilli()); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // pgRetries bounds how often a write that failed to serialize (or was
