@@ -126,16 +126,23 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	// pops return (empty) instead of holding the stop for minutes.
 	srv.RegisterOnShutdown(b.Close)
 
+	host, _, _ := net.SplitHostPort(cfg.Addr)
+	urls, wildcard := reachableURLs(ln.Addr(), host, net.InterfaceAddrs)
 	log.Info("listening",
 		"addr", ln.Addr().String(),
-		"url", "http://"+ln.Addr().String(),
+		"url", urls[0],
+		"urls", urls,
 		"db", db.Describe(cfg.DBPath),
 		"sync", string(cfg.Sync),
 		"demo", cfg.Demo,
 		"admin_token", cfg.AdminToken != "",
 		"open_api", cfg.OpenAPI)
+	if wildcard {
+		log.Warn("listening on every interface over plain HTTP: the dashboard's logins and the API's tokens cross the network in clear; listen on 127.0.0.1 behind a reverse proxy with TLS (docs/operations.md), or firewall the port",
+			"addr", cfg.Addr)
+	}
 	if firstPassword != "" {
-		printFirstAdmin(stderr, "http://"+ln.Addr().String(), firstPassword)
+		printFirstAdmin(stderr, urls[0], firstPassword)
 	}
 	if onListen != nil {
 		onListen(ln.Addr())
