@@ -198,6 +198,7 @@ type server struct {
 	db     string
 	token  string // the admin token: sent by do when its token is ""
 	stderr *syncBuffer
+	logs   *syncBuffer // what serve logs (text)
 	stop   context.CancelFunc
 	done   chan error
 }
@@ -233,10 +234,10 @@ func startServer(t *testing.T, cfg Config) *server {
 	}
 	cfg.bcryptCost = bcrypt.MinCost
 	ctx, stop := context.WithCancel(context.Background())
-	s := &server{t: t, db: cfg.DBPath, token: cfg.AdminToken, stderr: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
+	s := &server{t: t, db: cfg.DBPath, token: cfg.AdminToken, stderr: &syncBuffer{}, logs: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
 	addr := make(chan net.Addr, 1)
 	go func() {
-		s.done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), s.stderr, func(a net.Addr) { addr <- a })
+		s.done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(s.logs, nil)), s.stderr, func(a net.Addr) { addr <- a })
 	}()
 	select {
 	case a := <-addr:

@@ -86,6 +86,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		log.Info("archive of dead letters before they expire", "dir", cfg.ArchiveDir)
 	}
 	b := broker.New(bc)
+	if cfg.ArchiveDir == "" {
+		warnNoArchive(ctx, b, log, "at start")
+	}
 	firstPassword, err := ensureAdmin(ctx, b, cfg)
 	if err != nil {
 		return fmt.Errorf("admin user: %w", err)
@@ -175,7 +178,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
 	var jobsDone sync.WaitGroup
-	jobsDone.Go(func() { d.Lead(jobsCtx, b.RunJobs) })
+	jobsDone.Go(func() {
+		d.Lead(jobsCtx, func(ctx context.Context) {
+			if cfg.ArchiveDir == "" && db.IsPostgres(cfg.DBPath) {
+				warnNoArchive(ctx, b, log, "on taking the lead")
+			}
+			b.RunJobs(ctx)
+		})
+	})
 
 	// The demo stops before the database closes.
 	demoCtx, stopDemo := context.WithCancel(ctx)
@@ -216,6 +226,20 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		}
 	}
 	return runErr
+}
+
+// warnNoArchive warns, when a queue asks for an archive of its dead
+// letters, that this process has no archive directory: while it leads
+// (one of several on PostgreSQL may), maintenance keeps those dead
+// letters past their retention rather than archive them.
+func warnNoArchive(ctx context.Context, b *broker.Broker, log *slog.Logger, when string) {
+	names, err := b.ArchivingQueues(ctx)
+	if err != nil || len(names) == 0 {
+		return
+	}
+	const shown = 10
+	log.Warn("queues ask for an archive of their dead letters (deadLetterArchive) but this process has no --archive-dir: while it leads, their dead letters are kept past their retention, not archived; give every process the same shared --archive-dir",
+		"when", when, "queues", names[:min(len(names), shown)], "count", len(names))
 }
 
 // maintain runs the maintenance tasks (broker.Maintain) at start and at
