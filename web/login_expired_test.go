@@ -43,8 +43,8 @@ func TestAnExpiredSessionIsSaidAndTheLoginLeadsBack(t *testing.T) {
 		stale := b.cookie("lazarus_session")
 		for current, want := range map[string]string{
 			"http://" + host + "/queues/q/dead-letters?group=g": "/login?expired=1&next=%2Fqueues%2Fq%2Fdead-letters%3Fgroup%3Dg",
-			"http://evil.example/queues/q":                     "/login?expired=1",
-			"http://" + host + "/login?next=%2Faudit":          "/login?expired=1",
+			"http://evil.example/queues/q":                      "/login?expired=1",
+			"http://" + host + "/login?next=%2Faudit":           "/login?expired=1",
 		} {
 			b.setCookie("lazarus_session", stale) // each answer has the browser forget it
 			r := b.do("GET", "/queues/q/dead-letters", nil, http.Header{"HX-Request": {"true"}, "HX-Current-URL": {current}}).want(http.StatusUnauthorized)
