@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -278,6 +279,9 @@ func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("Update reported the write committed")
+	}
+	if errors.Is(err, broker.ErrCommitUnknown) {
+		t.Fatalf("Update: %v; the server answered ROLLBACK: the outcome is known", err)
 	}
 	var n int
 	if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = 'a'`).Scan(&n); err != nil || n != 0 {
