@@ -88,7 +88,7 @@ func IsPostgres(dsn string) bool {
 // password).
 func CheckName(dsn string) error {
 	if key, ok := firstKey(dsn); ok && !libpqKeywords[key] {
-		return fmt.Errorf("--db starts with %q=, as a PostgreSQL key=value connection string would (host=... dbname=... user=...), but %q is not a connection keyword; for a SQLite file of such a name, write it as ./%s...", key, key, key)
+		return fmt.Errorf("--db starts with %q=, as a PostgreSQL key=value connection string would (host=... dbname=... user=...), but %q is not a connection keyword (for a SQLite file of such a name, write ./%s=... with the ./)", key, key, key)
 	}
 	return nil
 }
