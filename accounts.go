@@ -256,6 +256,9 @@ func openExisting(ctx context.Context, path string) (*broker.Broker, func(), err
 }
 
 func openBrokerAt(ctx context.Context, path string, create bool) (*broker.Broker, func(), error) {
+	if err := db.CheckName(path); err != nil {
+		return nil, nil, err
+	}
 	if !create && !db.IsPostgres(path) {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("database %s does not exist: is --db (or LAZARUS_DB) right? (lazarus demo's is %s)", path, defaultDemoDB)

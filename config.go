@@ -55,6 +55,9 @@ type Config struct {
 	MaintenanceEvery time.Duration
 	// AuditRetention is how long audit entries are kept; 0: for ever.
 	AuditRetention time.Duration
+	// DBWait is how long serve waits for a PostgreSQL server that
+	// cannot be reached yet at start (db.Options.Wait); 0: one try.
+	DBWait time.Duration
 	// ArchiveDir is where the dead letters of queues with
 	// deadLetterArchive are written before they expire; empty: none
 	// (such queues keep their dead letters, and say why).
@@ -75,6 +78,9 @@ const (
 	defaultAddr   = "127.0.0.1:8080"
 	defaultDB     = "./lazarus.db"
 	defaultDemoDB = "./lazarus-demo.db"
+	// defaultDBWait covers PostgreSQL starting on the same machine at
+	// boot, or a failover.
+	defaultDBWait = time.Minute
 )
 
 // envHelp lists the settings that only the environment gives.
@@ -109,11 +115,11 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	fs := flag.NewFlagSet("lazarus "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var syncMode, level, busy, restore, every, auditKeep string
+	var syncMode, level, busy, restore, every, auditKeep, dbWait string
 	fs.StringVar(&cfg.Addr, "addr", env("LAZARUS_ADDR", defaultAddr), "listen address, host:port (env LAZARUS_ADDR)")
 	// lazarus demo takes its database from --db only: LAZARUS_DB names
 	// the user's own database, which demo traffic must never go into.
-	dbDefault, dbUsage := env("LAZARUS_DB", defaultDB), "SQLite database file, or a postgres:// URL for PostgreSQL (env LAZARUS_DB)"
+	dbDefault, dbUsage := env("LAZARUS_DB", defaultDB), "SQLite database file, or a postgres:// URL or libpq key=value string (host=... dbname=...) for PostgreSQL (env LAZARUS_DB)"
 	if cmd == "demo" {
 		dbDefault, dbUsage = defaultDemoDB, "SQLite database file (LAZARUS_DB is ignored: demo traffic never goes into the file it names)"
 	}
@@ -121,6 +127,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	fs.StringVar(&syncMode, "sync", env("LAZARUS_SYNC", "full"), "durability: full (fsync every commit) or normal (env LAZARUS_SYNC)")
 	fs.StringVar(&busy, "busy-timeout", env("LAZARUS_BUSY_TIMEOUT", shortDuration(db.DefaultBusyTimeout)),
 		"how long a write waits for another process's lock on the database before it is answered 503, e.g. 5s or 500ms (env LAZARUS_BUSY_TIMEOUT)")
+	fs.StringVar(&dbWait, "db-wait", env("LAZARUS_DB_WAIT", shortDuration(defaultDBWait)),
+		"PostgreSQL: how long to wait at start, trying again, for a server that cannot be reached yet (booting with Lazarus), e.g. 60s; 0: fail at once (env LAZARUS_DB_WAIT)")
 	fs.StringVar(&restore, "restore-window", env("LAZARUS_RESTORE_WINDOW", shortDuration(broker.RestoreWindow)),
 		"how long a deleted dead letter can be restored, e.g. 24h or 30m; after it, it is gone for good (env LAZARUS_RESTORE_WINDOW)")
 	fs.StringVar(&every, "maintenance-every", env("LAZARUS_MAINTENANCE_EVERY", shortDuration(broker.DefaultMaintenanceEvery)),
@@ -205,6 +213,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return Config{}, fmt.Errorf("busy timeout must be a duration from 1ms to 1m, got %q", busy)
 	}
 	cfg.BusyTimeout = d
+	if cfg.DBWait, err = time.ParseDuration(dbWait); err != nil || cfg.DBWait < 0 || cfg.DBWait > time.Hour {
+		return Config{}, fmt.Errorf("db wait must be a duration from 0 to 1h, got %q", dbWait)
+	}
 	if cfg.RestoreWindow, err = time.ParseDuration(restore); err != nil || cfg.RestoreWindow < time.Minute || cfg.RestoreWindow > 90*24*time.Hour {
 		return Config{}, fmt.Errorf("restore window must be a duration from 1m to 2160h (90 days), got %q", restore)
 	}

@@ -57,6 +57,9 @@ Flags of serve and demo (flags win over the environment):
                           LAZARUS_DB, default ./lazarus.db; demo: --db only
                           (LAZARUS_DB is ignored), default ./lazarus-demo.db
   --sync                  full or normal (env LAZARUS_SYNC, default full)
+  --db-wait               PostgreSQL: how long to keep trying at start while
+                          the server cannot be reached (env LAZARUS_DB_WAIT,
+                          default 1m; 0: fail at once)
   --busy-timeout          how long a write waits for a lock another process
                           holds on the database before it is answered 503
                           (env LAZARUS_BUSY_TIMEOUT, default 5s)

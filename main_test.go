@@ -72,10 +72,17 @@ func TestParseConfig(t *testing.T) {
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, AuditRetention: 30 * 24 * time.Hour}},
 		{"AuditRetentionAsDurationFromEnvironment", "serve", nil, map[string]string{"LAZARUS_AUDIT_RETENTION": "36h"},
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, AuditRetention: 36 * time.Hour}},
+		{"DBWait", "serve", []string{"--db-wait", "90s"}, map[string]string{"LAZARUS_DB_WAIT": "5m"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, DBWait: 90 * time.Second}},
+		{"DBWaitFromEnvironment", "serve", nil, map[string]string{"LAZARUS_DB_WAIT": "5m"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, DBWait: 5 * time.Minute}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.want.DBWait == 0 {
+				tt.want.DBWait = defaultDBWait
+			}
 			if tt.want.RestoreWindow == 0 {
 				tt.want.RestoreWindow = broker.RestoreWindow // the default
 			}
@@ -127,6 +134,8 @@ func TestParseConfigRefusesBadInput(t *testing.T) {
 		{"AuditRetentionTooShort", "serve", []string{"--audit-retention", "12h"}, nil, "audit retention must be 0 (for ever)"},
 		{"AuditRetentionNoDays", "serve", nil, map[string]string{"LAZARUS_AUDIT_RETENTION": "0d"}, "audit retention must be"},
 		{"AuditRetentionNotANumber", "serve", nil, map[string]string{"LAZARUS_AUDIT_RETENTION": "a year"}, "audit retention must be"},
+		{"DBWaitTooLong", "serve", []string{"--db-wait", "2h"}, nil, "db wait must be a duration from 0 to 1h"},
+		{"DBWaitNotADuration", "serve", nil, map[string]string{"LAZARUS_DB_WAIT": "60"}, "db wait must be a duration"},
 		{"AuditRetentionNegative", "serve", []string{"--audit-retention", "-5d"}, nil, "audit retention must be"},
 	}
 	for _, tt := range tests {
@@ -189,6 +198,7 @@ type server struct {
 	db     string
 	token  string // the admin token: sent by do when its token is ""
 	stderr *syncBuffer
+	logs   *syncBuffer // what serve logs (text)
 	stop   context.CancelFunc
 	done   chan error
 }
@@ -224,10 +234,10 @@ func startServer(t *testing.T, cfg Config) *server {
 	}
 	cfg.bcryptCost = bcrypt.MinCost
 	ctx, stop := context.WithCancel(context.Background())
-	s := &server{t: t, db: cfg.DBPath, token: cfg.AdminToken, stderr: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
+	s := &server{t: t, db: cfg.DBPath, token: cfg.AdminToken, stderr: &syncBuffer{}, logs: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
 	addr := make(chan net.Addr, 1)
 	go func() {
-		s.done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), s.stderr, func(a net.Addr) { addr <- a })
+		s.done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(s.logs, nil)), s.stderr, func(a net.Addr) { addr <- a })
 	}()
 	select {
 	case a := <-addr:

@@ -59,7 +59,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	}
 	defer ln.Close() // Serve closes it too; this covers a return before Serve
 	// Exclusive: one server per database file (db/lock.go).
-	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db"), Exclusive: true})
+	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db"), Exclusive: true, Wait: cfg.DBWait})
 	if err != nil {
 		return err
 	}
@@ -86,6 +86,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		log.Info("archive of dead letters before they expire", "dir", cfg.ArchiveDir)
 	}
 	b := broker.New(bc)
+	if cfg.ArchiveDir == "" {
+		warnNoArchive(ctx, b, log, "at start")
+	}
 	firstPassword, err := ensureAdmin(ctx, b, cfg)
 	if err != nil {
 		return fmt.Errorf("admin user: %w", err)
@@ -126,16 +129,23 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	// pops return (empty) instead of holding the stop for minutes.
 	srv.RegisterOnShutdown(b.Close)
 
+	host, _, _ := net.SplitHostPort(cfg.Addr)
+	urls, wildcard := reachableURLs(ln.Addr(), host, net.InterfaceAddrs)
 	log.Info("listening",
 		"addr", ln.Addr().String(),
-		"url", "http://"+ln.Addr().String(),
+		"url", urls[0],
+		"urls", urls,
 		"db", db.Describe(cfg.DBPath),
 		"sync", string(cfg.Sync),
 		"demo", cfg.Demo,
 		"admin_token", cfg.AdminToken != "",
 		"open_api", cfg.OpenAPI)
+	if wildcard {
+		log.Warn("listening on every interface over plain HTTP: the dashboard's logins and the API's tokens cross the network in clear; listen on 127.0.0.1 behind a reverse proxy with TLS (docs/operations.md), or firewall the port",
+			"addr", cfg.Addr)
+	}
 	if firstPassword != "" {
-		printFirstAdmin(stderr, "http://"+ln.Addr().String(), firstPassword)
+		printFirstAdmin(stderr, urls[0], firstPassword)
 	}
 	if onListen != nil {
 		onListen(ln.Addr())
@@ -168,7 +178,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
 	var jobsDone sync.WaitGroup
-	jobsDone.Go(func() { d.Lead(jobsCtx, b.RunJobs) })
+	jobsDone.Go(func() {
+		d.Lead(jobsCtx, func(ctx context.Context) {
+			if cfg.ArchiveDir == "" && db.IsPostgres(cfg.DBPath) {
+				warnNoArchive(ctx, b, log, "on taking the lead")
+			}
+			b.RunJobs(ctx)
+		})
+	})
 
 	// The demo stops before the database closes.
 	demoCtx, stopDemo := context.WithCancel(ctx)
@@ -209,6 +226,20 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		}
 	}
 	return runErr
+}
+
+// warnNoArchive warns, when a queue asks for an archive of its dead
+// letters, that this process has no archive directory: while it leads
+// (one of several on PostgreSQL may), maintenance keeps those dead
+// letters past their retention rather than archive them.
+func warnNoArchive(ctx context.Context, b *broker.Broker, log *slog.Logger, when string) {
+	names, err := b.ArchivingQueues(ctx)
+	if err != nil || len(names) == 0 {
+		return
+	}
+	const shown = 10
+	log.Warn("queues ask for an archive of their dead letters (deadLetterArchive) but this process has no --archive-dir: while it leads, their dead letters are kept past their retention, not archived; give every process the same shared --archive-dir",
+		"when", when, "queues", names[:min(len(names), shown)], "count", len(names))
 }
 
 // maintain runs the maintenance tasks (broker.Maintain) at start and at

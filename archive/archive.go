@@ -40,7 +40,7 @@ func New(root string) (*Dir, error) {
 	if root == "" {
 		return nil, errors.New("archive: no directory given")
 	}
-	if err := os.MkdirAll(root, 0o750); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	return &Dir{root: root, checked: map[string]bool{}}, nil
@@ -99,11 +99,11 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		newDir = true
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
 	path := filepath.Join(d.root, FileName(queue, at))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}

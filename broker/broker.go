@@ -49,6 +49,12 @@ var (
 	// database is busy or locked by another process past its busy timeout.
 	// Nothing was changed; the same request may succeed a moment later.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrCommitUnknown is a write whose COMMIT was sent but whose answer
+	// never came (the connection to the database broke during it): it may
+	// or may not have been made. Sending it again is safe where the write
+	// is idempotent (a push with the same transactionIds is skipped as a
+	// duplicate); an ack sent again may be refused as acked already.
+	ErrCommitUnknown = errors.New("commit outcome unknown")
 )
 
 // Error is an error with a message that is safe to show to the caller, and a

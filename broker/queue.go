@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -326,6 +327,19 @@ func eachQueue[T any](ctx context.Context, b *Broker, fn func(Tx, Queue) (T, err
 // Queues describes every queue.
 func (b *Broker) Queues(ctx context.Context) ([]QueueSummary, error) {
 	return b.QueuesMatching(ctx, QueueFilter{})
+}
+
+// ArchivingQueues names the queues whose dead letters are to be archived
+// before they expire (deadLetterArchive with a dead-letter retention):
+// the leading process needs an archive directory for them.
+func (b *Broker) ArchivingQueues(ctx context.Context) ([]string, error) {
+	names, err := eachQueue(ctx, b, func(_ Tx, q Queue) (string, error) {
+		if q.Options.DeadLetterArchive && q.Options.DeadLetterRetention() > 0 {
+			return q.Name, nil
+		}
+		return "", nil
+	})
+	return slices.DeleteFunc(names, func(n string) bool { return n == "" }), err
 }
 
 // QueueFilter selects queues by their labels; an empty field selects any.

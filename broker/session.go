@@ -181,10 +181,10 @@ func (b *Broker) SessionUser(ctx context.Context, secret string) (User, error) {
 	}
 	if now.Sub(s.LastSeenAt) >= sessionTouchEvery {
 		err := b.update(ctx, func(tx Tx, _ func(string)) error { return tx.TouchSession(ctx, s.ID, now) })
-		if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoSpace) {
-			// A busy database, or a full disk, must not shut people out of
-			// the pages that only read: the idle end moves at the next
-			// request instead.
+		if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoSpace) || errors.Is(err, ErrCommitUnknown) {
+			// A busy database, or a full disk, or a connection lost at
+			// commit, must not shut people out of the pages that only
+			// read: the idle end moves at the next request instead.
 			b.log.WarnContext(ctx, "session idle end not moved: database cannot be written", "error", err)
 		} else if err != nil {
 			return User{}, fmt.Errorf("touch session: %w", err)

@@ -17,7 +17,7 @@ import (
 // next one). It returns the lock's open file, to be closed to release it.
 func lockFile(path string) (*os.File, error) {
 	name := path + lockSuffix
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock file: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,7 @@ func (d *DB) migrate(ctx context.Context) error {
 		return err
 	}
 	applied := false
+	from := newest.Int64 // 0: a new database
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations/")
 		version, err := migrationVersion(f)
@@ -61,9 +63,14 @@ func (d *DB) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
+		start := time.Now()
 		done, err := d.applyMigration(ctx, version, name, string(body))
 		if err != nil {
 			return err
+		}
+		if done {
+			logMigration(d.log, "sqlite", from, version, name, time.Since(start))
+			from = int64(version)
 		}
 		applied = applied || done
 	}
@@ -78,6 +85,13 @@ func (d *DB) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// logMigration says at start that a migration was applied: from the
+// schema version the database had to the migration's, and how long it
+// took (a migration that rewrites a big table may take minutes).
+func logMigration(log *slog.Logger, store string, from int64, to int, name string, took time.Duration) {
+	log.Info("migration applied", "store", store, "from_version", from, "to_version", to, "name", name, "took", took.Round(time.Millisecond).String())
 }
 
 // refuseNewer fails when a database's newest migration is one this

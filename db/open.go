@@ -67,6 +67,14 @@ type Options struct {
 	// then reused but never given back.
 	KeepAutoVacuum bool
 
+	// Wait (PostgreSQL) is how long Open tries again, with a growing
+	// pause, while the server cannot be reached (refused, not started
+	// yet, a name that does not resolve yet): a machine that boots
+	// Lazarus and PostgreSQL together. 0: one try. Each failed try is
+	// logged (without the password); an error the server answers
+	// (a wrong password, no such database) is not tried again.
+	Wait time.Duration
+
 	// onlyCatchUp, for tests, starts no background checkpointer: the
 	// writer's catch-up alone copies the log back, deterministically.
 	onlyCatchUp bool
@@ -84,6 +92,9 @@ func Open(ctx context.Context, path string, sync Sync) (*DB, error) {
 // Its errors say the usual causes in plain words, for the person starting
 // the server.
 func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
+	if err := CheckName(path); err != nil {
+		return nil, err
+	}
 	if IsPostgres(path) {
 		if o.Sync == "" {
 			o.Sync = SyncFull
@@ -124,6 +135,10 @@ func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
 		return nil, fmt.Errorf("database %s: %w", path, lockErr)
 	}
 	d.lock = lock
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 && o.Exclusive {
+		d.log.Warn("the database file may be read by other users of this machine (its -wal and -shm files take its permissions): make it the service user's alone",
+			"db", path, "mode", fmt.Sprintf("%#o", st.Mode().Perm()), "fix", "chmod 600 "+path+" "+path+"-wal "+path+"-shm "+path+lockSuffix)
+	}
 	return d, nil
 }
 
@@ -146,6 +161,7 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		wparams[k] = v
 	}
 	wparams.Set("_txlock", "immediate")
+	createPrivate(path)
 	if !o.KeepAutoVacuum {
 		if err := createGivingSpaceBack(ctx, path, wparams); err != nil {
 			return nil, err
@@ -232,6 +248,16 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 		go d.checkpointer()
 	}
 	return d, nil
+}
+
+// createPrivate makes the database file, when it is not there yet, for
+// its owner alone (0600): SQLite would make it 0644 (less the umask),
+// and it gives the -wal and -shm files beside it the database file's
+// own permissions. Whatever fails here, SQLite's open says better.
+func createPrivate(path string) {
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	}
 }
 
 // openError says why the database at path could not be opened: the

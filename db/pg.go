@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -70,9 +71,62 @@ var pgSessionParams = map[string]string{
 }
 
 // IsPostgres reports whether a --db value names a PostgreSQL database (a
-// postgres:// or postgresql:// URL) rather than a SQLite file.
+// postgres:// or postgresql:// URL, or a libpq key=value string such as
+// "host=/run/postgresql dbname=lazarus") rather than a SQLite file.
 func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return true
+	}
+	key, ok := firstKey(dsn)
+	return ok && libpqKeywords[key]
+}
+
+// CheckName refuses a --db value that looks like a libpq key=value
+// string (a word and = first) whose first word is no connection
+// keyword: a mistyped connection string, which must not become a SQLite
+// file of that name. Only the word is shown (the string may hold a
+// password).
+func CheckName(dsn string) error {
+	if key, ok := firstKey(dsn); ok && !libpqKeywords[key] {
+		return fmt.Errorf("--db starts with %q=, as a PostgreSQL key=value connection string would (host=... dbname=... user=...), but %q is not a connection keyword (for a SQLite file of such a name, write ./%s=... with the ./)", key, key, key)
+	}
+	return nil
+}
+
+// firstKey is the word before the first = of a key=value string.
+func firstKey(dsn string) (string, bool) {
+	s := strings.TrimLeft(dsn, " \t\n")
+	i := strings.IndexByte(s, '=')
+	if i <= 0 {
+		return "", false
+	}
+	key := strings.TrimRight(s[:i], " \t")
+	for _, r := range key {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return "", false
+		}
+	}
+	return key, true
+}
+
+// libpqKeywords are libpq's connection keywords (pgx reads them, and
+// passes those it does not know to the server as settings).
+var libpqKeywords = wordSet(`host hostaddr port dbname user password passfile
+	channel_binding connect_timeout client_encoding options application_name
+	fallback_application_name keepalives keepalives_idle keepalives_interval
+	keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl
+	sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl
+	sslcrldir sslsni requirepeer ssl_min_protocol_version ssl_max_protocol_version
+	krbsrvname gsslib gssdelegation service target_session_attrs load_balance_hosts
+	search_path pool_max_conns pool_min_conns`)
+
+// wordSet is the set of the words of s.
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
 }
 
 // pgStore is the PostgreSQL half of a DB.
@@ -119,7 +173,11 @@ func (d *DB) Notifier() broker.Notifier {
 func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
+		return nil, fmt.Errorf("open the PostgreSQL database: its URL cannot be parsed (%s); %s", scrubPassword(dsn, err.Error()), percentHint)
+	}
+	if strings.Contains(cfg.ConnConfig.Host, "@") {
+		// postgres://u:p@ss@host: the host became "ss@host".
+		return nil, fmt.Errorf("open the PostgreSQL database: its URL's host has an @ in it; %s", percentHint)
 	}
 	// FULL: a commit waits for the server's log flush, whatever the
 	// server's, database's or role's default says. NORMAL, as SQLite's
@@ -148,11 +206,11 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	if err := p.db.PingContext(ctx); err != nil {
+	if err := pgReach(ctx, p.db, o.Wait, d.log, redactURL(dsn)); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), pgUnavailable(err))
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
-	if err := p.migrate(ctx); err != nil {
+	if err := p.migrate(ctx, d.log); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -163,6 +221,46 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 	return d, nil
 }
 
+// pgReach waits until the server answers db, for at most wait while it
+// cannot be reached (broker.ErrUnavailable: refused, starting up, a name
+// not resolved yet), trying again after pauses from pgReachFirst that
+// double up to pgReachMost, each failed try logged; what the server
+// answers otherwise (a wrong password, no such database) ends it at once.
+func pgReach(ctx context.Context, db *sql.DB, wait time.Duration, log *slog.Logger, name string) error {
+	start := time.Now()
+	pause := pgReachFirst
+	for try := 1; ; try++ {
+		err := pgUnavailable(db.PingContext(ctx))
+		if err == nil {
+			if try > 1 {
+				log.Info("PostgreSQL reached", "db", name, "tries", try, "waited", time.Since(start).Round(time.Millisecond).String())
+			}
+			return nil
+		}
+		left := wait - time.Since(start)
+		if !errors.Is(err, broker.ErrUnavailable) || left <= 0 || ctx.Err() != nil {
+			if try > 1 {
+				return fmt.Errorf("not reached in %s (%d tries, --db-wait): %w", time.Since(start).Round(time.Millisecond), try, err)
+			}
+			return err
+		}
+		pause = min(pause, left)
+		log.Warn("PostgreSQL not reachable yet; trying again", "db", name, "try", try, "retry_in", pause.String(), "wait_left", left.Round(time.Millisecond).String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (while waiting for PostgreSQL: %w)", ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, pgReachMost)
+	}
+}
+
+// The pauses between tries of pgReach.
+const (
+	pgReachFirst = 250 * time.Millisecond
+	pgReachMost  = 5 * time.Second
+)
+
 // Describe is a --db value as logs and errors may show it: a file's path
 // as it is, a PostgreSQL URL without its password or parameters.
 func Describe(dsn string) string {
@@ -170,6 +268,37 @@ func Describe(dsn string) string {
 		return redactURL(dsn)
 	}
 	return dsn
+}
+
+// percentHint says how a URL's password must be written.
+const percentHint = "a password (or user name) with @ / : ? # % or a space in it must be percent-encoded in a postgres:// URL: @ as %40, / as %2F, : as %3A, ? as %3F, # as %23, % as %25, a space as %20"
+
+// scrubPassword is msg, an error about dsn, without anything that may be
+// dsn's password: what lies between the user's colon and the last @ of
+// a URL, or the value of a key=value string's password.
+func scrubPassword(dsn, msg string) string {
+	var secrets []string
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		rest, ok := strings.CutPrefix(dsn, scheme)
+		if !ok {
+			continue
+		}
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok && pw != "" {
+				secrets = append(secrets, pw)
+			}
+		}
+	}
+	for _, f := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(f, "password="); ok && v != "" {
+			secrets = append(secrets, strings.Trim(v, "'"))
+		}
+	}
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+		msg = strings.ReplaceAll(msg, url.PathEscape(s), "xxxxx")
+	}
+	return msg
 }
 
 // redactURL is dsn without its password, for errors and logs.
@@ -186,7 +315,7 @@ func redactURL(dsn string) string {
 
 // migrate applies the PostgreSQL migrations not yet recorded, each in a
 // transaction of its own, under a session advisory lock.
-func (p *pgStore) migrate(ctx context.Context) error {
+func (p *pgStore) migrate(ctx context.Context, log *slog.Logger) error {
 	conn, err := p.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -216,6 +345,7 @@ func (p *pgStore) migrate(ctx context.Context) error {
 	if err := refuseNewer(newest, known); err != nil {
 		return err
 	}
+	from := newest.Int64 // 0: a new database
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations_pg/")
 		version, err := migrationVersion(name)
@@ -226,36 +356,43 @@ func (p *pgStore) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		if err := pgApply(ctx, conn, version, name, string(body)); err != nil {
+		start := time.Now()
+		applied, err := pgApply(ctx, conn, version, name, string(body))
+		if err != nil {
 			return err
+		}
+		if applied {
+			logMigration(log, "postgres", from, version, name, time.Since(start))
+			from = int64(version)
 		}
 	}
 	return nil
 }
 
-func pgApply(ctx context.Context, conn *sql.Conn, version int, name, body string) error {
+// pgApply applies one migration, unless it is recorded (applied false).
+func pgApply(ctx context.Context, conn *sql.Conn, version int, name, body string) (applied bool, err error) {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	defer tx.Rollback()
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if n > 0 {
-		return nil
+		return false, nil
 	}
 	if _, err := tx.ExecContext(ctx, body); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, version, name, time.Now().UnixMilli()); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return false, fmt.Errorf("migrate %s: %w", name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // pgRetries bounds how often a write that failed to serialize (or was
@@ -395,6 +532,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	// and its scope ended as if rolled back); it has a deadline instead.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgCommitTimeout)
 	defer cancel()
+	answered := false // the server answered the COMMIT
 	err = pgPipeline(cctx, pgc, func(b *pgx.Batch) {
 		queueMark(b)
 		b.Queue("COMMIT")
@@ -406,6 +544,7 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 		if err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
+		answered = true
 		if tag.String() != "COMMIT" {
 			// The server rolled back a transaction a statement of fn had
 			// failed in (fn having gone on, ignoring it): nothing of it
@@ -417,6 +556,8 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	})
 	st.later = nil
 	switch {
+	case err != nil && !committed && !answered && commitUnknown(err):
+		return fmt.Errorf("%w: %w", broker.ErrCommitUnknown, err)
 	case err != nil && !committed:
 		return err
 	case err != nil:
@@ -434,6 +575,17 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 		d.foldCommitted(left)
 	}
 	return nil
+}
+
+// commitUnknown reports whether err, the failure of the round trip that
+// carried COMMIT, leaves the outcome unknown: the server did not answer
+// (the connection broke or the deadline passed) after the COMMIT may
+// have left. An error of the server's (a statement refused, the
+// transaction rolled back) is an answer: nothing was committed; and so
+// is a failure before anything was sent.
+func commitUnknown(err error) bool {
+	var pe *pgconn.PgError
+	return !errors.As(err, &pe) && !pgconn.SafeToRetry(err)
 }
 
 // pgCommitTimeout bounds the round trip of a COMMIT, which its caller's
@@ -516,7 +668,7 @@ func pgRetryable(err error) bool {
 // cannot be reached, refuses connections or is shutting down is
 // broker.ErrUnavailable; a full disk broker.ErrNoSpace.
 func pgUnavailable(err error) error {
-	if err == nil || errors.Is(err, broker.ErrUnavailable) || errors.Is(err, broker.ErrNoSpace) {
+	if err == nil || errors.Is(err, broker.ErrUnavailable) || errors.Is(err, broker.ErrNoSpace) || errors.Is(err, broker.ErrCommitUnknown) {
 		return err
 	}
 	var pe *pgconn.PgError

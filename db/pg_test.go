@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -153,9 +154,11 @@ func TestLeadIsOneProcessAtATime(t *testing.T) {
 
 func TestDescribeLeavesThePasswordOut(t *testing.T) {
 	for in, want := range map[string]string{
-		"/var/lib/lazarus/lazarus.db":                                  "/var/lib/lazarus/lazarus.db",
-		"postgres://lz:s3cret@db.example:6432/lazarus?sslmode=require": "postgres://lz@db.example:6432/lazarus",
-		"postgresql://lz:s3cret@/lazarus?host=/run/postgresql":         "postgres://lz@/lazarus?host=/run/postgresql",
+		"/var/lib/lazarus/lazarus.db":                                         "/var/lib/lazarus/lazarus.db",
+		"postgres://lz:s3cret@db.example:6432/lazarus?sslmode=require":        "postgres://lz@db.example:6432/lazarus",
+		"postgresql://lz:s3cret@/lazarus?host=/run/postgresql":                "postgres://lz@/lazarus?host=/run/postgresql",
+		"host=/run/postgresql dbname=lazarus user=lz password=s3cret":         "postgres://lz@/lazarus?host=/run/postgresql",
+		"host=db.example port=6432 dbname=lazarus user=lz password='s3 cret'": "postgres://lz@db.example:6432/lazarus",
 	} {
 		if got := Describe(in); got != want {
 			t.Errorf("Describe(%q) = %q, want %q", in, got, want)
@@ -278,6 +281,9 @@ func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("Update reported the write committed")
+	}
+	if errors.Is(err, broker.ErrCommitUnknown) {
+		t.Fatalf("Update: %v; the server answered ROLLBACK: the outcome is known", err)
 	}
 	var n int
 	if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = 'a'`).Scan(&n); err != nil || n != 0 {

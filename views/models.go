@@ -403,6 +403,9 @@ type Login struct {
 	Name  string
 	Next  string
 	Error string
+	// Expired: the visitor came with a session that has ended, and is
+	// told so.
+	Expired bool
 }
 
 // Users is the admin page of users and their API tokens.

@@ -127,7 +127,7 @@ func TestAdminUsers(t *testing.T) {
 		if !strings.Contains(flash, "frank deleted") {
 			t.Fatalf("flash %q", flash)
 		}
-		frank.get("/audit").wantRedirect("/login?next=%2Faudit")
+		frank.get("/audit").wantRedirect("/login?expired=1&next=%2Faudit") // a session ended
 		_, flash = admin.followToUsers(admin.post("/admin/users/"+id(u.ID)+"/delete", nil))
 		if !strings.Contains(flash, "not found") {
 			t.Fatalf("second delete: flash %q", flash)

@@ -38,6 +38,11 @@ const internalMessage = "internal error"
 // (broker.ErrUnavailable): busy or locked by another process.
 const unavailableMessage = "the database is busy; nothing was changed, try again in a moment"
 
+// commitUnknownMessage answers a write whose commit outcome is unknown
+// (broker.ErrCommitUnknown): the connection to the database broke
+// during its COMMIT.
+const commitUnknownMessage = "the connection to the database broke during the commit: the outcome is unknown (the write may or may not have been made); a push sent again with the same transactionIds is safe (what was made is skipped as a duplicate)"
+
 // diskFullMessage answers a request the database could not write for
 // want of space (broker.ErrNoSpace), with 507 Insufficient Storage.
 const diskFullMessage = "disk full: the database cannot be written (no space left on its device); nothing was changed, try again once space is freed"
@@ -56,6 +61,8 @@ func statusOf(err error) (status int, message string, ok bool) {
 	switch {
 	case errors.Is(err, broker.ErrNoSpace):
 		return http.StatusInsufficientStorage, diskFullMessage, true
+	case errors.Is(err, broker.ErrCommitUnknown):
+		return http.StatusServiceUnavailable, commitUnknownMessage, true
 	case errors.Is(err, broker.ErrUnavailable):
 		return http.StatusServiceUnavailable, unavailableMessage, true
 	case errors.As(err, &ae):
@@ -108,7 +115,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", retryAfter)
-		if errors.Is(err, broker.ErrUnavailable) {
+		switch {
+		case errors.Is(err, broker.ErrCommitUnknown):
+			s.log.ErrorContext(ctx, "request failed: commit outcome unknown", "method", c.Request().Method, "route", c.Path(), "error", err)
+		case errors.Is(err, broker.ErrUnavailable):
 			s.log.WarnContext(ctx, "request refused: database unavailable", "method", c.Request().Method, "route", c.Path(), "error", err)
 		}
 	}
@@ -133,6 +143,9 @@ func pageMessage(status int, message string) string {
 	case http.StatusInternalServerError:
 		return "Something went wrong on our side. It has been logged; try again in a moment."
 	case http.StatusServiceUnavailable:
+		if message == commitUnknownMessage {
+			return "The connection to the database broke while the change was being saved, so whether it was made is unknown. Reload the page to see, then try again if need be."
+		}
 		return "The database is busy (another program holds a lock on it), so nothing was changed. Try again in a moment."
 	case http.StatusInsufficientStorage:
 		return "The disk of the database is full, so nothing was changed. Try again once space is freed."

@@ -27,7 +27,10 @@ func (s *Server) showLogin(c echo.Context) error {
 	if _, ok := visitorFrom(c); ok {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
-	return s.renderLogin(c, http.StatusOK, views.Login{Next: next})
+	// expired=1 comes from toLogin; a stale session cookie, from a
+	// browser sent here by a bookmark.
+	expired := c.QueryParam("expired") == "1" || sessionEnded(c)
+	return s.renderLogin(c, http.StatusOK, views.Login{Next: next, Expired: expired})
 }
 
 func (s *Server) renderLogin(c echo.Context, status int, v views.Login) error {

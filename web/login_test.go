@@ -125,7 +125,7 @@ func TestLoginRotatesTheSession(t *testing.T) {
 	// The session the first cookie named has ended.
 	old := s.browser()
 	old.setCookie("lazarus_session", first)
-	old.get("/audit").wantRedirect("/login?next=%2Faudit")
+	old.get("/audit").wantRedirect("/login?expired=1&next=%2Faudit")
 	b.get("/login").wantRedirect("/")
 }
 
@@ -152,7 +152,7 @@ func TestLogout(t *testing.T) {
 	// gone from the server, not only from the browser.
 	thief := s.browser()
 	thief.setCookie("lazarus_session", cookie)
-	thief.get("/audit").wantRedirect("/login?next=%2Faudit")
+	thief.get("/audit").wantRedirect("/login?expired=1&next=%2Faudit") // a session that ended
 
 	out, _ := s.broker.Audit(s.ctx, broker.AuditFilter{Action: broker.AuditLogout}, broker.Page{})
 	if len(out) != 1 || out[0].Actor != "user:"+u.Name {
@@ -171,7 +171,7 @@ func TestSessionEndsWhenIdle(t *testing.T) {
 	s.clock.Advance(broker.SessionIdle - time.Minute) // sliding: the visit moved the end
 	b.get("/login").wantRedirect("/")
 	s.clock.Advance(broker.SessionIdle)
-	b.get("/audit").wantRedirect("/login?next=%2Faudit")
+	b.get("/audit").wantRedirect("/login?expired=1&next=%2Faudit")
 }
 
 func TestHtmxWithoutASessionIsToldToReload(t *testing.T) {

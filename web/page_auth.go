@@ -29,20 +29,53 @@ func (s *Server) requirePage(role Role) echo.MiddlewareFunc {
 	}
 }
 
-// toLogin sends a visitor without a session to the login page.
+// toLogin sends a visitor without a session to the login page, to come
+// back afterwards to the page they were on (a path of this site only:
+// the request's own for a page visit, the page htmx or a form was sent
+// from otherwise), told that their session expired when it did.
 func toLogin(c echo.Context) error {
 	r := c.Request()
+	q := url.Values{}
+	if sessionEnded(c) {
+		q.Set("expired", "1")
+	}
+	var back string
+	switch {
+	case r.Header.Get("HX-Request") == "true":
+		back = sameSitePath(r, r.Header.Get("HX-Current-URL"))
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		back = r.URL.RequestURI()
+	default:
+		back = sameSitePath(r, r.Referer())
+	}
+	if back != "" {
+		q.Set("next", back)
+	}
+	target := "/login"
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
 	if r.Header.Get("HX-Request") == "true" {
 		// htmx would swap a redirect's target into the page: have it load
 		// the login page whole instead.
-		c.Response().Header().Set("HX-Redirect", "/login")
+		c.Response().Header().Set("HX-Redirect", target)
 		return c.NoContent(http.StatusUnauthorized)
 	}
-	target := "/login"
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		target += "?next=" + url.QueryEscape(r.URL.RequestURI())
-	}
 	return c.Redirect(http.StatusSeeOther, target)
+}
+
+// sameSitePath is the path (and query) of raw, an absolute URL the
+// browser sent (HX-Current-URL, Referer), when it is of this site and
+// not the login page: "" otherwise.
+func sameSitePath(r *http.Request, raw string) string {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || u.Host != r.Host || u.Path == "/login" {
+		return ""
+	}
+	if p := safeNext(u.RequestURI()); p != "/" || u.Path == "/" {
+		return p
+	}
+	return ""
 }
 
 // viewSession is who is looking, for the layout: empty but for the CSRF

@@ -119,6 +119,16 @@ func visitorFrom(c echo.Context) (visitor, bool) {
 	return v, ok
 }
 
+type sessionEndedKey struct{}
+
+// sessionEnded reports whether the request came with the cookie of a
+// session that has ended (expired, or ended elsewhere): the login page
+// then says so.
+func sessionEnded(c echo.Context) bool {
+	ended, _ := c.Request().Context().Value(sessionEndedKey{}).(bool)
+	return ended
+}
+
 // isDashboard reports whether a path is the dashboard's, sessions and
 // CSRF included: neither the API, the health check nor the static files.
 func isDashboard(path string) bool {
@@ -143,6 +153,8 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		switch {
 		case errors.Is(err, broker.ErrNotFound):
 			s.clearCookie(c, sessionCookie) // ended: the browser may forget it
+			r := c.Request()
+			c.SetRequest(r.WithContext(context.WithValue(r.Context(), sessionEndedKey{}, true)))
 			return next(c)
 		case err != nil:
 			return err

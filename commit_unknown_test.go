@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/lazarus-dlq/lazarus/db"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
+)
+
+// A push whose COMMIT went to PostgreSQL but whose answer never came
+// back (the connection cut right after it) is answered 503 with
+// Retry-After, saying the outcome is unknown and that the same push may
+// be sent again; sent again, it leaves exactly one message.
+func TestAPushWhoseCommitWasCutIsAnswered503AndSafeToSendAgain(t *testing.T) {
+	t.Parallel()
+	cutter := pgtest.CutCommits(t, pgtest.Database(t, "lazarus", db.Prepare))
+	s := startServer(t, Config{DBPath: cutter.URL, AdminToken: "s3cret-token", AdminPassword: "correct horse battery"})
+	push := map[string]any{"items": []map[string]any{{"queue": "q", "partition": "p", "transactionId": "t-1", "payload": map[string]any{"n": 1}}}}
+
+	cutter.Arm("INSERT INTO messages")
+	resp, body := s.do(http.MethodPost, "/api/v1/push", "", push)
+	if cutter.Cuts() != 1 {
+		t.Fatalf("the relay cut %d connections, want 1 (push: %d %s)", cutter.Cuts(), resp.StatusCode, body)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("push whose commit was cut: %d, Retry-After %q, %s; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	var e struct{ Error string }
+	if err := json.Unmarshal(body, &e); err != nil || !strings.Contains(e.Error, "outcome is unknown") || !strings.Contains(e.Error, "same transactionIds is safe") {
+		t.Fatalf("error %q (%v): want it to say the outcome is unknown and a push sent again is safe", e.Error, err)
+	}
+
+	if resp, body := s.do(http.MethodPost, "/api/v1/push", "", push); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the same push sent again: %d %s", resp.StatusCode, body)
+	}
+	resp, body = s.do(http.MethodGet, "/api/v1/pop/queue/q?batch=10", "", nil)
+	var pop struct {
+		Messages []struct{ TransactionID string }
+	}
+	if err := json.Unmarshal(body, &pop); err != nil || len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "t-1" {
+		t.Fatalf("pop: %d %s, want t-1 once", resp.StatusCode, body)
+	}
+}
