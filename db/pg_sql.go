@@ -2,6 +2,7 @@ package db
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,11 +167,17 @@ func unmask(q string, kept []string) string {
 	}
 }
 
-// pgArgs are the arguments of query that its translation takes.
+// pgArgs are the arguments of query that its translation takes, each
+// string as PostgreSQL's text can hold it (pgText): a NUL or bytes that
+// are not UTF-8 would make PostgreSQL refuse the whole statement, where
+// SQLite runs it. Such a string comes only from a stranger's filter or
+// name (what the store writes was checked, or made pgText, before): it
+// then matches what pgText made of it, as on SQLite, or nothing (a
+// name, a transactionId: their checks refuse both).
 func pgArgs(query string, args []any) (string, []any) {
 	s := pgStmt(query)
 	if s.args == nil {
-		return s.text, args
+		return s.text, pgTexts(args)
 	}
 	out := make([]any, 0, len(s.args))
 	for _, j := range s.args {
@@ -179,7 +186,26 @@ func pgArgs(query string, args []any) (string, []any) {
 		}
 		out = append(out, args[j])
 	}
-	return s.text, out
+	return s.text, pgTexts(out)
+}
+
+// pgTexts is args with each string pgText (a copy when one changes:
+// the caller's slice is its own); the rest (bytes: payloads) as they are.
+func pgTexts(args []any) []any {
+	copied := false
+	for i, a := range args {
+		v, ok := a.(string)
+		if !ok {
+			continue
+		}
+		if t := pgText(v); t != v {
+			if !copied {
+				args, copied = slices.Clone(args), true
+			}
+			args[i] = t
+		}
+	}
+	return args
 }
 
 // translate applies the rules of pgSQL but the parameters', to a
