@@ -13,6 +13,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,13 +54,29 @@ func (d *Dir) Root() string { return d.root }
 // DirName is the directory of queue's files under the archive's root:
 // the name itself (ValidName names are file names), a leading '.'
 // written %2E so that "." and ".." name a directory of their own and no
-// queue's is hidden ('%' is in no queue's name).
+// queue's is hidden ('%' is in no queue's name). A name that this makes
+// longer than a file name may be (maxDirName: the 254- and 255-byte
+// names that start with '.') keeps its first bytes and ends in '%' and
+// 16 hex digits of the name's SHA-256, so that every valid name has a
+// directory and two names never share one; every other name's directory
+// is the one it always was. The import reads the queue from each line,
+// not from the directory: any archive file reads the same wherever it is.
 func DirName(queue string) string {
+	name := queue
 	if strings.HasPrefix(queue, ".") {
-		return "%2E" + queue[1:]
+		name = "%2E" + queue[1:]
 	}
-	return queue
+	if len(name) <= maxDirName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(queue))
+	tail := "%" + hex.EncodeToString(sum[:8])
+	return name[:maxDirName-len(tail)] + tail
 }
+
+// maxDirName is the longest file name of Linux's file systems (NAME_MAX),
+// in bytes.
+const maxDirName = 255
 
 // FileName is the file of a day's dead letters of a queue, relative to
 // the root: <queue>/<YYYY-MM-DD>.ndjson.gz, the day of at in UTC.

@@ -118,6 +118,30 @@ func TestArchiveDirNames(t *testing.T) {
 	if err := a.Archive(context.Background(), "../x", day, deadLetters(t, 1, 10)); err == nil {
 		t.Error("a queue name that is no name was written")
 	}
+	// Every valid name has a directory of at most 255 bytes, its own: the
+	// longest names starting with '.' are cut and end in a hash of the
+	// name; one of 253 bytes keeps the plain form.
+	long := func(n int, last string) string { return "." + strings.Repeat("q", n-1-len(last)) + last }
+	seen := map[string]string{}
+	for _, name := range []string{long(255, "a"), long(255, "b"), long(254, "a"), long(253, "a"), strings.Repeat("z", 255)} {
+		if !broker.ValidName(name) {
+			t.Fatalf("%d bytes: not a valid name", len(name))
+		}
+		dir := DirName(name)
+		if len(dir) > 255 {
+			t.Errorf("DirName of %d bytes is %d bytes", len(name), len(dir))
+		}
+		if other, ok := seen[dir]; ok {
+			t.Errorf("names of %d and %d bytes share directory %s", len(name), len(other), dir)
+		}
+		seen[dir] = name
+		if err := a.Archive(context.Background(), name, day, deadLetters(t, 1, 10)); err != nil {
+			t.Errorf("archive of a %d-byte name: %v", len(name), err)
+		}
+	}
+	if got := DirName(long(253, "a")); got != "%2E"+long(253, "a")[1:] {
+		t.Errorf("a 253-byte name's directory changed: %s", got)
+	}
 }
 
 // Parse refuses what is not a dead letter's line, saying why without
