@@ -6,6 +6,9 @@
 // it before it returns. Each line is a dead letter as the dashboard's
 // NDJSON export writes it (the API's dead letter object, data last), so
 // one format serves both, and `lazarus archive import` reads either.
+// Directories are made 0700 and files 0600 (dead letters hold personal
+// data); no link below the root is followed, and no file the archive did
+// not write is cut (openDay, repair).
 package archive
 
 import (
@@ -42,7 +45,7 @@ func New(root string) (*Dir, error) {
 	if root == "" {
 		return nil, errors.New("archive: no directory given")
 	}
-	if err := os.MkdirAll(root, 0o750); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	return &Dir{root: root, checked: map[string]bool{}}, nil
@@ -112,20 +115,14 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	dir := filepath.Join(d.root, DirName(queue))
-	newDir := false
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		newDir = true
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("archive: %w", err)
-	}
-	path := filepath.Join(d.root, FileName(queue, at))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	name := FileName(queue, at)
+	path := filepath.Join(d.root, name)
+	f, dir, newDir, newFile, err := openDay(d.root, DirName(queue), filepath.Base(name))
 	if err != nil {
-		return fmt.Errorf("archive: %w", err)
+		return err
 	}
-	if !d.checked[path] {
+	defer dir.Close()
+	if !d.checked[path] && !newFile {
 		// The first write of this process to the file: a crash in an
 		// earlier one's write may have left a torn member at its end,
 		// which would hide from readers every member appended after it.
@@ -133,8 +130,8 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 			f.Close()
 			return err
 		}
-		d.checked[path] = true
 	}
+	d.checked[path] = true
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -146,7 +143,8 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	}
 	if err != nil {
 		// Cut back what was written of the member (best effort: a disk
-		// that is full still lets a file shrink).
+		// that is full still lets a file shrink): only what this write
+		// added.
 		_ = f.Truncate(size)
 		_ = f.Sync()
 		f.Close()
@@ -155,9 +153,9 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("archive: write %s: %w", path, err)
 	}
-	if size == 0 {
-		if err := syncDir(dir); err != nil {
-			return err
+	if newFile {
+		if err := dir.Sync(); err != nil {
+			return fmt.Errorf("archive: sync %s: %w", dir.Name(), err)
 		}
 		if newDir {
 			if err := syncDir(d.root); err != nil {
@@ -168,28 +166,30 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	return nil
 }
 
-// repair cuts the file f (opened for appending; path to read it) back to
-// the end of its last whole gzip member: what a write torn by a crash
-// left after it (the dead letters of that write were not expired: their
-// transaction came after the sync) goes, so that the members appended
-// next stay readable. A file that ends in a whole member is left as it
-// is.
+// repair cuts the file f (opened to read and append) back to the end of
+// its last whole gzip member: what a write torn by a crash left after it
+// (the dead letters of that write were not expired: their transaction
+// came after the sync) goes, so that the members appended next stay
+// readable. A file that ends in a whole member is left as it is; so is
+// one whose bytes past its whole members do not start a gzip member (as
+// every write of the archive does): not a torn write of the archive's,
+// it is refused, never cut.
 func repair(f *os.File, path string) error {
-	r, err := os.Open(path)
+	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("archive: check %s: %w", path, err)
 	}
-	defer r.Close()
-	st, err := r.Stat()
-	if err != nil {
-		return fmt.Errorf("archive: check %s: %w", path, err)
-	}
-	good, err := wholeMembers(r)
+	good, err := wholeMembers(io.NewSectionReader(f, 0, st.Size()))
 	if err != nil {
 		return fmt.Errorf("archive: check %s: %w", path, err)
 	}
 	if good == st.Size() {
 		return nil
+	}
+	magic := []byte{0x1f, 0x8b, 8} // gzip, deflate: how every member of the archive starts
+	head := make([]byte, len(magic))
+	if n, _ := f.ReadAt(head, good); n == 0 || !bytes.Equal(head[:n], magic[:n]) {
+		return fmt.Errorf("archive: %s holds what the archive did not write (no gzip member at byte %d): left alone, refused", path, good)
 	}
 	if err := f.Truncate(good); err != nil {
 		return fmt.Errorf("archive: cut the torn end of %s: %w", path, err)

@@ -248,3 +248,81 @@ func TestArchiveCutsATornMemberBeforeAppending(t *testing.T) {
 		t.Fatalf("size %d after, %d before (%v): the whole file was cut", after.Size(), before.Size(), err)
 	}
 }
+
+// The archive follows no link planted below its root, cuts no file it
+// did not write, and makes its directories 0700 and its files 0600.
+func TestArchiveFollowsNoLinkAndCutsNoForeignFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root, outside := t.TempDir(), t.TempDir()
+	a, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(outside, "foreign")
+	const content = "someone else's file\n"
+	if err := os.WriteFile(foreign, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unchanged := func(what string) {
+		t.Helper()
+		if b, err := os.ReadFile(foreign); err != nil || string(b) != content {
+			t.Fatalf("%s: the foreign file is now %q (%v)", what, b, err)
+		}
+		if es, _ := os.ReadDir(outside); len(es) != 1 {
+			t.Fatalf("%s: %d entries written outside the root", what, len(es)-1)
+		}
+	}
+	// A queue's directory that is a link to outside the root.
+	if err := os.Symlink(outside, filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Archive(ctx, "linked", day, deadLetters(t, 1, 10)); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a linked queue directory: %v, want refused", err)
+	}
+	unchanged("linked directory")
+	// The day's file a link to a foreign file.
+	if err := os.Mkdir(filepath.Join(root, "orders"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(foreign, filepath.Join(root, FileName("orders", day))); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Archive(ctx, "orders", day, deadLetters(t, 1, 10)); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a linked day's file: %v, want refused", err)
+	}
+	unchanged("linked file")
+	// A hard link to it (same file system: the temp dirs share one).
+	if err := os.Mkdir(filepath.Join(root, "hard"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(foreign, filepath.Join(root, FileName("hard", day))); err == nil {
+		if err := a.Archive(ctx, "hard", day, deadLetters(t, 1, 10)); err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("a hard-linked day's file: %v, want refused", err)
+		}
+		unchanged("hard link")
+	}
+	// A file of the day that the archive did not write: not cut.
+	if err := os.Mkdir(filepath.Join(root, "planted"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(root, FileName("planted", day))
+	if err := os.WriteFile(planted, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Archive(ctx, "planted", day, deadLetters(t, 1, 10)); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a foreign day's file: %v, want refused", err)
+	}
+	if b, err := os.ReadFile(planted); err != nil || string(b) != content {
+		t.Fatalf("the planted file is now %q (%v)", b, err)
+	}
+	// What the archive makes is its own.
+	if err := a.Archive(ctx, "fresh", day, deadLetters(t, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{filepath.Join(root, "fresh"): 0o700, filepath.Join(root, FileName("fresh", day)): 0o600} {
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, st.Mode().Perm(), err, want)
+		}
+	}
+}
