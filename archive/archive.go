@@ -405,33 +405,66 @@ func Parse(b []byte) (broker.ImportedDeadLetter, error) {
 // Read calls fn with each line of an archive file (gzip, all its
 // members; or plain NDJSON, as an export writes it), numbered from 1,
 // without its line break; empty lines are passed over. fn must not keep
-// the slice. A line longer than MaxLine ends the read with an error.
+// the slice. A line longer than MaxLine ends the read with an error. A
+// file that ends torn (a gzip member cut short or broken) has each whole
+// line before the tear read, and then an error wrapping ErrTorn that says
+// at which line; the torn line itself is not passed.
 func Read(r io.Reader, fn func(n int, line []byte) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return fmt.Errorf("archive: %w", err)
+			return fmt.Errorf("archive: %w: %w", ErrTorn, err)
 		}
 		defer zr.Close()
 		src = zr
 	}
-	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 64<<10), MaxLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		b := bytes.TrimRight(sc.Bytes(), "\r")
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
+	lr := bufio.NewReaderSize(src, 64<<10)
+	for n := 1; ; n++ {
+		l, err := readLine(lr)
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("archive: line %d: %w", n, err)
 		}
-		if err := fn(n, b); err != nil {
-			return err
+		if err != nil && !errors.Is(err, io.EOF) {
+			// Cut short or broken: what was read of this line is not a
+			// whole line.
+			return fmt.Errorf("archive: line %d: %w: %w", n, ErrTorn, err)
+		}
+		if len(l) == 0 {
+			return nil // the end
+		}
+		b := bytes.TrimRight(bytes.TrimSuffix(l, []byte("\n")), "\r")
+		if len(bytes.TrimSpace(b)) > 0 {
+			if err := fn(n, b); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return nil // a last line without its break
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("archive: line %d: %w", n+1, err)
-	}
-	return nil
 }
+
+// readLine reads the next line of r, its break included (the last line
+// of a file may have none), up to MaxLine bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var long []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if long == nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return chunk, err
+		}
+		if len(long)+len(chunk) > MaxLine {
+			return nil, bufio.ErrTooLong
+		}
+		long = append(long, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return long, err
+		}
+	}
+}
+
+// ErrTorn is the error of Read for a file that ends torn: cut short, or a
+// gzip member broken.
+var ErrTorn = errors.New("the file is torn")
