@@ -49,6 +49,11 @@ var (
 	// database is busy or locked by another process past its busy timeout.
 	// Nothing was changed; the same request may succeed a moment later.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrTooSlow is a read the store stopped because it ran past the
+	// store's time for one (PostgreSQL's statement timeout for reads), so
+	// that it does not hold the server from the writes: nothing was
+	// changed; a narrower filter may be answered.
+	ErrTooSlow = errors.New("read took too long")
 )
 
 // Error is an error with a message that is safe to show to the caller, and a
