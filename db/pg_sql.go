@@ -43,6 +43,16 @@ var pgRules = []struct {
 	// A unary + before a column keeps SQLite's planner off its index; it
 	// means nothing else, and PostgreSQL has none for text.
 	{regexp.MustCompile(`(\b(?:WHERE|AND|OR|ON|NOT)\s+|\(\s*)\+(\w+\.\w+)`), "$1$2"},
+	// A search window's matches (matchInRange) are tested row by row,
+	// by the index's key, for the dead letters of the window as the list
+	// reads them in order (a subplan: OFFSET 0 keeps it one): as a join,
+	// PostgreSQL's planner, which cannot tell how many rows a match
+	// finds, takes each match in turn and scans the window for it, a
+	// cost of the window's size squared.
+	{regexp.MustCompile(`d\.seq IN \(SELECT docid FROM dead_letter_payloads WHERE match\((\?\d*), dead_letter_payloads\) AND docid BETWEEN (\?\d*) AND (\?\d*)\)`),
+		"EXISTS (SELECT 1 FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) AND docid BETWEEN $2 AND $3 AND docid = d.seq OFFSET 0)"},
+	{regexp.MustCompile(`d\.id IN \(SELECT docid FROM dead_letter_errors WHERE match\((\?\d*), dead_letter_errors\) AND docid BETWEEN (\?\d*) AND (\?\d*)\)`),
+		"EXISTS (SELECT 1 FROM dead_letter_errors WHERE match($1, dead_letter_errors) AND docid BETWEEN $2 AND $3 AND docid = d.id OFFSET 0)"},
 	{regexp.MustCompile(`\binstr\(`), "strpos("},
 	{regexp.MustCompile(` AS INTEGER\)`), " AS BIGINT)"},
 	{regexp.MustCompile(` AS BLOB\)`), " AS BYTEA)"},

@@ -175,17 +175,24 @@ func searchConds(f broker.Filter, add func(cond string, args ...any)) {
 		pc, pa := payloads(f.Text)
 		add(`(`+ec+` OR `+pc+`)`, append(ea, pa...)...)
 	}
+	var conds []string
+	var condArgs []any
 	for _, ff := range f.Fields {
 		if ff.Words != "" {
 			c, a := payloads(ff.Words)
 			add(c, a...)
 		}
 		cond, args := fieldCond(ff)
+		conds = append(conds, "("+cond+")")
+		condArgs = append(condArgs, args...)
+	}
+	if len(conds) > 0 {
 		// m.payload: the message's, or the dead letter's own once
-		// retention removed the message (migration 0020), parsed once
-		// (SQLite's JSONB; PostgreSQL's jsonb, NULL for a payload it
-		// cannot read: migrations_pg, "Search").
-		add(`EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `+cond+`)`, args...)
+		// retention removed the message (migration 0020), parsed once a
+		// row for every field filter (SQLite's JSONB; PostgreSQL's
+		// jsonb, NULL for a payload it cannot read: migrations_pg,
+		// "Search"): a parse is most of a filter's cost.
+		add(`EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `+strings.Join(conds, " AND ")+`)`, condArgs...)
 	}
 	if f.Floor != nil {
 		add(`(d.failed_at, d.id) >= (?, ?)`, ms(f.Floor.At), f.Floor.ID)
