@@ -81,6 +81,9 @@ func pgQuery(sqlite, pg string) string {
 type pgStatement struct {
 	text string
 	args []int // nil: all of them
+	// stores: the statement inserts or updates rows (INSERT, UPDATE),
+	// whose strings are bound as they are (pgArgs).
+	stores bool
 }
 
 // pgSQL is query in PostgreSQL's dialect.
@@ -113,10 +116,14 @@ func pgStmt(query string) *pgStatement {
 		}
 	}
 	q := numberParams(m)
+	q.stores = pgStores.MatchString(m)
 	q.text = unmask(q.text, kept)
 	pgQueries.Store(query, q)
 	return q
 }
+
+// pgStores finds an INSERT or an UPDATE in a statement's code.
+var pgStores = regexp.MustCompile(`(?i)\b(?:INSERT|UPDATE)\b`)
 
 // mask sets aside the string literals, quoted names and comments of q:
 // each is replaced by a NUL, its index and a NUL (no SQL of db holds a
@@ -177,17 +184,24 @@ func unmask(q string, kept []string) string {
 	}
 }
 
-// pgArgs are the arguments of query that its translation takes, each
-// string as PostgreSQL's text can hold it (pgText): a NUL or bytes that
-// are not UTF-8 would make PostgreSQL refuse the whole statement, where
-// SQLite runs it. Such a string comes only from a stranger's filter or
-// name (what the store writes was checked, or made pgText, before): it
-// then matches what pgText made of it, as on SQLite, or nothing (a
-// name, a transactionId: their checks refuse both).
+// pgArgs are the arguments of query that its translation takes. In a
+// statement that stores no row (a read, a DELETE), each string is bound
+// as PostgreSQL's text can hold it (pgText): a NUL or bytes that are not
+// UTF-8 would make PostgreSQL refuse the whole statement, where SQLite
+// runs it. Such a string there comes from a stranger's filter or name
+// (what the store writes was checked before): it then matches what
+// pgText made of it, as on SQLite, or nothing (a name, a transactionId:
+// their checks refuse both). A statement that stores (INSERT, UPDATE)
+// binds its strings as they are, for PostgreSQL to refuse what it cannot
+// keep rather than keep it changed.
 func pgArgs(query string, args []any) (string, []any) {
 	s := pgStmt(query)
+	texts := pgTexts
+	if s.stores {
+		texts = func(a []any) []any { return a }
+	}
 	if s.args == nil {
-		return s.text, pgTexts(args)
+		return s.text, texts(args)
 	}
 	out := make([]any, 0, len(s.args))
 	for _, j := range s.args {
@@ -196,7 +210,7 @@ func pgArgs(query string, args []any) (string, []any) {
 		}
 		out = append(out, args[j])
 	}
-	return s.text, pgTexts(out)
+	return s.text, texts(out)
 }
 
 // pgTexts is args with each string pgText (a copy when one changes:

@@ -60,6 +60,20 @@ func TestNULInFiltersMatchesNothing(t *testing.T) {
 			}
 		}
 	}
+	// A bulk action by such a filter acts on nothing.
+	for _, body := range []string{
+		`{"filter":{"queue":"payments","error":"a\u0000b"},"dryRun":true}`,
+		`{"filter":{"queue":"payments","transactionId":"a\u0000b","consumerGroup":"x\u0000"},"dryRun":true}`,
+		`{"filter":{"queue":"payments","error":"a\u0000b"},"wait":true}`,
+		`{"filter":{"queue":"payments","transactionId":"\u0000"},"wait":true}`,
+	} {
+		if r := s.call("POST", "/api/v1/dlq/delete", body); r.status != http.StatusOK {
+			t.Errorf("bulk delete %s: status %d; body %.300s", body, r.status, r.body)
+		}
+	}
+	if l := s.deadLetters("queue=payments"); l.Total != 1 {
+		t.Fatalf("after the bulk deletes by NUL filters: %d dead letters, want 1", l.Total)
+	}
 	// An error text that held a NUL is found by a filter holding it (on
 	// PostgreSQL both are kept with U+FFFD in its place).
 	s.fail("payments", "p1", "billing", "pay-2", `{"orderId":"ord_2"}`, "bad\x00byte")
