@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/lazarus-dlq/lazarus/archive"
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/web"
 )
 
 // An import files its lines in transactions of importBatch dead letters,
@@ -34,8 +36,12 @@ func runArchive(ctx context.Context, args []string, getenv func(string) string, 
 		"Files the dead letters of an archive file (<dir>/<queue>/<YYYY-MM-DD>.ndjson.gz, or an NDJSON\n"+
 			"export, compressed or not) again as dead letters: each in its queue, partition and consumer group,\n"+
 			"which must exist and read the queue (a partition gone is made again). A dead letter keeps its\n"+
-			"message id when the message is this database's, else gets a new one. Lines that are not valid,\n"+
-			"and dead letters their group has already, are skipped and counted. Audited.",
+			"message id when the message is this database's, else gets a new one. Each line is checked as a push\n"+
+			"is (payload within LAZARUS_MAX_PAYLOAD_BYTES, JSON and UTF-8; transactionId and traceId up to 255 bytes\n"+
+			"of UTF-8 without NUL); lines that fail, and dead letters their group has already, are skipped and\n"+
+			"counted, with the reasons. A line without a transactionId gets its id as one, so a file imported\n"+
+			"twice files nothing twice. A file torn at its end (a gzip member cut short) has the whole lines\n"+
+			"before the tear filed, and the tear is reported (exit status 1). Audited.",
 		&dbPath, getenv, stderr)
 	pos, err := parseInterleaved(fs, args[2:])
 	if errors.Is(err, errHelp) {
@@ -47,12 +53,24 @@ func runArchive(ctx context.Context, args []string, getenv func(string) string, 
 	if len(pos) != 1 {
 		return usageError{errors.New("archive import takes one file")}
 	}
-	return archiveImport(ctx, dbPath, pos[0], stdout)
+	maxPayload := int64(web.DefaultMaxPayloadBytes)
+	if v := getenv("LAZARUS_MAX_PAYLOAD_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > maxBodyBytes {
+			return usageError{fmt.Errorf("LAZARUS_MAX_PAYLOAD_BYTES must be a whole number of bytes from 1 to %d, got %q", maxBodyBytes, v)}
+		}
+		maxPayload = n
+	}
+	return archiveImport(ctx, dbPath, pos[0], maxPayload, stdout)
 }
 
 // archiveImport imports the file at path into the database at dbPath and
-// says how many dead letters were imported and skipped, and why.
-func archiveImport(ctx context.Context, dbPath, path string, stdout io.Writer) error {
+// says how many dead letters were imported and skipped, and why. Each
+// line is checked as a push checks its item (a payload within
+// maxPayload, the push limit; the rest in the broker): a line that fails
+// is skipped, with its reason. A file that ends torn has its whole lines
+// before the tear filed, and then the tear is reported as the error.
+func archiveImport(ctx context.Context, dbPath, path string, maxPayload int64, stdout io.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("archive import: %w", err)
@@ -96,14 +114,20 @@ func archiveImport(ctx context.Context, dbPath, path string, stdout io.Writer) e
 			skip(n, err.Error())
 			return nil
 		}
+		if int64(len(d.Payload)) > maxPayload {
+			skip(n, fmt.Sprintf("the payload is %d bytes, over the limit of %d bytes per payload", len(d.Payload), maxPayload))
+			return nil
+		}
 		batch, lines = append(batch, d), append(lines, n)
 		if size += len(d.Payload) + len(d.Error); len(batch) >= importBatch || size >= importBytes {
 			return flush()
 		}
 		return nil
 	})
-	if err == nil {
-		err = flush()
+	// What was read is filed, whatever ended the read (a tear): its lines
+	// are whole.
+	if ferr := flush(); ferr != nil && err == nil {
+		err = ferr
 	}
 	fmt.Fprintf(stdout, "%d dead letters imported, %d skipped\n", imported, skipped)
 	for _, r := range reasons {
@@ -111,6 +135,10 @@ func archiveImport(ctx context.Context, dbPath, path string, stdout io.Writer) e
 	}
 	if skipped > len(reasons) {
 		fmt.Fprintf(stdout, "  and %d more skipped\n", skipped-len(reasons))
+	}
+	if errors.Is(err, archive.ErrTorn) {
+		fmt.Fprintf(stdout, "  the file is torn: %v; the whole lines before the tear were read\n", err)
+		return fmt.Errorf("archive import: %s: %w", path, err)
 	}
 	if err != nil {
 		return fmt.Errorf("archive import: stopped: %w", err)

@@ -6,6 +6,9 @@
 // it before it returns. Each line is a dead letter as the dashboard's
 // NDJSON export writes it (the API's dead letter object, data last), so
 // one format serves both, and `lazarus archive import` reads either.
+// Directories are made 0700 and files 0600 (dead letters hold personal
+// data); no link below the root is followed, and no file the archive did
+// not write is cut (openDay, repair).
 package archive
 
 import (
@@ -13,6 +16,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,13 +57,29 @@ func (d *Dir) Root() string { return d.root }
 // DirName is the directory of queue's files under the archive's root:
 // the name itself (ValidName names are file names), a leading '.'
 // written %2E so that "." and ".." name a directory of their own and no
-// queue's is hidden ('%' is in no queue's name).
+// queue's is hidden ('%' is in no queue's name). A name that this makes
+// longer than a file name may be (maxDirName: the 254- and 255-byte
+// names that start with '.') keeps its first bytes and ends in '%' and
+// 16 hex digits of the name's SHA-256, so that every valid name has a
+// directory and two names never share one; every other name's directory
+// is the one it always was. The import reads the queue from each line,
+// not from the directory: any archive file reads the same wherever it is.
 func DirName(queue string) string {
+	name := queue
 	if strings.HasPrefix(queue, ".") {
-		return "%2E" + queue[1:]
+		name = "%2E" + queue[1:]
 	}
-	return queue
+	if len(name) <= maxDirName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(queue))
+	tail := "%" + hex.EncodeToString(sum[:8])
+	return name[:maxDirName-len(tail)] + tail
 }
+
+// maxDirName is the longest file name of Linux's file systems (NAME_MAX),
+// in bytes.
+const maxDirName = 255
 
 // FileName is the file of a day's dead letters of a queue, relative to
 // the root: <queue>/<YYYY-MM-DD>.ndjson.gz, the day of at in UTC.
@@ -94,20 +115,14 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	dir := filepath.Join(d.root, DirName(queue))
-	newDir := false
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		newDir = true
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("archive: %w", err)
-	}
-	path := filepath.Join(d.root, FileName(queue, at))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	name := FileName(queue, at)
+	path := filepath.Join(d.root, name)
+	f, dir, newDir, newFile, err := openDay(d.root, DirName(queue), filepath.Base(name))
 	if err != nil {
-		return fmt.Errorf("archive: %w", err)
+		return err
 	}
-	if !d.checked[path] {
+	defer dir.Close()
+	if !d.checked[path] && !newFile {
 		// The first write of this process to the file: a crash in an
 		// earlier one's write may have left a torn member at its end,
 		// which would hide from readers every member appended after it.
@@ -115,8 +130,8 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 			f.Close()
 			return err
 		}
-		d.checked[path] = true
 	}
+	d.checked[path] = true
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -128,7 +143,8 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	}
 	if err != nil {
 		// Cut back what was written of the member (best effort: a disk
-		// that is full still lets a file shrink).
+		// that is full still lets a file shrink): only what this write
+		// added.
 		_ = f.Truncate(size)
 		_ = f.Sync()
 		f.Close()
@@ -137,9 +153,9 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("archive: write %s: %w", path, err)
 	}
-	if size == 0 {
-		if err := syncDir(dir); err != nil {
-			return err
+	if newFile {
+		if err := dir.Sync(); err != nil {
+			return fmt.Errorf("archive: sync %s: %w", dir.Name(), err)
 		}
 		if newDir {
 			if err := syncDir(d.root); err != nil {
@@ -150,28 +166,30 @@ func (d *Dir) Archive(ctx context.Context, queue string, at time.Time, dls []bro
 	return nil
 }
 
-// repair cuts the file f (opened for appending; path to read it) back to
-// the end of its last whole gzip member: what a write torn by a crash
-// left after it (the dead letters of that write were not expired: their
-// transaction came after the sync) goes, so that the members appended
-// next stay readable. A file that ends in a whole member is left as it
-// is.
+// repair cuts the file f (opened to read and append) back to the end of
+// its last whole gzip member: what a write torn by a crash left after it
+// (the dead letters of that write were not expired: their transaction
+// came after the sync) goes, so that the members appended next stay
+// readable. A file that ends in a whole member is left as it is; so is
+// one whose bytes past its whole members do not start a gzip member (as
+// every write of the archive does): not a torn write of the archive's,
+// it is refused, never cut.
 func repair(f *os.File, path string) error {
-	r, err := os.Open(path)
+	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("archive: check %s: %w", path, err)
 	}
-	defer r.Close()
-	st, err := r.Stat()
-	if err != nil {
-		return fmt.Errorf("archive: check %s: %w", path, err)
-	}
-	good, err := wholeMembers(r)
+	good, err := wholeMembers(io.NewSectionReader(f, 0, st.Size()))
 	if err != nil {
 		return fmt.Errorf("archive: check %s: %w", path, err)
 	}
 	if good == st.Size() {
 		return nil
+	}
+	magic := []byte{0x1f, 0x8b, 8} // gzip, deflate: how every member of the archive starts
+	head := make([]byte, len(magic))
+	if n, _ := f.ReadAt(head, good); n == 0 || !bytes.Equal(head[:n], magic[:n]) {
+		return fmt.Errorf("archive: %s holds what the archive did not write (no gzip member at byte %d): left alone, refused", path, good)
 	}
 	if err := f.Truncate(good); err != nil {
 		return fmt.Errorf("archive: cut the torn end of %s: %w", path, err)
@@ -387,33 +405,66 @@ func Parse(b []byte) (broker.ImportedDeadLetter, error) {
 // Read calls fn with each line of an archive file (gzip, all its
 // members; or plain NDJSON, as an export writes it), numbered from 1,
 // without its line break; empty lines are passed over. fn must not keep
-// the slice. A line longer than MaxLine ends the read with an error.
+// the slice. A line longer than MaxLine ends the read with an error. A
+// file that ends torn (a gzip member cut short or broken) has each whole
+// line before the tear read, and then an error wrapping ErrTorn that says
+// at which line; the torn line itself is not passed.
 func Read(r io.Reader, fn func(n int, line []byte) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return fmt.Errorf("archive: %w", err)
+			return fmt.Errorf("archive: %w: %w", ErrTorn, err)
 		}
 		defer zr.Close()
 		src = zr
 	}
-	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 64<<10), MaxLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		b := bytes.TrimRight(sc.Bytes(), "\r")
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
+	lr := bufio.NewReaderSize(src, 64<<10)
+	for n := 1; ; n++ {
+		l, err := readLine(lr)
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("archive: line %d: %w", n, err)
 		}
-		if err := fn(n, b); err != nil {
-			return err
+		if err != nil && !errors.Is(err, io.EOF) {
+			// Cut short or broken: what was read of this line is not a
+			// whole line.
+			return fmt.Errorf("archive: line %d: %w: %w", n, ErrTorn, err)
+		}
+		if len(l) == 0 {
+			return nil // the end
+		}
+		b := bytes.TrimRight(bytes.TrimSuffix(l, []byte("\n")), "\r")
+		if len(bytes.TrimSpace(b)) > 0 {
+			if err := fn(n, b); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return nil // a last line without its break
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("archive: line %d: %w", n+1, err)
-	}
-	return nil
 }
+
+// readLine reads the next line of r, its break included (the last line
+// of a file may have none), up to MaxLine bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var long []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if long == nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return chunk, err
+		}
+		if len(long)+len(chunk) > MaxLine {
+			return nil, bufio.ErrTooLong
+		}
+		long = append(long, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return long, err
+		}
+	}
+}
+
+// ErrTorn is the error of Read for a file that ends torn: cut short, or a
+// gzip member broken.
+var ErrTorn = errors.New("the file is torn")

@@ -118,6 +118,30 @@ func TestArchiveDirNames(t *testing.T) {
 	if err := a.Archive(context.Background(), "../x", day, deadLetters(t, 1, 10)); err == nil {
 		t.Error("a queue name that is no name was written")
 	}
+	// Every valid name has a directory of at most 255 bytes, its own: the
+	// longest names starting with '.' are cut and end in a hash of the
+	// name; one of 253 bytes keeps the plain form.
+	long := func(n int, last string) string { return "." + strings.Repeat("q", n-1-len(last)) + last }
+	seen := map[string]string{}
+	for _, name := range []string{long(255, "a"), long(255, "b"), long(254, "a"), long(253, "a"), strings.Repeat("z", 255)} {
+		if !broker.ValidName(name) {
+			t.Fatalf("%d bytes: not a valid name", len(name))
+		}
+		dir := DirName(name)
+		if len(dir) > 255 {
+			t.Errorf("DirName of %d bytes is %d bytes", len(name), len(dir))
+		}
+		if other, ok := seen[dir]; ok {
+			t.Errorf("names of %d and %d bytes share directory %s", len(name), len(other), dir)
+		}
+		seen[dir] = name
+		if err := a.Archive(context.Background(), name, day, deadLetters(t, 1, 10)); err != nil {
+			t.Errorf("archive of a %d-byte name: %v", len(name), err)
+		}
+	}
+	if got := DirName(long(253, "a")); got != "%2E"+long(253, "a")[1:] {
+		t.Errorf("a 253-byte name's directory changed: %s", got)
+	}
 }
 
 // Parse refuses what is not a dead letter's line, saying why without
@@ -222,5 +246,83 @@ func TestArchiveCutsATornMemberBeforeAppending(t *testing.T) {
 	after, err := os.Stat(path)
 	if err != nil || after.Size() <= before.Size() {
 		t.Fatalf("size %d after, %d before (%v): the whole file was cut", after.Size(), before.Size(), err)
+	}
+}
+
+// The archive follows no link planted below its root, cuts no file it
+// did not write, and makes its directories 0700 and its files 0600.
+func TestArchiveFollowsNoLinkAndCutsNoForeignFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root, outside := t.TempDir(), t.TempDir()
+	a, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(outside, "foreign")
+	const content = "someone else's file\n"
+	if err := os.WriteFile(foreign, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unchanged := func(what string) {
+		t.Helper()
+		if b, err := os.ReadFile(foreign); err != nil || string(b) != content {
+			t.Fatalf("%s: the foreign file is now %q (%v)", what, b, err)
+		}
+		if es, _ := os.ReadDir(outside); len(es) != 1 {
+			t.Fatalf("%s: %d entries written outside the root", what, len(es)-1)
+		}
+	}
+	// A queue's directory that is a link to outside the root.
+	if err := os.Symlink(outside, filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Archive(ctx, "linked", day, deadLetters(t, 1, 10)); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a linked queue directory: %v, want refused", err)
+	}
+	unchanged("linked directory")
+	// The day's file a link to a foreign file.
+	if err := os.Mkdir(filepath.Join(root, "orders"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(foreign, filepath.Join(root, FileName("orders", day))); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Archive(ctx, "orders", day, deadLetters(t, 1, 10)); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a linked day's file: %v, want refused", err)
+	}
+	unchanged("linked file")
+	// A hard link to it (same file system: the temp dirs share one).
+	if err := os.Mkdir(filepath.Join(root, "hard"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(foreign, filepath.Join(root, FileName("hard", day))); err == nil {
+		if err := a.Archive(ctx, "hard", day, deadLetters(t, 1, 10)); err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("a hard-linked day's file: %v, want refused", err)
+		}
+		unchanged("hard link")
+	}
+	// A file of the day that the archive did not write: not cut.
+	if err := os.Mkdir(filepath.Join(root, "planted"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(root, FileName("planted", day))
+	if err := os.WriteFile(planted, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Archive(ctx, "planted", day, deadLetters(t, 1, 10)); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a foreign day's file: %v, want refused", err)
+	}
+	if b, err := os.ReadFile(planted); err != nil || string(b) != content {
+		t.Fatalf("the planted file is now %q (%v)", b, err)
+	}
+	// What the archive makes is its own.
+	if err := a.Archive(ctx, "fresh", day, deadLetters(t, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{filepath.Join(root, "fresh"): 0o700, filepath.Join(root, FileName("fresh", day)): 0o600} {
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, st.Mode().Perm(), err, want)
+		}
 	}
 }

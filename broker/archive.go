@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // The archive before expiry (deadLetterArchive, issue 19): a queue that
@@ -316,8 +317,27 @@ func (b *Broker) fileImported(ctx context.Context, tx Tx, d ImportedDeadLetter, 
 			return fmt.Sprintf("the %s name is not valid", n.what), nil
 		}
 	}
-	if !json.Valid(d.Payload) {
+	// As a push checks its items (validatePush; the payload's size is
+	// the caller's, which knows the push limit).
+	switch {
+	case !utf8.Valid(d.Payload):
+		return "the payload is not valid UTF-8", nil
+	case !json.Valid(d.Payload):
 		return "the payload is not JSON", nil
+	case len(d.TransactionID) > MaxNameLength:
+		return fmt.Sprintf("transactionId is longer than %d bytes", MaxNameLength), nil
+	case len(d.TraceID) > MaxNameLength:
+		return fmt.Sprintf("traceId is longer than %d bytes", MaxNameLength), nil
+	case !plainText(d.TransactionID):
+		return "transactionId is not UTF-8 text without NUL characters", nil
+	case !plainText(d.TraceID):
+		return "traceId is not UTF-8 text without NUL characters", nil
+	}
+	if d.TransactionID == "" {
+		// As a push makes one for a message sent without: the id the line
+		// names (a message id, unique where it came from), so that the
+		// same line imported again is found there (SeqForImport).
+		d.TransactionID = d.MessageID
 	}
 	if len(d.Error) > MaxErrorText+len("…") {
 		return fmt.Sprintf("the error text is longer than %d bytes", MaxErrorText), nil

@@ -55,6 +55,11 @@ var (
 	// is idempotent (a push with the same transactionIds is skipped as a
 	// duplicate); an ack sent again may be refused as acked already.
 	ErrCommitUnknown = errors.New("commit outcome unknown")
+	// ErrTooSlow is a read the store stopped because it ran past the
+	// store's time for one (PostgreSQL's statement timeout for reads), so
+	// that it does not hold the server from the writes: nothing was
+	// changed; a narrower filter may be answered.
+	ErrTooSlow = errors.New("read took too long")
 )
 
 // Error is an error with a message that is safe to show to the caller, and a

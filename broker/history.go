@@ -168,6 +168,10 @@ type DeadLetterHistory struct {
 	// its queue's cap (at the cap a replay needs force); zero when it is
 	// no dead letter now.
 	ReplayCount ReplayCount
+	// IndexedInPart: the search index holds only part of the words of
+	// the dead letters' payload (SearchTx.PayloadIndexedInPart): a search
+	// does not find the words past the cut.
+	IndexedInPart bool
 	// GroupID and Group are those the attempts are of: the group asked
 	// for, else that of the first dead letter, else of the latest fate.
 	GroupID  int64
@@ -300,6 +304,7 @@ func (b *Broker) DeadLetterHistory(ctx context.Context, messageID, group string)
 				return fmt.Errorf("history: replays: %w", err)
 			}
 			h.ReplayCount = counts[seq]
+			h.IndexedInPart = tx.PayloadIndexedInPart(h.DeadLetters[0].Payload)
 		}
 		h.Fates = fates(h)
 		switch {

@@ -49,10 +49,13 @@ type LoginTx interface {
 	// with a seq above every other key's: the key becomes the one counted
 	// last. It reads the highest seq by its index.
 	SaveLoginFailure(ctx context.Context, f LoginFailure) error
-	// WithdrawLoginFailure takes one failure back from the count of key,
-	// removing the row when none is left; its time and seq stay. A key
-	// with no count: nothing, no error.
-	WithdrawLoginFailure(ctx context.Context, key string) error
+	// WithdrawLoginFailure takes back the count an attempt made at at
+	// against key: one failure fewer, removing the row when none is left,
+	// and, when the last count is still that attempt's (last = at), the
+	// time of the last count back to prev, the one before it, so that an
+	// attempt that did not fail sets no wait. Its seq stays. A key with no
+	// count: nothing, no error.
+	WithdrawLoginFailure(ctx context.Context, key string, at, prev time.Time) error
 	// DeleteLoginFailure forgets the count of key; none: no error.
 	DeleteLoginFailure(ctx context.Context, key string) error
 	// TrimLoginFailures deletes the keys counted before the last keep
@@ -75,25 +78,40 @@ func loginKeyHash(k string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// LoginAttempt is what BeginLogin answers: whether the attempt must
+// still wait, and, let in, what its failure earns and what EndLogin needs
+// to take its count back.
+type LoginAttempt struct {
+	// Wait > 0 is how long the attempt must still wait: it was not let in,
+	// and nothing was counted.
+	Wait time.Duration
+	// FailWait is the wait the attempt's failure earns (delay of the
+	// highest count it made).
+	FailWait time.Duration
+	at       time.Time            // when it was counted
+	prev     map[string]time.Time // by key hash: the time of its last count before this one
+}
+
 // BeginLogin lets a login attempt with the keys, made at now (the web's
 // clock, kept to the millisecond), in or not, in one write transaction:
-// wait > 0 is how long it must still wait (the longest any
+// Wait > 0 is how long it must still wait (the longest any
 // key's count makes it: delay(n) after the last of n failures), and
 // nothing is counted. An attempt let in is counted against every key at
 // once, in the same transaction as the look, so that of attempts made at
 // the same time, on this process or another of the store, only the first
 // is let in; a key whose last failure is older than LoginForget starts
-// again from one. failWait is delay of the highest count it made: the
+// again from one. FailWait is delay of the highest count it made: the
 // wait the attempt's failure earns. The attempt must then end with
 // EndLogin unless it failed.
-func (b *Broker) BeginLogin(ctx context.Context, now time.Time, delay func(n int) time.Duration, keys ...string) (wait, failWait time.Duration, err error) {
+func (b *Broker) BeginLogin(ctx context.Context, now time.Time, delay func(n int) time.Duration, keys ...string) (LoginAttempt, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	hashes := make([]string, len(keys))
 	for i, k := range keys {
 		hashes[i] = loginKeyHash(k)
 	}
-	err = b.update(ctx, func(tx Tx, _ func(string)) error {
-		wait, failWait = 0, 0
+	var a LoginAttempt
+	err := b.update(ctx, func(tx Tx, _ func(string)) error {
+		a = LoginAttempt{at: now, prev: make(map[string]time.Time, len(hashes))}
 		counts := make([]LoginFailure, len(hashes))
 		for i, h := range hashes {
 			f, err := tx.LoginFailure(ctx, h)
@@ -103,14 +121,15 @@ func (b *Broker) BeginLogin(ctx context.Context, now time.Time, delay func(n int
 			case err != nil:
 				return err
 			default:
-				wait = max(wait, f.waitAt(now, delay))
+				a.Wait = max(a.Wait, f.waitAt(now, delay))
 			}
 			counts[i] = f
 		}
-		if wait > 0 {
+		if a.Wait > 0 {
 			return nil
 		}
 		for _, f := range counts {
+			a.prev[f.Key] = f.Last
 			if now.Sub(f.Last) > LoginForget {
 				f.N = 0
 			}
@@ -119,15 +138,15 @@ func (b *Broker) BeginLogin(ctx context.Context, now time.Time, delay func(n int
 			if err := tx.SaveLoginFailure(ctx, f); err != nil {
 				return err
 			}
-			failWait = max(failWait, delay(f.N))
+			a.FailWait = max(a.FailWait, delay(f.N))
 		}
 		_, err := tx.TrimLoginFailures(ctx, LoginMaxKeys)
 		return err
 	})
 	if err != nil {
-		return 0, 0, err
+		return LoginAttempt{}, err
 	}
-	return wait, failWait, nil
+	return a, nil
 }
 
 // waitAt is how long after now an attempt with f's key must still wait
@@ -161,15 +180,22 @@ func (b *Broker) LoginWait(ctx context.Context, now time.Time, delay func(n int)
 	return wait, err
 }
 
-// EndLogin ends an attempt BeginLogin let in that did not fail (it
+// EndLogin ends an attempt a of BeginLogin's that did not fail (it
 // succeeded, or its password was never checked), in one write
 // transaction: the count it made is taken back from the keys of
-// withdraw (their other failures stay), and the keys of forget lose
-// every failure.
-func (b *Broker) EndLogin(ctx context.Context, withdraw, forget []string) error {
+// withdraw, time included (their other failures stay, and so does the
+// wait they set: a success sets none, so that one user's login does not
+// delay the next of another from the same address), and the keys of
+// forget lose every failure.
+func (b *Broker) EndLogin(ctx context.Context, a LoginAttempt, withdraw, forget []string) error {
 	return b.update(ctx, func(tx Tx, _ func(string)) error {
 		for _, k := range withdraw {
-			if err := tx.WithdrawLoginFailure(ctx, loginKeyHash(k)); err != nil {
+			h := loginKeyHash(k)
+			prev, ok := a.prev[h]
+			if !ok {
+				continue // not counted by a
+			}
+			if err := tx.WithdrawLoginFailure(ctx, h, a.at, prev); err != nil {
 				return err
 			}
 		}

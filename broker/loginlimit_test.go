@@ -25,11 +25,18 @@ func loginHash(k string) string {
 // begin is BeginLogin at the test's clock; it fails the test on error.
 func (s *bundle) begin(keys ...string) (wait, failWait time.Duration) {
 	s.t.Helper()
-	wait, failWait, err := s.b.BeginLogin(s.ctx, s.clock.Now(), loginDelay, keys...)
+	a := s.beginAttempt(keys...)
+	return a.Wait, a.FailWait
+}
+
+// beginAttempt is BeginLogin at the test's clock, whole.
+func (s *bundle) beginAttempt(keys ...string) broker.LoginAttempt {
+	s.t.Helper()
+	a, err := s.b.BeginLogin(s.ctx, s.clock.Now(), loginDelay, keys...)
 	if err != nil {
 		s.t.Fatalf("begin %v: %v", keys, err)
 	}
-	return wait, failWait
+	return a
 }
 
 // loginFailures reads the count of each of the limiter's keys (0: none).
@@ -68,11 +75,10 @@ func TestLoginCounts(t *testing.T) {
 		t.Fatalf("counts %v, want the refused attempt not counted", got)
 	}
 	s.clock.Advance(600 * time.Millisecond)
-	if wait, failWait := s.begin("ip:b", "name:ann"); wait != 0 || failWait != 2*time.Second {
-		t.Fatalf("second attempt for ann: wait %v, fail wait %v; want 0 and 2s", wait, failWait)
-	}
-	// It succeeded: ann's name forgets, b's address takes it back.
-	if err := s.b.EndLogin(s.ctx, []string{"ip:b"}, []string{"name:ann"}); err != nil {
+	if a := s.beginAttempt("ip:b", "name:ann"); a.Wait != 0 || a.FailWait != 2*time.Second {
+		t.Fatalf("second attempt for ann: wait %v, fail wait %v; want 0 and 2s", a.Wait, a.FailWait)
+	} else if err := s.b.EndLogin(s.ctx, a, []string{"ip:b"}, []string{"name:ann"}); err != nil {
+		// It succeeded: ann's name forgets, b's address takes it back.
 		t.Fatal(err)
 	}
 	if got := s.loginFailures("ip:a", "name:ann", "ip:b"); fmt.Sprint(got) != "[1 0 0]" {
@@ -167,5 +173,35 @@ func TestLoginWaitLooksWithoutCounting(t *testing.T) {
 	}
 	if w, _ := s.begin("ip:a", "name:ann"); w != 0 {
 		t.Fatalf("BeginLogin disagrees with LoginWait: %v", w)
+	}
+}
+
+// An attempt that did not fail sets no wait: EndLogin takes back its
+// time with its count, so a success after failures from an address lets
+// the next attempt from it in at once, and that one's failure still
+// counts the failures before the success.
+func TestLoginSuccessSetsNoWait(t *testing.T) {
+	s := setup(t)
+	s.begin("ip:x", "name:a") // fails: 1 s
+	s.clock.Advance(time.Second)
+	s.begin("ip:x", "name:b") // fails: 2 s
+	s.clock.Advance(2 * time.Second)
+	for _, name := range []string{"name:c", "name:d", "name:e"} {
+		a := s.beginAttempt("ip:x", name)
+		if a.Wait != 0 {
+			t.Fatalf("%s after the successes before it: wait %v, want 0", name, a.Wait)
+		}
+		if err := s.b.EndLogin(s.ctx, a, []string{"ip:x"}, []string{name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w, err := s.b.LoginWait(s.ctx, s.clock.Now(), loginDelay, "ip:x", "name:f"); err != nil || w != 0 {
+		t.Fatalf("after the successes: wait %v (%v), want 0", w, err)
+	}
+	if got := s.loginFailures("ip:x"); got[0] != 2 {
+		t.Fatalf("address count %v after the successes, want its 2 failures", got)
+	}
+	if wait, failWait := s.begin("ip:x", "name:f"); wait != 0 || failWait != 3*time.Second {
+		t.Fatalf("next attempt: wait %v, fail wait %v; want 0 and 3s", wait, failWait)
 	}
 }

@@ -78,6 +78,11 @@ type SearchTx interface {
 	// PartitionConsumers returns the consumers of a partition (one per
 	// group that reads its queue), with their groups' names, by name.
 	PartitionConsumers(ctx context.Context, partitionID int64) ([]NamedConsumer, error)
+	// PayloadIndexedInPart reports whether the store's full-text index of
+	// dead letters holds only part of the words of payload (the store
+	// bounds what it indexes of one payload, so that indexing never
+	// refuses a dead letter). It reads nothing.
+	PayloadIndexedInPart(payload []byte) bool
 }
 
 // SearchErrorBytes is how much of a dead letter's error text a search

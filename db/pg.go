@@ -133,6 +133,9 @@ func wordSet(s string) map[string]bool {
 type pgStore struct {
 	pool *pgxpool.Pool
 	db   *sql.DB // database/sql over pool
+	// readPool and read serve the reads (View) alone (pg_read.go).
+	readPool *pgxpool.Pool
+	read     *sql.DB
 
 	// wmu makes this process's writes one at a time: each holds it from
 	// BEGIN to the end of its scope, so that scopes end in commit order
@@ -198,6 +201,10 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
 	p := &pgStore{pool: pool, db: stdlib.OpenDBFromPool(pool)}
+	if p.readPool, p.read, err = pgReadPool(ctx, cfg); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
+	}
 	d := &DB{pg: p, path: dsn, sync: o.Sync, log: o.Logger, foldEvery: max(o.FoldEvery, 0),
 		unfolded: map[int64]struct{}{}, unfoldedConsumers: map[[2]int64]struct{}{}}
 	if o.FoldEvery == 0 {
@@ -621,7 +628,7 @@ func pgPipeline(ctx context.Context, conn *pgx.Conn, queue func(*pgx.Batch), rea
 
 // pgView is View on PostgreSQL: one snapshot, read only.
 func (d *DB) pgView(ctx context.Context, fn func(broker.Tx) error) error {
-	conn, err := d.pg.db.Conn(ctx)
+	conn, err := d.pg.read.Conn(ctx)
 	if err != nil {
 		return pgUnavailable(fmt.Errorf("begin: %w", err))
 	}
@@ -638,7 +645,7 @@ func (d *DB) pgView(ctx context.Context, fn func(broker.Tx) error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr)
 	}
-	return pgUnavailable(err)
+	return pgReadError(err)
 }
 
 func (p *pgStore) close() error {
@@ -654,6 +661,10 @@ func (p *pgStore) close() error {
 	}
 	err := p.db.Close()
 	p.pool.Close()
+	if p.read != nil {
+		err = errors.Join(err, p.read.Close())
+		p.readPool.Close()
+	}
 	return err
 }
 

@@ -2,6 +2,7 @@ package db
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,16 @@ var pgRules = []struct {
 	// A unary + before a column keeps SQLite's planner off its index; it
 	// means nothing else, and PostgreSQL has none for text.
 	{regexp.MustCompile(`(\b(?:WHERE|AND|OR|ON|NOT)\s+|\(\s*)\+(\w+\.\w+)`), "$1$2"},
+	// A search window's matches (matchInRange) are tested row by row,
+	// by the index's key, for the dead letters of the window as the list
+	// reads them in order (a subplan: OFFSET 0 keeps it one): as a join,
+	// PostgreSQL's planner, which cannot tell how many rows a match
+	// finds, takes each match in turn and scans the window for it, a
+	// cost of the window's size squared.
+	{regexp.MustCompile(`d\.seq IN \(SELECT docid FROM dead_letter_payloads WHERE match\((\?\d*), dead_letter_payloads\) AND docid BETWEEN (\?\d*) AND (\?\d*)\)`),
+		"EXISTS (SELECT 1 FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) AND docid BETWEEN $2 AND $3 AND docid = d.seq OFFSET 0)"},
+	{regexp.MustCompile(`d\.id IN \(SELECT docid FROM dead_letter_errors WHERE match\((\?\d*), dead_letter_errors\) AND docid BETWEEN (\?\d*) AND (\?\d*)\)`),
+		"EXISTS (SELECT 1 FROM dead_letter_errors WHERE match($1, dead_letter_errors) AND docid BETWEEN $2 AND $3 AND docid = d.id OFFSET 0)"},
 	{regexp.MustCompile(`\binstr\(`), "strpos("},
 	{regexp.MustCompile(` AS INTEGER\)`), " AS BIGINT)"},
 	{regexp.MustCompile(` AS BLOB\)`), " AS BYTEA)"},
@@ -70,6 +81,9 @@ func pgQuery(sqlite, pg string) string {
 type pgStatement struct {
 	text string
 	args []int // nil: all of them
+	// stores: the statement inserts or updates rows (INSERT, UPDATE),
+	// whose strings are bound as they are (pgArgs).
+	stores bool
 }
 
 // pgSQL is query in PostgreSQL's dialect.
@@ -102,10 +116,14 @@ func pgStmt(query string) *pgStatement {
 		}
 	}
 	q := numberParams(m)
+	q.stores = pgStores.MatchString(m)
 	q.text = unmask(q.text, kept)
 	pgQueries.Store(query, q)
 	return q
 }
+
+// pgStores finds an INSERT or an UPDATE in a statement's code.
+var pgStores = regexp.MustCompile(`(?i)\b(?:INSERT|UPDATE)\b`)
 
 // mask sets aside the string literals, quoted names and comments of q:
 // each is replaced by a NUL, its index and a NUL (no SQL of db holds a
@@ -166,11 +184,24 @@ func unmask(q string, kept []string) string {
 	}
 }
 
-// pgArgs are the arguments of query that its translation takes.
+// pgArgs are the arguments of query that its translation takes. In a
+// statement that stores no row (a read, a DELETE), each string is bound
+// as PostgreSQL's text can hold it (pgText): a NUL or bytes that are not
+// UTF-8 would make PostgreSQL refuse the whole statement, where SQLite
+// runs it. Such a string there comes from a stranger's filter or name
+// (what the store writes was checked before): it then matches what
+// pgText made of it, as on SQLite, or nothing (a name, a transactionId:
+// their checks refuse both). A statement that stores (INSERT, UPDATE)
+// binds its strings as they are, for PostgreSQL to refuse what it cannot
+// keep rather than keep it changed.
 func pgArgs(query string, args []any) (string, []any) {
 	s := pgStmt(query)
+	texts := pgTexts
+	if s.stores {
+		texts = func(a []any) []any { return a }
+	}
 	if s.args == nil {
-		return s.text, args
+		return s.text, texts(args)
 	}
 	out := make([]any, 0, len(s.args))
 	for _, j := range s.args {
@@ -179,7 +210,26 @@ func pgArgs(query string, args []any) (string, []any) {
 		}
 		out = append(out, args[j])
 	}
-	return s.text, out
+	return s.text, texts(out)
+}
+
+// pgTexts is args with each string pgText (a copy when one changes:
+// the caller's slice is its own); the rest (bytes: payloads) as they are.
+func pgTexts(args []any) []any {
+	copied := false
+	for i, a := range args {
+		v, ok := a.(string)
+		if !ok {
+			continue
+		}
+		if t := pgText(v); t != v {
+			if !copied {
+				args, copied = slices.Clone(args), true
+			}
+			args[i] = t
+		}
+	}
+	return args
 }
 
 // translate applies the rules of pgSQL but the parameters', to a

@@ -3,7 +3,9 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -345,6 +347,54 @@ func TestPGNotifierListensAgainAfterItsConnectionIsCut(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("news from a never reached b after the cut")
+		}
+	}
+}
+
+// Whatever a payload's words, the tsvector made of them is one
+// PostgreSQL takes (under its 1 MiB, positions counted), and says when it
+// holds only part of them.
+func TestPGTsvectorAlwaysFits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	ints := make([]string, 150_000)
+	for i := range ints {
+		ints[i] = strconv.Itoa(1_000_000 + i)
+	}
+	long := make([]string, 1000)
+	for i := range long {
+		long[i] = fmt.Sprintf("%04d%s", i, strings.Repeat("x", 2100))
+	}
+	var often strings.Builder
+	for i := range 300 {
+		for j := range 40 {
+			fmt.Fprintf(&often, "w%d%s ", j, strings.Repeat("y", i%3))
+		}
+	}
+	odd := make([]string, 200_000)
+	for i := range odd {
+		odd[i] = fmt.Sprintf("%x", i*7919)
+	}
+	for _, c := range []struct {
+		name string
+		text string
+		cut  bool
+	}{
+		{"Integers", strings.Join(ints, " "), true},
+		{"LongWords", strings.Join(long, " "), true},
+		{"LongWordsUnderTheBudget", strings.Join(long[:450], " "), false},
+		{"ManyPositions", often.String(), false},
+		{"OddLengths", strings.Join(odd, " "), true},
+		{"Small", "a b c", false},
+	} {
+		v, cut := pgTsvectorCut(c.text)
+		if cut != c.cut {
+			t.Errorf("%s: cut %v, want %v", c.name, cut, c.cut)
+		}
+		var n int
+		if err := d.QueryRow(ctx, `SELECT length(CAST($1 AS tsvector))`, v).Scan(&n); err != nil {
+			t.Errorf("%s: PostgreSQL refuses the tsvector: %v", c.name, err)
 		}
 	}
 }

@@ -46,12 +46,13 @@ func (t *storeTx) SaveLoginFailure(ctx context.Context, f broker.LoginFailure) e
 }
 
 // WithdrawLoginFailure deletes the key's row when it holds one failure
-// or fewer, else lowers its count, by the primary key.
-func (t *storeTx) WithdrawLoginFailure(ctx context.Context, key string) error {
+// or fewer, else lowers its count and, when its last count is still the
+// attempt's, puts back the time of the one before, by the primary key.
+func (t *storeTx) WithdrawLoginFailure(ctx context.Context, key string, at, prev time.Time) error {
 	if _, err := t.exec(ctx, `DELETE FROM login_failures WHERE key = ? AND n <= 1`, key); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `UPDATE login_failures SET n = n - 1 WHERE key = ?`, key)
+	_, err := t.exec(ctx, `UPDATE login_failures SET n = n - 1, last_at = CASE WHEN last_at = ?1 THEN ?2 ELSE last_at END WHERE key = ?3`, ms(at), ms(prev), key)
 	return err
 }
 

@@ -175,17 +175,24 @@ func searchConds(f broker.Filter, add func(cond string, args ...any)) {
 		pc, pa := payloads(f.Text)
 		add(`(`+ec+` OR `+pc+`)`, append(ea, pa...)...)
 	}
+	var conds []string
+	var condArgs []any
 	for _, ff := range f.Fields {
 		if ff.Words != "" {
 			c, a := payloads(ff.Words)
 			add(c, a...)
 		}
 		cond, args := fieldCond(ff)
+		conds = append(conds, "("+cond+")")
+		condArgs = append(condArgs, args...)
+	}
+	if len(conds) > 0 {
 		// m.payload: the message's, or the dead letter's own once
-		// retention removed the message (migration 0020), parsed once
-		// (SQLite's JSONB; PostgreSQL's jsonb, NULL for a payload it
-		// cannot read: migrations_pg, "Search").
-		add(`EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `+cond+`)`, args...)
+		// retention removed the message (migration 0020), parsed once a
+		// row for every field filter (SQLite's JSONB; PostgreSQL's
+		// jsonb, NULL for a payload it cannot read: migrations_pg,
+		// "Search"): a parse is most of a filter's cost.
+		add(`EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `+strings.Join(conds, " AND ")+`)`, condArgs...)
 	}
 	if f.Floor != nil {
 		add(`(d.failed_at, d.id) >= (?, ?)`, ms(f.Floor.At), f.Floor.ID)
@@ -461,15 +468,16 @@ func (m ftsMatch) TextValue() (pgtype.Text, error) {
 // (lower() and [[:alnum:]] of the C locale know ASCII only), and needs no
 // unaccent extension (a superuser's). PostgreSQL bounds what FTS4 does
 // not: a word of more than maxLexeme bytes is cut there (on both sides,
-// so it still matches), a tsvector keeps maxTsvectorBytes of distinct
-// words (the words past them in a huge payload are not found), positions
-// stop at 16,383 and a word keeps its first 256 (phrases past them are
-// not found, their words are).
+// so it still matches), a tsvector holds less than 1 MiB of words and
+// positions (MAXSTRPOS): Lazarus keeps it within tsvectorBudget, and the
+// words past that in a huge payload are not found (the dead letter says
+// it was indexed in part); positions stop at 16,383 and a word keeps its
+// first 256 (phrases past them are not found, their words are).
 const (
-	maxLexeme        = 2046
-	maxTsvectorBytes = 1<<20 - 1
-	maxPosition      = 1<<14 - 1
-	maxPositions     = 256
+	maxLexeme      = 2046
+	tsvectorBudget = 1<<20 - 64<<10 // PostgreSQL's 1 MiB - 1, less a margin
+	maxPosition    = 1<<14 - 1
+	maxPositions   = 256
 )
 
 // diacriticsFrom are the lowercase Latin letters with one diacritic
@@ -548,25 +556,47 @@ func quoteLexeme(b *strings.Builder, w string) {
 }
 
 // pgTsvector is the tsvector (as text) of the words of s, each with its
-// positions.
+// positions, cut to fit (pgTsvectorCut).
 func pgTsvector(s string) string {
+	v, _ := pgTsvectorCut(s)
+	return v
+}
+
+// pgTsvectorCut is pgTsvector, and whether it holds only part of the
+// words of s: a tsvector PostgreSQL would refuse ("string is too long
+// for tsvector") is cut where it would pass tsvectorBudget, so that
+// indexing never refuses a dead letter (its ack would fail, and the
+// message could never be dead-lettered). Its size is counted as
+// PostgreSQL counts it: each distinct word's bytes and, with positions,
+// the word padded to an even length, two bytes for their count and two
+// for each. Once the budget is spent no word or position is added.
+func pgTsvectorCut(s string) (string, bool) {
 	var order []string
 	at := map[string][]int{}
-	size, pos := 0, 0
+	size, pos, cut := 0, 0, false
 	ftsTokens(s, func(w string) {
+		if cut {
+			return
+		}
 		pos++
 		p := min(pos, maxPosition)
 		ps, seen := at[w]
+		if len(ps) > 0 && (len(ps) >= maxPositions || ps[len(ps)-1] == p) {
+			return // a position PostgreSQL would not keep
+		}
+		cost := 2 // one more position
 		if !seen {
-			if size+len(w) > maxTsvectorBytes {
-				return
-			}
-			size += len(w)
+			cost = len(w) + len(w)%2 + 2 + 2
+		}
+		if size+cost > tsvectorBudget {
+			cut = true
+			return
+		}
+		size += cost
+		if !seen {
 			order = append(order, w)
 		}
-		if len(ps) < maxPositions && (len(ps) == 0 || ps[len(ps)-1] != p) {
-			at[w] = append(ps, p)
-		}
+		at[w] = append(ps, p)
 	})
 	var b strings.Builder
 	for i, w := range order {
@@ -583,7 +613,21 @@ func pgTsvector(s string) string {
 			b.WriteString(strconv.Itoa(p))
 		}
 	}
-	return b.String()
+	return b.String(), cut
+}
+
+// PayloadIndexedInPart reports whether the full-text index holds only
+// part of payload's words (broker.SearchTx): on PostgreSQL, whose
+// tsvector is bounded (pgTsvectorCut); never on SQLite, whose FTS4 holds
+// every word. A payload of fewer than tsvectorBudget/6 bytes cannot fill
+// it (each byte of text costs 6 bytes of a tsvector at most: a word of
+// one letter, padded, with its count and position) and is not read.
+func (t *storeTx) PayloadIndexedInPart(payload []byte) bool {
+	if !t.pg || len(payload) < tsvectorBudget/6 {
+		return false
+	}
+	_, cut := pgTsvectorCut(payloadText(payload))
+	return cut
 }
 
 // pgTsquery is the tsquery (as text) of a match expression of

@@ -294,14 +294,17 @@ type DeadLetterDetail struct {
 	Payload     Payload
 	FullURL     string // the page with the whole payload, when truncated
 	ErrorCut    string // "cut at 8 KiB of 23 KiB" when the error was cut to be kept, else ""
-	PayloadURL  string // the payload as a download, byte for byte
-	ErrorURL    string // the error text as a download
-	OtherGroups []string
-	Readers     []string // the groups that read the queue
-	CopyFor     string   // the group the message is a copy for alone ("" every group)
-	ReplayURL   string
-	DeleteURL   string
-	History     History // attempts, lineage and earlier replays (deadletter.templ)
+	// IndexedInPart: the search index holds only the first part of the
+	// payload's words.
+	IndexedInPart bool
+	PayloadURL    string // the payload as a download, byte for byte
+	ErrorURL      string // the error text as a download
+	OtherGroups   []string
+	Readers       []string // the groups that read the queue
+	CopyFor       string   // the group the message is a copy for alone ("" every group)
+	ReplayURL     string
+	DeleteURL     string
+	History       History // attempts, lineage and earlier replays (deadletter.templ)
 
 	// Replays: how many times the message was replayed along its dlq:
 	// chain; MaxReplays its queue's cap (0 none): at it, a replay needs

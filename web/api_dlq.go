@@ -192,6 +192,10 @@ type deadLetterResponse struct {
 	// Replays counts the message's replays along its dlq: chain against
 	// its queue's cap: at it, a replay needs force.
 	Replays replayCapView `json:"replays"`
+	// IndexedInPart: the search index holds only the first part of the
+	// payload's words (PostgreSQL bounds one payload's); a search does
+	// not find the rest. Left out when the whole payload is indexed.
+	IndexedInPart bool `json:"indexedInPart,omitempty"`
 }
 
 // replayCapView is a dead letter's replay count and its queue's cap.
@@ -233,7 +237,7 @@ func (s *Server) showDeadLetter(c echo.Context) error {
 	}
 	rc := h.ReplayCount
 	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter), Others: make([]deadLetterView, len(d.Others)), History: newHistoryView(h),
-		Replays: replayCapView{Count: rc.Replays, MaxReplays: rc.Max, AtCap: rc.AtCap()}}
+		Replays: replayCapView{Count: rc.Replays, MaxReplays: rc.Max, AtCap: rc.AtCap()}, IndexedInPart: h.IndexedInPart}
 	for i, o := range d.Others {
 		out.Others[i] = newDeadLetterView(o)
 	}

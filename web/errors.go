@@ -47,6 +47,10 @@ const commitUnknownMessage = "the connection to the database broke during the co
 // want of space (broker.ErrNoSpace), with 507 Insufficient Storage.
 const diskFullMessage = "disk full: the database cannot be written (no space left on its device); nothing was changed, try again once space is freed"
 
+// tooSlowMessage answers a read the database stopped for running too
+// long (broker.ErrTooSlow), so that it would not hold up the writes.
+const tooSlowMessage = "this read took too long and was stopped, so as not to hold up the writes; nothing was changed: narrow it (a queue, a time range, fewer field filters) and try again"
+
 // retryAfter is the Retry-After of a 503, in seconds: a lock held by
 // another process is usually short (a backup step, a shell transaction).
 const retryAfter = "1"
@@ -65,6 +69,8 @@ func statusOf(err error) (status int, message string, ok bool) {
 		return http.StatusServiceUnavailable, commitUnknownMessage, true
 	case errors.Is(err, broker.ErrUnavailable):
 		return http.StatusServiceUnavailable, unavailableMessage, true
+	case errors.Is(err, broker.ErrTooSlow):
+		return http.StatusServiceUnavailable, tooSlowMessage, true
 	case errors.As(err, &ae):
 		return ae.status, ae.message, true
 	case errors.As(err, &mb):

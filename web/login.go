@@ -82,14 +82,14 @@ func (s *Server) login(c echo.Context) error {
 		v.Error = "Too many logins at once: wait a second and try again."
 		return s.renderLogin(c, http.StatusTooManyRequests, v)
 	}
-	wait, failWait, err := s.broker.BeginLogin(ctx, s.clock.Now(), loginDelay, keys...)
+	attempt, err := s.broker.BeginLogin(ctx, s.clock.Now(), loginDelay, keys...)
 	if err != nil {
 		s.checks.give()
 		return err
 	}
-	if wait > 0 {
+	if attempt.Wait > 0 {
 		s.checks.give()
-		return tooMany(wait)
+		return tooMany(attempt.Wait)
 	}
 	known := false // name is a user's
 	secret, u, err := s.broker.Login(ctx, broker.LoginRequest{
@@ -117,17 +117,17 @@ func (s *Server) login(c echo.Context) error {
 			// typed into the wrong field.
 			s.log.InfoContext(ctx, "login failed: no such user", "from", ip)
 		}
-		s.sleep(ctx, failWait)
+		s.sleep(ctx, attempt.FailWait)
 		v.Error = wrongLogin
 		return s.renderLogin(c, http.StatusUnauthorized, v)
 	}
 	if err != nil {
-		s.endLogin(ctx, keys, nil) // not decided
+		s.endLogin(ctx, attempt, keys, nil) // not decided
 		return err
 	}
 	// The name's failures are forgotten, the address's stay (but for
-	// this attempt, which did not fail).
-	s.endLogin(ctx, keys[:1], keys[1:])
+	// this attempt, which did not fail: it sets no wait).
+	s.endLogin(ctx, attempt, keys[:1], keys[1:])
 	if err := s.writeSession(c, secret); err != nil {
 		return err
 	}
@@ -139,13 +139,13 @@ func (s *Server) login(c echo.Context) error {
 }
 
 // endLogin ends an attempt that did not fail (broker.EndLogin): the
-// count BeginLogin made is taken back from the keys of
-// withdraw, and the keys of forget lose their failures, even when the
+// count BeginLogin made, and the wait it set, are taken back from the
+// keys of withdraw, and the keys of forget lose their failures, even when the
 // client has gone (the count would otherwise stay as a failure). When
 // that fails the counts stay as they were: logged, not the attempt's
 // answer.
-func (s *Server) endLogin(ctx context.Context, withdraw, forget []string) {
-	if err := s.broker.EndLogin(context.WithoutCancel(ctx), withdraw, forget); err != nil {
+func (s *Server) endLogin(ctx context.Context, a broker.LoginAttempt, withdraw, forget []string) {
+	if err := s.broker.EndLogin(context.WithoutCancel(ctx), a, withdraw, forget); err != nil {
 		s.log.WarnContext(ctx, "login: the failed-login counts were not updated", "err", err)
 	}
 }

@@ -452,6 +452,7 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
 	}
 	v.ErrorCut = errorCutNote(d.DeadLetter)
+	v.IndexedInPart = h.IndexedInPart
 	v.Replays, v.MaxReplays = h.ReplayCount.Replays, h.ReplayCount.Max
 	if !d.ExpiresAt.IsZero() {
 		v.Retention = broker.DurationWords(d.ExpiresAt.Sub(d.FailedAt))
