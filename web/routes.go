@@ -47,6 +47,8 @@ func (s *Server) routes() {
 	api.DELETE("/messages/:partitionId/:transactionId", s.deleteMessage, operator)
 	api.DELETE("/consumer-groups/:group", s.deleteGroup, operator)
 	api.DELETE("/consumer-groups/:group/queues/:queue", s.deleteGroup, operator)
+	api.POST("/consumer-groups/:group/queues/:queue/seek", s.seekGroup, operator)
+	api.POST("/consumer-groups/:group/queues/:queue/partitions/:partition/seek", s.seekPartition, operator)
 	api.GET("/jobs", s.listJobs, viewer)
 	api.GET("/jobs/:id", s.showJobAPI, viewer)
 	api.POST("/jobs/:id/pause", s.pauseJobAPI, operator)
