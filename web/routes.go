@@ -34,6 +34,10 @@ func (s *Server) routes() {
 	api.POST("/lease/:leaseId/extend", s.extendLease, operator)
 	api.POST("/transaction", s.runTransaction, operator)
 
+	api.POST("/stats/refresh", s.refreshStats, operator)
+	api.GET("/status/queues", s.statusQueues, viewer)
+	api.GET("/status/queues/:queue", s.statusQueue, viewer)
+
 	api.GET("/search", s.search, viewer)
 	api.GET("/dlq", s.listDeadLetters, viewer)
 	api.GET("/dlq/:id", s.showDeadLetter, viewer)
@@ -47,6 +51,8 @@ func (s *Server) routes() {
 	api.DELETE("/messages/:partitionId/:transactionId", s.deleteMessage, operator)
 	api.DELETE("/consumer-groups/:group", s.deleteGroup, operator)
 	api.DELETE("/consumer-groups/:group/queues/:queue", s.deleteGroup, operator)
+	api.GET("/consumer-groups", s.listGroups, viewer)
+	api.GET("/consumer-groups/:group", s.showGroup, viewer)
 	api.POST("/consumer-groups/:group/queues/:queue/seek", s.seekGroup, operator)
 	api.POST("/consumer-groups/:group/queues/:queue/partitions/:partition/seek", s.seekPartition, operator)
 	api.GET("/jobs", s.listJobs, viewer)
