@@ -47,6 +47,7 @@ func (s *Server) routes() {
 	api.POST("/dlq/replay", s.replayDeadLetters, operator)
 	api.POST("/dlq/delete", s.deleteDeadLetters, operator)
 	api.POST("/messages/:partitionId/:transactionId/retry", s.retryMessage, operator)
+	api.GET("/messages", s.listMessages, viewer)
 	api.GET("/messages/:partitionId/:transactionId", s.showMessage, viewer)
 	api.DELETE("/messages/:partitionId/:transactionId", s.deleteMessage, operator)
 	api.DELETE("/consumer-groups/:group", s.deleteGroup, operator)
