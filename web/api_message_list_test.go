@@ -53,7 +53,7 @@ func TestQueenMessageList(t *testing.T) {
 	s.push("q", "p2", "c", `3`)
 	s.fail("dl", "", "", "x", `4`, "boom")
 	s.ack(s.pop("q", "consumerGroup=g&batch=1").Messages[0], "completed", "").want(http.StatusOK) // a
-	s.pop("q", "consumerGroup=g&batch=1")                                                          // b, or c: leased
+	s.pop("q", "consumerGroup=g&batch=1")                                                         // b, or c: leased
 
 	got := s.listed("queue=q")
 	if ids := txidsOf(got); len(ids) != 3 || ids[0] != "c" || ids[1] != "b" || ids[2] != "a" {
