@@ -1,7 +1,9 @@
 package web
 
 import (
+	"math"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -180,6 +182,46 @@ func (s *Server) statusQueue(c echo.Context) error {
 	out.ConsumerGroups = []groupListItem{}
 	for _, g := range q.Groups {
 		out.ConsumerGroups = append(out.ConsumerGroups, newGroupListItem(q, g))
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// laggingPartition is a row of Queen's lagging partitions
+// (get_lagging_partitions_v1), in its snake_case; what Lazarus does not
+// keep (the worker, the unread count, the last consumption) is null.
+type laggingPartition struct {
+	ConsumerGroup      string    `json:"consumer_group"`
+	QueueName          string    `json:"queue_name"`
+	PartitionName      string    `json:"partition_name"`
+	PartitionID        string    `json:"partition_id"`
+	WorkerID           *string   `json:"worker_id"`
+	OffsetLag          *int64    `json:"offset_lag"`
+	TimeLagSeconds     int64     `json:"time_lag_seconds"`
+	LagHours           float64   `json:"lag_hours"`
+	OldestUnconsumedAt timestamp `json:"oldest_unconsumed_at"`
+	LastConsumedAt     *string   `json:"last_consumed_at"`
+}
+
+// listLagging lists the partitions where a group's oldest unread message
+// is older than minLagSeconds (default 3600), most behind first (Queen's
+// GET /consumer-groups/lagging).
+func (s *Server) listLagging(c echo.Context) error {
+	minLag, err := queryInt(c, "minLagSeconds", 3600)
+	if err != nil {
+		return err
+	}
+	if minLag < 0 {
+		return badRequest("minLagSeconds must be 0 or more")
+	}
+	ls, err := s.broker.LaggingPartitions(c.Request().Context(), time.Duration(minLag)*time.Second)
+	if err != nil {
+		return err
+	}
+	out := make([]laggingPartition, len(ls))
+	for i, l := range ls {
+		secs := int64(l.Lag / time.Second)
+		out[i] = laggingPartition{ConsumerGroup: l.Group, QueueName: l.Queue, PartitionName: l.Partition, PartitionID: l.PartitionUUID,
+			TimeLagSeconds: secs, LagHours: math.Round(float64(secs)/36) / 100, OldestUnconsumedAt: timestamp(l.OldestUnread)}
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

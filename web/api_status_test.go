@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"testing"
+	"time"
 )
 
 // TestQueenGroupAndStatusReads: what queenctl's cg list, cg describe,
@@ -82,4 +83,31 @@ func TestQueenGroupAndStatusReads(t *testing.T) {
 		t.Fatalf("status queue %+v", detail)
 	}
 	s.call("GET", "/api/v1/status/queues/nope", "").wantError(http.StatusNotFound, "nope")
+}
+
+// TestQueenLaggingPartitions: Queen's GET /consumer-groups/lagging
+// (queenctl's lag --min-seconds): the partitions whose oldest message a
+// group has not settled is older than minLagSeconds, most behind first.
+func TestQueenLaggingPartitions(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "p1", "a", `1`)
+	s.push("q", "p2", "b", `2`)
+	s.ack(s.pop("q", "consumerGroup=g&batch=1").Messages[0], "completed", "").want(http.StatusOK) // a or b
+	s.clock.Advance(2 * time.Hour)
+	s.push("q", "p1", "c", `3`)
+	s.push("q", "p2", "d", `4`)
+	var rows []map[string]any
+	s.call("GET", "/api/v1/consumer-groups/lagging", "").want(http.StatusOK).decode(&rows)
+	if len(rows) != 1 || rows[0]["consumer_group"] != "g" || rows[0]["queue_name"] != "q" || rows[0]["time_lag_seconds"] != float64(7200) || rows[0]["lag_hours"] != float64(2) ||
+		rows[0]["oldest_unconsumed_at"] == nil || rows[0]["partition_id"] == "" {
+		t.Fatalf("lagging %v", rows)
+	}
+	s.clock.Advance(time.Minute)
+	rows = nil
+	s.call("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=30", "").want(http.StatusOK).decode(&rows)
+	if len(rows) != 2 || rows[0]["time_lag_seconds"] != float64(7260) || rows[1]["time_lag_seconds"] != float64(60) {
+		t.Fatalf("lagging over 30 s %v", rows)
+	}
+	s.call("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=-1", "").wantError(http.StatusBadRequest, "minLagSeconds")
 }

@@ -53,6 +53,7 @@ func (s *Server) routes() {
 	api.DELETE("/consumer-groups/:group", s.deleteGroup, operator)
 	api.DELETE("/consumer-groups/:group/queues/:queue", s.deleteGroup, operator)
 	api.GET("/consumer-groups", s.listGroups, viewer)
+	api.GET("/consumer-groups/lagging", s.listLagging, viewer)
 	api.GET("/consumer-groups/:group", s.showGroup, viewer)
 	api.POST("/consumer-groups/:group/queues/:queue/seek", s.seekGroup, operator)
 	api.POST("/consumer-groups/:group/queues/:queue/partitions/:partition/seek", s.seekPartition, operator)
