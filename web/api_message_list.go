@@ -63,6 +63,11 @@ func newMessageListItem(m broker.MessageState) messageListItem {
 // filters queue, partition, status, from, to, limit (200; at most 1000)
 // and offset (at most 10000)), each with where it stands.
 func (s *Server) listMessages(c echo.Context) error {
+	for _, p := range []string{"ns", "namespace", "task"} {
+		if c.QueryParam(p) != "" {
+			return badRequest("%s is not a filter of the message list: name the queue", p)
+		}
+	}
 	q := broker.MessageListQuery{Queue: c.QueryParam("queue"), Partition: c.QueryParam("partition"), Status: c.QueryParam("status")}
 	var err error
 	if q.Limit, err = queryInt(c, "limit", broker.MessageListDefault); err != nil {

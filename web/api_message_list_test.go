@@ -98,7 +98,7 @@ func TestQueenMessageList(t *testing.T) {
 	if ids := txidsOf(s.listed("queue=nope")); len(ids) != 0 {
 		t.Fatalf("nope: %v", ids)
 	}
-	for _, q := range []string{"limit=1001", "limit=0", "offset=10001", "offset=-1", "status=lost", "from=yesterday", "queue=a%2Fb", "partition=p1"} {
+	for _, q := range []string{"limit=1001", "limit=0", "offset=10001", "offset=-1", "status=lost", "from=yesterday", "queue=a%2Fb", "partition=p1", "ns=x", "task=y"} {
 		s.call("GET", "/api/v1/messages?"+q, "").wantError(http.StatusBadRequest)
 	}
 }
