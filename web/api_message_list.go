@@ -60,7 +60,7 @@ func newMessageListItem(m broker.MessageState) messageListItem {
 }
 
 // listMessages lists messages newest first (Queen's GET /messages; its
-// filters queue, partition, status, from, to, limit (200; at most 1000)
+// filters queue, partition, status, from, to, limit (200; more is taken as 1000)
 // and offset (at most 10000)), each with where it stands.
 func (s *Server) listMessages(c echo.Context) error {
 	for _, p := range []string{"ns", "namespace", "task"} {
@@ -82,8 +82,14 @@ func (s *Server) listMessages(c echo.Context) error {
 	if q.To, err = parseTime("to", c.QueryParam("to")); err != nil {
 		return err
 	}
-	if q.Limit == 0 {
+	// Queen takes any limit, and queenctl asks for 10000: a limit over the
+	// most is taken as the most (its tests want every message of a
+	// smaller queue).
+	switch {
+	case q.Limit <= 0:
 		return badRequest("limit must be 1 to %d", broker.MessageListMax)
+	case q.Limit > broker.MessageListMax:
+		q.Limit = broker.MessageListMax
 	}
 	ms, err := s.broker.ListMessages(c.Request().Context(), q)
 	if err != nil {
