@@ -489,6 +489,22 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 		// bookmarks), and the payload's index is looked at, then written.
 		return errNotConcurrent
 	}
+	// A group that reads a message again (its cursor moved back: SeekGroup)
+	// and gives up on it again keeps the dead letter it has (one a message
+	// and group): the message is in its dead letters, as the answer says.
+	filed, err := s.tx.DeadLettersOfMessage(ctx, m.Seq)
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
+	for _, d := range filed {
+		if d.GroupID == s.c.GroupID {
+			if s.filed == nil {
+				s.filed = map[int64]bool{}
+			}
+			s.filed[m.Seq] = true
+			return s.replayOutcome(ctx, m, false)
+		}
+	}
 	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID, TraceID: m.TraceID}
 	d.Fingerprint = Fingerprint(errText)
 	if err := s.tx.InsertDeadLetter(ctx, &d, true); err != nil {

@@ -21,6 +21,23 @@ type ConsumerGroupTx interface {
 	// went and how many of them held a lease live at nowMs. The group
 	// itself, its dead letters, counts and history stay.
 	Unsubscribe(ctx context.Context, queueID, groupID int64, nowMs int64) (consumers, leases int64, err error)
+	// Reposition makes the group's consumers of the queue's partitions
+	// (of p.PartitionID alone when not 0) anew at p.Start, as Subscribe
+	// makes them: the cursor there, no lease, no retry state; the ones
+	// it replaces go (a lease they held ends). It drops the settle marks
+	// above the new cursors (completed retention must not delete what the
+	// group will read again). It returns the consumers made and how many
+	// of those replaced held a lease live at p.NowMs. The subscription
+	// stays as it was.
+	Reposition(ctx context.Context, p RepositionParams) (consumers, leases int64, err error)
+}
+
+// RepositionParams says which consumers Reposition makes anew, and where.
+type RepositionParams struct {
+	QueueID, GroupID int64
+	PartitionID      int64 // 0: every partition of the queue
+	Start            Start
+	NowMs            int64
 }
 
 // DeleteGroupRequest says which group DeleteGroup removes, from where.

@@ -415,6 +415,9 @@ func (b *Broker) describe(ctx context.Context, tx Tx, q Queue) (QueueSummary, er
 // DeleteQueue deletes a queue with its partitions, messages, consumers and
 // dead letters.
 func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
+	if err := checkName("queue", name); err != nil {
+		return err
+	}
 	return b.update(ctx, func(tx Tx, touched func(string)) error {
 		q, err := queueNamed(ctx, tx, name)
 		if err != nil {

@@ -272,6 +272,7 @@ type Tx interface {
 	SearchTx
 	GroupTx
 	ConsumerGroupTx
+	MessageListTx
 	JobTx
 	RemovedTx
 	MaintainTx

@@ -448,8 +448,15 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 		queueID, groupID, ms(now), b2i(!start.Now)); err != nil {
 		return err
 	}
+	return t.insertConsumers(ctx, queueID, groupID, 0, start)
+}
+
+// insertConsumers makes the group's consumers of the queue's partitions
+// (of partitionID alone when not 0) at start: a cursor, a ready mark and a
+// kept count each. One that exists fails on the primary key.
+func (t *storeTx) insertConsumers(ctx context.Context, queueID, groupID, partitionID int64, start broker.Start) error {
 	// The cursor is the last message the group is taken to have read. ?1 is
-	// the start time, ?2 the group, ?3 the queue.
+	// the start time, ?2 the group, ?3 the queue, ?4 the partition.
 	cursor := `0`
 	switch {
 	case start.Now:
@@ -467,11 +474,15 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 	case !start.From.IsZero():
 		passed = `(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor)`
 	}
+	onePartition, args := ``, []any{ms(start.From), groupID, queueID}
+	if partitionID != 0 {
+		onePartition, args = ` AND p.id = ?4`, append(args, partitionID)
+	}
 	// Ready when anything is past the cursor (migration 0009).
 	_, err := t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
 		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
 			`+passed+`, c.cursor
-		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, `+cursor+` AS cursor FROM partitions p WHERE p.queue_id = ?3) c`, ms(start.From), groupID, queueID)
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, `+cursor+` AS cursor FROM partitions p WHERE p.queue_id = ?3`+onePartition+`) c`, args...)
 	return err
 }
 

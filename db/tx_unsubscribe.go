@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"fmt"
+
+	"github.com/lazarus-dlq/lazarus/broker"
 )
 
 // GroupQueues reads the queues of the group's subscriptions (a scan of
@@ -42,6 +44,38 @@ func (t *storeTx) Unsubscribe(ctx context.Context, queueID, groupID int64, nowMs
 	}
 	if _, err := t.exec(ctx, `DELETE FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID); err != nil {
 		return 0, 0, fmt.Errorf("subscription: %w", err)
+	}
+	return consumers, leases, nil
+}
+
+// Reposition deletes the group's consumers of the queue's partitions (of
+// partitionID alone when not 0), each by the primary key, counting first
+// those with a live lease at nowMs, and makes them anew at start as
+// Subscribe does (insertConsumers: cursor, ready mark, kept count; no
+// lease, no retry state). Then it deletes the queue's settle marks above
+// the group's new cursor in its partition (by settle_marks_due, a few a
+// partition): they no longer say that every group settled up to them.
+// The subscription stays. It returns the consumers made.
+func (t *storeTx) Reposition(ctx context.Context, p broker.RepositionParams) (consumers, leases int64, err error) {
+	of, args := `FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)`, []any{p.GroupID, p.QueueID}
+	if p.PartitionID != 0 {
+		of, args = `FROM consumers WHERE group_id = ?1 AND partition_id = ?2`, []any{p.GroupID, p.PartitionID}
+	}
+	if err := t.queryRow(ctx, `SELECT COUNT(*) `+of+` AND lease_id IS NOT NULL AND lease_until > ?3`, append(args, p.NowMs)...).Scan(&leases); err != nil {
+		return 0, 0, fmt.Errorf("leases: %w", err)
+	}
+	if _, err := t.exec(ctx, `DELETE `+of, args...); err != nil {
+		return 0, 0, fmt.Errorf("consumers: %w", err)
+	}
+	if err := t.insertConsumers(ctx, p.QueueID, p.GroupID, p.PartitionID, p.Start); err != nil {
+		return 0, 0, fmt.Errorf("make consumers: %w", err)
+	}
+	if err := t.queryRow(ctx, `SELECT COUNT(*) `+of, args...).Scan(&consumers); err != nil {
+		return 0, 0, fmt.Errorf("count: %w", err)
+	}
+	if _, err := t.exec(ctx, `DELETE FROM settle_marks WHERE queue_id = ?1
+		AND seq > COALESCE((SELECT c.cursor FROM consumers c WHERE c.partition_id = settle_marks.partition_id AND c.group_id = ?2), seq)`, p.QueueID, p.GroupID); err != nil {
+		return 0, 0, fmt.Errorf("settle marks: %w", err)
 	}
 	return consumers, leases, nil
 }

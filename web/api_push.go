@@ -23,7 +23,17 @@ type pushItem struct {
 	Payload       json.RawMessage `json:"payload"`
 	TransactionID string          `json:"transactionId"`
 	TraceID       string          `json:"traceId"`
+	// ProducerSub is read and dropped, as Queen does (push.cpp): a producer
+	// does not say who it is.
+	ProducerSub ignored `json:"producerSub"`
 }
+
+// ignored is a member of a body that is read and dropped, whatever its
+// value.
+type ignored struct{}
+
+// UnmarshalJSON drops the value.
+func (*ignored) UnmarshalJSON([]byte) error { return nil }
 
 // pushItems converts request items for the broker. Their payloads are
 // well-formed JSON: both decoders (json_fast.go's and encoding/json's

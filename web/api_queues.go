@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -131,17 +132,23 @@ func (s *Server) showQueue(c echo.Context) error {
 type deleteQueueResponse struct {
 	Deleted bool   `json:"deleted"`
 	Queue   string `json:"queue"`
+	Existed bool   `json:"existed"`
 }
 
 // deleteQueue deletes a queue with its partitions, messages and dead
-// letters.
+// letters. A queue that does not exist is deleted already: 200 with
+// existed false, as Queen answers (delete_queue_v1), so that a client's
+// cleanup of queues it may not have made goes through.
 func (s *Server) deleteQueue(c echo.Context) error {
 	name, err := pathParam(c, "queue")
 	if err != nil {
 		return err
 	}
-	if err := s.broker.DeleteQueue(c.Request().Context(), name, actor(c)); err != nil {
+	existed := true
+	if err := s.broker.DeleteQueue(c.Request().Context(), name, actor(c)); errors.Is(err, broker.ErrNotFound) {
+		existed = false
+	} else if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, deleteQueueResponse{Deleted: true, Queue: name})
+	return writeJSON(c, http.StatusOK, deleteQueueResponse{Deleted: true, Queue: name, Existed: existed})
 }

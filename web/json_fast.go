@@ -128,6 +128,14 @@ func (d *fastDecoder) pushItem(it, prev *pushItem) bool {
 		case "traceId":
 			dst, same = &it.TraceID, prev.TraceID
 		case "payload":
+		case "producerSub": // dropped (pushItem.ProducerSub)
+			if !d.value(0) {
+				return false
+			}
+			if more, ok = d.more('}'); !ok {
+				return false
+			}
+			continue
 		default:
 			return false
 		}

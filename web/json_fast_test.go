@@ -42,6 +42,10 @@ var trickyBodies = []string{
 	`{"items":[{"queue":"q","payload":null}]}`,
 	`{"items":[{"queue":1,"payload":1}]}`,
 	`{"items":[{"queue":"q","payload":1,"extra":1}]}`,
+	`{"items":[{"queue":"q","payload":1,"producerSub":"someone"}]}`,
+	`{"items":[{"producerSub":{"a":[1,null]},"queue":"q","payload":1}]}`,
+	`{"items":[{"queue":"q","payload":1,"producerSub":nul}]}`,
+	`{"items":[{"queue":"q","payload":1,"ProducerSub":"x"}]}`,
 	`{"items":{"queue":"q"}}`,
 	`{"items":[{"queue":"q\u00e9","payload":"\ud800"}]}`,
 	`{"items":[{"queue":"q\"x","payload":"a\\b"}]}`,
@@ -198,6 +202,8 @@ func TestFastPathGivesUpOnTrickyBodies(t *testing.T) {
 		`{"items":[{"queue":"q","payload":-0.5E+12}]}`,
 		`{"consumerGroup":"g","acknowledgments":[{"transactionId":"t","error":"e\n\u00e9"}]}`,
 		`{"transactionId":"t\ude00\ud83d"}`,
+		`{"items":[{"queue":"q","payload":1,"producerSub":"someone"}]}`,
+		`{"items":[{"producerSub":{"a":[1,null]},"queue":"q","payload":1}]}`,
 	} {
 		if !taken[b] {
 			t.Errorf("%s: not taken by the fast decoder", b)

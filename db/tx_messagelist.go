@@ -1,0 +1,43 @@
+package db
+
+import (
+	"context"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// RecentMessages reads messages newest first: one partition's by
+// messages_partition_seq backwards, or every partition's by the primary
+// key backwards (partition_id 0 is SQLite's seq floor row, never a
+// message: keepSeqFloor); the time range is checked on the way, and the
+// walk stops at p.Limit rows.
+func (t *storeTx) RecentMessages(ctx context.Context, p broker.RecentMessagesParams) ([]broker.Message, error) {
+	q, args := recentMessagesAllSQL, []any{p.FromMs, p.ToMs, p.Limit}
+	if p.PartitionID != 0 {
+		q, args = recentMessagesSQL, []any{p.FromMs, p.ToMs, p.Limit, p.PartitionID}
+	}
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.Message
+	for rows.Next() {
+		var m broker.Message
+		var created int64
+		if err := rows.Scan(&m.Seq, &m.PartitionID, &m.TransactionID, &m.TraceID, &created); err != nil {
+			return nil, err
+		}
+		m.CreatedAt = fromMS(created)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// The statements of RecentMessages (their plans: tx_messagelist_test.go).
+const (
+	recentMessagesSQL = `SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
+		WHERE partition_id = ?4 AND created_at >= ?1 AND created_at < ?2 ORDER BY seq DESC LIMIT ?3`
+	recentMessagesAllSQL = `SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
+		WHERE partition_id <> 0 AND created_at >= ?1 AND created_at < ?2 ORDER BY seq DESC LIMIT ?3`
+)
