@@ -59,6 +59,13 @@ func newMessageListItem(m broker.MessageState) messageListItem {
 	return v
 }
 
+// limitCut says that a list's limit was more than it serves, and what
+// it served instead.
+type limitCut struct {
+	Asked   int `json:"asked"`
+	Applied int `json:"applied"`
+}
+
 // listMessages lists messages newest first (Queen's GET /messages; its
 // filters queue, partition, status, from, to, limit (200; more is taken as 1000)
 // and offset (at most 10000)), each with where it stands.
@@ -84,11 +91,13 @@ func (s *Server) listMessages(c echo.Context) error {
 	}
 	// Queen takes any limit, and queenctl asks for 10000: a limit over the
 	// most is taken as the most (its tests want every message of a
-	// smaller queue).
+	// smaller queue), and the answer says so (limitCut), never silently.
+	var cut *limitCut
 	switch {
 	case q.Limit <= 0:
 		return badRequest("limit must be 1 to %d", broker.MessageListMax)
 	case q.Limit > broker.MessageListMax:
+		cut = &limitCut{Asked: q.Limit, Applied: broker.MessageListMax}
 		q.Limit = broker.MessageListMax
 	}
 	ms, err := s.broker.ListMessages(c.Request().Context(), q)
@@ -96,8 +105,10 @@ func (s *Server) listMessages(c echo.Context) error {
 		return err
 	}
 	out := struct {
-		Messages []messageListItem `json:"messages"`
-	}{Messages: make([]messageListItem, len(ms))}
+		Messages   []messageListItem `json:"messages"`
+		Pagination pagination        `json:"pagination"`
+		LimitCut   *limitCut         `json:"limitCut"`
+	}{Messages: make([]messageListItem, len(ms)), Pagination: pagination{Limit: q.Limit, Offset: q.Offset}, LimitCut: cut}
 	for i, m := range ms {
 		out.Messages[i] = newMessageListItem(m)
 	}

@@ -101,6 +101,19 @@ func TestQueenMessageList(t *testing.T) {
 	if ids := txidsOf(s.listed("queue=q&limit=10000")); len(ids) != 3 { // queenctl's messages list: taken as 1000
 		t.Fatalf("limit 10000: %v", ids)
 	}
+	// and the answer says so, not silently.
+	var cutList struct {
+		Pagination struct{ Limit, Offset int }   `json:"pagination"`
+		LimitCut   *struct{ Asked, Applied int } `json:"limitCut"`
+	}
+	s.call("GET", "/api/v1/messages?queue=q&limit=10000", "").want(http.StatusOK).decode(&cutList)
+	if cutList.Pagination.Limit != 1000 || cutList.LimitCut == nil || cutList.LimitCut.Asked != 10000 || cutList.LimitCut.Applied != 1000 {
+		t.Fatalf("a limit over 1000: pagination %+v, limitCut %+v, want 1000 and the cut said", cutList.Pagination, cutList.LimitCut)
+	}
+	s.call("GET", "/api/v1/messages?queue=q&limit=5", "").want(http.StatusOK).decode(&cutList)
+	if cutList.Pagination.Limit != 5 || cutList.LimitCut != nil {
+		t.Fatalf("a limit within 1000: pagination %+v, limitCut %+v", cutList.Pagination, cutList.LimitCut)
+	}
 	for _, q := range []string{"limit=0", "offset=10001", "offset=-1", "status=lost", "from=yesterday", "queue=a%2Fb", "partition=p1", "ns=x", "task=y"} {
 		s.call("GET", "/api/v1/messages?"+q, "").wantError(http.StatusBadRequest)
 	}
