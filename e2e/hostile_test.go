@@ -149,9 +149,9 @@ func TestHostileCorpusIsShownNotRun(t *testing.T) {
 		if code, body := push(`{"items":[{"queue":"api","payload":"\ufffd\ufffd \ud800"}]}`); code != http.StatusCreated {
 			t.Errorf("escaped: %d %s", code, body)
 		}
-		// Over the payload limit (1 MiB): refused, naming the item.
-		if code, body := push(`{"items":[{"queue":"api","payload":1},{"queue":"api","payload":` + bigPayload[:2<<20] + `"}]}`); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "items[1]") {
-			t.Errorf("2 MB payload: %d %.200s", code, body)
+		// Over the payload limit (4 MiB): refused, naming the item.
+		if code, body := push(`{"items":[{"queue":"api","payload":1},{"queue":"api","payload":` + bigPayload[:5<<20] + `"}]}`); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "items[1]") {
+			t.Errorf("5 MB payload: %d %.200s", code, body)
 		}
 	})
 
