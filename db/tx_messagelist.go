@@ -20,18 +20,7 @@ func (t *storeTx) RecentMessages(ctx context.Context, p broker.RecentMessagesPar
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []broker.Message
-	for rows.Next() {
-		var m broker.Message
-		var created int64
-		if err := rows.Scan(&m.Seq, &m.PartitionID, &m.TransactionID, &m.TraceID, &created); err != nil {
-			return nil, err
-		}
-		m.CreatedAt = fromMS(created)
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return scanMessageHeads(rows)
 }
 
 // The statements of RecentMessages (their plans: tx_messagelist_test.go).

@@ -98,14 +98,20 @@ type queuesResponse struct {
 	Queues []queueView `json:"queues"`
 }
 
+// queuesMatching reads the queues of the query's namespace and task
+// (exact names; empty or absent selects any).
+func (s *Server) queuesMatching(c echo.Context) ([]broker.QueueSummary, error) {
+	f := broker.QueueFilter{Namespace: c.QueryParam("namespace"), Task: c.QueryParam("task")}
+	if len(f.Namespace) > broker.MaxNameLength || len(f.Task) > broker.MaxNameLength {
+		return nil, badRequest("namespace and task are at most %d bytes", broker.MaxNameLength)
+	}
+	return s.broker.QueuesMatching(c.Request().Context(), f)
+}
+
 // listQueues describes every queue, or those of a namespace and task
 // (query namespace, task: exact names; empty or absent selects any).
 func (s *Server) listQueues(c echo.Context) error {
-	f := broker.QueueFilter{Namespace: c.QueryParam("namespace"), Task: c.QueryParam("task")}
-	if len(f.Namespace) > broker.MaxNameLength || len(f.Task) > broker.MaxNameLength {
-		return badRequest("namespace and task are at most %d bytes", broker.MaxNameLength)
-	}
-	qs, err := s.broker.QueuesMatching(c.Request().Context(), f)
+	qs, err := s.queuesMatching(c)
 	if err != nil {
 		return err
 	}

@@ -125,11 +125,7 @@ func newStatusQueue(q broker.QueueSummary) statusQueue {
 // statusQueues lists the queues with their counts (Queen's GET
 // /status/queues; namespace and task filter as on /resources/queues).
 func (s *Server) statusQueues(c echo.Context) error {
-	f := broker.QueueFilter{Namespace: c.QueryParam("namespace"), Task: c.QueryParam("task")}
-	if len(f.Namespace) > broker.MaxNameLength || len(f.Task) > broker.MaxNameLength {
-		return badRequest("namespace and task are at most %d bytes", broker.MaxNameLength)
-	}
-	qs, err := s.broker.QueuesMatching(c.Request().Context(), f)
+	qs, err := s.queuesMatching(c)
 	if err != nil {
 		return err
 	}
