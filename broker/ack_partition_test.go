@@ -38,3 +38,19 @@ func TestAckOfAPartitionTheGroupDoesNotReadIsRefused(t *testing.T) {
 		t.Fatalf("stats of other for g: %+v, want none", st)
 	}
 }
+
+// A lease id no lease has, NUL included, is refused as not leased, on
+// both stores (PostgreSQL's text cannot hold a NUL: the locking read of
+// several processes' acks binds it as text it can hold).
+func TestAckByALeaseIDNoLeaseHasIsRefused(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "", "a")
+	s.pop("q", "g", 1)
+	for _, lease := range []string{"\x00", "a\x00b", "not-a-lease"} {
+		_, err := s.b.Ack(s.ctx, broker.Ack{TransactionID: "a", LeaseID: lease, Status: broker.AckCompleted, Group: "g"})
+		if !errors.Is(err, broker.ErrConflict) {
+			t.Errorf("ack by lease %q: %v, want a conflict", lease, err)
+		}
+	}
+}

@@ -96,6 +96,9 @@ func (b *Broker) RecordTrace(ctx context.Context, p TraceParams) (TraceResult, e
 	if p.Group == "" {
 		p.Group = QueueModeGroup
 	}
+	if err := checkName("consumerGroup", p.Group); err != nil {
+		return TraceResult{}, err
+	}
 	if p.EventType == "" {
 		p.EventType = "info"
 	}

@@ -74,6 +74,14 @@ func TestNULInFiltersMatchesNothing(t *testing.T) {
 	if l := s.deadLetters("queue=payments"); l.Total != 1 {
 		t.Fatalf("after the bulk deletes by NUL filters: %d dead letters, want 1", l.Total)
 	}
+	// An ack naming a lease by such an id finds no lease (on PostgreSQL
+	// its locking read binds the id as pgText too).
+	for _, lease := range []string{`\u0000`, `a\u0000b`} {
+		body := `{"transactionId":"pay-1","leaseId":"` + lease + `","status":"completed","consumerGroup":"billing"}`
+		if r := s.call("POST", "/api/v1/ack", body); r.status != http.StatusConflict {
+			t.Errorf("ack by lease %q: status %d, want 409; body %.300s", lease, r.status, r.body)
+		}
+	}
 	// An error text that held a NUL is found by a filter holding it (on
 	// PostgreSQL both are kept with U+FFFD in its place).
 	s.fail("payments", "p1", "billing", "pay-2", `{"orderId":"ord_2"}`, "bad\x00byte")

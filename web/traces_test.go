@@ -126,6 +126,8 @@ func TestQueenTracesAreBoundedAndChecked(t *testing.T) {
 		{"NamesNotText", fmt.Sprintf(`{"transactionId":"m","partitionId":%q,"traceNames":[1],"data":{}}`, m.PartitionID), "traceNames"},
 		{"Unknown", fmt.Sprintf(`{"transactionId":"m","partitionId":%q,"data":{},"colour":1}`, m.PartitionID), "colour"},
 		{"LongEvent", fmt.Sprintf(`{"transactionId":"m","partitionId":%q,"eventType":%q,"data":{}}`, m.PartitionID, strings.Repeat("e", 65)), "eventType"},
+		{"BadGroup", fmt.Sprintf(`{"transactionId":"m","partitionId":%q,"consumerGroup":"a\u0000b","data":{}}`, m.PartitionID), "consumerGroup"},
+		{"LongGroup", fmt.Sprintf(`{"transactionId":"m","partitionId":%q,"consumerGroup":%q,"data":{}}`, m.PartitionID, strings.Repeat("g", 256)), "consumerGroup"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s.sub(t).call("POST", "/api/v1/traces", tc.body).wantError(http.StatusBadRequest, tc.want)
