@@ -10,20 +10,7 @@ import (
 // GroupQueues reads the queues of the group's subscriptions (a scan of
 // subscriptions, one row a queue and group).
 func (t *storeTx) GroupQueues(ctx context.Context, groupID int64) ([]int64, error) {
-	rows, err := t.query(ctx, `SELECT queue_id FROM subscriptions WHERE group_id = ? ORDER BY queue_id`, groupID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return t.queryIDs(ctx, `SELECT queue_id FROM subscriptions WHERE group_id = ? ORDER BY queue_id`, groupID)
 }
 
 // Unsubscribe deletes the group's consumers of the queue's partitions

@@ -113,6 +113,11 @@ func (s *Server) popMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.pop(c, req)
+}
+
+// pop pops as req says and answers: 204 when nothing was leased.
+func (s *Server) pop(c echo.Context, req broker.PopRequest) error {
 	res, err := s.broker.Pop(c.Request().Context(), req)
 	if err != nil {
 		return err
@@ -135,12 +140,5 @@ func (s *Server) popLabeled(c echo.Context) error {
 	if req.Namespace == "" && req.Task == "" {
 		return badRequest("a pop that names no queue needs query parameter namespace or task (or use /api/v1/pop/queue/:queue)")
 	}
-	res, err := s.broker.Pop(c.Request().Context(), req)
-	if err != nil {
-		return err
-	}
-	if len(res.Messages) == 0 {
-		return c.NoContent(http.StatusNoContent)
-	}
-	return writeAppended(c, http.StatusOK, func(b []byte) ([]byte, error) { return appendPop(b, res) })
+	return s.pop(c, req)
 }
