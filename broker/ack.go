@@ -116,6 +116,7 @@ type acker struct {
 	touched func(string)
 	states  map[[2]int64]*ackState // by partition and group id
 	order   [][2]int64             // in first-touch order: writes are deterministic
+	shared  map[string]bool        // the shared leases whose consumers are in states
 }
 
 // ackState is one consumer as the acks of the transaction left it.
@@ -180,22 +181,84 @@ func (k *acker) byLease(ctx context.Context, leaseID string) (*ackState, error) 
 	return k.add(part, c), nil // the row just read, not read again
 }
 
+// bySharedLease returns the consumer under a shared lease (a pop of
+// several partitions: the id names no partition) whose leased messages
+// have transaction id txid, or ErrNotFound; ErrConflict when two of its
+// partitions have one (transaction ids are unique in a partition only).
+// The lease's consumers are read once a transaction; one an earlier ack
+// of it had touched is taken as that ack left it.
+func (k *acker) bySharedLease(ctx context.Context, leaseID, txid string) (*ackState, error) {
+	if !k.shared[leaseID] {
+		cs, err := k.tx.ConsumersBySharedLease(ctx, leaseID)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if _, ok := k.states[[2]int64{c.PartitionID, c.GroupID}]; ok {
+				continue
+			}
+			part, err := k.tx.PartitionByID(ctx, c.PartitionID)
+			if err != nil {
+				return nil, err
+			}
+			k.add(part, c)
+		}
+		if k.shared == nil {
+			k.shared = map[string]bool{}
+		}
+		k.shared[leaseID] = true
+	}
+	var found *ackState
+	for _, key := range k.order {
+		st := k.states[key]
+		if st.c.LeaseID != leaseID {
+			continue
+		}
+		if err := k.load(ctx, st); err != nil {
+			return nil, err
+		}
+		i, ok := st.byTx[txid]
+		if !ok || st.msgs[i].Seq <= st.c.Cursor || st.msgs[i].Seq > st.c.LeaseLast {
+			continue
+		}
+		if found != nil {
+			return nil, errorf(ErrConflict, "transactionId %q is a message of two partitions of lease %q: send its partitionId to say which",
+				truncate(txid, 64), truncate(leaseID, 64))
+		}
+		found = st
+	}
+	if found == nil {
+		return nil, errorf(ErrNotFound, "lease not found")
+	}
+	return found, nil
+}
+
+// load reads, once, the messages of the consumer's lease and voided lease
+// past its cursor.
+func (k *acker) load(ctx context.Context, st *ackState) error {
+	if st.loaded {
+		return nil
+	}
+	st.loaded = true
+	last := max(st.c.LeaseLast, st.c.VoidLast)
+	if last > st.c.Cursor {
+		msgs, err := k.tx.MessageRange(ctx, st.part.ID, st.c.Cursor, last)
+		if err != nil {
+			return err
+		}
+		st.msgs, st.byTx = msgs, make(map[string]int, len(msgs))
+		for i, m := range msgs {
+			st.byTx[m.TransactionID] = i
+		}
+	}
+	return nil
+}
+
 // message finds a message of the partition by transaction id: among the
 // lease's messages when it is one of them, else in the store.
 func (k *acker) message(ctx context.Context, st *ackState, txid string) (Message, error) {
-	if !st.loaded {
-		st.loaded = true
-		last := max(st.c.LeaseLast, st.c.VoidLast)
-		if last > st.c.Cursor {
-			msgs, err := k.tx.MessageRange(ctx, st.part.ID, st.c.Cursor, last)
-			if err != nil {
-				return Message{}, err
-			}
-			st.msgs, st.byTx = msgs, make(map[string]int, len(msgs))
-			for i, m := range msgs {
-				st.byTx[m.TransactionID] = i
-			}
-		}
+	if err := k.load(ctx, st); err != nil {
+		return Message{}, err
 	}
 	if i, ok := st.byTx[txid]; ok {
 		return st.msgs[i], nil
@@ -270,6 +333,14 @@ func (k *acker) ack(ctx context.Context, a Ack) (AckResult, error) {
 			return AckResult{}, fmt.Errorf("ack: partition: %w", err)
 		}
 		st, err = k.state(ctx, part, gid)
+	case IsSharedLease(a.LeaseID):
+		// The lease of a pop of several partitions: the message's
+		// transaction id says which of them.
+		st, err = k.bySharedLease(ctx, a.LeaseID, a.TransactionID)
+		var be *Error
+		if errors.As(err, &be) && be.Kind == ErrConflict {
+			return refuse(a.TransactionID, ErrConflict, "%s", be.Message), nil
+		}
 	case a.LeaseID != "":
 		st, err = k.byLease(ctx, a.LeaseID)
 	default:
@@ -525,7 +596,11 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 		fmt.Sprintf("message %s (transactionId %s) after %d retries", m.ID(), truncate(m.TransactionID, 64), retries))
 }
 
-// ExtendLease moves a live lease's end to seconds from now.
+// ExtendLease moves a live lease's end to seconds from now. A shared
+// lease (a pop of several partitions) is extended in every partition still
+// under it, as Queen's renew of its lease id does: the one its messages
+// were all settled in, or a failure voided, is not leased again; one that
+// ran out stays ended.
 func (b *Broker) ExtendLease(ctx context.Context, leaseID string, seconds int) (time.Time, error) {
 	if seconds < 1 || seconds > 7*24*3600 {
 		return time.Time{}, errorf(ErrInvalid, "seconds must be between 1 and %d", 7*24*3600)
@@ -533,6 +608,28 @@ func (b *Broker) ExtendLease(ctx context.Context, leaseID string, seconds int) (
 	var until time.Time
 	err := b.update(ctx, func(tx Tx, _ func(string)) error {
 		now := b.now()
+		if IsSharedLease(leaseID) {
+			cs, err := tx.ConsumersBySharedLease(ctx, leaseID)
+			if err != nil {
+				return fmt.Errorf("extend: %w", err)
+			}
+			until = now.Add(time.Duration(seconds) * time.Second)
+			live := 0
+			for i := range cs {
+				if !cs[i].leaseLive(now) {
+					continue
+				}
+				live++
+				cs[i].LeaseUntil = until
+				if err := tx.SaveConsumer(ctx, &cs[i]); err != nil {
+					return fmt.Errorf("extend: %w", err)
+				}
+			}
+			if live == 0 {
+				return errorf(ErrNotFound, "lease %q not found or already ended", truncate(leaseID, 64))
+			}
+			return nil
+		}
 		c, err := tx.ConsumerByLease(ctx, leaseID)
 		if isNotFound(err) || (err == nil && !c.leaseLive(now)) {
 			return errorf(ErrNotFound, "lease %q not found or already ended", truncate(leaseID, 64))

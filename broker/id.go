@@ -102,6 +102,42 @@ func LeaseConsumer(id string) (partitionID, groupID int64, ok bool) {
 	return partitionID, groupID, partitionID > 0 && groupID > 0
 }
 
+// A pop of several partitions (PopRequest.Partitions) puts them all under
+// one lease, as Queen does: a shared lease id, of NewLeaseID's layout with
+// the partition's 38 bits zero (no partition has id 0), names the group
+// alone, and every consumer the pop leased holds it in its row. The store
+// finds those rows by an index of shared lease ids only (migration 0030),
+// which a lease of one partition never writes.
+
+// NewSharedLeaseID returns a new shared lease id for a pop of groupID,
+// different from each of the ids in not. A group id past MaxLeaseGroupID
+// is left out (the group bits are zero): the id is still a shared one.
+func NewSharedLeaseID(groupID int64, not ...string) string {
+	if groupID < 1 || groupID > MaxLeaseGroupID {
+		groupID = 0
+	}
+	for {
+		var b [16]byte
+		if _, err := rand.Read(b[:8]); err != nil {
+			panic("crypto/rand failed: " + err.Error()) // never on supported platforms
+		}
+		b[6] = 0x80 | b[6]&0x0F // version 8
+		binary.BigEndian.PutUint64(b[8:], 2<<62|uint64(groupID)<<leasePartitionBits)
+		id := formatUUID(b)
+		if !slices.Contains(not, id) {
+			return id
+		}
+	}
+}
+
+// IsSharedLease reports whether id is a lease id NewSharedLeaseID makes:
+// version 8, variant 10, the partition's bits zero. The stores' index of
+// shared lease ids says the same of the id's text (lowercase, as made).
+func IsSharedLease(id string) bool {
+	b, ok := parseUUID(id)
+	return ok && b[6]&0xF0 == 0x80 && b[8]&0xC0 == 0x80 && binary.BigEndian.Uint64(b[8:])&(1<<leasePartitionBits-1) == 0
+}
+
 // NewUUID returns a random UUIDv7 for the given time: partition
 // ids and server-made transaction ids.
 func NewUUID(now time.Time) string {

@@ -26,12 +26,18 @@ type PopRequest struct {
 	AutoAck   bool  // settle the messages as completed at once: no lease
 	Start     Start // where a group new to the queue begins
 	// Partitions is how many partitions one pop may lease at most
-	// (Queen's partitions=N), default 1: each gets a lease of its own,
-	// and Batch bounds the messages of them all.
+	// (Queen's partitions=N), default 1; Batch bounds the messages of
+	// them all. Above 1 (and with no Partition named), every partition
+	// it leases goes under one shared lease id (NewSharedLeaseID).
 	Partitions int
 	// LeaseSeconds is this pop's lease length (1 s to 7 days); 0: the
 	// queue's leaseTime.
 	LeaseSeconds int
+
+	// shared: the pop's partitions go under one lease id, lease once the
+	// first of them has made it.
+	shared bool
+	lease  string
 }
 
 // MaxPopPartitions is the most partitions one pop may lease.
@@ -48,15 +54,20 @@ type Delivery struct {
 	Queue         string
 	Partition     string
 	PartitionUUID string
-	LeaseID       string
+	LeaseID       string // the pop's lease (one for all its partitions: PopResult); empty with AutoAck
 	Group         string
 	RetryCount    int
 }
 
 // PopResult is what a pop hands out: messages of one partition, under one
-// lease (none when AutoAck); with PopRequest.Partitions, of several, each
-// under its own lease (each Delivery says which), LeaseID and LeaseUntil
-// being the first one's.
+// lease (none when AutoAck); with PopRequest.Partitions above 1, of
+// several, all under one shared lease id (each Delivery carries it too).
+// Each partition's lease is still its own row's: an ack settles it alone,
+// a failure voids only its partition's rest, all its messages settled end
+// it there while the others go on, and each runs out at its own time;
+// ExtendLease with the shared id extends every partition still under it.
+// LeaseUntil is the first partition's (the pop leases them one after
+// another, each with its own clock reading).
 type PopResult struct {
 	Messages   []Delivery
 	LeaseID    string
@@ -220,19 +231,25 @@ func (b *Broker) watchAny(queues []string) (<-chan struct{}, func()) {
 
 // tryPopQueues leases what is ready now in the queues, in order: up to
 // req.Partitions partitions, req.Batch messages in all, each partition
-// leased in a transaction of its own. When nothing is ready it returns the
-// earliest time something will be. A failure after some partitions were
-// leased ends the pop with them (their messages are delivered; the
-// failure is the next pop's to meet).
+// leased in a transaction of its own, under one shared lease id when it
+// may lease several (the first one's transaction makes it, the others
+// reuse it). When nothing is ready it returns the earliest time something
+// will be. A failure after some partitions were leased ends the pop with
+// them (their messages are delivered; the failure is the next pop's to
+// meet).
 func (b *Broker) tryPopQueues(ctx context.Context, req PopRequest, queues []string) (PopResult, time.Time, error) {
 	var out PopResult
 	var wake time.Time
 	parts := 0
+	req.shared = req.Partitions > 1 && req.Partition == "" && !req.AutoAck
 	for _, q := range queues {
 		r := req
 		r.Queue = q
 		for parts < req.Partitions && len(out.Messages) < req.Batch {
 			r.Batch = req.Batch - len(out.Messages)
+			if req.shared {
+				r.lease = out.LeaseID
+			}
 			res, w, err := b.tryPop(ctx, r)
 			if err != nil {
 				if len(out.Messages) > 0 {
@@ -432,7 +449,14 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 				return err
 			}
 		} else {
-			c.LeaseID = NewLeaseID(c.PartitionID, c.GroupID, c.LeaseID, c.VoidLeaseID)
+			switch {
+			case req.lease != "":
+				c.LeaseID = req.lease // the shared lease of the pop's first partition
+			case req.shared:
+				c.LeaseID = NewSharedLeaseID(c.GroupID, c.VoidLeaseID)
+			default:
+				c.LeaseID = NewLeaseID(c.PartitionID, c.GroupID, c.LeaseID, c.VoidLeaseID)
+			}
 			lease := q.Options.LeaseTime
 			if req.LeaseSeconds > 0 {
 				lease = req.LeaseSeconds

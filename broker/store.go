@@ -440,6 +440,12 @@ type Tx interface {
 	// does: in a marked write, the consumer read is locked, and one whose
 	// lease another write changed meanwhile is read as it now is.
 	ConsumerByLease(ctx context.Context, leaseID string) (Consumer, error)
+	// ConsumersBySharedLease reads the consumers whose live or ended lease
+	// id is leaseID, a shared one (IsSharedLease: a pop of several
+	// partitions), by partition id, through the index of shared lease ids;
+	// none: empty. In a write marked Concurrent it locks them as Consumer
+	// does, in that order.
+	ConsumersBySharedLease(ctx context.Context, leaseID string) ([]Consumer, error)
 	// SaveConsumer writes c's cursor, lease, void lease, retry and acks
 	// to its row (by partition and group); its ready mark and kept count
 	// are the store's (Store). The cursor must not move back (the kept

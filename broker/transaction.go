@@ -26,7 +26,9 @@ type OperationResult struct {
 //
 // required are lease ids (Queen's requiredLeases): each one that is not
 // empty must be a live lease when the transaction starts, or it changes
-// nothing and fails with ErrConflict naming it; at most MaxAcks of them,
+// nothing and fails with ErrConflict naming it (a shared lease, of a pop
+// of several partitions, is live while one of them is still under it, and
+// each of those counts as a lease below); at most MaxAcks of them,
 // as each costs a few queries inside the writer. An ack that names no
 // lease goes through the required lease that holds its partition (and
 // group, when it names one), if exactly one does: Queen's clients send the
@@ -96,6 +98,9 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 					if a.Group == "" {
 						a.Group = l.group
 					}
+					if a.PartitionID == "" && IsSharedLease(l.id) {
+						a.PartitionID = l.partition // found already: the id names no partition
+					}
 				}
 			}
 			k := newAcker(tx, now, touched)
@@ -143,22 +148,43 @@ func requiredLeases(ctx context.Context, tx Tx, now time.Time, ids []string) (*l
 			continue
 		}
 		seen[id] = true
-		c, err := tx.ConsumerByLease(ctx, id)
-		if isNotFound(err) || (err == nil && !c.leaseLive(now)) {
+		var cs []Consumer
+		if IsSharedLease(id) {
+			// A pop of several partitions: each partition still under its
+			// lease is a lease of the set, and the lease is live while one
+			// is.
+			all, err := tx.ConsumersBySharedLease(ctx, id)
+			if err != nil {
+				return nil, fmt.Errorf("transaction: lease: %w", err)
+			}
+			for _, c := range all {
+				if c.leaseLive(now) {
+					cs = append(cs, c)
+				}
+			}
+		} else {
+			c, err := tx.ConsumerByLease(ctx, id)
+			if err != nil && !isNotFound(err) {
+				return nil, fmt.Errorf("transaction: lease: %w", err)
+			}
+			if err == nil && c.leaseLive(now) {
+				cs = append(cs, c)
+			}
+		}
+		if len(cs) == 0 {
 			return nil, errorf(ErrConflict, "requiredLeases[%d]: lease %q is not live (it ran out, was settled, or never was); nothing was done", i, truncate(id, 64))
 		}
-		if err != nil {
-			return nil, fmt.Errorf("transaction: lease: %w", err)
+		for _, c := range cs {
+			p, err := tx.PartitionByID(ctx, c.PartitionID)
+			if err != nil {
+				return nil, fmt.Errorf("transaction: lease partition: %w", err)
+			}
+			g, err := tx.GroupName(ctx, c.GroupID)
+			if err != nil {
+				return nil, fmt.Errorf("transaction: lease group: %w", err)
+			}
+			out.leases = append(out.leases, requiredLease{id: id, partition: p.UUID, group: g, c: c})
 		}
-		p, err := tx.PartitionByID(ctx, c.PartitionID)
-		if err != nil {
-			return nil, fmt.Errorf("transaction: lease partition: %w", err)
-		}
-		g, err := tx.GroupName(ctx, c.GroupID)
-		if err != nil {
-			return nil, fmt.Errorf("transaction: lease group: %w", err)
-		}
-		out.leases = append(out.leases, requiredLease{id: id, partition: p.UUID, group: g, c: c})
 	}
 	return out, nil
 }

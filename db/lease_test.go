@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
 // Lease ids name their consumer (migration 0027): a pop's lease id holds
@@ -122,5 +123,137 @@ func TestLeaseIDsPastTheirLimits(t *testing.T) {
 	}
 	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "a", LeaseID: res.LeaseID, Group: "huge", Status: broker.AckCompleted}); err != nil {
 		t.Fatalf("ack by lease id: %v", err)
+	}
+}
+
+// The index of shared lease ids (migration 0030) holds exactly the ids
+// broker.IsSharedLease says are shared: a pop of one partition, whatever
+// its partition and group ids, writes nothing to it, and a pop of several
+// one entry a partition, which the lookup reads.
+func TestSharedLeaseIndexHoldsSharedLeasesOnly(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	ctx := context.Background()
+	// The SQL marker and the Go one agree, on ids of the edges of the
+	// layout: partition ids with the low 36 or 37 bits zero, the largest
+	// ids, and groups whose low bits share the marker's character.
+	var ids []string
+	for _, p := range []int64{1, 2, 1 << 36, 1 << 37, 3 << 36, broker.MaxLeasePartitionID, 1<<36 - 1} {
+		for _, g := range []int64{1, 2, 3, 4, 5, broker.MaxLeaseGroupID} {
+			ids = append(ids, broker.NewLeaseID(p, g))
+		}
+	}
+	for _, g := range []int64{0, 1, 2, 3, 4, 5, 7, broker.MaxLeaseGroupID, broker.MaxLeaseGroupID + 1} {
+		ids = append(ids, broker.NewSharedLeaseID(g))
+	}
+	ids = append(ids, broker.NewUUID(time.Now()))
+	for _, id := range ids {
+		var inIndex bool
+		if err := d.read.QueryRowContext(ctx, `SELECT substr(?1, 15, 1) = '8' AND substr(?1, 27, 1) IN ('0', '4', '8', 'c') AND substr(?1, 28, 9) = '000000000'`, id).Scan(&inIndex); err != nil {
+			t.Fatal(err)
+		}
+		if inIndex != broker.IsSharedLease(id) {
+			t.Errorf("lease id %s: in the index of shared leases %v, shared %v", id, inIndex, broker.IsSharedLease(id))
+		}
+	}
+	indexed := func() int {
+		t.Helper()
+		var n int
+		if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM consumers INDEXED BY consumers_lease_shared
+			WHERE substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, p := range []string{"p1", "p2", "p3"} {
+		push(t, b, p, p+"-a")
+		push(t, b, p, p+"-b")
+	}
+	for range 3 {
+		if res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "one", Batch: 1}); err != nil || len(res.Messages) != 1 {
+			t.Fatal(res, err)
+		}
+	}
+	if n := indexed(); n != 0 {
+		t.Fatalf("%d entries in the index of shared leases after pops of one partition", n)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "many", Batch: 100, Partitions: 3})
+	if err != nil || len(res.Messages) != 6 {
+		t.Fatal(res, err)
+	}
+	if n := indexed(); n != 3 {
+		t.Fatalf("%d entries in the index of shared leases after a pop of 3 partitions, want 3", n)
+	}
+	if plan := queryPlan(t, d, consumersBySharedLeaseSQL, res.LeaseID); !strings.Contains(plan, "consumers_lease_shared") {
+		t.Errorf("a shared lease is looked up by:\n%s\nwant the index consumers_lease_shared", plan)
+	}
+	for _, m := range res.Messages {
+		if _, err := b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, LeaseID: res.LeaseID, Group: "many", Status: broker.AckCompleted}); err != nil {
+			t.Fatalf("ack %s: %v", m.TransactionID, err)
+		}
+	}
+	if n := indexed(); n != 0 {
+		t.Fatalf("%d entries in the index of shared leases once every partition was settled", n)
+	}
+}
+
+// On PostgreSQL the lookup of a shared lease can use its index (the
+// query repeats the index's WHERE); pops of one partition leave it
+// empty.
+func TestPGSharedLeaseIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	b := broker.New(broker.Config{Store: d})
+	defer b.Close()
+	for _, p := range []string{"p1", "p2"} {
+		push(t, b, p, p+"-a")
+	}
+	if res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "one", Batch: 1}); err != nil || len(res.Messages) != 1 {
+		t.Fatal(res, err)
+	}
+	count := func() int {
+		t.Helper()
+		var n int
+		if err := d.pg.pool.QueryRow(ctx, `SELECT COUNT(*) FROM consumers WHERE substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d rows for the index of shared leases after a pop of one partition", n)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "many", Batch: 10, Partitions: 2})
+	if err != nil || len(res.Messages) != 2 {
+		t.Fatal(res, err)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d rows for the index of shared leases after a pop of 2 partitions, want 2", n)
+	}
+	tx, err := d.pg.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN "+pgSQL(consumersBySharedLeaseSQL), res.LeaseID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p := strings.Join(plan, "\n"); !strings.Contains(p, "consumers_lease_shared") {
+		t.Errorf("a shared lease is looked up by:\n%s\nwant the index consumers_lease_shared", p)
 	}
 }

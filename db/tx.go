@@ -711,6 +711,38 @@ const consumerByLeaseSQL = `SELECT ` + consumerCols + ` FROM consumers WHERE par
 // uses it).
 const consumerByLeaseV7SQL = `SELECT ` + consumerCols + ` FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`
 
+// ConsumersBySharedLease reads the consumers holding a shared lease id
+// (broker.NewSharedLeaseID), in partition order, by the index of those
+// (migration 0030): the id names the group, not the partitions.
+func (t *storeTx) ConsumersBySharedLease(ctx context.Context, leaseID string) ([]broker.Consumer, error) {
+	q := consumersBySharedLeaseSQL
+	if t.shared {
+		q += forUpdate
+	}
+	rows, err := t.query(ctx, q, leaseID)
+	if err != nil {
+		return nil, err
+	}
+	var out []broker.Consumer
+	for rows.Next() {
+		c, err := scanConsumer(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
+}
+
+// consumersBySharedLeaseSQL finds the consumers of a shared lease by the
+// partial index consumers_lease_shared (its WHERE repeated, so that
+// SQLite uses it): version 8, and the partition's 38 bits zero (the 27th
+// character's low two bits and the nine after it).
+const consumersBySharedLeaseSQL = `SELECT ` + consumerCols + ` FROM consumers WHERE lease_id = ?
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id`
+
 // SaveConsumer updates the consumers row by the primary key, all but
 // ready, passed and passed_seq (markReady's and foldCounts'), and notes
 // it for foldCounts. On PostgreSQL the update goes with the next round

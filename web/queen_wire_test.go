@@ -157,9 +157,9 @@ func TestQueenPopLeaseSecondsOverridesLeaseTime(t *testing.T) {
 }
 
 // partitions=N leases up to N partitions in one answer, batch counting
-// the messages of them all; each partition has its own lease, which every
-// message carries: Queen's clients ack and renew by the message's leaseId
-// and partitionId.
+// the messages of them all, under one lease id that every message carries
+// (Queen's shared lease): one extend renews them all, and the acks settle
+// each message in its partition, with its partitionId or without.
 func TestQueenPopManyPartitions(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
@@ -172,25 +172,43 @@ func TestQueenPopManyPartitions(t *testing.T) {
 	if len(p.Messages) != 6 {
 		t.Fatalf("popped %d messages, want 6 (3 partitions of 2)", len(p.Messages))
 	}
-	leases := map[string]string{} // partition to lease
+	parts := map[string]string{} // partition to its UUID
 	for _, m := range p.Messages {
-		if l, ok := leases[m.Partition]; ok && l != *m.LeaseID {
-			t.Fatalf("two leases in partition %s", m.Partition)
+		if m.LeaseID == nil || p.LeaseID == nil || *m.LeaseID != *p.LeaseID {
+			t.Fatalf("message %s of %s under lease %v, the answer's is %v", m.TransactionID, m.Partition, m.LeaseID, p.LeaseID)
 		}
-		leases[m.Partition] = *m.LeaseID
+		parts[m.Partition] = m.PartitionID
 	}
-	if len(leases) != 3 || *p.LeaseID != *p.Messages[0].LeaseID {
-		t.Fatalf("leases %v, top-level %s", leases, *p.LeaseID)
+	if len(parts) != 3 {
+		t.Fatalf("partitions %v, want 3", parts)
 	}
-	// Each lease renews on its own (the clients renew every distinct one).
-	for _, l := range leases {
-		s.call("POST", "/api/v1/lease/"+l+"/extend", `{}`).want(http.StatusOK)
+	lease := *p.LeaseID
+	// One renew for all of them (Queen's clients renew each distinct
+	// leaseId: one here).
+	var ext struct {
+		LeaseID      string `json:"leaseId"`
+		NewExpiresAt string `json:"newExpiresAt"`
 	}
-	// Queen.ack(messages) sends them all in one batch, each with its own
-	// lease and partition.
+	s.call("POST", "/api/v1/lease/"+lease+"/extend", `{"seconds":600}`).want(http.StatusOK).decode(&ext)
+	want := s.clock.Now().Add(600 * time.Second).UTC().Format("2006-01-02T15:04:05.000Z")
+	if ext.LeaseID != lease || ext.NewExpiresAt != want {
+		t.Fatalf("extend: %+v, want %s until %s", ext, lease, want)
+	}
+	// Past the queue's leaseTime (300 s) every partition is still leased.
+	s.clock.Advance(400 * time.Second)
+	p4 := s.pop("q", "consumerGroup=g&batch=10&partitions=3")
+	if len(p4.Messages) != 2 || p4.Messages[0].Partition != "p4" {
+		t.Fatalf("pop while the shared lease is extended: %+v", p4.Messages)
+	}
+	// The first message by POST /ack without partitionId: its
+	// transactionId finds its partition.
+	first := p.Messages[0]
+	s.call("POST", "/api/v1/ack", fmt.Sprintf(`{"transactionId":%q,"leaseId":%q,"status":"completed","consumerGroup":"g"}`, first.TransactionID, lease)).want(http.StatusOK)
+	// Queen.ack(messages) sends the rest in one batch, each with its
+	// partition and the shared lease.
 	var acks []string
-	for _, m := range p.Messages {
-		acks = append(acks, fmt.Sprintf(`{"transactionId":%q,"status":"completed","error":null,"partitionId":%q,"leaseId":%q}`, m.TransactionID, m.PartitionID, *m.LeaseID))
+	for _, m := range p.Messages[1:] {
+		acks = append(acks, fmt.Sprintf(`{"transactionId":%q,"status":"completed","error":null,"partitionId":%q,"leaseId":%q}`, m.TransactionID, m.PartitionID, lease))
 	}
 	var results []struct {
 		Success bool `json:"success"`
@@ -201,14 +219,16 @@ func TestQueenPopManyPartitions(t *testing.T) {
 			t.Fatalf("ack %d refused: %+v", i, results)
 		}
 	}
-	// batch caps the messages across partitions; the fourth partition is
-	// left.
+	// Every partition of it settled: the lease is over.
+	s.call("POST", "/api/v1/lease/"+lease+"/extend", `{}`).want(http.StatusNotFound)
+	s.call("POST", "/api/v1/ack", fmt.Sprintf(`{"transactionId":%q,"partitionId":%q,"leaseId":%q,"status":"completed","consumerGroup":"g"}`, first.TransactionID, first.PartitionID, lease)).want(http.StatusConflict)
+	// batch caps the messages across partitions.
+	s.push("q", "p1", "p1-c", `3`)
 	p = popped{}
 	s.call("GET", "/api/v1/pop/queue/q?batch=1&partitions=3&consumerGroup=g", "").want(http.StatusOK).decode(&p)
-	if len(p.Messages) != 1 || p.Messages[0].TransactionID != "p4-a" {
+	if len(p.Messages) != 1 || p.Messages[0].TransactionID != "p1-c" {
 		t.Fatalf("after the acks: %+v", p.Messages)
 	}
-	s.call("GET", "/api/v1/pop/queue/q?batch=10&partitions=3&consumerGroup=g", "").want(http.StatusNoContent)
 }
 
 // Queen's pop takes any subscriptionMode but new as all: from_beginning
