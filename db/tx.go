@@ -765,6 +765,12 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 // ready, and behind 1,024 of them (the longest scan) the loop never
 // ended, holding the writer.
 func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) (out []broker.Consumer, busy bool, err error) {
+	return t.readyConsumers(ctx, readyConsumersSQL, queueID, groupID, now, limit)
+}
+
+// readyConsumers is ReadyConsumers by the scan given: readyConsumersSQL,
+// or readyWindowSQL with the window in ms as its ?7 (extra).
+func (t *storeTx) readyConsumers(ctx context.Context, scanSQL string, queueID, groupID int64, now time.Time, limit int, extra ...any) (out []broker.Consumer, busy bool, err error) {
 	afterAt, afterPartition := int64(math.MinInt64), int64(math.MinInt64) // the last consumer read: none yet (a clock before 1970 gives a negative leased_at)
 	for round := 0; ; round++ {
 		if err := ctx.Err(); err != nil {
@@ -778,7 +784,7 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 		// one pushed less than the queue's delayedProcessing ago (migration
 		// 0011; read once, d). Without a delay the head's row is not read:
 		// its seq in the index says enough.
-		rows, err := t.query(ctx, readyConsumersSQL, queueID, groupID, ms(now), scan, afterAt, afterPartition)
+		rows, err := t.query(ctx, scanSQL, append([]any{queueID, groupID, ms(now), scan, afterAt, afterPartition}, extra...)...)
 		if err != nil {
 			return nil, false, err
 		}
