@@ -76,10 +76,13 @@ type WindowTx interface {
 	// NextWakeWindow is NextWake under the window: the earliest time
 	// after r.Now at which a consumer of the group with messages past
 	// its cursor becomes ready, the end of its partition's window (its
-	// newest message's push + r.Window) counted with its lease, its retry
-	// delay and its head's delayedProcessing. It reads the queue, the
-	// group's ready consumers and their partitions' newest messages;
-	// it writes and locks nothing.
+	// newest message's push + r.Window) counted with its retry delay and
+	// its head's delayedProcessing. A consumer under a live lease wakes
+	// when the lease runs out, as in NextWake (should a push during the
+	// lease have started its window again, that wake finds nothing, and
+	// the next call names the window's end). It reads the queue, the
+	// group's ready consumers and the newest messages of those not
+	// leased; it writes and locks nothing.
 	NextWakeWindow(ctx context.Context, r WindowRead) (t time.Time, ok bool, err error)
 	// LastPush returns when the newest message of the partition was
 	// pushed (its created_at, by the index of messages by partition and

@@ -50,9 +50,14 @@ var readyWindowSQL = pgQuery(`SELECT `+consumerCols+`,
 			ORDER BY c.leased_at, c.partition_id LIMIT ?4`)
 
 // NextWakeWindow: every ready consumer with a message past its cursor
-// wakes at the latest of its lease's end, its retry delay's, its head's
-// delayedProcessing (with a delay only) and its partition's window
-// (its newest message's push + ?4 ms); the earliest of those after now.
+// wakes at the latest of its retry delay's end, its head's
+// delayedProcessing (with a delay only) and its partition's window (its
+// newest message's push + ?4 ms); the earliest of those after now. A
+// consumer under a live lease wakes when the lease (or a retry delay
+// after it) ends, its rows unread, as in NextWake: its partition was out
+// of its window when it was leased. Should a push during the lease have
+// started the window again, that wake finds nothing, and the next call,
+// the lease over, names the window's end.
 func (t *storeTx) NextWakeWindow(ctx context.Context, r broker.WindowRead) (time.Time, bool, error) {
 	var next sql.NullInt64
 	err := t.queryRow(ctx, nextWakeWindowSQL, r.QueueID, r.GroupID, ms(r.Now), r.Window.Milliseconds()).Scan(&next)
@@ -63,18 +68,20 @@ func (t *storeTx) NextWakeWindow(ctx context.Context, r broker.WindowRead) (time
 }
 
 // nextWakeWindowSQL is NextWakeWindow's query. PostgreSQL's GREATEST
-// for SQLite's MAX (none of its terms is NULL: the consumer has a
+// for SQLite's MAX (none of their terms is NULL: the consumer has a
 // message past its cursor), and an alias for its subquery in FROM.
-var nextWakeWindowSQL = pgQuery(`SELECT MIN(w) FROM (SELECT MAX(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at,
-				CASE WHEN q.delayed_processing = 0 THEN 0 ELSE (SELECT m.created_at FROM messages m
-					WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1) + q.delayed_processing * 1000 END,
-				(SELECT n.created_at FROM messages n WHERE n.partition_id = c.partition_id ORDER BY n.seq DESC LIMIT 1) + ?4) AS w
+var nextWakeWindowSQL = pgQuery(`SELECT MIN(w) FROM (SELECT CASE WHEN c.lease_id IS NOT NULL AND c.lease_until > ?3 THEN MAX(c.lease_until, c.available_at)
+				ELSE MAX(c.available_at,
+					CASE WHEN q.delayed_processing = 0 THEN 0 ELSE (SELECT m.created_at FROM messages m
+						WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1) + q.delayed_processing * 1000 END,
+					(SELECT n.created_at FROM messages n WHERE n.partition_id = c.partition_id ORDER BY n.seq DESC LIMIT 1) + ?4) END AS w
 			FROM queues q, consumers c WHERE q.id = ?1 AND c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1
 			AND (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL) WHERE w > ?3`,
-	`SELECT MIN(w.w) FROM (SELECT GREATEST(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at,
-				CASE WHEN q.delayed_processing = 0 THEN 0 ELSE (SELECT m.created_at FROM messages m
-					WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1) + q.delayed_processing * 1000 END,
-				(SELECT n.created_at FROM messages n WHERE n.partition_id = c.partition_id ORDER BY n.seq DESC LIMIT 1) + ?4) AS w
+	`SELECT MIN(w.w) FROM (SELECT CASE WHEN c.lease_id IS NOT NULL AND c.lease_until > ?3 THEN GREATEST(c.lease_until, c.available_at)
+				ELSE GREATEST(c.available_at,
+					CASE WHEN q.delayed_processing = 0 THEN 0 ELSE (SELECT m.created_at FROM messages m
+						WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1) + q.delayed_processing * 1000 END,
+					(SELECT n.created_at FROM messages n WHERE n.partition_id = c.partition_id ORDER BY n.seq DESC LIMIT 1) + ?4) END AS w
 			FROM queues q, consumers c WHERE q.id = ?1 AND c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1
 			AND (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL) w WHERE w.w > ?3`)
 
