@@ -448,13 +448,14 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 		queueID, groupID, ms(now), b2i(!start.Now)); err != nil {
 		return err
 	}
-	return t.insertConsumers(ctx, queueID, groupID, 0, start)
+	return t.insertConsumers(ctx, queueID, groupID, 0, start, false)
 }
 
 // insertConsumers makes the group's consumers of the queue's partitions
-// (of partitionID alone when not 0) at start: a cursor, a ready mark and a
-// kept count each. One that exists fails on the primary key.
-func (t *storeTx) insertConsumers(ctx context.Context, queueID, groupID, partitionID int64, start broker.Start) error {
+// (of partitionID alone when not 0; with missing, of those where the
+// group has none) at start: a cursor, a ready mark and a kept count each.
+// One that exists fails on the primary key.
+func (t *storeTx) insertConsumers(ctx context.Context, queueID, groupID, partitionID int64, start broker.Start, missing bool) error {
 	// The cursor is the last message the group is taken to have read. ?1 is
 	// the start time, ?2 the group, ?3 the queue, ?4 the partition.
 	cursor := `0`
@@ -477,6 +478,9 @@ func (t *storeTx) insertConsumers(ctx context.Context, queueID, groupID, partiti
 	onePartition, args := ``, []any{ms(start.From), groupID, queueID}
 	if partitionID != 0 {
 		onePartition, args = ` AND p.id = ?4`, append(args, partitionID)
+	}
+	if missing {
+		onePartition += ` AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)`
 	}
 	// Ready when anything is past the cursor (migration 0009).
 	_, err := t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
