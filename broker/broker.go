@@ -167,10 +167,11 @@ type Options struct {
 	// DeadLetterArchive: with DeadLetterRetentionSeconds, dead letters are
 	// written to the archive before they expire.
 	DeadLetterArchive bool `json:"deadLetterArchive"`
-	// Kept are the options the queue was given that Lazarus accepts but
-	// does not enforce (Queen's priority, maxSize, …, and the retention
-	// options until they are), with the JSON value last given: kept and
-	// shown so that nothing is accepted silently.
+	// Kept are Queen's options the queue was given that have no field
+	// here (priority, maxSize, …), with the JSON value last given: kept
+	// and shown so that nothing is accepted silently. Most are not
+	// enforced (NotEnforced); maxWaitTimeSeconds and windowBuffer are
+	// (keptEnforced).
 	Kept KeptOptions `json:"-"`
 }
 
@@ -218,8 +219,8 @@ func (k KeptOptions) without(name string) KeptOptions {
 
 // keptEnforced are the options kept as given (in Kept, with Queen's
 // others) that Lazarus enforces all the same: not reported as not
-// enforced.
-var keptEnforced = map[string]bool{"maxWaitTimeSeconds": true}
+// enforced (maxWaitTimeSeconds: MessageRetention; windowBuffer: Window).
+var keptEnforced = map[string]bool{"maxWaitTimeSeconds": true, windowBufferOption: true}
 
 // MessageRetention is how long, in seconds, the queue keeps a message
 // that is not settled yet (0: for ever): retentionSeconds, or Queen's

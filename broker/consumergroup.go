@@ -38,6 +38,10 @@ type RepositionParams struct {
 	PartitionID      int64 // 0: every partition of the queue
 	Start            Start
 	NowMs            int64
+	// Unread limits it to the consumers never leased since they were
+	// made (no pop has handed the group a message of their partition
+	// since its cursor there was placed): the others keep their cursors.
+	Unread bool
 }
 
 // DeleteGroupRequest says which group DeleteGroup removes, from where.

@@ -77,9 +77,11 @@ type PopResult struct {
 // Pop leases the next messages of a partition of the queue that has some
 // for the group and no live lease or retry delay. A message is delivered
 // no earlier than the queue's delayedProcessing after its push, and
-// nothing behind it in its partition before it. With Wait it holds until
-// a message arrives, woken by pushes and acks inside this process, and by
-// a timer when a lease, a retry delay or a message's delay ends. A copy
+// nothing behind it in its partition before it; a partition pushed to
+// less than the queue's windowBuffer ago is not delivered at all. With
+// Wait it holds until a message arrives, woken by pushes and acks inside
+// this process, and by a timer when a lease, a retry delay, a message's
+// delay or a partition's window ends. A copy
 // replayed to another group only (ReplayOwnGroup) is never handed out:
 // the group's cursor passes it by when it comes to the head, and a batch
 // ends before it (the next pop goes on behind it).
@@ -368,6 +370,12 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 				wake = later(c.LeaseUntil, c.AvailableAt)
 				return nil
 			}
+			if end, err := windowEnd(ctx, tx, q, part.ID); err != nil {
+				return fmt.Errorf("pop: %w", err)
+			} else if end.After(now) {
+				wake = end // pushed to within its windowBuffer: not yet
+				return nil
+			}
 			var passed bool
 			if msgs, passed, more, wake, err = ps.take(ctx, &c, req.Batch, delay, now); err != nil {
 				return fmt.Errorf("pop: %w", err)
@@ -381,12 +389,12 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 					more = true
 					return nil
 				}
-				ready, busy, err := tx.ReadyConsumers(ctx, q.ID, gid, now, 1)
+				ready, busy, err := readyConsumers(ctx, tx, q, gid, now)
 				if err != nil {
 					return fmt.Errorf("pop: ready: %w", err)
 				}
 				if len(ready) == 0 {
-					wake, _, err = tx.NextWake(ctx, q.ID, gid, now)
+					wake, err = nextWake(ctx, tx, q, gid, now)
 					if busy && (wake.IsZero() || wake.After(now.Add(busyRetry))) {
 						wake = now.Add(busyRetry)
 					}

@@ -110,11 +110,11 @@ const (
 	keptBool                    // true or false
 )
 
-// keptOptions are the options Lazarus accepts and keeps but does not
-// enforce: those Queen MQ knows (its configure route and
-// configure_queue_v1), and the SPEC.md options that later work enforces
-// (retention, backoff, replay caps, archive). Each is reported in
-// Options.NotEnforced once given.
+// keptOptions are the options Lazarus accepts and keeps in
+// Options.Kept: those Queen MQ knows (its configure route and
+// configure_queue_v1) that have no field of Options. Each is reported in
+// Options.NotEnforced once given, but those enforced all the same
+// (keptEnforced: maxWaitTimeSeconds, windowBuffer).
 var keptOptions = map[string]keptKind{
 	// Queen's
 	"priority":           keptInteger,

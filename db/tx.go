@@ -448,13 +448,14 @@ func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start b
 		queueID, groupID, ms(now), b2i(!start.Now)); err != nil {
 		return err
 	}
-	return t.insertConsumers(ctx, queueID, groupID, 0, start)
+	return t.insertConsumers(ctx, queueID, groupID, 0, start, false)
 }
 
 // insertConsumers makes the group's consumers of the queue's partitions
-// (of partitionID alone when not 0) at start: a cursor, a ready mark and a
-// kept count each. One that exists fails on the primary key.
-func (t *storeTx) insertConsumers(ctx context.Context, queueID, groupID, partitionID int64, start broker.Start) error {
+// (of partitionID alone when not 0; with missing, of those where the
+// group has none) at start: a cursor, a ready mark and a kept count each.
+// One that exists fails on the primary key.
+func (t *storeTx) insertConsumers(ctx context.Context, queueID, groupID, partitionID int64, start broker.Start, missing bool) error {
 	// The cursor is the last message the group is taken to have read. ?1 is
 	// the start time, ?2 the group, ?3 the queue, ?4 the partition.
 	cursor := `0`
@@ -477,6 +478,9 @@ func (t *storeTx) insertConsumers(ctx context.Context, queueID, groupID, partiti
 	onePartition, args := ``, []any{ms(start.From), groupID, queueID}
 	if partitionID != 0 {
 		onePartition, args = ` AND p.id = ?4`, append(args, partitionID)
+	}
+	if missing {
+		onePartition += ` AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)`
 	}
 	// Ready when anything is past the cursor (migration 0009).
 	_, err := t.exec(ctx, `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
@@ -797,6 +801,12 @@ func (t *storeTx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 // ready, and behind 1,024 of them (the longest scan) the loop never
 // ended, holding the writer.
 func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, now time.Time, limit int) (out []broker.Consumer, busy bool, err error) {
+	return t.readyConsumers(ctx, readyConsumersSQL, queueID, groupID, now, limit)
+}
+
+// readyConsumers is ReadyConsumers by the scan given: readyConsumersSQL,
+// or readyWindowSQL with the window in ms as its ?7 (extra).
+func (t *storeTx) readyConsumers(ctx context.Context, scanSQL string, queueID, groupID int64, now time.Time, limit int, extra ...any) (out []broker.Consumer, busy bool, err error) {
 	afterAt, afterPartition := int64(math.MinInt64), int64(math.MinInt64) // the last consumer read: none yet (a clock before 1970 gives a negative leased_at)
 	for round := 0; ; round++ {
 		if err := ctx.Err(); err != nil {
@@ -810,7 +820,7 @@ func (t *storeTx) ReadyConsumers(ctx context.Context, queueID, groupID int64, no
 		// one pushed less than the queue's delayedProcessing ago (migration
 		// 0011; read once, d). Without a delay the head's row is not read:
 		// its seq in the index says enough.
-		rows, err := t.query(ctx, readyConsumersSQL, queueID, groupID, ms(now), scan, afterAt, afterPartition)
+		rows, err := t.query(ctx, scanSQL, append([]any{queueID, groupID, ms(now), scan, afterAt, afterPartition}, extra...)...)
 		if err != nil {
 			return nil, false, err
 		}

@@ -42,11 +42,16 @@ func (t *storeTx) Unsubscribe(ctx context.Context, queueID, groupID int64, nowMs
 // lease, no retry state). Then it deletes the queue's settle marks above
 // the group's new cursor in its partition (by settle_marks_due, a few a
 // partition): they no longer say that every group settled up to them.
-// The subscription stays. It returns the consumers made.
+// The subscription stays. It returns the consumers made. With p.Unread
+// only the consumers never leased (leased_at 0) are deleted, and made
+// anew where the group has none left.
 func (t *storeTx) Reposition(ctx context.Context, p broker.RepositionParams) (consumers, leases int64, err error) {
 	of, args := `FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)`, []any{p.GroupID, p.QueueID}
 	if p.PartitionID != 0 {
 		of, args = `FROM consumers WHERE group_id = ?1 AND partition_id = ?2`, []any{p.GroupID, p.PartitionID}
+	}
+	if p.Unread {
+		of += ` AND leased_at = 0`
 	}
 	if err := t.queryRow(ctx, `SELECT COUNT(*) `+of+` AND lease_id IS NOT NULL AND lease_until > ?3`, append(args, p.NowMs)...).Scan(&leases); err != nil {
 		return 0, 0, fmt.Errorf("leases: %w", err)
@@ -54,7 +59,7 @@ func (t *storeTx) Reposition(ctx context.Context, p broker.RepositionParams) (co
 	if _, err := t.exec(ctx, `DELETE `+of, args...); err != nil {
 		return 0, 0, fmt.Errorf("consumers: %w", err)
 	}
-	if err := t.insertConsumers(ctx, p.QueueID, p.GroupID, p.PartitionID, p.Start); err != nil {
+	if err := t.insertConsumers(ctx, p.QueueID, p.GroupID, p.PartitionID, p.Start, p.Unread); err != nil {
 		return 0, 0, fmt.Errorf("make consumers: %w", err)
 	}
 	if err := t.queryRow(ctx, `SELECT COUNT(*) `+of, args...).Scan(&consumers); err != nil {

@@ -20,16 +20,21 @@ import (
 // messages' rows (created_at comes after the payload, so reading it walks
 // the payload's overflow pages). "notdue" is the case a delay cannot help:
 // 50 partitions whose 1 MiB message is not due yet, whose heads every
-// empty pop reads.
+// empty pop reads. "window10" is a windowBuffer of 10 s: leased, and
+// "inwindow", 50 partitions pushed to within their window, whose newest
+// messages every empty pop reads.
 func BenchmarkEmptyPopBesideLeasedPartitions(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
 		delay  string // delayedProcessing in seconds, "" for none
 		leased bool
+		option string // the option delay sets
 	}{
-		{"delay0", "", true},
-		{"delay10", "10", true},
-		{"delay10/notdue", "10", false},
+		{"delay0", "", true, ""},
+		{"delay10", "10", true, "delayedProcessing"},
+		{"delay10/notdue", "10", false, "delayedProcessing"},
+		{"window10", "10", true, "windowBuffer"},
+		{"window10/inwindow", "10", false, "windowBuffer"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := context.Background()
@@ -42,8 +47,8 @@ func BenchmarkEmptyPopBesideLeasedPartitions(b *testing.B) {
 			now.Store(time.Now().UnixMilli())
 			br := broker.New(broker.Config{Store: d, Clock: broker.ClockFunc(func() time.Time { return time.UnixMilli(now.Load()) })})
 			if tc.delay != "" {
-				if _, err := br.Configure(ctx, "q", map[string]json.RawMessage{"delayedProcessing": json.RawMessage(tc.delay)}, "bench"); err != nil {
-					b.Skip("no delayedProcessing:", err)
+				if _, err := br.Configure(ctx, "q", map[string]json.RawMessage{tc.option: json.RawMessage(tc.delay)}, "bench"); err != nil {
+					b.Skip("no "+tc.option+":", err)
 				}
 			}
 			const parts = 50

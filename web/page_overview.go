@@ -222,6 +222,13 @@ func optionRows(o broker.Options) []views.Option {
 	if v, ok := kept["maxWaitTimeSeconds"]; ok {
 		rows = append(rows, views.Option{Name: "maxWaitTimeSeconds", Value: string(v) + " s (Queen's: a message is deleted this long after its push, as by retentionSeconds, when that is off or longer)"})
 	}
+	if v, ok := kept["windowBuffer"]; ok {
+		value := string(v) + " s (off)"
+		if w := o.Window(); w > 0 {
+			value = string(v) + " s (Queen's: a partition is delivered once its newest message is " + broker.DurationWords(w) + " old; each push to it starts the wait again)"
+		}
+		rows = append(rows, views.Option{Name: "windowBuffer", Value: value})
+	}
 	for _, name := range o.NotEnforced() {
 		rows = append(rows, views.Option{Name: name, Value: string(kept[name]), Note: "(kept, not enforced)"})
 	}

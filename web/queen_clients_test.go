@@ -34,8 +34,8 @@ type queenConfigured struct {
 }
 
 // queenNotEnforced are the options of queenCreate that Lazarus keeps
-// without enforcing them.
-var queenNotEnforced = []string{"encryptionEnabled", "maxSize", "priority", "windowBuffer"}
+// without enforcing them (windowBuffer is kept and enforced).
+var queenNotEnforced = []string{"encryptionEnabled", "maxSize", "priority"}
 
 func TestQueenCreateIsAcceptedAndReportsWhatIsNotEnforced(t *testing.T) {
 	t.Parallel()

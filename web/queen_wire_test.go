@@ -385,15 +385,13 @@ func TestQueenLargestClientTestPayloadIsAccepted(t *testing.T) {
 
 // Queen's eviction deletes a message left waiting longer than its queue's
 // maxWaitTimeSeconds: enforced as a retentionSeconds (when that is off or
-// longer), counting what a group had not settled as expired unread;
-// windowBuffer stays kept and reported as not enforced (docs/concepts.md
-// says why).
+// longer), counting what a group had not settled as expired unread.
 func TestQueenMaxWaitTimeSecondsIsEnforced(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
 	var c queenConfigured
-	s.call("POST", "/api/v1/configure", `{"queue":"q","options":{"maxWaitTimeSeconds":60,"windowBuffer":5,"retentionSeconds":3600}}`).want(http.StatusOK).decode(&c)
-	if !slices.Equal(c.NotEnforced, []string{"windowBuffer"}) || string(c.Options["maxWaitTimeSeconds"]) != "60" {
+	s.call("POST", "/api/v1/configure", `{"queue":"q","options":{"maxWaitTimeSeconds":60,"retentionSeconds":3600}}`).want(http.StatusOK).decode(&c)
+	if len(c.NotEnforced) != 0 || string(c.Options["maxWaitTimeSeconds"]) != "60" {
 		t.Fatalf("configure: %+v", c)
 	}
 	s.push("q", "", "old", `1`)
@@ -410,7 +408,37 @@ func TestQueenMaxWaitTimeSecondsIsEnforced(t *testing.T) {
 		t.Fatalf("after the sweep: %+v", m)
 	}
 	b, _ := s.loggedIn(broker.RoleViewer)
-	if opts := b.get("/queues/q").want(http.StatusOK).testid("options"); !strings.Contains(opts, "maxWaitTimeSeconds") || !strings.Contains(opts, "windowBuffer") {
+	if opts := b.get("/queues/q").want(http.StatusOK).testid("options"); !strings.Contains(opts, "maxWaitTimeSeconds") {
 		t.Fatalf("queue page options: %q", opts)
+	}
+}
+
+// Queen's windowBuffer is enforced over the API as in the broker: the
+// configure answer keeps it and does not list it as not enforced, a pop
+// inside the window answers empty (204) and one after it the messages;
+// the queue's page says what it does, and nothing says it is not
+// enforced.
+func TestQueenWindowBufferIsEnforced(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	var c queenConfigured
+	s.call("POST", "/api/v1/configure", `{"queue":"q","options":{"windowBuffer":2,"maxSize":10}}`).want(http.StatusOK).decode(&c)
+	if !slices.Equal(c.NotEnforced, []string{"maxSize"}) || string(c.Options["windowBuffer"]) != "2" {
+		t.Fatalf("configure: %+v", c)
+	}
+	s.push("q", "", "a", `1`)
+	s.push("q", "", "b", `2`)
+	s.call("GET", "/api/v1/pop/queue/q?batch=10&wait=false", "").want(http.StatusNoContent)
+	s.clock.Advance(2 * time.Second)
+	if m := s.pop("q", "batch=10&wait=false").Messages; len(m) != 2 || m[0].TransactionID != "a" || m[1].TransactionID != "b" {
+		t.Fatalf("after the window: %+v", m)
+	}
+	b, _ := s.loggedIn(broker.RoleViewer)
+	page := b.get("/queues/q").want(http.StatusOK)
+	if opts := page.testid("options"); !strings.Contains(opts, "windowBuffer") || !strings.Contains(opts, "each push to it starts the wait again") {
+		t.Fatalf("queue page options: %q", opts)
+	}
+	if ne := page.testid("not-enforced"); strings.Contains(ne, "windowBuffer") || !strings.Contains(ne, "maxSize") {
+		t.Fatalf("queue page not enforced: %q", ne)
 	}
 }

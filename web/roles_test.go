@@ -86,6 +86,7 @@ var routeAccess = map[string]access{
 	"DELETE /api/v1/consumer-groups/:group/queues/:queue":                          operator,
 	"POST /api/v1/consumer-groups/:group/queues/:queue/seek":                       operator,
 	"POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek": operator,
+	"POST /api/v1/consumer-groups/:group/subscription":                             operator,
 	"GET /api/v1/consumer-groups":                                                  viewer,
 	"GET /api/v1/consumer-groups/lagging":                                          viewer,
 	"GET /api/v1/consumer-groups/:group":                                           viewer,

@@ -59,6 +59,7 @@ func (s *Server) routes() {
 	api.GET("/consumer-groups/:group", s.showGroup, viewer)
 	api.POST("/consumer-groups/:group/queues/:queue/seek", s.seekGroup, operator)
 	api.POST("/consumer-groups/:group/queues/:queue/partitions/:partition/seek", s.seekPartition, operator)
+	api.POST("/consumer-groups/:group/subscription", s.moveSubscription, operator)
 	api.GET("/jobs", s.listJobs, viewer)
 	api.GET("/jobs/:id", s.showJobAPI, viewer)
 	api.POST("/jobs/:id/pause", s.pauseJobAPI, operator)
