@@ -683,3 +683,59 @@ func TestAutoPauseReasonCountsTheWindowOnly(t *testing.T) {
 		t.Fatalf("second pause: %s %q", v.State, v.Reason)
 	}
 }
+
+// A replay job that meets a dead letter again, come back (imported)
+// while the job's copy of it is still pending, beside one it has not
+// met, counts the copy it replayed once: its replayed count is the
+// copies it made, 2 here, not 3. The job meets it again because its ids
+// name the message twice, in lower and in upper case (the same id; the
+// list's repeats are dropped as written only).
+func TestReplayJobCountsACopyOnceWhenItsDeadLetterComesBack(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.fill("q", "g", []string{"p"}, 2)
+	dead := s.dead("q", "g")
+	d1, d2 := dead[1], dead[0] // oldest first
+	m1 := d1.MessageID()
+	none := broker.MessageID(d1.CreatedAt, d2.Seq+100) // no dead letter
+	ids := []string{m1, none, strings.ToUpper(m1), d2.MessageID()}
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, IDs: ids, Rate: 20, Actor: "user:dev"}) // chunks of 2
+	if err != nil || len(j.Scope.IDs) != 4 {
+		t.Fatalf("start %+v %v", j, err)
+	}
+	if j, err = s.b.StepJob(s.ctx, j.ID); err != nil || j.Done != 1 {
+		t.Fatalf("first chunk %+v %v", j, err)
+	}
+	// m1's dead letter comes back (as from an export taken before) while
+	// its copy is pending.
+	res, err := s.b.ImportDeadLetters(s.ctx, "cli", "export.ndjson", []broker.ImportedDeadLetter{{
+		MessageID: m1, Queue: "q", Partition: "p", Group: "g", TransactionID: d1.TransactionID, Payload: d1.Payload,
+		Error: d1.Error, RetryCount: d1.RetryCount, FailedAt: d1.FailedAt, CreatedAt: d1.CreatedAt}})
+	if err != nil || res.Imported != 1 {
+		t.Fatalf("import %+v %v", res, err)
+	}
+	if back := s.dead("q", "g"); len(back) != 2 || back[0].MessageID() != m1 && back[1].MessageID() != m1 {
+		t.Fatalf("dead letters after the import %+v, want m1's back", back)
+	}
+	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.State != broker.JobDone || j.Done != 3 || j.Skipped != 1 {
+		t.Fatalf("the rest %+v %v", j, err)
+	}
+	v, err := s.b.JobDetail(s.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Outcomes) != 1 || v.Outcomes[0].Replayed != 2 || v.Outcomes[0].Pending() != 2 {
+		t.Fatalf("outcomes %+v, want 2 replayed, both pending", v.Outcomes)
+	}
+	// The group gets the two copies, once each; both settle.
+	got := s.pop("q", "g", 10)
+	if len(got.Messages) != 2 {
+		t.Fatalf("popped %+v, want the two copies", got.Messages)
+	}
+	for _, m := range got.Messages {
+		s.ack(m, broker.AckCompleted, "")
+	}
+	if v, _ = s.b.JobDetail(s.ctx, j.ID); len(v.Outcomes) != 1 || v.Outcomes[0].Succeeded != 2 || v.Outcomes[0].Pending() != 0 {
+		t.Fatalf("outcomes after the acks %+v", v.Outcomes)
+	}
+}

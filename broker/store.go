@@ -549,8 +549,7 @@ type Tx interface {
 	// DeadLetterKeysOf returns the keys of every dead letter (in every
 	// group) of the messages seqs, in push order (seq, then row id).
 	DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]DeadLetterKey, error)
-	// PushCopies pushes, in the order of cs (edited copies, each alone,
-	// before the others: see below), a copy of each message named
+	// PushCopies pushes, in the order of cs, a copy of each message named
 	// (same partition and trace id, created at now; its message's payload,
 	// or Payload when set: an edited copy) under its TransactionID,
 	// unless the partition has that transactionId already; it sets each
@@ -560,26 +559,23 @@ type Tx interface {
 	// every group; by.Actor, by.JobID, now; edited when Payload is set),
 	// and an edited copy's two payloads in replay_edits. The partitions
 	// of the copies inserted have their consumers marked ready (Store).
-	// Order: the copies with Payload set are pushed first, one statement
-	// each, then the others in one statement, in cs's order. A mix does
-	// not keep cs's order and, as written, fails: each edited copy's row
-	// of replays is inserted twice (measured: "UNIQUE constraint failed:
-	// replays.copy_seq"). The broker gives all copies of a call the same
-	// Payload, so it never mixes them.
+	// Order: each copy inserted has a seq above those of the copies
+	// before it in cs, whatever mix of edited and plain copies cs holds
+	// (the broker gives all copies of a call the same Payload).
 	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
 	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
 	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
 	// for the job jobID (0: a single replay), whose replayed count in
-	// job_outcomes goes up by the pairs of each group. A pair noted
-	// before is left as it was, but (as written) when at least one pair
-	// of the list is new, a pair the same job noted before and that is
-	// still pending is counted into job_outcomes again (measured: the
-	// pairs {A} then {A, B} count 3). The broker lists such a pair only
-	// when one job meets a dead letter of a (message, group) again while
-	// its earlier copy there has not settled: the dead letter must have
-	// come back in between. It writes
-	// replay_outcomes (INSERT ... ON CONFLICT DO NOTHING) and
-	// job_outcomes (an upsert a group).
+	// job_outcomes goes up by the pairs of each group it notes. A pair
+	// noted before (by this job or another, pending or settled) is left
+	// as it was and not counted again, however it is listed: alone,
+	// beside new pairs, or twice in one list. The broker lists a pair
+	// again when one job meets a dead letter of a (message, group) again
+	// while its earlier copy there has not settled: the dead letter came
+	// back in between (an import) and the job's ids name the message
+	// again (the same id in other letter case). It writes replay_outcomes
+	// (INSERT ... ON CONFLICT DO NOTHING) and job_outcomes (an upsert a
+	// group).
 	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error
 	// DeleteDeadLetters removes dead letters by row id, with their rows of
 	// the full-text indexes (a payload's when no dead letter of its

@@ -426,7 +426,9 @@ func (d *DB) pgUpdate(ctx context.Context, fn func(broker.Tx) error) error {
 }
 
 // pgWrite runs fn once in a write transaction: with its BEGIN sent with
-// its first statement (pg_begin.go), or, eager, sent first.
+// its first statement (pg_begin.go), or, eager, sent first. fn's writes
+// kept for the end and the ready mark go with COMMIT (pgTail, pgCommit);
+// a write that read and wrote nothing sends nothing at all.
 func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) (err error) {
 	p := d.pg
 	if err := ctx.Err(); err != nil {
@@ -437,22 +439,11 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	if p.closed {
 		return ErrClosed
 	}
-	conn, err := p.db.Conn(ctx)
+	conn, pgc, err := p.writeConn(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Close()
-	var pgc *pgx.Conn
-	if err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("not a pgx connection: %T", dc)
-		}
-		pgc = c.Conn()
-		return nil
-	}); err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
 	// A hot write runs beside the other processes' only when there are
 	// others (pg_members.go): alone, it writes as the one writer.
 	shared := broker.IsConcurrent(ctx) && !p.alone.Load()
@@ -469,28 +460,11 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 			d.log.Error("after a transaction", "err", serr)
 		}
 	}()
-	if eager {
-		// The generation moved (another process changed what this one
-		// caches): read it before fn looks anything up.
-		if err := begin.now(ctx); err != nil {
-			return err
-		}
-		if begin.gen != p.seenGen {
-			st.scope.SetForeign()
-		}
-	}
-	err = run(fn, st)
-	if begin.moved {
-		return errCacheMoved // whatever fn made of it
-	}
-	if err != nil {
+	if err := p.runWrite(ctx, st, fn, eager); err != nil {
 		return err
 	}
-	if begin.failed != nil {
-		return begin.failed // fn went on without its statement's answer
-	}
-	mark, markArgs := st.markReadyStatement()
-	if !begin.sent && len(st.later) == 0 && mark == "" && !d.foldDue(st) {
+	tail := newPGTail(st)
+	if !begin.sent && tail.empty() && !d.foldDue(st) {
 		// fn neither read nor wrote anything: no transaction at all.
 		committed = true
 		return nil
@@ -498,53 +472,154 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	if err := begin.now(ctx); err != nil {
 		return err
 	}
-	// The writes kept for the last round trip (storeTx.execLater), the
-	// ready mark and COMMIT go in one round trip; when the counts are
-	// folded, the writes kept and the mark go first (foldCounts' before).
-	queueMark := func(b *pgx.Batch) {
-		for _, l := range st.later {
-			b.Queue(l.text, l.args...)
-		}
-		if mark != "" {
-			text, args := pgArgs(mark, markArgs)
-			b.Queue(text, args...)
-		}
-	}
-	readMark := func(r pgx.BatchResults) error {
-		for range st.later {
-			if _, err := r.Exec(); err != nil {
-				return err
-			}
-		}
-		if mark != "" {
-			if _, err := r.Exec(); err != nil {
-				return fmt.Errorf("mark consumers ready: %w", err)
-			}
-		}
-		return nil
-	}
+	// When the counts are folded, the tail goes first (foldCounts'
+	// before), and COMMIT alone after the fold.
 	folded, left, err := d.foldCounts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err }, func() error {
-		if len(st.later) == 0 && mark == "" {
-			return nil
-		}
-		err := pgPipeline(ctx, pgc, queueMark, func(r pgx.BatchResults, _ int) error { return readMark(r) })
-		st.later, mark = nil, ""
-		return err
+		return tail.send(ctx, pgc)
 	})
 	if err != nil {
 		return err
 	}
-	// COMMIT is not cancelled with ctx: a caller who leaves once it is
-	// sent would have the outcome unknown (committed, yet reported not,
-	// and its scope ended as if rolled back); it has a deadline instead.
+	if committed, err = d.pgCommit(ctx, pgc, tail); err != nil {
+		return err
+	}
+	// The generation this process has seen. A transaction of its own
+	// that moved it (its own cache was emptied by the broker already)
+	// makes the next one empty it once more: rare, and only costly. One
+	// that saw it moved but did not empty the cache (a write of the
+	// broker's that looks nothing up) leaves it for the next.
+	if !st.scope.Foreign() || st.scope.ForeignHandled() {
+		p.seenGen = begin.gen
+	}
+	if folded {
+		d.foldCommitted(left)
+	}
+	return nil
+}
+
+// writeConn takes a connection of the pool for a write transaction, and
+// the pgx connection under it, which the write's pipelines (BEGIN with
+// the first statement, the tail with COMMIT) are sent on.
+func (p *pgStore) writeConn(ctx context.Context) (*sql.Conn, *pgx.Conn, error) {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pgc *pgx.Conn
+	if err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("not a pgx connection: %T", dc)
+		}
+		pgc = c.Conn()
+		return nil
+	}); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, pgc, nil
+}
+
+// runWrite runs fn on st, the write transaction's, and says whether what
+// it did may be committed: not when another process moved the
+// generation under it (errCacheMoved, whatever fn made of it: the write
+// runs again, eager), nor when fn failed, nor when the round trip that
+// was to carry BEGIN failed and fn went on without its statement's
+// answer (begin.failed). Eager, BEGIN is sent first and the generation
+// read before fn looks anything up: a moved one has the scope empty
+// the cache (SetForeign).
+func (p *pgStore) runWrite(ctx context.Context, st *storeTx, fn func(broker.Tx) error, eager bool) error {
+	begin := st.begin
+	if eager {
+		if err := begin.now(ctx); err != nil {
+			return err
+		}
+		if begin.gen != p.seenGen {
+			st.scope.SetForeign()
+		}
+	}
+	err := run(fn, st)
+	if begin.moved {
+		return errCacheMoved
+	}
+	if err != nil {
+		return err
+	}
+	return begin.failed
+}
+
+// pgTail is what a write sends last, in the round trip of its COMMIT
+// (or, when the counts are folded, just before the fold): the writes
+// kept for it (storeTx.execLater) and the ready mark
+// (storeTx.markReadyStatement). Sent, it is empty.
+type pgTail struct {
+	st       *storeTx
+	mark     string
+	markArgs []any
+}
+
+// newPGTail is st's tail as fn left it.
+func newPGTail(st *storeTx) *pgTail {
+	mark, markArgs := st.markReadyStatement()
+	return &pgTail{st: st, mark: mark, markArgs: markArgs}
+}
+
+// empty reports whether there is nothing to send.
+func (t *pgTail) empty() bool { return len(t.st.later) == 0 && t.mark == "" }
+
+// queue adds the tail's statements to b: the writes kept, then the mark.
+func (t *pgTail) queue(b *pgx.Batch) {
+	for _, l := range t.st.later {
+		b.Queue(l.text, l.args...)
+	}
+	if t.mark != "" {
+		text, args := pgArgs(t.mark, t.markArgs)
+		b.Queue(text, args...)
+	}
+}
+
+// read reads the results of what queue added, in order.
+func (t *pgTail) read(r pgx.BatchResults) error {
+	for range t.st.later {
+		if _, err := r.Exec(); err != nil {
+			return err
+		}
+	}
+	if t.mark != "" {
+		if _, err := r.Exec(); err != nil {
+			return fmt.Errorf("mark consumers ready: %w", err)
+		}
+	}
+	return nil
+}
+
+// send sends the tail in a round trip of its own, if it holds anything,
+// and empties it.
+func (t *pgTail) send(ctx context.Context, pgc *pgx.Conn) error {
+	if t.empty() {
+		return nil
+	}
+	err := pgPipeline(ctx, pgc, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r) })
+	t.st.later, t.mark = nil, ""
+	return err
+}
+
+// pgCommit sends the tail and COMMIT in one round trip and reports
+// whether the transaction committed. COMMIT is not cancelled with ctx: a
+// caller who leaves once it is sent would have the outcome unknown
+// (committed, yet reported not, and its scope ended as if rolled back);
+// it has a deadline instead. A round trip that broke after the COMMIT
+// may have left is broker.ErrCommitUnknown; one that failed once the
+// server had said COMMIT is only logged: the write committed.
+func (d *DB) pgCommit(ctx context.Context, pgc *pgx.Conn, tail *pgTail) (committed bool, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgCommitTimeout)
 	defer cancel()
 	answered := false // the server answered the COMMIT
 	err = pgPipeline(cctx, pgc, func(b *pgx.Batch) {
-		queueMark(b)
+		tail.queue(b)
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
-		if err := readMark(r); err != nil {
+		if err := tail.read(r); err != nil {
 			return err
 		}
 		tag, err := r.Exec()
@@ -561,27 +636,16 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 		committed = true // whatever reading the rest of the answer says
 		return nil
 	})
-	st.later = nil
+	tail.st.later = nil
 	switch {
 	case err != nil && !committed && !answered && commitUnknown(err):
-		return fmt.Errorf("%w: %w", broker.ErrCommitUnknown, err)
+		return false, fmt.Errorf("%w: %w", broker.ErrCommitUnknown, err)
 	case err != nil && !committed:
-		return err
+		return false, err
 	case err != nil:
 		d.log.Warn("after a commit", "err", err)
 	}
-	// The generation this process has seen. A transaction of its own
-	// that moved it (its own cache was emptied by the broker already)
-	// makes the next one empty it once more: rare, and only costly. One
-	// that saw it moved but did not empty the cache (a write of the
-	// broker's that looks nothing up) leaves it for the next.
-	if !st.scope.Foreign() || st.scope.ForeignHandled() {
-		p.seenGen = begin.gen
-	}
-	if folded {
-		d.foldCommitted(left)
-	}
-	return nil
+	return true, nil
 }
 
 // commitUnknown reports whether err, the failure of the round trip that

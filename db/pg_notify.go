@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -139,44 +140,12 @@ const listenCheck = 15 * time.Second
 func (n *pgNotifier) listen(listening chan struct{}) {
 	first := true
 	for n.ctx.Err() == nil {
-		conn, err := n.pool.Acquire(n.ctx)
-		if err == nil {
-			pc := conn.Hijack() // its own connection, out of the pool for good
-			if _, err = pc.Exec(n.ctx, "LISTEN "+pgChannel); err == nil {
-				// Every waiter looks again: news sent before this LISTEN
-				// (while the connection was down, or before Open's wait
-				// for the first one gave up) is not delivered. Before Open
-				// is let go, so that no waiter it hands out is woken by
-				// the first (a watcher of no news woken: a flaky test).
-				n.local.NotifyAll()
-				if first {
-					close(listening)
-					first = false
-				}
-				for {
-					wctx, cancel := context.WithTimeout(n.ctx, listenCheck)
-					note, werr := pc.WaitForNotification(wctx)
-					cancel()
-					if werr != nil && n.ctx.Err() == nil && errors.Is(werr, context.DeadlineExceeded) {
-						pctx, cancel := context.WithTimeout(n.ctx, listenCheck)
-						werr = pc.Ping(pctx)
-						cancel()
-						if werr == nil {
-							continue // quiet, and alive
-						}
-					}
-					if werr != nil {
-						err = werr
-						break
-					}
-					from, esc, ok := strings.Cut(note.Payload, ":")
-					if key, err := url.QueryUnescape(esc); ok && err == nil && from != n.self {
-						n.local.Notify(key)
-					}
-				}
+		err := n.listenOnce(func() {
+			if first {
+				close(listening)
+				first = false
 			}
-			pc.Close(context.Background())
-		}
+		})
 		if n.ctx.Err() != nil {
 			return
 		}
@@ -184,6 +153,56 @@ func (n *pgNotifier) listen(listening chan struct{}) {
 		select {
 		case <-n.ctx.Done():
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// listenOnce takes a connection of its own (out of the pool for good),
+// LISTENs on it and hands the news on (deliver) until the connection
+// breaks or stops answering; it returns why it stopped. Once listening,
+// it wakes every waiter, then calls listening: news sent before this
+// LISTEN (while the connection was down, or before Open's wait for the
+// first one gave up) is not delivered; and Open is let go only after,
+// so that no waiter it hands out is woken by the first (a watcher of no
+// news woken: a flaky test).
+func (n *pgNotifier) listenOnce(listening func()) error {
+	conn, err := n.pool.Acquire(n.ctx)
+	if err != nil {
+		return err
+	}
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(n.ctx, "LISTEN "+pgChannel); err != nil {
+		return err
+	}
+	n.local.NotifyAll()
+	listening()
+	return n.deliver(pc)
+}
+
+// deliver wakes this process's waiters of the key of each notification
+// another process sends on pc, until pc fails: one quiet for listenCheck
+// is pinged, and has failed when it does not answer (a half-open
+// connection).
+func (n *pgNotifier) deliver(pc *pgx.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(n.ctx, listenCheck)
+		note, err := pc.WaitForNotification(wctx)
+		cancel()
+		if err != nil && n.ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			pctx, cancel := context.WithTimeout(n.ctx, listenCheck)
+			err = pc.Ping(pctx)
+			cancel()
+			if err == nil {
+				continue // quiet, and alive
+			}
+		}
+		if err != nil {
+			return err
+		}
+		from, esc, ok := strings.Cut(note.Payload, ":")
+		if key, err := url.QueryUnescape(esc); ok && err == nil && from != n.self {
+			n.local.Notify(key)
 		}
 	}
 }

@@ -150,39 +150,36 @@ func (t *storeTx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.
 // chain (one more than its original's row, by the primary key; 1 when
 // the original is no copy). A copy whose transactionId
 // the partition has is read back by that index (not Inserted).
+//
+// The copies go in in cs's order, whatever the mix: cs is taken in runs,
+// an edited copy a run of its own, the plain copies between two edited
+// ones one run, set-based (a call of plain copies only is one run, as
+// many statements as ever). Each run is recorded in replays before the
+// next goes in, and only its own copies.
 func (t *storeTx) PushCopies(ctx context.Context, cs []broker.Copy, now time.Time, by broker.ReplayBy) error {
-	if len(cs) == 0 {
-		return nil
-	}
-	// Edited copies carry their own payloads: each goes in alone.
-	var plain []int
-	for i := range cs {
-		if cs[i].Payload != nil {
-			if err := t.pushEdited(ctx, &cs[i], now, by); err != nil {
+	for len(cs) > 0 {
+		if cs[0].Payload != nil {
+			if err := t.pushEdited(ctx, &cs[0], now, by); err != nil {
 				return err
 			}
-		} else {
-			plain = append(plain, i)
+			cs = cs[1:]
+			continue
 		}
-	}
-	if len(plain) == 0 {
-		return nil
-	}
-	if len(plain) < len(cs) {
-		sub := make([]broker.Copy, len(plain))
-		for j, i := range plain {
-			sub[j] = cs[i]
+		n := 1
+		for n < len(cs) && cs[n].Payload == nil {
+			n++
 		}
-		if err := t.pushCopies(ctx, sub, now); err != nil {
+		// run shares cs's array: pushCopies fills in cs's own copies.
+		run := cs[:n]
+		if err := t.pushCopies(ctx, run, now); err != nil {
 			return err
 		}
-		for j, i := range plain {
-			cs[i] = sub[j]
+		if err := t.recordReplays(ctx, run, now, by); err != nil {
+			return err
 		}
-	} else if err := t.pushCopies(ctx, cs, now); err != nil {
-		return err
+		cs = cs[n:]
 	}
-	return t.recordReplays(ctx, cs, now, by)
+	return nil
 }
 
 // pushCopies inserts the copies of cs (none edited), set-based.
@@ -397,9 +394,12 @@ var recordReplaysSQL = pgQuery(`INSERT INTO replays (copy_seq, seq, group_id, ed
 
 // ExpectReplayOutcomes inserts the pairs into replay_outcomes ON
 // CONFLICT DO NOTHING and, for a job, adds to job_outcomes (an upsert a
-// group) the pairs of the list that are the job's and still pending,
-// once at least one was new: a pair of the same job noted before and
-// still pending, listed again beside a new one, is counted again.
+// group) the pairs it inserted: a pair noted before, by this job or
+// another, pending or settled, is never counted again. On PostgreSQL
+// one statement does both, the count read from what the INSERT returned
+// (a data-modifying WITH). SQLite has none: the pairs not noted yet
+// (each once, however often listed) are counted first, then noted, in
+// the same transaction, which no other write runs beside.
 func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error {
 	if len(pairs) == 0 {
 		return nil
@@ -408,37 +408,40 @@ func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jo
 	if err != nil {
 		return err
 	}
-	res, err := t.exec(ctx, expectOutcomesSQL, jobID, string(list))
-	if err != nil || jobID == 0 {
+	if t.pg {
+		_, err = t.exec(ctx, pgExpectOutcomesSQL, jobID, string(list))
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err
+	if jobID != 0 {
+		if _, err := t.exec(ctx, countNewOutcomesSQL, jobID, string(list)); err != nil {
+			return err
+		}
 	}
-	// The job's count per group: of the pairs just noted (a pair noted
-	// before, by an earlier chunk that rolled back, is not here).
-	_, err = t.exec(ctx, countJobOutcomesSQL, jobID, string(list))
+	_, err = t.exec(ctx, expectOutcomesSQL, jobID, string(list))
 	return err
 }
 
 // The statements of ExpectReplayOutcomes, over a JSON array of
-// [copy_seq, group_id] pairs. PostgreSQL reads it with
-// json_array_elements and casts the elements, which ->> gives as text.
-var (
-	expectOutcomesSQL = pgQuery(`INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-		SELECT j.value ->> 0, j.value ->> 1, ? FROM json_each(?) j WHERE true ON CONFLICT DO NOTHING`,
-		`INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-		SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ? FROM json_array_elements(?::json) j(value) ON CONFLICT DO NOTHING`)
-	countJobOutcomesSQL = pgQuery(`INSERT INTO job_outcomes (job_id, group_id, replayed)
-		SELECT ?1, j.value ->> 1, COUNT(*) FROM json_each(?2) j
-		WHERE EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = j.value ->> 0 AND o.group_id = j.value ->> 1 AND o.job_id = ?1 AND o.outcome = 0)
-		GROUP BY j.value ->> 1
-		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`,
-		`INSERT INTO job_outcomes (job_id, group_id, replayed)
-		SELECT ?1, (j.value ->> 1)::bigint, COUNT(*) FROM json_array_elements(?2::json) j(value)
-		WHERE EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = (j.value ->> 0)::bigint AND o.group_id = (j.value ->> 1)::bigint AND o.job_id = ?1 AND o.outcome = 0)
-		GROUP BY (j.value ->> 1)::bigint
-		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`)
+// [copy_seq, group_id] pairs: on SQLite, countNewOutcomesSQL then
+// expectOutcomesSQL; on PostgreSQL, pgExpectOutcomesSQL, which reads the
+// array with json_array_elements and casts the elements (->> gives them
+// as text), and counts for a job only (job 0 is a single replay).
+const (
+	countNewOutcomesSQL = `INSERT INTO job_outcomes (job_id, group_id, replayed)
+		SELECT ?1, x.group_id, COUNT(*) FROM (SELECT DISTINCT j.value ->> 0 AS copy_seq, j.value ->> 1 AS group_id FROM json_each(?2) j) x
+		WHERE NOT EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = x.copy_seq AND o.group_id = x.group_id)
+		GROUP BY x.group_id
+		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`
+	expectOutcomesSQL = `INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+		SELECT j.value ->> 0, j.value ->> 1, ?1 FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING`
+	pgExpectOutcomesSQL = `WITH noted AS (
+			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
+			ON CONFLICT DO NOTHING
+			RETURNING group_id)
+		INSERT INTO job_outcomes (job_id, group_id, replayed)
+		SELECT ?1::bigint, n.group_id, COUNT(*) FROM noted n WHERE ?1::bigint <> 0 GROUP BY n.group_id
+		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`
 )
 
 // intsJSON is a JSON array of vs.

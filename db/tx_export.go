@@ -24,18 +24,34 @@ import (
 // list's newest failure first.
 func (t *storeTx) ExportDeadLetters(ctx context.Context, f broker.Filter, after *broker.ExportCursor, limit int, maxBytes int64) ([]broker.DeadLetter, *broker.ExportCursor, error) {
 	if !f.Indexed() {
-		var cur *broker.Cursor
-		if after != nil {
-			cur = after.After
-		}
-		q, args := exportQuery(f, cur, limit)
-		out, err := t.exportRows(ctx, q, args, maxBytes)
-		if err != nil || len(out) == 0 {
-			return nil, nil, err
-		}
-		last := out[len(out)-1]
-		return out, &broker.ExportCursor{After: &broker.Cursor{At: last.FailedAt, ID: last.ID}}, nil
+		return t.exportByList(ctx, f, after, limit, maxBytes)
 	}
+	return t.exportByIndex(ctx, f, after, limit, maxBytes)
+}
+
+// exportByList is ExportDeadLetters of a filter with no full-text
+// condition: ListDeadLetters' keyset page, from the cursor's failure time
+// and row id down; the next page starts after its last row.
+func (t *storeTx) exportByList(ctx context.Context, f broker.Filter, after *broker.ExportCursor, limit int, maxBytes int64) ([]broker.DeadLetter, *broker.ExportCursor, error) {
+	var cur *broker.Cursor
+	if after != nil {
+		cur = after.After
+	}
+	q, args := exportQuery(f, cur, limit)
+	out, err := t.exportRows(ctx, q, args, maxBytes)
+	if err != nil || len(out) == 0 {
+		return nil, nil, err
+	}
+	last := out[len(out)-1]
+	return out, &broker.ExportCursor{After: &broker.Cursor{At: last.FailedAt, ID: last.ID}}, nil
+}
+
+// exportByIndex is ExportDeadLetters driven by a full-text index: phase
+// by phase (exportPhases), it reads a block of the index's docids at a
+// time (readBlock) and the rows of the block's next docids
+// (exportFromBlock), until a page has rows. A page that would read more
+// than exportBlockReads blocks comes back empty, not the last.
+func (t *storeTx) exportByIndex(ctx context.Context, f broker.Filter, after *broker.ExportCursor, limit int, maxBytes int64) ([]broker.DeadLetter, *broker.ExportCursor, error) {
 	cur := broker.ExportCursor{}
 	if after != nil {
 		cur = *after
@@ -48,68 +64,105 @@ func (t *storeTx) ExportDeadLetters(ctx context.Context, f broker.Filter, after 
 				return nil, &cur, nil // an empty page, not the last: the next goes on
 			}
 			reads++
-			block, err := t.indexBlock(ctx, ph, cur.Below)
-			if err != nil {
+			if err := t.readBlock(ctx, ph, &cur); err != nil {
 				return nil, nil, err
 			}
-			if len(block) == 0 {
-				cur = broker.ExportCursor{Phase: cur.Phase + 1}
-				continue
-			}
-			cur.Pending, cur.Below, cur.Skip = block, block[len(block)-1], nil
-			if ph.notErrors != "" {
-				if cur.Skip, err = t.errorMatchesOf(ctx, ph.notErrors, block); err != nil {
-					return nil, nil, err
-				}
+			if len(cur.Pending) == 0 {
+				continue // the phase is done: the next one's first block
 			}
 		}
-		take := cur.Pending[:min(len(cur.Pending), limit)]
-		q, args := t.blockQuery(ph, take, limit)
-		out, err := t.exportRows(ctx, q, args, maxBytes)
+		out, err := t.exportFromBlock(ctx, ph, &cur, limit, maxBytes)
 		if err != nil {
 			return nil, nil, err
-		}
-		consumed := len(take)
-		if len(out) > 0 && (len(out) == limit || exportSize(out) >= maxBytes) {
-			// Cut early: the docids up to the last row's are done. A
-			// message's dead letters (one a group) share its docid: a page
-			// cut in the middle of them leaves them to the next page,
-			// unless they are the whole page (then read to their end).
-			last := out[len(out)-1]
-			doc := last.ID
-			if ph.payloads {
-				doc = last.Seq
-				keep := len(out)
-				for keep > 0 && out[keep-1].Seq == doc {
-					keep--
-				}
-				if keep > 0 {
-					out, doc = out[:keep], out[keep-1].Seq
-				} else {
-					q, args := t.blockQuery(ph, []int64{doc}, -1)
-					rows, err := t.query(ctx, q, args...)
-					if err != nil {
-						return nil, nil, err
-					}
-					if out, err = scanDeadLetters(rows); err != nil {
-						return nil, nil, err
-					}
-				}
-			}
-			consumed = slices.Index(take, doc) + 1
-		}
-		cur.Pending = cur.Pending[consumed:]
-		if len(cur.Skip) > 0 {
-			out = slices.DeleteFunc(out, func(d broker.DeadLetter) bool {
-				_, found := slices.BinarySearch(cur.Skip, d.ID)
-				return found
-			})
 		}
 		if len(out) > 0 {
 			return out, &cur, nil
 		}
 	}
 	return nil, nil, nil
+}
+
+// readBlock reads the next block of ph's index below cur.Below into
+// cur.Pending, with (a payload phase after the error phase) the ids of
+// its rows whose error text matched, which that phase exported already
+// (cur.Skip). When the index has no more, cur moves on to the next
+// phase, from its start.
+func (t *storeTx) readBlock(ctx context.Context, ph exportPhase, cur *broker.ExportCursor) error {
+	block, err := t.indexBlock(ctx, ph, cur.Below)
+	if err != nil {
+		return err
+	}
+	if len(block) == 0 {
+		*cur = broker.ExportCursor{Phase: cur.Phase + 1}
+		return nil
+	}
+	cur.Pending, cur.Below, cur.Skip = block, block[len(block)-1], nil
+	if ph.notErrors != "" {
+		if cur.Skip, err = t.errorMatchesOf(ctx, ph.notErrors, block); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// exportFromBlock reads the rows of up to limit of cur.Pending's docids
+// that the rest of ph's filter selects, cut by limit and maxBytes
+// (cutAtDoc), and takes the docids it read to their end off
+// cur.Pending; rows of cur.Skip are left out. The rows may be none
+// (the docids' rows did not match the rest of the filter).
+func (t *storeTx) exportFromBlock(ctx context.Context, ph exportPhase, cur *broker.ExportCursor, limit int, maxBytes int64) ([]broker.DeadLetter, error) {
+	take := cur.Pending[:min(len(cur.Pending), limit)]
+	q, args := t.blockQuery(ph, take, limit)
+	out, err := t.exportRows(ctx, q, args, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	consumed := len(take)
+	if len(out) > 0 && (len(out) == limit || exportSize(out) >= maxBytes) {
+		// Cut early: the docids up to the last row's are done.
+		var doc int64
+		if out, doc, err = t.cutAtDoc(ctx, ph, out); err != nil {
+			return nil, err
+		}
+		consumed = slices.Index(take, doc) + 1
+	}
+	cur.Pending = cur.Pending[consumed:]
+	if len(cur.Skip) > 0 {
+		out = slices.DeleteFunc(out, func(d broker.DeadLetter) bool {
+			_, found := slices.BinarySearch(cur.Skip, d.ID)
+			return found
+		})
+	}
+	return out, nil
+}
+
+// cutAtDoc ends a page cut early (by limit or bytes) at a whole docid,
+// and returns the last docid it holds to its end. A message's dead
+// letters (one a group) share its docid in the payload index: a page cut
+// in the middle of them leaves them to the next page, unless they are
+// the whole page (then read to their end, past the cut).
+func (t *storeTx) cutAtDoc(ctx context.Context, ph exportPhase, out []broker.DeadLetter) ([]broker.DeadLetter, int64, error) {
+	last := out[len(out)-1]
+	if !ph.payloads {
+		return out, last.ID, nil
+	}
+	doc := last.Seq
+	keep := len(out)
+	for keep > 0 && out[keep-1].Seq == doc {
+		keep--
+	}
+	if keep > 0 {
+		return out[:keep], out[keep-1].Seq, nil
+	}
+	q, args := t.blockQuery(ph, []int64{doc}, -1)
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if out, err = scanDeadLetters(rows); err != nil {
+		return nil, 0, err
+	}
+	return out, doc, nil
 }
 
 // An index-driven export reads exportBlock docids of the index at a time

@@ -160,48 +160,15 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 	if err != nil {
 		return out, err
 	}
-	upTo := s.UpTo
 	if s.Settled && len(consumers) == 0 {
 		return out, nil
 	}
-	var leased sql.NullInt64
-	if err := t.queryRow(ctx, leasedCursorSQL,
-		s.PartitionID, ms(s.Now)).Scan(&leased); err != nil {
+	if out.Bound, err = t.sweepBound(ctx, s, consumers); err != nil {
 		return out, err
 	}
-	if leased.Valid {
-		upTo = min(upTo, leased.Int64)
-	}
-	for _, c := range consumers {
-		if s.Settled {
-			upTo = min(upTo, c.cursor)
-		}
-	}
-	out.Bound = upTo
-	rows, err := t.query(ctx, sweepRangeSQL, s.PartitionID, upTo, s.Limit)
-	if err != nil {
+	seqs, lastCreated, err := t.sweepRange(ctx, s, out.Bound)
+	if err != nil || len(seqs) == 0 {
 		return out, err
-	}
-	var seqs []int64
-	var lastCreated int64
-	for rows.Next() {
-		var seq, created int64
-		if err := rows.Scan(&seq, &created); err != nil {
-			rows.Close()
-			return out, err
-		}
-		if !s.Before.IsZero() && created >= ms(s.Before) {
-			break
-		}
-		seqs = append(seqs, seq)
-		lastCreated = created
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
-	if len(seqs) == 0 {
-		return out, nil
 	}
 	through := seqs[len(seqs)-1]
 	out.Removed, out.Through = int64(len(seqs)), through
@@ -216,33 +183,8 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 		}
 		return n
 	}
-	for _, stmt := range []string{
-		copyToDeadLettersSQL,
-		copyToRemovedSQL,
-		sweepAttemptsSQL,
-	} {
-		if _, err := t.exec(ctx, stmt, list); err != nil {
-			return out, err
-		}
-	}
-	if err := t.expireOutcomes(ctx, list, s.Now); err != nil {
-		return out, fmt.Errorf("expire replay outcomes: %w", err)
-	}
-	// The newest message's seq, for keepSeqFloor (SQLite only: on
-	// PostgreSQL seqs keep growing by themselves).
-	var top int64
-	if !t.pg {
-		if err := t.queryRow(ctx, `SELECT MAX(seq) FROM messages`).Scan(&top); err != nil {
-			return out, err
-		}
-	}
-	if _, err := t.exec(ctx, deleteMessagesSQL, list); err != nil {
+	if err := t.deleteSwept(ctx, list, through, lastCreated, s.Now); err != nil {
 		return out, err
-	}
-	if top == through {
-		if err := t.keepSeqFloor(ctx, through+1, lastCreated); err != nil {
-			return out, err
-		}
 	}
 	if n := below(countedSeq); n > 0 {
 		if _, err := t.exec(ctx, `UPDATE partitions SET messages = messages - ? WHERE id = ?`, n, s.PartitionID); err != nil {
@@ -265,6 +207,93 @@ func (t *storeTx) SweepMessages(ctx context.Context, s broker.MessageSweep) (bro
 		}
 	}
 	return out, nil
+}
+
+// sweepBound is the highest seq SweepMessages may delete: s.UpTo, capped
+// at the lowest cursor of the consumers holding a live lease at s.Now
+// (their batch is still to be acked) and, with s.Settled, at every
+// consumer's cursor (a message not passed by all is kept).
+func (t *storeTx) sweepBound(ctx context.Context, s broker.MessageSweep, consumers []sweptConsumer) (int64, error) {
+	upTo := s.UpTo
+	var leased sql.NullInt64
+	if err := t.queryRow(ctx, leasedCursorSQL,
+		s.PartitionID, ms(s.Now)).Scan(&leased); err != nil {
+		return 0, err
+	}
+	if leased.Valid {
+		upTo = min(upTo, leased.Int64)
+	}
+	for _, c := range consumers {
+		if s.Settled {
+			upTo = min(upTo, c.cursor)
+		}
+	}
+	return upTo, nil
+}
+
+// sweepRange reads the seqs SweepMessages deletes, oldest first: up to
+// upTo, s.Limit at most, stopping at the first message pushed at or
+// after s.Before when it is set (seqs grow with push times); lastCreated
+// is the push time of the last one (keepSeqFloor's).
+func (t *storeTx) sweepRange(ctx context.Context, s broker.MessageSweep, upTo int64) (seqs []int64, lastCreated int64, err error) {
+	rows, err := t.query(ctx, sweepRangeSQL, s.PartitionID, upTo, s.Limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	for rows.Next() {
+		var seq, created int64
+		if err := rows.Scan(&seq, &created); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		if !s.Before.IsZero() && created >= ms(s.Before) {
+			break
+		}
+		seqs = append(seqs, seq)
+		lastCreated = created
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	return seqs, lastCreated, nil
+}
+
+// deleteSwept deletes the messages list names (a JSON array of seqs,
+// through the last), after what must outlive them is kept: their
+// payloads and push times copied into their dead letters and the
+// records of deleted ones, their attempts dropped, the replay outcomes
+// of those that are pending copies settled as expired. On SQLite, when
+// through was the newest message, a placeholder keeps the next seq above
+// it (keepSeqFloor), so that no seq is ever given twice.
+func (t *storeTx) deleteSwept(ctx context.Context, list string, through, lastCreated int64, now time.Time) error {
+	for _, stmt := range []string{
+		copyToDeadLettersSQL,
+		copyToRemovedSQL,
+		sweepAttemptsSQL,
+	} {
+		if _, err := t.exec(ctx, stmt, list); err != nil {
+			return err
+		}
+	}
+	if err := t.expireOutcomes(ctx, list, now); err != nil {
+		return fmt.Errorf("expire replay outcomes: %w", err)
+	}
+	// The newest message's seq, for keepSeqFloor (SQLite only: on
+	// PostgreSQL seqs keep growing by themselves).
+	var top int64
+	if !t.pg {
+		if err := t.queryRow(ctx, `SELECT MAX(seq) FROM messages`).Scan(&top); err != nil {
+			return err
+		}
+	}
+	if _, err := t.exec(ctx, deleteMessagesSQL, list); err != nil {
+		return err
+	}
+	if top == through {
+		return t.keepSeqFloor(ctx, through+1, lastCreated)
+	}
+	return nil
 }
 
 // sweptConsumers reads the consumers of a partition by their key prefix.

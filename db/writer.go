@@ -241,23 +241,17 @@ func (d *DB) commit(group []writeRequest) { d.commitGroup(group, false) }
 // others commit.
 func (d *DB) commitSavepoints(group []writeRequest) { d.commitGroup(group, true) }
 
+// commitGroup is commit, or commitSavepoints with savepoints set: it
+// begins the transaction, runs the group's functions (runGroup), then
+// commits what succeeded (finishGroup), and answers each request once
+// the transaction has ended. A group run without savepoints whose
+// function failed having changed rows is rolled back and run again by
+// commitSavepoints, which answers it.
 func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
-	errs := make([]error, len(group))
-	answer := func() {
-		for i, r := range group {
-			r.done <- errs[i]
+	if err := d.beginGroup(group); err != nil {
+		for _, r := range group {
+			r.done <- err
 		}
-	}
-	err := d.syncFor(group)
-	if err == nil {
-		err = d.exec("BEGIN IMMEDIATE")
-	}
-	if err != nil {
-		err = fmt.Errorf("begin: %w", err)
-		for i := range errs {
-			errs[i] = err
-		}
-		answer()
 		if isBusy(err) {
 			// The writes that queued up while BEGIN waited out the busy
 			// timeout have waited as long as this group: answer them now
@@ -270,8 +264,9 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 	// The memory effects of the group's functions are applied (or
 	// dropped) once the transaction has ended, before any Update of it
 	// returns and before the next transaction begins: in commit order.
+	errs := make([]error, len(group))
 	committed := false
-	answer = func() {
+	answer := func() {
 		if err := st.scope.End(committed); err != nil {
 			d.log.Error("after a transaction", "err", err)
 		}
@@ -279,93 +274,143 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 			r.done <- errs[i]
 		}
 	}
-	ok := 0
+	ok, rerun, broken := d.runGroup(st, group, errs, savepoints)
+	switch {
+	case rerun:
+		d.rollback()
+		if err := st.scope.End(false); err != nil {
+			d.log.Error("after a transaction", "err", err)
+		}
+		d.commitSavepoints(group)
+		return
+	case broken != nil:
+		// The transaction can no longer be trusted: nothing of the
+		// group commits.
+		d.rollback()
+		for j := range errs {
+			errs[j] = broken
+		}
+	case ok == 0:
+		d.rollback()
+	default:
+		committed = d.finishGroup(st, errs)
+	}
+	answer()
+}
+
+// beginGroup readies the writer's connection for a group (syncFor) and
+// begins its transaction, taking SQLite's write lock at once (BEGIN
+// IMMEDIATE) so that no statement of the group waits for it halfway.
+func (d *DB) beginGroup(group []writeRequest) error {
+	err := d.syncFor(group)
+	if err == nil {
+		err = d.exec("BEGIN IMMEDIATE")
+	}
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	return nil
+}
+
+// runGroup runs the functions of group one after the other in st's
+// transaction, each one's error in errs (a request whose ctx ended
+// before its turn is not run), and counts those that succeeded (ok). A
+// group of one needs no savepoint: its failure fails the transaction.
+// It stops at the first function that leaves the transaction unusable
+// for the others: without savepoints, one that failed having changed
+// rows (rerun: the group is to run again, each in a savepoint); with
+// them, a savepoint that could not be handled (broken).
+func (d *DB) runGroup(st *storeTx, group []writeRequest, errs []error, savepoints bool) (ok int, rerun bool, broken error) {
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
 			continue
 		}
-		if len(group) == 1 {
+		switch {
+		case len(group) == 1:
 			errs[i] = run(r.fn, st)
-		} else if !savepoints {
-			mark, before := st.scope.Savepoint(), d.raw.totalChanges()
-			if errs[i] = run(r.fn, st); errs[i] != nil && d.raw.totalChanges() == before {
-				// It failed having changed no row (a refused ack, a
-				// lookup that found nothing): nothing to roll back but
-				// its effects on memory, and the group goes on.
-				st.scope.RollbackTo(mark)
-			} else if errs[i] != nil {
-				d.rollback()
-				if err := st.scope.End(false); err != nil {
-					d.log.Error("after a transaction", "err", err)
-				}
-				d.commitSavepoints(group)
-				return
+		case savepoints:
+			if errs[i], broken = d.runInSavepoint(st, r.fn); broken != nil {
+				return ok, false, broken
 			}
-		} else {
-			mark := st.scope.Savepoint()
-			var broken error
-			errs[i], broken = savepoint(d.exec, func() error { return run(r.fn, st) })
-			if broken != nil {
-				// The transaction can no longer be trusted: nothing of the
-				// group commits.
-				d.rollback()
-				for j := range errs {
-					errs[j] = broken
-				}
-				answer()
-				return
-			}
-			if errs[i] != nil {
-				st.scope.RollbackTo(mark)
+		default:
+			if rerun, errs[i] = d.runBare(st, r.fn); rerun {
+				return ok, true, nil
 			}
 		}
 		if errs[i] == nil {
 			ok++
 		}
 	}
-	if ok == 0 {
-		d.rollback()
-		answer()
-		return
+	return ok, false, nil
+}
+
+// runBare runs fn of a group with no savepoint around it (they cost a
+// few per cent of a push: see commit). A failure that changed no row (a
+// refused ack, a lookup that found nothing) has nothing to roll back but
+// its effects on memory, which are, and the group goes on; one that
+// changed rows cannot be undone alone: rerun says so.
+func (d *DB) runBare(st *storeTx, fn func(broker.Tx) error) (rerun bool, err error) {
+	mark, before := st.scope.Savepoint(), d.raw.totalChanges()
+	if err = run(fn, st); err == nil {
+		return false, nil
 	}
-	// What has to fail the group's good writes too: nothing of it commits.
-	failAll := func(err error) {
+	if d.raw.totalChanges() == before {
+		st.scope.RollbackTo(mark)
+		return false, err
+	}
+	return true, err
+}
+
+// runInSavepoint runs fn of a group in a savepoint of its own: a failure
+// is rolled back to it, in the database and in memory, and the others
+// commit. broken is set when the savepoint itself could not be handled.
+func (d *DB) runInSavepoint(st *storeTx, fn func(broker.Tx) error) (err, broken error) {
+	mark := st.scope.Savepoint()
+	err, broken = savepoint(d.exec, func() error { return run(fn, st) })
+	if broken == nil && err != nil {
+		st.scope.RollbackTo(mark)
+	}
+	return err, broken
+}
+
+// finishGroup commits a group of which some function succeeded, after
+// the writes every transaction ends with (markReady, foldCounts), and
+// reports whether it committed. When any of those or the COMMIT fails,
+// nothing of the group commits: the error goes to each function that
+// had succeeded (errs).
+func (d *DB) finishGroup(st *storeTx, errs []error) (committed bool) {
+	failAll := func(err error) bool {
 		d.rollback()
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
 			}
 		}
+		return false
 	}
 	if err := st.markReady(context.Background()); err != nil {
-		failAll(fmt.Errorf("mark consumers ready: %w", err))
-		answer()
-		return
+		return failAll(fmt.Errorf("mark consumers ready: %w", err))
 	}
 	folded, left, broken := d.foldCounts(context.Background(), st, d.exec, nil)
 	if broken != nil {
-		failAll(broken)
-		answer()
-		return
+		return failAll(broken)
 	}
 	if err := d.exec("COMMIT"); err != nil {
 		// SQLite may leave the transaction open when COMMIT fails.
-		failAll(fmt.Errorf("commit: %w", err))
-	} else {
-		committed = true
-		if folded {
-			d.foldCommitted(left)
-		}
-		if d.ckpt != nil {
-			select {
-			case d.ckpt <- struct{}{}:
-			default:
-			}
-			d.kickByFrames(d.wal.frames())
-		}
+		return failAll(fmt.Errorf("commit: %w", err))
 	}
-	answer()
+	if folded {
+		d.foldCommitted(left)
+	}
+	if d.ckpt != nil {
+		select {
+		case d.ckpt <- struct{}{}:
+		default:
+		}
+		d.kickByFrames(d.wal.frames())
+	}
+	return true
 }
 
 // syncFor sets how hard the group's commit waits for the disk. Under
