@@ -166,12 +166,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	// the last counts are written after the last write.
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
-	run := broker.RunConfig{MaintenanceEvery: cfg.MaintenanceEvery}
+	background := broker.RunConfig{MaintenanceEvery: cfg.MaintenanceEvery}
 	if cfg.ArchiveDir == "" && db.IsPostgres(cfg.DBPath) {
-		run.OnLead = func(ctx context.Context) { warnNoArchive(ctx, b, log, "on taking the lead") }
+		background.OnLead = func(ctx context.Context) { warnNoArchive(ctx, b, log, "on taking the lead") }
 	}
 	var bgDone sync.WaitGroup
-	bgDone.Go(func() { b.Run(bgCtx, run) })
+	bgDone.Go(func() { b.Run(bgCtx, background) })
 
 	// The demo stops before the database closes.
 	demoCtx, stopDemo := context.WithCancel(ctx)
