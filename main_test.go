@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -426,81 +425,6 @@ func TestServeDemoShowsDeadLettersWithinSeconds(t *testing.T) {
 	}
 	if err := s.shutdown(); err != nil {
 		t.Fatalf("serve with demo returned %v after a stop", err)
-	}
-}
-
-// chanHandler sends the message of each log record to a channel.
-type chanHandler chan string
-
-func (h chanHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h chanHandler) Handle(_ context.Context, r slog.Record) error {
-	task := ""
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "task" {
-			task = a.Value.String()
-		}
-		return true
-	})
-	h <- r.Message + " " + task
-	return nil
-}
-func (h chanHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h chanHandler) WithGroup(string) slog.Handler      { return h }
-
-// The maintenance loop runs Maintain at start and at each tick, logs a
-// task that took longer than the interval, and ends with the context.
-func TestMaintainLoop(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "l.db"), db.SyncNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := broker.ClockFunc(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
-	b := broker.New(broker.Config{Store: d, Clock: clock})
-	if err := b.Record(ctx, "user:a", broker.AuditReplay, "old"); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	now = now.Add(broker.DefaultAuditRetention + time.Hour)
-	mu.Unlock()
-	logs := make(chanHandler, 100)
-	tick, flush := make(chan time.Time), make(chan time.Time)
-	loopCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	// An interval of 1 ns: every task falls behind, and says so.
-	go func() {
-		defer close(done)
-		maintain(loopCtx, b, slog.New(logs), time.Nanosecond, tick, flush, func() bool { return true })
-	}()
-	run := func(n int) {
-		t.Helper()
-		for _, task := range broker.MaintenanceTasks {
-			if got, want := <-logs, "maintenance falls behind: a task took longer than the interval "+task; got != want {
-				t.Fatalf("run %d: logged %q, want %q", n, got, want)
-			}
-		}
-	}
-	run(1)
-	tick <- now
-	run(2)
-	flush <- now // taken by the loop, not a run
-	tick <- now
-	run(3)
-	stop()
-	<-done
-	tot := b.MaintenanceTotals()
-	audit := slices.IndexFunc(tot, func(t broker.TaskTotals) bool { return t.Task == broker.TaskAudit })
-	if audit < 0 || tot[audit].Runs != 3 || tot[audit].Removed != 1 {
-		t.Errorf("totals %+v, want the audit task's: 3 runs and the old entry removed", tot)
-	}
-	select {
-	case m := <-logs:
-		t.Errorf("logged %q after the runs", m)
-	default:
 	}
 }
 

@@ -45,10 +45,13 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// serve opens the database, starts the broker and the HTTP server (and the
-// demo traffic when asked), and runs until ctx is cancelled. Then it stops
-// accepting, releases long-polls, finishes what is in flight, and closes
-// the database. onListen, when not nil, is told the address listened on.
+// serve opens the database, builds the broker, starts its background work
+// (broker.Run), the HTTP server (and the demo traffic when asked), and
+// runs until ctx is cancelled. Then it stops in this order: the HTTP
+// server stops accepting, releases long-polls and finishes the requests
+// in flight; the demo stops; the background work stops (the jobs between
+// chunks, then the last counts are written); the database closes.
+// onListen, when not nil, is told the address listened on.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, onListen func(net.Addr)) (err error) {
 	// The address first: a start that cannot listen (the port is taken)
 	// must stop before it creates the admin user, whose password it
@@ -154,38 +157,21 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	// Maintenance (broker.Maintain) runs on a schedule; the counts
-	// waiting in memory are written every broker.StatsDelay.
-	var compactDone sync.WaitGroup
-	// Not ended by the signal: by stopCompact, once requests and the demo
-	// are done, so that the last counts are written after the last write.
-	compactCtx, stopCompact := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopCompact()
-	compactDone.Go(func() {
-		every := orDefault(cfg.MaintenanceEvery, broker.DefaultMaintenanceEvery)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		flush := time.NewTicker(broker.StatsDelay)
-		defer flush.Stop()
-		maintain(compactCtx, b, log, every, tick.C, flush.C, d.Leading)
-	})
-
-	// Bulk jobs run in the background, those a restart interrupted
-	// first; they stop (between chunks) before the database closes. Of
-	// several processes on one PostgreSQL database, the one that leads
-	// runs them (db.Lead), and the next takes over those it was running
-	// when it dies.
-	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopJobs()
-	var jobsDone sync.WaitGroup
-	jobsDone.Go(func() {
-		d.Lead(jobsCtx, func(ctx context.Context) {
-			if cfg.ArchiveDir == "" && db.IsPostgres(cfg.DBPath) {
-				warnNoArchive(ctx, b, log, "on taking the lead")
-			}
-			b.RunJobs(ctx)
-		})
-	})
+	// The background work (broker.Run): maintenance and the bulk jobs in
+	// the process that leads (a SQLite file's one process; of several on
+	// one PostgreSQL database, the one db.Lead chose), the counts waiting
+	// in memory written every broker.StatsDelay in each. Not ended by the
+	// signal: by stopBackground, once requests and the demo are done, so
+	// that the jobs stop (between chunks) before the database closes and
+	// the last counts are written after the last write.
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	background := broker.RunConfig{MaintenanceEvery: cfg.MaintenanceEvery}
+	if cfg.ArchiveDir == "" && db.IsPostgres(cfg.DBPath) {
+		background.OnLead = func(ctx context.Context) { warnNoArchive(ctx, b, log, "on taking the lead") }
+	}
+	var bgDone sync.WaitGroup
+	bgDone.Go(func() { b.Run(bgCtx, background) })
 
 	// The demo stops before the database closes.
 	demoCtx, stopDemo := context.WithCancel(ctx)
@@ -216,10 +202,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	b.Close() // also when Serve failed and Shutdown had no listener to close
 	stopDemo()
 	demoDone.Wait()
-	stopJobs()
-	jobsDone.Wait()
-	stopCompact()
-	compactDone.Wait()
+	stopBackground() // the jobs stop, then the last counts are written
+	bgDone.Wait()
 	if runErr == nil {
 		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			runErr = fmt.Errorf("serve: %w", err)
@@ -240,46 +224,4 @@ func warnNoArchive(ctx context.Context, b *broker.Broker, log *slog.Logger, when
 	const shown = 10
 	log.Warn("queues ask for an archive of their dead letters (deadLetterArchive) but this process has no --archive-dir: while it leads, their dead letters are kept past their retention, not archived; give every process the same shared --archive-dir",
 		"when", when, "queues", names[:min(len(names), shown)], "count", len(names))
-}
-
-// maintain runs the maintenance tasks (broker.Maintain) at start and at
-// each tick of maintainC while leading says this process leads (of
-// several on one PostgreSQL database, one does them), and writes the
-// counts waiting in this process's memory at each tick of flushC, until
-// ctx ends; then it writes the last counts (every other writer has
-// stopped by then). A task that took longer than every falls behind: it
-// is logged. Ticks that come while a run goes on are dropped (the
-// tickers keep one).
-func maintain(ctx context.Context, b *broker.Broker, log *slog.Logger, every time.Duration, maintainC, flushC <-chan time.Time, leading func() bool) {
-	for {
-		var rep broker.MaintenanceReport
-		var err error
-		if leading() {
-			rep, err = b.Maintain(ctx)
-		}
-		if err != nil && ctx.Err() == nil {
-			log.Error("maintenance", "err", err)
-		}
-		for _, t := range rep.Tasks {
-			if t.Took > every {
-				log.Warn("maintenance falls behind: a task took longer than the interval", "task", t.Task, "took", t.Took.String(), "every", every.String(), "removed", t.Removed)
-			}
-		}
-	wait:
-		for {
-			select {
-			case <-ctx.Done():
-				if err := b.FlushStats(context.WithoutCancel(ctx)); err != nil {
-					log.Error("write stats at shutdown", "err", err)
-				}
-				return
-			case <-flushC:
-				if err := b.FlushStats(ctx); err != nil && ctx.Err() == nil {
-					log.Error("write stats", "err", err)
-				}
-			case <-maintainC:
-				break wait
-			}
-		}
-	}
 }

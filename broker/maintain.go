@@ -11,7 +11,7 @@ import (
 
 // Maintenance defaults and bounds.
 const (
-	// DefaultMaintenanceEvery is how often serve runs Maintain, by
+	// DefaultMaintenanceEvery is how often Run runs Maintain, by
 	// default (--maintenance-every).
 	DefaultMaintenanceEvery = time.Minute
 	// DefaultAuditRetention is how long audit entries are kept, by

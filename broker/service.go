@@ -192,8 +192,8 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 	return err
 }
 
-// FlushStats writes the counts waiting in memory (see StatsDelay); serve
-// calls it every StatsDelay and at shutdown. Reads do not need it: they add
+// FlushStats writes the counts waiting in memory (see StatsDelay); Run
+// calls it every StatsDelay and at its stop. Reads do not need it: they add
 // the waiting counts themselves.
 func (b *Broker) FlushStats(ctx context.Context) error {
 	if b.pending.empty() {

@@ -24,7 +24,7 @@ const (
 // StatsDelay is how long counts that move no depth (completed, failed,
 // dropped, replay outcomes) may wait in memory before they are written:
 // the acks of the hot path then write no counters at all. Any write after
-// StatsDelay, any change of depth or of minute, and FlushStats (serve: every
+// StatsDelay, any change of depth or of minute, and FlushStats (Run: every
 // StatsDelay, and at shutdown) write them; reads add them from memory. A
 // crash loses at most StatsDelay of these counts; never a message, a dead
 // letter or a depth.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lazarus-dlq/lazarus/broker"
 )
 
 // pgLeadLock is the key of the session advisory lock the leading process
@@ -116,3 +117,7 @@ func pgTakeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, 
 	}()
 	return done, true
 }
+
+// A DB leads the broker's background work (broker.Run) through Lead and
+// Leading.
+var _ broker.Leader = (*DB)(nil)
