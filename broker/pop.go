@@ -68,7 +68,9 @@ type PopResult struct {
 // no earlier than the queue's delayedProcessing after its push, and
 // nothing behind it in its partition before it. With Wait it holds until
 // a message arrives, woken by pushes and acks inside this process, and by
-// a timer when a lease, a retry delay or a message's delay ends. A copy
+// a timer when a lease, a retry delay or a message's delay ends. While
+// maintenance mode is on it hands out nothing, and a wait waits for its
+// end (Maintenance). A copy
 // replayed to another group only (ReplayOwnGroup) is never handed out:
 // the group's cursor passes it by when it comes to the head, and a batch
 // ends before it (the next pop goes on behind it).
@@ -91,6 +93,10 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			}
 		}
 		news, stop := b.watchAny(queues) // before looking, so no news is missed
+		var ended <-chan struct{}        // maintenance mode's end, likewise
+		if req.Wait {
+			ended = b.watch(maintenanceNews)
+		}
 		res, wake, err := b.tryPopQueues(ctx, req, queues)
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
 			stop()
@@ -111,6 +117,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		b.waiting.Add(1)
 		select {
 		case <-news:
+		case <-ended:
 		case <-wakeC:
 		case <-deadline:
 			done = true
@@ -315,6 +322,11 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 	err = b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
 		res, wake, more = PopResult{}, time.Time{}, false
+		// Maintenance mode hands nothing out (a wait waits for its end:
+		// maintenanceNews).
+		if held, err := deliveriesHeld(ctx, tx); err != nil || held {
+			return err
+		}
 		q, err := tx.QueueByName(ctx, req.Queue)
 		if isNotFound(err) {
 			return nil // nothing pushed yet: empty, and a wait waits for the first push

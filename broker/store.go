@@ -286,6 +286,7 @@ type Tx interface {
 	ReplayCapTx
 	DemoTx
 	TraceTx
+	MaintenanceTx
 
 	// Scope returns the write transaction's TxScope: a new one for each
 	// transaction of Update, the same for every function of a group
