@@ -25,6 +25,9 @@ type cache struct {
 	byID       map[int64]Partition
 	groups     map[string]int64
 	subscribed map[[2]int64]bool
+	// maintOff: maintenance mode was read off in both scopes (a pop
+	// need not read it again until the cache is emptied).
+	maintOff bool
 }
 
 type partitionKey struct {
@@ -54,6 +57,7 @@ func (c *cache) reset() {
 	c.queues, c.queueIDs = map[string]Queue{}, map[int64]Queue{}
 	c.partitions, c.byUUID, c.byID = map[partitionKey]Partition{}, map[string]Partition{}, map[int64]Partition{}
 	c.groups, c.subscribed = map[string]int64{}, map[[2]int64]bool{}
+	c.maintOff = false
 }
 
 // cacheTx looks things up in the cache before the store and stages what
@@ -68,6 +72,7 @@ type cacheTx struct {
 	partitions []Partition
 	groups     map[string]int64
 	subscribed [][2]int64
+	maintOff   bool
 }
 
 func newCacheTx(tx Tx, c *cache, st *txState) *cacheTx {
@@ -249,7 +254,7 @@ func (t *cacheTx) Subscribe(ctx context.Context, queueID, groupID int64, start S
 // transaction has committed.
 // staged reports whether the transaction has entries for the cache.
 func (t *cacheTx) staged() bool {
-	return len(t.queues) > 0 || len(t.partitions) > 0 || len(t.groups) > 0 || len(t.subscribed) > 0
+	return len(t.queues) > 0 || len(t.partitions) > 0 || len(t.groups) > 0 || len(t.subscribed) > 0 || t.maintOff
 }
 
 func (t *cacheTx) commit() {
@@ -274,4 +279,31 @@ func (t *cacheTx) commit() {
 	for _, k := range t.subscribed {
 		c.subscribed[k] = true
 	}
+	if t.maintOff {
+		c.maintOff = true
+	}
+}
+
+// deliveriesHeld reports whether maintenance mode holds deliveries: no
+// statement when the cache knows both scopes off; else it reads the
+// setting, and stages "off" for the cache when it is. A scope on is never
+// cached: each pop reads it again, so that it ends at once when it is
+// turned off, in this process or another.
+func (t *cacheTx) deliveriesHeld(ctx context.Context) (bool, error) {
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		off := t.c.maintOff
+		t.c.mu.RUnlock()
+		if off {
+			return false, nil
+		}
+	}
+	m, err := readMaintenance(ctx, t.Tx)
+	if err != nil {
+		return false, err
+	}
+	if !m.Holds() {
+		t.maintOff = true
+	}
+	return m.Holds(), nil
 }

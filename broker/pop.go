@@ -81,7 +81,8 @@ type PopResult struct {
 // less than the queue's windowBuffer ago is not delivered at all. With
 // Wait it holds until a message arrives, woken by pushes and acks inside
 // this process, and by a timer when a lease, a retry delay, a message's
-// delay or a partition's window ends. A copy
+// delay or a partition's window ends. While maintenance mode is on it
+// hands out nothing, and a wait waits for its end (Maintenance). A copy
 // replayed to another group only (ReplayOwnGroup) is never handed out:
 // the group's cursor passes it by when it comes to the head, and a batch
 // ends before it (the next pop goes on behind it).
@@ -104,6 +105,10 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			}
 		}
 		news, stop := b.watchAny(queues) // before looking, so no news is missed
+		var ended <-chan struct{}        // maintenance mode's end, likewise
+		if req.Wait {
+			ended = b.watch(maintenanceNews)
+		}
 		res, wake, err := b.tryPopQueues(ctx, req, queues)
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
 			stop()
@@ -124,6 +129,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		b.waiting.Add(1)
 		select {
 		case <-news:
+		case <-ended:
 		case <-wakeC:
 		case <-deadline:
 			done = true
@@ -334,6 +340,11 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 	err = b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
 		res, wake, more = PopResult{}, time.Time{}, false
+		// Maintenance mode hands nothing out (a wait waits for its end:
+		// maintenanceNews).
+		if held, err := deliveriesHeld(ctx, tx); err != nil || held {
+			return err
+		}
 		q, err := tx.QueueByName(ctx, req.Queue)
 		if isNotFound(err) {
 			return nil // nothing pushed yet: empty, and a wait waits for the first push

@@ -287,6 +287,7 @@ type Tx interface {
 	DemoTx
 	TraceTx
 	WindowTx
+	MaintenanceTx
 
 	// Scope returns the write transaction's TxScope: a new one for each
 	// transaction of Update, the same for every function of a group

@@ -29,6 +29,22 @@ type Page struct {
 	// Version and Commit are the build's (the footer): Commit "" when
 	// the build does not say.
 	Version, Commit string
+	// Maintenance is the banner of maintenance mode, on every page while
+	// it holds deliveries (nil: it does not).
+	Maintenance *MaintenanceNote
+}
+
+// MaintenanceNote says that maintenance mode holds every delivery: the
+// scopes that are on (push, pop), who turned each on and since when.
+type MaintenanceNote struct {
+	Scopes []MaintenanceScope
+}
+
+// MaintenanceScope is one scope of maintenance mode that is on.
+type MaintenanceScope struct {
+	Scope string // push, pop
+	By    string
+	Since time.Time
 }
 
 // Crumb is one step of the breadcrumb trail.

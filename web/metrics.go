@@ -46,7 +46,7 @@ func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Contex
 		}
 		return 0
 	})
-	m.registry.MustRegister(m.latency, waiting, leads, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b}, archiveCollector{b}, spaceCollector{b},
+	m.registry.MustRegister(m.latency, waiting, leads, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b}, maintenanceModeCollector{b}, archiveCollector{b}, spaceCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -109,6 +109,36 @@ func (mc maintenanceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descMaintRemoved, prometheus.CounterValue, float64(t.Removed), t.Task)
 		ch <- prometheus.MustNewConstMetric(descMaintTook, prometheus.GaugeValue, t.LastTook.Seconds(), t.Task)
 		ch <- prometheus.MustNewConstMetric(descMaintErrors, prometheus.CounterValue, float64(t.Errors), t.Task)
+	}
+}
+
+// descMaintenanceMode is the gauge of maintenance mode (Queen's), by
+// scope.
+var descMaintenanceMode = prometheus.NewDesc("lazarus_maintenance", "1 while maintenance mode's scope is on (push or pop: either holds every delivery; pushes are stored), else 0.", []string{"scope"}, nil)
+
+// maintenanceModeCollector reads maintenance mode at each scrape (one
+// read of the settings).
+type maintenanceModeCollector struct{ b *broker.Broker }
+
+func (maintenanceModeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descMaintenanceMode }
+
+func (mc maintenanceModeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := mc.b.Maintenance(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descMaintenanceMode, err)
+		return
+	}
+	for _, s := range []struct {
+		scope broker.MaintenanceScope
+		on    bool
+	}{{broker.MaintenancePush, m.Push.On}, {broker.MaintenancePop, m.Pop.On}} {
+		v := 0.0
+		if s.on {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descMaintenanceMode, prometheus.GaugeValue, v, string(s.scope))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/views"
 )
 
@@ -45,8 +46,36 @@ func render(c echo.Context, status int, comp templ.Component) error {
 
 // page fills what every page's layout needs.
 func (s *Server) page(c echo.Context, title, nav string, crumbs ...views.Crumb) views.Page {
-	return views.Page{Title: title, Nav: nav, Session: s.viewSession(c), Now: s.now(), Crumbs: crumbs,
+	p := views.Page{Title: title, Nav: nav, Session: s.viewSession(c), Now: s.now(), Crumbs: crumbs,
 		Version: s.build.Version, Commit: s.build.ShortCommit()}
+	if p.Session.User != "" && !isFragment(c) { // a fragment has no layout
+		p.Maintenance = s.maintenanceNote(c)
+	}
+	return p
+}
+
+// maintenanceNote is the banner of maintenance mode while it holds
+// deliveries (one read of the settings a page). A failed read leaves the
+// banner out, logged: the page's own reads say what is wrong.
+func (s *Server) maintenanceNote(c echo.Context) *views.MaintenanceNote {
+	m, err := s.broker.Maintenance(c.Request().Context())
+	if err != nil {
+		s.log.WarnContext(c.Request().Context(), "maintenance mode for the banner", "err", err)
+		return nil
+	}
+	if !m.Holds() {
+		return nil
+	}
+	var n views.MaintenanceNote
+	for _, sc := range []struct {
+		name string
+		st   broker.MaintenanceState
+	}{{string(broker.MaintenancePush), m.Push}, {string(broker.MaintenancePop), m.Pop}} {
+		if sc.st.On {
+			n.Scopes = append(n.Scopes, views.MaintenanceScope{Scope: sc.name, By: sc.st.By, Since: sc.st.Since})
+		}
+	}
+	return &n
 }
 
 func (s *Server) now() time.Time { return s.clock.Now().UTC() }
