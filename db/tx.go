@@ -723,7 +723,11 @@ func (t *storeTx) ConsumersBySharedLease(ctx context.Context, leaseID string) ([
 	if t.shared {
 		q += forUpdate
 	}
-	rows, err := t.query(ctx, q, leaseID)
+	return scanConsumers(t.query(ctx, q, leaseID))
+}
+
+// scanConsumers reads every consumer of a query's rows (consumerCols).
+func scanConsumers(rows rowsIter, err error) ([]broker.Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -914,24 +918,11 @@ var readyConsumersSQL = pgQuery(`SELECT `+consumerCols+`,
 // with a message past the cursor as it stands then (another write may
 // have moved it since the scan).
 func (t *storeTx) pgLockReady(ctx context.Context, groupID int64, ready []int64, now time.Time, n int) ([]broker.Consumer, error) {
-	rows, err := t.query(ctx, `SELECT `+consumerCols+` FROM consumers c
+	return scanConsumers(t.query(ctx, `SELECT `+consumerCols+` FROM consumers c
 		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
 		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
 		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
-		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED`, ready, groupID, ms(now), n)
-	if err != nil {
-		return nil, err
-	}
-	var out []broker.Consumer
-	for rows.Next() {
-		c, err := scanConsumer(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, errors.Join(rows.Err(), rows.Close())
+		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED`, ready, groupID, ms(now), n))
 }
 
 // clearReadySQL clears the ready mark of consumers a scan found with
