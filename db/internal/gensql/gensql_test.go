@@ -1,0 +1,32 @@
+package gensql
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestCollect(t *testing.T) {
+	sites, err := Collect("testdata/fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Site{
+		{Func: "storeTx.insert", Wrapper: "exec", Expr: `query + " RETURNING " + col`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a, b FROM t`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a, b FROM t WHERE x = ?`, Var: "overridden"},
+		{Func: "storeTx.Both", Wrapper: "insert", Const: true, SQL: `INSERT INTO t (a) VALUES (?)`, Col: "id"},
+		{Func: "storeTx.Both", Wrapper: "exec", Expr: "`SELECT ` + name"},
+		{Func: "storeTx.Both", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
+		{Func: "storeTx.Both", Wrapper: "exec", Expr: "s"},
+		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
+		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
+	}
+	if !reflect.DeepEqual(sites, want) {
+		t.Errorf("Collect:\n got %+v\nwant %+v", sites, want)
+	}
+	dyn := Dynamic(sites)
+	wantDyn := []string{"storeTx.Both: exec(`SELECT ` + name)", "storeTx.Both: exec(s)"}
+	if !reflect.DeepEqual(dyn, wantDyn) {
+		t.Errorf("Dynamic: got %q, want %q", dyn, wantDyn)
+	}
+}
