@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,16 +31,45 @@ func authed(method, url, body string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-// binary builds the lazarus binary into the test's directory (the build
-// cache makes a second build of one test run cheap).
+// built is the lazarus binary the tests of one run share: built once, on
+// the first call of binary, into a directory TestMain removes.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// binary builds the lazarus binary (once per test run: each test runs
+// its own processes of the one binary) and returns its path.
 func binary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lazarus")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "lazarus-test-bin-"); built.err != nil {
+			return
+		}
+		// In a directory of its own inside: a test may open the binary's
+		// directory and its parent to others (letOthersIn).
+		if built.err = os.Mkdir(filepath.Join(built.dir, "bin"), 0o700); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "bin", "lazarus")
+		// -buildvcs=auto, whatever GOFLAGS says: stamped with its commit
+		// in a git checkout, as a release build is (TestVersionSaysTheCommit).
+		if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+// removeBinary removes what binary built (TestMain, after the tests).
+func removeBinary() {
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
 }
 
 // startBinary runs `lazarus serve` on a free port and returns its URL.

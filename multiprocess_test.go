@@ -22,7 +22,11 @@ import (
 // 18, phase 3): they are one broker to their clients. These tests always
 // run on PostgreSQL (a throwaway cluster, or LAZARUS_TEST_POSTGRES).
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	removeBinary()
+	os.Exit(code)
+}
 
 // proc is one lazarus serve process of a test.
 type proc struct {

@@ -138,10 +138,24 @@ func createDatabase(ctx context.Context, admin, name, tmpl string) error {
 	defer conn.Close(ctx)
 	q := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
 	if tmpl != "" {
-		q += " TEMPLATE " + pgx.Identifier{tmpl}.Sanitize()
+		q += " TEMPLATE " + pgx.Identifier{tmpl}.Sanitize() + copyStrategy()
 	}
 	_, err = conn.Exec(ctx, q)
 	return err
+}
+
+// copyStrategy is how CREATE DATABASE copies a template: on a throwaway
+// cluster of PostgreSQL 15 or later, FILE_COPY (its checkpoints cost
+// nothing with fsync off, and copying the files is about a third faster
+// than WAL_LOG, the default, which writes every page of the copy to the
+// WAL); on a server of EnvURL, the server's default.
+func copyStrategy() string {
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster != nil && version(cluster.bin) >= 15 {
+		return " STRATEGY FILE_COPY"
+	}
+	return ""
 }
 
 func dropDatabase(ctx context.Context, admin, name string) error {
