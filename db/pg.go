@@ -34,7 +34,7 @@ import (
 // Writers: an Update holds this process's write mutex and, in the
 // database, a transaction-scoped advisory lock (pgWriterLock) taken with
 // its first statement, to its commit (broker.Store.Update, "Writers"):
-// shared by writes marked broker.Concurrent (pushes, leases, acks) while
+// shared by writes marked broker.UpdateOptions.Concurrent (pushes, leases, acks) while
 // other processes share the database (pg_members.go), which then run
 // beside each other's and settle their conflicts by row locks
 // (storeTx.shared: the consumer read, the ready consumers skipped when
@@ -156,7 +156,7 @@ type pgStore struct {
 }
 
 // ConcurrentWrites reports whether the store runs writes marked
-// broker.Concurrent beside each other now (broker.ConcurrentStore): the
+// broker.UpdateOptions.Concurrent beside each other now (broker.ConcurrentStore): the
 // PostgreSQL store does while other processes share its database
 // (pg_members.go); SQLite's has one writer.
 func (d *DB) ConcurrentWrites() bool { return d.pg != nil && !d.pg.alone.Load() }

@@ -11,7 +11,7 @@ import (
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
-// Writes marked broker.Concurrent of two processes (two stores on one
+// Writes marked broker.UpdateOptions.Concurrent of two processes (two stores on one
 // database) run at once and settle their conflicts by row locks; an
 // unmarked write runs alone.
 
