@@ -39,19 +39,14 @@ type AckResult struct {
 // Ack applies one acknowledgement in its own transaction. A refused ack
 // (unknown message, no live lease, someone else's lease) returns an *Error
 // and changes nothing.
+//
+// It is written marked Concurrent when the store runs such writes beside
+// each other now (hot), and unmarked when it comes to what it may not do
+// so (acker).
 func (b *Broker) Ack(ctx context.Context, a Ack) (AckResult, error) {
-	res, err := b.ack(b.concurrently(ctx), a)
-	if errors.Is(err, errNotConcurrent) {
-		res, err = b.ack(ctx, a)
-	}
-	return res, err
-}
-
-// ack is Ack in one write, marked Concurrent or not (acker).
-func (b *Broker) ack(ctx context.Context, a Ack) (AckResult, error) {
 	var res AckResult
-	err := b.update(ctx, func(tx Tx, touched func(string)) error {
-		k := newAcker(tx, b.now(), touched)
+	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {
+		k := newAcker(tx, b.now(), touched, o)
 		var err error
 		if res, err = k.ack(ctx, a); err != nil {
 			return err
@@ -73,18 +68,10 @@ func (b *Broker) AckBatch(ctx context.Context, group string, acks []Ack) ([]AckR
 	if len(acks) > MaxAcks {
 		return nil, errorf(ErrInvalid, "acknowledgments: at most %d per batch, got %d", MaxAcks, len(acks))
 	}
-	out, err := b.ackBatch(b.concurrently(ctx), group, acks)
-	if errors.Is(err, errNotConcurrent) {
-		out, err = b.ackBatch(ctx, group, acks)
-	}
-	return out, err
-}
-
-// ackBatch is AckBatch in one write, marked Concurrent or not.
-func (b *Broker) ackBatch(ctx context.Context, group string, acks []Ack) ([]AckResult, error) {
+	// Marked Concurrent or not, as Ack.
 	var out []AckResult
-	err := b.update(ctx, func(tx Tx, touched func(string)) error {
-		k := newAcker(tx, b.now(), touched)
+	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {
+		k := newAcker(tx, b.now(), touched, o)
 		out = make([]AckResult, len(acks))
 		for i, a := range acks {
 			if a.Group == "" {
@@ -114,6 +101,7 @@ type acker struct {
 	tx      Tx
 	now     time.Time
 	touched func(string)
+	o       UpdateOptions          // of the write: Concurrent stops at what may not run beside others (errPlainWrite)
 	states  map[[2]int64]*ackState // by partition and group id
 	order   [][2]int64             // in first-touch order: writes are deterministic
 	shared  map[string]bool        // the shared leases whose consumers are in states
@@ -133,8 +121,8 @@ type ackState struct {
 	next   int // msgs[:next] are at or behind the cursor (it only moves on)
 }
 
-func newAcker(tx Tx, now time.Time, touched func(string)) *acker {
-	return &acker{tx: tx, now: now, touched: touched, states: map[[2]int64]*ackState{}}
+func newAcker(tx Tx, now time.Time, touched func(string), o UpdateOptions) *acker {
+	return &acker{tx: tx, now: now, touched: touched, o: o, states: map[[2]int64]*ackState{}}
 }
 
 // state returns the consumer of a partition and group, loading it.
@@ -506,8 +494,8 @@ func (s *settler) settle(ctx context.Context) error {
 // dead-lettered the original: only there does it say whether the fix
 // worked (settleCopy).
 func (s *settler) replayOutcome(ctx context.Context, m Message, ok bool) error {
-	if IsConcurrent(ctx) && IsReplayTransaction(m.TransactionID) {
-		return errNotConcurrent // its job's row is read, then written
+	if s.k.o.Concurrent && IsReplayTransaction(m.TransactionID) {
+		return errPlainWrite // its job's row is read, then written
 	}
 	counted, err := settleCopy(ctx, s.tx, m, s.c.GroupID, ok, s.now, s.k.touched)
 	if err != nil || !counted {
@@ -555,10 +543,10 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 		s.dropped[m.Seq] = true
 		return nil
 	}
-	if IsConcurrent(ctx) {
+	if s.k.o.Concurrent {
 		// Dead letter ids grow in commit order (MaxDeadLetterID, the
 		// bookmarks), and the payload's index is looked at, then written.
-		return errNotConcurrent
+		return errPlainWrite
 	}
 	// A group that reads a message again (its cursor moved back: SeekGroup)
 	// and gives up on it again keeps the dead letter it has (one a message

@@ -22,10 +22,10 @@ type write struct {
 	ephemeral, committed bool
 }
 
-func (s *recordingStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
-	err := s.DB.Update(ctx, fn)
+func (s *recordingStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	err := s.DB.Update(ctx, o, fn)
 	s.mu.Lock()
-	s.writes = append(s.writes, write{ephemeral: broker.IsEphemeral(ctx), committed: err == nil})
+	s.writes = append(s.writes, write{ephemeral: o.Ephemeral, committed: err == nil})
 	s.mu.Unlock()
 	return err
 }

@@ -186,7 +186,7 @@ func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error 
 		}
 		var keys []DeadLetterKey
 		var written map[int64]expiryEntry
-		err = b.update(ctx, func(tx Tx, _ func(string)) error {
+		err = b.updateWith(ctx, background, func(tx Tx, _ UpdateOptions, _ func(string)) error {
 			keys, written = nil, nil
 			// The option is read again: it may have changed since the
 			// run began (or the queue gone).

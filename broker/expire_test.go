@@ -273,7 +273,7 @@ func TestExpiryAuditEntryGoneBetweenChunks(t *testing.T) {
 	chunks := 0
 	fs.committed = func() {
 		if chunks++; chunks == 1 {
-			if err := s.db.Update(s.ctx, func(tx broker.Tx) error {
+			if err := s.db.Update(s.ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				_, err := tx.SweepAudit(s.ctx, s.clock.Now().Add(time.Hour), 10000)
 				return err
 			}); err != nil {
@@ -454,7 +454,7 @@ func TestExpiringCountIsCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := s.clock.Now().Add(-30 * time.Minute) // expires within 24 h
-	if err := s.db.Update(s.ctx, func(tx broker.Tx) error {
+	if err := s.db.Update(s.ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i := range broker.ExpiringCap + 1 {
 			if err := tx.InsertDeadLetter(s.ctx, &broker.DeadLetter{Seq: int64(i + 1), QueueID: qu.ID, PartitionID: 1, GroupID: 1, Error: "e",
 				FailedAt: old.Add(time.Duration(i) * time.Millisecond), Fingerprint: "f"}, true); err != nil {

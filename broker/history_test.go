@@ -19,8 +19,8 @@ type attemptCounter struct {
 	inserts, deletes atomic.Int64
 }
 
-func (c *attemptCounter) Update(ctx context.Context, fn func(broker.Tx) error) error {
-	return c.Store.Update(ctx, func(tx broker.Tx) error { return fn(attemptCountingTx{tx, c}) })
+func (c *attemptCounter) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	return c.Store.Update(ctx, o, func(tx broker.Tx) error { return fn(attemptCountingTx{tx, c}) })
 }
 
 type attemptCountingTx struct {

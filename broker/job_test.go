@@ -116,12 +116,12 @@ type crashingStore struct {
 
 var errKilled = errors.New("killed")
 
-func (c *crashingStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+func (c *crashingStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	if c.n <= 0 {
 		return errKilled
 	}
 	c.n--
-	return c.Store.Update(ctx, fn)
+	return c.Store.Update(ctx, o, fn)
 }
 
 // A job stopped part-way (its process killed) resumes on the next

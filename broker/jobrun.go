@@ -607,7 +607,7 @@ func chunkSize(j Job, full int) int {
 // A job that is not running is returned as it is.
 func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 	var j Job
-	err := b.update(LowPriority(ctx), func(tx Tx, touched func(string)) error {
+	err := b.updateWith(ctx, background, func(tx Tx, _ UpdateOptions, touched func(string)) error {
 		now := b.now()
 		var err error
 		if j, err = jobByID(ctx, tx, id); err != nil || j.State != JobRunning {

@@ -95,7 +95,7 @@ func TestLoginCounts(t *testing.T) {
 func TestMaintainLoginFailures(t *testing.T) {
 	s := setup(t)
 	const old = 700
-	if err := s.db.Update(s.ctx, func(tx broker.Tx) error {
+	if err := s.db.Update(s.ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i := range old {
 			f := broker.LoginFailure{Key: loginHash(fmt.Sprint("name:old-", i)), N: 1, Last: s.clock.Now().Add(-broker.LoginForget - time.Minute)}
 			if err := tx.SaveLoginFailure(s.ctx, f); err != nil {
@@ -129,7 +129,7 @@ func TestMaintainLoginFailures(t *testing.T) {
 	// The bound: the keys of the last keep counts stay, the others go,
 	// the least recently counted first; a key counted again moves up.
 	var trimmed int64
-	if err := s.db.Update(s.ctx, func(tx broker.Tx) (err error) {
+	if err := s.db.Update(s.ctx, broker.UpdateOptions{}, func(tx broker.Tx) (err error) {
 		for _, k := range []string{"a", "b", "c", "d", "a", "e"} {
 			if err := tx.SaveLoginFailure(s.ctx, broker.LoginFailure{Key: loginHash(k), N: 1, Last: s.clock.Now()}); err != nil {
 				return err

@@ -144,8 +144,14 @@ func (b *Broker) MaintenanceTotals() []TaskTotals {
 	return out
 }
 
-// Maintain runs every maintenance task once, each a chunk a transaction on
-// the low-priority lane (LowPriority) until nothing is due: the stats
+// background is the options of every write of maintenance (Maintain's
+// tasks, and what they share with other callers: CompactStats,
+// SweepHistory) and of the jobs' chunks: written alone, when no other
+// write waits.
+var background = UpdateOptions{Background: true}
+
+// Maintain runs every maintenance task once, each a chunk a transaction
+// written as background (background) until nothing is due: the stats
 // buckets past their retention, the history of replays and deletes
 // (restore windows that ended, history past HistoryRetention), the audit
 // entries past the audit retention (with one entry of the broker's stream
@@ -157,7 +163,6 @@ func (b *Broker) MaintenanceTotals() []TaskTotals {
 // cancelled context stops the run at once (the tasks that ran are
 // reported and counted).
 func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
-	ctx = LowPriority(ctx)
 	start := time.Now()
 	var rep MaintenanceReport
 	var errs []error
@@ -217,7 +222,7 @@ func sweepQueues(ctx context.Context, queues []Queue, fn func(q Queue) error) er
 func (b *Broker) chunks(ctx context.Context, r *TaskReport, step func(tx Tx, mt MaintainTx, now time.Time) (int64, error)) error {
 	for {
 		var n int64
-		err := b.store.Update(ctx, func(tx Tx) (err error) {
+		err := b.store.Update(ctx, background, func(tx Tx) (err error) {
 			n, err = step(tx, tx, b.now())
 			return err
 		})
@@ -271,7 +276,7 @@ func (b *Broker) maintainHistory(ctx context.Context, r *TaskReport) error {
 	var after int64
 	for {
 		var n, next int64
-		if err := b.store.Update(ctx, func(tx Tx) (err error) {
+		if err := b.store.Update(ctx, background, func(tx Tx) (err error) {
 			n, next, err = tx.SweepHistory(ctx, b.now().Add(-HistoryRetention), maintainChunk, after)
 			return err
 		}); err != nil {
@@ -304,7 +309,7 @@ func (b *Broker) maintainAudit(ctx context.Context, r *TaskReport) error {
 	if r.Removed == 0 {
 		return nil
 	}
-	return b.store.Update(ctx, func(tx Tx) error {
+	return b.store.Update(ctx, background, func(tx Tx) error {
 		return tx.InsertAudit(ctx, &AuditEntry{At: b.now(), Actor: BrokerActor, Action: AuditSwept, Count: int(r.Removed), Broker: true,
 			Detail: fmt.Sprintf("audit: %s entries older than %s removed", thousands(r.Removed), DurationWords(keep))})
 	})

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +22,7 @@ func TestMaintainAuditRetention(t *testing.T) {
 	s := setup(t)
 	t0 := s.clock.Now()
 	const old = 1234 // more than two chunks
-	if err := s.db.Update(s.ctx, func(tx broker.Tx) error {
+	if err := s.db.Update(s.ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i := range old {
 			if err := tx.InsertAudit(s.ctx, &broker.AuditEntry{At: t0.Add(time.Duration(i) * time.Millisecond), Actor: "user:a", Action: broker.AuditReplay, Detail: "old"}); err != nil {
 				return err
@@ -113,7 +116,7 @@ func TestMaintainSessions(t *testing.T) {
 	}
 	now := s.clock.Now()
 	const ended = 1100
-	if err := s.db.Update(s.ctx, func(tx broker.Tx) error {
+	if err := s.db.Update(s.ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i := range ended {
 			se := broker.Session{UserID: u.ID, Hash: "h" + time.Duration(i).String(), CreatedAt: now.Add(-time.Hour), ExpiresAt: now.Add(broker.SessionMaxAge), LastSeenAt: now.Add(-time.Hour)}
 			if i%2 == 0 { // past its max age, seen just now
@@ -200,10 +203,10 @@ func (t faultTx) SweepBuckets(ctx context.Context, b broker.BucketTable, before 
 	return t.Tx.SweepBuckets(ctx, b, before, limit)
 }
 
-func (s *faultStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+func (s *faultStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	expired := false
 	if s.rehearse {
-		if err := s.Store.Update(ctx, func(tx broker.Tx) error {
+		if err := s.Store.Update(ctx, o, func(tx broker.Tx) error {
 			if err := fn(faultTx{tx, s, &expired}); err != nil {
 				return err
 			}
@@ -212,7 +215,7 @@ func (s *faultStore) Update(ctx context.Context, fn func(broker.Tx) error) error
 			return err
 		}
 	}
-	err := s.Store.Update(ctx, func(tx broker.Tx) error {
+	err := s.Store.Update(ctx, o, func(tx broker.Tx) error {
 		expired = false
 		return fn(faultTx{tx, s, &expired})
 	})
@@ -416,4 +419,114 @@ func TestMessageRetentionGoesOnAfterAQueueFails(t *testing.T) {
 	if got := s.kept("a", "p"); len(got) != 2 {
 		t.Errorf("a keeps %v, want both (its sweep failed)", got)
 	}
+}
+
+// optionsRecorder is a store that records the options of every Update,
+// and the broker's code that asked for it (the first caller in package
+// broker outside service.go's update helpers).
+type optionsRecorder struct {
+	broker.Store
+	mu     sync.Mutex
+	writes []recordedWrite
+}
+
+type recordedWrite struct {
+	o    broker.UpdateOptions
+	site string
+}
+
+func (s *optionsRecorder) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	site := "?"
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.Contains(f.File, "/broker/") && !strings.HasSuffix(f.File, "_test.go") && !strings.HasSuffix(f.File, "/service.go") {
+			site = fmt.Sprintf("%s:%d", filepath.Base(f.File), f.Line)
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	s.mu.Lock()
+	s.writes = append(s.writes, recordedWrite{o, site})
+	s.mu.Unlock()
+	return s.Store.Update(ctx, o, fn)
+}
+
+// take returns the writes recorded since the last take.
+func (s *optionsRecorder) take() []recordedWrite {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.writes
+	s.writes = nil
+	return w
+}
+
+// TestMaintenanceWritesAreBackground: every write of Maintain is marked
+// Background (the store writes it alone, when no other write waits), and
+// so is every write of CompactStats and SweepHistory, with the tasks given
+// something to remove: dead letters and messages past their retention
+// (completed retention too, which takes two runs: marks, then deletes),
+// audit entries past the audit retention.
+func TestMaintenanceWritesAreBackground(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("dl", map[string]any{"deadLetterRetentionSeconds": 60, "retryLimit": 0})
+	s.pop("dl", "g", 1)
+	s.deadLettered("dl", "g", 3)
+	s.configure("rt", map[string]any{"retentionSeconds": 60})
+	s.push("rt", "p", "m1", "m2")
+	s.configure("cr", map[string]any{"completedRetentionSeconds": 60})
+	s.push("cr", "p", "c1", "c2")
+	if got := s.drain("cr", "g"); len(got) != 2 {
+		t.Fatalf("drained %v", got)
+	}
+	if err := s.db.Update(s.ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
+		return tx.InsertAudit(s.ctx, &broker.AuditEntry{At: s.clock.Now(), Actor: "user:a", Action: broker.AuditReplay, Detail: "old"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rec := &optionsRecorder{Store: s.db}
+	s.b = broker.New(broker.Config{Store: rec, Clock: s.clock})
+	s.clock.Advance(broker.DefaultAuditRetention + time.Hour)
+	rep, err := s.b.Maintain(s.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range []string{broker.TaskDeadLetters, broker.TaskMessages, broker.TaskAudit} {
+		if r := rep.Task(task); r.Removed == 0 {
+			t.Errorf("task %s removed nothing: %+v", task, r)
+		}
+	}
+	s.clock.Advance(time.Hour)
+	rep, err = s.b.Maintain(s.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Task(broker.TaskMessages); r.Removed != 2 {
+		t.Errorf("second run: messages task %+v, want the 2 completed removed", r)
+	}
+	check := func(what string, min int) {
+		t.Helper()
+		writes := rec.take()
+		if len(writes) < min {
+			t.Errorf("%s: %d writes, want at least %d", what, len(writes), min)
+		}
+		for _, w := range writes {
+			if !w.o.Background {
+				t.Errorf("%s: a write at %s has options %+v, not Background", what, w.site, w.o)
+			}
+		}
+	}
+	check("Maintain", len(broker.MaintenanceTasks))
+	if err := s.b.CompactStats(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("CompactStats", 1)
+	if err := s.b.SweepHistory(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("SweepHistory", 1)
 }

@@ -167,8 +167,8 @@ type updateSignal struct {
 	done chan struct{}
 }
 
-func (s *updateSignal) Update(ctx context.Context, fn func(broker.Tx) error) error {
-	err := s.Store.Update(ctx, fn)
+func (s *updateSignal) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	err := s.Store.Update(ctx, o, fn)
 	select {
 	case s.done <- struct{}{}:
 	default:
@@ -357,8 +357,8 @@ func (t settingCountingTx) Setting(ctx context.Context, key string) (string, err
 	return t.Tx.Setting(ctx, key)
 }
 
-func (s settingCounter) Update(ctx context.Context, fn func(broker.Tx) error) error {
-	return s.Store.Update(ctx, func(tx broker.Tx) error { return fn(settingCountingTx{tx, s.n}) })
+func (s settingCounter) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	return s.Store.Update(ctx, o, func(tx broker.Tx) error { return fn(settingCountingTx{tx, s.n}) })
 }
 
 // A pop pays nothing for maintenance mode while it is off: the first one

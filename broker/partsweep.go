@@ -87,7 +87,7 @@ func (b *Broker) maintainPartitions(ctx context.Context, r *TaskReport) error {
 			chunk := ids[:min(len(ids), PartitionSweepChunk)]
 			ids = ids[len(chunk):]
 			var n int
-			if err := b.store.Update(ctx, func(tx Tx) error {
+			if err := b.store.Update(ctx, background, func(tx Tx) error {
 				now := b.now()
 				gone, err := tx.DeleteEmptyPartitions(ctx, chunk, now.Add(-PartitionMinAge), now)
 				if err != nil {

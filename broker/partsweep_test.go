@@ -391,9 +391,9 @@ func (c *sweepCounter) View(ctx context.Context, fn func(broker.Tx) error) error
 	return err
 }
 
-func (c *sweepCounter) Update(ctx context.Context, fn func(broker.Tx) error) error {
+func (c *sweepCounter) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	var read, wrote bool
-	err := c.Store.Update(ctx, func(tx broker.Tx) error {
+	err := c.Store.Update(ctx, o, func(tx broker.Tx) error {
 		wrote = false
 		return fn(sweepCounterTx{tx, &read, &wrote})
 	})

@@ -356,8 +356,8 @@ func (t countingTx) CopyGroups(ctx context.Context, seqs []int64) (map[int64]int
 	return t.Tx.CopyGroups(ctx, seqs)
 }
 
-func (s countingStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
-	return s.Store.Update(ctx, func(tx broker.Tx) error { return fn(countingTx{tx, s.n}) })
+func (s countingStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	return s.Store.Update(ctx, o, func(tx broker.Tx) error { return fn(countingTx{tx, s.n}) })
 }
 
 // A pop of ordinary messages runs no replays query (the common path costs

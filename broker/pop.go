@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -311,33 +310,28 @@ func (b *Broker) tryPop(ctx context.Context, req PopRequest) (res PopResult, wak
 
 // popTx runs one pop transaction: ephemeral when it can be.
 func (b *Broker) popTx(ctx context.Context, req PopRequest) (res PopResult, wake time.Time, more bool, err error) {
+	var o UpdateOptions
 	if !req.AutoAck {
 		// A lease alone need not wait for the disk (Ephemeral), unless the
-		// pop turns out to subscribe the group first. Passing by copies
+		// pop turns out to subscribe the group first (errPlainWrite: it
+		// runs again as an ordinary write). Passing by copies
 		// for other groups may be ephemeral too: if lost, they are passed
 		// by again.
 		// It may also run beside other writes: the consumer it leases is
 		// locked (ReadyConsumers, Consumer), and what it passes by is
 		// that consumer's.
-		res, wake, more, err = b.popOnce(Ephemeral(b.concurrently(ctx)), req, true)
-		if !errors.Is(err, errNotEphemeral) {
-			return res, wake, more, err
-		}
+		o = b.hot(UpdateOptions{Ephemeral: true})
 	}
-	return b.popOnce(ctx, req, false)
+	return b.popOnce(ctx, req, o)
 }
-
-// errNotEphemeral stops an ephemeral pop that would have to write more
-// than a lease; the pop runs again as an ordinary write.
-var errNotEphemeral = errors.New("pop writes more than a lease")
 
 // popOnce leases (or with AutoAck settles) what a consumer of the group
 // may be handed, passing by at its head the copies replayed to other
 // groups (passer.take). A pop of any partition that finds a ready
 // consumer holding only such copies passes them and tries the next one,
 // up to maxPassRounds; more reports a pass stopped at its bound.
-func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (res PopResult, wake time.Time, more bool, err error) {
-	err = b.update(ctx, func(tx Tx, touched func(string)) error {
+func (b *Broker) popOnce(ctx context.Context, req PopRequest, o UpdateOptions) (res PopResult, wake time.Time, more bool, err error) {
+	err = b.updateWith(ctx, o, func(tx Tx, o UpdateOptions, touched func(string)) error {
 		now := b.now()
 		res, wake, more = PopResult{}, time.Time{}, false
 		// Maintenance mode hands nothing out (a wait waits for its end:
@@ -353,7 +347,7 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, ephemeral bool) (r
 			return fmt.Errorf("pop: %w", err)
 		}
 		var gid int64
-		if ephemeral {
+		if o.Ephemeral {
 			gid, err = subscribed(ctx, tx, q.ID, req.Group)
 		} else {
 			gid, err = subscribe(ctx, tx, q.ID, req.Group, req.Start, now)
@@ -529,11 +523,11 @@ func subscribe(ctx context.Context, tx Tx, queueID int64, group string, start St
 }
 
 // subscribed returns the group's id if it reads the queue already, else
-// errNotEphemeral.
+// errPlainWrite (an ephemeral pop does not subscribe).
 func subscribed(ctx context.Context, tx Tx, queueID int64, group string) (int64, error) {
 	gid, err := tx.GroupID(ctx, group, false)
 	if isNotFound(err) {
-		return 0, errNotEphemeral
+		return 0, errPlainWrite
 	}
 	if err != nil {
 		return 0, fmt.Errorf("group: %w", err)
@@ -543,7 +537,7 @@ func subscribed(ctx context.Context, tx Tx, queueID int64, group string) (int64,
 		return 0, fmt.Errorf("subscribed: %w", err)
 	}
 	if !ok {
-		return 0, errNotEphemeral
+		return 0, errPlainWrite
 	}
 	return gid, nil
 }

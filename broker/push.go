@@ -50,7 +50,7 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	// their seqs are drawn (InsertMessages), and a queue or partition it
 	// creates is a get-or-create that cannot race. A subscription, which
 	// must reach every partition, is made only by a write alone.
-	err := b.update(b.concurrently(ctx), func(tx Tx, touched func(string)) error {
+	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, _ UpdateOptions, touched func(string)) error {
 		var err error
 		out, err = push(ctx, tx, b.now(), items)
 		for _, it := range items {

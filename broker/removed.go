@@ -185,8 +185,8 @@ func groupsOfRemoved(ctx context.Context, tx Tx, rs []RemovedDeadLetter) string 
 // SweepHistory is the maintenance of what deletes and replays keep: the
 // deleted dead letters whose restore window ended are cut to their
 // record, and history older than HistoryRetention goes, a chunk a
-// transaction on the low-priority lane.
+// transaction written as background (UpdateOptions.Background).
 func (b *Broker) SweepHistory(ctx context.Context) error {
 	var r TaskReport
-	return b.maintainHistory(LowPriority(ctx), &r)
+	return b.maintainHistory(ctx, &r)
 }

@@ -151,7 +151,7 @@ func (b *Broker) completedRetention(ctx context.Context, q Queue, r *TaskReport)
 	var after int64
 	for {
 		var last int64
-		if err := b.store.Update(ctx, func(tx Tx) (err error) {
+		if err := b.store.Update(ctx, background, func(tx Tx) (err error) {
 			_, last, err = tx.MarkSettled(ctx, q.ID, b.now(), slot, after, maintainChunk)
 			return err
 		}); err != nil {
@@ -192,7 +192,7 @@ func (b *Broker) completedRetention(ctx context.Context, q Queue, r *TaskReport)
 		// The marks whose messages are all gone go; one above what the
 		// lowest cursor allowed (a group subscribed since) stays, due,
 		// for a later run.
-		if err := b.store.Update(ctx, func(tx Tx) error {
+		if err := b.store.Update(ctx, background, func(tx Tx) error {
 			_, err := tx.DropSettleMarks(ctx, c.PartitionID, bound)
 			return err
 		}); err != nil {
@@ -253,7 +253,7 @@ func (b *Broker) sweepPartition(ctx context.Context, r *TaskReport, queueID int6
 	for {
 		var out SweptMessages
 		var stopped bool
-		err := b.store.Update(ctx, func(tx Tx) (err error) {
+		err := b.store.Update(ctx, background, func(tx Tx) (err error) {
 			out, stopped = SweptMessages{}, false
 			now := b.now()
 			cur, err := tx.QueueByID(ctx, queueID)

@@ -634,8 +634,8 @@ type hookStore struct {
 	after func()
 }
 
-func (h *hookStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
-	err := h.DB.Update(ctx, fn)
+func (h *hookStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	err := h.DB.Update(ctx, o, fn)
 	if h.after != nil {
 		h.after()
 	}
@@ -785,9 +785,9 @@ func (t queueTxTx) DropSettleMarks(ctx context.Context, partitionID, through int
 	return t.Tx.DropSettleMarks(ctx, partitionID, through)
 }
 
-func (s *queueTxStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+func (s *queueTxStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	touched := false
-	err := s.Store.Update(ctx, func(tx broker.Tx) error {
+	err := s.Store.Update(ctx, o, func(tx broker.Tx) error {
 		touched = false
 		return fn(queueTxTx{tx, s, &touched})
 	})

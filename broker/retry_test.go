@@ -21,8 +21,8 @@ type retryStore struct {
 
 var errRetry = errors.New("retry: the first run is rolled back")
 
-func (s *retryStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
-	err := s.Store.Update(ctx, func(tx broker.Tx) error {
+func (s *retryStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	err := s.Store.Update(ctx, o, func(tx broker.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -32,7 +32,7 @@ func (s *retryStore) Update(ctx context.Context, fn func(broker.Tx) error) error
 		return err
 	}
 	s.retried.Add(1)
-	return s.Store.Update(ctx, fn)
+	return s.Store.Update(ctx, o, fn)
 }
 
 // pairStore runs the next two Updates in one transaction, one function
@@ -55,7 +55,7 @@ func newPairStore(s broker.Store, between func()) *pairStore {
 	return &pairStore{Store: s, held: make(chan struct{}, 1), waiting: make(chan pairReq, 1), between: between}
 }
 
-func (s *pairStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+func (s *pairStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	if s.hold.CompareAndSwap(true, false) {
 		r := pairReq{fn, make(chan error, 1)}
 		s.waiting <- r
@@ -65,7 +65,7 @@ func (s *pairStore) Update(ctx context.Context, fn func(broker.Tx) error) error 
 	select {
 	case first := <-s.waiting:
 		var firstErr, err error
-		uerr := s.Store.Update(ctx, func(tx broker.Tx) error {
+		uerr := s.Store.Update(ctx, o, func(tx broker.Tx) error {
 			if firstErr = first.fn(tx); firstErr != nil {
 				return firstErr
 			}
@@ -82,6 +82,6 @@ func (s *pairStore) Update(ctx context.Context, fn func(broker.Tx) error) error 
 		}
 		return err
 	default:
-		return s.Store.Update(ctx, fn)
+		return s.Store.Update(ctx, o, fn)
 	}
 }

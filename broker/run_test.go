@@ -352,10 +352,10 @@ type holdStore struct {
 	inFlight atomic.Int64
 }
 
-func (h *holdStore) Update(ctx context.Context, fn func(broker.Tx) error) error {
+func (h *holdStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	h.inFlight.Add(1)
 	defer h.inFlight.Add(-1)
-	return h.Store.Update(ctx, func(tx broker.Tx) error { return fn(holdTx{tx, h}) })
+	return h.Store.Update(ctx, o, func(tx broker.Tx) error { return fn(holdTx{tx, h}) })
 }
 
 type holdTx struct {

@@ -107,11 +107,31 @@ func (b *Broker) watch(queue string) <-chan struct{} { return b.news.Watch(queue
 // notify wakes the pops waiting on the queues.
 func (b *Broker) notify(queues ...string) { b.news.Notify(queues...) }
 
-// update runs fn in a write transaction and, once it has committed, wakes
-// the waiters of the queues fn touched.
+// update runs fn in an ordinary write transaction and, once it has
+// committed, wakes the waiters of the queues fn touched.
 func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue string)) error) error {
-	return b.updateStats(ctx, false, fn)
+	return b.updateWith(ctx, UpdateOptions{}, func(tx Tx, _ UpdateOptions, touched func(string)) error {
+		return fn(tx, touched)
+	})
 }
+
+// updateWith is update with options; fn is told the options of the run
+// it is in. A run marked Ephemeral or Concurrent whose fn comes to what
+// it may not do so marked (a pop that must subscribe its group, an ack
+// that files a dead letter or settles a replayed copy) returns
+// errPlainWrite: its writes roll back and fn runs once more in an
+// ordinary write (Background kept).
+func (b *Broker) updateWith(ctx context.Context, o UpdateOptions, fn func(tx Tx, o UpdateOptions, touched func(queue string)) error) error {
+	err := b.updateStats(ctx, o, false, fn)
+	if plain := (UpdateOptions{Background: o.Background}); o != plain && errors.Is(err, errPlainWrite) {
+		err = b.updateStats(ctx, plain, false, fn)
+	}
+	return err
+}
+
+// errPlainWrite stops a write marked Ephemeral or Concurrent that comes to
+// what it may not do so marked; updateWith runs it again unmarked.
+var errPlainWrite = errors.New("write must run unmarked")
 
 // updateStats is update; flush writes the pending counts in any case.
 //
@@ -121,9 +141,9 @@ func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue s
 // (the pending counts, the lookup cache) is applied once the transaction
 // has committed, in commit order (TxScope), and the later functions of
 // the same transaction see it meanwhile through the transaction's state.
-func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, touched func(queue string)) error) error {
+func (b *Broker) updateStats(ctx context.Context, o UpdateOptions, flush bool, fn func(tx Tx, o UpdateOptions, touched func(queue string)) error) error {
 	var queues []string
-	err := b.store.Update(ctx, func(tx Tx) error {
+	err := b.store.Update(ctx, o, func(tx Tx) error {
 		queues = queues[:0]
 		scope, st, err := scopeOf(tx)
 		if err != nil {
@@ -137,7 +157,7 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 		}
 		cached := newCacheTx(tx, b.cache, st)
 		acc := &statsTx{Tx: cached}
-		if err := fn(acc, func(q string) { queues = append(queues, q) }); err != nil {
+		if err := fn(acc, o, func(q string) { queues = append(queues, q) }); err != nil {
 			return err
 		}
 		now := b.now()
@@ -152,7 +172,7 @@ func (b *Broker) updateStats(ctx context.Context, flush bool, fn func(tx Tx, tou
 					return err
 				}
 			}
-		case IsEphemeral(ctx) || IsConcurrent(ctx):
+		case o.Ephemeral || o.Concurrent:
 			// The counts waiting in memory go with a commit that waits
 			// for the disk, not with a lease that need not; nor with a
 			// write beside others, whose row locks they would widen (an
@@ -199,25 +219,20 @@ func (b *Broker) FlushStats(ctx context.Context) error {
 	if b.pending.empty() {
 		return nil
 	}
-	return b.updateStats(ctx, true, func(Tx, func(string)) error { return nil })
+	return b.updateStats(ctx, UpdateOptions{}, true, func(Tx, UpdateOptions, func(string)) error { return nil })
 }
 
-// concurrently marks ctx Concurrent for a store that runs such writes
-// beside each other now, and leaves it as it is for one that does not (a
-// write that must be run again unmarked costs a store with one writer
-// for nothing). The store decides again as the write begins: a write
-// marked may still run alone, and one not marked always does.
-func (b *Broker) concurrently(ctx context.Context) context.Context {
-	if b.concurrent == nil || !b.concurrent.ConcurrentWrites() {
-		return ctx
+// hot marks o Concurrent for a store that runs such writes beside each
+// other now, and leaves it as it is for one that does not (a write that
+// must be run again unmarked costs a store with one writer for nothing).
+// The store decides again as the write begins: a write marked may still
+// run alone, and one not marked always does.
+func (b *Broker) hot(o UpdateOptions) UpdateOptions {
+	if b.concurrent != nil && b.concurrent.ConcurrentWrites() {
+		o.Concurrent = true
 	}
-	return Concurrent(ctx)
+	return o
 }
-
-// errNotConcurrent stops a write marked Concurrent that comes to what it
-// may not do beside other writes (file a dead letter, settle a replayed
-// copy); its caller runs it again unmarked.
-var errNotConcurrent = errors.New("write must run alone")
 
 // isNotFound reports whether err is (or wraps) ErrNotFound.
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

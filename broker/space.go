@@ -94,7 +94,7 @@ func (b *Broker) maintainSpace(ctx context.Context, r *TaskReport) error {
 	for {
 		var n int64
 		var more bool
-		err := b.store.Update(ctx, func(tx Tx) error {
+		err := b.store.Update(ctx, background, func(tx Tx) error {
 			n, more = 0, false
 			s, err := tx.Space(ctx)
 			if err != nil {

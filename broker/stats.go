@@ -377,5 +377,5 @@ func fillSeries(rows []Bucket, from, to time.Time, step time.Duration, now time.
 // Maintain, in chunks.
 func (b *Broker) CompactStats(ctx context.Context) error {
 	var r TaskReport
-	return b.maintainStats(LowPriority(ctx), &r)
+	return b.maintainStats(ctx, &r)
 }

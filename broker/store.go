@@ -109,9 +109,11 @@ type Store interface {
 	// its next statement with ctx.Err() and its writes roll back (a write
 	// is not committed for a caller who has gone); a statement already
 	// running is not interrupted. Update returns only once the outcome is
-	// known. A ctx marked LowPriority
-	// (bulk work) is written alone, when no other write waits; one
-	// marked Ephemeral may commit without waiting for the disk.
+	// known.
+	//
+	// Options (UpdateOptions): a Background write is written alone,
+	// when no other write waits; an Ephemeral one may commit without
+	// waiting for the disk; Concurrent ones as above.
 	//
 	// Errors: fn's own error as it returned it (ErrNotFound, ErrConflict
 	// and the like come from fn: the store adds none); ErrUnavailable
@@ -121,7 +123,7 @@ type Store interface {
 	// errors are marked so when fn wraps them with %w); db.ErrClosed
 	// after the store was closed (and for the writes queued at Close);
 	// ctx.Err() as above; any other failure of BEGIN or COMMIT, wrapped.
-	Update(ctx context.Context, fn func(Tx) error) error
+	Update(ctx context.Context, o UpdateOptions, fn func(Tx) error) error
 	// View runs fn in a read-only transaction on one snapshot: every read
 	// of fn sees the store as of one commit, and nothing committed while
 	// fn runs. Views run beside each other and beside the writer, and
@@ -144,42 +146,33 @@ type Store interface {
 	View(ctx context.Context, fn func(Tx) error) error
 }
 
-type lowPriorityKey struct{}
-
-// LowPriority marks a context's writes as background work (bulk replay
-// and delete): the store runs them when no other write is waiting, and
-// alone, so that producers and workers are not held up by them.
-func LowPriority(ctx context.Context) context.Context {
-	return context.WithValue(ctx, lowPriorityKey{}, true)
-}
-
-// IsLowPriority reports whether ctx was marked by LowPriority.
-func IsLowPriority(ctx context.Context) bool {
-	v, _ := ctx.Value(lowPriorityKey{}).(bool)
-	return v
-}
-
-type concurrentKey struct{}
-
-// Concurrent marks a context's writes as ones whose every conflict with
-// another write so marked is settled by the row locks the methods of Tx
-// take when the transaction is marked (their comments say which): a
-// push, a pop's lease (with Ephemeral) and an ack that neither files a
-// dead letter nor settles a replayed copy. A store with several writers
-// (ConcurrentStore) runs such writes beside each other; every write not
-// so marked runs alone, after those running have committed and before
-// any other begins, as with one writer. A function of a marked write
-// that comes to what it may not do beside others returns an error of
-// its own, and its caller runs it again unmarked. The broker marks a
-// write only for a store that says it has several writers.
-func Concurrent(ctx context.Context) context.Context {
-	return context.WithValue(ctx, concurrentKey{}, true)
-}
-
-// IsConcurrent reports whether ctx was marked by Concurrent.
-func IsConcurrent(ctx context.Context) bool {
-	v, _ := ctx.Value(concurrentKey{}).(bool)
-	return v
+// UpdateOptions say how a write may be scheduled, as a promise the caller
+// makes about it; the zero value is an ordinary write. A store may honour
+// any of them or none: each only allows the store something.
+type UpdateOptions struct {
+	// Background marks bulk and maintenance work (replay and delete
+	// jobs, the sweeps of Maintain): the store may write it alone, when
+	// no other write waits, so that producers and workers are not held
+	// up by it.
+	Background bool
+	// Ephemeral says a power cut may undo the write without breaking a
+	// guarantee: a pop's new lease. Were it lost, the messages would be
+	// delivered again, as when a lease runs out. The store need not wait
+	// for the disk to commit it (a later commit that does wait makes it
+	// durable too). Everything else a pop may write (a new group or
+	// subscription, an autoAck) is not ephemeral.
+	Ephemeral bool
+	// Concurrent says every conflict of the write with another so
+	// marked is settled by the row locks the methods of Tx take when
+	// the transaction is marked (their comments say which): a push, a
+	// pop's lease and an ack that neither files a dead letter nor
+	// settles a replayed copy. A store with several writers
+	// (ConcurrentStore) may run such writes beside each other; every
+	// write not so marked runs alone, after those running have
+	// committed and before any other begins, as with one writer. The
+	// broker marks a write only for a store that says it has several
+	// writers now.
+	Concurrent bool
 }
 
 // ConcurrentStore is a Store that may run writes marked Concurrent
@@ -191,25 +184,6 @@ type ConcurrentStore interface {
 	// beside each other now (it may change at any time: a store whose
 	// other processes come and go).
 	ConcurrentWrites() bool
-}
-
-type ephemeralKey struct{}
-
-// Ephemeral marks a context's writes as ones a power cut may undo without
-// breaking a guarantee: a pop's new lease. Were it lost, the messages
-// would be delivered again, as when a lease runs out. With
-// synchronous=FULL the store need not wait for the disk to commit them
-// (a later commit that does wait makes them durable too); everything
-// else a pop may write (a new group or subscription, an autoAck) is not
-// ephemeral.
-func Ephemeral(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ephemeralKey{}, true)
-}
-
-// IsEphemeral reports whether ctx was marked by Ephemeral.
-func IsEphemeral(ctx context.Context) bool {
-	v, _ := ctx.Value(ephemeralKey{}).(bool)
-	return v
 }
 
 // Tx is what the rules need from storage, inside one transaction of

@@ -18,7 +18,7 @@ func TestAttemptsKeepTheirWait(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	waits := []time.Duration{0, 1500 * time.Millisecond, 5 * time.Minute}
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i, w := range waits {
 			if err := tx.InsertAttempt(ctx, seqs["a"], g1, broker.Attempt{Attempt: i + 1, At: t0, Error: "boom", Wait: w, WaitKnown: true}); err != nil {
 				return err

@@ -35,7 +35,7 @@ func TestMigrationScrubsTypedNamesOfFailedLogins(t *testing.T) {
 		`failed login as unknown user from 10.0.0.3`:             `failed login as unknown user from 10.0.0.3`,
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for detail := range old {
 			if err := tx.InsertAudit(ctx, &broker.AuditEntry{At: at, Actor: "anonymous", Action: broker.AuditLoginFailed, Detail: detail}); err != nil {
 				return err

@@ -43,7 +43,7 @@ func TestAWriteStopsAtItsNextStatementWhenItsContextEnds(t *testing.T) {
 	d, b := openBroker(t)
 	push(t, b, "p", "a")
 	ctx, cancel := context.WithCancel(context.Background())
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		st := tx.(*storeTx)
 		if _, err := st.exec(ctx, `UPDATE queues SET retry_limit = 7`); err != nil {
 			return err

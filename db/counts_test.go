@@ -144,7 +144,7 @@ func countWrites(t *testing.T, d *DB) {
 	release := holdWriter(d)
 	errs := make(chan error, 3)
 	for i, w := range []func(broker.Tx) error{pushing("m3", nil), pushing("rolled-back", boom), pushing("m4", nil)} {
-		go func() { errs <- d.Update(ctx, w) }()
+		go func() { errs <- d.Update(ctx, broker.UpdateOptions{}, w) }()
 		waitQueued(d, i+1)
 	}
 	release()
@@ -311,7 +311,7 @@ func TestACursorMovedBackIsCountedAgain(t *testing.T) {
 	}
 	popAck(t, b, "g", broker.AckCompleted)
 	wantCounts(t, d, b, map[string]int64{"p": 3}, map[string]int64{"g": 0})
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		p, err := partitionP(ctx, tx)
 		if err != nil {
 			return err

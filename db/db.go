@@ -48,7 +48,7 @@ type DB struct {
 	changed   *sync.Cond // broadcast when busy, waiting or bulk change
 	busy      bool       // a goroutine is writing
 	waiting   []writeRequest
-	bulk      []writeRequest // low-priority writes (broker.LowPriority)
+	bulk      []writeRequest // low-priority writes (broker.UpdateOptions.Background)
 	bulkSince time.Time      // since when the first of bulk has waited
 	lastWrite time.Time      // when the last ordinary write ended
 	isClosed  bool
@@ -83,7 +83,7 @@ type DB struct {
 
 	// sync is the durability asked for; relaxed is set while the writer's
 	// connection commits with synchronous=NORMAL for ephemeral writes
-	// (broker.Ephemeral) under FULL. Both belong to whoever is writing.
+	// (broker.UpdateOptions.Ephemeral) under FULL. Both belong to whoever is writing.
 	sync    Sync
 	relaxed bool
 

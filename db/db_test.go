@@ -90,7 +90,7 @@ func TestGroupCommitKeepsEachUpdateAllOrNothing(t *testing.T) {
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		go func(i int) {
-			errs <- d.Update(ctx, func(tx broker.Tx) error {
+			errs <- d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				if err := tx.SetSetting(ctx, fmt.Sprintf("k%d", i), "v"); err != nil {
 					return err
 				}
@@ -136,7 +136,7 @@ func TestUpdateAfterCloseFails(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Update(ctx, func(broker.Tx) error { return nil }); !errors.Is(err, db.ErrClosed) {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(broker.Tx) error { return nil }); !errors.Is(err, db.ErrClosed) {
 		t.Fatalf("update after close: %v", err)
 	}
 	if err := d.Close(); err != nil {
@@ -162,12 +162,12 @@ func TestCloseDuringWritesLosesNoAnsweredWrite(t *testing.T) {
 	}
 	out := make(chan outcome, n)
 	write := func(i int) {
-		wctx := ctx
+		var o broker.UpdateOptions
 		if i%4 == 0 {
-			wctx = broker.LowPriority(ctx)
+			o.Background = true
 		}
 		key := fmt.Sprintf("k%d", i)
-		out <- outcome{key, d.Update(wctx, func(tx broker.Tx) error { return tx.SetSetting(ctx, key, "v") })}
+		out <- outcome{key, d.Update(ctx, o, func(tx broker.Tx) error { return tx.SetSetting(ctx, key, "v") })}
 	}
 	// The first write is answered before Close starts, so the test never
 	// sees only refusals, however the goroutines happen to be scheduled;
@@ -232,10 +232,10 @@ func TestLowPriorityWritesRunWhenIdle(t *testing.T) {
 	errs := make(chan error, 2*n)
 	for i := 0; i < n; i++ {
 		go func(i int) {
-			errs <- d.Update(broker.LowPriority(ctx), func(tx broker.Tx) error { return tx.SetSetting(ctx, fmt.Sprintf("low%d", i), "v") })
+			errs <- d.Update(ctx, broker.UpdateOptions{Background: true}, func(tx broker.Tx) error { return tx.SetSetting(ctx, fmt.Sprintf("low%d", i), "v") })
 		}(i)
 		go func(i int) {
-			errs <- d.Update(ctx, func(tx broker.Tx) error { return tx.SetSetting(ctx, fmt.Sprintf("k%d", i), "v") })
+			errs <- d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error { return tx.SetSetting(ctx, fmt.Sprintf("k%d", i), "v") })
 		}(i)
 	}
 	for i := 0; i < 2*n; i++ {

@@ -30,7 +30,7 @@ func TestReadyConsumersWaitForDelayedProcessing(t *testing.T) {
 
 	look := func(at time.Time) (ready []string, wake time.Time, ok bool) {
 		t.Helper()
-		if err := d.Update(ctx, func(tx broker.Tx) error {
+		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			q, err := tx.QueueByName(ctx, "q")
 			if err != nil {
 				return err
@@ -135,7 +135,7 @@ func TestPopReadsPastMoreNotDueThanAScan(t *testing.T) {
 	if res := pop(""); len(res.Messages) != 0 {
 		t.Fatalf("second pop at +20: %d messages, want none", len(res.Messages))
 	}
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		q, err := tx.QueueByName(ctx, "q")
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func TestNextWakeInADelayedQueueIsTheLeaseEndOrTheHeadDue(t *testing.T) {
 		t.Helper()
 		var at time.Time
 		var ok bool
-		if err := d.Update(ctx, func(tx broker.Tx) error {
+		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			q, err := tx.QueueByName(ctx, "q")
 			if err != nil {
 				return err

@@ -135,10 +135,11 @@ func TestPreparedStatementsStayPrepared(t *testing.T) {
 
 // synchronousIn returns the writer connection's synchronous setting seen
 // from inside an Update on ctx (1 NORMAL, 2 FULL; -1 on error).
-func synchronousIn(t *testing.T, d *DB, ctx context.Context) int {
+func synchronousIn(t *testing.T, d *DB, o broker.UpdateOptions) int {
 	t.Helper()
+	ctx := context.Background()
 	v := -1
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, o, func(tx broker.Tx) error {
 		return tx.(*storeTx).queryRow(ctx, "PRAGMA synchronous").Scan(&v)
 	})
 	if err != nil {
@@ -153,7 +154,7 @@ func synchronousIn(t *testing.T, d *DB, ctx context.Context) int {
 func TestEphemeralWritesDoNotWaitForTheDisk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	eph := broker.Ephemeral(ctx)
+	eph := broker.UpdateOptions{Ephemeral: true}
 	for _, tc := range []struct {
 		sync                Sync
 		ephemeral, ordinary int // the setting each commits under
@@ -163,7 +164,7 @@ func TestEphemeralWritesDoNotWaitForTheDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, ephemeral := range []bool{false, true, true, false, true, false} {
-			c, want := ctx, tc.ordinary
+			c, want := broker.UpdateOptions{}, tc.ordinary
 			if ephemeral {
 				c, want = eph, tc.ephemeral
 			}
@@ -179,7 +180,7 @@ func TestEphemeralWritesDoNotWaitForTheDisk(t *testing.T) {
 				}
 				return v
 			}
-			mixed := []writeRequest{{ctx: eph}, {ctx: ctx}}
+			mixed := []writeRequest{{ctx: ctx, o: eph}, {ctx: ctx}}
 			if err := d.syncFor(mixed[:1]); err != nil || setting() != 1 {
 				t.Errorf("ephemeral group: synchronous = %d (%v), want 1", setting(), err)
 			}
@@ -204,7 +205,7 @@ func TestMixedGroupCommitsUnderFull(t *testing.T) {
 	defer d.Close()
 	release := holdWriter(d)
 	got := make(chan int, 2)
-	for _, c := range []context.Context{broker.Ephemeral(ctx), ctx} {
+	for _, c := range []broker.UpdateOptions{{Ephemeral: true}, {}} {
 		go func() { got <- synchronousIn(t, d, c) }()
 	}
 	waitQueued(d, 2)

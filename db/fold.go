@@ -65,7 +65,7 @@ func (d *DB) foldAtClose() {
 // transaction's connection. Both stores fold so, each process the rows
 // it noted.
 //
-// On PostgreSQL, where writes marked broker.Concurrent run beside each
+// On PostgreSQL, where writes marked broker.UpdateOptions.Concurrent run beside each
 // other, only the rows the fold can lock without waiting are folded (a
 // push holds its partition's row to its commit, a pop or an ack its
 // consumer's); the others stay noted for the next fold (left).

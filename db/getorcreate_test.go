@@ -30,7 +30,7 @@ func TestGetOrCreateGivesWhatHasTheName(t *testing.T) {
 			first.Options.RetryLimit = 7
 			var p1 broker.Partition
 			var g1 int64
-			if err := d.Update(ctx, func(tx broker.Tx) error {
+			if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				if err := tx.CreateQueue(ctx, &first); err != nil {
 					return err
 				}
@@ -46,7 +46,7 @@ func TestGetOrCreateGivesWhatHasTheName(t *testing.T) {
 			p2 := broker.Partition{QueueID: first.ID, Name: "p", UUID: broker.NewUUID(now.Add(time.Hour)), CreatedAt: now.Add(time.Hour)}
 			var g2 int64
 			var consumers int
-			if err := d.Update(ctx, func(tx broker.Tx) error {
+			if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				if err := tx.CreateQueue(ctx, &again); err != nil {
 					return err
 				}

@@ -46,11 +46,11 @@ func (d *DB) Health(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := d.Update(ctx, probe(`INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
+	if err := d.Update(ctx, broker.UpdateOptions{}, probe(`INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, spaceProbeBytes)); err != nil {
 		return fmt.Errorf("health: write probe: %w", err)
 	}
-	if err := d.Update(ctx, probe(`DELETE FROM settings WHERE key = 'space_probe'`)); err != nil {
+	if err := d.Update(ctx, broker.UpdateOptions{}, probe(`DELETE FROM settings WHERE key = 'space_probe'`)); err != nil {
 		return fmt.Errorf("health: remove probe: %w", err)
 	}
 	if d.full.Swap(false) {

@@ -34,7 +34,7 @@ import (
 // Writers: an Update holds this process's write mutex and, in the
 // database, a transaction-scoped advisory lock (pgWriterLock) taken with
 // its first statement, to its commit (broker.Store.Update, "Writers"):
-// shared by writes marked broker.Concurrent (pushes, leases, acks) while
+// shared by writes marked broker.UpdateOptions.Concurrent (pushes, leases, acks) while
 // other processes share the database (pg_members.go), which then run
 // beside each other's and settle their conflicts by row locks
 // (storeTx.shared: the consumer read, the ready consumers skipped when
@@ -156,7 +156,7 @@ type pgStore struct {
 }
 
 // ConcurrentWrites reports whether the store runs writes marked
-// broker.Concurrent beside each other now (broker.ConcurrentStore): the
+// broker.UpdateOptions.Concurrent beside each other now (broker.ConcurrentStore): the
 // PostgreSQL store does while other processes share its database
 // (pg_members.go); SQLite's has one writer.
 func (d *DB) ConcurrentWrites() bool { return d.pg != nil && !d.pg.alone.Load() }
@@ -411,10 +411,10 @@ const pgRetries = 10
 // serialize, and when it stopped because another process had changed
 // what the cache holds (errCacheMoved: then with its BEGIN sent first
 // and the cache emptied).
-func (d *DB) pgUpdate(ctx context.Context, fn func(broker.Tx) error) error {
+func (d *DB) pgUpdate(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	eager := false
 	for attempt := 0; ; attempt++ {
-		err := d.pgWrite(ctx, fn, eager)
+		err := d.pgWrite(ctx, o, fn, eager)
 		if errors.Is(err, errCacheMoved) && attempt < pgRetries {
 			eager = true
 			continue
@@ -429,7 +429,7 @@ func (d *DB) pgUpdate(ctx context.Context, fn func(broker.Tx) error) error {
 // its first statement (pg_begin.go), or, eager, sent first. fn's writes
 // kept for the end and the ready mark go with COMMIT (pgTail, pgCommit);
 // a write that read and wrote nothing sends nothing at all.
-func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) (err error) {
+func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error, eager bool) (err error) {
 	p := d.pg
 	if err := ctx.Err(); err != nil {
 		return err
@@ -446,8 +446,8 @@ func (d *DB) pgWrite(ctx context.Context, fn func(broker.Tx) error, eager bool) 
 	defer conn.Close()
 	// A hot write runs beside the other processes' only when there are
 	// others (pg_members.go): alone, it writes as the one writer.
-	shared := broker.IsConcurrent(ctx) && !p.alone.Load()
-	begin := &pgBegin{pgc: pgc, shared: shared, ephemeral: broker.IsEphemeral(ctx) && d.sync == SyncFull, check: !eager, seen: p.seenGen}
+	shared := o.Concurrent && !p.alone.Load()
+	begin := &pgBegin{pgc: pgc, shared: shared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
 	st := &storeTx{conn: conn, pg: true, shared: shared, begin: begin, scope: &broker.TxScope{}}
 	committed := false
 	defer func() {

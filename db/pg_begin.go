@@ -46,7 +46,7 @@ var errCacheMoved = errors.New("another process changed what the cache holds")
 // pgBegin is the BEGIN of a write transaction (storeTx.begin).
 type pgBegin struct {
 	pgc       *pgx.Conn // the transaction's connection, held for it (sql.Conn)
-	shared    bool      // the writer's lock shared (broker.Concurrent)
+	shared    bool      // the writer's lock shared (broker.UpdateOptions.Concurrent)
 	ephemeral bool      // commit without waiting for the disk
 	// check: sent with the first statement, so a generation other than
 	// seen stops the transaction (moved). Not set for a BEGIN sent first,

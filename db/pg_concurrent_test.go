@@ -11,7 +11,7 @@ import (
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
-// Writes marked broker.Concurrent of two processes (two stores on one
+// Writes marked broker.UpdateOptions.Concurrent of two processes (two stores on one
 // database) run at once and settle their conflicts by row locks; an
 // unmarked write runs alone.
 
@@ -103,15 +103,13 @@ func waitForLock(t *testing.T, d *DB, events ...string) {
 func holdOpen(t *testing.T, d *DB, shared bool, fn func(broker.Tx) error) (done <-chan error, release func()) {
 	t.Helper()
 	ctx := context.Background()
-	if shared {
-		ctx = broker.Concurrent(ctx)
-	}
+	o := broker.UpdateOptions{Concurrent: shared}
 	held, started := make(chan struct{}), make(chan struct{})
 	release = sync.OnceFunc(func() { close(held) })
 	t.Cleanup(release)
 	ended := make(chan error, 1)
 	go func() {
-		ended <- d.Update(ctx, func(tx broker.Tx) error {
+		ended <- d.Update(ctx, o, func(tx broker.Tx) error {
 			if err := fn(tx); err != nil {
 				return err
 			}
@@ -147,7 +145,7 @@ func TestPGPopsOfTwoProcessesTakeDifferentConsumersAtOnce(t *testing.T) {
 	})
 	second, err := withTimeout(func(ctx context.Context) ([]broker.Consumer, error) {
 		var out []broker.Consumer
-		err := b.Update(broker.Concurrent(ctx), func(tx broker.Tx) error {
+		err := b.Update(ctx, broker.UpdateOptions{Concurrent: true}, func(tx broker.Tx) error {
 			var err error
 			out, _, err = tx.ReadyConsumers(ctx, queueID, groupID, now, 1)
 			return err
@@ -214,7 +212,7 @@ func TestPGPushesToOnePartitionCommitInSeqOrder(t *testing.T) {
 	var seqB int64
 	doneB := make(chan error, 1)
 	go func() {
-		doneB <- b.Update(broker.Concurrent(ctx), func(tx broker.Tx) (err error) {
+		doneB <- b.Update(ctx, broker.UpdateOptions{Concurrent: true}, func(tx broker.Tx) (err error) {
 			seqB, err = insert(tx, "b")
 			return err
 		})
@@ -240,7 +238,7 @@ func TestPGAnUnmarkedWriteWaitsForTheMarkedOnes(t *testing.T) {
 	ran := make(chan struct{})
 	doneB := make(chan error, 1)
 	go func() {
-		doneB <- b.Update(ctx, func(tx broker.Tx) error {
+		doneB <- b.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			if err := look(tx); err != nil {
 				return err
 			}
@@ -330,7 +328,7 @@ func TestPGASavedConsumerIsSentLaterYetSeenAndChecked(t *testing.T) {
 		return c
 	}
 	before := read()
-	err := a.Update(ctx, func(tx broker.Tx) error {
+	err := a.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		c := before
 		c.Cursor = before.Cursor + 1
 		if err := tx.SaveConsumer(ctx, &c); err != nil {
@@ -354,7 +352,7 @@ func TestPGASavedConsumerIsSentLaterYetSeenAndChecked(t *testing.T) {
 	// A lease id PostgreSQL cannot hold (a NUL): the update fails in the
 	// commit's round trip, and the message inserted before it is not
 	// there either.
-	err = a.Update(ctx, func(tx broker.Tx) error {
+	err = a.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		if _, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "not-kept", Payload: []byte(`{}`), CreatedAt: time.Now()}}); err != nil {
 			return err
 		}
@@ -459,7 +457,7 @@ func TestPGAPopPassingByAHeldConsumerIsToldSo(t *testing.T) {
 	})
 	var cs []broker.Consumer
 	var busy bool
-	if err := b.Update(broker.Concurrent(ctx), func(tx broker.Tx) (err error) {
+	if err := b.Update(ctx, broker.UpdateOptions{Concurrent: true}, func(tx broker.Tx) (err error) {
 		cs, busy, err = tx.ReadyConsumers(ctx, queueID, groupID, time.Now(), 1)
 		return err
 	}); err != nil {
@@ -484,7 +482,7 @@ func TestPGAPopPassingByAHeldConsumerIsToldSo(t *testing.T) {
 func TestPGAWriteWhoseFirstStatementFailedFails(t *testing.T) {
 	ctx := context.Background()
 	a, _, _, p1, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
-	err := a.Update(ctx, func(tx broker.Tx) error {
+	err := a.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		st := tx.(*storeTx)
 		// An argument pgx cannot encode: nothing reaches the server.
 		if _, err := st.exec(ctx, `SELECT ?::bigint`, make(chan int)); err == nil {

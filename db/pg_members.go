@@ -10,7 +10,7 @@ import (
 // advisory lock (pgMemberLock) shared, on a connection of its own, for
 // as long as it runs, and counts the holders every memberEvery. A
 // process that finds itself alone writes as the one writer: its hot
-// writes (broker.Concurrent) take the writer's lock exclusively, as
+// writes (broker.UpdateOptions.Concurrent) take the writer's lock exclusively, as
 // every other write does, and need no row locks. One that finds others
 // takes it shared for them, with the row locks (storeTx.shared). Both
 // are correct whatever the count says, since a write that holds the

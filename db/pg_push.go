@@ -24,7 +24,7 @@ const pgInsertMessagesSQL = `INSERT INTO messages (partition_id, transaction_id,
 	RETURNING seq, partition_id, transaction_id`
 
 // pgInsertLockedSQL is pgInsertMessagesSQL for a shared write
-// (broker.Concurrent): it first locks the rows of the partitions pushed
+// (broker.UpdateOptions.Concurrent): it first locks the rows of the partitions pushed
 // to, in the order of their ids (two pushes to the same partitions wait
 // for each other, never in a circle), and holds them to the commit, so
 // that a partition's seqs are drawn, and commit, one push after the

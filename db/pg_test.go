@@ -273,7 +273,7 @@ func TestLeadEndsWhenItsConnectionIsCut(t *testing.T) {
 func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 	ctx := context.Background()
 	d := openPG(t, pgtest.Database(t, "db", Prepare))
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		st := tx.(*storeTx)
 		if _, err := st.exec(ctx, `INSERT INTO settings (key, value) VALUES ('a', 'b')`); err != nil {
 			return err

@@ -30,7 +30,7 @@ func TestTheWritersScanAgreesWithDatabaseSQL(t *testing.T) {
 			want, got := mk(), mk()
 			wantErr := d.write.QueryRowContext(ctx, q).Scan(want)
 			var gotErr error
-			if err := d.Update(ctx, func(tx broker.Tx) error {
+			if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				gotErr = tx.(*storeTx).queryRow(ctx, q).Scan(got)
 				return nil
 			}); err != nil {
@@ -47,7 +47,7 @@ func TestTheWritersScanAgreesWithDatabaseSQL(t *testing.T) {
 		}
 	}
 	// No row, several rows, an error in the SQL.
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		st := tx.(*storeTx)
 		var n int64
 		if err := st.queryRow(ctx, `SELECT 1 WHERE 0`).Scan(&n); err != sql.ErrNoRows {
@@ -88,7 +88,7 @@ func TestTheWriterKeepsAtMostMaxStatementsPrepared(t *testing.T) {
 	ctx := context.Background()
 	execSQL(t, d, `CREATE TABLE t (v INTEGER)`)
 	n := maxStatements + 20
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		st := tx.(*storeTx)
 		for i := range n {
 			if _, err := st.exec(ctx, fmt.Sprintf(`INSERT INTO t VALUES (%d)`, i)); err != nil {

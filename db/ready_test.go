@@ -28,7 +28,7 @@ func openBroker(t *testing.T) (*DB, *broker.Broker) {
 // Updates sent meanwhile queue up and commit together as one group.
 func holdWriter(d *DB) (release func()) {
 	hold, held := make(chan struct{}), make(chan struct{})
-	go d.Update(context.Background(), func(broker.Tx) error { close(held); <-hold; return nil })
+	go d.Update(context.Background(), broker.UpdateOptions{}, func(broker.Tx) error { close(held); <-hold; return nil })
 	<-held
 	return func() { close(hold) }
 }
@@ -287,7 +287,7 @@ func TestPushAfterARolledBackPushLeavesTheConsumerReady(t *testing.T) {
 			release := holdWriter(d)
 			errs := make(chan error, 2)
 			for i, w := range writes {
-				go func() { errs <- d.Update(ctx, w) }()
+				go func() { errs <- d.Update(ctx, broker.UpdateOptions{}, w) }()
 				waitQueued(d, i+1)
 			}
 			release()
@@ -350,7 +350,7 @@ func TestReadyConsumersReturnsEachWaitingOnce(t *testing.T) {
 	ready := func(limit int) []string {
 		t.Helper()
 		var names []string
-		if err := d.Update(ctx, func(tx broker.Tx) error {
+		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			q, err := tx.QueueByName(ctx, "q")
 			if err != nil {
 				return err
@@ -400,7 +400,7 @@ func TestReplayAfterARolledBackReplay(t *testing.T) {
 	push(t, b, "p", "m2")
 	push(t, b, "p", "m3")
 	boom := errors.New("boom")
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		p, err := partitionP(ctx, tx)
 		if err != nil {
 			return err

@@ -33,7 +33,7 @@ func TestScopeEndsInCommitOrderBeforeUpdateReturns(t *testing.T) {
 	release := holdWriter(d)
 	errs := make(chan error, 3)
 	for i, fail := range []bool{false, true, false} {
-		go func() { errs <- d.Update(ctx, register(fmt.Sprint(i), fail)) }()
+		go func() { errs <- d.Update(ctx, broker.UpdateOptions{}, register(fmt.Sprint(i), fail)) }()
 		waitQueued(d, i+1)
 	}
 	release()
@@ -50,7 +50,7 @@ func TestScopeEndsInCommitOrderBeforeUpdateReturns(t *testing.T) {
 	}
 	// Alone and failing: rolled back, not committed.
 	ended = nil
-	if err := d.Update(ctx, register("alone", true)); err == nil {
+	if err := d.Update(ctx, broker.UpdateOptions{}, register("alone", true)); err == nil {
 		t.Fatal("the failing Update succeeded")
 	}
 	if want := []string{"alone:false"}; !slices.Equal(ended, want) {
@@ -133,7 +133,7 @@ func TestGroupWithAFailingFunctionRunsAgainWithSavepoints(t *testing.T) {
 	errs := make([]chan error, 4)
 	for i := range errs {
 		errs[i] = make(chan error, 1)
-		go func() { errs[i] <- d.Update(ctx, write(i)) }()
+		go func() { errs[i] <- d.Update(ctx, broker.UpdateOptions{}, write(i)) }()
 		waitQueued(d, i+1)
 	}
 	release()

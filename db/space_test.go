@@ -299,7 +299,7 @@ func TestGiveBackPagesFreesWhatItSays(t *testing.T) {
 	}
 	var got []int64
 	for _, n := range []int{0, 1, 7, 100} {
-		if err := d.Update(ctx, func(tx broker.Tx) error {
+		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			before, err := tx.Space(ctx)
 			if err != nil {
 				return err

@@ -20,7 +20,7 @@ import (
 type storeTx struct {
 	conn *sql.Conn
 	pg   bool // PostgreSQL's: statements go through pgSQL
-	// shared: a PostgreSQL write marked broker.Concurrent, beside others:
+	// shared: a PostgreSQL write marked broker.UpdateOptions.Concurrent, beside others:
 	// Consumer, ConsumerByLease, ReadyConsumers and InsertMessages take
 	// row locks (broker.Tx: Locks).
 	shared bool

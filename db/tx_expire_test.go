@@ -64,7 +64,7 @@ func TestDueDeadLetters(t *testing.T) {
 	}
 	defer d.Close()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i, q := range []int64{1, 2, 1, 1, 1} {
 			// failed at t0+4 s, t0+3 s, ... : ids and times in opposite orders
 			if err := tx.InsertDeadLetter(ctx, &broker.DeadLetter{Seq: int64(i + 1), QueueID: q, PartitionID: 1, GroupID: 1, Error: "e",
@@ -106,7 +106,7 @@ func BenchmarkExpiringCount(b *testing.B) {
 	}
 	defer d.Close()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i := range 3 * broker.ExpiringCap {
 			if err := tx.InsertDeadLetter(ctx, &broker.DeadLetter{Seq: int64(i + 1), QueueID: 1, PartitionID: 1, GroupID: int64(1 + i%2), Error: "e",
 				FailedAt: t0.Add(time.Duration(i) * time.Second), Fingerprint: "f"}, true); err != nil {
@@ -154,7 +154,7 @@ func TestMarkExpiredCutsTheRecord(t *testing.T) {
 	defer d.Close()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var keys []broker.DeadLetterKey
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for g := int64(1); g <= 2; g++ {
 			dl := &broker.DeadLetter{Seq: 7, QueueID: 1, PartitionID: 1, GroupID: g, Error: "secret error", FailedAt: t0, Fingerprint: "f"}
 			if err := tx.InsertDeadLetter(ctx, dl, true); err != nil {

@@ -24,7 +24,7 @@ func historyFixture(t *testing.T) (*DB, map[string]int64, int64, int64) {
 	}
 	seqs := map[string]int64{}
 	var g1, g2 int64
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		q, err := tx.QueueByName(ctx, "q")
 		if err != nil {
 			return err
@@ -69,7 +69,7 @@ func TestAttemptsAreKeptPerMessageAndGroup(t *testing.T) {
 	d, seqs, g1, g2 := historyFixture(t)
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	err := d.Update(ctx, func(tx broker.Tx) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i := 1; i <= 3; i++ {
 			if err := tx.InsertAttempt(ctx, seqs["a"], g1, broker.Attempt{Attempt: i, At: t0.Add(time.Duration(i) * time.Minute), Error: fmt.Sprintf("boom %d", i), ErrorBytes: 10 * i}); err != nil {
 				return err
@@ -109,7 +109,7 @@ func TestAttemptsAreKeptPerMessageAndGroup(t *testing.T) {
 		}
 		return nil
 	})
-	if err := d.Update(ctx, func(tx broker.Tx) error { return tx.DeleteAttempts(ctx, seqs["a"], g1) }); err != nil {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error { return tx.DeleteAttempts(ctx, seqs["a"], g1) }); err != nil {
 		t.Fatal(err)
 	}
 	if got := dump(t, d, `SELECT seq, group_id, attempt, error FROM attempts`); got != fmt.Sprintf("%d %d 1 other group\n", seqs["a"], g2) {

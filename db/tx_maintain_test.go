@@ -58,7 +58,7 @@ func TestSweepBuckets(t *testing.T) {
 	defer d.Close()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	const minutes = 1200
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		for i := range minutes {
 			if err := tx.AddStats(ctx, 1, 1, broker.Stats{Completed: 1}, t0.Add(time.Duration(i)*time.Minute)); err != nil {
 				return err
@@ -78,7 +78,7 @@ func TestSweepBuckets(t *testing.T) {
 	var took []int64
 	for {
 		var n int64
-		if err := d.Update(ctx, func(tx broker.Tx) (err error) {
+		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) (err error) {
 			n, err = tx.(*storeTx).SweepBuckets(ctx, broker.BucketMinute, cut, 300)
 			return err
 		}); err != nil {
@@ -101,7 +101,7 @@ func TestSweepBuckets(t *testing.T) {
 	}
 	// Hours: 20 of them; those that end at or before the cut (11 h 40 m) go: 11.
 	before := count("stats_hour")
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		_, err := tx.(*storeTx).SweepBuckets(ctx, broker.BucketHour, cut, 500)
 		return err
 	}); err != nil {

@@ -63,7 +63,7 @@ func TestDeletedPartitionLeavesTheFoldRight(t *testing.T) {
 	}
 	popAck(t, b, "g", broker.AckCompleted)
 	var pid int64
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		p, err := partitionP(ctx, tx)
 		if err != nil {
 			return err
@@ -134,7 +134,7 @@ func TestDeleteEmptyPartitionsChecksAgain(t *testing.T) {
 	push(t, b, "p", "p1")
 	push(t, b, "r", "r1")
 	var p, r broker.Partition
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		var err error
 		if p, err = partitionP(ctx, tx); err != nil {
 			return err
@@ -180,7 +180,7 @@ func TestDeleteEmptyPartitionsChecksAgain(t *testing.T) {
 		before time.Time
 		want   int
 	}{{"made after the bound", p.CreatedAt.Add(-time.Second), 0}, {"p only", later, 1}} {
-		if err := d.Update(ctx, func(tx broker.Tx) error {
+		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			gone, err := tx.DeleteEmptyPartitions(ctx, []int64{p.ID, r.ID, 9999}, c.before, time.Now())
 			if err == nil && (len(gone) != c.want || c.want == 1 && gone[0].ID != p.ID) {
 				t.Errorf("%s: deleted %+v", c.name, gone)

@@ -32,7 +32,7 @@ func TestCopyGroupsReadsTheReplaysRow(t *testing.T) {
 		{[]int64{13, 10, 11, 12, 99}, map[int64]int64{10: 3, 12: 4, 13: 3}},
 	} {
 		var got map[int64]int64
-		err := d.Update(ctx, func(tx broker.Tx) error {
+		err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			var err error
 			got, err = tx.CopyGroups(ctx, c.seqs)
 			return err

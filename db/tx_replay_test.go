@@ -65,7 +65,7 @@ func TestPushCopiesTakesAnyMixInItsOrder(t *testing.T) {
 		}
 		var first, again []broker.Copy
 		now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-		if err := d.Update(ctx, func(tx broker.Tx) error {
+		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			var err error
 			if p, err = partitionP(ctx, tx); err != nil {
 				return err
@@ -87,7 +87,7 @@ func TestPushCopiesTakesAnyMixInItsOrder(t *testing.T) {
 				t.Fatalf("copy %d: %+v, want inserted after copy %d (%+v)", i, c, i-1, first[max(i-1, 0)])
 			}
 		}
-		if err := d.Update(ctx, func(tx broker.Tx) error {
+		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 			again = copies(len(kinds) + 2)
 			return tx.PushCopies(ctx, again, now.Add(time.Minute), broker.ReplayBy{Actor: "test"})
 		}); err != nil {
@@ -166,7 +166,7 @@ func TestExpectReplayOutcomesCountsEachPairOnce(t *testing.T) {
 			{[][2]int64{a, e}, other},     // a is job's; e is other's
 			{[][2]int64{e, a}, 0},         // a single replay's notes count nowhere
 		} {
-			if err := d.Update(ctx, func(tx broker.Tx) error {
+			if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				return tx.ExpectReplayOutcomes(ctx, step.pairs, step.job)
 			}); err != nil {
 				t.Fatalf("expect %v for job %d: %v", step.pairs, step.job, err)

@@ -67,7 +67,7 @@ func TestSweepKeepsSeqsGrowing(t *testing.T) {
 		push(t, b, "p", fmt.Sprintf("m%d", i))
 	}
 	var pid int64
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		p, err := partitionP(ctx, tx)
 		pid = p.ID
 		if err != nil {
@@ -117,7 +117,7 @@ func TestDeleteQueueKeepsSeqsGrowing(t *testing.T) {
 	}
 	popAck(t, b, "g", broker.AckCompleted) // g's cursor in p: 1
 	var pid int64
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		p, err := partitionP(ctx, tx)
 		pid = p.ID
 		if err != nil {
@@ -165,7 +165,7 @@ func TestSweepKeepsTheReadyMark(t *testing.T) {
 		push(t, b, p, p+"1")
 		push(t, b, p, p+"2")
 	}
-	if err := d.Update(ctx, func(tx broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		q, err := tx.QueueByName(ctx, "q")
 		if err != nil {
 			return err

@@ -349,7 +349,7 @@ func andWhere(w, cond string) string {
 // transaction, as long as the dead letters make it.
 func (d *DB) RebuildTextIndex(ctx context.Context) error {
 	if d.pg != nil {
-		err := d.pgUpdate(ctx, func(tx broker.Tx) error { return tx.(*storeTx).pgRebuildTextIndex(ctx) })
+		err := d.pgUpdate(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error { return tx.(*storeTx).pgRebuildTextIndex(ctx) })
 		if err != nil {
 			return fmt.Errorf("rebuild the text index: %w", err)
 		}

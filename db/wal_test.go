@@ -180,7 +180,7 @@ func TestCatchUpsBackOffWhileReadersHoldTheLog(t *testing.T) {
 	close(stop)
 	readers.Wait()
 	var tries, callers, frames int
-	if err := d.Update(ctx, func(broker.Tx) error {
+	if err := d.Update(ctx, broker.UpdateOptions{}, func(broker.Tx) error {
 		tries, callers, frames = d.catchUps, inCaller, d.walLast
 		return nil
 	}); err != nil {

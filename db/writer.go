@@ -34,6 +34,7 @@ const maxGroup = 256
 
 type writeRequest struct {
 	ctx  context.Context
+	o    broker.UpdateOptions
 	fn   func(broker.Tx) error
 	done chan error
 }
@@ -50,17 +51,20 @@ type writeRequest struct {
 // fails is rolled back to its savepoint and does not affect the others.
 // Update returns once its group has committed.
 //
-// Low-priority writes (broker.LowPriority: bulk replay and delete) run
-// alone, only when no other write waits and none ended within bulkGrace.
-func (d *DB) Update(ctx context.Context, fn func(broker.Tx) error) error {
+// Background writes (broker.UpdateOptions.Background: bulk replay and
+// delete, maintenance) run alone, on the low-priority lane: only when no
+// other write waits and none ended within bulkGrace. Ephemeral ones
+// relax the commit's sync (syncFor). Every write is alone on SQLite:
+// Concurrent changes nothing.
+func (d *DB) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	if d.pg != nil {
-		return d.pgUpdate(ctx, fn)
+		return d.pgUpdate(ctx, o, fn)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req := writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	low := broker.IsLowPriority(ctx)
+	req := writeRequest{ctx: ctx, o: o, fn: fn, done: make(chan error, 1)}
+	low := o.Background
 	d.wmu.Lock()
 	switch {
 	case d.isClosed:
@@ -425,7 +429,7 @@ func (d *DB) syncFor(group []writeRequest) error {
 	}
 	relax := true
 	for _, r := range group {
-		relax = relax && broker.IsEphemeral(r.ctx)
+		relax = relax && r.o.Ephemeral
 	}
 	if relax == d.relaxed {
 		return nil

@@ -142,7 +142,7 @@ func TestExpiredDeadLetterSaysSoAndIsCounted(t *testing.T) {
 			analytics = g.GroupID
 		}
 	}
-	if err := s.db.Update(s.ctx, func(tx broker.Tx) error {
+	if err := s.db.Update(s.ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		return tx.AddStats(s.ctx, q.ID, analytics, broker.Stats{Expired: 3}, at)
 	}); err != nil {
 		t.Fatal(err)
