@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,9 @@ type OperationResult struct {
 
 // Transaction applies every operation in one transaction: all or nothing.
 // An ack inside follows the same rules as outside and keeps its error text.
+// An ack that would settle nothing because an earlier message of its lease
+// failed (AckResult.Requeued) fails it too, with ErrConflict naming every
+// such operation: its pushes must not be made without it.
 //
 // required are lease ids (Queen's requiredLeases): each one that is not
 // empty must be a live lease when the transaction starts, or it changes
@@ -65,6 +69,7 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 	var out []OperationResult
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
+		var requeued []string // the acks that settle nothing (AckResult.Requeued)
 		leases, err := requiredLeases(ctx, tx, now, required)
 		if err != nil {
 			return err
@@ -111,10 +116,19 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 			if !res.Success {
 				return &Error{Kind: res.kind, Message: fmt.Sprintf("operations[%d]: %s", i, res.Error)}
 			}
+			if res.Requeued {
+				// It settles nothing: the transaction is not all done.
+				requeued = append(requeued, fmt.Sprintf("operations[%d] (transactionId %q)", i, truncate(a.TransactionID, 64)))
+				continue
+			}
 			if err := k.finish(ctx); err != nil {
 				return err
 			}
 			out[i].Ack = &res
+		}
+		if len(requeued) > 0 {
+			return errorf(ErrConflict, "%s: not settled: an earlier message of its lease failed, so it comes back after that one; "+
+				"a transaction is all or nothing, and nothing was done", strings.Join(requeued, ", "))
 		}
 		return nil
 	})

@@ -39,7 +39,8 @@ type operationResultView struct {
 
 // runTransaction applies acks and pushes in one transaction: all or
 // nothing. A refused ack fails the whole call with its status and error,
-// and so does a required lease that is not live (409).
+// and so do a required lease that is not live and an ack that would
+// settle nothing behind a failure in its lease (409).
 func (s *Server) runTransaction(c echo.Context) error {
 	var req transactionRequest
 	if err := decodeJSON(c, &req); err != nil {

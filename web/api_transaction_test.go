@@ -109,3 +109,41 @@ func TestTransactionRequiredLeasesLimit(t *testing.T) {
 	s.call("POST", "/api/v1/transaction", string(body)).wantError(http.StatusBadRequest, "requiredLeases", "at most 1000", "got 1001")
 	s.call("GET", "/api/v1/resources/queues/out", "").wantError(http.StatusNotFound)
 }
+
+// An ack that lands behind a failure in its lease settles nothing (it is
+// "requeued": its message comes back after the failed one). A transaction
+// holding one is not all done, so none of it is: 409 naming the
+// operation, the push not stored, the lease as it was. (With the lease in
+// requiredLeases it is refused before, as a lease no longer live.)
+func TestTransactionWithARequeuedAckDoesNothing(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("in", `{"retryLimit":1,"retryDelay":0}`)
+	s.push("in", "", "a1", `1`)
+	s.push("in", "", "a2", `2`)
+	ms := s.pop("in", "batch=10").Messages
+	if len(ms) != 2 {
+		t.Fatalf("popped %+v", ms)
+	}
+	s.ack(ms[0], "failed", "down").want(http.StatusOK)
+	body := fmt.Sprintf(`{"operations":[
+		{"type":"push","items":[{"queue":"out","payload":2,"transactionId":"a2-next"}]},
+		{"type":"ack","transactionId":"a2","partitionId":%q,"leaseId":%q,"status":"completed"}]}`,
+		ms[1].PartitionID, *ms[1].LeaseID)
+	s.call("POST", "/api/v1/transaction", body).wantError(http.StatusConflict, "operations[1]", `"a2"`, "not settled", "nothing was done")
+	s.call("GET", "/api/v1/resources/queues/out", "").wantError(http.StatusNotFound)
+	// The lease is as it was: a2's ack still lands behind the failure.
+	var a struct {
+		Success  bool `json:"success"`
+		Requeued bool `json:"requeued"`
+	}
+	s.ack(ms[1], "completed", "").want(http.StatusOK).decode(&a)
+	if a.Success || !a.Requeued {
+		t.Fatalf("a2's ack after the refused transaction: %+v, want requeued", a)
+	}
+	// Both come back, a1 first.
+	ms = s.pop("in", "batch=10").Messages
+	if len(ms) != 2 || ms[0].TransactionID != "a1" || ms[1].TransactionID != "a2" {
+		t.Fatalf("next pop: %+v", ms)
+	}
+}
