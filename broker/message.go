@@ -145,9 +145,9 @@ type DeleteTransactionResult struct {
 // group's) of the message named by its partition's UUID and its
 // transactionId, as Delete does: restorable, audited. A message is
 // shared by every group that reads its partition, and never deleted
-// alone: one kept with no dead letter is ErrConflict, saying so, and
-// nothing changes. One not known (or whose dead letters are gone) is
-// ErrNotFound.
+// alone: one kept that never was a dead letter is ErrConflict, saying
+// so, and nothing changes. One not known, or whose dead letters are gone
+// (deleted, replayed or expired: a delete sent again), is ErrNotFound.
 func (b *Broker) DeleteTransaction(ctx context.Context, partitionUUID, txid, group, actor string) (DeleteTransactionResult, error) {
 	id, kept, err := b.transactionMessage(ctx, partitionUUID, txid)
 	if err != nil {
@@ -156,6 +156,23 @@ func (b *Broker) DeleteTransaction(ctx context.Context, partitionUUID, txid, gro
 	res := DeleteTransactionResult{MessageID: id}
 	res.Deleted, res.RestorableUntil, err = b.deleteDeadLetters(ctx, id, group, actor)
 	if isNotFound(err) && kept && group == "" {
+		// Its dead letters are gone (a delete sent again, say): nothing
+		// to delete, as for a message not known.
+		h, herr := b.DeadLetterHistory(ctx, id, "")
+		if herr != nil && !isNotFound(herr) {
+			return res, herr
+		}
+		if f := h.Latest(); herr == nil && f != nil {
+			how := f.How
+			if f.How == FateExpired {
+				how = "removed by its queue's dead-letter retention"
+			}
+			if f.Actor != "" {
+				how += " by " + truncate(f.Actor, 64)
+			}
+			return res, errorf(ErrNotFound, "message %q of partition %s has no dead letter any more: the last was %s at %s; nothing was deleted",
+				truncate(txid, 64), truncate(partitionUUID, 64), how, f.At.UTC().Format(time.RFC3339))
+		}
 		return res, errorf(ErrConflict, "message %q of partition %s is not a dead letter: a message is shared by every group that reads its partition, "+
 			"and is not deleted alone (its queue's retention removes it); only dead letters are deleted here", truncate(txid, 64), truncate(partitionUUID, 64))
 	}

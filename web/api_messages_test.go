@@ -101,11 +101,22 @@ func TestDeleteMessageDeletesItsDeadLettersOnly(t *testing.T) {
 	if m.Status != "completed" || len(m.DeadLetters) != 0 {
 		t.Fatalf("after the delete %+v", m)
 	}
-	s.call("DELETE", path, "").wantError(http.StatusConflict, "not a dead letter")
+	// Sent again (a retry after a timeout, say), the delete finds nothing
+	// to delete: 404, as for a message not known, and nothing changes.
+	s.call("DELETE", path, "").wantError(http.StatusNotFound, `"a"`, "no dead letter any more", "deleted by")
+	if _, err := s.broker.Restore(context.Background(), d.ID, "", "user:x"); err != nil {
+		t.Fatalf("restore after the retried delete: %v", err)
+	}
 	p := s.push("q", "", "b", `2`)
 	s.call("DELETE", "/api/v1/messages/"+p.PartitionID+"/b", "").wantError(http.StatusConflict, "not a dead letter")
-	if m := s.pop("q", "consumerGroup=billing"); m.Messages[0].TransactionID != "b" {
-		t.Fatalf("b: %+v", m)
+	m2 := s.pop("q", "consumerGroup=billing")
+	if m2.Messages[0].TransactionID != "b" {
+		t.Fatalf("b: %+v", m2)
 	}
 	s.call("DELETE", "/api/v1/messages/"+p.PartitionID+"/nope", "").wantError(http.StatusNotFound)
+	s.ack(m2.Messages[0], "completed", "").want(http.StatusOK)
+	// A delete of a message whose dead letters were replayed: 404 too.
+	c := s.fail("q", "", "billing", "c", `3`, "x")
+	s.call("POST", "/api/v1/dlq/"+c.ID+"/replay", "").want(http.StatusOK)
+	s.call("DELETE", "/api/v1/messages/"+c.PartitionID+"/c", "").wantError(http.StatusNotFound, `"c"`, "replayed")
 }
