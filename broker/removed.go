@@ -87,14 +87,51 @@ func (b *Broker) RestoreWindow() time.Duration { return b.restoreWindow }
 // when set) that are still within their restore window: each as it was,
 // with a new row id (so that no bulk action's bound counted before takes
 // it in), counted back into its depth and error group. It returns how
-// many it restored; ErrNotFound when none could be.
+// many it restored; ErrNotFound when none could be, ErrConflict when the
+// only ones were skipped (RestoreMessage says which and why).
 func (b *Broker) Restore(ctx context.Context, messageID, group, actor string) (int, error) {
+	res, err := b.RestoreMessage(ctx, messageID, group, actor)
+	return res.Restored, err
+}
+
+// RestoreSkip is a deleted dead letter a restore left as it was, and why.
+type RestoreSkip struct {
+	Group  string
+	Reason string
+}
+
+// Why a restore skips a deleted dead letter: a group holds one dead
+// letter of a message at most.
+const (
+	// SkipDeadLetterAgain: the group's dead letter of the message is there
+	// again (it read the message again, after a seek or when it was
+	// removed and came back, and failed it again).
+	SkipDeadLetterAgain = "it is a dead letter again (filed anew after the delete)"
+	// SkipDeletedAgain: the group's dead letter came back and was deleted
+	// again; the latest deletion is the one restored.
+	SkipDeletedAgain = "it was filed anew and deleted again later: the latest is restored"
+)
+
+// RestoreResult is what RestoreMessage did.
+type RestoreResult struct {
+	Restored int
+	Skipped  []RestoreSkip // a deleted dead letter each, still within its window
+}
+
+// RestoreMessage is Restore, saying also which deleted dead letters it
+// left as they were, and why: those whose group has a dead letter of the
+// message again, and of a group whose dead letter was deleted more than
+// once within the window, all but the latest deletion. The others are
+// restored. Nothing to restore but skipped ones is ErrConflict naming
+// them, and nothing changes.
+func (b *Broker) RestoreMessage(ctx context.Context, messageID, group, actor string) (RestoreResult, error) {
 	ms, seq, ok := ParseMessageID(messageID)
 	if !ok {
-		return 0, errorf(ErrNotFound, "dead letter %q not found", truncate(messageID, 64))
+		return RestoreResult{}, errorf(ErrNotFound, "dead letter %q not found", truncate(messageID, 64))
 	}
-	n := 0
+	var res RestoreResult
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+		res = RestoreResult{}
 		now := b.now()
 		var gid int64
 		if group != "" {
@@ -109,7 +146,26 @@ func (b *Broker) Restore(ctx context.Context, messageID, group, actor string) (i
 		if err != nil {
 			return fmt.Errorf("restorable: %w", err)
 		}
-		if len(rs) == 0 || rs[0].DeadLetter.CreatedAt.UnixMilli() != ms {
+		if len(rs) > 0 && rs[0].DeadLetter.CreatedAt.UnixMilli() != ms {
+			rs = nil // the id names another message
+		}
+		rs, older := latestPerGroup(rs)
+		for _, r := range older {
+			name, err := tx.GroupName(ctx, r.DeadLetter.GroupID)
+			if err != nil {
+				return fmt.Errorf("restore: group: %w", err)
+			}
+			res.Skipped = append(res.Skipped, RestoreSkip{Group: name, Reason: SkipDeletedAgain})
+		}
+		back, err := deletedButBack(ctx, tx, seq, ms, gid, now)
+		if err != nil {
+			return err
+		}
+		res.Skipped = append(res.Skipped, back...)
+		if len(rs) == 0 {
+			if len(res.Skipped) > 0 {
+				return errorf(ErrConflict, "nothing of message %s can be restored: %s", messageID, SkipsText(res.Skipped))
+			}
 			return errorf(ErrNotFound, "nothing of message %s can be restored (never deleted, restored already, or its restore window has ended)", messageID)
 		}
 		queues, err := restoreRemoved(ctx, tx, now, rs, actor)
@@ -119,10 +175,72 @@ func (b *Broker) Restore(ctx context.Context, messageID, group, actor string) (i
 		for _, q := range queues {
 			touched(q)
 		}
-		n = len(rs)
-		return audit(ctx, tx, now, actor, AuditRestore, strings.Join(queues, ","), groupsOfRemoved(ctx, tx, rs), n, fmt.Sprintf("message %s restored", messageID))
+		res.Restored = len(rs)
+		detail := fmt.Sprintf("message %s restored", messageID)
+		if len(res.Skipped) > 0 {
+			detail += fmt.Sprintf("; %d not restored: %s", len(res.Skipped), SkipsText(res.Skipped))
+		}
+		return audit(ctx, tx, now, actor, AuditRestore, strings.Join(queues, ","), groupsOfRemoved(ctx, tx, rs), res.Restored, detail)
 	})
-	return n, err
+	return res, err
+}
+
+// SkipsText says what skips are, for an operator: "group billing's: why;
+// group audit's: why".
+func SkipsText(skips []RestoreSkip) string {
+	parts := make([]string, len(skips))
+	for i, k := range skips {
+		parts[i] = fmt.Sprintf("group %s's: %s", truncate(k.Group, 64), k.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// latestPerGroup keeps of rs (in removed_dead_letters order, oldest
+// first) the latest of each (message, group), and returns the older ones
+// apart: a group holds one dead letter of a message at most, and the
+// latest deletion is the one it had last.
+func latestPerGroup(rs []RemovedDeadLetter) (keep, older []RemovedDeadLetter) {
+	type key struct{ seq, g int64 }
+	last := map[key]int{}
+	for i, r := range rs {
+		last[key{r.DeadLetter.Seq, r.DeadLetter.GroupID}] = i
+	}
+	for i, r := range rs {
+		if last[key{r.DeadLetter.Seq, r.DeadLetter.GroupID}] == i {
+			keep = append(keep, r)
+		} else {
+			older = append(older, r)
+		}
+	}
+	return keep, older
+}
+
+// deletedButBack returns a skip for each deleted dead letter of message
+// seq (of group groupID alone when not 0) still within its window whose
+// group has a dead letter of the message again (Restorable leaves those
+// out). ms is the message's time, from its id: another message's are
+// none.
+func deletedButBack(ctx context.Context, tx Tx, seq, ms, groupID int64, now time.Time) ([]RestoreSkip, error) {
+	live, err := tx.DeadLettersOfMessage(ctx, seq)
+	if err != nil || len(live) == 0 || live[0].CreatedAt.UnixMilli() != ms {
+		return nil, err
+	}
+	again := map[int64]bool{}
+	for _, d := range live {
+		again[d.GroupID] = true
+	}
+	ds, err := tx.DeletionsOf(ctx, seq)
+	if err != nil {
+		return nil, fmt.Errorf("restore: deletions: %w", err)
+	}
+	var out []RestoreSkip
+	for _, r := range ds {
+		d := r.DeadLetter
+		if (groupID == 0 || d.GroupID == groupID) && again[d.GroupID] && r.RestoredAt.IsZero() && r.RestoreUntil.After(now) {
+			out = append(out, RestoreSkip{Group: d.Group, Reason: SkipDeadLetterAgain})
+		}
+	}
+	return out, nil
 }
 
 // restoreRemoved files the removed dead letters rs again and marks them

@@ -393,7 +393,10 @@ func latestFate(fs []broker.Fate) broker.Fate {
 // restoreOne puts back a deleted dead letter of the queue (only the
 // group's with ?group=) while its restore window lasts: an operator's
 // Restore on the page of a deleted dead letter, and the Undo of a
-// delete's flash. A message of another queue, or nothing restorable: 404.
+// delete's flash. A message of another queue, or nothing restorable: 404;
+// only deleted dead letters that cannot come back (the group has one of
+// the message again): 409 saying why. Those skipped beside others
+// restored are named in the flash.
 func (s *Server) restoreOne(c echo.Context) error {
 	queue, id, err := queueAndID(c)
 	if err != nil {
@@ -408,10 +411,14 @@ func (s *Server) restoreOne(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.broker.Restore(ctx, id, group, s.pageActor(c))
+	res, err := s.broker.RestoreMessage(ctx, id, group, s.pageActor(c))
 	if err != nil {
 		return err
 	}
-	text := oneDeadLetter("Restored", id, group, n)
-	return s.actionDone(c, queue, views.FlashMessage(views.Flash{Kind: "ok", Text: text + ": it is a dead letter again, as it was."}))
+	f := views.Flash{Kind: "ok", Text: oneDeadLetter("Restored", id, group, res.Restored) + ": it is a dead letter again, as it was."}
+	if len(res.Skipped) > 0 {
+		f.Kind = "info"
+		f.Text += fmt.Sprintf(" %d not restored: %s.", len(res.Skipped), broker.SkipsText(res.Skipped))
+	}
+	return s.actionDone(c, queue, views.FlashMessage(f))
 }
