@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // AuditGroupDelete is the audit action of DeleteGroup.
@@ -30,6 +31,16 @@ type ConsumerGroupTx interface {
 	// of those replaced held a lease live at p.NowMs. The subscription
 	// stays as it was.
 	Reposition(ctx context.Context, p RepositionParams) (consumers, leases int64, err error)
+	// SubscriptionStart reads where the group's subscription to the queue
+	// starts (Subscribe's start, a group that started after everything
+	// pushed: the time it subscribed; SetSubscriptionStart's), by
+	// subscriptions' primary key; known is false for a subscription made
+	// before it was recorded. No subscription: ErrNotFound.
+	SubscriptionStart(ctx context.Context, queueID, groupID int64) (start Start, known bool, err error)
+	// SetSubscriptionStart records that the group's subscription to the
+	// queue starts at at (subscriptions, by its primary key; none:
+	// nothing, no error).
+	SetSubscriptionStart(ctx context.Context, queueID, groupID int64, at time.Time) error
 }
 
 // RepositionParams says which consumers Reposition makes anew, and where.
@@ -52,7 +63,15 @@ type DeleteGroupRequest struct {
 	// every queue), by a delete job: restorable, audited. Without it
 	// they stay, and can be replayed or deleted as before.
 	DeleteDeadLetters bool
-	Actor             string
+	// KeepSubscription keeps the group's subscription and where it starts
+	// (Queen's deleteMetadata=false, which keeps a group's subscription
+	// metadata): its cursors, leases and retry state go, and it is placed
+	// back where its subscription starts, to read again from there
+	// whatever its next pop asks. A subscription whose start was not
+	// recorded (made before it was) fails it with ErrInvalid, nothing
+	// changed.
+	KeepSubscription bool
+	Actor            string
 }
 
 // DeleteGroupResult is what DeleteGroup removed.
@@ -69,7 +88,8 @@ type DeleteGroupResult struct {
 // it reads, in one transaction: its subscription, and in each partition
 // its cursor, its lease (a worker holding it gets "lease not found" on
 // its ack) and its retry state. The group that pops again later starts
-// over, as its subscription mode says. Its dead letters stay unless
+// over, as its subscription mode says; with r.KeepSubscription its
+// subscription stays, and it reads again from where that starts. Its dead letters stay unless
 // r.DeleteDeadLetters: then a delete job (restorable) removes them, and
 // the result names it. A group (or queue) that does not exist, or one
 // that reads nothing, removes nothing and is no error.
@@ -124,16 +144,39 @@ func (b *Broker) DeleteGroup(ctx context.Context, r DeleteGroupRequest) (DeleteG
 			if !subscribed {
 				continue
 			}
-			n, leases, err := tx.Unsubscribe(ctx, q.ID, gid, now.UnixMilli())
-			if err != nil {
-				return fmt.Errorf("unsubscribe: %w", err)
+			dead := map[bool]string{true: "deleted by a job", false: "kept"}[r.DeleteDeadLetters]
+			var n, leases int64
+			var detail string
+			if r.KeepSubscription {
+				start, known, err := tx.SubscriptionStart(ctx, q.ID, gid)
+				if err != nil {
+					return fmt.Errorf("subscription start: %w", err)
+				}
+				if !known {
+					return errorf(ErrInvalid, "deleteMetadata=false keeps where consumer group %q's subscription starts, and Lazarus did not record it for queue %q "+
+						"(the group subscribed before this version): send deleteMetadata=true, which removes the subscription too, "+
+						"or set its start first (POST /api/v1/consumer-groups/:group/subscription); nothing was changed", truncate(r.Group, 64), truncate(q.Name, 64))
+				}
+				if n, leases, err = tx.Reposition(ctx, RepositionParams{QueueID: q.ID, GroupID: gid, Start: start, NowMs: now.UnixMilli()}); err != nil {
+					return fmt.Errorf("reposition: %w", err)
+				}
+				where := "the beginning"
+				if !start.From.IsZero() {
+					where = start.From.UTC().Format(time.RFC3339Nano)
+				}
+				detail = fmt.Sprintf("consumer group %q's cursors of queue %q removed and placed back where its subscription starts (%s), the subscription kept: %d cursors, %d live leases ended; its dead letters %s",
+					truncate(r.Group, 64), truncate(q.Name, 64), where, n, leases, dead)
+			} else {
+				if n, leases, err = tx.Unsubscribe(ctx, q.ID, gid, now.UnixMilli()); err != nil {
+					return fmt.Errorf("unsubscribe: %w", err)
+				}
+				detail = fmt.Sprintf("consumer group %q removed from queue %q: %d cursors, %d live leases ended; its dead letters %s", truncate(r.Group, 64),
+					truncate(q.Name, 64), n, leases, dead)
 			}
 			res.Queues = append(res.Queues, q.Name)
 			res.Partitions += n
 			res.Leases += leases
 			touched(q.Name)
-			detail := fmt.Sprintf("consumer group %q removed from queue %q: %d cursors, %d live leases ended; its dead letters %s", truncate(r.Group, 64),
-				truncate(q.Name, 64), n, leases, map[bool]string{true: "deleted by a job", false: "kept"}[r.DeleteDeadLetters])
 			if err := audit(ctx, tx, now, r.Actor, AuditGroupDelete, q.Name, r.Group, int(n), detail); err != nil {
 				return err
 			}

@@ -73,6 +73,12 @@ func (b *Broker) MoveSubscription(ctx context.Context, r SubscriptionRequest) (S
 			if err != nil {
 				return fmt.Errorf("reposition: %w", err)
 			}
+			// Queen keeps the time as the group's subscription's: a delete
+			// of its cursors that keeps it (DeleteGroup, KeepSubscription)
+			// starts it there.
+			if err := tx.SetSubscriptionStart(ctx, q.ID, gid, r.At); err != nil {
+				return fmt.Errorf("subscription start: %w", err)
+			}
 			res.Queues = append(res.Queues, q.Name)
 			res.Partitions += n
 			touched(q.Name) // a long-poll of the group finds what it reads back

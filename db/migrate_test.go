@@ -513,3 +513,41 @@ func TestBackoffOptionsKeptBeforeAreEnforcedAfterMigration(t *testing.T) {
 		}
 	}
 }
+
+// Migration 0031 records where the subscriptions made before it start
+// when that is known: one that started after everything pushed (reads_back
+// 0) at the time it subscribed; the others are not known.
+func TestSubscriptionStartsAreBackfilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openBroker(t)
+	push(t, b, "p", "order-1")
+	for _, r := range []broker.PopRequest{{Queue: "q", Group: "new", Batch: 1, Start: broker.Start{Now: true}}, {Queue: "q", Group: "all", Batch: 1}} {
+		if _, err := b.Pop(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reapply(t, d, 31, "0031_subscription_starts_at.sql", `ALTER TABLE subscriptions DROP COLUMN starts_at`)
+	starts := map[string]*int64{}
+	rows, err := d.WriteDB().QueryContext(ctx, `SELECT g.name, s.subscribed_at, s.starts_at FROM subscriptions s JOIN groups g ON g.id = s.group_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	at := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var sub int64
+		var start *int64
+		if err := rows.Scan(&name, &sub, &start); err != nil {
+			t.Fatal(err)
+		}
+		starts[name], at[name] = start, sub
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(starts) != 2 || starts["new"] == nil || *starts["new"] != at["new"] || starts["all"] != nil {
+		t.Fatalf("starts after the migration: new %v, all %v (subscribed at %v)", starts["new"], starts["all"], at)
+	}
+}

@@ -443,9 +443,14 @@ func (t *storeTx) Subscribed(ctx context.Context, queueID, groupID int64) (bool,
 // key.
 func (t *storeTx) Subscribe(ctx context.Context, queueID, groupID int64, start broker.Start, now time.Time) error {
 	// reads_back (migration 0023): whether its cursors may start behind
-	// messages already pushed (completed retention's settle marks).
-	if _, err := t.exec(ctx, `INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back) VALUES (?, ?, ?, ?)`,
-		queueID, groupID, ms(now), b2i(!start.Now)); err != nil {
+	// messages already pushed (completed retention's settle marks);
+	// starts_at (migration 0031): where it starts, 0 the beginning.
+	startsAt := ms(start.From)
+	if start.Now {
+		startsAt = ms(now)
+	}
+	if _, err := t.exec(ctx, `INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES (?, ?, ?, ?, ?)`,
+		queueID, groupID, ms(now), b2i(!start.Now), startsAt); err != nil {
 		return err
 	}
 	return t.insertConsumers(ctx, queueID, groupID, 0, start, false)

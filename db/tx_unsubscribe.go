@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -70,4 +72,23 @@ func (t *storeTx) Reposition(ctx context.Context, p broker.RepositionParams) (co
 		return 0, 0, fmt.Errorf("settle marks: %w", err)
 	}
 	return consumers, leases, nil
+}
+
+// SubscriptionStart reads subscriptions by its primary key.
+func (t *storeTx) SubscriptionStart(ctx context.Context, queueID, groupID int64) (broker.Start, bool, error) {
+	var at sql.NullInt64
+	err := t.queryRow(ctx, `SELECT starts_at FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID).Scan(&at)
+	if err != nil || !at.Valid {
+		return broker.Start{}, false, notFound(err, "subscription")
+	}
+	if at.Int64 <= 0 {
+		return broker.Start{}, true, nil // the beginning
+	}
+	return broker.Start{From: fromMS(at.Int64)}, true, nil
+}
+
+// SetSubscriptionStart writes subscriptions by its primary key.
+func (t *storeTx) SetSubscriptionStart(ctx context.Context, queueID, groupID int64, at time.Time) error {
+	_, err := t.exec(ctx, `UPDATE subscriptions SET starts_at = ? WHERE queue_id = ? AND group_id = ?`, ms(at), queueID, groupID)
+	return err
 }

@@ -27,9 +27,11 @@ type deleteGroupResponse struct {
 // deleteGroup removes a consumer group (Queen's deleteConsumerGroup): its
 // subscriptions, cursors and leases, on every queue it reads, or on the
 // :queue of DELETE /api/v1/consumer-groups/:group/queues/:queue (Queen's
-// deleteConsumerGroupForQueue). deleteMetadata (Queen's, default true) is
-// read and answered: Lazarus keeps no subscription metadata apart from
-// the cursors, which go either way. Its dead letters stay unless
+// deleteConsumerGroupForQueue). deleteMetadata (Queen's, default true):
+// false keeps the group's subscription and where it starts (Queen's
+// subscription metadata), and places its cursors back there; a
+// subscription whose start Lazarus did not record is a 400, nothing
+// changed. Its dead letters stay unless
 // deleteDeadLetters=true (Lazarus's): a delete job, restorable, removes
 // them. A group that reads nothing there answers 200 with nothing removed,
 // as Queen does.
@@ -54,7 +56,7 @@ func (s *Server) deleteGroup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.broker.DeleteGroup(c.Request().Context(), broker.DeleteGroupRequest{Group: group, Queue: queue, DeleteDeadLetters: dead, Actor: actor(c)})
+	res, err := s.broker.DeleteGroup(c.Request().Context(), broker.DeleteGroupRequest{Group: group, Queue: queue, DeleteDeadLetters: dead, KeepSubscription: !meta, Actor: actor(c)})
 	if err != nil {
 		return err
 	}
