@@ -21,6 +21,24 @@ func migrationVersion(file string) (int, error) {
 	return strconv.Atoi(strings.SplitN(strings.TrimPrefix(file, "migrations/"), "_", 2)[0])
 }
 
+// checkMigrationNumbers refuses a set of migration files (sorted) whose
+// numbers are not 1, 2, 3, ... each once: two branches that each added
+// "the next" migration would otherwise leave one of the two never
+// applied (its version recorded by the other).
+func checkMigrationNumbers(files []string) error {
+	for i, f := range files {
+		name := f[strings.LastIndexByte(f, '/')+1:]
+		v, err := migrationVersion(name)
+		if err != nil {
+			return fmt.Errorf("migrate: %s: name must start with a number", name)
+		}
+		if v != i+1 {
+			return fmt.Errorf("migrate: %s is numbered %d where migration %d belongs: numbers must run 1, 2, 3, ... each once", name, v, i+1)
+		}
+	}
+	return nil
+}
+
 // schemaMigrationsSQL makes the table of the migrations applied.
 const schemaMigrationsSQL = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`
@@ -37,6 +55,9 @@ func (d *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	sort.Strings(files)
+	if err := checkMigrationNumbers(files); err != nil {
+		return err
+	}
 	// A database migrated by a newer Lazarus is refused: this one would
 	// not keep what the newer migrations added (the ready marks of 0009,
 	// say), and could leave messages that no pop would find.

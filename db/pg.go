@@ -341,6 +341,9 @@ func (p *pgStore) migrate(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	sort.Strings(files)
+	if err := checkMigrationNumbers(files); err != nil {
+		return err
+	}
 	known := 0
 	if len(files) > 0 {
 		known, _ = migrationVersion(strings.TrimPrefix(files[len(files)-1], "migrations_pg/"))

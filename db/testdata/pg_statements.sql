@@ -11,7 +11,7 @@
 -- package variable it is read from. A statement that runs under !t.pg
 -- only (as the branches on t.pg say) has no PostgreSQL text.
 --
--- 180 statements (16 with a PostgreSQL text written by hand, 7 for
+-- 182 statements (16 with a PostgreSQL text written by hand, 7 for
 -- SQLite only), then the 56 calls whose text is built at run time,
 -- which this file does not cover yet.
 
@@ -1155,6 +1155,13 @@ SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHE
 INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value
 ;
 
+-- used by: storeTx.SetSubscriptionStart
+-- sqlite:
+--   UPDATE subscriptions SET starts_at = ? WHERE queue_id = ? AND group_id = ?
+-- postgres (translated):
+UPDATE subscriptions SET starts_at = $1 WHERE queue_id = $2 AND group_id = $3
+;
+
 -- used by: storeTx.Setting
 -- sqlite:
 --   SELECT value FROM settings WHERE key = ?
@@ -1196,9 +1203,9 @@ SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.d
 
 -- used by: storeTx.Subscribe
 -- sqlite:
---   INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back) VALUES (?, ?, ?, ?)
+--   INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES (?, ?, ?, ?, ?)
 -- postgres (translated):
-INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back) VALUES ($1, $2, $3, $4)
+INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES ($1, $2, $3, $4, $5)
 ;
 
 -- used by: storeTx.Subscribed
@@ -1206,6 +1213,13 @@ INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back) VALUES
 --   SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_id = ?
 -- postgres (translated):
 SELECT 1 FROM subscriptions WHERE queue_id = $1 AND group_id = $2
+;
+
+-- used by: storeTx.SubscriptionStart
+-- sqlite:
+--   SELECT starts_at FROM subscriptions WHERE queue_id = ? AND group_id = ?
+-- postgres (translated):
+SELECT starts_at FROM subscriptions WHERE queue_id = $1 AND group_id = $2
 ;
 
 -- used by: storeTx.SweepAudit
