@@ -145,7 +145,7 @@ func (d *DB) foldCommitted(left foldLeft) {
 // forward only).
 //
 // On PostgreSQL it first locks the rows it folds, in a statement of its
-// own, skipping those another write holds (pgFoldLock): the fold's
+// own, skipping those another write holds (pgDialect.foldLock): the fold's
 // statements then run on a snapshot taken once the locks are held, so
 // they see every message of a partition up to its last seq and every
 // consumer's cursor as it stands.
@@ -158,10 +158,8 @@ func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unf
 	for k := range unfoldedConsumers {
 		keys = append(keys, k)
 	}
-	if st.pg {
-		if ids, keys, left, err = st.pgFoldLock(ctx, ids, keys); err != nil {
-			return foldLeft{}, err
-		}
+	if ids, keys, left, err = st.d.foldLock(ctx, st, ids, keys); err != nil {
+		return foldLeft{}, err
 	}
 	if len(ids) > 0 {
 		// SET reads the row as it was: both use the old counted_seq.
@@ -185,12 +183,12 @@ func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unf
 	return left, nil
 }
 
-// pgFoldLock locks the rows of the partitions ids and consumers keys
+// foldLock, on PostgreSQL, locks the rows of the partitions ids and consumers keys
 // that no other transaction holds (FOR UPDATE SKIP LOCKED: a fold never
 // waits, so it takes part in no deadlock), and returns those it locked,
 // and those it did not as left. A row gone (its queue deleted) is in
 // neither.
-func (t *storeTx) pgFoldLock(ctx context.Context, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left foldLeft, err error) {
+func (pgDialect) foldLock(ctx context.Context, t *storeTx, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left foldLeft, err error) {
 	if len(ids) > 0 {
 		if lockedIDs, err = t.queryIDs(ctx, `SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, ids); err != nil {
 			return nil, nil, foldLeft{}, err

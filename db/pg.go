@@ -37,7 +37,7 @@ import (
 // shared by writes marked broker.UpdateOptions.Concurrent (pushes, leases, acks) while
 // other processes share the database (pg_members.go), which then run
 // beside each other's and settle their conflicts by row locks
-// (storeTx.shared: the consumer read, the ready consumers skipped when
+// (pgRowLocks: the consumer read, the ready consumers skipped when
 // locked, the partitions pushed to); exclusive for every other write,
 // and for all of a process alone, which then runs alone. The ready mark
 // and the kept counts are the store's, as on SQLite: marked and folded
@@ -449,9 +449,14 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 	defer conn.Close()
 	// A hot write runs beside the other processes' only when there are
 	// others (pg_members.go): alone, it writes as the one writer.
-	shared := o.Concurrent && !p.alone.Load()
-	begin := &pgBegin{pgc: pgc, shared: shared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
-	st := &storeTx{conn: conn, pg: true, shared: shared, begin: begin, scope: &broker.TxScope{}}
+	var lk locks = noLocks{}
+	if o.Concurrent && !p.alone.Load() {
+		lk = pgRowLocks{}
+	}
+	_, lockShared := lk.(pgRowLocks)
+	begin := &pgBegin{conn: conn, pgc: pgc, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
+	w := &pgWriter{begin: begin}
+	st := &storeTx{ex: w, d: pgDialectFor(lk), locks: lk, scope: &broker.TxScope{}}
 	committed := false
 	defer func() {
 		if begin.sent && !committed {
@@ -463,10 +468,10 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 			d.log.Error("after a transaction", "err", serr)
 		}
 	}()
-	if err := p.runWrite(ctx, st, fn, eager); err != nil {
+	if err := p.runWrite(ctx, st, begin, fn, eager); err != nil {
 		return err
 	}
-	tail := newPGTail(st)
+	tail := newPGTail(st, w)
 	if !begin.sent && tail.empty() && !d.foldDue(st) {
 		// fn neither read nor wrote anything: no transaction at all.
 		committed = true
@@ -531,8 +536,7 @@ func (p *pgStore) writeConn(ctx context.Context) (*sql.Conn, *pgx.Conn, error) {
 // answer (begin.failed). Eager, BEGIN is sent first and the generation
 // read before fn looks anything up: a moved one has the scope empty
 // the cache (SetForeign).
-func (p *pgStore) runWrite(ctx context.Context, st *storeTx, fn func(broker.Tx) error, eager bool) error {
-	begin := st.begin
+func (p *pgStore) runWrite(ctx context.Context, st *storeTx, begin *pgBegin, fn func(broker.Tx) error, eager bool) error {
 	if eager {
 		if err := begin.now(ctx); err != nil {
 			return err
@@ -553,26 +557,26 @@ func (p *pgStore) runWrite(ctx context.Context, st *storeTx, fn func(broker.Tx) 
 
 // pgTail is what a write sends last, in the round trip of its COMMIT
 // (or, when the counts are folded, just before the fold): the writes
-// kept for it (storeTx.execLater) and the ready mark
+// kept for it (pgWriter.execLater) and the ready mark
 // (storeTx.markReadyStatement). Sent, it is empty.
 type pgTail struct {
-	st       *storeTx
+	w        *pgWriter
 	mark     string
 	markArgs []any
 }
 
-// newPGTail is st's tail as fn left it.
-func newPGTail(st *storeTx) *pgTail {
+// newPGTail is the tail of st, run by w, as fn left it.
+func newPGTail(st *storeTx, w *pgWriter) *pgTail {
 	mark, markArgs := st.markReadyStatement()
-	return &pgTail{st: st, mark: mark, markArgs: markArgs}
+	return &pgTail{w: w, mark: mark, markArgs: markArgs}
 }
 
 // empty reports whether there is nothing to send.
-func (t *pgTail) empty() bool { return len(t.st.later) == 0 && t.mark == "" }
+func (t *pgTail) empty() bool { return len(t.w.later) == 0 && t.mark == "" }
 
 // queue adds the tail's statements to b: the writes kept, then the mark.
 func (t *pgTail) queue(b *pgx.Batch) {
-	for _, l := range t.st.later {
+	for _, l := range t.w.later {
 		b.Queue(l.text, l.args...)
 	}
 	if t.mark != "" {
@@ -583,7 +587,7 @@ func (t *pgTail) queue(b *pgx.Batch) {
 
 // read reads the results of what queue added, in order.
 func (t *pgTail) read(r pgx.BatchResults) error {
-	for range t.st.later {
+	for range t.w.later {
 		if _, err := r.Exec(); err != nil {
 			return err
 		}
@@ -603,7 +607,7 @@ func (t *pgTail) send(ctx context.Context, pgc *pgx.Conn) error {
 		return nil
 	}
 	err := pgPipeline(ctx, pgc, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r) })
-	t.st.later, t.mark = nil, ""
+	t.w.later, t.mark = nil, ""
 	return err
 }
 
@@ -639,7 +643,7 @@ func (d *DB) pgCommit(ctx context.Context, pgc *pgx.Conn, tail *pgTail) (committ
 		committed = true // whatever reading the rest of the answer says
 		return nil
 	})
-	tail.st.later = nil
+	tail.w.later = nil
 	switch {
 	case err != nil && !committed && !answered && commitUnknown(err):
 		return false, fmt.Errorf("%w: %w", broker.ErrCommitUnknown, err)
@@ -708,7 +712,7 @@ func (d *DB) pgView(ctx context.Context, fn func(broker.Tx) error) error {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
-	err = fn(&storeTx{conn: conn, pg: true})
+	err = fn(&storeTx{ex: pgReader{conn: conn}, d: pgDialectFor(noLocks{}), locks: noLocks{}})
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr)
 	}

@@ -43,11 +43,13 @@ import (
 // process's previous write (above); pgUpdate runs it again.
 var errCacheMoved = errors.New("another process changed what the cache holds")
 
-// pgBegin is the BEGIN of a write transaction (storeTx.begin).
+// pgBegin is the BEGIN of a write transaction (pgWriter.begin), and the
+// connection the transaction runs on.
 type pgBegin struct {
-	pgc       *pgx.Conn // the transaction's connection, held for it (sql.Conn)
-	shared    bool      // the writer's lock shared (broker.UpdateOptions.Concurrent)
-	ephemeral bool      // commit without waiting for the disk
+	conn       *sql.Conn // the transaction's connection, held for it
+	pgc        *pgx.Conn // the pgx connection beneath conn
+	lockShared bool      // the writer's lock shared (broker.UpdateOptions.Concurrent)
+	ephemeral  bool      // commit without waiting for the disk
 	// check: sent with the first statement, so a generation other than
 	// seen stops the transaction (moved). Not set for a BEGIN sent first,
 	// whose caller empties the cache when the generation moved.
@@ -71,7 +73,7 @@ func (p *pgBegin) queue(b *pgx.Batch) {
 	// REPEATABLE READ the snapshot would be the first statement's, taken
 	// before the wait).
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	if p.shared {
+	if p.lockShared {
 		b.Queue(`SELECT lazarus_write_lock_shared($1)`, int64(pgWriterLock))
 	} else {
 		b.Queue(`SELECT lazarus_write_lock($1)`, int64(pgWriterLock))
@@ -148,32 +150,22 @@ func (p *pgBegin) readFailed(err error) error {
 	return err
 }
 
-// pgFirst reports whether the transaction's BEGIN is still to be sent
+// first reports whether the transaction's BEGIN is still to be sent
 // with its next statement (and fails once its generation has moved).
-func (t *storeTx) pgFirst() (bool, error) {
-	if t.begin == nil {
-		return false, nil
-	}
-	if t.begin.moved {
+func (p *pgBegin) first() (bool, error) {
+	if p.moved {
 		return false, errCacheMoved
 	}
-	if t.begin.failed != nil {
-		return false, t.begin.failed
+	if p.failed != nil {
+		return false, p.failed
 	}
-	return !t.begin.sent, nil
+	return !p.sent, nil
 }
 
-// pgBegun sends the transaction's BEGIN if it is not yet: before a
-// statement that does not take it along.
-func (t *storeTx) pgBegun(ctx context.Context) error {
-	if t.begin == nil {
-		return nil
-	}
-	return t.begin.now(ctx)
-}
-
-func (t *storeTx) pgExecFirst(ctx context.Context, text string, args []any) (sql.Result, error) {
-	r, err := t.begin.with(ctx, text, args)
+// execFirst and queryFirst run the transaction's first statement, with
+// its BEGIN.
+func (p *pgBegin) execFirst(ctx context.Context, text string, args []any) (sql.Result, error) {
+	r, err := p.with(ctx, text, args)
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +179,8 @@ func (t *storeTx) pgExecFirst(ctx context.Context, text string, args []any) (sql
 	return pgResult(tag), nil
 }
 
-func (t *storeTx) pgQueryFirst(ctx context.Context, text string, args []any) (rowsIter, error) {
-	r, err := t.begin.with(ctx, text, args)
+func (p *pgBegin) queryFirst(ctx context.Context, text string, args []any) (rowsIter, error) {
+	r, err := p.with(ctx, text, args)
 	if err != nil {
 		return nil, err
 	}
@@ -201,21 +193,21 @@ func (t *storeTx) pgQueryFirst(ctx context.Context, text string, args []any) (ro
 	return &pgRows{rows: rows, results: r}, nil
 }
 
-// pgExec and pgQuery run a write transaction's later statements on its
+// exec and query run a write transaction's later statements on its
 // pgx connection too, beneath database/sql, as its first one: its rows
 // are scanned by pgx into their destinations, without database/sql's
 // conversion of every value (a copy of each payload) and the locking
 // around each row.
-func (t *storeTx) pgExec(ctx context.Context, text string, args []any) (sql.Result, error) {
-	tag, err := t.begin.pgc.Exec(ctx, text, args...)
+func (p *pgBegin) exec(ctx context.Context, text string, args []any) (sql.Result, error) {
+	tag, err := p.pgc.Exec(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgResult(tag), nil
 }
 
-func (t *storeTx) pgQuery(ctx context.Context, text string, args []any) (rowsIter, error) {
-	rows, err := t.begin.pgc.Query(ctx, text, args...)
+func (p *pgBegin) query(ctx context.Context, text string, args []any) (rowsIter, error) {
+	rows, err := p.pgc.Query(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}

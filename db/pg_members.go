@@ -12,7 +12,7 @@ import (
 // process that finds itself alone writes as the one writer: its hot
 // writes (broker.UpdateOptions.Concurrent) take the writer's lock exclusively, as
 // every other write does, and need no row locks. One that finds others
-// takes it shared for them, with the row locks (storeTx.shared). Both
+// takes it shared for them, with the row locks (pgRowLocks). Both
 // are correct whatever the count says, since a write that holds the
 // lock exclusively never runs beside one that holds it shared: a process
 // that joins writes beside the others with row locks from its first

@@ -52,13 +52,15 @@ type messageKey struct {
 	txid      string
 }
 
-// pgInsertMessages is InsertMessages on PostgreSQL: one INSERT of every
-// message (pgInsertMessagesSQL), then, when some were not inserted, one
-// query that reads back the messages they duplicate (pgDuplicatesSQL).
+// insertMessages is InsertMessages on PostgreSQL, where every statement
+// is a round trip: one INSERT of every message (d.insertSQL:
+// pgInsertMessagesSQL, or pgInsertLockedSQL for a write that takes row
+// locks), then, when some were not inserted, one query that reads back
+// the messages they duplicate (pgDuplicatesSQL).
 // Of two messages of one partition with one transactionId, the first is
 // inserted and the second reads it back, as InsertMessage one after the
 // other would have it.
-func (t *storeTx) pgInsertMessages(ctx context.Context, msgs []*broker.Message) ([]bool, error) {
+func (d pgDialect) insertMessages(ctx context.Context, t *storeTx, msgs []*broker.Message) ([]bool, error) {
 	parts := make([]int64, len(msgs))
 	txids := make([]string, len(msgs))
 	payloads := make([][]byte, len(msgs))
@@ -67,11 +69,7 @@ func (t *storeTx) pgInsertMessages(ctx context.Context, msgs []*broker.Message) 
 	for i, m := range msgs {
 		parts[i], txids[i], payloads[i], traces[i], created[i] = m.PartitionID, m.TransactionID, m.Payload, m.TraceID, ms(m.CreatedAt)
 	}
-	q := pgInsertMessagesSQL
-	if t.shared {
-		q = pgInsertLockedSQL
-	}
-	rows, err := t.query(ctx, q, parts, txids, payloads, traces, created)
+	rows, err := t.query(ctx, d.insertSQL, parts, txids, payloads, traces, created)
 	if err != nil {
 		return nil, err
 	}

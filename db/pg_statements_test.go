@@ -121,8 +121,8 @@ func pgStatements(t *testing.T) ([]*pgEntry, []byte) {
 -- TestPGStatementsPrepare PREPAREs each one on a migrated database.
 --
 -- "used by" names the functions that run a statement; "from", the
--- package variable it is read from. A statement that runs under !t.pg
--- only (as the branches on t.pg say) has no PostgreSQL text.
+-- package variable it is read from. A statement of SQLite's store only
+-- (a method of sqliteDialect) has no PostgreSQL text.
 --
 -- %d statements (%d with a PostgreSQL text written by hand, %d for
 -- SQLite only), then the %d calls whose text is built at run time,
@@ -138,9 +138,9 @@ func pgStatements(t *testing.T) ([]*pgEntry, []byte) {
 		}
 		switch e.only {
 		case "sqlite":
-			b.WriteString("-- runs on SQLite only (under !t.pg)\n")
+			b.WriteString("-- runs on SQLite only (sqliteDialect)\n")
 		case "postgres":
-			b.WriteString("-- runs on PostgreSQL only (under t.pg)\n")
+			b.WriteString("-- runs on PostgreSQL only (pgDialect, pgRowLocks)\n")
 		}
 		b.WriteString("-- sqlite:\n")
 		for _, l := range strings.Split(e.sqlite, "\n") {

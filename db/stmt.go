@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // maxStatements caps the statements the writer keeps prepared: the
@@ -39,11 +37,26 @@ type rowScanner interface {
 	Scan(dest ...any) error
 }
 
-// pgLater is a write kept by execLater: its PostgreSQL text and
-// arguments.
-type pgLater struct {
-	text string
-	args []any
+// executor is how a transaction reaches its database: each store has
+// its own (sqliteWriter, sqliteReader, pgWriter, pgReader), and
+// storeTx's statements go through it alone. Its statements are written
+// in SQLite's dialect; the PostgreSQL executors translate them (pgArgs).
+// ctx has been checked before each call.
+type executor interface {
+	exec(ctx context.Context, query string, args []any) (sql.Result, error)
+	query(ctx context.Context, query string, args []any) (rowsIter, error)
+	queryRow(ctx context.Context, query string, args []any) rowScanner
+	// insert runs an INSERT and returns how many rows it inserted and
+	// the last row id it gave (column col); last means nothing when n
+	// is 0.
+	insert(ctx context.Context, col, query string, args []any) (n, last int64, err error)
+	// execLater is exec for a write whose answer nobody reads but its
+	// error: a store may keep it for its next round trip.
+	execLater(ctx context.Context, query string, args []any) error
+	// execUnprepared runs a statement written in the store's own
+	// dialect (its parameters the store's: dialect.param), neither kept
+	// prepared nor translated.
+	execUnprepared(ctx context.Context, query string, args []any) error
 }
 
 // execLater is exec for a write whose answer nobody reads but its error
@@ -54,99 +67,24 @@ type pgLater struct {
 // or the commit's, and nothing of the transaction commits. The
 // transaction's reads see it all the same: none runs before it is sent.
 func (t *storeTx) execLater(ctx context.Context, query string, args ...any) error {
-	if t.begin == nil { // SQLite's, or a View's
-		_, err := t.exec(ctx, query, args...)
-		return err
-	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	text, args := pgArgs(query, args)
-	t.later = append(t.later, pgLater{text, args})
-	return nil
-}
-
-// sendLater sends the writes execLater kept, in one round trip (after
-// BEGIN, if it is still to be sent).
-func (t *storeTx) sendLater(ctx context.Context) error {
-	if len(t.later) == 0 {
-		return nil
-	}
-	if err := t.pgBegun(ctx); err != nil {
-		return err
-	}
-	later := t.later
-	t.later = nil
-	return pgPipeline(ctx, t.begin.pgc, func(b *pgx.Batch) {
-		for _, l := range later {
-			b.Queue(l.text, l.args...)
-		}
-	}, func(r pgx.BatchResults, n int) error {
-		for range n {
-			if _, err := r.Exec(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// pgStatement readies the transaction for its next statement on
-// PostgreSQL: the writes kept are sent first, and first says the
-// statement is to carry the transaction's BEGIN (pg_begin.go).
-func (t *storeTx) pgStatement(ctx context.Context) (first bool, err error) {
-	if len(t.later) > 0 {
-		return false, t.sendLater(ctx)
-	}
-	return t.pgFirst()
+	return t.ex.execLater(ctx, query, args)
 }
 
 func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if t.pg {
-		first, err := t.pgStatement(ctx)
-		if err != nil {
-			return nil, err
-		}
-		text, args := pgArgs(query, args)
-		switch {
-		case first:
-			return t.pgExecFirst(ctx, text, args)
-		case t.begin != nil:
-			return t.pgExec(ctx, text, args)
-		}
-		return t.conn.ExecContext(ctx, text, args...)
-	}
-	if t.raw != nil {
-		return t.raw.exec(query, args)
-	}
-	return t.conn.ExecContext(context.Background(), query, args...)
+	return t.ex.exec(ctx, query, args)
 }
 
 func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if t.pg {
-		first, err := t.pgStatement(ctx)
-		if err != nil {
-			return nil, err
-		}
-		text, args := pgArgs(query, args)
-		switch {
-		case first:
-			return t.pgQueryFirst(ctx, text, args)
-		case t.begin != nil:
-			return t.pgQuery(ctx, text, args)
-		}
-		return t.conn.QueryContext(ctx, text, args...)
-	}
-	if t.raw != nil {
-		return t.raw.query(query, args)
-	}
-	return t.conn.QueryContext(context.Background(), query, args...)
+	return t.ex.query(ctx, query, args)
 }
 
 // queryIDs runs a query of one integer column and returns its values in
@@ -174,27 +112,7 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 	if err := ctx.Err(); err != nil {
 		return rawRow{err: err}
 	}
-	if t.pg {
-		first, err := t.pgStatement(ctx)
-		if err != nil {
-			return rawRow{err: err}
-		}
-		text, args := pgArgs(query, args)
-		switch {
-		case first:
-			rows, err := t.pgQueryFirst(ctx, text, args)
-			return pgRow{rows: rows, err: err}
-		case t.begin != nil:
-			rows, err := t.pgQuery(ctx, text, args)
-			return pgRow{rows: rows, err: err}
-		}
-		return t.conn.QueryRowContext(ctx, text, args...)
-	}
-	if t.raw != nil {
-		rows, err := t.raw.query(query, args)
-		return rawRow{rows: rows, err: err}
-	}
-	return t.conn.QueryRowContext(context.Background(), query, args...)
+	return t.ex.queryRow(ctx, query, args)
 }
 
 // insert runs an INSERT and returns how many rows it inserted and the
@@ -202,25 +120,24 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 // PostgreSQL, the statement with RETURNING col, the highest returned.
 // last means nothing when n is 0.
 func (t *storeTx) insert(ctx context.Context, col, query string, args ...any) (n, last int64, err error) {
-	if t.pg {
-		rows, err := t.query(ctx, query+" RETURNING "+col, args...)
-		if err != nil {
-			return 0, 0, err
-		}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return 0, 0, err
-			}
-			n, last = n+1, max(last, id)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return 0, 0, err
-		}
-		return n, last, nil
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
 	}
-	res, err := t.exec(ctx, query, args...)
+	return t.ex.insert(ctx, col, query, args)
+}
+
+// execUnprepared runs a statement in the store's own dialect, neither
+// kept prepared nor translated (executor.execUnprepared).
+func (t *storeTx) execUnprepared(ctx context.Context, query string, args ...any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.ex.execUnprepared(ctx, query, args)
+}
+
+// sqlResultInsert is insert over exec, for SQLite's executors: the
+// statement's changes and last rowid.
+func sqlResultInsert(res sql.Result, err error) (n, last int64, _ error) {
 	if err != nil {
 		return 0, 0, err
 	}

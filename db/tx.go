@@ -14,22 +14,17 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// storeTx implements broker.Tx on one SQL transaction.
-// storeTx is a transaction begun on conn: the writer's, or a read
-// transaction on a connection of the read pool (View).
+// storeTx implements broker.Tx on one SQL transaction: the writer's, or
+// a read transaction on a connection of the read pool (View).
 type storeTx struct {
-	conn *sql.Conn
-	pg   bool // PostgreSQL's: statements go through pgSQL
-	// shared: a PostgreSQL write marked broker.UpdateOptions.Concurrent, beside others:
-	// Consumer, ConsumerByLease, ReadyConsumers and InsertMessages take
-	// row locks (broker.Tx: Locks).
-	shared bool
-	// later are the writes execLater keeps for the next round trip, and
-	// begin the write transaction's BEGIN, sent with its first statement
-	// (PostgreSQL; nil in a View).
-	later []pgLater
-	begin *pgBegin
-	raw   *rawConn // the writer's: its statements run beneath database/sql
+	// ex runs the transaction's statements; d is its store's dialect.
+	ex executor
+	d  dialect
+	// locks: a PostgreSQL write marked broker.UpdateOptions.Concurrent,
+	// beside others, has Consumer, ConsumerByLease, ReadyConsumers and
+	// InsertMessages take row locks (broker.Tx: Locks); every other
+	// write takes none.
+	locks locks
 	// pushedTo are the partitions this transaction has added messages to
 	// (see markReady and foldCounts), saved the consumers it has written
 	// (foldCounts): [partition, group].
@@ -534,11 +529,9 @@ func (t *storeTx) Groups(ctx context.Context, queueID int64, now time.Time) ([]b
 // every seq given). A duplicate is read back by that index; a message
 // inserted notes its partition for markReady and foldCounts.
 func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, error) {
-	if t.shared {
-		// Its partition's seqs commit in order (broker.Tx.InsertMessage).
-		if _, err := t.exec(ctx, `SELECT id FROM partitions WHERE id = ? FOR UPDATE`, m.PartitionID); err != nil {
-			return false, err
-		}
+	// Its partition's seqs commit in order (broker.Tx.InsertMessage).
+	if err := t.locks.lockPartition(ctx, t, m.PartitionID); err != nil {
+		return false, err
 	}
 	n, seq, err := t.insert(ctx, "seq", `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, m.PartitionID, m.TransactionID, []byte(m.Payload), m.TraceID, ms(m.CreatedAt))
@@ -566,9 +559,11 @@ func (t *storeTx) InsertMessage(ctx context.Context, m *broker.Message) (bool, e
 // for all of them and one more to read back the duplicates, when there
 // are some (pgInsertMessages).
 func (t *storeTx) InsertMessages(ctx context.Context, ms []*broker.Message) ([]bool, error) {
-	if t.pg {
-		return t.pgInsertMessages(ctx, ms)
-	}
+	return t.d.insertMessages(ctx, t, ms)
+}
+
+// insertEach is InsertMessages as InsertMessage one after the other.
+func (t *storeTx) insertEach(ctx context.Context, ms []*broker.Message) ([]bool, error) {
 	out := make([]bool, len(ms))
 	for i, m := range ms {
 		inserted, err := t.InsertMessage(ctx, m)
@@ -676,20 +671,11 @@ func scanConsumer(s interface{ Scan(...any) error }) (broker.Consumer, error) {
 // Consumer reads consumers by the primary key (partition_id, group_id),
 // in a shared write under the row's lock.
 func (t *storeTx) Consumer(ctx context.Context, partitionID, groupID int64) (broker.Consumer, error) {
-	q := consumerSQL
-	if t.shared {
-		q = consumerSQL + forUpdate
-	}
-	c, err := scanConsumer(t.queryRow(ctx, q, partitionID, groupID))
+	c, err := scanConsumer(t.queryRow(ctx, consumerSQL+t.locks.forUpdate(), partitionID, groupID))
 	return c, notFound(err, "consumer")
 }
 
 const consumerSQL = `SELECT ` + consumerCols + ` FROM consumers WHERE partition_id = ? AND group_id = ?`
-
-// forUpdate ends a query of consumers whose rows a shared write locks
-// (PostgreSQL; READ COMMITTED: a row another write changed meanwhile is
-// read as that write left it, and tested again against the WHERE).
-const forUpdate = ` FOR UPDATE`
 
 // ConsumerByLease reads the consumer holding leaseID (its lease_id, not
 // its void lease) by the primary key the id names (broker.NewLeaseID), or
@@ -697,16 +683,10 @@ const forUpdate = ` FOR UPDATE`
 // Not found: no consumer holds that lease.
 func (t *storeTx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
 	var row rowScanner
-	p, g, ok := broker.LeaseConsumer(leaseID)
-	switch {
-	case ok && t.shared:
-		row = t.queryRow(ctx, consumerByLeaseSQL+forUpdate, p, g, leaseID)
-	case ok:
-		row = t.queryRow(ctx, consumerByLeaseSQL, p, g, leaseID)
-	case t.shared:
-		row = t.queryRow(ctx, consumerByLeaseV7SQL+forUpdate, leaseID)
-	default:
-		row = t.queryRow(ctx, consumerByLeaseV7SQL, leaseID)
+	if p, g, ok := broker.LeaseConsumer(leaseID); ok {
+		row = t.queryRow(ctx, consumerByLeaseSQL+t.locks.forUpdate(), p, g, leaseID)
+	} else {
+		row = t.queryRow(ctx, consumerByLeaseV7SQL+t.locks.forUpdate(), leaseID)
 	}
 	c, err := scanConsumer(row)
 	return c, notFound(err, "lease")
@@ -724,11 +704,7 @@ const consumerByLeaseV7SQL = `SELECT ` + consumerCols + ` FROM consumers WHERE l
 // (broker.NewSharedLeaseID), in partition order, by the index of those
 // (migration 0030): the id names the group, not the partitions.
 func (t *storeTx) ConsumersBySharedLease(ctx context.Context, leaseID string) ([]broker.Consumer, error) {
-	q := consumersBySharedLeaseSQL
-	if t.shared {
-		q += forUpdate
-	}
-	return scanConsumers(t.query(ctx, q, leaseID))
+	return scanConsumers(t.query(ctx, consumersBySharedLeaseSQL+t.locks.forUpdate(), leaseID))
 }
 
 // scanConsumers reads every consumer of a query's rows (consumerCols).
@@ -834,8 +810,8 @@ func (t *storeTx) readyConsumers(ctx context.Context, scanSQL string, queueID, g
 			return nil, false, err
 		}
 		read := 0
-		var ready []int64 // a shared write's: those with a head that is due, to lock
-		for (t.shared || len(out) < limit) && rows.Next() {
+		var due []broker.Consumer // those with a head that is due, to hold (locks.lockDue)
+		for (t.locks.scanWhole() || len(out)+len(due) < limit) && rows.Next() {
 			read++
 			var head int
 			c, err := scanConsumer(withDest{rows, &head})
@@ -844,32 +820,18 @@ func (t *storeTx) readyConsumers(ctx context.Context, scanSQL string, queueID, g
 				return nil, false, err
 			}
 			afterAt, afterPartition = ms(c.LeasedAt), c.PartitionID
-			switch {
-			case head == 1 && t.shared:
-				ready = append(ready, c.PartitionID)
-			case head == 1:
-				out = append(out, c)
-			case head == 0:
+			switch head {
+			case 1:
+				due = append(due, c)
+			case 0:
 				drained = append(drained, c.PartitionID)
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, false, err
 		}
-		if t.shared && len(drained) > 0 {
-			// Only those no other write holds, whose partition no push
-			// holds, looked at again once locked (clearReadySQL). A push
-			// holds its partition from before its insert to its commit
-			// and marks the consumers with ready = 0 only: a mark cleared
-			// beside a push in flight would not be set again. One that
-			// comes later waits for this transaction's share of the
-			// partition, and marks what it cleared.
-			// The partition comes first in FROM, so its row is locked
-			// first: a consumer is not left locked (unreturned) behind a
-			// partition that is skipped.
-			if drained, err = t.queryIDs(ctx, `SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
-				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
-				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED`, drained, groupID); err != nil {
+		if len(drained) > 0 {
+			if drained, err = t.locks.lockDrained(ctx, t, groupID, drained); err != nil {
 				return nil, false, err
 			}
 		}
@@ -878,9 +840,9 @@ func (t *storeTx) readyConsumers(ctx context.Context, scanSQL string, queueID, g
 				return nil, false, err
 			}
 		}
-		if len(ready) > 0 {
-			want := min(len(ready), limit-len(out))
-			got, err := t.pgLockReady(ctx, groupID, ready, now, want)
+		if len(due) > 0 {
+			want := min(len(due), limit-len(out))
+			got, err := t.locks.lockDue(ctx, t, groupID, due, now, want)
 			if err != nil {
 				return nil, false, err
 			}
@@ -914,21 +876,6 @@ var readyConsumersSQL = pgQuery(`SELECT `+consumerCols+`,
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
 			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
 			ORDER BY c.leased_at, c.partition_id LIMIT ?4`)
-
-// pgLockReady locks, of the consumers of the group in the partitions
-// ready (found ready by a scan, in its order), the first n that no other
-// write holds and that are still ready at now, and returns them as they
-// stand once locked (a shared write, PostgreSQL: FOR UPDATE SKIP LOCKED
-// tests a row another write changed meanwhile as that write left it),
-// with a message past the cursor as it stands then (another write may
-// have moved it since the scan).
-func (t *storeTx) pgLockReady(ctx context.Context, groupID int64, ready []int64, now time.Time, n int) ([]broker.Consumer, error) {
-	return scanConsumers(t.query(ctx, `SELECT `+consumerCols+` FROM consumers c
-		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
-		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
-		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
-		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED`, ready, groupID, ms(now), n))
-}
 
 // clearReadySQL clears the ready mark of consumers a scan found with
 // nothing past their cursor. On PostgreSQL it looks again, on a snapshot
@@ -1026,9 +973,7 @@ var nextWakeSQL = pgQuery(`SELECT CASE WHEN q.delayed_processing = 0 THEN
 // Then it counts d into its error group: fileErrorGroup when filed,
 // returnToErrorGroup else.
 func (t *storeTx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter, filed bool) error {
-	if t.pg {
-		d.Error, d.Fingerprint = pgText(d.Error), pgText(d.Fingerprint)
-	}
+	d.Error, d.Fingerprint = t.d.text(d.Error), t.d.text(d.Fingerprint)
 	// A dead letter restored after retention removed its message carries
 	// the payload and push time it had kept (migration 0020); while the
 	// message is there, they are read from it.

@@ -44,17 +44,26 @@ func (t *storeTx) SeqForImport(ctx context.Context, seq, partitionID, groupID in
 			return seq, dup, nil
 		}
 	}
-	if t.pg {
-		var next int64
-		err := t.queryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`).Scan(&next)
-		return next, false, err
-	}
+	seq, err := t.d.importSeq(ctx, t, now)
+	return seq, false, err
+}
+
+// importSeq is one above the highest of messages, the placeholder moved
+// one above it.
+func (sqliteDialect) importSeq(ctx context.Context, t *storeTx, now time.Time) (int64, error) {
 	var top int64
 	if err := t.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&top); err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	if err := t.keepSeqFloor(ctx, top+2, ms(now)); err != nil {
-		return 0, false, err
+		return 0, err
 	}
-	return top + 1, false, nil
+	return top + 1, nil
+}
+
+// importSeq is drawn from messages' identity sequence.
+func (pgDialect) importSeq(ctx context.Context, t *storeTx, _ time.Time) (int64, error) {
+	var next int64
+	err := t.queryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`).Scan(&next)
+	return next, err
 }

@@ -221,9 +221,13 @@ func (t *storeTx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Tim
 		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
 		WHERE true ORDER BY c.k
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
-	if t.pg {
-		return t.pgPushCopies(ctx, cs, insertCopies, now)
-	}
+	return t.d.pushCopies(ctx, t, cs, insertCopies, now)
+}
+
+// pushCopies inserts the copies on SQLite: one writer and no
+// AUTOINCREMENT, so when every copy went in, their seqs are the last
+// len(cs) ones, in that order.
+func (sqliteDialect) pushCopies(ctx context.Context, t *storeTx, cs []broker.Copy, insertCopies string, now time.Time) error {
 	n, last, err := t.insert(ctx, "seq", insertCopies, ms(now))
 	if err != nil {
 		return err
@@ -267,13 +271,13 @@ var createCopiesInSQL = pgQuery(`CREATE TEMP TABLE IF NOT EXISTS copies_in (k IN
 var copiesInSQL = pgQuery(`INSERT INTO temp.copies_in (k, seq, txid, part) SELECT j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?) j`,
 	`INSERT INTO pg_temp.copies_in (k, seq, txid, part) SELECT j.k, (j.value ->> 0)::bigint, j.value ->> 1, (j.value ->> 2)::bigint FROM json_array_elements(?::json) WITH ORDINALITY j(value, k)`)
 
-// pgPushCopies runs insert (pushCopies' INSERT of copies_in) on
+// pushCopies runs insert (pushCopies' INSERT of copies_in) on
 // PostgreSQL, where a row ON CONFLICT DO NOTHING still draws a seq from
 // the identity's sequence, so the seqs inserted cannot be told from
 // their count and the highest: they are read back (RETURNING), each
 // copy found by its partition and transactionId. A copy not returned was
 // pushed before and is looked up by that index (not Inserted).
-func (t *storeTx) pgPushCopies(ctx context.Context, cs []broker.Copy, insert string, now time.Time) error {
+func (pgDialect) pushCopies(ctx context.Context, t *storeTx, cs []broker.Copy, insert string, now time.Time) error {
 	type key struct {
 		partition int64
 		txid      string
@@ -408,16 +412,24 @@ func (t *storeTx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jo
 	if err != nil {
 		return err
 	}
-	if t.pg {
-		_, err = t.exec(ctx, pgExpectOutcomesSQL, jobID, string(list))
-		return err
-	}
+	return t.d.expectOutcomes(ctx, t, jobID, string(list))
+}
+
+// expectOutcomes is ExpectReplayOutcomes on SQLite: the pairs not noted
+// yet counted first, then noted.
+func (sqliteDialect) expectOutcomes(ctx context.Context, t *storeTx, jobID int64, list string) error {
 	if jobID != 0 {
-		if _, err := t.exec(ctx, countNewOutcomesSQL, jobID, string(list)); err != nil {
+		if _, err := t.exec(ctx, countNewOutcomesSQL, jobID, list); err != nil {
 			return err
 		}
 	}
-	_, err = t.exec(ctx, expectOutcomesSQL, jobID, string(list))
+	_, err := t.exec(ctx, expectOutcomesSQL, jobID, list)
+	return err
+}
+
+// expectOutcomes is ExpectReplayOutcomes on PostgreSQL: one statement.
+func (pgDialect) expectOutcomes(ctx context.Context, t *storeTx, jobID int64, list string) error {
+	_, err := t.exec(ctx, pgExpectOutcomesSQL, jobID, list)
 	return err
 }
 

@@ -56,7 +56,7 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString(bucketValues(t.pg, i))
+			q.WriteString(bucketValues(t.d, i))
 			args = append(args, r.QueueID, r.GroupID, r.At.Unix()/60/bt.minutes, r.DeadLettered, r.Replayed, r.Deleted, r.Dropped, r.Completed, r.Failed,
 				r.ReplayCompleted, r.ReplayFailed, r.Expired, r.DeadLettersExpired, r.Depth, ms(r.OldestAt))
 			pairs[[2]int64{r.QueueID, r.GroupID}] = true
@@ -65,20 +65,7 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 		// at the demo's first start (nor translated: its parameters are
 		// written in the store's dialect). No context on SQLite's statement
 		// (see exec); the caller's is checked between chunks.
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		stmtCtx := context.Background()
-		if t.pg {
-			stmtCtx = ctx
-			if err := t.pgBegun(ctx); err != nil {
-				return err
-			}
-			if err := t.sendLater(ctx); err != nil {
-				return err
-			}
-		}
-		if _, err := t.conn.ExecContext(stmtCtx, q.String(), args...); err != nil {
+		if err := t.execUnprepared(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("insert %s: %w", bt.name, err)
 		}
 		rows = rows[n:]
@@ -92,18 +79,16 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 }
 
 // bucketValues is the i-th row of parameters of a chunk of
-// InsertBuckets: SQLite's ?, or PostgreSQL's numbered $N.
-func bucketValues(pg bool, i int) string {
-	if !pg {
-		return "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	}
+// InsertBuckets, in d's dialect: SQLite's ?, or PostgreSQL's numbered
+// $N.
+func bucketValues(d dialect, i int) string {
 	var b strings.Builder
 	b.WriteByte('(')
 	for k := range 15 {
 		if k > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "$%d", i*15+k+1)
+		b.WriteString(d.param(i*15 + k + 1))
 	}
 	b.WriteByte(')')
 	return b.String()

@@ -233,10 +233,15 @@ func blockQueryFrom(from, doc string, ph exportPhase, docids []int64, limit int)
 
 // blockQuery is blockQuery or pgBlockQuery, as t's store takes it.
 func (t *storeTx) blockQuery(ph exportPhase, docids []int64, limit int) (string, []any) {
-	if t.pg {
-		return pgBlockQuery(ph, docids, limit)
-	}
+	return t.d.blockQuery(ph, docids, limit)
+}
+
+func (sqliteDialect) blockQuery(ph exportPhase, docids []int64, limit int) (string, []any) {
 	return blockQuery(ph, docids, limit)
+}
+
+func (pgDialect) blockQuery(ph exportPhase, docids []int64, limit int) (string, []any) {
+	return pgBlockQuery(ph, docids, limit)
 }
 
 // errorMatchesOf returns the sorted ids of the dead letters of the

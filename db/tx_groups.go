@@ -21,9 +21,7 @@ import (
 // PostgreSQL the fingerprint and sample are stored as pgText has them,
 // as InsertDeadLetter stores them.
 func (t *storeTx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
-	if t.pg {
-		fingerprint, errText = pgText(fingerprint), pgText(errText)
-	}
+	fingerprint, errText = t.d.text(fingerprint), t.d.text(errText)
 	now := ms(at)
 	if _, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
@@ -47,9 +45,7 @@ func (t *storeTx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fi
 // deletes the row when the count is 0 or below (the fingerprint as
 // fileErrorGroup stored it).
 func (t *storeTx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64) error {
-	if t.pg {
-		fingerprint = pgText(fingerprint)
-	}
+	fingerprint = t.d.text(fingerprint)
 	if _, err := t.exec(ctx, `UPDATE error_groups SET dead_letters = dead_letters - ? WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`,
 		n, queueID, groupID, fingerprint); err != nil {
 		return fmt.Errorf("error group: %w", err)
@@ -130,9 +126,7 @@ func (t *storeTx) ErrorGroups(ctx context.Context, queueID, groupID int64, finge
 }
 
 func (t *storeTx) errorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
-	if t.pg {
-		fingerprint = pgText(fingerprint)
-	}
+	fingerprint = t.d.text(fingerprint)
 	switch {
 	case groupID != 0 && fingerprint != "":
 		return scanErrorGroups(t.query(ctx, groupOneSQL, queueID, groupID, fingerprint))
@@ -232,13 +226,11 @@ func (t *storeTx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, f
 	if len(fingerprints) == 0 {
 		return nil, nil
 	}
-	if t.pg {
-		held := make([]string, len(fingerprints))
-		for i, fp := range fingerprints {
-			held[i] = pgText(fp)
-		}
-		fingerprints = held
+	held := make([]string, len(fingerprints))
+	for i, fp := range fingerprints {
+		held[i] = t.d.text(fp)
 	}
+	fingerprints = held
 	list, err := json.Marshal(fingerprints)
 	if err != nil {
 		return nil, err

@@ -19,9 +19,7 @@ import (
 // writes it again with the same values). On PostgreSQL the error is
 // stored as pgText has it.
 func (t *storeTx) InsertAttempt(ctx context.Context, seq, groupID int64, a broker.Attempt) error {
-	if t.pg {
-		a.Error = pgText(a.Error)
-	}
+	a.Error = t.d.text(a.Error)
 	wait := int64(-1)
 	if a.WaitKnown {
 		wait = a.Wait.Milliseconds()

@@ -281,11 +281,9 @@ func (t *storeTx) deleteSwept(ctx context.Context, list string, through, lastCre
 	}
 	// The newest message's seq, for keepSeqFloor (SQLite only: on
 	// PostgreSQL seqs keep growing by themselves).
-	var top int64
-	if !t.pg {
-		if err := t.queryRow(ctx, `SELECT MAX(seq) FROM messages`).Scan(&top); err != nil {
-			return err
-		}
+	top, err := t.d.newestSeq(ctx, t)
+	if err != nil {
+		return err
 	}
 	if _, err := t.exec(ctx, deleteMessagesSQL, list); err != nil {
 		return err
@@ -452,9 +450,24 @@ func (t *storeTx) expireOutcomes(ctx context.Context, list string, now time.Time
 // (and no statement sets a message's seq itself), so there is no
 // placeholder row there.
 func (t *storeTx) keepSeqFloor(ctx context.Context, seq, createdAt int64) error {
-	if t.pg {
-		return nil
-	}
+	return t.d.keepSeqFloor(ctx, t, seq, createdAt)
+}
+
+// newestSeq is the newest message's seq, for keepSeqFloor.
+func (sqliteDialect) newestSeq(ctx context.Context, t *storeTx) (int64, error) {
+	var top int64
+	err := t.queryRow(ctx, `SELECT MAX(seq) FROM messages`).Scan(&top)
+	return top, err
+}
+
+// newestSeq is 0: PostgreSQL's seqs keep growing by themselves.
+func (pgDialect) newestSeq(context.Context, *storeTx) (int64, error) { return 0, nil }
+
+// keepSeqFloor writes nothing on PostgreSQL (see storeTx.keepSeqFloor).
+func (pgDialect) keepSeqFloor(context.Context, *storeTx, int64, int64) error { return nil }
+
+// keepSeqFloor writes or moves the placeholder row.
+func (sqliteDialect) keepSeqFloor(ctx context.Context, t *storeTx, seq, createdAt int64) error {
 	_, err := t.exec(ctx, `INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
 		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq`, seq, createdAt)
 	return err

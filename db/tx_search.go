@@ -236,8 +236,12 @@ func prefixEnd(p string) string {
 // holdsNone reports whether t's store can hold no text s: PostgreSQL's
 // text is UTF-8 without NUL, so no row there has any other, and a search
 // for it finds nothing (its parameter would be an error).
-func (t *storeTx) holdsNone(s string) bool {
-	return t.pg && (!utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0)
+func (t *storeTx) holdsNone(s string) bool { return t.d.holdsNone(s) }
+
+func (sqliteDialect) holdsNone(string) bool { return false }
+
+func (pgDialect) holdsNone(s string) bool {
+	return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0
 }
 
 // MessagesByTransaction searches the unique (partition_id,

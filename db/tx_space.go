@@ -70,15 +70,23 @@ const pgSpaceSQL = `SELECT current_setting('block_size')::bigint,
 //
 // Never broker.ErrNotFound on either store.
 func (t *storeTx) Space(ctx context.Context) (broker.Space, error) {
+	return t.d.space(ctx, t)
+}
+
+// space is Space on PostgreSQL.
+func (pgDialect) space(ctx context.Context, t *storeTx) (broker.Space, error) {
 	var s broker.Space
-	if t.pg {
-		var bytes int64
-		if err := t.queryRow(ctx, pgSpaceSQL).Scan(&s.PageSize, &bytes); err != nil {
-			return broker.Space{}, fmt.Errorf("space: %w", err)
-		}
-		s.Pages = (bytes + s.PageSize - 1) / s.PageSize
-		return s, nil
+	var bytes int64
+	if err := t.queryRow(ctx, pgSpaceSQL).Scan(&s.PageSize, &bytes); err != nil {
+		return broker.Space{}, fmt.Errorf("space: %w", err)
 	}
+	s.Pages = (bytes + s.PageSize - 1) / s.PageSize
+	return s, nil
+}
+
+// space is Space on SQLite.
+func (sqliteDialect) space(ctx context.Context, t *storeTx) (broker.Space, error) {
+	var s broker.Space
 	var av int
 	if err := t.queryRow(ctx, spaceSQL).Scan(&s.PageSize, &s.Pages, &s.FreePages, &av); err != nil {
 		return broker.Space{}, fmt.Errorf("space: %w", err)
@@ -94,9 +102,17 @@ func (t *storeTx) Space(ctx context.Context) (broker.Space, error) {
 // auto_vacuum=INCREMENTAL it does nothing and returns 0. On PostgreSQL
 // it does nothing and returns 0: the store gives nothing back (Space).
 func (t *storeTx) GiveBackPages(ctx context.Context, pages int) (int64, error) {
-	if pages <= 0 || t.pg {
+	if pages <= 0 {
 		return 0, nil
 	}
+	return t.d.giveBackPages(ctx, t, pages)
+}
+
+// giveBackPages gives nothing back on PostgreSQL (Space).
+func (pgDialect) giveBackPages(context.Context, *storeTx, int) (int64, error) { return 0, nil }
+
+// giveBackPages is GiveBackPages on SQLite.
+func (sqliteDialect) giveBackPages(ctx context.Context, t *storeTx, pages int) (int64, error) {
 	before, err := t.Space(ctx)
 	if err != nil {
 		return 0, err
@@ -211,7 +227,7 @@ func (d *DB) convertAutoVacuum(ctx context.Context) error {
 		return fmt.Errorf("auto_vacuum: %w", err)
 	}
 	defer conn.Close()
-	t := &storeTx{conn: conn}
+	t := &storeTx{ex: sqliteReader{conn: conn}, d: sqliteDialect{}, locks: noLocks{}}
 	s, err := t.Space(ctx)
 	if err != nil {
 		return fmt.Errorf("auto_vacuum: %w", err)

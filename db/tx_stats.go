@@ -205,20 +205,7 @@ func (t *storeTx) Series(ctx context.Context, queueID int64, from, to time.Time,
 	ranged := `SELECT b.queue_id, b.group_id, ` + u + `, ` + bucketCols + ` FROM ` + bt.name + ` b
 		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4`
 	if stepU > 1 {
-		ranged = `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
-			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
-			SUM(b.expired), SUM(b.dead_letters_expired), MAX(` + u + `), b.depth, b.oldest_at FROM ` + bt.name + ` b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY step`
-		if t.pg {
-			// PostgreSQL has no bare columns beside an aggregate: the last
-			// bucket's depth and oldest_at are the first of each step's
-			// buckets newest first; its sums are numeric, cast back.
-			ranged = `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(` + u + `), (array_agg(b.depth ORDER BY ` + u + ` DESC))[1], (array_agg(b.oldest_at ORDER BY ` + u + ` DESC))[1] FROM ` + bt.name + ` b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY b.queue_id, b.group_id, step`
-		}
+		ranged = t.d.stepSeriesSQL(u, bt.name)
 	}
 	for _, p := range pairs {
 		args := []any{p[0], p[1], fromU, toU}
@@ -336,4 +323,26 @@ func (t *storeTx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64,
 		return false, 0, nil
 	}
 	return err == nil, jobID, err
+}
+
+// stepSeriesSQL is Series' query of a step of several buckets, summed by
+// SQLite over that range, each step's depth and oldest_at from its last
+// bucket (the row of MAX).
+func (sqliteDialect) stepSeriesSQL(u, table string) string {
+	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+			SUM(b.expired), SUM(b.dead_letters_expired), MAX(` + u + `), b.depth, b.oldest_at FROM ` + table + ` b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY step`
+}
+
+// stepSeriesSQL is Series' query of a step of several buckets on
+// PostgreSQL, which has no bare columns beside an aggregate: the last
+// bucket's depth and oldest_at are the first of each step's buckets
+// newest first; its sums are numeric, cast back.
+func (pgDialect) stepSeriesSQL(u, table string) string {
+	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(` + u + `), (array_agg(b.depth ORDER BY ` + u + ` DESC))[1], (array_agg(b.oldest_at ORDER BY ` + u + ` DESC))[1] FROM ` + table + ` b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY b.queue_id, b.group_id, step`
 }

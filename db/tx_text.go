@@ -48,9 +48,11 @@ const payloadWords = `(SELECT COALESCE(group_concat(
 // another dead letter of the message has it there already. It reads
 // dead_letters and the message, writes both indexes.
 func (t *storeTx) indexDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
-	if t.pg {
-		return t.pgIndexDeadLetter(ctx, d)
-	}
+	return t.d.indexDeadLetter(ctx, t, d)
+}
+
+// indexDeadLetter is storeTx.indexDeadLetter on SQLite (FTS4).
+func (sqliteDialect) indexDeadLetter(ctx context.Context, t *storeTx, d *broker.DeadLetter) error {
 	if _, err := t.exec(ctx, `INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)`, d.ID, d.Error); err != nil {
 		return fmt.Errorf("index the error text: %w", err)
 	}
@@ -65,10 +67,10 @@ func (t *storeTx) indexDeadLetter(ctx context.Context, d *broker.DeadLetter) err
 	return nil
 }
 
-// pgIndexDeadLetter is indexDeadLetter on PostgreSQL: the words of the
-// error text and of the payload (read as SQLite's statement reads it)
-// are made in Go (pgTsvector, payloadText) and written as tsvectors.
-func (t *storeTx) pgIndexDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
+// indexDeadLetter is storeTx.indexDeadLetter on PostgreSQL: the words
+// of the error text and of the payload (read as SQLite's statement reads
+// it) are made in Go (pgTsvector, payloadText) and written as tsvectors.
+func (pgDialect) indexDeadLetter(ctx context.Context, t *storeTx, d *broker.DeadLetter) error {
 	if _, err := t.exec(ctx, `INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))`,
 		d.ID, pgTsvector(d.Error)); err != nil {
 		return fmt.Errorf("index the error text: %w", err)
@@ -623,7 +625,15 @@ func pgTsvectorCut(s string) (string, bool) {
 // it (each byte of text costs 6 bytes of a tsvector at most: a word of
 // one letter, padded, with its count and position) and is not read.
 func (t *storeTx) PayloadIndexedInPart(payload []byte) bool {
-	if !t.pg || len(payload) < tsvectorBudget/6 {
+	return t.d.payloadIndexedInPart(payload)
+}
+
+// payloadIndexedInPart is false: FTS4 holds every word.
+func (sqliteDialect) payloadIndexedInPart([]byte) bool { return false }
+
+// payloadIndexedInPart: whether the tsvector of payload is cut.
+func (pgDialect) payloadIndexedInPart(payload []byte) bool {
+	if len(payload) < tsvectorBudget/6 {
 		return false
 	}
 	_, cut := pgTsvectorCut(payloadText(payload))

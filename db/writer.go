@@ -264,7 +264,7 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 		}
 		return
 	}
-	st := &storeTx{conn: d.wconn, raw: d.raw, scope: &broker.TxScope{}}
+	st := &storeTx{ex: sqliteWriter{raw: d.raw, conn: d.wconn}, d: sqliteDialect{}, locks: noLocks{}, scope: &broker.TxScope{}}
 	// The memory effects of the group's functions are applied (or
 	// dropped) once the transaction has ended, before any Update of it
 	// returns and before the next transaction begins: in commit order.
@@ -546,7 +546,7 @@ func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
 	// panics: no interrupt may outlive the read and reach the
 	// connection's next user.
 	defer watchCancel(ctx, conn)()
-	err = fn(&storeTx{conn: conn})
+	err = fn(&storeTx{ex: sqliteReader{conn: conn}, d: sqliteDialect{}, locks: noLocks{}})
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr) // interrupted, or stopped at a statement
 	}

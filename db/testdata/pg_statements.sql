@@ -8,11 +8,11 @@
 -- TestPGStatementsPrepare PREPAREs each one on a migrated database.
 --
 -- "used by" names the functions that run a statement; "from", the
--- package variable it is read from. A statement that runs under !t.pg
--- only (as the branches on t.pg say) has no PostgreSQL text.
+-- package variable it is read from. A statement of SQLite's store only
+-- (a method of sqliteDialect) has no PostgreSQL text.
 --
--- 182 statements (16 with a PostgreSQL text written by hand, 7 for
--- SQLite only), then the 56 calls whose text is built at run time,
+-- 178 statements (16 with a PostgreSQL text written by hand, 7 for
+-- SQLite only), then the 58 calls whose text is built at run time,
 -- which this file does not cover yet.
 
 -- used by: foldRows
@@ -46,6 +46,201 @@ UPDATE partitions SET
 			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
 			WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
+
+-- used by: pgDialect.expectOutcomes
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   WITH noted AS (
+--   			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+--   			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
+--   			ON CONFLICT DO NOTHING
+--   			RETURNING group_id)
+--   		INSERT INTO job_outcomes (job_id, group_id, replayed)
+--   		SELECT ?1::bigint, n.group_id, COUNT(*) FROM noted n WHERE ?1::bigint <> 0 GROUP BY n.group_id
+--   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
+-- postgres (translated):
+WITH noted AS (
+			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, $1::bigint FROM json_array_elements($2::json) j(value)
+			ON CONFLICT DO NOTHING
+			RETURNING group_id)
+		INSERT INTO job_outcomes (job_id, group_id, replayed)
+		SELECT $1::bigint, n.group_id, COUNT(*) FROM noted n WHERE $1::bigint <> 0 GROUP BY n.group_id
+		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
+;
+
+-- used by: pgDialect.foldLock
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT c.partition_id, c.group_id FROM consumers c
+--   			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
+--   			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
+-- postgres (translated):
+SELECT c.partition_id, c.group_id FROM consumers c
+			JOIN unnest($1::bigint[], $2::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
+			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
+;
+
+-- used by: pgDialect.foldLock
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
+-- postgres (translated):
+SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
+;
+
+-- used by: pgDialect.importSeq
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
+-- postgres (translated):
+SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
+;
+
+-- used by: pgDialect.indexDeadLetter
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))
+-- postgres (translated):
+INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES ($1, CAST($2 AS tsvector))
+;
+
+-- used by: pgDialect.indexDeadLetter
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES (?, CAST(? AS tsvector))
+-- postgres (translated):
+INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES ($1, CAST($2 AS tsvector))
+;
+
+-- used by: pgDialect.indexDeadLetter
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
+--   		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
+-- postgres (translated):
+SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.payload FROM dead_letters o WHERE o.id = $2))
+		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
+;
+
+-- used by: pgDialect.pushCopies, sqliteDialect.pushCopies
+-- sqlite:
+--   DELETE FROM temp.copies_in
+-- postgres (translated):
+DELETE FROM pg_temp.copies_in
+;
+
+-- used by: pgDialect.space
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT current_setting('block_size')::bigint,
+--   	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
+--   	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+--   	WHERE n.nspname = current_schema() AND c.relkind = 'r'
+-- postgres (translated):
+SELECT current_setting('block_size')::bigint,
+	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = current_schema() AND c.relkind = 'r'
+;
+
+-- used by: pgRowLocks.lockDrained
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
+--   				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
+--   				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
+-- postgres (translated):
+SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
+				WHERE p.id = ANY($1::bigint[]) AND c.group_id = $2
+				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
+;
+
+-- used by: pgRowLocks.lockDue
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
+--   		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
+--   		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
+--   		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
+--   		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
+		WHERE partition_id = ANY($1::bigint[]) AND group_id = $2 AND ready = 1
+		AND (lease_id IS NULL OR lease_until <= $3) AND available_at <= $3
+		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
+		ORDER BY leased_at, partition_id LIMIT $4 FOR UPDATE OF c SKIP LOCKED
+;
+
+-- used by: pgRowLocks.lockPartition
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT id FROM partitions WHERE id = ? FOR UPDATE
+-- postgres (translated):
+SELECT id FROM partitions WHERE id = $1 FOR UPDATE
+;
+
+-- used by: sqliteDialect.expectOutcomes
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO job_outcomes (job_id, group_id, replayed)
+--   		SELECT ?1, x.group_id, COUNT(*) FROM (SELECT DISTINCT j.value ->> 0 AS copy_seq, j.value ->> 1 AS group_id FROM json_each(?2) j) x
+--   		WHERE NOT EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = x.copy_seq AND o.group_id = x.group_id)
+--   		GROUP BY x.group_id
+--   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
+-- postgres: none
+
+-- used by: sqliteDialect.expectOutcomes
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+--   		SELECT j.value ->> 0, j.value ->> 1, ?1 FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING
+-- postgres: none
+
+-- used by: sqliteDialect.importSeq, storeTx.DeleteQueue, storeTx.MessagesByShortID, storeTx.TopSeq
+-- sqlite:
+--   SELECT COALESCE(MAX(seq), 0) FROM messages
+-- postgres (translated):
+SELECT COALESCE(MAX(seq), 0) FROM messages
+;
+
+-- used by: sqliteDialect.indexDeadLetter
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)
+-- postgres: none
+
+-- used by: sqliteDialect.indexDeadLetter
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO dead_letter_payloads (docid, text)
+--   		SELECT ?1, (SELECT COALESCE(group_concat(
+--   		CASE WHEN typeof(j.key) = 'text' THEN j.key ELSE '' END || ' ' ||
+--   		CASE WHEN j.type IN ('text', 'integer', 'real') THEN j.atom ELSE '' END, ' '), '')
+--   	FROM json_tree(m.payload) j) FROM (SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1),
+--   			(SELECT o.payload FROM dead_letters o WHERE o.id = ?2)) AS payload) m
+--   		WHERE m.payload IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
+-- postgres: none
+
+-- used by: sqliteDialect.keepSeqFloor
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
+--   		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq
+-- postgres: none
+
+-- used by: sqliteDialect.newestSeq
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   SELECT MAX(seq) FROM messages
+-- postgres: none
+
+-- used by: sqliteDialect.space
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   SELECT page_size, page_count, freelist_count, auto_vacuum
+--   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
+-- postgres: none
 
 -- used by: storeTx.AddStats
 -- sqlite:
@@ -89,34 +284,6 @@ UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3
 --   SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?
 -- postgres (translated):
 SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3
-;
-
--- used by: storeTx.ConsumerByLease
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'
-;
-
--- used by: storeTx.ConsumerByLease
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
-;
-
--- used by: storeTx.ConsumerByLease
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3
-;
-
--- used by: storeTx.ConsumerByLease
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE
 ;
 
 -- used by: storeTx.CopiesOf
@@ -305,13 +472,6 @@ DELETE FROM partitions WHERE id IN (SELECT value::bigint FROM json_array_element
 DELETE FROM login_failures WHERE key = $1
 ;
 
--- used by: storeTx.DeleteQueue, storeTx.MessagesByShortID, storeTx.SeqForImport, storeTx.TopSeq
--- sqlite:
---   SELECT COALESCE(MAX(seq), 0) FROM messages
--- postgres (translated):
-SELECT COALESCE(MAX(seq), 0) FROM messages
-;
-
 -- used by: storeTx.DeleteQueue
 -- sqlite:
 --   SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1
@@ -449,45 +609,6 @@ SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 		GROUP BY fingerprint, hour
 ;
 
--- used by: storeTx.ExpectReplayOutcomes
--- runs on SQLite only (under !t.pg)
--- sqlite:
---   INSERT INTO job_outcomes (job_id, group_id, replayed)
---   		SELECT ?1, x.group_id, COUNT(*) FROM (SELECT DISTINCT j.value ->> 0 AS copy_seq, j.value ->> 1 AS group_id FROM json_each(?2) j) x
---   		WHERE NOT EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = x.copy_seq AND o.group_id = x.group_id)
---   		GROUP BY x.group_id
---   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
--- postgres: none
-
--- used by: storeTx.ExpectReplayOutcomes
--- runs on SQLite only (under !t.pg)
--- sqlite:
---   INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
---   		SELECT j.value ->> 0, j.value ->> 1, ?1 FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING
--- postgres: none
-
--- used by: storeTx.ExpectReplayOutcomes
--- runs on PostgreSQL only (under t.pg)
--- sqlite:
---   WITH noted AS (
---   			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
---   			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
---   			ON CONFLICT DO NOTHING
---   			RETURNING group_id)
---   		INSERT INTO job_outcomes (job_id, group_id, replayed)
---   		SELECT ?1::bigint, n.group_id, COUNT(*) FROM noted n WHERE ?1::bigint <> 0 GROUP BY n.group_id
---   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
--- postgres (translated):
-WITH noted AS (
-			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, $1::bigint FROM json_array_elements($2::json) j(value)
-			ON CONFLICT DO NOTHING
-			RETURNING group_id)
-		INSERT INTO job_outcomes (job_id, group_id, replayed)
-		SELECT $1::bigint, n.group_id, COUNT(*) FROM noted n WHERE $1::bigint <> 0 GROUP BY n.group_id
-		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
-;
-
 -- used by: storeTx.ExpiringPartitions
 -- sqlite:
 --   SELECT x.id, x.seq FROM (
@@ -597,13 +718,6 @@ INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, desc
 -- postgres (translated):
 INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq
-;
-
--- used by: storeTx.InsertMessage
--- sqlite:
---   SELECT id FROM partitions WHERE id = ? FOR UPDATE
--- postgres (translated):
-SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 ;
 
 -- used by: storeTx.InsertSession
@@ -1124,14 +1238,6 @@ SELECT EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND partition_id = $2 AND t
 		EXISTS (SELECT 1 FROM dead_letters WHERE seq = $1 AND group_id = $5)
 ;
 
--- used by: storeTx.SeqForImport
--- runs on PostgreSQL only (under t.pg)
--- sqlite:
---   SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
--- postgres (translated):
-SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
-;
-
 -- used by: storeTx.Series
 -- sqlite:
 --   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
@@ -1168,27 +1274,6 @@ UPDATE subscriptions SET starts_at = $1 WHERE queue_id = $2 AND group_id = $3
 -- postgres (translated):
 SELECT value FROM settings WHERE key = $1
 ;
-
--- used by: storeTx.Space
--- runs on PostgreSQL only (under t.pg)
--- sqlite:
---   SELECT current_setting('block_size')::bigint,
---   	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
---   	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
---   	WHERE n.nspname = current_schema() AND c.relkind = 'r'
--- postgres (translated):
-SELECT current_setting('block_size')::bigint,
-	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
-	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-	WHERE n.nspname = current_schema() AND c.relkind = 'r'
-;
-
--- used by: storeTx.Space
--- runs on SQLite only (under !t.pg)
--- sqlite:
---   SELECT page_size, page_count, freelist_count, auto_vacuum
---   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
--- postgres: none
 
 -- used by: storeTx.Stats
 -- sqlite:
@@ -1458,12 +1543,6 @@ SELECT copy_seq, group_id FROM replays WHERE copy_seq IN (SELECT value::bigint F
 DELETE FROM messages WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
--- used by: storeTx.deleteSwept
--- runs on SQLite only (under !t.pg)
--- sqlite:
---   SELECT MAX(seq) FROM messages
--- postgres: none
-
 -- used by: storeTx.errorGroups
 -- sqlite:
 --   SELECT fingerprint FROM error_groups
@@ -1553,24 +1632,6 @@ INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_f
 			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)
 ;
 
--- used by: storeTx.indexDeadLetter
--- runs on SQLite only (under !t.pg)
--- sqlite:
---   INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)
--- postgres: none
-
--- used by: storeTx.indexDeadLetter
--- runs on SQLite only (under !t.pg)
--- sqlite:
---   INSERT INTO dead_letter_payloads (docid, text)
---   		SELECT ?1, (SELECT COALESCE(group_concat(
---   		CASE WHEN typeof(j.key) = 'text' THEN j.key ELSE '' END || ' ' ||
---   		CASE WHEN j.type IN ('text', 'integer', 'real') THEN j.atom ELSE '' END, ' '), '')
---   	FROM json_tree(m.payload) j) FROM (SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1),
---   			(SELECT o.payload FROM dead_letters o WHERE o.id = ?2)) AS payload) m
---   		WHERE m.payload IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
--- postgres: none
-
 -- used by: storeTx.keepRemoved
 -- sqlite:
 --   INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
@@ -1586,69 +1647,6 @@ INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, g
 		FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($6::json) AS value) ORDER BY d.id
 ;
 
--- used by: storeTx.keepSeqFloor
--- runs on SQLite only (under !t.pg)
--- sqlite:
---   INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
---   		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq
--- postgres: none
-
--- used by: storeTx.pgFoldLock
--- sqlite:
---   SELECT c.partition_id, c.group_id FROM consumers c
---   			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
---   			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
--- postgres (translated):
-SELECT c.partition_id, c.group_id FROM consumers c
-			JOIN unnest($1::bigint[], $2::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
-			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
-;
-
--- used by: storeTx.pgFoldLock
--- sqlite:
---   SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
--- postgres (translated):
-SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
-;
-
--- used by: storeTx.pgIndexDeadLetter
--- sqlite:
---   INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))
--- postgres (translated):
-INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES ($1, CAST($2 AS tsvector))
-;
-
--- used by: storeTx.pgIndexDeadLetter
--- sqlite:
---   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES (?, CAST(? AS tsvector))
--- postgres (translated):
-INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES ($1, CAST($2 AS tsvector))
-;
-
--- used by: storeTx.pgIndexDeadLetter
--- sqlite:
---   SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
---   		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
--- postgres (translated):
-SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.payload FROM dead_letters o WHERE o.id = $2))
-		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
-;
-
--- used by: storeTx.pgLockReady
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
---   		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
---   		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
---   		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
---   		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
-		WHERE partition_id = ANY($1::bigint[]) AND group_id = $2 AND ready = 1
-		AND (lease_id IS NULL OR lease_until <= $3) AND available_at <= $3
-		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
-		ORDER BY leased_at, partition_id LIMIT $4 FOR UPDATE OF c SKIP LOCKED
-;
-
 -- used by: storeTx.pgMessagesByKey
 -- sqlite:
 --   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
@@ -1656,13 +1654,6 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 -- postgres (translated):
 SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
-;
-
--- used by: storeTx.pgPushCopies, storeTx.pushCopies
--- sqlite:
---   DELETE FROM temp.copies_in
--- postgres (translated):
-DELETE FROM pg_temp.copies_in
 ;
 
 -- used by: storeTx.pushCopies
@@ -1686,17 +1677,6 @@ INSERT INTO pg_temp.copies_in (k, seq, txid, part) SELECT j.k, (j.value ->> 0)::
 --   SELECT group_id FROM group_stats WHERE queue_id = ?
 -- postgres (translated):
 SELECT group_id FROM group_stats WHERE queue_id = $1
-;
-
--- used by: storeTx.readyConsumers
--- sqlite:
---   SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
---   				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
---   				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
--- postgres (translated):
-SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
-				WHERE p.id = ANY($1::bigint[]) AND c.group_id = $2
-				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
 ;
 
 -- used by: storeTx.readyConsumers
@@ -1799,12 +1779,18 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))
 ;
 
--- Built at run time, not covered yet: 56 calls.
+-- Built at run time, not covered yet: 58 calls.
 --   DB.Health: exec(stmt)
+--   pgDialect.insertMessages: query(d.insertSQL)
+--   pgDialect.pushCopies: query(insert + ` RETURNING seq, partition_id, transaction_id`)
 --   scanKeys: query(query)
+--   sqliteDialect.giveBackPages: query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
+--   sqliteDialect.pushCopies: insert(insertCopies)
 --   storeTx.AddStats: exec(b.upsert)
---   storeTx.Consumer: queryRow(q)
---   storeTx.ConsumersBySharedLease: query(q)
+--   storeTx.Consumer: queryRow(consumerSQL + t.locks.forUpdate())
+--   storeTx.ConsumerByLease: queryRow(consumerByLeaseSQL + t.locks.forUpdate())
+--   storeTx.ConsumerByLease: queryRow(consumerByLeaseV7SQL + t.locks.forUpdate())
+--   storeTx.ConsumersBySharedLease: query(consumersBySharedLeaseSQL + t.locks.forUpdate())
 --   storeTx.CountDeadLetterMessages: queryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
 --   storeTx.CountDeadLetters: queryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
 --   storeTx.CountDeadLettersAbove: queryRow(query)
@@ -1817,7 +1803,6 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 --   storeTx.DeleteEmptyPartitions: exec(s)
 --   storeTx.DeleteQueue: exec(s)
 --   storeTx.ErrorGroupHours: query(query)
---   storeTx.GiveBackPages: query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
 --   storeTx.Groups: query(`SELECT g.id, g.name, s.subscribed_at, (SELECT COALESCE(SUM(` + messagesOf("p") + ` - c.passed - (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.passed_seq AND m.seq <= c.cursor)), 0) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id WHERE p.queue_id = s.queue_id), (SELECT COUNT(*) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id WHERE p.queue_id = s.queue_id AND c.lease_id IS NOT NULL AND c.lease_until > ?) FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`)
 --   storeTx.Jobs: query(q)
 --   storeTx.ListAudit: query(q)
@@ -1843,13 +1828,10 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 --   storeTx.insertConsumers: exec(`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq) SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END, ` + passed + `, c.cursor FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, ` + cursor + ` AS cursor FROM partitions p WHERE p.queue_id = ?3` + onePartition + `) c`)
 --   storeTx.markReady: exec(q)
 --   storeTx.names: query(query)
---   storeTx.pgInsertMessages: query(q)
---   storeTx.pgPushCopies: query(insert + ` RETURNING seq, partition_id, transaction_id`)
 --   storeTx.pgRebuildTextIndex: exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)
 --   storeTx.pgRebuildTextIndex: exec(s)
 --   storeTx.pgRebuildTextIndex: query(read)
 --   storeTx.pushCopies: exec(stmt)
---   storeTx.pushCopies: insert(insertCopies)
 --   storeTx.pushEdited: exec(`INSERT INTO replay_edits (copy_seq, original, edited) SELECT ?1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = ?3), ` + fromDeadLetter("payload", "?3") + `), ?2`)
 --   storeTx.pushEdited: insert(`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) SELECT ?1, ?2, ?3, COALESCE((SELECT m.trace_id FROM messages m WHERE m.seq = ?5), ` + fromDeadLetter("trace_id", "?5") + `), ?4 WHERE true ON CONFLICT (partition_id, transaction_id) DO NOTHING`)
 --   storeTx.readyConsumers: query(scanSQL)

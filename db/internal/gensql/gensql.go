@@ -173,6 +173,7 @@ func Collect(dir string) ([]Site, error) {
 			}
 			name := funcName(fd)
 			only := branches(info, pkg, fd.Body)
+			only.whole = storeOf(fd)
 			direct := map[*ast.Ident]bool{}
 			ast.Inspect(fd.Body, func(n ast.Node) bool {
 				if id, ok := n.(*ast.Ident); ok {
@@ -239,14 +240,38 @@ type span struct {
 	only     string
 }
 
-type spans []span
+// spans are the parts of a function that run on one store only; whole,
+// when set, is the store the whole function runs on (storeOf).
+type spans struct {
+	list  []span
+	whole string
+}
 
 // at is the store the code at p runs on only, or "".
 func (ss spans) at(p token.Pos) string {
-	for _, s := range ss {
+	if ss.whole != "" {
+		return ss.whole
+	}
+	for _, s := range ss.list {
 		if s.from <= p && p < s.to {
 			return s.only
 		}
+	}
+	return ""
+}
+
+// storeOf is the store a method of one store's own type runs on: a
+// method of sqliteDialect or another type named sqlite… runs on SQLite
+// only, of pgDialect, pgRowLocks or another pg… on PostgreSQL only.
+func storeOf(fd *ast.FuncDecl) string {
+	recv, _, ok := strings.Cut(funcName(fd), ".")
+	switch {
+	case !ok:
+		return ""
+	case strings.HasPrefix(recv, "sqlite"):
+		return "sqlite"
+	case strings.HasPrefix(recv, "pg"):
+		return "postgres"
 	}
 	return ""
 }
@@ -255,7 +280,7 @@ func (ss spans) at(p token.Pos) string {
 // branches of an `if t.pg` (or `if !t.pg`), and what follows, in the
 // same block, such an if without else whose body ends in a return.
 func branches(info *types.Info, pkg *types.Package, body *ast.BlockStmt) spans {
-	var out spans
+	var out []span
 	// onPG says which store the condition c holds on: "postgres" for
 	// t.pg, "sqlite" for !t.pg, "" otherwise.
 	onPG := func(c ast.Expr) string {
@@ -313,7 +338,7 @@ func branches(info *types.Info, pkg *types.Package, body *ast.BlockStmt) spans {
 		}
 		return true
 	})
-	return out
+	return spans{list: out}
 }
 
 func constString(info *types.Info, e ast.Expr) (string, bool) {
