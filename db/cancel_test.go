@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // A read whose context ends is stopped, even inside a query that would
@@ -20,7 +21,7 @@ func TestAReadStopsWhenItsContextEnds(t *testing.T) {
 	defer cancel()
 	err := d.View(ctx, func(tx broker.Tx) error {
 		var n int64
-		return tx.(*storeTx).queryRow(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c`).Scan(&n)
+		return tx.(*sqlcore.Tx).QueryRow(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c`).Scan(&n)
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a read past its deadline: %v, want context.DeadlineExceeded", err)
@@ -44,12 +45,12 @@ func TestAWriteStopsAtItsNextStatementWhenItsContextEnds(t *testing.T) {
 	push(t, b, "p", "a")
 	ctx, cancel := context.WithCancel(context.Background())
 	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
-		st := tx.(*storeTx)
-		if _, err := st.exec(ctx, `UPDATE queues SET retry_limit = 7`); err != nil {
+		st := tx.(*sqlcore.Tx)
+		if _, err := st.Exec(ctx, `UPDATE queues SET retry_limit = 7`); err != nil {
 			return err
 		}
 		cancel()
-		_, err := st.exec(ctx, `UPDATE queues SET retry_limit = 8`)
+		_, err := st.Exec(ctx, `UPDATE queues SET retry_limit = 8`)
 		return err
 	})
 	if !errors.Is(err, context.Canceled) {
@@ -76,7 +77,7 @@ func TestAPanickingReadLeavesNoInterruptBehind(t *testing.T) {
 	cancel()
 	err := d.View(context.Background(), func(tx broker.Tx) error {
 		var n int64
-		return tx.(*storeTx).queryRow(context.Background(), `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c`).Scan(&n)
+		return tx.(*sqlcore.Tx).QueryRow(context.Background(), `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c`).Scan(&n)
 	})
 	if err != nil {
 		t.Fatalf("a read after a panicking one whose context then ended: %v", err)

@@ -122,18 +122,4 @@ func (d *DB) WriteDB() *sql.DB {
 // Postgres reports whether the store is PostgreSQL's.
 func (d *DB) Postgres() bool { return d.pg != nil }
 
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
-
 var _ broker.Store = (*DB)(nil)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -140,7 +141,7 @@ func synchronousIn(t *testing.T, d *DB, o broker.UpdateOptions) int {
 	ctx := context.Background()
 	v := -1
 	err := d.Update(ctx, o, func(tx broker.Tx) error {
-		return tx.(*storeTx).queryRow(ctx, "PRAGMA synchronous").Scan(&v)
+		return tx.(*sqlcore.Tx).QueryRow(ctx, "PRAGMA synchronous").Scan(&v)
 	})
 	if err != nil {
 		t.Error(err)

@@ -2,12 +2,12 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // foldEvery is how often, at most, a commit brings the counts kept for
@@ -74,12 +74,12 @@ func (d *DB) foldAtClose() {
 // none is due): the PostgreSQL store sends there the writes it kept and
 // its ready mark, so that the fold reads what they changed and takes its
 // row locks last (it never waits for one; the mark may).
-func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) error, before func() error) (folded bool, left foldLeft, broken error) {
+func (d *DB) foldCounts(ctx context.Context, st *sqlcore.Tx, exec func(string) error, before func() error) (folded bool, left sqlcore.FoldLeft, broken error) {
 	due := d.foldDue(st)
-	for id := range st.pushedTo {
+	for id := range st.PushedPartitions() {
 		d.unfolded[id] = struct{}{}
 	}
-	for k := range st.saved {
+	for k := range st.SavedConsumers() {
 		d.unfoldedConsumers[k] = struct{}{}
 	}
 	if !due {
@@ -87,20 +87,20 @@ func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) erro
 	}
 	if before != nil {
 		if err := before(); err != nil {
-			return false, foldLeft{}, err
+			return false, sqlcore.FoldLeft{}, err
 		}
 	}
 	err, broken := savepoint(exec, func() (err error) {
-		left, err = foldRows(ctx, st, d.unfolded, d.unfoldedConsumers)
+		left, err = sqlcore.FoldRows(ctx, st, d.unfolded, d.unfoldedConsumers)
 		return err
 	})
 	if broken != nil {
-		return false, foldLeft{}, fmt.Errorf("count messages: %w", broken)
+		return false, sqlcore.FoldLeft{}, fmt.Errorf("count messages: %w", broken)
 	}
 	if err != nil {
 		d.log.Warn("bring the counts of the queue page up to date", "err", err)
 		d.foldedAt = time.Now()
-		return false, foldLeft{}, nil
+		return false, sqlcore.FoldLeft{}, nil
 	}
 	return true, left, nil
 }
@@ -108,90 +108,34 @@ func (d *DB) foldCounts(ctx context.Context, st *storeTx, exec func(string) erro
 // foldDue reports whether foldCounts folds at the commit of st: when
 // something is noted, by st or since the last fold, and the last fold was
 // foldEvery ago or more.
-func (d *DB) foldDue(st *storeTx) bool {
-	noted := len(d.unfolded)+len(d.unfoldedConsumers)+len(st.pushedTo)+len(st.saved) > 0
+func (d *DB) foldDue(st *sqlcore.Tx) bool {
+	noted := len(d.unfolded)+len(d.unfoldedConsumers)+len(st.PushedPartitions())+len(st.SavedConsumers()) > 0
 	return noted && time.Since(d.foldedAt) >= d.foldEvery
-}
-
-// foldLeft are the partitions and consumers a fold passed by, locked by
-// another write (PostgreSQL only): still to be folded.
-type foldLeft struct {
-	partitions []int64
-	consumers  [][2]int64
 }
 
 // foldCommitted forgets the notes a committed fold brought up to date:
 // all but those it left.
-func (d *DB) foldCommitted(left foldLeft) {
+func (d *DB) foldCommitted(left sqlcore.FoldLeft) {
 	clear(d.unfolded)
 	clear(d.unfoldedConsumers)
-	for _, id := range left.partitions {
+	for _, id := range left.Partitions {
 		d.unfolded[id] = struct{}{}
 	}
-	for _, k := range left.consumers {
+	for _, k := range left.Consumers {
 		d.unfoldedConsumers[k] = struct{}{}
 	}
 	d.foldedAt = time.Now()
 }
 
-// foldRows brings the counts of the noted partitions and consumers up to
-// date from their rows. It relies on two rules: whatever removes a
-// partition's messages lowers, in its own transaction, the counts that
-// had counted them (retention's SweepMessages: partitions.messages by
-// the removed seqs up to counted_seq, each consumer's passed by those up
-// to its passed_seq; removed seqs above them are simply never counted),
-// and a consumer's cursor only moves forward (one that moved back is
-// counted again from its partition's start; retention moves cursors
-// forward only).
-//
-// On PostgreSQL it first locks the rows it folds, in a statement of its
-// own, skipping those another write holds (pgDialect.foldLock): the fold's
-// statements then run on a snapshot taken once the locks are held, so
-// they see every message of a partition up to its last seq and every
-// consumer's cursor as it stands.
-func foldRows(ctx context.Context, st *storeTx, unfolded map[int64]struct{}, unfoldedConsumers map[[2]int64]struct{}) (left foldLeft, err error) {
-	ids := make([]int64, 0, len(unfolded))
-	for id := range unfolded {
-		ids = append(ids, id)
-	}
-	keys := make([][2]int64, 0, len(unfoldedConsumers))
-	for k := range unfoldedConsumers {
-		keys = append(keys, k)
-	}
-	if ids, keys, left, err = st.d.foldLock(ctx, st, ids, keys); err != nil {
-		return foldLeft{}, err
-	}
-	if len(ids) > 0 {
-		// SET reads the row as it was: both use the old counted_seq.
-		if _, err := st.exec(ctx, `UPDATE partitions SET
-			messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
-			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
-			WHERE id IN (SELECT value FROM json_each(?))`, intsJSON(ids)); err != nil {
-			return foldLeft{}, err
-		}
-	}
-	if len(keys) == 0 {
-		return left, nil
-	}
-	list, err := json.Marshal(keys)
-	if err != nil {
-		return foldLeft{}, err
-	}
-	if _, err = st.exec(ctx, foldConsumersSQL, string(list)); err != nil {
-		return foldLeft{}, err
-	}
-	return left, nil
-}
-
-// foldLock, on PostgreSQL, locks the rows of the partitions ids and consumers keys
+// FoldLock, on PostgreSQL, locks the rows of the partitions ids and consumers keys
 // that no other transaction holds (FOR UPDATE SKIP LOCKED: a fold never
 // waits, so it takes part in no deadlock), and returns those it locked,
 // and those it did not as left. A row gone (its queue deleted) is in
 // neither.
-func (pgDialect) foldLock(ctx context.Context, t *storeTx, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left foldLeft, err error) {
+func (pgDialect) FoldLock(ctx context.Context, t *sqlcore.Tx, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left sqlcore.FoldLeft, err error) {
 	if len(ids) > 0 {
-		if lockedIDs, err = t.queryIDs(ctx, `SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, ids); err != nil {
-			return nil, nil, foldLeft{}, err
+		if lockedIDs, err = t.QueryIDs(ctx, `SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, ids); err != nil {
+			return nil, nil, sqlcore.FoldLeft{}, err
 		}
 		locked := make(map[int64]bool, len(lockedIDs))
 		for _, id := range lockedIDs {
@@ -199,7 +143,7 @@ func (pgDialect) foldLock(ctx context.Context, t *storeTx, ids []int64, keys [][
 		}
 		for _, id := range ids {
 			if !locked[id] {
-				left.partitions = append(left.partitions, id)
+				left.Partitions = append(left.Partitions, id)
 			}
 		}
 	}
@@ -208,48 +152,30 @@ func (pgDialect) foldLock(ctx context.Context, t *storeTx, ids []int64, keys [][
 		for i, k := range keys {
 			parts[i], groups[i] = k[0], k[1]
 		}
-		rows, err := t.query(ctx, `SELECT c.partition_id, c.group_id FROM consumers c
+		rows, err := t.Query(ctx, `SELECT c.partition_id, c.group_id FROM consumers c
 			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
 			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED`, parts, groups)
 		if err != nil {
-			return nil, nil, foldLeft{}, err
+			return nil, nil, sqlcore.FoldLeft{}, err
 		}
 		locked := map[[2]int64]bool{}
 		for rows.Next() {
 			var k [2]int64
 			if err := rows.Scan(&k[0], &k[1]); err != nil {
 				rows.Close()
-				return nil, nil, foldLeft{}, err
+				return nil, nil, sqlcore.FoldLeft{}, err
 			}
 			locked[k] = true
 			lockedKeys = append(lockedKeys, k)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, nil, foldLeft{}, err
+			return nil, nil, sqlcore.FoldLeft{}, err
 		}
 		for _, k := range keys {
 			if !locked[k] {
-				left.consumers = append(left.consumers, k)
+				left.Consumers = append(left.Consumers, k)
 			}
 		}
 	}
 	return lockedIDs, lockedKeys, left, nil
 }
-
-// foldConsumersSQL brings the passed counts of the consumers listed (a
-// JSON array of [partition, group]) up to date. PostgreSQL reads the
-// pairs with json_array_elements and casts their elements, which ->>
-// gives as text.
-var foldConsumersSQL = pgQuery(`UPDATE consumers SET
-		passed = CASE WHEN consumers.cursor > consumers.passed_seq
-			THEN passed + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.passed_seq AND m.seq <= consumers.cursor)
-			ELSE (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq <= consumers.cursor) END,
-		passed_seq = cursor
-		FROM json_each(?) j WHERE consumers.partition_id = j.value ->> 0 AND consumers.group_id = j.value ->> 1 AND consumers.cursor <> consumers.passed_seq`,
-	`UPDATE consumers SET
-		passed = CASE WHEN consumers.cursor > consumers.passed_seq
-			THEN passed + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.passed_seq AND m.seq <= consumers.cursor)
-			ELSE (SELECT COUNT(*) FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq <= consumers.cursor) END,
-		passed_seq = cursor
-		FROM json_array_elements(?::json) j(value)
-		WHERE consumers.partition_id = (j.value ->> 0)::bigint AND consumers.group_id = (j.value ->> 1)::bigint AND consumers.cursor <> consumers.passed_seq`)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -54,7 +55,7 @@ func TestGetOrCreateGivesWhatHasTheName(t *testing.T) {
 					return err
 				}
 				mustGroup(ctx, t, tx, "g", &g2)
-				return tx.(*storeTx).queryRow(ctx, `SELECT COUNT(*) FROM consumers WHERE partition_id = ?`, p1.ID).Scan(&consumers)
+				return tx.(*sqlcore.Tx).QueryRow(ctx, `SELECT COUNT(*) FROM consumers WHERE partition_id = ?`, p1.ID).Scan(&consumers)
 			}); err != nil {
 				t.Fatalf("create again: %v, want the existing ones", err)
 			}

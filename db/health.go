@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // Ping checks that the database answers a query.
@@ -38,11 +39,11 @@ func (d *DB) Health(ctx context.Context) error {
 	}
 	probe := func(stmt string, args ...any) func(broker.Tx) error {
 		return func(tx broker.Tx) error {
-			st, ok := tx.(*storeTx)
+			st, ok := tx.(*sqlcore.Tx)
 			if !ok {
 				return errors.New("health: not a db transaction")
 			}
-			_, err := st.exec(ctx, stmt, args...)
+			_, err := st.Exec(ctx, stmt, args...)
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -81,14 +82,14 @@ func TestLeasesFromBeforeMigration0027AreStillFound(t *testing.T) {
 	}
 	old := broker.NewUUID(time.Now())
 	execSQL(t, d, `UPDATE consumers SET lease_id = ? WHERE lease_id = ?`, old, res.LeaseID)
-	if plan := queryPlan(t, d, consumerByLeaseV7SQL, old); !strings.Contains(plan, "consumers_lease_v7") {
+	if plan := queryPlan(t, d, sqlcore.ConsumerByLeaseV7SQL, old); !strings.Contains(plan, "consumers_lease_v7") {
 		t.Errorf("a lease id from before 0027 is looked up by:\n%s\nwant the index consumers_lease_v7", plan)
 	}
 	// As an upgrade finds it: the schema of 0026 (every lease id in one
 	// unique index), a live v7 lease, then migration 0027.
 	reapply(t, d, 27, "0027_lease_ids_name_consumers.sql", `DROP INDEX consumers_lease_v7`,
 		`CREATE UNIQUE INDEX consumers_lease ON consumers (lease_id) WHERE lease_id IS NOT NULL`)
-	if plan := queryPlan(t, d, consumerByLeaseV7SQL, old); !strings.Contains(plan, "consumers_lease_v7") {
+	if plan := queryPlan(t, d, sqlcore.ConsumerByLeaseV7SQL, old); !strings.Contains(plan, "consumers_lease_v7") {
 		t.Errorf("after the upgrade a lease id from before 0027 is looked up by:\n%s", plan)
 	}
 	if _, err := b.ExtendLease(ctx, old, 120); err != nil {
@@ -184,7 +185,7 @@ func TestSharedLeaseIndexHoldsSharedLeasesOnly(t *testing.T) {
 	if n := indexed(); n != 3 {
 		t.Fatalf("%d entries in the index of shared leases after a pop of 3 partitions, want 3", n)
 	}
-	if plan := queryPlan(t, d, consumersBySharedLeaseSQL, res.LeaseID); !strings.Contains(plan, "consumers_lease_shared") {
+	if plan := queryPlan(t, d, sqlcore.ConsumersBySharedLeaseSQL, res.LeaseID); !strings.Contains(plan, "consumers_lease_shared") {
 		t.Errorf("a shared lease is looked up by:\n%s\nwant the index consumers_lease_shared", plan)
 	}
 	for _, m := range res.Messages {
@@ -238,7 +239,7 @@ func TestPGSharedLeaseIndex(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN "+pgSQL(consumersBySharedLeaseSQL), res.LeaseID)
+	rows, err := tx.Query(ctx, "EXPLAIN "+pgSQL(sqlcore.ConsumersBySharedLeaseSQL), res.LeaseID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,38 +6,15 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
-
-// migrationVersion is the number a migration's file name starts with.
-func migrationVersion(file string) (int, error) {
-	return strconv.Atoi(strings.SplitN(strings.TrimPrefix(file, "migrations/"), "_", 2)[0])
-}
-
-// checkMigrationNumbers refuses a set of migration files (sorted) whose
-// numbers are not 1, 2, 3, ... each once: two branches that each added
-// "the next" migration would otherwise leave one of the two never
-// applied (its version recorded by the other).
-func checkMigrationNumbers(files []string) error {
-	for i, f := range files {
-		name := f[strings.LastIndexByte(f, '/')+1:]
-		v, err := migrationVersion(name)
-		if err != nil {
-			return fmt.Errorf("migrate: %s: name must start with a number", name)
-		}
-		if v != i+1 {
-			return fmt.Errorf("migrate: %s is numbered %d where migration %d belongs: numbers must run 1, 2, 3, ... each once", name, v, i+1)
-		}
-	}
-	return nil
-}
 
 // schemaMigrationsSQL makes the table of the migrations applied.
 const schemaMigrationsSQL = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -55,7 +32,7 @@ func (d *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	sort.Strings(files)
-	if err := checkMigrationNumbers(files); err != nil {
+	if err := sqlcore.CheckMigrationNumbers(files); err != nil {
 		return err
 	}
 	// A database migrated by a newer Lazarus is refused: this one would
@@ -67,16 +44,16 @@ func (d *DB) migrate(ctx context.Context) error {
 	}
 	known := 0
 	if len(files) > 0 {
-		known, _ = migrationVersion(files[len(files)-1])
+		known, _ = sqlcore.MigrationVersion(files[len(files)-1])
 	}
-	if err := refuseNewer(newest, known); err != nil {
+	if err := sqlcore.RefuseNewer(newest, known); err != nil {
 		return err
 	}
 	applied := false
 	from := newest.Int64 // 0: a new database
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations/")
-		version, err := migrationVersion(f)
+		version, err := sqlcore.MigrationVersion(f)
 		if err != nil {
 			return fmt.Errorf("migrate: %s: name must start with a number", name)
 		}
@@ -90,7 +67,7 @@ func (d *DB) migrate(ctx context.Context) error {
 			return err
 		}
 		if done {
-			logMigration(d.log, "sqlite", from, version, name, time.Since(start))
+			sqlcore.LogMigration(d.log, "sqlite", from, version, name, time.Since(start))
 			from = int64(version)
 		}
 		applied = applied || done
@@ -104,22 +81,6 @@ func (d *DB) migrate(ctx context.Context) error {
 		if err := d.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil || busy != 0 {
 			d.log.Warn("truncate the write-ahead log after migrating", "err", err, "busy", busy != 0)
 		}
-	}
-	return nil
-}
-
-// logMigration says at start that a migration was applied: from the
-// schema version the database had to the migration's, and how long it
-// took (a migration that rewrites a big table may take minutes).
-func logMigration(log *slog.Logger, store string, from int64, to int, name string, took time.Duration) {
-	log.Info("migration applied", "store", store, "from_version", from, "to_version", to, "name", name, "took", took.Round(time.Millisecond).String())
-}
-
-// refuseNewer fails when a database's newest migration is one this
-// Lazarus does not know (known is its highest), on either store.
-func refuseNewer(newest sql.NullInt64, known int) error {
-	if newest.Valid && newest.Int64 > int64(known) {
-		return fmt.Errorf("migrate: the database has schema version %d, from a newer Lazarus; this one knows up to %d: run that version or a later one", newest.Int64, known)
 	}
 	return nil
 }

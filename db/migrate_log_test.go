@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -51,7 +52,7 @@ func TestEachAppliedMigrationIsLogged(t *testing.T) {
 			}
 			from := "0"
 			for i, m := range got {
-				want, _ := migrationVersion(filepath.Base(files[i]))
+				want, _ := sqlcore.MigrationVersion(filepath.Base(files[i]))
 				if m[1] != from || m[2] != strconv.Itoa(want) {
 					t.Fatalf("log %d: from %s to %s, want from %s to %d", i, m[1], m[2], from, want)
 				}

@@ -22,9 +22,10 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
-// The PostgreSQL store (STORAGE.md): the same storeTx, its statements
+// The PostgreSQL store (STORAGE.md): the same sqlcore.Tx, its statements
 // translated from SQLite's dialect (pgSQL), on a pgxpool of connections
 // held through database/sql (pgx's stdlib). A View's statements go
 // through database/sql; a write's run on its pgx connection itself
@@ -341,24 +342,24 @@ func (p *pgStore) migrate(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	sort.Strings(files)
-	if err := checkMigrationNumbers(files); err != nil {
+	if err := sqlcore.CheckMigrationNumbers(files); err != nil {
 		return err
 	}
 	known := 0
 	if len(files) > 0 {
-		known, _ = migrationVersion(strings.TrimPrefix(files[len(files)-1], "migrations_pg/"))
+		known, _ = sqlcore.MigrationVersion(strings.TrimPrefix(files[len(files)-1], "migrations_pg/"))
 	}
 	var newest sql.NullInt64
 	if err := conn.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if err := refuseNewer(newest, known); err != nil {
+	if err := sqlcore.RefuseNewer(newest, known); err != nil {
 		return err
 	}
 	from := newest.Int64 // 0: a new database
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations_pg/")
-		version, err := migrationVersion(name)
+		version, err := sqlcore.MigrationVersion(name)
 		if err != nil {
 			return fmt.Errorf("migrate: %s: name must start with a number", name)
 		}
@@ -372,7 +373,7 @@ func (p *pgStore) migrate(ctx context.Context, log *slog.Logger) error {
 			return err
 		}
 		if applied {
-			logMigration(log, "postgres", from, version, name, time.Since(start))
+			sqlcore.LogMigration(log, "postgres", from, version, name, time.Since(start))
 			from = int64(version)
 		}
 	}
@@ -449,14 +450,14 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 	defer conn.Close()
 	// A hot write runs beside the other processes' only when there are
 	// others (pg_members.go): alone, it writes as the one writer.
-	var lk locks = noLocks{}
+	var lk sqlcore.Locks = sqlcore.NoLocks{}
 	if o.Concurrent && !p.alone.Load() {
 		lk = pgRowLocks{}
 	}
 	_, lockShared := lk.(pgRowLocks)
 	begin := &pgBegin{conn: conn, pgc: pgc, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
 	w := &pgWriter{begin: begin}
-	st := &storeTx{ex: w, d: pgDialectFor(lk), locks: lk, scope: &broker.TxScope{}}
+	st := sqlcore.NewTx(w, pgDialectFor(lk), lk, &broker.TxScope{})
 	committed := false
 	defer func() {
 		if begin.sent && !committed {
@@ -464,7 +465,7 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 			}
 		}
-		if serr := st.scope.End(committed); serr != nil {
+		if serr := st.Scope().End(committed); serr != nil {
 			d.log.Error("after a transaction", "err", serr)
 		}
 	}()
@@ -496,7 +497,7 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 	// makes the next one empty it once more: rare, and only costly. One
 	// that saw it moved but did not empty the cache (a write of the
 	// broker's that looks nothing up) leaves it for the next.
-	if !st.scope.Foreign() || st.scope.ForeignHandled() {
+	if !st.Scope().Foreign() || st.Scope().ForeignHandled() {
 		p.seenGen = begin.gen
 	}
 	if folded {
@@ -536,13 +537,13 @@ func (p *pgStore) writeConn(ctx context.Context) (*sql.Conn, *pgx.Conn, error) {
 // answer (begin.failed). Eager, BEGIN is sent first and the generation
 // read before fn looks anything up: a moved one has the scope empty
 // the cache (SetForeign).
-func (p *pgStore) runWrite(ctx context.Context, st *storeTx, begin *pgBegin, fn func(broker.Tx) error, eager bool) error {
+func (p *pgStore) runWrite(ctx context.Context, st *sqlcore.Tx, begin *pgBegin, fn func(broker.Tx) error, eager bool) error {
 	if eager {
 		if err := begin.now(ctx); err != nil {
 			return err
 		}
 		if begin.gen != p.seenGen {
-			st.scope.SetForeign()
+			st.Scope().SetForeign()
 		}
 	}
 	err := run(fn, st)
@@ -558,7 +559,7 @@ func (p *pgStore) runWrite(ctx context.Context, st *storeTx, begin *pgBegin, fn 
 // pgTail is what a write sends last, in the round trip of its COMMIT
 // (or, when the counts are folded, just before the fold): the writes
 // kept for it (pgWriter.execLater) and the ready mark
-// (storeTx.markReadyStatement). Sent, it is empty.
+// (sqlcore.Tx.MarkReadyStatement). Sent, it is empty.
 type pgTail struct {
 	w        *pgWriter
 	mark     string
@@ -566,8 +567,8 @@ type pgTail struct {
 }
 
 // newPGTail is the tail of st, run by w, as fn left it.
-func newPGTail(st *storeTx, w *pgWriter) *pgTail {
-	mark, markArgs := st.markReadyStatement()
+func newPGTail(st *sqlcore.Tx, w *pgWriter) *pgTail {
+	mark, markArgs := st.MarkReadyStatement()
 	return &pgTail{w: w, mark: mark, markArgs: markArgs}
 }
 
@@ -712,7 +713,7 @@ func (d *DB) pgView(ctx context.Context, fn func(broker.Tx) error) error {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
-	err = fn(&storeTx{ex: pgReader{conn: conn}, d: pgDialectFor(noLocks{}), locks: noLocks{}})
+	err = fn(sqlcore.NewTx(pgReader{conn: conn}, pgDialectFor(sqlcore.NoLocks{}), sqlcore.NoLocks{}, nil))
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // A write transaction's BEGIN on PostgreSQL goes with its first
@@ -179,7 +181,7 @@ func (p *pgBegin) execFirst(ctx context.Context, text string, args []any) (sql.R
 	return pgResult(tag), nil
 }
 
-func (p *pgBegin) queryFirst(ctx context.Context, text string, args []any) (rowsIter, error) {
+func (p *pgBegin) queryFirst(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
 	r, err := p.with(ctx, text, args)
 	if err != nil {
 		return nil, err
@@ -206,7 +208,7 @@ func (p *pgBegin) exec(ctx context.Context, text string, args []any) (sql.Result
 	return pgResult(tag), nil
 }
 
-func (p *pgBegin) query(ctx context.Context, text string, args []any) (rowsIter, error) {
+func (p *pgBegin) query(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
 	rows, err := p.pgc.Query(ctx, text, args...)
 	if err != nil {
 		return nil, err
@@ -249,7 +251,7 @@ func (r *pgRows) Close() error {
 
 // pgRow is a one-row query's answer over pgRows (sql.ErrNoRows when none).
 type pgRow struct {
-	rows rowsIter
+	rows sqlcore.Rows
 	err  error
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -483,9 +484,9 @@ func TestPGAWriteWhoseFirstStatementFailedFails(t *testing.T) {
 	ctx := context.Background()
 	a, _, _, p1, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
 	err := a.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
-		st := tx.(*storeTx)
+		st := tx.(*sqlcore.Tx)
 		// An argument pgx cannot encode: nothing reaches the server.
-		if _, err := st.exec(ctx, `SELECT ?::bigint`, make(chan int)); err == nil {
+		if _, err := st.Exec(ctx, `SELECT ?::bigint`, make(chan int)); err == nil {
 			t.Error("a statement of an argument that cannot be sent succeeded")
 		}
 		_, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "after-a-failure", Payload: []byte(`{}`), CreatedAt: time.Now()}})

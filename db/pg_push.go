@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // pgInsertMessagesSQL inserts a push's messages, given as one array a
@@ -43,7 +44,7 @@ const pgInsertLockedSQL = `INSERT INTO messages (partition_id, transaction_id, p
 
 // pgDuplicatesSQL reads back the messages of the (partition_id,
 // transaction_id) pairs given as two arrays, by that unique index.
-const pgDuplicatesSQL = `SELECT ` + messageCols + ` FROM messages
+const pgDuplicatesSQL = `SELECT ` + sqlcore.MessageCols + ` FROM messages
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?::bigint[], ?::text[]))`
 
 // messageKey is a message's unique (partition, transactionId).
@@ -52,7 +53,7 @@ type messageKey struct {
 	txid      string
 }
 
-// insertMessages is InsertMessages on PostgreSQL, where every statement
+// InsertMessages is InsertMessages on PostgreSQL, where every statement
 // is a round trip: one INSERT of every message (d.insertSQL:
 // pgInsertMessagesSQL, or pgInsertLockedSQL for a write that takes row
 // locks), then, when some were not inserted, one query that reads back
@@ -60,16 +61,16 @@ type messageKey struct {
 // Of two messages of one partition with one transactionId, the first is
 // inserted and the second reads it back, as InsertMessage one after the
 // other would have it.
-func (d pgDialect) insertMessages(ctx context.Context, t *storeTx, msgs []*broker.Message) ([]bool, error) {
+func (d pgDialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*broker.Message) ([]bool, error) {
 	parts := make([]int64, len(msgs))
 	txids := make([]string, len(msgs))
 	payloads := make([][]byte, len(msgs))
 	traces := make([]string, len(msgs))
 	created := make([]int64, len(msgs))
 	for i, m := range msgs {
-		parts[i], txids[i], payloads[i], traces[i], created[i] = m.PartitionID, m.TransactionID, m.Payload, m.TraceID, ms(m.CreatedAt)
+		parts[i], txids[i], payloads[i], traces[i], created[i] = m.PartitionID, m.TransactionID, m.Payload, m.TraceID, sqlcore.MS(m.CreatedAt)
 	}
-	rows, err := t.query(ctx, d.insertSQL, parts, txids, payloads, traces, created)
+	rows, err := t.Query(ctx, d.insertSQL, parts, txids, payloads, traces, created)
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +101,13 @@ func (d pgDialect) insertMessages(ctx context.Context, t *storeTx, msgs []*broke
 		// same key is a duplicate of it.
 		delete(seqs, k)
 		m.Seq = seq
-		t.pushed(m.PartitionID)
+		t.Pushed(m.PartitionID)
 		out[i] = true
 	}
 	if len(dupParts) == 0 {
 		return out, nil
 	}
-	existing, err := t.pgMessagesByKey(ctx, dupParts, dupTxids)
+	existing, err := pgMessagesByKey(ctx, t, dupParts, dupTxids)
 	if err != nil {
 		return nil, err
 	}
@@ -125,15 +126,15 @@ func (d pgDialect) insertMessages(ctx context.Context, t *storeTx, msgs []*broke
 
 // pgMessagesByKey reads the messages of the given (partition,
 // transactionId) pairs, payloads included, in one query.
-func (t *storeTx) pgMessagesByKey(ctx context.Context, parts []int64, txids []string) (map[messageKey]broker.Message, error) {
-	rows, err := t.query(ctx, pgDuplicatesSQL, parts, txids)
+func pgMessagesByKey(ctx context.Context, t *sqlcore.Tx, parts []int64, txids []string) (map[messageKey]broker.Message, error) {
+	rows, err := t.Query(ctx, pgDuplicatesSQL, parts, txids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := make(map[messageKey]broker.Message, len(parts))
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		m, err := sqlcore.ScanMessage(rows)
 		if err != nil {
 			return nil, err
 		}

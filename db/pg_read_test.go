@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -70,7 +71,7 @@ func TestPGSlowReadIsStopped(t *testing.T) {
 	}
 	d := openPG(t, dsn+sep+"statement_timeout=200")
 	err := d.View(ctx, func(tx broker.Tx) error {
-		_, err := tx.(*storeTx).exec(ctx, `SELECT pg_sleep(5)`)
+		_, err := tx.(*sqlcore.Tx).Exec(ctx, `SELECT pg_sleep(5)`)
 		return err
 	})
 	if !errors.Is(err, broker.ErrTooSlow) {
@@ -122,7 +123,7 @@ func TestPGSearchWindowIsReadOnce(t *testing.T) {
 	}
 	f := broker.Filter{QueueID: qid, Fields: []broker.FieldFilter{ff}, Text: `"common"`,
 		Window: &broker.MatchWindow{Rows: n, MinID: 1, MaxID: 1 << 40, MinSeq: 1, MaxSeq: 1 << 40}}
-	w, args := where(f)
+	w, args := sqlcore.Where(f)
 	text, args := pgArgs(`SELECT d.id FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 50`, args)
 	var plan string
 	if err := d.pg.read.QueryRowContext(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+text, args...).Scan(&plan); err != nil {

@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
-// The statements of storeTx are written in SQLite's dialect, in forms
+// The statements of sqlcore.Tx are written in SQLite's dialect, in forms
 // PostgreSQL shares where there is one (STORAGE.md, rule 5). pgSQL
 // translates one for PostgreSQL, once per distinct text (kept in
 // pgQueries):
@@ -60,19 +62,9 @@ var pgRules = []struct {
 	{regexp.MustCompile(`\btemp\.`), "pg_temp."},
 }
 
-var (
-	pgQueries sync.Map // SQLite text -> PostgreSQL text
-	pgGiven   sync.Map // SQLite text -> PostgreSQL text given by pgQuery
-)
-
-// pgQuery returns sqlite, having noted pg as its PostgreSQL text: for a
-// statement the rules of pgSQL do not translate. Call it where the
-// statement is defined (a package variable), so that both texts are
-// read side by side.
-func pgQuery(sqlite, pg string) string {
-	pgGiven.Store(sqlite, pg)
-	return sqlite
-}
+// pgQueries holds each statement translated: SQLite text -> PostgreSQL
+// text.
+var pgQueries sync.Map
 
 // pgStatement is a statement translated: its text and, when it leaves
 // out some of the parameters SQLite's text numbered (SQLite lets ?1 go
@@ -104,7 +96,7 @@ func pgStmt(query string) *pgStatement {
 		pgQueries.Store(query, q)
 		return q
 	}
-	if given, ok := pgGiven.Load(query); ok {
+	if given, ok := sqlcore.PGGiven.Load(query); ok {
 		m, kept = mask(given.(string))
 	} else {
 		m, kept = mask(query)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lazarus-dlq/lazarus/db/internal/gensql"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -51,16 +52,20 @@ func (e *pgEntry) handWritten() bool {
 	if e.col != "" {
 		q += " RETURNING " + e.col
 	}
-	_, ok := pgGiven.Load(q)
+	_, ok := sqlcore.PGGiven.Load(q)
 	return ok
 }
 
 // pgStatements collects db's statements (gensql) and renders the file.
 func pgStatements(t *testing.T) ([]*pgEntry, []byte) {
 	t.Helper()
-	sites, err := gensql.Collect(".")
-	if err != nil {
-		t.Fatal(err)
+	var sites []gensql.Site
+	for _, dir := range []string{"internal/sqlcore", "."} {
+		s, err := gensql.Collect(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sites = append(sites, s...)
 	}
 	byKey := map[[2]string]*pgEntry{}
 	var entries []*pgEntry

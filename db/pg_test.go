@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -64,7 +65,7 @@ func TestPGSQLTranslatesSQLitesDialect(t *testing.T) {
 		t.Errorf("pgArgs: %q %v", text, args)
 	}
 	// A statement given its own PostgreSQL text takes that.
-	q := pgQuery(`SELECT sqlite_only(?)`, `SELECT pg_only(?)`)
+	q := sqlcore.PGQuery(`SELECT sqlite_only(?)`, `SELECT pg_only(?)`)
 	if got := pgSQL(q); got != `SELECT pg_only($1)` {
 		t.Errorf("pgQuery's text: %q", got)
 	}
@@ -274,11 +275,11 @@ func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 	ctx := context.Background()
 	d := openPG(t, pgtest.Database(t, "db", Prepare))
 	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
-		st := tx.(*storeTx)
-		if _, err := st.exec(ctx, `INSERT INTO settings (key, value) VALUES ('a', 'b')`); err != nil {
+		st := tx.(*sqlcore.Tx)
+		if _, err := st.Exec(ctx, `INSERT INTO settings (key, value) VALUES ('a', 'b')`); err != nil {
 			return err
 		}
-		_, _ = st.exec(ctx, `SELECT no_such_function()`) // fails; ignored
+		_, _ = st.Exec(ctx, `SELECT no_such_function()`) // fails; ignored
 		return nil
 	})
 	if err == nil {

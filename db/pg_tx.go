@@ -1,6 +1,10 @@
 package db
 
 import (
+	"slices"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -8,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -20,18 +25,18 @@ type pgDialect struct {
 }
 
 // pgDialectFor is the dialect of a transaction taking lk.
-func pgDialectFor(lk locks) pgDialect {
+func pgDialectFor(lk sqlcore.Locks) pgDialect {
 	if _, ok := lk.(pgRowLocks); ok {
 		return pgDialect{insertSQL: pgInsertLockedSQL}
 	}
 	return pgDialect{insertSQL: pgInsertMessagesSQL}
 }
 
-// text is s as PostgreSQL's text can hold it (pgText).
-func (pgDialect) text(s string) string { return pgText(s) }
+// Text is s as PostgreSQL's text can hold it (pgText).
+func (pgDialect) Text(s string) string { return pgText(s) }
 
-// param is PostgreSQL's $n.
-func (pgDialect) param(n int) string { return "$" + strconv.Itoa(n) }
+// Param is PostgreSQL's $n.
+func (pgDialect) Param(n int) string { return "$" + strconv.Itoa(n) }
 
 // pgRowLocks are the locks of a PostgreSQL write marked
 // broker.UpdateOptions.Concurrent while other processes share the
@@ -39,18 +44,18 @@ func (pgDialect) param(n int) string { return "$" + strconv.Itoa(n) }
 // its conflicts with theirs by row locks.
 type pgRowLocks struct{}
 
-// forUpdate: READ COMMITTED, a row another write changed meanwhile is
+// ForUpdate: READ COMMITTED, a row another write changed meanwhile is
 // read as that write left it, and tested again against the WHERE.
-func (pgRowLocks) forUpdate() string { return ` FOR UPDATE` }
+func (pgRowLocks) ForUpdate() string { return ` FOR UPDATE` }
 
-func (pgRowLocks) lockPartition(ctx context.Context, t *storeTx, partitionID int64) error {
-	_, err := t.exec(ctx, `SELECT id FROM partitions WHERE id = ? FOR UPDATE`, partitionID)
+func (pgRowLocks) LockPartition(ctx context.Context, t *sqlcore.Tx, partitionID int64) error {
+	_, err := t.Exec(ctx, `SELECT id FROM partitions WHERE id = ? FOR UPDATE`, partitionID)
 	return err
 }
 
-func (pgRowLocks) scanWhole() bool { return true }
+func (pgRowLocks) ScanWhole() bool { return true }
 
-// lockDrained keeps only those no other write holds, whose partition no
+// LockDrained keeps only those no other write holds, whose partition no
 // push holds, looked at again once locked (clearReadySQL). A push holds
 // its partition from before its insert to its commit and marks the
 // consumers with ready = 0 only: a mark cleared beside a push in flight
@@ -58,29 +63,29 @@ func (pgRowLocks) scanWhole() bool { return true }
 // transaction's share of the partition, and marks what it cleared. The
 // partition comes first in FROM, so its row is locked first: a consumer
 // is not left locked (unreturned) behind a partition that is skipped.
-func (pgRowLocks) lockDrained(ctx context.Context, t *storeTx, groupID int64, drained []int64) ([]int64, error) {
-	return t.queryIDs(ctx, `SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
+func (pgRowLocks) LockDrained(ctx context.Context, t *sqlcore.Tx, groupID int64, drained []int64) ([]int64, error) {
+	return t.QueryIDs(ctx, `SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
 				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
 				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED`, drained, groupID)
 }
 
-// lockDue locks, of the consumers of the group in the partitions of due
+// LockDue locks, of the consumers of the group in the partitions of due
 // (found ready by a scan, in its order), the first want that no other
 // write holds and that are still ready at now, and returns them as they
 // stand once locked (FOR UPDATE SKIP LOCKED tests a row another write
 // changed meanwhile as that write left it), with a message past the
 // cursor as it stands then (another write may have moved it since the
 // scan).
-func (pgRowLocks) lockDue(ctx context.Context, t *storeTx, groupID int64, due []broker.Consumer, now time.Time, want int) ([]broker.Consumer, error) {
+func (pgRowLocks) LockDue(ctx context.Context, t *sqlcore.Tx, groupID int64, due []broker.Consumer, now time.Time, want int) ([]broker.Consumer, error) {
 	ready := make([]int64, len(due))
 	for i, c := range due {
 		ready[i] = c.PartitionID
 	}
-	return scanConsumers(t.query(ctx, `SELECT `+consumerCols+` FROM consumers c
+	return sqlcore.ScanConsumers(t.Query(ctx, `SELECT `+sqlcore.ConsumerCols+` FROM consumers c
 		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
 		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
 		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
-		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED`, ready, groupID, ms(now), want))
+		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED`, ready, groupID, sqlcore.MS(now), want))
 }
 
 // pgLater is a write kept by execLater: its PostgreSQL text and
@@ -99,13 +104,13 @@ type pgWriter struct {
 	later []pgLater
 }
 
-// execLater keeps the write for the next round trip: sent before the
+// ExecLater keeps the write for the next round trip: sent before the
 // transaction's next statement, or with its COMMIT when none follows (a
 // pop's and an ack's last write): its error is then that statement's,
 // or the commit's, and nothing of the transaction commits. The
 // transaction's reads see it all the same: none runs before it is sent.
-func (w *pgWriter) execLater(_ context.Context, query string, args []any) error {
-	text, args := pgArgs(query, args)
+func (w *pgWriter) ExecLater(_ context.Context, query string, args []any) error {
+	text, args := pgBind(query, args)
 	w.later = append(w.later, pgLater{text, args})
 	return nil
 }
@@ -145,45 +150,45 @@ func (w *pgWriter) statement(ctx context.Context) (first bool, err error) {
 	return w.begin.first()
 }
 
-func (w *pgWriter) exec(ctx context.Context, query string, args []any) (sql.Result, error) {
+func (w *pgWriter) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
 	first, err := w.statement(ctx)
 	if err != nil {
 		return nil, err
 	}
-	text, args := pgArgs(query, args)
+	text, args := pgBind(query, args)
 	if first {
 		return w.begin.execFirst(ctx, text, args)
 	}
 	return w.begin.exec(ctx, text, args)
 }
 
-func (w *pgWriter) query(ctx context.Context, query string, args []any) (rowsIter, error) {
+func (w *pgWriter) Query(ctx context.Context, query string, args []any) (sqlcore.Rows, error) {
 	first, err := w.statement(ctx)
 	if err != nil {
 		return nil, err
 	}
-	text, args := pgArgs(query, args)
+	text, args := pgBind(query, args)
 	if first {
 		return w.begin.queryFirst(ctx, text, args)
 	}
 	return w.begin.query(ctx, text, args)
 }
 
-func (w *pgWriter) queryRow(ctx context.Context, query string, args []any) rowScanner {
-	rows, err := w.query(ctx, query, args)
+func (w *pgWriter) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {
+	rows, err := w.Query(ctx, query, args)
 	if err != nil {
 		return rawRow{err: err}
 	}
 	return pgRow{rows: rows}
 }
 
-func (w *pgWriter) insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
-	return pgInsertReturning(w.query(ctx, query+" RETURNING "+col, args))
+func (w *pgWriter) Insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
+	return pgInsertReturning(w.Query(ctx, query+" RETURNING "+col, args))
 }
 
-// execUnprepared sends BEGIN and the writes kept first: the statement
+// ExecUnprepared sends BEGIN and the writes kept first: the statement
 // goes through database/sql, on the transaction's connection.
-func (w *pgWriter) execUnprepared(ctx context.Context, query string, args []any) error {
+func (w *pgWriter) ExecUnprepared(ctx context.Context, query string, args []any) error {
 	if err := w.begin.now(ctx); err != nil {
 		return err
 	}
@@ -200,38 +205,38 @@ type pgReader struct {
 	conn *sql.Conn
 }
 
-func (r pgReader) exec(ctx context.Context, query string, args []any) (sql.Result, error) {
-	text, args := pgArgs(query, args)
+func (r pgReader) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
+	text, args := pgBind(query, args)
 	return r.conn.ExecContext(ctx, text, args...)
 }
 
-func (r pgReader) query(ctx context.Context, query string, args []any) (rowsIter, error) {
-	text, args := pgArgs(query, args)
+func (r pgReader) Query(ctx context.Context, query string, args []any) (sqlcore.Rows, error) {
+	text, args := pgBind(query, args)
 	return r.conn.QueryContext(ctx, text, args...)
 }
 
-func (r pgReader) queryRow(ctx context.Context, query string, args []any) rowScanner {
-	text, args := pgArgs(query, args)
+func (r pgReader) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {
+	text, args := pgBind(query, args)
 	return r.conn.QueryRowContext(ctx, text, args...)
 }
 
-func (r pgReader) insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
-	return pgInsertReturning(r.query(ctx, query+" RETURNING "+col, args))
+func (r pgReader) Insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
+	return pgInsertReturning(r.Query(ctx, query+" RETURNING "+col, args))
 }
 
-func (r pgReader) execLater(ctx context.Context, query string, args []any) error {
-	_, err := r.exec(ctx, query, args)
+func (r pgReader) ExecLater(ctx context.Context, query string, args []any) error {
+	_, err := r.Exec(ctx, query, args)
 	return err
 }
 
-func (r pgReader) execUnprepared(ctx context.Context, query string, args []any) error {
+func (r pgReader) ExecUnprepared(ctx context.Context, query string, args []any) error {
 	_, err := r.conn.ExecContext(ctx, query, args...)
 	return err
 }
 
 // pgInsertReturning reads the answer of an INSERT … RETURNING col: how
 // many rows it inserted and the highest col returned.
-func pgInsertReturning(rows rowsIter, err error) (n, last int64, _ error) {
+func pgInsertReturning(rows sqlcore.Rows, err error) (n, last int64, _ error) {
 	if err != nil {
 		return 0, 0, err
 	}
@@ -247,4 +252,23 @@ func pgInsertReturning(rows rowsIter, err error) (n, last int64, _ error) {
 		return 0, 0, err
 	}
 	return n, last, nil
+}
+
+// pgBind is query in PostgreSQL's dialect with its arguments (pgArgs),
+// a full-text match (sqlcore.FTSMatch) bound as a tsquery (pgTsquery):
+// pgx writes a pgtype.TextValuer's text, for a parameter of a type it
+// has no codec of, as tsquery.
+func pgBind(query string, args []any) (string, []any) {
+	copied := false
+	for i, a := range args {
+		m, ok := a.(sqlcore.FTSMatch)
+		if !ok {
+			continue
+		}
+		if !copied {
+			args, copied = slices.Clone(args), true
+		}
+		args[i] = pgtype.Text{String: pgTsquery(string(m)), Valid: true}
+	}
+	return pgArgs(query, args)
 }

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // rawConn runs the writer's statements on go-sqlite3's connection itself,
@@ -258,7 +260,7 @@ func assign(dest, v any) error {
 			*d = x
 			return nil
 		case bool:
-			*d = b2i(x)
+			*d = sqlcore.B2I(x)
 			return nil
 		case float64: // database/sql formats a float and parses the text
 			return parseInt(d, strconv.FormatFloat(x, 'g', -1, 64), v)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // The writer's statements run beneath database/sql (rawConn); what they
@@ -31,7 +32,7 @@ func TestTheWritersScanAgreesWithDatabaseSQL(t *testing.T) {
 			wantErr := d.write.QueryRowContext(ctx, q).Scan(want)
 			var gotErr error
 			if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
-				gotErr = tx.(*storeTx).queryRow(ctx, q).Scan(got)
+				gotErr = tx.(*sqlcore.Tx).QueryRow(ctx, q).Scan(got)
 				return nil
 			}); err != nil {
 				t.Fatal(err)
@@ -48,15 +49,15 @@ func TestTheWritersScanAgreesWithDatabaseSQL(t *testing.T) {
 	}
 	// No row, several rows, an error in the SQL.
 	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
-		st := tx.(*storeTx)
+		st := tx.(*sqlcore.Tx)
 		var n int64
-		if err := st.queryRow(ctx, `SELECT 1 WHERE 0`).Scan(&n); err != sql.ErrNoRows {
+		if err := st.QueryRow(ctx, `SELECT 1 WHERE 0`).Scan(&n); err != sql.ErrNoRows {
 			t.Errorf("no row: %v, want sql.ErrNoRows", err)
 		}
-		if err := st.queryRow(ctx, `SELECT nope FROM nowhere`).Scan(&n); err == nil {
+		if err := st.QueryRow(ctx, `SELECT nope FROM nowhere`).Scan(&n); err == nil {
 			t.Error("a query that cannot prepare scanned nothing and said nothing")
 		}
-		rows, err := st.query(ctx, `SELECT value FROM json_each('[3,1,2]')`)
+		rows, err := st.Query(ctx, `SELECT value FROM json_each('[3,1,2]')`)
 		if err != nil {
 			return err
 		}
@@ -89,12 +90,12 @@ func TestTheWriterKeepsAtMostMaxStatementsPrepared(t *testing.T) {
 	execSQL(t, d, `CREATE TABLE t (v INTEGER)`)
 	n := maxStatements + 20
 	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
-		st := tx.(*storeTx)
+		st := tx.(*sqlcore.Tx)
 		for i := range n {
-			if _, err := st.exec(ctx, fmt.Sprintf(`INSERT INTO t VALUES (%d)`, i)); err != nil {
+			if _, err := st.Exec(ctx, fmt.Sprintf(`INSERT INTO t VALUES (%d)`, i)); err != nil {
 				return err
 			}
-			rows, err := st.query(ctx, fmt.Sprintf(`SELECT v FROM t WHERE v = %d`, i))
+			rows, err := st.Query(ctx, fmt.Sprintf(`SELECT v FROM t WHERE v = %d`, i))
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // openBroker opens a database in a temporary directory and a broker
@@ -212,7 +213,7 @@ func TestPopClearsTheDrainedPartitionsItPasses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, b := openBroker(t)
-	const parts = 3*readyScan + 5
+	const parts = 3*sqlcore.ReadyScan + 5
 	var items []broker.PushItem
 	for i := range parts {
 		items = append(items, broker.PushItem{Queue: "q", Partition: fmt.Sprintf("p%03d", i), Payload: []byte(`{}`)})

@@ -5,27 +5,28 @@ import (
 	"database/sql"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
-// sqliteDialect is the dialect of SQLite's store: storeTx's statements
+// sqliteDialect is the dialect of SQLite's store: sqlcore.Tx's statements
 // run as written.
 type sqliteDialect struct{}
 
-// text keeps every byte.
-func (sqliteDialect) text(s string) string { return s }
+// Text keeps every byte.
+func (sqliteDialect) Text(s string) string { return s }
 
-// param is SQLite's ?.
-func (sqliteDialect) param(int) string { return "?" }
+// Param is SQLite's ?.
+func (sqliteDialect) Param(int) string { return "?" }
 
-// insertMessages calls InsertMessage for each message: a statement costs
+// InsertMessages calls InsertMessage for each message: a statement costs
 // no round trip here, and the push's statement stays the one measured.
-func (sqliteDialect) insertMessages(ctx context.Context, t *storeTx, ms []*broker.Message) ([]bool, error) {
-	return t.insertEach(ctx, ms)
+func (sqliteDialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, ms []*broker.Message) ([]bool, error) {
+	return t.InsertEach(ctx, ms)
 }
 
-// foldLock folds every row noted: SQLite's one writer holds them all.
-func (sqliteDialect) foldLock(_ context.Context, _ *storeTx, ids []int64, keys [][2]int64) ([]int64, [][2]int64, foldLeft, error) {
-	return ids, keys, foldLeft{}, nil
+// FoldLock folds every row noted: SQLite's one writer holds them all.
+func (sqliteDialect) FoldLock(_ context.Context, _ *sqlcore.Tx, ids []int64, keys [][2]int64) ([]int64, [][2]int64, sqlcore.FoldLeft, error) {
+	return ids, keys, sqlcore.FoldLeft{}, nil
 }
 
 // sqliteWriter is the executor of the writer's transactions: its
@@ -36,29 +37,29 @@ type sqliteWriter struct {
 	conn *sql.Conn // the same connection, through database/sql
 }
 
-func (w sqliteWriter) exec(_ context.Context, query string, args []any) (sql.Result, error) {
+func (w sqliteWriter) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
 	return w.raw.exec(query, args)
 }
 
-func (w sqliteWriter) query(_ context.Context, query string, args []any) (rowsIter, error) {
+func (w sqliteWriter) Query(_ context.Context, query string, args []any) (sqlcore.Rows, error) {
 	return w.raw.query(query, args)
 }
 
-func (w sqliteWriter) queryRow(_ context.Context, query string, args []any) rowScanner {
+func (w sqliteWriter) QueryRow(_ context.Context, query string, args []any) sqlcore.Row {
 	rows, err := w.raw.query(query, args)
 	return rawRow{rows: rows, err: err}
 }
 
-func (w sqliteWriter) insert(ctx context.Context, _ string, query string, args []any) (int64, int64, error) {
-	return sqlResultInsert(w.exec(ctx, query, args))
+func (w sqliteWriter) Insert(ctx context.Context, _ string, query string, args []any) (int64, int64, error) {
+	return sqlResultInsert(w.Exec(ctx, query, args))
 }
 
-func (w sqliteWriter) execLater(ctx context.Context, query string, args []any) error {
-	_, err := w.exec(ctx, query, args)
+func (w sqliteWriter) ExecLater(ctx context.Context, query string, args []any) error {
+	_, err := w.Exec(ctx, query, args)
 	return err
 }
 
-func (w sqliteWriter) execUnprepared(_ context.Context, query string, args []any) error {
+func (w sqliteWriter) ExecUnprepared(_ context.Context, query string, args []any) error {
 	_, err := w.conn.ExecContext(context.Background(), query, args...)
 	return err
 }
@@ -71,28 +72,28 @@ type sqliteReader struct {
 	conn *sql.Conn
 }
 
-func (r sqliteReader) exec(_ context.Context, query string, args []any) (sql.Result, error) {
+func (r sqliteReader) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
 	return r.conn.ExecContext(context.Background(), query, args...)
 }
 
-func (r sqliteReader) query(_ context.Context, query string, args []any) (rowsIter, error) {
+func (r sqliteReader) Query(_ context.Context, query string, args []any) (sqlcore.Rows, error) {
 	return r.conn.QueryContext(context.Background(), query, args...)
 }
 
-func (r sqliteReader) queryRow(_ context.Context, query string, args []any) rowScanner {
+func (r sqliteReader) QueryRow(_ context.Context, query string, args []any) sqlcore.Row {
 	return r.conn.QueryRowContext(context.Background(), query, args...)
 }
 
-func (r sqliteReader) insert(ctx context.Context, _ string, query string, args []any) (int64, int64, error) {
-	return sqlResultInsert(r.exec(ctx, query, args))
+func (r sqliteReader) Insert(ctx context.Context, _ string, query string, args []any) (int64, int64, error) {
+	return sqlResultInsert(r.Exec(ctx, query, args))
 }
 
-func (r sqliteReader) execLater(ctx context.Context, query string, args []any) error {
-	_, err := r.exec(ctx, query, args)
+func (r sqliteReader) ExecLater(ctx context.Context, query string, args []any) error {
+	_, err := r.Exec(ctx, query, args)
 	return err
 }
 
-func (r sqliteReader) execUnprepared(ctx context.Context, query string, args []any) error {
-	_, err := r.exec(ctx, query, args)
+func (r sqliteReader) ExecUnprepared(ctx context.Context, query string, args []any) error {
+	_, err := r.Exec(ctx, query, args)
 	return err
 }

@@ -3,67 +3,26 @@ package db
 import (
 	"context"
 	"time"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
-// The import of an archive's dead letters (broker/archive.go).
-
-const (
-	// importDupTxSQL: has group ?2 a dead letter of transactionId ?3 in
-	// partition ?1 already? (dead_letters_transaction.)
-	importDupTxSQL = `SELECT ?3 <> '' AND EXISTS (SELECT 1 FROM dead_letters WHERE transaction_id = ?3 AND partition_id = ?1 AND group_id = ?2)`
-	// importSameSQL: is seq ?1 this database's message of partition ?2
-	// and transactionId ?3 (kept, pushed at ?4; or named by a removed dead
-	// letter's record)? And has group ?5 its dead letter already? (The
-	// primary key; removed_dead_letters_seq; the unique index of
-	// dead_letters (seq, group_id).)
-	importSameSQL = `SELECT EXISTS (SELECT 1 FROM messages WHERE seq = ?1 AND partition_id = ?2 AND transaction_id = ?3 AND created_at = ?4)
-		OR EXISTS (SELECT 1 FROM removed_dead_letters WHERE seq = ?1 AND partition_id = ?2 AND transaction_id = ?3),
-		EXISTS (SELECT 1 FROM dead_letters WHERE seq = ?1 AND group_id = ?5)`
-)
-
-// SeqForImport implements broker.ArchiveTx: see its doc. A new seq is
-// one above the highest of messages (the retention's placeholder row
-// included), and the placeholder moves one above it (keepSeqFloor), so
-// that no push draws it and no join of the dead letter finds a message.
-// On PostgreSQL it is drawn from messages' identity sequence, which
-// no push draws again and no message has had (the highest of messages
-// may be below seqs deleted messages had, which dead letters, replays and
-// attempts still name; there is no placeholder to say so).
-func (t *storeTx) SeqForImport(ctx context.Context, seq, partitionID, groupID int64, txid string, createdAt, now time.Time) (int64, bool, error) {
-	var dup, same bool
-	if err := t.queryRow(ctx, importDupTxSQL, partitionID, groupID, txid).Scan(&dup); err != nil || dup {
-		return 0, dup, err
-	}
-	if seq > 0 {
-		// The seq is only this message's when a row says so: in another
-		// database it may be any message's.
-		if err := t.queryRow(ctx, importSameSQL, seq, partitionID, txid, ms(createdAt), groupID).Scan(&same, &dup); err != nil {
-			return 0, false, err
-		}
-		if same {
-			return seq, dup, nil
-		}
-	}
-	seq, err := t.d.importSeq(ctx, t, now)
-	return seq, false, err
-}
-
-// importSeq is one above the highest of messages, the placeholder moved
+// ImportSeq is one above the highest of messages, the placeholder moved
 // one above it.
-func (sqliteDialect) importSeq(ctx context.Context, t *storeTx, now time.Time) (int64, error) {
+func (sqliteDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, now time.Time) (int64, error) {
 	var top int64
-	if err := t.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&top); err != nil {
+	if err := t.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&top); err != nil {
 		return 0, err
 	}
-	if err := t.keepSeqFloor(ctx, top+2, ms(now)); err != nil {
+	if err := t.KeepSeqFloor(ctx, top+2, sqlcore.MS(now)); err != nil {
 		return 0, err
 	}
 	return top + 1, nil
 }
 
-// importSeq is drawn from messages' identity sequence.
-func (pgDialect) importSeq(ctx context.Context, t *storeTx, _ time.Time) (int64, error) {
+// ImportSeq is drawn from messages' identity sequence.
+func (pgDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, _ time.Time) (int64, error) {
 	var next int64
-	err := t.queryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`).Scan(&next)
+	err := t.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`).Scan(&next)
 	return next, err
 }

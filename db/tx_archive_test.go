@@ -3,6 +3,8 @@ package db
 import (
 	"strings"
 	"testing"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // The import's checks are index probes: none scans dead_letters,
@@ -15,8 +17,8 @@ func TestArchiveImportPlans(t *testing.T) {
 		args        []any
 		want        []string
 	}{
-		{"dup by transactionId", importDupTxSQL, []any{1, 1, "t"}, []string{"SEARCH dead_letters USING INDEX dead_letters_transaction (transaction_id=?)"}},
-		{"same message", importSameSQL, []any{1, 1, "t", 0, 1}, []string{
+		{"dup by transactionId", sqlcore.ImportDupTxSQL, []any{1, 1, "t"}, []string{"SEARCH dead_letters USING INDEX dead_letters_transaction (transaction_id=?)"}},
+		{"same message", sqlcore.ImportSameSQL, []any{1, 1, "t", 0, 1}, []string{
 			"SEARCH messages USING INTEGER PRIMARY KEY (rowid=?)",
 			"SEARCH removed_dead_letters USING INDEX removed_dead_letters_seq (seq=?)",
 			"SEARCH dead_letters USING COVERING INDEX sqlite_autoindex_dead_letters_1 (seq=? AND group_id=?)"}},

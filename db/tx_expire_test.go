@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // Dead-letter expiry reads and writes by index: the due dead letters of a
@@ -36,7 +37,7 @@ func TestExpiryPlans(t *testing.T) {
 			}
 		}
 	}
-	check("due", queryPlan(t, d, dueDeadLettersSQL, 1, 1000, 500), []string{"SEARCH d USING INDEX dead_letters_queue (queue_id=? AND failed_at<?)"}, "SCAN")
+	check("due", queryPlan(t, d, sqlcore.DueDeadLettersSQL, 1, 1000, 500), []string{"SEARCH d USING INDEX dead_letters_queue (queue_id=? AND failed_at<?)"}, "SCAN")
 	for _, c := range []struct {
 		f     broker.Filter
 		index string
@@ -44,13 +45,13 @@ func TestExpiryPlans(t *testing.T) {
 		{broker.Filter{QueueID: 1, To: time.UnixMilli(1000)}, "dead_letters_queue (queue_id=? AND failed_at<?)"},
 		{broker.Filter{QueueID: 1, GroupID: 2, To: time.UnixMilli(1000)}, "dead_letters_group (queue_id=? AND group_id=? AND failed_at<?)"},
 	} {
-		w, args := where(c.f)
+		w, args := sqlcore.Where(c.f)
 		plan := queryPlan(t, d, `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`+w+` LIMIT ?)`, append(args, broker.ExpiringCap+1)...)
 		check("expiring count", plan, []string{"USING COVERING INDEX " + c.index}, "SCAN d")
 	}
-	check("mark", queryPlan(t, d, markExpiredSQL, "[1]", "[2]", 60), []string{"USING INDEX removed_dead_letters_seq (seq=?)"}, "SCAN removed_dead_letters")
-	check("attempts", queryPlan(t, d, expiredAttemptsSQL, "[[1,2]]"), []string{"SEARCH attempts USING"}, "SCAN attempts")
-	check("rules", queryPlan(t, d, expiryRulesSQL, 1), []string{"USING INDEX removed_dead_letters_seq (seq=?)"}, "SCAN")
+	check("mark", queryPlan(t, d, sqlcore.MarkExpiredSQL, "[1]", "[2]", 60), []string{"USING INDEX removed_dead_letters_seq (seq=?)"}, "SCAN removed_dead_letters")
+	check("attempts", queryPlan(t, d, sqlcore.ExpiredAttemptsSQL, "[[1,2]]"), []string{"SEARCH attempts USING"}, "SCAN attempts")
+	check("rules", queryPlan(t, d, sqlcore.ExpiryRulesSQL, 1), []string{"USING INDEX removed_dead_letters_seq (seq=?)"}, "SCAN")
 }
 
 // DueDeadLetters returns the oldest first, only the queue's, only those
@@ -166,7 +167,7 @@ func TestMarkExpiredCutsTheRecord(t *testing.T) {
 			keys = append(keys, broker.DeadLetterKey{ID: dl.ID, Seq: 7, QueueID: 1, PartitionID: 1, GroupID: g})
 		}
 		// As the message sweep leaves them once it removed the message.
-		if _, err := tx.(*storeTx).exec(ctx, `UPDATE dead_letters SET payload = CAST('{"card":"4111"}' AS BLOB), pushed_at = ?`, ms(t0.Add(-time.Hour))); err != nil {
+		if _, err := tx.(*sqlcore.Tx).Exec(ctx, `UPDATE dead_letters SET payload = CAST('{"card":"4111"}' AS BLOB), pushed_at = ?`, sqlcore.MS(t0.Add(-time.Hour))); err != nil {
 			return err
 		}
 		if err := tx.DeleteDeadLetters(ctx, []int64{keys[0].ID}, &broker.Removal{How: broker.RemovedExpired, At: t0, Actor: broker.BrokerActor}); err != nil {
@@ -192,7 +193,7 @@ func TestMarkExpiredCutsTheRecord(t *testing.T) {
 		if err := rows.Scan(&how, &retention, &errText, &noPayload, &pushed); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, fmt.Sprintf("%s %d %q %v %v", how, retention, errText, noPayload, pushed == ms(t0.Add(-time.Hour))))
+		got = append(got, fmt.Sprintf("%s %d %q %v %v", how, retention, errText, noPayload, pushed == sqlcore.MS(t0.Add(-time.Hour))))
 	}
 	if want := []string{`expired 172800 "" true true`, `deleted 0 "secret error" false true`}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("records %v, want %v", got, want)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // An export's page query walks an index in order, on the first page and
@@ -38,7 +39,7 @@ func TestExportPlans(t *testing.T) {
 		"Transaction": {QueueID: 1, TransactionID: "t"},
 	} {
 		for _, after := range []*broker.Cursor{nil, {At: at, ID: 42}} {
-			query, args := exportQuery(f, after, 500)
+			query, args := sqlcore.ExportQuery(f, after, 500)
 			text := queryPlan(t, d, query, args...)
 			if strings.Contains(text, "SCAN d\n") || strings.HasSuffix(text, "SCAN d") || strings.Contains(text, "SCAN dead_letters") ||
 				strings.Contains(text, "TEMP B-TREE") || !strings.Contains(text, "USING INDEX dead_letters_") && !strings.Contains(text, "USING COVERING INDEX dead_letters_") {
@@ -67,9 +68,9 @@ func TestExportPlans(t *testing.T) {
 		"TextGroup": {QueueID: 1, Fingerprint: "boom", Text: `"timeout"`},
 		"TextTx":    {QueueID: 1, TransactionID: "t", Text: `"timeout"`},
 	} {
-		for i, ph := range exportPhases(f) {
+		for i, ph := range sqlcore.ExportPhases(f) {
 			join := "SEARCH d USING INTEGER PRIMARY KEY (rowid=?)"
-			if ph.payloads {
+			if ph.Payloads() {
 				join = "SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq=?"
 			}
 			for _, below := range []int64{0, 42} {
@@ -77,11 +78,11 @@ func TestExportPlans(t *testing.T) {
 				if below > 0 {
 					walk = "VIRTUAL TABLE INDEX 262147:DESC"
 				}
-				query, args := indexBlockQuery(ph, below)
+				query, args := sqlcore.IndexBlockQuery(ph, below)
 				if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN dead_letter_") || !strings.Contains(text, walk) || strings.Contains(text, "TEMP B-TREE") {
 					t.Errorf("%s phase %d (below %d): block plan\n%s\nwants the index in docid order (%s), no sort", name, i, below, text, walk)
 				}
-				query, args = indexQuery(keySelect, ph, below, 500)
+				query, args = sqlcore.IndexQuery(sqlcore.KeySelect, ph, below, 500)
 				if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN t "+walk) || !strings.Contains(text, join) || strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, "LIST SUBQUERY") {
 					t.Errorf("%s phase %d (below %d): keys plan\n%s\nwants the index in docid order (%s), then %s, no sort", name, i, below, text, walk, join)
 				}
@@ -160,8 +161,8 @@ func TestExportPagesAreCutByBytes(t *testing.T) {
 // worth without a row (empty, not the last). (Not parallel: it makes the
 // blocks small.)
 func TestExportByIndexIsComplete(t *testing.T) {
-	defer func(b, r int) { exportBlock, exportBlockReads = b, r }(exportBlock, exportBlockReads)
-	exportBlock, exportBlockReads = 3, 2
+	defer func(b, r int) { sqlcore.ExportBlock, sqlcore.ExportBlockReads = b, r }(sqlcore.ExportBlock, sqlcore.ExportBlockReads)
+	sqlcore.ExportBlock, sqlcore.ExportBlockReads = 3, 2
 	ctx := context.Background()
 	d, b := openBroker(t)
 	for _, queue := range []string{"q", "r"} {

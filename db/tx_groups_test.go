@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // fileErrors dead-letters one message per error text in group g of q.
@@ -122,7 +123,7 @@ func TestErrorGroupPlans(t *testing.T) {
 		"Consumer group (unchanged)":   {broker.Filter{QueueID: 1, GroupID: 2}, "dead_letters_group"},
 		"Group in a bulk action bound": {broker.Filter{QueueID: 1, Fingerprint: "x", MaxID: 10, MaxFailedAt: at}, "dead_letters_fingerprint"},
 	} {
-		w, args := where(c.f)
+		w, args := sqlcore.Where(c.f)
 		for _, page := range []string{"", " AND (d.failed_at, d.id) < (?, ?)"} {
 			pargs := args
 			if page != "" {
@@ -139,12 +140,12 @@ func TestErrorGroupPlans(t *testing.T) {
 		args  []any
 		want  string
 	}{
-		"one":          {groupOneSQL, []any{1, 2, "x"}, "SEARCH error_groups USING INDEX sqlite_autoindex_error_groups_1 (queue_id=? AND group_id=? AND fingerprint=?)"},
-		"top":          {groupTopSQL, []any{1, 2, 10}, "SEARCH error_groups USING INDEX error_groups_top (queue_id=? AND group_id=?)"},
-		"top covering": {groupTopFingerprintsSQL, []any{1, 2, 10}, "SEARCH error_groups USING COVERING INDEX error_groups_top (queue_id=? AND group_id=?)"},
-		"across":       {groupAcrossSQL, []any{1, `["x"]`}, "SEARCH error_groups USING INDEX sqlite_autoindex_error_groups_1 (queue_id=? AND group_id=? AND fingerprint=?)"},
-		"hours":        {groupHoursSQL, []any{1, `["x"]`, 5, 2}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
-		"hours across": {groupHoursAcrossSQL, []any{1, `["x"]`, 5, 0}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
+		"one":          {sqlcore.GroupOneSQL, []any{1, 2, "x"}, "SEARCH error_groups USING INDEX sqlite_autoindex_error_groups_1 (queue_id=? AND group_id=? AND fingerprint=?)"},
+		"top":          {sqlcore.GroupTopSQL, []any{1, 2, 10}, "SEARCH error_groups USING INDEX error_groups_top (queue_id=? AND group_id=?)"},
+		"top covering": {sqlcore.GroupTopFingerprintsSQL, []any{1, 2, 10}, "SEARCH error_groups USING COVERING INDEX error_groups_top (queue_id=? AND group_id=?)"},
+		"across":       {sqlcore.GroupAcrossSQL, []any{1, `["x"]`}, "SEARCH error_groups USING INDEX sqlite_autoindex_error_groups_1 (queue_id=? AND group_id=? AND fingerprint=?)"},
+		"hours":        {sqlcore.GroupHoursSQL, []any{1, `["x"]`, 5, 2}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
+		"hours across": {sqlcore.GroupHoursAcrossSQL, []any{1, `["x"]`, 5, 0}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 	} {
 		text := queryPlan(t, d, c.query, c.args...)
 		if !strings.Contains(text, c.want) || strings.Contains(text, "SCAN error_group") {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // historyFixture pushes messages a, b, c, d to queue q partition p and
@@ -215,15 +216,15 @@ func TestHistoryPlans(t *testing.T) {
 		want        []string
 		scans       []string // what may be scanned: the recursive chain, a subquery's rows
 	}{
-		{"Attempts", attemptsQuery, []any{1, 2, 100}, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (seq=? AND group_id=?)"}, nil},
-		{"DeleteAttempts", deleteAttemptsQuery, []any{1, 2}, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (seq=? AND group_id=?)"}, nil},
-		{"MessageRef", messageRefQuery, []any{1}, []string{"SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+		{"Attempts", sqlcore.AttemptsQuery, []any{1, 2, 100}, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (seq=? AND group_id=?)"}, nil},
+		{"DeleteAttempts", sqlcore.DeleteAttemptsQuery, []any{1, 2}, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (seq=? AND group_id=?)"}, nil},
+		{"MessageRef", sqlcore.MessageRefQuery, []any{1}, []string{"SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
 			"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)", "SEARCH r USING INDEX removed_dead_letters_seq (seq=?)",
 			"SEARCH c USING INDEX replays_seq (seq=?)"},
 			[]string{"x", "(subquery-2)", "(subquery-4)", "(subquery-6)"}}, // one-row co-routines
-		{"Lineage", lineageQuery, []any{1, 20}, []string{"SEARCH replays USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)"}, []string{"c", "chain"}},
-		{"Copies", copiesQuery, []any{1, 100}, []string{"SEARCH replays USING INDEX replays_seq (seq=?)", "SEARCH o USING PRIMARY KEY (copy_seq=?)", "SEARCH d USING"}, []string{"r"}},
-		{"Deletions", deletionsQuery, []any{1}, []string{"SEARCH r USING INDEX removed_dead_letters_seq (seq=?)"}, nil},
+		{"Lineage", sqlcore.LineageQuery, []any{1, 20}, []string{"SEARCH replays USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)"}, []string{"c", "chain"}},
+		{"Copies", sqlcore.CopiesQuery, []any{1, 100}, []string{"SEARCH replays USING INDEX replays_seq (seq=?)", "SEARCH o USING PRIMARY KEY (copy_seq=?)", "SEARCH d USING"}, []string{"r"}},
+		{"Deletions", sqlcore.DeletionsQuery, []any{1}, []string{"SEARCH r USING INDEX removed_dead_letters_seq (seq=?)"}, nil},
 	} {
 		text := queryPlan(t, d, c.query, c.args...)
 		for _, w := range c.want {

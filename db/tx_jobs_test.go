@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // The queries of jobs, restores, the history sweep and the audit's
@@ -21,16 +22,16 @@ func TestJobAndRestorePlans(t *testing.T) {
 	}
 	defer d.Close()
 	now := time.Now()
-	byJobQ, byJobArgs := restorableQuery(0, 0, 7, now, 500)
-	bySeqQ, bySeqArgs := restorableQuery(42, 3, 0, now, 0)
-	people, peopleArgs := auditQuery(broker.AuditFilter{}, broker.Page{Limit: 50})
-	stream, streamArgs := auditQuery(broker.AuditFilter{Stream: broker.AuditStreamBroker}, broker.Page{Limit: 50, After: &broker.Cursor{ID: 1000}})
+	byJobQ, byJobArgs := sqlcore.RestorableQuery(0, 0, 7, now, 500)
+	bySeqQ, bySeqArgs := sqlcore.RestorableQuery(42, 3, 0, now, 0)
+	people, peopleArgs := sqlcore.AuditQuery(broker.AuditFilter{}, broker.Page{Limit: 50})
+	stream, streamArgs := sqlcore.AuditQuery(broker.AuditFilter{Stream: broker.AuditStreamBroker}, broker.Page{Limit: 50, After: &broker.Cursor{ID: 1000}})
 	for _, c := range []struct {
 		name, query string
 		args        []any
 		want        []string
 	}{
-		{"JobFailures", jobFailuresQuery, []any{7, 50}, []string{"SEARCH o USING INDEX replay_outcomes_job (job_id=? AND outcome=?)"}},
+		{"JobFailures", sqlcore.JobFailuresQuery, []any{7, 50}, []string{"SEARCH o USING INDEX replay_outcomes_job (job_id=? AND outcome=?)"}},
 		{"Restorable of a job", byJobQ, byJobArgs, []string{"SEARCH r USING INDEX removed_dead_letters_job (job_id=?)"}},
 		{"Restorable of a message", bySeqQ, bySeqArgs, []string{"SEARCH r USING INDEX removed_dead_letters_seq (seq=?)"}},
 		{"Audit, people's stream", people, peopleArgs, []string{"SEARCH audit USING INDEX audit_stream (broker=?)"}},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // The maintenance sweeps find their rows by an index from the oldest end
@@ -25,7 +26,7 @@ func TestMaintainPlans(t *testing.T) {
 		broker.BucketHour:           "stats_hour_time (hour<?)",
 		broker.BucketErrorGroupHour: "error_group_hours_sweep (hour<?)",
 	} {
-		q, _ := bucketSweepSQL(b)
+		q, _ := sqlcore.BucketSweepSQL(b)
 		plan := queryPlan(t, d, q, 100, 500)
 		if !strings.Contains(plan, "USING COVERING INDEX "+index) && !strings.Contains(plan, "USING INDEX "+index) {
 			t.Errorf("bucket %d: plan\n%s\nwants %q", b, plan, index)
@@ -36,12 +37,12 @@ func TestMaintainPlans(t *testing.T) {
 			}
 		}
 	}
-	plan := queryPlan(t, d, sweepAuditSQL, 100, 500)
+	plan := queryPlan(t, d, sqlcore.SweepAuditSQL, 100, 500)
 	if !strings.Contains(plan, "SEARCH audit USING INTEGER PRIMARY KEY (rowid=?)") || strings.Contains(plan, "TEMP B-TREE") {
 		t.Errorf("audit sweep: plan\n%s", plan)
 	}
 	// sessions: a scan of a table a few rows a person, by design.
-	if plan := queryPlan(t, d, sweepSessionsSQL, 100, 100, 500); strings.Contains(plan, "TEMP B-TREE") {
+	if plan := queryPlan(t, d, sqlcore.SweepSessionsSQL, 100, 100, 500); strings.Contains(plan, "TEMP B-TREE") {
 		t.Errorf("sessions sweep: plan\n%s", plan)
 	}
 }
@@ -79,7 +80,7 @@ func TestSweepBuckets(t *testing.T) {
 	for {
 		var n int64
 		if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) (err error) {
-			n, err = tx.(*storeTx).SweepBuckets(ctx, broker.BucketMinute, cut, 300)
+			n, err = tx.(*sqlcore.Tx).SweepBuckets(ctx, broker.BucketMinute, cut, 300)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -102,7 +103,7 @@ func TestSweepBuckets(t *testing.T) {
 	// Hours: 20 of them; those that end at or before the cut (11 h 40 m) go: 11.
 	before := count("stats_hour")
 	if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
-		_, err := tx.(*storeTx).SweepBuckets(ctx, broker.BucketHour, cut, 500)
+		_, err := tx.(*sqlcore.Tx).SweepBuckets(ctx, broker.BucketHour, cut, 500)
 		return err
 	}); err != nil {
 		t.Fatal(err)

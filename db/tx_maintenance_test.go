@@ -3,6 +3,8 @@ package db
 import (
 	"strings"
 	"testing"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // The messages pushed during maintenance mode are counted by the
@@ -11,7 +13,7 @@ import (
 func TestMessagesAfterASeqAreCountedByThePrimaryKey(t *testing.T) {
 	t.Parallel()
 	d, _ := openBroker(t)
-	if plan := queryPlan(t, d, countMessagesAfterSQL, 10); !strings.Contains(plan, "INTEGER PRIMARY KEY (rowid>?)") {
+	if plan := queryPlan(t, d, sqlcore.CountMessagesAfterSQL, 10); !strings.Contains(plan, "INTEGER PRIMARY KEY (rowid>?)") {
 		t.Errorf("the messages above a seq are counted by:\n%s\nwant the primary key's range", plan)
 	}
 }

@@ -3,6 +3,8 @@ package db
 import (
 	"strings"
 	"testing"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // The message list walks messages backwards by an index and sorts
@@ -16,8 +18,8 @@ func TestRecentMessagesPlans(t *testing.T) {
 		args        []any
 		want        string
 	}{
-		{"one partition", recentMessagesSQL, []any{0, 1, 10, 1}, "SEARCH messages USING INDEX messages_partition_seq (partition_id=?)"},
-		{"every partition", recentMessagesAllSQL, []any{0, 1, 10}, "SCAN messages"},
+		{"one partition", sqlcore.RecentMessagesSQL, []any{0, 1, 10, 1}, "SEARCH messages USING INDEX messages_partition_seq (partition_id=?)"},
+		{"every partition", sqlcore.RecentMessagesAllSQL, []any{0, 1, 10}, "SCAN messages"},
 	} {
 		plan := queryPlan(t, d, c.query, c.args...)
 		if !strings.Contains(plan, c.want) || strings.Contains(plan, "TEMP B-TREE") {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // The sweep of empty partitions reads its candidates from the partial
@@ -29,10 +30,10 @@ func TestPartitionSweepPlans(t *testing.T) {
 		args        []any
 		want        []string
 	}{
-		{"candidates", emptyPartitionsSQL, []any{0, 1, 1, 500}, append([]string{"SEARCH partitions USING INDEX partitions_empty (id>?)"}, probes...)},
-		{"delete", deleteEmptyPartitionsSQL, []any{"[1]", 1, 1}, append([]string{"SEARCH partitions USING INTEGER PRIMARY KEY (rowid=?)"}, probes...)},
-		{"consumers", deletePartitionConsumersSQL, []any{"[1]"}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
-		{"marks", deletePartitionMarksSQL, []any{"[1]"}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)"}},
+		{"candidates", sqlcore.EmptyPartitionsSQL, []any{0, 1, 1, 500}, append([]string{"SEARCH partitions USING INDEX partitions_empty (id>?)"}, probes...)},
+		{"delete", sqlcore.DeleteEmptyPartitionsSQL, []any{"[1]", 1, 1}, append([]string{"SEARCH partitions USING INTEGER PRIMARY KEY (rowid=?)"}, probes...)},
+		{"consumers", sqlcore.DeletePartitionConsumersSQL, []any{"[1]"}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
+		{"marks", sqlcore.DeletePartitionMarksSQL, []any{"[1]"}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)"}},
 	} {
 		plan := queryPlan(t, d, c.query, c.args...)
 		for _, w := range c.want {

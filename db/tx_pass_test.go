@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // CopyGroups names the copies replayed to one group only, by the replays
@@ -47,7 +48,7 @@ func TestCopyGroupsReadsTheReplaysRow(t *testing.T) {
 func TestCopyGroupsPlan(t *testing.T) {
 	t.Parallel()
 	d, _ := openBroker(t)
-	text := queryPlan(t, d, copyGroupsQuery, `[1,2]`)
+	text := queryPlan(t, d, sqlcore.CopyGroupsQuery, `[1,2]`)
 	if !strings.Contains(text, "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)") || strings.Contains(text, "SCAN r") {
 		t.Errorf("plan\n%s\nwants replays by its primary key", text)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -105,32 +106,32 @@ func TestPushCopiesTakesAnyMixInItsOrder(t *testing.T) {
 			t.Errorf("new copies %+v, want after the first push's", again[len(first):])
 		}
 		if err := d.View(ctx, func(tx broker.Tx) error {
-			st := tx.(*storeTx)
+			st := tx.(*sqlcore.Tx)
 			for i, c := range again {
 				var payload []byte
 				var edited, rows, edits int64
 				var original, kept []byte
-				if err := st.queryRow(ctx, `SELECT payload FROM messages WHERE seq = ?`, c.CopySeq).Scan(&payload); err != nil {
+				if err := st.QueryRow(ctx, `SELECT payload FROM messages WHERE seq = ?`, c.CopySeq).Scan(&payload); err != nil {
 					return err
 				}
-				if err := st.queryRow(ctx, `SELECT COUNT(*), COALESCE(MAX(edited), -1) FROM replays WHERE copy_seq = ? AND seq = ?`, c.CopySeq, c.Seq).Scan(&rows, &edited); err != nil {
+				if err := st.QueryRow(ctx, `SELECT COUNT(*), COALESCE(MAX(edited), -1) FROM replays WHERE copy_seq = ? AND seq = ?`, c.CopySeq, c.Seq).Scan(&rows, &edited); err != nil {
 					return err
 				}
-				if err := st.queryRow(ctx, `SELECT COUNT(*) FROM replay_edits WHERE copy_seq = ?`, c.CopySeq).Scan(&edits); err != nil {
+				if err := st.QueryRow(ctx, `SELECT COUNT(*) FROM replay_edits WHERE copy_seq = ?`, c.CopySeq).Scan(&edits); err != nil {
 					return err
 				}
 				want := fmt.Sprintf(`{"m":%d}`, i%len(seqs))
 				if c.Payload != nil {
 					want = string(c.Payload)
 				}
-				if string(payload) != want || rows != 1 || edited != b2i(c.Payload != nil) || edits != edited {
+				if string(payload) != want || rows != 1 || edited != sqlcore.B2I(c.Payload != nil) || edits != edited {
 					t.Errorf("copy %d: payload %s, %d rows of replays (edited %d), %d of replay_edits; want %s, 1 row, edited %v",
 						i, payload, rows, edited, edits, want, c.Payload != nil)
 				}
 				if c.Payload == nil {
 					continue
 				}
-				if err := st.queryRow(ctx, `SELECT original, edited FROM replay_edits WHERE copy_seq = ?`, c.CopySeq).Scan(&original, &kept); err != nil {
+				if err := st.QueryRow(ctx, `SELECT original, edited FROM replay_edits WHERE copy_seq = ?`, c.CopySeq).Scan(&original, &kept); err != nil {
 					return err
 				}
 				if string(original) != fmt.Sprintf(`{"m":%d}`, i%len(seqs)) || string(kept) != string(c.Payload) {
@@ -174,7 +175,7 @@ func TestExpectReplayOutcomesCountsEachPairOnce(t *testing.T) {
 		}
 		got := map[string]int64{}
 		if err := d.View(ctx, func(tx broker.Tx) error {
-			rows, err := tx.(*storeTx).query(ctx, `SELECT job_id, group_id, replayed FROM job_outcomes`)
+			rows, err := tx.(*sqlcore.Tx).Query(ctx, `SELECT job_id, group_id, replayed FROM job_outcomes`)
 			if err != nil {
 				return err
 			}
@@ -204,7 +205,7 @@ func TestExpectReplayOutcomesCountsEachPairOnce(t *testing.T) {
 		// Each pair is noted once, for the job that noted it first.
 		var owners string
 		if err := d.View(ctx, func(tx broker.Tx) error {
-			ids, err := tx.(*storeTx).queryIDs(ctx, `SELECT job_id FROM replay_outcomes ORDER BY copy_seq, group_id`)
+			ids, err := tx.(*sqlcore.Tx).QueryIDs(ctx, `SELECT job_id FROM replay_outcomes ORDER BY copy_seq, group_id`)
 			owners = fmt.Sprint(ids)
 			return err
 		}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // A dead letter's count is one probe of replays' primary key; the bulk
@@ -15,7 +16,7 @@ import (
 func TestReplayCapQueriesUseThePrimaryKeys(t *testing.T) {
 	t.Parallel()
 	d, _ := openBroker(t)
-	if text := queryPlan(t, d, replayCountsSQL, "[1,2]"); !strings.Contains(text, "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)") || strings.Contains(text, "SCAN r") {
+	if text := queryPlan(t, d, sqlcore.ReplayCountsSQL, "[1,2]"); !strings.Contains(text, "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)") || strings.Contains(text, "SCAN r") {
 		t.Errorf("replay counts plan\n%s", text)
 	}
 	bound := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -28,14 +29,14 @@ func TestReplayCapQueriesUseThePrimaryKeys(t *testing.T) {
 	} {
 		for _, c := range []int{broker.CapBelow, broker.CapAt} {
 			f.Cap = c
-			w, args := where(f)
-			text := queryPlan(t, d, keySelect+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, 10)...)
+			w, args := sqlcore.Where(f)
+			text := queryPlan(t, d, sqlcore.KeySelect+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, 10)...)
 			if strings.Contains(text, "SCAN r") || strings.Contains(text, "SCAN q") || strings.Contains(text, "TEMP B-TREE") ||
 				!strings.Contains(text, "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)") || !strings.Contains(text, "SEARCH q USING INTEGER PRIMARY KEY (rowid=?)") {
 				t.Errorf("%s cap %d: plan\n%s", name, c, text)
 			}
-			before, bargs := where(broker.Filter{QueueID: f.QueueID, GroupID: f.GroupID, PartitionID: f.PartitionID, Fingerprint: f.Fingerprint, MaxID: 10, MaxFailedAt: bound})
-			plain := queryPlan(t, d, keySelect+before+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(bargs, 10)...)
+			before, bargs := sqlcore.Where(broker.Filter{QueueID: f.QueueID, GroupID: f.GroupID, PartitionID: f.PartitionID, Fingerprint: f.Fingerprint, MaxID: 10, MaxFailedAt: bound})
+			plain := queryPlan(t, d, sqlcore.KeySelect+before+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(bargs, 10)...)
 			if first := strings.SplitN(text, "\n", 2)[0]; first != strings.SplitN(plain, "\n", 2)[0] {
 				t.Errorf("%s cap %d: the cap changed the index walked: %q, without it %q", name, c, first, plain)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // Every statement of retention finds its rows by an index: the
@@ -23,22 +24,22 @@ func TestRetentionPlans(t *testing.T) {
 		args        []any
 		want        []string
 	}{
-		{"partitions", partitionsAfterSQL, []any{1, 0, 500}, []string{"partitions"}},
-		{"drop marks above", dropMarksAboveSQL, []any{"[1]"}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)", "SEARCH c USING PRIMARY KEY (partition_id=?)", "SEARCH s USING PRIMARY KEY (queue_id=?)"}},
-		{"mark", markSettledSQL, []any{1, 1, "[1]", 1}, []string{"SEARCH c USING", "SEARCH s USING PRIMARY KEY (partition_id=?)", "SEARCH m EXISTS USING COVERING INDEX messages_partition_seq (partition_id=? AND seq<?)"}},
-		{"due", dueSettledSQL, []any{1, 1}, []string{"SEARCH settle_marks USING INDEX settle_marks_due (queue_id=? AND at<?)"}},
-		{"expiring", expiringPartitionsSQL, []any{1, 1}, []string{"SEARCH m USING COVERING INDEX messages_partition_seq (partition_id=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"drop marks", dropSettleMarksSQL, []any{1, 1}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)"}},
-		{"leased", leasedCursorSQL, []any{1, 1}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
-		{"range", sweepRangeSQL, []any{1, 1, 500}, []string{"SEARCH messages USING INDEX messages_partition_seq (partition_id=? AND seq<?)"}},
-		{"copy to dead letters", copyToDeadLettersSQL, []any{"[1]"}, []string{"SEARCH dead_letters USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"copy to deleted", copyToRemovedSQL, []any{"[1]"}, []string{"SEARCH removed_dead_letters USING INDEX removed_dead_letters_seq (seq=?)"}},
-		{"attempts", sweepAttemptsSQL, []any{"[1]"}, []string{"SEARCH attempts USING COVERING INDEX sqlite_autoindex_attempts_1 (seq=?)", "SEARCH d USING COVERING INDEX sqlite_autoindex_dead_letters_1 (seq=? AND group_id=?)"}},
-		{"delete", deleteMessagesSQL, []any{"[1]"}, []string{"SEARCH messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"ready", readyAfterSQL, []any{1, 1}, []string{"SEARCH messages USING COVERING INDEX messages_partition_seq (partition_id=? AND seq>?)"}},
-		{"consumers", sweptConsumersSQL, []any{1}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
-		{"one-group copies", copiesForOneGroupSQL, []any{"[1]"}, []string{"SEARCH replays USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"outcomes", expireOutcomesSQL, []any{1, "[1]"}, []string{"SEARCH replay_outcomes USING PRIMARY KEY (copy_seq=?)"}},
+		{"partitions", sqlcore.PartitionsAfterSQL, []any{1, 0, 500}, []string{"partitions"}},
+		{"drop marks above", sqlcore.DropMarksAboveSQL, []any{"[1]"}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)", "SEARCH c USING PRIMARY KEY (partition_id=?)", "SEARCH s USING PRIMARY KEY (queue_id=?)"}},
+		{"mark", sqlcore.MarkSettledSQL, []any{1, 1, "[1]", 1}, []string{"SEARCH c USING", "SEARCH s USING PRIMARY KEY (partition_id=?)", "SEARCH m EXISTS USING COVERING INDEX messages_partition_seq (partition_id=? AND seq<?)"}},
+		{"due", sqlcore.DueSettledSQL, []any{1, 1}, []string{"SEARCH settle_marks USING INDEX settle_marks_due (queue_id=? AND at<?)"}},
+		{"expiring", sqlcore.ExpiringPartitionsSQL, []any{1, 1}, []string{"SEARCH m USING COVERING INDEX messages_partition_seq (partition_id=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"drop marks", sqlcore.DropSettleMarksSQL, []any{1, 1}, []string{"SEARCH settle_marks USING PRIMARY KEY (partition_id=?)"}},
+		{"leased", sqlcore.LeasedCursorSQL, []any{1, 1}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
+		{"range", sqlcore.SweepRangeSQL, []any{1, 1, 500}, []string{"SEARCH messages USING INDEX messages_partition_seq (partition_id=? AND seq<?)"}},
+		{"copy to dead letters", sqlcore.CopyToDeadLettersSQL, []any{"[1]"}, []string{"SEARCH dead_letters USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"copy to deleted", sqlcore.CopyToRemovedSQL, []any{"[1]"}, []string{"SEARCH removed_dead_letters USING INDEX removed_dead_letters_seq (seq=?)"}},
+		{"attempts", sqlcore.SweepAttemptsSQL, []any{"[1]"}, []string{"SEARCH attempts USING COVERING INDEX sqlite_autoindex_attempts_1 (seq=?)", "SEARCH d USING COVERING INDEX sqlite_autoindex_dead_letters_1 (seq=? AND group_id=?)"}},
+		{"delete", sqlcore.DeleteMessagesSQL, []any{"[1]"}, []string{"SEARCH messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"ready", sqlcore.ReadyAfterSQL, []any{1, 1}, []string{"SEARCH messages USING COVERING INDEX messages_partition_seq (partition_id=? AND seq>?)"}},
+		{"consumers", sqlcore.SweptConsumersSQL, []any{1}, []string{"SEARCH consumers USING PRIMARY KEY (partition_id=?)"}},
+		{"one-group copies", sqlcore.CopiesForOneGroupSQL, []any{"[1]"}, []string{"SEARCH replays USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"outcomes", sqlcore.ExpireOutcomesSQL, []any{1, "[1]"}, []string{"SEARCH replay_outcomes USING PRIMARY KEY (copy_seq=?)"}},
 	} {
 		plan := queryPlan(t, d, c.query, c.args...)
 		for _, w := range c.want {

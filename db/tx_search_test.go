@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // Every lookup of the header search is an index search: no scan of
@@ -14,26 +15,26 @@ import (
 func TestSearchQueriesUseTheirIndexes(t *testing.T) {
 	t.Parallel()
 	d, _ := openBroker(t)
-	txExact, txExactArgs := messagesByTransactionQuery("ord-1", false, 51)
-	txPrefix, txPrefixArgs := messagesByTransactionQuery("ord", true, 51)
-	dlExact, dlExactArgs := deadLettersByTransactionQuery("ord-1", false, 51)
-	dlPrefix, dlPrefixArgs := deadLettersByTransactionQuery("ord", true, 51)
+	txExact, txExactArgs := sqlcore.MessagesByTransactionQuery("ord-1", false, 51)
+	txPrefix, txPrefixArgs := sqlcore.MessagesByTransactionQuery("ord", true, 51)
+	dlExact, dlExactArgs := sqlcore.DeadLettersByTransactionQuery("ord-1", false, 51)
+	dlPrefix, dlPrefixArgs := sqlcore.DeadLettersByTransactionQuery("ord", true, 51)
 	for _, c := range []struct {
 		name  string
 		query string
 		args  []any
 		want  []string
 	}{
-		{"message heads", messageHeadsQuery, []any{"[1,2]"}, []string{"SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"binary search step", firstSeqQuery, []any{1}, []string{"SEARCH messages USING INTEGER PRIMARY KEY (rowid>?)"}},
+		{"message heads", sqlcore.MessageHeadsQuery, []any{"[1,2]"}, []string{"SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"binary search step", sqlcore.FirstSeqQuery, []any{1}, []string{"SEARCH messages USING INTEGER PRIMARY KEY (rowid>?)"}},
 		{"messages by transactionId", txExact, txExactArgs, []string{"SCAN p", "SEARCH m USING INDEX sqlite_autoindex_messages_1 (partition_id=? AND transaction_id=?)"}},
 		{"messages by prefix", txPrefix, txPrefixArgs, []string{"SCAN p", "SEARCH m USING INDEX sqlite_autoindex_messages_1 (partition_id=? AND transaction_id>? AND transaction_id<?)"}},
 		{"dead letters by transactionId", dlExact, dlExactArgs, []string{"SEARCH d USING INDEX dead_letters_transaction (transaction_id=?)"}},
 		{"dead letters by prefix", dlPrefix, dlPrefixArgs, []string{"SEARCH d USING INDEX dead_letters_transaction (transaction_id>? AND transaction_id<?)"}},
-		{"dead letters by traceId", deadLettersByTraceQuery, []any{"t", 51}, []string{"SEARCH d USING INDEX dead_letters_trace (trace_id=?)"}},
-		{"dead letters of messages", deadLettersOfSeqsQuery, []any{"[1]", 51}, []string{"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)"}},
-		{"dead letters' binary search step", firstDeadLetterSeqQuery, []any{1}, []string{"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq>?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"dead letters' highest seq", maxDeadLetterSeqQuery, nil, []string{"SEARCH dead_letters USING COVERING INDEX sqlite_autoindex_dead_letters_1"}},
+		{"dead letters by traceId", sqlcore.DeadLettersByTraceQuery, []any{"t", 51}, []string{"SEARCH d USING INDEX dead_letters_trace (trace_id=?)"}},
+		{"dead letters of messages", sqlcore.DeadLettersOfSeqsQuery, []any{"[1]", 51}, []string{"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq=?)"}},
+		{"dead letters' binary search step", sqlcore.FirstDeadLetterSeqQuery, []any{1}, []string{"SEARCH d USING INDEX sqlite_autoindex_dead_letters_1 (seq>?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"dead letters' highest seq", sqlcore.MaxDeadLetterSeqQuery, nil, []string{"SEARCH dead_letters USING COVERING INDEX sqlite_autoindex_dead_letters_1"}},
 	} {
 		plan := queryPlan(t, d, c.query, c.args...)
 		for _, w := range c.want {
@@ -56,7 +57,7 @@ func TestSearchQueriesUseTheirIndexes(t *testing.T) {
 			}
 		}
 	}
-	plan := queryPlan(t, d, `SELECT g.name, `+consumerCols+` FROM consumers c JOIN groups g ON g.id = c.group_id WHERE c.partition_id = ? ORDER BY g.name`, 1)
+	plan := queryPlan(t, d, `SELECT g.name, `+sqlcore.ConsumerCols+` FROM consumers c JOIN groups g ON g.id = c.group_id WHERE c.partition_id = ? ORDER BY g.name`, 1)
 	if !strings.Contains(plan, "SEARCH c USING PRIMARY KEY (partition_id=?)") {
 		t.Errorf("partition consumers: plan\n%s", plan)
 	}

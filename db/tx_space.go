@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // Space that is reused and given back (issue 16).
@@ -51,68 +52,33 @@ const pgSpaceSQL = `SELECT current_setting('block_size')::bigint,
 	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = current_schema() AND c.relkind = 'r'`
 
-// Space reads the page size, the page and free page counts and whether
-// free pages can be given back.
-//
-// On SQLite: from the database header as the transaction sees it
-// (auto_vacuum=INCREMENTAL gives pages back). Reads no table.
-//
-// On PostgreSQL: the page is the server's block; Pages is the size of
-// Lazarus's tables with their indexes and TOAST (pgSpaceSQL), rounded up
-// to blocks, as the server's files have it now (not the snapshot's).
-// FreePages is 0: PostgreSQL keeps the room of deleted rows inside each
-// table's files, where (auto)vacuum makes it reusable, and tells how
-// much only through an extension (pg_freespacemap, pgstattuple) that
-// Lazarus does not ask for. Reclaims is false: giving that room back to
-// the file system rewrites a table under an exclusive lock (VACUUM
-// FULL, or pg_repack beside it), which is the database administrator's
-// to run, not the store's.
-//
-// Never broker.ErrNotFound on either store.
-func (t *storeTx) Space(ctx context.Context) (broker.Space, error) {
-	return t.d.space(ctx, t)
-}
-
-// space is Space on PostgreSQL.
-func (pgDialect) space(ctx context.Context, t *storeTx) (broker.Space, error) {
+// Space is Space on PostgreSQL.
+func (pgDialect) Space(ctx context.Context, t *sqlcore.Tx) (broker.Space, error) {
 	var s broker.Space
 	var bytes int64
-	if err := t.queryRow(ctx, pgSpaceSQL).Scan(&s.PageSize, &bytes); err != nil {
+	if err := t.QueryRow(ctx, pgSpaceSQL).Scan(&s.PageSize, &bytes); err != nil {
 		return broker.Space{}, fmt.Errorf("space: %w", err)
 	}
 	s.Pages = (bytes + s.PageSize - 1) / s.PageSize
 	return s, nil
 }
 
-// space is Space on SQLite.
-func (sqliteDialect) space(ctx context.Context, t *storeTx) (broker.Space, error) {
+// Space is Space on SQLite.
+func (sqliteDialect) Space(ctx context.Context, t *sqlcore.Tx) (broker.Space, error) {
 	var s broker.Space
 	var av int
-	if err := t.queryRow(ctx, spaceSQL).Scan(&s.PageSize, &s.Pages, &s.FreePages, &av); err != nil {
+	if err := t.QueryRow(ctx, spaceSQL).Scan(&s.PageSize, &s.Pages, &s.FreePages, &av); err != nil {
 		return broker.Space{}, fmt.Errorf("space: %w", err)
 	}
 	s.Reclaims = av == autoVacuumIncremental
 	return s, nil
 }
 
-// GiveBackPages runs PRAGMA incremental_vacuum for up to pages free pages
-// in the transaction (the file is cut at its commit) and returns how
-// many the freelist lost. It writes the pages it moves from the end of
-// the file, their parents and the pointer map; on a database without
-// auto_vacuum=INCREMENTAL it does nothing and returns 0. On PostgreSQL
-// it does nothing and returns 0: the store gives nothing back (Space).
-func (t *storeTx) GiveBackPages(ctx context.Context, pages int) (int64, error) {
-	if pages <= 0 {
-		return 0, nil
-	}
-	return t.d.giveBackPages(ctx, t, pages)
-}
+// GiveBackPages gives nothing back on PostgreSQL (Space).
+func (pgDialect) GiveBackPages(context.Context, *sqlcore.Tx, int) (int64, error) { return 0, nil }
 
-// giveBackPages gives nothing back on PostgreSQL (Space).
-func (pgDialect) giveBackPages(context.Context, *storeTx, int) (int64, error) { return 0, nil }
-
-// giveBackPages is GiveBackPages on SQLite.
-func (sqliteDialect) giveBackPages(ctx context.Context, t *storeTx, pages int) (int64, error) {
+// GiveBackPages is GiveBackPages on SQLite.
+func (sqliteDialect) GiveBackPages(ctx context.Context, t *sqlcore.Tx, pages int) (int64, error) {
 	before, err := t.Space(ctx)
 	if err != nil {
 		return 0, err
@@ -126,7 +92,7 @@ func (sqliteDialect) giveBackPages(ctx context.Context, t *storeTx, pages int) (
 	// Through t.query, as every statement: its context is checked first,
 	// and on the writer nothing watches it while it runs (a watcher's late
 	// interrupt could reach the writer's next statement).
-	rows, err := t.query(ctx, "PRAGMA incremental_vacuum("+strconv.Itoa(pages)+")")
+	rows, err := t.Query(ctx, "PRAGMA incremental_vacuum("+strconv.Itoa(pages)+")")
 	if err != nil {
 		return 0, fmt.Errorf("give back pages: %w", err)
 	}
@@ -227,7 +193,7 @@ func (d *DB) convertAutoVacuum(ctx context.Context) error {
 		return fmt.Errorf("auto_vacuum: %w", err)
 	}
 	defer conn.Close()
-	t := &storeTx{ex: sqliteReader{conn: conn}, d: sqliteDialect{}, locks: noLocks{}}
+	t := sqlcore.NewTx(sqliteReader{conn: conn}, sqliteDialect{}, sqlcore.NoLocks{}, nil)
 	s, err := t.Space(ctx)
 	if err != nil {
 		return fmt.Errorf("auto_vacuum: %w", err)

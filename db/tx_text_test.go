@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // searchPayloads are the payloads the search tests dead-letter, by
@@ -312,9 +313,9 @@ func TestSearchPlans(t *testing.T) {
 		"FieldQueue":     {QueueID: 1, Fields: []broker.FieldFilter{field("orderId = ord_123")}, MatchCap: broker.MatchCap},
 		"FieldGroup":     {QueueID: 1, GroupID: 2, Fields: []broker.FieldFilter{field("tags contains x"), field("amount > 1")}, MatchCap: broker.MatchCap},
 	} {
-		w, args := where(f)
+		w, args := sqlcore.Where(f)
 		for _, q := range []string{
-			deadLetterSelect + andWhere(w, "(d.failed_at, d.id) < (?, ?)") + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`,
+			sqlcore.DeadLetterSelect + sqlcore.AndWhere(w, "(d.failed_at, d.id) < (?, ?)") + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`,
 			`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d` + w + ` LIMIT 10001)`,
 		} {
 			plan := queryPlan(t, d, q, append(args, 1, 2)...) + "\n"
@@ -340,8 +341,8 @@ func TestSearchPlans(t *testing.T) {
 		"WindowField": {QueueID: 1, GroupID: 2, Fields: []broker.FieldFilter{field("brand contains visa")}, Floor: floor,
 			Window: &broker.MatchWindow{MinID: 3, MaxID: 30, MinSeq: 5, MaxSeq: 50}},
 	} {
-		w, args := where(f)
-		plan := queryPlan(t, d, deadLetterSelect+andWhere(w, "(d.failed_at, d.id) < (?, ?)")+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`, append(args, 10, 20)...)
+		w, args := sqlcore.Where(f)
+		plan := queryPlan(t, d, sqlcore.DeadLetterSelect+sqlcore.AndWhere(w, "(d.failed_at, d.id) < (?, ?)")+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`, append(args, 10, 20)...)
 		if f.Window != nil && !strings.Contains(plan, "VIRTUAL TABLE INDEX 393219:") { // 3 | docid >= | docid <=
 			t.Errorf("%s: plan\n%s\nwants the full-text match within the window's docid range", name, plan)
 		}
@@ -350,8 +351,8 @@ func TestSearchPlans(t *testing.T) {
 		}
 	}
 	// The window's ranges: the group's index over the window, no sort.
-	w, args := where(broker.Filter{QueueID: 1, GroupID: 2})
-	wq, wargs := windowQuery(broker.Filter{QueueID: 1, GroupID: 2}, &broker.Cursor{At: time.UnixMilli(9), ID: 30}, floor)
+	w, args := sqlcore.Where(broker.Filter{QueueID: 1, GroupID: 2})
+	wq, wargs := sqlcore.WindowQuery(broker.Filter{QueueID: 1, GroupID: 2}, &broker.Cursor{At: time.UnixMilli(9), ID: 30}, floor)
 	wplan := queryPlan(t, d, wq, wargs...)
 	if !strings.Contains(wplan, "USING INDEX dead_letters_group (queue_id=? AND group_id=? AND failed_at>? AND failed_at<?)") || strings.Contains(wplan, "TEMP B-TREE") {
 		t.Errorf("the window's ranges: plan\n%s\nwants the group's index over the window", wplan)

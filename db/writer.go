@@ -13,6 +13,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // ErrClosed is the error of an Update after Close.
@@ -264,14 +265,14 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 		}
 		return
 	}
-	st := &storeTx{ex: sqliteWriter{raw: d.raw, conn: d.wconn}, d: sqliteDialect{}, locks: noLocks{}, scope: &broker.TxScope{}}
+	st := sqlcore.NewTx(sqliteWriter{raw: d.raw, conn: d.wconn}, sqliteDialect{}, sqlcore.NoLocks{}, &broker.TxScope{})
 	// The memory effects of the group's functions are applied (or
 	// dropped) once the transaction has ended, before any Update of it
 	// returns and before the next transaction begins: in commit order.
 	errs := make([]error, len(group))
 	committed := false
 	answer := func() {
-		if err := st.scope.End(committed); err != nil {
+		if err := st.Scope().End(committed); err != nil {
 			d.log.Error("after a transaction", "err", err)
 		}
 		for i, r := range group {
@@ -282,7 +283,7 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 	switch {
 	case rerun:
 		d.rollback()
-		if err := st.scope.End(false); err != nil {
+		if err := st.Scope().End(false); err != nil {
 			d.log.Error("after a transaction", "err", err)
 		}
 		d.commitSavepoints(group)
@@ -324,7 +325,7 @@ func (d *DB) beginGroup(group []writeRequest) error {
 // for the others: without savepoints, one that failed having changed
 // rows (rerun: the group is to run again, each in a savepoint); with
 // them, a savepoint that could not be handled (broken).
-func (d *DB) runGroup(st *storeTx, group []writeRequest, errs []error, savepoints bool) (ok int, rerun bool, broken error) {
+func (d *DB) runGroup(st *sqlcore.Tx, group []writeRequest, errs []error, savepoints bool) (ok int, rerun bool, broken error) {
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
@@ -354,13 +355,13 @@ func (d *DB) runGroup(st *storeTx, group []writeRequest, errs []error, savepoint
 // refused ack, a lookup that found nothing) has nothing to roll back but
 // its effects on memory, which are, and the group goes on; one that
 // changed rows cannot be undone alone: rerun says so.
-func (d *DB) runBare(st *storeTx, fn func(broker.Tx) error) (rerun bool, err error) {
-	mark, before := st.scope.Savepoint(), d.raw.totalChanges()
+func (d *DB) runBare(st *sqlcore.Tx, fn func(broker.Tx) error) (rerun bool, err error) {
+	mark, before := st.Scope().Savepoint(), d.raw.totalChanges()
 	if err = run(fn, st); err == nil {
 		return false, nil
 	}
 	if d.raw.totalChanges() == before {
-		st.scope.RollbackTo(mark)
+		st.Scope().RollbackTo(mark)
 		return false, err
 	}
 	return true, err
@@ -369,11 +370,11 @@ func (d *DB) runBare(st *storeTx, fn func(broker.Tx) error) (rerun bool, err err
 // runInSavepoint runs fn of a group in a savepoint of its own: a failure
 // is rolled back to it, in the database and in memory, and the others
 // commit. broken is set when the savepoint itself could not be handled.
-func (d *DB) runInSavepoint(st *storeTx, fn func(broker.Tx) error) (err, broken error) {
-	mark := st.scope.Savepoint()
+func (d *DB) runInSavepoint(st *sqlcore.Tx, fn func(broker.Tx) error) (err, broken error) {
+	mark := st.Scope().Savepoint()
 	err, broken = savepoint(d.exec, func() error { return run(fn, st) })
 	if broken == nil && err != nil {
-		st.scope.RollbackTo(mark)
+		st.Scope().RollbackTo(mark)
 	}
 	return err, broken
 }
@@ -383,7 +384,7 @@ func (d *DB) runInSavepoint(st *storeTx, fn func(broker.Tx) error) (err, broken 
 // reports whether it committed. When any of those or the COMMIT fails,
 // nothing of the group commits: the error goes to each function that
 // had succeeded (errs).
-func (d *DB) finishGroup(st *storeTx, errs []error) (committed bool) {
+func (d *DB) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 	failAll := func(err error) bool {
 		d.rollback()
 		for i := range errs {
@@ -393,7 +394,7 @@ func (d *DB) finishGroup(st *storeTx, errs []error) (committed bool) {
 		}
 		return false
 	}
-	if err := st.markReady(context.Background()); err != nil {
+	if err := st.MarkReady(context.Background()); err != nil {
 		return failAll(fmt.Errorf("mark consumers ready: %w", err))
 	}
 	folded, left, broken := d.foldCounts(context.Background(), st, d.exec, nil)
@@ -546,7 +547,7 @@ func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
 	// panics: no interrupt may outlive the read and reach the
 	// connection's next user.
 	defer watchCancel(ctx, conn)()
-	err = fn(&storeTx{ex: sqliteReader{conn: conn}, d: sqliteDialect{}, locks: noLocks{}})
+	err = fn(sqlcore.NewTx(sqliteReader{conn: conn}, sqliteDialect{}, sqlcore.NoLocks{}, nil))
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr) // interrupted, or stopped at a statement
 	}

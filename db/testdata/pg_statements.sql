@@ -15,7 +15,7 @@
 -- SQLite only), then the 58 calls whose text is built at run time,
 -- which this file does not cover yet.
 
--- used by: foldRows
+-- used by: FoldRows
 -- from: foldConsumersSQL
 -- sqlite:
 --   UPDATE consumers SET
@@ -34,7 +34,7 @@ UPDATE consumers SET
 		WHERE consumers.partition_id = (j.value ->> 0)::bigint AND consumers.group_id = (j.value ->> 1)::bigint AND consumers.cursor <> consumers.passed_seq
 ;
 
--- used by: foldRows
+-- used by: FoldRows
 -- sqlite:
 --   UPDATE partitions SET
 --   			messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
@@ -47,202 +47,7 @@ UPDATE partitions SET
 			WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
--- used by: pgDialect.expectOutcomes
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   WITH noted AS (
---   			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
---   			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
---   			ON CONFLICT DO NOTHING
---   			RETURNING group_id)
---   		INSERT INTO job_outcomes (job_id, group_id, replayed)
---   		SELECT ?1::bigint, n.group_id, COUNT(*) FROM noted n WHERE ?1::bigint <> 0 GROUP BY n.group_id
---   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
--- postgres (translated):
-WITH noted AS (
-			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, $1::bigint FROM json_array_elements($2::json) j(value)
-			ON CONFLICT DO NOTHING
-			RETURNING group_id)
-		INSERT INTO job_outcomes (job_id, group_id, replayed)
-		SELECT $1::bigint, n.group_id, COUNT(*) FROM noted n WHERE $1::bigint <> 0 GROUP BY n.group_id
-		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
-;
-
--- used by: pgDialect.foldLock
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   SELECT c.partition_id, c.group_id FROM consumers c
---   			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
---   			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
--- postgres (translated):
-SELECT c.partition_id, c.group_id FROM consumers c
-			JOIN unnest($1::bigint[], $2::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
-			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
-;
-
--- used by: pgDialect.foldLock
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
--- postgres (translated):
-SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
-;
-
--- used by: pgDialect.importSeq
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
--- postgres (translated):
-SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
-;
-
--- used by: pgDialect.indexDeadLetter
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))
--- postgres (translated):
-INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES ($1, CAST($2 AS tsvector))
-;
-
--- used by: pgDialect.indexDeadLetter
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES (?, CAST(? AS tsvector))
--- postgres (translated):
-INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES ($1, CAST($2 AS tsvector))
-;
-
--- used by: pgDialect.indexDeadLetter
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
---   		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
--- postgres (translated):
-SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.payload FROM dead_letters o WHERE o.id = $2))
-		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
-;
-
--- used by: pgDialect.pushCopies, sqliteDialect.pushCopies
--- sqlite:
---   DELETE FROM temp.copies_in
--- postgres (translated):
-DELETE FROM pg_temp.copies_in
-;
-
--- used by: pgDialect.space
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   SELECT current_setting('block_size')::bigint,
---   	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
---   	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
---   	WHERE n.nspname = current_schema() AND c.relkind = 'r'
--- postgres (translated):
-SELECT current_setting('block_size')::bigint,
-	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
-	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-	WHERE n.nspname = current_schema() AND c.relkind = 'r'
-;
-
--- used by: pgRowLocks.lockDrained
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
---   				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
---   				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
--- postgres (translated):
-SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
-				WHERE p.id = ANY($1::bigint[]) AND c.group_id = $2
-				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
-;
-
--- used by: pgRowLocks.lockDue
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
---   		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
---   		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
---   		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
---   		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
-		WHERE partition_id = ANY($1::bigint[]) AND group_id = $2 AND ready = 1
-		AND (lease_id IS NULL OR lease_until <= $3) AND available_at <= $3
-		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
-		ORDER BY leased_at, partition_id LIMIT $4 FOR UPDATE OF c SKIP LOCKED
-;
-
--- used by: pgRowLocks.lockPartition
--- runs on PostgreSQL only (pgDialect, pgRowLocks)
--- sqlite:
---   SELECT id FROM partitions WHERE id = ? FOR UPDATE
--- postgres (translated):
-SELECT id FROM partitions WHERE id = $1 FOR UPDATE
-;
-
--- used by: sqliteDialect.expectOutcomes
--- runs on SQLite only (sqliteDialect)
--- sqlite:
---   INSERT INTO job_outcomes (job_id, group_id, replayed)
---   		SELECT ?1, x.group_id, COUNT(*) FROM (SELECT DISTINCT j.value ->> 0 AS copy_seq, j.value ->> 1 AS group_id FROM json_each(?2) j) x
---   		WHERE NOT EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = x.copy_seq AND o.group_id = x.group_id)
---   		GROUP BY x.group_id
---   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
--- postgres: none
-
--- used by: sqliteDialect.expectOutcomes
--- runs on SQLite only (sqliteDialect)
--- sqlite:
---   INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
---   		SELECT j.value ->> 0, j.value ->> 1, ?1 FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING
--- postgres: none
-
--- used by: sqliteDialect.importSeq, storeTx.DeleteQueue, storeTx.MessagesByShortID, storeTx.TopSeq
--- sqlite:
---   SELECT COALESCE(MAX(seq), 0) FROM messages
--- postgres (translated):
-SELECT COALESCE(MAX(seq), 0) FROM messages
-;
-
--- used by: sqliteDialect.indexDeadLetter
--- runs on SQLite only (sqliteDialect)
--- sqlite:
---   INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)
--- postgres: none
-
--- used by: sqliteDialect.indexDeadLetter
--- runs on SQLite only (sqliteDialect)
--- sqlite:
---   INSERT INTO dead_letter_payloads (docid, text)
---   		SELECT ?1, (SELECT COALESCE(group_concat(
---   		CASE WHEN typeof(j.key) = 'text' THEN j.key ELSE '' END || ' ' ||
---   		CASE WHEN j.type IN ('text', 'integer', 'real') THEN j.atom ELSE '' END, ' '), '')
---   	FROM json_tree(m.payload) j) FROM (SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1),
---   			(SELECT o.payload FROM dead_letters o WHERE o.id = ?2)) AS payload) m
---   		WHERE m.payload IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
--- postgres: none
-
--- used by: sqliteDialect.keepSeqFloor
--- runs on SQLite only (sqliteDialect)
--- sqlite:
---   INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
---   		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq
--- postgres: none
-
--- used by: sqliteDialect.newestSeq
--- runs on SQLite only (sqliteDialect)
--- sqlite:
---   SELECT MAX(seq) FROM messages
--- postgres: none
-
--- used by: sqliteDialect.space
--- runs on SQLite only (sqliteDialect)
--- sqlite:
---   SELECT page_size, page_count, freelist_count, auto_vacuum
---   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
--- postgres: none
-
--- used by: storeTx.AddStats
+-- used by: Tx.AddStats
 -- sqlite:
 --   INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 --   			expired, dead_letters_expired)
@@ -265,28 +70,28 @@ INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, del
 		RETURNING depth, oldest_at
 ;
 
--- used by: storeTx.AddStats
+-- used by: Tx.AddStats
 -- sqlite:
 --   SELECT failed_at FROM dead_letters WHERE queue_id = ? AND group_id = ? ORDER BY failed_at, id LIMIT 1
 -- postgres (translated):
 SELECT failed_at FROM dead_letters WHERE queue_id = $1 AND group_id = $2 ORDER BY failed_at, id LIMIT 1
 ;
 
--- used by: storeTx.AddStats
+-- used by: Tx.AddStats
 -- sqlite:
 --   UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?
 -- postgres (translated):
 UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3
 ;
 
--- used by: storeTx.Attempts
+-- used by: Tx.Attempts
 -- sqlite:
 --   SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?
 -- postgres (translated):
 SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3
 ;
 
--- used by: storeTx.CopiesOf
+-- used by: Tx.CopiesOf
 -- sqlite:
 --   SELECT r.copy_seq, COALESCE(m.created_at, r.at),
 --   		COALESCE(m.transaction_id, (SELECT x.transaction_id FROM dead_letters x WHERE x.seq = r.copy_seq LIMIT 1),
@@ -315,15 +120,15 @@ SELECT r.copy_seq, COALESCE(m.created_at, r.at),
 	ORDER BY r.copy_seq, og.name
 ;
 
--- used by: storeTx.CopyGroups
--- from: copyGroupsQuery
+-- used by: Tx.CopyGroups
+-- from: CopyGroupsQuery
 -- sqlite:
 --   SELECT r.copy_seq, r.group_id FROM json_each(?) j CROSS JOIN replays r ON r.copy_seq = j.value WHERE r.group_id > 0
 -- postgres (hand-written, pgQuery):
 SELECT r.copy_seq, r.group_id FROM json_array_elements_text($1::json) j(value) JOIN replays r ON r.copy_seq = j.value::bigint WHERE r.group_id > 0
 ;
 
--- used by: storeTx.CountDroppedTrace
+-- used by: Tx.CountDroppedTrace
 -- sqlite:
 --   UPDATE message_traces SET dropped = dropped + 1
 --   WHERE id = (SELECT id FROM message_traces WHERE seq = ?1 ORDER BY seq DESC, id DESC LIMIT 1)
@@ -332,14 +137,14 @@ UPDATE message_traces SET dropped = dropped + 1
 WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id DESC LIMIT 1)
 ;
 
--- used by: storeTx.CountMessagesAfter
+-- used by: Tx.CountMessagesAfter
 -- sqlite:
 --   SELECT COUNT(*) FROM messages WHERE seq > ? AND partition_id <> 0
 -- postgres (translated):
 SELECT COUNT(*) FROM messages WHERE seq > $1 AND partition_id <> 0
 ;
 
--- used by: storeTx.CountRestorable
+-- used by: Tx.CountRestorable
 -- sqlite:
 --   SELECT COUNT(*), COALESCE(MAX(r.restore_until), 0) FROM removed_dead_letters r
 --   		WHERE r.job_id = ? AND r.job_id > 0 AND r.restore_until > ? AND r.restored_at = 0
@@ -350,7 +155,7 @@ SELECT COUNT(*), COALESCE(MAX(r.restore_until), 0) FROM removed_dead_letters r
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)
 ;
 
--- used by: storeTx.CreatePartition
+-- used by: Tx.CreatePartition
 -- sqlite:
 --   INSERT INTO consumers (partition_id, group_id, queue_id)
 --   		SELECT ?, group_id, queue_id FROM subscriptions WHERE queue_id = ?
@@ -359,7 +164,7 @@ INSERT INTO consumers (partition_id, group_id, queue_id)
 		SELECT $1, group_id, queue_id FROM subscriptions WHERE queue_id = $2
 ;
 
--- used by: storeTx.CreatePartition
+-- used by: Tx.CreatePartition
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES (?, ?, ?, ?)
@@ -369,7 +174,7 @@ INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES ($1, $2, $3, $4
 		ON CONFLICT (queue_id, name) DO NOTHING RETURNING id
 ;
 
--- used by: storeTx.CreateQueue
+-- used by: Tx.CreateQueue
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
@@ -385,7 +190,7 @@ INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queu
 		ON CONFLICT (name) DO NOTHING RETURNING id
 ;
 
--- used by: storeTx.DeadLetter
+-- used by: Tx.DeadLetter
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
 --   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
@@ -404,14 +209,14 @@ SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_
 	JOIN groups g ON g.id = d.group_id WHERE d.id = $1
 ;
 
--- used by: storeTx.DeadLettersByShortID
+-- used by: Tx.DeadLettersByShortID
 -- sqlite:
 --   SELECT COALESCE(MAX(seq), 0) FROM dead_letters
 -- postgres (translated):
 SELECT COALESCE(MAX(seq), 0) FROM dead_letters
 ;
 
--- used by: storeTx.DeadLettersOfMessage
+-- used by: Tx.DeadLettersOfMessage
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
 --   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
@@ -430,21 +235,21 @@ SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_
 	JOIN groups g ON g.id = d.group_id WHERE d.seq = $1 ORDER BY d.id
 ;
 
--- used by: storeTx.DeleteAttempts
+-- used by: Tx.DeleteAttempts
 -- sqlite:
 --   DELETE FROM attempts WHERE seq = ? AND group_id = ?
 -- postgres (translated):
 DELETE FROM attempts WHERE seq = $1 AND group_id = $2
 ;
 
--- used by: storeTx.DeleteDeadLetters
+-- used by: Tx.DeleteDeadLetters
 -- sqlite:
 --   DELETE FROM dead_letters WHERE id IN (SELECT value FROM json_each(?))
 -- postgres (translated):
 DELETE FROM dead_letters WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
--- used by: storeTx.DeleteEmptyPartitions
+-- used by: Tx.DeleteEmptyPartitions
 -- sqlite:
 --   DELETE FROM partitions WHERE id IN (SELECT value FROM json_each(?1)) AND partitions.created_at < ?2
 --   		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = partitions.id)
@@ -465,56 +270,63 @@ DELETE FROM partitions WHERE id IN (SELECT value::bigint FROM json_array_element
 		RETURNING id, uuid, queue_id, name, created_at
 ;
 
--- used by: storeTx.DeleteLoginFailure
+-- used by: Tx.DeleteLoginFailure
 -- sqlite:
 --   DELETE FROM login_failures WHERE key = ?
 -- postgres (translated):
 DELETE FROM login_failures WHERE key = $1
 ;
 
--- used by: storeTx.DeleteQueue
+-- used by: Tx.DeleteQueue, Tx.MessagesByShortID, Tx.TopSeq, sqliteDialect.ImportSeq
+-- sqlite:
+--   SELECT COALESCE(MAX(seq), 0) FROM messages
+-- postgres (translated):
+SELECT COALESCE(MAX(seq), 0) FROM messages
+;
+
+-- used by: Tx.DeleteQueue
 -- sqlite:
 --   SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1
 -- postgres (translated):
 SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1
 ;
 
--- used by: storeTx.DeleteSession
+-- used by: Tx.DeleteSession
 -- sqlite:
 --   DELETE FROM sessions WHERE hash = ?
 -- postgres (translated):
 DELETE FROM sessions WHERE hash = $1
 ;
 
--- used by: storeTx.DeleteToken
+-- used by: Tx.DeleteToken
 -- sqlite:
 --   DELETE FROM tokens WHERE id = ? AND user_id = ?
 -- postgres (translated):
 DELETE FROM tokens WHERE id = $1 AND user_id = $2
 ;
 
--- used by: storeTx.DeleteUser
+-- used by: Tx.DeleteUser
 -- sqlite:
 --   DELETE FROM tokens WHERE user_id = ?
 -- postgres (translated):
 DELETE FROM tokens WHERE user_id = $1
 ;
 
--- used by: storeTx.DeleteUser
+-- used by: Tx.DeleteUser
 -- sqlite:
 --   DELETE FROM users WHERE id = ?
 -- postgres (translated):
 DELETE FROM users WHERE id = $1
 ;
 
--- used by: storeTx.DeleteUserSessions
+-- used by: Tx.DeleteUserSessions
 -- sqlite:
 --   DELETE FROM sessions WHERE user_id = ?
 -- postgres (translated):
 DELETE FROM sessions WHERE user_id = $1
 ;
 
--- used by: storeTx.DeletionsOf
+-- used by: Tx.DeletionsOf
 -- sqlite:
 --   SELECT r.id, r.seq, r.group_id, COALESCE(g.name, ''), r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, r.failed_at, r.retry_count
 --   	FROM removed_dead_letters r LEFT JOIN groups g ON g.id = r.group_id
@@ -525,21 +337,21 @@ SELECT r.id, r.seq, r.group_id, COALESCE(g.name, ''), r.how, r.at, r.actor, r.jo
 	WHERE r.seq = $1 ORDER BY r.id
 ;
 
--- used by: storeTx.DemoBlank
+-- used by: Tx.DemoBlank
 -- sqlite:
 --   SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)
 -- postgres (translated):
 SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)
 ;
 
--- used by: storeTx.DropSettleMarks
+-- used by: Tx.DropSettleMarks
 -- sqlite:
 --   DELETE FROM settle_marks WHERE partition_id = ? AND seq <= ?
 -- postgres (translated):
 DELETE FROM settle_marks WHERE partition_id = $1 AND seq <= $2
 ;
 
--- used by: storeTx.DueDeadLetters
+-- used by: Tx.DueDeadLetters
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint
 --   	FROM dead_letters d
@@ -550,14 +362,14 @@ SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint
 	WHERE d.queue_id = $1 AND d.failed_at < $2 ORDER BY d.failed_at, d.id LIMIT $3
 ;
 
--- used by: storeTx.DueSettled
+-- used by: Tx.DueSettled
 -- sqlite:
 --   SELECT partition_id, MAX(seq) FROM settle_marks WHERE queue_id = ? AND at <= ? GROUP BY partition_id ORDER BY partition_id
 -- postgres (translated):
 SELECT partition_id, MAX(seq) FROM settle_marks WHERE queue_id = $1 AND at <= $2 GROUP BY partition_id ORDER BY partition_id
 ;
 
--- used by: storeTx.EmptyPartitions
+-- used by: Tx.EmptyPartitions
 -- sqlite:
 --   SELECT id, partitions.created_at < ?2
 --   		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = partitions.id)
@@ -576,7 +388,7 @@ SELECT id, partitions.created_at < $2
 			AND ((c.lease_id IS NOT NULL AND c.lease_until > $3) OR c.retry_seq > 0)) FROM partitions WHERE messages = 0 AND id > $1 ORDER BY id LIMIT $4
 ;
 
--- used by: storeTx.EndRestoreWindows
+-- used by: Tx.EndRestoreWindows
 -- sqlite:
 --   UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
 --   		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= ? ORDER BY restore_until LIMIT ?)
@@ -585,8 +397,8 @@ UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
 		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= $1 ORDER BY restore_until LIMIT $2)
 ;
 
--- used by: storeTx.ErrorGroupHours
--- from: groupHoursSQL
+-- used by: Tx.ErrorGroupHours
+-- from: GroupHoursSQL
 -- sqlite:
 --   SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
 --   		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
@@ -597,8 +409,8 @@ SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 		GROUP BY fingerprint, hour
 ;
 
--- used by: storeTx.ErrorGroupHours
--- from: groupHoursAcrossSQL
+-- used by: Tx.ErrorGroupHours
+-- from: GroupHoursAcrossSQL
 -- sqlite:
 --   SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
 --   		WHERE queue_id = ?1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = ?1) AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
@@ -609,7 +421,7 @@ SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 		GROUP BY fingerprint, hour
 ;
 
--- used by: storeTx.ExpiringPartitions
+-- used by: Tx.ExpiringPartitions
 -- sqlite:
 --   SELECT x.id, x.seq FROM (
 --   			SELECT p.id, (SELECT m.seq FROM messages m WHERE m.partition_id = p.id ORDER BY m.seq LIMIT 1) AS seq FROM partitions p WHERE p.queue_id = ?) x
@@ -620,14 +432,14 @@ SELECT x.id, x.seq FROM (
 		JOIN messages m ON m.seq = x.seq WHERE m.created_at < $2 ORDER BY x.id
 ;
 
--- used by: storeTx.ExpiryRules
+-- used by: Tx.ExpiryRules
 -- sqlite:
 --   SELECT id, retention FROM removed_dead_letters WHERE seq = ? AND how = 'expired'
 -- postgres (translated):
 SELECT id, retention FROM removed_dead_letters WHERE seq = $1 AND how = 'expired'
 ;
 
--- used by: storeTx.GroupID
+-- used by: Tx.GroupID
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO groups (name) VALUES (?) ON CONFLICT (name) DO NOTHING
@@ -635,35 +447,35 @@ SELECT id, retention FROM removed_dead_letters WHERE seq = $1 AND how = 'expired
 INSERT INTO groups (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id
 ;
 
--- used by: storeTx.GroupID
+-- used by: Tx.GroupID
 -- sqlite:
 --   SELECT id FROM groups WHERE name = ?
 -- postgres (translated):
 SELECT id FROM groups WHERE name = $1
 ;
 
--- used by: storeTx.GroupName
+-- used by: Tx.GroupName
 -- sqlite:
 --   SELECT name FROM groups WHERE id = ?
 -- postgres (translated):
 SELECT name FROM groups WHERE id = $1
 ;
 
--- used by: storeTx.GroupNames
+-- used by: Tx.GroupNames
 -- sqlite:
 --   SELECT g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name
 -- postgres (translated):
 SELECT g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = $1 ORDER BY g.name
 ;
 
--- used by: storeTx.GroupQueues
+-- used by: Tx.GroupQueues
 -- sqlite:
 --   SELECT queue_id FROM subscriptions WHERE group_id = ? ORDER BY queue_id
 -- postgres (translated):
 SELECT queue_id FROM subscriptions WHERE group_id = $1 ORDER BY queue_id
 ;
 
--- used by: storeTx.InsertAttempt
+-- used by: Tx.InsertAttempt
 -- sqlite:
 --   INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
 --   		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms
@@ -672,7 +484,7 @@ INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) V
 		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms
 ;
 
--- used by: storeTx.InsertAudit
+-- used by: Tx.InsertAudit
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -680,14 +492,14 @@ INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) V
 INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id
 ;
 
--- used by: storeTx.InsertBuckets
+-- used by: Tx.InsertBuckets
 -- sqlite:
 --   INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING
 -- postgres (translated):
 INSERT INTO group_stats (queue_id, group_id) VALUES ($1, $2) ON CONFLICT (queue_id, group_id) DO NOTHING
 ;
 
--- used by: storeTx.InsertDeadLetter
+-- used by: Tx.InsertDeadLetter
 -- from: insertDeadLetterSQL
 -- insert: PostgreSQL's text returns id
 -- sqlite:
@@ -700,7 +512,7 @@ INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_co
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id
 ;
 
--- used by: storeTx.InsertJob
+-- used by: Tx.InsertJob
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
@@ -710,7 +522,7 @@ INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, desc
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id
 ;
 
--- used by: storeTx.InsertMessage
+-- used by: Tx.InsertMessage
 -- insert: PostgreSQL's text returns seq
 -- sqlite:
 --   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
@@ -720,7 +532,7 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq
 ;
 
--- used by: storeTx.InsertSession
+-- used by: Tx.InsertSession
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?)
@@ -728,7 +540,7 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5) RETURNING id
 ;
 
--- used by: storeTx.InsertToken
+-- used by: Tx.InsertToken
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)
@@ -736,7 +548,7 @@ INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUE
 INSERT INTO tokens (user_id, name, hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id
 ;
 
--- used by: storeTx.InsertTrace
+-- used by: Tx.InsertTrace
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO message_traces (seq, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at)
@@ -746,7 +558,7 @@ INSERT INTO message_traces (seq, queue_id, group_name, event_type, names, data, 
 VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id
 ;
 
--- used by: storeTx.Job
+-- used by: Tx.Job
 -- sqlite:
 --   SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
 --   	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs WHERE id = ?
@@ -755,7 +567,7 @@ SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope
 	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs WHERE id = $1
 ;
 
--- used by: storeTx.JobFailures
+-- used by: Tx.JobFailures
 -- sqlite:
 --   SELECT o.copy_seq, COALESCE(m.created_at, r.at, 0), COALESCE(q.name, ''), o.group_id, g.name, o.settled_at,
 --   			d.id IS NOT NULL, COALESCE(d.fingerprint, ''), COALESCE(d.error, '')
@@ -782,7 +594,7 @@ SELECT o.copy_seq, COALESCE(m.created_at, r.at, 0), COALESCE(q.name, ''), o.grou
 		ORDER BY o.copy_seq DESC LIMIT $2
 ;
 
--- used by: storeTx.JobOutcomes
+-- used by: Tx.JobOutcomes
 -- sqlite:
 --   SELECT o.group_id, g.name, o.replayed, o.succeeded, o.failed, o.expired
 --   		FROM job_outcomes o JOIN groups g ON g.id = o.group_id WHERE o.job_id = ? ORDER BY g.name
@@ -791,14 +603,14 @@ SELECT o.group_id, g.name, o.replayed, o.succeeded, o.failed, o.expired
 		FROM job_outcomes o JOIN groups g ON g.id = o.group_id WHERE o.job_id = $1 ORDER BY g.name
 ;
 
--- used by: storeTx.LastPush
+-- used by: Tx.LastPush
 -- sqlite:
 --   SELECT created_at FROM messages WHERE partition_id = ? ORDER BY seq DESC LIMIT 1
 -- postgres (translated):
 SELECT created_at FROM messages WHERE partition_id = $1 ORDER BY seq DESC LIMIT 1
 ;
 
--- used by: storeTx.Lineage
+-- used by: Tx.Lineage
 -- sqlite:
 --   WITH RECURSIVE chain (copy_seq, seq, group_id, job_id, actor, at, edited, original_at, partition_id, n) AS (
 --   		SELECT copy_seq, seq, group_id, job_id, actor, at, edited, original_at, partition_id, 1 FROM replays WHERE copy_seq = ?1
@@ -833,15 +645,15 @@ WITH RECURSIVE chain (copy_seq, seq, group_id, job_id, actor, at, edited, origin
 	ORDER BY c.n
 ;
 
--- used by: storeTx.LoginFailure
+-- used by: Tx.LoginFailure
 -- sqlite:
 --   SELECT n, last_at FROM login_failures WHERE key = ?
 -- postgres (translated):
 SELECT n, last_at FROM login_failures WHERE key = $1
 ;
 
--- used by: storeTx.MarkExpired
--- from: expiredAttemptsSQL
+-- used by: Tx.MarkExpired
+-- from: ExpiredAttemptsSQL
 -- sqlite:
 --   DELETE FROM attempts WHERE (seq, group_id) IN
 --   	(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?1))
@@ -850,7 +662,7 @@ DELETE FROM attempts WHERE (seq, group_id) IN
 	(SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint FROM json_array_elements($1::json) j(value))
 ;
 
--- used by: storeTx.MarkExpired
+-- used by: Tx.MarkExpired
 -- sqlite:
 --   UPDATE removed_dead_letters SET retention = ?3, error = '', payload = NULL
 --   	WHERE seq IN (SELECT value FROM json_each(?1)) AND dead_letter_id IN (SELECT value FROM json_each(?2)) AND how = 'expired'
@@ -859,14 +671,14 @@ UPDATE removed_dead_letters SET retention = $3, error = '', payload = NULL
 	WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND dead_letter_id IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND how = 'expired'
 ;
 
--- used by: storeTx.MarkRestored
+-- used by: Tx.MarkRestored
 -- sqlite:
 --   UPDATE removed_dead_letters SET restored_at = ?, restored_by = ?, restore_until = 0, error = '' WHERE id IN (SELECT value FROM json_each(?))
 -- postgres (translated):
 UPDATE removed_dead_letters SET restored_at = $1, restored_by = $2, restore_until = 0, error = '' WHERE id IN (SELECT value::bigint FROM json_array_elements_text($3::json) AS value)
 ;
 
--- used by: storeTx.MarkSettled
+-- used by: Tx.MarkSettled
 -- sqlite:
 --   DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))
 --   		AND (seq > COALESCE((SELECT MIN(c.cursor) FROM consumers c WHERE c.partition_id = settle_marks.partition_id), 0)
@@ -877,7 +689,7 @@ DELETE FROM settle_marks WHERE partition_id IN (SELECT value::bigint FROM json_a
 			OR at < COALESCE((SELECT MAX(s.subscribed_at) FROM subscriptions s WHERE s.queue_id = settle_marks.queue_id AND s.reads_back = 1), 0))
 ;
 
--- used by: storeTx.MarkSettled
+-- used by: Tx.MarkSettled
 -- sqlite:
 --   INSERT INTO settle_marks (partition_id, at, seq, queue_id)
 --   		SELECT w.id, ?1, w.seq, ?2 FROM (
@@ -900,50 +712,50 @@ INSERT INTO settle_marks (partition_id, at, seq, queue_id)
 		ON CONFLICT (partition_id, at) DO NOTHING
 ;
 
--- used by: storeTx.MarkSettled
+-- used by: Tx.MarkSettled
 -- sqlite:
 --   SELECT id FROM partitions WHERE queue_id = ? AND id > ? ORDER BY id LIMIT ?
 -- postgres (translated):
 SELECT id FROM partitions WHERE queue_id = $1 AND id > $2 ORDER BY id LIMIT $3
 ;
 
--- used by: storeTx.MaxDeadLetterID
+-- used by: Tx.MaxDeadLetterID
 -- sqlite:
 --   SELECT COALESCE(MAX(id), 0) FROM dead_letters
 -- postgres (translated):
 SELECT COALESCE(MAX(id), 0) FROM dead_letters
 ;
 
--- used by: storeTx.MessageBySeq
+-- used by: Tx.MessageBySeq
 -- sqlite:
 --   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE seq = ?
 -- postgres (translated):
 SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE seq = $1
 ;
 
--- used by: storeTx.MessageByTransaction
+-- used by: Tx.MessageByTransaction
 -- sqlite:
 --   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE partition_id = ? AND transaction_id = ?
 -- postgres (translated):
 SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE partition_id = $1 AND transaction_id = $2
 ;
 
--- used by: storeTx.MessageHeads
+-- used by: Tx.MessageHeads
 -- sqlite:
 --   SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM messages m WHERE m.seq IN (SELECT value FROM json_each(?)) ORDER BY m.seq
 -- postgres (translated):
 SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM messages m WHERE m.seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY m.seq
 ;
 
--- used by: storeTx.MessageRange
+-- used by: Tx.MessageRange
 -- sqlite:
 --   SELECT seq, transaction_id, trace_id, created_at FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ? ORDER BY seq
 -- postgres (translated):
 SELECT seq, transaction_id, trace_id, created_at FROM messages WHERE partition_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq
 ;
 
--- used by: storeTx.MessageRef
--- from: messageRefQuery
+-- used by: Tx.MessageRef
+-- from: MessageRefQuery
 -- sqlite:
 --   SELECT x.created_at, x.transaction_id, q.id, q.name, p.id, p.name, x.removed
 --   	FROM (SELECT m.created_at, m.transaction_id, m.partition_id, 0 AS removed FROM messages m WHERE m.seq = ?1
@@ -962,21 +774,21 @@ SELECT x.created_at, x.transaction_id, q.id, q.name, p.id, p.name, x.removed
 	JOIN partitions p ON p.id = x.partition_id JOIN queues q ON q.id = p.queue_id
 ;
 
--- used by: storeTx.MessageSeq
+-- used by: Tx.MessageSeq
 -- sqlite:
 --   SELECT seq FROM messages WHERE partition_id = ? AND transaction_id = ?
 -- postgres (translated):
 SELECT seq FROM messages WHERE partition_id = $1 AND transaction_id = $2
 ;
 
--- used by: storeTx.MessagesAfter
+-- used by: Tx.MessagesAfter
 -- sqlite:
 --   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?
 -- postgres (translated):
 SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE partition_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
 ;
 
--- used by: storeTx.NextWake
+-- used by: Tx.NextWake
 -- from: nextWakeSQL
 -- sqlite:
 --   SELECT CASE WHEN q.delayed_processing = 0 THEN
@@ -1008,7 +820,7 @@ SELECT CASE WHEN q.delayed_processing = 0 THEN
 		FROM queues q WHERE q.id = $1
 ;
 
--- used by: storeTx.NextWakeWindow
+-- used by: Tx.NextWakeWindow
 -- from: nextWakeWindowSQL
 -- sqlite:
 --   SELECT MIN(w) FROM (SELECT CASE WHEN c.lease_id IS NOT NULL AND c.lease_until > ?3 THEN MAX(c.lease_until, c.available_at)
@@ -1028,28 +840,28 @@ SELECT MIN(w.w) FROM (SELECT CASE WHEN c.lease_id IS NOT NULL AND c.lease_until 
 			AND (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL) w WHERE w.w > $3
 ;
 
--- used by: storeTx.PartitionByID
+-- used by: Tx.PartitionByID
 -- sqlite:
 --   SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE id = ?
 -- postgres (translated):
 SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE id = $1
 ;
 
--- used by: storeTx.PartitionByName
+-- used by: Tx.PartitionByName
 -- sqlite:
 --   SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = ? AND name = ?
 -- postgres (translated):
 SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = $1 AND name = $2
 ;
 
--- used by: storeTx.PartitionByUUID
+-- used by: Tx.PartitionByUUID
 -- sqlite:
 --   SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE uuid = ?
 -- postgres (translated):
 SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE uuid = $1
 ;
 
--- used by: storeTx.PartitionConsumers
+-- used by: Tx.PartitionConsumers
 -- sqlite:
 --   SELECT g.name, partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c JOIN groups g ON g.id = c.group_id
 --   		WHERE c.partition_id = ? ORDER BY g.name
@@ -1058,14 +870,14 @@ SELECT g.name, partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''),
 		WHERE c.partition_id = $1 ORDER BY g.name
 ;
 
--- used by: storeTx.PartitionList
+-- used by: Tx.PartitionList
 -- sqlite:
 --   SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = ? ORDER BY name
 -- postgres (translated):
 SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = $1 ORDER BY name
 ;
 
--- used by: storeTx.QueueByID
+-- used by: Tx.QueueByID
 -- sqlite:
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
@@ -1076,7 +888,7 @@ SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_af
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE id = $1
 ;
 
--- used by: storeTx.QueueByName
+-- used by: Tx.QueueByName
 -- sqlite:
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
@@ -1087,7 +899,7 @@ SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_af
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = $1
 ;
 
--- used by: storeTx.Queues
+-- used by: Tx.Queues
 -- sqlite:
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
@@ -1098,7 +910,7 @@ SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_af
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name
 ;
 
--- used by: storeTx.ReadyConsumers
+-- used by: Tx.ReadyConsumers
 -- from: readyConsumersSQL
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last,
@@ -1120,7 +932,7 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 			ORDER BY c.leased_at, c.partition_id LIMIT $4
 ;
 
--- used by: storeTx.ReadyConsumersWindow
+-- used by: Tx.ReadyConsumersWindow
 -- from: readyWindowSQL
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last,
@@ -1144,28 +956,28 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 			ORDER BY c.leased_at, c.partition_id LIMIT $4
 ;
 
--- used by: storeTx.RemoveFromErrorGroup
+-- used by: Tx.RemoveFromErrorGroup
 -- sqlite:
 --   DELETE FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ? AND dead_letters <= 0
 -- postgres (translated):
 DELETE FROM error_groups WHERE queue_id = $1 AND group_id = $2 AND fingerprint = $3 AND dead_letters <= 0
 ;
 
--- used by: storeTx.RemoveFromErrorGroup
+-- used by: Tx.RemoveFromErrorGroup
 -- sqlite:
 --   UPDATE error_groups SET dead_letters = dead_letters - ? WHERE queue_id = ? AND group_id = ? AND fingerprint = ?
 -- postgres (translated):
 UPDATE error_groups SET dead_letters = dead_letters - $1 WHERE queue_id = $2 AND group_id = $3 AND fingerprint = $4
 ;
 
--- used by: storeTx.ReplayCounts
+-- used by: Tx.ReplayCounts
 -- sqlite:
 --   SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?))
 -- postgres (translated):
 SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
--- used by: storeTx.Reposition
+-- used by: Tx.Reposition
 -- sqlite:
 --   DELETE FROM settle_marks WHERE queue_id = ?1
 --   		AND seq > COALESCE((SELECT c.cursor FROM consumers c WHERE c.partition_id = settle_marks.partition_id AND c.group_id = ?2), seq)
@@ -1174,7 +986,7 @@ DELETE FROM settle_marks WHERE queue_id = $1
 		AND seq > COALESCE((SELECT c.cursor FROM consumers c WHERE c.partition_id = settle_marks.partition_id AND c.group_id = $2), seq)
 ;
 
--- used by: storeTx.SaveConsumer
+-- used by: Tx.SaveConsumer
 -- sqlite:
 --   UPDATE consumers SET cursor = ?1, lease_id = ?2, lease_until = ?3, lease_last = ?4, leased_at = ?5,
 --   		retry_seq = ?6, retries = ?7, available_at = ?8, acks = ?9, void_lease_id = ?10, void_last = ?11
@@ -1185,7 +997,7 @@ UPDATE consumers SET cursor = $1, lease_id = $2, lease_until = $3, lease_last = 
 		WHERE partition_id = $12 AND group_id = $13
 ;
 
--- used by: storeTx.SaveJob
+-- used by: Tx.SaveJob
 -- sqlite:
 --   UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
 --   		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ? WHERE id = ?
@@ -1194,7 +1006,7 @@ UPDATE jobs SET state = $1, updated_at = $2, finished_at = $3, planned = $4, don
 		position = $9, reason = $10, recent = $11, recent_n = $12, undone_by = $13, capped = $14 WHERE id = $15
 ;
 
--- used by: storeTx.SaveLoginFailure
+-- used by: Tx.SaveLoginFailure
 -- sqlite:
 --   INSERT INTO login_failures (key, n, last_at, seq)
 --   VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM login_failures))
@@ -1205,7 +1017,7 @@ VALUES ($1, $2, $3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM login_failures))
 ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq = excluded.seq
 ;
 
--- used by: storeTx.SaveUser
+-- used by: Tx.SaveUser
 -- insert: PostgreSQL's text returns id
 -- sqlite:
 --   INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)
@@ -1213,21 +1025,21 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 INSERT INTO users (name, role, password_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id
 ;
 
--- used by: storeTx.SaveUser
+-- used by: Tx.SaveUser
 -- sqlite:
 --   UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?
 -- postgres (translated):
 UPDATE users SET name = $1, role = $2, password_hash = $3 WHERE id = $4
 ;
 
--- used by: storeTx.SeqForImport
+-- used by: Tx.SeqForImport
 -- sqlite:
 --   SELECT ?3 <> '' AND EXISTS (SELECT 1 FROM dead_letters WHERE transaction_id = ?3 AND partition_id = ?1 AND group_id = ?2)
 -- postgres (translated):
 SELECT $3 <> '' AND EXISTS (SELECT 1 FROM dead_letters WHERE transaction_id = $3 AND partition_id = $1 AND group_id = $2)
 ;
 
--- used by: storeTx.SeqForImport
+-- used by: Tx.SeqForImport
 -- sqlite:
 --   SELECT EXISTS (SELECT 1 FROM messages WHERE seq = ?1 AND partition_id = ?2 AND transaction_id = ?3 AND created_at = ?4)
 --   		OR EXISTS (SELECT 1 FROM removed_dead_letters WHERE seq = ?1 AND partition_id = ?2 AND transaction_id = ?3),
@@ -1238,7 +1050,7 @@ SELECT EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND partition_id = $2 AND t
 		EXISTS (SELECT 1 FROM dead_letters WHERE seq = $1 AND group_id = $5)
 ;
 
--- used by: storeTx.Series
+-- used by: Tx.Series
 -- sqlite:
 --   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 --   				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1
@@ -1247,35 +1059,35 @@ SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b
 				WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1
 ;
 
--- used by: storeTx.SessionByHash
+-- used by: Tx.SessionByHash
 -- sqlite:
 --   SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = ?
 -- postgres (translated):
 SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = $1
 ;
 
--- used by: storeTx.SetSetting
+-- used by: Tx.SetSetting
 -- sqlite:
 --   INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
 -- postgres (translated):
 INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value
 ;
 
--- used by: storeTx.SetSubscriptionStart
+-- used by: Tx.SetSubscriptionStart
 -- sqlite:
 --   UPDATE subscriptions SET starts_at = ? WHERE queue_id = ? AND group_id = ?
 -- postgres (translated):
 UPDATE subscriptions SET starts_at = $1 WHERE queue_id = $2 AND group_id = $3
 ;
 
--- used by: storeTx.Setting
+-- used by: Tx.Setting
 -- sqlite:
 --   SELECT value FROM settings WHERE key = ?
 -- postgres (translated):
 SELECT value FROM settings WHERE key = $1
 ;
 
--- used by: storeTx.Stats
+-- used by: Tx.Stats
 -- sqlite:
 --   SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
 --   		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
@@ -1286,49 +1098,49 @@ SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.d
 		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = $1 ORDER BY g.name
 ;
 
--- used by: storeTx.Subscribe
+-- used by: Tx.Subscribe
 -- sqlite:
 --   INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES (?, ?, ?, ?, ?)
 -- postgres (translated):
 INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES ($1, $2, $3, $4, $5)
 ;
 
--- used by: storeTx.Subscribed
+-- used by: Tx.Subscribed
 -- sqlite:
 --   SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_id = ?
 -- postgres (translated):
 SELECT 1 FROM subscriptions WHERE queue_id = $1 AND group_id = $2
 ;
 
--- used by: storeTx.SubscriptionStart
+-- used by: Tx.SubscriptionStart
 -- sqlite:
 --   SELECT starts_at FROM subscriptions WHERE queue_id = ? AND group_id = ?
 -- postgres (translated):
 SELECT starts_at FROM subscriptions WHERE queue_id = $1 AND group_id = $2
 ;
 
--- used by: storeTx.SweepAudit
+-- used by: Tx.SweepAudit
 -- sqlite:
 --   DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) x WHERE at < ?1)
 -- postgres (translated):
 DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT $2) x WHERE at < $1)
 ;
 
--- used by: storeTx.SweepHistory
+-- used by: Tx.SweepHistory
 -- sqlite:
 --   SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT ?) x WHERE at < ? AND restore_until = 0
 -- postgres (translated):
 SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT $1) x WHERE at < $2 AND restore_until = 0
 ;
 
--- used by: storeTx.SweepHistory
+-- used by: Tx.SweepHistory
 -- sqlite:
 --   SELECT id FROM jobs WHERE finished_at > 0 AND finished_at < ? ORDER BY id LIMIT ?
 -- postgres (translated):
 SELECT id FROM jobs WHERE finished_at > 0 AND finished_at < $1 ORDER BY id LIMIT $2
 ;
 
--- used by: storeTx.SweepHistory
+-- used by: Tx.SweepHistory
 -- sqlite:
 --   SELECT r.copy_seq, r.at,
 --   			r.group_id > 0 AND EXISTS (SELECT 1 FROM messages m JOIN consumers c ON c.partition_id = m.partition_id
@@ -1345,42 +1157,42 @@ SELECT r.copy_seq, r.at,
 		FROM replays r WHERE r.copy_seq > $1 ORDER BY r.copy_seq LIMIT $2
 ;
 
--- used by: storeTx.SweepLoginFailures
+-- used by: Tx.SweepLoginFailures
 -- sqlite:
 --   DELETE FROM login_failures WHERE key IN (SELECT key FROM (SELECT key, last_at FROM login_failures ORDER BY seq LIMIT ?2) x WHERE last_at < ?1)
 -- postgres (translated):
 DELETE FROM login_failures WHERE key IN (SELECT key FROM (SELECT key, last_at FROM login_failures ORDER BY seq LIMIT $2) x WHERE last_at < $1)
 ;
 
--- used by: storeTx.SweepMessages
+-- used by: Tx.SweepMessages
 -- sqlite:
 --   SELECT EXISTS (SELECT 1 FROM messages WHERE partition_id = ? AND seq > ?)
 -- postgres (translated):
 SELECT EXISTS (SELECT 1 FROM messages WHERE partition_id = $1 AND seq > $2)
 ;
 
--- used by: storeTx.SweepMessages
+-- used by: Tx.SweepMessages
 -- sqlite:
 --   SELECT queue_id, counted_seq FROM partitions WHERE id = ?
 -- postgres (translated):
 SELECT queue_id, counted_seq FROM partitions WHERE id = $1
 ;
 
--- used by: storeTx.SweepMessages
+-- used by: Tx.SweepMessages
 -- sqlite:
 --   UPDATE partitions SET messages = messages - ? WHERE id = ?
 -- postgres (translated):
 UPDATE partitions SET messages = messages - $1 WHERE id = $2
 ;
 
--- used by: storeTx.SweepSessions
+-- used by: Tx.SweepSessions
 -- sqlite:
 --   DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= ?1 OR last_seen_at <= ?2 ORDER BY id LIMIT ?3)
 -- postgres (translated):
 DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2 ORDER BY id LIMIT $3)
 ;
 
--- used by: storeTx.SweepTraces
+-- used by: Tx.SweepTraces
 -- sqlite:
 --   DELETE FROM message_traces WHERE id IN (SELECT t.id FROM message_traces t
 --   WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = t.seq)
@@ -1395,49 +1207,49 @@ WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = t.seq)
 ORDER BY t.id LIMIT $1)
 ;
 
--- used by: storeTx.TakeReplayOutcome
+-- used by: Tx.TakeReplayOutcome
 -- sqlite:
 --   UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id
 -- postgres (translated):
 UPDATE replay_outcomes SET outcome = $1, settled_at = $2 WHERE copy_seq = $3 AND group_id = $4 AND outcome = 0 RETURNING job_id
 ;
 
--- used by: storeTx.TokenByHash
+-- used by: Tx.TokenByHash
 -- sqlite:
 --   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
 -- postgres (translated):
 SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1
 ;
 
--- used by: storeTx.Tokens
+-- used by: Tx.Tokens
 -- sqlite:
 --   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id
 -- postgres (translated):
 SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id
 ;
 
--- used by: storeTx.TouchSession
+-- used by: Tx.TouchSession
 -- sqlite:
 --   UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?
 -- postgres (translated):
 UPDATE sessions SET last_seen_at = $1 WHERE id = $2 AND last_seen_at < $3
 ;
 
--- used by: storeTx.TouchToken
+-- used by: Tx.TouchToken
 -- sqlite:
 --   UPDATE tokens SET last_used_at = ? WHERE id = ?
 -- postgres (translated):
 UPDATE tokens SET last_used_at = $1 WHERE id = $2
 ;
 
--- used by: storeTx.TraceCount
+-- used by: Tx.TraceCount
 -- sqlite:
 --   SELECT COUNT(*) FROM message_traces WHERE seq = ?
 -- postgres (translated):
 SELECT COUNT(*) FROM message_traces WHERE seq = $1
 ;
 
--- used by: storeTx.TracesOf
+-- used by: Tx.TracesOf
 -- sqlite:
 --   SELECT id, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at
 --   FROM message_traces WHERE seq = ? ORDER BY seq, id LIMIT ?
@@ -1446,42 +1258,42 @@ SELECT id, queue_id, group_name, event_type, names, data, data_bytes, dropped, c
 FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2
 ;
 
--- used by: storeTx.TrimLoginFailures
+-- used by: Tx.TrimLoginFailures
 -- sqlite:
 --   DELETE FROM login_failures WHERE seq <= (SELECT MAX(seq) FROM login_failures) - ?1
 -- postgres (translated):
 DELETE FROM login_failures WHERE seq <= (SELECT MAX(seq) FROM login_failures) - $1
 ;
 
--- used by: storeTx.Unsubscribe
+-- used by: Tx.Unsubscribe
 -- sqlite:
 --   DELETE FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)
 -- postgres (translated):
 DELETE FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2)
 ;
 
--- used by: storeTx.Unsubscribe
+-- used by: Tx.Unsubscribe
 -- sqlite:
 --   DELETE FROM subscriptions WHERE queue_id = ? AND group_id = ?
 -- postgres (translated):
 DELETE FROM subscriptions WHERE queue_id = $1 AND group_id = $2
 ;
 
--- used by: storeTx.Unsubscribe
+-- used by: Tx.Unsubscribe
 -- sqlite:
 --   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND lease_id IS NOT NULL AND lease_until > ?3
 -- postgres (translated):
 SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND lease_id IS NOT NULL AND lease_until > $3
 ;
 
--- used by: storeTx.UpdateExpiryAudit
+-- used by: Tx.UpdateExpiryAudit
 -- sqlite:
 --   UPDATE audit SET count = ?2, detail = ?3 WHERE id = ?1 AND action = 'dead_letters_expired'
 -- postgres (translated):
 UPDATE audit SET count = $2, detail = $3 WHERE id = $1 AND action = 'dead_letters_expired'
 ;
 
--- used by: storeTx.UpdateQueue
+-- used by: Tx.UpdateQueue
 -- sqlite:
 --   UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ?,
 --   		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
@@ -1494,56 +1306,56 @@ UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_lett
 		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18 WHERE id = $19
 ;
 
--- used by: storeTx.UserByID
+-- used by: Tx.UserByID
 -- sqlite:
 --   SELECT id, name, role, password_hash, created_at FROM users WHERE id = ?
 -- postgres (translated):
 SELECT id, name, role, password_hash, created_at FROM users WHERE id = $1
 ;
 
--- used by: storeTx.UserByName
+-- used by: Tx.UserByName
 -- sqlite:
 --   SELECT id, name, role, password_hash, created_at FROM users WHERE name = ?
 -- postgres (translated):
 SELECT id, name, role, password_hash, created_at FROM users WHERE name = $1
 ;
 
--- used by: storeTx.Users
+-- used by: Tx.Users
 -- sqlite:
 --   SELECT id, name, role, password_hash, created_at FROM users ORDER BY name
 -- postgres (translated):
 SELECT id, name, role, password_hash, created_at FROM users ORDER BY name
 ;
 
--- used by: storeTx.WithdrawLoginFailure
+-- used by: Tx.WithdrawLoginFailure
 -- sqlite:
 --   DELETE FROM login_failures WHERE key = ? AND n <= 1
 -- postgres (translated):
 DELETE FROM login_failures WHERE key = $1 AND n <= 1
 ;
 
--- used by: storeTx.WithdrawLoginFailure
+-- used by: Tx.WithdrawLoginFailure
 -- sqlite:
 --   UPDATE login_failures SET n = n - 1, last_at = CASE WHEN last_at = ?1 THEN ?2 ELSE last_at END WHERE key = ?3
 -- postgres (translated):
 UPDATE login_failures SET n = n - 1, last_at = CASE WHEN last_at = $1 THEN $2 ELSE last_at END WHERE key = $3
 ;
 
--- used by: storeTx.copiesForOneGroup
+-- used by: Tx.copiesForOneGroup
 -- sqlite:
 --   SELECT copy_seq, group_id FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?)) AND group_id > 0
 -- postgres (translated):
 SELECT copy_seq, group_id FROM replays WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND group_id > 0
 ;
 
--- used by: storeTx.deleteSwept
+-- used by: Tx.deleteSwept
 -- sqlite:
 --   DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))
 -- postgres (translated):
 DELETE FROM messages WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
--- used by: storeTx.errorGroups
+-- used by: Tx.errorGroups
 -- sqlite:
 --   SELECT fingerprint FROM error_groups
 --   		WHERE queue_id = ? AND group_id = ? ORDER BY dead_letters DESC, fingerprint LIMIT ?
@@ -1552,7 +1364,7 @@ SELECT fingerprint FROM error_groups
 		WHERE queue_id = $1 AND group_id = $2 ORDER BY dead_letters DESC, fingerprint LIMIT $3
 ;
 
--- used by: storeTx.errorGroups
+-- used by: Tx.errorGroups
 -- sqlite:
 --   SELECT group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error FROM error_groups
 --   		WHERE queue_id = ? AND group_id = ? ORDER BY dead_letters DESC, fingerprint LIMIT ?
@@ -1561,8 +1373,8 @@ SELECT group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sam
 		WHERE queue_id = $1 AND group_id = $2 ORDER BY dead_letters DESC, fingerprint LIMIT $3
 ;
 
--- used by: storeTx.errorGroups
--- from: groupAcrossSQL
+-- used by: Tx.errorGroups
+-- from: GroupAcrossSQL
 -- sqlite:
 --   SELECT group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error FROM error_groups
 --   		WHERE queue_id = ?1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = ?1) AND fingerprint IN (SELECT value FROM json_each(?2))
@@ -1571,14 +1383,14 @@ SELECT group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sam
 		WHERE queue_id = $1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = $1) AND fingerprint IN (SELECT json_array_elements_text($2::json))
 ;
 
--- used by: storeTx.errorGroups
+-- used by: Tx.errorGroups
 -- sqlite:
 --   SELECT group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ?
 -- postgres (translated):
 SELECT group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error FROM error_groups WHERE queue_id = $1 AND group_id = $2 AND fingerprint = $3
 ;
 
--- used by: storeTx.errorMatchesOf
+-- used by: Tx.errorMatchesOf
 -- from: errorMatchesQuery
 -- sqlite:
 --   SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors)
@@ -1588,14 +1400,14 @@ SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors)
 		AND docid IN (SELECT d.id FROM json_array_elements_text(CAST($2 AS json)) k(value) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT))
 ;
 
--- used by: storeTx.expireOutcomes
+-- used by: Tx.expireOutcomes
 -- sqlite:
 --   UPDATE job_outcomes SET expired = expired + ? WHERE job_id = ? AND group_id = ?
 -- postgres (translated):
 UPDATE job_outcomes SET expired = expired + $1 WHERE job_id = $2 AND group_id = $3
 ;
 
--- used by: storeTx.expireOutcomes
+-- used by: Tx.expireOutcomes
 -- sqlite:
 --   UPDATE replay_outcomes SET outcome = 3, settled_at = ?
 --   		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id
@@ -1604,7 +1416,7 @@ UPDATE replay_outcomes SET outcome = 3, settled_at = $1
 		WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND outcome = 0 RETURNING job_id, group_id
 ;
 
--- used by: storeTx.fileErrorGroup
+-- used by: Tx.fileErrorGroup
 -- sqlite:
 --   INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VALUES (?, ?, ?, ?, 1)
 --   		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + 1
@@ -1613,7 +1425,7 @@ INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VAL
 		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + 1
 ;
 
--- used by: storeTx.fileErrorGroup
+-- used by: Tx.fileErrorGroup
 -- sqlite:
 --   INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 --   		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
@@ -1632,7 +1444,7 @@ INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_f
 			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)
 ;
 
--- used by: storeTx.keepRemoved
+-- used by: Tx.keepRemoved
 -- sqlite:
 --   INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
 --   			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
@@ -1647,16 +1459,7 @@ INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, g
 		FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($6::json) AS value) ORDER BY d.id
 ;
 
--- used by: storeTx.pgMessagesByKey
--- sqlite:
---   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
---   	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?::bigint[], ?::text[]))
--- postgres (translated):
-SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
-	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
-;
-
--- used by: storeTx.pushCopies
+-- used by: Tx.pushCopies
 -- from: createCopiesInSQL
 -- sqlite:
 --   CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL, part INTEGER NOT NULL)
@@ -1664,7 +1467,7 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM mes
 CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL, part BIGINT NOT NULL)
 ;
 
--- used by: storeTx.pushCopies
+-- used by: Tx.pushCopies
 -- from: copiesInSQL
 -- sqlite:
 --   INSERT INTO temp.copies_in (k, seq, txid, part) SELECT j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?) j
@@ -1672,14 +1475,14 @@ CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT 
 INSERT INTO pg_temp.copies_in (k, seq, txid, part) SELECT j.k, (j.value ->> 0)::bigint, j.value ->> 1, (j.value ->> 2)::bigint FROM json_array_elements($1::json) WITH ORDINALITY j(value, k)
 ;
 
--- used by: storeTx.queueGroupIDs
+-- used by: Tx.queueGroupIDs
 -- sqlite:
 --   SELECT group_id FROM group_stats WHERE queue_id = ?
 -- postgres (translated):
 SELECT group_id FROM group_stats WHERE queue_id = $1
 ;
 
--- used by: storeTx.readyConsumers
+-- used by: Tx.readyConsumers
 -- from: clearReadySQL
 -- sqlite:
 --   UPDATE consumers SET ready = 0 WHERE group_id = ? AND partition_id IN (SELECT value FROM json_each(?))
@@ -1688,7 +1491,7 @@ UPDATE consumers SET ready = 0 WHERE group_id = $1 AND partition_id IN (SELECT v
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.cursor)
 ;
 
--- used by: storeTx.returnToErrorGroup
+-- used by: Tx.returnToErrorGroup
 -- sqlite:
 --   INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 --   		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
@@ -1707,21 +1510,21 @@ INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_f
 			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)
 ;
 
--- used by: storeTx.statsGroups
+-- used by: Tx.statsGroups
 -- sqlite:
 --   SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1
 -- postgres (translated):
 SELECT queue_id, group_id FROM group_stats WHERE $1 = 0 OR queue_id = $1
 ;
 
--- used by: storeTx.sweepBound
+-- used by: Tx.sweepBound
 -- sqlite:
 --   SELECT MIN(cursor) FROM consumers WHERE partition_id = ? AND lease_id IS NOT NULL AND lease_until > ?
 -- postgres (translated):
 SELECT MIN(cursor) FROM consumers WHERE partition_id = $1 AND lease_id IS NOT NULL AND lease_until > $2
 ;
 
--- used by: storeTx.sweepConsumer
+-- used by: Tx.sweepConsumer
 -- sqlite:
 --   UPDATE consumers SET cursor = ?1, passed = passed - ?2, lease_id = ?3, lease_last = ?4,
 --   		lease_until = CASE WHEN ?5 THEN 0 ELSE lease_until END,
@@ -1738,21 +1541,21 @@ UPDATE consumers SET cursor = $1, passed = passed - $2, lease_id = $3, lease_las
 		WHERE partition_id = $11 AND group_id = $12
 ;
 
--- used by: storeTx.sweepConsumer
+-- used by: Tx.sweepConsumer
 -- sqlite:
 --   UPDATE consumers SET passed = passed - ? WHERE partition_id = ? AND group_id = ?
 -- postgres (translated):
 UPDATE consumers SET passed = passed - $1 WHERE partition_id = $2 AND group_id = $3
 ;
 
--- used by: storeTx.sweepRange
+-- used by: Tx.sweepRange
 -- sqlite:
 --   SELECT seq, created_at FROM messages WHERE partition_id = ? AND seq <= ? ORDER BY seq LIMIT ?
 -- postgres (translated):
 SELECT seq, created_at FROM messages WHERE partition_id = $1 AND seq <= $2 ORDER BY seq LIMIT $3
 ;
 
--- used by: storeTx.sweptConsumers
+-- used by: Tx.sweptConsumers
 -- sqlite:
 --   SELECT group_id, cursor, passed_seq, lease_last, retry_seq, void_last, lease_id, void_lease_id, acks
 --   		FROM consumers WHERE partition_id = ?
@@ -1761,14 +1564,14 @@ SELECT group_id, cursor, passed_seq, lease_last, retry_seq, void_last, lease_id,
 		FROM consumers WHERE partition_id = $1
 ;
 
--- used by: storeTx.unindexDeadLetters
+-- used by: Tx.unindexDeadLetters
 -- sqlite:
 --   DELETE FROM dead_letter_errors WHERE docid IN (SELECT value FROM json_each(?))
 -- postgres (translated):
 DELETE FROM dead_letter_errors WHERE docid IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
--- used by: storeTx.unindexDeadLetters
+-- used by: Tx.unindexDeadLetters
 -- sqlite:
 --   DELETE FROM dead_letter_payloads WHERE docid IN (
 --   		SELECT d.seq FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?1))
@@ -1779,62 +1582,259 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))
 ;
 
+-- used by: pgDialect.ExpectOutcomes
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   WITH noted AS (
+--   			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+--   			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
+--   			ON CONFLICT DO NOTHING
+--   			RETURNING group_id)
+--   		INSERT INTO job_outcomes (job_id, group_id, replayed)
+--   		SELECT ?1::bigint, n.group_id, COUNT(*) FROM noted n WHERE ?1::bigint <> 0 GROUP BY n.group_id
+--   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
+-- postgres (translated):
+WITH noted AS (
+			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, $1::bigint FROM json_array_elements($2::json) j(value)
+			ON CONFLICT DO NOTHING
+			RETURNING group_id)
+		INSERT INTO job_outcomes (job_id, group_id, replayed)
+		SELECT $1::bigint, n.group_id, COUNT(*) FROM noted n WHERE $1::bigint <> 0 GROUP BY n.group_id
+		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
+;
+
+-- used by: pgDialect.FoldLock
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT c.partition_id, c.group_id FROM consumers c
+--   			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
+--   			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
+-- postgres (translated):
+SELECT c.partition_id, c.group_id FROM consumers c
+			JOIN unnest($1::bigint[], $2::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
+			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
+;
+
+-- used by: pgDialect.FoldLock
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
+-- postgres (translated):
+SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
+;
+
+-- used by: pgDialect.ImportSeq
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
+-- postgres (translated):
+SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
+;
+
+-- used by: pgDialect.IndexDeadLetter
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))
+-- postgres (translated):
+INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES ($1, CAST($2 AS tsvector))
+;
+
+-- used by: pgDialect.IndexDeadLetter
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES (?, CAST(? AS tsvector))
+-- postgres (translated):
+INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES ($1, CAST($2 AS tsvector))
+;
+
+-- used by: pgDialect.IndexDeadLetter
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
+--   		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
+-- postgres (translated):
+SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.payload FROM dead_letters o WHERE o.id = $2))
+		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
+;
+
+-- used by: pgDialect.PushCopies, sqliteDialect.PushCopies
+-- sqlite:
+--   DELETE FROM temp.copies_in
+-- postgres (translated):
+DELETE FROM pg_temp.copies_in
+;
+
+-- used by: pgDialect.Space
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT current_setting('block_size')::bigint,
+--   	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
+--   	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+--   	WHERE n.nspname = current_schema() AND c.relkind = 'r'
+-- postgres (translated):
+SELECT current_setting('block_size')::bigint,
+	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = current_schema() AND c.relkind = 'r'
+;
+
+-- used by: pgMessagesByKey
+-- sqlite:
+--   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
+--   	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?::bigint[], ?::text[]))
+-- postgres (translated):
+SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
+	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+;
+
+-- used by: pgRowLocks.LockDrained
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
+--   				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
+--   				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
+-- postgres (translated):
+SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
+				WHERE p.id = ANY($1::bigint[]) AND c.group_id = $2
+				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
+;
+
+-- used by: pgRowLocks.LockDue
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
+--   		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
+--   		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
+--   		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
+--   		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
+		WHERE partition_id = ANY($1::bigint[]) AND group_id = $2 AND ready = 1
+		AND (lease_id IS NULL OR lease_until <= $3) AND available_at <= $3
+		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
+		ORDER BY leased_at, partition_id LIMIT $4 FOR UPDATE OF c SKIP LOCKED
+;
+
+-- used by: pgRowLocks.LockPartition
+-- runs on PostgreSQL only (pgDialect, pgRowLocks)
+-- sqlite:
+--   SELECT id FROM partitions WHERE id = ? FOR UPDATE
+-- postgres (translated):
+SELECT id FROM partitions WHERE id = $1 FOR UPDATE
+;
+
+-- used by: sqliteDialect.ExpectOutcomes
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO job_outcomes (job_id, group_id, replayed)
+--   		SELECT ?1, x.group_id, COUNT(*) FROM (SELECT DISTINCT j.value ->> 0 AS copy_seq, j.value ->> 1 AS group_id FROM json_each(?2) j) x
+--   		WHERE NOT EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = x.copy_seq AND o.group_id = x.group_id)
+--   		GROUP BY x.group_id
+--   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
+-- postgres: none
+
+-- used by: sqliteDialect.ExpectOutcomes
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+--   		SELECT j.value ->> 0, j.value ->> 1, ?1 FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING
+-- postgres: none
+
+-- used by: sqliteDialect.IndexDeadLetter
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)
+-- postgres: none
+
+-- used by: sqliteDialect.IndexDeadLetter
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO dead_letter_payloads (docid, text)
+--   		SELECT ?1, (SELECT COALESCE(group_concat(
+--   		CASE WHEN typeof(j.key) = 'text' THEN j.key ELSE '' END || ' ' ||
+--   		CASE WHEN j.type IN ('text', 'integer', 'real') THEN j.atom ELSE '' END, ' '), '')
+--   	FROM json_tree(m.payload) j) FROM (SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1),
+--   			(SELECT o.payload FROM dead_letters o WHERE o.id = ?2)) AS payload) m
+--   		WHERE m.payload IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
+-- postgres: none
+
+-- used by: sqliteDialect.KeepSeqFloor
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
+--   		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq
+-- postgres: none
+
+-- used by: sqliteDialect.NewestSeq
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   SELECT MAX(seq) FROM messages
+-- postgres: none
+
+-- used by: sqliteDialect.Space
+-- runs on SQLite only (sqliteDialect)
+-- sqlite:
+--   SELECT page_size, page_count, freelist_count, auto_vacuum
+--   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
+-- postgres: none
+
 -- Built at run time, not covered yet: 58 calls.
---   DB.Health: exec(stmt)
---   pgDialect.insertMessages: query(d.insertSQL)
---   pgDialect.pushCopies: query(insert + ` RETURNING seq, partition_id, transaction_id`)
---   scanKeys: query(query)
---   sqliteDialect.giveBackPages: query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
---   sqliteDialect.pushCopies: insert(insertCopies)
---   storeTx.AddStats: exec(b.upsert)
---   storeTx.Consumer: queryRow(consumerSQL + t.locks.forUpdate())
---   storeTx.ConsumerByLease: queryRow(consumerByLeaseSQL + t.locks.forUpdate())
---   storeTx.ConsumerByLease: queryRow(consumerByLeaseV7SQL + t.locks.forUpdate())
---   storeTx.ConsumersBySharedLease: query(consumersBySharedLeaseSQL + t.locks.forUpdate())
---   storeTx.CountDeadLetterMessages: queryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
---   storeTx.CountDeadLetters: queryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
---   storeTx.CountDeadLettersAbove: queryRow(query)
---   storeTx.CountDeadLettersUpTo: queryRow(`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d` + w + ` LIMIT ?) x`)
---   storeTx.DeadLetterPosition: queryRow(`SELECT d.failed_at, d.id FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`)
---   storeTx.DeadLetterWindow: queryRow(q)
---   storeTx.DeadLettersByTrace: query(deadLettersByTraceQuery (package variable))
---   storeTx.DeadLettersByTransaction: query(q)
---   storeTx.DeadLettersOfSeqs: query(deadLettersOfSeqsQuery (package variable))
---   storeTx.DeleteEmptyPartitions: exec(s)
---   storeTx.DeleteQueue: exec(s)
---   storeTx.ErrorGroupHours: query(query)
---   storeTx.Groups: query(`SELECT g.id, g.name, s.subscribed_at, (SELECT COALESCE(SUM(` + messagesOf("p") + ` - c.passed - (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.passed_seq AND m.seq <= c.cursor)), 0) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id WHERE p.queue_id = s.queue_id), (SELECT COUNT(*) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id WHERE p.queue_id = s.queue_id AND c.lease_id IS NOT NULL AND c.lease_until > ?) FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`)
---   storeTx.Jobs: query(q)
---   storeTx.ListAudit: query(q)
---   storeTx.ListDeadLetters: query(q)
---   storeTx.MessagesByTransaction: query(q)
---   storeTx.NewestFailure: queryRow(`SELECT d.failed_at FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`)
---   storeTx.Partitions: query(`SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, ` + messagesOf("p") + ` FROM partitions p WHERE p.queue_id = ? ORDER BY p.name`)
---   storeTx.RecentMessages: query(q)
---   storeTx.Reposition: exec(`DELETE ` + of)
---   storeTx.Reposition: queryRow(`SELECT COUNT(*) ` + of + ` AND lease_id IS NOT NULL AND lease_until > ?3`)
---   storeTx.Reposition: queryRow(`SELECT COUNT(*) ` + of)
---   storeTx.Restorable: query(q)
---   storeTx.Series: query(`SELECT b.queue_id, b.group_id, b.` + bt.unit + `, ` + bucketCols + ` FROM ` + bt.name + ` b WHERE b.queue_id = ? AND b.group_id = ? AND b.` + bt.unit + ` < ? ORDER BY b.` + bt.unit + ` DESC LIMIT 1`)
---   storeTx.Series: query(ranged)
---   storeTx.SettleJobCopy: exec(`UPDATE job_outcomes SET ` + col + ` = ` + col + ` + 1 WHERE job_id = ? AND group_id = ?`)
---   storeTx.SweepBuckets: exec(q)
---   storeTx.SweepHistory: exec(s)
---   storeTx.TextMatches: queryRow(`SELECT COUNT(*) FROM (SELECT docid FROM ` + index + ` WHERE match(?, ` + index + `) LIMIT ?) AS m`)
---   storeTx.cutAtDoc: query(q)
---   storeTx.deleteSwept: exec(stmt)
---   storeTx.exportRows: query(q)
---   storeTx.indexBlock: queryIDs(q)
---   storeTx.insertConsumers: exec(`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq) SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END, ` + passed + `, c.cursor FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, ` + cursor + ` AS cursor FROM partitions p WHERE p.queue_id = ?3` + onePartition + `) c`)
---   storeTx.markReady: exec(q)
---   storeTx.names: query(query)
---   storeTx.pgRebuildTextIndex: exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)
---   storeTx.pgRebuildTextIndex: exec(s)
---   storeTx.pgRebuildTextIndex: query(read)
---   storeTx.pushCopies: exec(stmt)
---   storeTx.pushEdited: exec(`INSERT INTO replay_edits (copy_seq, original, edited) SELECT ?1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = ?3), ` + fromDeadLetter("payload", "?3") + `), ?2`)
---   storeTx.pushEdited: insert(`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) SELECT ?1, ?2, ?3, COALESCE((SELECT m.trace_id FROM messages m WHERE m.seq = ?5), ` + fromDeadLetter("trace_id", "?5") + `), ?4 WHERE true ON CONFLICT (partition_id, transaction_id) DO NOTHING`)
---   storeTx.readyConsumers: query(scanSQL)
---   storeTx.recordReplays: exec(recordReplaysSQL (package variable))
---   storeTx.seqBoundaryBy: queryRow(first)
---   storeTx.unindexQueue: exec(s)
+--   DB.Health: Exec(stmt)
+--   Tx.AddStats: Exec(b.upsert)
+--   Tx.Consumer: QueryRow(consumerSQL + t.locks.ForUpdate())
+--   Tx.ConsumerByLease: QueryRow(ConsumerByLeaseV7SQL + t.locks.ForUpdate())
+--   Tx.ConsumerByLease: QueryRow(consumerByLeaseSQL + t.locks.ForUpdate())
+--   Tx.ConsumersBySharedLease: Query(ConsumersBySharedLeaseSQL + t.locks.ForUpdate())
+--   Tx.CountDeadLetterMessages: QueryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
+--   Tx.CountDeadLetters: QueryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
+--   Tx.CountDeadLettersAbove: QueryRow(query)
+--   Tx.CountDeadLettersUpTo: QueryRow(`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d` + w + ` LIMIT ?) x`)
+--   Tx.DeadLetterPosition: QueryRow(`SELECT d.failed_at, d.id FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`)
+--   Tx.DeadLetterWindow: QueryRow(q)
+--   Tx.DeadLettersByTrace: Query(DeadLettersByTraceQuery (package variable))
+--   Tx.DeadLettersByTransaction: Query(q)
+--   Tx.DeadLettersOfSeqs: Query(DeadLettersOfSeqsQuery (package variable))
+--   Tx.DeleteEmptyPartitions: Exec(s)
+--   Tx.DeleteQueue: Exec(s)
+--   Tx.ErrorGroupHours: Query(query)
+--   Tx.Groups: Query(`SELECT g.id, g.name, s.subscribed_at, (SELECT COALESCE(SUM(` + messagesOf("p") + ` - c.passed - (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.passed_seq AND m.seq <= c.cursor)), 0) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id WHERE p.queue_id = s.queue_id), (SELECT COUNT(*) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id WHERE p.queue_id = s.queue_id AND c.lease_id IS NOT NULL AND c.lease_until > ?) FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`)
+--   Tx.Jobs: Query(q)
+--   Tx.ListAudit: Query(q)
+--   Tx.ListDeadLetters: Query(q)
+--   Tx.MarkReady: Exec(q)
+--   Tx.MessagesByTransaction: Query(q)
+--   Tx.NewestFailure: QueryRow(`SELECT d.failed_at FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`)
+--   Tx.Partitions: Query(`SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, ` + messagesOf("p") + ` FROM partitions p WHERE p.queue_id = ? ORDER BY p.name`)
+--   Tx.RecentMessages: Query(q)
+--   Tx.Reposition: Exec(`DELETE ` + of)
+--   Tx.Reposition: QueryRow(`SELECT COUNT(*) ` + of + ` AND lease_id IS NOT NULL AND lease_until > ?3`)
+--   Tx.Reposition: QueryRow(`SELECT COUNT(*) ` + of)
+--   Tx.Restorable: Query(q)
+--   Tx.Series: Query(`SELECT b.queue_id, b.group_id, b.` + bt.unit + `, ` + bucketCols + ` FROM ` + bt.name + ` b WHERE b.queue_id = ? AND b.group_id = ? AND b.` + bt.unit + ` < ? ORDER BY b.` + bt.unit + ` DESC LIMIT 1`)
+--   Tx.Series: Query(ranged)
+--   Tx.SettleJobCopy: Exec(`UPDATE job_outcomes SET ` + col + ` = ` + col + ` + 1 WHERE job_id = ? AND group_id = ?`)
+--   Tx.SweepBuckets: Exec(q)
+--   Tx.SweepHistory: Exec(s)
+--   Tx.TextMatches: QueryRow(`SELECT COUNT(*) FROM (SELECT docid FROM ` + index + ` WHERE match(?, ` + index + `) LIMIT ?) AS m`)
+--   Tx.cutAtDoc: Query(q)
+--   Tx.deleteSwept: Exec(stmt)
+--   Tx.exportRows: Query(q)
+--   Tx.indexBlock: QueryIDs(q)
+--   Tx.insertConsumers: Exec(`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq) SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END, ` + passed + `, c.cursor FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, ` + cursor + ` AS cursor FROM partitions p WHERE p.queue_id = ?3` + onePartition + `) c`)
+--   Tx.names: Query(query)
+--   Tx.pushCopies: Exec(stmt)
+--   Tx.pushEdited: Exec(`INSERT INTO replay_edits (copy_seq, original, edited) SELECT ?1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = ?3), ` + fromDeadLetter("payload", "?3") + `), ?2`)
+--   Tx.pushEdited: Insert(`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) SELECT ?1, ?2, ?3, COALESCE((SELECT m.trace_id FROM messages m WHERE m.seq = ?5), ` + fromDeadLetter("trace_id", "?5") + `), ?4 WHERE true ON CONFLICT (partition_id, transaction_id) DO NOTHING`)
+--   Tx.readyConsumers: Query(scanSQL)
+--   Tx.recordReplays: Exec(recordReplaysSQL (package variable))
+--   Tx.seqBoundaryBy: QueryRow(first)
+--   Tx.unindexQueue: Exec(s)
+--   pgDialect.InsertMessages: Query(d.insertSQL)
+--   pgDialect.PushCopies: Query(insert + ` RETURNING seq, partition_id, transaction_id`)
+--   pgRebuildTextIndex: Exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)
+--   pgRebuildTextIndex: Exec(s)
+--   pgRebuildTextIndex: Query(read)
+--   scanKeys: Query(query)
+--   sqliteDialect.GiveBackPages: Query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
+--   sqliteDialect.PushCopies: Insert(insertCopies)

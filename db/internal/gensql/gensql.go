@@ -1,8 +1,8 @@
 // Package gensql finds the SQL statements package db runs: every call of
-// its statement wrappers (storeTx's exec, query, queryRow, queryIDs,
-// insert and execLater), with the text each passes when that text is a
+// its statement wrappers (sqlcore.Tx's Exec, Query, QueryRow, QueryIDs,
+// Insert and ExecLater), with the text each passes when that text is a
 // constant (a literal, a named constant, a concatenation of constants,
-// or a package variable set by pgQuery or pgInsert), and the calls whose
+// or a package variable set by PGQuery or PGInsert), and the calls whose
 // text is built at run time.
 //
 // It reads db's source with go/parser and type-checks it with go/types,
@@ -31,22 +31,22 @@ import (
 	"strings"
 )
 
-// Wrappers are storeTx's statement wrappers, each with the index of its
+// Wrappers are sqlcore.Tx's statement wrappers, each with the index of its
 // query argument.
 var Wrappers = map[string]int{
-	"exec":      1,
-	"query":     1,
-	"queryRow":  1,
-	"queryIDs":  1,
-	"execLater": 1,
-	"insert":    2, // insert(ctx, col, query, args...)
+	"Exec":      1,
+	"Query":     1,
+	"QueryRow":  1,
+	"QueryIDs":  1,
+	"ExecLater": 1,
+	"Insert":    2, // Insert(ctx, col, query, args...)
 }
 
 // Site is one call of a wrapper.
 type Site struct {
-	Func string // the function that calls it: storeTx.Ack, foldConsumers
+	Func string // the function that calls it: Tx.Ack, FoldRows
 	// Wrapper is exec, query, ..., or "" for a package variable set by
-	// pgQuery or pgInsert that the function names elsewhere than as a
+	// PGQuery or PGInsert that the function names elsewhere than as a
 	// wrapper's query (it picks it at run time among others).
 	Wrapper string
 	// Const: the query is a constant; SQL is its text, and for insert
@@ -54,19 +54,19 @@ type Site struct {
 	Const bool
 	SQL   string
 	Col   string
-	// Var: the package variable the text was read from (pgQuery,
-	// pgInsert), or "".
+	// Var: the package variable the text was read from (PGQuery,
+	// PGInsert), or "".
 	Var string
 	// Expr is the query argument as written, when it is not a constant.
 	Expr string
 	// Only is "sqlite" when the call runs on SQLite only, "postgres" on
-	// PostgreSQL only, as far as the branches on storeTx's pg field say
-	// (OnlyOn), or "" for both.
+	// PostgreSQL only, as its function's receiver says (storeOf), or ""
+	// for both.
 	Only string
 }
 
 // Collect returns the wrapper calls in the non-test Go files of the
-// package in dir (package db), in source order.
+// package in dir (db/internal/sqlcore, or a store beside it), in source order.
 func Collect(dir string) ([]Site, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -137,8 +137,8 @@ func Collect(dir string) ([]Site, error) {
 		return nil, typeErr
 	}
 
-	// The package variables set by pgQuery(sqlite, pg) or
-	// pgInsert(col, sqlite, pg): their SQLite text.
+	// The package variables set by PGQuery(sqlite, pg) or
+	// PGInsert(col, sqlite, pg): their SQLite text.
 	type pair struct{ sql, col string }
 	given := map[types.Object]pair{}
 	for _, init := range info.InitOrder {
@@ -146,11 +146,17 @@ func Collect(dir string) ([]Site, error) {
 		if !ok || len(init.Lhs) != 1 {
 			continue
 		}
-		fn, ok := call.Fun.(*ast.Ident)
-		if !ok || info.Uses[fn] == nil || info.Uses[fn].Pkg() != pkg {
+		var fn *ast.Ident
+		switch f := call.Fun.(type) {
+		case *ast.Ident:
+			fn = f
+		case *ast.SelectorExpr:
+			fn = f.Sel
+		}
+		if fn == nil || info.Uses[fn] == nil || !isCore(info.Uses[fn].Pkg()) {
 			continue
 		}
-		i := map[string]int{"pgQuery": 0, "pgInsert": 1}
+		i := map[string]int{"PGQuery": 0, "PGInsert": 1}
 		n, ok := i[fn.Name]
 		if !ok {
 			continue
@@ -172,15 +178,14 @@ func Collect(dir string) ([]Site, error) {
 				continue
 			}
 			name := funcName(fd)
-			only := branches(info, pkg, fd.Body)
-			only.whole = storeOf(fd)
+			only := storeOf(fd)
 			direct := map[*ast.Ident]bool{}
 			ast.Inspect(fd.Body, func(n ast.Node) bool {
 				if id, ok := n.(*ast.Ident); ok {
-					// A pgQuery variable the function picks among
+					// A PGQuery variable the function picks among
 					// others, passed at run time.
 					if g, ok := given[info.Uses[id]]; ok && !direct[id] {
-						sites = append(sites, Site{Func: name, Const: true, SQL: g.sql, Col: g.col, Var: id.Name, Only: only.at(id.Pos())})
+						sites = append(sites, Site{Func: name, Const: true, SQL: g.sql, Col: g.col, Var: id.Name, Only: only})
 					}
 					return true
 				}
@@ -200,7 +205,7 @@ func Collect(dir string) ([]Site, error) {
 				if !ok || len(call.Args) <= idx {
 					return true
 				}
-				site := Site{Func: name, Wrapper: sel.Sel.Name, Only: only.at(call.Pos())}
+				site := Site{Func: name, Wrapper: sel.Sel.Name, Only: only}
 				arg := call.Args[idx]
 				if q, ok := constString(info, arg); ok {
 					site.Const, site.SQL = true, q
@@ -210,7 +215,7 @@ func Collect(dir string) ([]Site, error) {
 						direct[id] = true
 					}
 				}
-				if site.Const && site.Wrapper == "insert" {
+				if site.Const && site.Wrapper == "Insert" {
 					col, ok := constString(info, call.Args[1])
 					if !ok {
 						site.Const = false // RETURNING col is built at run time
@@ -234,32 +239,6 @@ func Collect(dir string) ([]Site, error) {
 	return sites, nil
 }
 
-// span is a range of a function's source that runs on one store only.
-type span struct {
-	from, to token.Pos
-	only     string
-}
-
-// spans are the parts of a function that run on one store only; whole,
-// when set, is the store the whole function runs on (storeOf).
-type spans struct {
-	list  []span
-	whole string
-}
-
-// at is the store the code at p runs on only, or "".
-func (ss spans) at(p token.Pos) string {
-	if ss.whole != "" {
-		return ss.whole
-	}
-	for _, s := range ss.list {
-		if s.from <= p && p < s.to {
-			return s.only
-		}
-	}
-	return ""
-}
-
 // storeOf is the store a method of one store's own type runs on: a
 // method of sqliteDialect or another type named sqlite… runs on SQLite
 // only, of pgDialect, pgRowLocks or another pg… on PostgreSQL only.
@@ -276,71 +255,6 @@ func storeOf(fd *ast.FuncDecl) string {
 	return ""
 }
 
-// branches finds the code of body that runs on one store only: the
-// branches of an `if t.pg` (or `if !t.pg`), and what follows, in the
-// same block, such an if without else whose body ends in a return.
-func branches(info *types.Info, pkg *types.Package, body *ast.BlockStmt) spans {
-	var out []span
-	// onPG says which store the condition c holds on: "postgres" for
-	// t.pg, "sqlite" for !t.pg, "" otherwise.
-	onPG := func(c ast.Expr) string {
-		c = ast.Unparen(c)
-		other := false
-		if u, ok := c.(*ast.UnaryExpr); ok && u.Op == token.NOT {
-			c, other = ast.Unparen(u.X), true
-		}
-		sel, ok := c.(*ast.SelectorExpr)
-		if !ok || sel.Sel.Name != "pg" {
-			return ""
-		}
-		s := info.Selections[sel]
-		if s == nil || s.Kind() != types.FieldVal || !isStoreTx(s.Recv(), pkg) {
-			return ""
-		}
-		if other {
-			return "sqlite"
-		}
-		return "postgres"
-	}
-	flip := map[string]string{"postgres": "sqlite", "sqlite": "postgres"}
-	block := func(list []ast.Stmt, end token.Pos) {
-		for i, st := range list {
-			is, ok := st.(*ast.IfStmt)
-			if !ok || is.Init != nil {
-				continue
-			}
-			on := onPG(is.Cond)
-			if on == "" {
-				continue
-			}
-			out = append(out, span{is.Body.Pos(), is.Body.End(), on})
-			if is.Else != nil {
-				out = append(out, span{is.Else.Pos(), is.Else.End(), flip[on]})
-				continue
-			}
-			n := len(is.Body.List)
-			if n == 0 {
-				continue
-			}
-			if _, ok := is.Body.List[n-1].(*ast.ReturnStmt); ok && i+1 < len(list) {
-				out = append(out, span{list[i+1].Pos(), end, flip[on]})
-			}
-		}
-	}
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch b := n.(type) {
-		case *ast.BlockStmt:
-			block(b.List, b.End())
-		case *ast.CaseClause:
-			block(b.Body, b.End())
-		case *ast.CommClause:
-			block(b.Body, b.End())
-		}
-		return true
-	})
-	return spans{list: out}
-}
-
 func constString(info *types.Info, e ast.Expr) (string, bool) {
 	tv, ok := info.Types[e]
 	if !ok || tv.Value == nil || tv.Value.Kind() != constant.String {
@@ -349,16 +263,22 @@ func constString(info *types.Info, e ast.Expr) (string, bool) {
 	return constant.StringVal(tv.Value), true
 }
 
-func isStoreTx(t types.Type, pkg *types.Package) bool {
+func isStoreTx(t types.Type, _ *types.Package) bool {
 	if p, ok := t.(*types.Pointer); ok {
 		t = p.Elem()
 	}
 	n, ok := t.(*types.Named)
-	return ok && n.Obj().Pkg() == pkg && n.Obj().Name() == "storeTx"
+	return ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Tx"
+}
+
+// isCore reports whether p is db/internal/sqlcore (by its name), whose
+// Tx runs the statements.
+func isCore(p *types.Package) bool {
+	return p != nil && p.Name() == "sqlcore"
 }
 
 // funcName is a function's name, a method's with its receiver's type:
-// storeTx.Ack, not a line number, so that it moves only when the code is
+// Tx.Ack, not a line number, so that it moves only when the code is
 // renamed.
 func funcName(fd *ast.FuncDecl) string {
 	if fd.Recv == nil || len(fd.Recv.List) == 0 {
@@ -416,12 +336,12 @@ func goList(dir string) ([]*listed, error) {
 // wrapper reports whether f is one of the wrappers, whose calls of each
 // other pass their caller's text along.
 func wrapper(f string) bool {
-	_, ok := Wrappers[strings.TrimPrefix(f, "storeTx.")]
-	return ok && strings.HasPrefix(f, "storeTx.")
+	_, ok := Wrappers[strings.TrimPrefix(f, "Tx.")]
+	return ok && strings.HasPrefix(f, "Tx.")
 }
 
 // Dynamic is the calls whose text is built at run time, one line each
-// ("storeTx.ListDeadLetters: query(q)"), sorted, with duplicates kept
+// ("Tx.ListDeadLetters: Query(q)"), sorted, with duplicates kept
 // once; the wrappers' calls of each other are left out.
 func Dynamic(sites []Site) []string {
 	seen := map[string]bool{}

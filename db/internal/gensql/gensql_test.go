@@ -11,21 +11,21 @@ func TestCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Site{
-		{Func: "storeTx.insert", Wrapper: "exec", Expr: `query + " RETURNING " + col`},
-		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a, b FROM t`},
-		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a, b FROM t WHERE x = ?`, Var: "overridden"},
-		{Func: "storeTx.Both", Wrapper: "insert", Const: true, SQL: `INSERT INTO t (a) VALUES (?)`, Col: "id"},
-		{Func: "storeTx.Both", Wrapper: "exec", Expr: "`SELECT ` + name"},
-		{Func: "storeTx.Both", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
-		{Func: "storeTx.Both", Wrapper: "exec", Expr: "s"},
-		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
-		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
+		{Func: "Tx.Insert", Wrapper: "Exec", Expr: `query + " RETURNING " + col`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT a, b FROM t`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT a, b FROM t WHERE x = ?`, Var: "overridden"},
+		{Func: "Tx.Both", Wrapper: "Insert", Const: true, SQL: `INSERT INTO t (a) VALUES (?)`, Col: "id"},
+		{Func: "Tx.Both", Wrapper: "Exec", Expr: "`SELECT ` + name"},
+		{Func: "Tx.Both", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
+		{Func: "Tx.Both", Wrapper: "Exec", Expr: "s"},
+		{Func: "pgDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
+		{Func: "sqliteDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
 	}
 	if !reflect.DeepEqual(sites, want) {
 		t.Errorf("Collect:\n got %+v\nwant %+v", sites, want)
 	}
 	dyn := Dynamic(sites)
-	wantDyn := []string{"storeTx.Both: exec(`SELECT ` + name)", "storeTx.Both: exec(s)"}
+	wantDyn := []string{"Tx.Both: Exec(`SELECT ` + name)", "Tx.Both: Exec(s)"}
 	if !reflect.DeepEqual(dyn, wantDyn) {
 		t.Errorf("Dynamic: got %q, want %q", dyn, wantDyn)
 	}

@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -27,7 +27,7 @@ WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = t.seq)
 ORDER BY t.id LIMIT ?1)`
 
 // InsertTrace writes message_traces.
-func (t *storeTx) InsertTrace(ctx context.Context, tr broker.Trace) (int64, error) {
+func (t *Tx) InsertTrace(ctx context.Context, tr broker.Trace) (int64, error) {
 	names := []string{}
 	if tr.Names != nil {
 		names = tr.Names
@@ -36,27 +36,27 @@ func (t *storeTx) InsertTrace(ctx context.Context, tr broker.Trace) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("trace names: %w", err)
 	}
-	_, id, err := t.insert(ctx, "id", `INSERT INTO message_traces (seq, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`, tr.Seq, tr.QueueID, tr.Group, tr.EventType, string(nj), tr.Data, tr.DataBytes, ms(tr.At))
+	_, id, err := t.Insert(ctx, "id", `INSERT INTO message_traces (seq, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`, tr.Seq, tr.QueueID, tr.Group, tr.EventType, string(nj), tr.Data, tr.DataBytes, MS(tr.At))
 	return id, err
 }
 
 // TraceCount counts the message's rows of message_traces_seq.
-func (t *storeTx) TraceCount(ctx context.Context, seq int64) (int, error) {
+func (t *Tx) TraceCount(ctx context.Context, seq int64) (int, error) {
 	var n int
-	err := t.queryRow(ctx, `SELECT COUNT(*) FROM message_traces WHERE seq = ?`, seq).Scan(&n)
+	err := t.QueryRow(ctx, `SELECT COUNT(*) FROM message_traces WHERE seq = ?`, seq).Scan(&n)
 	return n, err
 }
 
 // CountDroppedTrace updates the message's newest row of message_traces.
-func (t *storeTx) CountDroppedTrace(ctx context.Context, seq int64) error {
-	_, err := t.exec(ctx, countDroppedTraceSQL, seq)
+func (t *Tx) CountDroppedTrace(ctx context.Context, seq int64) error {
+	_, err := t.Exec(ctx, countDroppedTraceSQL, seq)
 	return err
 }
 
 // TracesOf reads the message's rows of message_traces_seq, oldest first.
-func (t *storeTx) TracesOf(ctx context.Context, seq int64, limit int) ([]broker.Trace, error) {
-	rows, err := t.query(ctx, `SELECT id, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at
+func (t *Tx) TracesOf(ctx context.Context, seq int64, limit int) ([]broker.Trace, error) {
+	rows, err := t.Query(ctx, `SELECT id, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at
 FROM message_traces WHERE seq = ? ORDER BY seq, id LIMIT ?`, seq, limit)
 	if err != nil {
 		return nil, err
@@ -81,8 +81,8 @@ FROM message_traces WHERE seq = ? ORDER BY seq, id LIMIT ?`, seq, limit)
 
 // SweepTraces deletes rows of message_traces whose message and dead
 // letters are gone, and returns how many.
-func (t *storeTx) SweepTraces(ctx context.Context, limit int) (int64, error) {
-	res, err := t.exec(ctx, sweepTracesSQL, limit)
+func (t *Tx) SweepTraces(ctx context.Context, limit int) (int64, error) {
+	res, err := t.Exec(ctx, sweepTracesSQL, limit)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -30,42 +30,42 @@ const trimLoginFailuresSQL = `DELETE FROM login_failures WHERE seq <= (SELECT MA
 const sweepLoginFailuresSQL = `DELETE FROM login_failures WHERE key IN (SELECT key FROM (SELECT key, last_at FROM login_failures ORDER BY seq LIMIT ?2) x WHERE last_at < ?1)`
 
 // LoginFailure reads login_failures by the primary key.
-func (t *storeTx) LoginFailure(ctx context.Context, key string) (broker.LoginFailure, error) {
+func (t *Tx) LoginFailure(ctx context.Context, key string) (broker.LoginFailure, error) {
 	f := broker.LoginFailure{Key: key}
 	var last int64
-	err := t.queryRow(ctx, `SELECT n, last_at FROM login_failures WHERE key = ?`, key).Scan(&f.N, &last)
+	err := t.QueryRow(ctx, `SELECT n, last_at FROM login_failures WHERE key = ?`, key).Scan(&f.N, &last)
 	f.Last = fromMS(last)
 	return f, notFound(err, "login failure")
 }
 
 // SaveLoginFailure upserts login_failures by the primary key, reading
 // the highest seq by its index.
-func (t *storeTx) SaveLoginFailure(ctx context.Context, f broker.LoginFailure) error {
-	_, err := t.exec(ctx, saveLoginFailureSQL, f.Key, f.N, ms(f.Last))
+func (t *Tx) SaveLoginFailure(ctx context.Context, f broker.LoginFailure) error {
+	_, err := t.Exec(ctx, saveLoginFailureSQL, f.Key, f.N, MS(f.Last))
 	return err
 }
 
 // WithdrawLoginFailure deletes the key's row when it holds one failure
 // or fewer, else lowers its count and, when its last count is still the
 // attempt's, puts back the time of the one before, by the primary key.
-func (t *storeTx) WithdrawLoginFailure(ctx context.Context, key string, at, prev time.Time) error {
-	if _, err := t.exec(ctx, `DELETE FROM login_failures WHERE key = ? AND n <= 1`, key); err != nil {
+func (t *Tx) WithdrawLoginFailure(ctx context.Context, key string, at, prev time.Time) error {
+	if _, err := t.Exec(ctx, `DELETE FROM login_failures WHERE key = ? AND n <= 1`, key); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `UPDATE login_failures SET n = n - 1, last_at = CASE WHEN last_at = ?1 THEN ?2 ELSE last_at END WHERE key = ?3`, ms(at), ms(prev), key)
+	_, err := t.Exec(ctx, `UPDATE login_failures SET n = n - 1, last_at = CASE WHEN last_at = ?1 THEN ?2 ELSE last_at END WHERE key = ?3`, MS(at), MS(prev), key)
 	return err
 }
 
 // DeleteLoginFailure deletes login_failures by the primary key.
-func (t *storeTx) DeleteLoginFailure(ctx context.Context, key string) error {
-	_, err := t.exec(ctx, `DELETE FROM login_failures WHERE key = ?`, key)
+func (t *Tx) DeleteLoginFailure(ctx context.Context, key string) error {
+	_, err := t.Exec(ctx, `DELETE FROM login_failures WHERE key = ?`, key)
 	return err
 }
 
 // TrimLoginFailures deletes the rows counted before the last keep
 // counts, by the seqs' index, and returns how many.
-func (t *storeTx) TrimLoginFailures(ctx context.Context, keep int) (int64, error) {
-	res, err := t.exec(ctx, trimLoginFailuresSQL, keep)
+func (t *Tx) TrimLoginFailures(ctx context.Context, keep int) (int64, error) {
+	res, err := t.Exec(ctx, trimLoginFailuresSQL, keep)
 	if err != nil {
 		return 0, err
 	}
@@ -74,8 +74,8 @@ func (t *storeTx) TrimLoginFailures(ctx context.Context, keep int) (int64, error
 
 // SweepLoginFailures deletes the rows counted before before among the
 // limit of the lowest seqs, and returns how many.
-func (t *storeTx) SweepLoginFailures(ctx context.Context, before time.Time, limit int) (int64, error) {
-	res, err := t.exec(ctx, sweepLoginFailuresSQL, ms(before), limit)
+func (t *Tx) SweepLoginFailures(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res, err := t.Exec(ctx, sweepLoginFailuresSQL, MS(before), limit)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 // key backwards (partition_id 0 is SQLite's seq floor row, never a
 // message: keepSeqFloor); the time range is checked on the way, and the
 // walk stops at p.Limit rows.
-func (t *storeTx) RecentMessages(ctx context.Context, p broker.RecentMessagesParams) ([]broker.Message, error) {
-	q, args := recentMessagesAllSQL, []any{p.FromMs, p.ToMs, p.Limit}
+func (t *Tx) RecentMessages(ctx context.Context, p broker.RecentMessagesParams) ([]broker.Message, error) {
+	q, args := RecentMessagesAllSQL, []any{p.FromMs, p.ToMs, p.Limit}
 	if p.PartitionID != 0 {
-		q, args = recentMessagesSQL, []any{p.FromMs, p.ToMs, p.Limit, p.PartitionID}
+		q, args = RecentMessagesSQL, []any{p.FromMs, p.ToMs, p.Limit, p.PartitionID}
 	}
-	rows, err := t.query(ctx, q, args...)
+	rows, err := t.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -25,8 +25,8 @@ func (t *storeTx) RecentMessages(ctx context.Context, p broker.RecentMessagesPar
 
 // The statements of RecentMessages (their plans: tx_messagelist_test.go).
 const (
-	recentMessagesSQL = `SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
+	RecentMessagesSQL = `SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
 		WHERE partition_id = ?4 AND created_at >= ?1 AND created_at < ?2 ORDER BY seq DESC LIMIT ?3`
-	recentMessagesAllSQL = `SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
+	RecentMessagesAllSQL = `SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
 		WHERE partition_id <> 0 AND created_at >= ?1 AND created_at < ?2 ORDER BY seq DESC LIMIT ?3`
 )

@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 // bucket in stats_hour (every counted event writes one), no message and
 // no dead letter. It reads at most one row of each of those tables, by
 // their primary keys, and writes and locks nothing.
-func (t *storeTx) DemoBlank(ctx context.Context) (bool, error) {
+func (t *Tx) DemoBlank(ctx context.Context) (bool, error) {
 	// A bool reads SQLite's 0 or 1 and PostgreSQL's boolean alike.
 	var busy bool
-	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)`).Scan(&busy)
+	err := t.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)`).Scan(&busy)
 	if err != nil {
 		return false, fmt.Errorf("demo blank: %w", err)
 	}
@@ -37,7 +37,7 @@ const demoRowsPerInsert = 200
 // A bucket that exists already is a conflict: an error, and the caller's
 // transaction rolls back; so is a cancelled ctx, checked between chunks
 // of rows. It writes those two tables only and reads nothing.
-func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows []broker.Bucket) error {
+func (t *Tx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows []broker.Bucket) error {
 	var bt bucketTable
 	switch b {
 	case broker.BucketMinute, broker.BucketQuarter, broker.BucketHour:
@@ -58,20 +58,20 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 			}
 			q.WriteString(bucketValues(t.d, i))
 			args = append(args, r.QueueID, r.GroupID, r.At.Unix()/60/bt.minutes, r.DeadLettered, r.Replayed, r.Deleted, r.Dropped, r.Completed, r.Failed,
-				r.ReplayCompleted, r.ReplayFailed, r.Expired, r.DeadLettersExpired, r.Depth, ms(r.OldestAt))
+				r.ReplayCompleted, r.ReplayFailed, r.Expired, r.DeadLettersExpired, r.Depth, MS(r.OldestAt))
 			pairs[[2]int64{r.QueueID, r.GroupID}] = true
 		}
 		// Not kept prepared: a chunk's statement is run a few times, once,
 		// at the demo's first start (nor translated: its parameters are
 		// written in the store's dialect). No context on SQLite's statement
 		// (see exec); the caller's is checked between chunks.
-		if err := t.execUnprepared(ctx, q.String(), args...); err != nil {
+		if err := t.ExecUnprepared(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("insert %s: %w", bt.name, err)
 		}
 		rows = rows[n:]
 	}
 	for p := range pairs {
-		if _, err := t.exec(ctx, `INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING`, p[0], p[1]); err != nil {
+		if _, err := t.Exec(ctx, `INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING`, p[0], p[1]); err != nil {
 			return fmt.Errorf("group stats: %w", err)
 		}
 	}
@@ -81,14 +81,14 @@ func (t *storeTx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows 
 // bucketValues is the i-th row of parameters of a chunk of
 // InsertBuckets, in d's dialect: SQLite's ?, or PostgreSQL's numbered
 // $N.
-func bucketValues(d dialect, i int) string {
+func bucketValues(d Dialect, i int) string {
 	var b strings.Builder
 	b.WriteByte('(')
 	for k := range 15 {
 		if k > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(d.param(i*15 + k + 1))
+		b.WriteString(d.Param(i*15 + k + 1))
 	}
 	b.WriteByte(')')
 	return b.String()

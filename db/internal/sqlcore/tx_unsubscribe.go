@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -11,27 +11,27 @@ import (
 
 // GroupQueues reads the queues of the group's subscriptions (a scan of
 // subscriptions, one row a queue and group).
-func (t *storeTx) GroupQueues(ctx context.Context, groupID int64) ([]int64, error) {
-	return t.queryIDs(ctx, `SELECT queue_id FROM subscriptions WHERE group_id = ? ORDER BY queue_id`, groupID)
+func (t *Tx) GroupQueues(ctx context.Context, groupID int64) ([]int64, error) {
+	return t.QueryIDs(ctx, `SELECT queue_id FROM subscriptions WHERE group_id = ? ORDER BY queue_id`, groupID)
 }
 
 // Unsubscribe deletes the group's consumers of the queue's partitions
 // (each by the primary key (partition_id, group_id), the partitions by
 // their queue's unique (queue_id, name)), counting first those with a
 // live lease, then the subscription by its primary key.
-func (t *storeTx) Unsubscribe(ctx context.Context, queueID, groupID int64, nowMs int64) (consumers, leases int64, err error) {
+func (t *Tx) Unsubscribe(ctx context.Context, queueID, groupID int64, nowMs int64) (consumers, leases int64, err error) {
 	const of = `FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)`
-	if err := t.queryRow(ctx, `SELECT COUNT(*) `+of+` AND lease_id IS NOT NULL AND lease_until > ?3`, groupID, queueID, nowMs).Scan(&leases); err != nil {
+	if err := t.QueryRow(ctx, `SELECT COUNT(*) `+of+` AND lease_id IS NOT NULL AND lease_until > ?3`, groupID, queueID, nowMs).Scan(&leases); err != nil {
 		return 0, 0, fmt.Errorf("leases: %w", err)
 	}
-	res, err := t.exec(ctx, `DELETE `+of, groupID, queueID)
+	res, err := t.Exec(ctx, `DELETE `+of, groupID, queueID)
 	if err != nil {
 		return 0, 0, fmt.Errorf("consumers: %w", err)
 	}
 	if consumers, err = res.RowsAffected(); err != nil {
 		return 0, 0, err
 	}
-	if _, err := t.exec(ctx, `DELETE FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID); err != nil {
+	if _, err := t.Exec(ctx, `DELETE FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID); err != nil {
 		return 0, 0, fmt.Errorf("subscription: %w", err)
 	}
 	return consumers, leases, nil
@@ -47,7 +47,7 @@ func (t *storeTx) Unsubscribe(ctx context.Context, queueID, groupID int64, nowMs
 // The subscription stays. It returns the consumers made. With p.Unread
 // only the consumers never leased (leased_at 0) are deleted, and made
 // anew where the group has none left.
-func (t *storeTx) Reposition(ctx context.Context, p broker.RepositionParams) (consumers, leases int64, err error) {
+func (t *Tx) Reposition(ctx context.Context, p broker.RepositionParams) (consumers, leases int64, err error) {
 	of, args := `FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)`, []any{p.GroupID, p.QueueID}
 	if p.PartitionID != 0 {
 		of, args = `FROM consumers WHERE group_id = ?1 AND partition_id = ?2`, []any{p.GroupID, p.PartitionID}
@@ -55,19 +55,19 @@ func (t *storeTx) Reposition(ctx context.Context, p broker.RepositionParams) (co
 	if p.Unread {
 		of += ` AND leased_at = 0`
 	}
-	if err := t.queryRow(ctx, `SELECT COUNT(*) `+of+` AND lease_id IS NOT NULL AND lease_until > ?3`, append(args, p.NowMs)...).Scan(&leases); err != nil {
+	if err := t.QueryRow(ctx, `SELECT COUNT(*) `+of+` AND lease_id IS NOT NULL AND lease_until > ?3`, append(args, p.NowMs)...).Scan(&leases); err != nil {
 		return 0, 0, fmt.Errorf("leases: %w", err)
 	}
-	if _, err := t.exec(ctx, `DELETE `+of, args...); err != nil {
+	if _, err := t.Exec(ctx, `DELETE `+of, args...); err != nil {
 		return 0, 0, fmt.Errorf("consumers: %w", err)
 	}
 	if err := t.insertConsumers(ctx, p.QueueID, p.GroupID, p.PartitionID, p.Start, p.Unread); err != nil {
 		return 0, 0, fmt.Errorf("make consumers: %w", err)
 	}
-	if err := t.queryRow(ctx, `SELECT COUNT(*) `+of, args...).Scan(&consumers); err != nil {
+	if err := t.QueryRow(ctx, `SELECT COUNT(*) `+of, args...).Scan(&consumers); err != nil {
 		return 0, 0, fmt.Errorf("count: %w", err)
 	}
-	if _, err := t.exec(ctx, `DELETE FROM settle_marks WHERE queue_id = ?1
+	if _, err := t.Exec(ctx, `DELETE FROM settle_marks WHERE queue_id = ?1
 		AND seq > COALESCE((SELECT c.cursor FROM consumers c WHERE c.partition_id = settle_marks.partition_id AND c.group_id = ?2), seq)`, p.QueueID, p.GroupID); err != nil {
 		return 0, 0, fmt.Errorf("settle marks: %w", err)
 	}
@@ -75,9 +75,9 @@ func (t *storeTx) Reposition(ctx context.Context, p broker.RepositionParams) (co
 }
 
 // SubscriptionStart reads subscriptions by its primary key.
-func (t *storeTx) SubscriptionStart(ctx context.Context, queueID, groupID int64) (broker.Start, bool, error) {
+func (t *Tx) SubscriptionStart(ctx context.Context, queueID, groupID int64) (broker.Start, bool, error) {
 	var at sql.NullInt64
-	err := t.queryRow(ctx, `SELECT starts_at FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID).Scan(&at)
+	err := t.QueryRow(ctx, `SELECT starts_at FROM subscriptions WHERE queue_id = ? AND group_id = ?`, queueID, groupID).Scan(&at)
 	if err != nil || !at.Valid {
 		return broker.Start{}, false, notFound(err, "subscription")
 	}
@@ -88,7 +88,7 @@ func (t *storeTx) SubscriptionStart(ctx context.Context, queueID, groupID int64)
 }
 
 // SetSubscriptionStart writes subscriptions by its primary key.
-func (t *storeTx) SetSubscriptionStart(ctx context.Context, queueID, groupID int64, at time.Time) error {
-	_, err := t.exec(ctx, `UPDATE subscriptions SET starts_at = ? WHERE queue_id = ? AND group_id = ?`, ms(at), queueID, groupID)
+func (t *Tx) SetSubscriptionStart(ctx context.Context, queueID, groupID int64, at time.Time) error {
+	_, err := t.Exec(ctx, `UPDATE subscriptions SET starts_at = ? WHERE queue_id = ? AND group_id = ?`, MS(at), queueID, groupID)
 	return err
 }

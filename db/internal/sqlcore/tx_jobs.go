@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -31,23 +31,23 @@ func scanJob(s interface{ Scan(...any) error }) (broker.Job, error) {
 }
 
 // InsertJob writes a row of jobs (AUTOINCREMENT: ids only grow).
-func (t *storeTx) InsertJob(ctx context.Context, j *broker.Job) error {
+func (t *Tx) InsertJob(ctx context.Context, j *broker.Job) error {
 	var err error
-	_, j.ID, err = t.insert(ctx, "id", `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
+	_, j.ID, err = t.Insert(ctx, "id", `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		j.Kind, j.State, j.Actor, ms(j.CreatedAt), ms(j.UpdatedAt), j.Queue, j.Scope.ScopeJSON(), j.Description, j.Rate, j.Planned, j.PausePercent, j.PauseWindow, j.UndoOf)
+		j.Kind, j.State, j.Actor, MS(j.CreatedAt), MS(j.UpdatedAt), j.Queue, j.Scope.ScopeJSON(), j.Description, j.Rate, j.Planned, j.PausePercent, j.PauseWindow, j.UndoOf)
 	return err
 }
 
 // Job reads a job by its primary key.
-func (t *storeTx) Job(ctx context.Context, id int64) (broker.Job, error) {
-	j, err := scanJob(t.queryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+func (t *Tx) Job(ctx context.Context, id int64) (broker.Job, error) {
+	j, err := scanJob(t.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
 	return j, notFound(err, "job")
 }
 
 // Jobs reads newest first by the primary key; a state filter goes by
 // jobs_state. The table holds one row per person's bulk action.
-func (t *storeTx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) ([]broker.Job, error) {
+func (t *Tx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) ([]broker.Job, error) {
 	var conds []string
 	var args []any
 	if f.State != "" {
@@ -67,7 +67,7 @@ func (t *storeTx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) (
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
-	rows, err := t.query(ctx, q, append(args, p.Limit)...)
+	rows, err := t.Query(ctx, q, append(args, p.Limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +84,14 @@ func (t *storeTx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) (
 }
 
 // SaveJob writes what changes as a job runs, by its primary key.
-func (t *storeTx) SaveJob(ctx context.Context, j *broker.Job) error {
+func (t *Tx) SaveJob(ctx context.Context, j *broker.Job) error {
 	var finished int64
 	if !j.FinishedAt.IsZero() {
-		finished = ms(j.FinishedAt)
+		finished = MS(j.FinishedAt)
 	}
-	res, err := t.exec(ctx, `UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
+	res, err := t.Exec(ctx, `UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
 		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ? WHERE id = ?`,
-		j.State, ms(j.UpdatedAt), finished, j.Planned, j.Done, j.Skipped, j.Failed, j.ArrivedSince, j.Position, j.Reason, int64(j.Recent), j.RecentN, j.UndoneBy, j.Capped, j.ID)
+		j.State, MS(j.UpdatedAt), finished, j.Planned, j.Done, j.Skipped, j.Failed, j.ArrivedSince, j.Position, j.Reason, int64(j.Recent), j.RecentN, j.UndoneBy, j.Capped, j.ID)
 	if err != nil {
 		return err
 	}
@@ -112,8 +112,8 @@ func orNoRows(err error) error {
 
 // JobOutcomes reads job_outcomes by its key prefix, joined to the
 // groups' names.
-func (t *storeTx) JobOutcomes(ctx context.Context, jobID int64) ([]broker.JobOutcome, error) {
-	rows, err := t.query(ctx, `SELECT o.group_id, g.name, o.replayed, o.succeeded, o.failed, o.expired
+func (t *Tx) JobOutcomes(ctx context.Context, jobID int64) ([]broker.JobOutcome, error) {
+	rows, err := t.Query(ctx, `SELECT o.group_id, g.name, o.replayed, o.succeeded, o.failed, o.expired
 		FROM job_outcomes o JOIN groups g ON g.id = o.group_id WHERE o.job_id = ? ORDER BY g.name`, jobID)
 	if err != nil {
 		return nil, err
@@ -130,10 +130,10 @@ func (t *storeTx) JobOutcomes(ctx context.Context, jobID int64) ([]broker.JobOut
 	return out, rows.Err()
 }
 
-// jobFailuresQuery is JobFailures' query.
+// JobFailuresQuery is JobFailures' query.
 // A copy retention removed is still listed: it was pushed when it was
 // replayed (replays.at), in its dead letter's partition (migration 0020).
-const jobFailuresQuery = `SELECT o.copy_seq, COALESCE(m.created_at, r.at, 0), COALESCE(q.name, ''), o.group_id, g.name, o.settled_at,
+const JobFailuresQuery = `SELECT o.copy_seq, COALESCE(m.created_at, r.at, 0), COALESCE(q.name, ''), o.group_id, g.name, o.settled_at,
 			d.id IS NOT NULL, COALESCE(d.fingerprint, ''), COALESCE(d.error, '')
 		FROM replay_outcomes o
 		LEFT JOIN messages m ON m.seq = o.copy_seq
@@ -149,8 +149,8 @@ const jobFailuresQuery = `SELECT o.copy_seq, COALESCE(m.created_at, r.at, 0), CO
 // newest copies first (a copy settles once per group; copies of a job
 // are pushed in order, so newest seq is close to newest settled), with
 // the copy's message for its id and its dead letter when it is one.
-func (t *storeTx) JobFailures(ctx context.Context, jobID int64, limit int) ([]broker.JobFailure, error) {
-	rows, err := t.query(ctx, jobFailuresQuery, jobID, limit)
+func (t *Tx) JobFailures(ctx context.Context, jobID int64, limit int) ([]broker.JobFailure, error) {
+	rows, err := t.Query(ctx, JobFailuresQuery, jobID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +170,11 @@ func (t *storeTx) JobFailures(ctx context.Context, jobID int64, limit int) ([]br
 
 // SettleJobCopy counts into the job's row of job_outcomes for the group
 // (made by ExpectReplayOutcomes when the copy was pushed).
-func (t *storeTx) SettleJobCopy(ctx context.Context, jobID, groupID int64, ok bool) error {
+func (t *Tx) SettleJobCopy(ctx context.Context, jobID, groupID int64, ok bool) error {
 	col := "failed"
 	if ok {
 		col = "succeeded"
 	}
-	_, err := t.exec(ctx, `UPDATE job_outcomes SET `+col+` = `+col+` + 1 WHERE job_id = ? AND group_id = ?`, jobID, groupID)
+	_, err := t.Exec(ctx, `UPDATE job_outcomes SET `+col+` = `+col+` + 1 WHERE job_id = ? AND group_id = ?`, jobID, groupID)
 	return err
 }

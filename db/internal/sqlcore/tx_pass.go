@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 // transaction's snapshot; seqs that are no such copy are left out (none:
 // an empty map). A pop calls it only for messages whose transactionId has
 // an own-group copy's shape, a few at a time.
-func (t *storeTx) CopyGroups(ctx context.Context, seqs []int64) (map[int64]int64, error) {
+func (t *Tx) CopyGroups(ctx context.Context, seqs []int64) (map[int64]int64, error) {
 	out := map[int64]int64{}
 	if len(seqs) == 0 {
 		return out, nil
 	}
-	rows, err := t.query(ctx, copyGroupsQuery, intsJSON(seqs))
+	rows, err := t.Query(ctx, CopyGroupsQuery, IntsJSON(seqs))
 	if err != nil {
 		return nil, err
 	}
@@ -30,8 +30,8 @@ func (t *storeTx) CopyGroups(ctx context.Context, seqs []int64) (map[int64]int64
 	return out, rows.Err()
 }
 
-// copyGroupsQuery probes replays for each seq of a JSON array, in the
+// CopyGroupsQuery probes replays for each seq of a JSON array, in the
 // array's order (CROSS JOIN: the list leads). PostgreSQL reads the
 // array's elements as bigint.
-var copyGroupsQuery = pgQuery(`SELECT r.copy_seq, r.group_id FROM json_each(?) j CROSS JOIN replays r ON r.copy_seq = j.value WHERE r.group_id > 0`,
+var CopyGroupsQuery = PGQuery(`SELECT r.copy_seq, r.group_id FROM json_each(?) j CROSS JOIN replays r ON r.copy_seq = j.value WHERE r.group_id > 0`,
 	`SELECT r.copy_seq, r.group_id FROM json_array_elements_text(?::json) j(value) JOIN replays r ON r.copy_seq = j.value::bigint WHERE r.group_id > 0`)

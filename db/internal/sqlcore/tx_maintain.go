@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -21,10 +21,10 @@ var bucketSweeps = map[broker.BucketTable]struct{ table, unit, key string }{
 	broker.BucketErrorGroupHour: {"error_group_hours", "hour", "queue_id, group_id, fingerprint, hour"},
 }
 
-// bucketSweepSQL is the chunked delete of one bucket table: the oldest
+// BucketSweepSQL is the chunked delete of one bucket table: the oldest
 // limit rows before a unit (by the table's time index: stats_*_time,
 // error_group_hours_sweep), each deleted by its primary key.
-func bucketSweepSQL(b broker.BucketTable) (string, bool) {
+func BucketSweepSQL(b broker.BucketTable) (string, bool) {
 	s, ok := bucketSweeps[b]
 	if !ok {
 		return "", false
@@ -36,8 +36,8 @@ func bucketSweepSQL(b broker.BucketTable) (string, bool) {
 // SweepBuckets deletes up to limit rows of a bucket table whose bucket
 // ends at or before before (a bucket is kept while any of it is at or
 // after before). Writes that table only; returns the rows deleted.
-func (t *storeTx) SweepBuckets(ctx context.Context, b broker.BucketTable, before time.Time, limit int) (int64, error) {
-	q, ok := bucketSweepSQL(b)
+func (t *Tx) SweepBuckets(ctx context.Context, b broker.BucketTable, before time.Time, limit int) (int64, error) {
+	q, ok := BucketSweepSQL(b)
 	if !ok {
 		return 0, fmt.Errorf("sweep buckets: unknown bucket %d", b)
 	}
@@ -48,39 +48,39 @@ func (t *storeTx) SweepBuckets(ctx context.Context, b broker.BucketTable, before
 	case broker.BucketHour, broker.BucketErrorGroupHour:
 		unit /= 60
 	}
-	res, err := t.exec(ctx, q, unit, limit)
+	res, err := t.Exec(ctx, q, unit, limit)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
 }
 
-// sweepAuditSQL takes the oldest limit entries by id (ids grow with
+// SweepAuditSQL takes the oldest limit entries by id (ids grow with
 // time: no index on at) and deletes those of them older than the cut.
-const sweepAuditSQL = `DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) x WHERE at < ?1)`
+const SweepAuditSQL = `DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) x WHERE at < ?1)`
 
 // SweepAudit deletes the audit entries written before before, among the
 // limit oldest by id (an entry written while the clock was behind stays
 // until those older than it are gone). Writes audit only; returns the
 // entries deleted.
-func (t *storeTx) SweepAudit(ctx context.Context, before time.Time, limit int) (int64, error) {
-	res, err := t.exec(ctx, sweepAuditSQL, ms(before), limit)
+func (t *Tx) SweepAudit(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res, err := t.Exec(ctx, SweepAuditSQL, MS(before), limit)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
 }
 
-// sweepSessionsSQL deletes up to limit ended sessions. sessions has no
+// SweepSessionsSQL deletes up to limit ended sessions. sessions has no
 // index on its times: it holds a few sessions per person, so the scan is
 // small.
-const sweepSessionsSQL = `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= ?1 OR last_seen_at <= ?2 ORDER BY id LIMIT ?3)`
+const SweepSessionsSQL = `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= ?1 OR last_seen_at <= ?2 ORDER BY id LIMIT ?3)`
 
 // SweepSessions deletes up to limit sessions that ended at now or were
 // last seen at idleSince or before. Writes sessions only; returns the
 // sessions deleted.
-func (t *storeTx) SweepSessions(ctx context.Context, now, idleSince time.Time, limit int) (int64, error) {
-	res, err := t.exec(ctx, sweepSessionsSQL, ms(now), ms(idleSince), limit)
+func (t *Tx) SweepSessions(ctx context.Context, now, idleSince time.Time, limit int) (int64, error) {
+	res, err := t.Exec(ctx, SweepSessionsSQL, MS(now), MS(idleSince), limit)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 
 // keepRemoved copies the dead letters ids (a JSON array) whole into
 // removed_dead_letters, before DeleteDeadLetters removes them.
-func (t *storeTx) keepRemoved(ctx context.Context, ids string, r *broker.Removal) error {
-	_, err := t.exec(ctx, `INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
+func (t *Tx) keepRemoved(ctx context.Context, ids string, r *broker.Removal) error {
+	_, err := t.Exec(ctx, `INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
 			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
 			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?, d.payload, d.pushed_at
 		FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id`,
-		r.How, ms(r.At), r.Actor, r.JobID, ms(r.RestoreUntil), ids)
+		r.How, MS(r.At), r.Actor, r.JobID, MS(r.RestoreUntil), ids)
 	return err
 }
 
@@ -26,12 +26,12 @@ const removedCols = `r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.erro
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
 	COALESCE(m.created_at, r.pushed_at), r.payload`
 
-// restorableQuery is Restorable's query.
-func restorableQuery(seq, groupID, jobID int64, now time.Time, limit int) (string, []any) {
+// RestorableQuery is Restorable's query.
+func RestorableQuery(seq, groupID, jobID int64, now time.Time, limit int) (string, []any) {
 	q := `SELECT ` + removedCols + ` FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > ? AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`
-	args := []any{ms(now)}
+	args := []any{MS(now)}
 	if jobID != 0 {
 		q += ` AND r.job_id = ? AND r.job_id > 0 ORDER BY r.id LIMIT ?`
 		args = append(args, jobID, limit)
@@ -52,9 +52,9 @@ func restorableQuery(seq, groupID, jobID int64, now time.Time, limit int) (strin
 // time (the row's own, and its payload, once retention removed the
 // message: migration 0020); a row whose (seq, group) is a dead letter
 // again is left out.
-func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]broker.RemovedDeadLetter, error) {
-	q, args := restorableQuery(seq, groupID, jobID, now, limit)
-	rows, err := t.query(ctx, q, args...)
+func (t *Tx) Restorable(ctx context.Context, seq, groupID, jobID int64, now time.Time, limit int) ([]broker.RemovedDeadLetter, error) {
+	q, args := RestorableQuery(seq, groupID, jobID, now, limit)
+	rows, err := t.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -76,11 +76,11 @@ func (t *storeTx) Restorable(ctx context.Context, seq, groupID, jobID int64, now
 }
 
 // CountRestorable counts by removed_dead_letters_job.
-func (t *storeTx) CountRestorable(ctx context.Context, jobID int64, now time.Time) (int64, time.Time, error) {
+func (t *Tx) CountRestorable(ctx context.Context, jobID int64, now time.Time) (int64, time.Time, error) {
 	var n, until int64
-	err := t.queryRow(ctx, `SELECT COUNT(*), COALESCE(MAX(r.restore_until), 0) FROM removed_dead_letters r
+	err := t.QueryRow(ctx, `SELECT COUNT(*), COALESCE(MAX(r.restore_until), 0) FROM removed_dead_letters r
 		WHERE r.job_id = ? AND r.job_id > 0 AND r.restore_until > ? AND r.restored_at = 0
-		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`, jobID, ms(now)).Scan(&n, &until)
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id)`, jobID, MS(now)).Scan(&n, &until)
 	if err != nil || until == 0 {
 		return n, time.Time{}, err
 	}
@@ -89,31 +89,31 @@ func (t *storeTx) CountRestorable(ctx context.Context, jobID int64, now time.Tim
 
 // MarkRestored writes removed_dead_letters by primary key; the error
 // text goes (the dead letter has it again).
-func (t *storeTx) MarkRestored(ctx context.Context, ids []int64, now time.Time, actor string) error {
-	_, err := t.exec(ctx, `UPDATE removed_dead_letters SET restored_at = ?, restored_by = ?, restore_until = 0, error = '' WHERE id IN (SELECT value FROM json_each(?))`,
-		ms(now), actor, intsJSON(ids))
+func (t *Tx) MarkRestored(ctx context.Context, ids []int64, now time.Time, actor string) error {
+	_, err := t.Exec(ctx, `UPDATE removed_dead_letters SET restored_at = ?, restored_by = ?, restore_until = 0, error = '' WHERE id IN (SELECT value FROM json_each(?))`,
+		MS(now), actor, IntsJSON(ids))
 	return err
 }
 
 // returnToErrorGroup upserts error_groups by its key.
-func (t *storeTx) returnToErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64, failedAt time.Time, errText string) error {
-	_, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+func (t *Tx) returnToErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64, failedAt time.Time, errText string) error {
+	_, err := t.Exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
 		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
 			dead_letters = error_groups.dead_letters + excluded.dead_letters,
 			first_failed_at = min(error_groups.first_failed_at, excluded.first_failed_at),
 			sample_error = CASE WHEN excluded.last_failed_at > error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
 			last_failed_at = max(error_groups.last_failed_at, excluded.last_failed_at)`,
-		queueID, groupID, fingerprint, n, ms(failedAt), errText)
+		queueID, groupID, fingerprint, n, MS(failedAt), errText)
 	return err
 }
 
 // EndRestoreWindows walks removed_dead_letters_window from its oldest end.
-func (t *storeTx) EndRestoreWindows(ctx context.Context, now time.Time, limit int) (int64, error) {
+func (t *Tx) EndRestoreWindows(ctx context.Context, now time.Time, limit int) (int64, error) {
 	// The payload a row kept for its message (retention, migration 0020)
 	// goes with the error text: only a restore needed it.
-	res, err := t.exec(ctx, `UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
-		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= ? ORDER BY restore_until LIMIT ?)`, ms(now), limit)
+	res, err := t.Exec(ctx, `UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
+		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= ? ORDER BY restore_until LIMIT ?)`, MS(now), limit)
 	if err != nil {
 		return 0, err
 	}
@@ -125,8 +125,8 @@ func (t *storeTx) EndRestoreWindows(ctx context.Context, now time.Time, limit in
 // there stops at the first one that is young enough (no index on the
 // times is needed). The walk of replays goes on from afterCopy, past the
 // rows it keeps; it returns where to go on (0: it is done).
-func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int, afterCopy int64) (int64, int64, error) {
-	cut := ms(before)
+func (t *Tx) SweepHistory(ctx context.Context, before time.Time, limit int, afterCopy int64) (int64, int64, error) {
+	cut := MS(before)
 	var total int64
 	// Replays, with their edits, outcomes and the attempts of the
 	// messages they copied, walked by copy_seq from afterCopy. A copy for
@@ -135,7 +135,7 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int,
 	// dead letter (kept, or deleted and still restorable): the replay
 	// cap counts its replays by its row (replays.depth). The walk goes
 	// on past the rows it keeps.
-	rows, err := t.query(ctx, `SELECT r.copy_seq, r.at,
+	rows, err := t.Query(ctx, `SELECT r.copy_seq, r.at,
 			r.group_id > 0 AND EXISTS (SELECT 1 FROM messages m JOIN consumers c ON c.partition_id = m.partition_id
 				WHERE m.seq = r.copy_seq AND c.group_id <> r.group_id AND c.cursor < r.copy_seq)
 			OR EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.copy_seq)
@@ -172,7 +172,7 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int,
 		next = 0 // the walk reached a young row or the end
 	}
 	if len(seqs) > 0 {
-		list := intsJSON(seqs)
+		list := IntsJSON(seqs)
 		for _, s := range []string{
 			`DELETE FROM attempts WHERE seq IN (SELECT r.seq FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?1)))
 				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`,
@@ -180,7 +180,7 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int,
 			`DELETE FROM replay_edits WHERE copy_seq IN (SELECT value FROM json_each(?1))`,
 			`DELETE FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?1))`,
 		} {
-			if _, err := t.exec(ctx, s, list); err != nil {
+			if _, err := t.Exec(ctx, s, list); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -188,18 +188,18 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int,
 	}
 	// Deleted dead letters' records (their restore window is long over),
 	// and the attempts of their messages in their group.
-	ids, err := t.queryIDs(ctx, `SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT ?) x WHERE at < ? AND restore_until = 0`, limit, cut)
+	ids, err := t.QueryIDs(ctx, `SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT ?) x WHERE at < ? AND restore_until = 0`, limit, cut)
 	if err != nil {
 		return 0, 0, err
 	}
 	if len(ids) > 0 {
-		list := intsJSON(ids)
+		list := IntsJSON(ids)
 		for _, s := range []string{
 			`DELETE FROM attempts WHERE (seq, group_id) IN (SELECT r.seq, r.group_id FROM removed_dead_letters r WHERE r.id IN (SELECT value FROM json_each(?1)))
 				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`,
 			`DELETE FROM removed_dead_letters WHERE id IN (SELECT value FROM json_each(?1))`,
 		} {
-			if _, err := t.exec(ctx, s, list); err != nil {
+			if _, err := t.Exec(ctx, s, list); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -207,17 +207,17 @@ func (t *storeTx) SweepHistory(ctx context.Context, before time.Time, limit int,
 	}
 	// Finished jobs, with their outcomes (their copies' rows went with
 	// the replays above, or go when those do).
-	jobs, err := t.queryIDs(ctx, `SELECT id FROM jobs WHERE finished_at > 0 AND finished_at < ? ORDER BY id LIMIT ?`, cut, limit)
+	jobs, err := t.QueryIDs(ctx, `SELECT id FROM jobs WHERE finished_at > 0 AND finished_at < ? ORDER BY id LIMIT ?`, cut, limit)
 	if err != nil {
 		return 0, 0, err
 	}
 	if len(jobs) > 0 {
-		list := intsJSON(jobs)
+		list := IntsJSON(jobs)
 		for _, s := range []string{
 			`DELETE FROM job_outcomes WHERE job_id IN (SELECT value FROM json_each(?1))`,
 			`DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))`,
 		} {
-			if _, err := t.exec(ctx, s, list); err != nil {
+			if _, err := t.Exec(ctx, s, list); err != nil {
 				return 0, 0, err
 			}
 		}

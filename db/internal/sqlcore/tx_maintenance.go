@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import "context"
 
@@ -8,20 +8,20 @@ import "context"
 
 // TopSeq reads the highest seq of messages (SQLite's placeholder row
 // included: the next message's seq is above it too).
-func (t *storeTx) TopSeq(ctx context.Context) (int64, error) {
+func (t *Tx) TopSeq(ctx context.Context) (int64, error) {
 	var top int64
-	err := t.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&top)
+	err := t.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&top)
 	return top, err
 }
 
-// countMessagesAfterSQL counts the messages above a seq, by the primary
+// CountMessagesAfterSQL counts the messages above a seq, by the primary
 // key's range (its plan: tx_maintenance_test.go); partition 0 is SQLite's
 // placeholder row (keepSeqFloor).
-const countMessagesAfterSQL = `SELECT COUNT(*) FROM messages WHERE seq > ? AND partition_id <> 0`
+const CountMessagesAfterSQL = `SELECT COUNT(*) FROM messages WHERE seq > ? AND partition_id <> 0`
 
 // CountMessagesAfter reads messages by the primary key's range.
-func (t *storeTx) CountMessagesAfter(ctx context.Context, seq int64) (int64, error) {
+func (t *Tx) CountMessagesAfter(ctx context.Context, seq int64) (int64, error) {
 	var n int64
-	err := t.queryRow(ctx, countMessagesAfterSQL, seq).Scan(&n)
+	err := t.QueryRow(ctx, CountMessagesAfterSQL, seq).Scan(&n)
 	return n, err
 }

@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"cmp"
@@ -20,10 +20,10 @@ import (
 // after the last failure) and error_group_hours by their keys. On
 // PostgreSQL the fingerprint and sample are stored as pgText has them,
 // as InsertDeadLetter stores them.
-func (t *storeTx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
-	fingerprint, errText = t.d.text(fingerprint), t.d.text(errText)
-	now := ms(at)
-	if _, err := t.exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+func (t *Tx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
+	fingerprint, errText = t.d.Text(fingerprint), t.d.Text(errText)
+	now := MS(at)
+	if _, err := t.Exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
 		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
 			dead_letters = error_groups.dead_letters + 1,
@@ -33,7 +33,7 @@ func (t *storeTx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fi
 		queueID, groupID, fingerprint, now, errText); err != nil {
 		return fmt.Errorf("error group: %w", err)
 	}
-	if _, err := t.exec(ctx, `INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VALUES (?, ?, ?, ?, 1)
+	if _, err := t.Exec(ctx, `INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VALUES (?, ?, ?, ?, 1)
 		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + 1`,
 		queueID, groupID, fingerprint, at.Unix()/3600); err != nil {
 		return fmt.Errorf("error group hour: %w", err)
@@ -44,13 +44,13 @@ func (t *storeTx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fi
 // RemoveFromErrorGroup lowers error_groups' count by its key, then
 // deletes the row when the count is 0 or below (the fingerprint as
 // fileErrorGroup stored it).
-func (t *storeTx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64) error {
-	fingerprint = t.d.text(fingerprint)
-	if _, err := t.exec(ctx, `UPDATE error_groups SET dead_letters = dead_letters - ? WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`,
+func (t *Tx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, n int64) error {
+	fingerprint = t.d.Text(fingerprint)
+	if _, err := t.Exec(ctx, `UPDATE error_groups SET dead_letters = dead_letters - ? WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`,
 		n, queueID, groupID, fingerprint); err != nil {
 		return fmt.Errorf("error group: %w", err)
 	}
-	if _, err := t.exec(ctx, `DELETE FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ? AND dead_letters <= 0`,
+	if _, err := t.Exec(ctx, `DELETE FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ? AND dead_letters <= 0`,
 		queueID, groupID, fingerprint); err != nil {
 		return fmt.Errorf("error group: %w", err)
 	}
@@ -59,7 +59,7 @@ func (t *storeTx) RemoveFromErrorGroup(ctx context.Context, queueID, groupID int
 
 const errorGroupCols = `group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error`
 
-func scanErrorGroups(rows rowsIter, err error) ([]broker.ErrorGroup, error) {
+func scanErrorGroups(rows Rows, err error) ([]broker.ErrorGroup, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -87,27 +87,27 @@ const queueGroups = `(SELECT group_id FROM group_stats WHERE queue_id = ?1)`
 // A list of fingerprints is a JSON array of strings: PostgreSQL reads it
 // with json_array_elements_text (pgSQL's json_each reads integers).
 const (
-	groupOneSQL = `SELECT ` + errorGroupCols + ` FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`
-	groupTopSQL = `SELECT ` + errorGroupCols + ` FROM error_groups
+	GroupOneSQL = `SELECT ` + errorGroupCols + ` FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`
+	GroupTopSQL = `SELECT ` + errorGroupCols + ` FROM error_groups
 		WHERE queue_id = ? AND group_id = ? ORDER BY dead_letters DESC, fingerprint LIMIT ?`
 	// The fingerprints only: error_groups_top has them, not the samples
 	// (up to 8 KiB each).
-	groupTopFingerprintsSQL = `SELECT fingerprint FROM error_groups
+	GroupTopFingerprintsSQL = `SELECT fingerprint FROM error_groups
 		WHERE queue_id = ? AND group_id = ? ORDER BY dead_letters DESC, fingerprint LIMIT ?`
 )
 
 var (
-	groupAcrossSQL = pgQuery(`SELECT `+errorGroupCols+` FROM error_groups
+	GroupAcrossSQL = PGQuery(`SELECT `+errorGroupCols+` FROM error_groups
 		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT value FROM json_each(?2))`,
 		`SELECT `+errorGroupCols+` FROM error_groups
 		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT json_array_elements_text(?2::json))`)
-	groupHoursSQL = pgQuery(`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
+	GroupHoursSQL = PGQuery(`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
 		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
 		GROUP BY fingerprint, hour`,
 		`SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT json_array_elements_text(?2::json)) AND hour >= ?3
 		GROUP BY fingerprint, hour`)
-	groupHoursAcrossSQL = pgQuery(`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
+	GroupHoursAcrossSQL = PGQuery(`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
 		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
 		GROUP BY fingerprint, hour`,
 		`SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
@@ -117,7 +117,7 @@ var (
 
 // ErrorGroups runs errorGroups and names the queue in each; a fingerprint
 // is looked up as fileErrorGroup stored it.
-func (t *storeTx) ErrorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
+func (t *Tx) ErrorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
 	gs, err := t.errorGroups(ctx, queueID, groupID, fingerprint, limit)
 	for i := range gs {
 		gs[i].QueueID = queueID
@@ -125,13 +125,13 @@ func (t *storeTx) ErrorGroups(ctx context.Context, queueID, groupID int64, finge
 	return gs, err
 }
 
-func (t *storeTx) errorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
-	fingerprint = t.d.text(fingerprint)
+func (t *Tx) errorGroups(ctx context.Context, queueID, groupID int64, fingerprint string, limit int) ([]broker.ErrorGroup, error) {
+	fingerprint = t.d.Text(fingerprint)
 	switch {
 	case groupID != 0 && fingerprint != "":
-		return scanErrorGroups(t.query(ctx, groupOneSQL, queueID, groupID, fingerprint))
+		return scanErrorGroups(t.Query(ctx, GroupOneSQL, queueID, groupID, fingerprint))
 	case groupID != 0:
-		return scanErrorGroups(t.query(ctx, groupTopSQL, queueID, groupID, limit))
+		return scanErrorGroups(t.Query(ctx, GroupTopSQL, queueID, groupID, limit))
 	}
 	// Summed over the consumer groups: the fingerprints that are among the
 	// biggest of some group, then all their rows.
@@ -144,7 +144,7 @@ func (t *storeTx) errorGroups(ctx context.Context, queueID, groupID int64, finge
 		fps = fps[:0]
 		seen := map[string]bool{}
 		for _, g := range gids {
-			rows, err := t.query(ctx, groupTopFingerprintsSQL, queueID, g, limit)
+			rows, err := t.Query(ctx, GroupTopFingerprintsSQL, queueID, g, limit)
 			if err != nil {
 				return nil, err
 			}
@@ -172,7 +172,7 @@ func (t *storeTx) errorGroups(ctx context.Context, queueID, groupID int64, finge
 	if err != nil {
 		return nil, err
 	}
-	rows, err := scanErrorGroups(t.query(ctx, groupAcrossSQL, queueID, string(list)))
+	rows, err := scanErrorGroups(t.Query(ctx, GroupAcrossSQL, queueID, string(list)))
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +181,8 @@ func (t *storeTx) errorGroups(ctx context.Context, queueID, groupID int64, finge
 
 // queueGroupIDs lists the ids of a queue's consumer groups that have
 // counts (group_stats): every one with dead letters.
-func (t *storeTx) queueGroupIDs(ctx context.Context, queueID int64) ([]int64, error) {
-	return t.queryIDs(ctx, `SELECT group_id FROM group_stats WHERE queue_id = ?`, queueID)
+func (t *Tx) queueGroupIDs(ctx context.Context, queueID int64) ([]int64, error) {
+	return t.QueryIDs(ctx, `SELECT group_id FROM group_stats WHERE queue_id = ?`, queueID)
 }
 
 // sumErrorGroups adds up the rows of the same fingerprint in several
@@ -222,24 +222,24 @@ func sumErrorGroups(rows []broker.ErrorGroup, limit int) []broker.ErrorGroup {
 // ErrorGroupHours reads error_group_hours by its key (the queue's groups
 // by queueGroups when groupID is 0), summed per fingerprint and hour;
 // the fingerprints are looked up as fileErrorGroup stored them.
-func (t *storeTx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, fingerprints []string, fromHour int64) ([]broker.ErrorGroupHour, error) {
+func (t *Tx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, fingerprints []string, fromHour int64) ([]broker.ErrorGroupHour, error) {
 	if len(fingerprints) == 0 {
 		return nil, nil
 	}
 	held := make([]string, len(fingerprints))
 	for i, fp := range fingerprints {
-		held[i] = t.d.text(fp)
+		held[i] = t.d.Text(fp)
 	}
 	fingerprints = held
 	list, err := json.Marshal(fingerprints)
 	if err != nil {
 		return nil, err
 	}
-	query := groupHoursSQL
+	query := GroupHoursSQL
 	if groupID == 0 {
-		query = groupHoursAcrossSQL
+		query = GroupHoursAcrossSQL
 	}
-	rows, err := t.query(ctx, query, queueID, string(list), fromHour, groupID)
+	rows, err := t.Query(ctx, query, queueID, string(list), fromHour, groupID)
 	if err != nil {
 		return nil, err
 	}

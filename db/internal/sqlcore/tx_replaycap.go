@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 // depth along the dlq: chain.
 
 // ReplayCounts probes replays' primary key once a seq.
-func (t *storeTx) ReplayCounts(ctx context.Context, seqs []int64) (map[int64]int, error) {
+func (t *Tx) ReplayCounts(ctx context.Context, seqs []int64) (map[int64]int, error) {
 	out := make(map[int64]int, len(seqs))
 	if len(seqs) == 0 {
 		return out, nil
 	}
-	rows, err := t.query(ctx, replayCountsSQL, intsJSON(seqs))
+	rows, err := t.Query(ctx, ReplayCountsSQL, IntsJSON(seqs))
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (t *storeTx) ReplayCounts(ctx context.Context, seqs []int64) (map[int64]int
 	return out, rows.Err()
 }
 
-const replayCountsSQL = `SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?))`
+const ReplayCountsSQL = `SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?))`
 
 // capCond is the condition of broker.Filter.Cap on a dead letter d: its
 // message's depth (a probe of replays' primary key) against its queue's

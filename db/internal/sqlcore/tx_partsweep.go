@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -25,16 +25,16 @@ const emptyChecks = `partitions.created_at < ?2
 			AND ((c.lease_id IS NOT NULL AND c.lease_until > ?3) OR c.retry_seq > 0))`
 
 const (
-	// emptyPartitionsSQL: a page of the partitions_empty index (kept
+	// EmptyPartitionsSQL: a page of the partitions_empty index (kept
 	// count 0) above ?1 in id order, each with whether the rule of the
 	// sweep (emptyChecks) holds for it now.
-	emptyPartitionsSQL = `SELECT id, ` + emptyChecks + ` FROM partitions WHERE messages = 0 AND id > ?1 ORDER BY id LIMIT ?4`
-	// deleteEmptyPartitionsSQL deletes the partitions of the list for
+	EmptyPartitionsSQL = `SELECT id, ` + emptyChecks + ` FROM partitions WHERE messages = 0 AND id > ?1 ORDER BY id LIMIT ?4`
+	// DeleteEmptyPartitionsSQL deletes the partitions of the list for
 	// which the rule of the sweep (emptyChecks) holds.
-	deleteEmptyPartitionsSQL = `DELETE FROM partitions WHERE id IN (SELECT value FROM json_each(?1)) AND ` + emptyChecks + `
+	DeleteEmptyPartitionsSQL = `DELETE FROM partitions WHERE id IN (SELECT value FROM json_each(?1)) AND ` + emptyChecks + `
 		RETURNING ` + partitionCols
-	deletePartitionConsumersSQL = `DELETE FROM consumers WHERE partition_id IN (SELECT value FROM json_each(?))`
-	deletePartitionMarksSQL     = `DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))`
+	DeletePartitionConsumersSQL = `DELETE FROM consumers WHERE partition_id IN (SELECT value FROM json_each(?))`
+	DeletePartitionMarksSQL     = `DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))`
 )
 
 // EmptyPartitions reads a page of up to limit partitions, above after in
@@ -48,8 +48,8 @@ const (
 // may be 0 too, which the message check finds not empty. Reads
 // partitions by partitions_empty (only those with a count of 0) and one
 // index probe a check; locks nothing; none: an empty list.
-func (t *storeTx) EmptyPartitions(ctx context.Context, before, now time.Time, after int64, limit int) ([]int64, int64, error) {
-	rows, err := t.query(ctx, emptyPartitionsSQL, after, ms(before), ms(now), limit)
+func (t *Tx) EmptyPartitions(ctx context.Context, before, now time.Time, after int64, limit int) ([]int64, int64, error) {
+	rows, err := t.Query(ctx, EmptyPartitionsSQL, after, MS(before), MS(now), limit)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -88,11 +88,11 @@ func (t *storeTx) EmptyPartitions(ctx context.Context, before, now time.Time, af
 // d.unfoldedConsumers) may still name a deleted one: the fold's updates
 // match no row for it. Writes partitions, consumers and settle_marks
 // (each by its key); runs in the writer's transaction.
-func (t *storeTx) DeleteEmptyPartitions(ctx context.Context, ids []int64, before, now time.Time) ([]broker.Partition, error) {
+func (t *Tx) DeleteEmptyPartitions(ctx context.Context, ids []int64, before, now time.Time) ([]broker.Partition, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := t.query(ctx, deleteEmptyPartitionsSQL, intsJSON(ids), ms(before), ms(now))
+	rows, err := t.Query(ctx, DeleteEmptyPartitionsSQL, IntsJSON(ids), MS(before), MS(now))
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +118,8 @@ func (t *storeTx) DeleteEmptyPartitions(ctx context.Context, ids []int64, before
 	for i, p := range gone {
 		list[i] = p.ID
 	}
-	for _, s := range []string{deletePartitionConsumersSQL, deletePartitionMarksSQL} {
-		if _, err := t.exec(ctx, s, intsJSON(list)); err != nil {
+	for _, s := range []string{DeletePartitionConsumersSQL, DeletePartitionMarksSQL} {
+		if _, err := t.Exec(ctx, s, IntsJSON(list)); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -18,34 +18,34 @@ import (
 // an attempt of the same number is overwritten (a retried transaction
 // writes it again with the same values). On PostgreSQL the error is
 // stored as pgText has it.
-func (t *storeTx) InsertAttempt(ctx context.Context, seq, groupID int64, a broker.Attempt) error {
-	a.Error = t.d.text(a.Error)
+func (t *Tx) InsertAttempt(ctx context.Context, seq, groupID int64, a broker.Attempt) error {
+	a.Error = t.d.Text(a.Error)
 	wait := int64(-1)
 	if a.WaitKnown {
 		wait = a.Wait.Milliseconds()
 	}
-	_, err := t.exec(ctx, `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
+	_, err := t.Exec(ctx, `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms`,
-		seq, groupID, a.Attempt, ms(a.At), a.Error, a.ErrorBytes, wait)
+		seq, groupID, a.Attempt, MS(a.At), a.Error, a.ErrorBytes, wait)
 	return err
 }
 
-const deleteAttemptsQuery = `DELETE FROM attempts WHERE seq = ? AND group_id = ?`
+const DeleteAttemptsQuery = `DELETE FROM attempts WHERE seq = ? AND group_id = ?`
 
 // DeleteAttempts deletes the attempts of (seq, group_id), by the primary
 // key's prefix.
-func (t *storeTx) DeleteAttempts(ctx context.Context, seq, groupID int64) error {
-	_, err := t.exec(ctx, deleteAttemptsQuery, seq, groupID)
+func (t *Tx) DeleteAttempts(ctx context.Context, seq, groupID int64) error {
+	_, err := t.Exec(ctx, DeleteAttemptsQuery, seq, groupID)
 	return err
 }
 
-const attemptsQuery = `SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`
+const AttemptsQuery = `SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`
 
 // Attempts reads the latest limit attempts of (seq, group_id) by the
 // primary key, newest first, and returns them oldest first; a wait_ms
 // of -1 (recorded before migration 0025) is a wait not known.
-func (t *storeTx) Attempts(ctx context.Context, seq, groupID int64, limit int) ([]broker.Attempt, error) {
-	rows, err := t.query(ctx, attemptsQuery, seq, groupID, limit)
+func (t *Tx) Attempts(ctx context.Context, seq, groupID int64, limit int) ([]broker.Attempt, error) {
+	rows, err := t.Query(ctx, AttemptsQuery, seq, groupID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +67,11 @@ func (t *storeTx) Attempts(ctx context.Context, seq, groupID int64, limit int) (
 	return out, rows.Err()
 }
 
-// messageRefQuery: the message, or once retention removed it, what one
+// MessageRefQuery: the message, or once retention removed it, what one
 // of its dead letters (kept or deleted) or its replays kept of it
 // (migration 0020). PostgreSQL asks for an alias of each subquery in
 // FROM (SQLite's plan names them as it numbers them: tx_history_test.go).
-var messageRefQuery = pgQuery(`SELECT x.created_at, x.transaction_id, q.id, q.name, p.id, p.name, x.removed
+var MessageRefQuery = PGQuery(`SELECT x.created_at, x.transaction_id, q.id, q.name, p.id, p.name, x.removed
 	FROM (SELECT m.created_at, m.transaction_id, m.partition_id, 0 AS removed FROM messages m WHERE m.seq = ?1
 		UNION ALL SELECT * FROM (SELECT d.pushed_at, d.transaction_id, d.partition_id, 1 FROM dead_letters d WHERE d.seq = ?1 AND d.pushed_at > 0 LIMIT 1)
 		UNION ALL SELECT * FROM (SELECT r.pushed_at, r.transaction_id, r.partition_id, 1 FROM removed_dead_letters r WHERE r.seq = ?1 AND r.pushed_at > 0 LIMIT 1)
@@ -92,17 +92,17 @@ var messageRefQuery = pgQuery(`SELECT x.created_at, x.transaction_id, q.id, q.na
 // UNIQUE(seq, group_id)), deleted dead letters' records (by
 // removed_dead_letters_seq) or replays (by replays_seq) kept of it.
 // It locks nothing.
-func (t *storeTx) MessageRef(ctx context.Context, seq int64) (broker.MessageRef, error) {
+func (t *Tx) MessageRef(ctx context.Context, seq int64) (broker.MessageRef, error) {
 	m := broker.MessageRef{Seq: seq}
 	var created int64
-	err := t.queryRow(ctx, messageRefQuery, seq).Scan(&created, &m.TransactionID, &m.QueueID, &m.Queue, &m.PartitionID, &m.Partition, &m.Removed)
+	err := t.QueryRow(ctx, MessageRefQuery, seq).Scan(&created, &m.TransactionID, &m.QueueID, &m.Queue, &m.PartitionID, &m.Partition, &m.Removed)
 	m.CreatedAt = fromMS(created)
 	return m, notFound(err, "message")
 }
 
-// lineageQuery follows replays back from a copy: each hop by the primary
+// LineageQuery follows replays back from a copy: each hop by the primary
 // key of replays (copy_seq), the original's message by its own.
-const lineageQuery = `WITH RECURSIVE chain (copy_seq, seq, group_id, job_id, actor, at, edited, original_at, partition_id, n) AS (
+const LineageQuery = `WITH RECURSIVE chain (copy_seq, seq, group_id, job_id, actor, at, edited, original_at, partition_id, n) AS (
 		SELECT copy_seq, seq, group_id, job_id, actor, at, edited, original_at, partition_id, 1 FROM replays WHERE copy_seq = ?1
 		UNION ALL
 		SELECT r.copy_seq, r.seq, r.group_id, r.job_id, r.actor, r.at, r.edited, r.original_at, r.partition_id, c.n + 1
@@ -120,8 +120,8 @@ const lineageQuery = `WITH RECURSIVE chain (copy_seq, seq, group_id, job_id, act
 
 // Lineage reads the chain of replays back from copySeq (lineageQuery),
 // nearest first, at most limit hops.
-func (t *storeTx) Lineage(ctx context.Context, copySeq int64, limit int) ([]broker.ReplayHop, error) {
-	rows, err := t.query(ctx, lineageQuery, copySeq, limit)
+func (t *Tx) Lineage(ctx context.Context, copySeq int64, limit int) ([]broker.ReplayHop, error) {
+	rows, err := t.Query(ctx, LineageQuery, copySeq, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -146,13 +146,13 @@ func (t *storeTx) Lineage(ctx context.Context, copySeq int64, limit int) ([]brok
 	return out, rows.Err()
 }
 
-// copiesQuery reads the copies of a message by replays_seq, each with its
+// CopiesQuery reads the copies of a message by replays_seq, each with its
 // message (for its id), its outcomes by replay_outcomes' primary key
 // (copy_seq, group_id) and its dead letter in each of those groups by
 // dead_letters' unique (seq, group_id). A copy retention removed is
 // still listed: it was made at r.at (its push time), its transactionId
 // is its dead letters' (” when it has none left).
-const copiesQuery = `SELECT r.copy_seq, COALESCE(m.created_at, r.at),
+const CopiesQuery = `SELECT r.copy_seq, COALESCE(m.created_at, r.at),
 		COALESCE(m.transaction_id, (SELECT x.transaction_id FROM dead_letters x WHERE x.seq = r.copy_seq LIMIT 1),
 			(SELECT x.transaction_id FROM removed_dead_letters x WHERE x.seq = r.copy_seq LIMIT 1), ''),
 		r.group_id, COALESCE(rg.name, ''), r.job_id, r.actor, r.at, r.edited,
@@ -166,8 +166,8 @@ const copiesQuery = `SELECT r.copy_seq, COALESCE(m.created_at, r.at),
 	ORDER BY r.copy_seq, og.name`
 
 // CopiesOf reads copiesQuery: one row per copy and group.
-func (t *storeTx) CopiesOf(ctx context.Context, seq int64, limit int) ([]broker.ReplayCopy, error) {
-	rows, err := t.query(ctx, copiesQuery, seq, limit)
+func (t *Tx) CopiesOf(ctx context.Context, seq int64, limit int) ([]broker.ReplayCopy, error) {
+	rows, err := t.Query(ctx, CopiesQuery, seq, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -198,13 +198,13 @@ func (t *storeTx) CopiesOf(ctx context.Context, seq int64, limit int) ([]broker.
 	return out, rows.Err()
 }
 
-const deletionsQuery = `SELECT r.id, r.seq, r.group_id, COALESCE(g.name, ''), r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, r.failed_at, r.retry_count
+const DeletionsQuery = `SELECT r.id, r.seq, r.group_id, COALESCE(g.name, ''), r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by, r.failed_at, r.retry_count
 	FROM removed_dead_letters r LEFT JOIN groups g ON g.id = r.group_id
 	WHERE r.seq = ? ORDER BY r.id`
 
 // DeletionsOf reads removed_dead_letters by removed_dead_letters_seq.
-func (t *storeTx) DeletionsOf(ctx context.Context, seq int64) ([]broker.RemovedDeadLetter, error) {
-	rows, err := t.query(ctx, deletionsQuery, seq)
+func (t *Tx) DeletionsOf(ctx context.Context, seq int64) ([]broker.RemovedDeadLetter, error) {
+	rows, err := t.Query(ctx, DeletionsQuery, seq)
 	if err != nil {
 		return nil, err
 	}

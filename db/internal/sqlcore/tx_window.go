@@ -1,4 +1,4 @@
-package db
+package sqlcore
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // ReadyConsumersWindow is ReadyConsumers by readyWindowSQL: a consumer
 // whose head is due but whose partition is in its window counts as not
 // due (head 2: skipped, left marked ready).
-func (t *storeTx) ReadyConsumersWindow(ctx context.Context, r broker.WindowRead) ([]broker.Consumer, bool, error) {
+func (t *Tx) ReadyConsumersWindow(ctx context.Context, r broker.WindowRead) ([]broker.Consumer, bool, error) {
 	return t.readyConsumers(ctx, readyWindowSQL, r.QueueID, r.GroupID, r.Now, r.Limit, r.Window.Milliseconds())
 }
 
@@ -31,7 +31,7 @@ func (t *storeTx) ReadyConsumersWindow(ctx context.Context, r broker.WindowRead)
 // 1 only when the first message past the cursor is due under the delay
 // and the partition's newest message is ?7 old or older. Its CASE reads
 // the head's row only with a delay (d.delay = 0 comes first).
-var readyWindowSQL = pgQuery(`SELECT `+consumerCols+`,
+var readyWindowSQL = PGQuery(`SELECT `+ConsumerCols+`,
 			COALESCE((SELECT CASE WHEN (d.delay = 0 OR m.created_at + d.delay <= ?3)
 					AND (SELECT n.created_at FROM messages n WHERE n.partition_id = c.partition_id ORDER BY n.seq DESC LIMIT 1) + ?7 <= ?3
 				THEN 1 ELSE 2 END FROM messages m
@@ -39,7 +39,7 @@ var readyWindowSQL = pgQuery(`SELECT `+consumerCols+`,
 			FROM (SELECT delayed_processing * 1000 AS delay FROM queues WHERE id = ?1) d, consumers c
 			WHERE c.queue_id = ?1 AND c.group_id = ?2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > (?5, ?6)
 			AND (c.lease_id IS NULL OR c.lease_until <= ?3) AND c.available_at <= ?3
-			ORDER BY c.leased_at, c.partition_id LIMIT ?4`, `SELECT `+consumerCols+`,
+			ORDER BY c.leased_at, c.partition_id LIMIT ?4`, `SELECT `+ConsumerCols+`,
 			COALESCE((SELECT CASE WHEN (d.delay = 0 OR m.created_at + d.delay <= ?3)
 					AND (SELECT n.created_at FROM messages n WHERE n.partition_id = c.partition_id ORDER BY n.seq DESC LIMIT 1) + ?7 <= ?3
 				THEN 1 ELSE 2 END FROM messages m
@@ -58,9 +58,9 @@ var readyWindowSQL = pgQuery(`SELECT `+consumerCols+`,
 // of its window when it was leased. Should a push during the lease have
 // started the window again, that wake finds nothing, and the next call,
 // the lease over, names the window's end.
-func (t *storeTx) NextWakeWindow(ctx context.Context, r broker.WindowRead) (time.Time, bool, error) {
+func (t *Tx) NextWakeWindow(ctx context.Context, r broker.WindowRead) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := t.queryRow(ctx, nextWakeWindowSQL, r.QueueID, r.GroupID, ms(r.Now), r.Window.Milliseconds()).Scan(&next)
+	err := t.QueryRow(ctx, nextWakeWindowSQL, r.QueueID, r.GroupID, MS(r.Now), r.Window.Milliseconds()).Scan(&next)
 	if err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}
@@ -70,7 +70,7 @@ func (t *storeTx) NextWakeWindow(ctx context.Context, r broker.WindowRead) (time
 // nextWakeWindowSQL is NextWakeWindow's query. PostgreSQL's GREATEST
 // for SQLite's MAX (none of their terms is NULL: the consumer has a
 // message past its cursor), and an alias for its subquery in FROM.
-var nextWakeWindowSQL = pgQuery(`SELECT MIN(w) FROM (SELECT CASE WHEN c.lease_id IS NOT NULL AND c.lease_until > ?3 THEN MAX(c.lease_until, c.available_at)
+var nextWakeWindowSQL = PGQuery(`SELECT MIN(w) FROM (SELECT CASE WHEN c.lease_id IS NOT NULL AND c.lease_until > ?3 THEN MAX(c.lease_until, c.available_at)
 				ELSE MAX(c.available_at,
 					CASE WHEN q.delayed_processing = 0 THEN 0 ELSE (SELECT m.created_at FROM messages m
 						WHERE m.partition_id = c.partition_id AND m.seq > c.cursor ORDER BY m.seq LIMIT 1) + q.delayed_processing * 1000 END,
@@ -87,9 +87,9 @@ var nextWakeWindowSQL = pgQuery(`SELECT MIN(w) FROM (SELECT CASE WHEN c.lease_id
 
 // LastPush reads the partition's newest message by
 // messages_partition_seq, backwards, and its created_at from its row.
-func (t *storeTx) LastPush(ctx context.Context, partitionID int64) (time.Time, bool, error) {
+func (t *Tx) LastPush(ctx context.Context, partitionID int64) (time.Time, bool, error) {
 	var at int64
-	err := t.queryRow(ctx, `SELECT created_at FROM messages WHERE partition_id = ? ORDER BY seq DESC LIMIT 1`, partitionID).Scan(&at)
+	err := t.QueryRow(ctx, `SELECT created_at FROM messages WHERE partition_id = ? ORDER BY seq DESC LIMIT 1`, partitionID).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

@@ -1,0 +1,326 @@
+package sqlcore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// AddStats upserts group_stats (RETURNING the depth after the change),
+// reads the group's oldest dead letter by dead_letters_group when dead
+// letters come or go, and upserts the minute, quarter and hour buckets.
+// A zero at is time.Now(), the wall clock.
+func (t *Tx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stats, at time.Time) error {
+	var depth, oldest int64
+	err := t.QueryRow(ctx, `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = group_stats.depth + excluded.depth, dead_lettered = group_stats.dead_lettered + excluded.dead_lettered,
+		replayed = group_stats.replayed + excluded.replayed, deleted = group_stats.deleted + excluded.deleted, dropped = group_stats.dropped + excluded.dropped,
+		completed = group_stats.completed + excluded.completed, failed = group_stats.failed + excluded.failed,
+		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
+		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
+		RETURNING depth, oldest_at`,
+		queueID, groupID, d.Depth, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed, d.ReplayCompleted, d.ReplayFailed,
+		d.Expired, d.DeadLettersExpired).Scan(&depth, &oldest)
+	if err != nil {
+		return err
+	}
+	if d.Depth != 0 || d.DeadLettered != 0 {
+		// The oldest dead letter moves only when dead letters come or go:
+		// one step down the group's index.
+		oldest = 0
+		err := t.QueryRow(ctx, `SELECT failed_at FROM dead_letters WHERE queue_id = ? AND group_id = ? ORDER BY failed_at, id LIMIT 1`, queueID, groupID).Scan(&oldest)
+		if err != nil && !errors.Is(err, errNoRows) {
+			return err
+		}
+		if _, err := t.Exec(ctx, `UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?`, oldest, queueID, groupID); err != nil {
+			return err
+		}
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	// The buckets of the minute, the quarter hour and the hour of at.
+	minute := at.Unix() / 60
+	for _, b := range bucketTables {
+		if _, err := t.Exec(ctx, b.upsert, queueID, groupID, minute/b.minutes, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed,
+			d.ReplayCompleted, d.ReplayFailed, d.Expired, d.DeadLettersExpired, depth, oldest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bucketTable is one table of time-bucketed counters.
+type bucketTable struct {
+	name, unit string // the table and its time column
+	minutes    int64  // the bucket's length
+	upsert     string // adds counters, sets depth and oldest_at
+}
+
+func newBucketTable(name, unit string, minutes int64) bucketTable {
+	return bucketTable{name: name, unit: unit, minutes: minutes,
+		upsert: `INSERT INTO ` + name + ` (queue_id, group_id, ` + unit + `, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id, ` + unit + `) DO UPDATE SET dead_lettered = ` + name + `.dead_lettered + excluded.dead_lettered,
+		replayed = ` + name + `.replayed + excluded.replayed, deleted = ` + name + `.deleted + excluded.deleted, dropped = ` + name + `.dropped + excluded.dropped,
+		completed = ` + name + `.completed + excluded.completed, failed = ` + name + `.failed + excluded.failed,
+		replay_completed = ` + name + `.replay_completed + excluded.replay_completed, replay_failed = ` + name + `.replay_failed + excluded.replay_failed,
+		expired = ` + name + `.expired + excluded.expired, dead_letters_expired = ` + name + `.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at`}
+}
+
+// bucketTables, finest first.
+var bucketTables = []bucketTable{
+	newBucketTable("stats_minute", "minute", 1),
+	newBucketTable("stats_quarter", "quarter", 15),
+	newBucketTable("stats_hour", "hour", 60),
+}
+
+// bucketsFor picks the coarsest table whose buckets divide step.
+func bucketsFor(step time.Duration) bucketTable {
+	stepMin := int64(step / time.Minute)
+	for i := len(bucketTables) - 1; i > 0; i-- {
+		if stepMin%bucketTables[i].minutes == 0 {
+			return bucketTables[i]
+		}
+	}
+	return bucketTables[0]
+}
+
+// Stats reads group_stats by the queue, joined to groups, by name.
+func (t *Tx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats, error) {
+	rows, err := t.Query(ctx, `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
+		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
+		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.GroupStats
+	for rows.Next() {
+		var s broker.GroupStats
+		var oldest int64
+		if err := rows.Scan(&s.QueueID, &s.GroupID, &s.Group, &s.Depth, &s.DeadLettered, &s.Replayed, &s.Deleted, &s.Dropped, &s.Completed, &s.Failed,
+			&s.ReplayCompleted, &s.ReplayFailed, &s.Expired, &s.DeadLettersExpired, &oldest); err != nil {
+			return nil, err
+		}
+		s.OldestFailedAt = fromMS(oldest)
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// bucketCols are a bucket table's counters, as they are selected.
+const bucketCols = `b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at`
+
+// Series reads the coarsest bucket table whose buckets divide step
+// (bucketsFor), by its key, and sums the buckets into steps.
+func (t *Tx) Series(ctx context.Context, queueID int64, from, to time.Time, step time.Duration) ([]broker.Bucket, error) {
+	// One table, the coarsest whose buckets divide the step: a bounded
+	// number of rows per group and step, read by index, summed here.
+	bt := bucketsFor(step)
+	fromU, toU := from.Unix()/60/bt.minutes, (to.Unix()/60+bt.minutes-1)/bt.minutes
+	stepU := int64(step/time.Minute) / bt.minutes
+	var out []broker.Bucket
+	vals := make([]any, 16)
+	scan := func(rows Rows, minutes int64, into func(b broker.Bucket, unit int64)) error {
+		defer rows.Close()
+		for rows.Next() {
+			var b broker.Bucket
+			var unit, last, oldest int64
+			if err := scanInts(rows, vals, &b.QueueID, &b.GroupID, &unit, &b.DeadLettered, &b.Replayed, &b.Deleted, &b.Dropped, &b.Completed, &b.Failed,
+				&b.ReplayCompleted, &b.ReplayFailed, &b.Expired, &b.DeadLettersExpired, &last, &b.Depth, &oldest); err != nil {
+				return err
+			}
+			b.At, b.OldestAt = time.Unix(unit*minutes*60, 0).UTC(), fromMS(oldest)
+			into(b, unit)
+		}
+		return rows.Err()
+	}
+	seed := func(b broker.Bucket, _ int64) { out = append(out, b) }
+	pairs, err := t.statsGroups(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	// Seeds: each group's last bucket before the range, one step down its
+	// key (in the hour table when the finer one has none: older buckets
+	// live there only).
+	hours := bucketTables[len(bucketTables)-1]
+	for _, p := range pairs {
+		n := len(out)
+		rows, err := t.Query(ctx, `SELECT b.queue_id, b.group_id, b.`+bt.unit+`, `+bucketCols+` FROM `+bt.name+` b
+			WHERE b.queue_id = ? AND b.group_id = ? AND b.`+bt.unit+` < ? ORDER BY b.`+bt.unit+` DESC LIMIT 1`, p[0], p[1], fromU)
+		if err == nil {
+			err = scan(rows, bt.minutes, seed)
+		}
+		if err == nil && len(out) == n && bt.name != hours.name {
+			rows, err = t.Query(ctx, `SELECT b.queue_id, b.group_id, b.hour, `+bucketCols+` FROM stats_hour b
+				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`, p[0], p[1], from.Unix()/3600)
+			if err == nil {
+				err = scan(rows, hours.minutes, seed)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The range, summed per step: depth and oldest_at are those of each
+	// step's last bucket.
+	type key struct{ q, g, step int64 }
+	type acc struct {
+		b    broker.Bucket
+		last int64
+	}
+	steps := map[key]*acc{}
+	add := func(b broker.Bucket, unit int64) {
+		k := key{b.QueueID, b.GroupID, fromU + (unit-fromU)/stepU*stepU}
+		a, ok := steps[k]
+		if !ok {
+			a = &acc{b: broker.Bucket{QueueID: b.QueueID, GroupID: b.GroupID, At: time.Unix(k.step*bt.minutes*60, 0).UTC()}, last: -1}
+			steps[k] = a
+		}
+		a.b.Stats = broker.Stats{
+			DeadLettered: a.b.DeadLettered + b.DeadLettered, Replayed: a.b.Replayed + b.Replayed, Deleted: a.b.Deleted + b.Deleted,
+			Dropped: a.b.Dropped + b.Dropped, Completed: a.b.Completed + b.Completed, Failed: a.b.Failed + b.Failed,
+			ReplayCompleted: a.b.ReplayCompleted + b.ReplayCompleted, ReplayFailed: a.b.ReplayFailed + b.ReplayFailed, Depth: a.b.Depth,
+			Expired: a.b.Expired + b.Expired, DeadLettersExpired: a.b.DeadLettersExpired + b.DeadLettersExpired,
+		}
+		if unit > a.last {
+			a.last, a.b.Depth, a.b.OldestAt = unit, b.Depth, b.OldestAt
+		}
+	}
+	// Group by group along the primary key: contiguous rows, where the
+	// time index would cost a lookup of each row. A step of several
+	// buckets (30 d by 4 h) is summed by SQLite over that range, each
+	// step's depth and oldest_at from its last bucket (the row of MAX).
+	u := `b.` + bt.unit
+	ranged := `SELECT b.queue_id, b.group_id, ` + u + `, ` + bucketCols + ` FROM ` + bt.name + ` b
+		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4`
+	if stepU > 1 {
+		ranged = t.d.StepSeriesSQL(u, bt.name)
+	}
+	for _, p := range pairs {
+		args := []any{p[0], p[1], fromU, toU}
+		if stepU > 1 {
+			args = append(args, stepU)
+		}
+		rows, err := t.Query(ctx, ranged, args...)
+		if err == nil {
+			err = scan(rows, bt.minutes, add)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range steps {
+		out = append(out, a.b)
+	}
+	slices.SortFunc(out, func(a, b broker.Bucket) int {
+		return cmp.Or(cmp.Compare(a.QueueID, b.QueueID), cmp.Compare(a.GroupID, b.GroupID), a.At.Compare(b.At))
+	})
+	queues, groups := map[int64]string{}, map[int64]string{}
+	for _, b := range out {
+		queues[b.QueueID], groups[b.GroupID] = "", ""
+	}
+	if err := t.names(ctx, `SELECT id, name FROM queues`, queues); err != nil {
+		return nil, err
+	}
+	if err := t.names(ctx, `SELECT id, name FROM groups`, groups); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Queue, out[i].Group = queues[out[i].QueueID], groups[out[i].GroupID]
+	}
+	return out, nil
+}
+
+// scanInts scans a row of integers into dst, through vals (one per
+// column): database/sql converts into *any without reflection, which for
+// the thousands of rows of a chart is most of the time it takes.
+func scanInts(rows Rows, vals []any, dst ...*int64) error {
+	ptrs := make([]any, len(dst))
+	for i := range vals[:len(dst)] {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return err
+	}
+	for i, d := range dst {
+		switch v := vals[i].(type) {
+		case int64:
+			*d = v
+		case nil:
+			*d = 0
+		default:
+			return fmt.Errorf("column %d: %T, want an integer", i, v)
+		}
+	}
+	return nil
+}
+
+// statsGroups returns the (queue, group) pairs that have counters, of one
+// queue or of all (queueID 0).
+func (t *Tx) statsGroups(ctx context.Context, queueID int64) ([][2]int64, error) {
+	keys, err := t.Query(ctx, `SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	defer keys.Close()
+	var pairs [][2]int64
+	for keys.Next() {
+		var p [2]int64
+		if err := keys.Scan(&p[0], &p[1]); err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, p)
+	}
+	return pairs, keys.Err()
+}
+
+// names fills m (id to name) for the ids it holds.
+func (t *Tx) names(ctx context.Context, query string, m map[int64]string) error {
+	if len(m) == 0 {
+		return nil
+	}
+	rows, err := t.Query(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return err
+		}
+		if _, ok := m[id]; ok {
+			m[id] = name
+		}
+	}
+	return rows.Err()
+}
+
+// TakeReplayOutcome settles the pending row of replay_outcomes by its
+// key (UPDATE ... WHERE outcome = 0 RETURNING job_id): a row settled
+// already, or none, is not counted.
+func (t *Tx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (bool, int64, error) {
+	outcome := 2
+	if ok {
+		outcome = 1
+	}
+	var jobID int64
+	err := t.QueryRow(ctx, `UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id`,
+		outcome, MS(now), copySeq, groupID).Scan(&jobID)
+	if errors.Is(err, errNoRows) {
+		return false, 0, nil
+	}
+	return err == nil, jobID, err
+}
