@@ -57,7 +57,7 @@ func TestAWriteStopsAtItsNextStatementWhenItsContextEnds(t *testing.T) {
 		t.Fatalf("a write cancelled between statements: %v, want context.Canceled", err)
 	}
 	var limit int
-	if err := d.read.QueryRow(`SELECT retry_limit FROM queues`).Scan(&limit); err != nil || limit == 7 || limit == 8 {
+	if err := d.sq.read.QueryRow(`SELECT retry_limit FROM queues`).Scan(&limit); err != nil || limit == 7 || limit == 8 {
 		t.Fatalf("retry_limit %d (%v): the cancelled write was kept", limit, err)
 	}
 }
@@ -68,7 +68,7 @@ func TestAWriteStopsAtItsNextStatementWhenItsContextEnds(t *testing.T) {
 func TestAPanickingReadLeavesNoInterruptBehind(t *testing.T) {
 	t.Parallel()
 	d, _ := openBroker(t)
-	d.read.SetMaxOpenConns(1) // the next read gets the same connection
+	d.sq.read.SetMaxOpenConns(1) // the next read gets the same connection
 	ctx, cancel := context.WithCancel(context.Background())
 	func() {
 		defer func() { _ = recover() }()

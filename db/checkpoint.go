@@ -32,7 +32,7 @@ const catchUpResidual = 256
 // not copy it all), the next try waits until the log has grown by
 // checkpointFrames more, or started over: a reader that stays would
 // otherwise make every commit try again in vain.
-func (d *DB) catchUp() {
+func (d *sqliteStore) catchUp() {
 	d.catchUps++
 	if d.catchUpHook != nil {
 		d.catchUpHook()
@@ -69,7 +69,7 @@ const checkpointFrames = 1000
 // checkpointFrames since it last did, and asks for the writer's catch-up
 // past catchUpFrames (unless the background checkpoint is running, or a
 // reader held the log at the last try and it has not grown enough since).
-func (d *DB) kickByFrames(n int) {
+func (d *sqliteStore) kickByFrames(n int) {
 	if n < d.walLast { // a checkpoint copied it all and the log started over
 		d.walKicked, d.catchUpFrom = 0, 0
 		d.bgSynced.Store(0)
@@ -99,7 +99,7 @@ func (d *DB) kickByFrames(n int) {
 // writer (a PASSIVE checkpoint never blocks it): the fsync and the copy
 // stay off every write's path. Once all of the log is copied and no
 // reader needs it, the next write starts the log over.
-func (d *DB) checkpointer() {
+func (d *sqliteStore) checkpointer() {
 	defer close(d.ckptDone)
 	for {
 		select {

@@ -35,9 +35,9 @@ func openFolding(t *testing.T, foldEvery time.Duration) (*DB, *broker.Broker) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	d.wmu.Lock()
-	d.foldedAt = time.Now()
-	d.wmu.Unlock()
+	d.sq.wmu.Lock()
+	d.sq.folds.FoldedAt = time.Now()
+	d.sq.wmu.Unlock()
 	return d, broker.New(broker.Config{Store: d})
 }
 
@@ -351,16 +351,16 @@ func TestIdleWriterFoldsTheCounts(t *testing.T) {
 	defer d.Close()
 	b := broker.New(broker.Config{Store: d})
 	push(t, b, "p", "m1")
-	d.wmu.Lock()
-	d.foldedAt = time.Now().Add(time.Hour) // neither the push nor the idle writer folds yet
-	d.wmu.Unlock()
+	d.sq.wmu.Lock()
+	d.sq.folds.FoldedAt = time.Now().Add(time.Hour) // neither the push nor the idle writer folds yet
+	d.sq.wmu.Unlock()
 	push(t, b, "p", "m2")
 	if got := keptCounts(t, d)["partition p"]; got != 1 {
 		t.Fatalf("kept %d messages for p right after the push, want 1", got)
 	}
-	d.wmu.Lock()
-	d.foldedAt = time.Now() // the last fold was just now: the idle writer folds foldEvery after it
-	d.wmu.Unlock()
+	d.sq.wmu.Lock()
+	d.sq.folds.FoldedAt = time.Now() // the last fold was just now: the idle writer folds foldEvery after it
+	d.sq.wmu.Unlock()
 	deadline := time.Now().Add(5 * time.Second)
 	for keptCounts(t, d)["partition p"] != 2 {
 		if time.Now().After(deadline) {

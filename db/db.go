@@ -1,6 +1,11 @@
-// Package db keeps Lazarus's state in SQLite: the schema as numbered
-// migrations, connection set-up, and the broker.Store implementation. All
-// SQL lives here.
+// Package db keeps Lazarus's state: Open chooses the store, SQLite's
+// (sqliteStore: one writer with group commit, a read pool, the
+// checkpointer) on a file path or PostgreSQL's (pgStore: pipelined
+// writes, the notifier, membership and leadership) on a URL, each with
+// its schema as numbered embedded migrations, and returns it as a DB.
+// Both stores run the same broker.Tx, sqlcore.Tx (db/internal/sqlcore),
+// through an executor and a dialect of their own. All SQL lives here and
+// in sqlcore.
 package db
 
 import (
@@ -11,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // Sync is SQLite's synchronous setting: how hard a commit waits for disk.
@@ -26,12 +31,9 @@ const (
 	SyncNormal Sync = "NORMAL"
 )
 
-// DB is the SQLite database: one connection that writes, a pool that
-// reads. Opened on a PostgreSQL URL, it is the PostgreSQL store instead
-// (pg, pg.go), and the SQLite fields are unused.
-type DB struct {
-	pg *pgStore
-
+// sqliteStore is the SQLite store: one connection that writes, a pool
+// that reads.
+type sqliteStore struct {
 	write *sql.DB
 	read  *sql.DB
 	path  string
@@ -87,13 +89,9 @@ type DB struct {
 	sync    Sync
 	relaxed bool
 
-	// unfolded are the partitions pushed to, and the consumers written,
-	// since their counts were last brought up to date (foldCounts), at
-	// foldedAt; they belong to whoever is writing.
-	unfolded          map[int64]struct{}
-	unfoldedConsumers map[[2]int64]struct{}
-	foldedAt          time.Time
-	foldEvery         time.Duration
+	// folds are the notes of what the next fold brings up to date; they
+	// belong to whoever is writing.
+	folds *sqlcore.Folds
 
 	// lock is the open lock file of an exclusive DB (Options.Exclusive),
 	// nil otherwise.
@@ -102,24 +100,13 @@ type DB struct {
 	// full is set when a write failed for want of space, and cleared by
 	// Health once a probe of some size commits.
 	full atomic.Bool
-
-	// leading is set while this process leads the background work (Lead).
-	leading atomic.Bool
 }
 
 // Path is the database file's path.
-func (d *DB) Path() string { return d.path }
+func (d *sqliteStore) Path() string { return d.path }
 
 // WriteDB is the writing handle, for tools (benchmarks, fixtures) that
 // must go around the broker.
-func (d *DB) WriteDB() *sql.DB {
-	if d.pg != nil {
-		return d.pg.db
-	}
-	return d.write
-}
+func (d *sqliteStore) WriteDB() *sql.DB { return d.write }
 
-// Postgres reports whether the store is PostgreSQL's.
-func (d *DB) Postgres() bool { return d.pg != nil }
-
-var _ broker.Store = (*DB)(nil)
+var _ store = (*sqliteStore)(nil)

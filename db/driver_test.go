@@ -45,13 +45,13 @@ func TestEveryConnectionHasStablePlansAndTempInMemory(t *testing.T) {
 			t.Errorf("%s: temp_store = %d, want 2 (MEMORY)", name, temp)
 		}
 	}
-	check("writer", d.wconn)
+	check("writer", d.sq.wconn)
 	// Hold several at once so that the pools open more than one.
 	for _, pool := range []struct {
 		name string
 		db   *sql.DB
 		n    int
-	}{{"read pool", d.read, 3}, {"write pool", d.write, 1}} {
+	}{{"read pool", d.sq.read, 3}, {"write pool", d.sq.write, 1}} {
 		var held []*sql.Conn
 		for range pool.n {
 			c, err := pool.db.Conn(ctx)
@@ -109,7 +109,7 @@ func TestPreparedStatementsStayPrepared(t *testing.T) {
 		return n
 	}
 
-	ours, err := d.read.Conn(ctx)
+	ours, err := d.sq.read.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,16 +176,16 @@ func TestEphemeralWritesDoNotWaitForTheDisk(t *testing.T) {
 		if tc.sync == SyncFull {
 			setting := func() int {
 				var v int
-				if err := d.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v); err != nil {
+				if err := d.sq.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v); err != nil {
 					t.Fatal(err)
 				}
 				return v
 			}
 			mixed := []writeRequest{{ctx: ctx, o: eph}, {ctx: ctx}}
-			if err := d.syncFor(mixed[:1]); err != nil || setting() != 1 {
+			if err := d.sq.syncFor(mixed[:1]); err != nil || setting() != 1 {
 				t.Errorf("ephemeral group: synchronous = %d (%v), want 1", setting(), err)
 			}
-			if err := d.syncFor(mixed); err != nil || setting() != 2 {
+			if err := d.sq.syncFor(mixed); err != nil || setting() != 2 {
 				t.Errorf("mixed group: synchronous = %d (%v), want 2", setting(), err)
 			}
 		}

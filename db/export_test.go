@@ -3,9 +3,9 @@ package db
 // WaitWriting waits until a goroutine is writing (in a transaction, or
 // waiting for the database's lock): for the tests of package db_test.
 func WaitWriting(d *DB) {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	for !d.busy {
-		d.changed.Wait()
+	d.sq.wmu.Lock()
+	defer d.sq.wmu.Unlock()
+	for !d.sq.busy {
+		d.sq.changed.Wait()
 	}
 }

@@ -10,10 +10,7 @@ import (
 )
 
 // Ping checks that the database answers a query.
-func (d *DB) Ping(ctx context.Context) error {
-	if d.pg != nil {
-		return pgUnavailable(d.pg.db.PingContext(ctx))
-	}
+func (d *sqliteStore) Ping(ctx context.Context) error {
 	var one int
 	return d.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
@@ -30,7 +27,7 @@ const spaceProbeBytes = 256 << 10
 // when it does, so that a health check (or a scrape of the metrics) sees
 // the space come back without waiting for traffic. Only Health clears
 // it: a small write that still fits is no sign of space.
-func (d *DB) Health(ctx context.Context) error {
+func (d *sqliteStore) Health(ctx context.Context) error {
 	if err := d.Ping(ctx); err != nil {
 		return err
 	}
@@ -62,4 +59,4 @@ func (d *DB) Health(ctx context.Context) error {
 
 // DiskFull reports whether a write failed for want of space, and Health
 // has not found space again since.
-func (d *DB) DiskFull() bool { return d.full.Load() }
+func (d *sqliteStore) DiskFull() bool { return d.full.Load() }

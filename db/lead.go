@@ -27,14 +27,13 @@ const leadRetry = time.Second
 // leadRetry. fn's context ends when the lead is lost (the connection
 // broke) or ctx ends; Lead then tries to lead again, and returns once
 // ctx has ended and fn has returned.
-func (d *DB) Lead(ctx context.Context, fn func(context.Context)) {
-	if d.pg == nil {
-		fn(ctx)
-		return
-	}
+func (d *sqliteStore) Lead(ctx context.Context, fn func(context.Context)) { fn(ctx) }
+
+// Lead runs fn while this process leads: see sqliteStore.Lead.
+func (d *pgStore) Lead(ctx context.Context, fn func(context.Context)) {
 	for ctx.Err() == nil {
 		lctx, cancel := context.WithCancel(ctx)
-		if lost, ok := pgTakeLead(lctx, d.pg.pool); ok {
+		if lost, ok := pgTakeLead(lctx, d.pool); ok {
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				select {
@@ -66,7 +65,11 @@ func (d *DB) Lead(ctx context.Context, fn func(context.Context)) {
 // Leading reports whether this process leads the background work now
 // (Lead): maintenance runs only in the leader. A SQLite store's one
 // process always leads.
-func (d *DB) Leading() bool { return d.pg == nil || d.leading.Load() }
+func (d *sqliteStore) Leading() bool { return true }
+
+// Leading reports whether this process leads the background work now
+// (Lead).
+func (d *pgStore) Leading() bool { return d.leading.Load() }
 
 // pgTakeLead tries the lead lock on a connection of its own; ok when
 // taken, and then lost is closed once the connection is found broken or

@@ -28,7 +28,7 @@ func TestLeaseIDsNameTheirConsumer(t *testing.T) {
 	}
 	pid, gid, ok := broker.LeaseConsumer(res.LeaseID)
 	var wantP, wantG int64
-	if err := d.read.QueryRowContext(ctx, `SELECT partition_id, group_id FROM consumers WHERE lease_id = ?`, res.LeaseID).Scan(&wantP, &wantG); err != nil {
+	if err := d.sq.read.QueryRowContext(ctx, `SELECT partition_id, group_id FROM consumers WHERE lease_id = ?`, res.LeaseID).Scan(&wantP, &wantG); err != nil {
 		t.Fatal(err)
 	}
 	if !ok || pid != wantP || gid != wantG {
@@ -54,7 +54,7 @@ func TestLeaseIDsNameTheirConsumer(t *testing.T) {
 		t.Fatal("an ack with the consumer's earlier lease id settled its later lease")
 	}
 	var indexed int
-	if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM consumers INDEXED BY consumers_lease_v7 WHERE lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`).Scan(&indexed); err != nil {
+	if err := d.sq.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM consumers INDEXED BY consumers_lease_v7 WHERE lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`).Scan(&indexed); err != nil {
 		t.Fatal(err)
 	}
 	if indexed != 0 {
@@ -150,7 +150,7 @@ func TestSharedLeaseIndexHoldsSharedLeasesOnly(t *testing.T) {
 	ids = append(ids, broker.NewUUID(time.Now()))
 	for _, id := range ids {
 		var inIndex bool
-		if err := d.read.QueryRowContext(ctx, `SELECT substr(?1, 15, 1) = '8' AND substr(?1, 27, 1) IN ('0', '4', '8', 'c') AND substr(?1, 28, 9) = '000000000'`, id).Scan(&inIndex); err != nil {
+		if err := d.sq.read.QueryRowContext(ctx, `SELECT substr(?1, 15, 1) = '8' AND substr(?1, 27, 1) IN ('0', '4', '8', 'c') AND substr(?1, 28, 9) = '000000000'`, id).Scan(&inIndex); err != nil {
 			t.Fatal(err)
 		}
 		if inIndex != broker.IsSharedLease(id) {
@@ -160,7 +160,7 @@ func TestSharedLeaseIndexHoldsSharedLeasesOnly(t *testing.T) {
 	indexed := func() int {
 		t.Helper()
 		var n int
-		if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM consumers INDEXED BY consumers_lease_shared
+		if err := d.sq.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM consumers INDEXED BY consumers_lease_shared
 			WHERE substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ const schemaMigrationsSQL = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // migrate applies the embedded migrations not yet recorded, each in its
 // own transaction together with its record. A database that a newer
 // Lazarus has migrated is refused.
-func (d *DB) migrate(ctx context.Context) error {
+func (d *sqliteStore) migrate(ctx context.Context) error {
 	if _, err := d.write.ExecContext(ctx, schemaMigrationsSQL); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -85,7 +85,7 @@ func (d *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (d *DB) applyMigration(ctx context.Context, version int, name, body string) (bool, error) {
+func (d *sqliteStore) applyMigration(ctx context.Context, version int, name, body string) (bool, error) {
 	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("migrate %s: %w", name, err)

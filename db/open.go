@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 	sqlite3 "github.com/mattn/go-sqlite3" // the driver, and its error codes
 )
 
@@ -99,7 +100,11 @@ func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
 		if o.Sync == "" {
 			o.Sync = SyncFull
 		}
-		return openPostgres(ctx, path, o)
+		p, err := openPostgres(ctx, path, o)
+		if err != nil {
+			return nil, err
+		}
+		return &DB{store: p, pg: p}, nil
 	}
 	if o.Sync == "" {
 		o.Sync = SyncFull
@@ -139,10 +144,10 @@ func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
 		d.log.Warn("the database file may be read by other users of this machine (its -wal and -shm files take its permissions): make it the service user's alone",
 			"db", path, "mode", fmt.Sprintf("%#o", st.Mode().Perm()), "fix", "chmod 600 "+path+" "+path+"-wal "+path+"-shm "+path+lockSuffix)
 	}
-	return d, nil
+	return &DB{store: d, sq: d}, nil
 }
 
-func open(ctx context.Context, path string, o Options) (*DB, error) {
+func open(ctx context.Context, path string, o Options) (*sqliteStore, error) {
 	// Pragmas in the DSN so that every pooled connection gets them.
 	params := url.Values{}
 	params.Set("_journal_mode", "WAL")
@@ -193,16 +198,13 @@ func open(ctx context.Context, path string, o Options) (*DB, error) {
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	d := &DB{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		unfolded: map[int64]struct{}{}, unfoldedConsumers: map[[2]int64]struct{}{}, foldEvery: max(o.FoldEvery, 0)}
-	if o.FoldEvery == 0 {
-		d.foldEvery = foldEvery
-	}
+	d := &sqliteStore{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.changed = sync.NewCond(&d.wmu)
 	d.log = o.Logger
 	if d.log == nil {
 		d.log = slog.Default()
 	}
+	d.folds = sqlcore.NewFolds(o.FoldEvery, d.log)
 	if err := d.migrate(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
@@ -310,7 +312,7 @@ func cantOpen(path string) string {
 // disk (a page of the write-ahead log), so that a read-only file or
 // directory, or a full disk, is found at start rather than by the first
 // request.
-func (d *DB) checkWritable(ctx context.Context) error {
+func (d *sqliteStore) checkWritable(ctx context.Context) error {
 	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("write check: %w", err)
@@ -327,10 +329,7 @@ func (d *DB) checkWritable(ctx context.Context) error {
 }
 
 // Close closes both pools.
-func (d *DB) Close() error {
-	if d.pg != nil {
-		return d.pg.close()
-	}
+func (d *sqliteStore) Close() error {
 	d.wmu.Lock()
 	if d.isClosed {
 		d.wmu.Unlock()

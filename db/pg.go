@@ -149,6 +149,15 @@ type pgStore struct {
 	seenGen int64 // the cache generation as of this process's last write (0: none yet)
 	news    *pgNotifier
 
+	// path is the URL the store was opened on; sync its durability;
+	// folds the notes of the next fold (guarded by wmu); leading is set
+	// while this process leads the background work (Lead).
+	path    string
+	sync    Sync
+	log     *slog.Logger
+	folds   *sqlcore.Folds
+	leading atomic.Bool
+
 	// alone: this process was the only one on the database at its last
 	// count (pg_members.go); its hot writes then run as the one writer's.
 	alone     atomic.Bool
@@ -160,21 +169,22 @@ type pgStore struct {
 // broker.UpdateOptions.Concurrent beside each other now (broker.ConcurrentStore): the
 // PostgreSQL store does while other processes share its database
 // (pg_members.go); SQLite's has one writer.
-func (d *DB) ConcurrentWrites() bool { return d.pg != nil && !d.pg.alone.Load() }
+func (d *pgStore) ConcurrentWrites() bool { return !d.alone.Load() }
+
+// ConcurrentWrites is false: SQLite's store has one writer.
+func (d *sqliteStore) ConcurrentWrites() bool { return false }
 
 // Notifier is the broker.Notifier the store needs: on PostgreSQL one
 // that carries the news between the processes of the database
 // (pg_notify.go); nil on SQLite, whose one process needs only the
 // broker's own.
-func (d *DB) Notifier() broker.Notifier {
-	if d.pg == nil {
-		return nil
-	}
-	return d.pg.news
-}
+func (d *pgStore) Notifier() broker.Notifier { return d.news }
+
+// Notifier is nil: SQLite's one process needs only the broker's own.
+func (d *sqliteStore) Notifier() broker.Notifier { return nil }
 
 // openPostgres opens the database at the URL dsn and migrates it.
-func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
+func openPostgres(ctx context.Context, dsn string, o Options) (*pgStore, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open the PostgreSQL database: its URL cannot be parsed (%s); %s", scrubPassword(dsn, err.Error()), percentHint)
@@ -206,14 +216,12 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
-	d := &DB{pg: p, path: dsn, sync: o.Sync, log: o.Logger, foldEvery: max(o.FoldEvery, 0),
-		unfolded: map[int64]struct{}{}, unfoldedConsumers: map[[2]int64]struct{}{}}
-	if o.FoldEvery == 0 {
-		d.foldEvery = foldEvery
-	}
+	d := p
+	d.path, d.sync, d.log = dsn, o.Sync, o.Logger
 	if d.log == nil {
 		d.log = slog.Default()
 	}
+	d.folds = sqlcore.NewFolds(o.FoldEvery, d.log)
 	if err := pgReach(ctx, p.db, o.Wait, d.log, redactURL(dsn)); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
@@ -415,7 +423,7 @@ const pgRetries = 10
 // serialize, and when it stopped because another process had changed
 // what the cache holds (errCacheMoved: then with its BEGIN sent first
 // and the cache emptied).
-func (d *DB) pgUpdate(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+func (d *pgStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	eager := false
 	for attempt := 0; ; attempt++ {
 		err := d.pgWrite(ctx, o, fn, eager)
@@ -433,8 +441,8 @@ func (d *DB) pgUpdate(ctx context.Context, o broker.UpdateOptions, fn func(broke
 // its first statement (pg_begin.go), or, eager, sent first. fn's writes
 // kept for the end and the ready mark go with COMMIT (pgTail, pgCommit);
 // a write that read and wrote nothing sends nothing at all.
-func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error, eager bool) (err error) {
-	p := d.pg
+func (d *pgStore) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error, eager bool) (err error) {
+	p := d
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -473,7 +481,7 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 		return err
 	}
 	tail := newPGTail(st, w)
-	if !begin.sent && tail.empty() && !d.foldDue(st) {
+	if !begin.sent && tail.empty() && !d.folds.Due(st) {
 		// fn neither read nor wrote anything: no transaction at all.
 		committed = true
 		return nil
@@ -483,7 +491,7 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 	}
 	// When the counts are folded, the tail goes first (foldCounts'
 	// before), and COMMIT alone after the fold.
-	folded, left, err := d.foldCounts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err }, func() error {
+	folded, left, err := d.folds.Counts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err }, func() error {
 		return tail.send(ctx, pgc)
 	})
 	if err != nil {
@@ -501,7 +509,7 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 		p.seenGen = begin.gen
 	}
 	if folded {
-		d.foldCommitted(left)
+		d.folds.Committed(left)
 	}
 	return nil
 }
@@ -619,7 +627,7 @@ func (t *pgTail) send(ctx context.Context, pgc *pgx.Conn) error {
 // it has a deadline instead. A round trip that broke after the COMMIT
 // may have left is broker.ErrCommitUnknown; one that failed once the
 // server had said COMMIT is only logged: the write committed.
-func (d *DB) pgCommit(ctx context.Context, pgc *pgx.Conn, tail *pgTail) (committed bool, err error) {
+func (d *pgStore) pgCommit(ctx context.Context, pgc *pgx.Conn, tail *pgTail) (committed bool, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgCommitTimeout)
 	defer cancel()
 	answered := false // the server answered the COMMIT
@@ -699,8 +707,8 @@ func pgPipeline(ctx context.Context, conn *pgx.Conn, queue func(*pgx.Batch), rea
 }
 
 // pgView is View on PostgreSQL: one snapshot, read only.
-func (d *DB) pgView(ctx context.Context, fn func(broker.Tx) error) error {
-	conn, err := d.pg.read.Conn(ctx)
+func (d *pgStore) View(ctx context.Context, fn func(broker.Tx) error) error {
+	conn, err := d.read.Conn(ctx)
 	if err != nil {
 		return pgUnavailable(fmt.Errorf("begin: %w", err))
 	}
@@ -720,7 +728,7 @@ func (d *DB) pgView(ctx context.Context, fn func(broker.Tx) error) error {
 	return pgReadError(err)
 }
 
-func (p *pgStore) close() error {
+func (p *pgStore) Close() error {
 	p.wmu.Lock()
 	p.closed = true
 	p.wmu.Unlock()
@@ -788,19 +796,43 @@ func Prepare(dsn string) error {
 // dialect and translated on PostgreSQL as the store's own are: for tools
 // and tests that must go around the broker (WriteDB is the handle
 // itself).
-func (d *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if d.pg != nil {
-		text, args := pgArgs(query, args)
-		return d.pg.db.ExecContext(ctx, text, args...)
-	}
+func (d *pgStore) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	text, args := pgArgs(query, args)
+	return d.db.ExecContext(ctx, text, args...)
+}
+
+// Exec runs one statement outside the broker on the writing handle.
+func (d *sqliteStore) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	return d.write.ExecContext(ctx, query, args...)
 }
 
 // QueryRow is Exec for a query of one row.
-func (d *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if d.pg != nil {
-		text, args := pgArgs(query, args)
-		return d.pg.db.QueryRowContext(ctx, text, args...)
-	}
+func (d *pgStore) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	text, args := pgArgs(query, args)
+	return d.db.QueryRowContext(ctx, text, args...)
+}
+
+// QueryRow is Exec for a query of one row.
+func (d *sqliteStore) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	return d.write.QueryRowContext(ctx, query, args...)
 }
+
+// Path is the URL the store was opened on.
+func (d *pgStore) Path() string { return d.path }
+
+// WriteDB is the handle of the writes' pool, for tools that must go
+// around the broker.
+func (d *pgStore) WriteDB() *sql.DB { return d.db }
+
+// Ping checks that the database answers a query.
+func (d *pgStore) Ping(ctx context.Context) error { return pgUnavailable(d.db.PingContext(ctx)) }
+
+// Health checks that the database answers a query (Ping): no write of
+// the PostgreSQL store marks it out of space (DiskFull).
+func (d *pgStore) Health(ctx context.Context) error { return d.Ping(ctx) }
+
+// DiskFull is false: the server's disk is the server's (a full one
+// fails writes with broker.ErrNoSpace).
+func (d *pgStore) DiskFull() bool { return false }
+
+var _ store = (*pgStore)(nil)

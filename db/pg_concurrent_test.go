@@ -287,7 +287,7 @@ func TestPGFoldPassesByAPartitionAnotherWriteHolds(t *testing.T) {
 		return err
 	})
 	b.pg.wmu.Lock()
-	b.unfolded[p1] = struct{}{} // as if b had pushed to it since its last fold
+	b.pg.folds.Unfolded[p1] = struct{}{} // as if b had pushed to it since its last fold
 	b.pg.wmu.Unlock()
 	if _, err := withTimeout(func(ctx context.Context) (struct{}, error) {
 		_, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p2", Payload: []byte(`{}`)}})
@@ -299,7 +299,7 @@ func TestPGFoldPassesByAPartitionAnotherWriteHolds(t *testing.T) {
 		t.Fatalf("p2 counted to seq %d of %d: want folded", seq, max)
 	}
 	b.pg.wmu.Lock()
-	_, left := b.unfolded[p1]
+	_, left := b.pg.folds.Unfolded[p1]
 	b.pg.wmu.Unlock()
 	if !left {
 		t.Fatal("p1, held by another write, is no longer noted: its fold was skipped, not done")

@@ -10,7 +10,7 @@ import (
 // plan checks.
 func queryPlan(t *testing.T, d *DB, query string, args ...any) string {
 	t.Helper()
-	rows, err := d.read.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	rows, err := d.sq.read.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatalf("explain %s: %v", query, err)
 	}

@@ -29,7 +29,7 @@ func TestTheWritersScanAgreesWithDatabaseSQL(t *testing.T) {
 		for _, mk := range dests {
 			q := `SELECT ` + v
 			want, got := mk(), mk()
-			wantErr := d.write.QueryRowContext(ctx, q).Scan(want)
+			wantErr := d.sq.write.QueryRowContext(ctx, q).Scan(want)
 			var gotErr error
 			if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				gotErr = tx.(*sqlcore.Tx).QueryRow(ctx, q).Scan(got)
@@ -110,10 +110,10 @@ func TestTheWriterKeepsAtMostMaxStatementsPrepared(t *testing.T) {
 		t.Fatal(err)
 	}
 	var count int
-	if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM t`).Scan(&count); err != nil || count != n {
+	if err := d.sq.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM t`).Scan(&count); err != nil || count != n {
 		t.Fatalf("%d rows (%v), want %d", count, err, n)
 	}
-	if len(d.raw.stmts) > maxStatements {
-		t.Errorf("%d statements kept prepared, want at most %d", len(d.raw.stmts), maxStatements)
+	if len(d.sq.raw.stmts) > maxStatements {
+		t.Errorf("%d statements kept prepared, want at most %d", len(d.sq.raw.stmts), maxStatements)
 	}
 }

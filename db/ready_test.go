@@ -36,10 +36,10 @@ func holdWriter(d *DB) (release func()) {
 
 // waitQueued waits until n Updates wait for the writer.
 func waitQueued(d *DB, n int) {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	for len(d.waiting) < n {
-		d.changed.Wait()
+	d.sq.wmu.Lock()
+	defer d.sq.wmu.Unlock()
+	for len(d.sq.waiting) < n {
+		d.sq.changed.Wait()
 	}
 }
 
@@ -58,7 +58,7 @@ func reapply(t *testing.T, d *DB, version int, file string, undo ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.applyMigration(ctx, version, file, string(body)); err != nil {
+	if _, err := d.sq.applyMigration(ctx, version, file, string(body)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -89,14 +89,14 @@ func TestScopeEndsBeforeTheGroupIsAnswered(t *testing.T) {
 	}
 	// The writer's turn, taken as Update takes it, so that nothing else
 	// writes meanwhile.
-	d.wmu.Lock()
-	for d.busy {
-		d.changed.Wait()
+	d.sq.wmu.Lock()
+	for d.sq.busy {
+		d.sq.changed.Wait()
 	}
-	d.busy = true
-	d.wmu.Unlock()
-	d.commit(reqs)
-	d.release(false)
+	d.sq.busy = true
+	d.sq.wmu.Unlock()
+	d.sq.commit(reqs)
+	d.sq.release(false)
 	for i, r := range reqs {
 		if err := <-r.done; err != nil {
 			t.Fatalf("request %d: %v", i, err)

@@ -83,10 +83,10 @@ func pushSpace(t *testing.T, b *broker.Broker, n, size int) {
 func fileSize(t *testing.T, d *DB) int64 {
 	t.Helper()
 	var busy, logPages, done int
-	if err := d.write.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done); err != nil || busy != 0 {
+	if err := d.sq.write.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done); err != nil || busy != 0 {
 		t.Fatalf("checkpoint: %v busy %d", err, busy)
 	}
-	st, err := os.Stat(d.path)
+	st, err := os.Stat(d.sq.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func fileSize(t *testing.T, d *DB) int64 {
 func TestNewDatabaseGivesSpaceBack(t *testing.T) {
 	d := openSpace(t, filepath.Join(t.TempDir(), "l.db"), nil)
 	defer d.Close()
-	if av := autoVacuum(t, d.write); av != autoVacuumIncremental {
+	if av := autoVacuum(t, d.sq.write); av != autoVacuumIncremental {
 		t.Fatalf("auto_vacuum = %d, want %d (INCREMENTAL)", av, autoVacuumIncremental)
 	}
 	s, err := broker.New(broker.Config{Store: d}).Space(context.Background())
@@ -134,14 +134,14 @@ func TestOldDatabaseIsConvertedOnceAndKeepsItsData(t *testing.T) {
 
 	var logs syncBuffer
 	d = openSpace(t, path, &logs)
-	if av := autoVacuum(t, d.write); av != autoVacuumIncremental {
+	if av := autoVacuum(t, d.sq.write); av != autoVacuumIncremental {
 		t.Fatalf("auto_vacuum = %d after open, want it converted", av)
 	}
 	if !strings.Contains(logs.String(), "database converted") || !strings.Contains(logs.String(), "took=") {
 		t.Fatalf("the conversion is not logged with its time:\n%s", logs.String())
 	}
 	var n, bad int
-	if err := d.write.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE length(payload) != 200) FROM messages`).Scan(&n, &bad); err != nil || n != 3000 || bad != 0 {
+	if err := d.sq.write.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE length(payload) != 200) FROM messages`).Scan(&n, &bad); err != nil || n != 3000 || bad != 0 {
 		t.Fatalf("after converting: %d messages (%d changed), %v; want 3000 whole", n, bad, err)
 	}
 	res, err := broker.New(broker.Config{Store: d}).Pop(context.Background(), broker.PopRequest{Queue: "q", Batch: 1000})
@@ -171,7 +171,7 @@ func TestConversionWaitsForRoom(t *testing.T) {
 	freeBytes = func(string) (uint64, error) { return 1 << 20, nil } // 1 MiB free
 	var logs syncBuffer
 	d = openSpace(t, path, &logs)
-	if av := autoVacuum(t, d.write); av != 0 {
+	if av := autoVacuum(t, d.sq.write); av != 0 {
 		t.Fatalf("auto_vacuum = %d: converted without room", av)
 	}
 	if l := logs.String(); !strings.Contains(l, "not converted") || !strings.Contains(l, "need_bytes=") || !strings.Contains(l, "free_bytes=1048576") {
@@ -179,7 +179,7 @@ func TestConversionWaitsForRoom(t *testing.T) {
 	}
 	b := broker.New(broker.Config{Store: d})
 	// It serves, and maintenance leaves its free pages to be reused.
-	if _, err := d.write.Exec("DELETE FROM messages"); err != nil {
+	if _, err := d.sq.write.Exec("DELETE FROM messages"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := b.Maintain(context.Background())
@@ -199,7 +199,7 @@ func TestConversionWaitsForRoom(t *testing.T) {
 	freeBytes = old
 	d = openSpace(t, path, nil)
 	defer d.Close()
-	if av := autoVacuum(t, d.write); av != autoVacuumIncremental {
+	if av := autoVacuum(t, d.sq.write); av != autoVacuumIncremental {
 		t.Fatalf("auto_vacuum = %d once there is room", av)
 	}
 }
@@ -213,7 +213,7 @@ func TestMaintenanceShrinksTheFileAfterABigDelete(t *testing.T) {
 	full := fileSize(t, d)
 	// What message retention would delete (the oldest), deleted here by
 	// hand: a big delete.
-	if _, err := d.write.Exec("DELETE FROM messages WHERE seq <= (SELECT MAX(seq) - 1000 FROM messages)"); err != nil {
+	if _, err := d.sq.write.Exec("DELETE FROM messages WHERE seq <= (SELECT MAX(seq) - 1000 FROM messages)"); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileSize(t, d); got != full {
@@ -258,11 +258,11 @@ func TestMaintenanceShrinksTheFileAfterABigDelete(t *testing.T) {
 	}
 	// What is left is whole.
 	var n int
-	if err := d.write.QueryRow("SELECT COUNT(*) FROM messages").Scan(&n); err != nil || n != 1000 {
+	if err := d.sq.write.QueryRow("SELECT COUNT(*) FROM messages").Scan(&n); err != nil || n != 1000 {
 		t.Fatalf("%d messages left, %v; want 1000", n, err)
 	}
 	var ok string
-	if err := d.write.QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
+	if err := d.sq.write.QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
 		t.Fatalf("integrity_check: %s %v", ok, err)
 	}
 }
@@ -272,7 +272,7 @@ func TestSpaceBelowTheMarginIsKept(t *testing.T) {
 	defer d.Close()
 	b := broker.New(broker.Config{Store: d})
 	pushSpace(t, b, 2000, 400) // about 250 pages: less than SpaceKeepPages when freed
-	if _, err := d.write.Exec("DELETE FROM messages"); err != nil {
+	if _, err := d.sq.write.Exec("DELETE FROM messages"); err != nil {
 		t.Fatal(err)
 	}
 	before, err := b.Space(context.Background())
@@ -294,7 +294,7 @@ func TestGiveBackPagesFreesWhatItSays(t *testing.T) {
 	d := openSpace(t, filepath.Join(t.TempDir(), "l.db"), nil)
 	defer d.Close()
 	pushSpace(t, broker.New(broker.Config{Store: d}), 4000, 400)
-	if _, err := d.write.Exec("DELETE FROM messages"); err != nil {
+	if _, err := d.sq.write.Exec("DELETE FROM messages"); err != nil {
 		t.Fatal(err)
 	}
 	var got []int64
@@ -396,7 +396,7 @@ func TestKeepAutoVacuumLeavesTheFileAsItIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if av := autoVacuum(t, d.write); av != 0 {
+	if av := autoVacuum(t, d.sq.write); av != 0 {
 		t.Fatalf("new database: auto_vacuum = %d, want 0 with KeepAutoVacuum", av)
 	}
 	d.Close()
@@ -405,7 +405,7 @@ func TestKeepAutoVacuumLeavesTheFileAsItIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if av := autoVacuum(t, d.write); av != 0 {
+	if av := autoVacuum(t, d.sq.write); av != 0 {
 		t.Fatalf("reopened: auto_vacuum = %d, want it left at 0", av)
 	}
 }
@@ -445,14 +445,14 @@ func TestConversionThatRunsOutOfSpaceServes(t *testing.T) {
 		t.Fatalf("open failed when the conversion ran out of space: %v", err)
 	}
 	defer d.Close()
-	if av := autoVacuum(t, d.write); av != 0 {
+	if av := autoVacuum(t, d.sq.write); av != 0 {
 		t.Fatalf("auto_vacuum = %d", av)
 	}
 	if l := logs.String(); !strings.Contains(l, "not converted") || !strings.Contains(l, "filled up") {
 		t.Fatalf("the log does not say why:\n%s", l)
 	}
 	var n int
-	if err := d.write.QueryRow(`SELECT COUNT(*) FROM messages`).Scan(&n); err != nil || n != 3000 {
+	if err := d.sq.write.QueryRow(`SELECT COUNT(*) FROM messages`).Scan(&n); err != nil || n != 3000 {
 		t.Fatalf("%d messages, %v; want 3000", n, err)
 	}
 }

@@ -180,7 +180,7 @@ func TestMarkExpiredCutsTheRecord(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := d.read.QueryContext(ctx, `SELECT how, retention, error, payload IS NULL, pushed_at FROM removed_dead_letters ORDER BY group_id`)
+	rows, err := d.sq.read.QueryContext(ctx, `SELECT how, retention, error, payload IS NULL, pushed_at FROM removed_dead_letters ORDER BY group_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestMarkExpiredCutsTheRecord(t *testing.T) {
 	var attempts []int64
 	for g := int64(1); g <= 2; g++ {
 		var n int64
-		if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE seq = 7 AND group_id = ?`, g).Scan(&n); err != nil {
+		if err := d.sq.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE seq = 7 AND group_id = ?`, g).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		attempts = append(attempts, n)

@@ -70,7 +70,7 @@ func TestSweepBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	count := func(table string) (n int64) {
-		if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
+		if err := d.sq.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -97,7 +97,7 @@ func TestSweepBuckets(t *testing.T) {
 		t.Errorf("%d minute buckets left, want %d", n, minutes-700)
 	}
 	var first int64
-	if err := d.read.QueryRowContext(ctx, `SELECT MIN(minute) FROM stats_minute`).Scan(&first); err != nil || first != cut.Unix()/60 {
+	if err := d.sq.read.QueryRowContext(ctx, `SELECT MIN(minute) FROM stats_minute`).Scan(&first); err != nil || first != cut.Unix()/60 {
 		t.Errorf("oldest minute left %d (%v), want the cut's %d", first, err, cut.Unix()/60)
 	}
 	// Hours: 20 of them; those that end at or before the cut (11 h 40 m) go: 11.

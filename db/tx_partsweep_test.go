@@ -81,10 +81,10 @@ func TestDeletedPartitionLeavesTheFoldRight(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	d.wmu.Lock()
-	_, noted := d.unfolded[pid]
-	_, notedConsumer := d.unfoldedConsumers[[2]int64{pid, 1}]
-	d.wmu.Unlock()
+	d.sq.wmu.Lock()
+	_, noted := d.sq.folds.Unfolded[pid]
+	_, notedConsumer := d.sq.folds.UnfoldedConsumers[[2]int64{pid, 1}]
+	d.sq.wmu.Unlock()
 	if !noted || !notedConsumer {
 		t.Fatalf("p noted to fold %v, its consumer %v: the test needs both", noted, notedConsumer)
 	}
@@ -104,13 +104,13 @@ func TestDeletedPartitionLeavesTheFoldRight(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	d.wmu.Lock()
-	d.foldedAt = time.Time{}
-	d.wmu.Unlock()
+	d.sq.wmu.Lock()
+	d.sq.folds.FoldedAt = time.Time{}
+	d.sq.wmu.Unlock()
 	push(t, b, "r", "r2")
-	d.wmu.Lock()
-	left := len(d.unfolded) + len(d.unfoldedConsumers)
-	d.wmu.Unlock()
+	d.sq.wmu.Lock()
+	left := len(d.sq.folds.Unfolded) + len(d.sq.folds.UnfoldedConsumers)
+	d.sq.wmu.Unlock()
 	if left != 0 {
 		t.Fatalf("%d partitions and consumers still to fold: the fold failed", left)
 	}

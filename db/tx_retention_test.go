@@ -238,12 +238,12 @@ func TestSweepCopiesPayloadsOnlyToRestorableRecords(t *testing.T) {
 	configure("deadLetterRetentionSeconds", "3600")
 	maintain()
 	var records int
-	if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM removed_dead_letters WHERE (how = 'expired') OR (restore_until = 0 AND how = 'deleted')`).Scan(&records); err != nil || records != 2 {
+	if err := d.sq.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM removed_dead_letters WHERE (how = 'expired') OR (restore_until = 0 AND how = 'deleted')`).Scan(&records); err != nil || records != 2 {
 		t.Fatalf("records expired or past their window: %d, %v; want 2", records, err)
 	}
 	configure("retentionSeconds", "60")
 	maintain()
-	rows, err := d.read.QueryContext(ctx, `SELECT transaction_id, how, payload, pushed_at FROM removed_dead_letters ORDER BY id`)
+	rows, err := d.sq.read.QueryContext(ctx, `SELECT transaction_id, how, payload, pushed_at FROM removed_dead_letters ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,7 +187,7 @@ func createGivingSpaceBack(ctx context.Context, path string, dsn url.Values) err
 // when the disk lacks it the database is left as it is (its free pages
 // are still reused, the file only does not shrink) and the log says how
 // much to free. Nothing else uses the database yet.
-func (d *DB) convertAutoVacuum(ctx context.Context) error {
+func (d *sqliteStore) convertAutoVacuum(ctx context.Context) error {
 	conn, err := d.write.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("auto_vacuum: %w", err)

@@ -84,14 +84,7 @@ func (pgDialect) IndexDeadLetter(ctx context.Context, t *sqlcore.Tx, d *broker.D
 // again, from nothing, as migration 0015 does: for tools that write dead
 // letters with SQL of their own (bench's generator). It is one write
 // transaction, as long as the dead letters make it.
-func (d *DB) RebuildTextIndex(ctx context.Context) error {
-	if d.pg != nil {
-		err := d.pgUpdate(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error { return pgRebuildTextIndex(ctx, tx.(*sqlcore.Tx)) })
-		if err != nil {
-			return fmt.Errorf("rebuild the text index: %w", err)
-		}
-		return nil
-	}
+func (d *sqliteStore) RebuildTextIndex(ctx context.Context) error {
 	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("rebuild the text index: %w", err)
@@ -110,6 +103,16 @@ func (d *DB) RebuildTextIndex(ctx context.Context) error {
 		}
 	}
 	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("rebuild the text index: %w", err)
+	}
+	return nil
+}
+
+// RebuildTextIndex indexes every dead letter's error text and payload
+// again, from nothing (pgRebuildTextIndex), in one write transaction.
+func (d *pgStore) RebuildTextIndex(ctx context.Context) error {
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error { return pgRebuildTextIndex(ctx, tx.(*sqlcore.Tx)) })
+	if err != nil {
 		return fmt.Errorf("rebuild the text index: %w", err)
 	}
 	return nil

@@ -22,9 +22,9 @@ func TestTheWritersLogHookKnowsTheLogsLength(t *testing.T) {
 	ctx := context.Background()
 	for i := range 5 {
 		push(t, b, "p", fmt.Sprint("m", i))
-		got := d.wal.frames()
+		got := d.sq.wal.frames()
 		var busy, log, done int
-		if err := d.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+		if err := d.sq.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
 			t.Fatal(err)
 		}
 		if got <= 0 || got != log {
@@ -37,7 +37,7 @@ func TestTheWritersLogHookKnowsTheLogsLength(t *testing.T) {
 // log has grown by checkpointFrames; a log started over counts from 0.
 func TestCheckpointsStartWhenTheLogGrows(t *testing.T) {
 	t.Parallel()
-	d := &DB{ckptNow: make(chan struct{}, 1)}
+	d := &sqliteStore{ckptNow: make(chan struct{}, 1)}
 	for _, step := range []struct {
 		frames int
 		kick   bool
@@ -121,7 +121,7 @@ func TestTheLogStaysShortUnderSteadyWrites(t *testing.T) {
 	longest, restarts, last := 0, 0, 0
 	for i := range 6000 {
 		push(t, b, "p", fmt.Sprint("m", i))
-		n := d.wal.frames()
+		n := d.sq.wal.frames()
 		longest = max(longest, n)
 		if n < last {
 			restarts++
@@ -147,8 +147,8 @@ func TestCatchUpsBackOffWhileReadersHoldTheLog(t *testing.T) {
 	}
 	defer d.Close()
 	inCaller := 0
-	d.catchUpHook = func() {
-		if !strings.Contains(string(debug.Stack()), "(*DB).writer(") {
+	d.sq.catchUpHook = func() {
+		if !strings.Contains(string(debug.Stack()), "(*sqliteStore).writer(") {
 			inCaller++
 		}
 	}
@@ -181,7 +181,7 @@ func TestCatchUpsBackOffWhileReadersHoldTheLog(t *testing.T) {
 	readers.Wait()
 	var tries, callers, frames int
 	if err := d.Update(ctx, broker.UpdateOptions{}, func(broker.Tx) error {
-		tries, callers, frames = d.catchUps, inCaller, d.walLast
+		tries, callers, frames = d.sq.catchUps, inCaller, d.sq.walLast
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestCatchUpsBackOffWhileReadersHoldTheLog(t *testing.T) {
 // bulk job's log on its path.
 func TestACatchUpIsAskedForOnlyForTheLastFewFrames(t *testing.T) {
 	t.Parallel()
-	d := &DB{ckptNow: make(chan struct{}, 1), ckptDone: make(chan struct{})}
+	d := &sqliteStore{ckptNow: make(chan struct{}, 1), ckptDone: make(chan struct{})}
 	d.bgSynced.Store(catchUpFrames)
 	for _, step := range []struct {
 		frames int

@@ -57,10 +57,7 @@ type writeRequest struct {
 // other write waits and none ended within bulkGrace. Ephemeral ones
 // relax the commit's sync (syncFor). Every write is alone on SQLite:
 // Concurrent changes nothing.
-func (d *DB) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
-	if d.pg != nil {
-		return d.pgUpdate(ctx, o, fn)
-	}
+func (d *sqliteStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -103,12 +100,12 @@ func (d *DB) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.
 
 // bulkOverdue reports whether a background write has waited bulkMaxWait.
 // d.wmu is held.
-func (d *DB) bulkOverdue() bool {
+func (d *sqliteStore) bulkOverdue() bool {
 	return len(d.bulk) > 0 && time.Since(d.bulkSince) >= bulkMaxWait
 }
 
 // wake tells the writer goroutine that there is work.
-func (d *DB) wake() {
+func (d *sqliteStore) wake() {
 	select {
 	case d.kick <- struct{}{}:
 	default:
@@ -119,7 +116,7 @@ func (d *DB) wake() {
 // goroutine. Only ordinary writes hold background ones back (bulkGrace):
 // a bulk action's chunks follow one another at once when nothing else
 // writes.
-func (d *DB) release(low bool) {
+func (d *sqliteStore) release(low bool) {
 	d.wmu.Lock()
 	d.busy = false
 	if !low {
@@ -135,13 +132,13 @@ func (d *DB) release(low bool) {
 
 // writer is the goroutine that commits what queued up while another write
 // was under way, in groups, and the low-priority writes.
-func (d *DB) writer() {
+func (d *sqliteStore) writer() {
 	defer close(d.stopped)
 	var grace *time.Timer
 	var graceC <-chan time.Time
 	var foldC <-chan time.Time
-	if d.foldEvery > 0 {
-		t := time.NewTicker(d.foldEvery)
+	if d.folds.Every > 0 {
+		t := time.NewTicker(d.folds.Every)
 		defer t.Stop()
 		foldC = t.C
 	}
@@ -216,7 +213,7 @@ func (d *DB) writer() {
 
 // drain, at Close, waits for the write under way and refuses what is
 // queued.
-func (d *DB) drain() {
+func (d *sqliteStore) drain() {
 	d.wmu.Lock()
 	for d.busy {
 		d.changed.Wait()
@@ -239,12 +236,12 @@ func (d *DB) drain() {
 // function in a savepoint of its own (commitSavepoints): the functions
 // before it run a second time, which they may (broker.Store.Update), and
 // the group still commits once.
-func (d *DB) commit(group []writeRequest) { d.commitGroup(group, false) }
+func (d *sqliteStore) commit(group []writeRequest) { d.commitGroup(group, false) }
 
 // commitSavepoints is commit with each function of the group in a
 // savepoint of its own: one that fails is rolled back to it, and the
 // others commit.
-func (d *DB) commitSavepoints(group []writeRequest) { d.commitGroup(group, true) }
+func (d *sqliteStore) commitSavepoints(group []writeRequest) { d.commitGroup(group, true) }
 
 // commitGroup is commit, or commitSavepoints with savepoints set: it
 // begins the transaction, runs the group's functions (runGroup), then
@@ -252,7 +249,7 @@ func (d *DB) commitSavepoints(group []writeRequest) { d.commitGroup(group, true)
 // the transaction has ended. A group run without savepoints whose
 // function failed having changed rows is rolled back and run again by
 // commitSavepoints, which answers it.
-func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
+func (d *sqliteStore) commitGroup(group []writeRequest, savepoints bool) {
 	if err := d.beginGroup(group); err != nil {
 		for _, r := range group {
 			r.done <- err
@@ -306,7 +303,7 @@ func (d *DB) commitGroup(group []writeRequest, savepoints bool) {
 // beginGroup readies the writer's connection for a group (syncFor) and
 // begins its transaction, taking SQLite's write lock at once (BEGIN
 // IMMEDIATE) so that no statement of the group waits for it halfway.
-func (d *DB) beginGroup(group []writeRequest) error {
+func (d *sqliteStore) beginGroup(group []writeRequest) error {
 	err := d.syncFor(group)
 	if err == nil {
 		err = d.exec("BEGIN IMMEDIATE")
@@ -325,7 +322,7 @@ func (d *DB) beginGroup(group []writeRequest) error {
 // for the others: without savepoints, one that failed having changed
 // rows (rerun: the group is to run again, each in a savepoint); with
 // them, a savepoint that could not be handled (broken).
-func (d *DB) runGroup(st *sqlcore.Tx, group []writeRequest, errs []error, savepoints bool) (ok int, rerun bool, broken error) {
+func (d *sqliteStore) runGroup(st *sqlcore.Tx, group []writeRequest, errs []error, savepoints bool) (ok int, rerun bool, broken error) {
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
@@ -355,7 +352,7 @@ func (d *DB) runGroup(st *sqlcore.Tx, group []writeRequest, errs []error, savepo
 // refused ack, a lookup that found nothing) has nothing to roll back but
 // its effects on memory, which are, and the group goes on; one that
 // changed rows cannot be undone alone: rerun says so.
-func (d *DB) runBare(st *sqlcore.Tx, fn func(broker.Tx) error) (rerun bool, err error) {
+func (d *sqliteStore) runBare(st *sqlcore.Tx, fn func(broker.Tx) error) (rerun bool, err error) {
 	mark, before := st.Scope().Savepoint(), d.raw.totalChanges()
 	if err = run(fn, st); err == nil {
 		return false, nil
@@ -370,9 +367,9 @@ func (d *DB) runBare(st *sqlcore.Tx, fn func(broker.Tx) error) (rerun bool, err 
 // runInSavepoint runs fn of a group in a savepoint of its own: a failure
 // is rolled back to it, in the database and in memory, and the others
 // commit. broken is set when the savepoint itself could not be handled.
-func (d *DB) runInSavepoint(st *sqlcore.Tx, fn func(broker.Tx) error) (err, broken error) {
+func (d *sqliteStore) runInSavepoint(st *sqlcore.Tx, fn func(broker.Tx) error) (err, broken error) {
 	mark := st.Scope().Savepoint()
-	err, broken = savepoint(d.exec, func() error { return run(fn, st) })
+	err, broken = sqlcore.Savepoint(d.exec, func() error { return run(fn, st) })
 	if broken == nil && err != nil {
 		st.Scope().RollbackTo(mark)
 	}
@@ -384,7 +381,7 @@ func (d *DB) runInSavepoint(st *sqlcore.Tx, fn func(broker.Tx) error) (err, brok
 // reports whether it committed. When any of those or the COMMIT fails,
 // nothing of the group commits: the error goes to each function that
 // had succeeded (errs).
-func (d *DB) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
+func (d *sqliteStore) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 	failAll := func(err error) bool {
 		d.rollback()
 		for i := range errs {
@@ -397,7 +394,7 @@ func (d *DB) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 	if err := st.MarkReady(context.Background()); err != nil {
 		return failAll(fmt.Errorf("mark consumers ready: %w", err))
 	}
-	folded, left, broken := d.foldCounts(context.Background(), st, d.exec, nil)
+	folded, left, broken := d.folds.Counts(context.Background(), st, d.exec, nil)
 	if broken != nil {
 		return failAll(broken)
 	}
@@ -406,7 +403,7 @@ func (d *DB) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 		return failAll(fmt.Errorf("commit: %w", err))
 	}
 	if folded {
-		d.foldCommitted(left)
+		d.folds.Committed(left)
 	}
 	if d.ckpt != nil {
 		select {
@@ -424,7 +421,7 @@ func (d *DB) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 // cut, it may only lose the group, and the next commit that waits for
 // the disk makes it durable as well (the log is written in order). A
 // group with any other write gets FULL back before it begins.
-func (d *DB) syncFor(group []writeRequest) error {
+func (d *sqliteStore) syncFor(group []writeRequest) error {
 	if d.sync != SyncFull {
 		return nil
 	}
@@ -454,7 +451,7 @@ func (d *DB) syncFor(group []writeRequest) error {
 
 // refuseWaiting answers err to every write waiting to be taken, without
 // running it.
-func (d *DB) refuseWaiting(err error) {
+func (d *sqliteStore) refuseWaiting(err error) {
 	d.wmu.Lock()
 	queued := d.waiting
 	d.waiting = nil
@@ -478,13 +475,13 @@ func run(fn func(broker.Tx) error, tx broker.Tx) (err error) {
 // exec runs a statement of the writer's own (BEGIN, COMMIT, savepoints)
 // on its connection, kept prepared: parsing them took a tenth of a
 // one-message transaction.
-func (d *DB) exec(stmt string) error {
+func (d *sqliteStore) exec(stmt string) error {
 	_, err := d.raw.exec(stmt, nil)
 	return err
 }
 
 // rollback ends the writer's transaction, if SQLite has not already.
-func (d *DB) rollback() {
+func (d *sqliteStore) rollback() {
 	if d.wconn.Raw(func(c any) error {
 		if sc, ok := c.(*sqlite3.SQLiteConn); ok && sc.AutoCommit() {
 			return errNoTx
@@ -497,32 +494,8 @@ func (d *DB) rollback() {
 
 var errNoTx = errors.New("no transaction")
 
-// savepoint runs fn inside a savepoint, rolling back to it when fn fails.
-// broken is set when the savepoint itself could not be handled.
-func savepoint(exec func(string) error, fn func() error) (err, broken error) {
-	if err := exec("SAVEPOINT w"); err != nil {
-		return fmt.Errorf("savepoint: %w", err), nil
-	}
-	if err := fn(); err != nil {
-		if rerr := exec("ROLLBACK TO w"); rerr != nil {
-			return err, fmt.Errorf("rollback to savepoint: %w", rerr)
-		}
-		if rerr := exec("RELEASE w"); rerr != nil {
-			return err, fmt.Errorf("release savepoint: %w", rerr)
-		}
-		return err, nil
-	}
-	if err := exec("RELEASE w"); err != nil {
-		return nil, fmt.Errorf("release savepoint: %w", err)
-	}
-	return nil, nil
-}
-
 // View runs fn in a read transaction on one snapshot.
-func (d *DB) View(ctx context.Context, fn func(broker.Tx) error) error {
-	if d.pg != nil {
-		return d.pgView(ctx, fn)
-	}
+func (d *sqliteStore) View(ctx context.Context, fn func(broker.Tx) error) error {
 	// A connection of the read pool, its transaction begun and ended by
 	// hand: on a database/sql transaction, every query would start a
 	// goroutine to watch the transaction's context; one watcher for the

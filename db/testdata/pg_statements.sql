@@ -1780,7 +1780,6 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- postgres: none
 
 -- Built at run time, not covered yet: 58 calls.
---   DB.Health: Exec(stmt)
 --   Tx.AddStats: Exec(b.upsert)
 --   Tx.Consumer: QueryRow(consumerSQL + t.locks.ForUpdate())
 --   Tx.ConsumerByLease: QueryRow(ConsumerByLeaseV7SQL + t.locks.ForUpdate())
@@ -1838,3 +1837,4 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   scanKeys: Query(query)
 --   sqliteDialect.GiveBackPages: Query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
 --   sqliteDialect.PushCopies: Insert(insertCopies)
+--   sqliteStore.Health: Exec(stmt)

@@ -40,13 +40,6 @@ func NewTx(ex Executor, d Dialect, lk Locks, scope *broker.TxScope) *Tx {
 	return &Tx{ex: ex, d: d, locks: lk, scope: scope}
 }
 
-// PushedPartitions are the partitions the transaction pushed to, and
-// savedConsumers the consumers it wrote ([partition, group]), for the
-// store's fold (foldCounts). Read only.
-func (t *Tx) PushedPartitions() map[int64]struct{} { return t.pushedTo }
-
-func (t *Tx) SavedConsumers() map[[2]int64]struct{} { return t.saved }
-
 // Scope returns the transaction's broker.TxScope: the writer's commit
 // makes one a transaction and ends it once the transaction has ended
 // (nil in a View). It touches no table.
