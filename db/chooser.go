@@ -40,3 +40,7 @@ type store interface {
 func (d *DB) Postgres() bool { return d.pg != nil }
 
 var _ broker.Store = (*DB)(nil)
+
+// A DB leads the broker's background work (broker.Run) through Lead and
+// Leading.
+var _ broker.Leader = (*DB)(nil)

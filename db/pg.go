@@ -171,17 +171,11 @@ type pgStore struct {
 // (pg_members.go); SQLite's has one writer.
 func (d *pgStore) ConcurrentWrites() bool { return !d.alone.Load() }
 
-// ConcurrentWrites is false: SQLite's store has one writer.
-func (d *sqliteStore) ConcurrentWrites() bool { return false }
-
 // Notifier is the broker.Notifier the store needs: on PostgreSQL one
 // that carries the news between the processes of the database
 // (pg_notify.go); nil on SQLite, whose one process needs only the
 // broker's own.
 func (d *pgStore) Notifier() broker.Notifier { return d.news }
-
-// Notifier is nil: SQLite's one process needs only the broker's own.
-func (d *sqliteStore) Notifier() broker.Notifier { return nil }
 
 // openPostgres opens the database at the URL dsn and migrates it.
 func openPostgres(ctx context.Context, dsn string, o Options) (*pgStore, error) {
@@ -801,20 +795,10 @@ func (d *pgStore) Exec(ctx context.Context, query string, args ...any) (sql.Resu
 	return d.db.ExecContext(ctx, text, args...)
 }
 
-// Exec runs one statement outside the broker on the writing handle.
-func (d *sqliteStore) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return d.write.ExecContext(ctx, query, args...)
-}
-
 // QueryRow is Exec for a query of one row.
 func (d *pgStore) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	text, args := pgArgs(query, args)
 	return d.db.QueryRowContext(ctx, text, args...)
-}
-
-// QueryRow is Exec for a query of one row.
-func (d *sqliteStore) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return d.write.QueryRowContext(ctx, query, args...)
 }
 
 // Path is the URL the store was opened on.

@@ -2,6 +2,8 @@ package db
 
 import (
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 
@@ -272,3 +274,123 @@ func pgBind(query string, args []any) (string, []any) {
 	}
 	return pgArgs(query, args)
 }
+
+// pgText is an error text or fingerprint as PostgreSQL can hold it: its
+// text has no NUL and is UTF-8, so each NUL and each run of bytes that is
+// not UTF-8 is U+FFFD (the error is a stranger's, and a failed ack must
+// still be recorded). A fingerprint made of the text so changed is the
+// fingerprint of the text changed likewise, so an error group stays one.
+// SQLite keeps every byte.
+func pgText(s string) string {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// ImportSeq is drawn from messages' identity sequence.
+func (pgDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, _ time.Time) (int64, error) {
+	var next int64
+	err := t.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`).Scan(&next)
+	return next, err
+}
+
+// PushCopies runs insert (pushCopies' INSERT of copies_in) on
+// PostgreSQL, where a row ON CONFLICT DO NOTHING still draws a seq from
+// the identity's sequence, so the seqs inserted cannot be told from
+// their count and the highest: they are read back (RETURNING), each
+// copy found by its partition and transactionId. A copy not returned was
+// pushed before and is looked up by that index (not Inserted).
+func (pgDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, insert string, now time.Time) error {
+	type key struct {
+		partition int64
+		txid      string
+	}
+	rows, err := t.Query(ctx, insert+` RETURNING seq, partition_id, transaction_id`, sqlcore.MS(now))
+	if err != nil {
+		return err
+	}
+	made := map[key]int64{}
+	for rows.Next() {
+		var seq int64
+		var k key
+		if err := rows.Scan(&seq, &k.partition, &k.txid); err != nil {
+			rows.Close()
+			return err
+		}
+		made[k] = seq
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	if _, err := t.Exec(ctx, `DELETE FROM temp.copies_in`); err != nil {
+		return err
+	}
+	for i := range cs {
+		c := &cs[i]
+		if seq, ok := made[key{c.PartitionID, c.TransactionID}]; ok {
+			c.CopySeq, c.CopyCreatedAt, c.Inserted = seq, now, true
+			t.Pushed(c.PartitionID)
+			continue
+		}
+		m, err := t.MessageByTransaction(ctx, c.PartitionID, c.TransactionID)
+		if err != nil {
+			return err
+		}
+		c.CopySeq, c.CopyCreatedAt, c.Inserted = m.Seq, m.CreatedAt, false
+	}
+	return nil
+}
+
+// ExpectOutcomes is ExpectReplayOutcomes on PostgreSQL: one statement.
+func (pgDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID int64, list string) error {
+	_, err := t.Exec(ctx, pgExpectOutcomesSQL, jobID, list)
+	return err
+}
+
+// pgBlockQuery is blockQuery on PostgreSQL, whose json_each reads
+// objects only: the array's elements numbered in their order (k.key, as
+// SQLite's json_each numbers them).
+func pgBlockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
+	return sqlcore.BlockQueryFrom(`FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON `,
+		"CAST(k.value AS BIGINT)", ph, docids, limit)
+}
+
+func (pgDialect) BlockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
+	return pgBlockQuery(ph, docids, limit)
+}
+
+// NewestSeq is 0: PostgreSQL's seqs keep growing by themselves.
+func (pgDialect) NewestSeq(context.Context, *sqlcore.Tx) (int64, error) { return 0, nil }
+
+// KeepSeqFloor writes nothing on PostgreSQL (see sqlcore.Tx.KeepSeqFloor).
+func (pgDialect) KeepSeqFloor(context.Context, *sqlcore.Tx, int64, int64) error { return nil }
+
+func (pgDialect) HoldsNone(s string) bool {
+	return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0
+}
+
+// StepSeriesSQL is Series' query of a step of several buckets on
+// PostgreSQL, which has no bare columns beside an aggregate: the last
+// bucket's depth and oldest_at are the first of each step's buckets
+// newest first; its sums are numeric, cast back.
+func (pgDialect) StepSeriesSQL(u, table string) string {
+	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(` + u + `), (array_agg(b.depth ORDER BY ` + u + ` DESC))[1], (array_agg(b.oldest_at ORDER BY ` + u + ` DESC))[1] FROM ` + table + ` b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY b.queue_id, b.group_id, step`
+}
+
+// pgExpectOutcomesSQL is ExpectReplayOutcomes' statement on PostgreSQL,
+// over a JSON array of [copy_seq, group_id] pairs, which it reads with
+// json_array_elements, casting the elements (->> gives them as text); it
+// counts for a job only (job 0 is a single replay).
+const pgExpectOutcomesSQL = `WITH noted AS (
+			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
+			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
+			ON CONFLICT DO NOTHING
+			RETURNING group_id)
+		INSERT INTO job_outcomes (job_id, group_id, replayed)
+		SELECT ?1::bigint, n.group_id, COUNT(*) FROM noted n WHERE ?1::bigint <> 0 GROUP BY n.group_id
+		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`

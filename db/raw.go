@@ -18,6 +18,11 @@ import (
 	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
+// maxStatements caps the statements the writer keeps prepared: the
+// queries of the broker are few, but dead-letter filters combine into
+// more.
+const maxStatements = 512
+
 // rawConn runs the writer's statements on go-sqlite3's connection itself,
 // beneath database/sql, keeping them prepared.
 //

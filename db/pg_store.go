@@ -2,13 +2,67 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
+
+// FoldLock, on PostgreSQL, locks the rows of the partitions ids and consumers keys
+// that no other transaction holds (FOR UPDATE SKIP LOCKED: a fold never
+// waits, so it takes part in no deadlock), and returns those it locked,
+// and those it did not as left. A row gone (its queue deleted) is in
+// neither.
+func (pgDialect) FoldLock(ctx context.Context, t *sqlcore.Tx, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left sqlcore.FoldLeft, err error) {
+	if len(ids) > 0 {
+		if lockedIDs, err = t.QueryIDs(ctx, `SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, ids); err != nil {
+			return nil, nil, sqlcore.FoldLeft{}, err
+		}
+		locked := make(map[int64]bool, len(lockedIDs))
+		for _, id := range lockedIDs {
+			locked[id] = true
+		}
+		for _, id := range ids {
+			if !locked[id] {
+				left.Partitions = append(left.Partitions, id)
+			}
+		}
+	}
+	if len(keys) > 0 {
+		parts, groups := make([]int64, len(keys)), make([]int64, len(keys))
+		for i, k := range keys {
+			parts[i], groups[i] = k[0], k[1]
+		}
+		rows, err := t.Query(ctx, `SELECT c.partition_id, c.group_id FROM consumers c
+			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
+			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED`, parts, groups)
+		if err != nil {
+			return nil, nil, sqlcore.FoldLeft{}, err
+		}
+		locked := map[[2]int64]bool{}
+		for rows.Next() {
+			var k [2]int64
+			if err := rows.Scan(&k[0], &k[1]); err != nil {
+				rows.Close()
+				return nil, nil, sqlcore.FoldLeft{}, err
+			}
+			locked[k] = true
+			lockedKeys = append(lockedKeys, k)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, nil, sqlcore.FoldLeft{}, err
+		}
+		for _, k := range keys {
+			if !locked[k] {
+				left.Consumers = append(left.Consumers, k)
+			}
+		}
+	}
+	return lockedIDs, lockedKeys, left, nil
+}
 
 // pgLeadLock is the key of the session advisory lock the leading process
 // holds (Lead).
@@ -17,17 +71,6 @@ const pgLeadLock = 0x4c617a61_72757303
 // leadRetry is how often a process that does not lead tries again, and
 // how often the leader checks that its lock's connection is alive.
 const leadRetry = time.Second
-
-// Lead runs fn while this process leads the database's background work
-// (bulk jobs, maintenance), until ctx ends: on SQLite, at once, as the
-// one process of its file; on PostgreSQL, while it holds a session
-// advisory lock on a connection of its own. Of the processes on one
-// database, one leads at a time; when the leader dies its connection
-// closes, the lock goes with it, and another takes the lead within about
-// leadRetry. fn's context ends when the lead is lost (the connection
-// broke) or ctx ends; Lead then tries to lead again, and returns once
-// ctx has ended and fn has returned.
-func (d *sqliteStore) Lead(ctx context.Context, fn func(context.Context)) { fn(ctx) }
 
 // Lead runs fn while this process leads: see sqliteStore.Lead.
 func (d *pgStore) Lead(ctx context.Context, fn func(context.Context)) {
@@ -61,11 +104,6 @@ func (d *pgStore) Lead(ctx context.Context, fn func(context.Context)) {
 		}
 	}
 }
-
-// Leading reports whether this process leads the background work now
-// (Lead): maintenance runs only in the leader. A SQLite store's one
-// process always leads.
-func (d *sqliteStore) Leading() bool { return true }
 
 // Leading reports whether this process leads the background work now
 // (Lead).
@@ -120,7 +158,3 @@ func pgTakeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, 
 	}()
 	return done, true
 }
-
-// A DB leads the broker's background work (broker.Run) through Lead and
-// Leading.
-var _ broker.Leader = (*DB)(nil)

@@ -42,27 +42,6 @@ const autoVacuumIncremental = 2
 const spaceSQL = `SELECT page_size, page_count, freelist_count, auto_vacuum
 	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()`
 
-// pgSpaceSQL reads, on PostgreSQL, the block size and the bytes of the
-// tables in Lazarus's schema (the first of the search path, where the
-// migrations made them), with their indexes and TOAST: pg_class and each
-// relation's files, no row of a table. The database may hold other
-// schemas, which are not Lazarus's to count.
-const pgSpaceSQL = `SELECT current_setting('block_size')::bigint,
-	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
-	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-	WHERE n.nspname = current_schema() AND c.relkind = 'r'`
-
-// Space is Space on PostgreSQL.
-func (pgDialect) Space(ctx context.Context, t *sqlcore.Tx) (broker.Space, error) {
-	var s broker.Space
-	var bytes int64
-	if err := t.QueryRow(ctx, pgSpaceSQL).Scan(&s.PageSize, &bytes); err != nil {
-		return broker.Space{}, fmt.Errorf("space: %w", err)
-	}
-	s.Pages = (bytes + s.PageSize - 1) / s.PageSize
-	return s, nil
-}
-
 // Space is Space on SQLite.
 func (sqliteDialect) Space(ctx context.Context, t *sqlcore.Tx) (broker.Space, error) {
 	var s broker.Space
@@ -73,9 +52,6 @@ func (sqliteDialect) Space(ctx context.Context, t *sqlcore.Tx) (broker.Space, er
 	s.Reclaims = av == autoVacuumIncremental
 	return s, nil
 }
-
-// GiveBackPages gives nothing back on PostgreSQL (Space).
-func (pgDialect) GiveBackPages(context.Context, *sqlcore.Tx, int) (int64, error) { return 0, nil }
 
 // GiveBackPages is GiveBackPages on SQLite.
 func (sqliteDialect) GiveBackPages(ctx context.Context, t *sqlcore.Tx, pages int) (int64, error) {
@@ -145,37 +121,6 @@ func sameDevice(a, b string) bool {
 		return true // the cautious answer: both copies on one disk
 	}
 	return sa.Dev == sb.Dev
-}
-
-// createGivingSpaceBack makes the database file at path, when there is
-// none yet (or it is empty), with auto_vacuum=INCREMENTAL and its first
-// table, on a connection of its own with the writer's parameters (dsn)
-// and _auto_vacuum: SQLite writes the setting into the file with the
-// first page, and journal_mode=WAL, set at connect, writes that page.
-// The pools' connections do not ask for it: PRAGMA auto_vacuum writes
-// the file's header whenever a connection sets it on a database that
-// has it already, a commit nobody asked for each time a pool connects.
-func createGivingSpaceBack(ctx context.Context, path string, dsn url.Values) error {
-	if st, err := os.Stat(path); err == nil && (st.Size() > 0 || !st.Mode().IsRegular()) {
-		return nil // made before: convertAutoVacuum's, after the migrations
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil // the open that follows says what is wrong with the path
-	}
-	params := url.Values{}
-	for k, v := range dsn {
-		params[k] = v
-	}
-	params.Set("_auto_vacuum", "incremental")
-	first, err := sql.Open(DriverName, "file:"+path+"?"+params.Encode())
-	if err != nil {
-		return fmt.Errorf("auto_vacuum: %w", err)
-	}
-	defer first.Close()
-	first.SetMaxOpenConns(1)
-	if _, err := first.ExecContext(ctx, schemaMigrationsSQL); err != nil {
-		return fmt.Errorf("auto_vacuum: first table: %w", err)
-	}
-	return first.Close()
 }
 
 // convertAutoVacuum makes a database made without auto_vacuum=INCREMENTAL
@@ -267,4 +212,35 @@ func (d *sqliteStore) convertAutoVacuum(ctx context.Context) error {
 	d.log.Info("space: database converted: it gives free space back from now on",
 		"bytes_before", s.Bytes(), "bytes_after", after.Bytes(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// createGivingSpaceBack makes the database file at path, when there is
+// none yet (or it is empty), with auto_vacuum=INCREMENTAL and its first
+// table, on a connection of its own with the writer's parameters (dsn)
+// and _auto_vacuum: SQLite writes the setting into the file with the
+// first page, and journal_mode=WAL, set at connect, writes that page.
+// The pools' connections do not ask for it: PRAGMA auto_vacuum writes
+// the file's header whenever a connection sets it on a database that
+// has it already, a commit nobody asked for each time a pool connects.
+func createGivingSpaceBack(ctx context.Context, path string, dsn url.Values) error {
+	if st, err := os.Stat(path); err == nil && (st.Size() > 0 || !st.Mode().IsRegular()) {
+		return nil // made before: convertAutoVacuum's, after the migrations
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil // the open that follows says what is wrong with the path
+	}
+	params := url.Values{}
+	for k, v := range dsn {
+		params[k] = v
+	}
+	params.Set("_auto_vacuum", "incremental")
+	first, err := sql.Open(DriverName, "file:"+path+"?"+params.Encode())
+	if err != nil {
+		return fmt.Errorf("auto_vacuum: %w", err)
+	}
+	defer first.Close()
+	first.SetMaxOpenConns(1)
+	if _, err := first.ExecContext(ctx, schemaMigrationsSQL); err != nil {
+		return fmt.Errorf("auto_vacuum: first table: %w", err)
+	}
+	return first.Close()
 }
