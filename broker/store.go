@@ -228,6 +228,10 @@ type ConcurrentStore interface {
 //     Store.Update and View: each statement checks it first; a read
 //     running when it ends is interrupted, and on PostgreSQL any
 //     statement is cancelled).
+//   - Arguments: a method takes at most three arguments besides ctx; a
+//     new one that needs more takes a params struct (SeqForImport takes
+//     an ImportSeq). Those with four or five written before the rule
+//     keep them.
 //   - Times are kept to the millisecond, and read back in UTC; the zero
 //     time is kept as 0 and read back as the zero time.
 //   - Order: a list comes in the order its comment says, else in no
