@@ -266,6 +266,15 @@ type Tx interface {
 	TraceTx
 	WindowTx
 	MaintenanceTx
+	QueueTx
+	PartitionTx
+	SubscriptionTx
+	MessageTx
+	ConsumerTx
+	DeadLetterTx
+	ReplayTx
+	StatsTx
+	AuditTx
 
 	// Scope returns the write transaction's TxScope: a new one for each
 	// transaction of Update, the same for every function of a group
@@ -274,7 +283,11 @@ type Tx interface {
 	// back to its savepoint. It reads and writes nothing in the store.
 	// nil in a View.
 	Scope() *TxScope
+}
 
+// QueueTx is what the broker needs of queues: the rows of queues, read,
+// created, updated and deleted.
+type QueueTx interface {
 	// QueueByName reads the queue named name, by its unique name
 	// (ErrNotFound).
 	QueueByName(ctx context.Context, name string) (Queue, error)
@@ -305,7 +318,10 @@ type Tx interface {
 	// the placeholder row that keeps seqs growing moves above it. A queue
 	// that is not there deletes nothing (no error).
 	DeleteQueue(ctx context.Context, id int64) error
+}
 
+// PartitionTx is what the broker needs of a queue's partitions.
+type PartitionTx interface {
 	// PartitionByName reads the queue's partition named name, by the
 	// unique (queue, name) (ErrNotFound).
 	PartitionByName(ctx context.Context, queueID int64, name string) (Partition, error)
@@ -333,7 +349,11 @@ type Tx interface {
 	// partition: subscriptions are made only by writes that run alone
 	// (not marked Concurrent), never beside a push.
 	CreatePartition(ctx context.Context, p *Partition) error
+}
 
+// SubscriptionTx is what the broker needs of consumer groups and the
+// queues they read.
+type SubscriptionTx interface {
 	// GroupID returns the id of the named group, creating it when create
 	// is set (else ErrNotFound). It reads groups by the unique name, then
 	// inserts ON CONFLICT (name) DO NOTHING and reads the group another
@@ -361,7 +381,10 @@ type Tx interface {
 	Groups(ctx context.Context, queueID int64, now time.Time) ([]GroupInfo, error)
 	// GroupNames lists the names of the groups that read a queue.
 	GroupNames(ctx context.Context, queueID int64) ([]string, error)
+}
 
+// MessageTx is what the broker needs of messages: pushes and reads.
+type MessageTx interface {
 	// InsertMessage stores m and sets its Seq, above every seq given
 	// before, and the transaction marks the partition's consumers ready
 	// before it commits (Store: the ready mark). When the partition
@@ -407,7 +430,11 @@ type Tx interface {
 	// sequence above after, in seq order, payloads included (none:
 	// empty).
 	MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]Message, error)
+}
 
+// ConsumerTx is what the broker needs of consumers, a group's place in a
+// partition: leases, cursors and what is ready to be handed out.
+type ConsumerTx interface {
 	// Consumer reads the group's consumer of a partition: cursor, lease,
 	// void lease, retry and acks, by the primary key (ErrNotFound). In a
 	// write marked Concurrent it locks the row to the commit (waiting for
@@ -470,7 +497,11 @@ type Tx interface {
 	// It reads queues, the group's ready consumers and one message a
 	// consumer; it writes and locks nothing.
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
+}
 
+// DeadLetterTx is what the broker needs of dead letters: filed, read,
+// counted, listed, exported and removed.
+type DeadLetterTx interface {
 	// InsertDeadLetter stores d and sets its ID, and counts it into its
 	// error group (d's queue, group and Fingerprint) in the same
 	// transaction: filed, as a new failure (the group's count up one,
@@ -486,13 +517,7 @@ type Tx interface {
 	// dead_letters, the search's indexes, error_groups and (filed)
 	// error_group_hours (the last two by upserts that cannot race).
 	InsertDeadLetter(ctx context.Context, d *DeadLetter, filed bool) error
-	// TakeReplayOutcome settles the outcome of a copy in a group when it
-	// is still to be counted (ExpectReplayOutcomes): ok succeeded, else
-	// failed again, at now; it reports whether it was to be counted, and
-	// the job that replayed the copy (0: none). Each is counted once: the
-	// row of replay_outcomes is kept, settled (the history and the job's
-	// failures read it).
-	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (counted bool, jobID int64, err error)
+
 	// DeadLettersOfMessage returns every group's dead letter of a
 	// message, by row id (by dead_letters' seq; none: empty).
 	DeadLettersOfMessage(ctx context.Context, seq int64) ([]DeadLetter, error)
@@ -528,34 +553,6 @@ type Tx interface {
 	// DeadLetterKeysOf returns the keys of every dead letter (in every
 	// group) of the messages seqs, in push order (seq, then row id).
 	DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]DeadLetterKey, error)
-	// PushCopies pushes, in the order of cs, a copy of each message named
-	// (same partition and trace id, created at now; its message's payload,
-	// or Payload when set: an edited copy) under its TransactionID,
-	// unless the partition has that transactionId already; it sets each
-	// CopySeq and CopyCreatedAt (the existing message's when there was
-	// one) and Inserted. Each copy inserted is recorded in replays (the
-	// message it copies, GroupID: the one group that may read it, 0
-	// every group; by.Actor, by.JobID, now; edited when Payload is set),
-	// and an edited copy's two payloads in replay_edits. The partitions
-	// of the copies inserted have their consumers marked ready (Store).
-	// Order: each copy inserted has a seq above those of the copies
-	// before it in cs, whatever mix of edited and plain copies cs holds
-	// (the broker gives all copies of a call the same Payload).
-	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
-	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
-	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
-	// for the job jobID (0: a single replay), whose replayed count in
-	// job_outcomes goes up by the pairs of each group it notes. A pair
-	// noted before (by this job or another, pending or settled) is left
-	// as it was and not counted again, however it is listed: alone,
-	// beside new pairs, or twice in one list. The broker lists a pair
-	// again when one job meets a dead letter of a (message, group) again
-	// while its earlier copy there has not settled: the dead letter came
-	// back in between (an import) and the job's ids name the message
-	// again (the same id in other letter case). It writes replay_outcomes
-	// (INSERT ... ON CONFLICT DO NOTHING) and job_outcomes (an upsert a
-	// group).
-	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error
 	// DeleteDeadLetters removes dead letters by row id, with their rows of
 	// the full-text indexes (a payload's when no dead letter of its
 	// message is left). With keep set (a delete), each is first copied
@@ -605,7 +602,52 @@ type Tx interface {
 	DeadLetterWindow(ctx context.Context, f Filter, above, floor *Cursor) (MatchWindow, error)
 	// CountDeadLettersUpTo counts the dead letters f selects, stopping at max.
 	CountDeadLettersUpTo(ctx context.Context, f Filter, max int) (int64, error)
+}
 
+// ReplayTx is what the broker needs to replay dead letters: the copies
+// pushed and the outcomes counted.
+type ReplayTx interface {
+	// TakeReplayOutcome settles the outcome of a copy in a group when it
+	// is still to be counted (ExpectReplayOutcomes): ok succeeded, else
+	// failed again, at now; it reports whether it was to be counted, and
+	// the job that replayed the copy (0: none). Each is counted once: the
+	// row of replay_outcomes is kept, settled (the history and the job's
+	// failures read it).
+	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (counted bool, jobID int64, err error)
+
+	// PushCopies pushes, in the order of cs, a copy of each message named
+	// (same partition and trace id, created at now; its message's payload,
+	// or Payload when set: an edited copy) under its TransactionID,
+	// unless the partition has that transactionId already; it sets each
+	// CopySeq and CopyCreatedAt (the existing message's when there was
+	// one) and Inserted. Each copy inserted is recorded in replays (the
+	// message it copies, GroupID: the one group that may read it, 0
+	// every group; by.Actor, by.JobID, now; edited when Payload is set),
+	// and an edited copy's two payloads in replay_edits. The partitions
+	// of the copies inserted have their consumers marked ready (Store).
+	// Order: each copy inserted has a seq above those of the copies
+	// before it in cs, whatever mix of edited and plain copies cs holds
+	// (the broker gives all copies of a call the same Payload).
+	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
+	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
+	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
+	// for the job jobID (0: a single replay), whose replayed count in
+	// job_outcomes goes up by the pairs of each group it notes. A pair
+	// noted before (by this job or another, pending or settled) is left
+	// as it was and not counted again, however it is listed: alone,
+	// beside new pairs, or twice in one list. The broker lists a pair
+	// again when one job meets a dead letter of a (message, group) again
+	// while its earlier copy there has not settled: the dead letter came
+	// back in between (an import) and the job's ids name the message
+	// again (the same id in other letter case). It writes replay_outcomes
+	// (INSERT ... ON CONFLICT DO NOTHING) and job_outcomes (an upsert a
+	// group).
+	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error
+}
+
+// StatsTx is what the broker needs of the counts kept per queue and group:
+// the running totals and the time buckets.
+type StatsTx interface {
 	// AddStats adds d to the running totals of a queue and group and to
 	// the minute, quarter-hour and hour buckets of at, which also record
 	// the depth and the oldest dead letter after the change. It writes
@@ -626,7 +668,10 @@ type Tx interface {
 	// Counts still waiting in the broker's memory (StatsDelay) are not
 	// in them.
 	Stats(ctx context.Context, queueID int64) ([]GroupStats, error)
+}
 
+// AuditTx is what the broker needs of the audit log.
+type AuditTx interface {
 	// InsertAudit writes a as a new audit entry and sets a.ID (writes
 	// audit only).
 	InsertAudit(ctx context.Context, a *AuditEntry) error
