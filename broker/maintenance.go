@@ -128,7 +128,7 @@ func scopeOfState(s MaintenanceState) scopeJSON {
 }
 
 // readMaintenance reads the setting (none: both scopes off).
-func readMaintenance(ctx context.Context, tx Tx) (MaintenanceMode, error) {
+func readMaintenance(ctx context.Context, tx UserTx) (MaintenanceMode, error) {
 	v, err := tx.Setting(ctx, maintenanceKey)
 	if isNotFound(err) {
 		return MaintenanceMode{}, nil

@@ -560,7 +560,7 @@ func (r *popRun) lease(q Queue, c *Consumer, msgs []Message) {
 // savePassed saves a consumer whose cursor passed by copies for other
 // groups and that is handed nothing: no lease, no count as completed
 // (the messages up to the cursor count as passed in the group's lag).
-func savePassed(ctx context.Context, tx Tx, c *Consumer, passed bool) error {
+func savePassed(ctx context.Context, tx ConsumerTx, c *Consumer, passed bool) error {
 	if !passed {
 		return nil
 	}
@@ -572,7 +572,7 @@ func savePassed(ctx context.Context, tx Tx, c *Consumer, passed bool) error {
 
 // subscribe returns the group's id, subscribing it to the queue the first
 // time it reads it.
-func subscribe(ctx context.Context, tx Tx, queueID int64, group string, start Start, now time.Time) (int64, error) {
+func subscribe(ctx context.Context, tx SubscriptionTx, queueID int64, group string, start Start, now time.Time) (int64, error) {
 	gid, err := tx.GroupID(ctx, group, true)
 	if err != nil {
 		return 0, fmt.Errorf("group: %w", err)
@@ -591,7 +591,7 @@ func subscribe(ctx context.Context, tx Tx, queueID int64, group string, start St
 
 // subscribed returns the group's id if it reads the queue already, else
 // errPlainWrite (an ephemeral pop does not subscribe).
-func subscribed(ctx context.Context, tx Tx, queueID int64, group string) (int64, error) {
+func subscribed(ctx context.Context, tx SubscriptionTx, queueID int64, group string) (int64, error) {
 	gid, err := tx.GroupID(ctx, group, false)
 	if isNotFound(err) {
 		return 0, errPlainWrite
