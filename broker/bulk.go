@@ -183,8 +183,8 @@ func messagesPerQueue(ctx context.Context, tx QueueTx, keys []DeadLetterKey, tou
 // that failed at or before FailedAt and whose row id is at most ID. A dead
 // letter filed after the bound was taken has a higher row id: ids only
 // grow, and are never given again even once the rows with the highest
-// ones are deleted or replayed (the store's obligation: AUTOINCREMENT,
-// migration 0013). That holds whatever the clock does; by the clock it
+// ones are deleted or replayed (the store's obligation: Tx,
+// "Order"). That holds whatever the clock does; by the clock it
 // also failed later, unless the clock went back. Either way it is above
 // the bound, and left alone. Taken as a filter's set is counted
 // (CountMatching), it lets the action touch exactly what its confirmation

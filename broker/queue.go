@@ -432,7 +432,7 @@ func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
 		// committed.
 		// The audit entry first: it is the last statement that can fail,
 		// and the scope's view of the transaction (st.drop) is not undone
-		// when a function is rolled back to its savepoint.
+		// when a function is rolled back alone.
 		if err := audit(ctx, tx, b.now(), actor, AuditQueueDelete, q.Name, "", 0, "queue deleted"); err != nil {
 			return err
 		}

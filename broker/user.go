@@ -99,7 +99,7 @@ type UserTx interface {
 	// Setting reads the value of the setting key (ErrNotFound).
 	Setting(ctx context.Context, key string) (string, error)
 	// SetSetting writes the setting key, made or replaced in one
-	// statement (INSERT ... ON CONFLICT).
+	// statement.
 	SetSetting(ctx context.Context, key, value string) error
 }
 

@@ -1,6 +1,13 @@
 // Package db keeps Lazarus's state in SQLite: the schema as numbered
 // migrations, connection set-up, and the broker.Store implementation. All
-// SQL lives here.
+// SQL lives here. How each store keeps the contract of broker.Store and
+// broker.Tx is written here, not there: SQLite's in DB.Update (group
+// commit, savepoints, BEGIN IMMEDIATE), DB.View (WAL readers,
+// interrupts), markReady and foldCounts; PostgreSQL's in pg.go. On
+// SQLite, the row ids of queues, partitions, groups, users and audit
+// entries are rowids: the highest, once deleted, may be given again;
+// those of messages, dead letters and jobs are never given twice
+// (AUTOINCREMENT, or the placeholder row that keeps seqs growing).
 package db
 
 import (
