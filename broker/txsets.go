@@ -101,3 +101,9 @@ type statsSubscriptionTx interface {
 	StatsTx
 	SubscriptionTx
 }
+
+// messagePassTx is a transaction for MessageTx, PassTx: the passer's.
+type messagePassTx interface {
+	MessageTx
+	PassTx
+}
