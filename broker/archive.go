@@ -230,18 +230,32 @@ const AuditArchiveImport = "archive_import"
 // ArchiveTx is what the archive's import needs from storage.
 type ArchiveTx interface {
 	// SeqForImport says which message seq a dead letter read back from
-	// an archive is filed under in group groupID of partition
-	// partitionID: dup when that group already has a dead letter of the
-	// message (by seq, or by transactionId txid in the partition); else
-	// seq itself when it is that message's here (a message kept with
-	// that seq, partition, txid and push time createdAt, or a removed
-	// dead letter's record of that seq, partition and txid); else a new
-	// seq, above every seq given so far, that no message has nor will
-	// have (the placeholder that keeps seqs growing moves above it, at
-	// now). It reads dead_letters (by seq and group, and by
-	// transaction_id), messages (by seq) and removed_dead_letters (by
-	// seq), and may write the placeholder row of messages.
-	SeqForImport(ctx context.Context, seq, partitionID, groupID int64, txid string, createdAt, now time.Time) (newSeq int64, dup bool, err error)
+	// an archive (i) is filed under in group i.GroupID of partition
+	// i.PartitionID: dup when that group already has a dead letter of
+	// the message (by i.Seq, or by i.TransactionID in the partition);
+	// else i.Seq itself when it is that message's here (a message kept
+	// with that seq, partition, transactionId and push time i.CreatedAt,
+	// or a removed dead letter's record of that seq, partition and
+	// transactionId); else a new seq, above every seq given so far, that
+	// no message has nor will have (the placeholder that keeps seqs
+	// growing moves above it, at i.Now). It reads dead_letters (by seq
+	// and group, and by transaction_id), messages (by seq) and
+	// removed_dead_letters (by seq), and may write the placeholder row
+	// of messages.
+	SeqForImport(ctx context.Context, i ImportSeq) (newSeq int64, dup bool, err error)
+}
+
+// ImportSeq is what ArchiveTx.SeqForImport is asked about: a dead letter
+// read back from an archive, of message Seq (0: none named) of the
+// partition PartitionID with TransactionID, pushed at CreatedAt, to be
+// filed in group GroupID; Now is the import's time.
+type ImportSeq struct {
+	Seq           int64
+	PartitionID   int64
+	GroupID       int64
+	TransactionID string
+	CreatedAt     time.Time
+	Now           time.Time
 }
 
 // ImportDeadLetters files ds again as dead letters, in one transaction,
@@ -382,7 +396,7 @@ func (b *Broker) fileImported(ctx context.Context, tx Tx, d ImportedDeadLetter, 
 	}
 	_, seq, _ := ParseMessageID(d.MessageID)
 	created := d.CreatedAt.Truncate(time.Millisecond)
-	newSeq, dup, err := tx.SeqForImport(ctx, seq, p.ID, g, d.TransactionID, created, now)
+	newSeq, dup, err := tx.SeqForImport(ctx, ImportSeq{Seq: seq, PartitionID: p.ID, GroupID: g, TransactionID: d.TransactionID, CreatedAt: created, Now: now})
 	if err != nil {
 		return "", fmt.Errorf("import: %w", err)
 	}

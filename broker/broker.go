@@ -56,8 +56,7 @@ var (
 	// duplicate); an ack sent again may be refused as acked already.
 	ErrCommitUnknown = errors.New("commit outcome unknown")
 	// ErrTooSlow is a read the store stopped because it ran past the
-	// store's time for one (PostgreSQL's statement timeout for reads), so
-	// that it does not hold the server from the writes: nothing was
+	// store's time for one, so that it does not hold the server from the writes: nothing was
 	// changed; a narrower filter may be answered.
 	ErrTooSlow = errors.New("read took too long")
 )

@@ -79,7 +79,7 @@ func BulkResultOf(j Job) BulkResult {
 // keysOfIDs returns the dead letters of the messages named by ids (only
 // group's when set), in the order of ids, each message's together, and
 // for each the index in ids of the id that named it.
-func keysOfIDs(ctx context.Context, tx Tx, ids []string, group string) (keys []DeadLetterKey, at []int, err error) {
+func keysOfIDs(ctx context.Context, tx deadLetterSubscriptionTx, ids []string, group string) (keys []DeadLetterKey, at []int, err error) {
 	var gid int64
 	if group != "" {
 		if gid, err = tx.GroupID(ctx, group, false); isNotFound(err) {
@@ -156,7 +156,7 @@ func withinBytes(keys []DeadLetterKey) []DeadLetterKey {
 
 // messagesPerQueue counts the messages of keys per queue name, and
 // touches each queue.
-func messagesPerQueue(ctx context.Context, tx Tx, keys []DeadLetterKey, touched func(string)) (map[string]int, error) {
+func messagesPerQueue(ctx context.Context, tx QueueTx, keys []DeadLetterKey, touched func(string)) (map[string]int, error) {
 	names := map[int64]string{}
 	seen := map[int64]bool{}
 	out := map[string]int{}
@@ -183,8 +183,8 @@ func messagesPerQueue(ctx context.Context, tx Tx, keys []DeadLetterKey, touched 
 // that failed at or before FailedAt and whose row id is at most ID. A dead
 // letter filed after the bound was taken has a higher row id: ids only
 // grow, and are never given again even once the rows with the highest
-// ones are deleted or replayed (the store's obligation: AUTOINCREMENT,
-// migration 0013). That holds whatever the clock does; by the clock it
+// ones are deleted or replayed (the store's obligation: Tx,
+// "Order"). That holds whatever the clock does; by the clock it
 // also failed later, unless the clock went back. Either way it is above
 // the bound, and left alone. Taken as a filter's set is counted
 // (CountMatching), it lets the action touch exactly what its confirmation
@@ -241,7 +241,7 @@ func (q *DLQQuery) validateBulk() error {
 // since it failed, so that a bound sent from the future does not lean on
 // the ids alone, and every dead letter of f that is there stays within
 // it.
-func (b *Broker) boundOf(ctx context.Context, tx Tx, f Filter, ok bool, given *Bound) (Bound, error) {
+func (b *Broker) boundOf(ctx context.Context, tx DeadLetterTx, f Filter, ok bool, given *Bound) (Bound, error) {
 	maxID, err := tx.MaxDeadLetterID(ctx)
 	if err != nil {
 		return Bound{}, fmt.Errorf("highest dead letter id: %w", err)
@@ -346,7 +346,7 @@ func (b *Broker) DeleteMatching(ctx context.Context, q DLQQuery, actor string) (
 
 // allGroups returns the dead letters, in every group, of the messages of
 // keys, message by message in the order they first appear in keys.
-func allGroups(ctx context.Context, tx Tx, keys []DeadLetterKey) ([]DeadLetterKey, error) {
+func allGroups(ctx context.Context, tx DeadLetterTx, keys []DeadLetterKey) ([]DeadLetterKey, error) {
 	var seqs []int64
 	seen := map[int64]bool{}
 	for _, k := range keys {

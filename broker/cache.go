@@ -14,7 +14,7 @@ import (
 // removes or changes a cached thing empties the cache once its
 // transaction has committed, before any later write transaction begins
 // (TxScope's End, in commit order); the later functions of its own
-// transaction (group commit) look everything up in the store meanwhile.
+// transaction (Updates a store runs in one) look everything up in the store meanwhile.
 type cache struct {
 	mu         sync.RWMutex
 	gen        uint64 // counts the times the cache was emptied

@@ -118,7 +118,7 @@ func (q *DLQQuery) validate() error {
 
 // filter resolves names to ids. ok is false when a named thing does not
 // exist, so nothing can match.
-func (q DLQQuery) filter(ctx context.Context, tx Tx) (f Filter, ok bool, err error) {
+func (q DLQQuery) filter(ctx context.Context, tx partitionQueueSubscriptionTx) (f Filter, ok bool, err error) {
 	f = Filter{From: q.From, To: q.To, ErrorContains: q.ErrorContains, TransactionID: q.TransactionID, Fingerprint: q.Fingerprint}
 	if err := q.parseSearch(&f); err != nil {
 		return f, false, err
@@ -241,7 +241,7 @@ func (b *Broker) DeadLetter(ctx context.Context, messageID, group string) (DeadL
 	return out, err
 }
 
-func deadLettersOf(ctx context.Context, tx Tx, messageID string) ([]DeadLetter, error) {
+func deadLettersOf(ctx context.Context, tx DeadLetterTx, messageID string) ([]DeadLetter, error) {
 	ms, seq, ok := ParseMessageID(messageID)
 	if !ok {
 		return nil, errorf(ErrNotFound, "dead letter %q not found", truncate(messageID, 64))
@@ -583,7 +583,7 @@ func keysOf(dls []DeadLetter) []DeadLetterKey {
 // removeKeys deletes the dead letters keys are and counts each in its
 // group: depth down, plus per (Replayed, Deleted or DeadLettersExpired,
 // 1 each); with keep (a delete, an expiry), they are kept as keep says.
-func removeKeys(ctx context.Context, tx Tx, keys []DeadLetterKey, per Stats, keep *Removal) error {
+func removeKeys(ctx context.Context, tx deadLetterGroupStatsTx, keys []DeadLetterKey, per Stats, keep *Removal) error {
 	ids := make([]int64, len(keys))
 	type key struct{ q, g int64 }
 	counts := map[key]int64{}
@@ -788,7 +788,7 @@ const TriageScan = 10000
 
 // deadLetterPage reads one page of f, with the keyset position of the next
 // and, when asked, the total.
-func deadLetterPage(ctx context.Context, tx Tx, f Filter, q DLQQuery) (DLQPage, error) {
+func deadLetterPage(ctx context.Context, tx deadLetterGroupStatsTx, f Filter, q DLQQuery) (DLQPage, error) {
 	var page DLQPage
 	var err error
 	if page.Window, err = searchWindow(ctx, tx, f); err != nil {
@@ -838,7 +838,7 @@ func deadLetterPage(ctx context.Context, tx Tx, f Filter, q DLQQuery) (DLQPage, 
 // a dead letter in each). Within one group, or when the maintained depths
 // show dead letters in one group only, they are the same number; else the
 // messages are counted (a read of what f selects).
-func countDeadLettersAndMessages(ctx context.Context, tx Tx, f Filter) (rows, messages int64, err error) {
+func countDeadLettersAndMessages(ctx context.Context, tx deadLetterGroupStatsTx, f Filter) (rows, messages int64, err error) {
 	if rows, err = countDeadLetters(ctx, tx, f); err != nil || rows == 0 || f.GroupID != 0 {
 		return rows, rows, err
 	}
@@ -864,7 +864,7 @@ func countDeadLettersAndMessages(ctx context.Context, tx Tx, f Filter) (rows, me
 // countDeadLetters counts what f selects, exactly: from the maintained
 // depths when f is a queue or a group, from the error groups' counts when
 // it is an error group of one, else by counting the rows.
-func countDeadLetters(ctx context.Context, tx Tx, f Filter) (int64, error) {
+func countDeadLetters(ctx context.Context, tx deadLetterGroupStatsTx, f Filter) (int64, error) {
 	if n, ok, err := groupCount(ctx, tx, f); err != nil || ok {
 		return n, err
 	}

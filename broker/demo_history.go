@@ -79,7 +79,7 @@ func (b *Broker) DemoHistory(ctx context.Context) (DemoHistory, error) {
 	return h, err
 }
 
-func demoHistoryOf(ctx context.Context, tx Tx) (DemoHistory, error) {
+func demoHistoryOf(ctx context.Context, tx UserTx) (DemoHistory, error) {
 	v, err := tx.Setting(ctx, demoHistoryKey)
 	if isNotFound(err) {
 		return DemoHistory{}, nil

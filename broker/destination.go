@@ -77,7 +77,7 @@ func newDestinations(d *Destination, now time.Time, touched func(string)) *desti
 // partitionFor returns the partition the copy of a message of source
 // partition sourceID (of queue sourceQueueID) goes to, making it (and its
 // queue) when missing.
-func (ds *destinations) partitionFor(ctx context.Context, tx Tx, sourceQueueID, sourceID int64) (target, error) {
+func (ds *destinations) partitionFor(ctx context.Context, tx partitionQueueTx, sourceQueueID, sourceID int64) (target, error) {
 	if t, ok := ds.of[sourceID]; ok {
 		return t, nil
 	}

@@ -133,7 +133,7 @@ func (b *Broker) TopErrorGroups(ctx context.Context, limit int) (map[string][]Er
 }
 
 // errorGroups reads the error groups and fills in their trends up to now.
-func errorGroups(ctx context.Context, tx Tx, queueID, groupID int64, fingerprint string, limit int, now time.Time) ([]ErrorGroup, error) {
+func errorGroups(ctx context.Context, tx GroupTx, queueID, groupID int64, fingerprint string, limit int, now time.Time) ([]ErrorGroup, error) {
 	gs, err := tx.ErrorGroups(ctx, queueID, groupID, fingerprint, limit)
 	if err != nil || len(gs) == 0 {
 		return gs, err
@@ -160,7 +160,7 @@ func errorGroups(ctx context.Context, tx Tx, queueID, groupID int64, fingerprint
 // groupCount answers a count of f from the kept counts of the error
 // groups when f is a queue's (and consumer group's) error group and
 // nothing more; ok is false otherwise.
-func groupCount(ctx context.Context, tx Tx, f Filter) (n int64, ok bool, err error) {
+func groupCount(ctx context.Context, tx GroupTx, f Filter) (n int64, ok bool, err error) {
 	fp := f.Fingerprint
 	f.Fingerprint = ""
 	if fp == "" || !f.simple() {

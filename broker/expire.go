@@ -92,7 +92,7 @@ type Expiring struct {
 // expiring counts, up to ExpiringCap, the dead letters of the queue q
 // (only groupID's when not 0) that expire within ExpiringWithin of now;
 // nil when q keeps its dead letters.
-func expiring(ctx context.Context, tx Tx, q Queue, groupID int64, now time.Time) (*Expiring, error) {
+func expiring(ctx context.Context, tx DeadLetterTx, q Queue, groupID int64, now time.Time) (*Expiring, error) {
 	keep := q.Options.DeadLetterRetention()
 	if keep <= 0 {
 		return nil, nil
@@ -111,7 +111,7 @@ func expiring(ctx context.Context, tx Tx, q Queue, groupID int64, now time.Time)
 
 // stampExpiry sets ExpiresAt on dls from their queues' options (each
 // queue read once).
-func stampExpiry(ctx context.Context, tx Tx, dls []DeadLetter) error {
+func stampExpiry(ctx context.Context, tx QueueTx, dls []DeadLetter) error {
 	opts := map[int64]Options{}
 	for i := range dls {
 		o, ok := opts[dls[i].QueueID]
@@ -242,7 +242,7 @@ func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error 
 // chunk's count, or a new one. It returns the groups' entries as it
 // wrote them and leaves entries as it was (the transaction may run
 // again).
-func (b *Broker) auditExpiry(ctx context.Context, tx Tx, q Queue, keys []DeadLetterKey, keep time.Duration, now time.Time, entries map[int64]expiryEntry) (map[int64]expiryEntry, error) {
+func (b *Broker) auditExpiry(ctx context.Context, tx auditExpirySubscriptionTx, q Queue, keys []DeadLetterKey, keep time.Duration, now time.Time, entries map[int64]expiryEntry) (map[int64]expiryEntry, error) {
 	var groups []int64
 	chunk := map[int64]int64{}
 	for _, k := range keys {
@@ -340,7 +340,7 @@ func DurationWords(d time.Duration) string {
 
 // expiryRules sets Retention on the expired ones of rs, the removals of
 // message seq.
-func expiryRules(ctx context.Context, tx Tx, seq int64, rs []RemovedDeadLetter) error {
+func expiryRules(ctx context.Context, tx ExpiryTx, seq int64, rs []RemovedDeadLetter) error {
 	expired := false
 	for _, r := range rs {
 		expired = expired || r.How == RemovedExpired

@@ -63,8 +63,8 @@ const (
 // NewLeaseID returns a new lease id for the consumer of partitionID and
 // groupID, different from each of the ids in not (its lease before, its
 // void lease). Past MaxLeasePartitionID or MaxLeaseGroupID it is a random
-// UUIDv7 naming no consumer, which the store finds by the index it keeps
-// for those (migration 0027): slower to write, never refused.
+// UUIDv7 naming no consumer, which the store finds by an index it keeps
+// for those: slower to write, never refused.
 func NewLeaseID(partitionID, groupID int64, not ...string) string {
 	fits := partitionID >= 1 && partitionID <= MaxLeasePartitionID && groupID >= 1 && groupID <= MaxLeaseGroupID
 	for {
@@ -106,8 +106,8 @@ func LeaseConsumer(id string) (partitionID, groupID int64, ok bool) {
 // one lease, as Queen does: a shared lease id, of NewLeaseID's layout with
 // the partition's 38 bits zero (no partition has id 0), names the group
 // alone, and every consumer the pop leased holds it in its row. The store
-// finds those rows by an index of shared lease ids only (migration 0030),
-// which a lease of one partition never writes.
+// finds those rows by an index of shared lease ids only, which a lease of
+// one partition never writes.
 
 // NewSharedLeaseID returns a new shared lease id for a pop of groupID,
 // different from each of the ids in not. A group id past MaxLeaseGroupID

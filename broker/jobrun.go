@@ -181,7 +181,7 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 
 // queueOfIDs names the queue of the dead letters of the messages ids
 // (only group's when set) when they are all of one queue, else "".
-func queueOfIDs(ctx context.Context, tx Tx, ids []string, group string) (string, error) {
+func queueOfIDs(ctx context.Context, tx deadLetterQueueSubscriptionTx, ids []string, group string) (string, error) {
 	keys, _, err := keysOfIDs(ctx, tx, ids, group)
 	if err != nil || len(keys) == 0 {
 		return "", err
@@ -264,7 +264,7 @@ func (b *Broker) JobDetail(ctx context.Context, id int64) (JobView, error) {
 	return v, err
 }
 
-func jobByID(ctx context.Context, tx Tx, id int64) (Job, error) {
+func jobByID(ctx context.Context, tx JobTx, id int64) (Job, error) {
 	j, err := tx.Job(ctx, id)
 	if isNotFound(err) {
 		return j, errorf(ErrNotFound, "job #%d not found", id)
@@ -769,7 +769,7 @@ func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, 
 
 // withSizes gives keys (read without their messages) their messages'
 // times and payload sizes, in the same order.
-func withSizes(ctx context.Context, tx Tx, keys []DeadLetterKey) ([]DeadLetterKey, error) {
+func withSizes(ctx context.Context, tx DeadLetterTx, keys []DeadLetterKey) ([]DeadLetterKey, error) {
 	var seqs []int64
 	for _, k := range keys {
 		seqs = append(seqs, k.Seq)
@@ -838,7 +838,7 @@ const (
 // fix worked): in the copy's outcome, and in its job's, which pauses
 // itself when too many of its copies fail again. It reports whether the
 // outcome was to be counted.
-func settleCopy(ctx context.Context, tx Tx, m Message, groupID int64, ok bool, now time.Time, touched func(string)) (bool, error) {
+func settleCopy(ctx context.Context, tx auditJobReplayTx, m Message, groupID int64, ok bool, now time.Time, touched func(string)) (bool, error) {
 	if !IsReplayTransaction(m.TransactionID) {
 		return false, nil
 	}
@@ -884,7 +884,7 @@ func settleCopy(ctx context.Context, tx Tx, m Message, groupID int64, ok bool, n
 
 // commonFailure is the error group (fingerprint) most of the job's last
 // n failed copies (those in its window) share, and how many do.
-func commonFailure(ctx context.Context, tx Tx, jobID int64, window int) (string, int, error) {
+func commonFailure(ctx context.Context, tx JobTx, jobID int64, window int) (string, int, error) {
 	fs, err := tx.JobFailures(ctx, jobID, window)
 	if err != nil {
 		return "", 0, fmt.Errorf("job failures: %w", err)

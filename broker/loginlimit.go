@@ -45,7 +45,7 @@ type LoginTx interface {
 	// (ErrNotFound when the key has none).
 	LoginFailure(ctx context.Context, key string) (LoginFailure, error)
 	// SaveLoginFailure writes f as the count of f.Key (inserted, or in
-	// place of the one it had: one statement, INSERT ... ON CONFLICT),
+	// place of the one it had, in one statement),
 	// with a seq above every other key's: the key becomes the one counted
 	// last. It reads the highest seq by its index.
 	SaveLoginFailure(ctx context.Context, f LoginFailure) error
@@ -158,8 +158,8 @@ func (f LoginFailure) waitAt(now time.Time, delay func(n int) time.Duration) tim
 // LoginWait is how long an attempt with keys must still wait (0: none),
 // as BeginLogin would find it, read in a snapshot (View): no write, so
 // that a flood of attempts refused while they wait costs the store no
-// write transaction (each would take the writer's turn, on PostgreSQL
-// that of every process). BeginLogin looks again when it counts.
+// write transaction (each would take a turn of the writes, on a store
+// shared by several processes that of every process). BeginLogin looks again when it counts.
 func (b *Broker) LoginWait(ctx context.Context, now time.Time, delay func(n int) time.Duration, keys ...string) (time.Duration, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	var wait time.Duration

@@ -16,7 +16,7 @@ import (
 // off); leases handed out before stay valid and their acks work; no
 // retry is spent and no retry delay cut short. It is kept in the
 // settings (one row), so it survives a restart and holds for every
-// process of a PostgreSQL database, and changes are audited. It is not
+// process of a store shared by several, and changes are audited. It is not
 // the background maintenance of Maintain.
 //
 // A pop reads it through the lookup cache: with both scopes known off
@@ -93,8 +93,8 @@ type MaintenanceTx interface {
 	// its primary key; every message pushed later has a higher one.
 	TopSeq(ctx context.Context) (int64, error)
 	// CountMessagesAfter counts the messages whose seq is above seq, by
-	// the primary key's range (SQLite's placeholder row that keeps seqs
-	// growing is not a message: not counted).
+	// the primary key's range (a row a store keeps to keep seqs growing
+	// is not a message: not counted).
 	CountMessagesAfter(ctx context.Context, seq int64) (int64, error)
 }
 
@@ -128,7 +128,7 @@ func scopeOfState(s MaintenanceState) scopeJSON {
 }
 
 // readMaintenance reads the setting (none: both scopes off).
-func readMaintenance(ctx context.Context, tx Tx) (MaintenanceMode, error) {
+func readMaintenance(ctx context.Context, tx UserTx) (MaintenanceMode, error) {
 	v, err := tx.Setting(ctx, maintenanceKey)
 	if isNotFound(err) {
 		return MaintenanceMode{}, nil

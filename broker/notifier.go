@@ -9,9 +9,9 @@ import "sync"
 // nobody), and Watch before it looks, so that no news between the look
 // and the wait is missed.
 //
-// LocalNotifier serves one process, as the SQLite store needs: a store
-// shared by several processes (PostgreSQL) needs one that carries the
-// news between them as well (LISTEN/NOTIFY), and a waiter must still
+// LocalNotifier serves one process, as a store of one process needs: a
+// store shared by several processes needs one that carries the news
+// between them as well, and a waiter must still
 // look again on a timer, since news can be lost there.
 type Notifier interface {
 	// Watch returns a channel closed at the next Notify of key (a queue

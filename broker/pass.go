@@ -46,7 +46,7 @@ const (
 // passer reads what a consumer may be handed, passing by at its head the
 // copies replayed to other groups. One lives for one pop transaction.
 type passer struct {
-	tx     Tx
+	tx     messagePassTx
 	gid    int64 // the popping group
 	budget int   // copies it may still pass
 }

@@ -332,168 +332,235 @@ func (b *Broker) popTx(ctx context.Context, req PopRequest) (res PopResult, wake
 // up to maxPassRounds; more reports a pass stopped at its bound.
 func (b *Broker) popOnce(ctx context.Context, req PopRequest, o UpdateOptions) (res PopResult, wake time.Time, more bool, err error) {
 	err = b.updateWith(ctx, o, func(tx Tx, o UpdateOptions, touched func(string)) error {
-		now := b.now()
-		res, wake, more = PopResult{}, time.Time{}, false
-		// Maintenance mode hands nothing out (a wait waits for its end:
-		// maintenanceNews).
-		if held, err := deliveriesHeld(ctx, tx); err != nil || held {
-			return err
-		}
-		q, err := tx.QueueByName(ctx, req.Queue)
-		if isNotFound(err) {
-			return nil // nothing pushed yet: empty, and a wait waits for the first push
-		}
-		if err != nil {
-			return fmt.Errorf("pop: %w", err)
-		}
-		var gid int64
-		if o.Ephemeral {
-			gid, err = subscribed(ctx, tx, q.ID, req.Group)
-		} else {
-			gid, err = subscribe(ctx, tx, q.ID, req.Group, req.Start, now)
-		}
-		if err != nil {
-			return err
-		}
-		ps := passer{tx: tx, gid: gid, budget: passBudget}
-		delay := q.Options.Delay()
-		var c Consumer
-		var part Partition
-		var msgs []Message
-		if req.Partition != "" {
-			part, err = tx.PartitionByName(ctx, q.ID, req.Partition)
-			if isNotFound(err) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("pop: partition: %w", err)
-			}
-			if c, err = tx.Consumer(ctx, part.ID, gid); err != nil {
-				return fmt.Errorf("pop: consumer: %w", err)
-			}
-			if c.leaseLive(now) || c.AvailableAt.After(now) {
-				wake = later(c.LeaseUntil, c.AvailableAt)
-				return nil
-			}
-			if end, err := windowEnd(ctx, tx, q, part.ID); err != nil {
-				return fmt.Errorf("pop: %w", err)
-			} else if end.After(now) {
-				wake = end // pushed to within its windowBuffer: not yet
-				return nil
-			}
-			var passed bool
-			if msgs, passed, more, wake, err = ps.take(ctx, &c, req.Batch, delay, now); err != nil {
-				return fmt.Errorf("pop: %w", err)
-			}
-			if len(msgs) == 0 {
-				return savePassed(ctx, tx, &c, passed)
-			}
-		} else {
-			for round := 0; len(msgs) == 0; round++ {
-				if round == maxPassRounds {
-					more = true
-					return nil
-				}
-				ready, busy, err := readyConsumers(ctx, tx, q, gid, now)
-				if err != nil {
-					return fmt.Errorf("pop: ready: %w", err)
-				}
-				if len(ready) == 0 {
-					wake, err = nextWake(ctx, tx, q, gid, now)
-					if busy && (wake.IsZero() || wake.After(now.Add(busyRetry))) {
-						wake = now.Add(busyRetry)
-					}
-					return err
-				}
-				c = ready[0]
-				var passed bool
-				if msgs, passed, more, _, err = ps.take(ctx, &c, req.Batch, delay, now); err != nil {
-					return fmt.Errorf("pop: %w", err)
-				}
-				if len(msgs) > 0 {
-					break
-				}
-				// Nothing for this group in this partition now: the
-				// copies passed are saved, and the next ready consumer is
-				// tried (this one is not ready again in this transaction:
-				// its head is gone, not due, or another copy past the
-				// budget, which stops the pass).
-				if err := savePassed(ctx, tx, &c, passed); err != nil || more || !passed {
-					return err
-				}
-			}
-		}
-		if part.ID == 0 {
-			if part, err = tx.PartitionByID(ctx, c.PartitionID); err != nil {
-				return fmt.Errorf("pop: partition: %w", err)
-			}
-		}
-		// The retries each message has spent, as the deliveries report
-		// them: read before an autoAck settles the messages, which resets
-		// the count.
-		retries := make([]int, len(msgs))
-		for i, m := range msgs {
-			retries[i] = c.retriesOf(m.Seq)
-		}
-		// A lease that ran out hands its messages back, no retry spent;
-		// acks recorded behind an unacked head are void.
-		c.clearLease()
-		c.LeasedAt = now
-		if req.AutoAck {
-			c.Cursor = msgs[len(msgs)-1].Seq
-			c.RetrySeq, c.Retries = 0, 0
-			st := Stats{Completed: int64(len(msgs))}
-			for i, m := range msgs {
-				if retries[i] > 0 {
-					// It had failed before: its attempts tell nothing now.
-					if err := tx.DeleteAttempts(ctx, m.Seq, gid); err != nil {
-						return fmt.Errorf("pop: attempts: %w", err)
-					}
-				}
-				counted, err := settleCopy(ctx, tx, m, gid, true, now, touched)
-				if err != nil {
-					return err
-				}
-				if counted {
-					st.ReplayCompleted++
-				}
-			}
-			if err := tx.AddStats(ctx, q.ID, gid, st, now); err != nil {
-				return err
-			}
-		} else {
-			switch {
-			case req.lease != "":
-				c.LeaseID = req.lease // the shared lease of the pop's first partition
-			case req.shared:
-				c.LeaseID = NewSharedLeaseID(c.GroupID, c.VoidLeaseID)
-			default:
-				c.LeaseID = NewLeaseID(c.PartitionID, c.GroupID, c.LeaseID, c.VoidLeaseID)
-			}
-			lease := q.Options.LeaseTime
-			if req.LeaseSeconds > 0 {
-				lease = req.LeaseSeconds
-			}
-			c.LeaseUntil = now.Add(time.Duration(lease) * time.Second)
-			c.LeaseLast = msgs[len(msgs)-1].Seq
-		}
-		if err := tx.SaveConsumer(ctx, &c); err != nil {
-			return fmt.Errorf("pop: save consumer: %w", err)
-		}
-		res.LeaseID, res.LeaseUntil = c.LeaseID, c.LeaseUntil
-		res.Messages = make([]Delivery, len(msgs))
-		for i, m := range msgs {
-			res.Messages[i] = Delivery{Message: m, Queue: q.Name, Partition: part.Name, PartitionUUID: part.UUID, LeaseID: c.LeaseID, Group: req.Group, RetryCount: retries[i]}
-		}
-		return nil
+		r := popRun{ctx: ctx, tx: tx, req: req, now: b.now(), touched: touched}
+		err := r.run(o)
+		res, wake, more = r.res, r.wake, r.more
+		return err
 	})
 	return res, wake, more, err
+}
+
+// popRun is one run of a pop transaction's function: what it reads and
+// what it reports (a run that goes again starts from a new one).
+type popRun struct {
+	ctx     context.Context
+	tx      Tx
+	req     PopRequest
+	now     time.Time
+	touched func(string)
+	gid     int64 // the popping group, once subscribed
+
+	res  PopResult
+	wake time.Time
+	more bool
+}
+
+// run is the function of popOnce's transaction, marked o.
+func (r *popRun) run(o UpdateOptions) error {
+	ctx, tx, req := r.ctx, r.tx, r.req
+	// Maintenance mode hands nothing out (a wait waits for its end:
+	// maintenanceNews).
+	if held, err := deliveriesHeld(ctx, tx); err != nil || held {
+		return err
+	}
+	q, err := tx.QueueByName(ctx, req.Queue)
+	if isNotFound(err) {
+		return nil // nothing pushed yet: empty, and a wait waits for the first push
+	}
+	if err != nil {
+		return fmt.Errorf("pop: %w", err)
+	}
+	var gid int64
+	if o.Ephemeral {
+		gid, err = subscribed(ctx, tx, q.ID, req.Group)
+	} else {
+		gid, err = subscribe(ctx, tx, q.ID, req.Group, req.Start, r.now)
+	}
+	if err != nil {
+		return err
+	}
+	r.gid = gid
+	ps := passer{tx: tx, gid: gid, budget: passBudget}
+	var c Consumer
+	var part Partition
+	var msgs []Message
+	if req.Partition != "" {
+		part, c, msgs, err = r.takeNamed(q, &ps)
+	} else {
+		c, msgs, err = r.takeReady(q, &ps)
+	}
+	if err != nil || len(msgs) == 0 {
+		return err
+	}
+	if part.ID == 0 {
+		if part, err = tx.PartitionByID(ctx, c.PartitionID); err != nil {
+			return fmt.Errorf("pop: partition: %w", err)
+		}
+	}
+	return r.hand(q, part, &c, msgs)
+}
+
+// takeNamed takes what the group may be handed from the partition the
+// pop names: nothing when there is no such partition, its consumer is
+// leased or waits for a retry, or it was pushed to within the queue's
+// windowBuffer (the wake says until when).
+func (r *popRun) takeNamed(q Queue, ps *passer) (Partition, Consumer, []Message, error) {
+	ctx, tx, now := r.ctx, r.tx, r.now
+	part, err := tx.PartitionByName(ctx, q.ID, r.req.Partition)
+	if isNotFound(err) {
+		return part, Consumer{}, nil, nil
+	}
+	if err != nil {
+		return part, Consumer{}, nil, fmt.Errorf("pop: partition: %w", err)
+	}
+	c, err := tx.Consumer(ctx, part.ID, ps.gid)
+	if err != nil {
+		return part, c, nil, fmt.Errorf("pop: consumer: %w", err)
+	}
+	if c.leaseLive(now) || c.AvailableAt.After(now) {
+		r.wake = later(c.LeaseUntil, c.AvailableAt)
+		return part, c, nil, nil
+	}
+	if end, err := windowEnd(ctx, tx, q, part.ID); err != nil {
+		return part, c, nil, fmt.Errorf("pop: %w", err)
+	} else if end.After(now) {
+		r.wake = end // pushed to within its windowBuffer: not yet
+		return part, c, nil, nil
+	}
+	msgs, passed, more, wake, err := ps.take(ctx, &c, r.req.Batch, q.Options.Delay(), now)
+	r.more, r.wake = more, wake
+	if err != nil {
+		return part, c, nil, fmt.Errorf("pop: %w", err)
+	}
+	if len(msgs) == 0 {
+		return part, c, nil, savePassed(ctx, tx, &c, passed)
+	}
+	return part, c, msgs, nil
+}
+
+// takeReady takes what the group may be handed from the first ready
+// consumer that has some, passing by and saving those that hold only
+// copies for other groups, up to maxPassRounds; when none is ready, the
+// wake says when one will be.
+func (r *popRun) takeReady(q Queue, ps *passer) (Consumer, []Message, error) {
+	ctx, tx, now := r.ctx, r.tx, r.now
+	for round := 0; ; round++ {
+		if round == maxPassRounds {
+			r.more = true
+			return Consumer{}, nil, nil
+		}
+		ready, busy, err := readyConsumers(ctx, tx, q, ps.gid, now)
+		if err != nil {
+			return Consumer{}, nil, fmt.Errorf("pop: ready: %w", err)
+		}
+		if len(ready) == 0 {
+			r.wake, err = nextWake(ctx, tx, q, ps.gid, now)
+			if busy && (r.wake.IsZero() || r.wake.After(now.Add(busyRetry))) {
+				r.wake = now.Add(busyRetry)
+			}
+			return Consumer{}, nil, err
+		}
+		c := ready[0]
+		msgs, passed, more, _, err := ps.take(ctx, &c, r.req.Batch, q.Options.Delay(), now)
+		r.more = more
+		if err != nil {
+			return c, nil, fmt.Errorf("pop: %w", err)
+		}
+		if len(msgs) > 0 {
+			return c, msgs, nil
+		}
+		// Nothing for this group in this partition now: the copies
+		// passed are saved, and the next ready consumer is tried (this
+		// one is not ready again in this transaction: its head is gone,
+		// not due, or another copy past the budget, which stops the
+		// pass).
+		if err := savePassed(ctx, tx, &c, passed); err != nil || more || !passed {
+			return c, nil, err
+		}
+	}
+}
+
+// hand leases msgs of c's partition to the pop (or with AutoAck settles
+// them), saves c and fills in the result.
+func (r *popRun) hand(q Queue, part Partition, c *Consumer, msgs []Message) error {
+	// The retries each message has spent, as the deliveries report
+	// them: read before an autoAck settles the messages, which resets
+	// the count.
+	retries := make([]int, len(msgs))
+	for i, m := range msgs {
+		retries[i] = c.retriesOf(m.Seq)
+	}
+	// A lease that ran out hands its messages back, no retry spent;
+	// acks recorded behind an unacked head are void.
+	c.clearLease()
+	c.LeasedAt = r.now
+	if r.req.AutoAck {
+		if err := r.autoAck(q, c, msgs, retries); err != nil {
+			return err
+		}
+	} else {
+		r.lease(q, c, msgs)
+	}
+	if err := r.tx.SaveConsumer(r.ctx, c); err != nil {
+		return fmt.Errorf("pop: save consumer: %w", err)
+	}
+	r.res.LeaseID, r.res.LeaseUntil = c.LeaseID, c.LeaseUntil
+	r.res.Messages = make([]Delivery, len(msgs))
+	for i, m := range msgs {
+		r.res.Messages[i] = Delivery{Message: m, Queue: q.Name, Partition: part.Name, PartitionUUID: part.UUID, LeaseID: c.LeaseID, Group: r.req.Group, RetryCount: retries[i]}
+	}
+	return nil
+}
+
+// autoAck settles msgs as completed at once: c's cursor moves past them,
+// the attempts of those that had failed before are deleted, the replayed
+// copies among them settled, and the group's counts added.
+func (r *popRun) autoAck(q Queue, c *Consumer, msgs []Message, retries []int) error {
+	ctx, tx, now, gid := r.ctx, r.tx, r.now, r.gid
+	c.Cursor = msgs[len(msgs)-1].Seq
+	c.RetrySeq, c.Retries = 0, 0
+	st := Stats{Completed: int64(len(msgs))}
+	for i, m := range msgs {
+		if retries[i] > 0 {
+			// It had failed before: its attempts tell nothing now.
+			if err := tx.DeleteAttempts(ctx, m.Seq, gid); err != nil {
+				return fmt.Errorf("pop: attempts: %w", err)
+			}
+		}
+		counted, err := settleCopy(ctx, tx, m, gid, true, now, r.touched)
+		if err != nil {
+			return err
+		}
+		if counted {
+			st.ReplayCompleted++
+		}
+	}
+	return tx.AddStats(ctx, q.ID, gid, st, now)
+}
+
+// lease puts c under the pop's lease up to the last of msgs: the shared
+// lease of the pop's first partition, a new shared one, or its own.
+func (r *popRun) lease(q Queue, c *Consumer, msgs []Message) {
+	switch {
+	case r.req.lease != "":
+		c.LeaseID = r.req.lease // the shared lease of the pop's first partition
+	case r.req.shared:
+		c.LeaseID = NewSharedLeaseID(c.GroupID, c.VoidLeaseID)
+	default:
+		c.LeaseID = NewLeaseID(c.PartitionID, c.GroupID, c.LeaseID, c.VoidLeaseID)
+	}
+	lease := q.Options.LeaseTime
+	if r.req.LeaseSeconds > 0 {
+		lease = r.req.LeaseSeconds
+	}
+	c.LeaseUntil = r.now.Add(time.Duration(lease) * time.Second)
+	c.LeaseLast = msgs[len(msgs)-1].Seq
 }
 
 // savePassed saves a consumer whose cursor passed by copies for other
 // groups and that is handed nothing: no lease, no count as completed
 // (the messages up to the cursor count as passed in the group's lag).
-func savePassed(ctx context.Context, tx Tx, c *Consumer, passed bool) error {
+func savePassed(ctx context.Context, tx ConsumerTx, c *Consumer, passed bool) error {
 	if !passed {
 		return nil
 	}
@@ -505,7 +572,7 @@ func savePassed(ctx context.Context, tx Tx, c *Consumer, passed bool) error {
 
 // subscribe returns the group's id, subscribing it to the queue the first
 // time it reads it.
-func subscribe(ctx context.Context, tx Tx, queueID int64, group string, start Start, now time.Time) (int64, error) {
+func subscribe(ctx context.Context, tx SubscriptionTx, queueID int64, group string, start Start, now time.Time) (int64, error) {
 	gid, err := tx.GroupID(ctx, group, true)
 	if err != nil {
 		return 0, fmt.Errorf("group: %w", err)
@@ -524,7 +591,7 @@ func subscribe(ctx context.Context, tx Tx, queueID int64, group string, start St
 
 // subscribed returns the group's id if it reads the queue already, else
 // errPlainWrite (an ephemeral pop does not subscribe).
-func subscribed(ctx context.Context, tx Tx, queueID int64, group string) (int64, error) {
+func subscribed(ctx context.Context, tx SubscriptionTx, queueID int64, group string) (int64, error) {
 	gid, err := tx.GroupID(ctx, group, false)
 	if isNotFound(err) {
 		return 0, errPlainWrite

@@ -176,7 +176,7 @@ func previewGroups(ctx context.Context, tx Tx, f Filter, total int64) ([]Preview
 // groupDeadLetters counts what f (of one group) selects: from the kept
 // counts where countDeadLetters has them (a queue's group, an error group
 // of it), else up to PreviewGroupCap.
-func groupDeadLetters(ctx context.Context, tx Tx, f Filter) (n int64, capped bool, err error) {
+func groupDeadLetters(ctx context.Context, tx deadLetterGroupStatsTx, f Filter) (n int64, capped bool, err error) {
 	if n, ok, err := groupCount(ctx, tx, f); err != nil || ok {
 		return n, false, err
 	}
@@ -192,7 +192,7 @@ func groupDeadLetters(ctx context.Context, tx Tx, f Filter) (n int64, capped boo
 
 // previewIDs fills p for the messages named by ids: their dead letters
 // (only group's when set) as a bulk action by ids finds them.
-func previewIDs(ctx context.Context, tx Tx, ids []string, group string, p *Preview) error {
+func previewIDs(ctx context.Context, tx deadLetterSubscriptionTx, ids []string, group string, p *Preview) error {
 	keys, _, err := keysOfIDs(ctx, tx, ids, group)
 	if err != nil || len(keys) == 0 {
 		return err

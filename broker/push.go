@@ -114,7 +114,7 @@ func plainText(s string) bool {
 
 // push stores validated items inside tx: it looks up (or creates) the
 // items' partitions in order, then inserts their messages in one call.
-func push(ctx context.Context, tx Tx, now time.Time, items []PushItem) ([]PushResult, error) {
+func push(ctx context.Context, tx messagePartitionQueueTx, now time.Time, items []PushItem) ([]PushResult, error) {
 	type key struct{ q, p string }
 	parts := map[key]Partition{}
 	of := make([]Partition, len(items))

@@ -374,7 +374,7 @@ func (b *Broker) QueuesMatching(ctx context.Context, f QueueFilter) ([]QueueSumm
 }
 
 // queueNamed returns the named queue, or an ErrNotFound that names it.
-func queueNamed(ctx context.Context, tx Tx, name string) (Queue, error) {
+func queueNamed(ctx context.Context, tx QueueTx, name string) (Queue, error) {
 	q, err := tx.QueueByName(ctx, name)
 	if isNotFound(err) {
 		return q, errorf(ErrNotFound, "queue %q not found", truncate(name, 64))
@@ -396,7 +396,7 @@ func (b *Broker) Queue(ctx context.Context, name string) (QueueSummary, error) {
 	return out, err
 }
 
-func (b *Broker) describe(ctx context.Context, tx Tx, q Queue) (QueueSummary, error) {
+func (b *Broker) describe(ctx context.Context, tx partitionStatsSubscriptionTx, q Queue) (QueueSummary, error) {
 	now := b.now()
 	s := QueueSummary{Queue: q}
 	var err error
@@ -432,7 +432,7 @@ func (b *Broker) DeleteQueue(ctx context.Context, name, actor string) error {
 		// committed.
 		// The audit entry first: it is the last statement that can fail,
 		// and the scope's view of the transaction (st.drop) is not undone
-		// when a function is rolled back to its savepoint.
+		// when a function is rolled back alone.
 		if err := audit(ctx, tx, b.now(), actor, AuditQueueDelete, q.Name, "", 0, "queue deleted"); err != nil {
 			return err
 		}
@@ -513,7 +513,7 @@ func (b *Broker) Readers(ctx context.Context, queue string) ([]string, error) {
 	return out, err
 }
 
-func (b *Broker) brief(ctx context.Context, tx Tx, q Queue) (QueueBrief, error) {
+func (b *Broker) brief(ctx context.Context, tx partitionStatsSubscriptionTx, q Queue) (QueueBrief, error) {
 	br := QueueBrief{Queue: q}
 	var err error
 	if br.Partitions, err = tx.PartitionList(ctx, q.ID); err != nil {

@@ -220,7 +220,7 @@ func latestPerGroup(rs []RemovedDeadLetter) (keep, older []RemovedDeadLetter) {
 // group has a dead letter of the message again (Restorable leaves those
 // out). ms is the message's time, from its id: another message's are
 // none.
-func deletedButBack(ctx context.Context, tx Tx, seq, ms, groupID int64, now time.Time) ([]RestoreSkip, error) {
+func deletedButBack(ctx context.Context, tx deadLetterHistoryTx, seq, ms, groupID int64, now time.Time) ([]RestoreSkip, error) {
 	live, err := tx.DeadLettersOfMessage(ctx, seq)
 	if err != nil || len(live) == 0 || live[0].CreatedAt.UnixMilli() != ms {
 		return nil, err
@@ -285,7 +285,7 @@ func restoreRemoved(ctx context.Context, tx Tx, now time.Time, rs []RemovedDeadL
 }
 
 // groupsOfRemoved names the groups of rs, for the audit.
-func groupsOfRemoved(ctx context.Context, tx Tx, rs []RemovedDeadLetter) string {
+func groupsOfRemoved(ctx context.Context, tx SubscriptionTx, rs []RemovedDeadLetter) string {
 	seen := map[int64]bool{}
 	var names []string
 	for _, r := range rs {

@@ -57,7 +57,7 @@ func times(n int) string {
 
 // replayCounts returns the ReplayCount of each message of keys, by seq,
 // with its queue's cap (each queue read once).
-func replayCounts(ctx context.Context, tx Tx, keys []DeadLetterKey) (map[int64]ReplayCount, error) {
+func replayCounts(ctx context.Context, tx queueReplayCapTx, keys []DeadLetterKey) (map[int64]ReplayCount, error) {
 	seqs := make([]int64, 0, len(keys))
 	caps := map[int64]int{}
 	for i, k := range keys {

@@ -8,9 +8,9 @@ import (
 
 // Leader says which of the processes over one store leads the background
 // work (Run): maintenance and the bulk jobs run in one process at a
-// time. The store provides it: db.DB's one process of a SQLite file
-// always leads; of several processes on one PostgreSQL database, the one
-// that holds a session advisory lock does.
+// time. The store provides it: the one process of a store of one
+// process always leads; of several processes over one store, one leads
+// at a time, and another takes over once it is gone.
 type Leader interface {
 	// Lead runs fn while this process leads, until ctx ends: fn's
 	// context ends when the lead is lost or ctx ends. Lead then tries to

@@ -8,7 +8,7 @@ import (
 // TxScope is the memory of one write transaction, beside its writes: the
 // effects on memory that the functions run in it wait to apply until it
 // has committed, and what those functions tell one another while it is
-// open (group commit runs several in one transaction). A store gives a
+// open (a store may run several in one transaction). A store gives a
 // new one to each write transaction (Tx.Scope) and ends it; the broker
 // fills it. It is used by one goroutine at a time, as the Tx is.
 //
@@ -27,8 +27,8 @@ type TxScope struct {
 // this process keeps in memory of the store (queues, partitions, groups,
 // subscriptions) since this process's previous write transaction: the
 // broker then empties its lookup cache before it looks anything up. A
-// store of one process never calls it; the PostgreSQL store does when
-// the database's cache generation moved (migrations_pg/0002).
+// store of one process never calls it; one shared by several does when
+// another of them may have changed those.
 func (s *TxScope) SetForeign() { s.foreign = true }
 
 // Foreign reports whether SetForeign was called in this transaction.
@@ -42,15 +42,16 @@ func (s *TxScope) ForeignHandled() bool { return s.handled }
 
 type scopeEnd struct {
 	f       func(committed bool)
-	dropped bool // its function was rolled back to its savepoint
+	dropped bool // its function was rolled back alone
 }
 
-// Savepoint returns a mark for RollbackTo: a store calls it before each
-// function of a group commit runs in a savepoint of its own.
+// Savepoint returns a mark for RollbackTo: a store that runs several
+// functions in one transaction calls it before each that it may roll
+// back alone.
 func (s *TxScope) Savepoint() int { return len(s.ends) }
 
-// RollbackTo says that the function run since mark was rolled back to
-// its savepoint while the transaction goes on: what it registered is
+// RollbackTo says that the function run since mark was rolled back alone
+// while the transaction goes on: what it registered is
 // ended as not committed, whatever the transaction does.
 func (s *TxScope) RollbackTo(mark int) {
 	for i := mark; i < len(s.ends); i++ {
@@ -88,9 +89,8 @@ func runEnd(f func(bool), committed bool) (err error) {
 
 // OnEnd registers f to run when the transaction ends (End): committed
 // is false when it rolled back, or when the function that registered f
-// was rolled back to its savepoint. f runs while the store still holds
-// its writer (before the next write, before any Update of the group
-// returns): it must do quick work on memory only, and never call the
+// was rolled back alone. f runs before the store begins the next write
+// and before any Update of the transaction returns: it must do quick work on memory only, and never call the
 // store (an Update from f waits for itself for ever).
 func (s *TxScope) OnEnd(f func(committed bool)) { s.ends = append(s.ends, scopeEnd{f: f}) }
 

@@ -343,7 +343,7 @@ func (b *Broker) SearchText(ctx context.Context, text string, limit int) ([]Dead
 // only: every match of the window is found, whatever other queues or
 // groups hold. A common field equality drops its words (the exact test
 // implies them). capped reports a common condition.
-func narrow(ctx context.Context, tx Tx, f *Filter, after *Cursor) (capped bool, err error) {
+func narrow(ctx context.Context, tx DeadLetterTx, f *Filter, after *Cursor) (capped bool, err error) {
 	if f.Text == "" && len(f.Fields) == 0 {
 		return false, nil
 	}
@@ -424,7 +424,7 @@ type SearchWindow struct {
 // total that does not change from page to page. rows is, when the
 // window is not the whole list (capped then), how many dead letters it
 // holds; else 0 and the count is the filter's.
-func windowTotal(ctx context.Context, tx Tx, f Filter, max int) (n int64, capped bool, rows int, err error) {
+func windowTotal(ctx context.Context, tx DeadLetterTx, f Filter, max int) (n int64, capped bool, rows int, err error) {
 	base := f.base()
 	if f.Window.Above != nil {
 		c, ok, err := tx.DeadLetterPosition(ctx, base, nil, fieldScan)
@@ -458,7 +458,7 @@ func windowTotal(ctx context.Context, tx Tx, f Filter, max int) (n int64, capped
 
 // searchWindow describes f's window (nil: none), reading whether there
 // are dead letters below it.
-func searchWindow(ctx context.Context, tx Tx, f Filter) (*SearchWindow, error) {
+func searchWindow(ctx context.Context, tx DeadLetterTx, f Filter) (*SearchWindow, error) {
 	if f.Window == nil {
 		return nil, nil
 	}

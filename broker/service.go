@@ -238,7 +238,7 @@ func (b *Broker) hot(o UpdateOptions) UpdateOptions {
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // queueOrCreate returns the named queue, creating it with default options.
-func queueOrCreate(ctx context.Context, tx Tx, name string, now time.Time) (Queue, error) {
+func queueOrCreate(ctx context.Context, tx QueueTx, name string, now time.Time) (Queue, error) {
 	q, err := tx.QueueByName(ctx, name)
 	if err == nil || !isNotFound(err) {
 		return q, err
@@ -248,7 +248,7 @@ func queueOrCreate(ctx context.Context, tx Tx, name string, now time.Time) (Queu
 }
 
 // partitionOrCreate returns the named partition of q, creating it.
-func partitionOrCreate(ctx context.Context, tx Tx, q Queue, name string, now time.Time) (Partition, error) {
+func partitionOrCreate(ctx context.Context, tx PartitionTx, q Queue, name string, now time.Time) (Partition, error) {
 	p, err := tx.PartitionByName(ctx, q.ID, name)
 	if err == nil || !isNotFound(err) {
 		return p, err
@@ -257,7 +257,7 @@ func partitionOrCreate(ctx context.Context, tx Tx, q Queue, name string, now tim
 	return p, tx.CreatePartition(ctx, &p)
 }
 
-func audit(ctx context.Context, tx Tx, now time.Time, actor, action, queue, group string, count int, detail string) error {
+func audit(ctx context.Context, tx AuditTx, now time.Time, actor, action, queue, group string, count int, detail string) error {
 	return tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: actor, Action: action, Queue: queue, Group: group, Count: count, Detail: detail,
 		Broker: action == AuditDeadLetter || actor == BrokerActor})
 }

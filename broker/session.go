@@ -143,7 +143,7 @@ func (b *Broker) CreateSession(ctx context.Context, userID int64) (string, error
 
 // newSession stores a new session and returns its secret id. The
 // sessions that have ended are swept by Maintain.
-func newSession(ctx context.Context, tx Tx, userID int64, now time.Time) (string, error) {
+func newSession(ctx context.Context, tx SessionTx, userID int64, now time.Time) (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", fmt.Errorf("session id: %w", err)

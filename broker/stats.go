@@ -109,7 +109,7 @@ func (p *pendingStats) snapshot() []pendingEntry {
 
 // stats returns a queue's running totals per group, with the counts still
 // waiting in memory: reads see every committed count and never write.
-func (b *Broker) stats(ctx context.Context, tx Tx, queueID int64) ([]GroupStats, error) {
+func (b *Broker) stats(ctx context.Context, tx statsSubscriptionTx, queueID int64) ([]GroupStats, error) {
 	gs, err := tx.Stats(ctx, queueID)
 	if err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func (b *Broker) stats(ctx context.Context, tx Tx, queueID int64) ([]GroupStats,
 
 // withPending adds the counts waiting in memory to the buckets of a
 // history (rows as Tx.Series returns them), in the steps they fall in.
-func (b *Broker) withPending(ctx context.Context, tx Tx, rows []Bucket, queueID int64, from, to time.Time, step time.Duration) ([]Bucket, error) {
+func (b *Broker) withPending(ctx context.Context, tx queueStatsSubscriptionTx, rows []Bucket, queueID int64, from, to time.Time, step time.Duration) ([]Bucket, error) {
 	added := false
 	for _, e := range b.pending.snapshot() {
 		at := time.Unix(e.key.minute*60, 0).UTC()

@@ -5,89 +5,80 @@ import (
 	"time"
 )
 
-// Store keeps the broker's state. Package db implements it on SQLite,
-// and on PostgreSQL with the same statements translated (db/pg.go); any
-// store must keep the same contract, written here and on Tx
-// (STORAGE.md, "Rules for storage code"), and pass the broker's tests,
-// which run on either (LAZARUS_TEST_STORE=postgres).
+// Store keeps the broker's state. Any store must keep the contract
+// written here and on Tx (STORAGE.md, "Rules for storage code") and pass
+// the broker's tests. What is written here is what a store promises; how
+// a store keeps it is its own documentation (package db: the SQLite
+// store's sqliteStore.Update and View, the PostgreSQL store's pg.go, and
+// docs/postgres.md).
 //
 // Update and View may be called from any number of goroutines at once.
-// Neither nests: a function given to Update must not call Update (on
-// SQLite the inner one waits for the outer forever), and a View inside
-// it would not see its writes.
+// Neither nests: a function given to Update must not call Update (it may
+// wait for itself forever), and a View inside it would not see its
+// writes.
 //
 // Two obligations belong to the store, not to the function given to
 // Update, and hold for every write transaction whatever it did:
 //
-//   - The ready mark (migration 0009). Every consumer of a partition
-//     the transaction added messages to (InsertMessage returning true,
-//     InsertMessages true for a message, PushCopies inserting a copy) is
-//     marked ready before the commit, in
-//     the same transaction; ReadyConsumers finds only consumers marked
-//     ready, so one left unmarked with messages past its cursor would
-//     never be served. A mark with nothing behind it costs one look and
-//     is cleared by ReadyConsumers. Subscribe and CreatePartition give
-//     their new consumers the mark themselves. On SQLite the writer marks
-//     once per group commit, for every fn of the group that ran in it,
-//     those rolled back to their savepoint included (db's markReady); a
-//     pop later in the same group does not see a push earlier in it to a
-//     partition whose consumers were unmarked (it is marked by the
-//     commit, and the pop's wait is woken by the push).
-//   - The kept counts (migration 0010): partitions.messages (the
-//     messages of a partition up to its counted_seq) and consumers.passed
-//     (those up to its passed_seq, never past its cursor), which
-//     Partitions, Groups and Subscribe read, adding only what lies past
-//     them. Whatever removes messages lowers, in its own transaction, the
-//     counts that had counted them (RetentionTx.SweepMessages;
-//     DeleteQueue removes the rows that hold them), and a consumer's
-//     cursor only moves forward (one moved back is counted again from its
-//     partition's start). On SQLite the writer notes the partitions
-//     pushed to and the consumers saved (SaveConsumer, SweepMessages) and
-//     folds what lies past the kept seqs into the counts at most once a
-//     foldEvery (a second), inside a commit, in a savepoint of its own: a
-//     fold that fails leaves the counts as they were and a commit a
-//     foldEvery later tries again; a crash forgets which rows were noted, which only
-//     makes their next reads count a little more (db's foldCounts).
-//     Reads are exact either way; a store may keep the counts any way
-//     that keeps them so.
+//   - The ready mark. Every consumer of a partition the transaction
+//     added messages to (InsertMessage returning true, InsertMessages
+//     true for a message, PushCopies inserting a copy) is marked ready
+//     by its commit, in the same transaction; ReadyConsumers finds only
+//     consumers marked ready, so one left unmarked with messages past
+//     its cursor would never be served. A store may mark more than those
+//     (a function of the transaction that was rolled back alone): a mark
+//     with nothing behind it costs one look and is cleared by
+//     ReadyConsumers. Subscribe and CreatePartition give their new
+//     consumers the mark themselves. Where a store runs several Updates
+//     in one transaction, a pop after a push in it need not see the
+//     push's messages in a partition whose consumers were unmarked: they
+//     are marked by the commit, and the pop's wait is woken by the push.
+//   - The kept counts: a partition's count of its messages up to a seq
+//     it keeps, and a consumer's count of the messages it passed up to a
+//     seq it keeps (never past its cursor), which Partitions, Groups and
+//     Subscribe read, adding only what lies past them. Whatever removes
+//     messages lowers, in its own transaction, the counts that had
+//     counted them (RetentionTx.SweepMessages; DeleteQueue removes what
+//     holds them), and a consumer's cursor only moves forward (one moved
+//     back is counted again from its partition's start). A store may
+//     bring the kept seqs forward when it likes, in any write, and may
+//     fail to without failing the write: reads are exact either way,
+//     what is not brought forward only costs the next reads a little
+//     more counting.
 type Store interface {
 	// Update runs fn in one write transaction: all of fn's writes commit
 	// or none do. The Tx is valid only while fn runs, in fn's goroutine.
 	//
-	// Writers: Updates not marked Concurrent run one after another, each
-	// alone, and fn sees every write committed before it began. The
-	// broker counts on it (a pop reads the ready consumers and writes
-	// one back; subscriptions are checked, then created; dead letter ids
-	// grow in commit order because one writer draws them). Writes marked
-	// Concurrent may run beside each other on a ConcurrentStore, and
-	// settle their conflicts by the row locks the methods of Tx take in
-	// them (those that say so): a consumer is read under its row's lock,
-	// a ready consumer locked by another write is skipped, and a push
-	// locks its partitions before it draws their seqs, so that seqs of
-	// one partition commit in their order. They never run beside an
-	// unmarked write. On SQLite every write is alone. On PostgreSQL each
-	// write transaction takes one advisory lock first and holds it to
-	// its commit: shared by marked writes while other processes share
-	// the database, exclusive for the others (and for all of a process
-	// alone on it); and this process's writes run one at a time
-	// whatever the mark.
+	// Writers: an Update not marked Concurrent runs alone: no other
+	// write commits between its first statement and its commit, and fn
+	// sees every write committed before it began. The broker counts on
+	// it (a pop reads the ready consumers and writes one back;
+	// subscriptions are checked, then created; dead letter ids grow in
+	// commit order because writes that file them run alone). Writes
+	// marked Concurrent may run beside each other on a ConcurrentStore,
+	// and settle their conflicts by the row locks the methods of Tx take
+	// in them (those that say so): a consumer is read under its row's
+	// lock, a ready consumer locked by another write is skipped, and a
+	// push locks its partitions before it draws their seqs, so that seqs
+	// of one partition commit in their order. They never run beside an
+	// unmarked write.
 	//
-	// Group commit (SQLite): the fns of Updates that queued while
-	// another was being written run one after another in one
-	// transaction. When one fails, the transaction is rolled back and
-	// the whole group run again in a new one, each fn in a savepoint of
-	// its own (so the fns before it run twice): an fn that fails is
-	// rolled back to its savepoint and its Update returns its error; the
-	// others commit. A later fn of the group sees the earlier ones'
-	// writes. An fn that returned nil still fails when what the whole
-	// group needs fails (the ready mark, a savepoint, COMMIT): then
-	// nothing of the group committed, and each Update returns that
-	// error. A panic in fn is turned into an error of its own Update.
+	// Several Updates in one transaction: a store may run the fns of
+	// Updates that wait together one after another in one transaction.
+	// A later fn sees the earlier ones' writes (and, through the scope,
+	// what they did to memory). An fn that fails is rolled back alone
+	// and its Update returns its error; the others commit, which may run
+	// the fns before it a second time. An fn that returned nil still
+	// fails when what the whole transaction needs fails (the ready mark,
+	// the commit): then nothing of it committed, and each Update returns
+	// that error. A panic in fn is turned into an error of its own
+	// Update.
 	//
 	// What fn may do: read and write through its Tx, and compute. It
 	// must have no effect outside the transaction: a store may run fn
 	// more than once (a store with several writers retries a transaction
-	// that failed to serialize; SQLite never does today), and a run that
+	// that failed to serialize; one that runs several Updates in one
+	// transaction runs them again when one fails), and a run that
 	// returned nil may be rolled back after all (above). What fn learns
 	// for memory (stats, cache entries, queues to wake) it gathers in
 	// variables it resets at its start, and the caller applies them once
@@ -97,17 +88,18 @@ type Store interface {
 	// transaction begins and before Update returns: that is how the
 	// broker keeps its pending counts and lookup cache in step with the
 	// commits (updateStats, DeleteQueue, cacheTx, the partition sweep),
-	// and how a later fn of a group commit sees what an earlier one did
-	// to memory before it is applied. Emptying the cache this way reaches
-	// this process's cache only (other processes learn of it through the
-	// PostgreSQL store's cache generation). Wake-ups (the Notifier's news
-	// of queues and jobs) are sent once Update has returned.
+	// and how a later fn of the same transaction sees what an earlier one
+	// did to memory before it is applied. Emptying the cache this way
+	// reaches this process's cache only; a store that other processes
+	// write too tells each of them that its cache may be stale
+	// (TxScope.SetForeign). Wake-ups (the Notifier's news of queues and
+	// jobs) are sent once Update has returned.
 	//
 	// Context: an Update whose ctx is done before fn starts runs nothing
-	// and returns ctx.Err() (also while it waits in the queue); once fn
-	// has begun, each of its statements first checks ctx, so fn stops at
-	// its next statement with ctx.Err() and its writes roll back (a write
-	// is not committed for a caller who has gone); a statement already
+	// and returns ctx.Err() (also while it waits its turn); once fn has
+	// begun, each of its statements first checks ctx, so fn stops at its
+	// next statement with ctx.Err() and its writes roll back (a write is
+	// not committed for a caller who has gone); a statement already
 	// running is not interrupted. Update returns only once the outcome is
 	// known.
 	//
@@ -117,32 +109,30 @@ type Store interface {
 	//
 	// Errors: fn's own error as it returned it (ErrNotFound, ErrConflict
 	// and the like come from fn: the store adds none); ErrUnavailable
-	// when the database was locked by another process past the busy
-	// timeout, and ErrNoSpace when the disk is full (nothing of fn
-	// committed in either, and the same call may succeed later; SQLite's
-	// errors are marked so when fn wraps them with %w); db.ErrClosed
-	// after the store was closed (and for the writes queued at Close);
-	// ctx.Err() as above; any other failure of BEGIN or COMMIT, wrapped.
+	// when the database was held by another process past the store's
+	// wait, and ErrNoSpace when the disk is full (nothing of fn
+	// committed in either, and the same call may succeed later; the
+	// store's own errors are marked so when fn wraps them with %w); the
+	// store's closed error after it was closed, also for the writes
+	// waiting their turn then (db.ErrClosed); ctx.Err() as above; any
+	// other failure to begin or commit, wrapped.
 	Update(ctx context.Context, o UpdateOptions, fn func(Tx) error) error
 	// View runs fn in a read-only transaction on one snapshot: every read
 	// of fn sees the store as of one commit, and nothing committed while
-	// fn runs. Views run beside each other and beside the writer, and
-	// neither waits for the other (SQLite's WAL readers). fn must only
-	// read: a write method fails (the SQLite store's read connections are
-	// query_only: "attempt to write a readonly database"), and so does
-	// ReadyConsumers when it finds ready marks to clear. View
-	// never runs fn twice, but the rule of Update holds: no effect that a
-	// failed View would leave behind.
+	// fn runs. Views run beside each other and beside writes, and
+	// neither waits for the other. fn must only read: a write method
+	// fails, and so does ReadyConsumers when it finds ready marks to
+	// clear. View never runs fn twice, but the rule of Update holds: no
+	// effect that a failed View would leave behind.
 	//
-	// Context: ctx bounds the wait for a read connection; once fn runs,
-	// each statement first checks ctx, and one running when ctx ends is
-	// interrupted (the SQLite store: one watcher a View, sqlite3_interrupt),
-	// so a page's timeout stops its queries; View then returns ctx.Err()
-	// (wrapped).
+	// Context: ctx bounds the wait for the transaction to begin; once fn
+	// runs, each statement first checks ctx, and one running when ctx
+	// ends is interrupted, so a page's timeout stops its queries; View
+	// then returns ctx.Err() (wrapped).
 	//
-	// Errors: fn's own; ErrUnavailable and ErrNoSpace as for Update; the
-	// error of the connection pool ("begin: sql: database is closed")
-	// after Close, not db.ErrClosed.
+	// Errors: fn's own; ErrUnavailable and ErrNoSpace as for Update;
+	// after Close, an error that says the store is closed, not
+	// necessarily the one Update returns.
 	View(ctx context.Context, fn func(Tx) error) error
 }
 
@@ -176,8 +166,8 @@ type UpdateOptions struct {
 }
 
 // ConcurrentStore is a Store that may run writes marked Concurrent
-// beside each other: the PostgreSQL store, across the processes of one
-// database. SQLite's has one writer and is not one.
+// beside each other (package db's PostgreSQL store, across the processes
+// of one database; its SQLite store has one writer and is not one).
 type ConcurrentStore interface {
 	Store
 	// ConcurrentWrites reports whether the store runs marked writes
@@ -188,7 +178,9 @@ type ConcurrentStore interface {
 
 // Tx is what the rules need from storage, inside one transaction of
 // Store.Update or Store.View. It is valid only while that function runs,
-// in its goroutine; its reads see its own writes.
+// in its goroutine; its reads see its own writes. It is the sum of the
+// per-concern interfaces it embeds: a function of the broker that needs
+// only some of them takes those (txsets.go names the combinations).
 //
 // What holds for every method unless its comment says otherwise:
 //
@@ -205,29 +197,30 @@ type ConcurrentStore interface {
 //     (DeleteToken, SaveJob and UpdateExpiryAudit say ErrNotFound).
 //   - Conflict: no method returns ErrConflict or ErrDuplicate. A push
 //     whose transactionId its partition has already is answered as such
-//     (InsertMessage, InsertMessages, PushCopies: INSERT ... ON
-//     CONFLICT DO NOTHING); a queue, a partition or a group is a
-//     get-or-create in one statement that cannot race (CreateQueue,
-//     CreatePartition, GroupID: STORAGE.md, rule 3). Other names and
-//     keys that must be unique (a user's, a subscription) are checked by
-//     the broker before it creates them, in writes that run alone (not
-//     marked Concurrent), and an insert that breaks a unique constraint
-//     anyway fails with the store's own error.
-//   - Locks: the SQLite store locks the whole database for writing when
-//     an Update begins (BEGIN IMMEDIATE) and holds it to the commit, and
-//     a View locks nothing (WAL snapshot); the PostgreSQL store's writes
-//     take one advisory lock first (the same effect across processes),
-//     row locks as its statements take them, and its Views a REPEATABLE
-//     READ snapshot; a write marked Concurrent takes that lock shared,
-//     and the row locks that Consumer, ConsumerByLease, ReadyConsumers
-//     and InsertMessage(s) say they take in one. No other method takes a
-//     lock of its own, and "locks nothing" in a comment means nothing
-//     more than that. Where the broker counts on the one writer for
-//     correctness, the method says so.
+//     (InsertMessage, InsertMessages, PushCopies), even when another
+//     write pushes it beside it; a queue, a partition or a group is a
+//     get-or-create that cannot race (CreateQueue, CreatePartition,
+//     GroupID: STORAGE.md, rule 3). Other names and keys that must be
+//     unique (a user's, a subscription) are checked by the broker before
+//     it creates them, in writes that run alone (not marked Concurrent),
+//     and an insert that breaks a unique constraint anyway fails with
+//     the store's own error.
+//   - Locks: a write not marked Concurrent runs alone and a View on its
+//     snapshot (Store), so neither needs a lock of a method's. In a
+//     write marked Concurrent, Consumer, ConsumerByLease,
+//     ConsumersBySharedLease, ReadyConsumers and InsertMessage(s) take
+//     the row locks they say, held to the commit. No other method takes
+//     a lock of its own, and "locks nothing" in a comment means nothing
+//     more than that. Where the broker counts on a write running alone
+//     for correctness, the method says so.
 //   - Context: ctx is given to every method for the store to honour (see
 //     Store.Update and View: each statement checks it first; a read
-//     running when it ends is interrupted, and on PostgreSQL any
-//     statement is cancelled).
+//     running when it ends is interrupted, and a store may stop a
+//     running write statement too).
+//   - Arguments: a method takes at most three arguments besides ctx; a
+//     new one that needs more takes a params struct (SeqForImport takes
+//     an ImportSeq). Those with four or five written before the rule
+//     keep them.
 //   - Times are kept to the millisecond, and read back in UTC; the zero
 //     time is kept as 0 and read back as the zero time.
 //   - Order: a list comes in the order its comment says, else in no
@@ -236,9 +229,9 @@ type ConcurrentStore interface {
 //     partition and the ids of dead letters and jobs in commit order
 //     (dead letters and jobs are written only by unmarked writes, alone;
 //     the seqs of different partitions drawn by writes marked Concurrent
-//     may commit out of order, and so may their creation times); other row ids (queues, partitions, groups, users, audit
-//     entries) are SQLite rowids: the highest, once deleted, may be
-//     given again.
+//     may commit out of order, and so may their creation times). Other
+//     row ids (queues, partitions, groups, users, audit entries) grow
+//     too, but the highest, once deleted, may be given again.
 type Tx interface {
 	UserTx
 	SessionTx
@@ -262,15 +255,29 @@ type Tx interface {
 	TraceTx
 	WindowTx
 	MaintenanceTx
+	QueueTx
+	PartitionTx
+	SubscriptionTx
+	MessageTx
+	ConsumerTx
+	DeadLetterTx
+	ReplayTx
+	StatsTx
+	AuditTx
 
 	// Scope returns the write transaction's TxScope: a new one for each
-	// transaction of Update, the same for every function of a group
-	// commit, ended by the store (TxScope.End) once the transaction has
-	// committed or rolled back, and RollbackTo'd for a function rolled
-	// back to its savepoint. It reads and writes nothing in the store.
+	// transaction of Update, the same for every function of Updates run
+	// in one transaction, ended by the store (TxScope.End) once the
+	// transaction has committed or rolled back, and RollbackTo'd for a
+	// function rolled back alone. It reads and writes nothing in the
+	// store.
 	// nil in a View.
 	Scope() *TxScope
+}
 
+// QueueTx is what the broker needs of queues: the rows of queues, read,
+// created, updated and deleted.
+type QueueTx interface {
 	// QueueByName reads the queue named name, by its unique name
 	// (ErrNotFound).
 	QueueByName(ctx context.Context, name string) (Queue, error)
@@ -281,7 +288,7 @@ type Tx interface {
 	// CreateQueue writes q as a new queue (its options, kept options,
 	// namespace, task and CreatedAt) and sets q.ID; it writes queues
 	// only. A get-or-create that cannot race (STORAGE.md rule 3: one
-	// INSERT ... ON CONFLICT (name) DO NOTHING): when the name is taken,
+	// statement, whatever writes beside it): when the name is taken,
 	// by an earlier write or another writer's, q becomes the queue that
 	// has it, as QueueByName reads it. The broker reads QueueByName first
 	// (and its cache), so the insert runs only for a queue it did not
@@ -301,7 +308,10 @@ type Tx interface {
 	// the placeholder row that keeps seqs growing moves above it. A queue
 	// that is not there deletes nothing (no error).
 	DeleteQueue(ctx context.Context, id int64) error
+}
 
+// PartitionTx is what the broker needs of a queue's partitions.
+type PartitionTx interface {
 	// PartitionByName reads the queue's partition named name, by the
 	// unique (queue, name) (ErrNotFound).
 	PartitionByName(ctx context.Context, queueID int64, name string) (Partition, error)
@@ -329,11 +339,15 @@ type Tx interface {
 	// partition: subscriptions are made only by writes that run alone
 	// (not marked Concurrent), never beside a push.
 	CreatePartition(ctx context.Context, p *Partition) error
+}
 
+// SubscriptionTx is what the broker needs of consumer groups and the
+// queues they read.
+type SubscriptionTx interface {
 	// GroupID returns the id of the named group, creating it when create
 	// is set (else ErrNotFound). It reads groups by the unique name, then
-	// inserts ON CONFLICT (name) DO NOTHING and reads the group another
-	// writer made meanwhile: a get-or-create that cannot race.
+	// inserts the group unless another writer made it meanwhile, and
+	// then reads that one: a get-or-create that cannot race.
 	GroupID(ctx context.Context, name string, create bool) (int64, error)
 	// GroupName returns the name of the group with id (ErrNotFound).
 	GroupName(ctx context.Context, id int64) (string, error)
@@ -357,13 +371,16 @@ type Tx interface {
 	Groups(ctx context.Context, queueID int64, now time.Time) ([]GroupInfo, error)
 	// GroupNames lists the names of the groups that read a queue.
 	GroupNames(ctx context.Context, queueID int64) ([]string, error)
+}
 
+// MessageTx is what the broker needs of messages: pushes and reads.
+type MessageTx interface {
 	// InsertMessage stores m and sets its Seq, above every seq given
 	// before, and the transaction marks the partition's consumers ready
 	// before it commits (Store: the ready mark). When the partition
 	// already has m's transactionId, it stores nothing, fills m with the
-	// existing message and returns false (one statement, INSERT ... ON
-	// CONFLICT DO NOTHING: no race). It writes messages, reads them back
+	// existing message and returns false (one statement, whatever
+	// writes beside it: no race). It writes messages, reads them back
 	// by (partition, transactionId) on a duplicate. In a write marked
 	// Concurrent it first locks the partition's row and holds it to the
 	// commit, so that a pop never reads past a seq that commits later
@@ -403,7 +420,11 @@ type Tx interface {
 	// sequence above after, in seq order, payloads included (none:
 	// empty).
 	MessagesAfter(ctx context.Context, partitionID, after int64, limit int) ([]Message, error)
+}
 
+// ConsumerTx is what the broker needs of consumers, a group's place in a
+// partition: leases, cursors and what is ready to be handed out.
+type ConsumerTx interface {
 	// Consumer reads the group's consumer of a partition: cursor, lease,
 	// void lease, retry and acks, by the primary key (ErrNotFound). In a
 	// write marked Concurrent it locks the row to the commit (waiting for
@@ -442,9 +463,9 @@ type Tx interface {
 	// nothing past their cursor lose their mark, so it runs inside Update
 	// only. It looks at ctx between scans. In a write marked
 	// Concurrent a consumer it returns or clears is locked to the commit,
-	// and one another write holds is skipped, not waited for (FOR UPDATE
-	// SKIP LOCKED), so no two pops take the same consumer: those it returns are
-	// locked, with a message past the cursor as they stand once locked. A
+	// and one another write holds is skipped, not waited for, so no two
+	// pops take the same consumer: those it returns are locked, with a
+	// message past the cursor as they stand once locked. A
 	// mark is cleared only when its partition is held by no push in
 	// flight and a look taken after the lock still finds nothing past the
 	// cursor. Else it locks nothing: the broker (limit 1, then
@@ -466,7 +487,11 @@ type Tx interface {
 	// It reads queues, the group's ready consumers and one message a
 	// consumer; it writes and locks nothing.
 	NextWake(ctx context.Context, queueID, groupID int64, now time.Time) (t time.Time, ok bool, err error)
+}
 
+// DeadLetterTx is what the broker needs of dead letters: filed, read,
+// counted, listed, exported and removed.
+type DeadLetterTx interface {
 	// InsertDeadLetter stores d and sets its ID, and counts it into its
 	// error group (d's queue, group and Fingerprint) in the same
 	// transaction: filed, as a new failure (the group's count up one,
@@ -482,13 +507,7 @@ type Tx interface {
 	// dead_letters, the search's indexes, error_groups and (filed)
 	// error_group_hours (the last two by upserts that cannot race).
 	InsertDeadLetter(ctx context.Context, d *DeadLetter, filed bool) error
-	// TakeReplayOutcome settles the outcome of a copy in a group when it
-	// is still to be counted (ExpectReplayOutcomes): ok succeeded, else
-	// failed again, at now; it reports whether it was to be counted, and
-	// the job that replayed the copy (0: none). Each is counted once: the
-	// row of replay_outcomes is kept, settled (the history and the job's
-	// failures read it).
-	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (counted bool, jobID int64, err error)
+
 	// DeadLettersOfMessage returns every group's dead letter of a
 	// message, by row id (by dead_letters' seq; none: empty).
 	DeadLettersOfMessage(ctx context.Context, seq int64) ([]DeadLetter, error)
@@ -524,34 +543,6 @@ type Tx interface {
 	// DeadLetterKeysOf returns the keys of every dead letter (in every
 	// group) of the messages seqs, in push order (seq, then row id).
 	DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]DeadLetterKey, error)
-	// PushCopies pushes, in the order of cs, a copy of each message named
-	// (same partition and trace id, created at now; its message's payload,
-	// or Payload when set: an edited copy) under its TransactionID,
-	// unless the partition has that transactionId already; it sets each
-	// CopySeq and CopyCreatedAt (the existing message's when there was
-	// one) and Inserted. Each copy inserted is recorded in replays (the
-	// message it copies, GroupID: the one group that may read it, 0
-	// every group; by.Actor, by.JobID, now; edited when Payload is set),
-	// and an edited copy's two payloads in replay_edits. The partitions
-	// of the copies inserted have their consumers marked ready (Store).
-	// Order: each copy inserted has a seq above those of the copies
-	// before it in cs, whatever mix of edited and plain copies cs holds
-	// (the broker gives all copies of a call the same Payload).
-	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
-	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
-	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
-	// for the job jobID (0: a single replay), whose replayed count in
-	// job_outcomes goes up by the pairs of each group it notes. A pair
-	// noted before (by this job or another, pending or settled) is left
-	// as it was and not counted again, however it is listed: alone,
-	// beside new pairs, or twice in one list. The broker lists a pair
-	// again when one job meets a dead letter of a (message, group) again
-	// while its earlier copy there has not settled: the dead letter came
-	// back in between (an import) and the job's ids name the message
-	// again (the same id in other letter case). It writes replay_outcomes
-	// (INSERT ... ON CONFLICT DO NOTHING) and job_outcomes (an upsert a
-	// group).
-	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error
 	// DeleteDeadLetters removes dead letters by row id, with their rows of
 	// the full-text indexes (a payload's when no dead letter of its
 	// message is left). With keep set (a delete), each is first copied
@@ -601,7 +592,52 @@ type Tx interface {
 	DeadLetterWindow(ctx context.Context, f Filter, above, floor *Cursor) (MatchWindow, error)
 	// CountDeadLettersUpTo counts the dead letters f selects, stopping at max.
 	CountDeadLettersUpTo(ctx context.Context, f Filter, max int) (int64, error)
+}
 
+// ReplayTx is what the broker needs to replay dead letters: the copies
+// pushed and the outcomes counted.
+type ReplayTx interface {
+	// TakeReplayOutcome settles the outcome of a copy in a group when it
+	// is still to be counted (ExpectReplayOutcomes): ok succeeded, else
+	// failed again, at now; it reports whether it was to be counted, and
+	// the job that replayed the copy (0: none). Each is counted once: the
+	// row of replay_outcomes is kept, settled (the history and the job's
+	// failures read it).
+	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (counted bool, jobID int64, err error)
+
+	// PushCopies pushes, in the order of cs, a copy of each message named
+	// (same partition and trace id, created at now; its message's payload,
+	// or Payload when set: an edited copy) under its TransactionID,
+	// unless the partition has that transactionId already; it sets each
+	// CopySeq and CopyCreatedAt (the existing message's when there was
+	// one) and Inserted. Each copy inserted is recorded in replays (the
+	// message it copies, GroupID: the one group that may read it, 0
+	// every group; by.Actor, by.JobID, now; edited when Payload is set),
+	// and an edited copy's two payloads in replay_edits. The partitions
+	// of the copies inserted have their consumers marked ready (Store).
+	// Order: each copy inserted has a seq above those of the copies
+	// before it in cs, whatever mix of edited and plain copies cs holds
+	// (the broker gives all copies of a call the same Payload).
+	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
+	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
+	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
+	// for the job jobID (0: a single replay), whose replayed count in
+	// job_outcomes goes up by the pairs of each group it notes. A pair
+	// noted before (by this job or another, pending or settled) is left
+	// as it was and not counted again, however it is listed: alone,
+	// beside new pairs, or twice in one list. The broker lists a pair
+	// again when one job meets a dead letter of a (message, group) again
+	// while its earlier copy there has not settled: the dead letter came
+	// back in between (an import) and the job's ids name the message
+	// again (the same id in other letter case). It writes replay_outcomes
+	// (an insert that leaves a pair noted before as it was) and
+	// job_outcomes (an upsert a group).
+	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error
+}
+
+// StatsTx is what the broker needs of the counts kept per queue and group:
+// the running totals and the time buckets.
+type StatsTx interface {
 	// AddStats adds d to the running totals of a queue and group and to
 	// the minute, quarter-hour and hour buckets of at, which also record
 	// the depth and the oldest dead letter after the change. It writes
@@ -622,7 +658,10 @@ type Tx interface {
 	// Counts still waiting in the broker's memory (StatsDelay) are not
 	// in them.
 	Stats(ctx context.Context, queueID int64) ([]GroupStats, error)
+}
 
+// AuditTx is what the broker needs of the audit log.
+type AuditTx interface {
 	// InsertAudit writes a as a new audit entry and sets a.ID (writes
 	// audit only).
 	InsertAudit(ctx context.Context, a *AuditEntry) error

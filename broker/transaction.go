@@ -154,7 +154,7 @@ type leaseSet struct {
 // requiredLeases checks that every lease id given (empty ones aside) is a
 // live lease at now, and returns them; the first that is not fails with
 // ErrConflict.
-func requiredLeases(ctx context.Context, tx Tx, now time.Time, ids []string) (*leaseSet, error) {
+func requiredLeases(ctx context.Context, tx consumerPartitionSubscriptionTx, now time.Time, ids []string) (*leaseSet, error) {
 	out := &leaseSet{}
 	seen := map[string]bool{}
 	for i, id := range ids {
@@ -208,7 +208,7 @@ func requiredLeases(ctx context.Context, tx Tx, now time.Time, ids []string) (*l
 // does, it is the one whose leased messages have a's transactionId; two
 // of them having it is an ErrConflict, and so is none when a names no
 // partition (nothing else could say where the message is).
-func (s *leaseSet) of(ctx context.Context, tx Tx, a Ack) (requiredLease, bool, error) {
+func (s *leaseSet) of(ctx context.Context, tx MessageTx, a Ack) (requiredLease, bool, error) {
 	var cand []int
 	for i, l := range s.leases {
 		if (a.PartitionID == "" || l.partition == a.PartitionID) && (a.Group == "" || l.group == a.Group) {

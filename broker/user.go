@@ -99,7 +99,7 @@ type UserTx interface {
 	// Setting reads the value of the setting key (ErrNotFound).
 	Setting(ctx context.Context, key string) (string, error)
 	// SetSetting writes the setting key, made or replaced in one
-	// statement (INSERT ... ON CONFLICT).
+	// statement.
 	SetSetting(ctx context.Context, key, value string) error
 }
 
@@ -220,7 +220,7 @@ func (b *Broker) DeleteUser(ctx context.Context, id int64, actor string) error {
 	})
 }
 
-func userByID(ctx context.Context, tx Tx, id int64) (User, error) {
+func userByID(ctx context.Context, tx UserTx, id int64) (User, error) {
 	u, err := tx.UserByID(ctx, id)
 	if isNotFound(err) {
 		return u, errorf(ErrNotFound, "user %d not found", id)
@@ -228,7 +228,7 @@ func userByID(ctx context.Context, tx Tx, id int64) (User, error) {
 	return u, err
 }
 
-func keepAnAdmin(ctx context.Context, tx Tx, leaving int64) error {
+func keepAnAdmin(ctx context.Context, tx UserTx, leaving int64) error {
 	users, err := tx.Users(ctx)
 	if err != nil {
 		return err

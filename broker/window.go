@@ -93,7 +93,7 @@ type WindowTx interface {
 
 // readyConsumers is the store's ReadyConsumers, under the queue's
 // windowBuffer when it has one.
-func readyConsumers(ctx context.Context, tx Tx, q Queue, gid int64, now time.Time) ([]Consumer, bool, error) {
+func readyConsumers(ctx context.Context, tx consumerWindowTx, q Queue, gid int64, now time.Time) ([]Consumer, bool, error) {
 	if w := q.Options.Window(); w > 0 {
 		return tx.ReadyConsumersWindow(ctx, WindowRead{QueueID: q.ID, GroupID: gid, Now: now, Window: w, Limit: 1})
 	}
@@ -102,7 +102,7 @@ func readyConsumers(ctx context.Context, tx Tx, q Queue, gid int64, now time.Tim
 
 // nextWake is the store's NextWake, under the queue's windowBuffer when
 // it has one.
-func nextWake(ctx context.Context, tx Tx, q Queue, gid int64, now time.Time) (time.Time, error) {
+func nextWake(ctx context.Context, tx consumerWindowTx, q Queue, gid int64, now time.Time) (time.Time, error) {
 	var wake time.Time
 	var err error
 	if w := q.Options.Window(); w > 0 {
@@ -116,7 +116,7 @@ func nextWake(ctx context.Context, tx Tx, q Queue, gid int64, now time.Time) (ti
 // windowEnd is when the partition's window ends under the queue's
 // windowBuffer: its newest message's push + the window; zero when the
 // queue has none or the partition no message.
-func windowEnd(ctx context.Context, tx Tx, q Queue, partitionID int64) (time.Time, error) {
+func windowEnd(ctx context.Context, tx WindowTx, q Queue, partitionID int64) (time.Time, error) {
 	w := q.Options.Window()
 	if w <= 0 {
 		return time.Time{}, nil

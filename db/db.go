@@ -6,6 +6,14 @@
 // Both stores run the same broker.Tx, sqlcore.Tx (db/internal/sqlcore),
 // through an executor and a dialect of their own. All SQL lives here and
 // in sqlcore.
+// How each store keeps the contract of broker.Store and broker.Tx is
+// written here, not in broker: SQLite's in sqliteStore.Update (group
+// commit, savepoints, BEGIN IMMEDIATE), sqliteStore.View (WAL readers,
+// interrupts), markReady and the folds; PostgreSQL's in pg.go. On
+// SQLite, the row ids of queues, partitions, groups, users and audit
+// entries are rowids: the highest, once deleted, may be given again;
+// those of messages, dead letters and jobs are never given twice
+// (AUTOINCREMENT, or the placeholder row that keeps seqs growing).
 package db
 
 import (

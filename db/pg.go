@@ -43,7 +43,9 @@ import (
 // and for all of a process alone, which then runs alone. The ready mark
 // and the kept counts are the store's, as on SQLite: marked and folded
 // inside the commit. Reads (View) run on a snapshot (REPEATABLE READ,
-// READ ONLY) beside the writer.
+// READ ONLY) beside the writer. A statement running when ctx ends is
+// cancelled, a write's too (its transaction then rolls back); COMMIT is
+// not (pgCommit). Row ids are identities: none is given twice.
 
 //go:embed migrations_pg/*.sql
 var pgMigrations embed.FS

@@ -52,6 +52,21 @@ type writeRequest struct {
 // fails is rolled back to its savepoint and does not affect the others.
 // Update returns once its group has committed.
 //
+// How it keeps broker.Store.Update's promises: the write transaction
+// begins with BEGIN IMMEDIATE, which takes SQLite's lock for writing
+// (the whole database, every process) and holds it to the commit, so
+// every write runs alone; a View locks nothing (a WAL snapshot). An fn of
+// a group that returned nil still fails when what the whole group needs
+// fails (the ready mark, the fold's or an fn's savepoint, COMMIT): then
+// nothing of the group committed, and each Update returns that error.
+// The ready mark is set once per group commit (markReady), the kept
+// counts folded at most once a foldEvery (foldCounts). Apart from the
+// group run again after a failure, no fn runs twice. Another process's
+// lock held past the busy timeout, and a full disk, come back as
+// broker.ErrUnavailable and broker.ErrNoSpace (unavailable), also when
+// fn wrapped SQLite's error with %w; a write queued at Close gets
+// ErrClosed.
+//
 // Background writes (broker.UpdateOptions.Background: bulk replay and
 // delete, maintenance) run alone, on the low-priority lane: only when no
 // other write waits and none ended within bulkGrace. Ephemeral ones
@@ -494,7 +509,13 @@ func (d *sqliteStore) rollback() {
 
 var errNoTx = errors.New("no transaction")
 
-// View runs fn in a read transaction on one snapshot.
+// View runs fn in a read transaction on one snapshot (broker.Store.View).
+// On SQLite it is a WAL reader: it runs beside the writer and other
+// Views and neither waits for the other. Its connections are query_only,
+// so a write method fails ("attempt to write a readonly database"). One
+// watcher a View interrupts the statement running when ctx ends
+// (sqlite3_interrupt: watchCancel). After Close it returns the pool's
+// error ("begin: sql: database is closed"), not ErrClosed.
 func (d *sqliteStore) View(ctx context.Context, fn func(broker.Tx) error) error {
 	// A connection of the read pool, its transaction begun and ended by
 	// hand: on a database/sql transaction, every query would start a

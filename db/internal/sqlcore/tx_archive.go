@@ -2,7 +2,8 @@ package sqlcore
 
 import (
 	"context"
-	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
 )
 
 // The import of an archive's dead letters (broker/archive.go).
@@ -29,7 +30,8 @@ const (
 // no push draws again and no message has had (the highest of messages
 // may be below seqs deleted messages had, which dead letters, replays and
 // attempts still name; there is no placeholder to say so).
-func (t *Tx) SeqForImport(ctx context.Context, seq, partitionID, groupID int64, txid string, createdAt, now time.Time) (int64, bool, error) {
+func (t *Tx) SeqForImport(ctx context.Context, i broker.ImportSeq) (int64, bool, error) {
+	seq, partitionID, groupID, txid, createdAt, now := i.Seq, i.PartitionID, i.GroupID, i.TransactionID, i.CreatedAt, i.Now
 	var dup, same bool
 	if err := t.QueryRow(ctx, ImportDupTxSQL, partitionID, groupID, txid).Scan(&dup); err != nil || dup {
 		return 0, dup, err
