@@ -9,7 +9,7 @@ import (
 // and on PostgreSQL with the same statements translated (db/pg.go); any
 // store must keep the same contract, written here and on Tx
 // (STORAGE.md, "Rules for storage code"), and pass the broker's tests,
-// which run on either (LAZARUS_TEST_STORE=postgres).
+// the suite of broker/storetest, which db's tests run on either.
 //
 // Update and View may be called from any number of goroutines at once.
 // Neither nests: a function given to Update must not call Update (on
