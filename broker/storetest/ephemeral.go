@@ -9,7 +9,7 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// recordingStore is the SQLite store, noting for every write whether it
+// recordingStore is the store, noting for every write whether it
 // was marked ephemeral and whether it committed.
 type recordingStore struct {
 	Store

@@ -274,8 +274,8 @@ func testMaintenanceSurvivesReopen(t *testing.T, harness Harness) {
 
 // Two brokers on one PostgreSQL database are two processes: maintenance
 // mode turned on by one holds the other's pops at once (its cache knew
-// it off), and turned off, it serves the other's pop waiting. Always on
-// PostgreSQL: SQLite has one process a file.
+// it off), and turned off, it serves the other's pop waiting. Only on
+// a store several processes share (Harness.SeveralProcesses).
 func testMaintenanceHoldsEveryProcess(t *testing.T, harness Harness) {
 	t.Parallel()
 	ctx := context.Background()

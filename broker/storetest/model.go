@@ -3,9 +3,10 @@ package storetest
 // A model-based test of SPEC.md sections 3 and 4: random sequences of
 // pushes, pops, acks of every status, clock moves (lease expiry, retry
 // delays), replays (to every group, and to one group only: the other
-// groups pass the copy by) and deletes run against the broker on a real SQLite
-// file and against a small in-memory model written from the SPEC, and the
-// two must agree after every step.
+// groups pass the copy by) and deletes run against the broker on a real
+// store (a SQLite file, a PostgreSQL database) and against a small
+// in-memory model written from the SPEC, and the two must agree after
+// every step.
 //
 // The model keeps, per (partition, group), the index of the first message
 // not yet settled, the live lease (its last message and the acks received

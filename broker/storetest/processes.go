@@ -10,8 +10,8 @@ import (
 
 // Two brokers over one PostgreSQL database are two processes: what one
 // removes, the other's cache forgets before its next lookup, also when a
-// write that looks nothing up (maintenance) came between. Always on
-// PostgreSQL: SQLite has one process a file.
+// write that looks nothing up (maintenance) came between. Only on
+// a store several processes share (Harness.SeveralProcesses).
 func testAQueueRemovedByAnotherProcessIsForgotten(t *testing.T, harness Harness) {
 	t.Parallel()
 	ctx := context.Background()

@@ -628,7 +628,7 @@ func testReplayTransactionPastTheDeduplicationWindow(t *testing.T, harness Harne
 	}
 }
 
-// hookStore is the SQLite store calling after once every write has
+// hookStore is the store calling after once every write has
 // committed (or failed).
 type hookStore struct {
 	Store

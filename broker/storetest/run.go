@@ -259,7 +259,8 @@ func testRunMaintainsAndRunsJobsOnlyWhileItLeads(t *testing.T, harness Harness) 
 
 // Of two processes on one PostgreSQL database, only the one that leads
 // maintains; when its Run stops, the other takes the lead and maintains
-// at once. Always on PostgreSQL: SQLite has one process a file.
+// at once. Only on a store several processes share
+// (Harness.SeveralProcesses).
 func testRunMaintainsInTheLeaderOfTwoProcessesOnly(t *testing.T, harness Harness) {
 	t.Parallel()
 	dsn := harness.New(t, "lazarus")
