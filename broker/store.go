@@ -7,7 +7,8 @@ import (
 
 // Store keeps the broker's state. Any store must keep the contract
 // written here and on Tx (STORAGE.md, "Rules for storage code") and pass
-// the broker's tests. What is written here is what a store promises; how
+// the broker's tests, the suite of broker/storetest, which db's tests run
+// on either store. What is written here is what a store promises; how
 // a store keeps it is its own documentation (package db: the SQLite
 // store's sqliteStore.Update and View, the PostgreSQL store's pg.go, and
 // docs/postgres.md).
