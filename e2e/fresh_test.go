@@ -258,7 +258,7 @@ func TestOperatorSeesASlowRequestWorkAndTimeOut(t *testing.T) {
 	if spins != "spin" {
 		t.Errorf("the busy button's spinner: animation %v, want spin", spins)
 	}
-	v.screenshot("fresh-slow-replay")
+	v.shoot("fresh-slow-replay-busy", false)
 	v.alertSays("Lazarus did not answer in time: the replay may or may not have been done. Reload the page to see.")
 	v.check(v.expect.Locator(button).ToBeEnabled(), "the replay button after the timeout")
 	v.check(v.expect.Locator(button).Not().ToHaveAttribute("aria-busy", "true"), "the replay button is no longer busy")

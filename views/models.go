@@ -327,10 +327,10 @@ type DeadLetterDetail struct {
 	SelfURL string
 	// RestoreFor is how long a delete can be undone ("24 hours").
 	RestoreFor string
-	CopyFor       string   // the group the message is a copy for alone ("" every group)
-	ReplayURL     string
-	DeleteURL     string
-	History       History // attempts, lineage and earlier replays (deadletter.templ)
+	CopyFor    string // the group the message is a copy for alone ("" every group)
+	ReplayURL  string
+	DeleteURL  string
+	History    History // attempts, lineage and earlier replays (deadletter.templ)
 
 	// Replays: how many times the message was replayed along its dlq:
 	// chain; MaxReplays its queue's cap (0 none): at it, a replay needs
