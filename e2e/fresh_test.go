@@ -29,17 +29,16 @@ func (v *visit) focused() (testid, row string) {
 }
 
 // focusIs waits until the focus is on the element with data-testid
-// testid (in the row of id, when id is set).
+// testid (in the row of id, when row is set).
 func (v *visit) focusIs(testid, row, what string) {
 	v.t.Helper()
-	_, err := v.page.WaitForFunction(`([testid, row]) => {
-		const el = document.activeElement;
-		if (!el || el.getAttribute("data-testid") !== testid) return false;
-		return !row || el.closest("tr[data-id]")?.getAttribute("data-id") === row;
-	}`, []string{testid, row}, playwright.PageWaitForFunctionOptions{Timeout: playwright.Float(timeout)})
-	if err != nil {
+	l := v.id(testid)
+	if row != "" {
+		l = v.row(row).GetByTestId(testid)
+	}
+	if err := v.expect.Locator(l).ToBeFocused(); err != nil {
 		got, in := v.focused()
-		v.t.Fatalf("%s: the focus should be on %s %s, it is on %q (row %q)", what, testid, row, got, in)
+		v.t.Fatalf("%s: the focus should be on %s %s, it is on %q (row %q): %v", what, testid, row, got, in, err)
 	}
 }
 

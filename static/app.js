@@ -387,8 +387,10 @@
       focusAfter = { message: true };
     }
   });
+  // An action that failed changed nothing: its button keeps the focus.
+  // (A page that is gone comes as a 404 of Lazarus's: not a failure.)
   document.addEventListener("htmx:afterRequest", function (ev) {
-    if (!ev.detail.successful) focusAfter = null;
+    if (!ev.detail.successful && verbOf(ev.detail) !== "get") focusAfter = null;
   });
 
   function rowOf(k) {
@@ -405,7 +407,9 @@
 
   document.addEventListener("htmx:afterSettle", function (ev) {
     const plan = focusAfter;
-    const elt = ev.detail.elt;
+    // The element swapped in (an outerHTML swap's new one), not the one
+    // that asked.
+    const elt = ev.target;
     if (!plan || !(elt instanceof Element)) return;
     if (elt.id === "dl") {
       focusAfter = null;
