@@ -2763,9 +2763,9 @@ func orAWhile(d string) string {
 // the copies again: they have none of these dead letters.
 func untouchedNote(groups []string) string {
 	if len(groups) == 1 {
-		return "; " + groups[0] + " has none of these dead letters (it completed these messages, or has not reached them yet) and would process the copies again"
+		return "(" + groups[0] + " has none of these dead letters: it completed these messages, or has not reached them yet, and would process the copies again)"
 	}
-	return "; " + JoinAnd(groups) + " have none of these dead letters (they completed these messages, or have not reached them yet) and would process the copies again"
+	return "(" + JoinAnd(groups) + " have none of these dead letters: they completed these messages, or have not reached them yet, and would process the copies again)"
 }
 
 // groupCount is a group's dead letters in the confirmation.
