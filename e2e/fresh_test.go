@@ -197,10 +197,23 @@ func TestSupportSeesTheFilteredListFirst(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
 	a.shop()
+	// Billing fails in six more ways: ten error groups in all, nine of
+	// billing's, as many as the panel shows.
+	var more []msg
+	errs := map[string]string{}
+	for i, what := range []string{"inventory", "tax", "fraud check", "currency rates", "loyalty points", "invoice pdf"} {
+		m := orderMsg(2001+i, "eu-1")
+		more = append(more, m)
+		errs[m.Tx] = what + " service unavailable: connection refused"
+	}
+	a.push(shopQueue, more...)
+	a.consume(shopQueue, billing, errs, true)
+	a.consume(shopQueue, shipping, nil, false)
 	pw := a.user("sam", broker.RoleViewer)
 	v := a.browse()
 	v.login("sam", pw)
 	v.open("/queues/" + shopQueue + "/dead-letters")
+	v.count(v.id("error-group"), 10, "error groups")
 	v.check(v.expect.Locator(v.id("error-groups")).ToHaveAttribute("open", ""), "the error groups panel, open without a filter")
 	v.see(v.id("error-group").First(), "the error groups")
 
