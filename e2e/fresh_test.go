@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/playwright-community/playwright-go"
 
@@ -249,8 +250,6 @@ func TestOperatorSeesASlowRequestWorkAndTimeOut(t *testing.T) {
 	if got := v.eval(`() => htmx.config.timeout`); got != 30000 {
 		t.Errorf("htmx's timeout is %v, want 30000 ms", got)
 	}
-	// Shorter for the test: the requests below are held until it ends.
-	v.eval(`() => { htmx.config.timeout = 1500; }`)
 	held := make(chan playwright.Route, 4)
 	hold := func(r playwright.Route) { held <- r }
 	v.check(v.page.Route("**/dead-letters/*/replay", hold), "hold the replays")
@@ -261,16 +260,32 @@ func TestOperatorSeesASlowRequestWorkAndTimeOut(t *testing.T) {
 		}
 	}()
 
+	// While the replay is on its way (no timeout, so that it stays so
+	// until the test lets it go): disabled, busy, spinning.
+	v.eval(`() => { htmx.config.timeout = 0; }`)
 	first := v.rowIDs()[0]
 	button := v.row(first).GetByTestId("row-replay")
 	v.click(button, "Replay on the first row")
 	v.check(v.expect.Locator(button).ToBeDisabled(), "the replay button while it works")
 	v.check(v.expect.Locator(button).ToHaveAttribute("aria-busy", "true"), "the replay button is busy")
-	spins, _ := button.Evaluate(`b => getComputedStyle(b, "::after").animationName`, nil)
+	spins, err := button.Evaluate(`b => getComputedStyle(b, "::after").animationName`, nil)
+	v.check(err, "the busy button's spinner")
 	if spins != "spin" {
 		t.Errorf("the busy button's spinner: animation %v, want spin", spins)
 	}
 	v.shoot("fresh-slow-replay-busy", false)
+	select {
+	case r := <-held:
+		_ = r.Abort("connectionrefused")
+	case <-time.After(timeout * time.Millisecond):
+		t.Fatal("the replay never reached the route")
+	}
+	v.alertSays("Lazarus could not be reached: the replay may or may not have been done. Reload the page to see.")
+	v.check(v.expect.Locator(button).ToBeEnabled(), "the replay button after the server stopped answering")
+
+	// With a timeout (shorter for the test), no answer in time says so.
+	v.eval(`() => { htmx.config.timeout = 1500; }`)
+	v.click(button, "Replay on the first row again")
 	v.alertSays("Lazarus did not answer in time: the replay may or may not have been done. Reload the page to see.")
 	v.check(v.expect.Locator(button).ToBeEnabled(), "the replay button after the timeout")
 	v.check(v.expect.Locator(button).Not().ToHaveAttribute("aria-busy", "true"), "the replay button is no longer busy")
