@@ -285,7 +285,9 @@
 
   // Lazarus's own error answers say what went wrong in #flash (HX-Retarget);
   // any other (a proxy's page) is not put into ours.
-  const fromLazarus = (xhr) => !!(xhr && xhr.getResponseHeader("HX-Retarget"));
+  // A page of Lazarus's with an error status (the 404 of a dead letter
+  // that is gone) says so with Lazarus-Page.
+  const fromLazarus = (xhr) => !!(xhr && (xhr.getResponseHeader("HX-Retarget") || xhr.getResponseHeader("Lazarus-Page")));
 
   document.addEventListener("htmx:beforeSwap", function (ev) {
     if (ev.detail.isError && !fromLazarus(ev.detail.xhr)) ev.detail.shouldSwap = false;
@@ -318,6 +320,127 @@
       problem("Lazarus did not answer in time: what is shown was not updated. Try again.");
     } else {
       problem("Lazarus did not answer in time: " + actionOf(ev.detail) + " may or may not have been done. Reload the page to see.");
+    }
+  });
+
+  // A request on its way shows it: the element that sent it is
+  // aria-busy, its buttons (the button itself, or a form's) are disabled
+  // and show a spinner (CSS), until the answer, an error or the timeout
+  // (htmx-config's timeout, then the htmx:timeout message above).
+  function buttonsOf(elt) {
+    if (elt.matches("button")) return [elt];
+    if (elt.matches("form")) return Array.from(elt.querySelectorAll("button[type=submit], button:not([type])"));
+    return [];
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    const elt = ev.detail.elt;
+    if (!(elt instanceof Element)) return;
+    elt.setAttribute("aria-busy", "true");
+    buttonsOf(elt).forEach((b) => {
+      if (b.disabled) return;
+      b.setAttribute("data-busy", "");
+      if (document.activeElement === b) b.setAttribute("data-busy-focus", "");
+      b.disabled = true;
+    });
+  });
+
+  function done(ev) {
+    const elt = ev.detail.elt;
+    if (!(elt instanceof Element)) return;
+    elt.removeAttribute("aria-busy");
+    buttonsOf(elt).forEach((b) => {
+      if (!b.hasAttribute("data-busy")) return;
+      b.removeAttribute("data-busy");
+      b.disabled = false;
+      // A disabled button loses the focus: it gets it back when nothing
+      // else took it meanwhile.
+      if (b.hasAttribute("data-busy-focus")) {
+        b.removeAttribute("data-busy-focus");
+        if (b.isConnected && (document.activeElement === document.body || !document.activeElement)) b.focus();
+      }
+    });
+  }
+  document.addEventListener("htmx:afterRequest", done);
+  document.addEventListener("htmx:timeout", done);
+  document.addEventListener("htmx:sendError", done);
+
+  // After an action on a row of the list, the list comes again without
+  // it: the focus goes to the row that took its place (the next one, or
+  // the one before at the end), and to the message of what happened when
+  // no row is left; after an action on a dead letter's page, or in a
+  // bulk dialog, to the page's new state or that message. Never to the
+  // top of the page.
+  let focusAfter = null;
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    const elt = ev.detail.elt;
+    if (!(elt instanceof Element) || verbOf(ev.detail) === "get") return;
+    const row = elt.closest("tr[data-id]");
+    if (row) {
+      const rows = Array.from(row.parentElement.querySelectorAll("tr[data-id]"));
+      const i = rows.indexOf(row);
+      const key = (r) => ({ id: r.getAttribute("data-id"), group: r.getAttribute("data-group") });
+      focusAfter = { row: key(row), action: elt.getAttribute("data-testid"), next: rows.slice(i + 1).map(key), prev: rows.slice(0, i).reverse().map(key) };
+    } else if (elt.closest("#job-progress")) {
+      focusAfter = { job: true };
+    } else if (elt.closest("#deadletter, dialog, #flash, .bulkbar")) {
+      focusAfter = { message: true };
+    }
+  });
+  // An action that failed changed nothing: its button keeps the focus.
+  // (A page that is gone comes as a 404 of Lazarus's: not a failure.)
+  document.addEventListener("htmx:afterRequest", function (ev) {
+    if (!ev.detail.successful && verbOf(ev.detail) !== "get") focusAfter = null;
+  });
+
+  function rowOf(k) {
+    return Array.from(document.querySelectorAll("#dl tr[data-id]")).find((r) => r.getAttribute("data-id") === k.id && r.getAttribute("data-group") === k.group);
+  }
+
+  function focusMessage() {
+    const m = document.querySelector("#flash > *");
+    if (!m) return false;
+    m.setAttribute("tabindex", "-1");
+    m.focus();
+    return true;
+  }
+
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    const plan = focusAfter;
+    // The element swapped in (an outerHTML swap's new one), not the one
+    // that asked.
+    const elt = ev.target;
+    if (!plan || !(elt instanceof Element)) return;
+    if (elt.id === "dl") {
+      focusAfter = null;
+      const same = plan.row && rowOf(plan.row);
+      if (same) {
+        same.querySelector('[data-testid="' + plan.action + '"]')?.focus();
+        return;
+      }
+      for (const k of plan.row ? plan.next.concat(plan.prev) : []) {
+        const r = rowOf(k);
+        if (r) {
+          r.querySelector('[data-testid="dl-link"]')?.focus();
+          return;
+        }
+      }
+      focusMessage();
+    } else if (elt.id === "deadletter") {
+      focusAfter = null;
+      const gone = elt.querySelector('[data-testid="gone"]');
+      if (gone) gone.focus();
+      else focusMessage();
+    } else if (plan.job && elt.id === "job-progress") {
+      focusAfter = null;
+      const state = elt.querySelector('[data-testid="job-state"]');
+      if (state) {
+        state.setAttribute("tabindex", "-1");
+        state.focus();
+      }
+    } else if (plan.message && elt.id === "flash" && !document.getElementById("dl") && !document.getElementById("deadletter")) {
+      focusAfter = null;
+      focusMessage();
     }
   });
 

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -149,7 +151,11 @@ const MaxIndent = 4 << 20
 // and memory bounded by the payload's size and limit.
 func MakePayload(raw []byte, limit int) Payload {
 	p := Payload{Size: len(raw)}
+	if b, ok := base64Payload(raw); ok {
+		p.Decoded = decoded(b, true)
+	}
 	if !utf8.Valid(raw) {
+		p.Decoded = decoded(raw, false)
 		p.Binary = true
 		raw = []byte(strconv.QuoteToASCII(string(raw)))
 	}
@@ -175,6 +181,58 @@ func MakePayload(raw []byte, limit int) Payload {
 		p.Limit = limit
 	}
 	return p
+}
+
+// HexLimit is how many bytes of a base64 or binary payload its hex view
+// shows.
+const HexLimit = 4 << 10
+
+// decoded is the hex view of b (its first HexLimit bytes).
+func decoded(b []byte, fromBase64 bool) *DecodedPayload {
+	d := &DecodedPayload{Base64: fromBase64, Size: len(b)}
+	if len(b) > HexLimit {
+		b, d.Cut = b[:HexLimit], true
+	}
+	d.Hex = hex.Dump(b)
+	return d
+}
+
+// base64Payload decodes a payload that is one JSON string of base64
+// (standard or URL alphabet, padded or not, strictly: the way binary data
+// travels in JSON). Words are not taken for base64: the string must be
+// at least 12 characters and hold upper and lower case letters and a
+// digit or a sign of the alphabet, as encoded bytes do.
+func base64Payload(raw []byte) ([]byte, bool) {
+	t := strings.TrimSpace(string(raw))
+	if len(t) < 14 || t[0] != '"' || t[len(t)-1] != '"' {
+		return nil, false
+	}
+	var s string
+	if json.Unmarshal([]byte(t), &s) != nil {
+		return nil, false
+	}
+	var upper, lower, other bool
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= '0' && c <= '9', c == '+', c == '/', c == '-', c == '_', c == '=':
+			other = true
+		default:
+			return nil, false
+		}
+	}
+	if !upper || !lower || !other {
+		return nil, false
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.Strict().DecodeString(s); err == nil {
+			return b, true
+		}
+	}
+	return nil, false
 }
 
 // indent indents valid JSON by two spaces, as json.Indent does (numbers,

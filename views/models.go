@@ -197,6 +197,8 @@ type DeadLetterList struct {
 	// Expiring is set when the queue's dead letters expire
 	// (deadLetterRetentionSeconds).
 	Expiring *ExpiringNote
+	// RestoreFor is how long a delete can be undone ("24 hours").
+	RestoreFor string
 }
 
 // ExpiringNote says how the list's dead letters expire and how many do
@@ -317,10 +319,18 @@ type DeadLetterDetail struct {
 	ErrorURL      string // the error text as a download
 	OtherGroups   []string
 	Readers       []string // the groups that read the queue
-	CopyFor       string   // the group the message is a copy for alone ("" every group)
-	ReplayURL     string
-	DeleteURL     string
-	History       History // attempts, lineage and earlier replays (deadletter.templ)
+	// Completed are the groups that completed the message already: the
+	// replay to every group asks first, naming them.
+	Completed []string
+	// SelfURL is this page, which reloads itself in place after an
+	// action (a replay, a delete, an undo) to show what is now true.
+	SelfURL string
+	// RestoreFor is how long a delete can be undone ("24 hours").
+	RestoreFor string
+	CopyFor    string // the group the message is a copy for alone ("" every group)
+	ReplayURL  string
+	DeleteURL  string
+	History    History // attempts, lineage and earlier replays (deadletter.templ)
 
 	// Replays: how many times the message was replayed along its dlq:
 	// chain; MaxReplays its queue's cap (0 none): at it, a replay needs
@@ -337,6 +347,19 @@ type Payload struct {
 	Truncated bool
 	Limit     int  // when Truncated: the bytes shown of each view
 	Binary    bool // not valid UTF-8: shown escaped
+	// Decoded is set for a payload that is one base64 string (the way
+	// binary data travels in JSON), and for one that is not text: its
+	// bytes, shown as a hex dump.
+	Decoded *DecodedPayload
+}
+
+// DecodedPayload is the bytes of a base64 or binary payload: their size
+// and a hex dump of them (of the first HexLimit bytes when Cut).
+type DecodedPayload struct {
+	Base64 bool // decoded from a base64 string; else the raw bytes
+	Size   int
+	Hex    string
+	Cut    bool
 }
 
 // BulkConfirm asks before a bulk action.
@@ -367,6 +390,16 @@ type BulkConfirm struct {
 	// OwnGroup, for a replay: the filter's group, to name the choice
 	// "Replay to billing only" ("" when the filter names none).
 	OwnGroup string
+	// RestoreFor is how long a delete can be undone ("24 hours").
+	RestoreFor string
+	// OwnFirst: the view named a group (a filter's, or the selection's),
+	// so the replay to that group alone is the default.
+	OwnFirst bool
+	// Untouched are the groups that read the queue and have none of the
+	// dead letters counted: they completed those messages, or have not
+	// reached them yet, and a replay to every group has them process the
+	// copies again.
+	Untouched []string
 }
 
 // BulkResult reports a bulk action.

@@ -223,3 +223,31 @@ func TestFormatting(t *testing.T) {
 		t.Errorf("Plural: %s", got)
 	}
 }
+
+// A payload that is one base64 string says its decoded size and gives
+// its bytes in hex, as does one that is not text; words, JSON and short
+// strings are not taken for base64.
+func TestMakePayloadDecodesBase64(t *testing.T) {
+	for raw, want := range map[string]int{
+		`"iVBORw0KGgoAAAANSUhEUg=="`: 16,
+		` "aGVsbG8sIHdvcmxkIQ" `:     13,
+		`"ordercancelledbyuser"`:     -1,
+		`"Order 12 cancelled"`:       -1,
+		`"aGk="`:                     -1,
+		`{"a":"aGVsbG8sIHdvcmxkIQ"}`: -1,
+		"\xff\xfe\x00binary":         9,
+	} {
+		p := views.MakePayload([]byte(raw), 0)
+		got := -1
+		if p.Decoded != nil {
+			got = p.Decoded.Size
+		}
+		if got != want {
+			t.Errorf("%q: decoded size %d, want %d", raw, got, want)
+		}
+	}
+	p := views.MakePayload([]byte(`"iVBORw0KGgoAAAANSUhEUg=="`), 0)
+	if !p.Decoded.Base64 || !strings.HasPrefix(p.Decoded.Hex, "00000000  89 50 4e 47 0d 0a 1a 0a  00 00 00 0d 49 48 44 52  |.PNG........IHDR|") {
+		t.Fatalf("hex %q", p.Decoded.Hex)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func (s *Server) deleteOne(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	text := oneDeadLetter("Deleted", id, group, n)
+	text := oneDeadLetter("Deleted", id, group, n) + ": Undo brings it back within " + s.restoreFor()
 	undo := deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/restore"
 	if group != "" {
 		undo += "?" + url.Values{"group": {group}}.Encode()
@@ -181,7 +182,7 @@ func (s *Server) confirmBulk(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.BulkConfirm{Action: action, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action, MaxRate: broker.MaxJobRate}
+	v := views.BulkConfirm{Action: action, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action, MaxRate: broker.MaxJobRate, RestoreFor: s.restoreFor()}
 	req := broker.JobRequest{Kind: action}
 	if t.all {
 		req.Query = &t.query
@@ -214,6 +215,19 @@ func (s *Server) confirmBulk(c echo.Context) error {
 	}
 	for _, g := range p.Groups {
 		v.Groups = append(v.Groups, views.BulkGroup{Group: g.Group, DeadLetters: g.DeadLetters, Capped: g.Capped})
+	}
+	// A view that names a group replays to it alone by default.
+	v.OwnFirst = v.OwnGroup != ""
+	if action == "replay" {
+		readers, err := s.broker.Readers(c.Request().Context(), queue)
+		if err != nil {
+			return err
+		}
+		for _, r := range readers {
+			if !slices.ContainsFunc(p.Groups, func(g broker.PreviewGroup) bool { return g.Group == r }) {
+				v.Untouched = append(v.Untouched, r)
+			}
+		}
 	}
 	if v.OwnGroup == "" && len(p.Groups) == 1 {
 		// All of them are one group's: that is the group each copy goes to.

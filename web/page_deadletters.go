@@ -247,8 +247,14 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	}
 	v.ErrorGroups, v.ErrorGroupsScope, v.ErrorGroupsNarrower = errorGroupRows(queue, f, base, tr.ErrorGroups)
 	for _, d := range page.Items {
-		v.Rows = append(v.Rows, rowOf(queue, d))
+		r := rowOf(queue, d)
+		if f.Group != "" {
+			// The list names a group: a row's Replay is for it alone.
+			r.ReplayURL += "?" + url.Values{"mode": {"own"}, "group": {f.Group}}.Encode()
+		}
+		v.Rows = append(v.Rows, r)
 	}
+	v.RestoreFor = s.restoreFor()
 	v.Expiring = expiringNote(queue, f.Group, tr.Expiring)
 	v.RefreshURL = deadLettersURL(queue, withAfter(base, after))
 	if !isFragment(c) {
@@ -472,6 +478,14 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 		return err
 	}
 	v.CopyFor = d.CopyFor
+	if v.Completed, err = s.completedGroups(ctx, d.DeadLetter); err != nil {
+		return err
+	}
+	v.SelfURL = deadLetterURL(queue, id, d.Group)
+	if limit == 0 {
+		v.SelfURL += "&full=1"
+	}
+	v.RestoreFor = s.restoreFor()
 	v.History = historyOf(queue, h, true)
 	return renderPage(c, http.StatusOK, views.DeadLetterView(v), views.DeadLetterContent(v))
 }

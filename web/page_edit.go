@@ -160,6 +160,9 @@ func (s *Server) editView(ctx context.Context, c echo.Context, queue, id string,
 		v.OtherGroups = append(v.OtherGroups, o.Group)
 	}
 	v.Readers, v.CopyFor = readers, d.CopyFor
+	if v.Completed, err = s.completedGroups(ctx, d.DeadLetter); err != nil {
+		return views.EditDeadLetter{}, err
+	}
 	return v, nil
 }
 

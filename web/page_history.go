@@ -117,6 +117,7 @@ func (s *Server) showGone(c echo.Context, queue, id, group string, h broker.Dead
 		v.Fates = append(v.Fates, fateRow(queue, id, f, canOperate, v.Now))
 	}
 	v.Never = len(v.Fates) == 0
+	v.SelfURL = deadLetterURL(queue, id, group)
 	// The copies the fates name are said there: the history lists the
 	// others (replays for other groups).
 	var others []views.CopyRow
@@ -129,6 +130,9 @@ func (s *Server) showGone(c echo.Context, queue, id, group string, h broker.Dead
 	for _, d := range h.DeadLetters {
 		v.Live = append(v.Live, views.LinkRow{Label: d.Group, URL: deadLetterURL(queue, id, d.Group)})
 	}
+	// Its 404 is a page of Lazarus's, which the page of a dead letter
+	// that was just replayed or deleted swaps in (static/app.js).
+	c.Response().Header().Set(lazarusPageHeader, "gone")
 	return renderPage(c, http.StatusNotFound, views.DeadLetterGoneView(v), views.DeadLetterGoneContent(v))
 }
 
