@@ -8,6 +8,7 @@
   "use strict";
 
   let currentID = null;
+  let currentIndex = 0; // where it was: when it goes (replayed), the row now there is current
 
   function typing(t) {
     return t instanceof Element && (t.closest("input, textarea, select, [contenteditable]") !== null || t.isContentEditable);
@@ -31,6 +32,7 @@
     row.setAttribute("aria-current", "true");
     row.tabIndex = -1;
     currentID = row.getAttribute("data-id");
+    currentIndex = rows().indexOf(row);
     if (focus) {
       row.focus({ preventScroll: true });
       row.scrollIntoView({ block: "nearest" });
@@ -127,10 +129,12 @@
   });
 
   // The list updated (an action, the stream, a filter): the current row
-  // stays current where it still is, with the focus if it had it.
+  // stays current where it still is, or, gone (replayed, deleted), the
+  // row now in its place is; with the focus if the focus was lost.
   document.addEventListener("htmx:afterSettle", function () {
     if (!currentID) return;
-    const row = current(rows());
+    const all = rows();
+    const row = current(all) || all[Math.min(currentIndex, all.length - 1)];
     if (!row) {
       currentID = null;
       return;

@@ -2,8 +2,9 @@
 // views.Live wrapper, whose event stream htmx's SSE extension follows)
 // asks for itself again at each "changed" event. It holds still while the
 // person is in the middle of something there (rows selected, a dialog
-// open, the focus on a row): the wrapper's marker then says what changed
-// ("12 new"), and updates the part when pressed, the selection kept.
+// open): the wrapper's marker then says what changed ("12 new"), and
+// updates the part when pressed, the selection kept. (The keyboard's
+// current row needs no holding: keys.js keeps it on its dead letter.)
 (function () {
   "use strict";
 
@@ -11,9 +12,7 @@
   // focus now would disturb them.
   function holding(live) {
     if (document.querySelector("dialog[open]")) return true;
-    if (live.querySelector("input[data-row]:checked")) return true;
-    const f = document.activeElement;
-    return !!(f && f !== document.body && live.contains(f) && f.closest("tr[data-id]"));
+    return live.querySelector("input[data-row]:checked") !== null;
   }
 
   function markerOf(live) {
@@ -45,6 +44,9 @@
   // for the part as the page would (the same filter and page): only its
   // newest look counts.
   let looks = 0;
+  // keep is the rows selected when an update was asked for, selected
+  // again once it is shown.
+  let keep = null;
   function pending(live, part) {
     const mine = ++looks;
     const url = part.getAttribute("hx-get");
@@ -56,6 +58,11 @@
       .then((r) => (r.ok ? r.text() : Promise.reject(new Error(String(r.status)))))
       .then((html) => {
         if (mine !== looks || !document.body.contains(part)) return;
+        if (!holding(live)) {
+          // Let go meanwhile (the dialog closed): update now.
+          refresh(live, part);
+          return;
+        }
         const doc = new DOMParser().parseFromString(html, "text/html");
         const fresh = doc.getElementById(part.id) || doc.body;
         const shown = new Set(rowIDs(part));
@@ -75,6 +82,15 @@
       });
   }
 
+  // refresh updates a part now, the rows selected kept.
+  function refresh(live, part) {
+    keep = Array.from(part.querySelectorAll("input[data-row]:checked")).map((b) => b.value);
+    looks++;
+    live.removeAttribute("data-live-held");
+    hideMarker(live);
+    if (typeof htmx !== "undefined") htmx.trigger(part, "live-refresh");
+  }
+
   // An update the stream asked for waits while the part holds still.
   document.addEventListener("htmx:confirm", function (ev) {
     const elt = ev.detail.elt;
@@ -84,12 +100,22 @@
     const live = elt.closest("[data-live]");
     if (!live || !holding(live)) return;
     ev.preventDefault();
+    live.setAttribute("data-live-held", "");
     pending(live, elt);
   });
 
+  // A dialog closed (a confirmation answered or cancelled): an update
+  // held for it alone is made now; rows still selected hold it further.
+  document.addEventListener("close", function (ev) {
+    if (!(ev.target instanceof HTMLDialogElement)) return;
+    document.querySelectorAll("[data-live][data-live-held]").forEach((live) => {
+      const part = live.querySelector("[data-live-part]");
+      if (part && !holding(live)) refresh(live, part);
+    });
+  }, true);
+
   // The marker pressed: the part updates, with the rows that were
   // selected still selected (those still in it).
-  let keep = null;
   document.addEventListener("click", function (ev) {
     const t = ev.target;
     if (!(t instanceof Element)) return;
@@ -97,11 +123,7 @@
     if (!m) return;
     const live = m.closest("[data-live]");
     const part = live && live.querySelector("[data-live-part]");
-    if (!part) return;
-    keep = Array.from(part.querySelectorAll("input[data-row]:checked")).map((b) => b.value);
-    looks++;
-    hideMarker(live);
-    if (typeof htmx !== "undefined") htmx.trigger(part, "live-refresh");
+    if (part) refresh(live, part);
   });
 
   document.addEventListener("htmx:afterSwap", function (ev) {
@@ -114,6 +136,7 @@
       if (!part || (target.isConnected && !live.contains(target) && !target.contains(live))) return;
       const m = markerOf(live);
       if (m && !m.classList.contains("offline")) hideMarker(live);
+      live.removeAttribute("data-live-held");
       if (keep) {
         const ids = new Set(keep);
         keep = null;
@@ -131,6 +154,7 @@
     const live = ev.target instanceof Element ? ev.target.closest("[data-live]") : null;
     const source = ev.detail && ev.detail.source;
     if (!live || !source) return;
+    live.removeAttribute("data-live-open");
     live.setAttribute("data-live-lost", "");
     if (source.readyState !== 2) return; // 2: CLOSED; otherwise the browser opens it again by itself
     showMarker(live, "Not updating by itself: press to update", true);
@@ -139,6 +163,7 @@
   document.addEventListener("htmx:sseOpen", function (ev) {
     const live = ev.target instanceof Element ? ev.target.closest("[data-live]") : null;
     if (!live) return;
+    live.setAttribute("data-live-open", ""); // following its stream (the browser tests wait for it)
     const m = markerOf(live);
     if (m && m.classList.contains("offline")) hideMarker(live);
     if (live.hasAttribute("data-live-lost")) {
