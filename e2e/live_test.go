@@ -210,11 +210,11 @@ func TestManagerTogglesChartLinesAndReadsTheirTable(t *testing.T) {
 	if !slices.Equal(heads, []string{"Time (UTC)", billing, shipping}) {
 		t.Errorf("the table's heads %q", heads)
 	}
-	last := table.GetByTestId("chart-table-row").Last()
-	cells, err := last.Locator("td").AllTextContents()
-	v.check(err, "the table's last row")
+	newest := table.GetByTestId("chart-table-row").First()
+	cells, err := newest.Locator("td").AllTextContents()
+	v.check(err, "the table's newest row")
 	if !slices.Equal(cells, []string{fmt.Sprint(shopBillingDead), fmt.Sprint(shopShippingDead)}) {
-		t.Errorf("the table's last row %q, want billing %d and shipping %d", cells, shopBillingDead, shopShippingDead)
+		t.Errorf("the table's newest row %q, want billing %d and shipping %d", cells, shopBillingDead, shopShippingDead)
 	}
 	v.screenshot("chart-table")
 

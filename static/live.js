@@ -71,7 +71,7 @@
         const gone = Array.from(shown).filter((id) => !ids.includes(id)).length;
         const m = markerOf(live);
         if (added > 0) {
-          showMarker(live, added + " new" + (added === 1 ? " dead letter" : " dead letters") + ": show");
+          showMarker(live, "↑ " + added + " new" + (added === 1 ? " dead letter" : " dead letters") + ": show");
           if (m) m.setAttribute("data-count", String(added));
         } else if (gone > 0) {
           showMarker(live, gone + " gone from this page: update");

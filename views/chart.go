@@ -349,7 +349,8 @@ type ChartTableRow struct {
 	Values []string
 }
 
-// Table lays c's values out as a table, oldest first.
+// Table lays c's values out as a table, newest first (as the lists are:
+// what a reader looks for first is now).
 func (c Chart) Table() ChartTable {
 	var t ChartTable
 	at := map[time.Time]int{}
@@ -364,7 +365,7 @@ func (c Chart) Table() ChartTable {
 			}
 		}
 	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	slices.SortFunc(times, func(a, b time.Time) int { return b.Compare(a) })
 	for i, tm := range times {
 		at[tm] = i
 		t.Rows = append(t.Rows, ChartTableRow{At: tm, Values: make([]string, len(c.Series))})
@@ -378,3 +379,7 @@ func (c Chart) Table() ChartTable {
 	}
 	return t
 }
+
+// TableTime writes a time of a chart's table: to the minute, in UTC, as
+// its buckets are.
+func TableTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
