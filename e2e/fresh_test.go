@@ -254,9 +254,17 @@ func TestOperatorSeesASlowRequestWorkAndTimeOut(t *testing.T) {
 	hold := func(r playwright.Route) { held <- r }
 	v.check(v.page.Route("**/dead-letters/*/replay", hold), "hold the replays")
 	defer func() {
-		close(held)
-		for r := range held {
-			_ = r.Abort("timedout")
+		// The route off first, then what it held let go: a handler still
+		// running may send after this (the channel stays open for it), so
+		// it is never closed under a sender.
+		_ = v.page.Unroute("**/dead-letters/*/replay")
+		for {
+			select {
+			case r := <-held:
+				_ = r.Abort("timedout")
+			default:
+				return
+			}
 		}
 	}()
 
