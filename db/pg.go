@@ -779,14 +779,13 @@ func Prepare(dsn string) error {
 	return d.Close()
 }
 
-// Exec runs one statement outside the broker, written in SQLite's
-// dialect and translated on PostgreSQL as the store's own are: for tools
-// and tests that must go around the broker (WriteDB is the handle
-// itself).
+// Exec runs one statement outside the broker, as it is, in the store's
+// dialect (no catalog, no translation: a text both read alike, with
+// parameters $1, $2, ... in order, runs on either): for tools and tests
+// that must go around the broker (WriteDB is the handle itself).
 func (d *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if d.pg != nil {
-		text, args := pgArgs(query, args)
-		return d.pg.db.ExecContext(ctx, text, args...)
+		return d.pg.db.ExecContext(ctx, query, args...)
 	}
 	return d.write.ExecContext(ctx, query, args...)
 }
@@ -794,8 +793,7 @@ func (d *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, e
 // QueryRow is Exec for a query of one row.
 func (d *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	if d.pg != nil {
-		text, args := pgArgs(query, args)
-		return d.pg.db.QueryRowContext(ctx, text, args...)
+		return d.pg.db.QueryRowContext(ctx, query, args...)
 	}
 	return d.write.QueryRowContext(ctx, query, args...)
 }

@@ -86,10 +86,12 @@ type pgStatement struct {
 	stores bool
 }
 
-// pgSQL is query in PostgreSQL's dialect.
-func pgSQL(query string) string { return pgStmt(query).text }
+// pgSQL is query in PostgreSQL's dialect, as the translator makes it.
+func pgSQL(query string) string { return pgTranslate(query).text }
 
-func pgStmt(query string) *pgStatement {
+// pgTranslate is query translated (or as pgQuery gave it), once per
+// distinct text.
+func pgTranslate(query string) *pgStatement {
 	if q, ok := pgQueries.Load(query); ok {
 		return q.(*pgStatement)
 	}

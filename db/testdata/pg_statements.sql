@@ -11,8 +11,8 @@
 -- package variable it is read from. A statement that runs under !t.pg
 -- only (as the branches on t.pg say) has no PostgreSQL text.
 --
--- 182 statements (16 with a PostgreSQL text written by hand, 7 for
--- SQLite only), then the 56 calls whose text is built at run time,
+-- 193 statements (16 with a PostgreSQL text written by hand, 8 for
+-- SQLite only), then the 47 calls whose text is built at run time,
 -- which this file does not cover yet.
 
 -- used by: foldRows
@@ -89,6 +89,20 @@ UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3
 --   SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?
 -- postgres (translated):
 SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3
+;
+
+-- used by: storeTx.Consumer
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ?
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2
+;
+
+-- used by: storeTx.Consumer
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 FOR UPDATE
 ;
 
 -- used by: storeTx.ConsumerByLease
@@ -542,6 +556,27 @@ SELECT g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.qu
 SELECT queue_id FROM subscriptions WHERE group_id = $1 ORDER BY queue_id
 ;
 
+-- used by: storeTx.Groups
+-- sqlite:
+--   SELECT g.id, g.name, s.subscribed_at,
+--   		(SELECT COALESCE(SUM(p.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id AND m.seq > p.counted_seq)
+--   			- c.passed - (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.passed_seq AND m.seq <= c.cursor)), 0)
+--   			FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id
+--   			WHERE p.queue_id = s.queue_id),
+--   		(SELECT COUNT(*) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id
+--   			WHERE p.queue_id = s.queue_id AND c.lease_id IS NOT NULL AND c.lease_until > ?)
+--   		FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name
+-- postgres (translated):
+SELECT g.id, g.name, s.subscribed_at,
+		(SELECT COALESCE(SUM(p.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id AND m.seq > p.counted_seq)
+			- c.passed - (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.passed_seq AND m.seq <= c.cursor)), 0)
+			FROM partitions p JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id
+			WHERE p.queue_id = s.queue_id),
+		(SELECT COUNT(*) FROM partitions p JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id
+			WHERE p.queue_id = s.queue_id AND c.lease_id IS NOT NULL AND c.lease_until > $1)
+		FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = $2 ORDER BY g.name
+;
+
 -- used by: storeTx.InsertAttempt
 -- sqlite:
 --   INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -951,6 +986,15 @@ SELECT g.name, partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''),
 SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = $1 ORDER BY name
 ;
 
+-- used by: storeTx.Partitions
+-- sqlite:
+--   SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, p.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id AND m.seq > p.counted_seq)
+--   		FROM partitions p WHERE p.queue_id = ? ORDER BY p.name
+-- postgres (translated):
+SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, p.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = p.id AND m.seq > p.counted_seq)
+		FROM partitions p WHERE p.queue_id = $1 ORDER BY p.name
+;
+
 -- used by: storeTx.QueueByID
 -- sqlite:
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
@@ -1028,6 +1072,24 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 			WHERE c.queue_id = $1 AND c.group_id = $2 AND c.ready = 1 AND (c.leased_at, c.partition_id) > ($5, $6)
 			AND (c.lease_id IS NULL OR c.lease_until <= $3) AND c.available_at <= $3
 			ORDER BY c.leased_at, c.partition_id LIMIT $4
+;
+
+-- used by: storeTx.RecentMessages
+-- sqlite:
+--   SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
+--   		WHERE partition_id <> 0 AND created_at >= ?1 AND created_at < ?2 ORDER BY seq DESC LIMIT ?3
+-- postgres (translated):
+SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
+		WHERE partition_id <> 0 AND created_at >= $1 AND created_at < $2 ORDER BY seq DESC LIMIT $3
+;
+
+-- used by: storeTx.RecentMessages
+-- sqlite:
+--   SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
+--   		WHERE partition_id = ?4 AND created_at >= ?1 AND created_at < ?2 ORDER BY seq DESC LIMIT ?3
+-- postgres (translated):
+SELECT seq, partition_id, transaction_id, trace_id, created_at FROM messages
+		WHERE partition_id = $4 AND created_at >= $1 AND created_at < $2 ORDER BY seq DESC LIMIT $3
 ;
 
 -- used by: storeTx.RemoveFromErrorGroup
@@ -1634,6 +1696,46 @@ SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.p
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
 ;
 
+-- used by: storeTx.pgInsertMessages
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+--   	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
+--   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+--   	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+--   	ORDER BY m.n
+--   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+--   	RETURNING seq, partition_id, transaction_id
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id
+;
+
+-- used by: storeTx.pgInsertMessages
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+--   	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
+--   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+--   	ORDER BY m.n
+--   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+--   	RETURNING seq, partition_id, transaction_id
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id
+;
+
 -- used by: storeTx.pgLockReady
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
@@ -1674,11 +1776,44 @@ CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT 
 ;
 
 -- used by: storeTx.pushCopies
+-- insert: PostgreSQL's text returns seq
+-- runs on SQLite only (under !t.pg)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   		SELECT c.part, c.txid,
+--   			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
+--   		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+--   		WHERE true ORDER BY c.k
+--   		ON CONFLICT (partition_id, transaction_id) DO NOTHING
+-- postgres: none
+
+-- used by: storeTx.pushCopies
 -- from: copiesInSQL
 -- sqlite:
 --   INSERT INTO temp.copies_in (k, seq, txid, part) SELECT j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?) j
 -- postgres (hand-written, pgQuery):
 INSERT INTO pg_temp.copies_in (k, seq, txid, part) SELECT j.k, (j.value ->> 0)::bigint, j.value ->> 1, (j.value ->> 2)::bigint FROM json_array_elements($1::json) WITH ORDINALITY j(value, k)
+;
+
+-- used by: storeTx.pushEdited
+-- insert: PostgreSQL's text returns seq
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   		SELECT ?1, ?2, ?3, COALESCE((SELECT m.trace_id FROM messages m WHERE m.seq = ?5), (SELECT d.trace_id FROM dead_letters d WHERE d.seq = ?5 AND d.payload IS NOT NULL LIMIT 1)), ?4
+--   		WHERE true ON CONFLICT (partition_id, transaction_id) DO NOTHING
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT $1, $2, $3, COALESCE((SELECT m.trace_id FROM messages m WHERE m.seq = $5), (SELECT d.trace_id FROM dead_letters d WHERE d.seq = $5 AND d.payload IS NOT NULL LIMIT 1)), $4
+		WHERE true ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq
+;
+
+-- used by: storeTx.pushEdited
+-- sqlite:
+--   INSERT INTO replay_edits (copy_seq, original, edited)
+--   		SELECT ?1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = ?3), (SELECT d.payload FROM dead_letters d WHERE d.seq = ?3 AND d.payload IS NOT NULL LIMIT 1)), ?2
+-- postgres (translated):
+INSERT INTO replay_edits (copy_seq, original, edited)
+		SELECT $1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = $3), (SELECT d.payload FROM dead_letters d WHERE d.seq = $3 AND d.payload IS NOT NULL LIMIT 1)), $2
 ;
 
 -- used by: storeTx.queueGroupIDs
@@ -1799,11 +1934,10 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))
 ;
 
--- Built at run time, not covered yet: 56 calls.
+-- Built at run time, not covered yet: 47 calls.
 --   DB.Health: exec(stmt)
 --   scanKeys: query(query)
 --   storeTx.AddStats: exec(b.upsert)
---   storeTx.Consumer: queryRow(q)
 --   storeTx.ConsumersBySharedLease: query(q)
 --   storeTx.CountDeadLetterMessages: queryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
 --   storeTx.CountDeadLetters: queryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
@@ -1816,16 +1950,12 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 --   storeTx.DeadLettersOfSeqs: query(deadLettersOfSeqsQuery (package variable))
 --   storeTx.DeleteEmptyPartitions: exec(s)
 --   storeTx.DeleteQueue: exec(s)
---   storeTx.ErrorGroupHours: query(query)
 --   storeTx.GiveBackPages: query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
---   storeTx.Groups: query(`SELECT g.id, g.name, s.subscribed_at, (SELECT COALESCE(SUM(` + messagesOf("p") + ` - c.passed - (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.passed_seq AND m.seq <= c.cursor)), 0) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id WHERE p.queue_id = s.queue_id), (SELECT COUNT(*) FROM partitions p CROSS JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id WHERE p.queue_id = s.queue_id AND c.lease_id IS NOT NULL AND c.lease_until > ?) FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`)
 --   storeTx.Jobs: query(q)
 --   storeTx.ListAudit: query(q)
 --   storeTx.ListDeadLetters: query(q)
 --   storeTx.MessagesByTransaction: query(q)
 --   storeTx.NewestFailure: queryRow(`SELECT d.failed_at FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`)
---   storeTx.Partitions: query(`SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, ` + messagesOf("p") + ` FROM partitions p WHERE p.queue_id = ? ORDER BY p.name`)
---   storeTx.RecentMessages: query(q)
 --   storeTx.Reposition: exec(`DELETE ` + of)
 --   storeTx.Reposition: queryRow(`SELECT COUNT(*) ` + of + ` AND lease_id IS NOT NULL AND lease_until > ?3`)
 --   storeTx.Reposition: queryRow(`SELECT COUNT(*) ` + of)
@@ -1843,15 +1973,11 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 --   storeTx.insertConsumers: exec(`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq) SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END, ` + passed + `, c.cursor FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, ` + cursor + ` AS cursor FROM partitions p WHERE p.queue_id = ?3` + onePartition + `) c`)
 --   storeTx.markReady: exec(q)
 --   storeTx.names: query(query)
---   storeTx.pgInsertMessages: query(q)
 --   storeTx.pgPushCopies: query(insert + ` RETURNING seq, partition_id, transaction_id`)
 --   storeTx.pgRebuildTextIndex: exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)
 --   storeTx.pgRebuildTextIndex: exec(s)
 --   storeTx.pgRebuildTextIndex: query(read)
 --   storeTx.pushCopies: exec(stmt)
---   storeTx.pushCopies: insert(insertCopies)
---   storeTx.pushEdited: exec(`INSERT INTO replay_edits (copy_seq, original, edited) SELECT ?1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = ?3), ` + fromDeadLetter("payload", "?3") + `), ?2`)
---   storeTx.pushEdited: insert(`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) SELECT ?1, ?2, ?3, COALESCE((SELECT m.trace_id FROM messages m WHERE m.seq = ?5), ` + fromDeadLetter("trace_id", "?5") + `), ?4 WHERE true ON CONFLICT (partition_id, transaction_id) DO NOTHING`)
 --   storeTx.readyConsumers: query(scanSQL)
 --   storeTx.recordReplays: exec(recordReplaysSQL (package variable))
 --   storeTx.seqBoundaryBy: queryRow(first)

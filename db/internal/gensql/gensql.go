@@ -139,7 +139,6 @@ func Collect(dir string) ([]Site, error) {
 
 	// The package variables set by pgQuery(sqlite, pg) or
 	// pgInsert(col, sqlite, pg): their SQLite text.
-	type pair struct{ sql, col string }
 	given := map[types.Object]pair{}
 	for _, init := range info.InitOrder {
 		call, ok := init.Rhs.(*ast.CallExpr)
@@ -163,6 +162,17 @@ func Collect(dir string) ([]Site, error) {
 			given[init.Lhs[0]] = pair{s, col}
 		}
 	}
+
+	// The package's functions, for folding a helper's call (fold).
+	funcs := map[types.Object]*ast.FuncDecl{}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Body != nil {
+				funcs[info.Defs[fd.Name]] = fd
+			}
+		}
+	}
+	fo := &folder{info: info, funcs: funcs}
 
 	var sites []Site
 	for _, f := range files {
@@ -201,28 +211,35 @@ func Collect(dir string) ([]Site, error) {
 				}
 				site := Site{Func: name, Wrapper: sel.Sel.Name, Only: only.at(call.Pos())}
 				arg := call.Args[idx]
-				if q, ok := constString(info, arg); ok {
-					site.Const, site.SQL = true, q
-				} else if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
+				col, colOK := "", true
+				if site.Wrapper == "insert" {
+					// RETURNING col is built at run time when col is not
+					// a constant.
+					col, colOK = fo.fold(call.Args[1], nil, 0)
+				}
+				if id, ok := ast.Unparen(arg).(*ast.Ident); ok && colOK {
 					if g, ok := given[info.Uses[id]]; ok {
-						site.Const, site.SQL, site.Var = true, g.sql, id.Name
+						site.Const, site.SQL, site.Var, site.Col = true, g.sql, id.Name, col
 						direct[id] = true
+						sites = append(sites, site)
+						return true
 					}
 				}
-				if site.Const && site.Wrapper == "insert" {
-					col, ok := constString(info, call.Args[1])
-					if !ok {
-						site.Const = false // RETURNING col is built at run time
+				if qs, ok := fo.values(arg, fd.Body, given); ok && colOK {
+					// A constant, or a local variable only ever set to
+					// constants: a site for each.
+					for _, q := range qs {
+						c := site
+						c.Const, c.SQL, c.Var, c.Col = true, q.sql, q.v, col
+						sites = append(sites, c)
 					}
-					site.Col = col
+					return true
 				}
-				if !site.Const {
-					site.SQL, site.Var = "", ""
-					site.Expr = types.ExprString(arg)
-					if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
-						if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == pkg.Scope() {
-							site.Expr += " (package variable)"
-						}
+				site.Col = col
+				site.Expr = types.ExprString(arg)
+				if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
+					if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == pkg.Scope() {
+						site.Expr += " (package variable)"
 					}
 				}
 				sites = append(sites, site)
@@ -232,6 +249,144 @@ func Collect(dir string) ([]Site, error) {
 	}
 	return sites, nil
 }
+
+// folder folds a statement's text to a constant, as the compiler does
+// and further: through the calls of the package's helpers that return
+// one expression of their parameters (messagesOf("p")), when their
+// arguments fold.
+type folder struct {
+	info  *types.Info
+	funcs map[types.Object]*ast.FuncDecl
+}
+
+// fold is e's constant string value; env holds the parameters of the
+// helper being folded.
+func (f *folder) fold(e ast.Expr, env map[types.Object]string, depth int) (string, bool) {
+	if s, ok := constString(f.info, e); ok {
+		return s, true
+	}
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		s, ok := env[f.info.Uses[e]]
+		return s, ok
+	case *ast.BinaryExpr:
+		if e.Op != token.ADD {
+			return "", false
+		}
+		x, ok := f.fold(e.X, env, depth)
+		if !ok {
+			return "", false
+		}
+		y, ok := f.fold(e.Y, env, depth)
+		return x + y, ok
+	case *ast.CallExpr:
+		id, ok := ast.Unparen(e.Fun).(*ast.Ident)
+		if !ok || depth > 8 {
+			return "", false
+		}
+		fd := f.funcs[f.info.Uses[id]]
+		if fd == nil || len(fd.Body.List) != 1 || e.Ellipsis.IsValid() {
+			return "", false
+		}
+		ret, ok := fd.Body.List[0].(*ast.ReturnStmt)
+		if !ok || len(ret.Results) != 1 {
+			return "", false
+		}
+		inner := map[types.Object]string{}
+		i := 0
+		for _, field := range fd.Type.Params.List {
+			for _, n := range field.Names {
+				if i >= len(e.Args) {
+					return "", false
+				}
+				v, ok := f.fold(e.Args[i], env, depth)
+				if !ok {
+					return "", false
+				}
+				inner[f.info.Defs[n]] = v
+				i++
+			}
+		}
+		return f.fold(ret.Results[0], inner, depth+1)
+	}
+	return "", false
+}
+
+// value is one text a wrapper's query may be: its SQL and the pgQuery
+// variable it was read from, if any.
+type value struct{ sql, v string }
+
+// values are the texts e may hold: its value when it folds; when it
+// is a local variable of body that every assignment sets to a constant
+// (or a pgQuery variable), each of those.
+func (f *folder) values(e ast.Expr, body *ast.BlockStmt, given map[types.Object]pair) ([]value, bool) {
+	if s, ok := f.fold(e, nil, 0); ok {
+		return []value{{sql: s}}, true
+	}
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	if !ok {
+		return nil, false
+	}
+	v, ok := f.info.Uses[id].(*types.Var)
+	if !ok || v.Parent() == nil || v.Parent() == v.Pkg().Scope() {
+		return nil, false
+	}
+	var out []value
+	ok = true
+	set := func(rhs ast.Expr) {
+		if r, isID := ast.Unparen(rhs).(*ast.Ident); isID {
+			if g, isGiven := given[f.info.Uses[r]]; isGiven && g.col == "" {
+				out = append(out, value{g.sql, r.Name})
+				return
+			}
+		}
+		s, folds := f.fold(rhs, nil, 0)
+		if !folds {
+			ok = false
+			return
+		}
+		out = append(out, value{sql: s})
+	}
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for i, l := range n.Lhs {
+				lid, isID := l.(*ast.Ident)
+				if !isID || (f.info.Defs[lid] != v && f.info.Uses[lid] != v) {
+					continue
+				}
+				if (n.Tok != token.ASSIGN && n.Tok != token.DEFINE) || len(n.Rhs) != len(n.Lhs) {
+					ok = false // s += ..., or a, b := f()
+					continue
+				}
+				set(n.Rhs[i])
+			}
+		case *ast.ValueSpec:
+			for i, name := range n.Names {
+				if f.info.Defs[name] != v {
+					continue
+				}
+				if len(n.Values) != len(n.Names) {
+					ok = false
+					continue
+				}
+				set(n.Values[i])
+			}
+		case *ast.UnaryExpr:
+			if n.Op == token.AND {
+				if x, isID := ast.Unparen(n.X).(*ast.Ident); isID && f.info.Uses[x] == v {
+					ok = false // its address taken: set elsewhere
+				}
+			}
+		}
+		return true
+	})
+	return out, ok && len(out) > 0
+}
+
+// pair is a pgQuery variable's SQLite text, and for pgInsert the column
+// RETURNING adds.
+type pair struct{ sql, col string }
 
 // span is a range of a function's source that runs on one store only.
 type span struct {

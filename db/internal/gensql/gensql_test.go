@@ -17,7 +17,10 @@ func TestCollect(t *testing.T) {
 		{Func: "storeTx.Both", Wrapper: "insert", Const: true, SQL: `INSERT INTO t (a) VALUES (?)`, Col: "id"},
 		{Func: "storeTx.Both", Wrapper: "exec", Expr: "`SELECT ` + name"},
 		{Func: "storeTx.Both", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
-		{Func: "storeTx.Both", Wrapper: "exec", Expr: "s"},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `UPDATE t SET a = 1`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a FROM t`},
+		{Func: "storeTx.Both", Wrapper: "exec", Expr: "u"},
 		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
 		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
 	}
@@ -25,7 +28,7 @@ func TestCollect(t *testing.T) {
 		t.Errorf("Collect:\n got %+v\nwant %+v", sites, want)
 	}
 	dyn := Dynamic(sites)
-	wantDyn := []string{"storeTx.Both: exec(`SELECT ` + name)", "storeTx.Both: exec(s)"}
+	wantDyn := []string{"storeTx.Both: exec(`SELECT ` + name)", "storeTx.Both: exec(u)"}
 	if !reflect.DeepEqual(dyn, wantDyn) {
 		t.Errorf("Dynamic: got %q, want %q", dyn, wantDyn)
 	}
