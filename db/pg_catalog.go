@@ -5,6 +5,12 @@ package db
 // pgCatalog is the PostgreSQL statement of each SQLite text db runs
 // there, as testdata/pg_statements.sql lists them (pg_statements.go).
 var pgCatalog = map[string]*pgStatement{
+	// DB.Health: translated
+	`DELETE FROM settings WHERE key = 'space_probe'`: {text: `DELETE FROM settings WHERE key = 'space_probe'`},
+	// DB.Health: translated
+	`INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`: {text: `INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', $1, 'x'))
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, stores: true},
 	// foldRows: hand-written (pgQuery)
 	`UPDATE consumers SET
 		passed = CASE WHEN consumers.cursor > consumers.passed_seq
@@ -132,8 +138,18 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id WHERE d.id = $1`},
+	// storeTx.DeadLetterKeysOf: translated
+	`SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, COALESCE(m.created_at, d.pushed_at), d.fingerprint,
+	COALESCE(length(m.payload), length(d.payload), 0)
+	FROM dead_letters d LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.id`: {text: `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, COALESCE(m.created_at, d.pushed_at), d.fingerprint,
+	COALESCE(length(m.payload), length(d.payload), 0)
+	FROM dead_letters d LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY d.seq, d.id`},
 	// storeTx.DeadLettersByShortID: translated
 	`SELECT COALESCE(MAX(seq), 0) FROM dead_letters`: {text: `SELECT COALESCE(MAX(seq), 0) FROM dead_letters`},
+	// storeTx.DeadLettersByShortID: translated
+	`SELECT d.seq, COALESCE(m.created_at, d.pushed_at) FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq >= ? ORDER BY d.seq LIMIT 1`: {text: `SELECT d.seq, COALESCE(m.created_at, d.pushed_at) FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq >= $1 ORDER BY d.seq LIMIT 1`},
 	// storeTx.DeadLettersOfMessage: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
 	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
@@ -602,6 +618,10 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 				WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1`},
+	// storeTx.Series: translated
+	`SELECT id, name FROM groups`: {text: `SELECT id, name FROM groups`},
+	// storeTx.Series: translated
+	`SELECT id, name FROM queues`: {text: `SELECT id, name FROM queues`},
 	// storeTx.SessionByHash: translated
 	`SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = ?`: {text: `SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = $1`},
 	// storeTx.SetSetting: translated
@@ -830,6 +850,14 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`},
 	// storeTx.pgPushCopies, storeTx.pushCopies: translated
 	`DELETE FROM temp.copies_in`: {text: `DELETE FROM pg_temp.copies_in`},
+	// storeTx.pgRebuildTextIndex: translated
+	`SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?`: {text: `SELECT id, error FROM dead_letters WHERE id > $1 ORDER BY id LIMIT $2`},
+	// storeTx.pgRebuildTextIndex: translated
+	`SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
+			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
+		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > ? ORDER BY seq LIMIT ?) s ORDER BY s.seq`: {text: `SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
+			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
+		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > $1 ORDER BY seq LIMIT $2) s ORDER BY s.seq`},
 	// storeTx.pushCopies: hand-written (pgQuery)
 	`CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL, part INTEGER NOT NULL)`: {text: `CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL, part BIGINT NOT NULL)`},
 	// storeTx.pushCopies: hand-written (pgQuery)
@@ -869,6 +897,8 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
 			sample_error = CASE WHEN excluded.last_failed_at > error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
 			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)`, stores: true},
+	// storeTx.seqBoundary: translated
+	`SELECT seq, created_at FROM messages WHERE seq >= ? ORDER BY seq LIMIT 1`: {text: `SELECT seq, created_at FROM messages WHERE seq >= $1 ORDER BY seq LIMIT 1`},
 	// storeTx.statsGroups: translated
 	`SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1`: {text: `SELECT queue_id, group_id FROM group_stats WHERE $1 = 0 OR queue_id = $1`},
 	// storeTx.sweepBound: translated

@@ -11,9 +11,25 @@
 -- package variable it is read from. A statement that runs under !t.pg
 -- only (as the branches on t.pg say) has no PostgreSQL text.
 --
--- 193 statements (16 with a PostgreSQL text written by hand, 8 for
--- SQLite only), then the 47 calls whose text is built at run time,
+-- 202 statements (16 with a PostgreSQL text written by hand, 8 for
+-- SQLite only), then the 44 calls whose text is built at run time,
 -- which this file does not cover yet.
+
+-- used by: DB.Health
+-- sqlite:
+--   DELETE FROM settings WHERE key = 'space_probe'
+-- postgres (translated):
+DELETE FROM settings WHERE key = 'space_probe'
+;
+
+-- used by: DB.Health
+-- sqlite:
+--   INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
+--   		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+-- postgres (translated):
+INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', $1, 'x'))
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+;
 
 -- used by: foldRows
 -- from: foldConsumersSQL
@@ -251,11 +267,31 @@ SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_
 	JOIN groups g ON g.id = d.group_id WHERE d.id = $1
 ;
 
+-- used by: storeTx.DeadLetterKeysOf
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, COALESCE(m.created_at, d.pushed_at), d.fingerprint,
+--   	COALESCE(length(m.payload), length(d.payload), 0)
+--   	FROM dead_letters d LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.id
+-- postgres (translated):
+SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, COALESCE(m.created_at, d.pushed_at), d.fingerprint,
+	COALESCE(length(m.payload), length(d.payload), 0)
+	FROM dead_letters d LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY d.seq, d.id
+;
+
 -- used by: storeTx.DeadLettersByShortID
 -- sqlite:
 --   SELECT COALESCE(MAX(seq), 0) FROM dead_letters
 -- postgres (translated):
 SELECT COALESCE(MAX(seq), 0) FROM dead_letters
+;
+
+-- used by: storeTx.DeadLettersByShortID
+-- sqlite:
+--   SELECT d.seq, COALESCE(m.created_at, d.pushed_at) FROM dead_letters d
+--   	LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq >= ? ORDER BY d.seq LIMIT 1
+-- postgres (translated):
+SELECT d.seq, COALESCE(m.created_at, d.pushed_at) FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq >= $1 ORDER BY d.seq LIMIT 1
 ;
 
 -- used by: storeTx.DeadLettersOfMessage
@@ -1203,6 +1239,20 @@ SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b
 				WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1
 ;
 
+-- used by: storeTx.Series
+-- sqlite:
+--   SELECT id, name FROM groups
+-- postgres (translated):
+SELECT id, name FROM groups
+;
+
+-- used by: storeTx.Series
+-- sqlite:
+--   SELECT id, name FROM queues
+-- postgres (translated):
+SELECT id, name FROM queues
+;
+
 -- used by: storeTx.SessionByHash
 -- sqlite:
 --   SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = ?
@@ -1767,6 +1817,24 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM mes
 DELETE FROM pg_temp.copies_in
 ;
 
+-- used by: storeTx.pgRebuildTextIndex
+-- sqlite:
+--   SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?
+-- postgres (translated):
+SELECT id, error FROM dead_letters WHERE id > $1 ORDER BY id LIMIT $2
+;
+
+-- used by: storeTx.pgRebuildTextIndex
+-- sqlite:
+--   SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
+--   			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
+--   		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > ? ORDER BY seq LIMIT ?) s ORDER BY s.seq
+-- postgres (translated):
+SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
+			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
+		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > $1 ORDER BY seq LIMIT $2) s ORDER BY s.seq
+;
+
 -- used by: storeTx.pushCopies
 -- from: createCopiesInSQL
 -- sqlite:
@@ -1862,6 +1930,13 @@ INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_f
 			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)
 ;
 
+-- used by: storeTx.seqBoundary
+-- sqlite:
+--   SELECT seq, created_at FROM messages WHERE seq >= ? ORDER BY seq LIMIT 1
+-- postgres (translated):
+SELECT seq, created_at FROM messages WHERE seq >= $1 ORDER BY seq LIMIT 1
+;
+
 -- used by: storeTx.statsGroups
 -- sqlite:
 --   SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1
@@ -1934,15 +2009,15 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))
 ;
 
--- Built at run time, not covered yet: 47 calls.
---   DB.Health: exec(stmt)
---   scanKeys: query(query)
+-- Built at run time, not covered yet: 44 calls.
 --   storeTx.AddStats: exec(b.upsert)
 --   storeTx.ConsumersBySharedLease: query(q)
 --   storeTx.CountDeadLetterMessages: queryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
 --   storeTx.CountDeadLetters: queryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
 --   storeTx.CountDeadLettersAbove: queryRow(query)
 --   storeTx.CountDeadLettersUpTo: queryRow(`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d` + w + ` LIMIT ?) x`)
+--   storeTx.DeadLetterKeys: scanKeys(q)
+--   storeTx.DeadLetterKeys: scanKeys(sel + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`)
 --   storeTx.DeadLetterPosition: queryRow(`SELECT d.failed_at, d.id FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`)
 --   storeTx.DeadLetterWindow: queryRow(q)
 --   storeTx.DeadLettersByTrace: query(deadLettersByTraceQuery (package variable))
@@ -1968,17 +2043,14 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 --   storeTx.TextMatches: queryRow(`SELECT COUNT(*) FROM (SELECT docid FROM ` + index + ` WHERE match(?, ` + index + `) LIMIT ?) AS m`)
 --   storeTx.cutAtDoc: query(q)
 --   storeTx.deleteSwept: exec(stmt)
---   storeTx.exportRows: query(q)
+--   storeTx.exportByList: exportRows(q)
+--   storeTx.exportFromBlock: exportRows(q)
 --   storeTx.indexBlock: queryIDs(q)
 --   storeTx.insertConsumers: exec(`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq) SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END, ` + passed + `, c.cursor FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, ` + cursor + ` AS cursor FROM partitions p WHERE p.queue_id = ?3` + onePartition + `) c`)
 --   storeTx.markReady: exec(q)
---   storeTx.names: query(query)
 --   storeTx.pgPushCopies: query(insert + ` RETURNING seq, partition_id, transaction_id`)
 --   storeTx.pgRebuildTextIndex: exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)
 --   storeTx.pgRebuildTextIndex: exec(s)
---   storeTx.pgRebuildTextIndex: query(read)
 --   storeTx.pushCopies: exec(stmt)
---   storeTx.readyConsumers: query(scanSQL)
 --   storeTx.recordReplays: exec(recordReplaysSQL (package variable))
---   storeTx.seqBoundaryBy: queryRow(first)
 --   storeTx.unindexQueue: exec(s)

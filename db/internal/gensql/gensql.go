@@ -174,6 +174,29 @@ func Collect(dir string) ([]Site, error) {
 	}
 	fo := &folder{info: info, funcs: funcs}
 
+	// The functions that pass a parameter on as a wrapper's query
+	// (scanKeys(ctx, t, query, args...), a closure's stmt) are wrappers
+	// too: their callers' texts are the sites. Found again until no more
+	// are (a helper of a helper).
+	passers := map[types.Object]int{}
+	for {
+		n := len(passers)
+		walkCalls(files, func(stack []ast.Node, call *ast.CallExpr) {
+			_, idx, ok := callee(info, pkg, passers, call)
+			if !ok {
+				return
+			}
+			if owner, i := paramOf(info, stack, call.Args[idx]); owner != nil {
+				if _, known := passers[owner]; !known {
+					passers[owner] = i
+				}
+			}
+		})
+		if len(passers) == n {
+			break
+		}
+	}
+
 	var sites []Site
 	for _, f := range files {
 		for _, d := range f.Decls {
@@ -184,33 +207,28 @@ func Collect(dir string) ([]Site, error) {
 			name := funcName(fd)
 			only := branches(info, pkg, fd.Body)
 			direct := map[*ast.Ident]bool{}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
+			walk(fd, []ast.Node{fd}, func(stack []ast.Node, n ast.Node) {
 				if id, ok := n.(*ast.Ident); ok {
 					// A pgQuery variable the function picks among
 					// others, passed at run time.
 					if g, ok := given[info.Uses[id]]; ok && !direct[id] {
 						sites = append(sites, Site{Func: name, Const: true, SQL: g.sql, Col: g.col, Var: id.Name, Only: only.at(id.Pos())})
 					}
-					return true
+					return
 				}
 				call, ok := n.(*ast.CallExpr)
 				if !ok {
-					return true
+					return
 				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
+				wname, idx, ok := callee(info, pkg, passers, call)
 				if !ok {
-					return true
+					return
 				}
-				s := info.Selections[sel]
-				if s == nil || s.Kind() != types.MethodVal || !isStoreTx(s.Recv(), pkg) {
-					return true
-				}
-				idx, ok := Wrappers[sel.Sel.Name]
-				if !ok || len(call.Args) <= idx {
-					return true
-				}
-				site := Site{Func: name, Wrapper: sel.Sel.Name, Only: only.at(call.Pos())}
 				arg := call.Args[idx]
+				if owner, _ := paramOf(info, stack, arg); owner != nil {
+					return // a passer's: its callers' texts are the sites
+				}
+				site := Site{Func: name, Wrapper: wname, Only: only.at(call.Pos())}
 				col, colOK := "", true
 				if site.Wrapper == "insert" {
 					// RETURNING col is built at run time when col is not
@@ -222,7 +240,7 @@ func Collect(dir string) ([]Site, error) {
 						site.Const, site.SQL, site.Var, site.Col = true, g.sql, id.Name, col
 						direct[id] = true
 						sites = append(sites, site)
-						return true
+						return
 					}
 				}
 				if qs, ok := fo.values(arg, fd.Body, given); ok && colOK {
@@ -233,7 +251,7 @@ func Collect(dir string) ([]Site, error) {
 						c.Const, c.SQL, c.Var, c.Col = true, q.sql, q.v, col
 						sites = append(sites, c)
 					}
-					return true
+					return
 				}
 				site.Col = col
 				site.Expr = types.ExprString(arg)
@@ -243,11 +261,128 @@ func Collect(dir string) ([]Site, error) {
 					}
 				}
 				sites = append(sites, site)
-				return true
 			})
 		}
 	}
 	return sites, nil
+}
+
+// walk calls fn with each node under n (a function, the last of
+// stack) and the functions (FuncDecl, FuncLit) it is inside, innermost
+// last.
+func walk(n ast.Node, stack []ast.Node, fn func(stack []ast.Node, n ast.Node)) {
+	ast.Inspect(n, func(c ast.Node) bool {
+		if c == nil || c == n {
+			return c != nil
+		}
+		switch c.(type) {
+		case *ast.FuncDecl, *ast.FuncLit:
+			walk(c, append(stack, c), fn)
+			return false
+		}
+		fn(stack, c)
+		return true
+	})
+}
+
+// walkCalls calls fn with every call in the files' functions.
+func walkCalls(files []*ast.File, fn func(stack []ast.Node, call *ast.CallExpr)) {
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			walk(fd, []ast.Node{fd}, func(stack []ast.Node, n ast.Node) {
+				if call, ok := n.(*ast.CallExpr); ok {
+					fn(stack, call)
+				}
+			})
+		}
+	}
+}
+
+// callee says whether call is of a wrapper (a storeTx method of
+// Wrappers, or a passer), its name and the index of its query argument.
+func callee(info *types.Info, pkg *types.Package, passers map[types.Object]int, call *ast.CallExpr) (string, int, bool) {
+	var id *ast.Ident
+	switch fn := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		id = fn
+	case *ast.SelectorExpr:
+		if s := info.Selections[fn]; s != nil && s.Kind() == types.MethodVal && isStoreTx(s.Recv(), pkg) {
+			if idx, ok := Wrappers[fn.Sel.Name]; ok && len(call.Args) > idx {
+				return fn.Sel.Name, idx, true
+			}
+		}
+		id = fn.Sel
+	default:
+		return "", 0, false
+	}
+	idx, ok := passers[info.Uses[id]]
+	if !ok || len(call.Args) <= idx {
+		return "", 0, false
+	}
+	return id.Name, idx, true
+}
+
+// paramOf reports the function of stack (a FuncDecl's object, or the
+// variable a FuncLit is assigned to) whose parameter e is, and the
+// parameter's index; or nil.
+func paramOf(info *types.Info, stack []ast.Node, e ast.Expr) (types.Object, int) {
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	if !ok {
+		return nil, 0
+	}
+	obj := info.Uses[id]
+	for k := len(stack) - 1; k >= 0; k-- {
+		var params *ast.FieldList
+		switch f := stack[k].(type) {
+		case *ast.FuncDecl:
+			params = f.Type.Params
+		case *ast.FuncLit:
+			params = f.Type.Params
+		}
+		i := 0
+		for _, field := range params.List {
+			for _, n := range field.Names {
+				if info.Defs[n] == obj {
+					if fd, ok := stack[k].(*ast.FuncDecl); ok {
+						return info.Defs[fd.Name], i
+					}
+					if owner := litOwner(info, stack[:k+1]); owner != nil {
+						return owner, i
+					}
+					return nil, 0
+				}
+				i++
+			}
+		}
+	}
+	return nil, 0
+}
+
+// litOwner is the variable the innermost FuncLit of stack is assigned
+// to (probe := func(...) ...), found in the function around it.
+func litOwner(info *types.Info, stack []ast.Node) types.Object {
+	if len(stack) < 2 {
+		return nil
+	}
+	lit := stack[len(stack)-1]
+	var owner types.Object
+	ast.Inspect(stack[len(stack)-2], func(n ast.Node) bool {
+		a, ok := n.(*ast.AssignStmt)
+		if ok && len(a.Lhs) == 1 && len(a.Rhs) == 1 && a.Rhs[0] == lit {
+			if id, ok := a.Lhs[0].(*ast.Ident); ok {
+				owner = info.Defs[id]
+				if owner == nil {
+					owner = info.Uses[id]
+				}
+			}
+		}
+		return owner == nil
+	})
+	return owner
 }
 
 // folder folds a statement's text to a constant, as the compiler does
