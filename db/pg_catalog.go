@@ -150,6 +150,20 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`SELECT d.seq, COALESCE(m.created_at, d.pushed_at) FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq >= ? ORDER BY d.seq LIMIT 1`: {text: `SELECT d.seq, COALESCE(m.created_at, d.pushed_at) FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq >= $1 ORDER BY d.seq LIMIT 1`},
+	// storeTx.DeadLettersByTrace: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.trace_id = ? AND d.trace_id <> '' ORDER BY d.id DESC LIMIT ?`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.trace_id = $1 AND d.trace_id <> '' ORDER BY d.id DESC LIMIT $2`},
 	// storeTx.DeadLettersOfMessage: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
 	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
@@ -164,6 +178,20 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id WHERE d.seq = $1 ORDER BY d.id`},
+	// storeTx.DeadLettersOfSeqs: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.group_id LIMIT ?`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY d.seq, d.group_id LIMIT $2`},
 	// storeTx.DeleteAttempts: translated
 	`DELETE FROM attempts WHERE seq = ? AND group_id = ?`: {text: `DELETE FROM attempts WHERE seq = $1 AND group_id = $2`},
 	// storeTx.DeleteDeadLetters: translated
@@ -883,6 +911,23 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	// storeTx.readyConsumers: hand-written (pgQuery)
 	`UPDATE consumers SET ready = 0 WHERE group_id = ? AND partition_id IN (SELECT value FROM json_each(?))`: {text: `UPDATE consumers SET ready = 0 WHERE group_id = $1 AND partition_id IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value)
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.cursor)`, stores: true},
+	// storeTx.recordReplays: hand-written (pgQuery)
+	`INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id, depth)
+		SELECT x.copy_seq, x.seq, x.group_id, x.edited, ?, ?, ?,
+			COALESCE(m.created_at, (SELECT d.pushed_at FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), 0),
+			COALESCE(m.transaction_id, (SELECT d.transaction_id FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), ''),
+			COALESCE(m.partition_id, (SELECT d.partition_id FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), 0),
+			1 + COALESCE((SELECT p.depth FROM replays p WHERE p.copy_seq = x.seq), 0)
+		FROM (SELECT j.value ->> 0 AS copy_seq, j.value ->> 1 AS seq, j.value ->> 2 AS group_id, j.value ->> 3 AS edited FROM json_each(?) j) x
+		LEFT JOIN messages m ON m.seq = x.seq`: {text: `INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id, depth)
+		SELECT x.copy_seq, x.seq, x.group_id, x.edited, $1, $2, $3,
+			COALESCE(m.created_at, (SELECT d.pushed_at FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), 0),
+			COALESCE(m.transaction_id, (SELECT d.transaction_id FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), ''),
+			COALESCE(m.partition_id, (SELECT d.partition_id FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), 0),
+			1 + COALESCE((SELECT p.depth FROM replays p WHERE p.copy_seq = x.seq), 0)
+		FROM (SELECT (j.value ->> 0)::bigint AS copy_seq, (j.value ->> 1)::bigint AS seq, (j.value ->> 2)::bigint AS group_id, (j.value ->> 3)::bigint AS edited
+			FROM json_array_elements($4::json) j(value)) x
+		LEFT JOIN messages m ON m.seq = x.seq`, stores: true},
 	// storeTx.returnToErrorGroup: translated
 	`INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)

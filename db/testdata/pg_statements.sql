@@ -11,8 +11,8 @@
 -- package variable it is read from. A statement that runs under !t.pg
 -- only (as the branches on t.pg say) has no PostgreSQL text.
 --
--- 202 statements (16 with a PostgreSQL text written by hand, 8 for
--- SQLite only), then the 44 calls whose text is built at run time,
+-- 205 statements (17 with a PostgreSQL text written by hand, 8 for
+-- SQLite only), then the 41 calls whose text is built at run time,
 -- which this file does not cover yet.
 
 -- used by: DB.Health
@@ -294,6 +294,25 @@ SELECT d.seq, COALESCE(m.created_at, d.pushed_at) FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq WHERE d.seq >= $1 ORDER BY d.seq LIMIT 1
 ;
 
+-- used by: storeTx.DeadLettersByTrace
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+--   	FROM dead_letters d
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id WHERE d.trace_id = ? AND d.trace_id <> '' ORDER BY d.id DESC LIMIT ?
+-- postgres (translated):
+SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.trace_id = $1 AND d.trace_id <> '' ORDER BY d.id DESC LIMIT $2
+;
+
 -- used by: storeTx.DeadLettersOfMessage
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
@@ -311,6 +330,25 @@ SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id WHERE d.seq = $1 ORDER BY d.id
+;
+
+-- used by: storeTx.DeadLettersOfSeqs
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+--   	FROM dead_letters d
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.group_id LIMIT ?
+-- postgres (translated):
+SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY d.seq, d.group_id LIMIT $2
 ;
 
 -- used by: storeTx.DeleteAttempts
@@ -1911,6 +1949,29 @@ UPDATE consumers SET ready = 0 WHERE group_id = $1 AND partition_id IN (SELECT v
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = consumers.partition_id AND m.seq > consumers.cursor)
 ;
 
+-- used by: storeTx.recordReplays
+-- from: recordReplaysSQL
+-- sqlite:
+--   INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id, depth)
+--   		SELECT x.copy_seq, x.seq, x.group_id, x.edited, ?, ?, ?,
+--   			COALESCE(m.created_at, (SELECT d.pushed_at FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), 0),
+--   			COALESCE(m.transaction_id, (SELECT d.transaction_id FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), ''),
+--   			COALESCE(m.partition_id, (SELECT d.partition_id FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), 0),
+--   			1 + COALESCE((SELECT p.depth FROM replays p WHERE p.copy_seq = x.seq), 0)
+--   		FROM (SELECT j.value ->> 0 AS copy_seq, j.value ->> 1 AS seq, j.value ->> 2 AS group_id, j.value ->> 3 AS edited FROM json_each(?) j) x
+--   		LEFT JOIN messages m ON m.seq = x.seq
+-- postgres (hand-written, pgQuery):
+INSERT INTO replays (copy_seq, seq, group_id, edited, job_id, actor, at, original_at, original_txid, partition_id, depth)
+		SELECT x.copy_seq, x.seq, x.group_id, x.edited, $1, $2, $3,
+			COALESCE(m.created_at, (SELECT d.pushed_at FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), 0),
+			COALESCE(m.transaction_id, (SELECT d.transaction_id FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), ''),
+			COALESCE(m.partition_id, (SELECT d.partition_id FROM dead_letters d WHERE d.seq = x.seq AND d.payload IS NOT NULL LIMIT 1), 0),
+			1 + COALESCE((SELECT p.depth FROM replays p WHERE p.copy_seq = x.seq), 0)
+		FROM (SELECT (j.value ->> 0)::bigint AS copy_seq, (j.value ->> 1)::bigint AS seq, (j.value ->> 2)::bigint AS group_id, (j.value ->> 3)::bigint AS edited
+			FROM json_array_elements($4::json) j(value)) x
+		LEFT JOIN messages m ON m.seq = x.seq
+;
+
 -- used by: storeTx.returnToErrorGroup
 -- sqlite:
 --   INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
@@ -2009,7 +2070,7 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))
 ;
 
--- Built at run time, not covered yet: 44 calls.
+-- Built at run time, not covered yet: 41 calls.
 --   storeTx.AddStats: exec(b.upsert)
 --   storeTx.ConsumersBySharedLease: query(q)
 --   storeTx.CountDeadLetterMessages: queryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
@@ -2020,9 +2081,7 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 --   storeTx.DeadLetterKeys: scanKeys(sel + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`)
 --   storeTx.DeadLetterPosition: queryRow(`SELECT d.failed_at, d.id FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`)
 --   storeTx.DeadLetterWindow: queryRow(q)
---   storeTx.DeadLettersByTrace: query(deadLettersByTraceQuery (package variable))
 --   storeTx.DeadLettersByTransaction: query(q)
---   storeTx.DeadLettersOfSeqs: query(deadLettersOfSeqsQuery (package variable))
 --   storeTx.DeleteEmptyPartitions: exec(s)
 --   storeTx.DeleteQueue: exec(s)
 --   storeTx.GiveBackPages: query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
@@ -2052,5 +2111,4 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 --   storeTx.pgRebuildTextIndex: exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)
 --   storeTx.pgRebuildTextIndex: exec(s)
 --   storeTx.pushCopies: exec(stmt)
---   storeTx.recordReplays: exec(recordReplaysSQL (package variable))
 --   storeTx.unindexQueue: exec(s)

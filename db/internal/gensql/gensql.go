@@ -139,30 +139,6 @@ func Collect(dir string) ([]Site, error) {
 
 	// The package variables set by pgQuery(sqlite, pg) or
 	// pgInsert(col, sqlite, pg): their SQLite text.
-	given := map[types.Object]pair{}
-	for _, init := range info.InitOrder {
-		call, ok := init.Rhs.(*ast.CallExpr)
-		if !ok || len(init.Lhs) != 1 {
-			continue
-		}
-		fn, ok := call.Fun.(*ast.Ident)
-		if !ok || info.Uses[fn] == nil || info.Uses[fn].Pkg() != pkg {
-			continue
-		}
-		i := map[string]int{"pgQuery": 0, "pgInsert": 1}
-		n, ok := i[fn.Name]
-		if !ok {
-			continue
-		}
-		if s, ok := constString(info, call.Args[n]); ok {
-			col := ""
-			if n == 1 {
-				col, _ = constString(info, call.Args[0])
-			}
-			given[init.Lhs[0]] = pair{s, col}
-		}
-	}
-
 	// The package's functions, for folding a helper's call (fold).
 	funcs := map[types.Object]*ast.FuncDecl{}
 	for _, f := range files {
@@ -172,7 +148,37 @@ func Collect(dir string) ([]Site, error) {
 			}
 		}
 	}
-	fo := &folder{info: info, funcs: funcs}
+	fo := &folder{info: info, funcs: funcs, vars: map[types.Object]string{}}
+	assigned := assignedVars(info, files)
+
+	// The package variables set by pgQuery(sqlite, pg) or
+	// pgInsert(col, sqlite, pg): their SQLite text; and those set once
+	// to a text that folds and never assigned again, taken as constants.
+	given := map[types.Object]pair{}
+	for _, init := range info.InitOrder {
+		if len(init.Lhs) != 1 || assigned[init.Lhs[0]] {
+			continue
+		}
+		call, ok := init.Rhs.(*ast.CallExpr)
+		if ok {
+			if fn, ok := call.Fun.(*ast.Ident); ok && info.Uses[fn] != nil && info.Uses[fn].Pkg() == pkg {
+				i := map[string]int{"pgQuery": 0, "pgInsert": 1}
+				if n, ok := i[fn.Name]; ok {
+					if s, ok := fo.fold(call.Args[n], nil, 0); ok {
+						col := ""
+						if n == 1 {
+							col, _ = fo.fold(call.Args[0], nil, 0)
+						}
+						given[init.Lhs[0]] = pair{s, col}
+					}
+					continue
+				}
+			}
+		}
+		if s, ok := fo.fold(init.Rhs, nil, 0); ok {
+			fo.vars[init.Lhs[0]] = s
+		}
+	}
 
 	// The functions that pass a parameter on as a wrapper's query
 	// (scanKeys(ctx, t, query, args...), a closure's stmt) are wrappers
@@ -392,6 +398,7 @@ func litOwner(info *types.Info, stack []ast.Node) types.Object {
 type folder struct {
 	info  *types.Info
 	funcs map[types.Object]*ast.FuncDecl
+	vars  map[types.Object]string // package variables that fold
 }
 
 // fold is e's constant string value; env holds the parameters of the
@@ -402,7 +409,10 @@ func (f *folder) fold(e ast.Expr, env map[types.Object]string, depth int) (strin
 	}
 	switch e := ast.Unparen(e).(type) {
 	case *ast.Ident:
-		s, ok := env[f.info.Uses[e]]
+		if s, ok := env[f.info.Uses[e]]; ok {
+			return s, true
+		}
+		s, ok := f.vars[f.info.Uses[e]]
 		return s, ok
 	case *ast.BinaryExpr:
 		if e.Op != token.ADD {
@@ -415,6 +425,9 @@ func (f *folder) fold(e ast.Expr, env map[types.Object]string, depth int) (strin
 		y, ok := f.fold(e.Y, env, depth)
 		return x + y, ok
 	case *ast.CallExpr:
+		if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok {
+			return f.sprintf(sel, e, env, depth)
+		}
 		id, ok := ast.Unparen(e.Fun).(*ast.Ident)
 		if !ok || depth > 8 {
 			return "", false
@@ -445,6 +458,68 @@ func (f *folder) fold(e ast.Expr, env map[types.Object]string, depth int) (strin
 		return f.fold(ret.Results[0], inner, depth+1)
 	}
 	return "", false
+}
+
+// sprintf folds fmt.Sprintf of a format and arguments that fold (a
+// string) or are integer constants.
+func (f *folder) sprintf(sel *ast.SelectorExpr, e *ast.CallExpr, env map[types.Object]string, depth int) (string, bool) {
+	fn, ok := f.info.Uses[sel.Sel].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "fmt" || fn.Name() != "Sprintf" || len(e.Args) == 0 || e.Ellipsis.IsValid() {
+		return "", false
+	}
+	format, ok := f.fold(e.Args[0], env, depth)
+	if !ok {
+		return "", false
+	}
+	var args []any
+	for _, a := range e.Args[1:] {
+		if tv, ok := f.info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.Int {
+			n, exact := constant.Int64Val(tv.Value)
+			if !exact {
+				return "", false
+			}
+			args = append(args, n)
+			continue
+		}
+		s, ok := f.fold(a, env, depth)
+		if !ok {
+			return "", false
+		}
+		args = append(args, s)
+	}
+	return fmt.Sprintf(format, args...), true
+}
+
+// assignedVars are the package variables some function assigns to.
+func assignedVars(info *types.Info, files []*ast.File) map[types.Object]bool {
+	out := map[types.Object]bool{}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if _, ok := d.(*ast.FuncDecl); !ok {
+				continue
+			}
+			ast.Inspect(d, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.AssignStmt:
+					for _, l := range n.Lhs {
+						if id, ok := ast.Unparen(l).(*ast.Ident); ok {
+							if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == v.Pkg().Scope() {
+								out[v] = true
+							}
+						}
+					}
+				case *ast.UnaryExpr:
+					if id, ok := ast.Unparen(n.X).(*ast.Ident); ok && n.Op == token.AND {
+						if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == v.Pkg().Scope() {
+							out[v] = true
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	return out
 }
 
 // value is one text a wrapper's query may be: its SQL and the pgQuery

@@ -21,6 +21,7 @@ func TestCollect(t *testing.T) {
 		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
 		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a FROM t`},
 		{Func: "storeTx.Both", Wrapper: "exec", Expr: "u"},
+		{Func: "storeTx.Passes", Wrapper: "exec", Const: true, SQL: `SELECT 2 FROM t WHERE a = ?`},
 		{Func: "storeTx.Passes", Wrapper: "passOn", Const: true, SQL: `DELETE FROM t WHERE a = 1`},
 		{Func: "storeTx.Passes", Wrapper: "probe", Const: true, SQL: `DELETE FROM t WHERE a = 2`},
 		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
