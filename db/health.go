@@ -33,6 +33,9 @@ func (d *DB) Health(ctx context.Context) error {
 	if err := d.Ping(ctx); err != nil {
 		return err
 	}
+	if d.pg != nil {
+		return nil // full is the SQLite writer's: PostgreSQL's never set it
+	}
 	if !d.full.Load() {
 		return nil
 	}

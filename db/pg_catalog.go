@@ -5,12 +5,6 @@ package db
 // pgCatalog is the PostgreSQL statement of each SQLite text db runs
 // there, as testdata/pg_statements.sql lists them (pg_statements.go).
 var pgCatalog = map[string]*pgStatement{
-	// DB.Health: translated
-	`DELETE FROM settings WHERE key = 'space_probe'`: {text: `DELETE FROM settings WHERE key = 'space_probe'`},
-	// DB.Health: translated
-	`INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`: {text: `INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', $1, 'x'))
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, stores: true},
 	// foldRows: hand-written (pgQuery)
 	`UPDATE consumers SET
 		passed = CASE WHEN consumers.cursor > consumers.passed_seq
@@ -68,6 +62,18 @@ var pgCatalog = map[string]*pgStatement{
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3`},
 	// storeTx.ConsumerByLease: translated
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE`, stores: true},
+	// storeTx.ConsumersBySharedLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id`},
+	// storeTx.ConsumersBySharedLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE`, stores: true},
 	// storeTx.CopiesOf: translated
 	`SELECT r.copy_seq, COALESCE(m.created_at, r.at),
 		COALESCE(m.transaction_id, (SELECT x.transaction_id FROM dead_letters x WHERE x.seq = r.copy_seq LIMIT 1),
@@ -164,6 +170,36 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id WHERE d.trace_id = $1 AND d.trace_id <> '' ORDER BY d.id DESC LIMIT $2`},
+	// storeTx.DeadLettersByTransaction: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.transaction_id = ? ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.transaction_id = $1 ORDER BY d.failed_at DESC, d.id DESC LIMIT $2`},
+	// storeTx.DeadLettersByTransaction: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.transaction_id >= ? AND d.transaction_id < ?
+			ORDER BY d.transaction_id, d.failed_at DESC, d.id DESC LIMIT ?`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.transaction_id >= $1 AND d.transaction_id < $2
+			ORDER BY d.transaction_id, d.failed_at DESC, d.id DESC LIMIT $3`},
 	// storeTx.DeadLettersOfMessage: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
 	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
@@ -197,6 +233,8 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// storeTx.DeleteDeadLetters: translated
 	`DELETE FROM dead_letters WHERE id IN (SELECT value FROM json_each(?))`: {text: `DELETE FROM dead_letters WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
 	// storeTx.DeleteEmptyPartitions: translated
+	`DELETE FROM consumers WHERE partition_id IN (SELECT value FROM json_each(?))`: {text: `DELETE FROM consumers WHERE partition_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// storeTx.DeleteEmptyPartitions: translated
 	`DELETE FROM partitions WHERE id IN (SELECT value FROM json_each(?1)) AND partitions.created_at < ?2
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = partitions.id)
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = partitions.id AND d.partition_id > 0)
@@ -212,12 +250,56 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		AND NOT EXISTS (SELECT 1 FROM consumers c WHERE c.partition_id = partitions.id
 			AND ((c.lease_id IS NOT NULL AND c.lease_until > $3) OR c.retry_seq > 0))
 		RETURNING id, uuid, queue_id, name, created_at`},
+	// storeTx.DeleteEmptyPartitions: translated
+	`DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))`: {text: `DELETE FROM settle_marks WHERE partition_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
 	// storeTx.DeleteLoginFailure: translated
 	`DELETE FROM login_failures WHERE key = ?`: {text: `DELETE FROM login_failures WHERE key = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`: {text: `DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM consumers WHERE queue_id = ?1`: {text: `DELETE FROM consumers WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM dead_letters WHERE queue_id = ?1`: {text: `DELETE FROM dead_letters WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM error_group_hours WHERE queue_id = ?1`: {text: `DELETE FROM error_group_hours WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM error_groups WHERE queue_id = ?1`: {text: `DELETE FROM error_groups WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM group_stats WHERE queue_id = ?1`: {text: `DELETE FROM group_stats WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM message_traces WHERE queue_id = ?1`: {text: `DELETE FROM message_traces WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`: {text: `DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = $1)`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM partitions WHERE queue_id = ?1`: {text: `DELETE FROM partitions WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM queues WHERE id = ?1`: {text: `DELETE FROM queues WHERE id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM removed_dead_letters WHERE queue_id = ?1`: {text: `DELETE FROM removed_dead_letters WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM replay_edits WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`: {text: `DELETE FROM replay_edits WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`: {text: `DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM replays WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`: {text: `DELETE FROM replays WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM settle_marks WHERE queue_id = ?1`: {text: `DELETE FROM settle_marks WHERE queue_id = $1`},
+	// storeTx.DeleteQueue: translated
+	`DELETE FROM subscriptions WHERE queue_id = ?1`: {text: `DELETE FROM subscriptions WHERE queue_id = $1`},
 	// storeTx.DeleteQueue, storeTx.MessagesByShortID, storeTx.SeqForImport, storeTx.TopSeq: translated
 	`SELECT COALESCE(MAX(seq), 0) FROM messages`: {text: `SELECT COALESCE(MAX(seq), 0) FROM messages`},
 	// storeTx.DeleteQueue: translated
 	`SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1`: {text: `SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1`},
+	// storeTx.DeleteQueue: translated
+	`UPDATE job_outcomes SET replayed = replayed - x.n
+			FROM (SELECT o.job_id, o.group_id, COUNT(*) AS n FROM replay_outcomes o
+				WHERE o.job_id > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+				GROUP BY o.job_id, o.group_id) x
+			WHERE job_outcomes.job_id = x.job_id AND job_outcomes.group_id = x.group_id`: {text: `UPDATE job_outcomes SET replayed = replayed - x.n
+			FROM (SELECT o.job_id, o.group_id, COUNT(*) AS n FROM replay_outcomes o
+				WHERE o.job_id > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)
+				GROUP BY o.job_id, o.group_id) x
+			WHERE job_outcomes.job_id = x.job_id AND job_outcomes.group_id = x.group_id`, stores: true},
 	// storeTx.DeleteSession: translated
 	`DELETE FROM sessions WHERE hash = ?`: {text: `DELETE FROM sessions WHERE hash = $1`},
 	// storeTx.DeleteToken: translated
@@ -486,6 +568,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	`SELECT seq FROM messages WHERE partition_id = ? AND transaction_id = ?`: {text: `SELECT seq FROM messages WHERE partition_id = $1 AND transaction_id = $2`},
 	// storeTx.MessagesAfter: translated
 	`SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`: {text: `SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE partition_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`},
+	// storeTx.MessagesByTransaction: translated
+	`SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM partitions p CROSS JOIN messages m
+			ON m.partition_id = p.id AND m.transaction_id >= ? AND m.transaction_id < ? LIMIT ?`: {text: `SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM partitions p JOIN messages m ON m.partition_id = p.id AND m.transaction_id >= $1 AND m.transaction_id < $2 LIMIT $3`},
+	// storeTx.MessagesByTransaction: translated
+	`SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM partitions p CROSS JOIN messages m
+		ON m.partition_id = p.id AND m.transaction_id = ? LIMIT ?`: {text: `SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM partitions p JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $1 LIMIT $2`},
 	// storeTx.NextWake: hand-written (pgQuery)
 	`SELECT CASE WHEN q.delayed_processing = 0 THEN
 			(SELECT MIN(MAX(CASE WHEN c.lease_id IS NULL THEN 0 ELSE c.lease_until END, c.available_at)) FROM consumers c
@@ -609,9 +697,63 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	// storeTx.ReplayCounts: translated
 	`SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?))`: {text: `SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
 	// storeTx.Reposition: translated
+	`DELETE FROM consumers WHERE group_id = ?1 AND partition_id = ?2`: {text: `DELETE FROM consumers WHERE group_id = $1 AND partition_id = $2`},
+	// storeTx.Reposition: translated
+	`DELETE FROM consumers WHERE group_id = ?1 AND partition_id = ?2 AND leased_at = 0`: {text: `DELETE FROM consumers WHERE group_id = $1 AND partition_id = $2 AND leased_at = 0`},
+	// storeTx.Reposition, storeTx.Unsubscribe: translated
+	`DELETE FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)`: {text: `DELETE FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2)`},
+	// storeTx.Reposition: translated
+	`DELETE FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND leased_at = 0`: {text: `DELETE FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND leased_at = 0`},
+	// storeTx.Reposition: translated
 	`DELETE FROM settle_marks WHERE queue_id = ?1
 		AND seq > COALESCE((SELECT c.cursor FROM consumers c WHERE c.partition_id = settle_marks.partition_id AND c.group_id = ?2), seq)`: {text: `DELETE FROM settle_marks WHERE queue_id = $1
 		AND seq > COALESCE((SELECT c.cursor FROM consumers c WHERE c.partition_id = settle_marks.partition_id AND c.group_id = $2), seq)`},
+	// storeTx.Reposition: translated
+	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id = ?2`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id = $2`},
+	// storeTx.Reposition: translated
+	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id = ?2 AND lease_id IS NOT NULL AND lease_until > ?3`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id = $2 AND lease_id IS NOT NULL AND lease_until > $3`},
+	// storeTx.Reposition: translated
+	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id = ?2 AND leased_at = 0`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id = $2 AND leased_at = 0`},
+	// storeTx.Reposition: translated
+	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id = ?2 AND leased_at = 0 AND lease_id IS NOT NULL AND lease_until > ?3`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id = $2 AND leased_at = 0 AND lease_id IS NOT NULL AND lease_until > $3`},
+	// storeTx.Reposition: translated
+	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2)`},
+	// storeTx.Reposition, storeTx.Unsubscribe: translated
+	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND lease_id IS NOT NULL AND lease_until > ?3`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND lease_id IS NOT NULL AND lease_until > $3`},
+	// storeTx.Reposition: translated
+	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND leased_at = 0`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND leased_at = 0`},
+	// storeTx.Reposition: translated
+	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND leased_at = 0 AND lease_id IS NOT NULL AND lease_until > ?3`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND leased_at = 0 AND lease_id IS NOT NULL AND lease_until > $3`},
+	// storeTx.Restorable: translated
+	`SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > ? AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.job_id = ? AND r.job_id > 0 ORDER BY r.id LIMIT ?`: {text: `SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > $1 AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.job_id = $2 AND r.job_id > 0 ORDER BY r.id LIMIT $3`},
+	// storeTx.Restorable: translated
+	`SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > ? AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = ? AND r.group_id = ? ORDER BY r.id`: {text: `SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > $1 AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = $2 AND r.group_id = $3 ORDER BY r.id`},
+	// storeTx.Restorable: translated
+	`SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > ? AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = ? ORDER BY r.id`: {text: `SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > $1 AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = $2 ORDER BY r.id`},
 	// storeTx.SaveConsumer: translated
 	`UPDATE consumers SET cursor = ?1, lease_id = ?2, lease_until = ?3, lease_last = ?4, leased_at = ?5,
 		retry_seq = ?6, retries = ?7, available_at = ?8, acks = ?9, void_lease_id = ?10, void_last = ?11
@@ -658,6 +800,10 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	`UPDATE subscriptions SET starts_at = ? WHERE queue_id = ? AND group_id = ?`: {text: `UPDATE subscriptions SET starts_at = $1 WHERE queue_id = $2 AND group_id = $3`, stores: true},
 	// storeTx.Setting: translated
 	`SELECT value FROM settings WHERE key = ?`: {text: `SELECT value FROM settings WHERE key = $1`},
+	// storeTx.SettleJobCopy: translated
+	`UPDATE job_outcomes SET failed = failed + 1 WHERE job_id = ? AND group_id = ?`: {text: `UPDATE job_outcomes SET failed = failed + 1 WHERE job_id = $1 AND group_id = $2`, stores: true},
+	// storeTx.SettleJobCopy: translated
+	`UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = ? AND group_id = ?`: {text: `UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = $1 AND group_id = $2`, stores: true},
 	// storeTx.Space: translated
 	`SELECT current_setting('block_size')::bigint,
 	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
@@ -680,6 +826,26 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	`SELECT starts_at FROM subscriptions WHERE queue_id = ? AND group_id = ?`: {text: `SELECT starts_at FROM subscriptions WHERE queue_id = $1 AND group_id = $2`},
 	// storeTx.SweepAudit: translated
 	`DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) x WHERE at < ?1)`: {text: `DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT $2) x WHERE at < $1)`},
+	// storeTx.SweepHistory: translated
+	`DELETE FROM attempts WHERE (seq, group_id) IN (SELECT r.seq, r.group_id FROM removed_dead_letters r WHERE r.id IN (SELECT value FROM json_each(?1)))
+				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`: {text: `DELETE FROM attempts WHERE (seq, group_id) IN (SELECT r.seq, r.group_id FROM removed_dead_letters r WHERE r.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value))
+				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`},
+	// storeTx.SweepHistory: translated
+	`DELETE FROM attempts WHERE seq IN (SELECT r.seq FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?1)))
+				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`: {text: `DELETE FROM attempts WHERE seq IN (SELECT r.seq FROM replays r WHERE r.copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value))
+				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`},
+	// storeTx.SweepHistory: translated
+	`DELETE FROM job_outcomes WHERE job_id IN (SELECT value FROM json_each(?1))`: {text: `DELETE FROM job_outcomes WHERE job_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// storeTx.SweepHistory: translated
+	`DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))`: {text: `DELETE FROM jobs WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// storeTx.SweepHistory: translated
+	`DELETE FROM removed_dead_letters WHERE id IN (SELECT value FROM json_each(?1))`: {text: `DELETE FROM removed_dead_letters WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// storeTx.SweepHistory: translated
+	`DELETE FROM replay_edits WHERE copy_seq IN (SELECT value FROM json_each(?1))`: {text: `DELETE FROM replay_edits WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// storeTx.SweepHistory: translated
+	`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT value FROM json_each(?1))`: {text: `DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// storeTx.SweepHistory: translated
+	`DELETE FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?1))`: {text: `DELETE FROM replays WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
 	// storeTx.SweepHistory: translated
 	`SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT ?) x WHERE at < ? AND restore_until = 0`: {text: `SELECT id FROM (SELECT id, at, restore_until FROM removed_dead_letters ORDER BY id LIMIT $1) x WHERE at < $2 AND restore_until = 0`},
 	// storeTx.SweepHistory: translated
@@ -718,6 +884,10 @@ WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = t.seq)
 ORDER BY t.id LIMIT $1)`},
 	// storeTx.TakeReplayOutcome: translated
 	`UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id`: {text: `UPDATE replay_outcomes SET outcome = $1, settled_at = $2 WHERE copy_seq = $3 AND group_id = $4 AND outcome = 0 RETURNING job_id`, stores: true},
+	// storeTx.TextMatches: translated
+	`SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) LIMIT ?) AS m`: {text: `SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) LIMIT $2) AS m`},
+	// storeTx.TextMatches: translated
+	`SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) LIMIT ?) AS m`: {text: `SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) LIMIT $2) AS m`},
 	// storeTx.TokenByHash: translated
 	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
 	// storeTx.Tokens: translated
@@ -735,11 +905,7 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	// storeTx.TrimLoginFailures: translated
 	`DELETE FROM login_failures WHERE seq <= (SELECT MAX(seq) FROM login_failures) - ?1`: {text: `DELETE FROM login_failures WHERE seq <= (SELECT MAX(seq) FROM login_failures) - $1`},
 	// storeTx.Unsubscribe: translated
-	`DELETE FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)`: {text: `DELETE FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2)`},
-	// storeTx.Unsubscribe: translated
 	`DELETE FROM subscriptions WHERE queue_id = ? AND group_id = ?`: {text: `DELETE FROM subscriptions WHERE queue_id = $1 AND group_id = $2`},
-	// storeTx.Unsubscribe: translated
-	`SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND lease_id IS NOT NULL AND lease_until > ?3`: {text: `SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND lease_id IS NOT NULL AND lease_until > $3`},
 	// storeTx.UpdateExpiryAudit: translated
 	`UPDATE audit SET count = ?2, detail = ?3 WHERE id = ?1 AND action = 'dead_letters_expired'`: {text: `UPDATE audit SET count = $2, detail = $3 WHERE id = $1 AND action = 'dead_letters_expired'`, stores: true},
 	// storeTx.UpdateQueue: translated
@@ -763,7 +929,33 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	// storeTx.copiesForOneGroup: translated
 	`SELECT copy_seq, group_id FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?)) AND group_id > 0`: {text: `SELECT copy_seq, group_id FROM replays WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND group_id > 0`},
 	// storeTx.deleteSwept: translated
+	`DELETE FROM attempts WHERE seq IN (SELECT value FROM json_each(?1))
+			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+			AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.seq = attempts.seq AND r.group_id = attempts.group_id)`: {text: `DELETE FROM attempts WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+			AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.seq = attempts.seq AND r.group_id = attempts.group_id)`},
+	// storeTx.deleteSwept: translated
 	`DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))`: {text: `DELETE FROM messages WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// storeTx.deleteSwept: translated
+	`UPDATE dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = dead_letters.seq),
+			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = dead_letters.seq)
+			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL`: {text: `UPDATE dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = dead_letters.seq),
+			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = dead_letters.seq)
+			WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND payload IS NULL`, stores: true},
+	// storeTx.deleteSwept: translated
+	`UPDATE removed_dead_letters SET
+			payload = CASE WHEN restore_until > 0 AND restored_at = 0
+				THEN COALESCE(payload, (SELECT m.payload FROM messages m WHERE m.seq = removed_dead_letters.seq)) ELSE payload END,
+			pushed_at = CASE WHEN pushed_at = 0
+				THEN COALESCE((SELECT m.created_at FROM messages m WHERE m.seq = removed_dead_letters.seq), 0) ELSE pushed_at END
+			WHERE seq IN (SELECT value FROM json_each(?1))
+				AND (pushed_at = 0 OR (payload IS NULL AND restore_until > 0 AND restored_at = 0))`: {text: `UPDATE removed_dead_letters SET
+			payload = CASE WHEN restore_until > 0 AND restored_at = 0
+				THEN COALESCE(payload, (SELECT m.payload FROM messages m WHERE m.seq = removed_dead_letters.seq)) ELSE payload END,
+			pushed_at = CASE WHEN pushed_at = 0
+				THEN COALESCE((SELECT m.created_at FROM messages m WHERE m.seq = removed_dead_letters.seq), 0) ELSE pushed_at END
+			WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+				AND (pushed_at = 0 OR (payload IS NULL AND restore_until > 0 AND restored_at = 0))`, stores: true},
 	// storeTx.errorGroups: translated
 	`SELECT fingerprint FROM error_groups
 		WHERE queue_id = ? AND group_id = ? ORDER BY dead_letters DESC, fingerprint LIMIT ?`: {text: `SELECT fingerprint FROM error_groups
@@ -806,6 +998,302 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
 			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
 			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)`, stores: true},
+	// storeTx.indexBlock: translated
+	`SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) AND docid < ? ORDER BY docid DESC LIMIT ?`: {text: `SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) AND docid < $2 ORDER BY docid DESC LIMIT $3`},
+	// storeTx.indexBlock: translated
+	`SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) ORDER BY docid DESC LIMIT ?`: {text: `SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) ORDER BY docid DESC LIMIT $2`},
+	// storeTx.indexBlock: translated
+	`SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) AND docid < ? ORDER BY docid DESC LIMIT ?`: {text: `SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) AND docid < $2 ORDER BY docid DESC LIMIT $3`},
+	// storeTx.indexBlock: translated
+	`SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) ORDER BY docid DESC LIMIT ?`: {text: `SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) ORDER BY docid DESC LIMIT $2`},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3) c`, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c`, args: []int{1, 2, 3}, stores: true},
+	// storeTx.insertConsumers: translated
+	`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c`: {text: `INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c`, args: []int{1, 2}, stores: true},
 	// storeTx.keepRemoved: translated
 	`INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
 			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
@@ -878,6 +1366,10 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`},
 	// storeTx.pgPushCopies, storeTx.pushCopies: translated
 	`DELETE FROM temp.copies_in`: {text: `DELETE FROM pg_temp.copies_in`},
+	// storeTx.pgRebuildTextIndex: translated
+	`DELETE FROM dead_letter_errors`: {text: `DELETE FROM dead_letter_errors`},
+	// storeTx.pgRebuildTextIndex: translated
+	`DELETE FROM dead_letter_payloads`: {text: `DELETE FROM dead_letter_payloads`},
 	// storeTx.pgRebuildTextIndex: translated
 	`SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?`: {text: `SELECT id, error FROM dead_letters WHERE id > $1 ORDER BY id LIMIT $2`},
 	// storeTx.pgRebuildTextIndex: translated
@@ -976,4 +1468,8 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value FROM json_each(?1))))`: {text: `DELETE FROM dead_letter_payloads WHERE docid IN (
 		SELECT d.seq FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))`},
+	// storeTx.unindexQueue: translated
+	`DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = ?)`: {text: `DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = $1)`},
+	// storeTx.unindexQueue: translated
+	`DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = ?)`: {text: `DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = $1)`},
 }

@@ -11,25 +11,22 @@
 -- package variable it is read from. A statement that runs under !t.pg
 -- only (as the branches on t.pg say) has no PostgreSQL text.
 --
--- 205 statements (17 with a PostgreSQL text written by hand, 8 for
--- SQLite only), then the 41 calls whose text is built at run time,
+-- 302 statements (17 with a PostgreSQL text written by hand, 10 for
+-- SQLite only), then the 23 calls whose text is built at run time,
 -- which this file does not cover yet.
 
 -- used by: DB.Health
+-- runs on SQLite only (under !t.pg)
 -- sqlite:
 --   DELETE FROM settings WHERE key = 'space_probe'
--- postgres (translated):
-DELETE FROM settings WHERE key = 'space_probe'
-;
+-- postgres: none
 
 -- used by: DB.Health
+-- runs on SQLite only (under !t.pg)
 -- sqlite:
 --   INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
 --   		ON CONFLICT (key) DO UPDATE SET value = excluded.value
--- postgres (translated):
-INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', $1, 'x'))
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value
-;
+-- postgres: none
 
 -- used by: foldRows
 -- from: foldConsumersSQL
@@ -147,6 +144,28 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE
 -- postgres (translated):
 SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE
+;
+
+-- used by: storeTx.ConsumersBySharedLease
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+--   	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+--   	ORDER BY partition_id
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id
+;
+
+-- used by: storeTx.ConsumersBySharedLease
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+--   	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+--   	ORDER BY partition_id FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE
 ;
 
 -- used by: storeTx.CopiesOf
@@ -313,6 +332,46 @@ SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_
 	JOIN groups g ON g.id = d.group_id WHERE d.trace_id = $1 AND d.trace_id <> '' ORDER BY d.id DESC LIMIT $2
 ;
 
+-- used by: storeTx.DeadLettersByTransaction
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+--   	FROM dead_letters d
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id WHERE d.transaction_id = ? ORDER BY d.failed_at DESC, d.id DESC LIMIT ?
+-- postgres (translated):
+SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.transaction_id = $1 ORDER BY d.failed_at DESC, d.id DESC LIMIT $2
+;
+
+-- used by: storeTx.DeadLettersByTransaction
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+--   	FROM dead_letters d
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id WHERE d.transaction_id >= ? AND d.transaction_id < ?
+--   			ORDER BY d.transaction_id, d.failed_at DESC, d.id DESC LIMIT ?
+-- postgres (translated):
+SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	substr(d.error, 1, 1024), d.retry_count, d.failed_at, d.transaction_id, d.trace_id, COALESCE(m.created_at, d.pushed_at)
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id WHERE d.transaction_id >= $1 AND d.transaction_id < $2
+			ORDER BY d.transaction_id, d.failed_at DESC, d.id DESC LIMIT $3
+;
+
 -- used by: storeTx.DeadLettersOfMessage
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
@@ -367,6 +426,13 @@ DELETE FROM dead_letters WHERE id IN (SELECT value::bigint FROM json_array_eleme
 
 -- used by: storeTx.DeleteEmptyPartitions
 -- sqlite:
+--   DELETE FROM consumers WHERE partition_id IN (SELECT value FROM json_each(?))
+-- postgres (translated):
+DELETE FROM consumers WHERE partition_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+;
+
+-- used by: storeTx.DeleteEmptyPartitions
+-- sqlite:
 --   DELETE FROM partitions WHERE id IN (SELECT value FROM json_each(?1)) AND partitions.created_at < ?2
 --   		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = partitions.id)
 --   		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = partitions.id AND d.partition_id > 0)
@@ -386,11 +452,130 @@ DELETE FROM partitions WHERE id IN (SELECT value::bigint FROM json_array_element
 		RETURNING id, uuid, queue_id, name, created_at
 ;
 
+-- used by: storeTx.DeleteEmptyPartitions
+-- sqlite:
+--   DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))
+-- postgres (translated):
+DELETE FROM settle_marks WHERE partition_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+;
+
 -- used by: storeTx.DeleteLoginFailure
 -- sqlite:
 --   DELETE FROM login_failures WHERE key = ?
 -- postgres (translated):
 DELETE FROM login_failures WHERE key = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+-- postgres (translated):
+DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM consumers WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM consumers WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM dead_letters WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM dead_letters WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM error_group_hours WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM error_group_hours WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM error_groups WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM error_groups WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM group_stats WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM group_stats WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM message_traces WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM message_traces WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)
+-- postgres (translated):
+DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = $1)
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM partitions WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM partitions WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM queues WHERE id = ?1
+-- postgres (translated):
+DELETE FROM queues WHERE id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM removed_dead_letters WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM removed_dead_letters WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM replay_edits WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+-- postgres (translated):
+DELETE FROM replay_edits WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+-- postgres (translated):
+DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM replays WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+-- postgres (translated):
+DELETE FROM replays WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM settle_marks WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM settle_marks WHERE queue_id = $1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   DELETE FROM subscriptions WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM subscriptions WHERE queue_id = $1
 ;
 
 -- used by: storeTx.DeleteQueue, storeTx.MessagesByShortID, storeTx.SeqForImport, storeTx.TopSeq
@@ -405,6 +590,21 @@ SELECT COALESCE(MAX(seq), 0) FROM messages
 --   SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1
 -- postgres (translated):
 SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1
+;
+
+-- used by: storeTx.DeleteQueue
+-- sqlite:
+--   UPDATE job_outcomes SET replayed = replayed - x.n
+--   			FROM (SELECT o.job_id, o.group_id, COUNT(*) AS n FROM replay_outcomes o
+--   				WHERE o.job_id > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+--   				GROUP BY o.job_id, o.group_id) x
+--   			WHERE job_outcomes.job_id = x.job_id AND job_outcomes.group_id = x.group_id
+-- postgres (translated):
+UPDATE job_outcomes SET replayed = replayed - x.n
+			FROM (SELECT o.job_id, o.group_id, COUNT(*) AS n FROM replay_outcomes o
+				WHERE o.job_id > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)
+				GROUP BY o.job_id, o.group_id) x
+			WHERE job_outcomes.job_id = x.job_id AND job_outcomes.group_id = x.group_id
 ;
 
 -- used by: storeTx.DeleteSession
@@ -971,6 +1171,22 @@ SELECT seq FROM messages WHERE partition_id = $1 AND transaction_id = $2
 SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages WHERE partition_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
 ;
 
+-- used by: storeTx.MessagesByTransaction
+-- sqlite:
+--   SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM partitions p CROSS JOIN messages m
+--   			ON m.partition_id = p.id AND m.transaction_id >= ? AND m.transaction_id < ? LIMIT ?
+-- postgres (translated):
+SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM partitions p JOIN messages m ON m.partition_id = p.id AND m.transaction_id >= $1 AND m.transaction_id < $2 LIMIT $3
+;
+
+-- used by: storeTx.MessagesByTransaction
+-- sqlite:
+--   SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM partitions p CROSS JOIN messages m
+--   		ON m.partition_id = p.id AND m.transaction_id = ? LIMIT ?
+-- postgres (translated):
+SELECT m.seq, m.partition_id, m.transaction_id, m.trace_id, m.created_at FROM partitions p JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $1 LIMIT $2
+;
+
 -- used by: storeTx.NextWake
 -- from: nextWakeSQL
 -- sqlite:
@@ -1189,11 +1405,140 @@ SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value::big
 
 -- used by: storeTx.Reposition
 -- sqlite:
+--   DELETE FROM consumers WHERE group_id = ?1 AND partition_id = ?2
+-- postgres (translated):
+DELETE FROM consumers WHERE group_id = $1 AND partition_id = $2
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   DELETE FROM consumers WHERE group_id = ?1 AND partition_id = ?2 AND leased_at = 0
+-- postgres (translated):
+DELETE FROM consumers WHERE group_id = $1 AND partition_id = $2 AND leased_at = 0
+;
+
+-- used by: storeTx.Reposition, storeTx.Unsubscribe
+-- sqlite:
+--   DELETE FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)
+-- postgres (translated):
+DELETE FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2)
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   DELETE FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND leased_at = 0
+-- postgres (translated):
+DELETE FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND leased_at = 0
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
 --   DELETE FROM settle_marks WHERE queue_id = ?1
 --   		AND seq > COALESCE((SELECT c.cursor FROM consumers c WHERE c.partition_id = settle_marks.partition_id AND c.group_id = ?2), seq)
 -- postgres (translated):
 DELETE FROM settle_marks WHERE queue_id = $1
 		AND seq > COALESCE((SELECT c.cursor FROM consumers c WHERE c.partition_id = settle_marks.partition_id AND c.group_id = $2), seq)
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id = ?2
+-- postgres (translated):
+SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id = $2
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id = ?2 AND lease_id IS NOT NULL AND lease_until > ?3
+-- postgres (translated):
+SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id = $2 AND lease_id IS NOT NULL AND lease_until > $3
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id = ?2 AND leased_at = 0
+-- postgres (translated):
+SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id = $2 AND leased_at = 0
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id = ?2 AND leased_at = 0 AND lease_id IS NOT NULL AND lease_until > ?3
+-- postgres (translated):
+SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id = $2 AND leased_at = 0 AND lease_id IS NOT NULL AND lease_until > $3
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)
+-- postgres (translated):
+SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2)
+;
+
+-- used by: storeTx.Reposition, storeTx.Unsubscribe
+-- sqlite:
+--   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND lease_id IS NOT NULL AND lease_until > ?3
+-- postgres (translated):
+SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND lease_id IS NOT NULL AND lease_until > $3
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND leased_at = 0
+-- postgres (translated):
+SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND leased_at = 0
+;
+
+-- used by: storeTx.Reposition
+-- sqlite:
+--   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND leased_at = 0 AND lease_id IS NOT NULL AND lease_until > ?3
+-- postgres (translated):
+SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND leased_at = 0 AND lease_id IS NOT NULL AND lease_until > $3
+;
+
+-- used by: storeTx.Restorable
+-- sqlite:
+--   SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+--   	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+--   	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+--   		WHERE r.restore_until > ? AND r.restored_at = 0
+--   		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.job_id = ? AND r.job_id > 0 ORDER BY r.id LIMIT ?
+-- postgres (translated):
+SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > $1 AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.job_id = $2 AND r.job_id > 0 ORDER BY r.id LIMIT $3
+;
+
+-- used by: storeTx.Restorable
+-- sqlite:
+--   SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+--   	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+--   	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+--   		WHERE r.restore_until > ? AND r.restored_at = 0
+--   		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = ? AND r.group_id = ? ORDER BY r.id
+-- postgres (translated):
+SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > $1 AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = $2 AND r.group_id = $3 ORDER BY r.id
+;
+
+-- used by: storeTx.Restorable
+-- sqlite:
+--   SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+--   	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+--   	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+--   		WHERE r.restore_until > ? AND r.restored_at = 0
+--   		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = ? ORDER BY r.id
+-- postgres (translated):
+SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
+	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
+	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+		WHERE r.restore_until > $1 AND r.restored_at = 0
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = $2 ORDER BY r.id
 ;
 
 -- used by: storeTx.SaveConsumer
@@ -1319,6 +1664,20 @@ UPDATE subscriptions SET starts_at = $1 WHERE queue_id = $2 AND group_id = $3
 SELECT value FROM settings WHERE key = $1
 ;
 
+-- used by: storeTx.SettleJobCopy
+-- sqlite:
+--   UPDATE job_outcomes SET failed = failed + 1 WHERE job_id = ? AND group_id = ?
+-- postgres (translated):
+UPDATE job_outcomes SET failed = failed + 1 WHERE job_id = $1 AND group_id = $2
+;
+
+-- used by: storeTx.SettleJobCopy
+-- sqlite:
+--   UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = ? AND group_id = ?
+-- postgres (translated):
+UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = $1 AND group_id = $2
+;
+
 -- used by: storeTx.Space
 -- runs on PostgreSQL only (under t.pg)
 -- sqlite:
@@ -1377,6 +1736,66 @@ SELECT starts_at FROM subscriptions WHERE queue_id = $1 AND group_id = $2
 --   DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) x WHERE at < ?1)
 -- postgres (translated):
 DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT $2) x WHERE at < $1)
+;
+
+-- used by: storeTx.SweepHistory
+-- sqlite:
+--   DELETE FROM attempts WHERE (seq, group_id) IN (SELECT r.seq, r.group_id FROM removed_dead_letters r WHERE r.id IN (SELECT value FROM json_each(?1)))
+--   				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+-- postgres (translated):
+DELETE FROM attempts WHERE (seq, group_id) IN (SELECT r.seq, r.group_id FROM removed_dead_letters r WHERE r.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value))
+				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+;
+
+-- used by: storeTx.SweepHistory
+-- sqlite:
+--   DELETE FROM attempts WHERE seq IN (SELECT r.seq FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?1)))
+--   				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+-- postgres (translated):
+DELETE FROM attempts WHERE seq IN (SELECT r.seq FROM replays r WHERE r.copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value))
+				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+;
+
+-- used by: storeTx.SweepHistory
+-- sqlite:
+--   DELETE FROM job_outcomes WHERE job_id IN (SELECT value FROM json_each(?1))
+-- postgres (translated):
+DELETE FROM job_outcomes WHERE job_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+;
+
+-- used by: storeTx.SweepHistory
+-- sqlite:
+--   DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))
+-- postgres (translated):
+DELETE FROM jobs WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+;
+
+-- used by: storeTx.SweepHistory
+-- sqlite:
+--   DELETE FROM removed_dead_letters WHERE id IN (SELECT value FROM json_each(?1))
+-- postgres (translated):
+DELETE FROM removed_dead_letters WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+;
+
+-- used by: storeTx.SweepHistory
+-- sqlite:
+--   DELETE FROM replay_edits WHERE copy_seq IN (SELECT value FROM json_each(?1))
+-- postgres (translated):
+DELETE FROM replay_edits WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+;
+
+-- used by: storeTx.SweepHistory
+-- sqlite:
+--   DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT value FROM json_each(?1))
+-- postgres (translated):
+DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+;
+
+-- used by: storeTx.SweepHistory
+-- sqlite:
+--   DELETE FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?1))
+-- postgres (translated):
+DELETE FROM replays WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
 -- used by: storeTx.SweepHistory
@@ -1467,6 +1886,20 @@ ORDER BY t.id LIMIT $1)
 UPDATE replay_outcomes SET outcome = $1, settled_at = $2 WHERE copy_seq = $3 AND group_id = $4 AND outcome = 0 RETURNING job_id
 ;
 
+-- used by: storeTx.TextMatches
+-- sqlite:
+--   SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) LIMIT ?) AS m
+-- postgres (translated):
+SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) LIMIT $2) AS m
+;
+
+-- used by: storeTx.TextMatches
+-- sqlite:
+--   SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) LIMIT ?) AS m
+-- postgres (translated):
+SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) LIMIT $2) AS m
+;
+
 -- used by: storeTx.TokenByHash
 -- sqlite:
 --   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
@@ -1520,23 +1953,9 @@ DELETE FROM login_failures WHERE seq <= (SELECT MAX(seq) FROM login_failures) - 
 
 -- used by: storeTx.Unsubscribe
 -- sqlite:
---   DELETE FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2)
--- postgres (translated):
-DELETE FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2)
-;
-
--- used by: storeTx.Unsubscribe
--- sqlite:
 --   DELETE FROM subscriptions WHERE queue_id = ? AND group_id = ?
 -- postgres (translated):
 DELETE FROM subscriptions WHERE queue_id = $1 AND group_id = $2
-;
-
--- used by: storeTx.Unsubscribe
--- sqlite:
---   SELECT COUNT(*) FROM consumers WHERE group_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = ?2) AND lease_id IS NOT NULL AND lease_until > ?3
--- postgres (translated):
-SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p.id FROM partitions p WHERE p.queue_id = $2) AND lease_id IS NOT NULL AND lease_until > $3
 ;
 
 -- used by: storeTx.UpdateExpiryAudit
@@ -1603,6 +2022,17 @@ SELECT copy_seq, group_id FROM replays WHERE copy_seq IN (SELECT value::bigint F
 
 -- used by: storeTx.deleteSwept
 -- sqlite:
+--   DELETE FROM attempts WHERE seq IN (SELECT value FROM json_each(?1))
+--   			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+--   			AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.seq = attempts.seq AND r.group_id = attempts.group_id)
+-- postgres (translated):
+DELETE FROM attempts WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)
+			AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.seq = attempts.seq AND r.group_id = attempts.group_id)
+;
+
+-- used by: storeTx.deleteSwept
+-- sqlite:
 --   DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))
 -- postgres (translated):
 DELETE FROM messages WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
@@ -1613,6 +2043,36 @@ DELETE FROM messages WHERE seq IN (SELECT value::bigint FROM json_array_elements
 -- sqlite:
 --   SELECT MAX(seq) FROM messages
 -- postgres: none
+
+-- used by: storeTx.deleteSwept
+-- sqlite:
+--   UPDATE dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = dead_letters.seq),
+--   			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = dead_letters.seq)
+--   			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL
+-- postgres (translated):
+UPDATE dead_letters SET payload = (SELECT m.payload FROM messages m WHERE m.seq = dead_letters.seq),
+			pushed_at = (SELECT m.created_at FROM messages m WHERE m.seq = dead_letters.seq)
+			WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND payload IS NULL
+;
+
+-- used by: storeTx.deleteSwept
+-- sqlite:
+--   UPDATE removed_dead_letters SET
+--   			payload = CASE WHEN restore_until > 0 AND restored_at = 0
+--   				THEN COALESCE(payload, (SELECT m.payload FROM messages m WHERE m.seq = removed_dead_letters.seq)) ELSE payload END,
+--   			pushed_at = CASE WHEN pushed_at = 0
+--   				THEN COALESCE((SELECT m.created_at FROM messages m WHERE m.seq = removed_dead_letters.seq), 0) ELSE pushed_at END
+--   			WHERE seq IN (SELECT value FROM json_each(?1))
+--   				AND (pushed_at = 0 OR (payload IS NULL AND restore_until > 0 AND restored_at = 0))
+-- postgres (translated):
+UPDATE removed_dead_letters SET
+			payload = CASE WHEN restore_until > 0 AND restored_at = 0
+				THEN COALESCE(payload, (SELECT m.payload FROM messages m WHERE m.seq = removed_dead_letters.seq)) ELSE payload END,
+			pushed_at = CASE WHEN pushed_at = 0
+				THEN COALESCE((SELECT m.created_at FROM messages m WHERE m.seq = removed_dead_letters.seq), 0) ELSE pushed_at END
+			WHERE seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+				AND (pushed_at = 0 OR (payload IS NULL AND restore_until > 0 AND restored_at = 0))
+;
 
 -- used by: storeTx.errorGroups
 -- sqlite:
@@ -1703,6 +2163,34 @@ INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_f
 			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)
 ;
 
+-- used by: storeTx.indexBlock
+-- sqlite:
+--   SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) AND docid < ? ORDER BY docid DESC LIMIT ?
+-- postgres (translated):
+SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) AND docid < $2 ORDER BY docid DESC LIMIT $3
+;
+
+-- used by: storeTx.indexBlock
+-- sqlite:
+--   SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) ORDER BY docid DESC LIMIT ?
+-- postgres (translated):
+SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) ORDER BY docid DESC LIMIT $2
+;
+
+-- used by: storeTx.indexBlock
+-- sqlite:
+--   SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) AND docid < ? ORDER BY docid DESC LIMIT ?
+-- postgres (translated):
+SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) AND docid < $2 ORDER BY docid DESC LIMIT $3
+;
+
+-- used by: storeTx.indexBlock
+-- sqlite:
+--   SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) ORDER BY docid DESC LIMIT ?
+-- postgres (translated):
+SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) ORDER BY docid DESC LIMIT $2
+;
+
 -- used by: storeTx.indexDeadLetter
 -- runs on SQLite only (under !t.pg)
 -- sqlite:
@@ -1720,6 +2208,474 @@ INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_f
 --   			(SELECT o.payload FROM dead_letters o WHERE o.id = ?2)) AS payload) m
 --   		WHERE m.payload IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
 -- postgres: none
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			(SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq <= c.cursor), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			0, c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			0, c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, 0 AS cursor FROM partitions p WHERE p.queue_id = $2) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $2)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3 AND p.id = $4) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < ?1), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id AND m.created_at < $1), 0) AS cursor FROM partitions p WHERE p.queue_id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = ?2)) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3 AND NOT EXISTS (SELECT 1 FROM consumers x WHERE x.partition_id = p.id AND x.group_id = $1)) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3 AND p.id = ?4) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2 AND p.id = $3) c
+;
+
+-- used by: storeTx.insertConsumers
+-- sqlite:
+--   INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+--   		SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+--   			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+--   		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = ?3) c
+-- postgres (translated):
+INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq)
+		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
+			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
+		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c
+;
 
 -- used by: storeTx.keepRemoved
 -- sqlite:
@@ -1853,6 +2809,20 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM mes
 --   DELETE FROM temp.copies_in
 -- postgres (translated):
 DELETE FROM pg_temp.copies_in
+;
+
+-- used by: storeTx.pgRebuildTextIndex
+-- sqlite:
+--   DELETE FROM dead_letter_errors
+-- postgres (translated):
+DELETE FROM dead_letter_errors
+;
+
+-- used by: storeTx.pgRebuildTextIndex
+-- sqlite:
+--   DELETE FROM dead_letter_payloads
+-- postgres (translated):
+DELETE FROM dead_letter_payloads
 ;
 
 -- used by: storeTx.pgRebuildTextIndex
@@ -2070,9 +3040,22 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))
 ;
 
--- Built at run time, not covered yet: 41 calls.
+-- used by: storeTx.unindexQueue
+-- sqlite:
+--   DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = ?)
+-- postgres (translated):
+DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = $1)
+;
+
+-- used by: storeTx.unindexQueue
+-- sqlite:
+--   DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = ?)
+-- postgres (translated):
+DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = $1)
+;
+
+-- Built at run time, not covered yet: 23 calls.
 --   storeTx.AddStats: exec(b.upsert)
---   storeTx.ConsumersBySharedLease: query(q)
 --   storeTx.CountDeadLetterMessages: queryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
 --   storeTx.CountDeadLetters: queryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
 --   storeTx.CountDeadLettersAbove: queryRow(query)
@@ -2081,34 +3064,17 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 --   storeTx.DeadLetterKeys: scanKeys(sel + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`)
 --   storeTx.DeadLetterPosition: queryRow(`SELECT d.failed_at, d.id FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`)
 --   storeTx.DeadLetterWindow: queryRow(q)
---   storeTx.DeadLettersByTransaction: query(q)
---   storeTx.DeleteEmptyPartitions: exec(s)
---   storeTx.DeleteQueue: exec(s)
 --   storeTx.GiveBackPages: query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
 --   storeTx.Jobs: query(q)
 --   storeTx.ListAudit: query(q)
 --   storeTx.ListDeadLetters: query(q)
---   storeTx.MessagesByTransaction: query(q)
 --   storeTx.NewestFailure: queryRow(`SELECT d.failed_at FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`)
---   storeTx.Reposition: exec(`DELETE ` + of)
---   storeTx.Reposition: queryRow(`SELECT COUNT(*) ` + of + ` AND lease_id IS NOT NULL AND lease_until > ?3`)
---   storeTx.Reposition: queryRow(`SELECT COUNT(*) ` + of)
---   storeTx.Restorable: query(q)
 --   storeTx.Series: query(`SELECT b.queue_id, b.group_id, b.` + bt.unit + `, ` + bucketCols + ` FROM ` + bt.name + ` b WHERE b.queue_id = ? AND b.group_id = ? AND b.` + bt.unit + ` < ? ORDER BY b.` + bt.unit + ` DESC LIMIT 1`)
 --   storeTx.Series: query(ranged)
---   storeTx.SettleJobCopy: exec(`UPDATE job_outcomes SET ` + col + ` = ` + col + ` + 1 WHERE job_id = ? AND group_id = ?`)
 --   storeTx.SweepBuckets: exec(q)
---   storeTx.SweepHistory: exec(s)
---   storeTx.TextMatches: queryRow(`SELECT COUNT(*) FROM (SELECT docid FROM ` + index + ` WHERE match(?, ` + index + `) LIMIT ?) AS m`)
 --   storeTx.cutAtDoc: query(q)
---   storeTx.deleteSwept: exec(stmt)
 --   storeTx.exportByList: exportRows(q)
 --   storeTx.exportFromBlock: exportRows(q)
---   storeTx.indexBlock: queryIDs(q)
---   storeTx.insertConsumers: exec(`INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, passed_seq) SELECT c.id, ?2, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END, ` + passed + `, c.cursor FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, ` + cursor + ` AS cursor FROM partitions p WHERE p.queue_id = ?3` + onePartition + `) c`)
 --   storeTx.markReady: exec(q)
 --   storeTx.pgPushCopies: query(insert + ` RETURNING seq, partition_id, transaction_id`)
 --   storeTx.pgRebuildTextIndex: exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)
---   storeTx.pgRebuildTextIndex: exec(s)
---   storeTx.pushCopies: exec(stmt)
---   storeTx.unindexQueue: exec(s)

@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -148,7 +149,7 @@ func Collect(dir string) ([]Site, error) {
 			}
 		}
 	}
-	fo := &folder{info: info, funcs: funcs, vars: map[types.Object]string{}}
+	fo := &folder{info: info, funcs: funcs, vars: map[types.Object]string{}, lits: map[types.Object]*ast.CompositeLit{}, busy: map[types.Object]bool{}}
 	assigned := assignedVars(info, files)
 
 	// The package variables set by pgQuery(sqlite, pg) or
@@ -177,6 +178,8 @@ func Collect(dir string) ([]Site, error) {
 		}
 		if s, ok := fo.fold(init.Rhs, nil, 0); ok {
 			fo.vars[init.Lhs[0]] = s
+		} else if lit, ok := init.Rhs.(*ast.CompositeLit); ok {
+			fo.lits[init.Lhs[0]] = lit
 		}
 	}
 
@@ -399,6 +402,10 @@ type folder struct {
 	info  *types.Info
 	funcs map[types.Object]*ast.FuncDecl
 	vars  map[types.Object]string // package variables that fold
+	// lits: package variables set to a slice or map literal, never
+	// assigned again.
+	lits map[types.Object]*ast.CompositeLit
+	busy map[types.Object]bool // the variables varValues is following
 }
 
 // fold is e's constant string value; env holds the parameters of the
@@ -526,72 +533,405 @@ func assignedVars(info *types.Info, files []*ast.File) map[types.Object]bool {
 // variable it was read from, if any.
 type value struct{ sql, v string }
 
-// values are the texts e may hold: its value when it folds; when it
-// is a local variable of body that every assignment sets to a constant
-// (or a pgQuery variable), each of those.
+// maxValues bounds the texts one expression may stand for: past it, the
+// expression is taken as built at run time.
+const maxValues = 64
+
+// values are the texts e may hold in body: its value when it folds;
+// else one for each combination of the values of the local variables
+// it reads (varValues), each variable taking one value at a time (an
+// index read twice is the same index).
 func (f *folder) values(e ast.Expr, body *ast.BlockStmt, given map[types.Object]pair) ([]value, bool) {
 	if s, ok := f.fold(e, nil, 0); ok {
 		return []value{{sql: s}}, true
 	}
-	id, ok := ast.Unparen(e).(*ast.Ident)
-	if !ok {
-		return nil, false
-	}
-	v, ok := f.info.Uses[id].(*types.Var)
-	if !ok || v.Parent() == nil || v.Parent() == v.Pkg().Scope() {
-		return nil, false
-	}
-	var out []value
-	ok = true
-	set := func(rhs ast.Expr) {
-		if r, isID := ast.Unparen(rhs).(*ast.Ident); isID {
-			if g, isGiven := given[f.info.Uses[r]]; isGiven && g.col == "" {
-				out = append(out, value{g.sql, r.Name})
-				return
-			}
+	if id, ok := ast.Unparen(e).(*ast.Ident); ok {
+		if g, ok := given[f.info.Uses[id]]; ok && g.col == "" {
+			return []value{{g.sql, id.Name}}, true
 		}
-		s, folds := f.fold(rhs, nil, 0)
-		if !folds {
-			ok = false
-			return
-		}
-		out = append(out, value{sql: s})
 	}
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.AssignStmt:
-			for i, l := range n.Lhs {
-				lid, isID := l.(*ast.Ident)
-				if !isID || (f.info.Defs[lid] != v && f.info.Uses[lid] != v) {
-					continue
-				}
-				if (n.Tok != token.ASSIGN && n.Tok != token.DEFINE) || len(n.Rhs) != len(n.Lhs) {
-					ok = false // s += ..., or a, b := f()
-					continue
-				}
-				set(n.Rhs[i])
-			}
-		case *ast.ValueSpec:
-			for i, name := range n.Names {
-				if f.info.Defs[name] != v {
-					continue
-				}
-				if len(n.Values) != len(n.Names) {
-					ok = false
-					continue
-				}
-				set(n.Values[i])
-			}
-		case *ast.UnaryExpr:
-			if n.Op == token.AND {
-				if x, isID := ast.Unparen(n.X).(*ast.Ident); isID && f.info.Uses[x] == v {
-					ok = false // its address taken: set elsewhere
-				}
+	var vars []types.Object
+	seen := map[types.Object]bool{}
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if v, ok := f.info.Uses[id].(*types.Var); ok && !v.IsField() && v.Parent() != v.Pkg().Scope() && !seen[v] {
+				seen[v] = true
+				vars = append(vars, v)
 			}
 		}
 		return true
 	})
-	return out, ok && len(out) > 0
+	if len(vars) == 0 {
+		return nil, false
+	}
+	choices := make([][]value, len(vars))
+	total := 1
+	for i, v := range vars {
+		vs, ok := f.varValues(v, body, e.Pos(), given)
+		if !ok {
+			return nil, false
+		}
+		choices[i] = vs
+		if total *= len(vs); total > maxValues {
+			return nil, false
+		}
+	}
+	var out []value
+	env := map[types.Object]string{}
+	var pick func(i int, from string) bool
+	pick = func(i int, from string) bool {
+		if i == len(vars) {
+			s, ok := f.fold(e, env, 0)
+			if ok {
+				out = append(out, value{s, from})
+			}
+			return ok
+		}
+		for _, c := range choices[i] {
+			env[vars[i]] = c.sql
+			v := from
+			if c.v != "" {
+				v = c.v
+			}
+			if !pick(i+1, v) {
+				return false
+			}
+		}
+		return true
+	}
+	if !pick(0, "") {
+		return nil, false
+	}
+	return out, true
+}
+
+// varValues are the values the local variable v of body may hold at
+// pos, following body's statements in order (flow): set by = or := to
+// something values knows (a constant, a pgQuery variable, another such
+// variable), by v, ok := m[k] or v := s[i] of a package map or slice
+// literal, by a, b := f(...) from the returns of a package function, as
+// a range's value over a slice literal, grown by +=; an if or a switch
+// gives the values of each of its ways, a way that returns none.
+func (f *folder) varValues(v types.Object, body *ast.BlockStmt, pos token.Pos, given map[types.Object]pair) ([]value, bool) {
+	// A variable set from another, or from a function's results, is
+	// followed a few steps at most (and never around a cycle).
+	if f.busy[v] || len(f.busy) > 6 {
+		return nil, false
+	}
+	f.busy[v] = true
+	defer delete(f.busy, v)
+	fl := &flow{f: f, v: v, body: body, pos: pos, given: given, ok: true}
+	out, _ := fl.list(body.List, nil)
+	if !fl.ok || len(out) == 0 || len(out) > maxValues {
+		return nil, false
+	}
+	return out, true
+}
+
+// flow follows the values of one variable through a function's
+// statements, up to a position.
+type flow struct {
+	f     *folder
+	v     types.Object
+	body  *ast.BlockStmt
+	pos   token.Pos
+	given map[types.Object]pair
+	ok    bool
+}
+
+// list runs stmts on the values in; ends says the way returned (or
+// reached pos, which ends the walk too).
+func (fl *flow) list(stmts []ast.Stmt, in []value) (out []value, ends bool) {
+	for _, st := range stmts {
+		if !fl.ok {
+			return nil, true
+		}
+		if st.Pos() <= fl.pos && fl.pos < st.End() {
+			return fl.into(st, in), true
+		}
+		var end bool
+		in, end = fl.stmt(st, in)
+		if end {
+			return nil, true
+		}
+	}
+	return in, false
+}
+
+// into runs the part of st before pos, which st holds.
+func (fl *flow) into(st ast.Stmt, in []value) []value {
+	in2 := func(b ast.Node) bool { return b != nil && b.Pos() <= fl.pos && fl.pos < b.End() }
+	switch st := st.(type) {
+	case *ast.BlockStmt:
+		out, _ := fl.list(st.List, in)
+		return out
+	case *ast.IfStmt:
+		if st.Init != nil {
+			in, _ = fl.stmt(st.Init, in)
+		}
+		if in2(st.Body) {
+			out, _ := fl.list(st.Body.List, in)
+			return out
+		}
+		if in2(st.Else) {
+			return fl.into(st.Else.(ast.Stmt), in)
+		}
+	case *ast.SwitchStmt:
+		if st.Init != nil {
+			in, _ = fl.stmt(st.Init, in)
+		}
+		for _, c := range st.Body.List {
+			if cc := c.(*ast.CaseClause); in2(cc) {
+				out, _ := fl.list(cc.Body, in)
+				return out
+			}
+		}
+	case *ast.RangeStmt:
+		if in2(st.Body) {
+			if st.Value != nil && fl.is(st.Value) {
+				vs, ok := fl.f.elems(st.X, fl.body, fl.given)
+				fl.ok = fl.ok && ok
+				in = vs
+			} else if fl.sets(st.Body) || (st.Key != nil && fl.is(st.Key)) {
+				fl.ok = false
+			}
+			out, _ := fl.list(st.Body.List, in)
+			return out
+		}
+	case *ast.ForStmt:
+		if in2(st.Body) {
+			if fl.sets(st) {
+				fl.ok = false
+			}
+			out, _ := fl.list(st.Body.List, in)
+			return out
+		}
+	}
+	return in
+}
+
+// stmt runs st, which pos is not in; end says it returns.
+func (fl *flow) stmt(st ast.Stmt, in []value) ([]value, bool) {
+	switch st := st.(type) {
+	case *ast.ReturnStmt:
+		return nil, true
+	case *ast.AssignStmt:
+		for i, l := range st.Lhs {
+			if !fl.is(l) {
+				continue
+			}
+			switch {
+			case st.Tok == token.ADD_ASSIGN && len(st.Rhs) == 1:
+				add, ok := fl.f.values(st.Rhs[0], fl.body, fl.given)
+				fl.ok = fl.ok && ok
+				var out []value
+				for _, a := range in {
+					for _, b := range add {
+						out = append(out, value{a.sql + b.sql, a.v})
+					}
+				}
+				in = out
+			case st.Tok != token.ASSIGN && st.Tok != token.DEFINE:
+				fl.ok = false
+			case len(st.Rhs) == len(st.Lhs):
+				vs, ok := fl.f.exprValues(st.Rhs[i], fl.body, fl.given)
+				fl.ok = fl.ok && ok
+				in = vs
+			case len(st.Rhs) == 1:
+				vs, ok := fl.f.results(st.Rhs[0], i, fl.given)
+				fl.ok = fl.ok && ok
+				in = vs
+			default:
+				fl.ok = false
+			}
+		}
+		return in, false
+	case *ast.DeclStmt:
+		if g, ok := st.Decl.(*ast.GenDecl); ok {
+			for _, sp := range g.Specs {
+				vs, ok := sp.(*ast.ValueSpec)
+				if !ok {
+					continue
+				}
+				for i, name := range vs.Names {
+					if fl.f.info.Defs[name] != fl.v {
+						continue
+					}
+					if len(vs.Values) != len(vs.Names) {
+						fl.ok = false
+						continue
+					}
+					out, ok := fl.f.exprValues(vs.Values[i], fl.body, fl.given)
+					fl.ok = fl.ok && ok
+					in = out
+				}
+			}
+		}
+		return in, false
+	case *ast.BlockStmt:
+		return fl.list(st.List, in)
+	case *ast.IfStmt:
+		if st.Init != nil {
+			in, _ = fl.stmt(st.Init, in)
+		}
+		a, aEnds := fl.list(st.Body.List, in)
+		b, bEnds := in, false
+		if st.Else != nil {
+			b, bEnds = fl.stmt(st.Else, in)
+		}
+		return union(a, aEnds, b, bEnds)
+	case *ast.SwitchStmt:
+		if st.Init != nil {
+			in, _ = fl.stmt(st.Init, in)
+		}
+		var out []value
+		all, deflt := true, false
+		for _, c := range st.Body.List {
+			cc := c.(*ast.CaseClause)
+			deflt = deflt || cc.List == nil
+			vs, ends := fl.list(cc.Body, in)
+			out, all = union(out, all, vs, ends)
+		}
+		if !deflt {
+			out, all = union(out, all, in, false)
+		}
+		return out, all
+	}
+	if fl.sets(st) {
+		fl.ok = false // set in a loop, a closure, ...
+	}
+	return in, false
+}
+
+// union is the values after two ways, each of which may end.
+func union(a []value, aEnds bool, b []value, bEnds bool) ([]value, bool) {
+	switch {
+	case aEnds && bEnds:
+		return nil, true
+	case aEnds:
+		return b, false
+	case bEnds:
+		return a, false
+	}
+	out := append([]value{}, a...)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out, false
+}
+
+// is reports whether e names the variable.
+func (fl *flow) is(e ast.Expr) bool {
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	return ok && (fl.f.info.Defs[id] == fl.v || fl.f.info.Uses[id] == fl.v)
+}
+
+// sets reports whether n assigns the variable or takes its address.
+func (fl *flow) sets(n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for _, l := range n.Lhs {
+				found = found || fl.is(l)
+			}
+		case *ast.UnaryExpr:
+			found = found || (n.Op == token.AND && fl.is(n.X))
+		}
+		return !found
+	})
+	return found
+}
+
+// exprValues are values', and for an index of a package map or slice
+// literal (m[k], s[i]) each of its elements.
+func (f *folder) exprValues(e ast.Expr, body *ast.BlockStmt, given map[types.Object]pair) ([]value, bool) {
+	if ix, ok := ast.Unparen(e).(*ast.IndexExpr); ok {
+		return f.elems(ix.X, body, given)
+	}
+	return f.values(e, body, given)
+}
+
+// results are, for a, b := f(...) (a package function) or a, ok :=
+// m[k], the values its i-th result may take.
+func (f *folder) results(e ast.Expr, i int, given map[types.Object]pair) ([]value, bool) {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.IndexExpr:
+		if i == 0 {
+			return f.elems(e.X, nil, given)
+		}
+	case *ast.CallExpr:
+		id, ok := ast.Unparen(e.Fun).(*ast.Ident)
+		if !ok {
+			return nil, false
+		}
+		fd := f.funcs[f.info.Uses[id]]
+		if fd == nil {
+			return nil, false
+		}
+		var out []value
+		ok = true
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.ReturnStmt:
+				if len(n.Results) <= i {
+					ok = false
+					return false
+				}
+				vs, good := f.values(n.Results[i], fd.Body, given)
+				if !good {
+					ok = false
+				}
+				out = append(out, vs...)
+			}
+			return true
+		})
+		return out, ok && len(out) > 0
+	}
+	return nil, false
+}
+
+// elems are the values of the elements of a slice or map literal: x
+// itself, a local variable of body set to one, or a package variable.
+func (f *folder) elems(x ast.Expr, body *ast.BlockStmt, given map[types.Object]pair) ([]value, bool) {
+	lit, ok := ast.Unparen(x).(*ast.CompositeLit)
+	if !ok {
+		id, isID := ast.Unparen(x).(*ast.Ident)
+		if !isID {
+			return nil, false
+		}
+		lit = f.lits[f.info.Uses[id]]
+		if lit == nil && body != nil {
+			// A local variable set once, to a literal.
+			ast.Inspect(body, func(n ast.Node) bool {
+				if a, isA := n.(*ast.AssignStmt); isA && len(a.Lhs) == 1 && len(a.Rhs) == 1 {
+					if l, isID := a.Lhs[0].(*ast.Ident); isID && f.info.Defs[l] == f.info.Uses[id] {
+						lit, _ = a.Rhs[0].(*ast.CompositeLit)
+					}
+				}
+				return lit == nil
+			})
+		}
+		if lit == nil {
+			return nil, false
+		}
+	}
+	var out []value
+	for _, el := range lit.Elts {
+		if kv, isKV := el.(*ast.KeyValueExpr); isKV {
+			el = kv.Value
+		}
+		vs, good := f.values(el, body, given)
+		if !good {
+			return nil, false
+		}
+		out = append(out, vs...)
+	}
+	return out, len(out) > 0
 }
 
 // pair is a pgQuery variable's SQLite text, and for pgInsert the column
@@ -629,12 +969,18 @@ func branches(info *types.Info, pkg *types.Package, body *ast.BlockStmt) spans {
 		if u, ok := c.(*ast.UnaryExpr); ok && u.Op == token.NOT {
 			c, other = ast.Unparen(u.X), true
 		}
+		// DB's: d.pg != nil (PostgreSQL's), d.pg == nil.
+		if b, ok := c.(*ast.BinaryExpr); ok && (b.Op == token.NEQ || b.Op == token.EQL) {
+			if id, ok := ast.Unparen(b.Y).(*ast.Ident); ok && id.Name == "nil" {
+				c, other = ast.Unparen(b.X), b.Op == token.EQL
+			}
+		}
 		sel, ok := c.(*ast.SelectorExpr)
 		if !ok || sel.Sel.Name != "pg" {
 			return ""
 		}
 		s := info.Selections[sel]
-		if s == nil || s.Kind() != types.FieldVal || !isStoreTx(s.Recv(), pkg) {
+		if s == nil || s.Kind() != types.FieldVal || !(isStoreTx(s.Recv(), pkg) || isNamed(s.Recv(), pkg, "DB")) {
 			return ""
 		}
 		if other {
@@ -689,12 +1035,15 @@ func constString(info *types.Info, e ast.Expr) (string, bool) {
 	return constant.StringVal(tv.Value), true
 }
 
-func isStoreTx(t types.Type, pkg *types.Package) bool {
+func isStoreTx(t types.Type, pkg *types.Package) bool { return isNamed(t, pkg, "storeTx") }
+
+// isNamed reports whether t (or what it points to) is pkg's type name.
+func isNamed(t types.Type, pkg *types.Package, name string) bool {
 	if p, ok := t.(*types.Pointer); ok {
 		t = p.Elem()
 	}
 	n, ok := t.(*types.Named)
-	return ok && n.Obj().Pkg() == pkg && n.Obj().Name() == "storeTx"
+	return ok && n.Obj().Pkg() == pkg && n.Obj().Name() == name
 }
 
 // funcName is a function's name, a method's with its receiver's type:

@@ -17,10 +17,18 @@ func TestCollect(t *testing.T) {
 		{Func: "storeTx.Both", Wrapper: "insert", Const: true, SQL: `INSERT INTO t (a) VALUES (?)`, Col: "id"},
 		{Func: "storeTx.Both", Wrapper: "exec", Expr: "`SELECT ` + name"},
 		{Func: "storeTx.Both", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
-		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `UPDATE t SET a = 1`},
 		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `UPDATE t SET a = 1`},
 		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a FROM t`},
-		{Func: "storeTx.Both", Wrapper: "exec", Expr: "u"},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT 1 LIMIT 1`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT 1`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT u.a FROM u`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT t.a FROM t`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `DELETE FROM t`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `DELETE FROM u`},
+		{Func: "storeTx.Both", Wrapper: "exec", Expr: "`SELECT ` + name + ` FROM ` + table"},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a FROM t WHERE j LIMIT 1`},
+		{Func: "storeTx.Both", Wrapper: "exec", Const: true, SQL: `SELECT a FROM t ORDER BY a`},
 		{Func: "storeTx.Passes", Wrapper: "exec", Const: true, SQL: `SELECT 2 FROM t WHERE a = ?`},
 		{Func: "storeTx.Passes", Wrapper: "passOn", Const: true, SQL: `DELETE FROM t WHERE a = 1`},
 		{Func: "storeTx.Passes", Wrapper: "probe", Const: true, SQL: `DELETE FROM t WHERE a = 2`},
@@ -31,7 +39,7 @@ func TestCollect(t *testing.T) {
 		t.Errorf("Collect:\n got %+v\nwant %+v", sites, want)
 	}
 	dyn := Dynamic(sites)
-	wantDyn := []string{"storeTx.Both: exec(`SELECT ` + name)", "storeTx.Both: exec(u)"}
+	wantDyn := []string{"storeTx.Both: exec(`SELECT ` + name + ` FROM ` + table)", "storeTx.Both: exec(`SELECT ` + name)"}
 	if !reflect.DeepEqual(dyn, wantDyn) {
 		t.Errorf("Dynamic: got %q, want %q", dyn, wantDyn)
 	}
