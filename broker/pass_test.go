@@ -491,7 +491,7 @@ func TestReplayToOwnGroupPassingIsEphemeral(t *testing.T) {
 		t.Fatalf("lag after the pass: %d", s.lag("analytics"))
 	}
 	// The pass lost: the consumer as it was before it.
-	if _, err := d.Exec(ctx, `UPDATE consumers SET cursor = $1, passed = $2, passed_seq = $3, ready = $4
+	if _, err := d.Exec(ctx, `UPDATE consumers SET cursor = ?, passed = ?, passed_seq = ?, ready = ?
 		WHERE group_id = (SELECT id FROM groups WHERE name = 'analytics')`, before[0], before[1], before[2], before[3]); err != nil {
 		t.Fatal(err)
 	}

@@ -779,13 +779,15 @@ func Prepare(dsn string) error {
 	return d.Close()
 }
 
-// Exec runs one statement outside the broker, as it is, in the store's
-// dialect (no catalog, no translation: a text both read alike, with
-// parameters $1, $2, ... in order, runs on either): for tools and tests
-// that must go around the broker (WriteDB is the handle itself).
+// Exec runs one statement outside the broker, in the store's dialect
+// (the catalog has no text for it, and nothing translates it) but for
+// its parameters, written ? or ?NNN on either store (pgNumbered): for
+// tools and tests that must go around the broker (WriteDB is the handle
+// itself).
 func (d *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if d.pg != nil {
-		return d.pg.db.ExecContext(ctx, query, args...)
+		text, args := pgNumbered(query).bind(args)
+		return d.pg.db.ExecContext(ctx, text, args...)
 	}
 	return d.write.ExecContext(ctx, query, args...)
 }
@@ -793,7 +795,8 @@ func (d *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, e
 // QueryRow is Exec for a query of one row.
 func (d *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	if d.pg != nil {
-		return d.pg.db.QueryRowContext(ctx, query, args...)
+		text, args := pgNumbered(query).bind(args)
+		return d.pg.db.QueryRowContext(ctx, text, args...)
 	}
 	return d.write.QueryRowContext(ctx, query, args...)
 }

@@ -81,7 +81,7 @@ func waitForLock(t *testing.T, d *DB, events ...string) {
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		var n int
 		err := d.QueryRow(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND wait_event = ANY($1::text[])`, events).Scan(&n)
+			AND wait_event_type = 'Lock' AND wait_event = ANY(?::text[])`, events).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +274,7 @@ func TestPGFoldPassesByAPartitionAnotherWriteHolds(t *testing.T) {
 	}
 	counted := func(id int64) (seq, max int64) {
 		t.Helper()
-		if err := b.QueryRow(ctx, `SELECT counted_seq, (SELECT MAX(seq) FROM messages WHERE partition_id = $1) FROM partitions WHERE id = $1`, id).Scan(&seq, &max); err != nil {
+		if err := b.QueryRow(ctx, `SELECT counted_seq, (SELECT MAX(seq) FROM messages WHERE partition_id = ?1) FROM partitions WHERE id = ?1`, id).Scan(&seq, &max); err != nil {
 			t.Fatal(err)
 		}
 		return seq, max
@@ -409,7 +409,7 @@ func TestPGAPopLeavesTheMarkOfAPartitionAPushHolds(t *testing.T) {
 	drain(t, a, "p1")
 	ready := func() (n int) {
 		t.Helper()
-		if err := a.QueryRow(ctx, `SELECT ready FROM consumers WHERE partition_id = $1 AND group_id = $2`, p1, groupID).Scan(&n); err != nil {
+		if err := a.QueryRow(ctx, `SELECT ready FROM consumers WHERE partition_id = ? AND group_id = ?`, p1, groupID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

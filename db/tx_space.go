@@ -94,7 +94,10 @@ func (t *storeTx) Space(ctx context.Context) (broker.Space, error) {
 // auto_vacuum=INCREMENTAL it does nothing and returns 0. On PostgreSQL
 // it does nothing and returns 0: the store gives nothing back (Space).
 func (t *storeTx) GiveBackPages(ctx context.Context, pages int) (int64, error) {
-	if pages <= 0 || t.pg {
+	if t.pg {
+		return 0, nil // PostgreSQL's space is VACUUM's
+	}
+	if pages <= 0 {
 		return 0, nil
 	}
 	before, err := t.Space(ctx)

@@ -12,7 +12,7 @@
 -- only (as the branches on t.pg say) has no PostgreSQL text.
 --
 -- 302 statements (17 with a PostgreSQL text written by hand, 10 for
--- SQLite only), then the 23 calls whose text is built at run time,
+-- SQLite only), then the 22 calls whose text is built at run time,
 -- which this file does not cover yet.
 
 -- used by: DB.Health
@@ -3054,7 +3054,7 @@ DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE
 DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = $1)
 ;
 
--- Built at run time, not covered yet: 23 calls.
+-- Built at run time, not covered yet: 22 calls.
 --   storeTx.AddStats: exec(b.upsert)
 --   storeTx.CountDeadLetterMessages: queryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
 --   storeTx.CountDeadLetters: queryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
@@ -3064,7 +3064,6 @@ DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WH
 --   storeTx.DeadLetterKeys: scanKeys(sel + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`)
 --   storeTx.DeadLetterPosition: queryRow(`SELECT d.failed_at, d.id FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`)
 --   storeTx.DeadLetterWindow: queryRow(q)
---   storeTx.GiveBackPages: query("PRAGMA incremental_vacuum(" + strconv.Itoa(pages) + ")")
 --   storeTx.Jobs: query(q)
 --   storeTx.ListAudit: query(q)
 --   storeTx.ListDeadLetters: query(q)

@@ -1109,14 +1109,15 @@ func wrapper(f string) bool {
 	return ok && strings.HasPrefix(f, "storeTx.")
 }
 
-// Dynamic is the calls whose text is built at run time, one line each
+// Dynamic is the calls whose text is built at run time, but those that
+// run on SQLite only, one line each
 // ("storeTx.ListDeadLetters: query(q)"), sorted, with duplicates kept
 // once; the wrappers' calls of each other are left out.
 func Dynamic(sites []Site) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range sites {
-		if s.Const || s.Wrapper == "" || wrapper(s.Func) {
+		if s.Const || s.Wrapper == "" || wrapper(s.Func) || s.Only == "sqlite" {
 			continue
 		}
 		l := fmt.Sprintf("%s: %s(%s)", s.Func, s.Wrapper, strings.Join(strings.Fields(s.Expr), " "))
