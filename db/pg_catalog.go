@@ -45,6 +45,60 @@ var pgCatalog = map[string]*pgStatement{
 		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
 		RETURNING depth, oldest_at`, stores: true},
 	// storeTx.AddStats: translated
+	`INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id, hour) DO UPDATE SET dead_lettered = stats_hour.dead_lettered + excluded.dead_lettered,
+		replayed = stats_hour.replayed + excluded.replayed, deleted = stats_hour.deleted + excluded.deleted, dropped = stats_hour.dropped + excluded.dropped,
+		completed = stats_hour.completed + excluded.completed, failed = stats_hour.failed + excluded.failed,
+		replay_completed = stats_hour.replay_completed + excluded.replay_completed, replay_failed = stats_hour.replay_failed + excluded.replay_failed,
+		expired = stats_hour.expired + excluded.expired, dead_letters_expired = stats_hour.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at`: {text: `INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (queue_id, group_id, hour) DO UPDATE SET dead_lettered = stats_hour.dead_lettered + excluded.dead_lettered,
+		replayed = stats_hour.replayed + excluded.replayed, deleted = stats_hour.deleted + excluded.deleted, dropped = stats_hour.dropped + excluded.dropped,
+		completed = stats_hour.completed + excluded.completed, failed = stats_hour.failed + excluded.failed,
+		replay_completed = stats_hour.replay_completed + excluded.replay_completed, replay_failed = stats_hour.replay_failed + excluded.replay_failed,
+		expired = stats_hour.expired + excluded.expired, dead_letters_expired = stats_hour.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at`, stores: true},
+	// storeTx.AddStats: translated
+	`INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id, minute) DO UPDATE SET dead_lettered = stats_minute.dead_lettered + excluded.dead_lettered,
+		replayed = stats_minute.replayed + excluded.replayed, deleted = stats_minute.deleted + excluded.deleted, dropped = stats_minute.dropped + excluded.dropped,
+		completed = stats_minute.completed + excluded.completed, failed = stats_minute.failed + excluded.failed,
+		replay_completed = stats_minute.replay_completed + excluded.replay_completed, replay_failed = stats_minute.replay_failed + excluded.replay_failed,
+		expired = stats_minute.expired + excluded.expired, dead_letters_expired = stats_minute.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at`: {text: `INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (queue_id, group_id, minute) DO UPDATE SET dead_lettered = stats_minute.dead_lettered + excluded.dead_lettered,
+		replayed = stats_minute.replayed + excluded.replayed, deleted = stats_minute.deleted + excluded.deleted, dropped = stats_minute.dropped + excluded.dropped,
+		completed = stats_minute.completed + excluded.completed, failed = stats_minute.failed + excluded.failed,
+		replay_completed = stats_minute.replay_completed + excluded.replay_completed, replay_failed = stats_minute.replay_failed + excluded.replay_failed,
+		expired = stats_minute.expired + excluded.expired, dead_letters_expired = stats_minute.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at`, stores: true},
+	// storeTx.AddStats: translated
+	`INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id, quarter) DO UPDATE SET dead_lettered = stats_quarter.dead_lettered + excluded.dead_lettered,
+		replayed = stats_quarter.replayed + excluded.replayed, deleted = stats_quarter.deleted + excluded.deleted, dropped = stats_quarter.dropped + excluded.dropped,
+		completed = stats_quarter.completed + excluded.completed, failed = stats_quarter.failed + excluded.failed,
+		replay_completed = stats_quarter.replay_completed + excluded.replay_completed, replay_failed = stats_quarter.replay_failed + excluded.replay_failed,
+		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at`: {text: `INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (queue_id, group_id, quarter) DO UPDATE SET dead_lettered = stats_quarter.dead_lettered + excluded.dead_lettered,
+		replayed = stats_quarter.replayed + excluded.replayed, deleted = stats_quarter.deleted + excluded.deleted, dropped = stats_quarter.dropped + excluded.dropped,
+		completed = stats_quarter.completed + excluded.completed, failed = stats_quarter.failed + excluded.failed,
+		replay_completed = stats_quarter.replay_completed + excluded.replay_completed, replay_failed = stats_quarter.replay_failed + excluded.replay_failed,
+		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at`, stores: true},
+	// storeTx.AddStats: translated
 	`SELECT failed_at FROM dead_letters WHERE queue_id = ? AND group_id = ? ORDER BY failed_at, id LIMIT 1`: {text: `SELECT failed_at FROM dead_letters WHERE queue_id = $1 AND group_id = $2 ORDER BY failed_at, id LIMIT 1`},
 	// storeTx.AddStats: translated
 	`UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?`: {text: `UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3`, stores: true},
@@ -785,9 +839,63 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	// storeTx.SeqForImport: translated
 	`SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`: {text: `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`},
 	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// storeTx.Series: translated
 	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 				WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1`},
+	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+			WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1`},
+	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4`},
+	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+			WHERE b.queue_id = ? AND b.group_id = ? AND b.minute < ? ORDER BY b.minute DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute < $3 ORDER BY b.minute DESC LIMIT 1`},
+	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4`: {text: `SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4`},
+	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+			WHERE b.queue_id = ? AND b.group_id = ? AND b.quarter < ? ORDER BY b.quarter DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter < $3 ORDER BY b.quarter DESC LIMIT 1`},
+	// storeTx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4`: {text: `SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4`},
 	// storeTx.Series: translated
 	`SELECT id, name FROM groups`: {text: `SELECT id, name FROM groups`},
 	// storeTx.Series: translated
@@ -826,6 +934,14 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	`SELECT starts_at FROM subscriptions WHERE queue_id = ? AND group_id = ?`: {text: `SELECT starts_at FROM subscriptions WHERE queue_id = $1 AND group_id = $2`},
 	// storeTx.SweepAudit: translated
 	`DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) x WHERE at < ?1)`: {text: `DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT $2) x WHERE at < $1)`},
+	// storeTx.SweepBuckets: translated
+	`DELETE FROM error_group_hours WHERE (queue_id, group_id, fingerprint, hour) IN (SELECT queue_id, group_id, fingerprint, hour FROM error_group_hours WHERE hour < ?1 ORDER BY hour LIMIT ?2)`: {text: `DELETE FROM error_group_hours WHERE (queue_id, group_id, fingerprint, hour) IN (SELECT queue_id, group_id, fingerprint, hour FROM error_group_hours WHERE hour < $1 ORDER BY hour LIMIT $2)`},
+	// storeTx.SweepBuckets: translated
+	`DELETE FROM stats_hour WHERE (queue_id, group_id, hour) IN (SELECT queue_id, group_id, hour FROM stats_hour WHERE hour < ?1 ORDER BY hour LIMIT ?2)`: {text: `DELETE FROM stats_hour WHERE (queue_id, group_id, hour) IN (SELECT queue_id, group_id, hour FROM stats_hour WHERE hour < $1 ORDER BY hour LIMIT $2)`},
+	// storeTx.SweepBuckets: translated
+	`DELETE FROM stats_minute WHERE (queue_id, group_id, minute) IN (SELECT queue_id, group_id, minute FROM stats_minute WHERE minute < ?1 ORDER BY minute LIMIT ?2)`: {text: `DELETE FROM stats_minute WHERE (queue_id, group_id, minute) IN (SELECT queue_id, group_id, minute FROM stats_minute WHERE minute < $1 ORDER BY minute LIMIT $2)`},
+	// storeTx.SweepBuckets: translated
+	`DELETE FROM stats_quarter WHERE (queue_id, group_id, quarter) IN (SELECT queue_id, group_id, quarter FROM stats_quarter WHERE quarter < ?1 ORDER BY quarter LIMIT ?2)`: {text: `DELETE FROM stats_quarter WHERE (queue_id, group_id, quarter) IN (SELECT queue_id, group_id, quarter FROM stats_quarter WHERE quarter < $1 ORDER BY quarter LIMIT $2)`},
 	// storeTx.SweepHistory: translated
 	`DELETE FROM attempts WHERE (seq, group_id) IN (SELECT r.seq, r.group_id FROM removed_dead_letters r WHERE r.id IN (SELECT value FROM json_each(?1)))
 				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`: {text: `DELETE FROM attempts WHERE (seq, group_id) IN (SELECT r.seq, r.group_id FROM removed_dead_letters r WHERE r.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value))
@@ -1304,6 +1420,10 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
 			d.transaction_id, d.trace_id, d.fingerprint, $1, $2, $3, $4, $5, d.payload, d.pushed_at
 		FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($6::json) AS value) ORDER BY d.id`, stores: true},
+	// storeTx.markReady: translated
+	`UPDATE consumers SET ready = 1 WHERE partition_id = ? AND ready = 0`: {text: `UPDATE consumers SET ready = 1 WHERE partition_id = $1 AND ready = 0`, stores: true},
+	// storeTx.markReady: translated
+	`UPDATE consumers SET ready = 1 WHERE partition_id IN (SELECT value FROM json_each(?)) AND ready = 0`: {text: `UPDATE consumers SET ready = 1 WHERE partition_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND ready = 0`, stores: true},
 	// storeTx.pgFoldLock: translated
 	`SELECT c.partition_id, c.group_id FROM consumers c
 			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id

@@ -11,8 +11,8 @@
 -- package variable it is read from. A statement that runs under !t.pg
 -- only (as the branches on t.pg say) has no PostgreSQL text.
 --
--- 302 statements (17 with a PostgreSQL text written by hand, 10 for
--- SQLite only), then the 22 calls whose text is built at run time,
+-- 322 statements (17 with a PostgreSQL text written by hand, 12 for
+-- SQLite only), then the 17 calls whose text is built at run time,
 -- which this file does not cover yet.
 
 -- used by: DB.Health
@@ -81,6 +81,75 @@ INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, del
 		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
 		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
 		RETURNING depth, oldest_at
+;
+
+-- used by: storeTx.AddStats
+-- sqlite:
+--   INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+--   		ON CONFLICT (queue_id, group_id, hour) DO UPDATE SET dead_lettered = stats_hour.dead_lettered + excluded.dead_lettered,
+--   		replayed = stats_hour.replayed + excluded.replayed, deleted = stats_hour.deleted + excluded.deleted, dropped = stats_hour.dropped + excluded.dropped,
+--   		completed = stats_hour.completed + excluded.completed, failed = stats_hour.failed + excluded.failed,
+--   		replay_completed = stats_hour.replay_completed + excluded.replay_completed, replay_failed = stats_hour.replay_failed + excluded.replay_failed,
+--   		expired = stats_hour.expired + excluded.expired, dead_letters_expired = stats_hour.dead_letters_expired + excluded.dead_letters_expired,
+--   		depth = excluded.depth, oldest_at = excluded.oldest_at
+-- postgres (translated):
+INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (queue_id, group_id, hour) DO UPDATE SET dead_lettered = stats_hour.dead_lettered + excluded.dead_lettered,
+		replayed = stats_hour.replayed + excluded.replayed, deleted = stats_hour.deleted + excluded.deleted, dropped = stats_hour.dropped + excluded.dropped,
+		completed = stats_hour.completed + excluded.completed, failed = stats_hour.failed + excluded.failed,
+		replay_completed = stats_hour.replay_completed + excluded.replay_completed, replay_failed = stats_hour.replay_failed + excluded.replay_failed,
+		expired = stats_hour.expired + excluded.expired, dead_letters_expired = stats_hour.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at
+;
+
+-- used by: storeTx.AddStats
+-- sqlite:
+--   INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+--   		ON CONFLICT (queue_id, group_id, minute) DO UPDATE SET dead_lettered = stats_minute.dead_lettered + excluded.dead_lettered,
+--   		replayed = stats_minute.replayed + excluded.replayed, deleted = stats_minute.deleted + excluded.deleted, dropped = stats_minute.dropped + excluded.dropped,
+--   		completed = stats_minute.completed + excluded.completed, failed = stats_minute.failed + excluded.failed,
+--   		replay_completed = stats_minute.replay_completed + excluded.replay_completed, replay_failed = stats_minute.replay_failed + excluded.replay_failed,
+--   		expired = stats_minute.expired + excluded.expired, dead_letters_expired = stats_minute.dead_letters_expired + excluded.dead_letters_expired,
+--   		depth = excluded.depth, oldest_at = excluded.oldest_at
+-- postgres (translated):
+INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (queue_id, group_id, minute) DO UPDATE SET dead_lettered = stats_minute.dead_lettered + excluded.dead_lettered,
+		replayed = stats_minute.replayed + excluded.replayed, deleted = stats_minute.deleted + excluded.deleted, dropped = stats_minute.dropped + excluded.dropped,
+		completed = stats_minute.completed + excluded.completed, failed = stats_minute.failed + excluded.failed,
+		replay_completed = stats_minute.replay_completed + excluded.replay_completed, replay_failed = stats_minute.replay_failed + excluded.replay_failed,
+		expired = stats_minute.expired + excluded.expired, dead_letters_expired = stats_minute.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at
+;
+
+-- used by: storeTx.AddStats
+-- sqlite:
+--   INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+--   		ON CONFLICT (queue_id, group_id, quarter) DO UPDATE SET dead_lettered = stats_quarter.dead_lettered + excluded.dead_lettered,
+--   		replayed = stats_quarter.replayed + excluded.replayed, deleted = stats_quarter.deleted + excluded.deleted, dropped = stats_quarter.dropped + excluded.dropped,
+--   		completed = stats_quarter.completed + excluded.completed, failed = stats_quarter.failed + excluded.failed,
+--   		replay_completed = stats_quarter.replay_completed + excluded.replay_completed, replay_failed = stats_quarter.replay_failed + excluded.replay_failed,
+--   		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
+--   		depth = excluded.depth, oldest_at = excluded.oldest_at
+-- postgres (translated):
+INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (queue_id, group_id, quarter) DO UPDATE SET dead_lettered = stats_quarter.dead_lettered + excluded.dead_lettered,
+		replayed = stats_quarter.replayed + excluded.replayed, deleted = stats_quarter.deleted + excluded.deleted, dropped = stats_quarter.dropped + excluded.dropped,
+		completed = stats_quarter.completed + excluded.completed, failed = stats_quarter.failed + excluded.failed,
+		replay_completed = stats_quarter.replay_completed + excluded.replay_completed, replay_failed = stats_quarter.replay_failed + excluded.replay_failed,
+		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
+		depth = excluded.depth, oldest_at = excluded.oldest_at
 ;
 
 -- used by: storeTx.AddStats
@@ -1614,12 +1683,141 @@ SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
 ;
 
 -- used by: storeTx.Series
+-- runs on SQLite only (under !t.pg)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.hour), b.depth, b.oldest_at FROM stats_hour b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: storeTx.Series
+-- runs on PostgreSQL only (under t.pg)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: storeTx.Series
+-- runs on SQLite only (under !t.pg)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.minute), b.depth, b.oldest_at FROM stats_minute b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: storeTx.Series
+-- runs on PostgreSQL only (under t.pg)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: storeTx.Series
+-- runs on SQLite only (under !t.pg)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.quarter), b.depth, b.oldest_at FROM stats_quarter b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: storeTx.Series
+-- runs on PostgreSQL only (under t.pg)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: storeTx.Series
 -- sqlite:
 --   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 --   				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1
 -- postgres (translated):
 SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 				WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1
+;
+
+-- used by: storeTx.Series
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+--   			WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1
+;
+
+-- used by: storeTx.Series
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4
+;
+
+-- used by: storeTx.Series
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+--   			WHERE b.queue_id = ? AND b.group_id = ? AND b.minute < ? ORDER BY b.minute DESC LIMIT 1
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute < $3 ORDER BY b.minute DESC LIMIT 1
+;
+
+-- used by: storeTx.Series
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4
+;
+
+-- used by: storeTx.Series
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+--   			WHERE b.queue_id = ? AND b.group_id = ? AND b.quarter < ? ORDER BY b.quarter DESC LIMIT 1
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter < $3 ORDER BY b.quarter DESC LIMIT 1
+;
+
+-- used by: storeTx.Series
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4
 ;
 
 -- used by: storeTx.Series
@@ -1736,6 +1934,34 @@ SELECT starts_at FROM subscriptions WHERE queue_id = $1 AND group_id = $2
 --   DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) x WHERE at < ?1)
 -- postgres (translated):
 DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT $2) x WHERE at < $1)
+;
+
+-- used by: storeTx.SweepBuckets
+-- sqlite:
+--   DELETE FROM error_group_hours WHERE (queue_id, group_id, fingerprint, hour) IN (SELECT queue_id, group_id, fingerprint, hour FROM error_group_hours WHERE hour < ?1 ORDER BY hour LIMIT ?2)
+-- postgres (translated):
+DELETE FROM error_group_hours WHERE (queue_id, group_id, fingerprint, hour) IN (SELECT queue_id, group_id, fingerprint, hour FROM error_group_hours WHERE hour < $1 ORDER BY hour LIMIT $2)
+;
+
+-- used by: storeTx.SweepBuckets
+-- sqlite:
+--   DELETE FROM stats_hour WHERE (queue_id, group_id, hour) IN (SELECT queue_id, group_id, hour FROM stats_hour WHERE hour < ?1 ORDER BY hour LIMIT ?2)
+-- postgres (translated):
+DELETE FROM stats_hour WHERE (queue_id, group_id, hour) IN (SELECT queue_id, group_id, hour FROM stats_hour WHERE hour < $1 ORDER BY hour LIMIT $2)
+;
+
+-- used by: storeTx.SweepBuckets
+-- sqlite:
+--   DELETE FROM stats_minute WHERE (queue_id, group_id, minute) IN (SELECT queue_id, group_id, minute FROM stats_minute WHERE minute < ?1 ORDER BY minute LIMIT ?2)
+-- postgres (translated):
+DELETE FROM stats_minute WHERE (queue_id, group_id, minute) IN (SELECT queue_id, group_id, minute FROM stats_minute WHERE minute < $1 ORDER BY minute LIMIT $2)
+;
+
+-- used by: storeTx.SweepBuckets
+-- sqlite:
+--   DELETE FROM stats_quarter WHERE (queue_id, group_id, quarter) IN (SELECT queue_id, group_id, quarter FROM stats_quarter WHERE quarter < ?1 ORDER BY quarter LIMIT ?2)
+-- postgres (translated):
+DELETE FROM stats_quarter WHERE (queue_id, group_id, quarter) IN (SELECT queue_id, group_id, quarter FROM stats_quarter WHERE quarter < $1 ORDER BY quarter LIMIT $2)
 ;
 
 -- used by: storeTx.SweepHistory
@@ -2699,6 +2925,20 @@ INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, g
 --   		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq
 -- postgres: none
 
+-- used by: storeTx.markReady
+-- sqlite:
+--   UPDATE consumers SET ready = 1 WHERE partition_id = ? AND ready = 0
+-- postgres (translated):
+UPDATE consumers SET ready = 1 WHERE partition_id = $1 AND ready = 0
+;
+
+-- used by: storeTx.markReady
+-- sqlite:
+--   UPDATE consumers SET ready = 1 WHERE partition_id IN (SELECT value FROM json_each(?)) AND ready = 0
+-- postgres (translated):
+UPDATE consumers SET ready = 1 WHERE partition_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND ready = 0
+;
+
 -- used by: storeTx.pgFoldLock
 -- sqlite:
 --   SELECT c.partition_id, c.group_id FROM consumers c
@@ -2850,18 +3090,6 @@ SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
 -- postgres (hand-written, pgQuery):
 CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL, part BIGINT NOT NULL)
 ;
-
--- used by: storeTx.pushCopies
--- insert: PostgreSQL's text returns seq
--- runs on SQLite only (under !t.pg)
--- sqlite:
---   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
---   		SELECT c.part, c.txid,
---   			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
---   		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
---   		WHERE true ORDER BY c.k
---   		ON CONFLICT (partition_id, transaction_id) DO NOTHING
--- postgres: none
 
 -- used by: storeTx.pushCopies
 -- from: copiesInSQL
@@ -3054,8 +3282,7 @@ DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE
 DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = $1)
 ;
 
--- Built at run time, not covered yet: 22 calls.
---   storeTx.AddStats: exec(b.upsert)
+-- Built at run time, not covered yet: 17 calls.
 --   storeTx.CountDeadLetterMessages: queryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
 --   storeTx.CountDeadLetters: queryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
 --   storeTx.CountDeadLettersAbove: queryRow(query)
@@ -3068,12 +3295,8 @@ DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WH
 --   storeTx.ListAudit: query(q)
 --   storeTx.ListDeadLetters: query(q)
 --   storeTx.NewestFailure: queryRow(`SELECT d.failed_at FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`)
---   storeTx.Series: query(`SELECT b.queue_id, b.group_id, b.` + bt.unit + `, ` + bucketCols + ` FROM ` + bt.name + ` b WHERE b.queue_id = ? AND b.group_id = ? AND b.` + bt.unit + ` < ? ORDER BY b.` + bt.unit + ` DESC LIMIT 1`)
---   storeTx.Series: query(ranged)
---   storeTx.SweepBuckets: exec(q)
 --   storeTx.cutAtDoc: query(q)
 --   storeTx.exportByList: exportRows(q)
 --   storeTx.exportFromBlock: exportRows(q)
---   storeTx.markReady: exec(q)
 --   storeTx.pgPushCopies: query(insert + ` RETURNING seq, partition_id, transaction_id`)
 --   storeTx.pgRebuildTextIndex: exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)

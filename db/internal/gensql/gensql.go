@@ -24,6 +24,7 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,12 +145,12 @@ func Collect(dir string) ([]Site, error) {
 	funcs := map[types.Object]*ast.FuncDecl{}
 	for _, f := range files {
 		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Body != nil {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
 				funcs[info.Defs[fd.Name]] = fd
 			}
 		}
 	}
-	fo := &folder{info: info, funcs: funcs, vars: map[types.Object]string{}, lits: map[types.Object]*ast.CompositeLit{}, busy: map[types.Object]bool{}}
+	fo := &folder{info: info, pkg: pkg, funcs: funcs, vars: map[types.Object]string{}, lits: map[types.Object]*ast.CompositeLit{}, busy: map[types.Object]bool{}, recs: map[types.Object]map[string]string{}, once: map[types.Object]ast.Expr{}}
 	assigned := assignedVars(info, files)
 
 	// The package variables set by pgQuery(sqlite, pg) or
@@ -256,8 +257,14 @@ func Collect(dir string) ([]Site, error) {
 					// A constant, or a local variable only ever set to
 					// constants: a site for each.
 					for _, q := range qs {
+						if q.sql == "" {
+							continue // none to run
+						}
 						c := site
 						c.Const, c.SQL, c.Var, c.Col = true, q.sql, q.v, col
+						if c.Only == "" {
+							c.Only = q.only
+						}
 						sites = append(sites, c)
 					}
 					return
@@ -400,12 +407,18 @@ func litOwner(info *types.Info, stack []ast.Node) types.Object {
 // arguments fold.
 type folder struct {
 	info  *types.Info
+	pkg   *types.Package
 	funcs map[types.Object]*ast.FuncDecl
 	vars  map[types.Object]string // package variables that fold
 	// lits: package variables set to a slice or map literal, never
 	// assigned again.
 	lits map[types.Object]*ast.CompositeLit
 	busy map[types.Object]bool // the variables varValues is following
+	// recs: the struct values the variables being combined take now.
+	recs map[types.Object]map[string]string
+	// once: the variables set once, to an expression of others, that
+	// values reads through.
+	once map[types.Object]ast.Expr
 }
 
 // fold is e's constant string value; env holds the parameters of the
@@ -415,9 +428,20 @@ func (f *folder) fold(e ast.Expr, env map[types.Object]string, depth int) (strin
 		return s, true
 	}
 	switch e := ast.Unparen(e).(type) {
+	case *ast.SelectorExpr:
+		if x, ok := ast.Unparen(e.X).(*ast.Ident); ok {
+			if rec, ok := f.recs[f.info.Uses[x]]; ok {
+				s, ok := rec[e.Sel.Name]
+				return s, ok
+			}
+		}
+		return "", false
 	case *ast.Ident:
 		if s, ok := env[f.info.Uses[e]]; ok {
 			return s, true
+		}
+		if rhs, ok := f.once[f.info.Uses[e]]; ok {
+			return f.fold(rhs, env, depth)
 		}
 		s, ok := f.vars[f.info.Uses[e]]
 		return s, ok
@@ -440,7 +464,7 @@ func (f *folder) fold(e ast.Expr, env map[types.Object]string, depth int) (strin
 			return "", false
 		}
 		fd := f.funcs[f.info.Uses[id]]
-		if fd == nil || len(fd.Body.List) != 1 || e.Ellipsis.IsValid() {
+		if fd == nil || fd.Recv != nil || len(fd.Body.List) != 1 || e.Ellipsis.IsValid() {
 			return "", false
 		}
 		ret, ok := fd.Body.List[0].(*ast.ReturnStmt)
@@ -531,7 +555,14 @@ func assignedVars(info *types.Info, files []*ast.File) map[types.Object]bool {
 
 // value is one text a wrapper's query may be: its SQL and the pgQuery
 // variable it was read from, if any.
-type value struct{ sql, v string }
+type value struct {
+	sql, v string
+	// rec: a struct's string fields, for a value that is one
+	// (bucketTables' elements), read as rec.field.
+	rec map[string]string
+	// only: the store the value is set for only (in an if t.pg), or "".
+	only string
+}
 
 // maxValues bounds the texts one expression may stand for: past it, the
 // expression is taken as built at run time.
@@ -547,20 +578,37 @@ func (f *folder) values(e ast.Expr, body *ast.BlockStmt, given map[types.Object]
 	}
 	if id, ok := ast.Unparen(e).(*ast.Ident); ok {
 		if g, ok := given[f.info.Uses[id]]; ok && g.col == "" {
-			return []value{{g.sql, id.Name}}, true
+			return []value{{sql: g.sql, v: id.Name}}, true
 		}
 	}
+	// The variables e reads: through those set once to an expression
+	// (u := `b.` + bt.unit), which stand for it, to the ones they read,
+	// so that each is combined once (u and bt are not taken apart).
 	var vars []types.Object
 	seen := map[types.Object]bool{}
-	ast.Inspect(e, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok {
-			if v, ok := f.info.Uses[id].(*types.Var); ok && !v.IsField() && v.Parent() != v.Pkg().Scope() && !seen[v] {
-				seen[v] = true
-				vars = append(vars, v)
+	var find func(e ast.Node)
+	find = func(e ast.Node) {
+		ast.Inspect(e, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				if v, ok := f.info.Uses[id].(*types.Var); ok && !v.IsField() && v.Parent() != v.Pkg().Scope() && !seen[v] {
+					seen[v] = true
+					if rhs := setOnce(f.info, body, v); rhs != nil {
+						f.once[v] = rhs
+						find(rhs)
+					} else {
+						vars = append(vars, v)
+					}
+				}
 			}
+			return true
+		})
+	}
+	find(e)
+	defer func() {
+		for v := range seen {
+			delete(f.once, v)
 		}
-		return true
-	})
+	}()
 	if len(vars) == 0 {
 		return nil, false
 	}
@@ -578,28 +626,43 @@ func (f *folder) values(e ast.Expr, body *ast.BlockStmt, given map[types.Object]
 	}
 	var out []value
 	env := map[types.Object]string{}
-	var pick func(i int, from string) bool
-	pick = func(i int, from string) bool {
+	var pick func(i int, from, on string) bool
+	pick = func(i int, from, on string) bool {
 		if i == len(vars) {
 			s, ok := f.fold(e, env, 0)
 			if ok {
-				out = append(out, value{s, from})
+				out = append(out, value{sql: s, v: from, only: on})
 			}
 			return ok
 		}
 		for _, c := range choices[i] {
 			env[vars[i]] = c.sql
-			v := from
+			if c.rec != nil {
+				f.recs[vars[i]] = c.rec
+			} else {
+				delete(f.recs, vars[i])
+			}
+			v, o := from, on
 			if c.v != "" {
 				v = c.v
 			}
-			if !pick(i+1, v) {
+			if c.only != "" {
+				if o != "" && o != c.only {
+					continue // the two stores' ways never meet
+				}
+				o = c.only
+			}
+			if !pick(i+1, v, o) {
 				return false
 			}
 		}
 		return true
 	}
-	if !pick(0, "") {
+	ok := pick(0, "", "")
+	for _, v := range vars {
+		delete(f.recs, v)
+	}
+	if !ok {
 		return nil, false
 	}
 	return out, true
@@ -727,7 +790,7 @@ func (fl *flow) stmt(st ast.Stmt, in []value) ([]value, bool) {
 				var out []value
 				for _, a := range in {
 					for _, b := range add {
-						out = append(out, value{a.sql + b.sql, a.v})
+						out = append(out, value{sql: a.sql + b.sql, v: a.v})
 					}
 				}
 				in = out
@@ -779,6 +842,9 @@ func (fl *flow) stmt(st ast.Stmt, in []value) ([]value, bool) {
 		if st.Else != nil {
 			b, bEnds = fl.stmt(st.Else, in)
 		}
+		if on := storeOf(fl.f.info, fl.f.pkg, st.Cond); on != "" {
+			a, b = only(a, on), only(b, flip[on])
+		}
 		return union(a, aEnds, b, bEnds)
 	case *ast.SwitchStmt:
 		if st.Init != nil {
@@ -803,6 +869,58 @@ func (fl *flow) stmt(st ast.Stmt, in []value) ([]value, bool) {
 	return in, false
 }
 
+// setOnce is the expression v is set to when body sets it once, by :=
+// of as many values, to a concatenation (no call: a call's results are
+// varValues'), and never again; or nil.
+func setOnce(info *types.Info, body *ast.BlockStmt, v types.Object) ast.Expr {
+	var rhs ast.Expr
+	n := 0
+	ast.Inspect(body, func(x ast.Node) bool {
+		switch x := x.(type) {
+		case *ast.AssignStmt:
+			for i, l := range x.Lhs {
+				id, ok := l.(*ast.Ident)
+				if !ok || (info.Defs[id] != v && info.Uses[id] != v) {
+					continue
+				}
+				n++
+				if x.Tok == token.DEFINE && len(x.Rhs) == len(x.Lhs) {
+					if b, ok := ast.Unparen(x.Rhs[i]).(*ast.BinaryExpr); ok && b.Op == token.ADD {
+						rhs = b
+					}
+				}
+			}
+		case *ast.RangeStmt:
+			for _, e := range []ast.Expr{x.Key, x.Value} {
+				if id, ok := e.(*ast.Ident); ok && (info.Defs[id] == v || info.Uses[id] == v) {
+					n++
+				}
+			}
+		case *ast.UnaryExpr:
+			if id, ok := ast.Unparen(x.X).(*ast.Ident); ok && x.Op == token.AND && info.Uses[id] == v {
+				n++
+			}
+		}
+		return true
+	})
+	if n != 1 {
+		return nil
+	}
+	return rhs
+}
+
+// only marks the values of vs not marked yet as set for store only.
+func only(vs []value, store string) []value {
+	out := make([]value, len(vs))
+	for i, v := range vs {
+		if v.only == "" {
+			v.only = store
+		}
+		out[i] = v
+	}
+	return out
+}
+
 // union is the values after two ways, each of which may end.
 func union(a []value, aEnds bool, b []value, bEnds bool) ([]value, bool) {
 	switch {
@@ -815,7 +933,9 @@ func union(a []value, aEnds bool, b []value, bEnds bool) ([]value, bool) {
 	}
 	out := append([]value{}, a...)
 	for _, x := range b {
-		if !slices.Contains(out, x) {
+		if !slices.ContainsFunc(out, func(y value) bool {
+			return y.sql == x.sql && y.v == x.v && y.only == x.only && maps.Equal(y.rec, x.rec)
+		}) {
 			out = append(out, x)
 		}
 	}
@@ -846,10 +966,17 @@ func (fl *flow) sets(n ast.Node) bool {
 }
 
 // exprValues are values', and for an index of a package map or slice
-// literal (m[k], s[i]) each of its elements.
+// literal (m[k], s[i]) each of its elements, for a call of a package
+// function what it returns.
 func (f *folder) exprValues(e ast.Expr, body *ast.BlockStmt, given map[types.Object]pair) ([]value, bool) {
-	if ix, ok := ast.Unparen(e).(*ast.IndexExpr); ok {
-		return f.elems(ix.X, body, given)
+	switch x := ast.Unparen(e).(type) {
+	case *ast.IndexExpr:
+		return f.elems(x.X, body, given)
+	case *ast.CallExpr:
+		if vs, ok := f.values(e, body, given); ok {
+			return vs, true
+		}
+		return f.results(x, 0, given)
 	}
 	return f.values(e, body, given)
 }
@@ -863,8 +990,13 @@ func (f *folder) results(e ast.Expr, i int, given map[types.Object]pair) ([]valu
 			return f.elems(e.X, nil, given)
 		}
 	case *ast.CallExpr:
-		id, ok := ast.Unparen(e.Fun).(*ast.Ident)
-		if !ok {
+		var id *ast.Ident
+		switch fn := ast.Unparen(e.Fun).(type) {
+		case *ast.Ident:
+			id = fn
+		case *ast.SelectorExpr: // a method
+			id = fn.Sel
+		default:
 			return nil, false
 		}
 		fd := f.funcs[f.info.Uses[id]]
@@ -872,7 +1004,7 @@ func (f *folder) results(e ast.Expr, i int, given map[types.Object]pair) ([]valu
 			return nil, false
 		}
 		var out []value
-		ok = true
+		ok := true
 		ast.Inspect(fd.Body, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncLit:
@@ -882,7 +1014,7 @@ func (f *folder) results(e ast.Expr, i int, given map[types.Object]pair) ([]valu
 					ok = false
 					return false
 				}
-				vs, good := f.values(n.Results[i], fd.Body, given)
+				vs, good := f.exprValues(n.Results[i], fd.Body, given)
 				if !good {
 					ok = false
 				}
@@ -927,16 +1059,109 @@ func (f *folder) elems(x ast.Expr, body *ast.BlockStmt, given map[types.Object]p
 		}
 		vs, good := f.values(el, body, given)
 		if !good {
-			return nil, false
+			rec, isRec := f.record(el)
+			if !isRec {
+				return nil, false
+			}
+			vs = []value{{rec: rec}}
 		}
 		out = append(out, vs...)
 	}
 	return out, len(out) > 0
 }
 
+// record is the string fields that fold of a struct literal, or of the
+// call of a package function that returns one (newBucketTable(...)).
+func (f *folder) record(e ast.Expr) (map[string]string, bool) {
+	env := map[types.Object]string{}
+	if call, ok := ast.Unparen(e).(*ast.CallExpr); ok {
+		id, ok := ast.Unparen(call.Fun).(*ast.Ident)
+		if !ok {
+			return nil, false
+		}
+		fd := f.funcs[f.info.Uses[id]]
+		if fd == nil || fd.Recv != nil || len(fd.Body.List) != 1 {
+			return nil, false
+		}
+		ret, ok := fd.Body.List[0].(*ast.ReturnStmt)
+		if !ok || len(ret.Results) != 1 {
+			return nil, false
+		}
+		i := 0
+		for _, field := range fd.Type.Params.List {
+			for _, n := range field.Names {
+				if i < len(call.Args) {
+					if v, ok := f.fold(call.Args[i], nil, 0); ok {
+						env[f.info.Defs[n]] = v
+					}
+				}
+				i++
+			}
+		}
+		e = ret.Results[0]
+	}
+	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
+	if !ok {
+		return nil, false
+	}
+	st, ok := f.info.Types[lit].Type.Underlying().(*types.Struct)
+	if !ok {
+		return nil, false
+	}
+	rec := map[string]string{}
+	for i, el := range lit.Elts {
+		name, val := "", el
+		if kv, ok := el.(*ast.KeyValueExpr); ok {
+			k, ok := kv.Key.(*ast.Ident)
+			if !ok {
+				return nil, false
+			}
+			name, val = k.Name, kv.Value
+		} else if i < st.NumFields() {
+			name = st.Field(i).Name()
+		}
+		if v, ok := f.fold(val, env, 0); ok {
+			rec[name] = v
+		}
+	}
+	return rec, true
+}
+
 // pair is a pgQuery variable's SQLite text, and for pgInsert the column
 // RETURNING adds.
 type pair struct{ sql, col string }
+
+// storeOf says which store the condition c holds on: "postgres" for
+// t.pg (storeTx's) or d.pg != nil (DB's), "sqlite" for !t.pg or d.pg ==
+// nil, "" otherwise.
+func storeOf(info *types.Info, pkg *types.Package, c ast.Expr) string {
+	c = ast.Unparen(c)
+	other := false
+	if u, ok := c.(*ast.UnaryExpr); ok && u.Op == token.NOT {
+		c, other = ast.Unparen(u.X), true
+	}
+	// DB's: d.pg != nil (PostgreSQL's), d.pg == nil.
+	if b, ok := c.(*ast.BinaryExpr); ok && (b.Op == token.NEQ || b.Op == token.EQL) {
+		if id, ok := ast.Unparen(b.Y).(*ast.Ident); ok && id.Name == "nil" {
+			c, other = ast.Unparen(b.X), b.Op == token.EQL
+		}
+	}
+	sel, ok := c.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "pg" {
+		return ""
+	}
+	s := info.Selections[sel]
+	if s == nil || s.Kind() != types.FieldVal || !(isStoreTx(s.Recv(), pkg) || isNamed(s.Recv(), pkg, "DB")) {
+		return ""
+	}
+	if other {
+		return "sqlite"
+	}
+	return "postgres"
+}
+
+// flip is the other store.
+var flip = map[string]string{"postgres": "sqlite", "sqlite": "postgres"}
 
 // span is a range of a function's source that runs on one store only.
 type span struct {
@@ -961,34 +1186,7 @@ func (ss spans) at(p token.Pos) string {
 // same block, such an if without else whose body ends in a return.
 func branches(info *types.Info, pkg *types.Package, body *ast.BlockStmt) spans {
 	var out spans
-	// onPG says which store the condition c holds on: "postgres" for
-	// t.pg, "sqlite" for !t.pg, "" otherwise.
-	onPG := func(c ast.Expr) string {
-		c = ast.Unparen(c)
-		other := false
-		if u, ok := c.(*ast.UnaryExpr); ok && u.Op == token.NOT {
-			c, other = ast.Unparen(u.X), true
-		}
-		// DB's: d.pg != nil (PostgreSQL's), d.pg == nil.
-		if b, ok := c.(*ast.BinaryExpr); ok && (b.Op == token.NEQ || b.Op == token.EQL) {
-			if id, ok := ast.Unparen(b.Y).(*ast.Ident); ok && id.Name == "nil" {
-				c, other = ast.Unparen(b.X), b.Op == token.EQL
-			}
-		}
-		sel, ok := c.(*ast.SelectorExpr)
-		if !ok || sel.Sel.Name != "pg" {
-			return ""
-		}
-		s := info.Selections[sel]
-		if s == nil || s.Kind() != types.FieldVal || !(isStoreTx(s.Recv(), pkg) || isNamed(s.Recv(), pkg, "DB")) {
-			return ""
-		}
-		if other {
-			return "sqlite"
-		}
-		return "postgres"
-	}
-	flip := map[string]string{"postgres": "sqlite", "sqlite": "postgres"}
+	onPG := func(c ast.Expr) string { return storeOf(info, pkg, c) }
 	block := func(list []ast.Stmt, end token.Pos) {
 		for i, st := range list {
 			is, ok := st.(*ast.IfStmt)
