@@ -466,7 +466,10 @@ func (d *DB) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker
 	if err := p.runWrite(ctx, st, fn, eager); err != nil {
 		return err
 	}
-	tail := newPGTail(st)
+	tail, err := newPGTail(st)
+	if err != nil {
+		return err
+	}
 	if !begin.sent && tail.empty() && !d.foldDue(st) {
 		// fn neither read nor wrote anything: no transaction at all.
 		committed = true
@@ -561,10 +564,14 @@ type pgTail struct {
 	markArgs []any
 }
 
-// newPGTail is st's tail as fn left it.
-func newPGTail(st *storeTx) *pgTail {
+// newPGTail is st's tail as fn left it, its mark in PostgreSQL's text.
+func newPGTail(st *storeTx) (*pgTail, error) {
 	mark, markArgs := st.markReadyStatement()
-	return &pgTail{st: st, mark: mark, markArgs: markArgs}
+	if mark == "" {
+		return &pgTail{st: st}, nil
+	}
+	text, args, err := pgArgs(mark, markArgs)
+	return &pgTail{st: st, mark: text, markArgs: args}, err
 }
 
 // empty reports whether there is nothing to send.
@@ -576,8 +583,7 @@ func (t *pgTail) queue(b *pgx.Batch) {
 		b.Queue(l.text, l.args...)
 	}
 	if t.mark != "" {
-		text, args := pgArgs(t.mark, t.markArgs)
-		b.Queue(text, args...)
+		b.Queue(t.mark, t.markArgs...)
 	}
 }
 

@@ -188,8 +188,13 @@ func unmask(q string, kept []string) string {
 
 // pgArgs are the PostgreSQL text of query (a SQLite text, pgStmt) and
 // the arguments it takes (bind).
-func pgArgs(query string, args []any) (string, []any) {
-	return pgStmt(query).bind(args)
+func pgArgs(query string, args []any) (string, []any, error) {
+	s, err := pgStmt(query)
+	if err != nil {
+		return "", nil, err
+	}
+	text, args := s.bind(args)
+	return text, args, nil
 }
 
 // bind is s's text and the arguments of args it takes. In a statement

@@ -1,8 +1,12 @@
 package db
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -31,27 +35,85 @@ import (
 
 // pgStmt is the catalogued PostgreSQL statement of query (a SQLite text).
 //
-// A text the catalog lacks (a statement built at run time that is not
-// yet assembled from catalogued parts) is translated as it first runs,
-// and noted (pgMissed): LAZARUS_PG_MISSES names a file each such text
-// is appended to, once a process, for the tests that look for them.
-func pgStmt(query string) *pgStatement {
+// A text the catalog lacks is an error (errNotCatalogued), which fails
+// the statement and its transaction: a statement added without go
+// generate fails the first test that runs it on PostgreSQL, never runs
+// untranslated. Two kinds of callers are let through: the functions the
+// catalog lists as building statements it cannot hold yet
+// (pgBuiltAtRunTime, the end of testdata/pg_statements.sql), whose texts
+// are translated as they first run (pg_sql.go), and tests (a caller in a
+// _test.go file), whose texts are their own. Each text let through is
+// noted once a process: LAZARUS_PG_MISSES names a file it is appended
+// to, for a test run to count them.
+func pgStmt(query string) (*pgStatement, error) {
 	if s, ok := pgCatalog[query]; ok {
-		return s
+		return s, nil
 	}
-	if _, seen := pgMissed.LoadOrStore(query, true); !seen {
-		noteMiss(query)
+	if s, ok := pgLetThrough.Load(query); ok {
+		return s.(*pgStatement), nil
 	}
-	return pgTranslate(query)
+	by, ok := uncatalogued()
+	if !ok {
+		return nil, fmt.Errorf("%w: %.80q, run by %s", errNotCatalogued, query, by)
+	}
+	s := pgTranslate(query)
+	if _, seen := pgLetThrough.LoadOrStore(query, s); !seen {
+		noteMiss(query, by)
+	}
+	return s, nil
 }
 
-// pgMissed holds the texts run on PostgreSQL that the catalog lacks.
-var pgMissed sync.Map
+// errNotCatalogued is the error of a statement the PostgreSQL catalog
+// lacks.
+var errNotCatalogued = errors.New("db: statement not in the PostgreSQL catalog (run go generate ./db)")
+
+// pgLetThrough holds the texts pgStmt let through, translated.
+var pgLetThrough sync.Map
+
+// uncatalogued reports the function of db that runs a text the catalog
+// lacks (the first of the stack but the wrappers), and whether it may:
+// it is in a test file (a test's own text), or it or one of db's
+// functions that called it is one of pgBuiltAtRunTime.
+func uncatalogued() (string, bool) {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	by := ""
+	for {
+		f, more := frames.Next()
+		name, inDB := strings.CutPrefix(f.Function, pgPackage+".")
+		if !inDB || strings.HasSuffix(f.File, "_test.go") {
+			return by, by == "" && inDB // a test's own text, or not db's
+		}
+		// (*storeTx).ListDeadLetters.func1 is storeTx.ListDeadLetters.
+		name = strings.NewReplacer("(*", "", ")", "").Replace(name)
+		if i := strings.Index(name, ".func"); i > 0 {
+			name = name[:i]
+		}
+		if pgBuiltAtRunTime[name] {
+			return name, true
+		}
+		if by == "" && !pgWrappers[strings.TrimPrefix(name, "storeTx.")] {
+			by = name
+		}
+		if !more {
+			return by, false
+		}
+	}
+}
+
+// pgPackage is db's import path, as the runtime names its functions.
+var pgPackage = reflect.TypeFor[DB]().PkgPath()
+
+// pgWrappers are the functions that pass a statement on (gensql.Wrappers,
+// and pgStmt's own).
+var pgWrappers = map[string]bool{"exec": true, "query": true, "queryRow": true, "queryIDs": true, "insert": true, "execLater": true,
+	"pgArgs": true, "pgStmt": true, "uncatalogued": true}
 
 var pgMissesMu sync.Mutex
 
-// noteMiss appends query to the file LAZARUS_PG_MISSES names, if any.
-func noteMiss(query string) {
+// noteMiss appends query, and the function that ran it, to the file
+// LAZARUS_PG_MISSES names, if any.
+func noteMiss(query, by string) {
 	path := os.Getenv("LAZARUS_PG_MISSES")
 	if path == "" {
 		return
@@ -63,5 +125,5 @@ func noteMiss(query string) {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "%s\n\x00\n", query)
+	fmt.Fprintf(f, "-- by %s\n%s\n\x00\n", by, query)
 }

@@ -61,7 +61,10 @@ func (t *storeTx) execLater(ctx context.Context, query string, args ...any) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	text, args := pgArgs(query, args)
+	text, args, err := pgArgs(query, args)
+	if err != nil {
+		return err
+	}
 	t.later = append(t.later, pgLater{text, args})
 	return nil
 }
@@ -110,7 +113,10 @@ func (t *storeTx) exec(ctx context.Context, query string, args ...any) (sql.Resu
 		if err != nil {
 			return nil, err
 		}
-		text, args := pgArgs(query, args)
+		text, args, err := pgArgs(query, args)
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case first:
 			return t.pgExecFirst(ctx, text, args)
@@ -134,7 +140,10 @@ func (t *storeTx) query(ctx context.Context, query string, args ...any) (rowsIte
 		if err != nil {
 			return nil, err
 		}
-		text, args := pgArgs(query, args)
+		text, args, err := pgArgs(query, args)
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case first:
 			return t.pgQueryFirst(ctx, text, args)
@@ -179,7 +188,10 @@ func (t *storeTx) queryRow(ctx context.Context, query string, args ...any) rowSc
 		if err != nil {
 			return rawRow{err: err}
 		}
-		text, args := pgArgs(query, args)
+		text, args, err := pgArgs(query, args)
+		if err != nil {
+			return rawRow{err: err}
+		}
 		switch {
 		case first:
 			rows, err := t.pgQueryFirst(ctx, text, args)

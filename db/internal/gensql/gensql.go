@@ -1300,8 +1300,10 @@ func goList(dir string) ([]*listed, error) {
 	return pkgs, nil
 }
 
-// wrapper reports whether f is one of the wrappers, whose calls of each
-// other pass their caller's text along.
+// IsWrapper reports whether f (storeTx.exec) is one of the wrappers,
+// whose calls of each other pass their caller's text along.
+func IsWrapper(f string) bool { return wrapper(f) }
+
 func wrapper(f string) bool {
 	_, ok := Wrappers[strings.TrimPrefix(f, "storeTx.")]
 	return ok && strings.HasPrefix(f, "storeTx.")
