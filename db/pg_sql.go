@@ -11,7 +11,9 @@ import (
 // The statements of storeTx are written in SQLite's dialect, in forms
 // PostgreSQL shares where there is one (STORAGE.md, rule 5). pgSQL
 // translates one for PostgreSQL, once per distinct text (kept in
-// pgQueries):
+// pgQueries). It runs in go generate, which writes the catalog the
+// PostgreSQL store reads (pg_statements.go), and at run time only for
+// the functions that build their text then (pgBuiltAtRunTime):
 //
 //   - its own PostgreSQL text when one was given beside it (pgQuery),
 //     for a statement that no rule below translates;
