@@ -685,6 +685,7 @@ func (f *folder) varValues(v types.Object, body *ast.BlockStmt, pos token.Pos, g
 	defer delete(f.busy, v)
 	fl := &flow{f: f, v: v, body: body, pos: pos, given: given, ok: true}
 	out, _ := fl.list(body.List, nil)
+	out, _ = union(nil, false, out, false) // each once
 	if !fl.ok || len(out) == 0 || len(out) > maxValues {
 		return nil, false
 	}
@@ -737,7 +738,7 @@ func (fl *flow) into(st ast.Stmt, in []value) []value {
 			return out
 		}
 		if in2(st.Else) {
-			return fl.into(st.Else.(ast.Stmt), in)
+			return fl.into(st.Else, in)
 		}
 	case *ast.SwitchStmt:
 		if st.Init != nil {

@@ -32,6 +32,11 @@ func TestCollect(t *testing.T) {
 		{Func: "storeTx.Passes", Wrapper: "exec", Const: true, SQL: `SELECT 2 FROM t WHERE a = ?`},
 		{Func: "storeTx.Passes", Wrapper: "passOn", Const: true, SQL: `DELETE FROM t WHERE a = 1`},
 		{Func: "storeTx.Passes", Wrapper: "probe", Const: true, SQL: `DELETE FROM t WHERE a = 2`},
+		{Func: "storeTx.Tables", Wrapper: "exec", Const: true, SQL: `SELECT x.minute FROM a x FOR UPDATE`, Only: "postgres"},
+		{Func: "storeTx.Tables", Wrapper: "exec", Const: true, SQL: `SELECT x.hour FROM b x FOR UPDATE`, Only: "postgres"},
+		{Func: "storeTx.Tables", Wrapper: "exec", Const: true, SQL: `SELECT x.minute FROM a x`, Only: "sqlite"},
+		{Func: "storeTx.Tables", Wrapper: "exec", Const: true, SQL: `SELECT x.hour FROM b x`, Only: "sqlite"},
+		{Func: "storeTx.Tables", Wrapper: "exec", Const: true, SQL: `UPDATE t SET m = 1`},
 		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
 		{Func: "storeTx.Split", Wrapper: "exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
 	}
