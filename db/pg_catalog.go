@@ -104,6 +104,30 @@ var pgCatalog = map[string]*pgStatement{
 	`UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?`: {text: `UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3`, stores: true},
 	// Tx.Attempts: translated
 	`SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`: {text: `SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3`},
+	// Tx.Consumer: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ?`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2`},
+	// Tx.Consumer: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 FOR UPDATE`, stores: true},
+	// Tx.ConsumerByLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`},
+	// Tx.ConsumerByLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE`, stores: true},
+	// Tx.ConsumerByLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3`},
+	// Tx.ConsumerByLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE`, stores: true},
+	// Tx.ConsumersBySharedLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id`},
+	// Tx.ConsumersBySharedLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE`, stores: true},
 	// Tx.CopiesOf: translated
 	`SELECT r.copy_seq, COALESCE(m.created_at, r.at),
 		COALESCE(m.transaction_id, (SELECT x.transaction_id FROM dead_letters x WHERE x.seq = r.copy_seq LIMIT 1),
@@ -1502,9 +1526,6 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 // that the catalog cannot hold yet (the end of testdata/pg_statements.sql):
 // the only ones whose texts pgStmt translates.
 var pgBuiltAtRunTime = map[string]bool{
-	"Tx.Consumer":                true,
-	"Tx.ConsumerByLease":         true,
-	"Tx.ConsumersBySharedLease":  true,
 	"Tx.CountDeadLetterMessages": true,
 	"Tx.CountDeadLetters":        true,
 	"Tx.CountDeadLettersAbove":   true,

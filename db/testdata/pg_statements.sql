@@ -17,8 +17,8 @@
 -- or another sqlite… type, or a text one returns) has no PostgreSQL
 -- text.
 --
--- 303 statements (17 with a PostgreSQL text written by hand, 9 for
--- SQLite only), then the 23 calls whose text is built at run time, which
+-- 311 statements (17 with a PostgreSQL text written by hand, 9 for
+-- SQLite only), then the 19 calls whose text is built at run time, which
 -- the catalog does not hold yet: their functions' texts (and those
 -- alone) are translated as they first run (pgBuiltAtRunTime).
 
@@ -165,6 +165,74 @@ UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3
 --   SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?
 -- postgres (translated):
 SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3
+;
+
+-- used by: Tx.Consumer
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ?
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2
+;
+
+-- used by: Tx.Consumer
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 FOR UPDATE
+;
+
+-- used by: Tx.ConsumerByLease
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'
+;
+
+-- used by: Tx.ConsumerByLease
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
+;
+
+-- used by: Tx.ConsumerByLease
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3
+;
+
+-- used by: Tx.ConsumerByLease
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE
+;
+
+-- used by: Tx.ConsumersBySharedLease
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+--   	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+--   	ORDER BY partition_id
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id
+;
+
+-- used by: Tx.ConsumersBySharedLease
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+--   	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+--   	ORDER BY partition_id FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE
 ;
 
 -- used by: Tx.CopiesOf
@@ -3091,11 +3159,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   		ON CONFLICT (key) DO UPDATE SET value = excluded.value
 -- postgres: none
 
--- Built at run time, not in the catalog yet: 23 calls.
---   Tx.Consumer: QueryRow(consumerSQL + t.locks.ForUpdate())
---   Tx.ConsumerByLease: QueryRow(ConsumerByLeaseV7SQL + t.locks.ForUpdate())
---   Tx.ConsumerByLease: QueryRow(consumerByLeaseSQL + t.locks.ForUpdate())
---   Tx.ConsumersBySharedLease: Query(ConsumersBySharedLeaseSQL + t.locks.ForUpdate())
+-- Built at run time, not in the catalog yet: 19 calls.
 --   Tx.CountDeadLetterMessages: QueryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
 --   Tx.CountDeadLetters: QueryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
 --   Tx.CountDeadLettersAbove: QueryRow(query)

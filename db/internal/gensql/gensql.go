@@ -68,8 +68,41 @@ type Site struct {
 }
 
 // Collect returns the wrapper calls in the non-test Go files of the
-// package in dir (db/internal/sqlcore, or a store beside it), in source order.
-func Collect(dir string) ([]Site, error) {
+// packages in dirs (db/internal/sqlcore, and the stores beside it), in
+// the order of dirs and then of the source. A call of an interface's
+// method (t.locks.ForUpdate()) stands for the results of that method of
+// each type of these packages that has the interface's methods.
+func Collect(dirs ...string) ([]Site, error) {
+	var ps []*pkgSites
+	var folders []*folder
+	for _, dir := range dirs {
+		p, err := load(dir)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+		folders = append(folders, p.fo)
+	}
+	var sites []Site
+	for _, p := range ps {
+		p.fo.peers = folders
+		sites = append(sites, p.sites()...)
+	}
+	return sites, nil
+}
+
+// pkgSites is one package, loaded, with what its sites are found by.
+type pkgSites struct {
+	files   []*ast.File
+	info    *types.Info
+	pkg     *types.Package
+	fo      *folder
+	given   map[types.Object]pair
+	passers map[types.Object]int
+}
+
+// load reads, type-checks and readies the package in dir.
+func load(dir string) (*pkgSites, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -204,7 +237,13 @@ func Collect(dir string) ([]Site, error) {
 			break
 		}
 	}
+	fo.given = given
+	return &pkgSites{files: files, info: info, pkg: pkg, fo: fo, given: given, passers: passers}, nil
+}
 
+// sites are the package's wrapper calls.
+func (p *pkgSites) sites() []Site {
+	files, info, pkg, fo, given, passers := p.files, p.info, p.pkg, p.fo, p.given, p.passers
 	var sites []Site
 	for _, f := range files {
 		for _, d := range f.Decls {
@@ -278,7 +317,7 @@ func Collect(dir string) ([]Site, error) {
 			})
 		}
 	}
-	return sites, nil
+	return sites
 }
 
 // walk calls fn with each node under n (a function, the last of
@@ -417,6 +456,14 @@ type folder struct {
 	// once: the variables set once, to an expression of others, that
 	// values reads through.
 	once map[types.Object]ast.Expr
+	// given: the package's PGQuery variables.
+	given map[types.Object]pair
+	// peers: the folders of every package collected (this one too),
+	// whose methods an interface's method call stands for.
+	peers []*folder
+	// called: the text an interface's method call (ifaceCall) stands
+	// for in the combination being folded.
+	called map[*ast.CallExpr]string
 }
 
 // fold is e's constant string value; env holds the parameters of the
@@ -454,6 +501,9 @@ func (f *folder) fold(e ast.Expr, env map[types.Object]string, depth int) (strin
 		y, ok := f.fold(e.Y, env, depth)
 		return x + y, ok
 	case *ast.CallExpr:
+		if s, ok := f.called[e]; ok {
+			return s, true
+		}
 		if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok {
 			return f.sprintf(sel, e, env, depth)
 		}
@@ -583,11 +633,17 @@ func (f *folder) values(e ast.Expr, body *ast.BlockStmt, given map[types.Object]
 	// The variables e reads: through those set once to an expression
 	// (u := `b.` + bt.unit), which stand for it, to the ones they read,
 	// so that each is combined once (u and bt are not taken apart).
+	// The calls of an interface's methods it reads, each a value too.
 	var vars []types.Object
+	var calls []*ast.CallExpr
 	seen := map[types.Object]bool{}
 	var find func(e ast.Node)
 	find = func(e ast.Node) {
 		ast.Inspect(e, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok && f.ifaceMethod(c) != nil {
+				calls = append(calls, c)
+				return false
+			}
 			if id, ok := n.(*ast.Ident); ok {
 				if v, ok := f.info.Uses[id].(*types.Var); ok && !v.IsField() && v.Parent() != v.Pkg().Scope() && !seen[v] {
 					seen[v] = true
@@ -608,13 +664,19 @@ func (f *folder) values(e ast.Expr, body *ast.BlockStmt, given map[types.Object]
 			delete(f.once, v)
 		}
 	}()
-	if len(vars) == 0 {
+	if len(vars)+len(calls) == 0 {
 		return nil, false
 	}
-	choices := make([][]value, len(vars))
+	choices := make([][]value, len(vars)+len(calls))
 	total := 1
-	for i, v := range vars {
-		vs, ok := f.varValues(v, body, e.Pos(), given)
+	for i := range choices {
+		var vs []value
+		ok := false
+		if i < len(vars) {
+			vs, ok = f.varValues(vars[i], body, e.Pos(), given)
+		} else {
+			vs, ok = f.implValues(calls[i-len(vars)])
+		}
 		if !ok {
 			return nil, false
 		}
@@ -625,9 +687,17 @@ func (f *folder) values(e ast.Expr, body *ast.BlockStmt, given map[types.Object]
 	}
 	var out []value
 	env := map[types.Object]string{}
+	if f.called == nil {
+		f.called = map[*ast.CallExpr]string{}
+	}
+	defer func() {
+		for _, c := range calls {
+			delete(f.called, c)
+		}
+	}()
 	var pick func(i int, from, on string) bool
 	pick = func(i int, from, on string) bool {
-		if i == len(vars) {
+		if i == len(choices) {
 			s, ok := f.fold(e, env, 0)
 			if ok {
 				out = append(out, value{sql: s, v: from, only: on})
@@ -635,8 +705,9 @@ func (f *folder) values(e ast.Expr, body *ast.BlockStmt, given map[types.Object]
 			return ok
 		}
 		for _, c := range choices[i] {
-			env[vars[i]] = c.sql
-			if c.rec != nil {
+			if i >= len(vars) {
+				f.called[calls[i-len(vars)]] = c.sql
+			} else if env[vars[i]] = c.sql; c.rec != nil {
 				f.recs[vars[i]] = c.rec
 			} else {
 				delete(f.recs, vars[i])
@@ -996,31 +1067,101 @@ func (f *folder) results(e ast.Expr, i int, given map[types.Object]pair) ([]valu
 		if fd == nil {
 			return nil, false
 		}
-		// What a method of one store's own type returns is that
-		// store's only (sqliteDialect's, pgDialect's).
-		store := storeOf(fd)
-		var out []value
-		ok := true
-		ast.Inspect(fd.Body, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.FuncLit:
-				return false
-			case *ast.ReturnStmt:
-				if len(n.Results) <= i {
-					ok = false
-					return false
-				}
-				vs, good := f.exprValues(n.Results[i], fd.Body, given)
-				if !good {
-					ok = false
-				}
-				out = append(out, only(vs, store)...)
-			}
-			return true
-		})
-		return out, ok && len(out) > 0
+		return f.returns(fd, i, given)
 	}
 	return nil, false
+}
+
+// returns are the values fd's i-th result may take, marked as one
+// store's when fd is a method of that store's own type (storeOf:
+// sqliteDialect's, pgDialect's, pgRowLocks').
+func (f *folder) returns(fd *ast.FuncDecl, i int, given map[types.Object]pair) ([]value, bool) {
+	store := storeOf(fd)
+	var out []value
+	ok := true
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			if len(n.Results) <= i {
+				ok = false
+				return false
+			}
+			vs, good := f.exprValues(n.Results[i], fd.Body, given)
+			if !good {
+				ok = false
+			}
+			out = append(out, only(vs, store)...)
+		}
+		return true
+	})
+	return out, ok && len(out) > 0
+}
+
+// ifaceMethod is the method of an interface that c calls (Locks'
+// ForUpdate of t.locks.ForUpdate()), or nil.
+func (f *folder) ifaceMethod(c *ast.CallExpr) *types.Func {
+	sel, ok := ast.Unparen(c.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return nil
+	}
+	s := f.info.Selections[sel]
+	if s == nil || s.Kind() != types.MethodVal || !types.IsInterface(s.Recv()) {
+		return nil
+	}
+	fn, _ := s.Obj().(*types.Func)
+	return fn
+}
+
+// implValues are the values the call of an interface's method c may
+// take: the first results of that method of every type of the packages
+// collected (peers) that has all the interface's methods (by name: the
+// packages are type-checked apart), each marked as its store's
+// (returns). Without one, or when one's results do not fold, the call
+// is built at run time.
+func (f *folder) implValues(c *ast.CallExpr) ([]value, bool) {
+	fn := f.ifaceMethod(c)
+	iface, _ := fn.Type().(*types.Signature).Recv().Type().Underlying().(*types.Interface)
+	if iface == nil {
+		return nil, false
+	}
+	var out []value
+	for _, g := range f.peers {
+		var impls []*ast.FuncDecl
+		for obj, fd := range g.funcs {
+			if m, ok := obj.(*types.Func); ok && fd.Recv != nil && m.Name() == fn.Name() && hasMethods(m, iface) {
+				impls = append(impls, fd)
+			}
+		}
+		slices.SortFunc(impls, func(a, b *ast.FuncDecl) int { return int(a.Pos() - b.Pos()) })
+		for _, fd := range impls {
+			vs, ok := g.returns(fd, 0, g.given)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, vs...)
+		}
+	}
+	out, _ = union(nil, false, out, false) // each once
+	return out, len(out) > 0
+}
+
+// hasMethods reports whether the type of m's receiver has a method of
+// each name of iface's.
+func hasMethods(m *types.Func, iface *types.Interface) bool {
+	recv := m.Type().(*types.Signature).Recv().Type()
+	if p, ok := recv.(*types.Pointer); ok {
+		recv = p.Elem()
+	}
+	ptr := types.NewPointer(recv)
+	for i := range iface.NumMethods() {
+		name := iface.Method(i).Name()
+		if obj, _, _ := types.LookupFieldOrMethod(ptr, true, m.Pkg(), name); obj == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // elems are the values of the elements of a slice or map literal: x

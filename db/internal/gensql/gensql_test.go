@@ -39,6 +39,8 @@ func TestCollect(t *testing.T) {
 		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t FOR UPDATE`, Only: "postgres"},
 		{Func: "pgDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
 		{Func: "sqliteDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
+		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ?`},
+		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ? FOR UPDATE`, Only: "postgres"},
 	}
 	if !reflect.DeepEqual(sites, want) {
 		t.Errorf("Collect:\n got %+v\nwant %+v", sites, want)
