@@ -26,7 +26,8 @@ import (
 )
 
 // The PostgreSQL store (STORAGE.md): the same sqlcore.Tx, its statements
-// translated from SQLite's dialect (pgSQL), on a pgxpool of connections
+// the catalog's PostgreSQL texts of its SQLite ones (pg_statements.go),
+// on a pgxpool of connections
 // held through database/sql (pgx's stdlib). A View's statements go
 // through database/sql; a write's run on its pgx connection itself
 // (pg_begin.go), scanned by pgx's rules, which take the destinations of
