@@ -26,7 +26,8 @@ import (
 )
 
 // The PostgreSQL store (STORAGE.md): the same sqlcore.Tx, its statements
-// translated from SQLite's dialect (pgSQL), on a pgxpool of connections
+// the catalog's PostgreSQL texts of its SQLite ones (pg_statements.go),
+// on a pgxpool of connections
 // held through database/sql (pgx's stdlib). A View's statements go
 // through database/sql; a write's run on its pgx connection itself
 // (pg_begin.go), scanned by pgx's rules, which take the destinations of
@@ -476,7 +477,10 @@ func (d *pgStore) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(b
 	if err := p.runWrite(ctx, st, begin, fn, eager); err != nil {
 		return err
 	}
-	tail := newPGTail(st, w)
+	tail, err := newPGTail(st, w)
+	if err != nil {
+		return err
+	}
 	if !begin.sent && tail.empty() && !d.folds.Due(st) {
 		// fn neither read nor wrote anything: no transaction at all.
 		committed = true
@@ -570,10 +574,15 @@ type pgTail struct {
 	markArgs []any
 }
 
-// newPGTail is the tail of st, run by w, as fn left it.
-func newPGTail(st *sqlcore.Tx, w *pgWriter) *pgTail {
+// newPGTail is the tail of st, run by w, as fn left it, its mark in
+// PostgreSQL's text.
+func newPGTail(st *sqlcore.Tx, w *pgWriter) (*pgTail, error) {
 	mark, markArgs := st.MarkReadyStatement()
-	return &pgTail{w: w, mark: mark, markArgs: markArgs}
+	if mark == "" {
+		return &pgTail{w: w}, nil
+	}
+	text, args, err := pgArgs(mark, markArgs)
+	return &pgTail{w: w, mark: text, markArgs: args}, err
 }
 
 // empty reports whether there is nothing to send.
@@ -585,8 +594,7 @@ func (t *pgTail) queue(b *pgx.Batch) {
 		b.Queue(l.text, l.args...)
 	}
 	if t.mark != "" {
-		text, args := pgArgs(t.mark, t.markArgs)
-		b.Queue(text, args...)
+		b.Queue(t.mark, t.markArgs...)
 	}
 }
 
@@ -788,18 +796,19 @@ func Prepare(dsn string) error {
 	return d.Close()
 }
 
-// Exec runs one statement outside the broker, written in SQLite's
-// dialect and translated on PostgreSQL as the store's own are: for tools
-// and tests that must go around the broker (WriteDB is the handle
+// Exec runs one statement outside the broker, in the store's dialect
+// (the catalog has no text for it, and nothing translates it) but for
+// its parameters, written ? or ?NNN on either store (pgNumbered): for
+// tools and tests that must go around the broker (WriteDB is the handle
 // itself).
 func (d *pgStore) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	text, args := pgArgs(query, args)
+	text, args := pgNumbered(query).bind(args)
 	return d.db.ExecContext(ctx, text, args...)
 }
 
 // QueryRow is Exec for a query of one row.
 func (d *pgStore) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	text, args := pgArgs(query, args)
+	text, args := pgNumbered(query).bind(args)
 	return d.db.QueryRowContext(ctx, text, args...)
 }
 

@@ -124,7 +124,10 @@ func TestPGSearchWindowIsReadOnce(t *testing.T) {
 	f := broker.Filter{QueueID: qid, Fields: []broker.FieldFilter{ff}, Text: `"common"`,
 		Window: &broker.MatchWindow{Rows: n, MinID: 1, MaxID: 1 << 40, MinSeq: 1, MaxSeq: 1 << 40}}
 	w, args := sqlcore.Where(f)
-	text, args := pgArgs(`SELECT d.id FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 50`, args)
+	text, args, err := pgArgs(`SELECT d.id FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 50`, args)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var plan string
 	if err := d.pg.read.QueryRowContext(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+text, args...).Scan(&plan); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,9 @@ import (
 // The statements of sqlcore.Tx are written in SQLite's dialect, in forms
 // PostgreSQL shares where there is one (STORAGE.md, rule 5). pgSQL
 // translates one for PostgreSQL, once per distinct text (kept in
-// pgQueries):
+// pgQueries). It runs in go generate, which writes the catalog the
+// PostgreSQL store reads (pg_statements.go), and at run time only for
+// the functions that build their text then (pgBuiltAtRunTime):
 //
 //   - its own PostgreSQL text when one was given beside it (pgQuery),
 //     for a statement that no rule below translates;
@@ -78,10 +80,12 @@ type pgStatement struct {
 	stores bool
 }
 
-// pgSQL is query in PostgreSQL's dialect.
-func pgSQL(query string) string { return pgStmt(query).text }
+// pgSQL is query in PostgreSQL's dialect, as the translator makes it.
+func pgSQL(query string) string { return pgTranslate(query).text }
 
-func pgStmt(query string) *pgStatement {
+// pgTranslate is query translated (or as pgQuery gave it), once per
+// distinct text.
+func pgTranslate(query string) *pgStatement {
 	if q, ok := pgQueries.Load(query); ok {
 		return q.(*pgStatement)
 	}
@@ -176,9 +180,20 @@ func unmask(q string, kept []string) string {
 	}
 }
 
-// pgArgs are the arguments of query that its translation takes. In a
-// statement that stores no row (a read, a DELETE), each string is bound
-// as PostgreSQL's text can hold it (pgText): a NUL or bytes that are not
+// pgArgs are the PostgreSQL text of query (a SQLite text, pgStmt) and
+// the arguments it takes (bind).
+func pgArgs(query string, args []any) (string, []any, error) {
+	s, err := pgStmt(query)
+	if err != nil {
+		return "", nil, err
+	}
+	text, args := s.bind(args)
+	return text, args, nil
+}
+
+// bind is s's text and the arguments of args it takes. In a statement
+// that stores no row (a read, a DELETE), each string is bound as
+// PostgreSQL's text can hold it (pgText): a NUL or bytes that are not
 // UTF-8 would make PostgreSQL refuse the whole statement, where SQLite
 // runs it. Such a string there comes from a stranger's filter or name
 // (what the store writes was checked before): it then matches what
@@ -186,8 +201,7 @@ func unmask(q string, kept []string) string {
 // their checks refuse both). A statement that stores (INSERT, UPDATE)
 // binds its strings as they are, for PostgreSQL to refuse what it cannot
 // keep rather than keep it changed.
-func pgArgs(query string, args []any) (string, []any) {
-	s := pgStmt(query)
+func (s *pgStatement) bind(args []any) (string, []any) {
 	texts := pgTexts
 	if s.stores {
 		texts = func(a []any) []any { return a }
@@ -203,6 +217,19 @@ func pgArgs(query string, args []any) (string, []any) {
 		out = append(out, args[j])
 	}
 	return s.text, texts(out)
+}
+
+// pgNumbered is text, in PostgreSQL's dialect but for its parameters,
+// still written as SQLite writes them (? and ?NNN), with those numbered
+// as PostgreSQL's ($1, $2, ...; numberParams): the one change the store
+// makes to a text at run time, for DB.Exec's. Nothing else of the text
+// is read (quotes and comments are set aside first).
+func pgNumbered(text string) *pgStatement {
+	m, kept := mask(text)
+	q := numberParams(m)
+	q.stores = pgStores.MatchString(m)
+	q.text = unmask(q.text, kept)
+	return q
 }
 
 // pgTexts is args with each string pgText (a copy when one changes:

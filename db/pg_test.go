@@ -60,8 +60,8 @@ func TestPGSQLTranslatesSQLitesDialect(t *testing.T) {
 		}
 	}
 	// Arguments follow the renumbering.
-	text, args := pgArgs(`SELECT ?2 FROM t WHERE x = ?3`, []any{"unused", "two", "three"})
-	if text != `SELECT $1 FROM t WHERE x = $2` || len(args) != 2 || args[0] != "two" || args[1] != "three" {
+	text, args, err := pgArgs(`SELECT ?2 FROM t WHERE x = ?3`, []any{"unused", "two", "three"})
+	if err != nil || text != `SELECT $1 FROM t WHERE x = $2` || len(args) != 2 || args[0] != "two" || args[1] != "three" {
 		t.Errorf("pgArgs: %q %v", text, args)
 	}
 	// A statement given its own PostgreSQL text takes that.

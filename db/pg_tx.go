@@ -112,7 +112,10 @@ type pgWriter struct {
 // or the commit's, and nothing of the transaction commits. The
 // transaction's reads see it all the same: none runs before it is sent.
 func (w *pgWriter) ExecLater(_ context.Context, query string, args []any) error {
-	text, args := pgBind(query, args)
+	text, args, err := pgBind(query, args)
+	if err != nil {
+		return err
+	}
 	w.later = append(w.later, pgLater{text, args})
 	return nil
 }
@@ -157,7 +160,10 @@ func (w *pgWriter) Exec(ctx context.Context, query string, args []any) (sql.Resu
 	if err != nil {
 		return nil, err
 	}
-	text, args := pgBind(query, args)
+	text, args, err := pgBind(query, args)
+	if err != nil {
+		return nil, err
+	}
 	if first {
 		return w.begin.execFirst(ctx, text, args)
 	}
@@ -169,7 +175,10 @@ func (w *pgWriter) Query(ctx context.Context, query string, args []any) (sqlcore
 	if err != nil {
 		return nil, err
 	}
-	text, args := pgBind(query, args)
+	text, args, err := pgBind(query, args)
+	if err != nil {
+		return nil, err
+	}
 	if first {
 		return w.begin.queryFirst(ctx, text, args)
 	}
@@ -208,17 +217,26 @@ type pgReader struct {
 }
 
 func (r pgReader) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
-	text, args := pgBind(query, args)
+	text, args, err := pgBind(query, args)
+	if err != nil {
+		return nil, err
+	}
 	return r.conn.ExecContext(ctx, text, args...)
 }
 
 func (r pgReader) Query(ctx context.Context, query string, args []any) (sqlcore.Rows, error) {
-	text, args := pgBind(query, args)
+	text, args, err := pgBind(query, args)
+	if err != nil {
+		return nil, err
+	}
 	return r.conn.QueryContext(ctx, text, args...)
 }
 
 func (r pgReader) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {
-	text, args := pgBind(query, args)
+	text, args, err := pgBind(query, args)
+	if err != nil {
+		return rawRow{err: err}
+	}
 	return r.conn.QueryRowContext(ctx, text, args...)
 }
 
@@ -256,11 +274,12 @@ func pgInsertReturning(rows sqlcore.Rows, err error) (n, last int64, _ error) {
 	return n, last, nil
 }
 
-// pgBind is query in PostgreSQL's dialect with its arguments (pgArgs),
-// a full-text match (sqlcore.FTSMatch) bound as a tsquery (pgTsquery):
-// pgx writes a pgtype.TextValuer's text, for a parameter of a type it
-// has no codec of, as tsquery.
-func pgBind(query string, args []any) (string, []any) {
+// pgBind is query in PostgreSQL's dialect with its arguments (pgArgs:
+// the catalog's text, or errNotCatalogued), a full-text match
+// (sqlcore.FTSMatch) bound as a tsquery (pgTsquery): pgx writes a
+// pgtype.TextValuer's text, for a parameter of a type it has no codec
+// of, as tsquery.
+func pgBind(query string, args []any) (string, []any, error) {
 	copied := false
 	for i, a := range args {
 		m, ok := a.(sqlcore.FTSMatch)

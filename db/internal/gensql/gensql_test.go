@@ -17,15 +17,36 @@ func TestCollect(t *testing.T) {
 		{Func: "Tx.Both", Wrapper: "Insert", Const: true, SQL: `INSERT INTO t (a) VALUES (?)`, Col: "id"},
 		{Func: "Tx.Both", Wrapper: "Exec", Expr: "`SELECT ` + name"},
 		{Func: "Tx.Both", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
-		{Func: "Tx.Both", Wrapper: "Exec", Expr: "s"},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `DELETE FROM t`, Var: "picked"},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `UPDATE t SET a = 1`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT 1 LIMIT 1`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT 1`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT u.a FROM u`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT t.a FROM t`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `DELETE FROM t`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `DELETE FROM u`},
+		{Func: "Tx.Both", Wrapper: "Exec", Expr: "`SELECT ` + name + ` FROM ` + table"},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE j LIMIT 1`},
+		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t ORDER BY a`},
+		{Func: "Tx.Passes", Wrapper: "Exec", Const: true, SQL: `SELECT 2 FROM t WHERE a = ?`},
+		{Func: "Tx.Passes", Wrapper: "passOn", Const: true, SQL: `DELETE FROM t WHERE a = 1`},
+		{Func: "Tx.Passes", Wrapper: "probe", Const: true, SQL: `DELETE FROM t WHERE a = 2`},
+		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT x.minute FROM a x`},
+		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT x.hour FROM b x`},
+		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `UPDATE t SET m = 1`, Only: "sqlite"},
+		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT b FROM t FOR UPDATE`, Only: "postgres"},
+		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t FOR UPDATE`, Only: "postgres"},
 		{Func: "pgDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
 		{Func: "sqliteDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
+		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ?`},
+		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ? FOR UPDATE`, Only: "postgres"},
 	}
 	if !reflect.DeepEqual(sites, want) {
 		t.Errorf("Collect:\n got %+v\nwant %+v", sites, want)
 	}
 	dyn := Dynamic(sites)
-	wantDyn := []string{"Tx.Both: Exec(`SELECT ` + name)", "Tx.Both: Exec(s)"}
+	wantDyn := []string{"Tx.Both: Exec(`SELECT ` + name + ` FROM ` + table)", "Tx.Both: Exec(`SELECT ` + name)"}
 	if !reflect.DeepEqual(dyn, wantDyn) {
 		t.Errorf("Dynamic: got %q, want %q", dyn, wantDyn)
 	}

@@ -35,7 +35,8 @@ type Row interface {
 // Executor is how a transaction reaches its database: each store has
 // its own (sqliteWriter, sqliteReader, pgWriter, pgReader), and
 // Tx's statements go through it alone. Its statements are written
-// in SQLite's dialect; the PostgreSQL executors translate them (pgArgs).
+// in SQLite's dialect; the PostgreSQL executors run the catalog's text
+// of each (db's pg_catalog.go, generated: pgArgs).
 // ctx has been checked before each call.
 type Executor interface {
 	Exec(ctx context.Context, query string, args []any) (sql.Result, error)
