@@ -40,6 +40,20 @@ type GroupState struct {
 	DeadLetter bool // the group gave up on it: its dead letter is kept
 }
 
+// CompletedBy names the groups that completed the message: their cursor
+// is past it and they keep no dead letter of it (one whose retention
+// dropped it counts too: past it, nothing kept). A replay to every
+// group would have them process it again. In the order of Groups.
+func (s MessageState) CompletedBy() []string {
+	var out []string
+	for _, g := range s.Groups {
+		if g.Consumed && !g.DeadLetter {
+			out = append(out, g.Name)
+		}
+	}
+	return out
+}
+
 // Status says where the message stands: a dead letter when any group
 // keeps one of it, completed when every group that reads its queue has
 // settled it, processing when one holds it, else pending.

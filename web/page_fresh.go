@@ -23,10 +23,8 @@ func (s *Server) restoreFor() string {
 }
 
 // completedGroups names the groups that completed the dead letter's
-// message already: they read its queue, their cursor is past it, and
-// they keep no dead letter of it. A replay to every group has them
-// process it again. A message retention removed (known from its dead
-// letters) was completed by no group the page could name: none.
+// message already (broker.MessageState.CompletedBy); none when the
+// message is not found.
 func (s *Server) completedGroups(ctx context.Context, d broker.DeadLetter) ([]string, error) {
 	st, err := s.broker.MessageState(ctx, d.PartitionKey, d.TransactionID)
 	if errors.Is(err, broker.ErrNotFound) {
@@ -35,13 +33,7 @@ func (s *Server) completedGroups(ctx context.Context, d broker.DeadLetter) ([]st
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, g := range st.Groups {
-		if g.Consumed && !g.DeadLetter {
-			out = append(out, g.Name)
-		}
-	}
-	return out, nil
+	return st.CompletedBy(), nil
 }
 
 // lazarusPageHeader marks an error status that is a page of Lazarus's
