@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -28,6 +29,9 @@ type cache struct {
 	// maintOff: maintenance mode was read off in both scopes (a pop
 	// need not read it again until the cache is emptied).
 	maintOff bool
+	// unheld: the (queue, group) pairs no hold was found for (a pop of
+	// one reads no hold until the cache is emptied: heldFor).
+	unheld map[[2]int64]bool
 }
 
 type partitionKey struct {
@@ -58,6 +62,7 @@ func (c *cache) reset() {
 	c.partitions, c.byUUID, c.byID = map[partitionKey]Partition{}, map[string]Partition{}, map[int64]Partition{}
 	c.groups, c.subscribed = map[string]int64{}, map[[2]int64]bool{}
 	c.maintOff = false
+	c.unheld = map[[2]int64]bool{}
 }
 
 // cacheTx looks things up in the cache before the store and stages what
@@ -73,6 +78,7 @@ type cacheTx struct {
 	groups     map[string]int64
 	subscribed [][2]int64
 	maintOff   bool
+	unheld     [][2]int64
 }
 
 func newCacheTx(tx Tx, c *cache, st *txState) *cacheTx {
@@ -254,7 +260,7 @@ func (t *cacheTx) Subscribe(ctx context.Context, queueID, groupID int64, start S
 // transaction has committed.
 // staged reports whether the transaction has entries for the cache.
 func (t *cacheTx) staged() bool {
-	return len(t.queues) > 0 || len(t.partitions) > 0 || len(t.groups) > 0 || len(t.subscribed) > 0 || t.maintOff
+	return len(t.queues) > 0 || len(t.partitions) > 0 || len(t.groups) > 0 || len(t.subscribed) > 0 || t.maintOff || len(t.unheld) > 0
 }
 
 func (t *cacheTx) commit() {
@@ -264,7 +270,7 @@ func (t *cacheTx) commit() {
 	if c.gen != t.gen {
 		return // emptied since: what was staged may predate the change
 	}
-	if len(c.byID) > cacheLimit || len(c.groups) > cacheLimit || len(c.subscribed) > cacheLimit {
+	if len(c.byID) > cacheLimit || len(c.groups) > cacheLimit || len(c.subscribed) > cacheLimit || len(c.unheld) > cacheLimit {
 		c.reset()
 	}
 	for _, q := range t.queues {
@@ -281,6 +287,9 @@ func (t *cacheTx) commit() {
 	}
 	if t.maintOff {
 		c.maintOff = true
+	}
+	for _, k := range t.unheld {
+		c.unheld[k] = true
 	}
 }
 
@@ -306,4 +315,29 @@ func (t *cacheTx) deliveriesHeld(ctx context.Context) (bool, error) {
 		t.maintOff = true
 	}
 	return m.Holds(), nil
+}
+
+// heldFor returns what holds the pops of a (queue, group): no statement
+// when the cache knows the pair unheld; else it reads the pair's holds
+// (HoldsOf), and stages "unheld" for the cache when there are none. A
+// held pair is never cached: each pop reads its holds again, so that a
+// release is seen at once, in this process or another.
+func (t *cacheTx) heldFor(ctx context.Context, queueID, groupID int64) (HoldSet, error) {
+	k := [2]int64{queueID, groupID}
+	if !t.st.cacheOff {
+		t.c.mu.RLock()
+		off := t.c.unheld[k]
+		t.c.mu.RUnlock()
+		if off {
+			return HoldSet{}, nil
+		}
+	}
+	hs, err := t.Tx.HoldsOf(ctx, queueID, groupID)
+	if err != nil {
+		return HoldSet{}, fmt.Errorf("holds: %w", err)
+	}
+	if len(hs) == 0 {
+		t.unheld = append(t.unheld, k)
+	}
+	return HoldSet{Holds: hs}, nil
 }

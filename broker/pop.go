@@ -81,7 +81,8 @@ type PopResult struct {
 // Wait it holds until a message arrives, woken by pushes and acks inside
 // this process, and by a timer when a lease, a retry delay, a message's
 // delay or a partition's window ends. While maintenance mode is on it
-// hands out nothing, and a wait waits for its end (Maintenance). A copy
+// hands out nothing, and a wait waits for its end (Maintenance); so does
+// a hold of the queue or the group (Hold), until its release. A copy
 // replayed to another group only (ReplayOwnGroup) is never handed out:
 // the group's cursor passes it by when it comes to the head, and a batch
 // ends before it (the next pop goes on behind it).
@@ -380,6 +381,14 @@ func (r *popRun) run(o UpdateOptions) error {
 		return err
 	}
 	r.gid = gid
+	// A hold of the queue or the group hands nothing out (a wait waits
+	// for the queue's news: a release touches it).
+	if hs, err := heldFor(ctx, tx, q.ID, gid); err != nil || hs.Held() {
+		if err != nil {
+			return fmt.Errorf("pop: %w", err)
+		}
+		return r.runHeld(q, hs)
+	}
 	ps := passer{tx: tx, gid: gid, budget: passBudget}
 	var c Consumer
 	var part Partition

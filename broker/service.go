@@ -33,6 +33,7 @@ type Broker struct {
 	maintenance    maintenanceTotals
 	archiver       Archiver // nil: none configured
 	archive        archiveState
+	onEvent        func(Event) // nil: nobody is told
 }
 
 // Config configures a Broker.
@@ -54,6 +55,10 @@ type Config struct {
 	// Notifier carries the news that wakes waiting pops (default: a
 	// LocalNotifier, this process only).
 	Notifier Notifier
+	// OnEvent is told the broker's events (a hold made or released…),
+	// each once, after its transaction has committed, in commit order;
+	// it must not block for long (nil: nobody is told).
+	OnEvent func(Event)
 }
 
 // New returns a Broker over cfg.Store.
@@ -73,6 +78,7 @@ func New(cfg Config) *Broker {
 	}
 	b.restoreWindow = cfg.RestoreWindow
 	b.archiver = cfg.Archive
+	b.onEvent = cfg.OnEvent
 	if b.restoreWindow <= 0 {
 		b.restoreWindow = RestoreWindow
 	}

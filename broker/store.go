@@ -256,6 +256,7 @@ type Tx interface {
 	TraceTx
 	WindowTx
 	MaintenanceTx
+	HoldTx
 	QueueTx
 	PartitionTx
 	SubscriptionTx

@@ -306,6 +306,8 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		RETURNING id, uuid, queue_id, name, created_at`},
 	// Tx.DeleteEmptyPartitions: translated
 	`DELETE FROM settle_marks WHERE partition_id IN (SELECT value FROM json_each(?))`: {text: `DELETE FROM settle_marks WHERE partition_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// Tx.DeleteHold: translated
+	`DELETE FROM holds WHERE id = ?`: {text: `DELETE FROM holds WHERE id = $1`},
 	// Tx.DeleteLoginFailure: translated
 	`DELETE FROM login_failures WHERE key = ?`: {text: `DELETE FROM login_failures WHERE key = $1`},
 	// Tx.DeleteQueue: translated
@@ -319,7 +321,11 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.DeleteQueue: translated
 	`DELETE FROM error_groups WHERE queue_id = ?1`: {text: `DELETE FROM error_groups WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
+	`DELETE FROM group_breakers WHERE queue_id = ?1`: {text: `DELETE FROM group_breakers WHERE queue_id = $1`},
+	// Tx.DeleteQueue: translated
 	`DELETE FROM group_stats WHERE queue_id = ?1`: {text: `DELETE FROM group_stats WHERE queue_id = $1`},
+	// Tx.DeleteQueue: translated
+	`DELETE FROM holds WHERE queue_id = ?1`: {text: `DELETE FROM holds WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
 	`DELETE FROM message_traces WHERE queue_id = ?1`: {text: `DELETE FROM message_traces WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
@@ -446,6 +452,12 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		(SELECT COUNT(*) FROM partitions p JOIN consumers c ON c.partition_id = p.id AND c.group_id = s.group_id
 			WHERE p.queue_id = s.queue_id AND c.lease_id IS NOT NULL AND c.lease_until > $1)
 		FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = $2 ORDER BY g.name`},
+	// Tx.HoldByID: translated
+	`SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE h.id = ?`: {text: `SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE h.id = $1`},
+	// Tx.Holds: translated
+	`SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE (h.queue_id = ?1 OR ?1 = 0) AND (h.group_id = ?2 OR ?2 = 0) ORDER BY h.id`: {text: `SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE (h.queue_id = $1 OR $1 = 0) AND (h.group_id = $2 OR $2 = 0) ORDER BY h.id`},
+	// Tx.HoldsOf: translated
+	`SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = ?1 AND h.group_id IN (0, ?2) ORDER BY h.id`: {text: `SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = $1 AND h.group_id IN (0, $2) ORDER BY h.id`},
 	// Tx.InsertAttempt: translated
 	`INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms`: {text: `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -460,6 +472,12 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x RETURNING id`: {text: `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id`, stores: true},
+	// Tx.InsertHold: translated
+	`INSERT INTO holds (queue_id, group_id, kind, reason, actor, since, probe_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id, kind) DO NOTHING RETURNING id`: {text: `INSERT INTO holds (queue_id, group_id, kind, reason, actor, since, probe_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (queue_id, group_id, kind) DO NOTHING RETURNING id`, stores: true},
+	// Tx.InsertHold: translated
+	`SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = ? AND h.group_id = ? AND h.kind = ?`: {text: `SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = $1 AND h.group_id = $2 AND h.kind = $3`},
 	// Tx.InsertJob: translated
 	`INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)

@@ -17,7 +17,7 @@
 -- or another sqlite… type, or a text one returns) has no PostgreSQL
 -- text.
 --
--- 311 statements (17 with a PostgreSQL text written by hand, 9 for
+-- 319 statements (17 with a PostgreSQL text written by hand, 9 for
 -- SQLite only), then the 19 calls whose text is built at run time, which
 -- the catalog does not hold yet: their functions' texts (and those
 -- alone) are translated as they first run (pgBuiltAtRunTime).
@@ -526,6 +526,13 @@ DELETE FROM partitions WHERE id IN (SELECT value::bigint FROM json_array_element
 DELETE FROM settle_marks WHERE partition_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
+-- used by: Tx.DeleteHold
+-- sqlite:
+--   DELETE FROM holds WHERE id = ?
+-- postgres (translated):
+DELETE FROM holds WHERE id = $1
+;
+
 -- used by: Tx.DeleteLoginFailure
 -- sqlite:
 --   DELETE FROM login_failures WHERE key = ?
@@ -570,9 +577,23 @@ DELETE FROM error_groups WHERE queue_id = $1
 
 -- used by: Tx.DeleteQueue
 -- sqlite:
+--   DELETE FROM group_breakers WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM group_breakers WHERE queue_id = $1
+;
+
+-- used by: Tx.DeleteQueue
+-- sqlite:
 --   DELETE FROM group_stats WHERE queue_id = ?1
 -- postgres (translated):
 DELETE FROM group_stats WHERE queue_id = $1
+;
+
+-- used by: Tx.DeleteQueue
+-- sqlite:
+--   DELETE FROM holds WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM holds WHERE queue_id = $1
 ;
 
 -- used by: Tx.DeleteQueue
@@ -879,6 +900,27 @@ SELECT g.id, g.name, s.subscribed_at,
 		FROM subscriptions s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = $2 ORDER BY g.name
 ;
 
+-- used by: Tx.HoldByID
+-- sqlite:
+--   SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE h.id = ?
+-- postgres (translated):
+SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE h.id = $1
+;
+
+-- used by: Tx.Holds
+-- sqlite:
+--   SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE (h.queue_id = ?1 OR ?1 = 0) AND (h.group_id = ?2 OR ?2 = 0) ORDER BY h.id
+-- postgres (translated):
+SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE (h.queue_id = $1 OR $1 = 0) AND (h.group_id = $2 OR $2 = 0) ORDER BY h.id
+;
+
+-- used by: Tx.HoldsOf
+-- sqlite:
+--   SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = ?1 AND h.group_id IN (0, ?2) ORDER BY h.id
+-- postgres (translated):
+SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = $1 AND h.group_id IN (0, $2) ORDER BY h.id
+;
+
 -- used by: Tx.InsertAttempt
 -- sqlite:
 --   INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -914,6 +956,23 @@ INSERT INTO group_stats (queue_id, group_id) VALUES ($1, $2) ON CONFLICT (queue_
 INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id
+;
+
+-- used by: Tx.InsertHold
+-- insert: PostgreSQL's text returns id
+-- sqlite:
+--   INSERT INTO holds (queue_id, group_id, kind, reason, actor, since, probe_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+--   		ON CONFLICT (queue_id, group_id, kind) DO NOTHING
+-- postgres (translated):
+INSERT INTO holds (queue_id, group_id, kind, reason, actor, since, probe_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (queue_id, group_id, kind) DO NOTHING RETURNING id
+;
+
+-- used by: Tx.InsertHold
+-- sqlite:
+--   SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = ? AND h.group_id = ? AND h.kind = ?
+-- postgres (translated):
+SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = $1 AND h.group_id = $2 AND h.kind = $3
 ;
 
 -- used by: Tx.InsertJob

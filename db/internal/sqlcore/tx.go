@@ -252,7 +252,8 @@ func (t *Tx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 // its copies' replay outcomes (leaving their jobs' counts to settle),
 // edits and replays, attempts, deleted dead letters' records, settle
 // marks, traces, messages, consumers, dead letters, error groups and their
-// hours, group stats, subscriptions, partitions and the queues row. It
+// hours, group stats, subscriptions, holds and the circuit breaker's
+// streaks, partitions and the queues row. It
 // reads the highest message first: when the queue held it, the
 // placeholder row of keepSeqFloor (partition 0) is written or moved to
 // one above it, so that seqs keep growing. A queue that is not there
@@ -290,6 +291,8 @@ func (t *Tx) DeleteQueue(ctx context.Context, id int64) error {
 		`DELETE FROM error_group_hours WHERE queue_id = ?1`,
 		`DELETE FROM group_stats WHERE queue_id = ?1`,
 		`DELETE FROM subscriptions WHERE queue_id = ?1`,
+		`DELETE FROM holds WHERE queue_id = ?1`,
+		`DELETE FROM group_breakers WHERE queue_id = ?1`,
 		`DELETE FROM partitions WHERE queue_id = ?1`,
 		`DELETE FROM queues WHERE id = ?1`,
 	}

@@ -1,0 +1,32 @@
+package broker
+
+import "time"
+
+// Event is news the broker tells people about (SPEC section 8: the
+// notifications issue carries them to channels). Today they are handed,
+// once their transaction has committed, to Config.OnEvent.
+type Event struct {
+	Kind   string // EventHoldStarted, EventHoldReleased, …
+	Queue  string
+	Group  string // "": the whole queue
+	Detail string // in words: the reason of a hold, what a release let go
+	URL    string // where to look ("" none yet)
+	At     time.Time
+	HoldID int64
+	JobID  int64
+}
+
+// The kinds of events.
+const (
+	EventHoldStarted  = "hold.started"
+	EventHoldReleased = "hold.released"
+)
+
+// raise tells e once tx has committed (never when it does not): to
+// Config.OnEvent, when one was given.
+func (b *Broker) raise(tx Tx, e Event) error {
+	if b.onEvent == nil {
+		return nil
+	}
+	return afterCommit(tx, func() { b.onEvent(e) })
+}
