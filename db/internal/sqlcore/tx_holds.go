@@ -62,7 +62,7 @@ func (t *Tx) InsertHold(ctx context.Context, h *broker.Hold) (bool, error) {
 }
 
 // holdsNamedSQL reads holds with their queue's name and their group's
-// ('' for the whole queue's).
+// (empty for a hold of the whole queue).
 const holdsNamedSQL = `SELECT ` + holdCols + `, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0`
 
 // HoldByID reads one by its primary key.
