@@ -233,6 +233,14 @@ func testReleaseServesWaitingLongPolls(t *testing.T, harness Harness) {
 		t.Fatal(err)
 	}
 	got := waitingPop(t, b, sig, "q")
+	// It waits (held), and is not served before the release.
+	for b.Waiting() == 0 {
+		select {
+		case ids := <-got:
+			t.Fatalf("the pop was served while held: %v", ids)
+		case <-time.After(time.Millisecond):
+		}
+	}
 	if _, err := b.Release(ctx, h.ID, "ops"); err != nil {
 		t.Fatal(err)
 	}
