@@ -85,6 +85,7 @@ var (
 	descDLExpired  = prometheus.NewDesc("lazarus_dead_letters_expired_total", "Dead letters deadLetterRetentionSeconds expired (removed for good by maintenance).", labelsQG, nil)
 	descAcks       = prometheus.NewDesc("lazarus_acks_total", "Acknowledgements by outcome: completed or failed.", []string{"queue", "group", "status"}, nil)
 	descReplayEnds = prometheus.NewDesc("lazarus_replay_outcomes_total", "Replayed copies settled, by outcome: completed or failed (dead-lettered again or dropped).", []string{"queue", "group", "outcome"}, nil)
+	descHeld       = prometheus.NewDesc("lazarus_held", "1 while a hold holds the deliveries of the consumer group (group \"\": a hold of the whole queue no group has read yet), else 0; for each group the other series list, and each held one.", labelsQG, nil)
 	descBreached   = prometheus.NewDesc("lazarus_threshold_breached", "1 when a queue is past a monitoring threshold (depth, oldest, failures, replays), else 0.", []string{"queue", "metric"}, nil)
 )
 
@@ -229,7 +230,7 @@ type brokerCollector struct {
 }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDepth, descOldest, descFiled, descReplayed, descDeleted, descDropped, descMsgExpired, descDLExpired, descAcks, descReplayEnds, descBreached} {
+	for _, d := range []*prometheus.Desc{descDepth, descOldest, descFiled, descReplayed, descDeleted, descDropped, descMsgExpired, descDLExpired, descAcks, descReplayEnds, descBreached, descHeld} {
 		ch <- d
 	}
 }
@@ -241,6 +242,15 @@ func (bc brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descDepth, err)
 		return
+	}
+	holds, err := bc.b.Holds(ctx, broker.HoldFilter{})
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descHeld, err)
+		return
+	}
+	held := map[[2]string]bool{} // (queue, group); group "": the whole queue
+	for _, h := range holds {
+		held[[2]string{h.Queue, h.Group}] = true
 	}
 	now := bc.clock.Now()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -267,7 +277,18 @@ func (bc brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descAcks, g.Failed, q.Name, g.Group, "failed")
 			counter(descReplayEnds, g.ReplayCompleted, q.Name, g.Group, "completed")
 			counter(descReplayEnds, g.ReplayFailed, q.Name, g.Group, "failed")
+			k := [2]string{q.Name, g.Group}
+			v := 0.0
+			if held[k] || held[[2]string{q.Name, ""}] {
+				v = 1
+			}
+			gauge(descHeld, v, q.Name, g.Group)
+			delete(held, k)
 		}
+		if held[[2]string{q.Name, ""}] && len(q.Stats) == 0 {
+			gauge(descHeld, 1, q.Name, "")
+		}
+		delete(held, [2]string{q.Name, ""})
 		breached := map[string]bool{}
 		for _, br := range q.Breaches {
 			breached[br.Metric] = true
@@ -279,5 +300,8 @@ func (bc brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(descBreached, v, q.Name, metric)
 		}
+	}
+	for k := range held { // held groups with no numbers yet
+		gauge(descHeld, 1, k[0], k[1])
 	}
 }
