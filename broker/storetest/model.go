@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -107,10 +108,21 @@ type model struct {
 	// up on again) is counted as the replay's outcome in that group.
 	expect map[string]map[string]bool
 	now    func() time.Time
+	// holds: the hold id of each group held (by its index), and of the
+	// whole queue (index len(modelGroups)). A held group's pops hand
+	// nothing out and pass nothing by; acks go on as ever.
+	holds map[int]int64
+}
+
+// held reports whether group g's pops are held.
+func (m *model) held(g int) bool {
+	_, ok := m.holds[g]
+	_, all := m.holds[len(modelGroups)]
+	return ok || all
 }
 
 func newModel(o broker.Options) *model {
-	m := &model{opts: o, subscribed: map[string]bool{}, lanes: map[[2]int]*mLane{}, stats: map[string]*broker.Stats{}, expect: map[string]map[string]bool{}}
+	m := &model{opts: o, subscribed: map[string]bool{}, lanes: map[[2]int]*mLane{}, stats: map[string]*broker.Stats{}, expect: map[string]map[string]bool{}, holds: map[int]int64{}}
 	for range modelPartitions {
 		m.parts = append(m.parts, &mPartition{byTx: map[string]int{}})
 	}
@@ -484,7 +496,7 @@ var opWeights = []struct {
 }{
 	{"push", 18}, {"pop", 24}, {"ack", 30}, {"acks", 5}, {"clock", 10},
 	{"replay", 4}, {"delete", 3}, {"replayIDs", 2}, {"replayGroup", 2}, {"deleteIDs", 1}, {"replayOwn", 4},
-	{"sweep", 5},
+	{"sweep", 5}, {"hold", 2}, {"release", 2},
 }
 
 // backoffWeights lean on pops, failed acks and the clock, so that
@@ -709,7 +721,56 @@ func (r *modelRun) apply(op modelOp) {
 		r.replayOwn(op)
 	case "sweep":
 		r.sweep()
+	case "hold":
+		r.hold(op)
+	case "release":
+		r.release(op)
 	}
+}
+
+// hold holds a group, or the whole queue (r[0]); one held already is not
+// held again (the broker answers the hold there).
+func (r *modelRun) hold(op modelOp) {
+	k := op.r[0] % (len(modelGroups) + 1)
+	group := ""
+	if k < len(modelGroups) {
+		group = modelGroups[k]
+	}
+	h, created, err := r.b.Hold(r.ctx, broker.HoldRequest{Queue: modelQueue, Group: group, Reason: "model", Actor: "test"})
+	r.logf("hold %q -> %d created %v", group, h.ID, created)
+	if err != nil {
+		r.failf("hold %q: %v", group, err)
+	}
+	id, had := r.m.holds[k]
+	if created == had || (had && id != h.ID) {
+		r.failf("hold %q: id %d created %v; the model had %d (%v)", group, h.ID, created, id, had)
+	}
+	r.m.holds[k] = h.ID
+}
+
+// release releases one of the holds (r[0] picks it, by its key); none:
+// nothing.
+func (r *modelRun) release(op modelOp) {
+	keys := slices.Sorted(maps.Keys(r.m.holds))
+	if len(keys) == 0 {
+		r.logf("release: nothing held")
+		return
+	}
+	k := keys[op.r[0]%len(keys)]
+	id := r.m.holds[k]
+	h, err := r.b.Release(r.ctx, id, "test")
+	r.logf("release %d (%q)", id, h.Group)
+	if err != nil {
+		r.failf("release %d: %v", id, err)
+	}
+	want := ""
+	if k < len(modelGroups) {
+		want = modelGroups[k]
+	}
+	if h.Group != want {
+		r.failf("release %d: group %q, want %q", id, h.Group, want)
+	}
+	delete(r.m.holds, k)
 }
 
 // sweep runs maintenance: retentionSeconds deletes, in each partition,
@@ -916,6 +977,12 @@ func (r *modelRun) pop(op modelOp) {
 	}
 	r.logf("pop %s %s batch %d autoAck %v -> %v %s", group, where, batch, autoAck, got, r.leaseName(res.LeaseID))
 
+	if r.m.held(g) {
+		if len(res.Messages) > 0 {
+			r.failf("pop %s %s: got %v while held", group, where, got)
+		}
+		return // nothing handed out, nothing passed by
+	}
 	var ready []int
 	for q := range modelPartitions {
 		if r.m.ready(q, g, now) && (p < 0 || q == p) {
