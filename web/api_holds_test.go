@@ -41,7 +41,7 @@ func TestHoldRoutes(t *testing.T) {
 	}
 	s.ack(ma, "completed", "").want(http.StatusOK)
 	s.call("GET", "/api/v1/pop/queue/q?consumerGroup=analytics&batch=10", "").want(http.StatusOK) // not held
-	s.ack(m, "completed", "").want(http.StatusOK)                                               // a lease in flight
+	s.ack(m, "completed", "").want(http.StatusOK)                                                 // a lease in flight
 	if v, ok := held("billing"); !ok || v != 1 {
 		t.Fatalf("lazarus_held{billing} while held: %v", v)
 	}

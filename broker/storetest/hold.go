@@ -217,14 +217,7 @@ func testHeldPopSpendsNoRetry(t *testing.T, harness Harness) {
 func testReleaseServesWaitingLongPolls(t *testing.T, harness Harness) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := harness.Open(ctx, harness.New(t, "l.db"), Options{NeverAlone: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	sig := &updateSignal{Store: d, done: make(chan struct{}, 1)}
-	b := broker.New(broker.Config{Store: sig, Notifier: d.Notifier()})
-	t.Cleanup(b.Close)
+	b, sig := signalled(t, harness, harness.New(t, "l.db"))
 	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", TransactionID: "m", Payload: []byte(`1`)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -244,14 +237,7 @@ func testReleaseServesWaitingLongPolls(t *testing.T, harness Harness) {
 	if _, err := b.Release(ctx, h.ID, "ops"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ids := <-got:
-		if !slices.Equal(ids, []string{"m"}) {
-			t.Fatalf("the waiting pop got %v", ids)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the waiting pop was not served when the hold was released")
-	}
+	wantServed(t, got, []string{"m"}, "the hold was released")
 }
 
 // A second hold of the same (queue, group) is the first one (nothing
@@ -505,19 +491,8 @@ func testHoldHoldsEveryProcess(t *testing.T, harness Harness) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := harness.New(t, "lazarus")
-	open := func() (*broker.Broker, *updateSignal) {
-		d, err := harness.Open(ctx, dsn, Options{NeverAlone: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		sig := &updateSignal{Store: d, done: make(chan struct{}, 1)}
-		b := broker.New(broker.Config{Store: sig, Notifier: d.Notifier()})
-		t.Cleanup(b.Close)
-		return b, sig
-	}
-	a, sigA := open()
-	b, _ := open()
+	a, sigA := signalled(t, harness, dsn)
+	b, _ := signalled(t, harness, dsn)
 	push := func(txid string) {
 		t.Helper()
 		if _, err := a.Push(ctx, []broker.PushItem{{Queue: "q", TransactionID: txid, Payload: []byte(`1`)}}); err != nil {
@@ -552,12 +527,35 @@ func testHoldHoldsEveryProcess(t *testing.T, harness Harness) {
 	if _, err := b.Release(ctx, h.ID, "ops"); err != nil {
 		t.Fatal(err)
 	}
+	wantServed(t, got, []string{"held"}, "the other process released the hold")
+}
+
+// signalled opens a broker on the store at "at" (harness.New's) with the
+// store's notifier, whose Updates say when they have returned: a process
+// of its own when the store is shared by several.
+func signalled(t *testing.T, harness Harness, at string) (*broker.Broker, *updateSignal) {
+	t.Helper()
+	d, err := harness.Open(context.Background(), at, Options{NeverAlone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	sig := &updateSignal{Store: d, done: make(chan struct{}, 1)}
+	b := broker.New(broker.Config{Store: sig, Notifier: d.Notifier()})
+	t.Cleanup(b.Close)
+	return b, sig
+}
+
+// wantServed waits for a waiting pop's answer (waitingPop), which what
+// should have brought, and wants the transactionIds want.
+func wantServed(t *testing.T, got <-chan []string, want []string, what string) {
+	t.Helper()
 	select {
 	case ids := <-got:
-		if !slices.Equal(ids, []string{"held"}) {
-			t.Fatalf("a's waiting pop got %v", ids)
+		if !slices.Equal(ids, want) {
+			t.Fatalf("the waiting pop got %v, want %v", ids, want)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("a's waiting pop was not served when b released the hold")
+		t.Fatalf("the waiting pop was not served when %s", what)
 	}
 }

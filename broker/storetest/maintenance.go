@@ -204,14 +204,7 @@ func waitingPop(t *testing.T, b *broker.Broker, sig *updateSignal, queue string)
 func testMaintenanceEndServesWaitingPops(t *testing.T, harness Harness) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := harness.Open(ctx, harness.New(t, "l.db"), Options{NeverAlone: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	sig := &updateSignal{Store: d, done: make(chan struct{}, 1)}
-	b := broker.New(broker.Config{Store: sig, Notifier: d.Notifier()})
-	t.Cleanup(b.Close)
+	b, sig := signalled(t, harness, harness.New(t, "l.db"))
 	if _, err := b.SetMaintenance(ctx, broker.MaintenancePush, true, "ops"); err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +215,7 @@ func testMaintenanceEndServesWaitingPops(t *testing.T, harness Harness) {
 	if _, err := b.SetMaintenance(ctx, broker.MaintenancePush, false, "ops"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ids := <-got:
-		if !slices.Equal(ids, []string{"m"}) {
-			t.Fatalf("the waiting pop got %v", ids)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the waiting pop was not served when maintenance mode ended")
-	}
+	wantServed(t, got, []string{"m"}, "maintenance mode ended")
 }
 
 // Maintenance mode is kept in the database: a store opened again finds
@@ -280,19 +266,8 @@ func testMaintenanceHoldsEveryProcess(t *testing.T, harness Harness) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := harness.New(t, "lazarus")
-	open := func() (*broker.Broker, *updateSignal) {
-		d, err := harness.Open(ctx, dsn, Options{NeverAlone: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		sig := &updateSignal{Store: d, done: make(chan struct{}, 1)}
-		b := broker.New(broker.Config{Store: sig, Notifier: d.Notifier()})
-		t.Cleanup(b.Close)
-		return b, sig
-	}
-	a, _ := open()
-	b, sig := open()
+	a, _ := signalled(t, harness, dsn)
+	b, sig := signalled(t, harness, dsn)
 	push := func(txid string) {
 		t.Helper()
 		if _, err := a.Push(ctx, []broker.PushItem{{Queue: "q", TransactionID: txid, Payload: []byte(`1`)}}); err != nil {
@@ -329,14 +304,7 @@ func testMaintenanceHoldsEveryProcess(t *testing.T, harness Harness) {
 	if _, err := a.SetMaintenance(ctx, broker.MaintenancePush, false, "ops"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ids := <-got:
-		if !slices.Equal(ids, []string{"held"}) {
-			t.Fatalf("b's waiting pop got %v", ids)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("b's waiting pop was not served when a turned maintenance mode off")
-	}
+	wantServed(t, got, []string{"held"}, "the other process turned maintenance mode off")
 }
 
 // settingCounter counts the settings the broker's writes read.
