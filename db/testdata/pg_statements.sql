@@ -17,10 +17,13 @@
 -- or another sqlite… type, or a text one returns) has no PostgreSQL
 -- text.
 --
--- 311 statements (17 with a PostgreSQL text written by hand, 9 for
--- SQLite only), then the 19 calls whose text is built at run time, which
--- the catalog does not hold yet: their functions' texts (and those
--- alone) are translated as they first run (pgBuiltAtRunTime).
+-- 324 statements (17 with a PostgreSQL text written by hand, 13 for
+-- SQLite only); then the 17 fragments (sqlcore.Frag) of which the 2
+-- calls of a composed statement (sqlcore.Stmt) build theirs, the
+-- PostgreSQL store numbering each fragment's parameters on from the
+-- last; then the 13 calls whose text is built at run time, which the
+-- catalog does not hold yet: their functions' texts (and those alone)
+-- are translated as they first run (pgBuiltAtRunTime).
 
 -- used by: FoldRows
 -- from: foldConsumersSQL
@@ -1641,6 +1644,81 @@ SELECT EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND partition_id = $2 AND t
 ;
 
 -- used by: Tx.Series
+-- runs on SQLite only (a sqlite… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.hour), b.depth, b.oldest_at FROM stats_hour b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: Tx.Series
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: Tx.Series
+-- runs on SQLite only (a sqlite… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.minute), b.depth, b.oldest_at FROM stats_minute b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: Tx.Series
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: Tx.Series
+-- runs on SQLite only (a sqlite… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.quarter), b.depth, b.oldest_at FROM stats_quarter b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: Tx.Series
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: Tx.Series
 -- sqlite:
 --   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 --   				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1
@@ -1660,6 +1738,15 @@ SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b
 
 -- used by: Tx.Series
 -- sqlite:
+--   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4
+;
+
+-- used by: Tx.Series
+-- sqlite:
 --   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
 --   			WHERE b.queue_id = ? AND b.group_id = ? AND b.minute < ? ORDER BY b.minute DESC LIMIT 1
 -- postgres (translated):
@@ -1669,11 +1756,29 @@ SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted,
 
 -- used by: Tx.Series
 -- sqlite:
+--   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4
+;
+
+-- used by: Tx.Series
+-- sqlite:
 --   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
 --   			WHERE b.queue_id = ? AND b.group_id = ? AND b.quarter < ? ORDER BY b.quarter DESC LIMIT 1
 -- postgres (translated):
 SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
 			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter < $3 ORDER BY b.quarter DESC LIMIT 1
+;
+
+-- used by: Tx.Series
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4
 ;
 
 -- used by: Tx.Series
@@ -3000,6 +3105,68 @@ SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.p
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
 ;
 
+-- used by: pgDialect.InsertMessages
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+--   	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
+--   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+--   	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+--   	ORDER BY m.n
+--   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+--   	RETURNING seq, partition_id, transaction_id
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id
+;
+
+-- used by: pgDialect.InsertMessages
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+--   	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
+--   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+--   	ORDER BY m.n
+--   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+--   	RETURNING seq, partition_id, transaction_id
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id
+;
+
+-- used by: pgDialect.PushCopies
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   		SELECT c.part, c.txid,
+--   			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+--   			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
+--   		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+--   		WHERE true ORDER BY c.k
+--   		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq, partition_id, transaction_id
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT c.part, c.txid,
+			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), $1
+		FROM pg_temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+		WHERE true ORDER BY c.k
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq, partition_id, transaction_id
+;
+
 -- used by: pgDialect.Space
 -- runs on PostgreSQL only (a pg… type's)
 -- sqlite:
@@ -3139,6 +3306,19 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   SELECT MAX(seq) FROM messages
 -- postgres: none
 
+-- used by: sqliteDialect.PushCopies
+-- insert: PostgreSQL's text returns seq
+-- runs on SQLite only (a sqlite… type's)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   		SELECT c.part, c.txid,
+--   			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+--   			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
+--   		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+--   		WHERE true ORDER BY c.k
+--   		ON CONFLICT (partition_id, transaction_id) DO NOTHING
+-- postgres: none
+
 -- used by: sqliteDialect.Space
 -- runs on SQLite only (a sqlite… type's)
 -- sqlite:
@@ -3159,7 +3339,115 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   		ON CONFLICT (key) DO UPDATE SET value = excluded.value
 -- postgres: none
 
--- Built at run time, not in the catalog yet: 19 calls.
+-- Fragments: 17, of which these 2 calls compose their statements.
+--   Tx.Jobs: Query(s.SQL())
+--   Tx.ListAudit: Query(s.SQL())
+
+-- fragment: FragAnd
+-- sqlite:
+--    AND
+-- postgres (translated):
+--   | AND |
+
+-- fragment: FragWhere
+-- sqlite:
+--    WHERE
+-- postgres (translated):
+--   | WHERE |
+
+-- fragment: auditExcept
+-- sqlite:
+--   action NOT IN (SELECT j.value FROM json_each(?) j)
+-- postgres (hand-written, PGFrag):
+--   |action NOT IN (SELECT j.value FROM json_array_elements_text(CAST($1 AS json)) AS j(value))|
+
+-- fragment: auditOfAction
+-- sqlite:
+--   action = ?
+-- postgres (translated):
+--   |action = $1|
+
+-- fragment: auditOfActor
+-- sqlite:
+--   actor = ?
+-- postgres (translated):
+--   |actor = $1|
+
+-- fragment: auditOfBroker
+-- sqlite:
+--   broker = 1
+-- postgres (translated):
+--   |broker = 1|
+
+-- fragment: auditOfJob
+-- sqlite:
+--   job_id = ?
+-- postgres (translated):
+--   |job_id = $1|
+
+-- fragment: auditOfPeople
+-- sqlite:
+--   broker = 0
+-- postgres (translated):
+--   |broker = 0|
+
+-- fragment: auditOfQueue
+-- sqlite:
+--   instr(','||queue||',', ','||?||',') > 0
+-- postgres (translated):
+--   |strpos(','||queue||',', ','||$1||',') > 0|
+
+-- fragment: auditSelect
+-- sqlite:
+--   SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit
+-- postgres (translated):
+--   |SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit|
+
+-- fragment: fragOffset
+-- sqlite:
+--    OFFSET ?
+-- postgres (translated):
+--   | OFFSET $1|
+
+-- fragment: idBefore
+-- sqlite:
+--   id < ?
+-- postgres (translated):
+--   |id < $1|
+
+-- fragment: idNewestFirst
+-- sqlite:
+--    ORDER BY id DESC LIMIT ?
+-- postgres (translated):
+--   | ORDER BY id DESC LIMIT $1|
+
+-- fragment: jobsOfKind
+-- sqlite:
+--   kind = ?
+-- postgres (translated):
+--   |kind = $1|
+
+-- fragment: jobsOfQueue
+-- sqlite:
+--   queue = ?
+-- postgres (translated):
+--   |queue = $1|
+
+-- fragment: jobsOfState
+-- sqlite:
+--   state = ?
+-- postgres (translated):
+--   |state = $1|
+
+-- fragment: jobsSelect
+-- sqlite:
+--   SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
+--   	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs
+-- postgres (translated):
+--   |SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,|
+--   |	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs|
+
+-- Built at run time, not in the catalog yet: 13 calls.
 --   Tx.CountDeadLetterMessages: QueryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
 --   Tx.CountDeadLetters: QueryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
 --   Tx.CountDeadLettersAbove: QueryRow(query)
@@ -3168,14 +3456,8 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   Tx.DeadLetterKeys: scanKeys(sel + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`)
 --   Tx.DeadLetterPosition: QueryRow(`SELECT d.failed_at, d.id FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`)
 --   Tx.DeadLetterWindow: QueryRow(q)
---   Tx.Jobs: Query(q)
---   Tx.ListAudit: Query(q)
 --   Tx.ListDeadLetters: Query(q)
 --   Tx.NewestFailure: QueryRow(`SELECT d.failed_at FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`)
---   Tx.Series: Query(ranged)
 --   Tx.cutAtDoc: Query(q)
 --   Tx.exportByList: exportRows(q)
 --   Tx.exportFromBlock: exportRows(q)
---   pgDialect.InsertMessages: Query(d.insertSQL)
---   pgDialect.PushCopies: Query(insert + ` RETURNING seq, partition_id, transaction_id`)
---   pgRebuildTextIndex: Exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)

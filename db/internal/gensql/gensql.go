@@ -65,6 +65,13 @@ type Site struct {
 	// PostgreSQL only, as its function's receiver says (storeOf), or ""
 	// for both.
 	Only string
+	// Composed: the query is a composed statement's text (s.SQL() of a
+	// sqlcore.Stmt), made of fragments alone; Expr is as written.
+	Composed bool
+	// Frag is the name of a fragment (a package constant of type
+	// sqlcore.Frag, or a variable set by PGFrag), whose text is SQL; such
+	// a site has no Func and no Wrapper.
+	Frag string
 }
 
 // Collect returns the wrapper calls in the non-test Go files of the
@@ -88,11 +95,19 @@ func Collect(dirs ...string) ([]Site, error) {
 		p.fo.peers = folders
 		sites = append(sites, p.sites()...)
 	}
+	for _, p := range ps {
+		if err := p.fragConversions(); err != nil {
+			return nil, err
+		}
+		sites = append(sites, p.frags...)
+	}
 	return sites, nil
 }
 
 // pkgSites is one package, loaded, with what its sites are found by.
 type pkgSites struct {
+	fset    *token.FileSet
+	frags   []Site // the package's fragments, by name
 	files   []*ast.File
 	info    *types.Info
 	pkg     *types.Package
@@ -188,6 +203,7 @@ func load(dir string) (*pkgSites, error) {
 	// PGInsert(col, sqlite, pg): their SQLite text; and those set once
 	// to a text that folds and never assigned again, taken as constants.
 	given := map[types.Object]pair{}
+	var frags []Site
 	for _, init := range info.InitOrder {
 		if len(init.Lhs) != 1 || assigned[init.Lhs[0]] {
 			continue
@@ -195,6 +211,12 @@ func load(dir string) (*pkgSites, error) {
 		call, ok := init.Rhs.(*ast.CallExpr)
 		if ok {
 			if fn := calleeIdent(call); fn != nil && info.Uses[fn] != nil && isCore(info.Uses[fn].Pkg()) {
+				if fn.Name == "PGFrag" {
+					if s, ok := fo.fold(call.Args[0], nil, 0); ok {
+						frags = append(frags, Site{Const: true, SQL: s, Frag: init.Lhs[0].Name()})
+					}
+					continue
+				}
 				i := map[string]int{"PGQuery": 0, "PGInsert": 1}
 				if n, ok := i[fn.Name]; ok {
 					if s, ok := fo.fold(call.Args[n], nil, 0); ok {
@@ -238,7 +260,64 @@ func load(dir string) (*pkgSites, error) {
 		}
 	}
 	fo.given = given
-	return &pkgSites{files: files, info: info, pkg: pkg, fo: fo, given: given, passers: passers}, nil
+	// The fragments: the package's constants of type Frag, and the
+	// variables PGFrag set.
+	for _, name := range pkg.Scope().Names() {
+		if c, ok := pkg.Scope().Lookup(name).(*types.Const); ok && isFrag(c.Type()) {
+			frags = append(frags, Site{Const: true, SQL: constant.StringVal(c.Val()), Frag: name})
+		}
+	}
+	sort.Slice(frags, func(i, j int) bool { return frags[i].Frag < frags[j].Frag })
+	return &pkgSites{fset: fset, frags: frags, files: files, info: info, pkg: pkg, fo: fo, given: given, passers: passers}, nil
+}
+
+// fragConversions refuses a conversion to Frag of a text that is not a
+// constant: a fragment is catalogued only as a constant.
+func (p *pkgSites) fragConversions() error {
+	var err error
+	for _, f := range p.files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 1 || err != nil {
+				return err == nil
+			}
+			if tv, ok := p.info.Types[call.Fun]; ok && tv.IsType() && isFrag(tv.Type) {
+				if _, ok := constString(p.info, call.Args[0]); !ok {
+					err = fmt.Errorf("%s: a Frag made of a text that is not a constant: %s", p.fset.Position(call.Pos()), types.ExprString(call))
+				}
+			}
+			return err == nil
+		})
+	}
+	return err
+}
+
+// isFrag reports whether t is sqlcore.Frag.
+func isFrag(t types.Type) bool {
+	n, ok := t.(*types.Named)
+	return ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Frag"
+}
+
+// isComposed reports whether e is s.SQL() of a sqlcore.Stmt.
+func isComposed(info *types.Info, e ast.Expr) bool {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "SQL" {
+		return false
+	}
+	s := info.Selections[sel]
+	if s == nil || s.Kind() != types.MethodVal {
+		return false
+	}
+	t := s.Recv()
+	if ptr, ok := t.(*types.Pointer); ok {
+		t = ptr.Elem()
+	}
+	n, ok := t.(*types.Named)
+	return ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Stmt"
 }
 
 // sites are the package's wrapper calls.
@@ -308,6 +387,7 @@ func (p *pkgSites) sites() []Site {
 				}
 				site.Col = col
 				site.Expr = types.ExprString(arg)
+				site.Composed = isComposed(info, arg)
 				if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
 					if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == pkg.Scope() {
 						site.Expr += " (package variable)"
@@ -1382,6 +1462,25 @@ func wrapper(f string) bool {
 	return ok && strings.HasPrefix(f, "Tx.")
 }
 
+// Composed is the calls whose text is a composed statement's (a
+// sqlcore.Stmt's SQL), one line each as Dynamic's, sorted, each once.
+func Composed(sites []Site) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range sites {
+		if !s.Composed || wrapper(s.Func) {
+			continue
+		}
+		l := fmt.Sprintf("%s: %s(%s)", s.Func, s.Wrapper, strings.Join(strings.Fields(s.Expr), " "))
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Dynamic is the calls whose text is built at run time, but those that
 // run on SQLite only, one line each
 // ("Tx.ListDeadLetters: Query(q)"), sorted, with duplicates kept
@@ -1390,7 +1489,7 @@ func Dynamic(sites []Site) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range sites {
-		if s.Const || s.Wrapper == "" || wrapper(s.Func) || s.Only == "sqlite" {
+		if s.Const || s.Composed || s.Wrapper == "" || wrapper(s.Func) || s.Only == "sqlite" {
 			continue
 		}
 		l := fmt.Sprintf("%s: %s(%s)", s.Func, s.Wrapper, strings.Join(strings.Fields(s.Expr), " "))

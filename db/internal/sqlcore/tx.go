@@ -1227,57 +1227,79 @@ func (t *Tx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
 	return err
 }
 
-// AuditQuery is ListAudit's query: newest first by the primary key, on
-// audit_stream within a stream.
-func AuditQuery(f broker.AuditFilter, p broker.Page) (string, []any) {
-	var conds []string
-	var args []any
+// The fragments of ListAudit's statement (AuditStmt) but those Jobs'
+// has too.
+const (
+	auditSelect   Frag = `SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`
+	auditOfAction Frag = `action = ?`
+	auditOfBroker Frag = `broker = 1`
+	auditOfPeople Frag = `broker = 0`
+	auditOfJob    Frag = `job_id = ?`
+	auditOfActor  Frag = `actor = ?`
+	// One of the queues of a comma-separated list.
+	auditOfQueue Frag = `instr(','||queue||',', ','||?||',') > 0`
+)
+
+// auditExcept leaves out the actions of a JSON array of strings
+// (PostgreSQL's json_array_elements_text reads them: its text-typed
+// value keeps them apart from an array of ids, read as bigint).
+var auditExcept = PGFrag(`action NOT IN (SELECT j.value FROM json_each(?) j)`,
+	`action NOT IN (SELECT j.value FROM json_array_elements_text(CAST(? AS json)) AS j(value))`)
+
+// AuditStmt is ListAudit's statement: newest first by the primary key,
+// on audit_stream within a stream.
+func AuditStmt(f broker.AuditFilter, p broker.Page) Stmt {
+	var s Stmt
+	s.Add(auditSelect)
 	if f.Action != "" {
-		conds, args = append(conds, "action = ?"), append(args, f.Action)
+		s.Cond(auditOfAction, f.Action)
 	}
 	// The people's stream or the broker's (audit_stream): an action
 	// filter alone says which.
 	switch {
 	case f.Stream == broker.AuditStreamBroker:
-		conds = append(conds, "broker = 1")
+		s.Cond(auditOfBroker)
 	case f.Stream == broker.AuditStreamPeople && f.Action == "":
-		conds = append(conds, "broker = 0")
+		s.Cond(auditOfPeople)
 	}
 	if f.JobID != 0 {
-		conds, args = append(conds, "job_id = ?"), append(args, f.JobID)
+		s.Cond(auditOfJob, f.JobID)
 	}
 	if f.Actor != "" {
-		conds, args = append(conds, "actor = ?"), append(args, f.Actor)
+		s.Cond(auditOfActor, f.Actor)
 	}
 	if f.Queue != "" {
-		conds, args = append(conds, "instr(','||queue||',', ','||?||',') > 0"), append(args, f.Queue)
+		s.Cond(auditOfQueue, f.Queue)
 	}
 	if len(f.Except) > 0 {
-		conds = append(conds, "action NOT IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Except)), ",")+")")
-		for _, a := range f.Except {
-			args = append(args, a)
-		}
+		s.Cond(auditExcept, jsonStrings(f.Except))
 	}
 	if p.After != nil {
-		conds, args = append(conds, "id < ?"), append(args, p.After.ID)
+		s.Cond(idBefore, p.After.ID)
 	}
-	q := `SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, p.Limit)
+	s.Add(idNewestFirst, p.Limit)
 	if p.After == nil && p.Offset > 0 {
-		q += ` OFFSET ?`
-		args = append(args, p.Offset)
+		s.Add(fragOffset, p.Offset)
 	}
-	return q, args
+	return s
 }
 
-// ListAudit runs auditQuery: newest first by the primary key.
+// AuditQuery is AuditStmt's text and arguments.
+func AuditQuery(f broker.AuditFilter, p broker.Page) (string, []any) {
+	s := AuditStmt(f, p)
+	return s.SQL(), s.Args()
+}
+
+// jsonStrings is ss as a JSON array.
+func jsonStrings(ss []string) string {
+	b, _ := json.Marshal(ss) // strings always marshal
+	return string(b)
+}
+
+// ListAudit runs AuditStmt: newest first by the primary key.
 func (t *Tx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page) ([]broker.AuditEntry, error) {
-	q, args := AuditQuery(f, p)
-	rows, err := t.Query(ctx, q, args...)
+	s := AuditStmt(f, p)
+	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
 	if err != nil {
 		return nil, err
 	}

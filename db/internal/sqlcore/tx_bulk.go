@@ -209,19 +209,7 @@ func (t *Tx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Time) er
 	if _, err := t.Exec(ctx, copiesInSQL, string(list)); err != nil {
 		return err
 	}
-	// "WHERE true" lets SQLite tell the ON CONFLICT of the upsert from a
-	// join's ON. One writer and no AUTOINCREMENT: when every copy went
-	// in, their seqs are the last len(cs) ones, in that order. A message
-	// retention removed is copied from its dead letter (migration 0020;
-	// COALESCE reads it only then). Each copy goes to its own partition
-	// (c.part): its message's, or a replay's destination.
-	insertCopies := `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-		SELECT c.part, c.txid,
-			COALESCE(m.payload, ` + fromDeadLetter("payload", "c.seq") + `), COALESCE(m.trace_id, ` + fromDeadLetter("trace_id", "c.seq") + `), ?
-		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
-		WHERE true ORDER BY c.k
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
-	return t.d.PushCopies(ctx, t, cs, insertCopies, now)
+	return t.d.PushCopies(ctx, t, cs, now)
 }
 
 // createCopiesInSQL makes pushCopies' table of the copies to make, once
@@ -261,6 +249,22 @@ func (t *Tx) pushEdited(ctx context.Context, c *broker.Copy, now time.Time, by b
 		SELECT ?1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = ?3), `+fromDeadLetter("payload", "?3")+`), ?2`, c.CopySeq, c.Payload, c.Seq)
 	return err
 }
+
+// InsertCopiesSQL inserts the copies listed in temp.copies_in (its one
+// parameter the copies' time), which each dialect's PushCopies runs.
+// "WHERE true" lets SQLite tell the ON CONFLICT of the upsert from a
+// join's ON. A message retention removed is copied from its dead letter
+// (migration 0020; COALESCE reads it only then: fromDeadLetter, written
+// out so that the text stays a constant the other packages can extend).
+// Each copy goes to its own partition (c.part): its message's, or a
+// replay's destination.
+const InsertCopiesSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT c.part, c.txid,
+			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
+		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+		WHERE true ORDER BY c.k
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
 
 // fromDeadLetter reads a column of the message seq from a dead letter of
 // it that holds the message's payload (retention removed the message:
