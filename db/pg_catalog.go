@@ -1581,6 +1581,14 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	// pgRebuildTextIndex: translated
 	`DELETE FROM dead_letter_payloads`: {text: `DELETE FROM dead_letter_payloads`},
 	// pgRebuildTextIndex: translated
+	`INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`: {text: `INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e`, stores: true},
+	// pgRebuildTextIndex: translated
+	`INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`: {text: `INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e`, stores: true},
+	// pgRebuildTextIndex: translated
 	`SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?`: {text: `SELECT id, error FROM dead_letters WHERE id > $1 ORDER BY id LIMIT $2`},
 	// pgRebuildTextIndex: translated
 	`SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),

@@ -17,7 +17,7 @@
 -- or another sqlite… type, or a text one returns) has no PostgreSQL
 -- text.
 --
--- 324 statements (17 with a PostgreSQL text written by hand, 13 for
+-- 326 statements (17 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 17 fragments (sqlcore.Frag) of which the 2
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -3202,6 +3202,24 @@ DELETE FROM dead_letter_errors
 --   DELETE FROM dead_letter_payloads
 -- postgres (translated):
 DELETE FROM dead_letter_payloads
+;
+
+-- used by: pgRebuildTextIndex
+-- sqlite:
+--   INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+--   		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e
+-- postgres (translated):
+INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e
+;
+
+-- used by: pgRebuildTextIndex
+-- sqlite:
+--   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+--   		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e
+-- postgres (translated):
+INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e
 ;
 
 -- used by: pgRebuildTextIndex

@@ -113,7 +113,7 @@ type pkgSites struct {
 	pkg     *types.Package
 	fo      *folder
 	given   map[types.Object]pair
-	passers map[types.Object]int
+	passers map[types.Object][]int
 }
 
 // load reads, type-checks and readies the package in dir.
@@ -241,21 +241,27 @@ func load(dir string) (*pkgSites, error) {
 	// (scanKeys(ctx, t, query, args...), a closure's stmt) are wrappers
 	// too: their callers' texts are the sites. Found again until no more
 	// are (a helper of a helper).
-	passers := map[types.Object]int{}
+	// A function may pass on several (fill(insert, read, ...)).
+	passers := map[types.Object][]int{}
 	for {
-		n := len(passers)
+		n := 0
+		for _, is := range passers {
+			n += len(is)
+		}
+		added := 0
 		walkCalls(files, func(stack []ast.Node, call *ast.CallExpr) {
-			_, idx, ok := callee(info, pkg, passers, call)
+			_, idxs, ok := callee(info, pkg, passers, call)
 			if !ok {
 				return
 			}
-			if owner, i := paramOf(info, stack, call.Args[idx]); owner != nil {
-				if _, known := passers[owner]; !known {
-					passers[owner] = i
+			for _, idx := range idxs {
+				if owner, i := paramOf(info, stack, call.Args[idx]); owner != nil && !slices.Contains(passers[owner], i) {
+					passers[owner] = append(passers[owner], i)
+					added++
 				}
 			}
 		})
-		if len(passers) == n {
+		if added == 0 {
 			break
 		}
 	}
@@ -322,7 +328,7 @@ func isComposed(info *types.Info, e ast.Expr) bool {
 
 // sites are the package's wrapper calls.
 func (p *pkgSites) sites() []Site {
-	files, info, pkg, fo, given, passers := p.files, p.info, p.pkg, p.fo, p.given, p.passers
+	files, info, pkg, given, passers := p.files, p.info, p.pkg, p.given, p.passers
 	var sites []Site
 	for _, f := range files {
 		for _, d := range f.Decls {
@@ -346,57 +352,66 @@ func (p *pkgSites) sites() []Site {
 				if !ok {
 					return
 				}
-				wname, idx, ok := callee(info, pkg, passers, call)
+				wname, idxs, ok := callee(info, pkg, passers, call)
 				if !ok {
 					return
 				}
-				arg := call.Args[idx]
-				if owner, _ := paramOf(info, stack, arg); owner != nil {
-					return // a passer's: its callers' texts are the sites
+				for _, idx := range idxs {
+					sites = p.site(sites, fd, name, only, wname, stack, call, call.Args[idx], direct)
 				}
-				site := Site{Func: name, Wrapper: wname, Only: only}
-				col, colOK := "", true
-				if site.Wrapper == "Insert" {
-					// RETURNING col is built at run time when col is not
-					// a constant.
-					col, colOK = fo.fold(call.Args[1], nil, 0)
-				}
-				if id, ok := ast.Unparen(arg).(*ast.Ident); ok && colOK {
-					if g, ok := given[info.Uses[id]]; ok {
-						site.Const, site.SQL, site.Var, site.Col = true, g.sql, id.Name, col
-						direct[id] = true
-						sites = append(sites, site)
-						return
-					}
-				}
-				if qs, ok := fo.values(arg, fd.Body, given); ok && colOK {
-					// A constant, or a local variable only ever set to
-					// constants: a site for each.
-					for _, q := range qs {
-						if q.sql == "" {
-							continue // none to run
-						}
-						c := site
-						c.Const, c.SQL, c.Var, c.Col = true, q.sql, q.v, col
-						if c.Only == "" {
-							c.Only = q.only
-						}
-						sites = append(sites, c)
-					}
-					return
-				}
-				site.Col = col
-				site.Expr = types.ExprString(arg)
-				site.Composed = isComposed(info, arg)
-				if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
-					if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == pkg.Scope() {
-						site.Expr += " (package variable)"
-					}
-				}
-				sites = append(sites, site)
 			})
 		}
 	}
+	return sites
+}
+
+// site appends to sites those of the wrapper wname's call (in fd,
+// named name) passing arg as its query.
+func (p *pkgSites) site(sites []Site, fd *ast.FuncDecl, name, only, wname string, stack []ast.Node, call *ast.CallExpr, arg ast.Expr, direct map[*ast.Ident]bool) []Site {
+	info, pkg, fo, given := p.info, p.pkg, p.fo, p.given
+	if owner, _ := paramOf(info, stack, arg); owner != nil {
+		return sites // a passer's: its callers' texts are the sites
+	}
+	site := Site{Func: name, Wrapper: wname, Only: only}
+	col, colOK := "", true
+	if site.Wrapper == "Insert" {
+		// RETURNING col is built at run time when col is not
+		// a constant.
+		col, colOK = fo.fold(call.Args[1], nil, 0)
+	}
+	if id, ok := ast.Unparen(arg).(*ast.Ident); ok && colOK {
+		if g, ok := given[info.Uses[id]]; ok {
+			site.Const, site.SQL, site.Var, site.Col = true, g.sql, id.Name, col
+			direct[id] = true
+			sites = append(sites, site)
+			return sites
+		}
+	}
+	if qs, ok := fo.values(arg, fd.Body, given); ok && colOK {
+		// A constant, or a local variable only ever set to
+		// constants: a site for each.
+		for _, q := range qs {
+			if q.sql == "" {
+				continue // none to run
+			}
+			c := site
+			c.Const, c.SQL, c.Var, c.Col = true, q.sql, q.v, col
+			if c.Only == "" {
+				c.Only = q.only
+			}
+			sites = append(sites, c)
+		}
+		return sites
+	}
+	site.Col = col
+	site.Expr = types.ExprString(arg)
+	site.Composed = isComposed(info, arg)
+	if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
+		if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == pkg.Scope() {
+			site.Expr += " (package variable)"
+		}
+	}
+	sites = append(sites, site)
 	return sites
 }
 
@@ -436,8 +451,9 @@ func walkCalls(files []*ast.File, fn func(stack []ast.Node, call *ast.CallExpr))
 }
 
 // callee says whether call is of a wrapper (a sqlcore.Tx method of
-// Wrappers, or a passer), its name and the index of its query argument.
-func callee(info *types.Info, pkg *types.Package, passers map[types.Object]int, call *ast.CallExpr) (string, int, bool) {
+// Wrappers, or a passer), its name and the indexes of its query
+// arguments.
+func callee(info *types.Info, pkg *types.Package, passers map[types.Object][]int, call *ast.CallExpr) (string, []int, bool) {
 	var id *ast.Ident
 	switch fn := ast.Unparen(call.Fun).(type) {
 	case *ast.Ident:
@@ -445,18 +461,18 @@ func callee(info *types.Info, pkg *types.Package, passers map[types.Object]int, 
 	case *ast.SelectorExpr:
 		if s := info.Selections[fn]; s != nil && s.Kind() == types.MethodVal && isStoreTx(s.Recv()) {
 			if idx, ok := Wrappers[fn.Sel.Name]; ok && len(call.Args) > idx {
-				return fn.Sel.Name, idx, true
+				return fn.Sel.Name, []int{idx}, true
 			}
 		}
 		id = fn.Sel
 	default:
-		return "", 0, false
+		return "", nil, false
 	}
-	idx, ok := passers[info.Uses[id]]
-	if !ok || len(call.Args) <= idx {
-		return "", 0, false
+	idxs, ok := passers[info.Uses[id]]
+	if !ok || len(call.Args) <= slices.Max(idxs) {
+		return "", nil, false
 	}
-	return id.Name, idx, true
+	return id.Name, idxs, true
 }
 
 // paramOf reports the function of stack (a FuncDecl's object, or the

@@ -43,6 +43,8 @@ func TestCollect(t *testing.T) {
 		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ?`},
 		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ? FOR UPDATE`, Only: "postgres"},
 		{Func: "Tx.Composes", Wrapper: "Exec", Expr: "s.SQL()", Composed: true},
+		{Func: "Tx.PassesTwo", Wrapper: "both", Const: true, SQL: `DELETE FROM t WHERE a = 3`},
+		{Func: "Tx.PassesTwo", Wrapper: "both", Const: true, SQL: `DELETE FROM t WHERE a = 4`},
 		{Const: true, SQL: ` WHERE a = ?`, Frag: "fragCond"},
 		{Const: true, SQL: ` WHERE b = ?`, Frag: "fragGiven"},
 		{Const: true, SQL: `SELECT a FROM t`, Frag: "fragHead"},
