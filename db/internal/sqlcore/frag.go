@@ -50,6 +50,11 @@ type Stmt struct {
 
 // Add appends f and its arguments.
 func (s *Stmt) Add(f Frag, args ...any) {
+	if s.parts == nil {
+		// Room for a filter's usual statement, grown once at most.
+		s.parts = make([]Frag, 0, 16)
+		s.args = make([]any, 0, 8)
+	}
 	s.parts = append(s.parts, f)
 	s.args = append(s.args, args...)
 }

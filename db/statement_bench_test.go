@@ -1,0 +1,50 @@
+package db
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+)
+
+var benchSink int
+
+// BenchmarkStatementLookup: what a statement costs before it runs. Jobs'
+// text composed of fragments (all a SQLite statement costs), then its
+// PostgreSQL statement looked up (pgStmt: the catalog's miss, then the
+// composed one kept); and a constant statement's lookup in the catalog.
+func BenchmarkStatementLookup(b *testing.B) {
+	f, p := broker.JobFilter{State: "running", Queue: "q"}, broker.Page{Limit: 50, After: &broker.Cursor{ID: 9}}
+	b.Run("JobsText", func(b *testing.B) {
+		for b.Loop() {
+			s := sqlcore.JobsStmt(f, p)
+			benchSink += len(s.SQL()) + len(s.Args())
+		}
+	})
+	b.Run("JobsPG", func(b *testing.B) {
+		for b.Loop() {
+			s := sqlcore.JobsStmt(f, p)
+			st, err := pgStmt(s.SQL())
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchSink += len(st.text) + len(s.Args())
+		}
+	})
+	key := ""
+	for k := range pgCatalog {
+		if strings.HasSuffix(k, ` FROM queues WHERE name = ?`) {
+			key = k
+		}
+	}
+	b.Run("CataloguedPG", func(b *testing.B) {
+		for b.Loop() {
+			s, err := pgStmt(key)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchSink += len(s.text)
+		}
+	})
+}
