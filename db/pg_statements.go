@@ -32,13 +32,21 @@ import (
 // catalog is stale, TestPGStatementsPrepare prepares every PostgreSQL
 // text on a migrated database.
 //
+// A filter's statement is composed of fragments (sqlcore.Frag,
+// sqlcore.Stmt): the catalog holds each fragment's PostgreSQL text
+// (pgFragments), and pgStmt builds a composed statement from them
+// (pgCompose); TestPGComposedStatementsPrepare prepares every statement
+// each filter composes.
+//
 // The generator is a test of this package (pg_statements_test.go), not
 // a program, because the translator is unexported here; it finds the
 // statements with db/internal/gensql (go/ast and go/types).
 //
 //go:generate go test -run ^TestPGStatementsFile$ -update .
 
-// pgStmt is the catalogued PostgreSQL statement of query (a SQLite text).
+// pgStmt is the catalogued PostgreSQL statement of query (a SQLite text),
+// or the one composed of catalogued fragments when query is a
+// sqlcore.Stmt's (sqlcore.Composed).
 //
 // A text the catalog lacks is an error (errNotCatalogued), which fails
 // the statement and its transaction: a statement added without go
