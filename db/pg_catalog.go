@@ -1640,12 +1640,166 @@ var pgFragments = map[string]*pgStatement{
 	`instr(','||queue||',', ','||?||',') > 0`: {text: `strpos(','||queue||',', ','||$1||',') > 0`},
 	// auditSelect: translated
 	`SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`: {text: `SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`},
+	// blockInOrder: translated
+	` ORDER BY k.key, d.id DESC LIMIT ?`: {text: ` ORDER BY k.key, d.id DESC LIMIT $1`},
+	// dlAbove: translated
+	`SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ?`: {text: `SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > $1`},
+	// dlAboveEnd: translated
+	` ORDER BY id LIMIT -1) d`: {text: ` ORDER BY id LIMIT ALL) d`},
+	// dlAboveNotOfJob: translated
+	` AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = ?)`: {text: ` AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = $1)`},
+	// dlBefore: translated
+	`(d.failed_at, d.id) < (?, ?)`: {text: `(d.failed_at, d.id) < ($1, $2)`},
+	// dlCapAt: translated
+	`EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`: {text: `EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`},
+	// dlCapBelow: translated
+	`NOT EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`: {text: `NOT EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`},
+	// dlCount: translated
+	`SELECT COUNT(*) FROM dead_letters d`: {text: `SELECT COUNT(*) FROM dead_letters d`},
+	// dlCountMessages: translated
+	`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d`: {text: `SELECT COUNT(DISTINCT d.seq) FROM dead_letters d`},
+	// dlCountUpToEnd: translated
+	` LIMIT ?) x`: {text: ` LIMIT $1) x`},
+	// dlCountUpToHead: translated
+	`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`: {text: `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`},
+	// dlErrorHas: translated
+	`instr(lower(d.error), lower(?)) > 0`: {text: `strpos(lower(d.error), lower($1)) > 0`},
+	// dlFailedFrom: translated
+	`d.failed_at >= ?`: {text: `d.failed_at >= $1`},
+	// dlFailedFromX: translated
+	`+d.failed_at >= ?`: {text: `d.failed_at >= $1`},
+	// dlFailedTo: translated
+	`d.failed_at < ?`: {text: `d.failed_at < $1`},
+	// dlFailedToX: translated
+	`+d.failed_at < ?`: {text: `d.failed_at < $1`},
+	// dlFailedUpTo: translated
+	`d.failed_at <= ?`: {text: `d.failed_at <= $1`},
+	// dlFailedUpToX: translated
+	`+d.failed_at <= ?`: {text: `d.failed_at <= $1`},
+	// dlFirst: translated
+	` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`: {text: ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`},
+	// dlFrom: translated
+	`(d.failed_at, d.id) >= (?, ?)`: {text: `(d.failed_at, d.id) >= ($1, $2)`},
+	// dlKeys: translated
+	`SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`: {text: `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`},
+	// dlNewestFailure: translated
+	`SELECT d.failed_at FROM dead_letters d`: {text: `SELECT d.failed_at FROM dead_letters d`},
+	// dlNewestFirst: translated
+	` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`: {text: ` ORDER BY d.failed_at DESC, d.id DESC LIMIT $1`},
+	// dlOfFingerprint: translated
+	`d.fingerprint = ?`: {text: `d.fingerprint = $1`},
+	// dlOfFingerprintX: translated
+	`+d.fingerprint = ?`: {text: `d.fingerprint = $1`},
+	// dlOfGroup: translated
+	`d.group_id = ?`: {text: `d.group_id = $1`},
+	// dlOfGroupX: translated
+	`+d.group_id = ?`: {text: `d.group_id = $1`},
+	// dlOfPartition: translated
+	`d.partition_id = ?`: {text: `d.partition_id = $1`},
+	// dlOfPartitionX: translated
+	`+d.partition_id = ?`: {text: `d.partition_id = $1`},
+	// dlOfQueue: translated
+	`d.queue_id = ?`: {text: `d.queue_id = $1`},
+	// dlOfQueueX: translated
+	`+d.queue_id = ?`: {text: `d.queue_id = $1`},
+	// dlOfTxid: translated
+	`d.transaction_id = ?`: {text: `d.transaction_id = $1`},
+	// dlOfTxidX: translated
+	`+d.transaction_id = ?`: {text: `d.transaction_id = $1`},
+	// dlPositionHead: translated
+	`SELECT d.failed_at, d.id FROM dead_letters d`: {text: `SELECT d.failed_at, d.id FROM dead_letters d`},
+	// dlSelect: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`},
+	// dlUpToID: translated
+	`d.id <= ?`: {text: `d.id <= $1`},
+	// dlWindowHead: translated
+	`SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)
+		FROM dead_letters d`: {text: `SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)
+		FROM dead_letters d`},
+	// elemLiteral: translated
+	`e.type = ?`: {text: `e.type = $1`},
+	// elemNumber: translated
+	`CAST(CASE WHEN e.type IN ('integer', 'real') THEN e.value END AS NUMERIC) = ?`: {text: `CAST(CASE WHEN e.type IN ('integer', 'real') THEN e.value END AS NUMERIC) = $1`},
+	// elemText: translated
+	`e.type = 'text' AND e.value = ?`: {text: `e.type = 'text' AND e.value = $1`},
+	// fieldContains: translated
+	`CASE json_type(m.payload, ?) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(m.payload, ?) e WHERE `: {text: `CASE json_type(m.payload, $1) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(m.payload, $2) e WHERE `},
+	// fieldContainsEnd: translated
+	` ELSE FALSE END`: {text: ` ELSE FALSE END`},
+	// fieldContainsText: translated
+	` WHEN 'text' THEN instr(lower(json_extract(m.payload, ?)), lower(?)) > 0`: {text: ` WHEN 'text' THEN strpos(lower(json_extract(m.payload, $1)), lower($2)) > 0`},
+	// fieldEq: translated
+	` = ?`: {text: ` = $1`},
+	// fieldGe: translated
+	` >= ?`: {text: ` >= $1`},
+	// fieldGt: translated
+	` > ?`: {text: ` > $1`},
+	// fieldLe: translated
+	` <= ?`: {text: ` <= $1`},
+	// fieldLiteral: translated
+	`COALESCE(json_type(m.payload, ?) = ?, FALSE)`: {text: `COALESCE(json_type(m.payload, $1) = $2, FALSE)`},
+	// fieldLt: translated
+	` < ?`: {text: ` < $1`},
+	// fieldNumber: translated
+	`CAST(CASE WHEN json_type(m.payload, ?) IN ('integer', 'real') THEN json_extract(m.payload, ?) END AS NUMERIC)`: {text: `CAST(CASE WHEN json_type(m.payload, $1) IN ('integer', 'real') THEN json_extract(m.payload, $2) END AS NUMERIC)`},
+	// fieldText: translated
+	`json_type(m.payload, ?) = 'text' AND json_extract(m.payload, ?)`: {text: `json_type(m.payload, $1) = 'text' AND json_extract(m.payload, $2)`},
+	// fieldThere: translated
+	`json_type(m.payload, ?) IS NOT NULL AND NOT `: {text: `json_type(m.payload, $1) IS NOT NULL AND NOT `},
+	// fieldsOfPayload: translated
+	`EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `: {text: `EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `},
+	// fragClose: translated
+	`)`: {text: `)`},
+	// fragCoalesce: translated
+	`COALESCE(`: {text: `COALESCE(`},
+	// fragFalse: translated
+	`FALSE`: {text: `FALSE`},
 	// fragOffset: translated
 	` OFFSET ?`: {text: ` OFFSET $1`},
+	// fragOpen: translated
+	`(`: {text: `(`},
+	// fragOr: translated
+	` OR `: {text: ` OR `},
+	// fragOrFalse: translated
+	`, FALSE)`: {text: `, FALSE)`},
+	// ftsErrors: translated
+	`d.id IN (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) ORDER BY docid DESC LIMIT ?)`: {text: `d.id IN (SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) ORDER BY docid DESC LIMIT $2)`},
+	// ftsErrorsInRange: translated
+	`d.id IN (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) AND docid BETWEEN ? AND ?)`: {text: `EXISTS (SELECT 1 FROM dead_letter_errors WHERE match($1, dead_letter_errors) AND docid BETWEEN $2 AND $3 AND docid = d.id OFFSET 0)`},
+	// ftsPayloads: translated
+	`d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) ORDER BY docid DESC LIMIT ?)`: {text: `d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) ORDER BY docid DESC LIMIT $2)`},
+	// ftsPayloadsInRange: translated
+	`d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) AND docid BETWEEN ? AND ?)`: {text: `EXISTS (SELECT 1 FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) AND docid BETWEEN $2 AND $3 AND docid = d.seq OFFSET 0)`},
 	// idBefore: translated
 	`id < ?`: {text: `id < $1`},
 	// idNewestFirst: translated
 	` ORDER BY id DESC LIMIT ?`: {text: ` ORDER BY id DESC LIMIT $1`},
+	// idxBelow: translated
+	`t.docid < ?`: {text: `t.docid < $1`},
+	// idxExceptIDs: translated
+	`d.id NOT IN (SELECT value FROM json_each(?))`: {text: `d.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// idxKeysOfErrors: translated
+	`SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t CROSS JOIN dead_letters d ON d.id = t.docid`: {text: `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t JOIN dead_letters d ON d.id = t.docid`},
+	// idxKeysOfPayloads: translated
+	`SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_payloads t CROSS JOIN dead_letters d ON d.seq = t.docid`: {text: `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_payloads t JOIN dead_letters d ON d.seq = t.docid`},
+	// idxMatchErrors: translated
+	`match(?, t.dead_letter_errors)`: {text: `match($1, t.dead_letter_errors)`},
+	// idxMatchPayloads: translated
+	`match(?, t.dead_letter_payloads)`: {text: `match($1, t.dead_letter_payloads)`},
+	// idxNewestFirst: translated
+	` ORDER BY t.docid DESC LIMIT ?`: {text: ` ORDER BY t.docid DESC LIMIT $1`},
 	// jobsOfKind: translated
 	`kind = ?`: {text: `kind = $1`},
 	// jobsOfQueue: translated
@@ -1656,22 +1810,37 @@ var pgFragments = map[string]*pgStatement{
 	`SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
 	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs`: {text: `SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
 	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs`},
+	// pgBlockOfErrors: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`},
+	// pgBlockOfPayloads: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`},
 }
 
 // pgBuiltAtRunTime are the functions that build a statement at run time
 // that the catalog cannot hold yet (the end of testdata/pg_statements.sql):
 // the only ones whose texts pgStmt translates.
-var pgBuiltAtRunTime = map[string]bool{
-	"Tx.CountDeadLetterMessages": true,
-	"Tx.CountDeadLetters":        true,
-	"Tx.CountDeadLettersAbove":   true,
-	"Tx.CountDeadLettersUpTo":    true,
-	"Tx.DeadLetterKeys":          true,
-	"Tx.DeadLetterPosition":      true,
-	"Tx.DeadLetterWindow":        true,
-	"Tx.ListDeadLetters":         true,
-	"Tx.NewestFailure":           true,
-	"Tx.cutAtDoc":                true,
-	"Tx.exportByList":            true,
-	"Tx.exportFromBlock":         true,
-}
+var pgBuiltAtRunTime = map[string]bool{}

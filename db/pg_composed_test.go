@@ -72,7 +72,8 @@ var composedFamilies = []composedFamily{
 // catalogued fragments (pgCompose), has as many parameters as
 // arguments on both stores, is the PostgreSQL text the translator makes
 // of the whole where no fragment's was written by hand, and PREPAREs on
-// a migrated PostgreSQL; and every catalogued fragment is used by one.
+// a migrated PostgreSQL. (TestPGComposedStatementsAreCatalogued checks
+// that every fragment is in a statement composed.)
 func TestPGComposedStatementsPrepare(t *testing.T) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, pgtest.Database(t, "db", Prepare))
@@ -80,7 +81,6 @@ func TestPGComposedStatementsPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	used := map[string]bool{}
 	for _, fam := range composedFamilies {
 		seen := map[string]bool{}
 		for _, s := range fam.stmts() {
@@ -95,7 +95,6 @@ func TestPGComposedStatementsPrepare(t *testing.T) {
 			}
 			hand := false
 			for _, p := range s.Parts() {
-				used[string(p)] = true
 				_, given := sqlcore.PGGiven.Load(string(p))
 				hand = hand || given
 			}
@@ -113,11 +112,6 @@ func TestPGComposedStatementsPrepare(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d statements prepared", fam.name, len(seen))
-	}
-	for text := range pgFragments {
-		if !used[text] {
-			t.Errorf("fragment %q is in no statement of composedFamilies: add its filter there", text)
-		}
 	}
 }
 

@@ -365,16 +365,23 @@ func (pgDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID int64,
 	return err
 }
 
-// pgBlockQuery is blockQuery on PostgreSQL, whose json_each reads
-// objects only: the array's elements numbered in their order (k.key, as
-// SQLite's json_each numbers them).
-func pgBlockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	return sqlcore.BlockQueryFrom(`FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON `,
-		"CAST(k.value AS BIGINT)", ph, docids, limit)
-}
+// The heads of BlockStmt on PostgreSQL, whose json_each reads objects
+// only: the array's elements numbered in their order (k.key, as
+// SQLite's json_each numbers them), each joined to its dead letters by
+// id (the error texts' index) or seq.
+const (
+	pgBlockOfErrors sqlcore.Frag = sqlcore.DeadLetterCols +
+		`json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)` + sqlcore.DeadLetterJoins
+	pgBlockOfPayloads sqlcore.Frag = sqlcore.DeadLetterCols +
+		`json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)` + sqlcore.DeadLetterJoins
+)
 
-func (pgDialect) BlockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	return pgBlockQuery(ph, docids, limit)
+func (pgDialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlcore.Stmt {
+	head := pgBlockOfErrors
+	if ph.Payloads() {
+		head = pgBlockOfPayloads
+	}
+	return sqlcore.BlockStmt(head, ph, docids, limit)
 }
 
 // NewestSeq is 0: PostgreSQL's seqs keep growing by themselves.

@@ -178,11 +178,23 @@ func (sqliteDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID in
 // JOIN), each looked up by id or seq; the sort is of the page's rows
 // only.
 func blockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	return sqlcore.BlockQueryFrom(`FROM json_each(?) k CROSS JOIN dead_letters d ON `, "k.value", ph, docids, limit)
+	s := sqliteDialect{}.BlockStmt(ph, docids, limit)
+	return s.SQL(), s.Args()
 }
 
-func (sqliteDialect) BlockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	return blockQuery(ph, docids, limit)
+// The heads of BlockStmt on SQLite: the docids of a JSON array, each
+// joined to its dead letters by id (the error texts' index) or seq.
+const (
+	sqliteBlockOfErrors   sqlcore.Frag = sqlcore.DeadLetterCols + `json_each(?) k CROSS JOIN dead_letters d ON d.id = k.value` + sqlcore.DeadLetterJoins
+	sqliteBlockOfPayloads sqlcore.Frag = sqlcore.DeadLetterCols + `json_each(?) k CROSS JOIN dead_letters d ON d.seq = k.value` + sqlcore.DeadLetterJoins
+)
+
+func (sqliteDialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlcore.Stmt {
+	head := sqliteBlockOfErrors
+	if ph.Payloads() {
+		head = sqliteBlockOfPayloads
+	}
+	return sqlcore.BlockStmt(head, ph, docids, limit)
 }
 
 // NewestSeq is the newest message's seq, for keepSeqFloor.

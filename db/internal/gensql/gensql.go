@@ -273,6 +273,15 @@ func load(dir string) (*pkgSites, error) {
 			frags = append(frags, Site{Const: true, SQL: constant.StringVal(c.Val()), Frag: name})
 		}
 	}
+	for i := range frags {
+		// A sqlite… or pg… fragment is that store's only (storeOf).
+		switch {
+		case strings.HasPrefix(frags[i].Frag, "sqlite"):
+			frags[i].Only = "sqlite"
+		case strings.HasPrefix(frags[i].Frag, "pg"):
+			frags[i].Only = "postgres"
+		}
+	}
 	sort.Slice(frags, func(i, j int) bool { return frags[i].Frag < frags[j].Frag })
 	return &pkgSites{fset: fset, frags: frags, files: files, info: info, pkg: pkg, fo: fo, given: given, passers: passers}, nil
 }

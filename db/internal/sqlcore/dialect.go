@@ -45,8 +45,9 @@ type Dialect interface {
 	// indexes; payloadIndexedInPart is broker.SearchTx's.
 	IndexDeadLetter(ctx context.Context, t *Tx, d *broker.DeadLetter) error
 	PayloadIndexedInPart(payload []byte) bool
-	// BlockQuery is the export's query of a block of dead letters.
-	BlockQuery(ph ExportPhase, docids []int64, limit int) (string, []any)
+	// BlockStmt is the export's statement of a block of dead letters
+	// (sqlcore.BlockStmt with the store's head).
+	BlockStmt(ph ExportPhase, docids []int64, limit int) Stmt
 	// StepSeriesSQL is Series' query of buckets summed by steps of ?5
 	// units, from table (one of bucketTables: stats_minute,
 	// stats_quarter, stats_hour; "" for another), a constant for each.
