@@ -119,8 +119,14 @@ func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 				func() error { _, _, err := tx.NewestFailure(ctx, f); return err },
 				func() error { _, err := tx.DeadLetterKeys(ctx, f, 10); return err },
 				func() error { _, err := tx.DeadLetterKeys(ctx, f, 1); return err },
-				func() error { _, err := tx.CountDeadLettersAbove(ctx, f, broker.Bound{FailedAt: at, ID: 1}, 0); return err },
-				func() error { _, err := tx.CountDeadLettersAbove(ctx, f, broker.Bound{FailedAt: at, ID: 1}, 3); return err },
+				func() error {
+					_, err := tx.CountDeadLettersAbove(ctx, f, broker.Bound{FailedAt: at, ID: 1}, 0)
+					return err
+				},
+				func() error {
+					_, err := tx.CountDeadLettersAbove(ctx, f, broker.Bound{FailedAt: at, ID: 1}, 3)
+					return err
+				},
 				func() error {
 					// Page by page, a row a page: every cursor's statement.
 					var cur *broker.ExportCursor

@@ -2,7 +2,6 @@ package sqlcore
 
 import (
 	"context"
-
 )
 
 // The replay cap (migration 0026): each copy's row of replays keeps its
@@ -31,4 +30,3 @@ func (t *Tx) ReplayCounts(ctx context.Context, seqs []int64) (map[int64]int, err
 }
 
 const ReplayCountsSQL = `SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?))`
-
