@@ -78,20 +78,9 @@ func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 	for i := range 4 {
 		items = append(items, broker.PushItem{Queue: "q", Partition: "p", TransactionID: fmt.Sprint(i), Payload: []byte(`{"brand":"visa","amount":12}`)})
 	}
-	if _, err := b.Push(ctx, items); err != nil {
-		t.Fatal(err)
-	}
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 4})
-	if err != nil || len(res.Messages) != 4 {
-		t.Fatalf("pop = %+v, %v", res, err)
-	}
-	for _, m := range res.Messages {
-		if _, err := b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "card declined by visa", Group: "g"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fileDeadLetters(t, b, items, func(broker.Delivery) string { return "card declined by visa" })
 	var queue, group, partition int64
-	err = d.View(ctx, func(tx broker.Tx) error {
+	err := d.View(ctx, func(tx broker.Tx) error {
 		dls, err := tx.(*sqlcore.Tx).ListDeadLetters(ctx, broker.Filter{}, broker.Page{Limit: 1})
 		if err == nil && len(dls) == 1 {
 			queue, group, partition = dls[0].QueueID, dls[0].GroupID, dls[0].PartitionID

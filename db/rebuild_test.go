@@ -34,18 +34,7 @@ func TestRebuildTextIndexIndexesEveryDeadLetterAgain(t *testing.T) {
 				{Queue: "q", Partition: "p", TransactionID: "b", Payload: []byte(`{"brand":"amex"}`)},
 				{Queue: "q", Partition: "p", TransactionID: "c", Payload: []byte(`{"brand":"visa"}`)},
 			}
-			if _, err := b.Push(ctx, items); err != nil {
-				t.Fatal(err)
-			}
-			res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 3})
-			if err != nil || len(res.Messages) != 3 {
-				t.Fatalf("pop = %+v, %v", res, err)
-			}
-			for _, m := range res.Messages {
-				if _, err := b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "declined by issuer " + m.TransactionID, Group: "g"}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			fileDeadLetters(t, b, items, func(m broker.Delivery) string { return "declined by issuer " + m.TransactionID })
 			find := func(when, text string, want int) {
 				t.Helper()
 				got, err := b.SearchText(ctx, text, 10)
@@ -55,7 +44,7 @@ func TestRebuildTextIndexIndexesEveryDeadLetterAgain(t *testing.T) {
 			}
 			find("filed", "visa", 2)
 			find("filed", "issuer", 3)
-			err = d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
+			err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				for _, q := range []string{`DELETE FROM dead_letter_errors`, `DELETE FROM dead_letter_payloads`} {
 					if _, err := tx.(*sqlcore.Tx).Exec(ctx, q); err != nil {
 						return err
@@ -75,5 +64,24 @@ func TestRebuildTextIndexIndexesEveryDeadLetterAgain(t *testing.T) {
 			find("rebuilt", "amex", 1)
 			find("rebuilt", "issuer", 3)
 		})
+	}
+}
+
+// fileDeadLetters pushes items (of one queue), pops them for group g
+// and gives each up with the error errText says.
+func fileDeadLetters(t *testing.T, b *broker.Broker, items []broker.PushItem, errText func(broker.Delivery) string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := b.Push(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: items[0].Queue, Group: "g", Batch: len(items)})
+	if err != nil || len(res.Messages) != len(items) {
+		t.Fatalf("pop = %+v, %v", res, err)
+	}
+	for _, m := range res.Messages {
+		if _, err := b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: errText(m), Group: "g"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

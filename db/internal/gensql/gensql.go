@@ -1490,20 +1490,7 @@ func wrapper(f string) bool {
 // Composed is the calls whose text is a composed statement's (a
 // sqlcore.Stmt's SQL), one line each as Dynamic's, sorted, each once.
 func Composed(sites []Site) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range sites {
-		if !s.Composed || wrapper(s.Func) {
-			continue
-		}
-		l := fmt.Sprintf("%s: %s(%s)", s.Func, s.Wrapper, strings.Join(strings.Fields(s.Expr), " "))
-		if !seen[l] {
-			seen[l] = true
-			out = append(out, l)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return callLines(sites, func(s Site) bool { return s.Composed && !wrapper(s.Func) })
 }
 
 // Dynamic is the calls whose text is built at run time, but those that
@@ -1511,10 +1498,17 @@ func Composed(sites []Site) []string {
 // ("Tx.ListDeadLetters: Query(q)"), sorted, with duplicates kept
 // once; the wrappers' calls of each other are left out.
 func Dynamic(sites []Site) []string {
+	return callLines(sites, func(s Site) bool {
+		return !s.Const && !s.Composed && s.Wrapper != "" && !wrapper(s.Func) && s.Only != "sqlite"
+	})
+}
+
+// callLines are the sites keep keeps, one line each, sorted, each once.
+func callLines(sites []Site, keep func(Site) bool) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range sites {
-		if s.Const || s.Composed || s.Wrapper == "" || wrapper(s.Func) || s.Only == "sqlite" {
+		if !keep(s) {
 			continue
 		}
 		l := fmt.Sprintf("%s: %s(%s)", s.Func, s.Wrapper, strings.Join(strings.Fields(s.Expr), " "))
