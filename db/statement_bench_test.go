@@ -3,6 +3,7 @@ package db
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
@@ -13,7 +14,8 @@ var benchSink int
 // BenchmarkStatementLookup: what a statement costs before it runs. Jobs'
 // text composed of fragments (all a SQLite statement costs), then its
 // PostgreSQL statement looked up (pgStmt: the catalog's miss, then the
-// composed one kept); and a constant statement's lookup in the catalog.
+// composed one kept); the same of a dead-letter list's keyset page
+// (ExportQuery); and a constant statement's lookup in the catalog.
 func BenchmarkStatementLookup(b *testing.B) {
 	f, p := broker.JobFilter{State: "running", Queue: "q"}, broker.Page{Limit: 50, After: &broker.Cursor{ID: 9}}
 	b.Run("JobsText", func(b *testing.B) {
@@ -30,6 +32,23 @@ func BenchmarkStatementLookup(b *testing.B) {
 				b.Fatal(err)
 			}
 			benchSink += len(st.text) + len(s.Args())
+		}
+	})
+	ef, after := broker.Filter{QueueID: 1, GroupID: 2, Fingerprint: "fp"}, &broker.Cursor{At: time.UnixMilli(1_780_000_000_000), ID: 9}
+	b.Run("DeadLettersText", func(b *testing.B) {
+		for b.Loop() {
+			q, args := sqlcore.ExportQuery(ef, after, 500)
+			benchSink += len(q) + len(args)
+		}
+	})
+	b.Run("DeadLettersPG", func(b *testing.B) {
+		for b.Loop() {
+			q, args := sqlcore.ExportQuery(ef, after, 500)
+			s, err := pgStmt(q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchSink += len(s.text) + len(args)
 		}
 	})
 	key := ""
