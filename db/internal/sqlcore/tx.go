@@ -1131,7 +1131,7 @@ func WhereNamed(f broker.Filter, named bool) (string, []any) {
 			}
 			return c
 		}
-	} else if f.Indexed() && f.Floor == nil && f.Window == nil {
+	} else if (f.Indexed() || f.ErrorWords != "") && f.Floor == nil && f.Window == nil {
 		// The full-text index names the candidates (broker.MatchCap at
 		// most in a list): looked up by id or seq, never found by walking
 		// a queue's dead letters in order (all of them for a rare word).

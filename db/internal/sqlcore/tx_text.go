@@ -101,6 +101,12 @@ func searchConds(f broker.Filter, add func(cond string, args ...any)) {
 			add(`(d.failed_at, d.id) < (?, ?)`, MS(w.Above.At), w.Above.ID)
 		}
 	}
+	if f.ErrorWords != "" {
+		// Words every error text holding f.ErrorContains holds: its
+		// candidates (the text itself is checked by Where).
+		c, a := errs(f.ErrorWords)
+		add(c, a...)
+	}
 	if f.Text != "" {
 		ec, ea := errs(f.Text)
 		pc, pa := payloads(f.Text)
@@ -219,7 +225,7 @@ func (t *Tx) TextMatches(ctx context.Context, match string, payloads bool, max i
 // DeadLetterPosition walks the filter's index (failed_at DESC, id DESC)
 // and reads no row.
 func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *broker.Cursor, n int) (broker.Cursor, bool, error) {
-	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil || f.Window != nil {
+	if f.Text != "" || len(f.Fields) > 0 || f.ErrorWords != "" || f.Floor != nil || f.Window != nil {
 		return broker.Cursor{}, false, errors.New("dead letter position: the filter must select by columns only")
 	}
 	w, args := Where(f)
@@ -242,7 +248,7 @@ func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *bro
 // DeadLetterWindow walks the filter's index (failed_at DESC, id DESC)
 // over the window and reads each row's seq.
 func (t *Tx) DeadLetterWindow(ctx context.Context, f broker.Filter, above, floor *broker.Cursor) (broker.MatchWindow, error) {
-	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil || f.Window != nil {
+	if f.Text != "" || len(f.Fields) > 0 || f.ErrorWords != "" || f.Floor != nil || f.Window != nil {
 		return broker.MatchWindow{}, errors.New("dead letter window: the filter must select by columns only")
 	}
 	q, args := WindowQuery(f, above, floor)
