@@ -211,6 +211,8 @@ var tests = []test{
 	{"SearchWindowsAndCaps", testSearchWindowsAndCaps},
 	{"SearchCappedKeepsToTheQueue", testSearchCappedKeepsToTheQueue},
 	{"SearchWindowTotal", testSearchWindowTotal},
+	{"ErrorContainsIndexAndScanAgree", testErrorContainsIndexAndScanAgree},
+	{"ErrorContainsReadsInWindows", testErrorContainsReadsInWindows},
 	{"SearchByWholeMessageID", testSearchByWholeMessageID},
 	{"SearchByShortID", testSearchByShortID},
 	{"SearchByTransactionID", testSearchByTransactionID},
