@@ -194,6 +194,10 @@ type DeadLetterList struct {
 	// SearchNote says what a search left unread (too many matches, a
 	// field filter's scan window); empty when it read everything.
 	SearchNote string
+	// ScanWindow is how many of the newest dead letters a page checks
+	// when no index narrows a filter (broker.FieldScan): the form's help
+	// says which boxes read that way.
+	ScanWindow int64
 	// Expiring is set when the queue's dead letters expire
 	// (deadLetterRetentionSeconds).
 	Expiring *ExpiringNote
