@@ -1124,6 +1124,12 @@ func WhereNamed(f broker.Filter, named bool) (string, []any) {
 	} else if f.TransactionID != "" {
 		add("d.transaction_id = ?", f.TransactionID)
 		col = func(c string) string { return "+" + c }
+	} else if (f.Indexed() || f.ErrorWords != "") && f.Floor == nil && f.Window == nil {
+		// The full-text index names the candidates (broker.MatchCap at
+		// most in a list): looked up by id or seq, never found by walking
+		// a queue's dead letters in order (all of them for a rare word),
+		// nor an error group's.
+		col = func(c string) string { return "+" + c }
 	} else if f.Fingerprint != "" && f.QueueID != 0 {
 		col = func(c string) string {
 			if c == "d.group_id" || c == "d.partition_id" {
@@ -1131,11 +1137,6 @@ func WhereNamed(f broker.Filter, named bool) (string, []any) {
 			}
 			return c
 		}
-	} else if (f.Indexed() || f.ErrorWords != "") && f.Floor == nil && f.Window == nil {
-		// The full-text index names the candidates (broker.MatchCap at
-		// most in a list): looked up by id or seq, never found by walking
-		// a queue's dead letters in order (all of them for a rare word).
-		col = func(c string) string { return "+" + c }
 	}
 	if f.QueueID != 0 {
 		add(col("d.queue_id")+" = ?", f.QueueID)
