@@ -331,15 +331,19 @@ func (f Filter) scansError() bool {
 
 // ErrorWords returns a full-text expression (TextMatch's form, each word
 // a phrase of its own) of the words of s that every error text holding
-// s (ErrorContains: any part of the text, any case) holds as whole
-// words; empty when there are none. A word of s is one there only when
-// s bounds it on both sides: "timeout" is part of "ReadTimeoutError",
-// but " timeout," is the word timeout wherever it is. Only words of
-// ASCII letters, digits, _ and - between ASCII separators are taken: the
-// index and both stores' lower() fold those alike, so that the index's
-// matches hold every error text that holds s (the store checks s on
-// them exactly). Words are not joined into phrases: PostgreSQL's index
-// keeps no positions past its 16,383rd word.
+// s (ErrorContains: any part of the text, any case) holds; empty when
+// there are none. A word of s is one there only when s bounds it on both
+// sides: "timeout" is part of "ReadTimeoutError", but " timeout," is the
+// word timeout wherever it is. The last word, when s bounds it before
+// only ("connection refused"), begins a word there: it is looked up as a
+// prefix ("refused*": refused, refusedByPeer), when it has
+// minErrorPrefix characters at least (a shorter one names too many words
+// of the index). Only words of ASCII letters, digits, _ and - after (and
+// before) ASCII separators are taken: the index and both stores' lower()
+// fold those alike, so that the index's matches hold every error text
+// that holds s (the store checks s on them exactly). Words are not
+// joined into phrases: PostgreSQL's index keeps no positions past its
+// 16,383rd word.
 func ErrorWords(s string) string {
 	rs := []rune(s)
 	ascii := func(r rune) bool { return r < utf8.RuneSelf }
@@ -356,7 +360,12 @@ func ErrorWords(s string) string {
 			plain = plain && ascii(rs[j])
 			j++
 		}
-		if w := strings.ToLower(string(rs[i:j])); plain && i > 0 && j < len(rs) && ascii(rs[i-1]) && ascii(rs[j]) && isWord(w) && !seen[w] {
+		w := strings.ToLower(string(rs[i:j]))
+		if j == len(rs) && j-i >= minErrorPrefix {
+			w += "*" // a prefix
+		}
+		bounded := i > 0 && ascii(rs[i-1]) && (j < len(rs) && ascii(rs[j]) || strings.HasSuffix(w, "*"))
+		if plain && bounded && isWord(w) && !seen[w] {
 			seen[w] = true
 			parts = append(parts, `"`+w+`"`)
 		}
@@ -364,6 +373,10 @@ func ErrorWords(s string) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// minErrorPrefix is the fewest characters of a word ErrorWords looks up
+// as a prefix.
+const minErrorPrefix = 3
 
 // SearchText returns up to limit dead letters, across every queue and
 // group, whose payload or error text holds every word and "quoted

@@ -285,10 +285,12 @@ func (pgDialect) PayloadIndexedInPart(payload []byte) bool {
 // pgTsquery is the tsquery (as text) of a match expression of
 // broker.TextMatch's form: each "quoted phrase" its words one after the
 // other (<->), every phrase there (&). A word outside quotes is a phrase
-// of its own.
+// of its own. A phrase that ends in * ends in a prefix (its last word:
+// 'w':*), as FTS4 reads "w*" (broker.ErrorWords makes such).
 func pgTsquery(match string) string {
 	var b strings.Builder
 	phrase := func(s string) {
+		prefix := strings.HasSuffix(s, "*")
 		n := 0
 		ftsTokens(s, func(w string) {
 			switch {
@@ -304,6 +306,9 @@ func pgTsquery(match string) string {
 			n++
 		})
 		if n > 0 {
+			if prefix {
+				b.WriteString(":*")
+			}
 			b.WriteByte(')')
 		}
 	}

@@ -903,7 +903,7 @@ func errorGroupsPanel(v DeadLetterList) templ.Component {
 // errorContainsHelp is the title of the Error contains box: what it
 // matches, and when it is slow.
 func errorContainsHelp(window int64) string {
-	return "Any part of the error text, any case. Whole words with a space or punctuation on both sides (“: timeout,”) are looked up in the index; " +
+	return "Any part of the error text, any case. Words after a space or punctuation (“connection refused”, “: timeout,”) are looked up in the index; " +
 		"other text is checked on the newest " + Count(window) + " dead letters a page, and Search further goes on. " +
 		"For whole words, “Payload or error has” is fast at any depth."
 }
