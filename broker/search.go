@@ -335,10 +335,13 @@ func (f Filter) scansError() bool {
 // there are none. A word of s is one there only when s bounds it on both
 // sides: "timeout" is part of "ReadTimeoutError", but " timeout," is the
 // word timeout wherever it is. The last word, when s bounds it before
-// only ("connection refused"), begins a word there: it is looked up as a
-// prefix ("refused*": refused, refusedByPeer), when it has
-// minErrorPrefix characters at least (a shorter one names too many words
-// of the index). Only words of ASCII letters, digits, _ and - after (and
+// only ("connection refused"), begins a word there: when s bounds no
+// whole word, it is looked up as a prefix ("refused*": refused,
+// refusedByPeer), when it has minErrorPrefix characters at least (a
+// shorter one names too many words of the index); beside whole words it
+// would only cost the reading of its words' matches (FTS4 reads every
+// match of each word: "order 123456 already" reads 123456's, not those
+// of every word starting with already). Only words of ASCII letters, digits, _ and - after (and
 // before) ASCII separators are taken: the index and both stores' lower()
 // fold those alike, so that the index's matches hold every error text
 // that holds s (the store checks s on them exactly). Words are not
@@ -349,6 +352,7 @@ func ErrorWords(s string) string {
 	ascii := func(r rune) bool { return r < utf8.RuneSelf }
 	seen := map[string]bool{}
 	var parts []string
+	prefix := ""
 	for i := 0; i < len(rs); {
 		if !isWordRune(rs[i]) {
 			i++
@@ -365,11 +369,18 @@ func ErrorWords(s string) string {
 			w += "*" // a prefix
 		}
 		bounded := i > 0 && ascii(rs[i-1]) && (j < len(rs) && ascii(rs[j]) || strings.HasSuffix(w, "*"))
-		if plain && bounded && isWord(w) && !seen[w] {
+		switch {
+		case !plain || !bounded || !isWord(w) || seen[w]:
+		case strings.HasSuffix(w, "*"):
+			prefix = `"` + w + `"`
+		default:
 			seen[w] = true
 			parts = append(parts, `"`+w+`"`)
 		}
 		i = j
+	}
+	if len(parts) == 0 {
+		return prefix
 	}
 	return strings.Join(parts, " ")
 }
