@@ -43,6 +43,11 @@ func deadLetterFilters(queue, group, partition int64) []broker.Filter {
 		{QueueID: queue, Text: "visa", Window: &broker.MatchWindow{Above: &broker.Cursor{At: at, ID: 9}, MinID: 1, MaxID: 1 << 40, MinSeq: 1, MaxSeq: 1 << 40}},
 		{QueueID: queue, Text: "visa", Window: &broker.MatchWindow{MinID: 1, MaxID: 1 << 40, MinSeq: 1, MaxSeq: 1 << 40}},
 		{QueueID: queue, Text: "visa", Floor: &broker.Cursor{At: at.Add(-time.Hour), ID: 1}},
+		// Error contains with the words it bounds (broker.ErrorWords),
+		// whole or a prefix, alone, in an error group, in a window.
+		with(cols, func(f *broker.Filter) { f.ErrorWords = `"declined"` }),
+		{QueueID: queue, GroupID: group, ErrorContains: "connection refused", ErrorWords: `"refused*"`, MatchCap: 5},
+		{QueueID: queue, ErrorContains: "card declined", ErrorWords: `"declined*"`, Window: &broker.MatchWindow{MinID: 1, MaxID: 1 << 40, MinSeq: 1, MaxSeq: 1 << 40}},
 	}
 	for _, op := range []string{"=", "!=", ">", ">=", "<", "<=", "contains", "~"} {
 		for _, v := range []any{"visa", int64(12), 12.5, true, false, nil} {
@@ -94,7 +99,7 @@ func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 	for i, f := range deadLetterFilters(queue, group, partition) {
 		err := d.View(ctx, func(btx broker.Tx) error {
 			tx := btx.(*sqlcore.Tx)
-			columnsOnly := f.Text == "" && len(f.Fields) == 0 && f.Floor == nil && f.Window == nil
+			columnsOnly := f.Text == "" && f.ErrorWords == "" && len(f.Fields) == 0 && f.Floor == nil && f.Window == nil
 			run := []func() error{
 				func() error { _, err := tx.ListDeadLetters(ctx, f, broker.Page{Limit: 10}); return err },
 				func() error { _, err := tx.ListDeadLetters(ctx, f, broker.Page{Limit: 10, Offset: 5}); return err },
