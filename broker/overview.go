@@ -84,8 +84,8 @@ type OverviewQuery struct {
 // the window before beside it, and the queue's top error groups.
 type QueueOverview struct {
 	QueueHealth
-	DepthThen   int64  // dead letters 24 h ago (at DepthSeries' start)
-	Before      Health // acks, failures and replay outcomes of the 24 h before
+	DepthThen      int64  // dead letters 24 h ago (at DepthSeries' start)
+	Before         Health // acks, failures and replay outcomes of the 24 h before
 	Filed          int64  // dead letters filed in the last 24 h
 	FiledBefore    int64  // in the 24 h before
 	PartitionCount int    // the queue's partitions (Partitions is not read)
