@@ -54,6 +54,7 @@ type QueueTotals struct {
 	Depth     int64     // dead letters now
 	DepthThen int64     // dead letters at the window's start (24 h ago)
 	OldestAt  time.Time // the oldest dead letter's failure; zero without
+	Replayed  int64     // dead letters replayed in all (group_stats)
 	Window    Stats     // counts of the last 24 h (Depth unset)
 	Before    Stats     // counts of the 24 h before
 }
@@ -107,6 +108,7 @@ type OverviewPage struct {
 	Window, Before   Health
 	Filed            int64
 	FiledBefore      int64
+	Replayed         int64 // dead letters replayed in all
 }
 
 // Overview returns one page of the overview's queues, sorted and
@@ -161,6 +163,7 @@ func (b *Broker) Overview(ctx context.Context, q OverviewQuery) (OverviewPage, e
 			out.Before = addHealth(out.Before, r.Before)
 			out.Filed += r.Filed
 			out.FiledBefore += r.FiledBefore
+			out.Replayed += t.Replayed
 		}
 		name := strings.ToLower(q.Name)
 		kept := all[:0]

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -277,6 +278,9 @@ func tickTime(t time.Time, span, every time.Duration) string {
 type Sparkline struct {
 	Points string // polyline points in a 100 x 24 box
 	Title  string
+	// Top and Bottom label the scale: the box's top is the highest value
+	// (1 when all are 0), its bottom 0.
+	Top, Bottom string
 }
 
 // MakeSparkline draws values (oldest first) into a 100 x 24 box.
@@ -295,5 +299,15 @@ func MakeSparkline(values []float64, title string) Sparkline {
 	for i, v := range values {
 		pts[i] = f(100*float64(i)/float64(len(values)-1)) + "," + f(22-20*v/maxV)
 	}
-	return Sparkline{Points: strings.Join(pts, " "), Title: title}
+	minV := slices.Min(values)
+	title += fmt.Sprintf(" (between %s and %s; scale 0 to %s)", num(minV), num(slices.Max(values)), num(maxV))
+	return Sparkline{Points: strings.Join(pts, " "), Title: title, Top: num(maxV), Bottom: "0"}
+}
+
+// num writes a whole count with thousands separators, else one decimal.
+func num(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return Count(int64(v))
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
 }
