@@ -41,6 +41,9 @@ type OverviewTx interface {
 	// QueueID, Fingerprint and DeadLetters are set), biggest first. One
 	// statement.
 	TopErrorGroupsOf(ctx context.Context, queueIDs []int64, limit int) ([]ErrorGroup, error)
+	// QueueNames reads every queue's name, by name (the unique index
+	// only). One statement.
+	QueueNames(ctx context.Context) ([]string, error)
 }
 
 // TotalsWindow is the two windows of QueueTotals: [Then-24h, Then) and
@@ -333,4 +336,36 @@ func (b *Broker) overviewDetails(ctx context.Context, tx Tx, rows []QueueOvervie
 		}
 	}
 	return nil
+}
+
+// MaxQueueMatches is the most names FindQueues returns.
+const MaxQueueMatches = 100
+
+// FindQueues returns the first limit queue names, by name, that contain
+// part (in any case; "" matches every queue), and how many match in
+// all: for a picker that suggests as a person types.
+func (b *Broker) FindQueues(ctx context.Context, part string, limit int) ([]string, int, error) {
+	if limit < 1 || limit > MaxQueueMatches {
+		return nil, 0, errorf(ErrInvalid, "limit must be between 1 and %d", MaxQueueMatches)
+	}
+	var names []string
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		names, err = tx.QueueNames(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	part = strings.ToLower(part)
+	var out []string
+	n := 0
+	for _, name := range names {
+		if part != "" && !strings.Contains(strings.ToLower(name), part) {
+			continue
+		}
+		if n++; len(out) < limit {
+			out = append(out, name)
+		}
+	}
+	return out, n, nil
 }

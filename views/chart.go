@@ -26,6 +26,10 @@ type Chart struct {
 	// Thresholds are the alert levels of the chart's metric, drawn as
 	// labelled dashed lines; the value axis reaches up to them.
 	Thresholds []ChartThreshold
+	// Note says what the chart leaves out ("showing the 8 deepest of 295
+	// series"), with links to the others (More); empty: nothing.
+	Note string
+	More []QuickRange
 }
 
 // ChartThreshold is an alert level, in the chart's unit.

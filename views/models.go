@@ -549,8 +549,12 @@ type Charts struct {
 	Range  string
 	Ranges []QuickRange
 	Queue  string
-	Queues []string
-	Charts []Chart
+	// Suggest are the first queue names the picker suggests (more come
+	// as a person types, from SuggestURL); QueueCount counts every queue.
+	Suggest    []string
+	SuggestURL string
+	QueueCount int
+	Charts     []Chart
 	// DemoUntil: the range shows synthetic demo history, up to then
 	// (DemoNote); zero: none.
 	DemoUntil time.Time

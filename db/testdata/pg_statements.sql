@@ -17,7 +17,7 @@
 -- or another sqlite… type, or a text one returns) has no PostgreSQL
 -- text.
 --
--- 318 statements (19 with a PostgreSQL text written by hand, 9 for
+-- 319 statements (19 with a PostgreSQL text written by hand, 9 for
 -- SQLite only), then the 19 calls whose text is built at run time, which
 -- the catalog does not hold yet: their functions' texts (and those
 -- alone) are translated as they first run (pgBuiltAtRunTime).
@@ -1365,6 +1365,13 @@ SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_af
 SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = $1
+;
+
+-- used by: Tx.QueueNames
+-- sqlite:
+--   SELECT name FROM queues ORDER BY name
+-- postgres (translated):
+SELECT name FROM queues ORDER BY name
 ;
 
 -- used by: Tx.QueueTotals

@@ -220,3 +220,21 @@ func (t *Tx) TopErrorGroupsOf(ctx context.Context, queueIDs []int64, limit int) 
 	}
 	return out, rows.Err()
 }
+
+// QueueNames reads queues' names by their unique index.
+func (t *Tx) QueueNames(ctx context.Context) ([]string, error) {
+	rows, err := t.Query(ctx, `SELECT name FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
