@@ -303,8 +303,11 @@ func MakeSparkline(values []float64, title string) Sparkline {
 	for i, v := range values {
 		pts[i] = f(100*float64(i)/float64(len(values)-1)) + "," + f(22-20*v/maxV)
 	}
-	minV := slices.Min(values)
-	title += fmt.Sprintf(" (between %s and %s; scale 0 to %s)", num(minV), num(slices.Max(values)), num(maxV))
+	if slices.Max(values) == 0 {
+		// A line on the axis: a scale would only say 1.
+		return Sparkline{Points: strings.Join(pts, " "), Title: title + " (0 throughout)"}
+	}
+	title += fmt.Sprintf(" (between %s and %s; scale 0 to %s)", num(slices.Min(values)), num(maxV), num(maxV))
 	return Sparkline{Points: strings.Join(pts, " "), Title: title, Top: num(maxV), Bottom: "0"}
 }
 

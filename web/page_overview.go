@@ -176,8 +176,12 @@ func overviewControls(q broker.OverviewQuery, ov broker.OverviewPage) (views.Ove
 }
 
 // countDelta says how a count moved against an earlier one, said as
-// when ("24 h ago"); a rise of something bad is worse.
+// when ("24 h ago"); a rise of something bad is worse. Nothing when both
+// are 0.
 func countDelta(now, then int64, what, when string) views.Delta {
+	if now == 0 && then == 0 {
+		return views.Delta{} // nothing then, nothing now: no news
+	}
 	d := views.Delta{Title: fmt.Sprintf("%s %s now, %s %s", views.Count(now), what, views.Count(then), when)}
 	switch {
 	case now > then:
