@@ -139,7 +139,7 @@ func testOverviewPagesSortsAndFilters(t *testing.T, harness Harness) {
 	s := setup(t, harness)
 	counter := &readCounter{Store: s.db, calls: map[string]int{}}
 	b := broker.New(broker.Config{Store: counter, Clock: s.clock})
-	for _, q := range []string{"alpha", "beta", "crowded", "empty-1", "empty-2"} {
+	for _, q := range []string{"alpha", "beta", "crowded", "deep-but-fine", "empty-1", "empty-2"} {
 		s.configure(q, map[string]any{})
 	}
 	pushed := 0
@@ -161,13 +161,14 @@ func testOverviewPagesSortsAndFilters(t *testing.T, harness Harness) {
 	s.drain("beta", "workers")
 	fill("crowded", 12, "no such customer")
 	fill("crowded", 1, "card declined")
+	fill("deep-but-fine", 8, "timeout") // fresh and under the depth limit: healthy
 
 	counter.take()
 	p := s.overview(b, broker.OverviewQuery{ErrorGroups: 3})
-	if got := overviewNames(p); got != "crowded beta alpha empty-1 empty-2" {
+	if got := overviewNames(p); got != "crowded beta alpha deep-but-fine empty-1 empty-2" {
 		t.Fatalf("by health: %s", got)
 	}
-	if p.Queues != 5 || p.Matching != 5 || p.Depth != 18 || p.DepthThen != 4 || p.Deepest != 13 || p.Filed != 14 || p.FiledBefore != 4 {
+	if p.Queues != 6 || p.Matching != 6 || p.Depth != 26 || p.DepthThen != 4 || p.Deepest != 13 || p.Filed != 22 || p.FiledBefore != 4 {
 		t.Fatalf("totals: %+v", p)
 	}
 	crowded, beta, alpha := p.Rows[0], p.Rows[1], p.Rows[2]
@@ -191,19 +192,19 @@ func testOverviewPagesSortsAndFilters(t *testing.T, harness Harness) {
 	}
 	few := counter.take()
 
-	if got := overviewNames(s.overview(b, broker.OverviewQuery{Sort: broker.OverviewByName})); got != "alpha beta crowded empty-1 empty-2" {
+	if got := overviewNames(s.overview(b, broker.OverviewQuery{Sort: broker.OverviewByName})); got != "alpha beta crowded deep-but-fine empty-1 empty-2" {
 		t.Fatalf("by name: %s", got)
 	}
-	if got := overviewNames(s.overview(b, broker.OverviewQuery{Sort: broker.OverviewByDeadLetters, HideEmpty: true})); got != "crowded beta alpha" {
+	if got := overviewNames(s.overview(b, broker.OverviewQuery{Sort: broker.OverviewByDeadLetters, HideEmpty: true})); got != "crowded deep-but-fine beta alpha" {
 		t.Fatalf("by dead letters, empty hidden: %s", got)
 	}
-	if p := s.overview(b, broker.OverviewQuery{Name: "EMPTY"}); overviewNames(p) != "empty-1 empty-2" || p.Matching != 2 || p.Queues != 5 || p.Depth != 18 {
+	if p := s.overview(b, broker.OverviewQuery{Name: "EMPTY"}); overviewNames(p) != "empty-1 empty-2" || p.Matching != 2 || p.Queues != 6 || p.Depth != 26 {
 		t.Fatalf("named EMPTY: %s, %+v", overviewNames(p), p)
 	}
-	if p := s.overview(b, broker.OverviewQuery{Sort: broker.OverviewByName, Offset: 2, Limit: 2}); overviewNames(p) != "crowded empty-1" || p.Matching != 5 || p.Offset != 2 {
+	if p := s.overview(b, broker.OverviewQuery{Sort: broker.OverviewByName, Offset: 2, Limit: 2}); overviewNames(p) != "crowded deep-but-fine" || p.Matching != 6 || p.Offset != 2 {
 		t.Fatalf("second page of two: %s %+v", overviewNames(p), p)
 	}
-	if p := s.overview(b, broker.OverviewQuery{Offset: 50}); len(p.Rows) != 0 || p.Offset != 5 {
+	if p := s.overview(b, broker.OverviewQuery{Offset: 50}); len(p.Rows) != 0 || p.Offset != 6 {
 		t.Fatalf("past the end: %+v", p)
 	}
 	if _, err := b.Overview(s.ctx, broker.OverviewQuery{Limit: broker.MaxOverviewPage + 1}); err == nil {
@@ -220,12 +221,12 @@ func testOverviewPagesSortsAndFilters(t *testing.T, harness Harness) {
 		fill(q, 1, "timeout")
 	}
 	counter.take()
-	if p := s.overview(b, broker.OverviewQuery{ErrorGroups: 3}); len(p.Rows) != 35 || p.Depth != 48 {
+	if p := s.overview(b, broker.OverviewQuery{ErrorGroups: 3}); len(p.Rows) != 36 || p.Depth != 56 {
 		t.Fatalf("with more queues: %d rows, %d dead letters", len(p.Rows), p.Depth)
 	}
 	many := counter.take()
 	if fmt.Sprint(many) != fmt.Sprint(few) {
-		t.Fatalf("reads of 35 queues %v, of 5 %v", many, few)
+		t.Fatalf("reads of 36 queues %v, of 6 %v", many, few)
 	}
 	want := map[string]int{"Setting": 1, "QueueTotals": 1, "StatsOf": 1, "ReadersOf": 1, "PartitionCounts": 1, "DepthBuckets": 1, "TopErrorGroupsOf": 1}
 	if fmt.Sprint(many) != fmt.Sprint(want) {
