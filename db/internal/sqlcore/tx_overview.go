@@ -91,19 +91,7 @@ func (t *Tx) StatsOf(ctx context.Context, queueIDs []int64) ([]broker.GroupStats
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []broker.GroupStats
-	for rows.Next() {
-		var s broker.GroupStats
-		var oldest int64
-		if err := rows.Scan(&s.QueueID, &s.GroupID, &s.Group, &s.Depth, &s.DeadLettered, &s.Replayed, &s.Deleted, &s.Dropped, &s.Completed, &s.Failed,
-			&s.ReplayCompleted, &s.ReplayFailed, &s.Expired, &s.DeadLettersExpired, &oldest); err != nil {
-			return nil, err
-		}
-		s.OldestFailedAt = fromMS(oldest)
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return scanGroupStats(rows)
 }
 
 // ReadersOf reads subscriptions of the listed queues by queue, joined to
