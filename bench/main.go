@@ -300,6 +300,7 @@ func allCases() []benchCase {
 		{"D2", "dead letters page over HTTP, whole and htmx fragment", caseD2, false},
 		{"D3", "depth per group and totals (tiles, badges)", caseD3, false},
 		{"D4", "depth chart 24 h and 30 d", caseD4, false},
+		{"D8", "the overview and the charts page over HTTP at 5,000 queues: time and bytes", caseD8, false},
 		{"S1", "search in dead letters: payload fields, payload and error free text", caseS1, false},
 		{"S2", "error groups of a queue from their kept counts", caseS2, false},
 		{"S3", "export a group's dead letters as NDJSON: memory", caseS3, false},

@@ -264,6 +264,7 @@ type Tx interface {
 	DeadLetterTx
 	ReplayTx
 	StatsTx
+	OverviewTx
 	AuditTx
 
 	// Scope returns the write transaction's TxScope: a new one for each

@@ -372,6 +372,14 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	WHERE r.seq = $1 ORDER BY r.id`},
 	// Tx.DemoBlank: translated
 	`SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)`: {text: `SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)`},
+	// Tx.DepthBuckets: translated
+	`SELECT g.queue_id, g.group_id, COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0) FROM group_stats g WHERE g.queue_id IN (SELECT value FROM json_each(?2)) AND ?3 >= 0`: {text: `SELECT g.queue_id, g.group_id, COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < $1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1), 0) FROM group_stats g WHERE g.queue_id IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND $3 >= 0`},
+	// Tx.DepthBuckets: translated
+	`SELECT queue_id, group_id, quarter, depth FROM stats_quarter
+		WHERE queue_id IN (SELECT value FROM json_each(?)) AND quarter >= ? AND quarter < ? ORDER BY queue_id, group_id, quarter`: {text: `SELECT queue_id, group_id, quarter, depth FROM stats_quarter
+		WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND quarter >= $2 AND quarter < $3 ORDER BY queue_id, group_id, quarter`},
 	// Tx.DropSettleMarks: translated
 	`DELETE FROM settle_marks WHERE partition_id = ? AND seq <= ?`: {text: `DELETE FROM settle_marks WHERE partition_id = $1 AND seq <= $2`},
 	// Tx.DueDeadLetters: translated
@@ -664,6 +672,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	`SELECT g.name, partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c JOIN groups g ON g.id = c.group_id
 		WHERE c.partition_id = ? ORDER BY g.name`: {text: `SELECT g.name, partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c JOIN groups g ON g.id = c.group_id
 		WHERE c.partition_id = $1 ORDER BY g.name`},
+	// Tx.PartitionCounts: translated
+	`SELECT queue_id, COUNT(*) FROM partitions WHERE queue_id IN (SELECT value FROM json_each(?)) GROUP BY queue_id`: {text: `SELECT queue_id, COUNT(*) FROM partitions WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) GROUP BY queue_id`},
 	// Tx.PartitionList: translated
 	`SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = ? ORDER BY name`: {text: `SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = $1 ORDER BY name`},
 	// Tx.Partitions: translated
@@ -682,12 +692,50 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = $1`},
+	// Tx.QueueNames: translated
+	`SELECT name FROM queues ORDER BY name`: {text: `SELECT name FROM queues ORDER BY name`},
+	// Tx.QueueTotals: hand-written (PGQuery)
+	`SELECT q.id, q.name, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
+		COALESCE(w.dl, 0), COALESCE(w.co, 0), COALESCE(w.fa, 0), COALESCE(w.rc, 0), COALESCE(w.rf, 0),
+		COALESCE(w.dl0, 0), COALESCE(w.co0, 0), COALESCE(w.fa0, 0), COALESCE(w.rc0, 0), COALESCE(w.rf0, 0)
+	FROM queues q
+	LEFT JOIN (SELECT g.queue_id, SUM(g.depth) AS depth, SUM(g.replayed) AS replayed, MIN(CASE WHEN g.depth > 0 AND g.oldest_at > 0 THEN g.oldest_at END) AS oldest,
+		SUM(COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0)) AS depth_then
+		FROM group_stats g GROUP BY g.queue_id) s ON s.queue_id = q.id
+	LEFT JOIN (SELECT queue_id, SUM(CASE WHEN quarter >= ?1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= ?1 THEN completed ELSE 0 END) AS co,
+		SUM(CASE WHEN quarter >= ?1 THEN failed ELSE 0 END) AS fa, SUM(CASE WHEN quarter >= ?1 THEN replay_completed ELSE 0 END) AS rc,
+		SUM(CASE WHEN quarter >= ?1 THEN replay_failed ELSE 0 END) AS rf,
+		SUM(CASE WHEN quarter < ?1 THEN dead_lettered ELSE 0 END) AS dl0, SUM(CASE WHEN quarter < ?1 THEN completed ELSE 0 END) AS co0,
+		SUM(CASE WHEN quarter < ?1 THEN failed ELSE 0 END) AS fa0, SUM(CASE WHEN quarter < ?1 THEN replay_completed ELSE 0 END) AS rc0,
+		SUM(CASE WHEN quarter < ?1 THEN replay_failed ELSE 0 END) AS rf0
+		FROM stats_quarter WHERE quarter >= ?2 AND quarter < ?3 GROUP BY queue_id) w ON w.queue_id = q.id
+	ORDER BY q.name`: {text: `SELECT q.id, q.name, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
+		COALESCE(w.dl, 0)::bigint, COALESCE(w.co, 0)::bigint, COALESCE(w.fa, 0)::bigint, COALESCE(w.rc, 0)::bigint, COALESCE(w.rf, 0)::bigint,
+		COALESCE(w.dl0, 0)::bigint, COALESCE(w.co0, 0)::bigint, COALESCE(w.fa0, 0)::bigint, COALESCE(w.rc0, 0)::bigint, COALESCE(w.rf0, 0)::bigint
+	FROM queues q
+	LEFT JOIN (SELECT g.queue_id, SUM(g.depth) AS depth, SUM(g.replayed) AS replayed, MIN(CASE WHEN g.depth > 0 AND g.oldest_at > 0 THEN g.oldest_at END) AS oldest,
+		SUM(COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < $1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1), 0)) AS depth_then
+		FROM group_stats g GROUP BY g.queue_id) s ON s.queue_id = q.id
+	LEFT JOIN (SELECT queue_id, SUM(CASE WHEN quarter >= $1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= $1 THEN completed ELSE 0 END) AS co,
+		SUM(CASE WHEN quarter >= $1 THEN failed ELSE 0 END) AS fa, SUM(CASE WHEN quarter >= $1 THEN replay_completed ELSE 0 END) AS rc,
+		SUM(CASE WHEN quarter >= $1 THEN replay_failed ELSE 0 END) AS rf,
+		SUM(CASE WHEN quarter < $1 THEN dead_lettered ELSE 0 END) AS dl0, SUM(CASE WHEN quarter < $1 THEN completed ELSE 0 END) AS co0,
+		SUM(CASE WHEN quarter < $1 THEN failed ELSE 0 END) AS fa0, SUM(CASE WHEN quarter < $1 THEN replay_completed ELSE 0 END) AS rc0,
+		SUM(CASE WHEN quarter < $1 THEN replay_failed ELSE 0 END) AS rf0
+		FROM stats_quarter WHERE quarter >= $2 AND quarter < $3 GROUP BY queue_id) w ON w.queue_id = q.id
+	ORDER BY q.name`},
 	// Tx.Queues: translated
 	`SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name`},
+	// Tx.ReadersOf: translated
+	`SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
+		WHERE s.queue_id IN (SELECT value FROM json_each(?)) ORDER BY s.queue_id, g.name`: {text: `SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
+		WHERE s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY s.queue_id, g.name`},
 	// Tx.ReadyConsumers: hand-written (PGQuery)
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last,
 			CASE WHEN d.delay = 0 THEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
@@ -902,6 +950,12 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`: {text: `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
 		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
 		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = $1 ORDER BY g.name`},
+	// Tx.StatsOf: translated
+	`SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
+		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
+		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id IN (SELECT value FROM json_each(?)) ORDER BY s.queue_id, g.name`: {text: `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
+		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
+		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY s.queue_id, g.name`},
 	// Tx.Subscribe: translated
 	`INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES (?, ?, ?, ?, ?)`: {text: `INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES ($1, $2, $3, $4, $5)`, stores: true},
 	// Tx.Subscribed: translated
@@ -984,6 +1038,16 @@ ORDER BY t.id LIMIT $1)`},
 	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
 	// Tx.Tokens: translated
 	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id`},
+	// Tx.TopErrorGroupsOf: hand-written (PGQuery)
+	`SELECT queue_id, fingerprint, n FROM (
+		SELECT queue_id, fingerprint, n, ROW_NUMBER() OVER (PARTITION BY queue_id ORDER BY n DESC, fingerprint) AS r FROM (
+			SELECT queue_id, fingerprint, SUM(dead_letters) AS n FROM error_groups
+			WHERE queue_id IN (SELECT value FROM json_each(?1)) AND dead_letters > 0 GROUP BY queue_id, fingerprint) x) y
+	WHERE r <= ?2 ORDER BY queue_id, r`: {text: `SELECT queue_id, fingerprint, n FROM (
+		SELECT queue_id, fingerprint, n, ROW_NUMBER() OVER (PARTITION BY queue_id ORDER BY n DESC, fingerprint) AS r FROM (
+			SELECT queue_id, fingerprint, SUM(dead_letters)::bigint AS n FROM error_groups
+			WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND dead_letters > 0 GROUP BY queue_id, fingerprint) x) y
+	WHERE r <= $2 ORDER BY queue_id, r`},
 	// Tx.TouchSession: translated
 	`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`: {text: `UPDATE sessions SET last_seen_at = $1 WHERE id = $2 AND last_seen_at < $3`, stores: true},
 	// Tx.TouchToken: translated

@@ -29,6 +29,7 @@ func Exercise(t *testing.T, h Harness) {
 // (TestEveryTestIsListed checks that each func test... is here or in
 // processTests, once).
 var tests = []test{
+	{"OverviewPagesSortsAndFilters", testOverviewPagesSortsAndFilters},
 	{"AckOfAPartitionTheGroupDoesNotReadIsRefused", testAckOfAPartitionTheGroupDoesNotReadIsRefused},
 	{"AckByALeaseIDNoLeaseHasIsRefused", testAckByALeaseIDNoLeaseHasIsRefused},
 	{"ArchiveHoldsTheExpiredDeadLetters", testArchiveHoldsTheExpiredDeadLetters},
