@@ -1,0 +1,61 @@
+package sqlite
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+)
+
+// Each migration applied at start is logged, on SQLite (and on PostgreSQL: db/postgres): from which
+// schema version to which, and how long it took; a start with nothing to
+// apply logs none.
+func TestEachAppliedMigrationIsLogged(t *testing.T) {
+	t.Parallel()
+	for store, c := range map[string]struct {
+		dsn   func() string
+		files string
+	}{
+		"sqlite": {func() string { return filepath.Join(t.TempDir(), "m.db") }, "migrations/*.sql"},
+	} {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			var embedded fs.FS = migrations
+			files, err := fs.Glob(embedded, c.files)
+			if err != nil || len(files) == 0 {
+				t.Fatalf("migrations: %v %v", files, err)
+			}
+			dsn := c.dsn()
+			open := func() string {
+				logs := &logBuffer{seen: make(chan struct{}, 1)}
+				d, err := OpenWith(context.Background(), dsn, Options{Sync: SyncNormal, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Close()
+				return logs.String()
+			}
+			line := regexp.MustCompile(`msg="migration applied" store=` + store + ` from_version=(\d+) to_version=(\d+) name=\S+ took=\S+`)
+			got := line.FindAllStringSubmatch(open(), -1)
+			if len(got) != len(files) {
+				t.Fatalf("%d migrations logged, want %d", len(got), len(files))
+			}
+			from := "0"
+			for i, m := range got {
+				want, _ := sqlcore.MigrationVersion(filepath.Base(files[i]))
+				if m[1] != from || m[2] != strconv.Itoa(want) {
+					t.Fatalf("log %d: from %s to %s, want from %s to %d", i, m[1], m[2], from, want)
+				}
+				from = m[2]
+			}
+			if again := line.FindAllString(open(), -1); len(again) != 0 {
+				t.Fatalf("a start with nothing to apply logged %v", again)
+			}
+		})
+	}
+}
