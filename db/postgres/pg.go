@@ -141,7 +141,7 @@ func wordSet(s string) map[string]bool {
 	return m
 }
 
-// Store is the PostgreSQL half of a DB.
+// Store is the PostgreSQL store, which package db opens on a URL.
 type Store struct {
 	pool *pgxpool.Pool
 	db   *sql.DB // database/sql over pool

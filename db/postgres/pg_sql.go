@@ -94,7 +94,7 @@ func pgTranslate(query string) *pgStatement {
 	var m string
 	var kept []string
 	if strings.IndexByte(query, 0) >= 0 {
-		// No SQL of db holds a NUL (mask marks with them): taken as it
+		// No SQL of the stores holds a NUL (mask marks with them): taken as it
 		// is, for PostgreSQL to refuse.
 		q := &pgStatement{text: query}
 		pgQueries.Store(query, q)
@@ -122,7 +122,7 @@ func pgTranslate(query string) *pgStatement {
 var pgStores = regexp.MustCompile(`(?i)\b(?:INSERT|UPDATE)\b`)
 
 // mask sets aside the string literals, quoted names and comments of q:
-// each is replaced by a NUL, its index and a NUL (no SQL of db holds a
+// each is replaced by a NUL, its index and a NUL (no SQL of the stores holds a
 // NUL), so that no rule reads or rewrites inside them.
 func mask(q string) (string, []string) {
 	var b strings.Builder

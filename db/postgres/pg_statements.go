@@ -104,7 +104,7 @@ func uncatalogued() (string, bool) {
 	}
 }
 
-// pgFuncName is the name gensql gives a function of db or sqlcore
+// pgFuncName is the name gensql gives a function of this package or sqlcore
 // (Tx.ListDeadLetters, pgDialect.PushCopies, scanKeys) from the
 // runtime's (…/sqlcore.(*Tx).ListDeadLetters.func1), and whether it is
 // one of theirs.

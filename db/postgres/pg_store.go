@@ -72,7 +72,7 @@ const pgLeadLock = 0x4c617a61_72757303
 // how often the leader checks that its lock's connection is alive.
 const leadRetry = time.Second
 
-// Lead runs fn while this process leads: see sqliteStore.Lead.
+// Lead runs fn while this process leads: see db/sqlite's Store.Lead.
 func (d *Store) Lead(ctx context.Context, fn func(context.Context)) {
 	for ctx.Err() == nil {
 		lctx, cancel := context.WithCancel(ctx)

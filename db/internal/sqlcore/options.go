@@ -11,7 +11,8 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// Sync is SQLite's synchronous setting: how hard a commit waits for disk.
+// Sync is the durability a commit waits for: SQLite's synchronous
+// setting (on PostgreSQL, synchronous_commit on or off).
 type Sync string
 
 // Durability modes. In WAL mode both survive a crash of the process (a
@@ -23,12 +24,13 @@ const (
 	SyncNormal Sync = "NORMAL"
 )
 
-// Options are the settings of Open; the zero value of each field picks
-// its default.
+// Options are the settings of a store's OpenWith (db.OpenWith,
+// sqlite.OpenWith, postgres.OpenWith); the zero value of each field
+// picks its default. Each store reads the fields it has.
 type Options struct {
 	Sync Sync // default SyncFull
 	// BusyTimeout bounds the wait for another process's lock (default
-	// DefaultBusyTimeout). A write that waited this long fails with
+	// sqlite.DefaultBusyTimeout). A write that waited this long fails with
 	// broker.ErrUnavailable, and so does every write that queued up
 	// behind it meanwhile: none waits much longer than BusyTimeout.
 	BusyTimeout time.Duration
@@ -36,7 +38,7 @@ type Options struct {
 	// the database (a checkpoint). 0, the default: a background goroutine
 	// does it on its own connection shortly after writes, so that no
 	// write waits for it (the writer itself checkpoints only past
-	// walSafetyPages, should the background fall behind). Positive: the
+	// db/sqlite's walSafetyPages, should the background fall behind). Positive: the
 	// writer checkpoints at commit past that many pages (SQLite's
 	// wal_autocheckpoint). Negative: never, for measurements that read the
 	// whole log (the log then grows without bound).
@@ -62,7 +64,7 @@ type Options struct {
 	Exclusive bool
 	// KeepAutoVacuum, for measurements only (bench's G4), leaves SQLite's
 	// auto_vacuum as the file has it: a new database is made without it
-	// and an older one is not converted (tx_space.go); free pages are
+	// and an older one is not converted (db/sqlite/sqlite_space.go); free pages are
 	// then reused but never given back.
 	KeepAutoVacuum bool
 
