@@ -50,7 +50,7 @@ func TestAnOlderDatabaseReadableByOthersIsWarnedOf(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{seen: make(chan struct{}, 1)}
+	logs := &syncBuffer{}
 	d, err = OpenWith(context.Background(), path, Options{Sync: SyncNormal, Exclusive: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
