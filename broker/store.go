@@ -7,10 +7,10 @@ import (
 
 // Store keeps the broker's state. Any store must keep the contract
 // written here and on Tx (STORAGE.md, "Rules for storage code") and pass
-// the broker's tests, the suite of broker/storetest, which db's tests run
-// on either store. What is written here is what a store promises; how
-// a store keeps it is its own documentation (package db: the SQLite
-// store's sqliteStore.Update and View, the PostgreSQL store's pg.go, and
+// the broker's tests, the suite of broker/storetest, which each store's
+// package runs. What is written here is what a store promises; how a
+// store keeps it is its own documentation (package db/sqlite: its
+// Store.Update and View; package db/postgres: its pg.go, and
 // docs/postgres.md).
 //
 // Update and View may be called from any number of goroutines at once.
@@ -167,8 +167,8 @@ type UpdateOptions struct {
 }
 
 // ConcurrentStore is a Store that may run writes marked Concurrent
-// beside each other (package db's PostgreSQL store, across the processes
-// of one database; its SQLite store has one writer and is not one).
+// beside each other (package db/postgres's store, across the processes
+// of one database; db/sqlite's has one writer and is not one).
 type ConcurrentStore interface {
 	Store
 	// ConcurrentWrites reports whether the store runs marked writes
@@ -265,6 +265,7 @@ type Tx interface {
 	DeadLetterTx
 	ReplayTx
 	StatsTx
+	OverviewTx
 	AuditTx
 
 	// Scope returns the write transaction's TxScope: a new one for each
@@ -746,6 +747,12 @@ type Filter struct {
 	Fingerprint string
 	MaxID       int64     // only rows with ID <= MaxID (bulk actions pin their set)
 	MaxFailedAt time.Time // only rows that failed at or before it (with MaxID: a Bound)
+	// ErrorWords is a full-text expression (TextMatch's form) of words
+	// every error text holding ErrorContains holds (ErrorWords): when
+	// set, the error texts' index names the candidates, and
+	// ErrorContains is checked on them exactly. Only a list sets it
+	// (narrow).
+	ErrorWords string
 	// Text is a full-text expression (TextMatch's form): the dead
 	// letter's error text or its payload's words hold it.
 	Text string

@@ -1173,13 +1173,14 @@ func AddWhere(s *Stmt, f broker.Filter, named bool) {
 	} else if f.TransactionID != "" {
 		s.Cond(dlOfTxid, f.TransactionID)
 		x = func(string) bool { return true }
-	} else if f.Fingerprint != "" && f.QueueID != 0 {
-		x = func(c string) bool { return c == "d.group_id" || c == "d.partition_id" }
-	} else if f.Indexed() && f.Floor == nil && f.Window == nil {
+	} else if (f.Indexed() || f.ErrorWords != "") && f.Floor == nil && f.Window == nil {
 		// The full-text index names the candidates (broker.MatchCap at
 		// most in a list): looked up by id or seq, never found by walking
-		// a queue's dead letters in order (all of them for a rare word).
+		// a queue's dead letters in order (all of them for a rare word),
+		// nor an error group's.
 		x = func(string) bool { return true }
+	} else if f.Fingerprint != "" && f.QueueID != 0 {
+		x = func(c string) bool { return c == "d.group_id" || c == "d.partition_id" }
 	}
 	col := func(c string, plain, plus Frag) Frag {
 		if x(c) {

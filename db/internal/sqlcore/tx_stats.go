@@ -103,6 +103,12 @@ func (t *Tx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats, err
 	if err != nil {
 		return nil, err
 	}
+	return scanGroupStats(rows)
+}
+
+// scanGroupStats reads rows of group_stats joined to groups' names, as
+// Stats and StatsOf select them.
+func scanGroupStats(rows Rows) ([]broker.GroupStats, error) {
 	defer rows.Close()
 	var out []broker.GroupStats
 	for rows.Next() {

@@ -126,6 +126,12 @@ func searchConds(s *Stmt, f broker.Filter) {
 			s.Cond(dlBefore, MS(w.Above.At), w.Above.ID)
 		}
 	}
+	if f.ErrorWords != "" {
+		// Words every error text holding f.ErrorContains holds: its
+		// candidates (the text itself is checked by Where).
+		c, a := errs(f.ErrorWords)
+		s.Cond(c, a...)
+	}
 	if f.Text != "" {
 		ef, ea := errs(f.Text)
 		pf, pa := payloads(f.Text)
@@ -248,7 +254,7 @@ func (t *Tx) TextMatches(ctx context.Context, match string, payloads bool, max i
 // DeadLetterPosition walks the filter's index (failed_at DESC, id DESC)
 // and reads no row.
 func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *broker.Cursor, n int) (broker.Cursor, bool, error) {
-	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil || f.Window != nil {
+	if f.Text != "" || len(f.Fields) > 0 || f.ErrorWords != "" || f.Floor != nil || f.Window != nil {
 		return broker.Cursor{}, false, errors.New("dead letter position: the filter must select by columns only")
 	}
 	s := deadLetterStmt(dlPositionHead, f)
@@ -271,7 +277,7 @@ func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *bro
 // DeadLetterWindow walks the filter's index (failed_at DESC, id DESC)
 // over the window and reads each row's seq.
 func (t *Tx) DeadLetterWindow(ctx context.Context, f broker.Filter, above, floor *broker.Cursor) (broker.MatchWindow, error) {
-	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil || f.Window != nil {
+	if f.Text != "" || len(f.Fields) > 0 || f.ErrorWords != "" || f.Floor != nil || f.Window != nil {
 		return broker.MatchWindow{}, errors.New("dead letter window: the filter must select by columns only")
 	}
 	s := WindowStmt(f, above, floor)
