@@ -53,6 +53,7 @@ func (s *Server) showOverview(c echo.Context) error {
 			spark[k] = float64(d)
 		}
 		row.Spark = views.MakeSparkline(spark, "Dead letters of "+q.Name+" over the last 24 h")
+		row.Spark.Class = views.SeriesClass(q.Name) // its colour on the charts
 		for _, g := range groups[q.Name] {
 			row.ErrorGroups = append(row.ErrorGroups, views.TopError{Error: g.Fingerprint, Count: g.DeadLetters,
 				URL: deadLettersURL(q.Name, url.Values{"fingerprint": {g.Fingerprint}})})
