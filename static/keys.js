@@ -7,8 +7,17 @@
 (function () {
   "use strict";
 
+  // The current row is a dead letter of a group: the same message can be
+  // a dead letter of two groups, two rows.
   let currentID = null;
+  let currentGroup = null;
   let currentIndex = 0; // where it was: when it goes (replayed), the row now there is current
+  // keep: the person is triaging from the keyboard, so the current row
+  // keeps the focus whatever swaps the list (an action's answer, the
+  // stream's update, the message of what was done): app.js's focus after
+  // an action is for the mouse. It lasts until the person takes the focus
+  // elsewhere (a click outside the current row, Tab, a text field).
+  let keep = false;
 
   function typing(t) {
     return t instanceof Element && (t.closest("input, textarea, select, [contenteditable]") !== null || t.isContentEditable);
@@ -20,7 +29,7 @@
   }
 
   function current(all) {
-    return all.find((r) => r.getAttribute("data-id") === currentID) || null;
+    return all.find((r) => r.getAttribute("data-id") === currentID && r.getAttribute("data-group") === currentGroup) || null;
   }
 
   function mark(row, focus) {
@@ -32,8 +41,9 @@
     row.setAttribute("aria-current", "true");
     row.tabIndex = -1;
     currentID = row.getAttribute("data-id");
+    currentGroup = row.getAttribute("data-group");
     currentIndex = rows().indexOf(row);
-    if (focus) {
+    if (focus && document.activeElement !== row) {
       row.focus({ preventScroll: true });
       row.scrollIntoView({ block: "nearest" });
     }
@@ -45,6 +55,7 @@
     const now = current(all);
     let i = now ? all.indexOf(now) + by : 0;
     i = Math.max(0, Math.min(all.length - 1, i));
+    keep = true;
     mark(all[i], true);
   }
 
@@ -128,18 +139,52 @@
     }
   });
 
-  // The list updated (an action, the stream, a filter): the current row
-  // stays current where it still is, or, gone (replayed, deleted), the
-  // row now in its place is; with the focus if the focus was lost.
-  document.addEventListener("htmx:afterSettle", function () {
+  // The person takes the focus elsewhere: a click outside the current
+  // row, Tab, a text field ("/" to the search box). Inside a dialog
+  // (the confirmation of r or d) the focus comes back to the row after.
+  function inDialog(t) {
+    return t instanceof Element && t.closest("dialog") !== null;
+  }
+  document.addEventListener("pointerdown", function (ev) {
+    const t = ev.target;
+    if (!keep || inDialog(t)) return;
+    const row = current(rows());
+    keep = row !== null && t instanceof Node && row.contains(t);
+  }, true);
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Tab" && !inDialog(ev.target)) keep = false;
+  }, true);
+  document.addEventListener("focusin", function (ev) {
+    if (typing(ev.target) && !inDialog(ev.target)) keep = false;
+  });
+
+  // restore puts the current row back after the list changed: the same
+  // dead letter where it still is, or, gone (replayed, deleted), the row
+  // now in its place; with the focus when the person is triaging from
+  // the keyboard or the focus was lost (its element swapped out), never
+  // from under an open dialog.
+  function restore() {
     if (!currentID) return;
     const all = rows();
     const row = current(all) || all[Math.min(currentIndex, all.length - 1)];
     if (!row) {
       currentID = null;
+      currentGroup = null;
+      keep = false;
       return;
     }
     const lost = document.activeElement === null || document.activeElement === document.body;
-    mark(row, lost);
-  });
+    mark(row, (keep || lost) && !document.querySelector("dialog[open]"));
+  }
+
+  // Any swap (the list's own, the stream's, the message of what an action
+  // did) settles after app.js's focus after an action (its listener comes
+  // first), so the keyboard's row has the last word.
+  document.addEventListener("htmx:afterSettle", restore);
+  // A dialog closed (a confirmation answered or cancelled): the browser
+  // gives the focus back to what had it, the row, unless that row was
+  // swapped meanwhile.
+  document.addEventListener("close", function (ev) {
+    if (ev.target instanceof HTMLDialogElement) restore();
+  }, true);
 })();

@@ -91,6 +91,41 @@
     if (typeof htmx !== "undefined") htmx.trigger(part, "live-refresh");
   }
 
+  // inFlight holds the parts asking for themselves now. htmx queues a
+  // trigger that comes meanwhile on the element, and forgets it when the
+  // answer replaces that element (the parts swap themselves, outerHTML):
+  // a change the stream tells of while an update is on its way (asked
+  // for before the change, by an action's dlq-changed) would be lost, the
+  // list left without it. It is noted on the wrapper instead
+  // (data-live-missed) and asked for once the update is in.
+  const inFlight = new WeakSet();
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    const elt = ev.detail.elt;
+    if (elt instanceof Element && elt.hasAttribute("data-live-part")) inFlight.add(elt);
+  });
+  // An answer that swapped nothing (an error): the part is still the one
+  // that asked.
+  document.addEventListener("htmx:afterRequest", function (ev) {
+    const elt = ev.detail.elt;
+    if (!(elt instanceof Element) || !inFlight.has(elt)) return;
+    inFlight.delete(elt);
+    const live = elt.closest("[data-live]");
+    if (live && elt.isConnected) caughtUp(live, elt);
+  });
+
+  // caughtUp asks for a part again when the stream told of a change while
+  // it was on its way.
+  function caughtUp(live, part) {
+    if (!live.hasAttribute("data-live-missed")) return;
+    live.removeAttribute("data-live-missed");
+    if (holding(live)) {
+      live.setAttribute("data-live-held", "");
+      pending(live, part);
+    } else if (typeof htmx !== "undefined") {
+      htmx.trigger(part, "live-refresh");
+    }
+  }
+
   // An update the stream asked for waits while the part holds still.
   document.addEventListener("htmx:confirm", function (ev) {
     const elt = ev.detail.elt;
@@ -98,7 +133,13 @@
     if (!(elt instanceof Element) || !elt.hasAttribute("data-live-part")) return;
     if (!trigger || trigger.type !== "sse:changed") return;
     const live = elt.closest("[data-live]");
-    if (!live || !holding(live)) return;
+    if (!live) return;
+    if (inFlight.has(elt) && elt.isConnected) {
+      ev.preventDefault();
+      live.setAttribute("data-live-missed", "");
+      return;
+    }
+    if (!holding(live)) return;
     ev.preventDefault();
     live.setAttribute("data-live-held", "");
     pending(live, elt);
@@ -145,6 +186,16 @@
           if (ids.has(b.value) && !b.checked) b.click();
         });
       }
+    });
+  });
+
+  // Once a swap has settled (the new part listens to its triggers by
+  // then), a change the stream told of while the part was on its way is
+  // asked for.
+  document.addEventListener("htmx:afterSettle", function () {
+    document.querySelectorAll("[data-live][data-live-missed]").forEach((live) => {
+      const part = live.querySelector("[data-live-part]");
+      if (part && !inFlight.has(part)) caughtUp(live, part);
     });
   });
 
