@@ -175,6 +175,12 @@
       // The part swapped itself (outerHTML: the target is the old one,
       // out of the page now), or what holds it was.
       if (!part || (target.isConnected && !live.contains(target) && !target.contains(live))) return;
+      // Until the swap has settled, htmx has not made the new part
+      // listen to the stream (its extension does so as it processes it,
+      // a settle task): a change told meanwhile reaches the old part,
+      // out of the page, and nothing else. It is noted instead (the
+      // source's own listener, below) and asked for once settled.
+      live.setAttribute("data-live-settling", "");
       const m = markerOf(live);
       if (m && !m.classList.contains("offline")) hideMarker(live);
       live.removeAttribute("data-live-held");
@@ -193,6 +199,7 @@
   // then), a change the stream told of while the part was on its way is
   // asked for.
   document.addEventListener("htmx:afterSettle", function () {
+    document.querySelectorAll("[data-live][data-live-settling]").forEach((live) => live.removeAttribute("data-live-settling"));
     document.querySelectorAll("[data-live][data-live-missed]").forEach((live) => {
       const part = live.querySelector("[data-live-part]");
       if (part && !inFlight.has(part)) caughtUp(live, part);
@@ -211,9 +218,19 @@
     showMarker(live, "Not updating by itself: press to update", true);
   });
 
+  const sources = new WeakSet(); // the streams listened to (below)
   document.addEventListener("htmx:sseOpen", function (ev) {
     const live = ev.target instanceof Element ? ev.target.closest("[data-live]") : null;
     if (!live) return;
+    const source = ev.detail && ev.detail.source;
+    if (source && !sources.has(source)) {
+      sources.add(source);
+      // A change told while the part is between its swap and its
+      // settle (not listening yet) is asked for once it has settled.
+      source.addEventListener("changed", function () {
+        if (live.hasAttribute("data-live-settling")) live.setAttribute("data-live-missed", "");
+      });
+    }
     live.setAttribute("data-live-open", ""); // following its stream (the browser tests wait for it)
     const m = markerOf(live);
     if (m && m.classList.contains("offline")) hideMarker(live);

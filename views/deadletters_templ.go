@@ -554,7 +554,7 @@ func DeadLettersContent(v DeadLetterList) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Live("/live"+v.QueueURL).Render(templ.WithChildren(ctx, templ_7745c5c3_Var29), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Live("/live"+v.QueueURL, true).Render(templ.WithChildren(ctx, templ_7745c5c3_Var29), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -580,7 +580,7 @@ func JobContent(v JobPage) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Live(v.Job.LiveURL).Render(templ.WithChildren(ctx, templ_7745c5c3_Var31), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Live(v.Job.LiveURL, false).Render(templ.WithChildren(ctx, templ_7745c5c3_Var31), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -13,8 +13,11 @@ import templruntime "github.com/a-h/templ/runtime"
 // the page's event stream (url, htmx's SSE extension; the part asks for
 // itself again at its "changed" events, hx-trigger sse:changed), and
 // holds the marker that static/live.js shows instead while the person is
-// selecting rows or has a dialog open: "12 new", pressed to update.
-func Live(url string) templ.Component {
+// selecting rows or has a dialog open: "12 new", pressed to update. A
+// page whose rows are selected (holds) keeps the marker a line of its
+// own above the part, shown or not: it covers nothing, and showing it
+// moves no row from under the mouse.
+func Live(url string, holds bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -32,20 +35,56 @@ func Live(url string) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		templ_7745c5c3_Var1 := templ.GetChildren(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"live\" hx-ext=\"sse\" sse-connect=\"")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
+		{
+			templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
+			templ_7745c5c3_Buffer := templ.GetBuffer()
+			var templ_7745c5c3_ElementScripts []templ.ComponentScript
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var2 = []any{"live", templ.KV("holds", holds)}
+			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var2...)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var3 string
+			templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.CSSClasses(templ_7745c5c3_Var2).String()).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/live.templ`, Line: 1, Col: 0}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" hx-ext=\"sse\" sse-connect=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var4 string
+			templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression(url).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/live.templ`, Line: 12, Col: 79}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" data-live")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templ.RenderScriptItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_ElementScripts...)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteTo(templ_7745c5c3_ElementWriter)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		var templ_7745c5c3_Var2 string
-		templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression(url).Resolve(ctx)
-		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/live.templ`, Line: 9, Col: 49}
-		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var2)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" data-live><div class=\"live-status\" role=\"status\" aria-live=\"polite\"><button type=\"button\" class=\"live-marker\" hidden data-live-marker data-testid=\"live-marker\"></button></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "><div class=\"live-status\" role=\"status\" aria-live=\"polite\"><button type=\"button\" class=\"live-marker\" hidden data-live-marker data-testid=\"live-marker\"></button></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -53,7 +92,7 @@ func Live(url string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "</div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -80,27 +119,27 @@ func KeyboardHelp(canOperate bool) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "<button type=\"button\" class=\"small keys-open\" aria-keyshortcuts=\"?\" aria-haspopup=\"dialog\" data-keys-help-open data-testid=\"keys-help-open\">Keyboard shortcuts <kbd>?</kbd></button> <dialog class=\"keys-help\" aria-labelledby=\"keys-help-title\" data-keys-help data-testid=\"keys-help\"><h2 id=\"keys-help-title\">Keyboard shortcuts</h2><p class=\"muted\">On this list, when the focus is not in a text field.</p><table><thead><tr><th scope=\"col\">Key</th><th scope=\"col\">What it does</th></tr></thead> <tbody><tr><td><kbd>j</kbd></td><td>Next dead letter (down)</td></tr><tr><td><kbd>k</kbd></td><td>Previous dead letter (up)</td></tr><tr><td><kbd>Enter</kbd></td><td>Open the current dead letter</td></tr>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<button type=\"button\" class=\"small keys-open\" aria-keyshortcuts=\"?\" aria-haspopup=\"dialog\" data-keys-help-open data-testid=\"keys-help-open\">Keyboard shortcuts <kbd>?</kbd></button> <dialog class=\"keys-help\" aria-labelledby=\"keys-help-title\" data-keys-help data-testid=\"keys-help\"><h2 id=\"keys-help-title\">Keyboard shortcuts</h2><p class=\"muted\">On this list, when the focus is not in a text field.</p><table><thead><tr><th scope=\"col\">Key</th><th scope=\"col\">What it does</th></tr></thead> <tbody><tr><td><kbd>j</kbd></td><td>Next dead letter (down)</td></tr><tr><td><kbd>k</kbd></td><td>Previous dead letter (up)</td></tr><tr><td><kbd>Enter</kbd></td><td>Open the current dead letter</td></tr>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if canOperate {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<tr><td><kbd>x</kbd></td><td>Select or unselect the current dead letter</td></tr><tr><td><kbd>r</kbd></td><td>Replay the selected dead letters (or the current one), after the confirmation</td></tr><tr><td><kbd>d</kbd></td><td>Delete the selected dead letters (or the current one), after the confirmation</td></tr>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<tr><td><kbd>x</kbd></td><td>Select or unselect the current dead letter</td></tr><tr><td><kbd>r</kbd></td><td>Replay the selected dead letters (or the current one), after the confirmation</td></tr><tr><td><kbd>d</kbd></td><td>Delete the selected dead letters (or the current one), after the confirmation</td></tr>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<tr><td><kbd>/</kbd></td><td>Go to the search box</td></tr><tr><td><kbd>?</kbd></td><td>Show this help</td></tr><tr><td><kbd>Esc</kbd></td><td>Close a dialog</td></tr></tbody></table>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<tr><td><kbd>/</kbd></td><td>Go to the search box</td></tr><tr><td><kbd>?</kbd></td><td>Show this help</td></tr><tr><td><kbd>Esc</kbd></td><td>Close a dialog</td></tr></tbody></table>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if !canOperate {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<p class=\"muted\">Selecting, replaying and deleting need the operator role.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<p class=\"muted\">Selecting, replaying and deleting need the operator role.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<div class=\"actions\"><button type=\"button\" data-close-dialog data-testid=\"keys-help-close\">Close</button></div></dialog>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<div class=\"actions\"><button type=\"button\" data-close-dialog data-testid=\"keys-help-close\">Close</button></div></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

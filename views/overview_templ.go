@@ -104,7 +104,7 @@ func OverviewContent(v Overview) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Live("/live/overview").Render(templ.WithChildren(ctx, templ_7745c5c3_Var4), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Live("/live/overview", false).Render(templ.WithChildren(ctx, templ_7745c5c3_Var4), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
