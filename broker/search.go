@@ -320,6 +320,75 @@ func (f Filter) scansFields() bool {
 	return len(f.Fields) > 0 && !f.Indexed()
 }
 
+// scansError reports whether f has an error text to hold (ErrorContains)
+// that no index narrows (no rare ErrorWords, no full-text condition, no
+// transactionId): it is then checked on a window of the newest
+// FieldScan rows, as a field filter the index cannot narrow, never on a
+// whole queue (for a rare text, every row of it).
+func (f Filter) scansError() bool {
+	return f.ErrorContains != "" && f.ErrorWords == "" && f.TransactionID == "" && !f.Indexed()
+}
+
+// ErrorWords returns a full-text expression (TextMatch's form, each word
+// a phrase of its own) of the words of s that every error text holding
+// s (ErrorContains: any part of the text, any case) holds; empty when
+// there are none. A word of s is one there only when s bounds it on both
+// sides: "timeout" is part of "ReadTimeoutError", but " timeout," is the
+// word timeout wherever it is. The last word, when s bounds it before
+// only ("connection refused"), begins a word there: when s bounds no
+// whole word, it is looked up as a prefix ("refused*": refused,
+// refusedByPeer), when it has minErrorPrefix characters at least (a
+// shorter one names too many words of the index); beside whole words it
+// would only cost the reading of its words' matches (FTS4 reads every
+// match of each word: "order 123456 already" reads 123456's, not those
+// of every word starting with already). Only words of ASCII letters, digits, _ and - after (and
+// before) ASCII separators are taken: the index and both stores' lower()
+// fold those alike, so that the index's matches hold every error text
+// that holds s (the store checks s on them exactly). Words are not
+// joined into phrases: PostgreSQL's index keeps no positions past its
+// 16,383rd word.
+func ErrorWords(s string) string {
+	rs := []rune(s)
+	ascii := func(r rune) bool { return r < utf8.RuneSelf }
+	seen := map[string]bool{}
+	var parts []string
+	prefix := ""
+	for i := 0; i < len(rs); {
+		if !isWordRune(rs[i]) {
+			i++
+			continue
+		}
+		j := i
+		plain := true
+		for j < len(rs) && isWordRune(rs[j]) {
+			plain = plain && ascii(rs[j])
+			j++
+		}
+		w := strings.ToLower(string(rs[i:j]))
+		if j == len(rs) && j-i >= minErrorPrefix {
+			w += "*" // a prefix
+		}
+		bounded := i > 0 && ascii(rs[i-1]) && (j < len(rs) && ascii(rs[j]) || strings.HasSuffix(w, "*"))
+		switch {
+		case !plain || !bounded || !isWord(w) || seen[w]:
+		case strings.HasSuffix(w, "*"):
+			prefix = `"` + w + `"`
+		default:
+			seen[w] = true
+			parts = append(parts, `"`+w+`"`)
+		}
+		i = j
+	}
+	if len(parts) == 0 {
+		return prefix
+	}
+	return strings.Join(parts, " ")
+}
+
+// minErrorPrefix is the fewest characters of a word ErrorWords looks up
+// as a prefix.
+const minErrorPrefix = 3
+
 // SearchText returns up to limit dead letters, across every queue and
 // group, whose payload or error text holds every word and "quoted
 // phrase" of text (case-insensitive, whole words; no operators), newest
@@ -342,9 +411,13 @@ func (b *Broker) SearchText(ctx context.Context, text string, limit int) ([]Dead
 // looks each condition up in the index within the window's ids and seqs
 // only: every match of the window is found, whatever other queues or
 // groups hold. A common field equality drops its words (the exact test
-// implies them). capped reports a common condition.
+// implies them). An error text (ErrorContains) is checked exactly on
+// the matches of its ErrorWords in the error texts' index when they are
+// rare, else in the window as a field filter is: never on a whole queue
+// (a rare text's rows are every row of it). capped reports a common
+// condition.
 func narrow(ctx context.Context, tx DeadLetterTx, f *Filter, after *Cursor) (capped bool, err error) {
-	if f.Text == "" && len(f.Fields) == 0 {
+	if f.Text == "" && len(f.Fields) == 0 && f.ErrorContains == "" {
 		return false, nil
 	}
 	f.MatchCap = matchCap
@@ -382,7 +455,20 @@ func narrow(ctx context.Context, tx DeadLetterTx, f *Filter, after *Cursor) (cap
 		}
 	}
 	f.Fields = fields
-	if capped || f.scansFields() {
+	if f.ErrorContains != "" && f.TransactionID == "" {
+		// Words the error text must hold narrow by the error texts'
+		// index when they are rare; else the text is checked in a window.
+		if f.ErrorWords = ErrorWords(f.ErrorContains); f.ErrorWords != "" {
+			c, err := common(f.ErrorWords, false)
+			if err != nil {
+				return false, err
+			}
+			if c {
+				f.ErrorWords = ""
+			}
+		}
+	}
+	if capped || f.scansFields() || f.scansError() {
 		base := f.base()
 		c, ok, err := tx.DeadLetterPosition(ctx, base, after, fieldScan)
 		if err != nil {
@@ -405,6 +491,7 @@ func narrow(ctx context.Context, tx DeadLetterTx, f *Filter, after *Cursor) (cap
 // a window holds.
 func (f Filter) base() Filter {
 	f.Text, f.Fields, f.MatchCap, f.Floor, f.Window = "", nil, 0, nil, nil
+	f.ErrorContains, f.ErrorWords = "", ""
 	return f
 }
 

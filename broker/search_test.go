@@ -133,3 +133,23 @@ func FuzzTextMatch(f *testing.F) {
 		}
 	})
 }
+
+// ErrorWords takes the words an error text holding the text must hold:
+// whole words it bounds, else the prefix it ends in; nothing else.
+func TestErrorWords(t *testing.T) {
+	for text, want := range map[string]string{
+		"order 123456 already":   `"123456"`,
+		"connection refused":     `"refused*"`,
+		"connection re":          ``,
+		": Timeout, after 30s":   `"timeout" "after"`,
+		"timeout":                ``,
+		"café timeout, ":         `"timeout"`,
+		" naïve ":                ``,
+		"(code 51) (code 51)":    `"code" "51"`,
+		"ReadTimeoutError: x, y": `"x"`,
+	} {
+		if got := ErrorWords(text); got != want {
+			t.Errorf("ErrorWords(%q) = %s, want %s", text, got, want)
+		}
+	}
+}

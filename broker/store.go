@@ -264,6 +264,7 @@ type Tx interface {
 	DeadLetterTx
 	ReplayTx
 	StatsTx
+	OverviewTx
 	AuditTx
 
 	// Scope returns the write transaction's TxScope: a new one for each
@@ -745,6 +746,12 @@ type Filter struct {
 	Fingerprint string
 	MaxID       int64     // only rows with ID <= MaxID (bulk actions pin their set)
 	MaxFailedAt time.Time // only rows that failed at or before it (with MaxID: a Bound)
+	// ErrorWords is a full-text expression (TextMatch's form) of words
+	// every error text holding ErrorContains holds (ErrorWords): when
+	// set, the error texts' index names the candidates, and
+	// ErrorContains is checked on them exactly. Only a list sets it
+	// (narrow).
+	ErrorWords string
 	// Text is a full-text expression (TextMatch's form): the dead
 	// letter's error text or its payload's words hold it.
 	Text string

@@ -122,16 +122,10 @@ const thresholdsKey = "thresholds"
 // Thresholds returns the monitoring thresholds (the defaults until an
 // admin sets them).
 func (b *Broker) Thresholds(ctx context.Context) (Thresholds, error) {
-	t := Thresholds{Default: DefaultLimits()}
-	err := b.store.View(ctx, func(tx Tx) error {
-		v, err := tx.Setting(ctx, thresholdsKey)
-		if isNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal([]byte(v), &t)
+	var t Thresholds
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		t, err = thresholdsIn(ctx, tx)
+		return err
 	})
 	return t, err
 }

@@ -372,6 +372,14 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	WHERE r.seq = $1 ORDER BY r.id`},
 	// Tx.DemoBlank: translated
 	`SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)`: {text: `SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)`},
+	// Tx.DepthBuckets: translated
+	`SELECT g.queue_id, g.group_id, COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0) FROM group_stats g WHERE g.queue_id IN (SELECT value FROM json_each(?2)) AND ?3 >= 0`: {text: `SELECT g.queue_id, g.group_id, COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < $1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1), 0) FROM group_stats g WHERE g.queue_id IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND $3 >= 0`},
+	// Tx.DepthBuckets: translated
+	`SELECT queue_id, group_id, quarter, depth FROM stats_quarter
+		WHERE queue_id IN (SELECT value FROM json_each(?)) AND quarter >= ? AND quarter < ? ORDER BY queue_id, group_id, quarter`: {text: `SELECT queue_id, group_id, quarter, depth FROM stats_quarter
+		WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND quarter >= $2 AND quarter < $3 ORDER BY queue_id, group_id, quarter`},
 	// Tx.DropSettleMarks: translated
 	`DELETE FROM settle_marks WHERE partition_id = ? AND seq <= ?`: {text: `DELETE FROM settle_marks WHERE partition_id = $1 AND seq <= $2`},
 	// Tx.DueDeadLetters: translated
@@ -664,6 +672,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	`SELECT g.name, partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c JOIN groups g ON g.id = c.group_id
 		WHERE c.partition_id = ? ORDER BY g.name`: {text: `SELECT g.name, partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c JOIN groups g ON g.id = c.group_id
 		WHERE c.partition_id = $1 ORDER BY g.name`},
+	// Tx.PartitionCounts: translated
+	`SELECT queue_id, COUNT(*) FROM partitions WHERE queue_id IN (SELECT value FROM json_each(?)) GROUP BY queue_id`: {text: `SELECT queue_id, COUNT(*) FROM partitions WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) GROUP BY queue_id`},
 	// Tx.PartitionList: translated
 	`SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = ? ORDER BY name`: {text: `SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = $1 ORDER BY name`},
 	// Tx.Partitions: translated
@@ -682,12 +692,50 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = $1`},
+	// Tx.QueueNames: translated
+	`SELECT name FROM queues ORDER BY name`: {text: `SELECT name FROM queues ORDER BY name`},
+	// Tx.QueueTotals: hand-written (PGQuery)
+	`SELECT q.id, q.name, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
+		COALESCE(w.dl, 0), COALESCE(w.co, 0), COALESCE(w.fa, 0), COALESCE(w.rc, 0), COALESCE(w.rf, 0),
+		COALESCE(w.dl0, 0), COALESCE(w.co0, 0), COALESCE(w.fa0, 0), COALESCE(w.rc0, 0), COALESCE(w.rf0, 0)
+	FROM queues q
+	LEFT JOIN (SELECT g.queue_id, SUM(g.depth) AS depth, SUM(g.replayed) AS replayed, MIN(CASE WHEN g.depth > 0 AND g.oldest_at > 0 THEN g.oldest_at END) AS oldest,
+		SUM(COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0)) AS depth_then
+		FROM group_stats g GROUP BY g.queue_id) s ON s.queue_id = q.id
+	LEFT JOIN (SELECT queue_id, SUM(CASE WHEN quarter >= ?1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= ?1 THEN completed ELSE 0 END) AS co,
+		SUM(CASE WHEN quarter >= ?1 THEN failed ELSE 0 END) AS fa, SUM(CASE WHEN quarter >= ?1 THEN replay_completed ELSE 0 END) AS rc,
+		SUM(CASE WHEN quarter >= ?1 THEN replay_failed ELSE 0 END) AS rf,
+		SUM(CASE WHEN quarter < ?1 THEN dead_lettered ELSE 0 END) AS dl0, SUM(CASE WHEN quarter < ?1 THEN completed ELSE 0 END) AS co0,
+		SUM(CASE WHEN quarter < ?1 THEN failed ELSE 0 END) AS fa0, SUM(CASE WHEN quarter < ?1 THEN replay_completed ELSE 0 END) AS rc0,
+		SUM(CASE WHEN quarter < ?1 THEN replay_failed ELSE 0 END) AS rf0
+		FROM stats_quarter WHERE quarter >= ?2 AND quarter < ?3 GROUP BY queue_id) w ON w.queue_id = q.id
+	ORDER BY q.name`: {text: `SELECT q.id, q.name, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
+		COALESCE(w.dl, 0)::bigint, COALESCE(w.co, 0)::bigint, COALESCE(w.fa, 0)::bigint, COALESCE(w.rc, 0)::bigint, COALESCE(w.rf, 0)::bigint,
+		COALESCE(w.dl0, 0)::bigint, COALESCE(w.co0, 0)::bigint, COALESCE(w.fa0, 0)::bigint, COALESCE(w.rc0, 0)::bigint, COALESCE(w.rf0, 0)::bigint
+	FROM queues q
+	LEFT JOIN (SELECT g.queue_id, SUM(g.depth) AS depth, SUM(g.replayed) AS replayed, MIN(CASE WHEN g.depth > 0 AND g.oldest_at > 0 THEN g.oldest_at END) AS oldest,
+		SUM(COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < $1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1), 0)) AS depth_then
+		FROM group_stats g GROUP BY g.queue_id) s ON s.queue_id = q.id
+	LEFT JOIN (SELECT queue_id, SUM(CASE WHEN quarter >= $1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= $1 THEN completed ELSE 0 END) AS co,
+		SUM(CASE WHEN quarter >= $1 THEN failed ELSE 0 END) AS fa, SUM(CASE WHEN quarter >= $1 THEN replay_completed ELSE 0 END) AS rc,
+		SUM(CASE WHEN quarter >= $1 THEN replay_failed ELSE 0 END) AS rf,
+		SUM(CASE WHEN quarter < $1 THEN dead_lettered ELSE 0 END) AS dl0, SUM(CASE WHEN quarter < $1 THEN completed ELSE 0 END) AS co0,
+		SUM(CASE WHEN quarter < $1 THEN failed ELSE 0 END) AS fa0, SUM(CASE WHEN quarter < $1 THEN replay_completed ELSE 0 END) AS rc0,
+		SUM(CASE WHEN quarter < $1 THEN replay_failed ELSE 0 END) AS rf0
+		FROM stats_quarter WHERE quarter >= $2 AND quarter < $3 GROUP BY queue_id) w ON w.queue_id = q.id
+	ORDER BY q.name`},
 	// Tx.Queues: translated
 	`SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name`},
+	// Tx.ReadersOf: translated
+	`SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
+		WHERE s.queue_id IN (SELECT value FROM json_each(?)) ORDER BY s.queue_id, g.name`: {text: `SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
+		WHERE s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY s.queue_id, g.name`},
 	// Tx.ReadyConsumers: hand-written (PGQuery)
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last,
 			CASE WHEN d.delay = 0 THEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL
@@ -823,6 +871,36 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 		OR EXISTS (SELECT 1 FROM removed_dead_letters WHERE seq = $1 AND partition_id = $2 AND transaction_id = $3),
 		EXISTS (SELECT 1 FROM dead_letters WHERE seq = $1 AND group_id = $5)`},
 	// Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// Tx.Series: translated
 	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 				WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1`},
@@ -831,13 +909,25 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 			WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1`},
 	// Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4`},
+	// Tx.Series: translated
 	`SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
 			WHERE b.queue_id = ? AND b.group_id = ? AND b.minute < ? ORDER BY b.minute DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
 			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute < $3 ORDER BY b.minute DESC LIMIT 1`},
 	// Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4`: {text: `SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4`},
+	// Tx.Series: translated
 	`SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
 			WHERE b.queue_id = ? AND b.group_id = ? AND b.quarter < ? ORDER BY b.quarter DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
 			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter < $3 ORDER BY b.quarter DESC LIMIT 1`},
+	// Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4`: {text: `SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4`},
 	// Tx.Series: translated
 	`SELECT id, name FROM groups`: {text: `SELECT id, name FROM groups`},
 	// Tx.Series: translated
@@ -860,6 +950,12 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = ? ORDER BY g.name`: {text: `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
 		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
 		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = $1 ORDER BY g.name`},
+	// Tx.StatsOf: translated
+	`SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
+		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
+		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id IN (SELECT value FROM json_each(?)) ORDER BY s.queue_id, g.name`: {text: `SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
+		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
+		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY s.queue_id, g.name`},
 	// Tx.Subscribe: translated
 	`INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES (?, ?, ?, ?, ?)`: {text: `INSERT INTO subscriptions (queue_id, group_id, subscribed_at, reads_back, starts_at) VALUES ($1, $2, $3, $4, $5)`, stores: true},
 	// Tx.Subscribed: translated
@@ -942,6 +1038,16 @@ ORDER BY t.id LIMIT $1)`},
 	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
 	// Tx.Tokens: translated
 	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id`},
+	// Tx.TopErrorGroupsOf: hand-written (PGQuery)
+	`SELECT queue_id, fingerprint, n FROM (
+		SELECT queue_id, fingerprint, n, ROW_NUMBER() OVER (PARTITION BY queue_id ORDER BY n DESC, fingerprint) AS r FROM (
+			SELECT queue_id, fingerprint, SUM(dead_letters) AS n FROM error_groups
+			WHERE queue_id IN (SELECT value FROM json_each(?1)) AND dead_letters > 0 GROUP BY queue_id, fingerprint) x) y
+	WHERE r <= ?2 ORDER BY queue_id, r`: {text: `SELECT queue_id, fingerprint, n FROM (
+		SELECT queue_id, fingerprint, n, ROW_NUMBER() OVER (PARTITION BY queue_id ORDER BY n DESC, fingerprint) AS r FROM (
+			SELECT queue_id, fingerprint, SUM(dead_letters)::bigint AS n FROM error_groups
+			WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND dead_letters > 0 GROUP BY queue_id, fingerprint) x) y
+	WHERE r <= $2 ORDER BY queue_id, r`},
 	// Tx.TouchSession: translated
 	`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`: {text: `UPDATE sessions SET last_seen_at = $1 WHERE id = $2 AND last_seen_at < $3`, stores: true},
 	// Tx.TouchToken: translated
@@ -1478,6 +1584,50 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)`: {text: `SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.payload FROM dead_letters o WHERE o.id = $2))
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)`},
+	// pgDialect.InsertMessages: translated
+	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id`: {text: `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id`, stores: true},
+	// pgDialect.InsertMessages: translated
+	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id`: {text: `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id`, stores: true},
+	// pgDialect.PushCopies: translated
+	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT c.part, c.txid,
+			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
+		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+		WHERE true ORDER BY c.k
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq, partition_id, transaction_id`: {text: `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT c.part, c.txid,
+			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), $1
+		FROM pg_temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+		WHERE true ORDER BY c.k
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq, partition_id, transaction_id`, stores: true},
 	// pgDialect.Space: translated
 	`SELECT current_setting('block_size')::bigint,
 	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
@@ -1494,6 +1644,14 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`DELETE FROM dead_letter_errors`: {text: `DELETE FROM dead_letter_errors`},
 	// pgRebuildTextIndex: translated
 	`DELETE FROM dead_letter_payloads`: {text: `DELETE FROM dead_letter_payloads`},
+	// pgRebuildTextIndex: translated
+	`INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`: {text: `INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e`, stores: true},
+	// pgRebuildTextIndex: translated
+	`INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`: {text: `INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e`, stores: true},
 	// pgRebuildTextIndex: translated
 	`SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?`: {text: `SELECT id, error FROM dead_letters WHERE id > $1 ORDER BY id LIMIT $2`},
 	// pgRebuildTextIndex: translated
@@ -1522,26 +1680,231 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`SELECT id FROM partitions WHERE id = ? FOR UPDATE`: {text: `SELECT id FROM partitions WHERE id = $1 FOR UPDATE`, stores: true},
 }
 
+// pgFragments is the PostgreSQL text of each fragment (sqlcore.Frag) a
+// composed statement is made of, keyed by its SQLite text: its
+// parameters numbered from $1, numbered on when composed (pgCompose).
+var pgFragments = map[string]*pgStatement{
+	// FragAnd: translated
+	` AND `: {text: ` AND `},
+	// FragWhere: translated
+	` WHERE `: {text: ` WHERE `},
+	// auditExcept: hand-written (PGFrag)
+	`action NOT IN (SELECT j.value FROM json_each(?) j)`: {text: `action NOT IN (SELECT j.value FROM json_array_elements_text(CAST($1 AS json)) AS j(value))`},
+	// auditOfAction: translated
+	`action = ?`: {text: `action = $1`},
+	// auditOfActor: translated
+	`actor = ?`: {text: `actor = $1`},
+	// auditOfBroker: translated
+	`broker = 1`: {text: `broker = 1`},
+	// auditOfJob: translated
+	`job_id = ?`: {text: `job_id = $1`},
+	// auditOfPeople: translated
+	`broker = 0`: {text: `broker = 0`},
+	// auditOfQueue: translated
+	`instr(','||queue||',', ','||?||',') > 0`: {text: `strpos(','||queue||',', ','||$1||',') > 0`},
+	// auditSelect: translated
+	`SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`: {text: `SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`},
+	// blockInOrder: translated
+	` ORDER BY k.key, d.id DESC LIMIT ?`: {text: ` ORDER BY k.key, d.id DESC LIMIT $1`},
+	// dlAbove: translated
+	`SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ?`: {text: `SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > $1`},
+	// dlAboveEnd: translated
+	` ORDER BY id LIMIT -1) d`: {text: ` ORDER BY id LIMIT ALL) d`},
+	// dlAboveNotOfJob: translated
+	` AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = ?)`: {text: ` AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = $1)`},
+	// dlBefore: translated
+	`(d.failed_at, d.id) < (?, ?)`: {text: `(d.failed_at, d.id) < ($1, $2)`},
+	// dlCapAt: translated
+	`EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`: {text: `EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`},
+	// dlCapBelow: translated
+	`NOT EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`: {text: `NOT EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`},
+	// dlCount: translated
+	`SELECT COUNT(*) FROM dead_letters d`: {text: `SELECT COUNT(*) FROM dead_letters d`},
+	// dlCountMessages: translated
+	`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d`: {text: `SELECT COUNT(DISTINCT d.seq) FROM dead_letters d`},
+	// dlCountUpToEnd: translated
+	` LIMIT ?) x`: {text: ` LIMIT $1) x`},
+	// dlCountUpToHead: translated
+	`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`: {text: `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`},
+	// dlErrorHas: translated
+	`instr(lower(d.error), lower(?)) > 0`: {text: `strpos(lower(d.error), lower($1)) > 0`},
+	// dlFailedFrom: translated
+	`d.failed_at >= ?`: {text: `d.failed_at >= $1`},
+	// dlFailedFromX: translated
+	`+d.failed_at >= ?`: {text: `d.failed_at >= $1`},
+	// dlFailedTo: translated
+	`d.failed_at < ?`: {text: `d.failed_at < $1`},
+	// dlFailedToX: translated
+	`+d.failed_at < ?`: {text: `d.failed_at < $1`},
+	// dlFailedUpTo: translated
+	`d.failed_at <= ?`: {text: `d.failed_at <= $1`},
+	// dlFailedUpToX: translated
+	`+d.failed_at <= ?`: {text: `d.failed_at <= $1`},
+	// dlFirst: translated
+	` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`: {text: ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`},
+	// dlFrom: translated
+	`(d.failed_at, d.id) >= (?, ?)`: {text: `(d.failed_at, d.id) >= ($1, $2)`},
+	// dlKeys: translated
+	`SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`: {text: `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d`},
+	// dlNewestFailure: translated
+	`SELECT d.failed_at FROM dead_letters d`: {text: `SELECT d.failed_at FROM dead_letters d`},
+	// dlNewestFirst: translated
+	` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`: {text: ` ORDER BY d.failed_at DESC, d.id DESC LIMIT $1`},
+	// dlOfFingerprint: translated
+	`d.fingerprint = ?`: {text: `d.fingerprint = $1`},
+	// dlOfFingerprintX: translated
+	`+d.fingerprint = ?`: {text: `d.fingerprint = $1`},
+	// dlOfGroup: translated
+	`d.group_id = ?`: {text: `d.group_id = $1`},
+	// dlOfGroupX: translated
+	`+d.group_id = ?`: {text: `d.group_id = $1`},
+	// dlOfPartition: translated
+	`d.partition_id = ?`: {text: `d.partition_id = $1`},
+	// dlOfPartitionX: translated
+	`+d.partition_id = ?`: {text: `d.partition_id = $1`},
+	// dlOfQueue: translated
+	`d.queue_id = ?`: {text: `d.queue_id = $1`},
+	// dlOfQueueX: translated
+	`+d.queue_id = ?`: {text: `d.queue_id = $1`},
+	// dlOfTxid: translated
+	`d.transaction_id = ?`: {text: `d.transaction_id = $1`},
+	// dlOfTxidX: translated
+	`+d.transaction_id = ?`: {text: `d.transaction_id = $1`},
+	// dlPositionHead: translated
+	`SELECT d.failed_at, d.id FROM dead_letters d`: {text: `SELECT d.failed_at, d.id FROM dead_letters d`},
+	// dlSelect: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM dead_letters d
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`},
+	// dlUpToID: translated
+	`d.id <= ?`: {text: `d.id <= $1`},
+	// dlWindowHead: translated
+	`SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)
+		FROM dead_letters d`: {text: `SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)
+		FROM dead_letters d`},
+	// elemLiteral: translated
+	`e.type = ?`: {text: `e.type = $1`},
+	// elemNumber: translated
+	`CAST(CASE WHEN e.type IN ('integer', 'real') THEN e.value END AS NUMERIC) = ?`: {text: `CAST(CASE WHEN e.type IN ('integer', 'real') THEN e.value END AS NUMERIC) = $1`},
+	// elemText: translated
+	`e.type = 'text' AND e.value = ?`: {text: `e.type = 'text' AND e.value = $1`},
+	// fieldContains: translated
+	`CASE json_type(m.payload, ?) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(m.payload, ?) e WHERE `: {text: `CASE json_type(m.payload, $1) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(m.payload, $2) e WHERE `},
+	// fieldContainsEnd: translated
+	` ELSE FALSE END`: {text: ` ELSE FALSE END`},
+	// fieldContainsText: translated
+	` WHEN 'text' THEN instr(lower(json_extract(m.payload, ?)), lower(?)) > 0`: {text: ` WHEN 'text' THEN strpos(lower(json_extract(m.payload, $1)), lower($2)) > 0`},
+	// fieldEq: translated
+	` = ?`: {text: ` = $1`},
+	// fieldGe: translated
+	` >= ?`: {text: ` >= $1`},
+	// fieldGt: translated
+	` > ?`: {text: ` > $1`},
+	// fieldLe: translated
+	` <= ?`: {text: ` <= $1`},
+	// fieldLiteral: translated
+	`COALESCE(json_type(m.payload, ?) = ?, FALSE)`: {text: `COALESCE(json_type(m.payload, $1) = $2, FALSE)`},
+	// fieldLt: translated
+	` < ?`: {text: ` < $1`},
+	// fieldNumber: translated
+	`CAST(CASE WHEN json_type(m.payload, ?) IN ('integer', 'real') THEN json_extract(m.payload, ?) END AS NUMERIC)`: {text: `CAST(CASE WHEN json_type(m.payload, $1) IN ('integer', 'real') THEN json_extract(m.payload, $2) END AS NUMERIC)`},
+	// fieldText: translated
+	`json_type(m.payload, ?) = 'text' AND json_extract(m.payload, ?)`: {text: `json_type(m.payload, $1) = 'text' AND json_extract(m.payload, $2)`},
+	// fieldThere: translated
+	`json_type(m.payload, ?) IS NOT NULL AND NOT `: {text: `json_type(m.payload, $1) IS NOT NULL AND NOT `},
+	// fieldsOfPayload: translated
+	`EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `: {text: `EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `},
+	// fragClose: translated
+	`)`: {text: `)`},
+	// fragCoalesce: translated
+	`COALESCE(`: {text: `COALESCE(`},
+	// fragFalse: translated
+	`FALSE`: {text: `FALSE`},
+	// fragOffset: translated
+	` OFFSET ?`: {text: ` OFFSET $1`},
+	// fragOpen: translated
+	`(`: {text: `(`},
+	// fragOr: translated
+	` OR `: {text: ` OR `},
+	// fragOrFalse: translated
+	`, FALSE)`: {text: `, FALSE)`},
+	// ftsErrors: translated
+	`d.id IN (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) ORDER BY docid DESC LIMIT ?)`: {text: `d.id IN (SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) ORDER BY docid DESC LIMIT $2)`},
+	// ftsErrorsInRange: translated
+	`d.id IN (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) AND docid BETWEEN ? AND ?)`: {text: `EXISTS (SELECT 1 FROM dead_letter_errors WHERE match($1, dead_letter_errors) AND docid BETWEEN $2 AND $3 AND docid = d.id OFFSET 0)`},
+	// ftsPayloads: translated
+	`d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) ORDER BY docid DESC LIMIT ?)`: {text: `d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) ORDER BY docid DESC LIMIT $2)`},
+	// ftsPayloadsInRange: translated
+	`d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) AND docid BETWEEN ? AND ?)`: {text: `EXISTS (SELECT 1 FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) AND docid BETWEEN $2 AND $3 AND docid = d.seq OFFSET 0)`},
+	// idBefore: translated
+	`id < ?`: {text: `id < $1`},
+	// idNewestFirst: translated
+	` ORDER BY id DESC LIMIT ?`: {text: ` ORDER BY id DESC LIMIT $1`},
+	// idxBelow: translated
+	`t.docid < ?`: {text: `t.docid < $1`},
+	// idxExceptIDs: translated
+	`d.id NOT IN (SELECT value FROM json_each(?))`: {text: `d.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
+	// idxKeysOfErrors: translated
+	`SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t CROSS JOIN dead_letters d ON d.id = t.docid`: {text: `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t JOIN dead_letters d ON d.id = t.docid`},
+	// idxKeysOfPayloads: translated
+	`SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_payloads t CROSS JOIN dead_letters d ON d.seq = t.docid`: {text: `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_payloads t JOIN dead_letters d ON d.seq = t.docid`},
+	// idxMatchErrors: translated
+	`match(?, t.dead_letter_errors)`: {text: `match($1, t.dead_letter_errors)`},
+	// idxMatchPayloads: translated
+	`match(?, t.dead_letter_payloads)`: {text: `match($1, t.dead_letter_payloads)`},
+	// idxNewestFirst: translated
+	` ORDER BY t.docid DESC LIMIT ?`: {text: ` ORDER BY t.docid DESC LIMIT $1`},
+	// jobsOfKind: translated
+	`kind = ?`: {text: `kind = $1`},
+	// jobsOfQueue: translated
+	`queue = ?`: {text: `queue = $1`},
+	// jobsOfState: translated
+	`state = ?`: {text: `state = $1`},
+	// jobsSelect: translated
+	`SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs`: {text: `SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs`},
+	// pgBlockOfErrors: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`},
+	// pgBlockOfPayloads: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`},
+}
+
 // pgBuiltAtRunTime are the functions that build a statement at run time
 // that the catalog cannot hold yet (the end of testdata/pg_statements.sql):
 // the only ones whose texts pgStmt translates.
-var pgBuiltAtRunTime = map[string]bool{
-	"Tx.CountDeadLetterMessages": true,
-	"Tx.CountDeadLetters":        true,
-	"Tx.CountDeadLettersAbove":   true,
-	"Tx.CountDeadLettersUpTo":    true,
-	"Tx.DeadLetterKeys":          true,
-	"Tx.DeadLetterPosition":      true,
-	"Tx.DeadLetterWindow":        true,
-	"Tx.Jobs":                    true,
-	"Tx.ListAudit":               true,
-	"Tx.ListDeadLetters":         true,
-	"Tx.NewestFailure":           true,
-	"Tx.Series":                  true,
-	"Tx.cutAtDoc":                true,
-	"Tx.exportByList":            true,
-	"Tx.exportFromBlock":         true,
-	"pgDialect.InsertMessages":   true,
-	"pgDialect.PushCopies":       true,
-	"pgRebuildTextIndex":         true,
-}
+var pgBuiltAtRunTime = map[string]bool{}

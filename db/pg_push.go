@@ -54,9 +54,8 @@ type messageKey struct {
 }
 
 // InsertMessages is InsertMessages on PostgreSQL, where every statement
-// is a round trip: one INSERT of every message (d.insertSQL:
-// pgInsertMessagesSQL, or pgInsertLockedSQL for a write that takes row
-// locks), then, when some were not inserted, one query that reads back
+// is a round trip: one INSERT of every message (pgInsertMessagesSQL,
+// or pgInsertLockedSQL for a write that takes row locks), then, when some were not inserted, one query that reads back
 // the messages they duplicate (pgDuplicatesSQL).
 // Of two messages of one partition with one transactionId, the first is
 // inserted and the second reads it back, as InsertMessage one after the
@@ -70,7 +69,11 @@ func (d pgDialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*br
 	for i, m := range msgs {
 		parts[i], txids[i], payloads[i], traces[i], created[i] = m.PartitionID, m.TransactionID, m.Payload, m.TraceID, sqlcore.MS(m.CreatedAt)
 	}
-	rows, err := t.Query(ctx, d.insertSQL, parts, txids, payloads, traces, created)
+	insert := pgInsertMessagesSQL
+	if d.locked {
+		insert = pgInsertLockedSQL
+	}
+	rows, err := t.Query(ctx, insert, parts, txids, payloads, traces, created)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,8 @@ var pgRules = []struct {
 	{regexp.MustCompile(`CROSS JOIN (\w+(?:\s+\w+)?)\s+ON\b`), "JOIN $1 ON"},
 	// A unary + before a column keeps SQLite's planner off its index; it
 	// means nothing else, and PostgreSQL has none for text.
-	{regexp.MustCompile(`(\b(?:WHERE|AND|OR|ON|NOT)\s+|\(\s*)\+(\w+\.\w+)`), "$1$2"},
+	// (At the start too: a fragment of a condition, sqlcore.Frag.)
+	{regexp.MustCompile(`(^\s*|\b(?:WHERE|AND|OR|ON|NOT)\s+|\(\s*)\+(\w+\.\w+)`), "$1$2"},
 	// A search window's matches (matchInRange) are tested row by row,
 	// by the index's key, for the dead letters of the window as the list
 	// reads them in order (a subplan: OFFSET 0 keeps it one): as a join,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -31,13 +32,21 @@ import (
 // catalog is stale, TestPGStatementsPrepare prepares every PostgreSQL
 // text on a migrated database.
 //
+// A filter's statement is composed of fragments (sqlcore.Frag,
+// sqlcore.Stmt): the catalog holds each fragment's PostgreSQL text
+// (pgFragments), and pgStmt builds a composed statement from them
+// (pgCompose); TestPGComposedStatementsPrepare prepares every statement
+// each filter composes.
+//
 // The generator is a test of this package (pg_statements_test.go), not
 // a program, because the translator is unexported here; it finds the
 // statements with db/internal/gensql (go/ast and go/types).
 //
 //go:generate go test -run ^TestPGStatementsFile$ -update .
 
-// pgStmt is the catalogued PostgreSQL statement of query (a SQLite text).
+// pgStmt is the catalogued PostgreSQL statement of query (a SQLite text),
+// or the one composed of catalogued fragments when query is a
+// sqlcore.Stmt's (sqlcore.Composed).
 //
 // A text the catalog lacks is an error (errNotCatalogued), which fails
 // the statement and its transaction: a statement added without go
@@ -53,6 +62,18 @@ func pgStmt(query string) (*pgStatement, error) {
 	if s, ok := pgCatalog[query]; ok {
 		return s, nil
 	}
+	if s, ok := pgComposed.Load(query); ok {
+		return s.(*pgStatement), nil
+	}
+	if parts, ok := sqlcore.Composed.Load(query); ok {
+		s, err := pgCompose(parts.([]sqlcore.Frag))
+		if err != nil {
+			by, _ := uncatalogued()
+			return nil, fmt.Errorf("%w, run by %s", err, by)
+		}
+		kept, _ := pgComposed.LoadOrStore(query, s)
+		return kept.(*pgStatement), nil
+	}
 	if s, ok := pgLetThrough.Load(query); ok {
 		return s.(*pgStatement), nil
 	}
@@ -65,6 +86,63 @@ func pgStmt(query string) (*pgStatement, error) {
 		noteMiss(query, by)
 	}
 	return s, nil
+}
+
+// pgComposed holds the composed statements pgStmt has built, by their
+// SQLite text.
+var pgComposed sync.Map
+
+// pgCompose is the PostgreSQL statement of a text composed of parts
+// (sqlcore.Stmt): each part's catalogued text (pgFragments), its
+// parameters numbered on from the last part's. A part the catalog lacks
+// is an error (errNotCatalogued).
+func pgCompose(parts []sqlcore.Frag) (*pgStatement, error) {
+	var b strings.Builder
+	s := &pgStatement{}
+	n := 0
+	for _, p := range parts {
+		f, ok := pgFragments[string(p)]
+		if !ok {
+			return nil, fmt.Errorf("%w: fragment %.80q", errNotCatalogued, p)
+		}
+		k := pgRenumber(&b, f.text, n)
+		n += k
+		s.stores = s.stores || f.stores
+	}
+	s.text = b.String()
+	return s, nil
+}
+
+// pgRenumber writes text (a fragment's PostgreSQL text, its parameters
+// $1 to $k) to b with each parameter $i written $(i+from), and returns
+// k. Quotes and comments are copied as they are (mask).
+func pgRenumber(b *strings.Builder, text string, from int) int {
+	m, kept := mask(text)
+	k := 0
+	var o strings.Builder
+	for i := 0; i < len(m); i++ {
+		j := i + 1
+		for m[i] == '$' && j < len(m) && m[j] >= '0' && m[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			o.WriteByte(m[i])
+			continue
+		}
+		n, _ := strconv.Atoi(m[i+1 : j])
+		k = max(k, n)
+		o.WriteByte('$')
+		o.WriteString(strconv.Itoa(n + from))
+		i = j - 1
+	}
+	b.WriteString(unmask(o.String(), kept))
+	return k
+}
+
+// pgParamCount is the highest parameter ($n) of a PostgreSQL text.
+func pgParamCount(text string) int {
+	var b strings.Builder
+	return pgRenumber(&b, text, 0)
 }
 
 // errNotCatalogued is the error of a statement the PostgreSQL catalog

@@ -65,9 +65,9 @@ func pgRebuildTextIndex(ctx context.Context, t *sqlcore.Tx) error {
 			return err
 		}
 	}
-	// fill writes into index the words of the (docid, text) rows of
+	// fill writes with insert the words of the (docid, text) rows of
 	// read, a batch at a time, in docid order.
-	fill := func(index, read string, words func([]byte) string) error {
+	fill := func(insert, read string, words func([]byte) string) error {
 		for after := int64(0); ; {
 			rows, err := t.Query(ctx, read, after, rebuildBatch)
 			if err != nil {
@@ -97,20 +97,21 @@ func pgRebuildTextIndex(ctx context.Context, t *sqlcore.Tx) error {
 			if err != nil {
 				return err
 			}
-			if _, err := t.Exec(ctx, `INSERT INTO `+index+` (docid, `+index+`)
-				SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`, string(list)); err != nil {
+			if _, err := t.Exec(ctx, insert, string(list)); err != nil {
 				return err
 			}
 		}
 	}
-	if err := fill("dead_letter_errors", `SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?`,
+	if err := fill(`INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`, `SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?`,
 		func(b []byte) string { return pgTsvector(string(b)) }); err != nil {
 		return err
 	}
 	// A message's payload is indexed once, however many groups gave up
 	// on it: the message's, or a dead letter's own once retention
 	// removed the message.
-	return fill("dead_letter_payloads", `SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
+	return fill(`INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`, `SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
 			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
 		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > ? ORDER BY seq LIMIT ?) s ORDER BY s.seq`,
 		func(b []byte) string { return pgTsvector(payloadText(b)) })
@@ -285,10 +286,12 @@ func (pgDialect) PayloadIndexedInPart(payload []byte) bool {
 // pgTsquery is the tsquery (as text) of a match expression of
 // broker.TextMatch's form: each "quoted phrase" its words one after the
 // other (<->), every phrase there (&). A word outside quotes is a phrase
-// of its own.
+// of its own. A phrase that ends in * ends in a prefix (its last word:
+// 'w':*), as FTS4 reads "w*" (broker.ErrorWords makes such).
 func pgTsquery(match string) string {
 	var b strings.Builder
 	phrase := func(s string) {
+		prefix := strings.HasSuffix(s, "*")
 		n := 0
 		ftsTokens(s, func(w string) {
 			switch {
@@ -304,6 +307,9 @@ func pgTsquery(match string) string {
 			n++
 		})
 		if n > 0 {
+			if prefix {
+				b.WriteString(":*")
+			}
 			b.WriteByte(')')
 		}
 	}

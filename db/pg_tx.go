@@ -19,19 +19,17 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// pgDialect is the dialect of PostgreSQL's store. insertSQL is the
-// statement of InsertMessages: pgInsertLockedSQL for a write that takes
-// row locks (pgRowLocks), pgInsertMessagesSQL for the others.
+// pgDialect is the dialect of PostgreSQL's store. locked: the
+// transaction takes row locks (pgRowLocks), and InsertMessages runs
+// pgInsertLockedSQL rather than pgInsertMessagesSQL.
 type pgDialect struct {
-	insertSQL string
+	locked bool
 }
 
 // pgDialectFor is the dialect of a transaction taking lk.
 func pgDialectFor(lk sqlcore.Locks) pgDialect {
-	if _, ok := lk.(pgRowLocks); ok {
-		return pgDialect{insertSQL: pgInsertLockedSQL}
-	}
-	return pgDialect{insertSQL: pgInsertMessagesSQL}
+	_, locked := lk.(pgRowLocks)
+	return pgDialect{locked: locked}
 }
 
 // Text is s as PostgreSQL's text can hold it (pgText).
@@ -320,12 +318,12 @@ func (pgDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, _ time.Time) (int
 // their count and the highest: they are read back (RETURNING), each
 // copy found by its partition and transactionId. A copy not returned was
 // pushed before and is looked up by that index (not Inserted).
-func (pgDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, insert string, now time.Time) error {
+func (pgDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, now time.Time) error {
 	type key struct {
 		partition int64
 		txid      string
 	}
-	rows, err := t.Query(ctx, insert+` RETURNING seq, partition_id, transaction_id`, sqlcore.MS(now))
+	rows, err := t.Query(ctx, sqlcore.InsertCopiesSQL+` RETURNING seq, partition_id, transaction_id`, sqlcore.MS(now))
 	if err != nil {
 		return err
 	}
@@ -367,16 +365,23 @@ func (pgDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID int64,
 	return err
 }
 
-// pgBlockQuery is blockQuery on PostgreSQL, whose json_each reads
-// objects only: the array's elements numbered in their order (k.key, as
-// SQLite's json_each numbers them).
-func pgBlockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	return sqlcore.BlockQueryFrom(`FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON `,
-		"CAST(k.value AS BIGINT)", ph, docids, limit)
-}
+// The heads of BlockStmt on PostgreSQL, whose json_each reads objects
+// only: the array's elements numbered in their order (k.key, as
+// SQLite's json_each numbers them), each joined to its dead letters by
+// id (the error texts' index) or seq.
+const (
+	pgBlockOfErrors sqlcore.Frag = sqlcore.DeadLetterCols +
+		`json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)` + sqlcore.DeadLetterJoins
+	pgBlockOfPayloads sqlcore.Frag = sqlcore.DeadLetterCols +
+		`json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)` + sqlcore.DeadLetterJoins
+)
 
-func (pgDialect) BlockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	return pgBlockQuery(ph, docids, limit)
+func (pgDialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlcore.Stmt {
+	head := pgBlockOfErrors
+	if ph.Payloads() {
+		head = pgBlockOfPayloads
+	}
+	return sqlcore.BlockStmt(head, ph, docids, limit)
 }
 
 // NewestSeq is 0: PostgreSQL's seqs keep growing by themselves.
@@ -392,8 +397,22 @@ func (pgDialect) HoldsNone(s string) bool {
 // StepSeriesSQL is Series' query of a step of several buckets on
 // PostgreSQL, which has no bare columns beside an aggregate: the last
 // bucket's depth and oldest_at are the first of each step's buckets
-// newest first; its sums are numeric, cast back.
-func (pgDialect) StepSeriesSQL(u, table string) string {
+// newest first; its sums are numeric, cast back. A constant for each
+// table of buckets.
+func (pgDialect) StepSeriesSQL(table string) string {
+	switch table {
+	case "stats_minute":
+		return pgStepSeriesSQL("b.minute", "stats_minute")
+	case "stats_quarter":
+		return pgStepSeriesSQL("b.quarter", "stats_quarter")
+	case "stats_hour":
+		return pgStepSeriesSQL("b.hour", "stats_hour")
+	}
+	return ""
+}
+
+// pgStepSeriesSQL is StepSeriesSQL of table, whose time column is u.
+func pgStepSeriesSQL(u, table string) string {
 	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,

@@ -128,8 +128,8 @@ func (sqliteDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, now time.Time
 // PushCopies inserts the copies on SQLite: one writer and no
 // AUTOINCREMENT, so when every copy went in, their seqs are the last
 // len(cs) ones, in that order.
-func (sqliteDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, insertCopies string, now time.Time) error {
-	n, last, err := t.Insert(ctx, "seq", insertCopies, sqlcore.MS(now))
+func (sqliteDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, now time.Time) error {
+	n, last, err := t.Insert(ctx, "seq", sqlcore.InsertCopiesSQL, sqlcore.MS(now))
 	if err != nil {
 		return err
 	}
@@ -178,11 +178,23 @@ func (sqliteDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID in
 // JOIN), each looked up by id or seq; the sort is of the page's rows
 // only.
 func blockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	return sqlcore.BlockQueryFrom(`FROM json_each(?) k CROSS JOIN dead_letters d ON `, "k.value", ph, docids, limit)
+	s := sqliteDialect{}.BlockStmt(ph, docids, limit)
+	return s.SQL(), s.Args()
 }
 
-func (sqliteDialect) BlockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	return blockQuery(ph, docids, limit)
+// The heads of BlockStmt on SQLite: the docids of a JSON array, each
+// joined to its dead letters by id (the error texts' index) or seq.
+const (
+	sqliteBlockOfErrors   sqlcore.Frag = sqlcore.DeadLetterCols + `json_each(?) k CROSS JOIN dead_letters d ON d.id = k.value` + sqlcore.DeadLetterJoins
+	sqliteBlockOfPayloads sqlcore.Frag = sqlcore.DeadLetterCols + `json_each(?) k CROSS JOIN dead_letters d ON d.seq = k.value` + sqlcore.DeadLetterJoins
+)
+
+func (sqliteDialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlcore.Stmt {
+	head := sqliteBlockOfErrors
+	if ph.Payloads() {
+		head = sqliteBlockOfPayloads
+	}
+	return sqlcore.BlockStmt(head, ph, docids, limit)
 }
 
 // NewestSeq is the newest message's seq, for keepSeqFloor.
@@ -203,8 +215,21 @@ func (sqliteDialect) HoldsNone(string) bool { return false }
 
 // StepSeriesSQL is Series' query of a step of several buckets, summed by
 // SQLite over that range, each step's depth and oldest_at from its last
-// bucket (the row of MAX).
-func (sqliteDialect) StepSeriesSQL(u, table string) string {
+// bucket (the row of MAX). A constant for each table of buckets.
+func (sqliteDialect) StepSeriesSQL(table string) string {
+	switch table {
+	case "stats_minute":
+		return sqliteStepSeriesSQL("b.minute", "stats_minute")
+	case "stats_quarter":
+		return sqliteStepSeriesSQL("b.quarter", "stats_quarter")
+	case "stats_hour":
+		return sqliteStepSeriesSQL("b.hour", "stats_hour")
+	}
+	return ""
+}
+
+// sqliteStepSeriesSQL is StepSeriesSQL of table, whose time column is u.
+func sqliteStepSeriesSQL(u, table string) string {
 	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
 			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
 			SUM(b.expired), SUM(b.dead_letters_expired), MAX(` + u + `), b.depth, b.oldest_at FROM ` + table + ` b

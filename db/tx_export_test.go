@@ -82,7 +82,7 @@ func TestExportPlans(t *testing.T) {
 				if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN dead_letter_") || !strings.Contains(text, walk) || strings.Contains(text, "TEMP B-TREE") {
 					t.Errorf("%s phase %d (below %d): block plan\n%s\nwants the index in docid order (%s), no sort", name, i, below, text, walk)
 				}
-				query, args = sqlcore.IndexQuery(sqlcore.KeySelect, ph, below, 500)
+				query, args = sqlcore.IndexQuery(ph, below, 500)
 				if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN t "+walk) || !strings.Contains(text, join) || strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, "LIST SUBQUERY") {
 					t.Errorf("%s phase %d (below %d): keys plan\n%s\nwants the index in docid order (%s), then %s, no sort", name, i, below, text, walk, join)
 				}

@@ -312,6 +312,11 @@ func TestSearchPlans(t *testing.T) {
 		"TextGroupTime":  {QueueID: 1, GroupID: 2, Text: `"timeout"`, From: time.UnixMilli(1), MatchCap: broker.MatchCap},
 		"FieldQueue":     {QueueID: 1, Fields: []broker.FieldFilter{field("orderId = ord_123")}, MatchCap: broker.MatchCap},
 		"FieldGroup":     {QueueID: 1, GroupID: 2, Fields: []broker.FieldFilter{field("tags contains x"), field("amount > 1")}, MatchCap: broker.MatchCap},
+		// Error contains with words it bounds (broker.ErrorWords), in a
+		// group and in an error group of a queue.
+		"ErrorWordsGroup":       {QueueID: 1, GroupID: 2, ErrorContains: ": timeout,", ErrorWords: `"timeout"`, MatchCap: broker.MatchCap},
+		"ErrorWordsFingerprint": {QueueID: 1, Fingerprint: "x", ErrorContains: ": timeout,", ErrorWords: `"timeout"`, MatchCap: broker.MatchCap},
+		"TextFingerprint":       {QueueID: 1, GroupID: 2, Fingerprint: "x", Text: `"ord_123"`, MatchCap: broker.MatchCap},
 	} {
 		w, args := sqlcore.Where(f)
 		for _, q := range []string{
@@ -335,6 +340,7 @@ func TestSearchPlans(t *testing.T) {
 	floor := &broker.Cursor{At: time.UnixMilli(5), ID: 3}
 	for name, f := range map[string]broker.Filter{
 		"FieldScan":   {QueueID: 1, Fields: []broker.FieldFilter{field("amount > 100")}, Floor: floor},
+		"ErrorScan":   {QueueID: 1, GroupID: 2, ErrorContains: "needle", Floor: floor},
 		"CommonWords": {QueueID: 1, Text: `"timeout"`, MatchCap: broker.MatchCap, Floor: floor},
 		"WindowText": {QueueID: 1, Text: `"timeout"`, MatchCap: broker.MatchCap, Floor: floor,
 			Window: &broker.MatchWindow{Above: &broker.Cursor{At: time.UnixMilli(9), ID: 30}, MinID: 3, MaxID: 30, MinSeq: 5, MaxSeq: 50}},

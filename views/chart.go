@@ -26,6 +26,10 @@ type Chart struct {
 	// Thresholds are the alert levels of the chart's metric, drawn as
 	// labelled dashed lines; the value axis reaches up to them.
 	Thresholds []ChartThreshold
+	// Note says what the chart leaves out ("showing the 8 deepest of 295
+	// series"), with links to the others (More); empty: nothing.
+	Note string
+	More []QuickRange
 }
 
 // ChartThreshold is an alert level, in the chart's unit.
@@ -294,6 +298,9 @@ type Sparkline struct {
 	Points string // polyline points in a 100 x 24 box
 	Title  string
 	Class  string // its colour (SeriesClass of what it shows), "" the accent
+	// Top and Bottom label the scale: the box's top is the highest value
+	// (1 when all are 0), its bottom 0.
+	Top, Bottom string
 }
 
 // MakeSparkline draws values (oldest first) into a 100 x 24 box.
@@ -312,7 +319,20 @@ func MakeSparkline(values []float64, title string) Sparkline {
 	for i, v := range values {
 		pts[i] = f(100*float64(i)/float64(len(values)-1)) + "," + f(22-20*v/maxV)
 	}
-	return Sparkline{Points: strings.Join(pts, " "), Title: title}
+	if slices.Max(values) == 0 {
+		// A line on the axis: a scale would only say 1.
+		return Sparkline{Points: strings.Join(pts, " "), Title: title + " (0 throughout)"}
+	}
+	title += fmt.Sprintf(" (between %s and %s; scale 0 to %s)", num(slices.Min(values)), num(maxV), num(maxV))
+	return Sparkline{Points: strings.Join(pts, " "), Title: title, Top: num(maxV), Bottom: "0"}
+}
+
+// num writes a whole count with thousands separators, else one decimal.
+func num(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return Count(int64(v))
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
 // seriesColours is how many colours SeriesClass picks from (static/live.css

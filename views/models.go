@@ -64,6 +64,13 @@ type Overview struct {
 	Page
 	Tiles  []Tile
 	Queues []QueueRow
+	// SelfURL is this view's URL (its sort, filter and page), which the
+	// page refreshes itself from.
+	SelfURL string
+	// Controls are the queue table's sort, filter and toggle; Pager its
+	// pages.
+	Controls OverviewControls
+	Pager    Pager
 	// DemoUntil: the last 24 h (the sparklines, the rates of the tiles)
 	// hold synthetic demo history, up to then (DemoNote); zero: none.
 	DemoUntil time.Time
@@ -76,6 +83,37 @@ type Tile struct {
 	Note   string
 	Status string // ok, alert, or empty
 	TestID string
+	Delta  Delta // against 24 h ago, or the 24 h before
+}
+
+// Delta says how a number moved against an earlier one ("▲ 3 vs 24 h
+// ago"); Class is worse, better or same, for its colour; Text empty:
+// nothing to compare.
+type Delta struct {
+	Text  string
+	Class string
+	Title string
+}
+
+// OverviewControls are the overview's queue table's sort, name filter
+// and hide-empty toggle, as the URL has them.
+type OverviewControls struct {
+	Action    string // the form's URL
+	Sorts     []QuickRange
+	Sort      string
+	Name      string
+	HideEmpty bool
+	// ToggleEmpty is the URL with the toggle flipped.
+	ToggleEmpty string
+	Matching    string // "4,998 of 5,000 queues" when a filter is set
+	ClearURL    string // the view without the filter, "" when none is set
+}
+
+// Pager is where a paged table is and the links to its neighbours
+// ("" at an end).
+type Pager struct {
+	Shown      string // "queues 51–100 of 5,000"
+	Prev, Next string
 }
 
 // QueueRow is one queue on the overview.
@@ -89,6 +127,15 @@ type QueueRow struct {
 	Oldest     string // age of the oldest dead letter, empty when none
 	Alerts     []string
 	Spark      Sparkline // depth over the last 24 h
+	DepthDelta Delta     // dead letters now against 24 h ago
+	// FailureRate is the failures among acks of the last 24 h ("–"
+	// without acks), FailureDelta against the 24 h before; ReplayRate
+	// the replayed copies settled in 24 h that succeeded.
+	FailureRate  string
+	FailureNote  string
+	FailureDelta Delta
+	ReplayRate   string
+	ReplayNote   string
 	// ErrorGroups are the queue's biggest error groups (up to 3), each
 	// linking to its dead letters.
 	ErrorGroups []TopError
@@ -194,6 +241,10 @@ type DeadLetterList struct {
 	// SearchNote says what a search left unread (too many matches, a
 	// field filter's scan window); empty when it read everything.
 	SearchNote string
+	// ScanWindow is how many of the newest dead letters a page checks
+	// when no index narrows a filter (broker.FieldScan): the form's help
+	// says which boxes read that way.
+	ScanWindow int64
 	// Expiring is set when the queue's dead letters expire
 	// (deadLetterRetentionSeconds).
 	Expiring *ExpiringNote
@@ -502,8 +553,12 @@ type Charts struct {
 	Range  string
 	Ranges []QuickRange
 	Queue  string
-	Queues []string
-	Charts []Chart
+	// Suggest are the first queue names the picker suggests (more come
+	// as a person types, from SuggestURL); QueueCount counts every queue.
+	Suggest    []string
+	SuggestURL string
+	QueueCount int
+	Charts     []Chart
 	// DemoUntil: the range shows synthetic demo history, up to then
 	// (DemoNote); zero: none.
 	DemoUntil time.Time

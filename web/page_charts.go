@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -46,6 +47,14 @@ func (s *Server) showCharts(c echo.Context) error {
 		return badRequest("range must be 1h, 24h, 7d or 30d")
 	}
 	r := chartRanges[idx]
+	from := 0
+	if v := c.QueryParam("series"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return badRequest("series must be a number from 1")
+		}
+		from = n - 1
+	}
 	now := s.now()
 	ctx := c.Request().Context()
 	end := now.Truncate(r.step).Add(r.step) // the step now is in is drawn too
@@ -53,7 +62,7 @@ func (s *Server) showCharts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	briefs, err := s.broker.Briefs(ctx)
+	suggest, all, err := s.broker.FindQueues(ctx, "", views.MaxSuggest)
 	if err != nil {
 		return err
 	}
@@ -61,10 +70,7 @@ func (s *Server) showCharts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.Charts{Page: s.page(c, "Charts", "charts"), Range: rng, Queue: queue}
-	for _, b := range briefs {
-		v.Queues = append(v.Queues, b.Name)
-	}
+	v := views.Charts{Page: s.page(c, "Charts", "charts"), Range: rng, Queue: queue, Suggest: suggest, QueueCount: all, SuggestURL: "/charts/queues"}
 	for _, cr := range chartRanges {
 		q := url.Values{"range": {cr.label}}
 		if queue != "" {
@@ -72,11 +78,43 @@ func (s *Server) showCharts(c echo.Context) error {
 		}
 		v.Ranges = append(v.Ranges, views.QuickRange{Label: cr.label, URL: "/charts?" + q.Encode(), Current: cr.label == rng})
 	}
-	v.Charts = buildCharts(series, queue, r.step, chartLimits(th, queue))
+	lines := depthLines{from: from, url: func(from int) string {
+		q := url.Values{"range": {rng}}
+		if queue != "" {
+			q.Set("queue", queue)
+		}
+		if from > 0 {
+			q.Set("series", strconv.Itoa(from+1))
+		}
+		return "/charts?" + q.Encode()
+	}}
+	v.Charts = buildCharts(series, queue, r.step, chartLimits(th, queue), lines)
 	if v.DemoUntil, err = s.demoUntil(c, end.Add(-r.span)); err != nil {
 		return err
 	}
 	return renderPage(c, http.StatusOK, views.ChartsView(v), views.ChartsContent(v))
+}
+
+// suggestQueues answers the charts' picker as a person types: up to
+// views.MaxSuggest queue names that contain the text, as options.
+func (s *Server) suggestQueues(c echo.Context) error {
+	part := c.QueryParam("queue")
+	if len(part) > broker.MaxNameLength {
+		return badRequest("queue: at most %d bytes", broker.MaxNameLength)
+	}
+	names, _, err := s.broker.FindQueues(c.Request().Context(), part, views.MaxSuggest)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.QueueOptions(names))
+}
+
+// depthLines is which of the depth chart's lines to draw: from the
+// from-th deepest (0: the deepest), maxDepthLines of them; url is the
+// charts' view from another.
+type depthLines struct {
+	from int
+	url  func(from int) string
 }
 
 // limitsShown are the thresholds the charts draw; a threshold that some
@@ -115,7 +153,7 @@ func pct(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + " %" }
 
 // buildCharts turns the history into the five charts: of every queue, or
 // of one when queue is set, with the alert thresholds of lim.
-func buildCharts(series []broker.Series, queue string, step time.Duration, lim limitsShown) []views.Chart {
+func buildCharts(series []broker.Series, queue string, step time.Duration, lim limitsShown, lines depthLines) []views.Chart {
 	oneQueue := queue != ""
 	depth := views.Chart{Title: "Dead letters waiting, per queue and group", TestID: "depth", Empty: "No dead letters in this range.", Whole: true}
 	if oneQueue {
@@ -142,8 +180,35 @@ func buildCharts(series []broker.Series, queue string, step time.Duration, lim l
 	var ages []time.Duration
 	fail := views.ChartSeries{Name: "failed acks"}
 	succ := views.ChartSeries{Name: "replays that succeeded"}
+	// Only the lines with dead letters in the range count; the others
+	// would lie on the axis.
+	deep := 0
+	for deep < len(series) && peak(series[deep]) > 0 {
+		deep++
+	}
+	first := min(lines.from, max(deep-1, 0))
+	if deep > maxDepthLines || first > 0 {
+		last := min(first+maxDepthLines, deep)
+		what := "queue and group"
+		if oneQueue {
+			what = "group"
+		}
+		depth.Note = fmt.Sprintf("Showing the %d deepest of %d lines (one a %s), numbers %d–%d by their peak in this range.", last-first, deep, what, first+1, last)
+		if first == 0 {
+			depth.Note = fmt.Sprintf("Showing the %d deepest of %d lines (one a %s).", last-first, deep, what)
+		}
+		if first > 0 {
+			depth.More = append(depth.More, views.QuickRange{Label: "‹ deeper " + strconv.Itoa(min(maxDepthLines, first)), URL: lines.url(max(first-maxDepthLines, 0))})
+		}
+		if last < deep {
+			depth.More = append(depth.More, views.QuickRange{Label: "next " + strconv.Itoa(min(maxDepthLines, deep-last)) + " ›", URL: lines.url(last)})
+		}
+		if !oneQueue {
+			depth.Note += " Pick a queue above to see its groups."
+		}
+	}
 	for i, s := range series {
-		if i < maxDepthLines {
+		if i >= first && i < first+maxDepthLines && i < max(deep, 1) {
 			name := s.Queue + " / " + s.Group
 			if oneQueue {
 				name = s.Group

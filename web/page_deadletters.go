@@ -209,6 +209,7 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		Groups:        brief.Groups,
 		Filter:        views.DeadLetterFilter{Group: f.Group, Partition: f.Partition, Since: f.Since, From: f.From, To: f.To, Error: f.Error, TxID: f.TxID, Size: size, Text: f.Text, Fields: f.Fields},
 		SearchNote:    searchNote(page),
+		ScanWindow:    broker.FieldScan,
 		Matching:      page.Total,
 		MatchingKnown: !page.TotalCapped,
 		MatchingIn:    int64(page.TotalIn),
@@ -373,7 +374,7 @@ func searchNote(p broker.DLQPage) string {
 	if len(notes) == 0 {
 		return ""
 	}
-	return strings.Join(notes, " ") + " A word to look up (field = value, or a word of the payload) or a time range narrows the search."
+	return strings.Join(notes, " ") + " Whole words in “Payload or error has”, a field = value, or a time range narrow the search and are fast at any depth."
 }
 
 // rowOf makes a list row of a dead letter.

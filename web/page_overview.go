@@ -14,71 +14,218 @@ import (
 	"github.com/lazarus-dlq/lazarus/views"
 )
 
-// showOverview renders page 1: every queue at a glance, judged against the
-// monitoring thresholds.
+// showOverview renders page 1: the totals of every queue, judged against
+// the monitoring thresholds, and one page of the queues, sorted by
+// health (default), dead letters or name, filtered by a part of the name
+// and by having dead letters, all in the URL.
 func (s *Server) showOverview(c echo.Context) error {
-	ctx, cancel := withTimeout(c, 10*time.Second)
-	defer cancel()
-	health, th, err := s.broker.Health(ctx)
+	q, err := overviewQuery(c)
 	if err != nil {
 		return err
 	}
-	groups, err := s.broker.TopErrorGroups(ctx, overviewErrorGroups)
+	ctx, cancel := withTimeout(c, 10*time.Second)
+	defer cancel()
+	ov, err := s.broker.Overview(ctx, q)
 	if err != nil {
 		return err
 	}
 	now := s.now()
-	v := views.Overview{Page: s.page(c, "Overview", "overview")}
-	var depth, replayed, deepest int64
-	var window broker.Health
-	var oldest time.Duration
-	for _, q := range health {
-		row := views.QueueRow{Name: q.Name, URL: queueURL(q.Name), DLQURL: deadLettersURL(q.Name, nil), Partitions: len(q.Partitions), Depth: q.Health.Depth}
-		for _, g := range q.Stats {
-			gd := views.GroupDepth{Group: g.Group, Depth: g.Depth, URL: deadLettersURL(q.Name, url.Values{"group": {g.Group}})}
+	v := views.Overview{Page: s.page(c, "Overview", "overview"), SelfURL: overviewURL(q, q.Offset)}
+	for _, r := range ov.Rows {
+		row := views.QueueRow{Name: r.Name, URL: queueURL(r.Name), DLQURL: deadLettersURL(r.Name, nil), Partitions: r.PartitionCount, Depth: r.Health.Depth,
+			DepthDelta: countDelta(r.Health.Depth, r.DepthThen, "dead letters", "24 h ago")}
+		for _, g := range r.Stats {
+			gd := views.GroupDepth{Group: g.Group, Depth: g.Depth, URL: deadLettersURL(r.Name, url.Values{"group": {g.Group}})}
 			if !g.OldestFailedAt.IsZero() && g.Depth > 0 {
 				gd.Oldest = views.Age(now.Sub(g.OldestFailedAt))
 			}
 			row.Groups = append(row.Groups, gd)
-			replayed += g.Replayed
 		}
-		if q.Health.Oldest > 0 {
-			row.Oldest = views.Age(q.Health.Oldest)
+		if r.Health.Oldest > 0 {
+			row.Oldest = views.Age(r.Health.Oldest)
 		}
-		for _, br := range q.Breaches {
+		for _, br := range r.Breaches {
 			row.Alerts = append(row.Alerts, br.Text)
 		}
-		spark := make([]float64, len(q.DepthSeries))
-		for k, d := range q.DepthSeries {
+		row.FailureRate, row.FailureNote = rateText(r.Health.Failed, r.Health.Acks, "acks")
+		row.FailureDelta = rateDelta(r.Health.Failed, r.Health.Acks, r.Before.Failed, r.Before.Acks, true)
+		row.ReplayRate, row.ReplayNote = rateText(r.Health.ReplayOK, r.Health.ReplayEnds, "replayed copies settled")
+		spark := make([]float64, len(r.DepthSeries))
+		for k, d := range r.DepthSeries {
 			spark[k] = float64(d)
 		}
-		row.Spark = views.MakeSparkline(spark, "Dead letters of "+q.Name+" over the last 24 h")
-		row.Spark.Class = views.SeriesClass(q.Name) // its colour on the charts
-		for _, g := range groups[q.Name] {
+		row.Spark = views.MakeSparkline(spark, "Dead letters of "+r.Name+" over the last 24 h")
+		row.Spark.Class = views.SeriesClass(r.Name) // its colour on the charts
+		for _, g := range r.ErrorGroups {
 			row.ErrorGroups = append(row.ErrorGroups, views.TopError{Error: g.Fingerprint, Count: g.DeadLetters,
-				URL: deadLettersURL(q.Name, url.Values{"fingerprint": {g.Fingerprint}})})
+				URL: deadLettersURL(r.Name, url.Values{"fingerprint": {g.Fingerprint}})})
 		}
-		depth += q.Health.Depth
-		deepest = max(deepest, q.Health.Depth)
-		oldest = max(oldest, q.Health.Oldest)
-		window.Acks += q.Health.Acks
-		window.Failed += q.Health.Failed
-		window.ReplayEnds += q.Health.ReplayEnds
-		window.ReplayOK += q.Health.ReplayOK
 		v.Queues = append(v.Queues, row)
 	}
-	l := th.Default
+	l := ov.Thresholds.Default
+	depthTile := views.Tile{Label: "Dead letters", Value: views.Count(ov.Depth), Note: fmt.Sprintf("alert above %d in a queue", l.Depth), Status: status(ov.Deepest <= l.Depth), TestID: "depth",
+		Delta: countDelta(ov.Depth, ov.DepthThen, "dead letters", "24 h ago")}
+	filed := failureTile(ov.Window.Acks-ov.Window.Failed, ov.Window.Failed, l)
+	filed.Delta = rateDelta(ov.Window.Failed, ov.Window.Acks, ov.Before.Failed, ov.Before.Acks, true)
+	replays := replayTile(ov.Window, ov.Replayed, l)
+	replays.Delta = rateDelta(ov.Window.ReplayOK, ov.Window.ReplayEnds, ov.Before.ReplayOK, ov.Before.ReplayEnds, false)
 	v.Tiles = []views.Tile{
-		{Label: "Queues", Value: views.Count(int64(len(health))), TestID: "queues"},
-		{Label: "Dead letters", Value: views.Count(depth), Note: fmt.Sprintf("alert above %d in a queue", l.Depth), Status: status(deepest <= l.Depth), TestID: "depth"},
-		oldestTile(oldest, l),
-		failureTile(window.Acks-window.Failed, window.Failed, l),
-		replayTile(window, replayed, l),
+		{Label: "Queues", Value: views.Count(int64(ov.Queues)), TestID: "queues"},
+		depthTile,
+		{Label: "Filed in 24 h", Value: views.Count(ov.Filed), Note: "dead letters filed", TestID: "filed",
+			Delta: countDelta(ov.Filed, ov.FiledBefore, "dead letters filed", "the 24 h before")},
+		oldestTile(ov.Oldest, l),
+		filed,
+		replays,
 	}
+	v.Controls, v.Pager = overviewControls(q, ov)
 	if v.DemoUntil, err = s.demoUntil(c, now.Add(-broker.HealthWindow)); err != nil {
 		return err
 	}
 	return renderPage(c, http.StatusOK, views.OverviewView(v), views.OverviewContent(v))
+}
+
+// overviewPage is how many queues a page of the overview shows unless
+// the URL says (per, up to broker.MaxOverviewPage).
+const overviewPage = 50
+
+// overviewQuery reads the overview's sort (sort), name filter (q), hide-
+// empty toggle (empty=hide), page (page, from 1) and page size (per).
+func overviewQuery(c echo.Context) (broker.OverviewQuery, error) {
+	q := broker.OverviewQuery{Sort: c.QueryParam("sort"), Name: c.QueryParam("q"), HideEmpty: c.QueryParam("empty") == "hide",
+		Limit: overviewPage, ErrorGroups: overviewErrorGroups}
+	switch q.Sort {
+	case "", broker.OverviewByHealth, broker.OverviewByDeadLetters, broker.OverviewByName:
+	default:
+		return q, badRequest("sort must be health, dead-letters or name")
+	}
+	if len(q.Name) > broker.MaxNameLength {
+		return q, badRequest("q: at most %d bytes", broker.MaxNameLength)
+	}
+	if p := c.QueryParam("per"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > broker.MaxOverviewPage {
+			return q, badRequest("per must be between 1 and %d", broker.MaxOverviewPage)
+		}
+		q.Limit = n
+	}
+	if p := c.QueryParam("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return q, badRequest("page must be a number from 1")
+		}
+		q.Offset = (n - 1) * q.Limit
+	}
+	return q, nil
+}
+
+// overviewURL is the overview with q's sort, filter and toggle, at the
+// page that starts at offset; the defaults are left out.
+func overviewURL(q broker.OverviewQuery, offset int) string {
+	v := url.Values{}
+	if q.Sort != "" && q.Sort != broker.OverviewByHealth {
+		v.Set("sort", q.Sort)
+	}
+	if q.Name != "" {
+		v.Set("q", q.Name)
+	}
+	if q.HideEmpty {
+		v.Set("empty", "hide")
+	}
+	if q.Limit != overviewPage {
+		v.Set("per", strconv.Itoa(q.Limit))
+	}
+	if offset > 0 {
+		v.Set("page", strconv.Itoa(offset/q.Limit+1))
+	}
+	if len(v) == 0 {
+		return "/"
+	}
+	return "/?" + v.Encode()
+}
+
+func overviewControls(q broker.OverviewQuery, ov broker.OverviewPage) (views.OverviewControls, views.Pager) {
+	c := views.OverviewControls{Action: "/", Sort: q.Sort, Name: q.Name, HideEmpty: q.HideEmpty}
+	if c.Sort == "" {
+		c.Sort = broker.OverviewByHealth
+	}
+	for _, o := range []struct{ label, sort string }{{"health", broker.OverviewByHealth}, {"dead letters", broker.OverviewByDeadLetters}, {"name", broker.OverviewByName}} {
+		sq := q
+		sq.Sort = o.sort
+		c.Sorts = append(c.Sorts, views.QuickRange{Label: o.label, URL: overviewURL(sq, 0), Current: o.sort == c.Sort})
+	}
+	t := q
+	t.HideEmpty = !q.HideEmpty
+	c.ToggleEmpty = overviewURL(t, 0)
+	if q.Name != "" || q.HideEmpty {
+		c.Matching = views.Count(int64(ov.Matching)) + " of " + views.Plural(int64(ov.Queues), "queue", "queues")
+		clear := q
+		clear.Name, clear.HideEmpty = "", false
+		c.ClearURL = overviewURL(clear, 0)
+	}
+	var p views.Pager
+	if n := len(ov.Rows); n > 0 {
+		p.Shown = fmt.Sprintf("queues %s–%s of %s", views.Count(int64(ov.Offset+1)), views.Count(int64(ov.Offset+n)), views.Count(int64(ov.Matching)))
+	}
+	if ov.Offset > 0 {
+		p.Prev = overviewURL(q, max(ov.Offset-q.Limit, 0))
+	}
+	if ov.Offset+len(ov.Rows) < ov.Matching {
+		p.Next = overviewURL(q, ov.Offset+q.Limit)
+	}
+	return c, p
+}
+
+// countDelta says how a count moved against an earlier one, said as
+// when ("24 h ago"); a rise of something bad is worse. Nothing when both
+// are 0.
+func countDelta(now, then int64, what, when string) views.Delta {
+	if now == 0 && then == 0 {
+		return views.Delta{} // nothing then, nothing now: no news
+	}
+	d := views.Delta{Title: fmt.Sprintf("%s %s now, %s %s", views.Count(now), what, views.Count(then), when)}
+	switch {
+	case now > then:
+		d.Text, d.Class = "▲ "+views.Count(now-then)+" vs "+when, "worse"
+	case now < then:
+		d.Text, d.Class = "▼ "+views.Count(then-now)+" vs "+when, "better"
+	default:
+		d.Text, d.Class = "= "+when, "same"
+	}
+	return d
+}
+
+// rateDelta says how a rate (part of whole) of the last 24 h moved
+// against the 24 h before, in percentage points; badUp: a rise is worse
+// (failures), else better (replay success). Nothing without both wholes.
+func rateDelta(part, whole, partBefore, wholeBefore int64, badUp bool) views.Delta {
+	if whole == 0 || wholeBefore == 0 {
+		return views.Delta{}
+	}
+	now, before := 100*float64(part)/float64(whole), 100*float64(partBefore)/float64(wholeBefore)
+	d := views.Delta{Title: fmt.Sprintf("%.1f %% in the last 24 h, %.1f %% in the 24 h before", now, before)}
+	diff := now - before
+	switch {
+	case diff >= 0.05:
+		d.Text, d.Class = fmt.Sprintf("▲ %.1f pts vs the 24 h before", diff), "worse"
+	case diff <= -0.05:
+		d.Text, d.Class = fmt.Sprintf("▼ %.1f pts vs the 24 h before", -diff), "better"
+	default:
+		return views.Delta{Text: "= the 24 h before", Class: "same", Title: d.Title}
+	}
+	if !badUp {
+		d.Class = map[string]string{"worse": "better", "better": "worse"}[d.Class]
+	}
+	return d
+}
+
+// rateText is part of whole in percent, with a note of the counts; "–"
+// and a note of none when there is no whole.
+func rateText(part, whole int64, what string) (string, string) {
+	if whole == 0 {
+		return "–", "no " + what + " in 24 h"
+	}
+	return fmt.Sprintf("%.1f %%", 100*float64(part)/float64(whole)), fmt.Sprintf("%s of %s %s in 24 h", views.Count(part), views.Count(whole), what)
 }
 
 // overviewErrorGroups is how many error groups a queue's row shows.

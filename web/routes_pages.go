@@ -40,6 +40,7 @@ func (s *Server) pageRoutes() {
 	e.POST("/queues/:queue/dead-letters/:id/delete", s.deleteOne, operator)
 	e.POST("/queues/:queue/dead-letters/:id/restore", s.restoreOne, operator)
 	e.GET("/charts", s.showCharts, viewer)
+	e.GET("/charts/queues", s.suggestQueues, viewer)
 	e.GET("/admin/thresholds", s.showThresholds, s.requirePage(RoleAdmin))
 	e.POST("/admin/thresholds", s.saveThresholds, s.requirePage(RoleAdmin))
 	e.GET("/audit", s.showAudit, viewer)

@@ -29,6 +29,7 @@ func Exercise(t *testing.T, h Harness) {
 // (TestEveryTestIsListed checks that each func test... is here or in
 // processTests, once).
 var tests = []test{
+	{"OverviewPagesSortsAndFilters", testOverviewPagesSortsAndFilters},
 	{"AckOfAPartitionTheGroupDoesNotReadIsRefused", testAckOfAPartitionTheGroupDoesNotReadIsRefused},
 	{"AckByALeaseIDNoLeaseHasIsRefused", testAckByALeaseIDNoLeaseHasIsRefused},
 	{"ArchiveHoldsTheExpiredDeadLetters", testArchiveHoldsTheExpiredDeadLetters},
@@ -211,6 +212,8 @@ var tests = []test{
 	{"SearchWindowsAndCaps", testSearchWindowsAndCaps},
 	{"SearchCappedKeepsToTheQueue", testSearchCappedKeepsToTheQueue},
 	{"SearchWindowTotal", testSearchWindowTotal},
+	{"ErrorContainsIndexAndScanAgree", testErrorContainsIndexAndScanAgree},
+	{"ErrorContainsReadsInWindows", testErrorContainsReadsInWindows},
 	{"SearchByWholeMessageID", testSearchByWholeMessageID},
 	{"SearchByShortID", testSearchByShortID},
 	{"SearchByTransactionID", testSearchByTransactionID},

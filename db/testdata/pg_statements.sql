@@ -17,10 +17,13 @@
 -- or another sqlite… type, or a text one returns) has no PostgreSQL
 -- text.
 --
--- 311 statements (17 with a PostgreSQL text written by hand, 9 for
--- SQLite only), then the 19 calls whose text is built at run time, which
--- the catalog does not hold yet: their functions' texts (and those
--- alone) are translated as they first run (pgBuiltAtRunTime).
+-- 334 statements (19 with a PostgreSQL text written by hand, 13 for
+-- SQLite only); then the 89 fragments (sqlcore.Frag) of which the 14
+-- calls of a composed statement (sqlcore.Stmt) build theirs, the
+-- PostgreSQL store numbering each fragment's parameters on from the
+-- last; then the 0 calls whose text is built at run time, which the
+-- catalog does not hold yet: their functions' texts (and those alone)
+-- are translated as they first run (pgBuiltAtRunTime).
 
 -- used by: FoldRows
 -- from: foldConsumersSQL
@@ -727,6 +730,24 @@ SELECT r.id, r.seq, r.group_id, COALESCE(g.name, ''), r.how, r.at, r.actor, r.jo
 SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM dead_letters)
 ;
 
+-- used by: Tx.DepthBuckets
+-- sqlite:
+--   SELECT g.queue_id, g.group_id, COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
+--   		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0) FROM group_stats g WHERE g.queue_id IN (SELECT value FROM json_each(?2)) AND ?3 >= 0
+-- postgres (translated):
+SELECT g.queue_id, g.group_id, COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < $1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1), 0) FROM group_stats g WHERE g.queue_id IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND $3 >= 0
+;
+
+-- used by: Tx.DepthBuckets
+-- sqlite:
+--   SELECT queue_id, group_id, quarter, depth FROM stats_quarter
+--   		WHERE queue_id IN (SELECT value FROM json_each(?)) AND quarter >= ? AND quarter < ? ORDER BY queue_id, group_id, quarter
+-- postgres (translated):
+SELECT queue_id, group_id, quarter, depth FROM stats_quarter
+		WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND quarter >= $2 AND quarter < $3 ORDER BY queue_id, group_id, quarter
+;
+
 -- used by: Tx.DropSettleMarks
 -- sqlite:
 --   DELETE FROM settle_marks WHERE partition_id = ? AND seq <= ?
@@ -1304,6 +1325,13 @@ SELECT g.name, partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''),
 		WHERE c.partition_id = $1 ORDER BY g.name
 ;
 
+-- used by: Tx.PartitionCounts
+-- sqlite:
+--   SELECT queue_id, COUNT(*) FROM partitions WHERE queue_id IN (SELECT value FROM json_each(?)) GROUP BY queue_id
+-- postgres (translated):
+SELECT queue_id, COUNT(*) FROM partitions WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) GROUP BY queue_id
+;
+
 -- used by: Tx.PartitionList
 -- sqlite:
 --   SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE queue_id = ? ORDER BY name
@@ -1342,6 +1370,51 @@ SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_af
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = $1
 ;
 
+-- used by: Tx.QueueNames
+-- sqlite:
+--   SELECT name FROM queues ORDER BY name
+-- postgres (translated):
+SELECT name FROM queues ORDER BY name
+;
+
+-- used by: Tx.QueueTotals
+-- from: QueueTotalsSQL
+-- sqlite:
+--   SELECT q.id, q.name, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
+--   		COALESCE(w.dl, 0), COALESCE(w.co, 0), COALESCE(w.fa, 0), COALESCE(w.rc, 0), COALESCE(w.rf, 0),
+--   		COALESCE(w.dl0, 0), COALESCE(w.co0, 0), COALESCE(w.fa0, 0), COALESCE(w.rc0, 0), COALESCE(w.rf0, 0)
+--   	FROM queues q
+--   	LEFT JOIN (SELECT g.queue_id, SUM(g.depth) AS depth, SUM(g.replayed) AS replayed, MIN(CASE WHEN g.depth > 0 AND g.oldest_at > 0 THEN g.oldest_at END) AS oldest,
+--   		SUM(COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
+--   		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0)) AS depth_then
+--   		FROM group_stats g GROUP BY g.queue_id) s ON s.queue_id = q.id
+--   	LEFT JOIN (SELECT queue_id, SUM(CASE WHEN quarter >= ?1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= ?1 THEN completed ELSE 0 END) AS co,
+--   		SUM(CASE WHEN quarter >= ?1 THEN failed ELSE 0 END) AS fa, SUM(CASE WHEN quarter >= ?1 THEN replay_completed ELSE 0 END) AS rc,
+--   		SUM(CASE WHEN quarter >= ?1 THEN replay_failed ELSE 0 END) AS rf,
+--   		SUM(CASE WHEN quarter < ?1 THEN dead_lettered ELSE 0 END) AS dl0, SUM(CASE WHEN quarter < ?1 THEN completed ELSE 0 END) AS co0,
+--   		SUM(CASE WHEN quarter < ?1 THEN failed ELSE 0 END) AS fa0, SUM(CASE WHEN quarter < ?1 THEN replay_completed ELSE 0 END) AS rc0,
+--   		SUM(CASE WHEN quarter < ?1 THEN replay_failed ELSE 0 END) AS rf0
+--   		FROM stats_quarter WHERE quarter >= ?2 AND quarter < ?3 GROUP BY queue_id) w ON w.queue_id = q.id
+--   	ORDER BY q.name
+-- postgres (hand-written, PGQuery):
+SELECT q.id, q.name, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
+		COALESCE(w.dl, 0)::bigint, COALESCE(w.co, 0)::bigint, COALESCE(w.fa, 0)::bigint, COALESCE(w.rc, 0)::bigint, COALESCE(w.rf, 0)::bigint,
+		COALESCE(w.dl0, 0)::bigint, COALESCE(w.co0, 0)::bigint, COALESCE(w.fa0, 0)::bigint, COALESCE(w.rc0, 0)::bigint, COALESCE(w.rf0, 0)::bigint
+	FROM queues q
+	LEFT JOIN (SELECT g.queue_id, SUM(g.depth) AS depth, SUM(g.replayed) AS replayed, MIN(CASE WHEN g.depth > 0 AND g.oldest_at > 0 THEN g.oldest_at END) AS oldest,
+		SUM(COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < $1 ORDER BY b.quarter DESC LIMIT 1),
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1), 0)) AS depth_then
+		FROM group_stats g GROUP BY g.queue_id) s ON s.queue_id = q.id
+	LEFT JOIN (SELECT queue_id, SUM(CASE WHEN quarter >= $1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= $1 THEN completed ELSE 0 END) AS co,
+		SUM(CASE WHEN quarter >= $1 THEN failed ELSE 0 END) AS fa, SUM(CASE WHEN quarter >= $1 THEN replay_completed ELSE 0 END) AS rc,
+		SUM(CASE WHEN quarter >= $1 THEN replay_failed ELSE 0 END) AS rf,
+		SUM(CASE WHEN quarter < $1 THEN dead_lettered ELSE 0 END) AS dl0, SUM(CASE WHEN quarter < $1 THEN completed ELSE 0 END) AS co0,
+		SUM(CASE WHEN quarter < $1 THEN failed ELSE 0 END) AS fa0, SUM(CASE WHEN quarter < $1 THEN replay_completed ELSE 0 END) AS rc0,
+		SUM(CASE WHEN quarter < $1 THEN replay_failed ELSE 0 END) AS rf0
+		FROM stats_quarter WHERE quarter >= $2 AND quarter < $3 GROUP BY queue_id) w ON w.queue_id = q.id
+	ORDER BY q.name
+;
+
 -- used by: Tx.Queues
 -- sqlite:
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
@@ -1351,6 +1424,15 @@ SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_af
 SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name
+;
+
+-- used by: Tx.ReadersOf
+-- sqlite:
+--   SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
+--   		WHERE s.queue_id IN (SELECT value FROM json_each(?)) ORDER BY s.queue_id, g.name
+-- postgres (translated):
+SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
+		WHERE s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY s.queue_id, g.name
 ;
 
 -- used by: Tx.ReadyConsumers
@@ -1641,6 +1723,81 @@ SELECT EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND partition_id = $2 AND t
 ;
 
 -- used by: Tx.Series
+-- runs on SQLite only (a sqlite… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.hour), b.depth, b.oldest_at FROM stats_hour b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: Tx.Series
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: Tx.Series
+-- runs on SQLite only (a sqlite… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.minute), b.depth, b.oldest_at FROM stats_minute b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: Tx.Series
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: Tx.Series
+-- runs on SQLite only (a sqlite… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.quarter), b.depth, b.oldest_at FROM stats_quarter b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: Tx.Series
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: Tx.Series
 -- sqlite:
 --   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 --   				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1
@@ -1660,6 +1817,15 @@ SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b
 
 -- used by: Tx.Series
 -- sqlite:
+--   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4
+;
+
+-- used by: Tx.Series
+-- sqlite:
 --   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
 --   			WHERE b.queue_id = ? AND b.group_id = ? AND b.minute < ? ORDER BY b.minute DESC LIMIT 1
 -- postgres (translated):
@@ -1669,11 +1835,29 @@ SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted,
 
 -- used by: Tx.Series
 -- sqlite:
+--   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4
+;
+
+-- used by: Tx.Series
+-- sqlite:
 --   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
 --   			WHERE b.queue_id = ? AND b.group_id = ? AND b.quarter < ? ORDER BY b.quarter DESC LIMIT 1
 -- postgres (translated):
 SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
 			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter < $3 ORDER BY b.quarter DESC LIMIT 1
+;
+
+-- used by: Tx.Series
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+--   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
+		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4
 ;
 
 -- used by: Tx.Series
@@ -1741,6 +1925,17 @@ UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = $1 AND group_id
 SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
 		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
 		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id = $1 ORDER BY g.name
+;
+
+-- used by: Tx.StatsOf
+-- sqlite:
+--   SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
+--   		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
+--   		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id IN (SELECT value FROM json_each(?)) ORDER BY s.queue_id, g.name
+-- postgres (translated):
+SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
+		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at
+		FROM group_stats s JOIN groups g ON g.id = s.group_id WHERE s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY s.queue_id, g.name
 ;
 
 -- used by: Tx.Subscribe
@@ -1973,6 +2168,22 @@ SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_use
 --   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id
 -- postgres (translated):
 SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id
+;
+
+-- used by: Tx.TopErrorGroupsOf
+-- from: TopErrorGroupsSQL
+-- sqlite:
+--   SELECT queue_id, fingerprint, n FROM (
+--   		SELECT queue_id, fingerprint, n, ROW_NUMBER() OVER (PARTITION BY queue_id ORDER BY n DESC, fingerprint) AS r FROM (
+--   			SELECT queue_id, fingerprint, SUM(dead_letters) AS n FROM error_groups
+--   			WHERE queue_id IN (SELECT value FROM json_each(?1)) AND dead_letters > 0 GROUP BY queue_id, fingerprint) x) y
+--   	WHERE r <= ?2 ORDER BY queue_id, r
+-- postgres (hand-written, PGQuery):
+SELECT queue_id, fingerprint, n FROM (
+		SELECT queue_id, fingerprint, n, ROW_NUMBER() OVER (PARTITION BY queue_id ORDER BY n DESC, fingerprint) AS r FROM (
+			SELECT queue_id, fingerprint, SUM(dead_letters)::bigint AS n FROM error_groups
+			WHERE queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND dead_letters > 0 GROUP BY queue_id, fingerprint) x) y
+	WHERE r <= $2 ORDER BY queue_id, r
 ;
 
 -- used by: Tx.TouchSession
@@ -3000,6 +3211,68 @@ SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.p
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
 ;
 
+-- used by: pgDialect.InsertMessages
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+--   	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
+--   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+--   	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+--   	ORDER BY m.n
+--   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+--   	RETURNING seq, partition_id, transaction_id
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id
+;
+
+-- used by: pgDialect.InsertMessages
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+--   	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
+--   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+--   	ORDER BY m.n
+--   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+--   	RETURNING seq, partition_id, transaction_id
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id
+;
+
+-- used by: pgDialect.PushCopies
+-- runs on PostgreSQL only (a pg… type's)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   		SELECT c.part, c.txid,
+--   			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+--   			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
+--   		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+--   		WHERE true ORDER BY c.k
+--   		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq, partition_id, transaction_id
+-- postgres (translated):
+INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT c.part, c.txid,
+			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), $1
+		FROM pg_temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+		WHERE true ORDER BY c.k
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq, partition_id, transaction_id
+;
+
 -- used by: pgDialect.Space
 -- runs on PostgreSQL only (a pg… type's)
 -- sqlite:
@@ -3035,6 +3308,24 @@ DELETE FROM dead_letter_errors
 --   DELETE FROM dead_letter_payloads
 -- postgres (translated):
 DELETE FROM dead_letter_payloads
+;
+
+-- used by: pgRebuildTextIndex
+-- sqlite:
+--   INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+--   		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e
+-- postgres (translated):
+INSERT INTO dead_letter_errors (docid, dead_letter_errors)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e
+;
+
+-- used by: pgRebuildTextIndex
+-- sqlite:
+--   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+--   		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e
+-- postgres (translated):
+INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e
 ;
 
 -- used by: pgRebuildTextIndex
@@ -3139,6 +3430,19 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   SELECT MAX(seq) FROM messages
 -- postgres: none
 
+-- used by: sqliteDialect.PushCopies
+-- insert: PostgreSQL's text returns seq
+-- runs on SQLite only (a sqlite… type's)
+-- sqlite:
+--   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   		SELECT c.part, c.txid,
+--   			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+--   			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
+--   		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+--   		WHERE true ORDER BY c.k
+--   		ON CONFLICT (partition_id, transaction_id) DO NOTHING
+-- postgres: none
+
 -- used by: sqliteDialect.Space
 -- runs on SQLite only (a sqlite… type's)
 -- sqlite:
@@ -3159,23 +3463,594 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   		ON CONFLICT (key) DO UPDATE SET value = excluded.value
 -- postgres: none
 
--- Built at run time, not in the catalog yet: 19 calls.
---   Tx.CountDeadLetterMessages: QueryRow(`SELECT COUNT(DISTINCT d.seq) FROM dead_letters d` + w)
---   Tx.CountDeadLetters: QueryRow(`SELECT COUNT(*) FROM dead_letters d` + w)
---   Tx.CountDeadLettersAbove: QueryRow(query)
---   Tx.CountDeadLettersUpTo: QueryRow(`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d` + w + ` LIMIT ?) x`)
---   Tx.DeadLetterKeys: scanKeys(q)
---   Tx.DeadLetterKeys: scanKeys(sel + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`)
---   Tx.DeadLetterPosition: QueryRow(`SELECT d.failed_at, d.id FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`)
---   Tx.DeadLetterWindow: QueryRow(q)
---   Tx.Jobs: Query(q)
---   Tx.ListAudit: Query(q)
---   Tx.ListDeadLetters: Query(q)
---   Tx.NewestFailure: QueryRow(`SELECT d.failed_at FROM dead_letters d` + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`)
---   Tx.Series: Query(ranged)
---   Tx.cutAtDoc: Query(q)
---   Tx.exportByList: exportRows(q)
---   Tx.exportFromBlock: exportRows(q)
---   pgDialect.InsertMessages: Query(d.insertSQL)
---   pgDialect.PushCopies: Query(insert + ` RETURNING seq, partition_id, transaction_id`)
---   pgRebuildTextIndex: Exec(`INSERT INTO ` + index + ` (docid, ` + index + `) SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`)
+-- Fragments: 89, of which these 14 calls compose their statements.
+--   Tx.CountDeadLetterMessages: QueryRow(s.SQL())
+--   Tx.CountDeadLetters: QueryRow(s.SQL())
+--   Tx.CountDeadLettersAbove: QueryRow(s.SQL())
+--   Tx.CountDeadLettersUpTo: QueryRow(s.SQL())
+--   Tx.DeadLetterKeys: scanKeys(s.SQL())
+--   Tx.DeadLetterPosition: QueryRow(s.SQL())
+--   Tx.DeadLetterWindow: QueryRow(s.SQL())
+--   Tx.Jobs: Query(s.SQL())
+--   Tx.ListAudit: Query(s.SQL())
+--   Tx.ListDeadLetters: Query(s.SQL())
+--   Tx.NewestFailure: QueryRow(s.SQL())
+--   Tx.cutAtDoc: Query(s.SQL())
+--   Tx.exportByList: exportRows(s.SQL())
+--   Tx.exportFromBlock: exportRows(s.SQL())
+
+-- fragment: FragAnd
+-- sqlite:
+--    AND
+-- postgres (translated):
+--   | AND |
+
+-- fragment: FragWhere
+-- sqlite:
+--    WHERE
+-- postgres (translated):
+--   | WHERE |
+
+-- fragment: auditExcept
+-- sqlite:
+--   action NOT IN (SELECT j.value FROM json_each(?) j)
+-- postgres (hand-written, PGFrag):
+--   |action NOT IN (SELECT j.value FROM json_array_elements_text(CAST($1 AS json)) AS j(value))|
+
+-- fragment: auditOfAction
+-- sqlite:
+--   action = ?
+-- postgres (translated):
+--   |action = $1|
+
+-- fragment: auditOfActor
+-- sqlite:
+--   actor = ?
+-- postgres (translated):
+--   |actor = $1|
+
+-- fragment: auditOfBroker
+-- sqlite:
+--   broker = 1
+-- postgres (translated):
+--   |broker = 1|
+
+-- fragment: auditOfJob
+-- sqlite:
+--   job_id = ?
+-- postgres (translated):
+--   |job_id = $1|
+
+-- fragment: auditOfPeople
+-- sqlite:
+--   broker = 0
+-- postgres (translated):
+--   |broker = 0|
+
+-- fragment: auditOfQueue
+-- sqlite:
+--   instr(','||queue||',', ','||?||',') > 0
+-- postgres (translated):
+--   |strpos(','||queue||',', ','||$1||',') > 0|
+
+-- fragment: auditSelect
+-- sqlite:
+--   SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit
+-- postgres (translated):
+--   |SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit|
+
+-- fragment: blockInOrder
+-- sqlite:
+--    ORDER BY k.key, d.id DESC LIMIT ?
+-- postgres (translated):
+--   | ORDER BY k.key, d.id DESC LIMIT $1|
+
+-- fragment: dlAbove
+-- sqlite:
+--   SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ?
+-- postgres (translated):
+--   |SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > $1|
+
+-- fragment: dlAboveEnd
+-- sqlite:
+--    ORDER BY id LIMIT -1) d
+-- postgres (translated):
+--   | ORDER BY id LIMIT ALL) d|
+
+-- fragment: dlAboveNotOfJob
+-- sqlite:
+--    AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = ?)
+-- postgres (translated):
+--   | AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = $1)|
+
+-- fragment: dlBefore
+-- sqlite:
+--   (d.failed_at, d.id) < (?, ?)
+-- postgres (translated):
+--   |(d.failed_at, d.id) < ($1, $2)|
+
+-- fragment: dlCapAt
+-- sqlite:
+--   EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)
+-- postgres (translated):
+--   |EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)|
+
+-- fragment: dlCapBelow
+-- sqlite:
+--   NOT EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)
+-- postgres (translated):
+--   |NOT EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)|
+
+-- fragment: dlCount
+-- sqlite:
+--   SELECT COUNT(*) FROM dead_letters d
+-- postgres (translated):
+--   |SELECT COUNT(*) FROM dead_letters d|
+
+-- fragment: dlCountMessages
+-- sqlite:
+--   SELECT COUNT(DISTINCT d.seq) FROM dead_letters d
+-- postgres (translated):
+--   |SELECT COUNT(DISTINCT d.seq) FROM dead_letters d|
+
+-- fragment: dlCountUpToEnd
+-- sqlite:
+--    LIMIT ?) x
+-- postgres (translated):
+--   | LIMIT $1) x|
+
+-- fragment: dlCountUpToHead
+-- sqlite:
+--   SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d
+-- postgres (translated):
+--   |SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d|
+
+-- fragment: dlErrorHas
+-- sqlite:
+--   instr(lower(d.error), lower(?)) > 0
+-- postgres (translated):
+--   |strpos(lower(d.error), lower($1)) > 0|
+
+-- fragment: dlFailedFrom
+-- sqlite:
+--   d.failed_at >= ?
+-- postgres (translated):
+--   |d.failed_at >= $1|
+
+-- fragment: dlFailedFromX
+-- sqlite:
+--   +d.failed_at >= ?
+-- postgres (translated):
+--   |d.failed_at >= $1|
+
+-- fragment: dlFailedTo
+-- sqlite:
+--   d.failed_at < ?
+-- postgres (translated):
+--   |d.failed_at < $1|
+
+-- fragment: dlFailedToX
+-- sqlite:
+--   +d.failed_at < ?
+-- postgres (translated):
+--   |d.failed_at < $1|
+
+-- fragment: dlFailedUpTo
+-- sqlite:
+--   d.failed_at <= ?
+-- postgres (translated):
+--   |d.failed_at <= $1|
+
+-- fragment: dlFailedUpToX
+-- sqlite:
+--   +d.failed_at <= ?
+-- postgres (translated):
+--   |d.failed_at <= $1|
+
+-- fragment: dlFirst
+-- sqlite:
+--    ORDER BY d.failed_at DESC, d.id DESC LIMIT 1
+-- postgres (translated):
+--   | ORDER BY d.failed_at DESC, d.id DESC LIMIT 1|
+
+-- fragment: dlFrom
+-- sqlite:
+--   (d.failed_at, d.id) >= (?, ?)
+-- postgres (translated):
+--   |(d.failed_at, d.id) >= ($1, $2)|
+
+-- fragment: dlKeys
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d
+-- postgres (translated):
+--   |SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letters d|
+
+-- fragment: dlNewestFailure
+-- sqlite:
+--   SELECT d.failed_at FROM dead_letters d
+-- postgres (translated):
+--   |SELECT d.failed_at FROM dead_letters d|
+
+-- fragment: dlNewestFirst
+-- sqlite:
+--    ORDER BY d.failed_at DESC, d.id DESC LIMIT ?
+-- postgres (translated):
+--   | ORDER BY d.failed_at DESC, d.id DESC LIMIT $1|
+
+-- fragment: dlOfFingerprint
+-- sqlite:
+--   d.fingerprint = ?
+-- postgres (translated):
+--   |d.fingerprint = $1|
+
+-- fragment: dlOfFingerprintX
+-- sqlite:
+--   +d.fingerprint = ?
+-- postgres (translated):
+--   |d.fingerprint = $1|
+
+-- fragment: dlOfGroup
+-- sqlite:
+--   d.group_id = ?
+-- postgres (translated):
+--   |d.group_id = $1|
+
+-- fragment: dlOfGroupX
+-- sqlite:
+--   +d.group_id = ?
+-- postgres (translated):
+--   |d.group_id = $1|
+
+-- fragment: dlOfPartition
+-- sqlite:
+--   d.partition_id = ?
+-- postgres (translated):
+--   |d.partition_id = $1|
+
+-- fragment: dlOfPartitionX
+-- sqlite:
+--   +d.partition_id = ?
+-- postgres (translated):
+--   |d.partition_id = $1|
+
+-- fragment: dlOfQueue
+-- sqlite:
+--   d.queue_id = ?
+-- postgres (translated):
+--   |d.queue_id = $1|
+
+-- fragment: dlOfQueueX
+-- sqlite:
+--   +d.queue_id = ?
+-- postgres (translated):
+--   |d.queue_id = $1|
+
+-- fragment: dlOfTxid
+-- sqlite:
+--   d.transaction_id = ?
+-- postgres (translated):
+--   |d.transaction_id = $1|
+
+-- fragment: dlOfTxidX
+-- sqlite:
+--   +d.transaction_id = ?
+-- postgres (translated):
+--   |d.transaction_id = $1|
+
+-- fragment: dlPositionHead
+-- sqlite:
+--   SELECT d.failed_at, d.id FROM dead_letters d
+-- postgres (translated):
+--   |SELECT d.failed_at, d.id FROM dead_letters d|
+
+-- fragment: dlSelect
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+--   	FROM dead_letters d
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id
+-- postgres (translated):
+--   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
+--   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint|
+--   |	FROM dead_letters d|
+--   |	LEFT JOIN messages m ON m.seq = d.seq|
+--   |	JOIN queues q ON q.id = d.queue_id|
+--   |	JOIN partitions p ON p.id = d.partition_id|
+--   |	JOIN groups g ON g.id = d.group_id|
+
+-- fragment: dlUpToID
+-- sqlite:
+--   d.id <= ?
+-- postgres (translated):
+--   |d.id <= $1|
+
+-- fragment: dlWindowHead
+-- sqlite:
+--   SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)
+--   		FROM dead_letters d
+-- postgres (translated):
+--   |SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)|
+--   |		FROM dead_letters d|
+
+-- fragment: elemLiteral
+-- sqlite:
+--   e.type = ?
+-- postgres (translated):
+--   |e.type = $1|
+
+-- fragment: elemNumber
+-- sqlite:
+--   CAST(CASE WHEN e.type IN ('integer', 'real') THEN e.value END AS NUMERIC) = ?
+-- postgres (translated):
+--   |CAST(CASE WHEN e.type IN ('integer', 'real') THEN e.value END AS NUMERIC) = $1|
+
+-- fragment: elemText
+-- sqlite:
+--   e.type = 'text' AND e.value = ?
+-- postgres (translated):
+--   |e.type = 'text' AND e.value = $1|
+
+-- fragment: fieldContains
+-- sqlite:
+--   CASE json_type(m.payload, ?) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(m.payload, ?) e WHERE
+-- postgres (translated):
+--   |CASE json_type(m.payload, $1) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(m.payload, $2) e WHERE |
+
+-- fragment: fieldContainsEnd
+-- sqlite:
+--    ELSE FALSE END
+-- postgres (translated):
+--   | ELSE FALSE END|
+
+-- fragment: fieldContainsText
+-- sqlite:
+--    WHEN 'text' THEN instr(lower(json_extract(m.payload, ?)), lower(?)) > 0
+-- postgres (translated):
+--   | WHEN 'text' THEN strpos(lower(json_extract(m.payload, $1)), lower($2)) > 0|
+
+-- fragment: fieldEq
+-- sqlite:
+--    = ?
+-- postgres (translated):
+--   | = $1|
+
+-- fragment: fieldGe
+-- sqlite:
+--    >= ?
+-- postgres (translated):
+--   | >= $1|
+
+-- fragment: fieldGt
+-- sqlite:
+--    > ?
+-- postgres (translated):
+--   | > $1|
+
+-- fragment: fieldLe
+-- sqlite:
+--    <= ?
+-- postgres (translated):
+--   | <= $1|
+
+-- fragment: fieldLiteral
+-- sqlite:
+--   COALESCE(json_type(m.payload, ?) = ?, FALSE)
+-- postgres (translated):
+--   |COALESCE(json_type(m.payload, $1) = $2, FALSE)|
+
+-- fragment: fieldLt
+-- sqlite:
+--    < ?
+-- postgres (translated):
+--   | < $1|
+
+-- fragment: fieldNumber
+-- sqlite:
+--   CAST(CASE WHEN json_type(m.payload, ?) IN ('integer', 'real') THEN json_extract(m.payload, ?) END AS NUMERIC)
+-- postgres (translated):
+--   |CAST(CASE WHEN json_type(m.payload, $1) IN ('integer', 'real') THEN json_extract(m.payload, $2) END AS NUMERIC)|
+
+-- fragment: fieldText
+-- sqlite:
+--   json_type(m.payload, ?) = 'text' AND json_extract(m.payload, ?)
+-- postgres (translated):
+--   |json_type(m.payload, $1) = 'text' AND json_extract(m.payload, $2)|
+
+-- fragment: fieldThere
+-- sqlite:
+--   json_type(m.payload, ?) IS NOT NULL AND NOT
+-- postgres (translated):
+--   |json_type(m.payload, $1) IS NOT NULL AND NOT |
+
+-- fragment: fieldsOfPayload
+-- sqlite:
+--   EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE
+-- postgres (translated):
+--   |EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE |
+
+-- fragment: fragClose
+-- sqlite:
+--   )
+-- postgres (translated):
+--   |)|
+
+-- fragment: fragCoalesce
+-- sqlite:
+--   COALESCE(
+-- postgres (translated):
+--   |COALESCE(|
+
+-- fragment: fragFalse
+-- sqlite:
+--   FALSE
+-- postgres (translated):
+--   |FALSE|
+
+-- fragment: fragOffset
+-- sqlite:
+--    OFFSET ?
+-- postgres (translated):
+--   | OFFSET $1|
+
+-- fragment: fragOpen
+-- sqlite:
+--   (
+-- postgres (translated):
+--   |(|
+
+-- fragment: fragOr
+-- sqlite:
+--    OR
+-- postgres (translated):
+--   | OR |
+
+-- fragment: fragOrFalse
+-- sqlite:
+--   , FALSE)
+-- postgres (translated):
+--   |, FALSE)|
+
+-- fragment: ftsErrors
+-- sqlite:
+--   d.id IN (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) ORDER BY docid DESC LIMIT ?)
+-- postgres (translated):
+--   |d.id IN (SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) ORDER BY docid DESC LIMIT $2)|
+
+-- fragment: ftsErrorsInRange
+-- sqlite:
+--   d.id IN (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) AND docid BETWEEN ? AND ?)
+-- postgres (translated):
+--   |EXISTS (SELECT 1 FROM dead_letter_errors WHERE match($1, dead_letter_errors) AND docid BETWEEN $2 AND $3 AND docid = d.id OFFSET 0)|
+
+-- fragment: ftsPayloads
+-- sqlite:
+--   d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) ORDER BY docid DESC LIMIT ?)
+-- postgres (translated):
+--   |d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) ORDER BY docid DESC LIMIT $2)|
+
+-- fragment: ftsPayloadsInRange
+-- sqlite:
+--   d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) AND docid BETWEEN ? AND ?)
+-- postgres (translated):
+--   |EXISTS (SELECT 1 FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) AND docid BETWEEN $2 AND $3 AND docid = d.seq OFFSET 0)|
+
+-- fragment: idBefore
+-- sqlite:
+--   id < ?
+-- postgres (translated):
+--   |id < $1|
+
+-- fragment: idNewestFirst
+-- sqlite:
+--    ORDER BY id DESC LIMIT ?
+-- postgres (translated):
+--   | ORDER BY id DESC LIMIT $1|
+
+-- fragment: idxBelow
+-- sqlite:
+--   t.docid < ?
+-- postgres (translated):
+--   |t.docid < $1|
+
+-- fragment: idxExceptIDs
+-- sqlite:
+--   d.id NOT IN (SELECT value FROM json_each(?))
+-- postgres (translated):
+--   |d.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)|
+
+-- fragment: idxKeysOfErrors
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t CROSS JOIN dead_letters d ON d.id = t.docid
+-- postgres (translated):
+--   |SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t JOIN dead_letters d ON d.id = t.docid|
+
+-- fragment: idxKeysOfPayloads
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_payloads t CROSS JOIN dead_letters d ON d.seq = t.docid
+-- postgres (translated):
+--   |SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_payloads t JOIN dead_letters d ON d.seq = t.docid|
+
+-- fragment: idxMatchErrors
+-- sqlite:
+--   match(?, t.dead_letter_errors)
+-- postgres (translated):
+--   |match($1, t.dead_letter_errors)|
+
+-- fragment: idxMatchPayloads
+-- sqlite:
+--   match(?, t.dead_letter_payloads)
+-- postgres (translated):
+--   |match($1, t.dead_letter_payloads)|
+
+-- fragment: idxNewestFirst
+-- sqlite:
+--    ORDER BY t.docid DESC LIMIT ?
+-- postgres (translated):
+--   | ORDER BY t.docid DESC LIMIT $1|
+
+-- fragment: jobsOfKind
+-- sqlite:
+--   kind = ?
+-- postgres (translated):
+--   |kind = $1|
+
+-- fragment: jobsOfQueue
+-- sqlite:
+--   queue = ?
+-- postgres (translated):
+--   |queue = $1|
+
+-- fragment: jobsOfState
+-- sqlite:
+--   state = ?
+-- postgres (translated):
+--   |state = $1|
+
+-- fragment: jobsSelect
+-- sqlite:
+--   SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
+--   	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs
+-- postgres (translated):
+--   |SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,|
+--   |	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs|
+
+-- fragment: pgBlockOfErrors
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+--   	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id
+-- postgres (translated):
+--   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
+--   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint|
+--   |	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)|
+--   |	LEFT JOIN messages m ON m.seq = d.seq|
+--   |	JOIN queues q ON q.id = d.queue_id|
+--   |	JOIN partitions p ON p.id = d.partition_id|
+--   |	JOIN groups g ON g.id = d.group_id|
+
+-- fragment: pgBlockOfPayloads
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+--   	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id
+-- postgres (translated):
+--   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
+--   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint|
+--   |	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)|
+--   |	LEFT JOIN messages m ON m.seq = d.seq|
+--   |	JOIN queues q ON q.id = d.queue_id|
+--   |	JOIN partitions p ON p.id = d.partition_id|
+--   |	JOIN groups g ON g.id = d.group_id|
+
+-- Built at run time, not in the catalog yet: 0 calls.

@@ -65,6 +65,13 @@ type Site struct {
 	// PostgreSQL only, as its function's receiver says (storeOf), or ""
 	// for both.
 	Only string
+	// Composed: the query is a composed statement's text (s.SQL() of a
+	// sqlcore.Stmt), made of fragments alone; Expr is as written.
+	Composed bool
+	// Frag is the name of a fragment (a package constant of type
+	// sqlcore.Frag, or a variable set by PGFrag), whose text is SQL; such
+	// a site has no Func and no Wrapper.
+	Frag string
 }
 
 // Collect returns the wrapper calls in the non-test Go files of the
@@ -88,17 +95,25 @@ func Collect(dirs ...string) ([]Site, error) {
 		p.fo.peers = folders
 		sites = append(sites, p.sites()...)
 	}
+	for _, p := range ps {
+		if err := p.fragConversions(); err != nil {
+			return nil, err
+		}
+		sites = append(sites, p.frags...)
+	}
 	return sites, nil
 }
 
 // pkgSites is one package, loaded, with what its sites are found by.
 type pkgSites struct {
+	fset    *token.FileSet
+	frags   []Site // the package's fragments, by name
 	files   []*ast.File
 	info    *types.Info
 	pkg     *types.Package
 	fo      *folder
 	given   map[types.Object]pair
-	passers map[types.Object]int
+	passers map[types.Object][]int
 }
 
 // load reads, type-checks and readies the package in dir.
@@ -188,6 +203,7 @@ func load(dir string) (*pkgSites, error) {
 	// PGInsert(col, sqlite, pg): their SQLite text; and those set once
 	// to a text that folds and never assigned again, taken as constants.
 	given := map[types.Object]pair{}
+	var frags []Site
 	for _, init := range info.InitOrder {
 		if len(init.Lhs) != 1 || assigned[init.Lhs[0]] {
 			continue
@@ -195,6 +211,12 @@ func load(dir string) (*pkgSites, error) {
 		call, ok := init.Rhs.(*ast.CallExpr)
 		if ok {
 			if fn := calleeIdent(call); fn != nil && info.Uses[fn] != nil && isCore(info.Uses[fn].Pkg()) {
+				if fn.Name == "PGFrag" {
+					if s, ok := fo.fold(call.Args[0], nil, 0); ok {
+						frags = append(frags, Site{Const: true, SQL: s, Frag: init.Lhs[0].Name()})
+					}
+					continue
+				}
 				i := map[string]int{"PGQuery": 0, "PGInsert": 1}
 				if n, ok := i[fn.Name]; ok {
 					if s, ok := fo.fold(call.Args[n], nil, 0); ok {
@@ -219,31 +241,103 @@ func load(dir string) (*pkgSites, error) {
 	// (scanKeys(ctx, t, query, args...), a closure's stmt) are wrappers
 	// too: their callers' texts are the sites. Found again until no more
 	// are (a helper of a helper).
-	passers := map[types.Object]int{}
+	// A function may pass on several (fill(insert, read, ...)).
+	passers := map[types.Object][]int{}
 	for {
-		n := len(passers)
+		n := 0
+		for _, is := range passers {
+			n += len(is)
+		}
+		added := 0
 		walkCalls(files, func(stack []ast.Node, call *ast.CallExpr) {
-			_, idx, ok := callee(info, pkg, passers, call)
+			_, idxs, ok := callee(info, pkg, passers, call)
 			if !ok {
 				return
 			}
-			if owner, i := paramOf(info, stack, call.Args[idx]); owner != nil {
-				if _, known := passers[owner]; !known {
-					passers[owner] = i
+			for _, idx := range idxs {
+				if owner, i := paramOf(info, stack, call.Args[idx]); owner != nil && !slices.Contains(passers[owner], i) {
+					passers[owner] = append(passers[owner], i)
+					added++
 				}
 			}
 		})
-		if len(passers) == n {
+		if added == 0 {
 			break
 		}
 	}
 	fo.given = given
-	return &pkgSites{files: files, info: info, pkg: pkg, fo: fo, given: given, passers: passers}, nil
+	// The fragments: the package's constants of type Frag, and the
+	// variables PGFrag set.
+	for _, name := range pkg.Scope().Names() {
+		if c, ok := pkg.Scope().Lookup(name).(*types.Const); ok && isFrag(c.Type()) {
+			frags = append(frags, Site{Const: true, SQL: constant.StringVal(c.Val()), Frag: name})
+		}
+	}
+	for i := range frags {
+		// A sqlite… or pg… fragment is that store's only (storeOf).
+		switch {
+		case strings.HasPrefix(frags[i].Frag, "sqlite"):
+			frags[i].Only = "sqlite"
+		case strings.HasPrefix(frags[i].Frag, "pg"):
+			frags[i].Only = "postgres"
+		}
+	}
+	sort.Slice(frags, func(i, j int) bool { return frags[i].Frag < frags[j].Frag })
+	return &pkgSites{fset: fset, frags: frags, files: files, info: info, pkg: pkg, fo: fo, given: given, passers: passers}, nil
+}
+
+// fragConversions refuses a conversion to Frag of a text that is not a
+// constant: a fragment is catalogued only as a constant.
+func (p *pkgSites) fragConversions() error {
+	var err error
+	for _, f := range p.files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 1 || err != nil {
+				return err == nil
+			}
+			if tv, ok := p.info.Types[call.Fun]; ok && tv.IsType() && isFrag(tv.Type) {
+				if _, ok := constString(p.info, call.Args[0]); !ok {
+					err = fmt.Errorf("%s: a Frag made of a text that is not a constant: %s", p.fset.Position(call.Pos()), types.ExprString(call))
+				}
+			}
+			return err == nil
+		})
+	}
+	return err
+}
+
+// isFrag reports whether t is sqlcore.Frag.
+func isFrag(t types.Type) bool {
+	n, ok := t.(*types.Named)
+	return ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Frag"
+}
+
+// isComposed reports whether e is s.SQL() of a sqlcore.Stmt.
+func isComposed(info *types.Info, e ast.Expr) bool {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "SQL" {
+		return false
+	}
+	s := info.Selections[sel]
+	if s == nil || s.Kind() != types.MethodVal {
+		return false
+	}
+	t := s.Recv()
+	if ptr, ok := t.(*types.Pointer); ok {
+		t = ptr.Elem()
+	}
+	n, ok := t.(*types.Named)
+	return ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Stmt"
 }
 
 // sites are the package's wrapper calls.
 func (p *pkgSites) sites() []Site {
-	files, info, pkg, fo, given, passers := p.files, p.info, p.pkg, p.fo, p.given, p.passers
+	files, info, pkg, given, passers := p.files, p.info, p.pkg, p.given, p.passers
 	var sites []Site
 	for _, f := range files {
 		for _, d := range f.Decls {
@@ -267,56 +361,66 @@ func (p *pkgSites) sites() []Site {
 				if !ok {
 					return
 				}
-				wname, idx, ok := callee(info, pkg, passers, call)
+				wname, idxs, ok := callee(info, pkg, passers, call)
 				if !ok {
 					return
 				}
-				arg := call.Args[idx]
-				if owner, _ := paramOf(info, stack, arg); owner != nil {
-					return // a passer's: its callers' texts are the sites
+				for _, idx := range idxs {
+					sites = p.site(sites, fd, name, only, wname, stack, call, call.Args[idx], direct)
 				}
-				site := Site{Func: name, Wrapper: wname, Only: only}
-				col, colOK := "", true
-				if site.Wrapper == "Insert" {
-					// RETURNING col is built at run time when col is not
-					// a constant.
-					col, colOK = fo.fold(call.Args[1], nil, 0)
-				}
-				if id, ok := ast.Unparen(arg).(*ast.Ident); ok && colOK {
-					if g, ok := given[info.Uses[id]]; ok {
-						site.Const, site.SQL, site.Var, site.Col = true, g.sql, id.Name, col
-						direct[id] = true
-						sites = append(sites, site)
-						return
-					}
-				}
-				if qs, ok := fo.values(arg, fd.Body, given); ok && colOK {
-					// A constant, or a local variable only ever set to
-					// constants: a site for each.
-					for _, q := range qs {
-						if q.sql == "" {
-							continue // none to run
-						}
-						c := site
-						c.Const, c.SQL, c.Var, c.Col = true, q.sql, q.v, col
-						if c.Only == "" {
-							c.Only = q.only
-						}
-						sites = append(sites, c)
-					}
-					return
-				}
-				site.Col = col
-				site.Expr = types.ExprString(arg)
-				if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
-					if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == pkg.Scope() {
-						site.Expr += " (package variable)"
-					}
-				}
-				sites = append(sites, site)
 			})
 		}
 	}
+	return sites
+}
+
+// site appends to sites those of the wrapper wname's call (in fd,
+// named name) passing arg as its query.
+func (p *pkgSites) site(sites []Site, fd *ast.FuncDecl, name, only, wname string, stack []ast.Node, call *ast.CallExpr, arg ast.Expr, direct map[*ast.Ident]bool) []Site {
+	info, pkg, fo, given := p.info, p.pkg, p.fo, p.given
+	if owner, _ := paramOf(info, stack, arg); owner != nil {
+		return sites // a passer's: its callers' texts are the sites
+	}
+	site := Site{Func: name, Wrapper: wname, Only: only}
+	col, colOK := "", true
+	if site.Wrapper == "Insert" {
+		// RETURNING col is built at run time when col is not
+		// a constant.
+		col, colOK = fo.fold(call.Args[1], nil, 0)
+	}
+	if id, ok := ast.Unparen(arg).(*ast.Ident); ok && colOK {
+		if g, ok := given[info.Uses[id]]; ok {
+			site.Const, site.SQL, site.Var, site.Col = true, g.sql, id.Name, col
+			direct[id] = true
+			sites = append(sites, site)
+			return sites
+		}
+	}
+	if qs, ok := fo.values(arg, fd.Body, given); ok && colOK {
+		// A constant, or a local variable only ever set to
+		// constants: a site for each.
+		for _, q := range qs {
+			if q.sql == "" {
+				continue // none to run
+			}
+			c := site
+			c.Const, c.SQL, c.Var, c.Col = true, q.sql, q.v, col
+			if c.Only == "" {
+				c.Only = q.only
+			}
+			sites = append(sites, c)
+		}
+		return sites
+	}
+	site.Col = col
+	site.Expr = types.ExprString(arg)
+	site.Composed = isComposed(info, arg)
+	if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
+		if v, ok := info.Uses[id].(*types.Var); ok && v.Parent() == pkg.Scope() {
+			site.Expr += " (package variable)"
+		}
+	}
+	sites = append(sites, site)
 	return sites
 }
 
@@ -356,8 +460,9 @@ func walkCalls(files []*ast.File, fn func(stack []ast.Node, call *ast.CallExpr))
 }
 
 // callee says whether call is of a wrapper (a sqlcore.Tx method of
-// Wrappers, or a passer), its name and the index of its query argument.
-func callee(info *types.Info, pkg *types.Package, passers map[types.Object]int, call *ast.CallExpr) (string, int, bool) {
+// Wrappers, or a passer), its name and the indexes of its query
+// arguments.
+func callee(info *types.Info, pkg *types.Package, passers map[types.Object][]int, call *ast.CallExpr) (string, []int, bool) {
 	var id *ast.Ident
 	switch fn := ast.Unparen(call.Fun).(type) {
 	case *ast.Ident:
@@ -365,18 +470,18 @@ func callee(info *types.Info, pkg *types.Package, passers map[types.Object]int, 
 	case *ast.SelectorExpr:
 		if s := info.Selections[fn]; s != nil && s.Kind() == types.MethodVal && isStoreTx(s.Recv()) {
 			if idx, ok := Wrappers[fn.Sel.Name]; ok && len(call.Args) > idx {
-				return fn.Sel.Name, idx, true
+				return fn.Sel.Name, []int{idx}, true
 			}
 		}
 		id = fn.Sel
 	default:
-		return "", 0, false
+		return "", nil, false
 	}
-	idx, ok := passers[info.Uses[id]]
-	if !ok || len(call.Args) <= idx {
-		return "", 0, false
+	idxs, ok := passers[info.Uses[id]]
+	if !ok || len(call.Args) <= slices.Max(idxs) {
+		return "", nil, false
 	}
-	return id.Name, idx, true
+	return id.Name, idxs, true
 }
 
 // paramOf reports the function of stack (a FuncDecl's object, or the
@@ -1382,15 +1487,28 @@ func wrapper(f string) bool {
 	return ok && strings.HasPrefix(f, "Tx.")
 }
 
+// Composed is the calls whose text is a composed statement's (a
+// sqlcore.Stmt's SQL), one line each as Dynamic's, sorted, each once.
+func Composed(sites []Site) []string {
+	return callLines(sites, func(s Site) bool { return s.Composed && !wrapper(s.Func) })
+}
+
 // Dynamic is the calls whose text is built at run time, but those that
 // run on SQLite only, one line each
 // ("Tx.ListDeadLetters: Query(q)"), sorted, with duplicates kept
 // once; the wrappers' calls of each other are left out.
 func Dynamic(sites []Site) []string {
+	return callLines(sites, func(s Site) bool {
+		return !s.Const && !s.Composed && s.Wrapper != "" && !wrapper(s.Func) && s.Only != "sqlite"
+	})
+}
+
+// callLines are the sites keep keeps, one line each, sorted, each once.
+func callLines(sites []Site, keep func(Site) bool) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range sites {
-		if s.Const || s.Wrapper == "" || wrapper(s.Func) || s.Only == "sqlite" {
+		if !keep(s) {
 			continue
 		}
 		l := fmt.Sprintf("%s: %s(%s)", s.Func, s.Wrapper, strings.Join(strings.Fields(s.Expr), " "))

@@ -2,6 +2,7 @@ package gensql
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +42,12 @@ func TestCollect(t *testing.T) {
 		{Func: "sqliteDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
 		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ?`},
 		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ? FOR UPDATE`, Only: "postgres"},
+		{Func: "Tx.Composes", Wrapper: "Exec", Expr: "s.SQL()", Composed: true},
+		{Func: "Tx.PassesTwo", Wrapper: "both", Const: true, SQL: `DELETE FROM t WHERE a = 3`},
+		{Func: "Tx.PassesTwo", Wrapper: "both", Const: true, SQL: `DELETE FROM t WHERE a = 4`},
+		{Const: true, SQL: ` WHERE a = ?`, Frag: "fragCond"},
+		{Const: true, SQL: ` WHERE b = ?`, Frag: "fragGiven"},
+		{Const: true, SQL: `SELECT a FROM t`, Frag: "fragHead"},
 	}
 	if !reflect.DeepEqual(sites, want) {
 		t.Errorf("Collect:\n got %+v\nwant %+v", sites, want)
@@ -49,5 +56,17 @@ func TestCollect(t *testing.T) {
 	wantDyn := []string{"Tx.Both: Exec(`SELECT ` + name + ` FROM ` + table)", "Tx.Both: Exec(`SELECT ` + name)"}
 	if !reflect.DeepEqual(dyn, wantDyn) {
 		t.Errorf("Dynamic: got %q, want %q", dyn, wantDyn)
+	}
+	if got, want := Composed(sites), []string{"Tx.Composes: Exec(s.SQL())"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Composed: got %q, want %q", got, want)
+	}
+}
+
+// TestCollectRefusesAFragMadeAtRunTime: a conversion to Frag of a text
+// that is not a constant is an error, naming it.
+func TestCollectRefusesAFragMadeAtRunTime(t *testing.T) {
+	_, err := Collect("testdata/fragconv")
+	if err == nil || !strings.Contains(err.Error(), "Frag(`SELECT ` + name)") {
+		t.Fatalf("Collect: %v, want the conversion refused", err)
 	}
 }

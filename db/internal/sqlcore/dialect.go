@@ -25,10 +25,10 @@ type Dialect interface {
 
 	// InsertMessages is broker.Tx.InsertMessages.
 	InsertMessages(ctx context.Context, t *Tx, ms []*broker.Message) ([]bool, error)
-	// PushCopies inserts the copies listed in temp.copies_in with insert
-	// (its one parameter the copies' time), fills in cs and empties
-	// temp.copies_in.
-	PushCopies(ctx context.Context, t *Tx, cs []broker.Copy, insert string, now time.Time) error
+	// PushCopies inserts the copies listed in temp.copies_in with
+	// InsertCopiesSQL (its one parameter the copies' time), fills in cs
+	// and empties temp.copies_in.
+	PushCopies(ctx context.Context, t *Tx, cs []broker.Copy, now time.Time) error
 	// ExpectOutcomes is broker.Tx.ExpectReplayOutcomes over the pairs
 	// as a JSON array.
 	ExpectOutcomes(ctx context.Context, t *Tx, jobID int64, list string) error
@@ -45,11 +45,13 @@ type Dialect interface {
 	// indexes; payloadIndexedInPart is broker.SearchTx's.
 	IndexDeadLetter(ctx context.Context, t *Tx, d *broker.DeadLetter) error
 	PayloadIndexedInPart(payload []byte) bool
-	// BlockQuery is the export's query of a block of dead letters.
-	BlockQuery(ph ExportPhase, docids []int64, limit int) (string, []any)
+	// BlockStmt is the export's statement of a block of dead letters
+	// (sqlcore.BlockStmt with the store's head).
+	BlockStmt(ph ExportPhase, docids []int64, limit int) Stmt
 	// StepSeriesSQL is Series' query of buckets summed by steps of ?5
-	// units (u), from table.
-	StepSeriesSQL(u, table string) string
+	// units, from table (one of bucketTables: stats_minute,
+	// stats_quarter, stats_hour; "" for another), a constant for each.
+	StepSeriesSQL(table string) string
 
 	// Space and giveBackPages are broker.Tx's Space and GiveBackPages.
 	Space(ctx context.Context, t *Tx) (broker.Space, error)

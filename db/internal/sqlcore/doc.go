@@ -1,7 +1,8 @@
 // Package sqlcore is the part of Lazarus's storage both stores share:
 // Tx, the implementation of broker.Tx (every statement written once, in
 // SQLite's dialect, which the PostgreSQL store translates; PGQuery notes
-// a PostgreSQL text written by hand beside its statement), row scanning,
+// a PostgreSQL text written by hand beside its statement; a filter's
+// statement is composed of fragments, Frag and Stmt), row scanning,
 // the arithmetic of the kept counts (FoldRows), and the check of
 // migration numbers.
 //

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -998,13 +997,21 @@ var insertDeadLetterSQL = PGInsert("id", `INSERT INTO dead_letters (seq, queue_i
 // and group. The message may be gone (retention): its payload and push
 // time are then the dead letter's own (migration 0020); its
 // transactionId and traceId are the dead letter's always.
-const DeadLetterSelect = `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+const DeadLetterSelect = DeadLetterCols + `dead_letters d` + DeadLetterJoins
+
+// DeadLetterCols and DeadLetterJoins are DeadLetterSelect but its
+// dead_letters d: a statement that reads them from elsewhere (an index's
+// docids, a list of them) puts its own between.
+const (
+	DeadLetterCols = `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
 	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
-	FROM dead_letters d
+	FROM `
+	DeadLetterJoins = `
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id`
+)
 
 func scanDeadLetters(rows Rows) ([]broker.DeadLetter, error) {
 	defer rows.Close()
@@ -1107,94 +1114,144 @@ func Where(f broker.Filter) (string, []any) {
 
 // WhereNamed is where; named: the rows are named by something else
 // (a full-text index's docids joined by id or seq), so every column is
-// +col, out of index choice.
+// +col, out of index choice. (A text composed of the fragments of
+// AddWhere, for a test to read or run.)
 func WhereNamed(f broker.Filter, named bool) (string, []any) {
-	var conds []string
-	var args []any
-	add := func(cond string, arg any) {
-		conds = append(conds, cond)
-		args = append(args, arg)
-	}
-	col := func(c string) string { return c }
-	if named {
-		col = func(c string) string { return "+" + c }
-		if f.TransactionID != "" {
-			add("+d.transaction_id = ?", f.TransactionID)
-		}
-	} else if f.TransactionID != "" {
-		add("d.transaction_id = ?", f.TransactionID)
-		col = func(c string) string { return "+" + c }
-	} else if f.Fingerprint != "" && f.QueueID != 0 {
-		col = func(c string) string {
-			if c == "d.group_id" || c == "d.partition_id" {
-				return "+" + c
-			}
-			return c
-		}
-	} else if f.Indexed() && f.Floor == nil && f.Window == nil {
-		// The full-text index names the candidates (broker.MatchCap at
-		// most in a list): looked up by id or seq, never found by walking
-		// a queue's dead letters in order (all of them for a rare word).
-		col = func(c string) string { return "+" + c }
-	}
-	if f.QueueID != 0 {
-		add(col("d.queue_id")+" = ?", f.QueueID)
-	}
-	if f.GroupID != 0 {
-		add(col("d.group_id")+" = ?", f.GroupID)
-	}
-	if f.PartitionID != 0 {
-		add(col("d.partition_id")+" = ?", f.PartitionID)
-	}
-	if f.Fingerprint != "" {
-		add(col("d.fingerprint")+" = ?", f.Fingerprint)
-	}
-	if !f.From.IsZero() {
-		add(col("d.failed_at")+" >= ?", MS(f.From))
-	}
-	if !f.To.IsZero() {
-		add(col("d.failed_at")+" < ?", MS(f.To))
-	}
-	if f.ErrorContains != "" {
-		add(`instr(lower(d.error), lower(?)) > 0`, f.ErrorContains)
-	}
-	if f.MaxID != 0 {
-		add("d.id <= ?", f.MaxID)
-	}
-	if !f.MaxFailedAt.IsZero() {
-		add(col("d.failed_at")+" <= ?", MS(f.MaxFailedAt))
-	}
-	if f.Cap != 0 {
-		conds = append(conds, capCond(f.Cap))
-	}
-	searchConds(f, func(cond string, a ...any) { conds = append(conds, cond); args = append(args, a...) })
-	if len(conds) == 0 {
+	var s Stmt
+	AddWhere(&s, f, named)
+	if len(s.parts) == 0 {
 		return "", nil
 	}
-	return " WHERE " + strings.Join(conds, " AND "), args
+	return s.SQL(), s.Args()
 }
+
+// The fragments of a dead-letter filter's conditions (AddWhere); an X
+// is the column written +col, out of SQLite's index choice (Where).
+const (
+	dlOfTxid         Frag = `d.transaction_id = ?`
+	dlOfTxidX        Frag = `+d.transaction_id = ?`
+	dlOfQueue        Frag = `d.queue_id = ?`
+	dlOfQueueX       Frag = `+d.queue_id = ?`
+	dlOfGroup        Frag = `d.group_id = ?`
+	dlOfGroupX       Frag = `+d.group_id = ?`
+	dlOfPartition    Frag = `d.partition_id = ?`
+	dlOfPartitionX   Frag = `+d.partition_id = ?`
+	dlOfFingerprint  Frag = `d.fingerprint = ?`
+	dlOfFingerprintX Frag = `+d.fingerprint = ?`
+	dlFailedFrom     Frag = `d.failed_at >= ?`
+	dlFailedFromX    Frag = `+d.failed_at >= ?`
+	dlFailedTo       Frag = `d.failed_at < ?`
+	dlFailedToX      Frag = `+d.failed_at < ?`
+	dlFailedUpTo     Frag = `d.failed_at <= ?`
+	dlFailedUpToX    Frag = `+d.failed_at <= ?`
+	dlErrorHas       Frag = `instr(lower(d.error), lower(?)) > 0`
+	dlUpToID         Frag = `d.id <= ?`
+	// broker.Filter.Cap: a dead letter's message's depth (a probe of
+	// replays' primary key) against its queue's max_replays (a probe of
+	// queues').
+	dlCapAt    Frag = `EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`
+	dlCapBelow Frag = `NOT ` + dlCapAt
+	// Keyset bounds, newest failure first.
+	dlBefore Frag = `(d.failed_at, d.id) < (?, ?)`
+	dlFrom   Frag = `(d.failed_at, d.id) >= (?, ?)`
+)
+
+// AddWhere adds the conditions of a dead-letter filter to s (Cond).
+// Values go in as arguments, never into the SQL text. named is
+// WhereNamed's.
+func AddWhere(s *Stmt, f broker.Filter, named bool) {
+	// x reports whether column c is written +c.
+	x := func(string) bool { return false }
+	if named {
+		x = func(string) bool { return true }
+		if f.TransactionID != "" {
+			s.Cond(dlOfTxidX, f.TransactionID)
+		}
+	} else if f.TransactionID != "" {
+		s.Cond(dlOfTxid, f.TransactionID)
+		x = func(string) bool { return true }
+	} else if (f.Indexed() || f.ErrorWords != "") && f.Floor == nil && f.Window == nil {
+		// The full-text index names the candidates (broker.MatchCap at
+		// most in a list): looked up by id or seq, never found by walking
+		// a queue's dead letters in order (all of them for a rare word),
+		// nor an error group's.
+		x = func(string) bool { return true }
+	} else if f.Fingerprint != "" && f.QueueID != 0 {
+		x = func(c string) bool { return c == "d.group_id" || c == "d.partition_id" }
+	}
+	col := func(c string, plain, plus Frag) Frag {
+		if x(c) {
+			return plus
+		}
+		return plain
+	}
+	if f.QueueID != 0 {
+		s.Cond(col("d.queue_id", dlOfQueue, dlOfQueueX), f.QueueID)
+	}
+	if f.GroupID != 0 {
+		s.Cond(col("d.group_id", dlOfGroup, dlOfGroupX), f.GroupID)
+	}
+	if f.PartitionID != 0 {
+		s.Cond(col("d.partition_id", dlOfPartition, dlOfPartitionX), f.PartitionID)
+	}
+	if f.Fingerprint != "" {
+		s.Cond(col("d.fingerprint", dlOfFingerprint, dlOfFingerprintX), f.Fingerprint)
+	}
+	if !f.From.IsZero() {
+		s.Cond(col("d.failed_at", dlFailedFrom, dlFailedFromX), MS(f.From))
+	}
+	if !f.To.IsZero() {
+		s.Cond(col("d.failed_at", dlFailedTo, dlFailedToX), MS(f.To))
+	}
+	if f.ErrorContains != "" {
+		s.Cond(dlErrorHas, f.ErrorContains)
+	}
+	if f.MaxID != 0 {
+		s.Cond(dlUpToID, f.MaxID)
+	}
+	if !f.MaxFailedAt.IsZero() {
+		s.Cond(col("d.failed_at", dlFailedUpTo, dlFailedUpToX), MS(f.MaxFailedAt))
+	}
+	switch {
+	case f.Cap == broker.CapAt:
+		s.Cond(dlCapAt)
+	case f.Cap != 0:
+		s.Cond(dlCapBelow)
+	}
+	searchConds(s, f)
+}
+
+// deadLetterStmt is head (a SELECT … FROM dead_letters d …) with the
+// conditions of f (AddWhere).
+func deadLetterStmt(head Frag, f broker.Filter) Stmt {
+	var s Stmt
+	s.Add(head)
+	AddWhere(&s, f, false)
+	return s
+}
+
+// The heads and ends of the dead-letter filters' statements.
+const (
+	dlSelect        Frag = DeadLetterSelect
+	dlCount         Frag = `SELECT COUNT(*) FROM dead_letters d`
+	dlCountUpToHead Frag = `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`
+	dlCountUpToEnd  Frag = ` LIMIT ?) x`
+	dlNewestFirst   Frag = ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`
+)
 
 // ListDeadLetters reads deadLetterSelect with where(f), newest failure
 // first (failed_at, then id, descending), after the keyset p.After or
 // past p.Offset rows.
 func (t *Tx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker.Page) ([]broker.DeadLetter, error) {
-	w, args := Where(f)
+	s := deadLetterStmt(dlSelect, f)
 	if p.After != nil {
-		if w == "" {
-			w = " WHERE "
-		} else {
-			w += " AND "
-		}
-		w += "(d.failed_at, d.id) < (?, ?)"
-		args = append(args, MS(p.After.At), p.After.ID)
+		s.Cond(dlBefore, MS(p.After.At), p.After.ID)
 	}
-	q := DeadLetterSelect + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`
-	args = append(args, p.Limit)
+	s.Add(dlNewestFirst, p.Limit)
 	if p.After == nil && p.Offset > 0 {
-		q += ` OFFSET ?`
-		args = append(args, p.Offset)
+		s.Add(fragOffset, p.Offset)
 	}
-	rows, err := t.Query(ctx, q, args...)
+	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
 	if err != nil {
 		return nil, err
 	}
@@ -1204,18 +1261,19 @@ func (t *Tx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker.Page
 // CountDeadLetters counts the rows of where(f): a walk of the filter's
 // index, unbounded.
 func (t *Tx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64, error) {
-	w, args := Where(f)
+	s := deadLetterStmt(dlCount, f)
 	var n int64
-	err := t.QueryRow(ctx, `SELECT COUNT(*) FROM dead_letters d`+w, args...).Scan(&n)
+	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
 	return n, err
 }
 
 // CountDeadLettersUpTo counts the rows of where(f) up to max (a LIMIT
 // inside the count).
 func (t *Tx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max int) (int64, error) {
-	w, args := Where(f)
+	s := deadLetterStmt(dlCountUpToHead, f)
+	s.Add(dlCountUpToEnd, max)
 	var n int64
-	err := t.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`+w+` LIMIT ?) x`, append(args, max)...).Scan(&n)
+	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
 	return n, err
 }
 
@@ -1227,57 +1285,79 @@ func (t *Tx) InsertAudit(ctx context.Context, a *broker.AuditEntry) error {
 	return err
 }
 
-// AuditQuery is ListAudit's query: newest first by the primary key, on
-// audit_stream within a stream.
-func AuditQuery(f broker.AuditFilter, p broker.Page) (string, []any) {
-	var conds []string
-	var args []any
+// The fragments of ListAudit's statement (AuditStmt) but those Jobs'
+// has too.
+const (
+	auditSelect   Frag = `SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`
+	auditOfAction Frag = `action = ?`
+	auditOfBroker Frag = `broker = 1`
+	auditOfPeople Frag = `broker = 0`
+	auditOfJob    Frag = `job_id = ?`
+	auditOfActor  Frag = `actor = ?`
+	// One of the queues of a comma-separated list.
+	auditOfQueue Frag = `instr(','||queue||',', ','||?||',') > 0`
+)
+
+// auditExcept leaves out the actions of a JSON array of strings
+// (PostgreSQL's json_array_elements_text reads them: its text-typed
+// value keeps them apart from an array of ids, read as bigint).
+var auditExcept = PGFrag(`action NOT IN (SELECT j.value FROM json_each(?) j)`,
+	`action NOT IN (SELECT j.value FROM json_array_elements_text(CAST(? AS json)) AS j(value))`)
+
+// AuditStmt is ListAudit's statement: newest first by the primary key,
+// on audit_stream within a stream.
+func AuditStmt(f broker.AuditFilter, p broker.Page) Stmt {
+	var s Stmt
+	s.Add(auditSelect)
 	if f.Action != "" {
-		conds, args = append(conds, "action = ?"), append(args, f.Action)
+		s.Cond(auditOfAction, f.Action)
 	}
 	// The people's stream or the broker's (audit_stream): an action
 	// filter alone says which.
 	switch {
 	case f.Stream == broker.AuditStreamBroker:
-		conds = append(conds, "broker = 1")
+		s.Cond(auditOfBroker)
 	case f.Stream == broker.AuditStreamPeople && f.Action == "":
-		conds = append(conds, "broker = 0")
+		s.Cond(auditOfPeople)
 	}
 	if f.JobID != 0 {
-		conds, args = append(conds, "job_id = ?"), append(args, f.JobID)
+		s.Cond(auditOfJob, f.JobID)
 	}
 	if f.Actor != "" {
-		conds, args = append(conds, "actor = ?"), append(args, f.Actor)
+		s.Cond(auditOfActor, f.Actor)
 	}
 	if f.Queue != "" {
-		conds, args = append(conds, "instr(','||queue||',', ','||?||',') > 0"), append(args, f.Queue)
+		s.Cond(auditOfQueue, f.Queue)
 	}
 	if len(f.Except) > 0 {
-		conds = append(conds, "action NOT IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Except)), ",")+")")
-		for _, a := range f.Except {
-			args = append(args, a)
-		}
+		s.Cond(auditExcept, jsonStrings(f.Except))
 	}
 	if p.After != nil {
-		conds, args = append(conds, "id < ?"), append(args, p.After.ID)
+		s.Cond(idBefore, p.After.ID)
 	}
-	q := `SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, p.Limit)
+	s.Add(idNewestFirst, p.Limit)
 	if p.After == nil && p.Offset > 0 {
-		q += ` OFFSET ?`
-		args = append(args, p.Offset)
+		s.Add(fragOffset, p.Offset)
 	}
-	return q, args
+	return s
 }
 
-// ListAudit runs auditQuery: newest first by the primary key.
+// AuditQuery is AuditStmt's text and arguments.
+func AuditQuery(f broker.AuditFilter, p broker.Page) (string, []any) {
+	s := AuditStmt(f, p)
+	return s.SQL(), s.Args()
+}
+
+// jsonStrings is ss as a JSON array.
+func jsonStrings(ss []string) string {
+	b, _ := json.Marshal(ss) // strings always marshal
+	return string(b)
+}
+
+// ListAudit runs AuditStmt: newest first by the primary key.
 func (t *Tx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page) ([]broker.AuditEntry, error) {
-	q, args := AuditQuery(f, p)
-	rows, err := t.Query(ctx, q, args...)
+	s := AuditStmt(f, p)
+	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
 	if err != nil {
 		return nil, err
 	}

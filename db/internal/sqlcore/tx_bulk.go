@@ -52,10 +52,10 @@ const KeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0
 // whole search again); the others walk the filter's index, newest
 // failure first.
 func (t *Tx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
-	const sel = KeySelect
 	if !f.Indexed() || f.Floor != nil || f.Window != nil {
-		w, args := Where(f)
-		return scanKeys(ctx, t, sel+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
+		s := deadLetterStmt(dlKeys, f)
+		s.Add(dlNewestFirst, limit)
+		return scanKeys(ctx, t, s.SQL(), s.Args()...)
 	}
 	var out []broker.DeadLetterKey
 	for i, ph := range ExportPhases(f) {
@@ -68,8 +68,8 @@ func (t *Tx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]
 			}
 			ph.exceptIDs = IntsJSON(ids)
 		}
-		q, args := IndexQuery(sel, ph, 0, limit-len(out))
-		keys, err := scanKeys(ctx, t, q, args...)
+		s := IndexStmt(ph, 0, limit-len(out))
+		keys, err := scanKeys(ctx, t, s.SQL(), s.Args()...)
 		if err != nil {
 			return nil, err
 		}
@@ -82,40 +82,60 @@ func (t *Tx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]
 
 // NewestFailure reads the first row of where(f), newest failure first.
 func (t *Tx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, bool, error) {
-	w, args := Where(f)
+	s := deadLetterStmt(dlNewestFailure, f)
+	s.Add(dlFirst)
 	var at int64
-	err := t.QueryRow(ctx, `SELECT d.failed_at FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`, args...).Scan(&at)
+	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}
 	return fromMS(at), err == nil, err
 }
 
-// CountDeadLettersAbove runs countAbove.
+// CountDeadLettersAbove runs CountAboveStmt.
 func (t *Tx) CountDeadLettersAbove(ctx context.Context, f broker.Filter, b broker.Bound, exceptJob int64) (int64, error) {
-	query, args := CountAbove(f, b, exceptJob)
+	s := CountAboveStmt(f, b, exceptJob)
 	var n int64
-	err := t.QueryRow(ctx, query, args...).Scan(&n)
+	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
 	return n, err
 }
 
-// CountAbove is the query of CountDeadLettersAbove: the dead letters of
+// CountAboveStmt is the statement of CountDeadLettersAbove: the dead letters of
 // f with a row id above b.ID, which migration 0013 made the ones filed
 // after b was taken (AUTOINCREMENT: an id is never given twice). They are
 // the newest row ids, a short range whatever the clock did: the LIMIT
 // keeps SQLite from flattening the subquery into the count, where it would
 // walk the filter's index through every older row instead.
-func CountAbove(f broker.Filter, b broker.Bound, exceptJob int64) (string, []any) {
+func CountAboveStmt(f broker.Filter, b broker.Bound, exceptJob int64) Stmt {
 	f.MaxID, f.MaxFailedAt = 0, time.Time{}
-	w, args := Where(f)
-	inner, innerArgs := `SELECT * FROM dead_letters WHERE id > ?`, []any{b.ID}
+	var s Stmt
+	s.Add(dlAbove, b.ID)
 	if exceptJob != 0 {
 		// Not the job's own copies (a probe of replays' primary key each).
-		inner += ` AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = ?)`
-		innerArgs = append(innerArgs, exceptJob)
+		s.Add(dlAboveNotOfJob, exceptJob)
 	}
-	return `SELECT COUNT(*) FROM (` + inner + ` ORDER BY id LIMIT -1) d` + w, append(innerArgs, args...)
+	s.Add(dlAboveEnd)
+	AddWhere(&s, f, false)
+	return s
 }
+
+// CountAbove is CountAboveStmt's text and arguments.
+func CountAbove(f broker.Filter, b broker.Bound, exceptJob int64) (string, []any) {
+	s := CountAboveStmt(f, b, exceptJob)
+	return s.SQL(), s.Args()
+}
+
+// The fragments of CountAboveStmt, DeadLetterKeys, NewestFailure and
+// CountDeadLetterMessages.
+const (
+	dlAbove         Frag = `SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ?`
+	dlAboveNotOfJob Frag = ` AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.copy_seq = dead_letters.seq AND r.job_id = ?)`
+	dlAboveEnd      Frag = ` ORDER BY id LIMIT -1) d`
+	dlKeys          Frag = KeySelect
+	dlNewestFailure Frag = `SELECT d.failed_at FROM dead_letters d`
+	dlFirst         Frag = ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1`
+	dlCountMessages Frag = `SELECT COUNT(DISTINCT d.seq) FROM dead_letters d`
+)
 
 // CountDeadLetterMessages counts the distinct seqs of what f selects. A
 // group's dead letters are one a message (UNIQUE (seq, group_id)): with a
@@ -124,9 +144,9 @@ func (t *Tx) CountDeadLetterMessages(ctx context.Context, f broker.Filter) (int6
 	if f.GroupID != 0 {
 		return t.CountDeadLetters(ctx, f)
 	}
-	w, args := Where(f)
+	s := deadLetterStmt(dlCountMessages, f)
 	var n int64
-	err := t.QueryRow(ctx, `SELECT COUNT(DISTINCT d.seq) FROM dead_letters d`+w, args...).Scan(&n)
+	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
 	return n, err
 }
 
@@ -209,19 +229,7 @@ func (t *Tx) pushCopies(ctx context.Context, cs []broker.Copy, now time.Time) er
 	if _, err := t.Exec(ctx, copiesInSQL, string(list)); err != nil {
 		return err
 	}
-	// "WHERE true" lets SQLite tell the ON CONFLICT of the upsert from a
-	// join's ON. One writer and no AUTOINCREMENT: when every copy went
-	// in, their seqs are the last len(cs) ones, in that order. A message
-	// retention removed is copied from its dead letter (migration 0020;
-	// COALESCE reads it only then). Each copy goes to its own partition
-	// (c.part): its message's, or a replay's destination.
-	insertCopies := `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-		SELECT c.part, c.txid,
-			COALESCE(m.payload, ` + fromDeadLetter("payload", "c.seq") + `), COALESCE(m.trace_id, ` + fromDeadLetter("trace_id", "c.seq") + `), ?
-		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
-		WHERE true ORDER BY c.k
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
-	return t.d.PushCopies(ctx, t, cs, insertCopies, now)
+	return t.d.PushCopies(ctx, t, cs, now)
 }
 
 // createCopiesInSQL makes pushCopies' table of the copies to make, once
@@ -261,6 +269,22 @@ func (t *Tx) pushEdited(ctx context.Context, c *broker.Copy, now time.Time, by b
 		SELECT ?1, COALESCE((SELECT m.payload FROM messages m WHERE m.seq = ?3), `+fromDeadLetter("payload", "?3")+`), ?2`, c.CopySeq, c.Payload, c.Seq)
 	return err
 }
+
+// InsertCopiesSQL inserts the copies listed in temp.copies_in (its one
+// parameter the copies' time), which each dialect's PushCopies runs.
+// "WHERE true" lets SQLite tell the ON CONFLICT of the upsert from a
+// join's ON. A message retention removed is copied from its dead letter
+// (migration 0020; COALESCE reads it only then: fromDeadLetter, written
+// out so that the text stays a constant the other packages can extend).
+// Each copy goes to its own partition (c.part): its message's, or a
+// replay's destination.
+const InsertCopiesSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+		SELECT c.part, c.txid,
+			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
+			COALESCE(m.trace_id, (SELECT d.trace_id FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)), ?
+		FROM temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
+		WHERE true ORDER BY c.k
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
 
 // fromDeadLetter reads a column of the message seq from a dead letter of
 // it that holds the message's payload (retention removed the message:

@@ -3,7 +3,6 @@ package sqlcore
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -37,8 +36,8 @@ func (t *Tx) exportByList(ctx context.Context, f broker.Filter, after *broker.Ex
 	if after != nil {
 		cur = after.After
 	}
-	q, args := ExportQuery(f, cur, limit)
-	out, err := t.exportRows(ctx, q, args, maxBytes)
+	s := ExportStmt(f, cur, limit)
+	out, err := t.exportRows(ctx, s.SQL(), s.Args(), maxBytes)
 	if err != nil || len(out) == 0 {
 		return nil, nil, err
 	}
@@ -112,8 +111,8 @@ func (t *Tx) readBlock(ctx context.Context, ph ExportPhase, cur *broker.ExportCu
 // (the docids' rows did not match the rest of the filter).
 func (t *Tx) exportFromBlock(ctx context.Context, ph ExportPhase, cur *broker.ExportCursor, limit int, maxBytes int64) ([]broker.DeadLetter, error) {
 	take := cur.Pending[:min(len(cur.Pending), limit)]
-	q, args := t.blockQuery(ph, take, limit)
-	out, err := t.exportRows(ctx, q, args, maxBytes)
+	s := t.d.BlockStmt(ph, take, limit)
+	out, err := t.exportRows(ctx, s.SQL(), s.Args(), maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +153,8 @@ func (t *Tx) cutAtDoc(ctx context.Context, ph ExportPhase, out []broker.DeadLett
 	if keep > 0 {
 		return out[:keep], out[keep-1].Seq, nil
 	}
-	q, args := t.blockQuery(ph, []int64{doc}, -1)
-	rows, err := t.Query(ctx, q, args...)
+	s := t.d.BlockStmt(ph, []int64{doc}, -1)
+	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -197,11 +196,6 @@ func IndexBlockQuery(ph ExportPhase, below int64) (string, []any) {
 		args = append(args, below)
 	}
 	return q + ` ORDER BY docid DESC LIMIT ?`, append(args, ExportBlock)
-}
-
-// blockQuery is blockQuery or pgBlockQuery, as t's store takes it.
-func (t *Tx) blockQuery(ph ExportPhase, docids []int64, limit int) (string, []any) {
-	return t.d.BlockQuery(ph, docids, limit)
 }
 
 // errorMatchesOf returns the sorted ids of the dead letters of the
@@ -277,67 +271,81 @@ func ExportPhases(f broker.Filter) []ExportPhase {
 	return nil
 }
 
-// IndexQuery is the SQL of the dead letters (sel's columns: a SELECT
-// ... FROM dead_letters d) of ph's index matches below below (0: all):
-// the index walked first (CROSS JOIN keeps it outer), newest docid first
-// as it hands them over (no sort), each match joined to its dead letters
-// and checked against the rest of the filter, up to limit (-1: all).
+// IndexStmt is the statement of the dead letters' keys (KeySelect's
+// columns) of ph's index matches below below (0: all): the index walked
+// first (CROSS JOIN keeps it outer), newest docid first as it hands them
+// over (no sort), each match joined to its dead letters and checked
+// against the rest of the filter, up to limit (-1: all).
 // DeadLetterKeys' chunks.
-func IndexQuery(sel string, ph ExportPhase, below int64, limit int) (string, []any) {
-	index, join := "dead_letter_errors", "d.id = t.docid"
+func IndexStmt(ph ExportPhase, below int64, limit int) Stmt {
+	var s Stmt
 	if ph.payloads {
-		index, join = "dead_letter_payloads", "d.seq = t.docid"
+		s.Add(idxKeysOfPayloads)
+		s.Cond(idxMatchPayloads, FTSMatch(ph.match))
+	} else {
+		s.Add(idxKeysOfErrors)
+		s.Cond(idxMatchErrors, FTSMatch(ph.match))
 	}
-	w, args := WhereNamed(ph.rest, true)
-	from := `FROM ` + index + ` t CROSS JOIN dead_letters d ON ` + join
-	q := strings.Replace(sel, "FROM dead_letters d", from, 1)
-	cond := `match(?, t.` + index + `)`
-	cargs := []any{FTSMatch(ph.match)}
 	if below > 0 {
-		cond += ` AND t.docid < ?`
-		cargs = append(cargs, below)
+		s.Cond(idxBelow, below)
 	}
 	if ph.exceptIDs != "" {
-		cond += ` AND d.id NOT IN (SELECT value FROM json_each(?))`
-		cargs = append(cargs, ph.exceptIDs)
+		s.Cond(idxExceptIDs, ph.exceptIDs)
 	}
-	if w == "" {
-		w = " WHERE " + cond
-	} else {
-		w = " WHERE " + cond + " AND " + strings.TrimPrefix(w, " WHERE ")
-	}
-	return q + w + ` ORDER BY t.docid DESC LIMIT ?`, append(append(cargs, args...), limit)
+	AddWhere(&s, ph.rest, true)
+	s.Add(idxNewestFirst, limit)
+	return s
 }
 
-// ExportQuery is the SQL of a list-ordered page of ExportDeadLetters.
-func ExportQuery(f broker.Filter, after *broker.Cursor, limit int) (string, []any) {
-	w, args := Where(f)
+// IndexQuery is IndexStmt's text and arguments.
+func IndexQuery(ph ExportPhase, below int64, limit int) (string, []any) {
+	s := IndexStmt(ph, below, limit)
+	return s.SQL(), s.Args()
+}
+
+// The fragments of IndexStmt, ExportStmt and BlockStmt.
+const (
+	idxKeysOfErrors   Frag = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t CROSS JOIN dead_letters d ON d.id = t.docid`
+	idxKeysOfPayloads Frag = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_payloads t CROSS JOIN dead_letters d ON d.seq = t.docid`
+	idxMatchErrors    Frag = `match(?, t.dead_letter_errors)`
+	idxMatchPayloads  Frag = `match(?, t.dead_letter_payloads)`
+	idxBelow          Frag = `t.docid < ?`
+	idxExceptIDs      Frag = `d.id NOT IN (SELECT value FROM json_each(?))`
+	idxNewestFirst    Frag = ` ORDER BY t.docid DESC LIMIT ?`
+	blockInOrder      Frag = ` ORDER BY k.key, d.id DESC LIMIT ?`
+)
+
+// ExportStmt is the statement of a list-ordered page of
+// ExportDeadLetters.
+func ExportStmt(f broker.Filter, after *broker.Cursor, limit int) Stmt {
+	s := deadLetterStmt(dlSelect, f)
 	if after != nil {
-		if w == "" {
-			w = " WHERE "
-		} else {
-			w += " AND "
-		}
-		w += "(d.failed_at, d.id) < (?, ?)"
-		args = append(args, MS(after.At), after.ID)
+		s.Cond(dlBefore, MS(after.At), after.ID)
 	}
-	return DeadLetterSelect + w + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, limit)
+	s.Add(dlNewestFirst, limit)
+	return s
 }
 
-// BlockQueryFrom is a store's query of a block of dead letters in the
-// export's phase ph (Dialect.BlockQuery): the docids read by from (the
-// store's way to read a JSON array with its keys), each one doc.
-func BlockQueryFrom(from, doc string, ph ExportPhase, docids []int64, limit int) (string, []any) {
-	join := "d.id = " + doc
-	if ph.payloads {
-		join = "d.seq = " + doc
-	}
+// ExportQuery is ExportStmt's text and arguments.
+func ExportQuery(f broker.Filter, after *broker.Cursor, limit int) (string, []any) {
+	s := ExportStmt(f, after, limit)
+	return s.SQL(), s.Args()
+}
+
+// BlockStmt is a store's statement of a block of dead letters in the
+// export's phase ph (Dialect.BlockStmt): head reads the docids (the
+// store's way to read a JSON array with its keys, k.key) and joins each
+// to its dead letters (DeadLetterCols … DeadLetterJoins), by id or by
+// seq as ph walks the error texts' index or the payloads'.
+func BlockStmt(head Frag, ph ExportPhase, docids []int64, limit int) Stmt {
 	if limit < 0 {
 		limit = NoCap
 	}
-	w, args := WhereNamed(ph.rest, true)
-	q := strings.Replace(DeadLetterSelect, "FROM dead_letters d", from+join, 1)
-	return q + w + ` ORDER BY k.key, d.id DESC LIMIT ?`, append(append([]any{IntsJSON(docids)}, args...), limit)
+	var s Stmt
+	s.Add(head, IntsJSON(docids))
+	AddWhere(&s, ph.rest, true)
+	s.Add(blockInOrder, limit)
+	return s
 }
 
 // Payloads reports whether the phase walks the payloads' index (docid =

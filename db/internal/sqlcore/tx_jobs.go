@@ -2,7 +2,6 @@ package sqlcore
 
 import (
 	"context"
-	"strings"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -45,29 +44,42 @@ func (t *Tx) Job(ctx context.Context, id int64) (broker.Job, error) {
 	return j, notFound(err, "job")
 }
 
-// Jobs reads newest first by the primary key; a state filter goes by
-// jobs_state. The table holds one row per person's bulk action.
-func (t *Tx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) ([]broker.Job, error) {
-	var conds []string
-	var args []any
+// The fragments of Jobs' statement (JobsStmt).
+const (
+	jobsSelect    Frag = `SELECT ` + jobCols + ` FROM jobs`
+	jobsOfState   Frag = `state = ?`
+	jobsOfQueue   Frag = `queue = ?`
+	jobsOfKind    Frag = `kind = ?`
+	idBefore      Frag = `id < ?`
+	idNewestFirst Frag = ` ORDER BY id DESC LIMIT ?`
+	fragOffset    Frag = ` OFFSET ?`
+)
+
+// JobsStmt is Jobs' statement: newest first by the primary key; a state
+// filter goes by jobs_state.
+func JobsStmt(f broker.JobFilter, p broker.Page) Stmt {
+	var s Stmt
+	s.Add(jobsSelect)
 	if f.State != "" {
-		conds, args = append(conds, "state = ?"), append(args, f.State)
+		s.Cond(jobsOfState, f.State)
 	}
 	if f.Queue != "" {
-		conds, args = append(conds, "queue = ?"), append(args, f.Queue)
+		s.Cond(jobsOfQueue, f.Queue)
 	}
 	if f.Kind != "" {
-		conds, args = append(conds, "kind = ?"), append(args, f.Kind)
+		s.Cond(jobsOfKind, f.Kind)
 	}
 	if p.After != nil {
-		conds, args = append(conds, "id < ?"), append(args, p.After.ID)
+		s.Cond(idBefore, p.After.ID)
 	}
-	q := `SELECT ` + jobCols + ` FROM jobs`
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	rows, err := t.Query(ctx, q, append(args, p.Limit)...)
+	s.Add(idNewestFirst, p.Limit)
+	return s
+}
+
+// Jobs reads JobsStmt. The table holds one row per person's bulk action.
+func (t *Tx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) ([]broker.Job, error) {
+	s := JobsStmt(f, p)
+	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,6 @@ package sqlcore
 
 import (
 	"context"
-
-	"github.com/lazarus-dlq/lazarus/broker"
 )
 
 // The replay cap (migration 0026): each copy's row of replays keeps its
@@ -32,14 +30,3 @@ func (t *Tx) ReplayCounts(ctx context.Context, seqs []int64) (map[int64]int, err
 }
 
 const ReplayCountsSQL = `SELECT r.copy_seq, r.depth FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?))`
-
-// capCond is the condition of broker.Filter.Cap on a dead letter d: its
-// message's depth (a probe of replays' primary key) against its queue's
-// max_replays (a probe of queues').
-func capCond(c int) string {
-	at := `EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`
-	if c == broker.CapAt {
-		return at
-	}
-	return "NOT " + at
-}

@@ -103,6 +103,12 @@ func (t *Tx) Stats(ctx context.Context, queueID int64) ([]broker.GroupStats, err
 	if err != nil {
 		return nil, err
 	}
+	return scanGroupStats(rows)
+}
+
+// scanGroupStats reads rows of group_stats joined to groups' names, as
+// Stats and StatsOf select them.
+func scanGroupStats(rows Rows) ([]broker.GroupStats, error) {
 	defer rows.Close()
 	var out []broker.GroupStats
 	for rows.Next() {
@@ -205,7 +211,7 @@ func (t *Tx) Series(ctx context.Context, queueID int64, from, to time.Time, step
 	ranged := `SELECT b.queue_id, b.group_id, ` + u + `, ` + bucketCols + ` FROM ` + bt.name + ` b
 		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4`
 	if stepU > 1 {
-		ranged = t.d.StepSeriesSQL(u, bt.name)
+		ranged = t.d.StepSeriesSQL(bt.name)
 	}
 	for _, p := range pairs {
 		args := []any{p[0], p[1], fromU, toU}

@@ -51,96 +51,130 @@ func (t *Tx) unindexQueue(ctx context.Context, queueID int64) error {
 	return nil
 }
 
-// matchIn is the set of docids of an index that match a bound
-// expression (an FTSMatch), the newest (highest docid) first, at most a
-// bound number when the filter has a MatchCap (noCap: no limit).
-func matchIn(index string) string {
-	return `(SELECT docid FROM ` + index + ` WHERE match(?, ` + index + `) ORDER BY docid DESC LIMIT ?)`
-}
-
-// matchInRange is the set of docids of an index that match a bound
-// expression (an FTSMatch) within a bound docid range (FTS4 takes docid
-// range constraints along with MATCH): all of a window's matches.
-func matchInRange(index string) string {
-	return `(SELECT docid FROM ` + index + ` WHERE match(?, ` + index + `) AND docid BETWEEN ? AND ?)`
-}
+// The fragments of the full-text conditions (searchConds): a dead
+// letter's id (its error text) or seq (its payload) among an index's
+// matches of a bound expression (an FTSMatch): the newest (highest
+// docid) first, at most a bound number (NoCap: no limit); or, in a
+// window, all of those within a bound docid range (FTS4 takes docid
+// range constraints along with MATCH).
+const (
+	ftsErrors          Frag = `d.id IN (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) ORDER BY docid DESC LIMIT ?)`
+	ftsPayloads        Frag = `d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) ORDER BY docid DESC LIMIT ?)`
+	ftsErrorsInRange   Frag = `d.id IN (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) AND docid BETWEEN ? AND ?)`
+	ftsPayloadsInRange Frag = `d.seq IN (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) AND docid BETWEEN ? AND ?)`
+	fragOpen           Frag = `(`
+	fragOr             Frag = ` OR `
+	fragClose          Frag = `)`
+	// m.payload: the message's, or the dead letter's own once retention
+	// removed the message (migration 0020), parsed once a row for every
+	// field filter (SQLite's JSONB; PostgreSQL's jsonb, NULL for a
+	// payload it cannot read: migrations_pg, "Search"): a parse is most
+	// of a filter's cost. The fields' conditions follow, then fragClose.
+	fieldsOfPayload Frag = `EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `
+)
 
 // NoCap is the bound of a LIMIT that takes every row: SQLite's -1 is an
 // error in PostgreSQL.
 const NoCap = math.MaxInt64
 
-// fieldOps are the SQL comparisons of broker.FieldFilter's operators:
-// only these strings reach the SQL text.
-var fieldOps = map[string]string{"=": "=", "!=": "<>", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
+// The fragments of a field filter's test (fieldCond).
+const (
+	fieldText    Frag = `json_type(m.payload, ?) = 'text' AND json_extract(m.payload, ?)`
+	fieldNumber  Frag = `CAST(CASE WHEN json_type(m.payload, ?) IN ('integer', 'real') THEN json_extract(m.payload, ?) END AS NUMERIC)`
+	fieldEq      Frag = ` = ?`
+	fieldGt      Frag = ` > ?`
+	fieldGe      Frag = ` >= ?`
+	fieldLt      Frag = ` < ?`
+	fieldLe      Frag = ` <= ?`
+	fieldLiteral Frag = `COALESCE(json_type(m.payload, ?) = ?, FALSE)`
+	fragCoalesce Frag = `COALESCE(`
+	fragOrFalse  Frag = `, FALSE)`
+	fieldThere   Frag = `json_type(m.payload, ?) IS NOT NULL AND NOT `
+	// contains: an array holding the value (one of elem…), or a string
+	// holding it as text.
+	fieldContains     Frag = `CASE json_type(m.payload, ?) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(m.payload, ?) e WHERE `
+	elemLiteral       Frag = `e.type = ?`
+	elemText          Frag = `e.type = 'text' AND e.value = ?`
+	elemNumber        Frag = `CAST(CASE WHEN e.type IN ('integer', 'real') THEN e.value END AS NUMERIC) = ?`
+	fieldContainsText Frag = ` WHEN 'text' THEN instr(lower(json_extract(m.payload, ?)), lower(?)) > 0`
+	fieldContainsEnd  Frag = ` ELSE FALSE END`
+	fragFalse         Frag = `FALSE`
+)
 
-// searchConds adds f's free-text and field conditions. Every user value
-// (match expressions, JSON paths, values) is a bound parameter; the SQL
-// text is made of constants and fieldOps only.
-func searchConds(f broker.Filter, add func(cond string, args ...any)) {
+// fieldOps are the SQL comparisons of broker.FieldFilter's ordering
+// operators (= and != are fieldCond's own): only these fragments reach
+// the SQL text.
+var fieldOps = map[string]Frag{">": fieldGt, ">=": fieldGe, "<": fieldLt, "<=": fieldLe}
+
+// searchConds adds f's free-text and field conditions to s. Every user
+// value (match expressions, JSON paths, values) is a bound parameter;
+// the SQL text is made of fragments only.
+func searchConds(s *Stmt, f broker.Filter) {
 	limit := int64(NoCap)
 	if f.MatchCap > 0 {
 		limit = int64(f.MatchCap)
 	}
-	// errors and payloads are the conditions "in the index's matches" of
+	// errs and payloads add the conditions "in the index's matches" of
 	// the error texts (by id) and of the payloads (by seq): the newest
 	// MatchCap at most, or all of those in the window's range.
-	errs := func(m string) (string, []any) {
-		return `d.id IN ` + matchIn("dead_letter_errors"), []any{FTSMatch(m), limit}
-	}
-	payloads := func(m string) (string, []any) {
-		return `d.seq IN ` + matchIn("dead_letter_payloads"), []any{FTSMatch(m), limit}
-	}
+	errs := func(m string) (Frag, []any) { return ftsErrors, []any{FTSMatch(m), limit} }
+	payloads := func(m string) (Frag, []any) { return ftsPayloads, []any{FTSMatch(m), limit} }
 	if w := f.Window; w != nil {
-		errs = func(m string) (string, []any) {
-			return `d.id IN ` + matchInRange("dead_letter_errors"), []any{FTSMatch(m), w.MinID, w.MaxID}
-		}
-		payloads = func(m string) (string, []any) {
-			return `d.seq IN ` + matchInRange("dead_letter_payloads"), []any{FTSMatch(m), w.MinSeq, w.MaxSeq}
-		}
+		errs = func(m string) (Frag, []any) { return ftsErrorsInRange, []any{FTSMatch(m), w.MinID, w.MaxID} }
+		payloads = func(m string) (Frag, []any) { return ftsPayloadsInRange, []any{FTSMatch(m), w.MinSeq, w.MaxSeq} }
 		if w.Above != nil {
-			add(`(d.failed_at, d.id) < (?, ?)`, MS(w.Above.At), w.Above.ID)
+			s.Cond(dlBefore, MS(w.Above.At), w.Above.ID)
 		}
+	}
+	if f.ErrorWords != "" {
+		// Words every error text holding f.ErrorContains holds: its
+		// candidates (the text itself is checked by Where).
+		c, a := errs(f.ErrorWords)
+		s.Cond(c, a...)
 	}
 	if f.Text != "" {
-		ec, ea := errs(f.Text)
-		pc, pa := payloads(f.Text)
-		add(`(`+ec+` OR `+pc+`)`, append(ea, pa...)...)
+		ef, ea := errs(f.Text)
+		pf, pa := payloads(f.Text)
+		s.Cond(fragOpen)
+		s.Add(ef, ea...)
+		s.Add(fragOr)
+		s.Add(pf, pa...)
+		s.Add(fragClose)
 	}
-	var conds []string
-	var condArgs []any
 	for _, ff := range f.Fields {
 		if ff.Words != "" {
-			c, a := payloads(ff.Words)
-			add(c, a...)
+			pf, pa := payloads(ff.Words)
+			s.Cond(pf, pa...)
 		}
-		cond, args := fieldCond(ff)
-		conds = append(conds, "("+cond+")")
-		condArgs = append(condArgs, args...)
 	}
-	if len(conds) > 0 {
-		// m.payload: the message's, or the dead letter's own once
-		// retention removed the message (migration 0020), parsed once a
-		// row for every field filter (SQLite's JSONB; PostgreSQL's
-		// jsonb, NULL for a payload it cannot read: migrations_pg,
-		// "Search"): a parse is most of a filter's cost.
-		add(`EXISTS (SELECT 1 FROM (SELECT jsonb(COALESCE((SELECT x.payload FROM messages x WHERE x.seq = d.seq), d.payload)) AS payload) m WHERE `+strings.Join(conds, " AND ")+`)`, condArgs...)
+	if len(f.Fields) > 0 {
+		s.Cond(fieldsOfPayload)
+		for i, ff := range f.Fields {
+			if i > 0 {
+				s.Add(FragAnd)
+			}
+			s.Add(fragOpen)
+			fieldCond(s, ff)
+			s.Add(fragClose)
+		}
+		s.Add(fragClose)
 	}
 	if f.Floor != nil {
-		add(`(d.failed_at, d.id) >= (?, ?)`, MS(f.Floor.At), f.Floor.ID)
+		s.Cond(dlFrom, MS(f.Floor.At), f.Floor.ID)
 	}
 }
 
-// fieldCond is the exact test of a field filter on m.payload. Types
-// count: a string is never equal to, above or below a number; != holds
-// for a field that is there with another value; a path that is not
-// there meets no filter.
+// fieldCond adds the exact test of a field filter on m.payload to s.
+// Types count: a string is never equal to, above or below a number; !=
+// holds for a field that is there with another value; a path that is
+// not there meets no filter.
 //
 // It is written for both stores: PostgreSQL has json_type, json_extract
 // and json_each of SQLite's JSON paths too (migrations_pg, "Search"),
 // whose values are text (bytewise ordered, as SQLite's BINARY), so a
 // number is compared as CAST(... AS NUMERIC), taken only from a number
 // (PostgreSQL may test the conditions of an AND in any order).
-func fieldCond(ff broker.FieldFilter) (string, []any) {
+func fieldCond(s *Stmt, ff broker.FieldFilter) {
 	p := ff.Path
 	// A JSON true, false or null is told by its type alone.
 	literalType := func(v any) string {
@@ -154,54 +188,55 @@ func fieldCond(ff broker.FieldFilter) (string, []any) {
 	}
 	// cmp compares the field with a string or a number; it is NULL for a
 	// field of another type, or none.
-	cmp := func(op string, v any) (string, []any) {
+	cmp := func(op Frag, v any) {
 		if _, ok := v.(string); ok {
-			return `json_type(m.payload, ?) = 'text' AND json_extract(m.payload, ?) ` + op + ` ?`, []any{p, p, v}
+			s.Add(fieldText, p, p)
+		} else {
+			s.Add(fieldNumber, p, p)
 		}
-		return `CAST(CASE WHEN json_type(m.payload, ?) IN ('integer', 'real') THEN json_extract(m.payload, ?) END AS NUMERIC) ` + op + ` ?`, []any{p, p, v}
+		s.Add(op, v)
 	}
 	// eq is true or false, never NULL (!= is its negation).
-	eq := func() (string, []any) {
+	eq := func() {
 		switch v := ff.Value.(type) {
 		case bool, nil:
-			return `COALESCE(json_type(m.payload, ?) = ?, FALSE)`, []any{p, literalType(v)}
+			s.Add(fieldLiteral, p, literalType(v))
 		default:
-			c, args := cmp("=", v)
-			return `COALESCE(` + c + `, FALSE)`, args
+			s.Add(fragCoalesce)
+			cmp(fieldEq, v)
+			s.Add(fragOrFalse)
 		}
 	}
 	switch ff.Op {
 	case "=":
-		return eq()
+		eq()
 	case "!=":
-		c, args := eq()
-		return `json_type(m.payload, ?) IS NOT NULL AND NOT ` + c, append([]any{p}, args...)
+		s.Add(fieldThere, p)
+		eq()
 	case "contains":
 		// An array holding the value, or a string holding it as text
 		// (case-insensitive; its words are in the index: broker).
-		var elem string
-		var eargs []any
+		s.Add(fieldContains, p, p)
 		switch v := ff.Value.(type) {
 		case bool, nil:
-			elem, eargs = `e.type = ?`, []any{literalType(v)}
+			s.Add(elemLiteral, literalType(v))
 		case string:
-			elem, eargs = `e.type = 'text' AND e.value = ?`, []any{v}
+			s.Add(elemText, v)
 		default:
-			elem, eargs = `CAST(CASE WHEN e.type IN ('integer', 'real') THEN e.value END AS NUMERIC) = ?`, []any{v}
+			s.Add(elemNumber, v)
 		}
-		c := `CASE json_type(m.payload, ?) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(m.payload, ?) e WHERE ` + elem + `)`
-		args := append([]any{p, p}, eargs...)
-		if s, ok := ff.Value.(string); ok {
-			c += ` WHEN 'text' THEN instr(lower(json_extract(m.payload, ?)), lower(?)) > 0`
-			args = append(args, p, s)
+		s.Add(fragClose)
+		if v, ok := ff.Value.(string); ok {
+			s.Add(fieldContainsText, p, v)
 		}
-		return c + ` ELSE FALSE END`, args
+		s.Add(fieldContainsEnd)
 	default:
 		op, ok := fieldOps[ff.Op]
 		if !ok {
-			return `FALSE`, nil // the broker's parser makes no other
+			s.Add(fragFalse) // the broker's parser makes no other
+			return
 		}
-		return cmp(op, ff.Value)
+		cmp(op, ff.Value)
 	}
 }
 
@@ -219,17 +254,17 @@ func (t *Tx) TextMatches(ctx context.Context, match string, payloads bool, max i
 // DeadLetterPosition walks the filter's index (failed_at DESC, id DESC)
 // and reads no row.
 func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *broker.Cursor, n int) (broker.Cursor, bool, error) {
-	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil || f.Window != nil {
+	if f.Text != "" || len(f.Fields) > 0 || f.ErrorWords != "" || f.Floor != nil || f.Window != nil {
 		return broker.Cursor{}, false, errors.New("dead letter position: the filter must select by columns only")
 	}
-	w, args := Where(f)
+	s := deadLetterStmt(dlPositionHead, f)
 	if after != nil {
-		w = AndWhere(w, "(d.failed_at, d.id) < (?, ?)")
-		args = append(args, MS(after.At), after.ID)
+		s.Cond(dlBefore, MS(after.At), after.ID)
 	}
+	s.Add(dlFirst)
+	s.Add(fragOffset, n-1)
 	var at, id int64
-	err := t.QueryRow(ctx, `SELECT d.failed_at, d.id FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 1 OFFSET ?`,
-		append(args, n-1)...).Scan(&at, &id)
+	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&at, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return broker.Cursor{}, false, nil
 	}
@@ -242,28 +277,38 @@ func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *bro
 // DeadLetterWindow walks the filter's index (failed_at DESC, id DESC)
 // over the window and reads each row's seq.
 func (t *Tx) DeadLetterWindow(ctx context.Context, f broker.Filter, above, floor *broker.Cursor) (broker.MatchWindow, error) {
-	if f.Text != "" || len(f.Fields) > 0 || f.Floor != nil || f.Window != nil {
+	if f.Text != "" || len(f.Fields) > 0 || f.ErrorWords != "" || f.Floor != nil || f.Window != nil {
 		return broker.MatchWindow{}, errors.New("dead letter window: the filter must select by columns only")
 	}
-	q, args := WindowQuery(f, above, floor)
+	s := WindowStmt(f, above, floor)
 	var out broker.MatchWindow
-	err := t.QueryRow(ctx, q, args...).Scan(&out.Rows, &out.MinID, &out.MaxID, &out.MinSeq, &out.MaxSeq)
+	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&out.Rows, &out.MinID, &out.MaxID, &out.MinSeq, &out.MaxSeq)
 	return out, err
 }
 
-// WindowQuery is DeadLetterWindow's SQL.
-func WindowQuery(f broker.Filter, above, floor *broker.Cursor) (string, []any) {
-	w, args := Where(f)
+// The heads of DeadLetterPosition's and DeadLetterWindow's statements.
+const (
+	dlPositionHead Frag = `SELECT d.failed_at, d.id FROM dead_letters d`
+	dlWindowHead   Frag = `SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)
+		FROM dead_letters d`
+)
+
+// WindowStmt is DeadLetterWindow's statement.
+func WindowStmt(f broker.Filter, above, floor *broker.Cursor) Stmt {
+	s := deadLetterStmt(dlWindowHead, f)
 	if above != nil {
-		w = AndWhere(w, "(d.failed_at, d.id) < (?, ?)")
-		args = append(args, MS(above.At), above.ID)
+		s.Cond(dlBefore, MS(above.At), above.ID)
 	}
 	if floor != nil {
-		w = AndWhere(w, "(d.failed_at, d.id) >= (?, ?)")
-		args = append(args, MS(floor.At), floor.ID)
+		s.Cond(dlFrom, MS(floor.At), floor.ID)
 	}
-	return `SELECT COUNT(*), COALESCE(MIN(d.id), 1), COALESCE(MAX(d.id), 0), COALESCE(MIN(d.seq), 1), COALESCE(MAX(d.seq), 0)
-		FROM dead_letters d` + w, args
+	return s
+}
+
+// WindowQuery is WindowStmt's text and arguments.
+func WindowQuery(f broker.Filter, above, floor *broker.Cursor) (string, []any) {
+	s := WindowStmt(f, above, floor)
+	return s.SQL(), s.Args()
 }
 
 // AndWhere adds cond to a WHERE clause of where (maybe empty).

@@ -1,0 +1,93 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// "Error contains" with a rare or absent text reads a window of the
+// newest dead letters a page, on the list and in the API, never the
+// whole queue (issue 30: a 500 after 15 s at 600,000): the page says so
+// and links to the next window, which goes on until the text is found;
+// text with whole words it bounds is found from the index in one page.
+// The form says which box is fast. (Not parallel: it makes the search's
+// limits small, for every test of the process.)
+func TestErrorContainsReadsInWindows(t *testing.T) {
+	defer broker.SetSearchLimits(5, 10)()
+	s := setup(t)
+	for n := range 30 {
+		text := "upstream timeout (504)"
+		if n == 3 {
+			text = "the needle: found, in a haystack"
+		}
+		s.fail("payments", "", "", fmt.Sprintf("pay-%d", n), fmt.Sprintf(`{"n":%d}`, n), text)
+		s.clock.Advance(time.Second)
+	}
+	b, _ := s.loggedIn(broker.RoleViewer)
+
+	// The list: an empty first window, said so, and Search further.
+	path := "/queues/payments/dead-letters?" + url.Values{"error": {"needle"}}.Encode()
+	var windows int
+	for range 5 {
+		doc := b.get(path).want(http.StatusOK).doc()
+		windows++
+		rows := doc.Find(`[data-testid="dl-row"]`)
+		if rows.Length() > 0 {
+			if rows.Length() != 1 || !strings.Contains(rows.Text(), "pay-3") {
+				t.Fatalf("window %d: rows %q, want pay-3's", windows, rows.Text())
+			}
+			break
+		}
+		note := doc.Find(`[data-testid="search-note"]`).Text()
+		if !strings.Contains(note, "checked the 10 newest dead letters") || !strings.Contains(note, "Payload or error has") {
+			t.Errorf("window %d: search note %q; want what it checked and what is fast", windows, note)
+		}
+		next, ok := doc.Find(`[data-testid="search-further"]`).Attr("href")
+		if !ok {
+			t.Fatalf("window %d: no Search further link in %q", windows, doc.Find("#dl").Text())
+		}
+		path = next
+	}
+	if windows != 3 {
+		t.Errorf("found the needle in window %d, want 3 (30 dead letters, windows of 10)", windows)
+	}
+	// The form says which box reads in windows and which is fast.
+	doc := b.get("/queues/payments/dead-letters").want(http.StatusOK).doc()
+	if h := doc.Find(`[data-testid="hint-error"]`).Text(); !strings.Contains(h, "any part") || !strings.Contains(h, "a page") {
+		t.Errorf("Error contains hint %q", h)
+	}
+	if h := doc.Find(`[data-testid="hint-q"]`).Text(); !strings.Contains(h, "fast") {
+		t.Errorf("Payload or error has hint %q", h)
+	}
+
+	// The API: the same window, as field filters have it.
+	type list struct {
+		Messages    []deadLetter `json:"messages"`
+		Total       int64        `json:"total"`
+		TotalCapped bool         `json:"totalCapped"`
+		TotalIn     int          `json:"totalIn"`
+		Scanned     int          `json:"scanned"`
+		Window      *struct {
+			Rows int  `json:"rows"`
+			More bool `json:"more"`
+		} `json:"window"`
+		Next string `json:"next"`
+	}
+	var l list
+	s.call("GET", "/api/v1/dlq?"+url.Values{"queue": {"payments"}, "error": {"absent"}}.Encode(), "").want(http.StatusOK).decode(&l)
+	if len(l.Messages) != 0 || l.Total != 0 || !l.TotalCapped || l.TotalIn != 10 || l.Scanned != 10 || l.Window == nil || !l.Window.More || l.Next == "" {
+		t.Errorf("API, error=absent: %+v; want an empty window of 10 with more below, and next", l)
+	}
+	// Whole words the text bounds: from the index, one page, exact total.
+	l = list{}
+	s.call("GET", "/api/v1/dlq?"+url.Values{"queue": {"payments"}, "error": {"the needle: found,"}}.Encode(), "").want(http.StatusOK).decode(&l)
+	if len(l.Messages) != 1 || l.Messages[0].TransactionID != "pay-3" || l.Total != 1 || l.TotalCapped || l.Window != nil || l.Next != "" {
+		t.Errorf("API, error=%q: %+v; want pay-3 from the index, total 1", "the needle: found,", l)
+	}
+}

@@ -1,0 +1,123 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// rowNames are the queues of the overview's table, in order.
+func rowNames(doc *goquery.Document) []string {
+	var out []string
+	doc.Find(`[data-testid="queues"] tbody tr`).Each(func(_ int, r *goquery.Selection) {
+		id, _ := r.Attr("data-testid")
+		out = append(out, strings.TrimPrefix(id, "queue-"))
+	})
+	return out
+}
+
+func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// The overview pages its queues (50 a page), sorts them by health (the
+// default: thresholds past, then dead letters), by dead letters or by
+// name, filters them by a part of the name and hides the empty ones,
+// all in the URL; every queue counts in the tiles whatever the page;
+// dead letters and failures say how they moved against 24 h ago, and
+// each sparkline its scale.
+func TestOverviewPagesSortsAndFiltersQueues(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	for i := range 57 {
+		s.configure(fmt.Sprintf("q-%02d", i), `{}`)
+	}
+	for i := range 3 {
+		s.fail("orders", "", "billing", fmt.Sprintf("ord-%d", i), `{}`, "card declined")
+	}
+	s.fail("payments", "", "billing", "pay-0", `{}`, "timeout")
+	s.clock.Advance(25 * time.Hour)
+	for i := 3; i < 5; i++ {
+		s.fail("orders", "", "billing", fmt.Sprintf("ord-%d", i), `{}`, "card declined")
+	}
+	for i := range 12 {
+		s.fail("zeta", "", "billing", fmt.Sprintf("zeta-%d", i), `{}`, "no such customer")
+	}
+	b, _ := s.loggedIn(broker.RoleViewer)
+
+	r := b.get("/").want(http.StatusOK)
+	doc := r.doc()
+	names := rowNames(doc)
+	if len(names) != 50 || strings.Join(names[:4], " ") != "zeta orders payments q-00" || names[49] != "q-46" {
+		t.Fatalf("first page by health: %d rows %v", len(names), names)
+	}
+	if got := r.testid("tile-queues"); !strings.Contains(got, "60") {
+		t.Fatalf("queues tile %q", got)
+	}
+	if got := squash(r.testid("tile-depth")); !strings.Contains(got, "18") || !strings.Contains(got, "▲ 14 vs 24 h ago") {
+		t.Fatalf("depth tile %q", got)
+	}
+	if got := squash(r.testid("queue-shown")); got != "queues 1–50 of 60" {
+		t.Fatalf("shown: %q", got)
+	}
+	orders := doc.Find(`[data-testid="queue-orders"]`)
+	if got := squash(orders.Find(`[data-testid="queue-depth-delta"]`).Text()); got != "▲ 2 vs 24 h ago" {
+		t.Fatalf("orders' delta %q", got)
+	}
+	if got := orders.Find(`[data-testid="sparkline-scale"] span`).Map(func(_ int, s *goquery.Selection) string { return s.Text() }); strings.Join(got, " ") != "5 0" {
+		t.Fatalf("orders' sparkline scale %q", got)
+	}
+	if got := squash(orders.Find(`[data-testid="queue-failures"]`).Text()); !strings.HasPrefix(got, "100.0 %") || !strings.Contains(got, "= the 24 h before") {
+		t.Fatalf("orders' failures %q", got)
+	}
+	if got := squash(orders.Find(`[data-testid="queue-replays"]`).Text()); got != "–" {
+		t.Fatalf("orders' replays %q", got)
+	}
+	next, ok := doc.Find(`[data-testid="queue-next"]`).Attr("href")
+	if !ok || doc.Find(`[data-testid="queue-prev"]`).Length() != 0 {
+		t.Fatal("the first page has no next link, or a previous one")
+	}
+	doc = b.get(next).want(http.StatusOK).doc()
+	if names := rowNames(doc); len(names) != 10 || names[0] != "q-47" || doc.Find(`[data-testid="queue-next"]`).Length() != 0 || doc.Find(`[data-testid="queue-prev"]`).Length() != 1 {
+		t.Fatalf("second page (%s): %v", next, names)
+	}
+
+	for _, c := range []struct {
+		query string
+		want  string
+	}{
+		{"sort=name&per=3", "orders payments q-00"},
+		{"sort=dead-letters&empty=hide", "zeta orders payments"},
+		{"q=PAY", "payments"},
+		{"q=q-1&sort=name&per=2&page=3", "q-14 q-15"},
+		{"q=nothing-like-it", ""},
+	} {
+		doc := b.get("/?" + c.query).want(http.StatusOK).doc()
+		if got := strings.Join(rowNames(doc), " "); got != c.want {
+			t.Errorf("%s: %q, want %q", c.query, got, c.want)
+		}
+		if got := doc.Find(`[data-testid="tile-queues"] .value`).Text(); got != "60" {
+			t.Errorf("%s: the queues tile says %q", c.query, got)
+		}
+	}
+	doc = b.get("/?q=PAY&empty=hide").want(http.StatusOK).doc()
+	if _, on := doc.Find(`[data-testid="hide-empty"]`).Attr("checked"); !on || doc.Find(`[data-testid="queue-filter"]`).AttrOr("value", "") != "PAY" {
+		t.Fatal("the form does not show the filter and toggle of the URL")
+	}
+	if got := squash(doc.Find(`[data-testid="queue-shown"]`).Text()); !strings.Contains(got, "1 of 60 queues match") {
+		t.Fatalf("filtered: %q", got)
+	}
+	if got := doc.Find(`[data-testid="no-queue-matches"]`).Length(); got != 0 {
+		t.Fatal("a filter that matches says nothing matches")
+	}
+	if got := b.get("/?q=nothing-like-it").want(http.StatusOK).testid("no-queue-matches"); !strings.Contains(got, "No queue matches") {
+		t.Fatalf("no match: %q", got)
+	}
+	b.get("/?sort=age").want(http.StatusBadRequest)
+	b.get("/?per=201").want(http.StatusBadRequest)
+	b.get("/?page=0").want(http.StatusBadRequest)
+}
