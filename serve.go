@@ -61,7 +61,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close() // Serve closes it too; this covers a return before Serve
-	// Exclusive: one server per database file (db/lock.go).
+	// Exclusive: one server per database file (db/sqlite/lock.go).
 	d, err := db.OpenWith(ctx, cfg.DBPath, db.Options{Sync: cfg.Sync, BusyTimeout: cfg.BusyTimeout, Logger: log.With("component", "db"), Exclusive: true, Wait: cfg.DBWait})
 	if err != nil {
 		return err

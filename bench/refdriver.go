@@ -17,7 +17,7 @@ import (
 // mutex of its own (_mutex=no in the DSN). The references
 // get the same, read from ours (probeSettings), so that no reference
 // prepares its statements again on each run where ours does not
-// (db/driver.go says why that matters: a third of a pop's CPU).
+// (db/sqlite/driver.go says why that matters: a third of a pop's CPU).
 type connSettings struct {
 	qpsg      int
 	tempStore int

@@ -32,7 +32,7 @@ func TestReferencesHaveOursConnectionSettings(t *testing.T) {
 	ctx := context.Background()
 	e := testEnv(t)
 	if e.settings.conn.qpsg != 1 || e.settings.conn.tempStore != 2 || e.settings.conn.mutex != 0 {
-		t.Fatalf("ours read as QPSG %d, temp_store %d, own mutex %d; want 1, 2, 0 (db/driver.go, db/open.go)", e.settings.conn.qpsg, e.settings.conn.tempStore, e.settings.conn.mutex)
+		t.Fatalf("ours read as QPSG %d, temp_store %d, own mutex %d; want 1, 2, 0 (db/sqlite/driver.go, db/sqlite/open.go)", e.settings.conn.qpsg, e.settings.conn.tempStore, e.settings.conn.mutex)
 	}
 	if err := e.settings.checkRef(ctx, filepath.Join(t.TempDir(), "check.db"), db.SyncNormal); err != nil {
 		t.Fatalf("a reference's settings: %v", err)

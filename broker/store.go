@@ -7,10 +7,10 @@ import (
 
 // Store keeps the broker's state. Any store must keep the contract
 // written here and on Tx (STORAGE.md, "Rules for storage code") and pass
-// the broker's tests, the suite of broker/storetest, which db's tests run
-// on either store. What is written here is what a store promises; how
-// a store keeps it is its own documentation (package db: the SQLite
-// store's sqliteStore.Update and View, the PostgreSQL store's pg.go, and
+// the broker's tests, the suite of broker/storetest, which each store's
+// package runs. What is written here is what a store promises; how a
+// store keeps it is its own documentation (package db/sqlite: its
+// Store.Update and View; package db/postgres: its pg.go, and
 // docs/postgres.md).
 //
 // Update and View may be called from any number of goroutines at once.
@@ -167,8 +167,8 @@ type UpdateOptions struct {
 }
 
 // ConcurrentStore is a Store that may run writes marked Concurrent
-// beside each other (package db's PostgreSQL store, across the processes
-// of one database; its SQLite store has one writer and is not one).
+// beside each other (package db/postgres's store, across the processes
+// of one database; db/sqlite's has one writer and is not one).
 type ConcurrentStore interface {
 	Store
 	// ConcurrentWrites reports whether the store runs marked writes

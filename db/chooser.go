@@ -4,16 +4,20 @@ import (
 	"context"
 	"database/sql"
 
+	sqlite3 "github.com/mattn/go-sqlite3"
+
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+	"github.com/lazarus-dlq/lazarus/db/postgres"
+	"github.com/lazarus-dlq/lazarus/db/sqlite"
 )
 
-// DB is a store opened by Open: SQLite's (sqliteStore) on a file path,
-// PostgreSQL's (pgStore) on a URL. It is what its callers hold; every
-// method is the store's own.
+// DB is a store opened by Open: SQLite's (sqlite.Store) on a file path,
+// PostgreSQL's (postgres.Store) on a URL. It is what its callers hold;
+// every method is the store's own.
 type DB struct {
 	store
-	sq *sqliteStore // the SQLite store, or nil
-	pg *pgStore     // the PostgreSQL store, or nil
+	pg bool // the store is PostgreSQL's
 }
 
 // store is what each store does for DB.
@@ -37,10 +41,107 @@ type store interface {
 }
 
 // Postgres reports whether the store is PostgreSQL's.
-func (d *DB) Postgres() bool { return d.pg != nil }
+func (d *DB) Postgres() bool { return d.pg }
 
 var _ broker.Store = (*DB)(nil)
 
 // A DB leads the broker's background work (broker.Run) through Lead and
 // Leading.
 var _ broker.Leader = (*DB)(nil)
+
+var (
+	_ store = (*sqlite.Store)(nil)
+	_ store = (*postgres.Store)(nil)
+)
+
+// Sync is the durability a commit waits for (SQLite's synchronous
+// setting; on PostgreSQL, synchronous_commit on or off).
+type Sync = sqlcore.Sync
+
+// Durability modes. In WAL mode both survive a crash of the process (a
+// commit is in the operating system's hands before it is answered); FULL
+// also survives a power cut or an OS crash, at the cost of an fsync on
+// every commit.
+const (
+	SyncFull   = sqlcore.SyncFull
+	SyncNormal = sqlcore.SyncNormal
+)
+
+// Options are the settings of OpenWith; the zero value of each field
+// picks its default. Each store reads those it has.
+type Options = sqlcore.Options
+
+// DefaultBusyTimeout is how long a statement waits for a lock that
+// another process holds (a backup, the sqlite3 shell) before it gives up
+// with broker.ErrUnavailable (sqlite.DefaultBusyTimeout).
+const DefaultBusyTimeout = sqlite.DefaultBusyTimeout
+
+// DriverName is the database/sql driver every connection of a SQLite
+// store is opened with (sqlite.DriverName).
+const DriverName = sqlite.DriverName
+
+// ErrClosed is the error of an Update after Close.
+var ErrClosed = sqlcore.ErrClosed
+
+// ErrInUse is the error of an exclusive OpenWith on a SQLite database
+// another exclusive store holds (sqlite.ErrInUse).
+var ErrInUse = sqlite.ErrInUse
+
+// Open opens (creating if need be) the database at path and brings its
+// schema up to date.
+func Open(ctx context.Context, path string, sync Sync) (*DB, error) {
+	return OpenWith(ctx, path, Options{Sync: sync})
+}
+
+// OpenWith is Open with options: the PostgreSQL store when path is a
+// PostgreSQL URL or key=value string (IsPostgres), else the SQLite
+// store of the file at path. It fails, rather than return a database
+// that only reads, when the database cannot be written. Its errors say
+// the usual causes in plain words, for the person starting the server.
+func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
+	if err := CheckName(path); err != nil {
+		return nil, err
+	}
+	if IsPostgres(path) {
+		p, err := postgres.OpenWith(ctx, path, o)
+		if err != nil {
+			return nil, err
+		}
+		return &DB{store: p, pg: true}, nil
+	}
+	s, err := sqlite.OpenWith(ctx, path, o)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{store: s}, nil
+}
+
+// IsPostgres reports whether a --db value names a PostgreSQL database
+// (postgres.IsPostgres).
+func IsPostgres(dsn string) bool { return postgres.IsPostgres(dsn) }
+
+// CheckName refuses a --db value that looks like a mistyped libpq
+// key=value string (postgres.CheckName).
+func CheckName(dsn string) error { return postgres.CheckName(dsn) }
+
+// Describe is a --db value as logs and errors may show it: a file's path
+// as it is, a PostgreSQL URL without its password or parameters
+// (postgres.Describe).
+func Describe(dsn string) string { return postgres.Describe(dsn) }
+
+// Prepare brings the schema of the PostgreSQL database at dsn up to date
+// and closes it again: for a template that tests copy (internal/pgtest).
+func Prepare(dsn string) error { return postgres.Prepare(dsn) }
+
+// QPSG is sqlite.QPSG: it sets (on 0 or 1) or reads (on -1) the query
+// planner stability guarantee of a connection; the bench gives its
+// references ours with it.
+func QPSG(c *sqlite3.SQLiteConn, on int) int { return sqlite.QPSG(c, on) }
+
+// HasMutex is sqlite.HasMutex: whether a connection takes a mutex of its
+// own around each call into SQLite (-1 if unknown).
+func HasMutex(c *sqlite3.SQLiteConn) int { return sqlite.HasMutex(c) }
+
+// Reprepares is sqlite.Reprepares: how many times SQLite has prepared a
+// statement again since it was first prepared (-1 if unknown).
+func Reprepares(s *sqlite3.SQLiteStmt) int { return sqlite.Reprepares(s) }

@@ -36,7 +36,7 @@ func TestOpenMigratesOnceAndKeepsData(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer d.Close()
-	files, err := os.ReadDir("migrations")
+	files, err := os.ReadDir(filepath.Join("sqlite", "migrations")) // the SQLite store's
 	if err != nil {
 		t.Fatal(err)
 	}

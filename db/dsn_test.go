@@ -32,8 +32,12 @@ func TestAKeyValueStringOpensPostgreSQL(t *testing.T) {
 	if !IsPostgres(kv) {
 		t.Fatalf("IsPostgres(%q) = false", kv)
 	}
-	d := openPG(t, kv)
-	if d.pg == nil {
+	d, err := Open(context.Background(), kv, SyncNormal)
+	if err != nil {
+		t.Fatalf("open %s: %v", kv, err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if !d.Postgres() {
 		t.Fatal("opened as SQLite")
 	}
 	if _, err := os.Stat(kv); !errors.Is(err, fs.ErrNotExist) {

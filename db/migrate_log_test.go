@@ -1,12 +1,13 @@
 package db
 
 import (
+	"bytes"
 	"context"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
@@ -22,22 +23,19 @@ func TestEachAppliedMigrationIsLogged(t *testing.T) {
 		dsn   func() string
 		files string
 	}{
-		"sqlite":   {func() string { return filepath.Join(t.TempDir(), "m.db") }, "migrations/*.sql"},
-		"postgres": {func() string { return pgtest.Database(t, "empty", nil) }, "migrations_pg/*.sql"},
+		"sqlite":   {func() string { return filepath.Join(t.TempDir(), "m.db") }, "sqlite/migrations/*.sql"},
+		"postgres": {func() string { return pgtest.Database(t, "empty", nil) }, "postgres/migrations_pg/*.sql"},
 	} {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
-			var embedded fs.FS = migrations
-			if store == "postgres" {
-				embedded = pgMigrations
-			}
-			files, err := fs.Glob(embedded, c.files)
+			// The files each store embeds (db/sqlite, db/postgres).
+			files, err := filepath.Glob(c.files)
 			if err != nil || len(files) == 0 {
 				t.Fatalf("migrations: %v %v", files, err)
 			}
 			dsn := c.dsn()
 			open := func() string {
-				logs := &logBuffer{seen: make(chan struct{}, 1)}
+				logs := &logBuffer{}
 				d, err := OpenWith(context.Background(), dsn, Options{Sync: SyncNormal, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 				if err != nil {
 					t.Fatal(err)
@@ -63,4 +61,23 @@ func TestEachAppliedMigrationIsLogged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logBuffer is a log a test reads while the code under test may write
+// it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

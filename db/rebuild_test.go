@@ -26,7 +26,11 @@ func TestRebuildTextIndexIndexesEveryDeadLetterAgain(t *testing.T) {
 				}
 				t.Cleanup(func() { d.Close() })
 			} else {
-				d = openPG(t, pgtest.Database(t, "db", Prepare))
+				var err error
+				if d, err = Open(ctx, pgtest.Database(t, "db", Prepare), SyncNormal); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { d.Close() })
 			}
 			b := broker.New(broker.Config{Store: d})
 			items := []broker.PushItem{

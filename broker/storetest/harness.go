@@ -6,7 +6,7 @@
 //	func TestStoreSQLite(t *testing.T) { storetest.Exercise(t, harness{}) }
 //
 // and each is a subtest of that run, named as the test was in broker
-// (without its "Test"): go test ./db -run 'TestStoreSQLite/PushDedupPerPartition'
+// (without its "Test"): go test ./db/sqlite -run 'TestStoreSQLite/PushDedupPerPartition'
 // runs one test on one store. The package imports no store: everything
 // store-specific comes through the Harness.
 package storetest

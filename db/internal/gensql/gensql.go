@@ -1,16 +1,19 @@
-// Package gensql finds the SQL statements package db runs: every call of
+// Package gensql finds the SQL statements the stores run (db/sqlite,
+// db/postgres and db/internal/sqlcore): every call of
 // its statement wrappers (sqlcore.Tx's Exec, Query, QueryRow, QueryIDs,
 // Insert and ExecLater), with the text each passes when that text is a
 // constant (a literal, a named constant, a concatenation of constants,
 // or a package variable set by PGQuery or PGInsert), and the calls whose
 // text is built at run time.
 //
-// It reads db's source with go/parser and type-checks it with go/types,
-// against the export data `go list -export` gives for db's imports, so
-// that constants are folded exactly as the compiler folds them. It knows
-// no dialect: the PostgreSQL texts are made by db's own translator, in
-// db's test TestPGStatementsFile (pg_statements_test.go), which writes
-// db/testdata/pg_statements.sql from what Collect finds.
+// It reads the packages' source with go/parser and type-checks it with
+// go/types, against the export data `go list -export` gives for their
+// imports, so that constants are folded exactly as the compiler folds
+// them. It knows no dialect: the PostgreSQL texts are made by
+// db/postgres's own translator, in its test TestPGStatementsFile
+// (pg_statements_test.go), which writes
+// db/postgres/testdata/pg_statements.sql and db/postgres/pg_catalog.go
+// from what Collect finds.
 package gensql
 
 import (
@@ -346,7 +349,7 @@ func (p *pkgSites) sites() []Site {
 				continue
 			}
 			name := funcName(fd)
-			only := storeOf(fd)
+			only := storeOf(pkg, fd)
 			direct := map[*ast.Ident]bool{}
 			walk(fd, []ast.Node{fd}, func(stack []ast.Node, n ast.Node) {
 				if id, ok := n.(*ast.Ident); ok {
@@ -1181,7 +1184,7 @@ func (f *folder) results(e ast.Expr, i int, given map[types.Object]pair) ([]valu
 // store's when fd is a method of that store's own type (storeOf:
 // sqliteDialect's, pgDialect's, pgRowLocks').
 func (f *folder) returns(fd *ast.FuncDecl, i int, given map[types.Object]pair) ([]value, bool) {
-	store := storeOf(fd)
+	store := storeOf(f.pkg, fd)
 	var out []value
 	ok := true
 	ast.Inspect(fd.Body, func(n ast.Node) bool {
@@ -1374,16 +1377,18 @@ func (f *folder) record(e ast.Expr) (map[string]string, bool) {
 type pair struct{ sql, col string }
 
 // storeOf is the store a method of one store's own type runs on: a
-// method of sqliteDialect or another type named sqlite… runs on SQLite
-// only, of pgDialect, pgRowLocks or another pg… on PostgreSQL only.
-func storeOf(fd *ast.FuncDecl) string {
+// method of a type of package sqlite (db/sqlite), or of sqliteDialect
+// or another type named sqlite…, runs on SQLite only; of package
+// postgres, or of pgDialect, pgRowLocks or another pg…, on PostgreSQL
+// only.
+func storeOf(pkg *types.Package, fd *ast.FuncDecl) string {
 	recv, _, ok := strings.Cut(funcName(fd), ".")
 	switch {
 	case !ok:
 		return ""
-	case strings.HasPrefix(recv, "sqlite"):
+	case pkg != nil && pkg.Name() == "sqlite", strings.HasPrefix(recv, "sqlite"):
 		return "sqlite"
-	case strings.HasPrefix(recv, "pg"):
+	case pkg != nil && pkg.Name() == "postgres", strings.HasPrefix(recv, "pg"):
 		return "postgres"
 	}
 	return ""

@@ -4,12 +4,13 @@
 // a PostgreSQL text written by hand beside its statement; a filter's
 // statement is composed of fragments, Frag and Stmt), row scanning,
 // the arithmetic of the kept counts (FoldRows), and the check of
-// migration numbers.
+// migration numbers; and what the stores and their chooser (package db)
+// share besides: Options, Sync, ErrClosed, Run.
 //
 // It touches no database of its own. A Tx reaches its database only
 // through an Executor, and leaves what differs between the stores to a
-// Dialect and the Locks of its write: each store (package db's SQLite
-// and PostgreSQL halves) implements those, makes its Tx with NewTx, and
+// Dialect and the Locks of its write: each store (packages db/sqlite
+// and db/postgres) implements those, makes its Tx with NewTx, and
 // owns the transaction around it (begin, commit, savepoints, the ready
 // mark with MarkReady, the fold).
 package sqlcore

@@ -36,7 +36,7 @@ type Row interface {
 // its own (sqliteWriter, sqliteReader, pgWriter, pgReader), and
 // Tx's statements go through it alone. Its statements are written
 // in SQLite's dialect; the PostgreSQL executors run the catalog's text
-// of each (db's pg_catalog.go, generated: pgArgs).
+// of each (db/postgres/pg_catalog.go, generated: pgArgs).
 // ctx has been checked before each call.
 type Executor interface {
 	Exec(ctx context.Context, query string, args []any) (sql.Result, error)
@@ -99,7 +99,7 @@ func (t *Tx) QueryIDs(ctx context.Context, query string, args ...any) ([]int64, 
 		}
 		out = append(out, id)
 	}
-	// Close's error too: a write's first statement (pg_begin.go) reports
+	// Close's error too: a write's first statement (db/postgres/pg_begin.go) reports
 	// its pipeline's there.
 	return out, errors.Join(rows.Err(), rows.Close())
 }

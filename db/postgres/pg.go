@@ -1,0 +1,870 @@
+// Package postgres is Lazarus's PostgreSQL store (Store, opened by
+// package db on a postgres:// URL or a libpq key=value string):
+// pipelined writes (pg.go, pg_begin.go), the notifier (pg_notify.go),
+// membership (pg_members.go) and leadership (pg_store.go), the catalog
+// of its statements (pg_statements.go, pg_catalog.go) and the schema as
+// numbered embedded migrations (migrations_pg/). It runs the broker.Tx
+// both stores share, sqlcore.Tx (db/internal/sqlcore), through an
+// executor and a dialect of its own (pg_tx.go).
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+)
+
+// The PostgreSQL store (STORAGE.md): the same sqlcore.Tx, its statements
+// the catalog's PostgreSQL texts of its SQLite ones (pg_statements.go),
+// on a pgxpool of connections
+// held through database/sql (pgx's stdlib). A View's statements go
+// through database/sql; a write's run on its pgx connection itself
+// (pg_begin.go), scanned by pgx's rules, which take the destinations of
+// this package's scans as database/sql does.
+//
+// Writers: an Update holds this process's write mutex and, in the
+// database, a transaction-scoped advisory lock (pgWriterLock) taken with
+// its first statement, to its commit (broker.Store.Update, "Writers"):
+// shared by writes marked broker.UpdateOptions.Concurrent (pushes, leases, acks) while
+// other processes share the database (pg_members.go), which then run
+// beside each other's and settle their conflicts by row locks
+// (pgRowLocks: the consumer read, the ready consumers skipped when
+// locked, the partitions pushed to); exclusive for every other write,
+// and for all of a process alone, which then runs alone. The ready mark
+// and the kept counts are the store's, as on SQLite: marked and folded
+// inside the commit. Reads (View) run on a snapshot (REPEATABLE READ,
+// READ ONLY) beside the writer. A statement running when ctx ends is
+// cancelled, a write's too (its transaction then rolls back); COMMIT is
+// not (pgCommit). Row ids are identities: none is given twice.
+
+//go:embed migrations_pg/*.sql
+var pgMigrations embed.FS
+
+// pgWriterLock is the key of the advisory lock every write transaction
+// holds; pgMigrateLock the one migrations hold (session-scoped), so that
+// processes starting together migrate one after the other.
+const (
+	pgWriterLock  = 0x4c617a61_72757301 // "Lazarus" 1
+	pgMigrateLock = 0x4c617a61_72757302
+)
+
+// pgSessionParams bound what a process that stops answering without
+// closing its connections (a machine lost, a VM paused, a network cut)
+// can hold: the writer's lock is released once its transaction has
+// stood idle for a minute (no write of Lazarus waits that long between
+// two statements), and the server probes an idle TCP connection after 30
+// seconds, so a dead client's session (and its locks) ends within about
+// a minute rather than the operating system's two hours. A URL may set
+// them otherwise.
+var pgSessionParams = map[string]string{
+	"idle_in_transaction_session_timeout": "60s",
+	"tcp_keepalives_idle":                 "30",
+	"tcp_keepalives_interval":             "10",
+	"tcp_keepalives_count":                "3",
+}
+
+// IsPostgres reports whether a --db value names a PostgreSQL database (a
+// postgres:// or postgresql:// URL, or a libpq key=value string such as
+// "host=/run/postgresql dbname=lazarus") rather than a SQLite file.
+func IsPostgres(dsn string) bool {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return true
+	}
+	key, ok := firstKey(dsn)
+	return ok && libpqKeywords[key]
+}
+
+// CheckName refuses a --db value that looks like a libpq key=value
+// string (a word and = first) whose first word is no connection
+// keyword: a mistyped connection string, which must not become a SQLite
+// file of that name. Only the word is shown (the string may hold a
+// password).
+func CheckName(dsn string) error {
+	if key, ok := firstKey(dsn); ok && !libpqKeywords[key] {
+		return fmt.Errorf("--db starts with %q=, as a PostgreSQL key=value connection string would (host=... dbname=... user=...), but %q is not a connection keyword (for a SQLite file of such a name, write ./%s=... with the ./)", key, key, key)
+	}
+	return nil
+}
+
+// firstKey is the word before the first = of a key=value string.
+func firstKey(dsn string) (string, bool) {
+	s := strings.TrimLeft(dsn, " \t\n")
+	i := strings.IndexByte(s, '=')
+	if i <= 0 {
+		return "", false
+	}
+	key := strings.TrimRight(s[:i], " \t")
+	for _, r := range key {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return "", false
+		}
+	}
+	return key, true
+}
+
+// libpqKeywords are libpq's connection keywords (pgx reads them, and
+// passes those it does not know to the server as settings).
+var libpqKeywords = wordSet(`host hostaddr port dbname user password passfile
+	channel_binding connect_timeout client_encoding options application_name
+	fallback_application_name keepalives keepalives_idle keepalives_interval
+	keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl
+	sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl
+	sslcrldir sslsni requirepeer ssl_min_protocol_version ssl_max_protocol_version
+	krbsrvname gsslib gssdelegation service target_session_attrs load_balance_hosts
+	search_path pool_max_conns pool_min_conns`)
+
+// wordSet is the set of the words of s.
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
+// Store is the PostgreSQL store, which package db opens on a URL.
+type Store struct {
+	pool *pgxpool.Pool
+	db   *sql.DB // database/sql over pool
+	// readPool and read serve the reads (View) alone (pg_read.go).
+	readPool *pgxpool.Pool
+	read     *sql.DB
+
+	// wmu makes this process's writes one at a time: each holds it from
+	// BEGIN to the end of its scope, so that scopes end in commit order
+	// before the next write (broker.TxScope). The advisory lock does the
+	// same across processes. It also guards the DB's fold notes
+	// (unfolded, unfoldedConsumers, foldedAt), which belong to whoever
+	// writes, as on SQLite.
+	wmu     sync.Mutex
+	closed  bool
+	seenGen int64 // the cache generation as of this process's last write (0: none yet)
+	news    *pgNotifier
+
+	// path is the URL the store was opened on; sync its durability;
+	// folds the notes of the next fold (guarded by wmu); leading is set
+	// while this process leads the background work (Lead).
+	path    string
+	sync    Sync
+	log     *slog.Logger
+	folds   *sqlcore.Folds
+	leading atomic.Bool
+
+	// alone: this process was the only one on the database at its last
+	// count (pg_members.go); its hot writes then run as the one writer's.
+	alone     atomic.Bool
+	stopCount context.CancelFunc
+	countDone sync.WaitGroup
+}
+
+// ConcurrentWrites reports whether the store runs writes marked
+// broker.UpdateOptions.Concurrent beside each other now (broker.ConcurrentStore): the
+// PostgreSQL store does while other processes share its database
+// (pg_members.go); SQLite's has one writer.
+func (d *Store) ConcurrentWrites() bool { return !d.alone.Load() }
+
+// Notifier is the broker.Notifier the store needs: on PostgreSQL one
+// that carries the news between the processes of the database
+// (pg_notify.go); nil on SQLite, whose one process needs only the
+// broker's own.
+func (d *Store) Notifier() broker.Notifier { return d.news }
+
+// Sync is the durability asked for (sqlcore.Sync): FULL waits for the
+// server's log flush at each commit, NORMAL does not.
+type Sync = sqlcore.Sync
+
+// The durability modes (sqlcore.SyncFull, sqlcore.SyncNormal).
+const (
+	SyncFull   = sqlcore.SyncFull
+	SyncNormal = sqlcore.SyncNormal
+)
+
+// Options are the settings of OpenWith (sqlcore.Options, db.Options);
+// the PostgreSQL store reads Sync, Logger, FoldEvery, NeverAlone and
+// Wait.
+type Options = sqlcore.Options
+
+// Open opens the PostgreSQL database at dsn and brings its schema up to
+// date.
+func Open(ctx context.Context, dsn string, sync Sync) (*Store, error) {
+	return OpenWith(ctx, dsn, Options{Sync: sync})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
+	if o.Sync == "" {
+		o.Sync = SyncFull
+	}
+	return openPostgres(ctx, dsn, o)
+}
+
+// openPostgres opens the database at the URL dsn and migrates it.
+func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open the PostgreSQL database: its URL cannot be parsed (%s); %s", scrubPassword(dsn, err.Error()), percentHint)
+	}
+	if strings.Contains(cfg.ConnConfig.Host, "@") {
+		// postgres://u:p@ss@host: the host became "ss@host".
+		return nil, fmt.Errorf("open the PostgreSQL database: its URL's host has an @ in it; %s", percentHint)
+	}
+	// FULL: a commit waits for the server's log flush, whatever the
+	// server's, database's or role's default says. NORMAL, as SQLite's
+	// in WAL mode: a crash of Lazarus loses nothing committed; a crash of
+	// the server may lose its last commits.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if o.Sync == SyncNormal {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	for k, v := range pgSessionParams {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "lazarus"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
+	}
+	p := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool)}
+	if p.readPool, p.read, err = pgReadPool(ctx, cfg); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
+	}
+	d := p
+	d.path, d.sync, d.log = dsn, o.Sync, o.Logger
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	d.folds = sqlcore.NewFolds(o.FoldEvery, d.log)
+	if err := pgReach(ctx, p.db, o.Wait, d.log, redactURL(dsn)); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
+	}
+	if err := p.migrate(ctx, d.log); err != nil {
+		d.Close()
+		return nil, err
+	}
+	p.news = newPGNotifier(pool, d.log)
+	cctx, cancel := context.WithCancel(context.Background())
+	p.stopCount = cancel
+	p.countDone.Go(func() { p.count(cctx, o.NeverAlone) })
+	return d, nil
+}
+
+// pgReach waits until the server answers db, for at most wait while it
+// cannot be reached (broker.ErrUnavailable: refused, starting up, a name
+// not resolved yet), trying again after pauses from pgReachFirst that
+// double up to pgReachMost, each failed try logged; what the server
+// answers otherwise (a wrong password, no such database) ends it at once.
+func pgReach(ctx context.Context, db *sql.DB, wait time.Duration, log *slog.Logger, name string) error {
+	start := time.Now()
+	pause := pgReachFirst
+	for try := 1; ; try++ {
+		err := pgUnavailable(db.PingContext(ctx))
+		if err == nil {
+			if try > 1 {
+				log.Info("PostgreSQL reached", "db", name, "tries", try, "waited", time.Since(start).Round(time.Millisecond).String())
+			}
+			return nil
+		}
+		left := wait - time.Since(start)
+		if !errors.Is(err, broker.ErrUnavailable) || left <= 0 || ctx.Err() != nil {
+			if try > 1 {
+				return fmt.Errorf("not reached in %s (%d tries, --db-wait): %w", time.Since(start).Round(time.Millisecond), try, err)
+			}
+			return err
+		}
+		pause = min(pause, left)
+		log.Warn("PostgreSQL not reachable yet; trying again", "db", name, "try", try, "retry_in", pause.String(), "wait_left", left.Round(time.Millisecond).String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (while waiting for PostgreSQL: %w)", ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, pgReachMost)
+	}
+}
+
+// The pauses between tries of pgReach.
+const (
+	pgReachFirst = 250 * time.Millisecond
+	pgReachMost  = 5 * time.Second
+)
+
+// Describe is a --db value as logs and errors may show it: a file's path
+// as it is, a PostgreSQL URL without its password or parameters.
+func Describe(dsn string) string {
+	if IsPostgres(dsn) {
+		return redactURL(dsn)
+	}
+	return dsn
+}
+
+// percentHint says how a URL's password must be written.
+const percentHint = "a password (or user name) with @ / : ? # % or a space in it must be percent-encoded in a postgres:// URL: @ as %40, / as %2F, : as %3A, ? as %3F, # as %23, % as %25, a space as %20"
+
+// scrubPassword is msg, an error about dsn, without anything that may be
+// dsn's password: what lies between the user's colon and the last @ of
+// a URL, or the value of a key=value string's password.
+func scrubPassword(dsn, msg string) string {
+	var secrets []string
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		rest, ok := strings.CutPrefix(dsn, scheme)
+		if !ok {
+			continue
+		}
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok && pw != "" {
+				secrets = append(secrets, pw)
+			}
+		}
+	}
+	for _, f := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(f, "password="); ok && v != "" {
+			secrets = append(secrets, strings.Trim(v, "'"))
+		}
+	}
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+		msg = strings.ReplaceAll(msg, url.PathEscape(s), "xxxxx")
+	}
+	return msg
+}
+
+// redactURL is dsn without its password, for errors and logs.
+func redactURL(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "the PostgreSQL URL"
+	}
+	if strings.HasPrefix(cfg.Host, "/") { // a Unix socket's directory
+		return fmt.Sprintf("postgres://%s@/%s?host=%s", cfg.User, cfg.Database, cfg.Host)
+	}
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+}
+
+// migrate applies the PostgreSQL migrations not yet recorded, each in a
+// transaction of its own, under a session advisory lock.
+func (p *Store) migrate(ctx context.Context, log *slog.Logger) error {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(pgMigrateLock)); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(pgMigrateLock))
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	files, err := fs.Glob(pgMigrations, "migrations_pg/*.sql")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	sort.Strings(files)
+	if err := sqlcore.CheckMigrationNumbers(files); err != nil {
+		return err
+	}
+	known := 0
+	if len(files) > 0 {
+		known, _ = sqlcore.MigrationVersion(strings.TrimPrefix(files[len(files)-1], "migrations_pg/"))
+	}
+	var newest sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := sqlcore.RefuseNewer(newest, known); err != nil {
+		return err
+	}
+	from := newest.Int64 // 0: a new database
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations_pg/")
+		version, err := sqlcore.MigrationVersion(name)
+		if err != nil {
+			return fmt.Errorf("migrate: %s: name must start with a number", name)
+		}
+		body, err := pgMigrations.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		start := time.Now()
+		applied, err := pgApply(ctx, conn, version, name, string(body))
+		if err != nil {
+			return err
+		}
+		if applied {
+			sqlcore.LogMigration(log, "postgres", from, version, name, time.Since(start))
+			from = int64(version)
+		}
+	}
+	return nil
+}
+
+// pgApply applies one migration, unless it is recorded (applied false).
+func pgApply(ctx context.Context, conn *sql.Conn, version int, name, body string) (applied bool, err error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+		return false, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	if n > 0 {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, body); err != nil {
+		return false, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, version, name, time.Now().UnixMilli()); err != nil {
+		return false, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// pgRetries bounds how often a write that failed to serialize (or was
+// chosen as a deadlock's victim) runs again.
+const pgRetries = 10
+
+// pgUpdate is Update on PostgreSQL: fn runs again (in a new
+// transaction, with a new scope) when the transaction failed to
+// serialize, and when it stopped because another process had changed
+// what the cache holds (errCacheMoved: then with its BEGIN sent first
+// and the cache emptied).
+func (d *Store) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	eager := false
+	for attempt := 0; ; attempt++ {
+		err := d.pgWrite(ctx, o, fn, eager)
+		if errors.Is(err, errCacheMoved) && attempt < pgRetries {
+			eager = true
+			continue
+		}
+		if !pgRetryable(err) || attempt == pgRetries {
+			return pgUnavailable(err)
+		}
+	}
+}
+
+// pgWrite runs fn once in a write transaction: with its BEGIN sent with
+// its first statement (pg_begin.go), or, eager, sent first. fn's writes
+// kept for the end and the ready mark go with COMMIT (pgTail, pgCommit);
+// a write that read and wrote nothing sends nothing at all.
+func (d *Store) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error, eager bool) (err error) {
+	p := d
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.closed {
+		return sqlcore.ErrClosed
+	}
+	conn, pgc, err := p.writeConn(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer conn.Close()
+	// A hot write runs beside the other processes' only when there are
+	// others (pg_members.go): alone, it writes as the one writer.
+	var lk sqlcore.Locks = sqlcore.NoLocks{}
+	if o.Concurrent && !p.alone.Load() {
+		lk = pgRowLocks{}
+	}
+	_, lockShared := lk.(pgRowLocks)
+	begin := &pgBegin{conn: conn, pgc: pgc, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
+	w := &pgWriter{begin: begin}
+	st := sqlcore.NewTx(w, pgDialectFor(lk), lk, &broker.TxScope{})
+	committed := false
+	defer func() {
+		if begin.sent && !committed {
+			if rerr := pgRollback(ctx, conn); rerr != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}
+		if serr := st.Scope().End(committed); serr != nil {
+			d.log.Error("after a transaction", "err", serr)
+		}
+	}()
+	if err := p.runWrite(ctx, st, begin, fn, eager); err != nil {
+		return err
+	}
+	tail, err := newPGTail(st, w)
+	if err != nil {
+		return err
+	}
+	if !begin.sent && tail.empty() && !d.folds.Due(st) {
+		// fn neither read nor wrote anything: no transaction at all.
+		committed = true
+		return nil
+	}
+	if err := begin.now(ctx); err != nil {
+		return err
+	}
+	// When the counts are folded, the tail goes first (foldCounts'
+	// before), and COMMIT alone after the fold.
+	folded, left, err := d.folds.Counts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err }, func() error {
+		return tail.send(ctx, pgc)
+	})
+	if err != nil {
+		return err
+	}
+	if committed, err = d.pgCommit(ctx, pgc, tail); err != nil {
+		return err
+	}
+	// The generation this process has seen. A transaction of its own
+	// that moved it (its own cache was emptied by the broker already)
+	// makes the next one empty it once more: rare, and only costly. One
+	// that saw it moved but did not empty the cache (a write of the
+	// broker's that looks nothing up) leaves it for the next.
+	if !st.Scope().Foreign() || st.Scope().ForeignHandled() {
+		p.seenGen = begin.gen
+	}
+	if folded {
+		d.folds.Committed(left)
+	}
+	return nil
+}
+
+// writeConn takes a connection of the pool for a write transaction, and
+// the pgx connection under it, which the write's pipelines (BEGIN with
+// the first statement, the tail with COMMIT) are sent on.
+func (p *Store) writeConn(ctx context.Context) (*sql.Conn, *pgx.Conn, error) {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pgc *pgx.Conn
+	if err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("not a pgx connection: %T", dc)
+		}
+		pgc = c.Conn()
+		return nil
+	}); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, pgc, nil
+}
+
+// runWrite runs fn on st, the write transaction's, and says whether what
+// it did may be committed: not when another process moved the
+// generation under it (errCacheMoved, whatever fn made of it: the write
+// runs again, eager), nor when fn failed, nor when the round trip that
+// was to carry BEGIN failed and fn went on without its statement's
+// answer (begin.failed). Eager, BEGIN is sent first and the generation
+// read before fn looks anything up: a moved one has the scope empty
+// the cache (SetForeign).
+func (p *Store) runWrite(ctx context.Context, st *sqlcore.Tx, begin *pgBegin, fn func(broker.Tx) error, eager bool) error {
+	if eager {
+		if err := begin.now(ctx); err != nil {
+			return err
+		}
+		if begin.gen != p.seenGen {
+			st.Scope().SetForeign()
+		}
+	}
+	err := sqlcore.Run(fn, st)
+	if begin.moved {
+		return errCacheMoved
+	}
+	if err != nil {
+		return err
+	}
+	return begin.failed
+}
+
+// pgTail is what a write sends last, in the round trip of its COMMIT
+// (or, when the counts are folded, just before the fold): the writes
+// kept for it (pgWriter.execLater) and the ready mark
+// (sqlcore.Tx.MarkReadyStatement). Sent, it is empty.
+type pgTail struct {
+	w        *pgWriter
+	mark     string
+	markArgs []any
+}
+
+// newPGTail is the tail of st, run by w, as fn left it, its mark in
+// PostgreSQL's text.
+func newPGTail(st *sqlcore.Tx, w *pgWriter) (*pgTail, error) {
+	mark, markArgs := st.MarkReadyStatement()
+	if mark == "" {
+		return &pgTail{w: w}, nil
+	}
+	text, args, err := pgArgs(mark, markArgs)
+	return &pgTail{w: w, mark: text, markArgs: args}, err
+}
+
+// empty reports whether there is nothing to send.
+func (t *pgTail) empty() bool { return len(t.w.later) == 0 && t.mark == "" }
+
+// queue adds the tail's statements to b: the writes kept, then the mark.
+func (t *pgTail) queue(b *pgx.Batch) {
+	for _, l := range t.w.later {
+		b.Queue(l.text, l.args...)
+	}
+	if t.mark != "" {
+		b.Queue(t.mark, t.markArgs...)
+	}
+}
+
+// read reads the results of what queue added, in order.
+func (t *pgTail) read(r pgx.BatchResults) error {
+	for range t.w.later {
+		if _, err := r.Exec(); err != nil {
+			return err
+		}
+	}
+	if t.mark != "" {
+		if _, err := r.Exec(); err != nil {
+			return fmt.Errorf("mark consumers ready: %w", err)
+		}
+	}
+	return nil
+}
+
+// send sends the tail in a round trip of its own, if it holds anything,
+// and empties it.
+func (t *pgTail) send(ctx context.Context, pgc *pgx.Conn) error {
+	if t.empty() {
+		return nil
+	}
+	err := pgPipeline(ctx, pgc, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r) })
+	t.w.later, t.mark = nil, ""
+	return err
+}
+
+// pgCommit sends the tail and COMMIT in one round trip and reports
+// whether the transaction committed. COMMIT is not cancelled with ctx: a
+// caller who leaves once it is sent would have the outcome unknown
+// (committed, yet reported not, and its scope ended as if rolled back);
+// it has a deadline instead. A round trip that broke after the COMMIT
+// may have left is broker.ErrCommitUnknown; one that failed once the
+// server had said COMMIT is only logged: the write committed.
+func (d *Store) pgCommit(ctx context.Context, pgc *pgx.Conn, tail *pgTail) (committed bool, err error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgCommitTimeout)
+	defer cancel()
+	answered := false // the server answered the COMMIT
+	err = pgPipeline(cctx, pgc, func(b *pgx.Batch) {
+		tail.queue(b)
+		b.Queue("COMMIT")
+	}, func(r pgx.BatchResults, n int) error {
+		if err := tail.read(r); err != nil {
+			return err
+		}
+		tag, err := r.Exec()
+		if err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		answered = true
+		if tag.String() != "COMMIT" {
+			// The server rolled back a transaction a statement of fn had
+			// failed in (fn having gone on, ignoring it): nothing of it
+			// is there.
+			return fmt.Errorf("commit: the server answered %s", tag)
+		}
+		committed = true // whatever reading the rest of the answer says
+		return nil
+	})
+	tail.w.later = nil
+	switch {
+	case err != nil && !committed && !answered && commitUnknown(err):
+		return false, fmt.Errorf("%w: %w", broker.ErrCommitUnknown, err)
+	case err != nil && !committed:
+		return false, err
+	case err != nil:
+		d.log.Warn("after a commit", "err", err)
+	}
+	return true, nil
+}
+
+// commitUnknown reports whether err, the failure of the round trip that
+// carried COMMIT, leaves the outcome unknown: the server did not answer
+// (the connection broke or the deadline passed) after the COMMIT may
+// have left. An error of the server's (a statement refused, the
+// transaction rolled back) is an answer: nothing was committed; and so
+// is a failure before anything was sent.
+func commitUnknown(err error) bool {
+	var pe *pgconn.PgError
+	return !errors.As(err, &pe) && !pgconn.SafeToRetry(err)
+}
+
+// pgCommitTimeout bounds the round trip of a COMMIT, which its caller's
+// context does not cancel.
+const pgCommitTimeout = 30 * time.Second
+
+// pgRollbackTimeout bounds a ROLLBACK: a server that does not answer it
+// in that time gets its connection thrown away (the caller marks it bad),
+// which ends the transaction as surely, rather than holding the writer.
+const pgRollbackTimeout = 10 * time.Second
+
+// pgRollback ends conn's transaction, whether or not ctx has ended.
+func pgRollback(ctx context.Context, conn *sql.Conn) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgRollbackTimeout)
+	defer cancel()
+	_, err := conn.ExecContext(rctx, "ROLLBACK")
+	return err
+}
+
+// pgPipeline sends the statements queue adds to b in one round trip on
+// conn, a write transaction's (pgBegin.pgc), as a pipeline, and read
+// reads their results in order (n: how many).
+func pgPipeline(ctx context.Context, conn *pgx.Conn, queue func(*pgx.Batch), read func(pgx.BatchResults, int) error) error {
+	var b pgx.Batch
+	queue(&b)
+	r := conn.SendBatch(ctx, &b)
+	if err := read(r, b.Len()); err != nil {
+		r.Close()
+		return err
+	}
+	return r.Close()
+}
+
+// pgView is View on PostgreSQL: one snapshot, read only.
+func (d *Store) View(ctx context.Context, fn func(broker.Tx) error) error {
+	conn, err := d.read.Conn(ctx)
+	if err != nil {
+		return pgUnavailable(fmt.Errorf("begin: %w", err))
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		return pgUnavailable(fmt.Errorf("begin: %w", err))
+	}
+	defer func() {
+		if err := pgRollback(ctx, conn); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	err = fn(sqlcore.NewTx(pgReader{conn: conn}, pgDialectFor(sqlcore.NoLocks{}), sqlcore.NoLocks{}, nil))
+	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
+		return fmt.Errorf("read: %w", ctxErr)
+	}
+	return pgReadError(err)
+}
+
+func (p *Store) Close() error {
+	p.wmu.Lock()
+	p.closed = true
+	p.wmu.Unlock()
+	if p.news != nil {
+		p.news.close()
+	}
+	if p.stopCount != nil {
+		p.stopCount()
+		p.countDone.Wait()
+	}
+	err := p.db.Close()
+	p.pool.Close()
+	if p.read != nil {
+		err = errors.Join(err, p.read.Close())
+		p.readPool.Close()
+	}
+	return err
+}
+
+// pgRetryable reports whether err is PostgreSQL's serialization failure
+// or deadlock: the transaction may succeed when run again.
+func pgRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// pgUnavailable marks PostgreSQL's errors as the broker's: a server that
+// cannot be reached, refuses connections or is shutting down is
+// broker.ErrUnavailable; a full disk broker.ErrNoSpace.
+func pgUnavailable(err error) error {
+	if err == nil || errors.Is(err, broker.ErrUnavailable) || errors.Is(err, broker.ErrNoSpace) || errors.Is(err, broker.ErrCommitUnknown) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "53100":
+			return fmt.Errorf("%w: %w", broker.ErrNoSpace, err)
+		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P03", pe.Code == "53300":
+			return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
+		}
+		return err
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Prepare brings the schema of the database at dsn up to date and closes
+// it again: for a template that tests copy (internal/pgtest).
+func Prepare(dsn string) error {
+	d, err := Open(context.Background(), dsn, SyncNormal)
+	if err != nil {
+		return err
+	}
+	return d.Close()
+}
+
+// Exec runs one statement outside the broker, in the store's dialect
+// (the catalog has no text for it, and nothing translates it) but for
+// its parameters, written ? or ?NNN on either store (pgNumbered): for
+// tools and tests that must go around the broker (WriteDB is the handle
+// itself).
+func (d *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	text, args := pgNumbered(query).bind(args)
+	return d.db.ExecContext(ctx, text, args...)
+}
+
+// QueryRow is Exec for a query of one row.
+func (d *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	text, args := pgNumbered(query).bind(args)
+	return d.db.QueryRowContext(ctx, text, args...)
+}
+
+// Path is the URL the store was opened on.
+func (d *Store) Path() string { return d.path }
+
+// WriteDB is the handle of the writes' pool, for tools that must go
+// around the broker.
+func (d *Store) WriteDB() *sql.DB { return d.db }
+
+// Ping checks that the database answers a query.
+func (d *Store) Ping(ctx context.Context) error { return pgUnavailable(d.db.PingContext(ctx)) }
+
+// Health checks that the database answers a query (Ping): no write of
+// the PostgreSQL store marks it out of space (DiskFull).
+func (d *Store) Health(ctx context.Context) error { return d.Ping(ctx) }
+
+// DiskFull is false: the server's disk is the server's (a full one
+// fails writes with broker.ErrNoSpace).
+func (d *Store) DiskFull() bool { return false }
+
+var _ broker.Store = (*Store)(nil)

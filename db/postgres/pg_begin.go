@@ -1,0 +1,273 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+)
+
+// A write transaction's BEGIN on PostgreSQL goes with its first
+// statement: BEGIN, the writer's lock (which reads the cache generation
+// once held, migrations_pg/0002 and 0004), an ephemeral write's
+// synchronous_commit and the statement, in one round trip (a pipeline),
+// rather than one round trip for BEGIN and the lock and one for the
+// statement. A push is then two round trips (the insert with its BEGIN,
+// the ready mark with its COMMIT), a lease or an ack three (four for a
+// lease beside other processes: its consumer is locked in a statement
+// of its own).
+//
+// The broker looks its queues, partitions and groups up in its cache
+// before the first statement, while the generation that says whether
+// another process changed them is read only with it. So a transaction
+// whose generation turns out to have moved stops there (errCacheMoved:
+// the statement's answer is not read, and every later statement fails
+// alike; pgWrite fails it whatever fn did), is rolled back, and runs
+// again with its BEGIN sent first and the cache emptied
+// (broker.TxScope.SetForeign), as it did before every write. A generation moves when another process updates or
+// deletes queues, partitions, groups or subscriptions: rare, and then
+// only one write of each process runs twice.
+//
+// Every statement of a write, the first and the later ones (pgExec,
+// pgQuery), runs on the transaction's pgx connection itself, not
+// through database/sql: its rows are scanned by pgx's own rules, which
+// take the same destinations for the types of this schema (bigint into
+// integers, text and bytea into strings and byte slices, NULL into
+// sql.Null* and pointers, boolean into bool; an integer into a bool
+// they refuse, where database/sql converts it).
+
+// errCacheMoved stops a write whose cache generation moved since this
+// process's previous write (above); pgUpdate runs it again.
+var errCacheMoved = errors.New("another process changed what the cache holds")
+
+// pgBegin is the BEGIN of a write transaction (pgWriter.begin), and the
+// connection the transaction runs on.
+type pgBegin struct {
+	conn       *sql.Conn // the transaction's connection, held for it
+	pgc        *pgx.Conn // the pgx connection beneath conn
+	lockShared bool      // the writer's lock shared (broker.UpdateOptions.Concurrent)
+	ephemeral  bool      // commit without waiting for the disk
+	// check: sent with the first statement, so a generation other than
+	// seen stops the transaction (moved). Not set for a BEGIN sent first,
+	// whose caller empties the cache when the generation moved.
+	check bool
+	seen  int64
+
+	sent  bool  // BEGIN was sent: the transaction may be open
+	gen   int64 // the generation read once the lock was held
+	moved bool
+	// failed is the error of the round trip that was to carry BEGIN and
+	// did not run it (the statement could not be prepared or its
+	// arguments encoded, the connection failed): every later statement
+	// fails with it, and so does the write, whatever fn made of it.
+	failed error
+}
+
+// queue adds BEGIN, the lock and the ephemeral setting to b.
+func (p *pgBegin) queue(b *pgx.Batch) {
+	// READ COMMITTED whatever the server's default: each statement then
+	// sees what committed before it, the lock's wait included (under
+	// REPEATABLE READ the snapshot would be the first statement's, taken
+	// before the wait).
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	if p.lockShared {
+		b.Queue(`SELECT lazarus_write_lock_shared($1)`, int64(pgWriterLock))
+	} else {
+		b.Queue(`SELECT lazarus_write_lock($1)`, int64(pgWriterLock))
+	}
+	if p.ephemeral {
+		b.Queue(`SET LOCAL synchronous_commit = off`)
+	}
+}
+
+// read reads the answers of what queue added.
+func (p *pgBegin) read(r pgx.BatchResults) error {
+	if _, err := r.Exec(); err != nil {
+		p.failed = fmt.Errorf("begin: %w", err)
+		return p.failed
+	}
+	p.sent = true
+	if err := r.QueryRow().Scan(&p.gen); err != nil {
+		return fmt.Errorf("begin: writer lock: %w", err)
+	}
+	if p.ephemeral {
+		if _, err := r.Exec(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+	}
+	if p.check && p.gen != p.seen {
+		p.moved = true
+		return errCacheMoved
+	}
+	return nil
+}
+
+// now sends BEGIN alone, if it is not sent yet: for what cannot go with
+// it (a pipeline of writes kept, a fold, COMMIT).
+func (p *pgBegin) now(ctx context.Context) error {
+	if p.moved {
+		return errCacheMoved
+	}
+	if p.failed != nil {
+		return p.failed
+	}
+	if p.sent {
+		return nil
+	}
+	var b pgx.Batch
+	p.queue(&b)
+	r := p.pgc.SendBatch(ctx, &b)
+	if err := p.read(r); err != nil {
+		r.Close()
+		return p.readFailed(err)
+	}
+	return p.readFailed(r.Close())
+}
+
+// with sends BEGIN and the statement text in one round trip, and returns
+// the results positioned at the statement's, to be closed by the caller.
+func (p *pgBegin) with(ctx context.Context, text string, args []any) (pgx.BatchResults, error) {
+	var b pgx.Batch
+	p.queue(&b)
+	b.Queue(text, args...)
+	r := p.pgc.SendBatch(ctx, &b)
+	if err := p.read(r); err != nil {
+		r.Close()
+		return nil, p.readFailed(err)
+	}
+	return r, nil
+}
+
+// readFailed notes err, the failure of a round trip meant to carry
+// BEGIN, when BEGIN did not run.
+func (p *pgBegin) readFailed(err error) error {
+	if err != nil && !p.sent && p.failed == nil && !errors.Is(err, errCacheMoved) {
+		p.failed = err
+	}
+	return err
+}
+
+// first reports whether the transaction's BEGIN is still to be sent
+// with its next statement (and fails once its generation has moved).
+func (p *pgBegin) first() (bool, error) {
+	if p.moved {
+		return false, errCacheMoved
+	}
+	if p.failed != nil {
+		return false, p.failed
+	}
+	return !p.sent, nil
+}
+
+// execFirst and queryFirst run the transaction's first statement, with
+// its BEGIN.
+func (p *pgBegin) execFirst(ctx context.Context, text string, args []any) (sql.Result, error) {
+	r, err := p.with(ctx, text, args)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := r.Exec()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pgResult(tag), nil
+}
+
+func (p *pgBegin) queryFirst(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
+	r, err := p.with(ctx, text, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.Query()
+	if err != nil {
+		rows.Close()
+		r.Close()
+		return nil, err
+	}
+	return &pgRows{rows: rows, results: r}, nil
+}
+
+// exec and query run a write transaction's later statements on its
+// pgx connection too, beneath database/sql, as its first one: its rows
+// are scanned by pgx into their destinations, without database/sql's
+// conversion of every value (a copy of each payload) and the locking
+// around each row.
+func (p *pgBegin) exec(ctx context.Context, text string, args []any) (sql.Result, error) {
+	tag, err := p.pgc.Exec(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgResult(tag), nil
+}
+
+func (p *pgBegin) query(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
+	rows, err := p.pgc.Query(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &pgRows{rows: rows}, nil
+}
+
+// pgResult is a statement's sql.Result from its command tag.
+type pgResult pgconn.CommandTag
+
+func (r pgResult) RowsAffected() (int64, error) { return pgconn.CommandTag(r).RowsAffected(), nil }
+
+func (r pgResult) LastInsertId() (int64, error) {
+	return 0, errors.New("LastInsertId is not supported by PostgreSQL: use RETURNING")
+}
+
+// pgRows are a write's rows, pgx's: of a statement sent with BEGIN,
+// closed with the pipeline's results, or of one sent alone.
+type pgRows struct {
+	rows    pgx.Rows
+	results pgx.BatchResults
+	closed  bool
+}
+
+func (r *pgRows) Next() bool             { return r.rows.Next() }
+func (r *pgRows) Scan(dest ...any) error { return r.rows.Scan(dest...) }
+func (r *pgRows) Err() error             { return r.rows.Err() }
+
+func (r *pgRows) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.rows.Close()
+	if r.results == nil {
+		return r.rows.Err()
+	}
+	return errors.Join(r.rows.Err(), r.results.Close())
+}
+
+// pgRow is a one-row query's answer over pgRows (sql.ErrNoRows when none).
+type pgRow struct {
+	rows sqlcore.Rows
+	err  error
+}
+
+func (r pgRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Close(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	return r.rows.Close()
+}

@@ -1,0 +1,241 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+)
+
+// The PostgreSQL statements. The statements of sqlcore.Tx and of the
+// dialects are written in SQLite's dialect (internal/sqlcore/tx_*.go,
+// pg_tx.go, sqlite_*.go), and the PostgreSQL store runs the text the
+// catalog gives for each (pgCatalog, pg_catalog.go), generated from them
+// and committed: what runs on PostgreSQL is read, and reviewed, in the
+// tree. testdata/pg_statements.sql is the same catalog for a reader:
+// each statement's SQLite text beside its PostgreSQL one, marked
+// translated or hand-written (docs/postgres.md, "The PostgreSQL
+// statements").
+//
+// To add or change a statement: write it in SQLite's dialect where it
+// runs, as a constant (or a package variable set by sqlcore.PGQuery or
+// sqlcore.PGInsert); when the translator (pg_sql.go) does not make the
+// right PostgreSQL text of it, give that text beside it with
+// sqlcore.PGQuery(sqlite, pg). Then run go generate ./db and review the diff of
+// testdata/pg_statements.sql. TestPGStatementsFile fails while the
+// catalog is stale, TestPGStatementsPrepare prepares every PostgreSQL
+// text on a migrated database.
+//
+// A filter's statement is composed of fragments (sqlcore.Frag,
+// sqlcore.Stmt): the catalog holds each fragment's PostgreSQL text
+// (pgFragments), and pgStmt builds a composed statement from them
+// (pgCompose); TestPGComposedStatementsPrepare prepares every statement
+// each filter composes.
+//
+// The generator is a test of this package (pg_statements_test.go), not
+// a program, because the translator is unexported here; it finds the
+// statements with db/internal/gensql (go/ast and go/types).
+//
+//go:generate go test -run ^TestPGStatementsFile$ -update .
+
+// pgStmt is the catalogued PostgreSQL statement of query (a SQLite text),
+// or the one composed of catalogued fragments when query is a
+// sqlcore.Stmt's (sqlcore.Composed).
+//
+// A text the catalog lacks is an error (errNotCatalogued), which fails
+// the statement and its transaction: a statement added without go
+// generate fails the first test that runs it on PostgreSQL, never runs
+// untranslated. Two kinds of callers are let through: the functions the
+// catalog lists as building statements it cannot hold yet
+// (pgBuiltAtRunTime, the end of testdata/pg_statements.sql), whose texts
+// are translated as they first run (pg_sql.go), and tests (a caller in a
+// _test.go file), whose texts are their own. Each text let through is
+// noted once a process: LAZARUS_PG_MISSES names a file it is appended
+// to, for a test run to count them.
+func pgStmt(query string) (*pgStatement, error) {
+	if s, ok := pgCatalog[query]; ok {
+		return s, nil
+	}
+	if s, ok := pgComposed.Load(query); ok {
+		return s.(*pgStatement), nil
+	}
+	if parts, ok := sqlcore.Composed.Load(query); ok {
+		s, err := pgCompose(parts.([]sqlcore.Frag))
+		if err != nil {
+			by, _ := uncatalogued()
+			return nil, fmt.Errorf("%w, run by %s", err, by)
+		}
+		kept, _ := pgComposed.LoadOrStore(query, s)
+		return kept.(*pgStatement), nil
+	}
+	if s, ok := pgLetThrough.Load(query); ok {
+		return s.(*pgStatement), nil
+	}
+	by, ok := uncatalogued()
+	if !ok {
+		return nil, fmt.Errorf("%w: %.80q, run by %s", errNotCatalogued, query, by)
+	}
+	s := pgTranslate(query)
+	if _, seen := pgLetThrough.LoadOrStore(query, s); !seen {
+		noteMiss(query, by)
+	}
+	return s, nil
+}
+
+// pgComposed holds the composed statements pgStmt has built, by their
+// SQLite text.
+var pgComposed sync.Map
+
+// pgCompose is the PostgreSQL statement of a text composed of parts
+// (sqlcore.Stmt): each part's catalogued text (pgFragments), its
+// parameters numbered on from the last part's. A part the catalog lacks
+// is an error (errNotCatalogued).
+func pgCompose(parts []sqlcore.Frag) (*pgStatement, error) {
+	var b strings.Builder
+	s := &pgStatement{}
+	n := 0
+	for _, p := range parts {
+		f, ok := pgFragments[string(p)]
+		if !ok {
+			return nil, fmt.Errorf("%w: fragment %.80q", errNotCatalogued, p)
+		}
+		k := pgRenumber(&b, f.text, n)
+		n += k
+		s.stores = s.stores || f.stores
+	}
+	s.text = b.String()
+	return s, nil
+}
+
+// pgRenumber writes text (a fragment's PostgreSQL text, its parameters
+// $1 to $k) to b with each parameter $i written $(i+from), and returns
+// k. Quotes and comments are copied as they are (mask).
+func pgRenumber(b *strings.Builder, text string, from int) int {
+	m, kept := mask(text)
+	k := 0
+	var o strings.Builder
+	for i := 0; i < len(m); i++ {
+		j := i + 1
+		for m[i] == '$' && j < len(m) && m[j] >= '0' && m[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			o.WriteByte(m[i])
+			continue
+		}
+		n, _ := strconv.Atoi(m[i+1 : j])
+		k = max(k, n)
+		o.WriteByte('$')
+		o.WriteString(strconv.Itoa(n + from))
+		i = j - 1
+	}
+	b.WriteString(unmask(o.String(), kept))
+	return k
+}
+
+// pgParamCount is the highest parameter ($n) of a PostgreSQL text.
+func pgParamCount(text string) int {
+	var b strings.Builder
+	return pgRenumber(&b, text, 0)
+}
+
+// errNotCatalogued is the error of a statement the PostgreSQL catalog
+// lacks.
+var errNotCatalogued = errors.New("db: statement not in the PostgreSQL catalog (run go generate ./db)")
+
+// pgLetThrough holds the texts pgStmt let through, translated.
+var pgLetThrough sync.Map
+
+// uncatalogued reports the function of this package or of sqlcore that
+// runs a text the catalog lacks (the first of the stack but the
+// wrappers), and whether it may: it is in a test file of this package,
+// sqlcore or db (a test's own text), or it or one of the functions of
+// this package or sqlcore that called it is one of pgBuiltAtRunTime.
+func uncatalogued() (string, bool) {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	by := ""
+	for {
+		f, more := frames.Next()
+		name, ours := pgFuncName(f.Function)
+		if test := strings.HasSuffix(f.File, "_test.go"); test || !ours {
+			// A test's own text (db's tests reach this store through
+			// db.DB), or not ours.
+			return by, by == "" && (ours || test && strings.HasPrefix(f.Function, pgChooserPackage+"."))
+		}
+		if pgBuiltAtRunTime[name] {
+			return name, true
+		}
+		if by == "" && !pgWrappers[name] {
+			by = name
+		}
+		if !more {
+			return by, false
+		}
+	}
+}
+
+// pgFuncName is the name gensql gives a function of this package or sqlcore
+// (Tx.ListDeadLetters, pgDialect.PushCopies, scanKeys) from the
+// runtime's (…/sqlcore.(*Tx).ListDeadLetters.func1), and whether it is
+// one of theirs.
+func pgFuncName(function string) (string, bool) {
+	name, ok := strings.CutPrefix(function, pgCorePackage+".")
+	if !ok {
+		name, ok = strings.CutPrefix(function, pgPackage+".")
+	}
+	if !ok {
+		return "", false
+	}
+	name = strings.NewReplacer("(*", "", ")", "").Replace(name)
+	if i := strings.Index(name, ".func"); i > 0 {
+		name = name[:i]
+	}
+	return name, true
+}
+
+// pgPackage and pgCorePackage are the import paths of db/postgres and
+// db/internal/sqlcore, as the runtime names their functions.
+var (
+	pgPackage     = reflect.TypeFor[Store]().PkgPath()
+	pgCorePackage = reflect.TypeFor[sqlcore.Tx]().PkgPath()
+)
+
+// pgChooserPackage is the import path of db, whose tests run this store
+// through db.DB.
+var pgChooserPackage = path.Dir(pgPackage)
+
+// pgWrappers are the functions that pass a statement on: sqlcore.Tx's
+// (gensql.Wrappers), the PostgreSQL executors' and pgStmt's own.
+var pgWrappers = map[string]bool{
+	"Tx.Exec": true, "Tx.Query": true, "Tx.QueryRow": true, "Tx.QueryIDs": true, "Tx.Insert": true, "Tx.ExecLater": true,
+	"pgWriter.Exec": true, "pgWriter.Query": true, "pgWriter.QueryRow": true, "pgWriter.Insert": true, "pgWriter.ExecLater": true,
+	"pgReader.Exec": true, "pgReader.Query": true, "pgReader.QueryRow": true, "pgReader.Insert": true, "pgReader.ExecLater": true,
+	"pgBind": true, "pgArgs": true, "pgStmt": true, "uncatalogued": true,
+}
+
+var pgMissesMu sync.Mutex
+
+// noteMiss appends query, and the function that ran it, to the file
+// LAZARUS_PG_MISSES names, if any.
+func noteMiss(query, by string) {
+	path := os.Getenv("LAZARUS_PG_MISSES")
+	if path == "" {
+		return
+	}
+	pgMissesMu.Lock()
+	defer pgMissesMu.Unlock()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "-- by %s\n%s\n\x00\n", by, query)
+}

@@ -1,0 +1,306 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+	sqlite3 "github.com/mattn/go-sqlite3" // the driver, and its error codes
+)
+
+// DefaultBusyTimeout is how long a statement waits for a lock that
+// another process holds (a backup, the sqlite3 shell) before it gives up
+// with broker.ErrUnavailable. Lazarus itself never waits for its own
+// locks: it has one writer, and readers in WAL mode do not block it.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Sync is SQLite's synchronous setting (sqlcore.Sync).
+type Sync = sqlcore.Sync
+
+// The durability modes (sqlcore.SyncFull, sqlcore.SyncNormal).
+const (
+	SyncFull   = sqlcore.SyncFull
+	SyncNormal = sqlcore.SyncNormal
+)
+
+// Options are the settings of OpenWith (sqlcore.Options, db.Options).
+type Options = sqlcore.Options
+
+// Open opens (creating if need be) the SQLite database at path and
+// brings its schema up to date.
+func Open(ctx context.Context, path string, sync Sync) (*Store, error) {
+	return OpenWith(ctx, path, Options{Sync: sync})
+}
+
+// OpenWith is Open with options. It fails, rather than return a database
+// that only reads, when the file cannot be written (read-only file or
+// directory, disk full): it commits one small write before it returns.
+// Its errors say the usual causes in plain words, for the person starting
+// the server.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
+	return openWith(ctx, path, o, false)
+}
+
+// openWith is OpenWith; onlyCatchUp, for tests, starts no background
+// checkpointer: the writer's catch-up alone copies the log back,
+// deterministically.
+func openWith(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store, error) {
+	if o.Sync == "" {
+		o.Sync = SyncFull
+	}
+	if o.Sync != SyncFull && o.Sync != SyncNormal {
+		return nil, fmt.Errorf("open: synchronous must be FULL or NORMAL, got %q", o.Sync)
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.BusyTimeout < time.Millisecond {
+		return nil, fmt.Errorf("open: busy timeout must be at least 1ms, got %s", o.BusyTimeout)
+	}
+	var lock *os.File
+	var lockErr error
+	if o.Exclusive {
+		lock, lockErr = lockFile(path)
+		if errors.Is(lockErr, ErrInUse) {
+			return nil, fmt.Errorf("database %s: %w", path, lockErr)
+		}
+	}
+	d, err := open(ctx, path, o, onlyCatchUp)
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		// When the lock file could not be made either, SQLite's error
+		// says best why (a read-only directory, a missing one).
+		return nil, openError(path, o.BusyTimeout, unavailable(err))
+	}
+	if lockErr != nil {
+		d.Close()
+		return nil, fmt.Errorf("database %s: %w", path, lockErr)
+	}
+	d.lock = lock
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 && o.Exclusive {
+		d.log.Warn("the database file may be read by other users of this machine (its -wal and -shm files take its permissions): make it the service user's alone",
+			"db", path, "mode", fmt.Sprintf("%#o", st.Mode().Perm()), "fix", "chmod 600 "+path+" "+path+"-wal "+path+"-shm "+path+lockSuffix)
+	}
+	return d, nil
+}
+
+func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store, error) {
+	// Pragmas in the DSN so that every pooled connection gets them.
+	params := url.Values{}
+	params.Set("_journal_mode", "WAL")
+	params.Set("_synchronous", string(o.Sync))
+	params.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
+	params.Set("_foreign_keys", "off")
+	params.Set("_cache_size", "-32000") // 32 MB a connection
+	// No mutex of the connection's own around each call into SQLite
+	// (SQLITE_OPEN_NOMUTEX): database/sql hands a connection to one
+	// goroutine at a time, and go-sqlite3's only call from another, on a
+	// cancelled context, is sqlite3_interrupt, which SQLite makes safe
+	// from any thread. The mutexes were 4 % of a pop+ack's instructions.
+	params.Set("_mutex", "no")
+	wparams := url.Values{}
+	for k, v := range params {
+		wparams[k] = v
+	}
+	wparams.Set("_txlock", "immediate")
+	createPrivate(path)
+	if !o.KeepAutoVacuum {
+		if err := createGivingSpaceBack(ctx, path, wparams); err != nil {
+			return nil, err
+		}
+	}
+	write, err := sql.Open(DriverName, "file:"+path+"?"+wparams.Encode())
+	if err != nil {
+		return nil, err
+	}
+	// Writes run one at a time on one connection held for them (wconn);
+	// the second serves migrations at start, background checkpoints and
+	// tools.
+	write.SetMaxOpenConns(2)
+	write.SetMaxIdleConns(2)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, err
+	}
+	params.Set("_query_only", "true")
+	// Each reading connection keeps its statements prepared (go-sqlite3's
+	// cache), as View runs them on the connection directly.
+	params.Set("_stmt_cache_size", "128")
+	read, err := sql.Open(DriverName, "file:"+path+"?"+params.Encode())
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	read.SetMaxOpenConns(8)
+	read.SetMaxIdleConns(8)
+	d := &Store{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	d.changed = sync.NewCond(&d.wmu)
+	d.log = o.Logger
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	d.folds = sqlcore.NewFolds(o.FoldEvery, d.log)
+	if err := d.migrate(ctx); err != nil {
+		errors.Join(read.Close(), write.Close())
+		return nil, err
+	}
+	// Only the process that holds the database (serve) converts it: a
+	// command run beside a server (user add) must not hold the writer
+	// for the whole copy.
+	if !o.KeepAutoVacuum && o.Exclusive {
+		if err := d.convertAutoVacuum(ctx); err != nil {
+			errors.Join(read.Close(), write.Close())
+			return nil, err
+		}
+	}
+	if err := d.checkWritable(ctx); err != nil {
+		errors.Join(read.Close(), write.Close())
+		return nil, err
+	}
+	if d.wconn, err = write.Conn(ctx); err != nil {
+		errors.Join(read.Close(), write.Close())
+		return nil, err
+	}
+	if o.AutoCheckpoint == 0 {
+		d.ckpt, d.ckptNow = make(chan struct{}, 1), make(chan struct{}, 1)
+		err = d.wconn.Raw(func(c any) error {
+			var err error
+			d.wal, err = watchWAL(c.(*sqlite3.SQLiteConn), walSafetyPages)
+			return err
+		})
+	} else {
+		_, err = d.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", max(o.AutoCheckpoint, 0)))
+	}
+	if err != nil {
+		errors.Join(d.wconn.Close(), read.Close(), write.Close())
+		return nil, err
+	}
+	if d.raw, err = newRawConn(ctx, d.wconn); err != nil {
+		errors.Join(d.wconn.Close(), read.Close(), write.Close())
+		return nil, err
+	}
+	go d.writer()
+	if d.ckpt != nil && !onlyCatchUp {
+		d.ckptDone = make(chan struct{})
+		go d.checkpointer()
+	}
+	return d, nil
+}
+
+// createPrivate makes the database file, when it is not there yet, for
+// its owner alone (0600): SQLite would make it 0644 (less the umask),
+// and it gives the -wal and -shm files beside it the database file's
+// own permissions. Whatever fails here, SQLite's open says better.
+func createPrivate(path string) {
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	}
+}
+
+// openError says why the database at path could not be opened: the
+// usual causes in a sentence, SQLite's own words after it.
+func openError(path string, busy time.Duration, err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf("database %s: %w", path, err)
+	}
+	var why string
+	switch errno := se.SystemErrno; {
+	case se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked:
+		why = fmt.Sprintf("another process holds a lock on it (waited %s)", busy)
+	case se.Code == sqlite3.ErrNotADB:
+		why = "it is not a SQLite database (or it is encrypted or damaged)"
+	case se.Code == sqlite3.ErrReadonly:
+		why = "it cannot be written: the file and its directory (for the -wal and -shm files beside it) must be writable"
+	case se.Code == sqlite3.ErrFull, errno == syscall.ENOSPC, errno == syscall.EDQUOT, errno == syscall.EFBIG:
+		why = "there is no space left to write it (disk full, quota or file size limit)"
+	case se.Code == sqlite3.ErrCantOpen, se.Code == sqlite3.ErrPerm, errno == syscall.EACCES, errno == syscall.EROFS:
+		why = cantOpen(path)
+	}
+	if why == "" {
+		return fmt.Errorf("database %s: %w", path, err)
+	}
+	return fmt.Errorf("database %s: %s (%w)", path, why, err)
+}
+
+// cantOpen guesses why SQLite could not open or create the file at path.
+func cantOpen(path string) string {
+	dir := filepath.Dir(path)
+	switch st, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("the directory %s does not exist", dir)
+	case err != nil:
+		return fmt.Sprintf("its directory %s cannot be read", dir)
+	case !st.IsDir():
+		return fmt.Sprintf("%s is not a directory", dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return "it is a directory"
+	}
+	if syscall.Access(dir, 2 /* W_OK */) != nil {
+		return fmt.Sprintf("the directory %s is not writable (SQLite makes the file, and -wal and -shm files, in it)", dir)
+	}
+	return "it cannot be opened or created: check the permissions of the file and its directory"
+}
+
+// checkWritable commits a write that changes nothing but still reaches the
+// disk (a page of the write-ahead log), so that a read-only file or
+// directory, or a full disk, is found at start rather than by the first
+// request.
+func (d *Store) checkWritable(ctx context.Context) error {
+	tx, err := d.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("write check: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET applied_at = applied_at
+		WHERE version = (SELECT MAX(version) FROM schema_migrations)`); err != nil {
+		return fmt.Errorf("write check: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("write check: %w", err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (d *Store) Close() error {
+	d.wmu.Lock()
+	if d.isClosed {
+		d.wmu.Unlock()
+		return nil
+	}
+	d.isClosed = true
+	close(d.stop)
+	d.wmu.Unlock()
+	<-d.stopped
+	d.foldAtClose()
+	if d.ckptDone != nil {
+		<-d.ckptDone
+	}
+	d.raw.close()
+	err := errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
+	if d.wal != nil {
+		d.wal.free() // its connection is closed: SQLite no longer calls the hook
+	}
+	if d.lock != nil {
+		// Last: the lock is held until SQLite has let go of the file.
+		err = errors.Join(err, d.lock.Close())
+	}
+	return err
+}
