@@ -640,7 +640,7 @@ func (b *Broker) Delete(ctx context.Context, messageID, group, actor string) (in
 
 // deleteDeadLetters is Delete; it says until when they can be restored.
 func (b *Broker) deleteDeadLetters(ctx context.Context, messageID, group, actor string) (n int, until time.Time, err error) {
-	err = b.update(ctx, func(tx Tx, _ func(string)) error {
+	err = b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
 		n, until = 0, time.Time{}
 		dls, err := deadLettersOf(ctx, tx, messageID)
@@ -658,6 +658,7 @@ func (b *Broker) deleteDeadLetters(ctx context.Context, messageID, group, actor 
 			return err
 		}
 		n, until = len(dls), removal.RestoreUntil
+		touched(dls[0].Queue) // news for the pages that show its dead letters (Watch)
 		return audit(ctx, tx, now, actor, AuditDelete, dls[0].Queue, groupsOf(dls), n,
 			fmt.Sprintf("message %s deleted (restorable for %s)", messageID, b.restoreWindow))
 	})

@@ -110,8 +110,11 @@ func (b *Broker) Waiting() int64 { return b.waiting.Load() }
 // watch returns a channel closed at the next news of the queue.
 func (b *Broker) watch(queue string) <-chan struct{} { return b.news.Watch(queue) }
 
-// notify wakes the pops waiting on the queues.
-func (b *Broker) notify(queues ...string) { b.news.Notify(queues...) }
+// notify wakes the pops waiting on the queues, and the watchers of
+// AnyNews.
+func (b *Broker) notify(queues ...string) {
+	b.news.Notify(append(queues[:len(queues):len(queues)], AnyNews)...)
+}
 
 // update runs fn in an ordinary write transaction and, once it has
 // committed, wakes the waiters of the queues fn touched.

@@ -50,8 +50,20 @@ func (c Chart) Label() string {
 
 // ChartSeries is one line.
 type ChartSeries struct {
-	Name   string
+	Name string
+	// Colour names what the line is, for its colour (SeriesClass), when
+	// Name is shorter than that ("billing" on the chart of one queue
+	// for "orders / billing"): "" Name.
+	Colour string
 	Points []ChartPoint
+}
+
+// colourKey is what s's colour is derived from.
+func (s ChartSeries) colourKey() string {
+	if s.Colour != "" {
+		return s.Colour
+	}
+	return s.Name
 }
 
 // ChartPoint is one value; Missing points break the line.
@@ -85,8 +97,11 @@ const (
 
 // ChartLine is a series laid out for drawing.
 type ChartLine struct {
-	Name   string
+	Name string
+	// Class is the line's colour, its name's (SeriesClass); Key tells
+	// its legend's toggle which line it shows and hides.
 	Class  string
+	Key    string
 	Paths  []string // polyline point lists, one per unbroken run
 	Dots   []ChartDot
 	Legend string
@@ -178,7 +193,7 @@ func (c Chart) Layout() ChartLayout {
 		l.Rules = append(l.Rules, ChartRule{Y: f(ty), LabelY: f(ly), Label: t.Label})
 	}
 	for i, s := range c.Series {
-		line := ChartLine{Name: s.Name, Class: fmt.Sprintf("s%d", i%8)}
+		line := ChartLine{Name: s.Name, Class: SeriesClass(s.colourKey()), Key: strconv.Itoa(i)}
 		var run []string
 		present := func(k int) bool { return k >= 0 && k < len(s.Points) && !s.Points[k].Missing }
 		for k, p := range s.Points {
@@ -282,6 +297,7 @@ func tickTime(t time.Time, span, every time.Duration) string {
 type Sparkline struct {
 	Points string // polyline points in a 100 x 24 box
 	Title  string
+	Class  string // its colour (SeriesClass of what it shows), "" the accent
 	// Top and Bottom label the scale: the box's top is the highest value
 	// (1 when all are 0), its bottom 0.
 	Top, Bottom string
@@ -318,3 +334,72 @@ func num(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
 }
+
+// seriesColours is how many colours SeriesClass picks from (static/live.css
+// c0 to c11, each in a light and a dark shade).
+const seriesColours = 12
+
+// SeriesClass is the colour class of a queue, a queue and group, or any
+// series: derived from its name alone (FNV-1a), so that the same name has
+// the same colour on every chart, range and page, whatever else is drawn
+// beside it. Two names may share a colour; the legend and the table say
+// which line is which.
+func SeriesClass(name string) string {
+	h := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return "c" + strconv.Itoa(int(h%seriesColours))
+}
+
+// ChartTable is a chart's values as a table, for those who read it
+// rather than see it (a screen reader, the keyboard): a row a time, a
+// column a series.
+type ChartTable struct {
+	Series  []string
+	Classes []string // each series' colour
+	Rows    []ChartTableRow
+}
+
+// ChartTableRow is the values of every series at one time ("" where the
+// series has no value then).
+type ChartTableRow struct {
+	At     time.Time
+	Values []string
+}
+
+// Table lays c's values out as a table, newest first (as the lists are:
+// what a reader looks for first is now).
+func (c Chart) Table() ChartTable {
+	var t ChartTable
+	at := map[time.Time]int{}
+	var times []time.Time
+	for _, s := range c.Series {
+		t.Series = append(t.Series, s.Name)
+		t.Classes = append(t.Classes, SeriesClass(s.colourKey()))
+		for _, p := range s.Points {
+			if _, ok := at[p.At]; !ok {
+				at[p.At] = 0
+				times = append(times, p.At)
+			}
+		}
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return b.Compare(a) })
+	for i, tm := range times {
+		at[tm] = i
+		t.Rows = append(t.Rows, ChartTableRow{At: tm, Values: make([]string, len(c.Series))})
+	}
+	for k, s := range c.Series {
+		for _, p := range s.Points {
+			if !p.Missing {
+				t.Rows[at[p.At]].Values[k] = short(p.Value) + c.Unit
+			}
+		}
+	}
+	return t
+}
+
+// TableTime writes a time of a chart's table: to the minute, in UTC, as
+// its buckets are.
+func TableTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }

@@ -80,9 +80,11 @@ type JobDetail struct {
 	Failures []JobFailureRow
 	// FailuresMore: the list shows the most recent failures only.
 	FailuresMore bool
-	// Poll is the fragment's hx-trigger ("" none): while the job runs,
-	// and slower while a finished replay's copies are still pending.
-	Poll string
+	// Poll is the fragment's hx-trigger ("" none): the job's news on the
+	// page's event stream (LiveURL), while the job runs and while a
+	// finished replay's copies are still pending.
+	Poll    string
+	LiveURL string
 	// What an operator may do now.
 	CanPause, CanResume, CanCancel, CanUndo bool
 	// UndoUntil: the last of a delete's dead letters can be restored

@@ -81,6 +81,10 @@ func startReplay(t *testing.T, s *bundle, body string) int64 {
 
 func hxGet(b *browser, path string) response { return b.do("GET", path, nil, htmx) }
 
+// liveTrigger is the hx-trigger of a job's progress that follows the job:
+// its page's event stream, and the marker of what changed (live.js).
+const liveTrigger = "sse:changed, live-refresh"
+
 // pollOf is the hx-trigger of a job's progress ("" none), and whether it
 // asks for itself.
 func pollOf(t *testing.T, r response) string {
@@ -97,9 +101,10 @@ func pollOf(t *testing.T, r response) string {
 	return trig
 }
 
-// A job's progress asks for itself every second while the job runs,
-// every five while a finished replay's copies are pending, and not at all
-// once nothing changes by itself (done and settled, or paused).
+// A job's progress asks for itself at the news of its page's event
+// stream (live.go) while the job runs and while a finished replay's
+// copies are pending, and not at all once nothing changes by itself (done
+// and settled, or paused).
 func TestJobProgressPollsWhileRunning(t *testing.T) {
 	t.Parallel()
 	s := setupStill(t)
@@ -108,11 +113,11 @@ func TestJobProgressPollsWhileRunning(t *testing.T) {
 	id := startReplay(t, s, `{"filter":{"queue":"q"}}`)
 
 	whole := viewer.get(jobPath(id)).want(http.StatusOK)
-	if p := pollOf(t, whole); p != "every 1s" {
+	if p := pollOf(t, whole); p != liveTrigger {
 		t.Fatalf("running job's page polls %q", p)
 	}
 	frag := hxGet(viewer, jobPath(id)+"/progress").want(http.StatusOK)
-	if p := pollOf(t, frag); p != "every 1s" || strings.Contains(string(frag.body), "<html") {
+	if p := pollOf(t, frag); p != liveTrigger || strings.Contains(string(frag.body), "<html") {
 		t.Fatalf("running job's progress polls %q: %s", p, frag.body)
 	}
 	if got := frag.testid("job-state"); got != "running" {
@@ -122,7 +127,7 @@ func TestJobProgressPollsWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	frag = hxGet(viewer, jobPath(id)+"/progress").want(http.StatusOK)
-	if p := pollOf(t, frag); p != "every 5s" || frag.testid("job-outcome-summary") != "0 succeeded, 0 failed again, 3 pending" {
+	if p := pollOf(t, frag); p != liveTrigger || frag.testid("job-outcome-summary") != "0 succeeded, 0 failed again, 3 pending" {
 		t.Fatalf("done with copies pending: polls %q, outcome %q", p, frag.testid("job-outcome-summary"))
 	}
 	popAll(t, s, "q", "g", func(i int) bool { return i == 0 }, "again")

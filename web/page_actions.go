@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -255,6 +256,13 @@ func inUnit(action string, counted broker.Counted) int64 {
 	return counted.Count
 }
 
+// A bulk action on at most waitedSelection rows picked by hand, with no
+// rate, is answered once its job is done (or after waitSelectionFor).
+const (
+	waitedSelection  = 50
+	waitSelectionFor = 5 * time.Second
+)
+
 // replayBulk starts a job that replays the selected or matching dead
 // letters.
 func (s *Server) replayBulk(c echo.Context) error { return s.runBulk(c, "replay") }
@@ -320,6 +328,15 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 	j, err := s.broker.StartJob(ctx, req)
 	if err != nil {
 		return err
+	}
+	if !t.all && req.Rate == 0 && len(t.ids) <= waitedSelection {
+		// A few rows picked (the keyboard's r on its row): the answer
+		// waits for the job, so that the list it makes refresh shows
+		// them gone; not longer than waitSelectionFor (a busy store),
+		// after which the job goes on, followed on its page.
+		wctx, cancel := context.WithTimeout(ctx, waitSelectionFor)
+		_, _ = s.broker.WaitJob(wctx, j.ID) // not finished in time: the job goes on
+		cancel()
 	}
 	if !isFragment(c) {
 		return c.Redirect(http.StatusSeeOther, jobURL(j.ID))

@@ -213,7 +213,7 @@ func buildCharts(series []broker.Series, queue string, step time.Duration, lim l
 			if oneQueue {
 				name = s.Group
 			}
-			line := views.ChartSeries{Name: name}
+			line := views.ChartSeries{Name: name, Colour: s.Queue + " / " + s.Group}
 			for _, p := range s.Points {
 				line.Points = append(line.Points, views.ChartPoint{At: p.At, Value: float64(p.Depth)})
 			}

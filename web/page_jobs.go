@@ -17,12 +17,11 @@ import (
 
 const jobsPageSize = 50
 
-// jobPoll is how often a running job's page asks for its progress;
-// jobSettlePoll how often a finished replay's, while copies are pending.
-const (
-	jobPoll       = "every 1s"
-	jobSettlePoll = "every 5s"
-)
+// jobPoll is when a job's page asks for its progress while the job runs,
+// or a finished replay's copies are pending: at the job's news on the
+// page's event stream (live.go), which a chunk done or a copy settled
+// makes; never while nothing changes.
+const jobPoll = "sse:changed"
 
 var (
 	jobStates = []string{broker.JobRunning, broker.JobPaused, broker.JobDone, broker.JobCancelled, broker.JobFailed}
@@ -121,7 +120,7 @@ func (s *Server) showJobProgress(c echo.Context) error {
 func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 	j := jv.Job
 	vs := s.viewSession(c)
-	d := views.JobDetail{ID: j.ID, URL: jobURL(j.ID), ProgressURL: jobURL(j.ID) + "/progress", Kind: j.Kind, State: j.State, Reason: j.Reason,
+	d := views.JobDetail{ID: j.ID, URL: jobURL(j.ID), ProgressURL: jobURL(j.ID) + "/progress", LiveURL: "/live" + jobURL(j.ID), Kind: j.Kind, State: j.State, Reason: j.Reason,
 		Queue: j.Queue, Description: j.Description, Actor: j.Actor, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, FinishedAt: j.FinishedAt,
 		Rate: j.Rate, Planned: j.Planned, Done: j.Done, Skipped: j.Skipped, Failed: j.Failed, Left: j.Left(), ArrivedSince: j.ArrivedSince,
 		Capped: j.Capped, Forced: j.Scope.Force,
@@ -164,7 +163,7 @@ func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 		d.Poll = jobPoll
 	case j.Finished() && j.Kind == broker.JobReplay && d.Totals.Pending > 0:
 		// The copies settle after the job: follow them, less often.
-		d.Poll = jobSettlePoll
+		d.Poll = jobPoll
 	}
 	if vs.CanOperate {
 		d.CanPause = j.State == broker.JobRunning

@@ -55,6 +55,7 @@ func (s *Server) showOverview(c echo.Context) error {
 			spark[k] = float64(d)
 		}
 		row.Spark = views.MakeSparkline(spark, "Dead letters of "+r.Name+" over the last 24 h")
+		row.Spark.Class = views.SeriesClass(r.Name) // its colour on the charts
 		for _, g := range r.ErrorGroups {
 			row.ErrorGroups = append(row.ErrorGroups, views.TopError{Error: g.Fingerprint, Count: g.DeadLetters,
 				URL: deadLettersURL(r.Name, url.Values{"fingerprint": {g.Fingerprint}})})

@@ -295,6 +295,24 @@ func TestOperatorActions(t *testing.T) {
 			t.Fatalf("%d left", n)
 		}
 	})
+	t.Run("AFewPickedByHandAreDoneWhenAnswered", func(t *testing.T) {
+		// The list the answer makes refresh (dlq-changed) must not show
+		// what was just replayed: the job of a few rows picked by hand is
+		// done before the answer.
+		t.Parallel()
+		f := newOperatorFixture(t)
+		form := url.Values{}
+		for _, m := range f.s.deadLetters("queue=orders").Messages {
+			form.Add("ids", m.ID)
+		}
+		r := hx(f.op, "/queues/orders/dead-letters/replay", form).want(http.StatusOK)
+		if r.header.Get("HX-Trigger") != "dlq-changed" {
+			t.Fatalf("HX-Trigger %q", r.header.Get("HX-Trigger"))
+		}
+		if n := len(f.s.deadLetters("queue=orders").Messages); n != 0 {
+			t.Fatalf("%d dead letters left once the replay answered", n)
+		}
+	})
 	t.Run("AllMatchingAboveAThousandNeedsTheQueueName", func(t *testing.T) {
 		t.Parallel()
 		f := newOperatorFixture(t)

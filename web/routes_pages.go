@@ -52,6 +52,7 @@ func (s *Server) pageRoutes() {
 	e.POST("/jobs/:id/cancel", s.cancelJobPage, operator)
 	e.POST("/jobs/:id/undo", s.undoJobPage, operator)
 	e.GET("/search", s.showSearch, viewer)
+	s.liveRoutes(viewer)
 }
 
 // staticHandler serves the embedded files. Their names carry no version,

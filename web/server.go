@@ -82,6 +82,17 @@ type Config struct {
 	// (bcrypt: a core for a quarter of a second each); a login past it is
 	// answered 429 at once. Default DefaultMaxLoginChecks.
 	MaxLoginChecks int
+	// MaxLiveStreams bounds the live pages' event streams of the process
+	// (default DefaultMaxLiveStreams), MaxLiveStreamsPerUser those of one
+	// user (default DefaultMaxLiveStreamsPerUser: a browser opens at most
+	// six connections to a server, and pages need some too); a stream
+	// past either is answered 429 and its page is no longer live.
+	MaxLiveStreams        int
+	MaxLiveStreamsPerUser int
+	// LiveHeartbeat is how often an idle event stream says it is alive
+	// (default DefaultLiveHeartbeat), so that proxies keep it open and a
+	// stream whose reader went is noticed.
+	LiveHeartbeat time.Duration
 }
 
 // DefaultMaxLoginChecks is Config.MaxLoginChecks when unset: the cores Go
@@ -120,6 +131,8 @@ type Server struct {
 	// exportHook, when set (tests), runs after each page an export wrote
 	// (end false) and once it has ended and is in the audit (end true).
 	exportHook func(ctx context.Context, end bool, rows int64)
+	// live fans the broker's news out to the live pages' event streams.
+	live *liveHub
 }
 
 // New builds the server and its routes.
@@ -167,6 +180,7 @@ func New(cfg Config) *Server {
 		sleep:      cfg.SleepFunc,
 		checks:     make(checkSlots, cfg.MaxLoginChecks),
 		dummy:      dummyHash{cost: cfg.BcryptCost},
+		live:       newLiveHub(cfg.Broker, cfg.MaxLiveStreams, cfg.MaxLiveStreamsPerUser, cfg.LiveHeartbeat),
 	}
 	e.HTTPErrorHandler = s.handleError
 	s.use(s.metrics.observe, s.recoverPanic)
