@@ -13,18 +13,18 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// D8: the overview at 5,000 queues (issue 30), over HTTP: the time and
+// D9: the overview at 5,000 queues (issue 30), over HTTP: the time and
 // the bytes of GET / (and of GET /charts, whose queue picker once listed
 // every queue), one run of a few calls, with the load beside.
 
-// overviewQueues is how many queues D8's store has; overviewDeep how
+// overviewQueues is how many queues D9's store has; overviewDeep how
 // many of them have dead letters.
 const (
 	overviewQueues = 5000
 	overviewDeep   = 30
 )
 
-func caseD8(ctx context.Context, e *env) ([]Row, error) {
+func caseD9(ctx context.Context, e *env) ([]Row, error) {
 	o, err := e.openOurs(ctx, "overview", e.sync)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func caseD8(ctx context.Context, e *env) ([]Row, error) {
 			lat, bytes = append(lat, d), n
 		}
 		load, _ := os.ReadFile("/proc/loadavg")
-		r := Row{Case: "D8", Measure: fmt.Sprintf("%s at %d queues (%d with dead letters), p50", p.what, overviewQueues, overviewDeep), Unit: "ms",
+		r := Row{Case: "D9", Measure: fmt.Sprintf("%s at %d queues (%d with dead letters), p50", p.what, overviewQueues, overviewDeep), Unit: "ms",
 			Ours: ptr(percentile(lat, 0.5)), Reps: 1, Verdict: verdictInfo,
 			Note: fmt.Sprintf("%d bytes; %d calls; load %s", bytes, len(lat), strings.Join(strings.Fields(string(load))[:3], " "))}
 		rows = append(rows, r)

@@ -4,7 +4,7 @@
 // doing the same work the most direct way, raw with group commit
 // (raw+gc), maragu.dev/goqite v0.4.0 and River v0.51.2 on SQLite. The
 // cases and their targets are those of PERF.md v2 (L1–L5, H1–H3, F1–F4,
-// D1–D6, D8, S1–S3, G1–G2, P1–P3 on PostgreSQL, C1; G3 and G4 for
+// D1–D6, D8, D9, S1–S3, G1–G2, P1–P3 on PostgreSQL, C1; G3 and G4 for
 // information); every verdict on a ratio is measured in one run,
 // interleaved in rotating order (A B C, B C A, …), as the median of the
 // repetitions' ratios (or their differences, for a target of the form
@@ -300,7 +300,7 @@ func allCases() []benchCase {
 		{"D2", "dead letters page over HTTP, whole and htmx fragment", caseD2, false},
 		{"D3", "depth per group and totals (tiles, badges)", caseD3, false},
 		{"D4", "depth chart 24 h and 30 d", caseD4, false},
-		{"D8", "the overview and the charts page over HTTP at 5,000 queues: time and bytes", caseD8, false},
+		{"D9", "the overview and the charts page over HTTP at 5,000 queues: time and bytes", caseD9, false},
 		{"S1", "search in dead letters: payload fields, payload and error free text", caseS1, false},
 		{"S2", "error groups of a queue from their kept counts", caseS2, false},
 		{"S3", "export a group's dead letters as NDJSON: memory", caseS3, false},
