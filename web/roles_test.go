@@ -32,6 +32,7 @@ var routeAccess = map[string]access{
 	"POST /logout":                 public, // without a session it just leads to the login page
 	"GET /":                        viewer,
 	"GET /charts":                  viewer,
+	"GET /charts/queues":           viewer,
 	"GET /metrics":                 viewer, // with a bearer token, like the API
 	"GET /search":                  viewer,
 	"GET /audit":                   viewer,
@@ -76,6 +77,9 @@ var routeAccess = map[string]access{
 	"GET /api/v1/system/maintenance/pop":                                           viewer,
 	"POST /api/v1/system/maintenance/pop":                                          operator,
 	"GET /api/v1/search":                                                           viewer,
+	"POST /api/v1/holds":                                                           operator,
+	"GET /api/v1/holds":                                                            viewer,
+	"DELETE /api/v1/holds/:id":                                                     operator,
 	"GET /api/v1/dlq":                                                              viewer,
 	"GET /api/v1/dlq/:id":                                                          viewer,
 	"GET /api/v1/dlq/export":                                                       operator,
