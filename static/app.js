@@ -444,6 +444,29 @@
     }
   });
 
+  // Any other swap of the list (a live update, a refresh) keeps the focus
+  // where the person had it: on the same control of the same row, found
+  // again by its message id and group once the new list has settled.
+  let keepFocus = null;
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    const t = ev.detail.target;
+    const a = document.activeElement;
+    keepFocus = null;
+    if (focusAfter || !(t instanceof Element) || t.id !== "dl" || !(a instanceof Element) || !t.contains(a)) return;
+    const row = a.closest("tr[data-id]");
+    if (row) keepFocus = { id: row.getAttribute("data-id"), group: row.getAttribute("data-group"), testid: a.getAttribute("data-testid") };
+  });
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    const k = keepFocus;
+    if (!k || !(ev.target instanceof Element) || ev.target.id !== "dl") return;
+    keepFocus = null;
+    const a = document.activeElement;
+    if (a && a !== document.body && ev.target.contains(a)) return;
+    const r = rowOf(k);
+    const el = r && (k.testid ? r.querySelector('[data-testid="' + k.testid + '"]') : null);
+    if (el) el.focus();
+  });
+
   // An answer again: the alert has done its work.
   document.addEventListener("htmx:afterRequest", function (ev) {
     if (ev.detail.successful) document.querySelectorAll("[data-unreachable]").forEach((e) => e.remove());
