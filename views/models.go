@@ -558,7 +558,11 @@ type Charts struct {
 	Suggest    []string
 	SuggestURL string
 	QueueCount int
-	Charts     []Chart
+	// Missing: no queue is named Queue; Matches are those whose names
+	// contain it (up to MaxSuggest), each its charts.
+	Missing bool
+	Matches []QuickRange
+	Charts  []Chart
 	// DemoUntil: the range shows synthetic demo history, up to then
 	// (DemoNote); zero: none.
 	DemoUntil time.Time
