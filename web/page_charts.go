@@ -211,7 +211,7 @@ func buildCharts(series []broker.Series, queue string, step time.Duration, lim l
 		if oneQueue {
 			what = "group"
 		}
-		depth.Note = fmt.Sprintf("Showing the %d deepest of %d lines (one a %s), numbers %d–%d by their peak in this range.", last-first, deep, what, first+1, last)
+		depth.Note = fmt.Sprintf("Showing lines %d–%d of %d (one a %s), by their peak in this range, deepest first.", first+1, last, deep, what)
 		if first == 0 {
 			depth.Note = fmt.Sprintf("Showing the %d deepest of %d lines (one a %s).", last-first, deep, what)
 		}
