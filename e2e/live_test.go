@@ -164,6 +164,16 @@ func TestOperatorTriagesWithTheKeyboard(t *testing.T) {
 	if n := a.count(broker.DLQQuery{Queue: shopQueue}); n != shopDead-1 {
 		t.Errorf("broker: %d dead letters, want %d", n, shopDead-1)
 	}
+	// d selected the current row for want of a selection: cancelled, it
+	// is unselected again; a row the person selected (x) stays so.
+	box := v.row(ids[2]).Locator("input[data-row]")
+	v.check(v.expect.Locator(box).Not().ToBeChecked(), "the row d selected, once cancelled")
+	v.press("x")
+	v.press("d")
+	v.see(v.id("confirm-dialog"), "the delete's confirmation")
+	v.click(v.id("confirm-cancel"), "Cancel")
+	v.count(v.page.Locator("dialog[open]"), 0, "dialogs once cancelled")
+	v.check(v.expect.Locator(box).ToBeChecked(), "the row x selected, after a cancelled d")
 }
 
 // A manager hides a line of a chart with its legend entry, from the mouse

@@ -291,7 +291,7 @@ func TestManagerWatchesTheCharts(t *testing.T) {
 	v.check(v.expect.Locator(v.id("tile-depth").Locator(".value")).ToHaveText(fmt.Sprint(payLedgerDead+payNotifyDead)), "the dead-letters tile")
 	v.check(v.expect.Locator(v.id("tile-oldest").Locator(".value")).ToHaveText("6 d"), "the oldest tile")
 	v.check(v.expect.Locator(v.id("tile-failures").Locator(".value")).ToHaveText("13.4 %"), "the failures tile (19 of 142 acks)")
-	v.check(v.expect.Locator(v.id("tile-replays").Locator(".value")).ToHaveText("67 %"), "the replays tile (4 of ledger's 6 copies; notify never failed the originals)")
+	v.check(v.expect.Locator(v.id("tile-replays").Locator(".value")).ToHaveText("66.7 %"), "the replays tile (4 of ledger's 6 copies; notify never failed the originals)")
 	for _, tile := range []string{"depth", "oldest", "failures"} {
 		v.check(v.expect.Locator(v.id("tile-"+tile)).ToHaveClass(regexp.MustCompile(`\balert\b`)), "the %s tile is red", tile)
 	}

@@ -142,7 +142,7 @@ func TestOperatorReplaysAndDeletes(t *testing.T) {
 	a.consume(shopQueue, billing, nil, false)
 	a.consume(shopQueue, shipping, nil, false)
 	v.open("/")
-	v.check(v.expect.Locator(v.id("tile-replays").Locator(".value")).ToHaveText("100 %"), "the replays tile shows that every replay succeeded")
+	v.check(v.expect.Locator(v.id("tile-replays").Locator(".value")).ToHaveText("100.0 %"), "the replays tile shows that every replay succeeded")
 
 	// The audit names who did what.
 	v.open("/audit")

@@ -65,6 +65,11 @@
 
   // act opens the confirmation of a bulk action ("replay", "delete") for
   // the selected rows, or for the current row when none is selected.
+  // The current row it selected for want of a selection is unselected
+  // again when its confirmation closes without the action (Cancel,
+  // Escape): it was never the person's selection, and would hold the
+  // live list still.
+  let ticked = null;
   function act(action) {
     const button = document.querySelector('[data-testid="bulk-' + action + '"]');
     if (!button) return; // a viewer's list: no actions
@@ -73,9 +78,21 @@
       const box = checkbox(current(rows()));
       if (!box) return;
       box.click(); // selected as by hand: the bulk buttons follow
+      ticked = box;
     }
     if (!button.disabled) button.click();
   }
+
+  // The action done (its dialog closes after): the row is the action's.
+  document.addEventListener("dlq-changed", function () {
+    ticked = null;
+  });
+  document.addEventListener("close", function (ev) {
+    if (!(ev.target instanceof HTMLDialogElement) || !ev.target.closest("#dialog")) return;
+    const box = ticked;
+    ticked = null;
+    if (box && box.isConnected && box.checked) box.click();
+  }, true);
 
   function openHelp() {
     const d = document.querySelector("[data-keys-help]");

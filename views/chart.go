@@ -192,8 +192,9 @@ func (c Chart) Layout() ChartLayout {
 		}
 		l.Rules = append(l.Rules, ChartRule{Y: f(ty), LabelY: f(ly), Label: t.Label})
 	}
+	classes := c.classes()
 	for i, s := range c.Series {
-		line := ChartLine{Name: s.Name, Class: SeriesClass(s.colourKey()), Key: strconv.Itoa(i)}
+		line := ChartLine{Name: s.Name, Class: classes[i], Key: strconv.Itoa(i)}
 		var run []string
 		present := func(k int) bool { return k >= 0 && k < len(s.Points) && !s.Points[k].Missing }
 		for k, p := range s.Points {
@@ -341,9 +342,8 @@ const seriesColours = 12
 
 // SeriesClass is the colour class of a queue, a queue and group, or any
 // series: derived from its name alone (FNV-1a), so that the same name has
-// the same colour on every chart, range and page, whatever else is drawn
-// beside it. Two names may share a colour; the legend and the table say
-// which line is which.
+// the same colour on every chart, range and page. Two names may share
+// one: on a chart, Chart.classes moves the later of two to a free colour.
 func SeriesClass(name string) string {
 	h := uint32(2166136261)
 	for i := 0; i < len(name); i++ {
@@ -351,6 +351,34 @@ func SeriesClass(name string) string {
 		h *= 16777619
 	}
 	return "c" + strconv.Itoa(int(h%seriesColours))
+}
+
+// classes is the colour of each of c's lines: its name's (SeriesClass),
+// but where two lines of the chart would share one, the later by name
+// takes the next colour no line has (while one is free): eight lines
+// get eight colours, and a line keeps its own but beside a line whose
+// name comes first and has it too.
+func (c Chart) classes() []string {
+	out := make([]string, len(c.Series))
+	order := make([]int, len(c.Series))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(c.Series[a].colourKey(), c.Series[b].colourKey()) })
+	used := map[string]bool{}
+	for _, i := range order {
+		cls := SeriesClass(c.Series[i].colourKey())
+		if used[cls] && len(used) < seriesColours {
+			n, _ := strconv.Atoi(cls[1:])
+			for used[cls] {
+				n = (n + 1) % seriesColours
+				cls = "c" + strconv.Itoa(n)
+			}
+		}
+		used[cls] = true
+		out[i] = cls
+	}
+	return out
 }
 
 // ChartTable is a chart's values as a table, for those who read it
@@ -375,9 +403,9 @@ func (c Chart) Table() ChartTable {
 	var t ChartTable
 	at := map[time.Time]int{}
 	var times []time.Time
+	t.Classes = c.classes()
 	for _, s := range c.Series {
 		t.Series = append(t.Series, s.Name)
-		t.Classes = append(t.Classes, SeriesClass(s.colourKey()))
 		for _, p := range s.Points {
 			if _, ok := at[p.At]; !ok {
 				at[p.At] = 0

@@ -2,6 +2,7 @@ package views
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -27,6 +28,46 @@ func TestSeriesClassIsTheNamesAlone(t *testing.T) {
 	}
 	if len(seen) < 6 {
 		t.Fatalf("15 names got %d colours", len(seen))
+	}
+}
+
+// Within one chart, lines whose names share a colour get different
+// ones: the first by name keeps its own, the later takes the next free
+// colour; the table's columns have the lines' colours.
+func TestChartLinesDoNotShareAColour(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	pt := []ChartPoint{{At: at, Value: 1}, {At: at.Add(time.Minute), Value: 2}}
+	// Two names of one colour, found rather than hard-coded.
+	first, later := "", ""
+	byClass := map[string]string{}
+	for i := 0; later == ""; i++ {
+		n := "q" + strconv.Itoa(i)
+		if o, ok := byClass[SeriesClass(n)]; ok {
+			first, later = min(o, n), max(o, n) // by name
+		}
+		byClass[SeriesClass(n)] = n
+	}
+	var series []ChartSeries
+	// Later first: the order drawn does not decide which one moves; the
+	// others come after both by name.
+	for _, n := range []string{later, "z-orders", "z-payments", "z-emails", "z-exports", "z-ledger", "z-notify", first} {
+		series = append(series, ChartSeries{Name: n, Points: pt})
+	}
+	c := Chart{Series: series}
+	l, tab := c.Layout(), c.Table()
+	seen := map[string]string{}
+	for i, line := range l.Lines {
+		if o, ok := seen[line.Class]; ok {
+			t.Fatalf("%s and %s share %s", o, line.Name, line.Class)
+		}
+		seen[line.Class] = line.Name
+		if tab.Classes[i] != line.Class {
+			t.Fatalf("%s: table %s, line %s", line.Name, tab.Classes[i], line.Class)
+		}
+	}
+	if l.Lines[7].Class != SeriesClass(first) || l.Lines[0].Class == SeriesClass(later) {
+		t.Fatalf("%s drawn %s (its own %s), %s drawn %s", first, l.Lines[7].Class, SeriesClass(first), later, l.Lines[0].Class)
 	}
 }
 

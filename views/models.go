@@ -103,10 +103,8 @@ type OverviewControls struct {
 	Sort      string
 	Name      string
 	HideEmpty bool
-	// ToggleEmpty is the URL with the toggle flipped.
-	ToggleEmpty string
-	Matching    string // "4,998 of 5,000 queues" when a filter is set
-	ClearURL    string // the view without the filter, "" when none is set
+	Matching  string // "4,998 of 5,000 queues" when a filter is set
+	ClearURL  string // the view without the filter, "" when none is set
 }
 
 // Pager is where a paged table is and the links to its neighbours
@@ -114,6 +112,9 @@ type OverviewControls struct {
 type Pager struct {
 	Shown      string // "queues 51–100 of 5,000"
 	Prev, Next string
+	// PastEnd is the first page's URL when this page is past the last
+	// (page=99 of 3): "" otherwise.
+	PastEnd string
 }
 
 // QueueRow is one queue on the overview.
@@ -558,7 +559,11 @@ type Charts struct {
 	Suggest    []string
 	SuggestURL string
 	QueueCount int
-	Charts     []Chart
+	// Missing: no queue is named Queue; Matches are those whose names
+	// contain it (up to MaxSuggest), each its charts.
+	Missing bool
+	Matches []QuickRange
+	Charts  []Chart
 	// DemoUntil: the range shows synthetic demo history, up to then
 	// (DemoNote); zero: none.
 	DemoUntil time.Time

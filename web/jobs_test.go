@@ -82,8 +82,9 @@ func startReplay(t *testing.T, s *bundle, body string) int64 {
 func hxGet(b *browser, path string) response { return b.do("GET", path, nil, htmx) }
 
 // liveTrigger is the hx-trigger of a job's progress that follows the job:
-// its page's event stream, and the marker of what changed (live.js).
-const liveTrigger = "sse:changed, live-refresh"
+// its page's event stream, every 5 s should news be lost or the stream
+// refused, and the marker of what changed (live.js).
+const liveTrigger = "sse:changed, every 5s, live-refresh"
 
 // pollOf is the hx-trigger of a job's progress ("" none), and whether it
 // asks for itself.
@@ -134,6 +135,12 @@ func TestJobProgressPollsWhileRunning(t *testing.T) {
 	frag = hxGet(viewer, jobPath(id)+"/progress").want(http.StatusOK)
 	if p := pollOf(t, frag); p != "" || frag.testid("job-outcome-summary") != "2 succeeded, 1 failed again, 0 pending" {
 		t.Fatalf("done and settled: polls %q, outcome %q", p, frag.testid("job-outcome-summary"))
+	}
+	// Its page opens no event stream: a finished job's tab would hold
+	// one of its user's few (liveHub's bounds) for nothing.
+	whole = viewer.get(jobPath(id)).want(http.StatusOK)
+	if n := whole.doc().Find(`[data-live]`).Length(); n != 0 || pollOf(t, whole) != "" {
+		t.Fatalf("a finished job's page follows a stream (%d) or polls", n)
 	}
 
 	// Paused: nothing moves until someone resumes it.

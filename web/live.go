@@ -53,6 +53,10 @@ const (
 	// liveWrite bounds one write to a stream: a reader that stopped
 	// reading is cut off.
 	liveWrite = 10 * time.Second
+	// DefaultLiveRelook is how often a topic with a version looks again
+	// without news (Config.LiveRelook): news can be lost (PostgreSQL's,
+	// broker.Watch), and a page must not stay still for it.
+	DefaultLiveRelook = 30 * time.Second
 )
 
 // liveTopic is what one goroutine follows for every stream of it.
@@ -67,6 +71,7 @@ type liveHub struct {
 	broker       *broker.Broker
 	max, perUser int
 	heartbeat    time.Duration
+	relook       time.Duration // a topic with a version looks again this often without news
 
 	mu      sync.Mutex
 	streams int
@@ -82,7 +87,7 @@ type liveFollow struct {
 	ready chan struct{} // closed once it has looked a first time: a change from then on is told
 }
 
-func newLiveHub(b *broker.Broker, max, perUser int, heartbeat time.Duration) *liveHub {
+func newLiveHub(b *broker.Broker, max, perUser int, heartbeat, relook time.Duration) *liveHub {
 	if max <= 0 {
 		max = DefaultMaxLiveStreams
 	}
@@ -92,7 +97,10 @@ func newLiveHub(b *broker.Broker, max, perUser int, heartbeat time.Duration) *li
 	if heartbeat <= 0 {
 		heartbeat = DefaultLiveHeartbeat
 	}
-	return &liveHub{broker: b, max: max, perUser: perUser, heartbeat: heartbeat, users: map[int64]int{}, topics: map[string]*liveFollow{}}
+	if relook <= 0 {
+		relook = DefaultLiveRelook
+	}
+	return &liveHub{broker: b, max: max, perUser: perUser, heartbeat: heartbeat, relook: relook, users: map[int64]int{}, topics: map[string]*liveFollow{}}
 }
 
 // errLiveFull is a stream refused by a bound.
@@ -147,14 +155,23 @@ func (h *liveHub) admit(user int64, name string, t liveTopic) (ch chan struct{},
 }
 
 // follow waits for the topic's news and tells its streams of each change.
+// A topic with a version also looks again every relook without news: news
+// lost (PostgreSQL's can be) delays a change, it does not hide it.
 func (h *liveHub) follow(ctx context.Context, f *liveFollow, t liveTopic) {
 	news := h.broker.Watch(t.key) // before the first look: nothing between is missed
 	last, _ := h.look(ctx, t)
 	close(f.ready)
+	var relook <-chan time.Time
+	if t.look != nil {
+		tick := time.NewTicker(h.relook)
+		defer tick.Stop()
+		relook = tick.C
+	}
 	var told time.Time
 	for {
 		select {
 		case <-news:
+		case <-relook:
 		case <-ctx.Done():
 			return
 		case <-h.broker.Closed():

@@ -275,3 +275,22 @@ func TestShutdownDoesNotWaitForLiveStreams(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 }
+
+// News can be lost (PostgreSQL's, broker.Watch; and on SQLite another
+// process's writes make none here): a queue's stream looks again every
+// LiveRelook without news, and says a change it was not told of.
+func TestLiveStreamLooksAgainWithoutNews(t *testing.T) {
+	t.Parallel()
+	at := storeAt(t, "l.db")
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	one := setupAt(t, at, c, func(c *web.Config) { c.LiveRelook = 50 * time.Millisecond })
+	two := setupAt(t, at, c)
+	two.configure("q", `{"retryLimit":0}`)
+	viewer, _ := one.loggedIn(broker.RoleViewer)
+	st := openStream(t, viewer, one.url, "/live/queues/q")
+	if st.status != http.StatusOK {
+		t.Fatalf("stream: %d", st.status)
+	}
+	fill(t, two, "q", 1) // a dead letter filed by the other process
+	st.wantChanged()
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -58,11 +59,21 @@ func (s *Server) showCharts(c echo.Context) error {
 	now := s.now()
 	ctx := c.Request().Context()
 	end := now.Truncate(r.step).Add(r.step) // the step now is in is drawn too
+	if len(queue) > broker.MaxNameLength {
+		return badRequest("queue: at most %d bytes", broker.MaxNameLength)
+	}
 	series, err := s.broker.History(ctx, broker.HistoryQuery{Queue: queue, From: end.Add(-r.span), To: end, Step: r.step})
-	if err != nil {
+	missing := queue != "" && errors.Is(err, broker.ErrNotFound)
+	if err != nil && !missing {
 		return err
 	}
-	suggest, all, err := s.broker.FindQueues(ctx, "", views.MaxSuggest)
+	// A queue of no such name (the picker is free text: part of a name,
+	// typed): the page says so and offers the names that contain it.
+	part := ""
+	if missing {
+		part = queue
+	}
+	suggest, all, err := s.broker.FindQueues(ctx, part, views.MaxSuggest)
 	if err != nil {
 		return err
 	}
@@ -88,6 +99,13 @@ func (s *Server) showCharts(c echo.Context) error {
 		}
 		return "/charts?" + q.Encode()
 	}}
+	if missing {
+		v.Missing = true
+		for _, n := range suggest {
+			v.Matches = append(v.Matches, views.QuickRange{Label: n, URL: "/charts?" + url.Values{"range": {rng}, "queue": {n}}.Encode()})
+		}
+		return renderPage(c, http.StatusOK, views.ChartsView(v), views.ChartsContent(v))
+	}
 	v.Charts = buildCharts(series, queue, r.step, chartLimits(th, queue), lines)
 	if v.DemoUntil, err = s.demoUntil(c, end.Add(-r.span)); err != nil {
 		return err
@@ -193,7 +211,7 @@ func buildCharts(series []broker.Series, queue string, step time.Duration, lim l
 		if oneQueue {
 			what = "group"
 		}
-		depth.Note = fmt.Sprintf("Showing the %d deepest of %d lines (one a %s), numbers %d–%d by their peak in this range.", last-first, deep, what, first+1, last)
+		depth.Note = fmt.Sprintf("Showing lines %d–%d of %d (one a %s), by their peak in this range, deepest first.", first+1, last, deep, what)
 		if first == 0 {
 			depth.Note = fmt.Sprintf("Showing the %d deepest of %d lines (one a %s).", last-first, deep, what)
 		}

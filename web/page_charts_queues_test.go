@@ -58,7 +58,7 @@ func TestChartsPickerSuggestsAndDepthChartSaysWhatItLeavesOut(t *testing.T) {
 		t.Fatal("no link to the other lines")
 	}
 	depth = b.get(next).want(http.StatusOK).doc().Find(`[data-testid="chart-depth"]`)
-	if got := squash(depth.Find(`[data-testid="chart-note"]`).Text()); !strings.Contains(got, "Showing the 4 deepest of 12 lines") || !strings.Contains(got, "numbers 9–12") {
+	if got := squash(depth.Find(`[data-testid="chart-note"]`).Text()); !strings.Contains(got, "Showing lines 9–12 of 12") || strings.Contains(got, "deepest of") {
 		t.Fatalf("the next lines' note (%s): %q", next, got)
 	}
 	if got := squash(depth.Find(`.legend`).Text()); !strings.Contains(got, "deep-03 / billing") || strings.Contains(got, "deep-04") {

@@ -20,8 +20,9 @@ const jobsPageSize = 50
 // jobPoll is when a job's page asks for its progress while the job runs,
 // or a finished replay's copies are pending: at the job's news on the
 // page's event stream (live.go), which a chunk done or a copy settled
-// makes; never while nothing changes.
-const jobPoll = "sse:changed"
+// makes; and every 5 s besides, since news can be lost (PostgreSQL's,
+// broker.Watch) and a stream refused (liveHub's bounds: 429).
+const jobPoll = "sse:changed, every 5s"
 
 var (
 	jobStates = []string{broker.JobRunning, broker.JobPaused, broker.JobDone, broker.JobCancelled, broker.JobFailed}

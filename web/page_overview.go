@@ -154,9 +154,6 @@ func overviewControls(q broker.OverviewQuery, ov broker.OverviewPage) (views.Ove
 		sq.Sort = o.sort
 		c.Sorts = append(c.Sorts, views.QuickRange{Label: o.label, URL: overviewURL(sq, 0), Current: o.sort == c.Sort})
 	}
-	t := q
-	t.HideEmpty = !q.HideEmpty
-	c.ToggleEmpty = overviewURL(t, 0)
 	if q.Name != "" || q.HideEmpty {
 		c.Matching = views.Count(int64(ov.Matching)) + " of " + views.Plural(int64(ov.Queues), "queue", "queues")
 		clear := q
@@ -172,6 +169,9 @@ func overviewControls(q broker.OverviewQuery, ov broker.OverviewPage) (views.Ove
 	}
 	if ov.Offset+len(ov.Rows) < ov.Matching {
 		p.Next = overviewURL(q, ov.Offset+q.Limit)
+	}
+	if len(ov.Rows) == 0 && ov.Offset > 0 {
+		p.PastEnd = overviewURL(q, 0) // a page past the last: its first
 	}
 	return c, p
 }
@@ -262,7 +262,7 @@ func replayTile(h broker.Health, replayed int64, l broker.Limits) views.Tile {
 	t := views.Tile{Label: "Replays that succeeded", Value: "–", Note: views.Count(replayed) + " replayed in all; none settled in 24 h", TestID: "replays"}
 	if h.ReplayEnds > 0 {
 		pct := 100 * float64(h.ReplayOK) / float64(h.ReplayEnds)
-		t.Value = fmt.Sprintf("%.0f %%", pct)
+		t.Value = fmt.Sprintf("%.1f %%", pct) // as the rows say it
 		t.Note = fmt.Sprintf("%s of %s replayed copies in 24 h; alert below %g %%", views.Count(h.ReplayOK), views.Count(h.ReplayEnds), l.ReplayMinPct)
 		t.Status = status(pct >= l.ReplayMinPct)
 	}

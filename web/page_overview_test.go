@@ -121,3 +121,59 @@ func TestOverviewPagesSortsAndFiltersQueues(t *testing.T) {
 	b.get("/?per=201").want(http.StatusBadRequest)
 	b.get("/?page=0").want(http.StatusBadRequest)
 }
+
+// A queue's replay success is its replayed copies settled in 24 h that
+// completed, of those that completed or failed again (as the tile); an
+// empty queue's row has no delta and no sparkline scale; a queue
+// untouched for longer than its buckets are kept did not grow (no ▲);
+// a page past the last one says so and links to the first.
+func TestOverviewReplaysDeltasAndPastTheLastPage(t *testing.T) {
+	t.Parallel()
+	s := setupStill(t)
+	s.configure("empty", `{}`)
+	s.fail("old", "", "g", "old-0", `{}`, "gone")
+	s.fail("orders", "", "g", "ord-0", `{}`, "card declined")
+	s.fail("orders", "", "g", "ord-1", `{}`, "card declined")
+	s.clock.Advance(25 * time.Hour)
+	// old's buckets gone, as after 90 days untouched (retention).
+	q := `DELETE FROM stats_quarter WHERE queue_id = (SELECT id FROM queues WHERE name = 'old')`
+	s.execOn(q, q)
+	q = `DELETE FROM stats_hour WHERE queue_id = (SELECT id FROM queues WHERE name = 'old')`
+	s.execOn(q, q)
+	id := startReplay(t, s, `{"filter":{"queue":"orders"}}`)
+	if _, err := s.broker.RunJob(s.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	popAll(t, s, "orders", "g", func(i int) bool { return i == 0 }, "declined again")
+	b, _ := s.loggedIn(broker.RoleViewer)
+
+	r := b.get("/").want(http.StatusOK)
+	doc := r.doc()
+	orders := doc.Find(`[data-testid="queue-orders"]`)
+	if got := squash(orders.Find(`[data-testid="queue-replays"]`).Text()); got != "50.0 %" {
+		t.Fatalf("orders' replays %q, want 50.0 %%", got)
+	}
+	if got := squash(r.testid("tile-replays")); !strings.Contains(got, "50.0 %") {
+		t.Fatalf("replays tile %q", got)
+	}
+	if got := squash(orders.Find(`[data-testid="queue-depth-delta"]`).Text()); got != "▼ 1 vs 24 h ago" {
+		t.Fatalf("orders' delta %q", got)
+	}
+	empty := doc.Find(`[data-testid="queue-empty"]`)
+	if empty.Length() != 1 || empty.Find(`[data-testid="queue-depth-delta"]`).Length() != 0 || empty.Find(`[data-testid="sparkline-scale"]`).Length() != 0 {
+		t.Fatalf("the empty queue's row has a delta or a scale: %q", squash(empty.Text()))
+	}
+	if got := squash(doc.Find(`[data-testid="queue-old"] [data-testid="queue-depth-delta"]`).Text()); strings.Contains(got, "▲") {
+		t.Fatalf("an untouched queue grew: %q", got)
+	}
+
+	for _, c := range []struct{ query, first string }{{"page=99", "/"}, {"q=o&per=1&page=99", "/?per=1&q=o"}} {
+		past := b.get("/?" + c.query).want(http.StatusOK)
+		if got := past.testid("past-last-page"); !strings.Contains(got, "past the last") {
+			t.Fatalf("%s: %q", c.query, got)
+		}
+		if href, _ := past.doc().Find(`[data-testid="first-page"]`).Attr("href"); href != c.first || past.doc().Find(`[data-testid="no-queue-matches"]`).Length() != 0 {
+			t.Fatalf("%s: first page %q", c.query, href)
+		}
+	}
+}

@@ -477,7 +477,24 @@ func TestChartsPage(t *testing.T) {
 		}
 	}
 	b.get("/charts?range=1y").want(http.StatusBadRequest)
-	b.get("/charts?queue=nope").want(http.StatusNotFound)
+	// The picker is free text: part of a name is answered with the
+	// queues whose names contain it, each a link to its charts.
+	part := b.get("/charts?range=7d&queue=rder").want(http.StatusOK)
+	if got := part.testid("chart-no-queue"); !strings.Contains(got, "No queue named “rder”") {
+		t.Fatalf("part of a name: %q", got)
+	}
+	match := part.doc().Find(`[data-testid="chart-match"]`)
+	if href, _ := match.Attr("href"); match.Length() != 1 || match.Text() != "orders" || href != "/charts?queue=orders&range=7d" {
+		t.Fatalf("matches of rder: %d %q %q", match.Length(), match.Text(), href)
+	}
+	if n := part.doc().Find(`[data-testid^="chart-"] svg`).Length(); n != 0 {
+		t.Fatalf("%d charts drawn for no queue", n)
+	}
+	none := b.get("/charts?queue=nope").want(http.StatusOK)
+	if got := none.testid("chart-no-queue"); !strings.Contains(got, "No queue named “nope”") || !strings.Contains(got, "either") {
+		t.Fatalf("no match: %q", got)
+	}
+	b.get("/charts?queue=" + strings.Repeat("q", broker.MaxNameLength+1)).want(http.StatusBadRequest)
 }
 
 func TestThresholdsPage(t *testing.T) {

@@ -93,6 +93,9 @@ type Config struct {
 	// (default DefaultLiveHeartbeat), so that proxies keep it open and a
 	// stream whose reader went is noticed.
 	LiveHeartbeat time.Duration
+	// LiveRelook is how often a live page's topic looks again without
+	// news (default DefaultLiveRelook), as news can be lost.
+	LiveRelook time.Duration
 }
 
 // DefaultMaxLoginChecks is Config.MaxLoginChecks when unset: the cores Go
@@ -180,7 +183,7 @@ func New(cfg Config) *Server {
 		sleep:      cfg.SleepFunc,
 		checks:     make(checkSlots, cfg.MaxLoginChecks),
 		dummy:      dummyHash{cost: cfg.BcryptCost},
-		live:       newLiveHub(cfg.Broker, cfg.MaxLiveStreams, cfg.MaxLiveStreamsPerUser, cfg.LiveHeartbeat),
+		live:       newLiveHub(cfg.Broker, cfg.MaxLiveStreams, cfg.MaxLiveStreamsPerUser, cfg.LiveHeartbeat, cfg.LiveRelook),
 	}
 	e.HTTPErrorHandler = s.handleError
 	s.use(s.metrics.observe, s.recoverPanic)

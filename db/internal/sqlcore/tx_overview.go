@@ -14,9 +14,14 @@ import (
 // depthThen is a group's depth before ?1 (quarter hours) of the group
 // of group_stats g: its last quarter-hour bucket before, one step down
 // the key, or its last hour bucket before ?4 (hours) when the quarter
-// hours are gone (QuarterRetention), as Series seeds its steps.
+// hours are gone (QuarterRetention), as Series seeds its steps. With no
+// bucket before either (none kept: untouched for longer than the hours
+// are kept, or new), its depth now when it has no bucket since either
+// (nothing moved it since: an untouched queue did not grow), else 0 (it
+// came since).
 const depthThen = `COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
-		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0)`
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1),
+		CASE WHEN EXISTS (SELECT 1 FROM stats_quarter n WHERE n.queue_id = g.queue_id AND n.group_id = g.group_id AND n.quarter >= ?1) THEN 0 ELSE g.depth END)`
 
 // windowSums are the sums of stats_quarter w of [?1, ?3) and of [?2, ?1).
 const windowSums = `SUM(CASE WHEN quarter >= ?1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= ?1 THEN completed ELSE 0 END) AS co,

@@ -766,10 +766,12 @@ SELECT EXISTS (SELECT 1 FROM stats_hour) OR EXISTS (SELECT 1 FROM messages) OR E
 -- used by: Tx.DepthBuckets
 -- sqlite:
 --   SELECT g.queue_id, g.group_id, COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
---   		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0) FROM group_stats g WHERE g.queue_id IN (SELECT value FROM json_each(?2)) AND ?3 >= 0
+--   		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1),
+--   		CASE WHEN EXISTS (SELECT 1 FROM stats_quarter n WHERE n.queue_id = g.queue_id AND n.group_id = g.group_id AND n.quarter >= ?1) THEN 0 ELSE g.depth END) FROM group_stats g WHERE g.queue_id IN (SELECT value FROM json_each(?2)) AND ?3 >= 0
 -- postgres (translated):
 SELECT g.queue_id, g.group_id, COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < $1 ORDER BY b.quarter DESC LIMIT 1),
-		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1), 0) FROM group_stats g WHERE g.queue_id IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND $3 >= 0
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1),
+		CASE WHEN EXISTS (SELECT 1 FROM stats_quarter n WHERE n.queue_id = g.queue_id AND n.group_id = g.group_id AND n.quarter >= $1) THEN 0 ELSE g.depth END) FROM group_stats g WHERE g.queue_id IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND $3 >= 0
 ;
 
 -- used by: Tx.DepthBuckets
@@ -1457,7 +1459,8 @@ SELECT name FROM queues ORDER BY name
 --   	FROM queues q
 --   	LEFT JOIN (SELECT g.queue_id, SUM(g.depth) AS depth, SUM(g.replayed) AS replayed, MIN(CASE WHEN g.depth > 0 AND g.oldest_at > 0 THEN g.oldest_at END) AS oldest,
 --   		SUM(COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < ?1 ORDER BY b.quarter DESC LIMIT 1),
---   		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1), 0)) AS depth_then
+--   		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < ?4 ORDER BY h.hour DESC LIMIT 1),
+--   		CASE WHEN EXISTS (SELECT 1 FROM stats_quarter n WHERE n.queue_id = g.queue_id AND n.group_id = g.group_id AND n.quarter >= ?1) THEN 0 ELSE g.depth END)) AS depth_then
 --   		FROM group_stats g GROUP BY g.queue_id) s ON s.queue_id = q.id
 --   	LEFT JOIN (SELECT queue_id, SUM(CASE WHEN quarter >= ?1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= ?1 THEN completed ELSE 0 END) AS co,
 --   		SUM(CASE WHEN quarter >= ?1 THEN failed ELSE 0 END) AS fa, SUM(CASE WHEN quarter >= ?1 THEN replay_completed ELSE 0 END) AS rc,
@@ -1474,7 +1477,8 @@ SELECT q.id, q.name, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bi
 	FROM queues q
 	LEFT JOIN (SELECT g.queue_id, SUM(g.depth) AS depth, SUM(g.replayed) AS replayed, MIN(CASE WHEN g.depth > 0 AND g.oldest_at > 0 THEN g.oldest_at END) AS oldest,
 		SUM(COALESCE((SELECT b.depth FROM stats_quarter b WHERE b.queue_id = g.queue_id AND b.group_id = g.group_id AND b.quarter < $1 ORDER BY b.quarter DESC LIMIT 1),
-		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1), 0)) AS depth_then
+		(SELECT h.depth FROM stats_hour h WHERE h.queue_id = g.queue_id AND h.group_id = g.group_id AND h.hour < $4 ORDER BY h.hour DESC LIMIT 1),
+		CASE WHEN EXISTS (SELECT 1 FROM stats_quarter n WHERE n.queue_id = g.queue_id AND n.group_id = g.group_id AND n.quarter >= $1) THEN 0 ELSE g.depth END)) AS depth_then
 		FROM group_stats g GROUP BY g.queue_id) s ON s.queue_id = q.id
 	LEFT JOIN (SELECT queue_id, SUM(CASE WHEN quarter >= $1 THEN dead_lettered ELSE 0 END) AS dl, SUM(CASE WHEN quarter >= $1 THEN completed ELSE 0 END) AS co,
 		SUM(CASE WHEN quarter >= $1 THEN failed ELSE 0 END) AS fa, SUM(CASE WHEN quarter >= $1 THEN replay_completed ELSE 0 END) AS rc,
