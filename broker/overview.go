@@ -328,8 +328,13 @@ func (b *Broker) overviewDetails(ctx context.Context, tx Tx, rows []QueueOvervie
 		}
 		slices.Sort(names)
 		r.Groups = names
-		r.DepthSeries = make([]int64, int(end.Sub(from)/HealthStep))
-		for _, s := range fillSeries(perQueue[r.ID], from, end, HealthStep, b.now()) {
+		// A queue without traffic in the window has no series (no
+		// sparkline), as Briefs gives it.
+		series := fillSeries(perQueue[r.ID], from, end, HealthStep, b.now())
+		if len(series) > 0 {
+			r.DepthSeries = make([]int64, int(end.Sub(from)/HealthStep))
+		}
+		for _, s := range series {
 			for k, p := range s.Points {
 				r.DepthSeries[k] += p.Depth
 			}

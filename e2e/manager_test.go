@@ -391,7 +391,7 @@ func TestManagerWatchesTheCharts(t *testing.T) {
 
 	// One queue: its groups, by name alone; the range stays, and the
 	// range links keep the queue.
-	v.check(firstErr(v.id("chart-queue").SelectOption(playwright.SelectOptionValues{Values: &[]string{payQueue}})), "pick the payments queue")
+	v.fill(v.id("chart-queue"), payQueue, "pick the payments queue")
 	v.click(v.id("chart-filters").GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Show"}), "Show")
 	v.atCharts("30d", payQueue)
 	v.rangeIs("30d")
@@ -407,7 +407,7 @@ func TestManagerWatchesTheCharts(t *testing.T) {
 	v.still("manager-charts-payments")
 
 	// A queue with no traffic: every chart says so, in words.
-	v.check(firstErr(v.id("chart-queue").SelectOption(playwright.SelectOptionValues{Values: &[]string{exportQueue}})), "pick the exports queue")
+	v.fill(v.id("chart-queue"), exportQueue, "pick the exports queue")
 	v.click(v.id("chart-filters").GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Show"}), "Show")
 	v.atCharts("24h", exportQueue)
 	v.count(v.page.GetByTestId("chart-point"), 0, "points of the exports charts")

@@ -226,7 +226,10 @@ func buildCharts(series []broker.Series, queue string, step time.Duration, lim l
 		}
 	}
 	for i, s := range series {
-		if i >= first && i < first+maxDepthLines && i < max(deep, 1) {
+		// Lines at zero are left out of a long chart (they lie on the
+		// axis); a short one draws them: "none all day" is news too.
+		short := first == 0 && deep <= maxDepthLines
+		if i >= first && i < first+maxDepthLines && (i < max(deep, 1) || short) {
 			name := s.Queue + " / " + s.Group
 			if oneQueue {
 				name = s.Group
