@@ -45,6 +45,10 @@ var Wrappers = map[string]int{
 	"QueryIDs":  1,
 	"ExecLater": 1,
 	"Insert":    2, // Insert(ctx, col, query, args...)
+	// A composed statement's (sqlcore.Stmt), its fragments with it:
+	// QueryStmt(ctx, &s).
+	"QueryStmt":    1,
+	"QueryRowStmt": 1,
 }
 
 // Site is one call of a wrapper.
@@ -68,8 +72,9 @@ type Site struct {
 	// PostgreSQL only, as its function's receiver says (storeOf), or ""
 	// for both.
 	Only string
-	// Composed: the query is a composed statement's text (s.SQL() of a
-	// sqlcore.Stmt), made of fragments alone; Expr is as written.
+	// Composed: the query is a composed statement (a sqlcore.Stmt given
+	// to QueryStmt or QueryRowStmt, or s.SQL() of one), made of fragments
+	// alone; Expr is as written.
 	Composed bool
 	// Frag is the name of a fragment (a package constant of type
 	// sqlcore.Frag, or a variable set by PGFrag), whose text is SQL; such
@@ -316,8 +321,17 @@ func isFrag(t types.Type) bool {
 	return ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Frag"
 }
 
-// isComposed reports whether e is s.SQL() of a sqlcore.Stmt.
+// isComposed reports whether e is a sqlcore.Stmt (s, &s: QueryStmt's) or
+// s.SQL() of one.
 func isComposed(info *types.Info, e ast.Expr) bool {
+	if t := info.TypeOf(e); t != nil {
+		if ptr, ok := t.(*types.Pointer); ok {
+			t = ptr.Elem()
+		}
+		if n, ok := t.(*types.Named); ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Stmt" {
+			return true
+		}
+	}
 	call, ok := ast.Unparen(e).(*ast.CallExpr)
 	if !ok {
 		return false

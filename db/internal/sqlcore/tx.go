@@ -1254,7 +1254,7 @@ func (t *Tx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker.Page
 	if p.After == nil && p.Offset > 0 {
 		s.Add(fragOffset, p.Offset)
 	}
-	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
+	rows, err := t.QueryStmt(ctx, &s)
 	if err != nil {
 		return nil, err
 	}
@@ -1266,7 +1266,7 @@ func (t *Tx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker.Page
 func (t *Tx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64, error) {
 	s := deadLetterStmt(dlCount, f)
 	var n int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
+	err := t.QueryRowStmt(ctx, &s).Scan(&n)
 	return n, err
 }
 
@@ -1276,7 +1276,7 @@ func (t *Tx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max int)
 	s := deadLetterStmt(dlCountUpToHead, f)
 	s.Add(dlCountUpToEnd, max)
 	var n int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
+	err := t.QueryRowStmt(ctx, &s).Scan(&n)
 	return n, err
 }
 
@@ -1360,7 +1360,7 @@ func jsonStrings(ss []string) string {
 // ListAudit runs AuditStmt: newest first by the primary key.
 func (t *Tx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page) ([]broker.AuditEntry, error) {
 	s := AuditStmt(f, p)
-	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
+	rows, err := t.QueryStmt(ctx, &s)
 	if err != nil {
 		return nil, err
 	}

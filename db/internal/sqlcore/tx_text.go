@@ -264,7 +264,7 @@ func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *bro
 	s.Add(dlFirst)
 	s.Add(fragOffset, n-1)
 	var at, id int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&at, &id)
+	err := t.QueryRowStmt(ctx, &s).Scan(&at, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return broker.Cursor{}, false, nil
 	}
@@ -282,7 +282,7 @@ func (t *Tx) DeadLetterWindow(ctx context.Context, f broker.Filter, above, floor
 	}
 	s := WindowStmt(f, above, floor)
 	var out broker.MatchWindow
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&out.Rows, &out.MinID, &out.MaxID, &out.MinSeq, &out.MaxSeq)
+	err := t.QueryRowStmt(ctx, &s).Scan(&out.Rows, &out.MinID, &out.MaxID, &out.MinSeq, &out.MaxSeq)
 	return out, err
 }
 

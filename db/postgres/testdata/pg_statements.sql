@@ -3522,20 +3522,20 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- postgres: none
 
 -- Fragments: 89, of which these 14 calls compose their statements.
---   Tx.CountDeadLetterMessages: QueryRow(s.SQL())
---   Tx.CountDeadLetters: QueryRow(s.SQL())
---   Tx.CountDeadLettersAbove: QueryRow(s.SQL())
---   Tx.CountDeadLettersUpTo: QueryRow(s.SQL())
---   Tx.DeadLetterKeys: scanKeys(s.SQL())
---   Tx.DeadLetterPosition: QueryRow(s.SQL())
---   Tx.DeadLetterWindow: QueryRow(s.SQL())
---   Tx.Jobs: Query(s.SQL())
---   Tx.ListAudit: Query(s.SQL())
---   Tx.ListDeadLetters: Query(s.SQL())
---   Tx.NewestFailure: QueryRow(s.SQL())
---   Tx.cutAtDoc: Query(s.SQL())
---   Tx.exportByList: exportRows(s.SQL())
---   Tx.exportFromBlock: exportRows(s.SQL())
+--   Tx.CountDeadLetterMessages: QueryRowStmt(&s)
+--   Tx.CountDeadLetters: QueryRowStmt(&s)
+--   Tx.CountDeadLettersAbove: QueryRowStmt(&s)
+--   Tx.CountDeadLettersUpTo: QueryRowStmt(&s)
+--   Tx.DeadLetterKeys: QueryStmt(&s)
+--   Tx.DeadLetterPosition: QueryRowStmt(&s)
+--   Tx.DeadLetterWindow: QueryRowStmt(&s)
+--   Tx.Jobs: QueryStmt(&s)
+--   Tx.ListAudit: QueryStmt(&s)
+--   Tx.ListDeadLetters: QueryStmt(&s)
+--   Tx.NewestFailure: QueryRowStmt(&s)
+--   Tx.cutAtDoc: QueryStmt(&s)
+--   Tx.exportByList: exportRows(&s)
+--   Tx.exportFromBlock: exportRows(&s)
 
 -- fragment: FragAnd
 -- sqlite:
