@@ -17,8 +17,8 @@ import (
 )
 
 // The PostgreSQL statements. The statements of sqlcore.Tx and of the
-// dialects are written in SQLite's dialect (internal/sqlcore/tx_*.go,
-// pg_tx.go, sqlite_*.go), and the PostgreSQL store runs the text the
+// dialects are written in SQLite's dialect (../internal/sqlcore/tx_*.go,
+// pg_*.go here, ../sqlite/sqlite_*.go), and the PostgreSQL store runs the text the
 // catalog gives for each (pgCatalog, pg_catalog.go), generated from them
 // and committed: what runs on PostgreSQL is read, and reviewed, in the
 // tree. testdata/pg_statements.sql is the same catalog for a reader:

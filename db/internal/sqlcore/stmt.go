@@ -11,10 +11,9 @@ import (
 // next statement with ctx.Err(), and a write then rolls back rather than
 // commit for nobody. A statement itself does not watch it through
 // database/sql, which starts a goroutine a query to do so (on two cores
-// it cost more than the query); a read that runs long is interrupted by
-// View's one watcher a transaction (watchCancel). The writer's statements
-// run beneath database/sql, kept prepared (rawConn); the readers' are
-// kept by go-sqlite3 (_stmt_cache_size).
+// it cost more than the query): how a store stops a read that runs long,
+// and how it keeps its statements prepared, is its executor's
+// (db/sqlite's writer.go and sqlite_tx.go, db/postgres's pg_tx.go).
 
 // Rows is a query's rows: database/sql's (*sql.Rows), the driver's
 // for the SQLite writer (*rawRows), or pgx's for a PostgreSQL write

@@ -804,7 +804,7 @@ func (t *Tx) readyConsumers(ctx context.Context, scanSQL string, queueID, groupI
 			return nil, false, err
 		}
 		read := 0
-		var due []broker.Consumer // those with a head that is due, to hold (locks.lockDue)
+		var due []broker.Consumer // those with a head that is due, to hold (Locks.LockDue)
 		for (t.locks.ScanWhole() || len(out)+len(due) < limit) && rows.Next() {
 			read++
 			var head int
