@@ -1098,38 +1098,9 @@ func (t *Tx) DeleteDeadLetters(ctx context.Context, ids []int64, keep *broker.Re
 	return err
 }
 
-// Where builds the WHERE clause of a dead-letter filter. Values go in as
-// arguments, never into the SQL text.
-//
-// A transactionId names a handful of dead letters at most: its index
-// (transaction_id, failed_at, id) is the one to search, whatever else
-// the filter says. SQLite keeps no statistics here to know that, and
-// would rather walk a whole queue in failed_at order through the queue's
-// index (1M rows for one match), so the other columns are then written
-// +col, which keeps them out of index choice and leaves their meaning.
-// An error group (fingerprint) is searched the same way by its index
-// (queue_id, fingerprint, failed_at, id): the group and partition are
-// then +col, else SQLite may take (queue_id, group_id, ...) and read the
-// whole consumer group for a small error group.
-func Where(f broker.Filter) (string, []any) {
-	return WhereNamed(f, false)
-}
-
-// WhereNamed is where; named: the rows are named by something else
-// (a full-text index's docids joined by id or seq), so every column is
-// +col, out of index choice. (A text composed of the fragments of
-// AddWhere, for a test to read or run.)
-func WhereNamed(f broker.Filter, named bool) (string, []any) {
-	var s Stmt
-	AddWhere(&s, f, named)
-	if len(s.parts) == 0 {
-		return "", nil
-	}
-	return s.SQL(), s.Args()
-}
-
 // The fragments of a dead-letter filter's conditions (AddWhere); an X
-// is the column written +col, out of SQLite's index choice (Where).
+// is the column written +col, out of SQLite's index choice (AddWhere
+// says when).
 const (
 	dlOfTxid         Frag = `d.transaction_id = ?`
 	dlOfTxidX        Frag = `+d.transaction_id = ?`
@@ -1160,8 +1131,22 @@ const (
 )
 
 // AddWhere adds the conditions of a dead-letter filter to s (Cond).
-// Values go in as arguments, never into the SQL text. named is
-// WhereNamed's.
+// Values go in as arguments, never into the SQL text.
+//
+// A transactionId names a handful of dead letters at most: its index
+// (transaction_id, failed_at, id) is the one to search, whatever else
+// the filter says. SQLite keeps no statistics here to know that, and
+// would rather walk a whole queue in failed_at order through the queue's
+// index (1M rows for one match), so the other columns are then written
+// +col, which keeps them out of index choice and leaves their meaning.
+// An error group (fingerprint) is searched the same way by its index
+// (queue_id, fingerprint, failed_at, id): the group and partition are
+// then +col, else SQLite may take (queue_id, group_id, ...) and read the
+// whole consumer group for a small error group.
+//
+// named: the rows are named by something else (a full-text index's
+// docids joined by id or seq), so every column is +col, out of index
+// choice.
 func AddWhere(s *Stmt, f broker.Filter, named bool) {
 	// x reports whether column c is written +c.
 	x := func(string) bool { return false }
@@ -1343,12 +1328,6 @@ func AuditStmt(f broker.AuditFilter, p broker.Page) Stmt {
 		s.Add(fragOffset, p.Offset)
 	}
 	return s
-}
-
-// AuditQuery is AuditStmt's text and arguments.
-func AuditQuery(f broker.AuditFilter, p broker.Page) (string, []any) {
-	s := AuditStmt(f, p)
-	return s.SQL(), s.Args()
 }
 
 // jsonStrings is ss as a JSON array.

@@ -120,12 +120,6 @@ func CountAboveStmt(f broker.Filter, b broker.Bound, exceptJob int64) Stmt {
 	return s
 }
 
-// CountAbove is CountAboveStmt's text and arguments.
-func CountAbove(f broker.Filter, b broker.Bound, exceptJob int64) (string, []any) {
-	s := CountAboveStmt(f, b, exceptJob)
-	return s.SQL(), s.Args()
-}
-
 // The fragments of CountAboveStmt, DeadLetterKeys, NewestFailure and
 // CountDeadLetterMessages.
 const (

@@ -15,7 +15,7 @@ import (
 // A filter with no full-text condition is ListDeadLetters' keyset page
 // (the same WHERE and ORDER BY, the same indexes: see TestExportPlans).
 // One with free text or a field filter's words is driven by a full-text
-// index instead (exportIndexQuery): matching the whole search and
+// index instead (IndexStmt): matching the whole search and
 // sorting it by failure time again for every page made an export of n
 // matches cost n²; the index hands its matches over in docid order, from
 // the cursor's docid down, without a sort, and the page stops at its
@@ -298,12 +298,6 @@ func IndexStmt(ph ExportPhase, below int64, limit int) Stmt {
 	return s
 }
 
-// IndexQuery is IndexStmt's text and arguments.
-func IndexQuery(ph ExportPhase, below int64, limit int) (string, []any) {
-	s := IndexStmt(ph, below, limit)
-	return s.SQL(), s.Args()
-}
-
 // The fragments of IndexStmt, ExportStmt and BlockStmt.
 const (
 	idxKeysOfErrors   Frag = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t CROSS JOIN dead_letters d ON d.id = t.docid`
@@ -325,12 +319,6 @@ func ExportStmt(f broker.Filter, after *broker.Cursor, limit int) Stmt {
 	}
 	s.Add(dlNewestFirst, limit)
 	return s
-}
-
-// ExportQuery is ExportStmt's text and arguments.
-func ExportQuery(f broker.Filter, after *broker.Cursor, limit int) (string, []any) {
-	s := ExportStmt(f, after, limit)
-	return s.SQL(), s.Args()
 }
 
 // BlockStmt is a store's statement of a block of dead letters in the

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -303,20 +302,6 @@ func WindowStmt(f broker.Filter, above, floor *broker.Cursor) Stmt {
 		s.Cond(dlFrom, MS(floor.At), floor.ID)
 	}
 	return s
-}
-
-// WindowQuery is WindowStmt's text and arguments.
-func WindowQuery(f broker.Filter, above, floor *broker.Cursor) (string, []any) {
-	s := WindowStmt(f, above, floor)
-	return s.SQL(), s.Args()
-}
-
-// AndWhere adds cond to a WHERE clause of where (maybe empty).
-func AndWhere(w, cond string) string {
-	if strings.TrimSpace(w) == "" {
-		return " WHERE " + cond
-	}
-	return w + " AND " + cond
 }
 
 // FTSMatch is a full-text match expression (broker.TextMatch's form:
