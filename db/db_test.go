@@ -22,6 +22,9 @@ func TestOpenMigratesOnceAndKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if d.Postgres() {
+		t.Fatal("a file opened as PostgreSQL")
+	}
 	b := broker.New(broker.Config{Store: d})
 	res, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Payload: []byte(`{"keep": [1, 2.50, "x"]}`)}})
 	if err != nil {
