@@ -1,4 +1,4 @@
-package pgtest
+package db
 
 import (
 	"go/parser"
@@ -13,12 +13,14 @@ import (
 )
 
 // Every test binary that can start a throwaway cluster stops it: a
-// package whose files (its tests' or its own) import this package, or a
-// package that does, has a TestMain that calls Main. Without one the
+// package whose files (its tests' or its own) import internal/pgtest, or
+// a package that does, has a TestMain that calls pgtest.Main (as this
+// package's, main_test.go). Without one the
 // cluster outlives the binary (a postmaster and a directory under the
 // temporary directory per run). The check reads the imports of the
 // module's files, not the build.
 func TestEveryPackageThatMayStartAClusterStopsIt(t *testing.T) {
+	t.Parallel()
 	root, module := moduleRoot(t)
 	self := module + "/internal/pgtest"
 	type pkg struct {
