@@ -1,6 +1,7 @@
 package db
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -48,7 +49,12 @@ func TestEveryPackageThatMayStartAClusterStopsIt(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), p, src, parser.ImportsOnly)
+		test := strings.HasSuffix(name, "_test.go")
+		mode := parser.ImportsOnly
+		if test {
+			mode = parser.SkipObjectResolution
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, src, mode)
 		if err != nil {
 			return err
 		}
@@ -62,7 +68,6 @@ func TestEveryPackageThatMayStartAClusterStopsIt(t *testing.T) {
 			k = &pkg{imports: map[string]bool{}, own: map[string]bool{}}
 			pkgs[ip] = k
 		}
-		test := strings.HasSuffix(name, "_test.go")
 		for _, im := range f.Imports {
 			v, err := strconv.Unquote(im.Path.Value)
 			if err != nil {
@@ -75,9 +80,7 @@ func TestEveryPackageThatMayStartAClusterStopsIt(t *testing.T) {
 		}
 		if test {
 			k.testFile = true
-			if strings.Contains(string(src), "pgtest.Main(") {
-				k.stops = true
-			}
+			k.stops = k.stops || mainCallsPgtestMain(f)
 		}
 		return nil
 	})
@@ -119,6 +122,27 @@ func TestEveryPackageThatMayStartAClusterStopsIt(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no package of the module uses pgtest: the walk found none")
 	}
+}
+
+// mainCallsPgtestMain reports whether f has a TestMain that calls
+// pgtest.Main.
+func mainCallsPgtestMain(f *ast.File) bool {
+	found := false
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Recv != nil || fd.Name.Name != "TestMain" || fd.Body == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Main" {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "pgtest" {
+					found = true
+				}
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // moduleRoot is the directory of the module's go.mod and the module's
