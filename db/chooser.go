@@ -14,14 +14,20 @@ import (
 
 // DB is a store opened by Open: SQLite's (sqlite.Store) on a file path,
 // PostgreSQL's (postgres.Store) on a URL. It is what its callers hold;
-// every method is the store's own.
+// every method is the store's own (Store); View, Update and the other
+// storage methods are broker.Store's, documented there (go doc
+// ./broker Store.Update).
 type DB struct {
-	store
-	pg bool // the store is PostgreSQL's
+	Store
 }
 
-// store is what each store does for DB.
-type store interface {
+// Store is what each store (sqlite.Store, postgres.Store) does, and so
+// what a DB does: the broker's storage (broker.Store: View, Update and
+// the rest), the leadership of the broker's background work
+// (broker.Leader), the concurrent writes of a store shared by several
+// processes (broker.ConcurrentStore), and the tools' ways around the
+// broker below.
+type Store interface {
 	broker.Store
 	broker.Leader
 	broker.ConcurrentStore
@@ -41,7 +47,10 @@ type store interface {
 }
 
 // Postgres reports whether the store is PostgreSQL's.
-func (d *DB) Postgres() bool { return d.pg }
+func (d *DB) Postgres() bool {
+	_, ok := d.Store.(*postgres.Store)
+	return ok
+}
 
 var _ broker.Store = (*DB)(nil)
 
@@ -50,8 +59,8 @@ var _ broker.Store = (*DB)(nil)
 var _ broker.Leader = (*DB)(nil)
 
 var (
-	_ store = (*sqlite.Store)(nil)
-	_ store = (*postgres.Store)(nil)
+	_ Store = (*sqlite.Store)(nil)
+	_ Store = (*postgres.Store)(nil)
 )
 
 // Sync is the durability a commit waits for (SQLite's synchronous
@@ -107,13 +116,13 @@ func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &DB{store: p, pg: true}, nil
+		return &DB{Store: p}, nil
 	}
 	s, err := sqlite.OpenWith(ctx, path, o)
 	if err != nil {
 		return nil, err
 	}
-	return &DB{store: s}, nil
+	return &DB{Store: s}, nil
 }
 
 // IsPostgres reports whether a --db value names a PostgreSQL database

@@ -129,8 +129,8 @@ func TestPGComposedFragmentNotCataloguedIsRefused(t *testing.T) {
 	}
 	delete(pgFragments, kind)
 	defer func() { pgFragments[kind] = s }()
-	pgComposed.Clear()
-	defer pgComposed.Clear()
+	pgComposed.clear()
+	defer pgComposed.clear()
 	err := d.View(ctx, func(tx broker.Tx) error {
 		_, err := tx.Jobs(ctx, broker.JobFilter{Kind: "replay"}, broker.Page{Limit: 5})
 		return err

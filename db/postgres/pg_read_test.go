@@ -123,8 +123,9 @@ func TestPGSearchWindowIsReadOnce(t *testing.T) {
 	}
 	f := broker.Filter{QueueID: qid, Fields: []broker.FieldFilter{ff}, Text: `"common"`,
 		Window: &broker.MatchWindow{Rows: n, MinID: 1, MaxID: 1 << 40, MinSeq: 1, MaxSeq: 1 << 40}}
-	w, args := sqlcore.Where(f)
-	text, args, err := pgArgs(`SELECT d.id FROM dead_letters d`+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 50`, args)
+	var where sqlcore.Stmt
+	sqlcore.AddWhere(&where, f, false)
+	text, args, err := pgArgs(`SELECT d.id FROM dead_letters d`+where.SQL()+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 50`, where.Args())
 	if err != nil {
 		t.Fatal(err)
 	}

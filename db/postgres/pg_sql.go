@@ -11,14 +11,15 @@ import (
 )
 
 // The statements of sqlcore.Tx are written in SQLite's dialect, in forms
-// PostgreSQL shares where there is one (STORAGE.md, rule 5). pgSQL
-// translates one for PostgreSQL, once per distinct text (kept in
-// pgQueries). It runs in go generate, which writes the catalog the
-// PostgreSQL store reads (pg_statements.go), and at run time only for
-// the functions that build their text then (pgBuiltAtRunTime):
+// PostgreSQL shares where there is one (docs/postgres.md, "The
+// PostgreSQL statements"). pgSQL translates one for PostgreSQL, once per
+// distinct text (kept in pgQueries). It runs in go generate, which writes
+// the catalog the PostgreSQL store reads (pg_catalog.go; how it is made
+// and read: pg_statements.go), and at run time only for the functions
+// that build their text then (pgBuiltAtRunTime):
 //
-//   - its own PostgreSQL text when one was given beside it (pgQuery),
-//     for a statement that no rule below translates;
+//   - its own PostgreSQL text when one was given beside it
+//     (sqlcore.PGQuery), for a statement that no rule below translates;
 //   - parameters: ?NNN is $NNN, and a bare ? the next number after the
 //     highest so far, as SQLite numbers them;
 //   - a list bound as a JSON array of integers, IN (SELECT value FROM
@@ -84,7 +85,7 @@ type pgStatement struct {
 // pgSQL is query in PostgreSQL's dialect, as the translator makes it.
 func pgSQL(query string) string { return pgTranslate(query).text }
 
-// pgTranslate is query translated (or as pgQuery gave it), once per
+// pgTranslate is query translated (or as sqlcore.PGQuery gave it), once per
 // distinct text.
 func pgTranslate(query string) *pgStatement {
 	if q, ok := pgQueries.Load(query); ok {

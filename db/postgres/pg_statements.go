@@ -1,12 +1,14 @@
 package postgres
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +17,8 @@ import (
 )
 
 // The PostgreSQL statements. The statements of sqlcore.Tx and of the
-// dialects are written in SQLite's dialect (internal/sqlcore/tx_*.go,
-// pg_tx.go, sqlite_*.go), and the PostgreSQL store runs the text the
+// dialects are written in SQLite's dialect (../internal/sqlcore/tx_*.go,
+// pg_*.go here, ../sqlite/sqlite_*.go), and the PostgreSQL store runs the text the
 // catalog gives for each (pgCatalog, pg_catalog.go), generated from them
 // and committed: what runs on PostgreSQL is read, and reviewed, in the
 // tree. testdata/pg_statements.sql is the same catalog for a reader:
@@ -45,9 +47,7 @@ import (
 //
 //go:generate go test -run ^TestPGStatementsFile$ -update .
 
-// pgStmt is the catalogued PostgreSQL statement of query (a SQLite text),
-// or the one composed of catalogued fragments when query is a
-// sqlcore.Stmt's (sqlcore.Composed).
+// pgStmt is the catalogued PostgreSQL statement of query (a SQLite text).
 //
 // A text the catalog lacks is an error (errNotCatalogued), which fails
 // the statement and its transaction: a statement added without go
@@ -58,29 +58,23 @@ import (
 // are translated as they first run (pg_sql.go), and tests (a caller in a
 // _test.go file), whose texts are their own. Each text let through is
 // noted once a process: LAZARUS_PG_MISSES names a file it is appended
-// to, for a test run to count them.
+// to, for a test run to count them. Whether a caller may run a text the
+// catalog lacks is asked on every run of it, never read from what an
+// earlier caller was let through: a test that ran a text first does not
+// open it to the code under test.
+//
+// A statement composed of fragments (sqlcore.Stmt) comes with its
+// fragments instead: pgComposedStmt.
 func pgStmt(query string) (*pgStatement, error) {
 	if s, ok := pgCatalog[query]; ok {
 		return s, nil
 	}
-	if s, ok := pgComposed.Load(query); ok {
-		return s.(*pgStatement), nil
-	}
-	if parts, ok := sqlcore.Composed.Load(query); ok {
-		s, err := pgCompose(parts.([]sqlcore.Frag))
-		if err != nil {
-			by, _ := uncatalogued()
-			return nil, fmt.Errorf("%w, run by %s", err, by)
-		}
-		kept, _ := pgComposed.LoadOrStore(query, s)
-		return kept.(*pgStatement), nil
-	}
-	if s, ok := pgLetThrough.Load(query); ok {
-		return s.(*pgStatement), nil
-	}
 	by, ok := uncatalogued()
 	if !ok {
 		return nil, fmt.Errorf("%w: %.80q, run by %s", errNotCatalogued, query, by)
+	}
+	if s, ok := pgLetThrough.Load(query); ok {
+		return s.(*pgStatement), nil
 	}
 	s := pgTranslate(query)
 	if _, seen := pgLetThrough.LoadOrStore(query, s); !seen {
@@ -89,9 +83,110 @@ func pgStmt(query string) (*pgStatement, error) {
 	return s, nil
 }
 
-// pgComposed holds the composed statements pgStmt has built, by their
-// SQLite text.
-var pgComposed sync.Map
+// pgComposedStmt is the PostgreSQL statement composed of s's fragments
+// (pgCompose), kept in pgComposed by s's SQLite text. A fragment the
+// catalog lacks is an error (errNotCatalogued) naming the function that
+// composed it.
+func pgComposedStmt(s *sqlcore.Stmt) (*pgStatement, error) {
+	q := s.SQL()
+	if st, ok := pgComposed.get(q); ok {
+		return st, nil
+	}
+	st, err := pgCompose(s.Parts())
+	if err != nil {
+		by, _ := uncatalogued()
+		return nil, fmt.Errorf("%w, run by %s", err, by)
+	}
+	pgComposed.put(q, s.Parts(), st)
+	return st, nil
+}
+
+// pgComposed holds the composed statements pgComposedStmt has built.
+var pgComposed = newComposedCache(pgComposedCap)
+
+// pgComposedCap is how many composed statements pgComposed keeps: the
+// filters' shapes a dashboard uses (a few dozen; every combination of
+// every filter is some thousands). One beyond it evicts the one used
+// longest ago, to be composed again when it next runs: a filter an API
+// caller shapes at will costs memory up to the cap, never more, and is
+// never refused for it.
+const pgComposedCap = 1024
+
+// composedCache is a least-recently-used cache of composed statements
+// by their SQLite text, with the fragments of each.
+type composedCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]*list.Element // of *composedEntry
+	order   list.List                // most recently used first
+	evicted int64
+}
+
+type composedEntry struct {
+	text  string
+	parts []sqlcore.Frag
+	st    *pgStatement
+}
+
+func newComposedCache(max int) *composedCache {
+	return &composedCache{max: max, entries: map[string]*list.Element{}}
+}
+
+func (c *composedCache) get(text string) (*pgStatement, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[text]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*composedEntry).st, true
+}
+
+func (c *composedCache) put(text string, parts []sqlcore.Frag, st *pgStatement) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[text]; ok {
+		c.order.MoveToFront(e)
+		return
+	}
+	c.entries[text] = c.order.PushFront(&composedEntry{text: text, parts: slices.Clone(parts), st: st})
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.entries, last.Value.(*composedEntry).text)
+		c.evicted++
+	}
+}
+
+// stats are how many statements c holds and how many it has evicted.
+func (c *composedCache) stats() (held int, evicted int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len(), c.evicted
+}
+
+// each calls fn with every statement c holds, its SQLite text and
+// fragments (for tests).
+func (c *composedCache) each(fn func(text string, parts []sqlcore.Frag)) {
+	c.mu.Lock()
+	var all []*composedEntry
+	for e := c.order.Front(); e != nil; e = e.Next() {
+		all = append(all, e.Value.(*composedEntry))
+	}
+	c.mu.Unlock()
+	for _, e := range all {
+		fn(e.text, e.parts)
+	}
+}
+
+// clear empties c.
+func (c *composedCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+	c.order.Init()
+}
 
 // pgCompose is the PostgreSQL statement of a text composed of parts
 // (sqlcore.Stmt): each part's catalogued text (pgFragments), its
@@ -218,7 +313,9 @@ var pgWrappers = map[string]bool{
 	"Tx.Exec": true, "Tx.Query": true, "Tx.QueryRow": true, "Tx.QueryIDs": true, "Tx.Insert": true, "Tx.ExecLater": true,
 	"pgWriter.Exec": true, "pgWriter.Query": true, "pgWriter.QueryRow": true, "pgWriter.Insert": true, "pgWriter.ExecLater": true,
 	"pgReader.Exec": true, "pgReader.Query": true, "pgReader.QueryRow": true, "pgReader.Insert": true, "pgReader.ExecLater": true,
-	"pgBind": true, "pgArgs": true, "pgStmt": true, "uncatalogued": true,
+	"Tx.QueryStmt": true, "Tx.QueryRowStmt": true,
+	"pgWriter.QueryStmt": true, "pgWriter.QueryRowStmt": true, "pgReader.QueryStmt": true, "pgReader.QueryRowStmt": true,
+	"pgBind": true, "pgBindStmt": true, "pgArgs": true, "pgStmt": true, "pgComposedStmt": true, "uncatalogued": true,
 }
 
 var pgMissesMu sync.Mutex

@@ -230,8 +230,8 @@ func pgStatements(t *testing.T) ([]*pgEntry, []*pgFragEntry, []gensql.Site, []by
 -- "used by" names the functions that run a statement; "from", the
 -- package variable it is read from. A text picked at run time among
 -- constants (an if, a switch, a table of them) is listed once for each.
--- A statement of SQLite's store only (run by a method of a type of
--- db/sqlite, or a text one returns) has no PostgreSQL text.
+-- A statement of SQLite's store only (run by a function or method of
+-- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
 -- %d statements (%d with a PostgreSQL text written by hand, %d for
 -- SQLite only); then the %d fragments (sqlcore.Frag) of which the %d
@@ -253,7 +253,7 @@ func pgStatements(t *testing.T) ([]*pgEntry, []*pgFragEntry, []gensql.Site, []by
 		case "sqlite":
 			b.WriteString("-- runs on SQLite only (db/sqlite's)\n")
 		case "postgres":
-			b.WriteString("-- runs on PostgreSQL only (a pg… type's)\n")
+			b.WriteString("-- runs on PostgreSQL only (db/postgres's)\n")
 		}
 		b.WriteString("-- sqlite:\n")
 		for _, l := range strings.Split(e.sqlite, "\n") {

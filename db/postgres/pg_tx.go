@@ -177,6 +177,23 @@ func (w *pgWriter) Query(ctx context.Context, query string, args []any) (sqlcore
 	if err != nil {
 		return nil, err
 	}
+	return w.query(ctx, first, text, args)
+}
+
+func (w *pgWriter) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
+	first, err := w.statement(ctx)
+	if err != nil {
+		return nil, err
+	}
+	text, args, err := pgBindStmt(s)
+	if err != nil {
+		return nil, err
+	}
+	return w.query(ctx, first, text, args)
+}
+
+// query runs text, the transaction's first statement when first.
+func (w *pgWriter) query(ctx context.Context, first bool, text string, args []any) (sqlcore.Rows, error) {
 	if first {
 		return w.begin.queryFirst(ctx, text, args)
 	}
@@ -184,7 +201,15 @@ func (w *pgWriter) Query(ctx context.Context, query string, args []any) (sqlcore
 }
 
 func (w *pgWriter) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {
-	rows, err := w.Query(ctx, query, args)
+	return pgRowOf(w.Query(ctx, query, args))
+}
+
+func (w *pgWriter) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
+	return pgRowOf(w.QueryStmt(ctx, s))
+}
+
+// pgRowOf is the one-row answer of a query's rows, or its error.
+func pgRowOf(rows sqlcore.Rows, err error) sqlcore.Row {
 	if err != nil {
 		return pgRow{err: err}
 	}
@@ -238,6 +263,22 @@ func (r pgReader) QueryRow(ctx context.Context, query string, args []any) sqlcor
 	return r.conn.QueryRowContext(ctx, text, args...)
 }
 
+func (r pgReader) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
+	text, args, err := pgBindStmt(s)
+	if err != nil {
+		return nil, err
+	}
+	return r.conn.QueryContext(ctx, text, args...)
+}
+
+func (r pgReader) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
+	text, args, err := pgBindStmt(s)
+	if err != nil {
+		return pgRow{err: err}
+	}
+	return r.conn.QueryRowContext(ctx, text, args...)
+}
+
 func (r pgReader) Insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
 	return pgInsertReturning(r.Query(ctx, query+" RETURNING "+col, args))
 }
@@ -278,6 +319,22 @@ func pgInsertReturning(rows sqlcore.Rows, err error) (n, last int64, _ error) {
 // pgtype.TextValuer's text, for a parameter of a type it has no codec
 // of, as tsquery.
 func pgBind(query string, args []any) (string, []any, error) {
+	return pgArgs(query, pgMatches(args))
+}
+
+// pgBindStmt is pgBind of a composed statement (pgComposedStmt).
+func pgBindStmt(s *sqlcore.Stmt) (string, []any, error) {
+	st, err := pgComposedStmt(s)
+	if err != nil {
+		return "", nil, err
+	}
+	text, args := st.bind(pgMatches(s.Args()))
+	return text, args, nil
+}
+
+// pgMatches is args with each full-text match (sqlcore.FTSMatch) bound
+// as a tsquery (pgTsquery), copied when one is.
+func pgMatches(args []any) []any {
 	copied := false
 	for i, a := range args {
 		m, ok := a.(sqlcore.FTSMatch)
@@ -289,7 +346,7 @@ func pgBind(query string, args []any) (string, []any, error) {
 		}
 		args[i] = pgtype.Text{String: pgTsquery(string(m)), Valid: true}
 	}
-	return pgArgs(query, args)
+	return args
 }
 
 // pgText is an error text or fingerprint as PostgreSQL can hold it: its

@@ -13,9 +13,9 @@ var benchSink int
 
 // BenchmarkStatementLookup: what a statement costs before it runs. Jobs'
 // text composed of fragments (all a SQLite statement costs), then its
-// PostgreSQL statement looked up (pgStmt: the catalog's miss, then the
-// composed one kept); the same of a dead-letter list's keyset page
-// (ExportQuery); and a constant statement's lookup in the catalog.
+// PostgreSQL statement looked up (pgComposedStmt: the composed one
+// kept); the same of a dead-letter list's keyset page (ExportStmt); and a
+// constant statement's lookup in the catalog (pgStmt).
 func BenchmarkStatementLookup(b *testing.B) {
 	f, p := broker.JobFilter{State: "running", Queue: "q"}, broker.Page{Limit: 50, After: &broker.Cursor{ID: 9}}
 	b.Run("JobsText", func(b *testing.B) {
@@ -27,7 +27,7 @@ func BenchmarkStatementLookup(b *testing.B) {
 	b.Run("JobsPG", func(b *testing.B) {
 		for b.Loop() {
 			s := sqlcore.JobsStmt(f, p)
-			st, err := pgStmt(s.SQL())
+			st, err := pgComposedStmt(&s)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -37,18 +37,18 @@ func BenchmarkStatementLookup(b *testing.B) {
 	ef, after := broker.Filter{QueueID: 1, GroupID: 2, Fingerprint: "fp"}, &broker.Cursor{At: time.UnixMilli(1_780_000_000_000), ID: 9}
 	b.Run("DeadLettersText", func(b *testing.B) {
 		for b.Loop() {
-			q, args := sqlcore.ExportQuery(ef, after, 500)
-			benchSink += len(q) + len(args)
+			s := sqlcore.ExportStmt(ef, after, 500)
+			benchSink += len(s.SQL()) + len(s.Args())
 		}
 	})
 	b.Run("DeadLettersPG", func(b *testing.B) {
 		for b.Loop() {
-			q, args := sqlcore.ExportQuery(ef, after, 500)
-			s, err := pgStmt(q)
+			s := sqlcore.ExportStmt(ef, after, 500)
+			st, err := pgComposedStmt(&s)
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchSink += len(s.text) + len(args)
+			benchSink += len(st.text) + len(s.Args())
 		}
 	})
 	key := ""

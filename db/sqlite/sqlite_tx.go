@@ -65,6 +65,14 @@ func (w sqliteWriter) ExecUnprepared(_ context.Context, query string, args []any
 	return err
 }
 
+func (w sqliteWriter) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
+	return w.Query(ctx, s.SQL(), s.Args())
+}
+
+func (w sqliteWriter) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
+	return w.QueryRow(ctx, s.SQL(), s.Args())
+}
+
 // sqliteReader is the executor of a read transaction (View) on a
 // connection of the read pool, whose statements go-sqlite3 keeps
 // prepared. No context reaches them: View's one watcher interrupts a
@@ -97,6 +105,14 @@ func (r sqliteReader) ExecLater(ctx context.Context, query string, args []any) e
 func (r sqliteReader) ExecUnprepared(ctx context.Context, query string, args []any) error {
 	_, err := r.Exec(ctx, query, args)
 	return err
+}
+
+func (r sqliteReader) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
+	return r.Query(ctx, s.SQL(), s.Args())
+}
+
+func (r sqliteReader) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
+	return r.QueryRow(ctx, s.SQL(), s.Args())
 }
 
 // sqlResultInsert is insert over exec, for SQLite's executors: the

@@ -29,7 +29,7 @@ func TestBulkCountAboveSearchesOnlyTheNewest(t *testing.T) {
 		"Transaction":     {QueueID: 1, TransactionID: "t"},
 	} {
 		for _, job := range []int64{0, 7} {
-			query, args := sqlcore.CountAbove(f, b, job)
+			query, args := stmtText(sqlcore.CountAboveStmt(f, b, job))
 			text := queryPlan(t, d, query, args...)
 			if strings.Contains(text, "SCAN dead_letters") || strings.Contains(text, "SCAN d USING") || strings.Contains(text, "SCAN r") ||
 				!strings.Contains(text, "SEARCH dead_letters USING INTEGER PRIMARY KEY (rowid>?)") {

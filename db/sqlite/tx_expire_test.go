@@ -45,7 +45,7 @@ func TestExpiryPlans(t *testing.T) {
 		{broker.Filter{QueueID: 1, To: time.UnixMilli(1000)}, "dead_letters_queue (queue_id=? AND failed_at<?)"},
 		{broker.Filter{QueueID: 1, GroupID: 2, To: time.UnixMilli(1000)}, "dead_letters_group (queue_id=? AND group_id=? AND failed_at<?)"},
 	} {
-		w, args := sqlcore.Where(c.f)
+		w, args := whereOf(c.f)
 		plan := queryPlan(t, d, `SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d`+w+` LIMIT ?)`, append(args, broker.ExpiringCap+1)...)
 		check("expiring count", plan, []string{"USING COVERING INDEX " + c.index}, "SCAN d")
 	}

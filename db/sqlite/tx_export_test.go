@@ -39,7 +39,7 @@ func TestExportPlans(t *testing.T) {
 		"Transaction": {QueueID: 1, TransactionID: "t"},
 	} {
 		for _, after := range []*broker.Cursor{nil, {At: at, ID: 42}} {
-			query, args := sqlcore.ExportQuery(f, after, 500)
+			query, args := stmtText(sqlcore.ExportStmt(f, after, 500))
 			text := queryPlan(t, d, query, args...)
 			if strings.Contains(text, "SCAN d\n") || strings.HasSuffix(text, "SCAN d") || strings.Contains(text, "SCAN dead_letters") ||
 				strings.Contains(text, "TEMP B-TREE") || !strings.Contains(text, "USING INDEX dead_letters_") && !strings.Contains(text, "USING COVERING INDEX dead_letters_") {
@@ -82,7 +82,7 @@ func TestExportPlans(t *testing.T) {
 				if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN dead_letter_") || !strings.Contains(text, walk) || strings.Contains(text, "TEMP B-TREE") {
 					t.Errorf("%s phase %d (below %d): block plan\n%s\nwants the index in docid order (%s), no sort", name, i, below, text, walk)
 				}
-				query, args = sqlcore.IndexQuery(ph, below, 500)
+				query, args = stmtText(sqlcore.IndexStmt(ph, below, 500))
 				if text := queryPlan(t, d, query, args...); !strings.HasPrefix(text, "SCAN t "+walk) || !strings.Contains(text, join) || strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, "LIST SUBQUERY") {
 					t.Errorf("%s phase %d (below %d): keys plan\n%s\nwants the index in docid order (%s), then %s, no sort", name, i, below, text, walk, join)
 				}

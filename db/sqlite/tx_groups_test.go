@@ -123,7 +123,7 @@ func TestErrorGroupPlans(t *testing.T) {
 		"Consumer group (unchanged)":   {broker.Filter{QueueID: 1, GroupID: 2}, "dead_letters_group"},
 		"Group in a bulk action bound": {broker.Filter{QueueID: 1, Fingerprint: "x", MaxID: 10, MaxFailedAt: at}, "dead_letters_fingerprint"},
 	} {
-		w, args := sqlcore.Where(c.f)
+		w, args := whereOf(c.f)
 		for _, page := range []string{"", " AND (d.failed_at, d.id) < (?, ?)"} {
 			pargs := args
 			if page != "" {

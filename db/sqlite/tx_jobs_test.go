@@ -24,8 +24,8 @@ func TestJobAndRestorePlans(t *testing.T) {
 	now := time.Now()
 	byJobQ, byJobArgs := sqlcore.RestorableQuery(0, 0, 7, now, 500)
 	bySeqQ, bySeqArgs := sqlcore.RestorableQuery(42, 3, 0, now, 0)
-	people, peopleArgs := sqlcore.AuditQuery(broker.AuditFilter{}, broker.Page{Limit: 50})
-	stream, streamArgs := sqlcore.AuditQuery(broker.AuditFilter{Stream: broker.AuditStreamBroker}, broker.Page{Limit: 50, After: &broker.Cursor{ID: 1000}})
+	people, peopleArgs := stmtText(sqlcore.AuditStmt(broker.AuditFilter{}, broker.Page{Limit: 50}))
+	stream, streamArgs := stmtText(sqlcore.AuditStmt(broker.AuditFilter{Stream: broker.AuditStreamBroker}, broker.Page{Limit: 50, After: &broker.Cursor{ID: 1000}}))
 	for _, c := range []struct {
 		name, query string
 		args        []any

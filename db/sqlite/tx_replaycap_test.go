@@ -29,13 +29,13 @@ func TestReplayCapQueriesUseThePrimaryKeys(t *testing.T) {
 	} {
 		for _, c := range []int{broker.CapBelow, broker.CapAt} {
 			f.Cap = c
-			w, args := sqlcore.Where(f)
+			w, args := whereOf(f)
 			text := queryPlan(t, d, sqlcore.KeySelect+w+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(args, 10)...)
 			if strings.Contains(text, "SCAN r") || strings.Contains(text, "SCAN q") || strings.Contains(text, "TEMP B-TREE") ||
 				!strings.Contains(text, "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)") || !strings.Contains(text, "SEARCH q USING INTEGER PRIMARY KEY (rowid=?)") {
 				t.Errorf("%s cap %d: plan\n%s", name, c, text)
 			}
-			before, bargs := sqlcore.Where(broker.Filter{QueueID: f.QueueID, GroupID: f.GroupID, PartitionID: f.PartitionID, Fingerprint: f.Fingerprint, MaxID: 10, MaxFailedAt: bound})
+			before, bargs := whereOf(broker.Filter{QueueID: f.QueueID, GroupID: f.GroupID, PartitionID: f.PartitionID, Fingerprint: f.Fingerprint, MaxID: 10, MaxFailedAt: bound})
 			plain := queryPlan(t, d, sqlcore.KeySelect+before+` ORDER BY d.failed_at DESC, d.id DESC LIMIT ?`, append(bargs, 10)...)
 			if first := strings.SplitN(text, "\n", 2)[0]; first != strings.SplitN(plain, "\n", 2)[0] {
 				t.Errorf("%s cap %d: the cap changed the index walked: %q, without it %q", name, c, first, plain)

@@ -318,9 +318,9 @@ func TestSearchPlans(t *testing.T) {
 		"ErrorWordsFingerprint": {QueueID: 1, Fingerprint: "x", ErrorContains: ": timeout,", ErrorWords: `"timeout"`, MatchCap: broker.MatchCap},
 		"TextFingerprint":       {QueueID: 1, GroupID: 2, Fingerprint: "x", Text: `"ord_123"`, MatchCap: broker.MatchCap},
 	} {
-		w, args := sqlcore.Where(f)
+		w, args := whereOf(f)
 		for _, q := range []string{
-			sqlcore.DeadLetterSelect + sqlcore.AndWhere(w, "(d.failed_at, d.id) < (?, ?)") + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`,
+			sqlcore.DeadLetterSelect + andWhere(w, "(d.failed_at, d.id) < (?, ?)") + ` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`,
 			`SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters d` + w + ` LIMIT 10001)`,
 		} {
 			plan := queryPlan(t, d, q, append(args, 1, 2)...) + "\n"
@@ -347,8 +347,8 @@ func TestSearchPlans(t *testing.T) {
 		"WindowField": {QueueID: 1, GroupID: 2, Fields: []broker.FieldFilter{field("brand contains visa")}, Floor: floor,
 			Window: &broker.MatchWindow{MinID: 3, MaxID: 30, MinSeq: 5, MaxSeq: 50}},
 	} {
-		w, args := sqlcore.Where(f)
-		plan := queryPlan(t, d, sqlcore.DeadLetterSelect+sqlcore.AndWhere(w, "(d.failed_at, d.id) < (?, ?)")+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`, append(args, 10, 20)...)
+		w, args := whereOf(f)
+		plan := queryPlan(t, d, sqlcore.DeadLetterSelect+andWhere(w, "(d.failed_at, d.id) < (?, ?)")+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 51`, append(args, 10, 20)...)
 		if f.Window != nil && !strings.Contains(plan, "VIRTUAL TABLE INDEX 393219:") { // 3 | docid >= | docid <=
 			t.Errorf("%s: plan\n%s\nwants the full-text match within the window's docid range", name, plan)
 		}
@@ -357,8 +357,8 @@ func TestSearchPlans(t *testing.T) {
 		}
 	}
 	// The window's ranges: the group's index over the window, no sort.
-	w, args := sqlcore.Where(broker.Filter{QueueID: 1, GroupID: 2})
-	wq, wargs := sqlcore.WindowQuery(broker.Filter{QueueID: 1, GroupID: 2}, &broker.Cursor{At: time.UnixMilli(9), ID: 30}, floor)
+	w, args := whereOf(broker.Filter{QueueID: 1, GroupID: 2})
+	wq, wargs := stmtText(sqlcore.WindowStmt(broker.Filter{QueueID: 1, GroupID: 2}, &broker.Cursor{At: time.UnixMilli(9), ID: 30}, floor))
 	wplan := queryPlan(t, d, wq, wargs...)
 	if !strings.Contains(wplan, "USING INDEX dead_letters_group (queue_id=? AND group_id=? AND failed_at>? AND failed_at<?)") || strings.Contains(wplan, "TEMP B-TREE") {
 		t.Errorf("the window's ranges: plan\n%s\nwants the group's index over the window", wplan)

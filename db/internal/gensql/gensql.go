@@ -45,6 +45,10 @@ var Wrappers = map[string]int{
 	"QueryIDs":  1,
 	"ExecLater": 1,
 	"Insert":    2, // Insert(ctx, col, query, args...)
+	// A composed statement's (sqlcore.Stmt), its fragments with it:
+	// QueryStmt(ctx, &s).
+	"QueryStmt":    1,
+	"QueryRowStmt": 1,
 }
 
 // Site is one call of a wrapper.
@@ -68,8 +72,9 @@ type Site struct {
 	// PostgreSQL only, as its function's receiver says (storeOf), or ""
 	// for both.
 	Only string
-	// Composed: the query is a composed statement's text (s.SQL() of a
-	// sqlcore.Stmt), made of fragments alone; Expr is as written.
+	// Composed: the query is a composed statement (a sqlcore.Stmt given
+	// to QueryStmt or QueryRowStmt, or s.SQL() of one), made of fragments
+	// alone; Expr is as written.
 	Composed bool
 	// Frag is the name of a fragment (a package constant of type
 	// sqlcore.Frag, or a variable set by PGFrag), whose text is SQL; such
@@ -277,13 +282,9 @@ func load(dir string) (*pkgSites, error) {
 		}
 	}
 	for i := range frags {
-		// A sqlite… or pg… fragment is that store's only (storeOf).
-		switch {
-		case strings.HasPrefix(frags[i].Frag, "sqlite"):
-			frags[i].Only = "sqlite"
-		case strings.HasPrefix(frags[i].Frag, "pg"):
-			frags[i].Only = "postgres"
-		}
+		// A fragment of package sqlite or postgres is that store's
+		// only (storeOf).
+		frags[i].Only = storeOf(pkg, nil)
 	}
 	sort.Slice(frags, func(i, j int) bool { return frags[i].Frag < frags[j].Frag })
 	return &pkgSites{fset: fset, frags: frags, files: files, info: info, pkg: pkg, fo: fo, given: given, passers: passers}, nil
@@ -316,8 +317,17 @@ func isFrag(t types.Type) bool {
 	return ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Frag"
 }
 
-// isComposed reports whether e is s.SQL() of a sqlcore.Stmt.
+// isComposed reports whether e is a sqlcore.Stmt (s, &s: QueryStmt's) or
+// s.SQL() of one.
 func isComposed(info *types.Info, e ast.Expr) bool {
+	if t := info.TypeOf(e); t != nil {
+		if ptr, ok := t.(*types.Pointer); ok {
+			t = ptr.Elem()
+		}
+		if n, ok := t.(*types.Named); ok && isCore(n.Obj().Pkg()) && n.Obj().Name() == "Stmt" {
+			return true
+		}
+	}
 	call, ok := ast.Unparen(e).(*ast.CallExpr)
 	if !ok {
 		return false
@@ -1181,8 +1191,7 @@ func (f *folder) results(e ast.Expr, i int, given map[types.Object]pair) ([]valu
 }
 
 // returns are the values fd's i-th result may take, marked as one
-// store's when fd is a method of that store's own type (storeOf:
-// sqliteDialect's, pgDialect's, pgRowLocks').
+// store's when fd is a function of that store's package (storeOf).
 func (f *folder) returns(fd *ast.FuncDecl, i int, given map[types.Object]pair) ([]value, bool) {
 	store := storeOf(f.pkg, fd)
 	var out []value
@@ -1376,19 +1385,18 @@ func (f *folder) record(e ast.Expr) (map[string]string, bool) {
 // RETURNING adds.
 type pair struct{ sql, col string }
 
-// storeOf is the store a method of one store's own type runs on: a
-// method of a type of package sqlite (db/sqlite), or of sqliteDialect
-// or another type named sqlite…, runs on SQLite only; of package
-// postgres, or of pgDialect, pgRowLocks or another pg…, on PostgreSQL
-// only.
-func storeOf(pkg *types.Package, fd *ast.FuncDecl) string {
-	recv, _, ok := strings.Cut(funcName(fd), ".")
-	switch {
-	case !ok:
+// storeOf is the store a function of pkg runs on: one of package sqlite
+// (db/sqlite), method or not, runs on SQLite only; of package postgres
+// (db/postgres), on PostgreSQL only; of any other (db/internal/sqlcore),
+// on both. Its name (sqliteDialect, pgRowLocks) says nothing.
+func storeOf(pkg *types.Package, _ *ast.FuncDecl) string {
+	if pkg == nil {
 		return ""
-	case pkg != nil && pkg.Name() == "sqlite", strings.HasPrefix(recv, "sqlite"):
+	}
+	switch pkg.Name() {
+	case "sqlite":
 		return "sqlite"
-	case pkg != nil && pkg.Name() == "postgres", strings.HasPrefix(recv, "pg"):
+	case "postgres":
 		return "postgres"
 	}
 	return ""

@@ -11,6 +11,9 @@ func TestCollect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fixture's sqliteDialect, pgDialect and pgRowLocks are of
+	// package sqlcore: their names make them no store's
+	// (TestCollectDecidesTheStoreByPackage).
 	want := []Site{
 		{Func: "Tx.Insert", Wrapper: "Exec", Expr: `query + " RETURNING " + col`},
 		{Func: "Tx.Both", Wrapper: "Exec", Const: true, SQL: `SELECT a, b FROM t`},
@@ -35,13 +38,13 @@ func TestCollect(t *testing.T) {
 		{Func: "Tx.Passes", Wrapper: "probe", Const: true, SQL: `DELETE FROM t WHERE a = 2`},
 		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT x.minute FROM a x`},
 		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT x.hour FROM b x`},
-		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `UPDATE t SET m = 1`, Only: "sqlite"},
-		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT b FROM t FOR UPDATE`, Only: "postgres"},
-		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t FOR UPDATE`, Only: "postgres"},
-		{Func: "pgDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'pg'`, Only: "postgres"},
-		{Func: "sqliteDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'sqlite'`, Only: "sqlite"},
+		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `UPDATE t SET m = 1`},
+		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT b FROM t FOR UPDATE`},
+		{Func: "Tx.Tables", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t FOR UPDATE`},
+		{Func: "pgDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'pg'`},
+		{Func: "sqliteDialect.Split", Wrapper: "Exec", Const: true, SQL: `SELECT 'sqlite'`},
 		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ?`},
-		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ? FOR UPDATE`, Only: "postgres"},
+		{Func: "Tx.Locked", Wrapper: "Exec", Const: true, SQL: `SELECT a FROM t WHERE a = ? FOR UPDATE`},
 		{Func: "Tx.Composes", Wrapper: "Exec", Expr: "s.SQL()", Composed: true},
 		{Func: "Tx.PassesTwo", Wrapper: "both", Const: true, SQL: `DELETE FROM t WHERE a = 3`},
 		{Func: "Tx.PassesTwo", Wrapper: "both", Const: true, SQL: `DELETE FROM t WHERE a = 4`},
@@ -68,5 +71,26 @@ func TestCollectRefusesAFragMadeAtRunTime(t *testing.T) {
 	_, err := Collect("testdata/fragconv")
 	if err == nil || !strings.Contains(err.Error(), "Frag(`SELECT ` + name)") {
 		t.Fatalf("Collect: %v, want the conversion refused", err)
+	}
+}
+
+// TestCollectDecidesTheStoreByPackage: what a function of package
+// sqlite or postgres runs, method or not, whatever its name, and the
+// fragments it defines are that store's only; sqlcore's are both's.
+func TestCollectDecidesTheStoreByPackage(t *testing.T) {
+	sites, err := Collect("testdata/fixture/postgres", "testdata/fixture/sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		`SELECT 'pg method'`: "postgres", `SELECT 'pg function'`: "postgres", `SELECT 'pg, named sqlite'`: "postgres", `SELECT 'pg fragment'`: "postgres",
+		`SELECT 'sqlite method'`: "sqlite", `SELECT 'sqlite function'`: "sqlite", `SELECT 'sqlite, named pg'`: "sqlite", `SELECT 'sqlite fragment'`: "sqlite",
+	}
+	got := map[string]string{}
+	for _, s := range sites {
+		got[s.SQL] = s.Only
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the store of each text:\n got %v\nwant %v", got, want)
 	}
 }

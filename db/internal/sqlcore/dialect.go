@@ -42,7 +42,7 @@ type Dialect interface {
 	NewestSeq(ctx context.Context, t *Tx) (int64, error)
 
 	// IndexDeadLetter adds a dead letter just inserted to the full-text
-	// indexes; payloadIndexedInPart is broker.SearchTx's.
+	// indexes; PayloadIndexedInPart is broker.SearchTx's.
 	IndexDeadLetter(ctx context.Context, t *Tx, d *broker.DeadLetter) error
 	PayloadIndexedInPart(payload []byte) bool
 	// BlockStmt is the export's statement of a block of dead letters
@@ -53,7 +53,7 @@ type Dialect interface {
 	// stats_quarter, stats_hour; "" for another), a constant for each.
 	StepSeriesSQL(table string) string
 
-	// Space and giveBackPages are broker.Tx's Space and GiveBackPages.
+	// Space and GiveBackPages are broker.Tx's Space and GiveBackPages.
 	Space(ctx context.Context, t *Tx) (broker.Space, error)
 	GiveBackPages(ctx context.Context, t *Tx, pages int) (int64, error)
 
@@ -75,7 +75,7 @@ type Locks interface {
 	// to it, so that its seqs commit in order.
 	LockPartition(ctx context.Context, t *Tx, partitionID int64) error
 	// ScanWhole reports whether a scan of ready consumers reads all its
-	// rows, to lock those due afterwards (lockDue), rather than stop at
+	// rows, to lock those due afterwards (LockDue), rather than stop at
 	// the count asked for.
 	ScanWhole() bool
 	// LockDrained returns, of the consumers of group found with nothing

@@ -1,9 +1,6 @@
 package sqlcore
 
-import (
-	"strings"
-	"sync"
-)
+import "strings"
 
 // A filter's statement (the jobs', the audit's, the dead letters') has
 // as many shapes as the filter has combinations: too many to write out
@@ -12,11 +9,14 @@ import (
 // (a head, one WHERE condition, the ORDER BY and LIMIT), or a package
 // variable set by PGFrag when its PostgreSQL text is written by hand.
 // go generate ./db catalogues each fragment's PostgreSQL text beside the
-// statements (db's pg_catalog.go, testdata/pg_statements.sql), and the
-// PostgreSQL store builds a composed statement from those texts alone,
-// its parameters numbered on from one fragment to the next: a composed
-// text is read, fragment by fragment, in the tree, and one of a fragment
-// the catalog lacks is refused as an uncatalogued statement is.
+// statements (db/postgres/pg_catalog.go,
+// db/postgres/testdata/pg_statements.sql), and the PostgreSQL store
+// builds a composed statement from those texts alone, its parameters
+// numbered on from one fragment to the next: a composed text is read,
+// fragment by fragment, in the tree, and one of a fragment the catalog
+// lacks is refused as an uncatalogued statement is. A composed statement
+// goes to the store's executor whole (Tx.QueryStmt, Tx.QueryRowStmt), its
+// fragments with it.
 //
 // A Frag is only ever a constant (gensql refuses a conversion to Frag of
 // a text made at run time): a stranger's value goes in as an argument.
@@ -80,9 +80,8 @@ func (s *Stmt) Args() []any { return s.args }
 // Parts are the statement's fragments, in order.
 func (s *Stmt) Parts() []Frag { return s.parts }
 
-// SQL is the statement's text (its fragments one after the other), the
-// one the wrappers are given: each text is noted once a process with
-// its fragments (Composed), for the PostgreSQL store to compose it.
+// SQL is the statement's text (its fragments one after the other), in
+// SQLite's dialect: the one SQLite's executors run (Executor.QueryStmt).
 func (s *Stmt) SQL() string {
 	n := 0
 	for _, p := range s.parts {
@@ -93,13 +92,5 @@ func (s *Stmt) SQL() string {
 	for _, p := range s.parts {
 		b.WriteString(string(p))
 	}
-	q := b.String()
-	if _, ok := Composed.Load(q); !ok {
-		Composed.LoadOrStore(q, append([]Frag(nil), s.parts...))
-	}
-	return q
+	return b.String()
 }
-
-// Composed holds the fragments of each text Stmt.SQL made: text ->
-// []Frag. Two compositions of one text keep the first.
-var Composed sync.Map

@@ -11,10 +11,9 @@ import (
 // next statement with ctx.Err(), and a write then rolls back rather than
 // commit for nobody. A statement itself does not watch it through
 // database/sql, which starts a goroutine a query to do so (on two cores
-// it cost more than the query); a read that runs long is interrupted by
-// View's one watcher a transaction (watchCancel). The writer's statements
-// run beneath database/sql, kept prepared (rawConn); the readers' are
-// kept by go-sqlite3 (_stmt_cache_size).
+// it cost more than the query): how a store stops a read that runs long,
+// and how it keeps its statements prepared, is its executor's
+// (db/sqlite's writer.go and sqlite_tx.go, db/postgres's pg_tx.go).
 
 // Rows is a query's rows: database/sql's (*sql.Rows), the driver's
 // for the SQLite writer (*rawRows), or pgx's for a PostgreSQL write
@@ -50,9 +49,15 @@ type Executor interface {
 	// error: a store may keep it for its next round trip.
 	ExecLater(ctx context.Context, query string, args []any) error
 	// ExecUnprepared runs a statement written in the store's own
-	// dialect (its parameters the store's: dialect.param), neither kept
+	// dialect (its parameters the store's: Dialect.Param), neither kept
 	// prepared nor translated.
 	ExecUnprepared(ctx context.Context, query string, args []any) error
+	// QueryStmt and QueryRowStmt run a statement composed of fragments
+	// (Stmt), with its arguments: SQLite's executors its text (s.SQL()),
+	// PostgreSQL's the text it composes of its fragments' catalogued
+	// PostgreSQL texts (db/postgres/pg_statements.go, pgCompose).
+	QueryStmt(ctx context.Context, s *Stmt) (Rows, error)
+	QueryRowStmt(ctx context.Context, s *Stmt) Row
 }
 
 // ExecLater is Exec for a write whose answer nobody reads but its error
@@ -81,6 +86,24 @@ func (t *Tx) Query(ctx context.Context, query string, args ...any) (Rows, error)
 		return nil, err
 	}
 	return t.ex.Query(ctx, query, args)
+}
+
+// QueryStmt is Query of a statement composed of fragments (Stmt), with
+// its arguments.
+func (t *Tx) QueryStmt(ctx context.Context, s *Stmt) (Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return t.ex.QueryStmt(ctx, s)
+}
+
+// QueryRowStmt is QueryRow of a statement composed of fragments (Stmt),
+// with its arguments.
+func (t *Tx) QueryRowStmt(ctx context.Context, s *Stmt) Row {
+	if err := ctx.Err(); err != nil {
+		return errRow{err: err}
+	}
+	return t.ex.QueryRowStmt(ctx, s)
 }
 
 // QueryIDs runs a query of one integer column and returns its values in
@@ -123,7 +146,7 @@ func (t *Tx) Insert(ctx context.Context, col, query string, args ...any) (n, las
 }
 
 // ExecUnprepared runs a statement in the store's own dialect, neither
-// kept prepared nor translated (executor.execUnprepared).
+// kept prepared nor translated (Executor.ExecUnprepared).
 func (t *Tx) ExecUnprepared(ctx context.Context, query string, args ...any) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -804,7 +804,7 @@ func (t *Tx) readyConsumers(ctx context.Context, scanSQL string, queueID, groupI
 			return nil, false, err
 		}
 		read := 0
-		var due []broker.Consumer // those with a head that is due, to hold (locks.lockDue)
+		var due []broker.Consumer // those with a head that is due, to hold (Locks.LockDue)
 		for (t.locks.ScanWhole() || len(out)+len(due) < limit) && rows.Next() {
 			read++
 			var head int
@@ -1098,38 +1098,9 @@ func (t *Tx) DeleteDeadLetters(ctx context.Context, ids []int64, keep *broker.Re
 	return err
 }
 
-// Where builds the WHERE clause of a dead-letter filter. Values go in as
-// arguments, never into the SQL text.
-//
-// A transactionId names a handful of dead letters at most: its index
-// (transaction_id, failed_at, id) is the one to search, whatever else
-// the filter says. SQLite keeps no statistics here to know that, and
-// would rather walk a whole queue in failed_at order through the queue's
-// index (1M rows for one match), so the other columns are then written
-// +col, which keeps them out of index choice and leaves their meaning.
-// An error group (fingerprint) is searched the same way by its index
-// (queue_id, fingerprint, failed_at, id): the group and partition are
-// then +col, else SQLite may take (queue_id, group_id, ...) and read the
-// whole consumer group for a small error group.
-func Where(f broker.Filter) (string, []any) {
-	return WhereNamed(f, false)
-}
-
-// WhereNamed is where; named: the rows are named by something else
-// (a full-text index's docids joined by id or seq), so every column is
-// +col, out of index choice. (A text composed of the fragments of
-// AddWhere, for a test to read or run.)
-func WhereNamed(f broker.Filter, named bool) (string, []any) {
-	var s Stmt
-	AddWhere(&s, f, named)
-	if len(s.parts) == 0 {
-		return "", nil
-	}
-	return s.SQL(), s.Args()
-}
-
 // The fragments of a dead-letter filter's conditions (AddWhere); an X
-// is the column written +col, out of SQLite's index choice (Where).
+// is the column written +col, out of SQLite's index choice (AddWhere
+// says when).
 const (
 	dlOfTxid         Frag = `d.transaction_id = ?`
 	dlOfTxidX        Frag = `+d.transaction_id = ?`
@@ -1160,8 +1131,22 @@ const (
 )
 
 // AddWhere adds the conditions of a dead-letter filter to s (Cond).
-// Values go in as arguments, never into the SQL text. named is
-// WhereNamed's.
+// Values go in as arguments, never into the SQL text.
+//
+// A transactionId names a handful of dead letters at most: its index
+// (transaction_id, failed_at, id) is the one to search, whatever else
+// the filter says. SQLite keeps no statistics here to know that, and
+// would rather walk a whole queue in failed_at order through the queue's
+// index (1M rows for one match), so the other columns are then written
+// +col, which keeps them out of index choice and leaves their meaning.
+// An error group (fingerprint) is searched the same way by its index
+// (queue_id, fingerprint, failed_at, id): the group and partition are
+// then +col, else SQLite may take (queue_id, group_id, ...) and read the
+// whole consumer group for a small error group.
+//
+// named: the rows are named by something else (a full-text index's
+// docids joined by id or seq), so every column is +col, out of index
+// choice.
 func AddWhere(s *Stmt, f broker.Filter, named bool) {
 	// x reports whether column c is written +c.
 	x := func(string) bool { return false }
@@ -1254,7 +1239,7 @@ func (t *Tx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker.Page
 	if p.After == nil && p.Offset > 0 {
 		s.Add(fragOffset, p.Offset)
 	}
-	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
+	rows, err := t.QueryStmt(ctx, &s)
 	if err != nil {
 		return nil, err
 	}
@@ -1266,7 +1251,7 @@ func (t *Tx) ListDeadLetters(ctx context.Context, f broker.Filter, p broker.Page
 func (t *Tx) CountDeadLetters(ctx context.Context, f broker.Filter) (int64, error) {
 	s := deadLetterStmt(dlCount, f)
 	var n int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
+	err := t.QueryRowStmt(ctx, &s).Scan(&n)
 	return n, err
 }
 
@@ -1276,7 +1261,7 @@ func (t *Tx) CountDeadLettersUpTo(ctx context.Context, f broker.Filter, max int)
 	s := deadLetterStmt(dlCountUpToHead, f)
 	s.Add(dlCountUpToEnd, max)
 	var n int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
+	err := t.QueryRowStmt(ctx, &s).Scan(&n)
 	return n, err
 }
 
@@ -1345,12 +1330,6 @@ func AuditStmt(f broker.AuditFilter, p broker.Page) Stmt {
 	return s
 }
 
-// AuditQuery is AuditStmt's text and arguments.
-func AuditQuery(f broker.AuditFilter, p broker.Page) (string, []any) {
-	s := AuditStmt(f, p)
-	return s.SQL(), s.Args()
-}
-
 // jsonStrings is ss as a JSON array.
 func jsonStrings(ss []string) string {
 	b, _ := json.Marshal(ss) // strings always marshal
@@ -1360,7 +1339,7 @@ func jsonStrings(ss []string) string {
 // ListAudit runs AuditStmt: newest first by the primary key.
 func (t *Tx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page) ([]broker.AuditEntry, error) {
 	s := AuditStmt(f, p)
-	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
+	rows, err := t.QueryStmt(ctx, &s)
 	if err != nil {
 		return nil, err
 	}

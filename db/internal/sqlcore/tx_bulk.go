@@ -23,8 +23,9 @@ const deadLetterKeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.g
 	COALESCE(length(m.payload), length(d.payload), 0)
 	FROM dead_letters d LEFT JOIN messages m ON m.seq = d.seq`
 
-func scanKeys(ctx context.Context, t *Tx, query string, args ...any) ([]broker.DeadLetterKey, error) {
-	rows, err := t.Query(ctx, query, args...)
+// scanKeys reads the keys a query of deadLetterKeySelect's columns
+// returned (rows), or err, the query's.
+func scanKeys(rows Rows, err error) ([]broker.DeadLetterKey, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func (t *Tx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]
 	if !f.Indexed() || f.Floor != nil || f.Window != nil {
 		s := deadLetterStmt(dlKeys, f)
 		s.Add(dlNewestFirst, limit)
-		return scanKeys(ctx, t, s.SQL(), s.Args()...)
+		return scanKeys(t.QueryStmt(ctx, &s))
 	}
 	var out []broker.DeadLetterKey
 	for i, ph := range ExportPhases(f) {
@@ -69,7 +70,7 @@ func (t *Tx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]
 			ph.exceptIDs = IntsJSON(ids)
 		}
 		s := IndexStmt(ph, 0, limit-len(out))
-		keys, err := scanKeys(ctx, t, s.SQL(), s.Args()...)
+		keys, err := scanKeys(t.QueryStmt(ctx, &s))
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +86,7 @@ func (t *Tx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, boo
 	s := deadLetterStmt(dlNewestFailure, f)
 	s.Add(dlFirst)
 	var at int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&at)
+	err := t.QueryRowStmt(ctx, &s).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}
@@ -96,7 +97,7 @@ func (t *Tx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, boo
 func (t *Tx) CountDeadLettersAbove(ctx context.Context, f broker.Filter, b broker.Bound, exceptJob int64) (int64, error) {
 	s := CountAboveStmt(f, b, exceptJob)
 	var n int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
+	err := t.QueryRowStmt(ctx, &s).Scan(&n)
 	return n, err
 }
 
@@ -117,12 +118,6 @@ func CountAboveStmt(f broker.Filter, b broker.Bound, exceptJob int64) Stmt {
 	s.Add(dlAboveEnd)
 	AddWhere(&s, f, false)
 	return s
-}
-
-// CountAbove is CountAboveStmt's text and arguments.
-func CountAbove(f broker.Filter, b broker.Bound, exceptJob int64) (string, []any) {
-	s := CountAboveStmt(f, b, exceptJob)
-	return s.SQL(), s.Args()
 }
 
 // The fragments of CountAboveStmt, DeadLetterKeys, NewestFailure and
@@ -146,7 +141,7 @@ func (t *Tx) CountDeadLetterMessages(ctx context.Context, f broker.Filter) (int6
 	}
 	s := deadLetterStmt(dlCountMessages, f)
 	var n int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&n)
+	err := t.QueryRowStmt(ctx, &s).Scan(&n)
 	return n, err
 }
 
@@ -156,7 +151,7 @@ func (t *Tx) DeadLetterKeysOf(ctx context.Context, seqs []int64) ([]broker.DeadL
 	if len(seqs) == 0 {
 		return nil, nil
 	}
-	return scanKeys(ctx, t, deadLetterKeySelect+` WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.id`, IntsJSON(seqs))
+	return scanKeys(t.Query(ctx, deadLetterKeySelect+` WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.seq, d.id`, IntsJSON(seqs)))
 }
 
 // PushCopies writes messages (one a copy, ON CONFLICT of

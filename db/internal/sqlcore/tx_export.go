@@ -15,7 +15,7 @@ import (
 // A filter with no full-text condition is ListDeadLetters' keyset page
 // (the same WHERE and ORDER BY, the same indexes: see TestExportPlans).
 // One with free text or a field filter's words is driven by a full-text
-// index instead (exportIndexQuery): matching the whole search and
+// index instead (IndexStmt): matching the whole search and
 // sorting it by failure time again for every page made an export of n
 // matches cost n²; the index hands its matches over in docid order, from
 // the cursor's docid down, without a sort, and the page stops at its
@@ -37,7 +37,7 @@ func (t *Tx) exportByList(ctx context.Context, f broker.Filter, after *broker.Ex
 		cur = after.After
 	}
 	s := ExportStmt(f, cur, limit)
-	out, err := t.exportRows(ctx, s.SQL(), s.Args(), maxBytes)
+	out, err := t.exportRows(ctx, &s, maxBytes)
 	if err != nil || len(out) == 0 {
 		return nil, nil, err
 	}
@@ -112,7 +112,7 @@ func (t *Tx) readBlock(ctx context.Context, ph ExportPhase, cur *broker.ExportCu
 func (t *Tx) exportFromBlock(ctx context.Context, ph ExportPhase, cur *broker.ExportCursor, limit int, maxBytes int64) ([]broker.DeadLetter, error) {
 	take := cur.Pending[:min(len(cur.Pending), limit)]
 	s := t.d.BlockStmt(ph, take, limit)
-	out, err := t.exportRows(ctx, s.SQL(), s.Args(), maxBytes)
+	out, err := t.exportRows(ctx, &s, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (t *Tx) cutAtDoc(ctx context.Context, ph ExportPhase, out []broker.DeadLett
 		return out[:keep], out[keep-1].Seq, nil
 	}
 	s := t.d.BlockStmt(ph, []int64{doc}, -1)
-	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
+	rows, err := t.QueryStmt(ctx, &s)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -214,9 +214,10 @@ var errorMatchesQuery = PGQuery(`SELECT docid FROM dead_letter_errors WHERE matc
 	`SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors)
 		AND docid IN (SELECT d.id FROM json_array_elements_text(CAST(? AS json)) k(value) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT))`)
 
-// exportRows reads the rows of a page query until they add up to maxBytes.
-func (t *Tx) exportRows(ctx context.Context, q string, args []any, maxBytes int64) ([]broker.DeadLetter, error) {
-	rows, err := t.Query(ctx, q, args...)
+// exportRows reads the rows of a page's statement until they add up to
+// maxBytes.
+func (t *Tx) exportRows(ctx context.Context, s *Stmt, maxBytes int64) ([]broker.DeadLetter, error) {
+	rows, err := t.QueryStmt(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -297,12 +298,6 @@ func IndexStmt(ph ExportPhase, below int64, limit int) Stmt {
 	return s
 }
 
-// IndexQuery is IndexStmt's text and arguments.
-func IndexQuery(ph ExportPhase, below int64, limit int) (string, []any) {
-	s := IndexStmt(ph, below, limit)
-	return s.SQL(), s.Args()
-}
-
 // The fragments of IndexStmt, ExportStmt and BlockStmt.
 const (
 	idxKeysOfErrors   Frag = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0, d.fingerprint, 0 FROM dead_letter_errors t CROSS JOIN dead_letters d ON d.id = t.docid`
@@ -324,12 +319,6 @@ func ExportStmt(f broker.Filter, after *broker.Cursor, limit int) Stmt {
 	}
 	s.Add(dlNewestFirst, limit)
 	return s
-}
-
-// ExportQuery is ExportStmt's text and arguments.
-func ExportQuery(f broker.Filter, after *broker.Cursor, limit int) (string, []any) {
-	s := ExportStmt(f, after, limit)
-	return s.SQL(), s.Args()
 }
 
 // BlockStmt is a store's statement of a block of dead letters in the

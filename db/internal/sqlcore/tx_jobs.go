@@ -79,7 +79,7 @@ func JobsStmt(f broker.JobFilter, p broker.Page) Stmt {
 // Jobs reads JobsStmt. The table holds one row per person's bulk action.
 func (t *Tx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) ([]broker.Job, error) {
 	s := JobsStmt(f, p)
-	rows, err := t.Query(ctx, s.SQL(), s.Args()...)
+	rows, err := t.QueryStmt(ctx, &s)
 	if err != nil {
 		return nil, err
 	}

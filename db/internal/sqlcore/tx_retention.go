@@ -480,7 +480,7 @@ const (
 			WHERE seq IN (SELECT value FROM json_each(?1)) AND payload IS NULL`
 	// A deleted dead letter's record keeps its message's payload only
 	// while it can be restored (restore_until > 0, not restored): an
-	// expired record (db/tx_expire.go) and one whose restore window
+	// expired record (tx_expire.go) and one whose restore window
 	// ended (EndRestoreWindows) had theirs cut on purpose, and get only
 	// the push time, which their history needs.
 	CopyToRemovedSQL = `UPDATE removed_dead_letters SET

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -264,7 +263,7 @@ func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *bro
 	s.Add(dlFirst)
 	s.Add(fragOffset, n-1)
 	var at, id int64
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&at, &id)
+	err := t.QueryRowStmt(ctx, &s).Scan(&at, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return broker.Cursor{}, false, nil
 	}
@@ -282,7 +281,7 @@ func (t *Tx) DeadLetterWindow(ctx context.Context, f broker.Filter, above, floor
 	}
 	s := WindowStmt(f, above, floor)
 	var out broker.MatchWindow
-	err := t.QueryRow(ctx, s.SQL(), s.Args()...).Scan(&out.Rows, &out.MinID, &out.MaxID, &out.MinSeq, &out.MaxSeq)
+	err := t.QueryRowStmt(ctx, &s).Scan(&out.Rows, &out.MinID, &out.MaxID, &out.MinSeq, &out.MaxSeq)
 	return out, err
 }
 
@@ -303,20 +302,6 @@ func WindowStmt(f broker.Filter, above, floor *broker.Cursor) Stmt {
 		s.Cond(dlFrom, MS(floor.At), floor.ID)
 	}
 	return s
-}
-
-// WindowQuery is WindowStmt's text and arguments.
-func WindowQuery(f broker.Filter, above, floor *broker.Cursor) (string, []any) {
-	s := WindowStmt(f, above, floor)
-	return s.SQL(), s.Args()
-}
-
-// AndWhere adds cond to a WHERE clause of where (maybe empty).
-func AndWhere(w, cond string) string {
-	if strings.TrimSpace(w) == "" {
-		return " WHERE " + cond
-	}
-	return w + " AND " + cond
 }
 
 // FTSMatch is a full-text match expression (broker.TextMatch's form:

@@ -13,8 +13,8 @@
 -- "used by" names the functions that run a statement; "from", the
 -- package variable it is read from. A text picked at run time among
 -- constants (an if, a switch, a table of them) is listed once for each.
--- A statement of SQLite's store only (run by a method of a type of
--- db/sqlite, or a text one returns) has no PostgreSQL text.
+-- A statement of SQLite's store only (run by a function or method of
+-- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
 -- 342 statements (19 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 89 fragments (sqlcore.Frag) of which the 14
@@ -190,7 +190,7 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 ;
 
 -- used by: Tx.Consumer
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE
 -- postgres (translated):
@@ -205,7 +205,7 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 ;
 
 -- used by: Tx.ConsumerByLease
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
 -- postgres (translated):
@@ -220,7 +220,7 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 ;
 
 -- used by: Tx.ConsumerByLease
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE
 -- postgres (translated):
@@ -239,7 +239,7 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 ;
 
 -- used by: Tx.ConsumersBySharedLease
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
 --   	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
@@ -1807,7 +1807,7 @@ SELECT EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND partition_id = $2 AND t
 -- postgres: none
 
 -- used by: Tx.Series
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
 --   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
@@ -1832,7 +1832,7 @@ SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
 -- postgres: none
 
 -- used by: Tx.Series
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
 --   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
@@ -1857,7 +1857,7 @@ SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
 -- postgres: none
 
 -- used by: Tx.Series
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
 --   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
@@ -3211,7 +3211,7 @@ DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WH
 ;
 
 -- used by: pgDialect.ExpectOutcomes
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   WITH noted AS (
 --   			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
@@ -3233,7 +3233,7 @@ WITH noted AS (
 ;
 
 -- used by: pgDialect.FoldLock
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT c.partition_id, c.group_id FROM consumers c
 --   			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
@@ -3245,7 +3245,7 @@ SELECT c.partition_id, c.group_id FROM consumers c
 ;
 
 -- used by: pgDialect.FoldLock
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
 -- postgres (translated):
@@ -3253,7 +3253,7 @@ SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SK
 ;
 
 -- used by: pgDialect.ImportSeq
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
 -- postgres (translated):
@@ -3261,7 +3261,7 @@ SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
 ;
 
 -- used by: pgDialect.IndexDeadLetter
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))
 -- postgres (translated):
@@ -3269,7 +3269,7 @@ INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES ($1, CAST($2 A
 ;
 
 -- used by: pgDialect.IndexDeadLetter
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES (?, CAST(? AS tsvector))
 -- postgres (translated):
@@ -3277,7 +3277,7 @@ INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES ($1, CAST(
 ;
 
 -- used by: pgDialect.IndexDeadLetter
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
 --   		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
@@ -3287,7 +3287,7 @@ SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.p
 ;
 
 -- used by: pgDialect.InsertMessages
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 --   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
@@ -3309,7 +3309,7 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 ;
 
 -- used by: pgDialect.InsertMessages
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 --   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
@@ -3329,7 +3329,7 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 ;
 
 -- used by: pgDialect.PushCopies
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 --   		SELECT c.part, c.txid,
@@ -3349,7 +3349,7 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 ;
 
 -- used by: pgDialect.Space
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT current_setting('block_size')::bigint,
 --   	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
@@ -3363,6 +3363,7 @@ SELECT current_setting('block_size')::bigint,
 ;
 
 -- used by: pgMessagesByKey
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
 --   	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?::bigint[], ?::text[]))
@@ -3372,6 +3373,7 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM mes
 ;
 
 -- used by: pgRebuildTextIndex
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   DELETE FROM dead_letter_errors
 -- postgres (translated):
@@ -3379,6 +3381,7 @@ DELETE FROM dead_letter_errors
 ;
 
 -- used by: pgRebuildTextIndex
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   DELETE FROM dead_letter_payloads
 -- postgres (translated):
@@ -3386,6 +3389,7 @@ DELETE FROM dead_letter_payloads
 ;
 
 -- used by: pgRebuildTextIndex
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO dead_letter_errors (docid, dead_letter_errors)
 --   		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e
@@ -3395,6 +3399,7 @@ INSERT INTO dead_letter_errors (docid, dead_letter_errors)
 ;
 
 -- used by: pgRebuildTextIndex
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
 --   		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e
@@ -3404,6 +3409,7 @@ INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
 ;
 
 -- used by: pgRebuildTextIndex
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?
 -- postgres (translated):
@@ -3411,6 +3417,7 @@ SELECT id, error FROM dead_letters WHERE id > $1 ORDER BY id LIMIT $2
 ;
 
 -- used by: pgRebuildTextIndex
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
 --   			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
@@ -3422,7 +3429,7 @@ SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
 ;
 
 -- used by: pgRowLocks.LockDrained
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
 --   				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
@@ -3434,7 +3441,7 @@ SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.i
 ;
 
 -- used by: pgRowLocks.LockDue
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
 --   		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
@@ -3450,7 +3457,7 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 ;
 
 -- used by: pgRowLocks.LockPartition
--- runs on PostgreSQL only (a pg… type's)
+-- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT id FROM partitions WHERE id = ? FOR UPDATE
 -- postgres (translated):
@@ -3526,20 +3533,20 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- postgres: none
 
 -- Fragments: 89, of which these 14 calls compose their statements.
---   Tx.CountDeadLetterMessages: QueryRow(s.SQL())
---   Tx.CountDeadLetters: QueryRow(s.SQL())
---   Tx.CountDeadLettersAbove: QueryRow(s.SQL())
---   Tx.CountDeadLettersUpTo: QueryRow(s.SQL())
---   Tx.DeadLetterKeys: scanKeys(s.SQL())
---   Tx.DeadLetterPosition: QueryRow(s.SQL())
---   Tx.DeadLetterWindow: QueryRow(s.SQL())
---   Tx.Jobs: Query(s.SQL())
---   Tx.ListAudit: Query(s.SQL())
---   Tx.ListDeadLetters: Query(s.SQL())
---   Tx.NewestFailure: QueryRow(s.SQL())
---   Tx.cutAtDoc: Query(s.SQL())
---   Tx.exportByList: exportRows(s.SQL())
---   Tx.exportFromBlock: exportRows(s.SQL())
+--   Tx.CountDeadLetterMessages: QueryRowStmt(&s)
+--   Tx.CountDeadLetters: QueryRowStmt(&s)
+--   Tx.CountDeadLettersAbove: QueryRowStmt(&s)
+--   Tx.CountDeadLettersUpTo: QueryRowStmt(&s)
+--   Tx.DeadLetterKeys: QueryStmt(&s)
+--   Tx.DeadLetterPosition: QueryRowStmt(&s)
+--   Tx.DeadLetterWindow: QueryRowStmt(&s)
+--   Tx.Jobs: QueryStmt(&s)
+--   Tx.ListAudit: QueryStmt(&s)
+--   Tx.ListDeadLetters: QueryStmt(&s)
+--   Tx.NewestFailure: QueryRowStmt(&s)
+--   Tx.cutAtDoc: QueryStmt(&s)
+--   Tx.exportByList: exportRows(&s)
+--   Tx.exportFromBlock: exportRows(&s)
 
 -- fragment: FragAnd
 -- sqlite:
