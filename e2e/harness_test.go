@@ -66,6 +66,13 @@ type app struct {
 // newApp starts a server for one test; it stops when the test ends.
 func newApp(t *testing.T) *app {
 	t.Helper()
+	return newAppFilled(t, nil)
+}
+
+// newAppFilled is newApp with fill run on the store before the broker and
+// the server start: for fixtures written around the broker.
+func newAppFilled(t *testing.T, fill func(d *db.DB, clk *clock)) *app {
+	t.Helper()
 	if startErr != nil {
 		t.Fatalf("no browser: %v", startErr)
 	}
@@ -83,6 +90,9 @@ func newApp(t *testing.T) *app {
 		}
 	})
 	clk := &clock{}
+	if fill != nil {
+		fill(d, clk)
+	}
 	b := broker.New(broker.Config{Store: d, Logger: log, Clock: clk})
 	srv := &http.Server{
 		Handler: web.New(web.Config{
