@@ -431,5 +431,3 @@ func TestManagerWatchesTheCharts(t *testing.T) {
 	v.noOperatorControls("charts")
 }
 
-// firstErr is the error of a call that returns a value and an error.
-func firstErr[T any](_ T, err error) error { return err }
