@@ -430,4 +430,3 @@ func TestManagerWatchesTheCharts(t *testing.T) {
 	v.see(v.id("chart-depth").GetByTestId("chart-empty"), "the emails depth chart's empty state")
 	v.noOperatorControls("charts")
 }
-
