@@ -109,6 +109,11 @@ type Job struct {
 	RecentN      int
 	UndoOf       int64 // a restore: the delete job it undoes
 	UndoneBy     int64 // a delete: the restore job that undid it
+	// Canary, of a replay: its first step (nil: none). Stored as JSON.
+	Canary *JobCanary
+	// Duplicates, of a replay: copies that were there already (counted in
+	// Done: nothing new was made for them).
+	Duplicates int64
 }
 
 // Finished reports whether the job will do nothing more.

@@ -38,7 +38,9 @@ type JobRequest struct {
 	// message's own partition (nil or empty: there).
 	Destination *Destination
 	Rate        int // messages (a delete: dead letters) a second at most; 0 no limit
-	Actor       string
+	// Canary, on a replay: begin with a few drawn at random (nil: none).
+	Canary *Canary
+	Actor  string
 	// Queue names the queue of a job by ids for the list of jobs (the
 	// page it was started from); a filter's queue is its own.
 	Queue string
