@@ -113,6 +113,7 @@ var tests = []test{
 	{"CanaryIsValidated", testCanaryIsValidated},
 	{"JobCountsDuplicates", testJobCountsDuplicates},
 	{"CanaryRunnerGoesOnOnceCopiesSettle", testCanaryRunnerGoesOnOnceCopiesSettle},
+	{"CanaryCopySettledIsNewsForTheRunner", testCanaryCopySettledIsNewsForTheRunner},
 	{"ReplayJobAutoPauseIsTold", testReplayJobAutoPauseIsTold},
 	{"DeleteCanBeUndoneWithinTheWindowOnly", testDeleteCanBeUndoneWithinTheWindowOnly},
 	{"ReplayToOwnGroupLeavesOtherGroupsDeadLetters", testReplayToOwnGroupLeavesOtherGroupsDeadLetters},
