@@ -131,7 +131,8 @@ var keptOptions = map[string]keptKind{
 func KnownOptions() []string {
 	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing", "replayPausePercent", "replayPauseWindow",
 		"completedRetentionSeconds", "retentionSeconds", "deadLetterRetentionSeconds",
-		"retryBackoff", "retryDelayMax", "maxReplays", "deadLetterArchive"}
+		"retryBackoff", "retryDelayMax", "maxReplays", "deadLetterArchive",
+		"holdAfterFailures", "holdProbeSeconds"}
 	for k := range keptOptions {
 		names = append(names, k)
 	}
@@ -270,6 +271,10 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 			err = intOpt(name, v, 0, 1000, &o.MaxReplays)
 		case "deadLetterArchive":
 			err = boolOpt(name, v, &o.DeadLetterArchive)
+		case "holdAfterFailures":
+			err = intOpt(name, v, 0, MaxHoldAfterFailures, &o.HoldAfterFailures)
+		case "holdProbeSeconds":
+			err = intOpt(name, v, 1, MaxHoldProbeSeconds, &o.HoldProbeSeconds)
 		default:
 			kind, ok := keptOptions[name]
 			if !ok {
