@@ -219,6 +219,9 @@ func (b *Broker) Release(ctx context.Context, id int64, actor string) (Hold, err
 		if h.Waiting, err = holdWaiting(ctx, tx, h, now); err != nil {
 			return err
 		}
+		if err := probeOf(ctx, tx, &h, now); err != nil {
+			return err
+		}
 		h.ReleasedBy, h.ReleasedAt = actor, now
 		detail := fmt.Sprintf("released after %s; %d messages waiting", now.Sub(h.Since).Round(time.Second), h.Waiting)
 		if err := audit(ctx, tx, now, actor, AuditHoldRelease, h.Queue, h.Group, int(h.Waiting), detail); err != nil {
