@@ -95,7 +95,7 @@ func TestConfigureBreakerOptions(t *testing.T) {
 		`{"holdAfterFailures":-1}`, `{"holdAfterFailures":1000001}`, `{"holdAfterFailures":"5"}`, `{"holdAfterFailures":2.5}`,
 		`{"holdProbeSeconds":0}`, `{"holdProbeSeconds":86401}`, `{"holdProbeSeconds":true}`,
 	} {
-		name := body[2:strings.Index(body[2:], `"`)+2]
+		name := body[2 : strings.Index(body[2:], `"`)+2]
 		s.call("POST", "/api/v1/configure", `{"queue":"q","options":`+body+`}`).wantError(http.StatusBadRequest, "option "+name)
 	}
 	raw := s.call("GET", "/api/v1/resources/queues/q", "").want(http.StatusOK)
