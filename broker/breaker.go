@@ -124,6 +124,23 @@ func probeOf(ctx context.Context, tx Tx, h *Hold, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("holds: queue: %w", err)
 	}
+	return probeIn(ctx, tx, h, q, now)
+}
+
+// withProbes fills the probes of the breaker's holds among hs, holds of
+// q (probeOf), and returns hs.
+func withProbes(ctx context.Context, tx ConsumerTx, hs []Hold, q Queue, now time.Time) ([]Hold, error) {
+	for i := range hs {
+		if hs[i].Kind == HoldBreaker {
+			if err := probeIn(ctx, tx, &hs[i], q, now); err != nil {
+				return hs, err
+			}
+		}
+	}
+	return hs, nil
+}
+
+func probeIn(ctx context.Context, tx ConsumerTx, h *Hold, q Queue, now time.Time) error {
 	h.ProbeSeconds = q.Options.HoldProbeSeconds
 	if h.ProbeSeq == 0 {
 		return nil
