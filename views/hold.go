@@ -32,7 +32,7 @@ type HoldNote struct {
 type HoldForm struct {
 	PostURL   string
 	Queue     string
-	Back      string // the page to come back to, after the hold or a release
+	Back      string   // the page to come back to, after the hold or a release
 	Groups    []string // the queue's consumer groups, to choose from
 	CSRFToken string
 }

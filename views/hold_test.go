@@ -27,7 +27,7 @@ func holdForm(operate bool, back string) views.HoldForm {
 }
 
 func testText(d *goquery.Document, id string) string {
-	return strings.Join(strings.Fields(d.Find(`[data-testid="` + id + `"]`).Text()), " ")
+	return strings.Join(strings.Fields(d.Find(`[data-testid="`+id+`"]`).Text()), " ")
 }
 
 // The banner says what is held, by whom, why, since when and what waits;
