@@ -474,6 +474,26 @@ type BulkConfirm struct {
 	Untouched []string
 }
 
+// Canary defaults, as the bulk replay's confirmation offers them (SPEC
+// section 4): on above CanaryAbove dead letters.
+const (
+	CanaryAbove         = 100
+	CanaryCount         = 5
+	CanarySettleSeconds = 120
+	CanaryMaxFailed     = 0
+)
+
+// CanaryOn reports whether the confirmation offers the canary ticked:
+// above CanaryAbove dead letters, as it counts them (DeadLetters, for a
+// replay by filter; else Count).
+func (v BulkConfirm) CanaryOn() bool {
+	n := v.DeadLetters
+	if n == 0 {
+		n = v.Count
+	}
+	return n > CanaryAbove
+}
+
 // BulkResult reports a bulk action.
 type BulkResult struct {
 	Action  string
