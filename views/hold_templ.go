@@ -125,7 +125,7 @@ func holdBanner(h HoldNote, f HoldForm, now time.Time) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "><span class=\"hold-icon\" aria-hidden=\"true\">⏸</span><div class=\"hold-text\"><p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "><span class=\"hold-icon\" aria-hidden=\"true\"></span><div class=\"hold-text\"><p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -464,12 +464,12 @@ func holdBadge(h HoldNote, now time.Time) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if h.Breaker {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "⏸ held by the circuit breaker")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "held by the circuit breaker")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "⏸ held")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "held")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
