@@ -46,7 +46,7 @@ type AckResult struct {
 func (b *Broker) Ack(ctx context.Context, a Ack) (AckResult, error) {
 	var res AckResult
 	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {
-		k := newAcker(tx, b.now(), touched, o)
+		k := b.newAcker(tx, b.now(), touched, o)
 		var err error
 		if res, err = k.ack(ctx, a); err != nil {
 			return err
@@ -71,7 +71,7 @@ func (b *Broker) AckBatch(ctx context.Context, group string, acks []Ack) ([]AckR
 	// Marked Concurrent or not, as Ack.
 	var out []AckResult
 	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {
-		k := newAcker(tx, b.now(), touched, o)
+		k := b.newAcker(tx, b.now(), touched, o)
 		out = make([]AckResult, len(acks))
 		for i, a := range acks {
 			if a.Group == "" {
@@ -98,6 +98,7 @@ func refuse(txid string, kind error, format string, args ...any) AckResult {
 // statements rather than a few per ack. Every ack sees what the ones
 // before it did, as if each had been written at once.
 type acker struct {
+	b       *Broker // its events (raise)
 	tx      Tx
 	now     time.Time
 	touched func(string)
@@ -121,8 +122,8 @@ type ackState struct {
 	next   int // msgs[:next] are at or behind the cursor (it only moves on)
 }
 
-func newAcker(tx Tx, now time.Time, touched func(string), o UpdateOptions) *acker {
-	return &acker{tx: tx, now: now, touched: touched, o: o, states: map[[2]int64]*ackState{}}
+func (b *Broker) newAcker(tx Tx, now time.Time, touched func(string), o UpdateOptions) *acker {
+	return &acker{b: b, tx: tx, now: now, touched: touched, o: o, states: map[[2]int64]*ackState{}}
 }
 
 // state returns the consumer of a partition and group, loading it.
@@ -497,7 +498,7 @@ func (s *settler) replayOutcome(ctx context.Context, m Message, ok bool) error {
 	if s.k.o.Concurrent && IsReplayTransaction(m.TransactionID) {
 		return errPlainWrite // its job's row is read, then written
 	}
-	counted, err := settleCopy(ctx, s.tx, m, s.c.GroupID, ok, s.now, s.k.touched)
+	counted, err := settleCopy(ctx, s.tx, m, s.c.GroupID, ok, s.now, s.k.touched, s.k.b.raiser(s.tx))
 	if err != nil || !counted {
 		return err
 	}

@@ -48,17 +48,16 @@ type JobCanary struct {
 	Until   time.Time    `json:"until"` // settling: the deadline
 	Copies  []CanaryCopy `json:"copies"`
 	Reason  string       `json:"reason,omitempty"` // failed: in words
+	// Seed is the job's draw (taken of Config.Rand once, as the job
+	// starts): a draw made in a transaction run twice draws the same.
+	Seed uint64 `json:"seed,omitempty"`
 }
 
-// Failed counts the copies that failed again.
+// Failed counts the copies that failed again: a copy that failed in any
+// group it went to (or was not settled by the deadline) counts once.
 func (c *JobCanary) Failed() int {
-	n := 0
-	for _, cp := range c.Copies {
-		if cp.Outcome == "failed" {
-			n++
-		}
-	}
-	return n
+	_, failed, _ := c.tally()
+	return failed
 }
 
 // JobCanaryJSON is the canary as stored ("" none): for stores.

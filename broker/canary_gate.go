@@ -1,7 +1,78 @@
 package broker
 
-// canaryHead hands a held group's canary copy when it is first in line in
-// its partition; it reports whether it handed one. (Not built yet.)
-func (r *popRun) canaryHead(_ Queue, _ HoldSet) (bool, error) {
+import "fmt"
+
+// canaryHead hands a held group's canary copy when it is first in line
+// in its partition (SPEC section 4; the plan's decision 1): the copy of a
+// replay job whose canary is settling, that replaced a dead letter of
+// this group, and that is the next message the group would be handed
+// there (no lease live, no retry delay, no windowBuffer pending, only
+// copies for other groups before it). It goes alone (batch 1) under the
+// pop's usual lease (or autoAck); nothing behind it passes. A canary
+// copy behind held messages waits (and counts as unsettled at its
+// canary's deadline). It reports whether it handed one. It reads the
+// running jobs (one statement) only while the group is held.
+func (r *popRun) canaryHead(q Queue, _ HoldSet) (bool, error) {
+	ctx, tx := r.ctx, r.tx
+	jobs, err := tx.Jobs(ctx, JobFilter{State: JobRunning, Kind: JobReplay}, Page{Limit: MaxPageSize})
+	if err != nil {
+		return false, fmt.Errorf("pop: canary jobs: %w", err)
+	}
+	tried := map[int64]bool{} // partitions looked at
+	for _, j := range jobs {
+		c := j.Canary
+		if c == nil || c.State != CanarySettling {
+			continue
+		}
+		for _, cp := range c.Copies {
+			if cp.Queue != q.Name || cp.Group != r.req.Group || cp.Outcome != CanaryPending {
+				continue
+			}
+			if r.req.Partition != "" && cp.Partition != r.req.Partition {
+				continue
+			}
+			part, err := tx.PartitionByName(ctx, q.ID, cp.Partition)
+			if isNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return false, fmt.Errorf("pop: partition: %w", err)
+			}
+			if tried[part.ID] {
+				continue
+			}
+			tried[part.ID] = true
+			handed, err := r.canaryAt(q, part, cp.Seq)
+			if handed || err != nil {
+				return handed, err
+			}
+		}
+	}
 	return false, nil
+}
+
+// canaryAt hands the copy seq when it is the group's head in part.
+func (r *popRun) canaryAt(q Queue, part Partition, seq int64) (bool, error) {
+	ctx, tx, now := r.ctx, r.tx, r.now
+	c, err := tx.Consumer(ctx, part.ID, r.gid)
+	if err != nil {
+		return false, fmt.Errorf("pop: consumer: %w", err)
+	}
+	if c.leaseLive(now) || c.AvailableAt.After(now) || c.Cursor >= seq {
+		return false, nil
+	}
+	if end, err := windowEnd(ctx, tx, q, part.ID); err != nil {
+		return false, fmt.Errorf("pop: %w", err)
+	} else if end.After(now) {
+		return false, nil
+	}
+	ps := passer{tx: tx, gid: r.gid, budget: passBudget}
+	msgs, _, _, _, err := ps.take(ctx, &c, 1, q.Options.Delay(), now)
+	if err != nil {
+		return false, fmt.Errorf("pop: %w", err)
+	}
+	if len(msgs) != 1 || msgs[0].Seq != seq {
+		return false, nil // something of the group's is before it: it waits
+	}
+	return true, r.hand(q, part, &c, msgs)
 }

@@ -20,7 +20,17 @@ type Event struct {
 const (
 	EventHoldStarted  = "hold.started"
 	EventHoldReleased = "hold.released"
+	// EventJobPaused: a replay job paused itself, its canary having
+	// failed or too many of its copies failing again (Detail: the
+	// reason, "canary: …" or "paused itself: …").
+	EventJobPaused = "job.paused"
 )
+
+// raiser is raise bound to tx, for functions that take a narrower
+// transaction.
+func (b *Broker) raiser(tx Tx) func(Event) error {
+	return func(e Event) error { return b.raise(tx, e) }
+}
 
 // raise tells e once tx has committed (never when it does not): to
 // Config.OnEvent, when one was given.

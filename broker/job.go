@@ -214,4 +214,17 @@ type JobTx interface {
 	// group (made by ExpectReplayOutcomes; none, as after the job was
 	// swept, is not an error: nothing is counted).
 	SettleJobCopy(ctx context.Context, jobID, groupID int64, ok bool) error
+	// CopyOutcomes reads the outcomes of the copies copySeqs in each
+	// group whose dead letter they replaced (replay_outcomes by its
+	// primary key's prefix), by copy seq then group name, each with the
+	// group's name and, when the copy is that group's dead letter now,
+	// its error; none: empty. A canary's settling reads it (at most
+	// MaxCanaryCount copies).
+	CopyOutcomes(ctx context.Context, copySeqs []int64) ([]CanaryOutcome, error)
+	// DrawDeadLetterKeys reads the keys (without their messages' times
+	// and sizes, as DeadLetterKeys) of the dead letters at d.Ranks of
+	// d.Filter's rows numbered newest failure first from 0, in rank
+	// order: one statement that reads the filter's rows once (a walk of
+	// its index) and locks nothing; a rank past the end names nothing.
+	DrawDeadLetterKeys(ctx context.Context, d DrawKeys) ([]DeadLetterKey, error)
 }

@@ -81,6 +81,16 @@ func (r *JobRequest) validate() error {
 	if r.Group != "" && (r.Query != nil || (r.Kind == JobReplay && r.Mode != ReplayOwnGroup)) {
 		return errorf(ErrInvalid, "a consumer group goes with ids on a delete or a replay to its own group; a filter names its own")
 	}
+	if r.Canary != nil {
+		if r.Kind != JobReplay {
+			return errorf(ErrInvalid, "a canary goes with a replay")
+		}
+		c := *r.Canary
+		if err := c.validate(); err != nil {
+			return err
+		}
+		r.Canary = &c
+	}
 	if r.Rate < 0 || r.Rate > MaxJobRate {
 		return errorf(ErrInvalid, "rate must be between 0 (no limit) and %d a second", MaxJobRate)
 	}
@@ -112,6 +122,10 @@ func (j Job) PlannedUnit() string {
 func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 	if err := r.validate(); err != nil {
 		return Job{}, err
+	}
+	var seed uint64
+	if r.Canary != nil {
+		seed = b.seed() // once: the transaction may run twice
 	}
 	var j Job
 	err := b.update(ctx, func(tx Tx, touched func(string)) (err error) {
@@ -154,6 +168,15 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 		}
 		if j.Kind == JobReplay && j.Scope.Mode == ReplayOwnGroup {
 			j.Description += ", each to the group that gave up on it only"
+		}
+		if c := r.Canary; c != nil {
+			j.Canary = &JobCanary{Canary: *c, State: CanaryDrawn, DrawnAt: now, Seed: seed}
+			if len(j.Scope.IDs) > 0 {
+				// The draw, by ids: those drawn go first, so that the
+				// canary is the first chunk and nothing is done twice.
+				j.Scope.IDs = canaryFirst(j.Scope.IDs, j.Canary)
+			}
+			j.Description += fmt.Sprintf(", beginning with a canary of %d drawn at random (settling up to %d s, at most %d failing again)", c.Count, c.SettleSeconds, c.MaxFailed)
 		}
 		if j.Scope.Force {
 			j.Description += ", forced past the replay cap (maxReplays)"
@@ -473,11 +496,23 @@ func (b *Broker) RunJobs(ctx context.Context) {
 		fails int
 	}
 	paces := map[int64]*pace{}
+	// changed: news of the jobs since the last look, which a canary copy
+	// settling is (settleCopy): a settling canary is looked at then,
+	// whatever its pace (its deadline).
+	var changed <-chan struct{}
 	for {
 		// Watched before the look, so that no news between the look and
 		// the wait is missed: a job started or changed by another process
 		// on the same store comes as news (Notifier).
-		news := b.watch(jobNews)
+		woken := changed == nil
+		if !woken {
+			select {
+			case <-changed:
+				woken = true
+			default:
+			}
+		}
+		changed = b.watch(jobNews)
 		var running []Job
 		err := b.store.View(ctx, func(tx Tx) (err error) {
 			running, err = tx.Jobs(ctx, JobFilter{State: JobRunning}, Page{Limit: MaxPageSize})
@@ -502,7 +537,7 @@ func (b *Broker) RunJobs(ctx context.Context) {
 				p = &pace{next: now}
 				paces[j.ID] = p
 			}
-			if d := time.Until(p.next); d > 0 {
+			if d := time.Until(p.next); d > 0 && !(woken && j.canaryActive()) {
 				if wait < 0 || d < wait {
 					wait = d
 				}
@@ -513,8 +548,8 @@ func (b *Broker) RunJobs(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			ran = true
 			if err != nil {
+				ran = true
 				p.fails++
 				b.log.ErrorContext(ctx, "jobs: a chunk failed", "job", j.ID, "kind", j.Kind, "fails", p.fails, "err", err)
 				if p.fails >= jobRetries {
@@ -526,6 +561,16 @@ func (b *Broker) RunJobs(ctx context.Context) {
 				continue
 			}
 			p.fails = 0
+			if after.State == JobRunning && after.canaryActive() {
+				// Settling: looked at again at its deadline, or on news
+				// of a copy settled; not counted as work done.
+				p.next = time.Now().Add(after.Canary.Until.Sub(b.now()))
+				if d := time.Until(p.next); wait < 0 || d < wait {
+					wait = max(d, 0)
+				}
+				continue
+			}
+			ran = true
 			if j.Rate > 0 {
 				// The next chunk when this one's share of the rate is
 				// spent, counted from when this one was due (or from a
@@ -553,7 +598,7 @@ func (b *Broker) RunJobs(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-news:
+		case <-changed:
 		case <-timer:
 		}
 		if t != nil {
@@ -616,11 +661,21 @@ func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 			return err
 		}
 		var finished bool
+		if j.canaryActive() {
+			done, err := b.canaryStep(ctx, tx, &j, now, touched)
+			if err != nil {
+				return err
+			}
+			if done {
+				j.UpdatedAt = now
+				return tx.SaveJob(ctx, &j)
+			}
+		}
 		switch {
 		case j.Kind == JobRestore:
 			finished, err = b.restoreChunk(ctx, tx, &j, now, touched)
 		case len(j.Scope.IDs) > 0:
-			finished, err = b.idsChunk(ctx, tx, &j, now, touched)
+			finished, err = b.idsChunk(ctx, tx, &j, now, touched, 0)
 		default:
 			finished, err = b.filterChunk(ctx, tx, &j, now, touched)
 		}
@@ -659,8 +714,9 @@ func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 	return j, err
 }
 
-// idsChunk does the next ids of a job by ids.
-func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) (bool, error) {
+// idsChunk does the next ids of a job by ids; with canary > 0, exactly
+// that many (its canary, in one transaction, not cut to bulkBytes).
+func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string), canary int) (bool, error) {
 	ids := j.Scope.IDs[min(j.Position, int64(len(j.Scope.IDs))):]
 	if len(ids) == 0 {
 		return true, nil
@@ -669,7 +725,11 @@ func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, tou
 	if j.Kind == JobDelete {
 		size = deleteChunk
 	}
-	chunk := ids[:min(chunkSize(*j, size), len(ids))]
+	n := chunkSize(*j, size)
+	if canary > 0 {
+		n = canary
+	}
+	chunk := ids[:min(n, len(ids))]
 	keys, at, err := keysOfIDs(ctx, tx, chunk, j.Scope.Group)
 	if err != nil {
 		return false, err
@@ -678,7 +738,7 @@ func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, tou
 	if j.Kind == JobReplay {
 		// Cut to the payloads one transaction may copy: the ids of the
 		// messages left out come in the next chunk.
-		if cut := withinBytes(keys); len(cut) < len(keys) {
+		if cut := withinBytes(keys); len(cut) < len(keys) && canary == 0 {
 			consumed, keys, done = at[len(cut)], cut, messagesIn(cut)
 		}
 		// At the replay cap: skipped (counted as such), or forced.
@@ -732,6 +792,15 @@ func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, 
 	if err != nil || len(keys) == 0 {
 		return true, err
 	}
+	return false, b.replayFilterKeys(ctx, tx, j, now, keys, touched, true)
+}
+
+// replayFilterKeys replays or deletes keys (of a job by filter, read
+// without their messages) and counts them done; a replay takes every
+// group's dead letters of the messages with them (to every group), cut
+// to the payloads one transaction may copy when cut.
+func (b *Broker) replayFilterKeys(ctx context.Context, tx Tx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string), cut bool) error {
+	var err error
 	if j.Kind == JobReplay {
 		if j.byMessages() {
 			// Every group's dead letters of the messages go with them, the
@@ -739,16 +808,18 @@ func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, 
 			// transaction may copy (the rest still match: the next chunk
 			// takes them).
 			if keys, err = allGroups(ctx, tx, keys); err != nil {
-				return false, err
+				return err
 			}
 		} else if keys, err = withSizes(ctx, tx, keys); err != nil {
-			return false, err
+			return err
 		}
-		keys = withinBytes(keys)
+		if cut {
+			keys = withinBytes(keys)
+		}
 		if j.Scope.Force {
 			counts, err := replayCounts(ctx, tx, keys)
 			if err != nil {
-				return false, err
+				return err
 			}
 			_, capped := splitAtCap(keys, counts)
 			if j.byMessages() {
@@ -758,15 +829,18 @@ func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, 
 			}
 		}
 	}
+	if len(keys) == 0 {
+		return nil
+	}
 	if err := b.applyJobKeys(ctx, tx, j, now, keys, touched); err != nil {
-		return false, err
+		return err
 	}
 	if j.byMessages() {
 		j.Done += int64(messagesIn(keys))
 	} else {
 		j.Done += int64(len(keys))
 	}
-	return false, nil
+	return nil
 }
 
 // withSizes gives keys (read without their messages) their messages'
@@ -814,8 +888,22 @@ func (b *Broker) restoreChunk(ctx context.Context, tx Tx, j *Job, now time.Time,
 func (b *Broker) applyJobKeys(ctx context.Context, tx Tx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string)) error {
 	var err error
 	if j.Kind == JobReplay {
-		_, err = replayKeys(ctx, tx, now, keys, replaySpec{by: ReplayBy{Actor: j.Actor, JobID: j.ID}, mode: j.Scope.Mode,
+		var copies []Copy
+		copies, err = replayKeys(ctx, tx, now, keys, replaySpec{by: ReplayBy{Actor: j.Actor, JobID: j.ID}, mode: j.Scope.Mode,
 			dest: newDestinations(j.Scope.Destination, now, touched)})
+		if err != nil {
+			return err
+		}
+		for _, c := range copies {
+			if !c.Inserted {
+				j.Duplicates++ // there already: nothing new made
+			}
+		}
+		if j.Canary != nil && j.Canary.State == CanaryDrawn {
+			if err := recordCanary(ctx, tx, j, keys, copies); err != nil {
+				return err
+			}
+		}
 	} else {
 		err = removeKeys(ctx, tx, keys, Stats{Deleted: 1}, b.removal(now, j.Actor, j.ID))
 	}
@@ -840,7 +928,12 @@ const (
 // fix worked): in the copy's outcome, and in its job's, which pauses
 // itself when too many of its copies fail again. It reports whether the
 // outcome was to be counted.
-func settleCopy(ctx context.Context, tx auditJobReplayTx, m Message, groupID int64, ok bool, now time.Time, touched func(string)) (bool, error) {
+//
+// A copy of a job whose canary is settling nudges the job's runner
+// (jobNews), so that the canary is looked at once its copies settle, not
+// at its deadline only; the canary, not the auto-pause window, judges
+// those copies. A job that pauses itself is told (raise, EventJobPaused).
+func settleCopy(ctx context.Context, tx auditJobReplayTx, m Message, groupID int64, ok bool, now time.Time, touched func(string), raise func(Event) error) (bool, error) {
 	if !IsReplayTransaction(m.TransactionID) {
 		return false, nil
 	}
@@ -852,6 +945,10 @@ func settleCopy(ctx context.Context, tx auditJobReplayTx, m Message, groupID int
 		return counted, fmt.Errorf("job outcome: %w", err)
 	}
 	j, err := tx.Job(ctx, jobID)
+	if err == nil && j.State == JobRunning && j.canaryActive() {
+		touched(jobNews)
+		return counted, nil
+	}
 	if isNotFound(err) || (err == nil && (j.Kind != JobReplay || j.State != JobRunning || j.PausePercent <= 0)) {
 		return counted, nil // only a running job pauses itself
 	}
@@ -878,6 +975,9 @@ func settleCopy(ctx context.Context, tx auditJobReplayTx, m Message, groupID int
 		touched(jobNews)
 		if err := tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: BrokerActor, Action: AuditJobPause, Queue: j.Queue, Count: int(j.Done), Broker: true,
 			Detail: fmt.Sprintf("job #%d %s", j.ID, j.Reason), JobID: j.ID}); err != nil {
+			return counted, err
+		}
+		if err := raise(Event{Kind: EventJobPaused, Queue: j.Queue, Detail: j.Reason, At: now, JobID: j.ID}); err != nil {
 			return counted, err
 		}
 	}

@@ -333,7 +333,7 @@ func (b *Broker) popTx(ctx context.Context, req PopRequest) (res PopResult, wake
 // up to maxPassRounds; more reports a pass stopped at its bound.
 func (b *Broker) popOnce(ctx context.Context, req PopRequest, o UpdateOptions) (res PopResult, wake time.Time, more bool, err error) {
 	err = b.updateWith(ctx, o, func(tx Tx, o UpdateOptions, touched func(string)) error {
-		r := popRun{ctx: ctx, tx: tx, req: req, now: b.now(), touched: touched}
+		r := popRun{b: b, ctx: ctx, tx: tx, req: req, now: b.now(), touched: touched}
 		err := r.run(o)
 		res, wake, more = r.res, r.wake, r.more
 		return err
@@ -344,6 +344,7 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, o UpdateOptions) (
 // popRun is one run of a pop transaction's function: what it reads and
 // what it reports (a run that goes again starts from a new one).
 type popRun struct {
+	b       *Broker // its events (raise)
 	ctx     context.Context
 	tx      Tx
 	req     PopRequest
@@ -536,7 +537,7 @@ func (r *popRun) autoAck(q Queue, c *Consumer, msgs []Message, retries []int) er
 				return fmt.Errorf("pop: attempts: %w", err)
 			}
 		}
-		counted, err := settleCopy(ctx, tx, m, gid, true, now, r.touched)
+		counted, err := settleCopy(ctx, tx, m, gid, true, now, r.touched, r.b.raiser(tx))
 		if err != nil {
 			return err
 		}

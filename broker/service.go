@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,8 @@ type Broker struct {
 	archiver       Archiver // nil: none configured
 	archive        archiveState
 	onEvent        func(Event) // nil: nobody is told
+	randMu         sync.Mutex  // guards rand
+	rand           rand.Source // the canary's draws (nil: math/rand/v2's own)
 }
 
 // Config configures a Broker.
@@ -59,6 +62,10 @@ type Config struct {
 	// each once, after its transaction has committed, in commit order;
 	// it must not block for long (nil: nobody is told).
 	OnEvent func(Event)
+	// Rand is where a canary's draws come from (tests give a seeded
+	// one; nil: math/rand/v2's, seeded by the runtime from the system's
+	// randomness). Only one number is taken of it per job.
+	Rand rand.Source
 }
 
 // New returns a Broker over cfg.Store.
@@ -79,6 +86,7 @@ func New(cfg Config) *Broker {
 	b.restoreWindow = cfg.RestoreWindow
 	b.archiver = cfg.Archive
 	b.onEvent = cfg.OnEvent
+	b.rand = cfg.Rand
 	if b.restoreWindow <= 0 {
 		b.restoreWindow = RestoreWindow
 	}

@@ -154,6 +154,18 @@ var pgCatalog = map[string]*pgStatement{
 	ORDER BY r.copy_seq, og.name`},
 	// Tx.CopyGroups: hand-written (PGQuery)
 	`SELECT r.copy_seq, r.group_id FROM json_each(?) j CROSS JOIN replays r ON r.copy_seq = j.value WHERE r.group_id > 0`: {text: `SELECT r.copy_seq, r.group_id FROM json_array_elements_text($1::json) j(value) JOIN replays r ON r.copy_seq = j.value::bigint WHERE r.group_id > 0`},
+	// Tx.CopyOutcomes: translated
+	`SELECT o.copy_seq, o.group_id, g.name, o.outcome, o.settled_at, d.id IS NOT NULL, COALESCE(d.error, '')
+		FROM replay_outcomes o
+		JOIN groups g ON g.id = o.group_id
+		LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
+		WHERE o.copy_seq IN (SELECT value FROM json_each(?))
+		ORDER BY o.copy_seq, g.name`: {text: `SELECT o.copy_seq, o.group_id, g.name, o.outcome, o.settled_at, d.id IS NOT NULL, COALESCE(d.error, '')
+		FROM replay_outcomes o
+		JOIN groups g ON g.id = o.group_id
+		LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
+		WHERE o.copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+		ORDER BY o.copy_seq, g.name`},
 	// Tx.CountDroppedTrace: translated
 	`UPDATE message_traces SET dropped = dropped + 1
 WHERE id = (SELECT id FROM message_traces WHERE seq = ?1 ORDER BY seq DESC, id DESC LIMIT 1)`: {text: `UPDATE message_traces SET dropped = dropped + 1
@@ -489,9 +501,9 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.InsertHold: translated
 	`SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = ? AND h.group_id = ? AND h.kind = ?`: {text: `SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = $1 AND h.group_id = $2 AND h.kind = $3`},
 	// Tx.InsertJob: translated
-	`INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`, stores: true},
+	`INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of, canary)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of, canary)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`, stores: true},
 	// Tx.InsertMessage: translated
 	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq`: {text: `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES ($1, $2, $3, $4, $5)
@@ -506,8 +518,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?) RETURNING id`: {text: `INSERT INTO message_tr
 VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	// Tx.Job: translated
 	`SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
-	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs WHERE id = ?`: {text: `SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
-	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs WHERE id = $1`},
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs WHERE id = ?`: {text: `SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs WHERE id = $1`},
 	// Tx.JobFailures: translated
 	`SELECT o.copy_seq, COALESCE(m.created_at, r.at, 0), COALESCE(q.name, ''), o.group_id, g.name, o.settled_at,
 			d.id IS NOT NULL, COALESCE(d.fingerprint, ''), COALESCE(d.error, '')
@@ -872,8 +884,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 		WHERE partition_id = $12 AND group_id = $13`, stores: true},
 	// Tx.SaveJob: translated
 	`UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
-		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ? WHERE id = ?`: {text: `UPDATE jobs SET state = $1, updated_at = $2, finished_at = $3, planned = $4, done = $5, skipped = $6, failed = $7, arrived_since = $8,
-		position = $9, reason = $10, recent = $11, recent_n = $12, undone_by = $13, capped = $14 WHERE id = $15`, stores: true},
+		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ?, canary = ?, duplicates = ? WHERE id = ?`: {text: `UPDATE jobs SET state = $1, updated_at = $2, finished_at = $3, planned = $4, done = $5, skipped = $6, failed = $7, arrived_since = $8,
+		position = $9, reason = $10, recent = $11, recent_n = $12, undone_by = $13, capped = $14, canary = $15, duplicates = $16 WHERE id = $17`, stores: true},
 	// Tx.SaveLoginFailure: translated
 	`INSERT INTO login_failures (key, n, last_at, seq)
 VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM login_failures))
@@ -1794,6 +1806,12 @@ var pgFragments = map[string]*pgStatement{
 	`+d.transaction_id = ?`: {text: `d.transaction_id = $1`},
 	// dlPositionHead: translated
 	`SELECT d.failed_at, d.id FROM dead_letters d`: {text: `SELECT d.failed_at, d.id FROM dead_letters d`},
+	// dlRankedEnd: translated
+	`) x WHERE rnk IN (SELECT value FROM json_each(?)) ORDER BY rnk`: {text: `) x WHERE rnk IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY rnk`},
+	// dlRankedHead: translated
+	`SELECT id, seq, queue_id, partition_id, group_id, 0, fingerprint, 0 FROM (SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint,
+		ROW_NUMBER() OVER (ORDER BY d.failed_at DESC, d.id DESC) - 1 AS rnk FROM dead_letters d`: {text: `SELECT id, seq, queue_id, partition_id, group_id, 0, fingerprint, 0 FROM (SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint,
+		ROW_NUMBER() OVER (ORDER BY d.failed_at DESC, d.id DESC) - 1 AS rnk FROM dead_letters d`},
 	// dlSelect: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
 	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
@@ -1894,8 +1912,8 @@ var pgFragments = map[string]*pgStatement{
 	`state = ?`: {text: `state = $1`},
 	// jobsSelect: translated
 	`SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
-	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs`: {text: `SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
-	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs`},
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs`: {text: `SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs`},
 	// pgBlockOfErrors: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
 	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint

@@ -81,6 +81,26 @@ func (t *Tx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]
 	return out, nil
 }
 
+// The head and end of DrawDeadLetterKeys' statement: the filter's rows
+// numbered newest failure first (0-based), those at the ranks asked.
+const (
+	dlRankedHead Frag = `SELECT id, seq, queue_id, partition_id, group_id, 0, fingerprint, 0 FROM (SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint,
+		ROW_NUMBER() OVER (ORDER BY d.failed_at DESC, d.id DESC) - 1 AS rnk FROM dead_letters d`
+	dlRankedEnd Frag = `) x WHERE rnk IN (SELECT value FROM json_each(?)) ORDER BY rnk`
+)
+
+// DrawDeadLetterKeys reads the keys at d.Ranks of d.Filter's rows,
+// newest failure first: one statement that numbers the filter's rows
+// (a walk of its index) and keeps those ranked.
+func (t *Tx) DrawDeadLetterKeys(ctx context.Context, d broker.DrawKeys) ([]broker.DeadLetterKey, error) {
+	if len(d.Ranks) == 0 {
+		return nil, nil
+	}
+	s := deadLetterStmt(dlRankedHead, d.Filter)
+	s.Add(dlRankedEnd, IntsJSON(d.Ranks))
+	return scanKeys(t.QueryStmt(ctx, &s))
+}
+
 // NewestFailure reads the first row of where(f), newest failure first.
 func (t *Tx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, bool, error) {
 	s := deadLetterStmt(dlNewestFailure, f)

@@ -10,14 +10,15 @@ import (
 // outcomes per consumer group.
 
 const jobCols = `id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
-	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped`
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates`
 
 func scanJob(s interface{ Scan(...any) error }) (broker.Job, error) {
 	var j broker.Job
 	var created, updated, finished, recent int64
-	var scope string
+	var scope, canary string
 	err := s.Scan(&j.ID, &j.Kind, &j.State, &j.Actor, &created, &updated, &finished, &j.Queue, &scope, &j.Description, &j.Rate,
-		&j.Planned, &j.Done, &j.Skipped, &j.Failed, &j.ArrivedSince, &j.Position, &j.Reason, &j.PausePercent, &j.PauseWindow, &recent, &j.RecentN, &j.UndoOf, &j.UndoneBy, &j.Capped)
+		&j.Planned, &j.Done, &j.Skipped, &j.Failed, &j.ArrivedSince, &j.Position, &j.Reason, &j.PausePercent, &j.PauseWindow, &recent, &j.RecentN, &j.UndoOf, &j.UndoneBy, &j.Capped,
+		&canary, &j.Duplicates)
 	if err != nil {
 		return j, err
 	}
@@ -25,16 +26,20 @@ func scanJob(s interface{ Scan(...any) error }) (broker.Job, error) {
 	if finished != 0 {
 		j.FinishedAt = fromMS(finished)
 	}
-	j.Scope, err = broker.ParseJobScope(scope)
+	if j.Scope, err = broker.ParseJobScope(scope); err != nil {
+		return j, err
+	}
+	j.Canary, err = broker.ParseJobCanary(canary)
 	return j, err
 }
 
 // InsertJob writes a row of jobs (AUTOINCREMENT: ids only grow).
 func (t *Tx) InsertJob(ctx context.Context, j *broker.Job) error {
 	var err error
-	_, j.ID, err = t.Insert(ctx, "id", `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		j.Kind, j.State, j.Actor, MS(j.CreatedAt), MS(j.UpdatedAt), j.Queue, j.Scope.ScopeJSON(), j.Description, j.Rate, j.Planned, j.PausePercent, j.PauseWindow, j.UndoOf)
+	_, j.ID, err = t.Insert(ctx, "id", `INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of, canary)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.Kind, j.State, j.Actor, MS(j.CreatedAt), MS(j.UpdatedAt), j.Queue, j.Scope.ScopeJSON(), j.Description, j.Rate, j.Planned, j.PausePercent, j.PauseWindow, j.UndoOf,
+		broker.JobCanaryJSON(j.Canary))
 	return err
 }
 
@@ -102,8 +107,9 @@ func (t *Tx) SaveJob(ctx context.Context, j *broker.Job) error {
 		finished = MS(j.FinishedAt)
 	}
 	res, err := t.Exec(ctx, `UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
-		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ? WHERE id = ?`,
-		j.State, MS(j.UpdatedAt), finished, j.Planned, j.Done, j.Skipped, j.Failed, j.ArrivedSince, j.Position, j.Reason, int64(j.Recent), j.RecentN, j.UndoneBy, j.Capped, j.ID)
+		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ?, canary = ?, duplicates = ? WHERE id = ?`,
+		j.State, MS(j.UpdatedAt), finished, j.Planned, j.Done, j.Skipped, j.Failed, j.ArrivedSince, j.Position, j.Reason, int64(j.Recent), j.RecentN, j.UndoneBy, j.Capped,
+		broker.JobCanaryJSON(j.Canary), j.Duplicates, j.ID)
 	if err != nil {
 		return err
 	}
@@ -189,4 +195,36 @@ func (t *Tx) SettleJobCopy(ctx context.Context, jobID, groupID int64, ok bool) e
 	}
 	_, err := t.Exec(ctx, `UPDATE job_outcomes SET `+col+` = `+col+` + 1 WHERE job_id = ? AND group_id = ?`, jobID, groupID)
 	return err
+}
+
+// CopyOutcomes reads replay_outcomes by its primary key's prefix (the
+// copies' seqs), with each group's name and, for a copy that failed
+// again and is the group's dead letter now, its error.
+func (t *Tx) CopyOutcomes(ctx context.Context, copySeqs []int64) ([]broker.CanaryOutcome, error) {
+	if len(copySeqs) == 0 {
+		return nil, nil
+	}
+	rows, err := t.Query(ctx, `SELECT o.copy_seq, o.group_id, g.name, o.outcome, o.settled_at, d.id IS NOT NULL, COALESCE(d.error, '')
+		FROM replay_outcomes o
+		JOIN groups g ON g.id = o.group_id
+		LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
+		WHERE o.copy_seq IN (SELECT value FROM json_each(?))
+		ORDER BY o.copy_seq, g.name`, IntsJSON(copySeqs))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.CanaryOutcome
+	for rows.Next() {
+		var o broker.CanaryOutcome
+		var settled int64
+		if err := rows.Scan(&o.CopySeq, &o.GroupID, &o.Group, &o.Outcome, &settled, &o.DeadLetter, &o.Error); err != nil {
+			return nil, err
+		}
+		if settled != 0 {
+			o.SettledAt = fromMS(settled)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
 }

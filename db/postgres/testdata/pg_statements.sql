@@ -16,8 +16,8 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 342 statements (19 with a PostgreSQL text written by hand, 13 for
--- SQLite only); then the 89 fragments (sqlcore.Frag) of which the 14
+-- 343 statements (19 with a PostgreSQL text written by hand, 13 for
+-- SQLite only); then the 91 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
 -- last; then the 0 calls whose text is built at run time, which the
@@ -285,6 +285,23 @@ SELECT r.copy_seq, COALESCE(m.created_at, r.at),
 --   SELECT r.copy_seq, r.group_id FROM json_each(?) j CROSS JOIN replays r ON r.copy_seq = j.value WHERE r.group_id > 0
 -- postgres (hand-written, PGQuery):
 SELECT r.copy_seq, r.group_id FROM json_array_elements_text($1::json) j(value) JOIN replays r ON r.copy_seq = j.value::bigint WHERE r.group_id > 0
+;
+
+-- used by: Tx.CopyOutcomes
+-- sqlite:
+--   SELECT o.copy_seq, o.group_id, g.name, o.outcome, o.settled_at, d.id IS NOT NULL, COALESCE(d.error, '')
+--   		FROM replay_outcomes o
+--   		JOIN groups g ON g.id = o.group_id
+--   		LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
+--   		WHERE o.copy_seq IN (SELECT value FROM json_each(?))
+--   		ORDER BY o.copy_seq, g.name
+-- postgres (translated):
+SELECT o.copy_seq, o.group_id, g.name, o.outcome, o.settled_at, d.id IS NOT NULL, COALESCE(d.error, '')
+		FROM replay_outcomes o
+		JOIN groups g ON g.id = o.group_id
+		LEFT JOIN dead_letters d ON d.seq = o.copy_seq AND d.group_id = o.group_id
+		WHERE o.copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
+		ORDER BY o.copy_seq, g.name
 ;
 
 -- used by: Tx.CountDroppedTrace
@@ -1013,11 +1030,11 @@ SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe
 -- used by: Tx.InsertJob
 -- insert: PostgreSQL's text returns id
 -- sqlite:
---   INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
---   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+--   INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of, canary)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 -- postgres (translated):
-INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id
+INSERT INTO jobs (kind, state, actor, created_at, updated_at, queue, scope, description, rate, planned, pause_percent, pause_window, undo_of, canary)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id
 ;
 
 -- used by: Tx.InsertMessage
@@ -1059,10 +1076,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id
 -- used by: Tx.Job
 -- sqlite:
 --   SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
---   	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs WHERE id = ?
+--   	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs WHERE id = ?
 -- postgres (translated):
 SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
-	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs WHERE id = $1
+	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs WHERE id = $1
 ;
 
 -- used by: Tx.JobFailures
@@ -1747,10 +1764,10 @@ UPDATE consumers SET cursor = $1, lease_id = $2, lease_until = $3, lease_last = 
 -- used by: Tx.SaveJob
 -- sqlite:
 --   UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
---   		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ? WHERE id = ?
+--   		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ?, canary = ?, duplicates = ? WHERE id = ?
 -- postgres (translated):
 UPDATE jobs SET state = $1, updated_at = $2, finished_at = $3, planned = $4, done = $5, skipped = $6, failed = $7, arrived_since = $8,
-		position = $9, reason = $10, recent = $11, recent_n = $12, undone_by = $13, capped = $14 WHERE id = $15
+		position = $9, reason = $10, recent = $11, recent_n = $12, undone_by = $13, capped = $14, canary = $15, duplicates = $16 WHERE id = $17
 ;
 
 -- used by: Tx.SaveLoginFailure
@@ -3532,7 +3549,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
 -- postgres: none
 
--- Fragments: 89, of which these 14 calls compose their statements.
+-- Fragments: 91, of which these 15 calls compose their statements.
 --   Tx.CountDeadLetterMessages: QueryRowStmt(&s)
 --   Tx.CountDeadLetters: QueryRowStmt(&s)
 --   Tx.CountDeadLettersAbove: QueryRowStmt(&s)
@@ -3540,6 +3557,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   Tx.DeadLetterKeys: QueryStmt(&s)
 --   Tx.DeadLetterPosition: QueryRowStmt(&s)
 --   Tx.DeadLetterWindow: QueryRowStmt(&s)
+--   Tx.DrawDeadLetterKeys: QueryStmt(&s)
 --   Tx.Jobs: QueryStmt(&s)
 --   Tx.ListAudit: QueryStmt(&s)
 --   Tx.ListDeadLetters: QueryStmt(&s)
@@ -3812,6 +3830,20 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- postgres (translated):
 --   |SELECT d.failed_at, d.id FROM dead_letters d|
 
+-- fragment: dlRankedEnd
+-- sqlite:
+--   ) x WHERE rnk IN (SELECT value FROM json_each(?)) ORDER BY rnk
+-- postgres (translated):
+--   |) x WHERE rnk IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY rnk|
+
+-- fragment: dlRankedHead
+-- sqlite:
+--   SELECT id, seq, queue_id, partition_id, group_id, 0, fingerprint, 0 FROM (SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint,
+--   		ROW_NUMBER() OVER (ORDER BY d.failed_at DESC, d.id DESC) - 1 AS rnk FROM dead_letters d
+-- postgres (translated):
+--   |SELECT id, seq, queue_id, partition_id, group_id, 0, fingerprint, 0 FROM (SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint,|
+--   |		ROW_NUMBER() OVER (ORDER BY d.failed_at DESC, d.id DESC) - 1 AS rnk FROM dead_letters d|
+
 -- fragment: dlSelect
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
@@ -4081,10 +4113,10 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- fragment: jobsSelect
 -- sqlite:
 --   SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
---   	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs
+--   	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs
 -- postgres (translated):
 --   |SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,|
---   |	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped FROM jobs|
+--   |	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs|
 
 -- fragment: pgBlockOfErrors
 -- sqlite:
