@@ -415,10 +415,10 @@ func formCanary(action string, form url.Values) (*broker.Canary, error) {
 		return n, nil
 	}
 	c := &broker.Canary{}
-	if c.Count, err = num("canaryCount", views.CanaryCount, 1, 100, "count"); err != nil {
+	if c.Count, err = num("canaryCount", views.CanaryCount, 1, broker.MaxCanaryCount, "count"); err != nil {
 		return nil, err
 	}
-	if c.SettleSeconds, err = num("canarySettleSeconds", views.CanarySettleSeconds, 1, 86400, "wait (seconds)"); err != nil {
+	if c.SettleSeconds, err = num("canarySettleSeconds", views.CanarySettleSeconds, 1, broker.MaxCanarySettleSeconds, "wait (seconds)"); err != nil {
 		return nil, err
 	}
 	if c.MaxFailed, err = num("canaryMaxFailed", views.CanaryMaxFailed, 0, c.Count-1, "number that may fail again (below its count)"); err != nil {
