@@ -592,7 +592,7 @@ func HoldDialog(f HoldForm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 47, "\"><h2 id=\"hold-title\">Hold deliveries</h2><p>Pops of what you hold will deliver nothing until the hold is released: pushes are stored, leases already handed out can still be acked, no retry is spent, and the dead letters stop filling.</p><input type=\"hidden\" name=\"_csrf\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 47, "\"><h2 id=\"hold-title\">Hold deliveries</h2><p>While held, its pops deliver nothing until the hold is released: pushes are stored, leases already handed out can still be acked, no retry is spent, and the dead letters stop filling.</p><input type=\"hidden\" name=\"_csrf\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

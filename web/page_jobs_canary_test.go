@@ -67,9 +67,9 @@ func TestJobPageShowsTheCanaryInEachState(t *testing.T) {
 		{"Passed", canaryJob(broker.JobRunning, broker.CanaryPassed, "succeeded", "succeeded", "succeeded", "succeeded", "succeeded"),
 			"Passed: 5 succeeded, 0 failed again, 0 pending; at most 0 may fail again.", "Being replayed at the job's rate.", 5, 0},
 		{"Failed", canaryJob(broker.JobPaused, broker.CanaryFailed, "succeeded", "failed", "succeeded", "succeeded", "succeeded"),
-			"canary: 1 of 5 failed again: more than 0 failed again, so the job paused", "Waits: Resume replays the rest", 5, 1},
+			"canary: 1 of 5 failed again (at most 0 may): the job paused before replaying the rest. Fix what failed, then Resume", "Waits: Resume replays the rest", 5, 1},
 		{"ResumedAfterFailing", canaryJob(broker.JobDone, broker.CanaryFailed, "succeeded", "failed", "succeeded", "succeeded", "succeeded"),
-			"canary: 1 of 5 failed again", "Replayed: the job is done.", 5, 1},
+			"canary: 1 of 5 failed again (at most 0 may): the job paused before replaying the rest, and was resumed.", "Replayed: the job is done.", 5, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +77,10 @@ func TestJobPageShowsTheCanaryInEachState(t *testing.T) {
 			d, html := renderJob(t, tc.job)
 			if strings.Contains(html, "<b>again</b>") {
 				t.Fatal("a copy's error rendered as markup")
+			}
+			badge := map[string]string{"Drawn": "drawing", "Settling": "settling", "Passed": "passed", "Failed": "failed: job paused", "ResumedAfterFailing": "failed, then resumed"}[tc.name]
+			if got := flat(d.Find(`[data-testid="canary-state"]`).Text()); got != badge {
+				t.Errorf("state badge %q, want %q", got, badge)
 			}
 			step := d.Find(`[data-testid="canary-step"]`)
 			if st, _ := step.Attr("data-state"); st != tc.job.Canary.State {
