@@ -50,9 +50,11 @@ type HoldTarget struct {
 
 // What says what a hold holds, for people: "group billing of queue
 // orders", "queue orders (every group)".
-func (h HoldNote) What() string { return holdWhat(h.Queue, h.Group) }
+func (h HoldNote) What() string { return HoldWhat(h.Queue, h.Group) }
 
-func holdWhat(queue, group string) string {
+// HoldWhat says what a hold of queue and group ("" the whole queue)
+// holds.
+func HoldWhat(queue, group string) string {
 	if group == "" {
 		return "queue " + queue + " (every consumer group)"
 	}
@@ -68,8 +70,8 @@ func holdTitle(h HoldNote, now time.Time) string {
 	return fmt.Sprintf("%s %s: %s (%s waiting)", who, Ago(h.Since, now), Reveal(Cut(h.Reason, 200)), Count(h.Waiting))
 }
 
-// waitingText says what waits behind a hold.
-func waitingText(n int64) string {
+// WaitingText says what waits behind a hold: "12 messages waiting".
+func WaitingText(n int64) string {
 	switch n {
 	case 0:
 		return "No message waiting"

@@ -236,7 +236,7 @@ func holdBanner(h HoldNote, f HoldForm, now time.Time) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var14 string
-		templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(waitingText(h.Waiting))
+		templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(WaitingText(h.Waiting))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/hold.templ`, Line: 33, Col: 58}
 		}

@@ -82,22 +82,9 @@ func localPath(p string) bool {
 	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && !strings.ContainsAny(p, "\\\r\n")
 }
 
-func holdWhat(h broker.Hold) string {
-	if h.Group == "" {
-		return "queue " + h.Queue + " (every consumer group)"
-	}
-	return "group " + h.Group + " of queue " + h.Queue
-}
+func holdWhat(h broker.Hold) string { return views.HoldWhat(h.Queue, h.Group) }
 
-func waitingWords(n int64) string {
-	switch n {
-	case 0:
-		return "no message waiting"
-	case 1:
-		return "1 message waiting"
-	}
-	return views.Count(n) + " messages waiting"
-}
+func waitingWords(n int64) string { return strings.ToLower(views.WaitingText(n)) }
 
 func upperFirst(s string) string {
 	if s == "" {
