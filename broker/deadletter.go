@@ -280,6 +280,27 @@ type ReplayResult struct {
 	FromPartition string
 }
 
+// The verdicts of a replay (Queen 1.6's "result"): ReplayMoved, a copy
+// was made now; ReplayDuplicate, the copy was there already and nothing
+// new was made; ReplayGone, there was no such dead letter (any more:
+// replayed, deleted or expired), the replay's ErrNotFound. Every replay
+// answer says one, single or bulk, in the API, the CLI and the tools.
+const (
+	ReplayMoved     = "moved"
+	ReplayDuplicate = "duplicate"
+	ReplayGone      = "gone"
+)
+
+// Verdict is what the replay that gave r did: ReplayMoved or
+// ReplayDuplicate (a replay that found nothing gives no result but
+// ErrNotFound: ReplayGone).
+func (r ReplayResult) Verdict() string {
+	if r.Status == StatusDuplicate {
+		return ReplayDuplicate
+	}
+	return ReplayMoved
+}
+
 // Replay pushes a copy of a dead-lettered message to the end of its
 // partition and removes the message's dead letters in every group, in one
 // transaction. A second replay finds nothing (ErrNotFound).

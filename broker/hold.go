@@ -269,11 +269,39 @@ func holdWaiting(ctx context.Context, tx Tx, h Hold, now time.Time) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("holds: groups: %w", err)
 	}
+	return waitingBehind(h, gs), nil
+}
+
+// waitingBehind counts what waits behind h among its queue's groups gs.
+func waitingBehind(h Hold, gs []GroupInfo) int64 {
 	var n int64
 	for _, g := range gs {
 		if h.GroupID == 0 || g.ID == h.GroupID {
 			n += g.Lag
 		}
 	}
-	return n, nil
+	return n
+}
+
+// holdsByQueue reads the holds of queueID (0: of every queue), with
+// their names, by queue id: one statement.
+func holdsByQueue(ctx context.Context, tx HoldTx, queueID int64) (map[int64][]Hold, error) {
+	hs, err := tx.Holds(ctx, queueID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("holds: %w", err)
+	}
+	out := make(map[int64][]Hold, len(hs))
+	for _, h := range hs {
+		out[h.QueueID] = append(out[h.QueueID], h)
+	}
+	return out, nil
+}
+
+// withWaiting sets the Waiting of the holds hs of one queue from its
+// groups gs (read in the same snapshot), and returns hs.
+func withWaiting(hs []Hold, gs []GroupInfo) []Hold {
+	for i := range hs {
+		hs[i].Waiting = waitingBehind(hs[i], gs)
+	}
+	return hs
 }

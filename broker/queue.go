@@ -285,12 +285,15 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 	return o, nil
 }
 
-// QueueSummary is a queue with its partitions, groups and stats.
+// QueueSummary is a queue with its partitions, groups, stats and holds.
 type QueueSummary struct {
 	Queue
 	Partitions []PartitionInfo
 	Groups     []GroupInfo
 	Stats      []GroupStats
+	// Holds are the holds of the queue and of its groups, by id, each
+	// with what waits behind it (Hold.Waiting, from Groups); none: nil.
+	Holds []Hold
 }
 
 // Depth is the queue's dead letters across its groups.
@@ -354,11 +357,16 @@ func (f QueueFilter) match(q Queue) bool {
 
 // QueuesMatching describes the queues f selects.
 func (b *Broker) QueuesMatching(ctx context.Context, f QueueFilter) ([]QueueSummary, error) {
+	var holds map[int64][]Hold // every queue's, read once
 	out, err := eachQueue(ctx, b, func(tx Tx, q Queue) (*QueueSummary, error) {
 		if !f.match(q) {
 			return nil, nil
 		}
 		s, err := b.describe(ctx, tx, q)
+		if err == nil && holds == nil {
+			holds, err = holdsByQueue(ctx, tx, 0)
+		}
+		s.Holds = withWaiting(holds[q.ID], s.Groups)
 		return &s, err
 	})
 	if err != nil {
@@ -390,7 +398,11 @@ func (b *Broker) Queue(ctx context.Context, name string) (QueueSummary, error) {
 		if err != nil {
 			return err
 		}
-		out, err = b.describe(ctx, tx, q)
+		if out, err = b.describe(ctx, tx, q); err != nil {
+			return err
+		}
+		holds, err := holdsByQueue(ctx, tx, q.ID)
+		out.Holds = withWaiting(holds[q.ID], out.Groups)
 		return err
 	})
 	return out, err

@@ -12,7 +12,7 @@ import (
 // Holds (SPEC section 6, broker/hold.go): POST /api/v1/holds holds a
 // queue or one consumer group of it, GET lists the holds, DELETE
 // /api/v1/holds/:id releases one. One shape for a hold everywhere
-// (holdJSON).
+// (holdJSON, holdsJSON): also in /resources/queues and /status/queues.
 
 // holdRequest is POST /api/v1/holds's body.
 type holdRequest struct {
@@ -62,6 +62,16 @@ func toHoldJSON(h broker.Hold) holdJSON {
 	return j
 }
 
+// holdsJSON is holds in holdJSON's shape, [] when none: GET
+// /api/v1/holds and wherever a queue appears in the API.
+func holdsJSON(hs []broker.Hold) []holdJSON {
+	out := make([]holdJSON, len(hs))
+	for i, h := range hs {
+		out[i] = toHoldJSON(h)
+	}
+	return out
+}
+
 // createHold answers POST /api/v1/holds: 201 and the hold, or 200 and
 // the hold there already ("existing": true), so a request sent again is
 // safe.
@@ -93,13 +103,9 @@ func (s *Server) listHolds(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
+	return writeJSON(c, http.StatusOK, struct {
 		Holds []holdJSON `json:"holds"`
-	}{Holds: make([]holdJSON, len(hs))}
-	for i, h := range hs {
-		out.Holds[i] = toHoldJSON(h)
-	}
-	return writeJSON(c, http.StatusOK, out)
+	}{holdsJSON(hs)})
 }
 
 // releaseHold answers DELETE /api/v1/holds/:id: the hold as it was, with

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -122,5 +123,78 @@ func TestHoldRoles(t *testing.T) {
 	}
 	if strings.Join(got, ", ") != "token:ci@otto hold_release, token:ci@otto hold" {
 		t.Fatalf("audit: %v", got)
+	}
+}
+
+// Wherever a queue appears in the API (/resources/queues, its one queue,
+// /status/queues and its one queue) it carries its holds and its groups',
+// byte for byte as GET /api/v1/holds answers them; [] when none.
+func TestQueueAnswersCarryTheirHolds(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.push("q", "", "a", `1`)
+	s.push("q", "", "b", `2`)
+	s.push("other", "", "c", `3`)
+	s.pop("q", "consumerGroup=billing") // billing reads q: a leased, b waiting
+	s.call("POST", "/api/v1/holds", `{"queue":"q","consumerGroup":"billing","reason":"card processor down"}`).want(http.StatusCreated)
+	s.clock.Advance(time.Minute)
+	s.call("POST", "/api/v1/holds", `{"queue":"q","reason":"migrating <b>"}`).want(http.StatusCreated)
+
+	var list struct {
+		Holds json.RawMessage `json:"holds"`
+	}
+	s.call("GET", "/api/v1/holds?queue=q", "").want(http.StatusOK).decode(&list)
+	want := string(list.Holds)
+	if !strings.Contains(want, `"consumerGroup":"billing"`) || !strings.Contains(want, `"consumerGroup":null`) || !strings.Contains(want, `"waiting":2`) {
+		t.Fatalf("GET /holds?queue=q: %s", want)
+	}
+	type withHolds struct {
+		Name  string          `json:"name"`
+		Holds json.RawMessage `json:"holds"`
+	}
+	check := func(where string, q withHolds) {
+		t.Helper()
+		w := "[]"
+		if q.Name == "q" {
+			w = want
+		}
+		if string(q.Holds) != w {
+			t.Errorf("%s, queue %s: holds %s, want %s", where, q.Name, q.Holds, w)
+		}
+	}
+	var one withHolds
+	s.call("GET", "/api/v1/resources/queues/q", "").want(http.StatusOK).decode(&one)
+	check("/resources/queues/q", one)
+	one = withHolds{}
+	s.call("GET", "/api/v1/resources/queues/other", "").want(http.StatusOK).decode(&one)
+	check("/resources/queues/other", one)
+	var all struct {
+		Queues []withHolds `json:"queues"`
+	}
+	for _, path := range []string{"/api/v1/resources/queues", "/api/v1/status/queues"} {
+		all.Queues = nil
+		s.call("GET", path, "").want(http.StatusOK).decode(&all)
+		if len(all.Queues) != 2 {
+			t.Fatalf("%s: %d queues", path, len(all.Queues))
+		}
+		for _, q := range all.Queues {
+			check(path, q)
+		}
+	}
+	for _, name := range []string{"q", "other"} {
+		var detail struct {
+			Queue withHolds `json:"queue"`
+		}
+		s.call("GET", "/api/v1/status/queues/"+name, "").want(http.StatusOK).decode(&detail)
+		check("/status/queues/"+name, detail.Queue)
+	}
+
+	// Released: the queue's answers say so at once.
+	s.call("DELETE", "/api/v1/holds/1", "").want(http.StatusOK)
+	s.call("DELETE", "/api/v1/holds/2", "").want(http.StatusOK)
+	one = withHolds{}
+	s.call("GET", "/api/v1/resources/queues/q", "").want(http.StatusOK).decode(&one)
+	if string(one.Holds) != "[]" {
+		t.Fatalf("released, /resources/queues/q still says %s", one.Holds)
 	}
 }

@@ -25,6 +25,9 @@ type queueView struct {
 	Messages           int64           `json:"messages"`
 	DeadLetters        int64           `json:"deadLetters"`
 	OldestDeadLetterAt timestamp       `json:"oldestDeadLetterAt"`
+	// Holds are the queue's and its groups' holds (GET /api/v1/holds's
+	// shape), [] when none: a client sees a hold where the queue is.
+	Holds []holdJSON `json:"holds"`
 }
 
 type partitionView struct {
@@ -61,6 +64,7 @@ func newQueueView(s broker.QueueSummary) queueView {
 		NotEnforced: notEnforced(s.Options),
 		Partitions:  make([]partitionView, len(s.Partitions)),
 		DeadLetters: s.Depth(),
+		Holds:       holdsJSON(s.Holds),
 	}
 	for i, p := range s.Partitions {
 		v.Partitions[i] = partitionView{ID: p.UUID, Name: p.Name, Messages: p.Messages, CreatedAt: timestamp(p.CreatedAt)}

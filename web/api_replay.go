@@ -122,8 +122,9 @@ func decodeReplayBody(c echo.Context, dst *replayRequest) error {
 // replayView is a replay's answer: what happened (result), the copy
 // (replayedAs, and today's fields beside it) and the dead letter it was.
 type replayView struct {
-	// Success and Result are Queen's verdict: "moved" (a copy was made
-	// now) or "duplicate" (the copy was there already: nothing new).
+	// Success and Result are Queen's verdict (ReplayResult.Verdict):
+	// "moved" (a copy was made now) or "duplicate" (the copy was there
+	// already: nothing new).
 	Success bool   `json:"success"`
 	Result  string `json:"result"`
 	// Status (queued, duplicate) and the copy's ids, where it is.
@@ -168,22 +169,12 @@ type placeView struct {
 	Partition string `json:"partition"`
 }
 
-// Results of a replay (Queen's).
-const (
-	resultMoved     = "moved"
-	resultDuplicate = "duplicate"
-	resultGone      = "gone"
-)
-
 func newReplayView(r broker.ReplayResult) replayView {
-	v := replayView{Success: true, Result: resultMoved, Status: r.Status, MessageID: r.MessageID, TransactionID: r.TransactionID, PartitionID: r.PartitionID,
+	v := replayView{Success: true, Result: r.Verdict(), Status: r.Status, MessageID: r.MessageID, TransactionID: r.TransactionID, PartitionID: r.PartitionID,
 		Queue: r.Queue, Partition: r.Partition, ConsumerGroups: r.Groups,
 		ReplayedAs: replayedAsView{Status: r.Status, MessageID: r.MessageID, TransactionID: r.TransactionID, PartitionID: r.PartitionID,
 			Queue: r.Queue, QueueName: r.Queue, Partition: r.Partition},
 		DLQID: r.DeadLetterID, OriginalTransactionID: r.OriginalTransactionID, DLQRowRemoved: true}
-	if r.Status == broker.StatusDuplicate {
-		v.Result = resultDuplicate
-	}
 	if len(r.Groups) > 0 {
 		v.ConsumerGroup = r.Groups[0]
 	}
@@ -198,7 +189,7 @@ func newReplayView(r broker.ReplayResult) replayView {
 type replayGoneAnswer struct {
 	Error   string `json:"error"`
 	Success bool   `json:"success"`
-	Result  string `json:"result"` // gone
+	Result  string `json:"result"` // broker.ReplayGone
 	DLQID   string `json:"dlqId,omitempty"`
 	// By transactionId: the partition and transactionId asked for.
 	PartitionID   string    `json:"partitionId,omitempty"`
@@ -260,7 +251,7 @@ func (s *Server) retryMessage(c echo.Context) error {
 // the replay named one) when it is known: a client that retries a replay
 // after a timeout learns its first call was done, and by whom.
 func (s *Server) replayGone(c echo.Context, notFound error, a replayGoneAnswer, group string) error {
-	a.Result, a.Error = resultGone, notFound.Error()
+	a.Result, a.Error = broker.ReplayGone, notFound.Error()
 	var be *broker.Error
 	if !errors.As(notFound, &be) {
 		return notFound

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -226,6 +227,20 @@ func TestBulkReplayElsewhere(t *testing.T) {
 	if len(p.Messages) != 2 || p.Messages[0].TransactionID != "dlq:"+a.ID || p.Messages[1].TransactionID != "dlq:"+b.ID || p.Messages[0].Partition != "Default" {
 		t.Fatalf("retry holds %+v", p.Messages)
 	}
+	// The job's audit entry names the destination.
+	entries, err := s.broker.Audit(s.ctx, broker.AuditFilter{JobID: res.Job.ID}, broker.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started string
+	for _, e := range entries {
+		if e.Action == broker.JobReplay {
+			started = e.Detail
+		}
+	}
+	if want := fmt.Sprintf(`job #%d: 2 ids by list, to queue "retry" (each message's partition name)`, res.Job.ID); started != want {
+		t.Fatalf("the job's audit entry says %q, want %q (all: %+v)", started, want, entries)
+	}
 	s.call("POST", "/api/v1/dlq/delete", fmt.Sprintf(`{"ids":[%q],"destination":{"queue":"x"}}`, a.ID)).wantError(http.StatusBadRequest, "destination goes with a replay")
 	s.call("POST", "/api/v1/dlq/replay", fmt.Sprintf(`{"ids":[%q],"destination":{"queue":"bad name"}}`, a.ID)).wantError(http.StatusBadRequest, "destination queue")
 }
@@ -244,4 +259,101 @@ func TestEditedReplayElsewhere(t *testing.T) {
 	if m := p.Messages[0]; m.TransactionID != "dlq:"+d.ID || string(m.Data) != `{"n":2}` || m.Partition != "p" {
 		t.Fatalf("popped %+v", m)
 	}
+}
+
+// A replay elsewhere into a held queue, single, by transactionId and in
+// bulk: each copy is stored and the answer says moved, the held group's
+// pops get nothing, and the release delivers the copies in order.
+func TestReplayElsewhereIntoAHeldQueue(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q2", `{}`)
+	if r := s.call("GET", "/api/v1/pop/queue/q2?consumerGroup=billing", ""); r.status != http.StatusNoContent { // billing reads q2
+		t.Fatalf("q2 before: %d %s", r.status, r.body)
+	}
+	s.call("POST", "/api/v1/holds", `{"queue":"q2","consumerGroup":"billing","reason":"card processor down"}`).want(http.StatusCreated)
+	a := s.fail("q", "", "billing", "a", `{"n":1}`, "boom")
+	b := s.fail("q", "", "billing", "b", `{"n":2}`, "boom")
+	c := s.fail("q", "", "billing", "c", `{"n":3}`, "boom")
+
+	heldPop := func(after string) {
+		t.Helper()
+		if r := s.call("GET", "/api/v1/pop/queue/q2?consumerGroup=billing&batch=10", ""); r.status != http.StatusNoContent {
+			t.Fatalf("a held pop after %s: %d %s", after, r.status, r.body)
+		}
+	}
+	var rep replayAnswer
+	s.call("POST", "/api/v1/dlq/"+a.ID+"/replay", `{"queue":"q2"}`).want(http.StatusOK).decode(&rep)
+	if rep.Result != "moved" || rep.Status != "queued" || rep.Queue != "q2" || rep.Partition != "Default" || rep.From == nil {
+		t.Fatalf("single: %+v", rep)
+	}
+	heldPop("the single replay")
+	rep = replayAnswer{}
+	s.call("POST", "/api/v1/messages/"+b.PartitionID+"/b/retry", `{"queue":"q2"}`).want(http.StatusOK).decode(&rep)
+	if rep.Result != "moved" || rep.Status != "queued" || rep.Queue != "q2" || rep.DLQID != b.ID {
+		t.Fatalf("by transactionId: %+v", rep)
+	}
+	heldPop("the replay by transactionId")
+	var job struct {
+		Done int `json:"done"`
+	}
+	s.call("POST", "/api/v1/dlq/replay", fmt.Sprintf(`{"wait":true,"ids":[%q],"destination":{"queue":"q2"}}`, c.ID)).want(http.StatusOK).decode(&job)
+	if job.Done != 1 {
+		t.Fatalf("bulk: %+v", job)
+	}
+	heldPop("the bulk replay")
+
+	// The copies are stored: q2 counts them, and its hold says they wait.
+	var q struct {
+		Messages int64 `json:"messages"`
+		Holds    []struct {
+			Waiting int64 `json:"waiting"`
+		} `json:"holds"`
+	}
+	s.call("GET", "/api/v1/resources/queues/q2", "").want(http.StatusOK).decode(&q)
+	if q.Messages != 3 || len(q.Holds) != 1 || q.Holds[0].Waiting != 3 {
+		t.Fatalf("q2 while held: %+v", q)
+	}
+	if l := s.deadLetters("queue=q"); l.Total != 0 {
+		t.Fatalf("dead letters left in q: %+v", l)
+	}
+
+	s.call("DELETE", "/api/v1/holds/1", "").want(http.StatusOK)
+	p := s.pop("q2", "consumerGroup=billing&batch=10")
+	var got []string
+	for _, m := range p.Messages {
+		got = append(got, m.TransactionID+" "+string(m.Data))
+	}
+	if want := `dlq:` + a.ID + ` {"n":1},dlq:` + b.ID + ` {"n":2},dlq:` + c.ID + ` {"n":3}`; strings.Join(got, ",") != want {
+		t.Fatalf("released, billing gets %v, want %s", got, want)
+	}
+}
+
+// A replay of a dead letter that retention expired is a 404 that says
+// so: gone, expired, when and by whom (the broker), single and by
+// transactionId; with a destination, nothing is made.
+func TestReplayOfAnExpiredDeadLetterIsGone(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", `{"deadLetterRetentionSeconds":3600}`)
+	d := s.fail("q", "", "billing", "a", `1`, "boom")
+	e := s.fail("q", "", "billing", "b", `2`, "boom")
+	s.clock.Advance(2 * time.Hour)
+	if _, err := s.broker.Maintain(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	const at = "2026-11-01T14:00:00.000Z" // when the sweep ran
+	for _, c := range []struct{ path, id string }{
+		{"/api/v1/dlq/" + d.ID + "/replay", d.ID},
+		{"/api/v1/messages/" + e.PartitionID + "/b/retry", e.ID},
+	} {
+		var gone goneReplay
+		s.call("POST", c.path, `{"queue":"elsewhere"}`).want(http.StatusNotFound).decode(&gone)
+		if gone.Result != "gone" || gone.Success == nil || *gone.Success || gone.DLQID != c.id || gone.Gone == nil ||
+			gone.Gone.How != "expired" || gone.Gone.By != broker.BrokerActor || gone.Gone.At != at ||
+			gone.Error != "dead letter "+c.id+" expired at 2026-11-01T14:00:00Z (deadLetterRetentionSeconds: 1 hour)" {
+			t.Errorf("%s: %+v %+v", c.path, gone, gone.Gone)
+		}
+	}
+	s.call("GET", "/api/v1/resources/queues/elsewhere", "").wantError(http.StatusNotFound, "elsewhere")
 }

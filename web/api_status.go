@@ -109,10 +109,14 @@ type statusQueue struct {
 	Partitions  int            `json:"partitions"`
 	Messages    statusMessages `json:"messages"`
 	DeadLetters int64          `json:"deadLetters"`
+	// Holds: the queue's and its groups' holds, as on /resources (not
+	// Queen's: a field more, which its clients pass by).
+	Holds []holdJSON `json:"holds"`
 }
 
 func newStatusQueue(q broker.QueueSummary) statusQueue {
-	v := statusQueue{Name: q.Name, Namespace: optional(q.Namespace), Task: optional(q.Task), CreatedAt: timestamp(q.CreatedAt), Partitions: len(q.Partitions), DeadLetters: q.Depth()}
+	v := statusQueue{Name: q.Name, Namespace: optional(q.Namespace), Task: optional(q.Task), CreatedAt: timestamp(q.CreatedAt), Partitions: len(q.Partitions), DeadLetters: q.Depth(),
+		Holds: holdsJSON(q.Holds)}
 	for _, p := range q.Partitions {
 		v.Messages.Total += p.Messages
 	}
