@@ -176,7 +176,7 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 				// canary is the first chunk and nothing is done twice.
 				j.Scope.IDs = canaryFirst(j.Scope.IDs, j.Canary)
 			}
-			j.Description += fmt.Sprintf(", beginning with a canary of %d drawn at random (settling up to %d s, at most %d failing again)", c.Count, c.SettleSeconds, c.MaxFailed)
+			j.Description += fmt.Sprintf(", beginning with a canary of %d drawn at random (settling up to %d s, pausing the job if more than %d fail again)", c.Count, c.SettleSeconds, c.MaxFailed)
 		}
 		if j.Scope.Force {
 			j.Description += ", forced past the replay cap (maxReplays)"
@@ -492,8 +492,9 @@ const jobRetries = 5
 // jobRetries failures in a row the job is marked failed, with the reason.
 func (b *Broker) RunJobs(ctx context.Context) {
 	type pace struct {
-		next  time.Time // not before
-		fails int
+		next     time.Time // not before
+		fails    int
+		settling bool // next is its canary's deadline
 	}
 	paces := map[int64]*pace{}
 	// changed: news of the jobs since the last look, which a canary copy
@@ -564,13 +565,16 @@ func (b *Broker) RunJobs(ctx context.Context) {
 			if after.State == JobRunning && after.canaryActive() {
 				// Settling: looked at again at its deadline, or on news
 				// of a copy settled; not counted as work done.
-				p.next = time.Now().Add(after.Canary.Until.Sub(b.now()))
+				p.next, p.settling = time.Now().Add(after.Canary.Until.Sub(b.now())), true
 				if d := time.Until(p.next); wait < 0 || d < wait {
 					wait = max(d, 0)
 				}
 				continue
 			}
 			ran = true
+			if p.settling {
+				p.next, p.settling = time.Now(), false // the deadline is no pace
+			}
 			if j.Rate > 0 {
 				// The next chunk when this one's share of the rate is
 				// spent, counted from when this one was due (or from a

@@ -48,6 +48,9 @@ type bulkRequest struct {
 	// queue's partition instead of each message's own (either or both;
 	// made if missing, with the default options); kept with the job.
 	Destination *destinationJSON `json:"destination"`
+	// Canary, on a replay: begin with count dead letters drawn at random
+	// (SPEC section 4).
+	Canary *canaryIn `json:"canary"`
 	// Wait answers when the job is finished or paused (200, with the job
 	// and its counts as a bulk action answered before jobs), instead of
 	// as it starts (202, the job).
@@ -74,6 +77,16 @@ func (r bulkRequest) jobRequest(kind string, q *broker.DLQQuery, who string) (br
 		}
 		jr.Destination = d
 	}
+	if r.Canary != nil {
+		if kind != broker.JobReplay {
+			return jr, badRequest("canary goes with a replay: a delete has nothing to try first")
+		}
+		c, err := r.Canary.canary()
+		if err != nil {
+			return jr, err
+		}
+		jr.Canary = &c
+	}
 	switch r.Mode {
 	case "", "every":
 		jr.Mode = broker.ReplayEveryGroup
@@ -86,6 +99,33 @@ func (r bulkRequest) jobRequest(kind string, q *broker.DLQQuery, who string) (br
 		return jr, badRequest(`mode must be "every" (every group sees the copy) or "own" (only the group that gave up on it)`)
 	}
 	return jr, nil
+}
+
+// canaryIn is a replay's canary as a request gives it: count required,
+// settleSeconds (default 120) and maxFailed (default 0) optional.
+type canaryIn struct {
+	Count         *int `json:"count"`
+	SettleSeconds *int `json:"settleSeconds"`
+	MaxFailed     *int `json:"maxFailed"`
+}
+
+func (c canaryIn) canary() (broker.Canary, error) {
+	var out broker.Canary
+	if c.Count == nil {
+		return out, badRequest("canary.count is required (1 to %d)", broker.MaxCanaryCount)
+	}
+	out.Count = *c.Count
+	out.SettleSeconds = broker.DefaultCanarySettleSeconds
+	if c.SettleSeconds != nil {
+		if *c.SettleSeconds < 1 {
+			return out, badRequest("canary.settleSeconds must be between 1 and %d (default %d)", broker.MaxCanarySettleSeconds, broker.DefaultCanarySettleSeconds)
+		}
+		out.SettleSeconds = *c.SettleSeconds
+	}
+	if c.MaxFailed != nil {
+		out.MaxFailed = *c.MaxFailed
+	}
+	return out, nil
 }
 
 // bulkFilter selects dead letters like GET /api/v1/dlq does. A filter

@@ -43,6 +43,58 @@ type jobJSON struct {
 	ArrivedSince *int64 `json:"arrivedSince"`
 	UndoOf       *int64 `json:"undoOf,omitempty"`
 	UndoneBy     *int64 `json:"undoneBy,omitempty"`
+	// Canary, of a replay that began with one: its first step.
+	Canary *canaryJSON `json:"canary,omitempty"`
+	// Results, of a replay: the bulk form of a replay's verdict (moved,
+	// duplicate, gone), in planned's unit.
+	Results *resultsJSON `json:"results,omitempty"`
+}
+
+// canaryJSON is a replay job's canary: what was asked, its state
+// (drawn, settling, passed, failed), until when it settles, its copies
+// and, failed, why the job paused.
+type canaryJSON struct {
+	Count         int          `json:"count"`
+	SettleSeconds int          `json:"settleSeconds"`
+	MaxFailed     int          `json:"maxFailed"`
+	State         string       `json:"state"`
+	DrawnAt       timestamp    `json:"drawnAt"`
+	Until         timestamp    `json:"until"` // null until replayed
+	Failed        int          `json:"failed"`
+	Copies        []canaryCopy `json:"copies"`
+	Reason        *string      `json:"reason"`
+}
+
+// canaryCopy is a dead letter the canary replayed, and its copy's
+// outcome in the dead letter's group (pending, succeeded, failed).
+type canaryCopy struct {
+	DeadLetterID  string  `json:"deadLetterId"`
+	ConsumerGroup string  `json:"consumerGroup"`
+	TransactionID string  `json:"transactionId"`
+	Queue         string  `json:"queue"`
+	Partition     string  `json:"partition"`
+	Outcome       string  `json:"outcome"`
+	Error         *string `json:"error"` // failed: its error, or why it counts as failed
+}
+
+// resultsJSON counts a replay job's work as a single replay's verdict:
+// moved (a copy made), duplicate (the copy was there already), gone (no
+// dead letter any more: replayed, deleted or expired since it was
+// counted, or skipped at the replay cap).
+type resultsJSON struct {
+	Moved     int64 `json:"moved"`
+	Duplicate int64 `json:"duplicate"`
+	Gone      int64 `json:"gone"`
+}
+
+func toCanaryJSON(c *broker.JobCanary) *canaryJSON {
+	out := &canaryJSON{Count: c.Count, SettleSeconds: c.SettleSeconds, MaxFailed: c.MaxFailed, State: c.State, DrawnAt: timestamp(c.DrawnAt),
+		Until: timestamp(c.Until), Failed: c.Failed(), Copies: make([]canaryCopy, 0, len(c.Copies)), Reason: optional(c.Reason)}
+	for _, cp := range c.Copies {
+		out.Copies = append(out.Copies, canaryCopy{DeadLetterID: cp.DeadLetterID, ConsumerGroup: cp.Group, TransactionID: cp.TransactionID,
+			Queue: cp.Queue, Partition: cp.Partition, Outcome: cp.Outcome, Error: optional(cp.Error)})
+	}
+	return out
 }
 
 // scopeJSON is what a job acts on, frozen when it started.
@@ -78,6 +130,10 @@ func toJobJSON(j broker.Job) jobJSON {
 		out.Scope.Destination = &destinationJSON{Queue: d.Queue, Partition: d.Partition}
 	}
 	if j.Kind == broker.JobReplay {
+		out.Results = &resultsJSON{Moved: max(j.Done-j.Duplicates, 0), Duplicate: j.Duplicates, Gone: j.Skipped}
+		if j.Canary != nil {
+			out.Canary = toCanaryJSON(j.Canary)
+		}
 		out.Scope.Mode = "every"
 		if sc.Mode == broker.ReplayOwnGroup {
 			out.Scope.Mode = "own"

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -502,5 +503,60 @@ func testCanaryIsValidated(t *testing.T, harness Harness) {
 	}
 	if jobs, _ := s.b.Jobs(s.ctx, broker.JobFilter{}, broker.Page{}); len(jobs) != 0 {
 		t.Fatalf("refused canaries left jobs: %+v", jobs)
+	}
+}
+
+// The job runner (RunJobs) looks at a settling canary as soon as its
+// copies settle, not at its deadline (a day away here, on a clock that
+// does not move): the canary passes and the job runs to its end.
+func testCanaryRunnerGoesOnOnceCopiesSettle(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupCanary(t, harness)
+	s.fill("q", "g", []string{"p"}, 12)
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute) // a bound on failure, not a wait
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.b.RunJobs(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	j := s.startCanary("q", "", broker.Canary{Count: 3, SettleSeconds: 86400}, 0)
+	var got []broker.Delivery
+	for len(got) < 3 {
+		res, err := s.b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 10, Wait: true, Timeout: time.Minute})
+		if err != nil || len(res.Messages) == 0 {
+			t.Fatalf("the canary's copies never came: %v (%d of 3)", err, len(got))
+		}
+		got = append(got, res.Messages...)
+	}
+	for _, m := range got {
+		s.ack(m, broker.AckCompleted, "")
+	}
+	j, err := s.b.WaitJob(ctx, j.ID)
+	if err != nil || j.State != broker.JobDone || j.Done != 12 || j.Canary.State != broker.CanaryPassed {
+		t.Fatalf("after the canary settled: %+v %v", j, err)
+	}
+}
+
+// An auto-pause (too many copies failing again) is told too, once, with
+// its reason.
+func testReplayJobAutoPauseIsTold(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupCanary(t, harness)
+	s.configure("q", map[string]any{"replayPauseWindow": 4, "replayPausePercent": 25, "retryLimit": 0})
+	s.fill("q", "g", []string{"p"}, 8)
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Rate: 40, Actor: "user:dev"}) // chunks of 4
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.step(j.ID)
+	for range 2 {
+		_, res := s.popTxids("q", "g", 1)
+		s.ack(res.Messages[0], broker.AckFailed, "down")
+	}
+	ev := s.told(broker.EventJobPaused)
+	if len(ev) != 1 || ev[0].JobID != j.ID || !strings.HasPrefix(ev[0].Detail, "paused itself: 2 of the last 2") {
+		t.Fatalf("job.paused told %+v, want once for the auto-pause", ev)
 	}
 }

@@ -113,6 +113,8 @@ var tests = []test{
 	{"CanaryCopyBehindHeldMessagesWaits", testCanaryCopyBehindHeldMessagesWaits},
 	{"CanaryIsValidated", testCanaryIsValidated},
 	{"JobCountsDuplicates", testJobCountsDuplicates},
+	{"CanaryRunnerGoesOnOnceCopiesSettle", testCanaryRunnerGoesOnOnceCopiesSettle},
+	{"ReplayJobAutoPauseIsTold", testReplayJobAutoPauseIsTold},
 	{"DeleteCanBeUndoneWithinTheWindowOnly", testDeleteCanBeUndoneWithinTheWindowOnly},
 	{"ReplayToOwnGroupLeavesOtherGroupsDeadLetters", testReplayToOwnGroupLeavesOtherGroupsDeadLetters},
 	{"EditAndReplay", testEditAndReplay},

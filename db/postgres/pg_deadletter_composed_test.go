@@ -117,6 +117,10 @@ func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 				func() error { _, err := tx.DeadLetterKeys(ctx, f, 10); return err },
 				func() error { _, err := tx.DeadLetterKeys(ctx, f, 1); return err },
 				func() error {
+					_, err := tx.DrawDeadLetterKeys(ctx, broker.DrawKeys{Filter: f, Ranks: []int64{0, 3}})
+					return err
+				},
+				func() error {
 					_, err := tx.CountDeadLettersAbove(ctx, f, broker.Bound{FailedAt: at, ID: 1}, 0)
 					return err
 				},
