@@ -46,7 +46,7 @@ type AckResult struct {
 func (b *Broker) Ack(ctx context.Context, a Ack) (AckResult, error) {
 	var res AckResult
 	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {
-		k := b.newAcker(tx, b.now(), touched, o)
+		k := newAcker(b, tx, b.now(), touched, o)
 		var err error
 		if res, err = k.ack(ctx, a); err != nil {
 			return err
@@ -71,7 +71,7 @@ func (b *Broker) AckBatch(ctx context.Context, group string, acks []Ack) ([]AckR
 	// Marked Concurrent or not, as Ack.
 	var out []AckResult
 	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {
-		k := b.newAcker(tx, b.now(), touched, o)
+		k := newAcker(b, tx, b.now(), touched, o)
 		out = make([]AckResult, len(acks))
 		for i, a := range acks {
 			if a.Group == "" {
@@ -98,7 +98,7 @@ func refuse(txid string, kind error, format string, args ...any) AckResult {
 // statements rather than a few per ack. Every ack sees what the ones
 // before it did, as if each had been written at once.
 type acker struct {
-	b       *Broker // its events (raise)
+	b       *Broker
 	tx      Tx
 	now     time.Time
 	touched func(string)
@@ -106,6 +106,9 @@ type acker struct {
 	states  map[[2]int64]*ackState // by partition and group id
 	order   [][2]int64             // in first-touch order: writes are deterministic
 	shared  map[string]bool        // the shared leases whose consumers are in states
+	// breakers: the tries settled for the circuit breaker, by queue and
+	// group (noteTry); written at finish.
+	breakers map[[2]int64]*breakerNote
 }
 
 // ackState is one consumer as the acks of the transaction left it.
@@ -122,7 +125,7 @@ type ackState struct {
 	next   int // msgs[:next] are at or behind the cursor (it only moves on)
 }
 
-func (b *Broker) newAcker(tx Tx, now time.Time, touched func(string), o UpdateOptions) *acker {
+func newAcker(b *Broker, tx Tx, now time.Time, touched func(string), o UpdateOptions) *acker {
 	return &acker{b: b, tx: tx, now: now, touched: touched, o: o, states: map[[2]int64]*ackState{}}
 }
 
@@ -270,7 +273,8 @@ func (k *acker) head(ctx context.Context, st *ackState) (Message, bool, error) {
 	return ms[0], true, nil
 }
 
-// finish writes the consumers the acks changed.
+// finish writes the consumers the acks changed, then the circuit
+// breaker's counts.
 func (k *acker) finish(ctx context.Context) error {
 	for _, key := range k.order {
 		if st := k.states[key]; st.dirty {
@@ -279,7 +283,7 @@ func (k *acker) finish(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
+	return k.finishBreakers(ctx)
 }
 
 // ack applies a. Refusals come back as results and change nothing; only
@@ -429,6 +433,12 @@ func (s *settler) settle(ctx context.Context) error {
 		}
 		c.Acks = append(c.Acks[:i], c.Acks[i+1:]...)
 		retries := c.retriesOf(a.Seq)
+		if a.Status != AckRetry {
+			// A try settled: the circuit breaker counts it.
+			if err := s.k.noteTry(ctx, s.queue, c.GroupID, s.group, a.Status, a.Error, head); err != nil {
+				return err
+			}
+		}
 		switch a.Status {
 		case AckCompleted:
 			s.stats.Completed++

@@ -166,6 +166,12 @@ type Options struct {
 	// DeadLetterArchive: with DeadLetterRetentionSeconds, dead letters are
 	// written to the archive before they expire.
 	DeadLetterArchive bool `json:"deadLetterArchive"`
+	// HoldAfterFailures and HoldProbeSeconds are the circuit breaker
+	// (SPEC section 6, breaker.go): a consumer group whose tries fail
+	// HoldAfterFailures times in a row (acks failed or dlq) holds itself,
+	// and one message is let through every HoldProbeSeconds; 0: off.
+	HoldAfterFailures int `json:"holdAfterFailures"`
+	HoldProbeSeconds  int `json:"holdProbeSeconds"`
 	// Kept are Queen's options the queue was given that have no field
 	// here (priority, maxSize, …), with the JSON value last given: kept
 	// and shown so that nothing is accepted silently. Most are not
@@ -280,6 +286,7 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		{"deadLetterRetentionSeconds", o.DeadLetterRetentionSeconds},
 		{"retryBackoff", o.RetryBackoff}, {"retryDelayMax", o.RetryDelayMax}, {"maxReplays", o.MaxReplays},
 		{"deadLetterArchive", o.DeadLetterArchive},
+		{"holdAfterFailures", o.HoldAfterFailures}, {"holdProbeSeconds", o.HoldProbeSeconds},
 	} {
 		if err := field(f.name, f.value); err != nil {
 			return nil, err
@@ -308,8 +315,18 @@ func DefaultOptions() Options {
 	return Options{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, DeadLetterQueue: true, DLQAfterMaxRetries: true,
 		ReplayPausePercent: DefaultPausePercent, ReplayPauseWindow: DefaultPauseWindow,
 		CompletedRetentionSeconds: DefaultCompletedRetention,
-		RetryBackoff:              1, RetryDelayMax: DefaultRetryDelayMax, MaxReplays: DefaultMaxReplays}
+		RetryBackoff:              1, RetryDelayMax: DefaultRetryDelayMax, MaxReplays: DefaultMaxReplays,
+		HoldProbeSeconds: DefaultHoldProbeSeconds}
 }
+
+// DefaultHoldProbeSeconds is holdProbeSeconds's default.
+const DefaultHoldProbeSeconds = 30
+
+// The bounds of the circuit breaker's options.
+const (
+	MaxHoldAfterFailures = 1000000
+	MaxHoldProbeSeconds  = 86400
+)
 
 // DefaultRetryDelayMax is retryDelayMax's default, in milliseconds: 5
 // minutes.

@@ -370,8 +370,9 @@ func allGroups(ctx context.Context, tx DeadLetterTx, keys []DeadLetterKey) ([]De
 	return out, nil
 }
 
-func uniqueStrings(in []string) []string {
-	seen := make(map[string]bool, len(in))
+// unique is in without its repeats, in order (a new slice).
+func unique[T comparable](in []T) []T {
+	seen := make(map[T]bool, len(in))
 	out := in[:0:0]
 	for _, s := range in {
 		if !seen[s] {

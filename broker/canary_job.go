@@ -271,11 +271,9 @@ func recordCanary(ctx context.Context, tx Tx, j *Job, keys []DeadLetterKey, copi
 func settleCanary(ctx context.Context, tx JobTx, c *JobCanary, now time.Time) (bool, error) {
 	seqs := make([]int64, 0, len(c.Copies))
 	for _, cp := range c.Copies {
-		if len(seqs) == 0 || seqs[len(seqs)-1] != cp.Seq {
-			seqs = append(seqs, cp.Seq)
-		}
+		seqs = append(seqs, cp.Seq)
 	}
-	outs, err := tx.CopyOutcomes(ctx, uniqueInts(seqs))
+	outs, err := tx.CopyOutcomes(ctx, unique(seqs))
 	if err != nil {
 		return false, fmt.Errorf("canary outcomes: %w", err)
 	}
@@ -399,18 +397,6 @@ func copiesIn(cs []CanaryCopy) int {
 		seen[c.Seq] = true
 	}
 	return len(seen)
-}
-
-func uniqueInts(in []int64) []int64 {
-	seen := make(map[int64]bool, len(in))
-	out := in[:0:0]
-	for _, v := range in {
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // firstLine is s's first line, cut to n bytes at most (a rune boundary).

@@ -6,14 +6,17 @@ import "time"
 // notifications issue carries them to channels). Today they are handed,
 // once their transaction has committed, to Config.OnEvent.
 type Event struct {
-	Kind   string // EventHoldStarted, EventHoldReleased, …
-	Queue  string
-	Group  string // "": the whole queue
-	Detail string // in words: the reason of a hold, what a release let go
-	URL    string // where to look ("" none yet)
-	At     time.Time
-	HoldID int64
-	JobID  int64
+	Kind string // EventHoldStarted, EventHoldReleased, …
+	// HoldKind is the kind of the hold of a hold's event (manual, or the
+	// circuit breaker's).
+	HoldKind HoldKind
+	Queue    string
+	Group    string // "": the whole queue
+	Detail   string // in words: the reason of a hold, what a release let go
+	URL      string // where to look ("" none yet)
+	At       time.Time
+	HoldID   int64
+	JobID    int64
 }
 
 // The kinds of events.

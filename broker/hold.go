@@ -64,6 +64,11 @@ type Hold struct {
 	ProbePartitionID int64
 	ProbeSeq         int64
 	Probes           int64
+	// ProbeSeconds (the queue's holdProbeSeconds) and ProbeInFlight (the
+	// probe handed out is still leased) are filled for a breaker's hold
+	// by Broker.Holds.
+	ProbeSeconds  int
+	ProbeInFlight bool
 	// Waiting is filled by Broker.Holds and Release: the messages pushed
 	// and not yet settled by the group (its lag), or by each group of
 	// the queue, summed, for a hold of the queue.
@@ -178,7 +183,7 @@ func (b *Broker) Hold(ctx context.Context, r HoldRequest) (h Hold, created bool,
 		if err := audit(ctx, tx, now, r.Actor, AuditHold, q.Name, r.Group, int(h.Waiting), "held: "+r.Reason); err != nil {
 			return err
 		}
-		if err := b.raise(tx, Event{Kind: EventHoldStarted, Queue: q.Name, Group: r.Group, Detail: r.Reason, At: now, HoldID: h.ID}); err != nil {
+		if err := b.raise(tx, Event{Kind: EventHoldStarted, HoldKind: HoldManual, Queue: q.Name, Group: r.Group, Detail: r.Reason, At: now, HoldID: h.ID}); err != nil {
 			return err
 		}
 		touched(q.Name) // the pages that follow the queue
@@ -205,7 +210,16 @@ func (b *Broker) Release(ctx context.Context, id int64, actor string) (Hold, err
 		if err := tx.DeleteHold(ctx, id); err != nil {
 			return fmt.Errorf("release: %w", err)
 		}
+		if h.Kind == HoldBreaker {
+			// A person let the group go: its count starts again.
+			if err := tx.ResetBreaker(ctx, h.QueueID, h.GroupID); err != nil {
+				return fmt.Errorf("release: breaker: %w", err)
+			}
+		}
 		if h.Waiting, err = holdWaiting(ctx, tx, h, now); err != nil {
+			return err
+		}
+		if err := probeOf(ctx, tx, &h, now); err != nil {
 			return err
 		}
 		h.ReleasedBy, h.ReleasedAt = actor, now
@@ -213,7 +227,7 @@ func (b *Broker) Release(ctx context.Context, id int64, actor string) (Hold, err
 		if err := audit(ctx, tx, now, actor, AuditHoldRelease, h.Queue, h.Group, int(h.Waiting), detail); err != nil {
 			return err
 		}
-		if err := b.raise(tx, Event{Kind: EventHoldReleased, Queue: h.Queue, Group: h.Group, Detail: detail, At: now, HoldID: h.ID}); err != nil {
+		if err := b.raise(tx, Event{Kind: EventHoldReleased, HoldKind: h.Kind, Queue: h.Queue, Group: h.Group, Detail: detail, At: now, HoldID: h.ID}); err != nil {
 			return err
 		}
 		touched(h.Queue) // the pops waiting for it look again
@@ -253,6 +267,9 @@ func (b *Broker) Holds(ctx context.Context, f HoldFilter) ([]Hold, error) {
 		}
 		for i := range hs {
 			if hs[i].Waiting, err = holdWaiting(ctx, tx, hs[i], now); err != nil {
+				return err
+			}
+			if err := probeOf(ctx, tx, &hs[i], now); err != nil {
 				return err
 			}
 		}

@@ -97,7 +97,7 @@ func (r *JobRequest) validate() error {
 	if r.Query != nil {
 		return r.Query.validateBulk()
 	}
-	r.IDs = uniqueStrings(r.IDs)
+	r.IDs = unique(r.IDs)
 	return nil
 }
 

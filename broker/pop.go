@@ -350,7 +350,8 @@ type popRun struct {
 	req     PopRequest
 	now     time.Time
 	touched func(string)
-	gid     int64 // the popping group, once subscribed
+	o       UpdateOptions // of the write
+	gid     int64         // the popping group, once subscribed
 
 	res  PopResult
 	wake time.Time
@@ -360,6 +361,7 @@ type popRun struct {
 // run is the function of popOnce's transaction, marked o.
 func (r *popRun) run(o UpdateOptions) error {
 	ctx, tx, req := r.ctx, r.tx, r.req
+	r.o = o
 	// Maintenance mode hands nothing out (a wait waits for its end:
 	// maintenanceNews).
 	if held, err := deliveriesHeld(ctx, tx); err != nil || held {
@@ -544,6 +546,9 @@ func (r *popRun) autoAck(q Queue, c *Consumer, msgs []Message, retries []int) er
 		if counted {
 			st.ReplayCompleted++
 		}
+	}
+	if err := r.breakerCompleted(q); err != nil {
+		return err
 	}
 	return tx.AddStats(ctx, q.ID, gid, st, now)
 }

@@ -131,7 +131,8 @@ var keptOptions = map[string]keptKind{
 func KnownOptions() []string {
 	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing", "replayPausePercent", "replayPauseWindow",
 		"completedRetentionSeconds", "retentionSeconds", "deadLetterRetentionSeconds",
-		"retryBackoff", "retryDelayMax", "maxReplays", "deadLetterArchive"}
+		"retryBackoff", "retryDelayMax", "maxReplays", "deadLetterArchive",
+		"holdAfterFailures", "holdProbeSeconds"}
 	for k := range keptOptions {
 		names = append(names, k)
 	}
@@ -270,6 +271,10 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 			err = intOpt(name, v, 0, 1000, &o.MaxReplays)
 		case "deadLetterArchive":
 			err = boolOpt(name, v, &o.DeadLetterArchive)
+		case "holdAfterFailures":
+			err = intOpt(name, v, 0, MaxHoldAfterFailures, &o.HoldAfterFailures)
+		case "holdProbeSeconds":
+			err = intOpt(name, v, 1, MaxHoldProbeSeconds, &o.HoldProbeSeconds)
 		default:
 			kind, ok := keptOptions[name]
 			if !ok {
@@ -367,6 +372,9 @@ func (b *Broker) QueuesMatching(ctx context.Context, f QueueFilter) ([]QueueSumm
 			holds, err = holdsByQueue(ctx, tx, 0)
 		}
 		s.Holds = withWaiting(holds[q.ID], s.Groups)
+		if err == nil {
+			s.Holds, err = withProbes(ctx, tx, s.Holds, q, b.now())
+		}
 		return &s, err
 	})
 	if err != nil {
@@ -402,7 +410,10 @@ func (b *Broker) Queue(ctx context.Context, name string) (QueueSummary, error) {
 			return err
 		}
 		holds, err := holdsByQueue(ctx, tx, q.ID)
-		out.Holds = withWaiting(holds[q.ID], out.Groups)
+		if err != nil {
+			return err
+		}
+		out.Holds, err = withProbes(ctx, tx, withWaiting(holds[q.ID], out.Groups), q, b.now())
 		return err
 	})
 	return out, err

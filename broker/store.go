@@ -257,6 +257,7 @@ type Tx interface {
 	WindowTx
 	MaintenanceTx
 	HoldTx
+	BreakerTx
 	QueueTx
 	PartitionTx
 	SubscriptionTx

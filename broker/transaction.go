@@ -108,7 +108,7 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 					}
 				}
 			}
-			k := b.newAcker(tx, now, touched, UpdateOptions{})
+			k := newAcker(b, tx, now, touched, UpdateOptions{})
 			res, err := k.ack(ctx, a)
 			if err != nil {
 				return err

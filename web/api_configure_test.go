@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -69,4 +70,40 @@ func TestConfigureRefusesBadInput(t *testing.T) {
 		t.Fatalf("options changed by refused calls: %+v", q.Options)
 	}
 	s.call("GET", "/api/v1/resources/queues/no%20spaces", "").wantError(http.StatusNotFound)
+}
+
+// The circuit breaker's options: defaults (off, a probe every 30 s),
+// set, answered, and each bound refused naming the option.
+func TestConfigureBreakerOptions(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	var c struct {
+		Options struct {
+			HoldAfterFailures *int `json:"holdAfterFailures"`
+			HoldProbeSeconds  *int `json:"holdProbeSeconds"`
+		} `json:"options"`
+	}
+	s.call("POST", "/api/v1/configure", `{"queue":"q"}`).want(http.StatusOK).decode(&c)
+	if c.Options.HoldAfterFailures == nil || *c.Options.HoldAfterFailures != 0 || c.Options.HoldProbeSeconds == nil || *c.Options.HoldProbeSeconds != 30 {
+		t.Fatalf("defaults: %+v", c.Options)
+	}
+	s.call("POST", "/api/v1/configure", `{"queue":"q","options":{"holdAfterFailures":20,"holdProbeSeconds":45}}`).want(http.StatusOK).decode(&c)
+	if *c.Options.HoldAfterFailures != 20 || *c.Options.HoldProbeSeconds != 45 {
+		t.Fatalf("set: %+v", c.Options)
+	}
+	for _, body := range []string{
+		`{"holdAfterFailures":-1}`, `{"holdAfterFailures":1000001}`, `{"holdAfterFailures":"5"}`, `{"holdAfterFailures":2.5}`,
+		`{"holdProbeSeconds":0}`, `{"holdProbeSeconds":86401}`, `{"holdProbeSeconds":true}`,
+	} {
+		name := body[2 : strings.Index(body[2:], `"`)+2]
+		s.call("POST", "/api/v1/configure", `{"queue":"q","options":`+body+`}`).wantError(http.StatusBadRequest, "option "+name)
+	}
+	raw := s.call("GET", "/api/v1/resources/queues/q", "").want(http.StatusOK)
+	if !strings.Contains(string(raw.body), `"holdAfterFailures":20,"holdProbeSeconds":45`) {
+		t.Fatalf("the queue's options: %s", raw.body)
+	}
+	s.call("POST", "/api/v1/configure", `{"queue":"q","options":{"holdAfterFailures":1000000,"holdProbeSeconds":null}}`).want(http.StatusOK).decode(&c)
+	if *c.Options.HoldAfterFailures != 1000000 || *c.Options.HoldProbeSeconds != 30 {
+		t.Fatalf("the bound and a default again: %+v", c.Options)
+	}
 }

@@ -41,19 +41,21 @@ type holdJSON struct {
 	ReleasedAt    *timestamp `json:"releasedAt,omitempty"`
 }
 
-// holdProbe is the circuit breaker's probe: when the next is due, how
-// many were handed out, whether one is in flight.
+// holdProbe is the circuit breaker's probe: every how many seconds
+// (the queue's holdProbeSeconds), when the next is due, how many were
+// handed out, whether the last one is still leased.
 type holdProbe struct {
-	Next     timestamp `json:"next"`
-	Probes   int64     `json:"probes"`
-	InFlight bool      `json:"inFlight"`
+	EverySeconds int       `json:"everySeconds"`
+	Next         timestamp `json:"next"`
+	Probes       int64     `json:"probes"`
+	InFlight     bool      `json:"inFlight"`
 }
 
 func toHoldJSON(h broker.Hold) holdJSON {
 	j := holdJSON{ID: h.ID, Queue: h.Queue, ConsumerGroup: optional(h.Group), Kind: string(h.Kind), Reason: h.Reason,
 		By: h.Actor, Since: timestamp(h.Since), Waiting: h.Waiting}
 	if h.Kind == broker.HoldBreaker {
-		j.Probe = &holdProbe{Next: timestamp(h.ProbeAt), Probes: h.Probes, InFlight: h.ProbeSeq != 0}
+		j.Probe = &holdProbe{EverySeconds: h.ProbeSeconds, Next: timestamp(h.ProbeAt), Probes: h.Probes, InFlight: h.ProbeInFlight}
 	}
 	if h.ReleasedBy != "" {
 		at := timestamp(h.ReleasedAt)

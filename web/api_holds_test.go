@@ -126,6 +126,51 @@ func TestHoldRoles(t *testing.T) {
 	}
 }
 
+// A circuit breaker's hold on the API: kind breaker, by lazarus, the
+// reason with the count and the last error, and its probe (every how
+// many seconds, when the next is due, how many went out, whether the
+// last is still leased).
+func TestBreakerHoldJSON(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.configure("q", `{"holdAfterFailures":2,"holdProbeSeconds":30,"retryDelay":0}`)
+	s.push("q", "", "a", `1`)
+	s.push("q", "", "b", `2`)
+	for range 2 {
+		m := s.pop("q", "consumerGroup=billing").Messages[0]
+		s.ack(m, "failed", "gateway <timeout>").want(http.StatusOK)
+	}
+	if r := s.call("GET", "/api/v1/pop/queue/q?consumerGroup=billing&batch=10", ""); r.status != http.StatusNoContent {
+		t.Fatalf("a pop of the group the breaker holds: %d %s", r.status, r.body)
+	}
+	list := s.call("GET", "/api/v1/holds?queue=q", "").want(http.StatusOK)
+	want := `{"holds":[{"id":1,"queue":"q","consumerGroup":"billing","kind":"breaker","reason":"circuit breaker: 2 failures in a row, last error gateway <timeout>","by":"lazarus","since":"2026-11-01T12:00:00.000Z","waiting":2,"probe":{"everySeconds":30,"next":"2026-11-01T12:00:30.000Z","probes":0,"inFlight":false}}]}` + "\n"
+	if string(list.body) != want {
+		t.Fatalf("GET /holds:\n%s\nwant\n%s", list.body, want)
+	}
+	s.clock.Advance(30 * time.Second)
+	probe := s.pop("q", "consumerGroup=billing&batch=10")
+	if len(probe.Messages) != 1 {
+		t.Fatalf("the probe: %+v", probe.Messages)
+	}
+	list = s.call("GET", "/api/v1/holds?queue=q", "").want(http.StatusOK)
+	if !strings.Contains(string(list.body), `"probe":{"everySeconds":30,"next":"2026-11-01T12:01:00.000Z","probes":1,"inFlight":true}`) {
+		t.Fatalf("GET /holds with the probe out: %s", list.body)
+	}
+	var held, queue struct {
+		Holds json.RawMessage `json:"holds"`
+	}
+	s.call("GET", "/api/v1/holds?queue=q", "").want(http.StatusOK).decode(&held)
+	s.call("GET", "/api/v1/resources/queues/q", "").want(http.StatusOK).decode(&queue)
+	if string(queue.Holds) != string(held.Holds) {
+		t.Fatalf("/resources/queues/q's holds %s, want GET /holds's %s", queue.Holds, held.Holds)
+	}
+	s.ack(probe.Messages[0], "completed", "").want(http.StatusOK)
+	if r := s.call("GET", "/api/v1/holds?queue=q", "").want(http.StatusOK); string(r.body) != `{"holds":[]}`+"\n" {
+		t.Fatalf("GET /holds once the probe completed: %s", r.body)
+	}
+}
+
 // Wherever a queue appears in the API (/resources/queues, its one queue,
 // /status/queues and its one queue) it carries its holds and its groups',
 // byte for byte as GET /api/v1/holds answers them; [] when none.

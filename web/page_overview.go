@@ -381,6 +381,14 @@ func (s *Server) showQueuePage(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.QueueView(v), views.QueueContent(v))
 }
 
+// breakerRule says the circuit breaker's options in words.
+func breakerRule(o broker.Options) string {
+	if o.HoldAfterFailures <= 0 {
+		return "0 (off: no group holds itself)"
+	}
+	return fmt.Sprintf("%d (a group holds itself after %d failed tries in a row; a probe every %d s)", o.HoldAfterFailures, o.HoldAfterFailures, o.HoldProbeSeconds)
+}
+
 func optionRows(o broker.Options) []views.Option {
 	d := broker.DefaultOptions()
 	note := func(changed bool) string {
@@ -408,6 +416,8 @@ func optionRows(o broker.Options) []views.Option {
 		{Name: "retryDelayMax", Value: fmt.Sprintf("%d ms (the longest a wait grows to: %s)", o.RetryDelayMax, views.Wait(time.Duration(o.RetryDelayMax)*time.Millisecond)), Note: note(o.RetryDelayMax != d.RetryDelayMax)},
 		{Name: "maxReplays", Value: fmt.Sprint(o.MaxReplays), Note: note(o.MaxReplays != d.MaxReplays)},
 		{Name: "deadLetterArchive", Value: fmt.Sprint(o.DeadLetterArchive), Note: note(o.DeadLetterArchive != d.DeadLetterArchive)},
+		{Name: "holdAfterFailures", Value: breakerRule(o), Note: note(o.HoldAfterFailures != d.HoldAfterFailures)},
+		{Name: "holdProbeSeconds", Value: fmt.Sprintf("%d s", o.HoldProbeSeconds), Note: note(o.HoldProbeSeconds != d.HoldProbeSeconds)},
 	}
 	kept := o.Kept.Values()
 	if v, ok := kept["maxWaitTimeSeconds"]; ok {

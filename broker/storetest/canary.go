@@ -17,6 +17,7 @@ import (
 // keeps the events it tells.
 type canaryBundle struct {
 	*bundle
+	news   *broker.LocalNotifier
 	mu     sync.Mutex
 	events []broker.Event
 }
@@ -27,8 +28,8 @@ const canarySeed1, canarySeed2 = 7, 11
 func setupCanary(t *testing.T, harness Harness) *canaryBundle {
 	t.Helper()
 	s := setup(t, harness)
-	cb := &canaryBundle{bundle: s}
-	s.b = broker.New(broker.Config{Store: &retryStore{Store: s.db}, Clock: s.clock, Rand: rand.NewPCG(canarySeed1, canarySeed2),
+	cb := &canaryBundle{bundle: s, news: &broker.LocalNotifier{}}
+	s.b = broker.New(broker.Config{Store: &retryStore{Store: s.db}, Clock: s.clock, Rand: rand.NewPCG(canarySeed1, canarySeed2), Notifier: cb.news,
 		OnEvent: func(e broker.Event) {
 			cb.mu.Lock()
 			defer cb.mu.Unlock()
@@ -359,6 +360,19 @@ func testCanaryByIDsIsTheFirstChunk(t *testing.T, harness Harness) {
 		t.Fatalf("the frozen ids changed: %v", j.Scope.IDs)
 	}
 	drawn := j.Scope.IDs[:4]
+	// Those drawn (the seeded source's first number is the job's seed)
+	// are put first, in the order given; the rest follow in theirs.
+	ranks := broker.DrawRanks(rand.NewPCG(canarySeed1, canarySeed2).Uint64(), int64(len(ids)), 4)
+	if slices.Equal(ranks, []int64{0, 1, 2, 3}) {
+		t.Fatalf("ranks %v: not a draw", ranks)
+	}
+	var wantFirst []string
+	for _, r := range ranks {
+		wantFirst = append(wantFirst, ids[r])
+	}
+	if !slices.Equal(drawn, wantFirst) {
+		t.Fatalf("the ids put first %v, want those drawn %v (ranks %v)", drawn, wantFirst, ranks)
+	}
 	j = s.step(j.ID)
 	if j.Position != 4 || j.Done+j.Skipped != 4 || j.Canary.State != broker.CanarySettling {
 		t.Fatalf("the canary's step: %+v", j)
@@ -558,5 +572,45 @@ func testReplayJobAutoPauseIsTold(t *testing.T, harness Harness) {
 	ev := s.told(broker.EventJobPaused)
 	if len(ev) != 1 || ev[0].JobID != j.ID || !strings.HasPrefix(ev[0].Detail, "paused itself: 2 of the last 2") {
 		t.Fatalf("job.paused told %+v, want once for the auto-pause", ev)
+	}
+}
+
+// jobsNews is the Notifier's key of the job runner's news (broker's
+// jobNews).
+const jobsNews = "\x00jobs"
+
+// A canary copy settling is news for the job runner (so that it looks at
+// the canary then, not at its deadline); a copy of a job without a
+// settling canary is not.
+func testCanaryCopySettledIsNewsForTheRunner(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupCanary(t, harness)
+	s.fill("q", "g", []string{"p"}, 10)
+	j := s.startCanary("q", "", broker.Canary{Count: 2, SettleSeconds: 3600}, 0)
+	s.step(j.ID)
+	res := s.pop("q", "g", 10)
+	if len(res.Messages) != 2 {
+		t.Fatalf("popped %d", len(res.Messages))
+	}
+	for _, m := range res.Messages {
+		news := s.news.Watch(jobsNews)
+		s.ack(m, broker.AckCompleted, "")
+		select {
+		case <-news:
+		default:
+			t.Fatalf("the ack of canary copy %s told the runner nothing", m.TransactionID)
+		}
+	}
+	j = s.step(j.ID) // passes; the rest is replayed
+	if j.Canary.State != broker.CanaryPassed || j.Done != 10 {
+		t.Fatalf("after the canary: %+v", j)
+	}
+	res = s.pop("q", "g", 1)
+	news := s.news.Watch(jobsNews)
+	s.ack(res.Messages[0], broker.AckCompleted, "")
+	select {
+	case <-news:
+		t.Fatalf("a copy of a job whose canary passed was news for the runner")
+	default:
 	}
 }

@@ -26,6 +26,18 @@ var pgCatalog = map[string]*pgStatement{
 			messages = messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.counted_seq),
 			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
 			WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`, stores: true},
+	// Tx.AddBreakerTries: translated
+	`INSERT INTO group_breakers (queue_id, group_id, streak, last_error, last_at) VALUES (?1, ?2, ?3, ?4, ?5)
+		ON CONFLICT (queue_id, group_id) DO UPDATE SET
+			streak = CASE WHEN ?6 = 1 THEN excluded.streak ELSE group_breakers.streak + excluded.streak END,
+			last_error = excluded.last_error, last_at = excluded.last_at
+		RETURNING streak`: {text: `INSERT INTO group_breakers (queue_id, group_id, streak, last_error, last_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (queue_id, group_id) DO UPDATE SET
+			streak = CASE WHEN $6 = 1 THEN excluded.streak ELSE group_breakers.streak + excluded.streak END,
+			last_error = excluded.last_error, last_at = excluded.last_at
+		RETURNING streak`, stores: true},
+	// Tx.AddBreakerTries, Tx.ResetBreaker: translated
+	`UPDATE group_breakers SET streak = 0 WHERE queue_id = ? AND group_id = ? AND streak <> 0`: {text: `UPDATE group_breakers SET streak = 0 WHERE queue_id = $1 AND group_id = $2 AND streak <> 0`, stores: true},
 	// Tx.AddStats: translated
 	`INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired)
@@ -104,6 +116,8 @@ var pgCatalog = map[string]*pgStatement{
 	`UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?`: {text: `UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3`, stores: true},
 	// Tx.Attempts: translated
 	`SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`: {text: `SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3`},
+	// Tx.Breaker: translated
+	`SELECT streak, last_error FROM group_breakers WHERE queue_id = ? AND group_id = ?`: {text: `SELECT streak, last_error FROM group_breakers WHERE queue_id = $1 AND group_id = $2`},
 	// Tx.Consumer: translated
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ?`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2`},
 	// Tx.Consumer: translated
@@ -189,12 +203,14 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.CreateQueue: translated
 	`INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+		hold_after_failures, hold_probe_seconds)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO NOTHING RETURNING id`: {text: `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+		hold_after_failures, hold_probe_seconds)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (name) DO NOTHING RETURNING id`, stores: true},
 	// Tx.DeadLetter: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
@@ -715,15 +731,19 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	// Tx.QueueByID: translated
 	`SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE id = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues WHERE id = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE id = $1`},
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues WHERE id = $1`},
 	// Tx.QueueByName: translated
 	`SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues WHERE name = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = $1`},
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues WHERE name = $1`},
 	// Tx.QueueNames: translated
 	`SELECT name FROM queues ORDER BY name`: {text: `SELECT name FROM queues ORDER BY name`},
 	// Tx.QueueTotals: hand-written (PGQuery)
@@ -763,9 +783,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	// Tx.Queues: translated
 	`SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues ORDER BY name`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name`},
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues ORDER BY name`},
 	// Tx.ReadersOf: translated
 	`SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
 		WHERE s.queue_id IN (SELECT value FROM json_each(?)) ORDER BY s.queue_id, g.name`: {text: `SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
@@ -882,6 +904,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 		WHERE partition_id = ?12 AND group_id = ?13`: {text: `UPDATE consumers SET cursor = $1, lease_id = $2, lease_until = $3, lease_last = $4, leased_at = $5,
 		retry_seq = $6, retries = $7, available_at = $8, acks = $9, void_lease_id = $10, void_last = $11
 		WHERE partition_id = $12 AND group_id = $13`, stores: true},
+	// Tx.SaveHoldProbe: translated
+	`UPDATE holds SET probe_at = ?, probe_partition_id = ?, probe_seq = ?, probes = ? WHERE id = ?`: {text: `UPDATE holds SET probe_at = $1, probe_partition_id = $2, probe_seq = $3, probes = $4 WHERE id = $5`, stores: true},
 	// Tx.SaveJob: translated
 	`UPDATE jobs SET state = ?, updated_at = ?, finished_at = ?, planned = ?, done = ?, skipped = ?, failed = ?, arrived_since = ?,
 		position = ?, reason = ?, recent = ?, recent_n = ?, undone_by = ?, capped = ?, canary = ?, duplicates = ? WHERE id = ?`: {text: `UPDATE jobs SET state = $1, updated_at = $2, finished_at = $3, planned = $4, done = $5, skipped = $6, failed = $7, arrived_since = $8,
@@ -1102,10 +1126,12 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ?,
 		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
 		completed_retention = ?, retention = ?, dead_letter_retention = ?,
-		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ? WHERE id = ?`: {text: `UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_letter_queue = $4, dlq_after_max_retries = $5,
+		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ?,
+		hold_after_failures = ?, hold_probe_seconds = ? WHERE id = ?`: {text: `UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_letter_queue = $4, dlq_after_max_retries = $5,
 		namespace = $6, task = $7, delayed_processing = $8, kept_options = $9, replay_pause_percent = $10, replay_pause_window = $11,
 		completed_retention = $12, retention = $13, dead_letter_retention = $14,
-		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18 WHERE id = $19`, stores: true},
+		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18,
+		hold_after_failures = $19, hold_probe_seconds = $20 WHERE id = $21`, stores: true},
 	// Tx.UserByID: translated
 	`SELECT id, name, role, password_hash, created_at FROM users WHERE id = ?`: {text: `SELECT id, name, role, password_hash, created_at FROM users WHERE id = $1`},
 	// Tx.UserByName: translated

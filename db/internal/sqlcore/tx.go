@@ -117,7 +117,8 @@ func B2I(b bool) int64 {
 
 const queueCols = `id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive`
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds`
 
 func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 	var q broker.Queue
@@ -126,7 +127,8 @@ func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 	err := s.Scan(&q.ID, &q.Name, &q.Options.LeaseTime, &q.Options.RetryLimit, &q.Options.RetryDelay, &dlq, &after, &created,
 		&q.Namespace, &q.Task, &q.Options.DelayedProcessing, &kept, &q.Options.ReplayPausePercent, &q.Options.ReplayPauseWindow,
 		&q.Options.CompletedRetentionSeconds, &q.Options.RetentionSeconds, &q.Options.DeadLetterRetentionSeconds,
-		&q.Options.RetryBackoff, &q.Options.RetryDelayMax, &q.Options.MaxReplays, &archive)
+		&q.Options.RetryBackoff, &q.Options.RetryDelayMax, &q.Options.MaxReplays, &archive,
+		&q.Options.HoldAfterFailures, &q.Options.HoldProbeSeconds)
 	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, fromMS(created)
 	q.Options.DeadLetterArchive = archive != 0
 	if err == nil {
@@ -209,12 +211,13 @@ func (t *Tx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	}
 	n, id, err := t.Insert(ctx, "id", `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+		hold_after_failures, hold_probe_seconds)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO NOTHING`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, B2I(o.DeadLetterQueue), B2I(o.DLQAfterMaxRetries), MS(q.CreatedAt),
 		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
 		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
-		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, B2I(o.DeadLetterArchive))
+		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, B2I(o.DeadLetterArchive), o.HoldAfterFailures, o.HoldProbeSeconds)
 	switch {
 	case err != nil:
 		return err
@@ -238,11 +241,12 @@ func (t *Tx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 	_, err = t.Exec(ctx, `UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ?,
 		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
 		completed_retention = ?, retention = ?, dead_letter_retention = ?,
-		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ? WHERE id = ?`,
+		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ?,
+		hold_after_failures = ?, hold_probe_seconds = ? WHERE id = ?`,
 		o.LeaseTime, o.RetryLimit, o.RetryDelay, B2I(o.DeadLetterQueue), B2I(o.DLQAfterMaxRetries),
 		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
 		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
-		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, B2I(o.DeadLetterArchive), q.ID)
+		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, B2I(o.DeadLetterArchive), o.HoldAfterFailures, o.HoldProbeSeconds, q.ID)
 	return err
 }
 

@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 343 statements (19 with a PostgreSQL text written by hand, 13 for
+-- 347 statements (19 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 91 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -68,6 +68,28 @@ UPDATE partitions SET
 --   INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
 --   		ON CONFLICT (key) DO UPDATE SET value = excluded.value
 -- postgres: none
+
+-- used by: Tx.AddBreakerTries
+-- sqlite:
+--   INSERT INTO group_breakers (queue_id, group_id, streak, last_error, last_at) VALUES (?1, ?2, ?3, ?4, ?5)
+--   		ON CONFLICT (queue_id, group_id) DO UPDATE SET
+--   			streak = CASE WHEN ?6 = 1 THEN excluded.streak ELSE group_breakers.streak + excluded.streak END,
+--   			last_error = excluded.last_error, last_at = excluded.last_at
+--   		RETURNING streak
+-- postgres (translated):
+INSERT INTO group_breakers (queue_id, group_id, streak, last_error, last_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (queue_id, group_id) DO UPDATE SET
+			streak = CASE WHEN $6 = 1 THEN excluded.streak ELSE group_breakers.streak + excluded.streak END,
+			last_error = excluded.last_error, last_at = excluded.last_at
+		RETURNING streak
+;
+
+-- used by: Tx.AddBreakerTries, Tx.ResetBreaker
+-- sqlite:
+--   UPDATE group_breakers SET streak = 0 WHERE queue_id = ? AND group_id = ? AND streak <> 0
+-- postgres (translated):
+UPDATE group_breakers SET streak = 0 WHERE queue_id = $1 AND group_id = $2 AND streak <> 0
+;
 
 -- used by: Tx.AddStats
 -- sqlite:
@@ -180,6 +202,13 @@ UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3
 --   SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?
 -- postgres (translated):
 SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3
+;
+
+-- used by: Tx.Breaker
+-- sqlite:
+--   SELECT streak, last_error FROM group_breakers WHERE queue_id = ? AND group_id = ?
+-- postgres (translated):
+SELECT streak, last_error FROM group_breakers WHERE queue_id = $1 AND group_id = $2
 ;
 
 -- used by: Tx.Consumer
@@ -355,14 +384,16 @@ INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES ($1, $2, $3, $4
 -- sqlite:
 --   INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
---   		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive)
---   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+--   		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+--   		hold_after_failures, hold_probe_seconds)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 --   		ON CONFLICT (name) DO NOTHING
 -- postgres (translated):
 INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+		hold_after_failures, hold_probe_seconds)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (name) DO NOTHING RETURNING id
 ;
 
@@ -1442,22 +1473,26 @@ SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, p.messages + (SELECT COUN
 -- sqlite:
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
---   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE id = ?
+--   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+--   	hold_after_failures, hold_probe_seconds FROM queues WHERE id = ?
 -- postgres (translated):
 SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE id = $1
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues WHERE id = $1
 ;
 
 -- used by: Tx.QueueByName
 -- sqlite:
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
---   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = ?
+--   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+--   	hold_after_failures, hold_probe_seconds FROM queues WHERE name = ?
 -- postgres (translated):
 SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues WHERE name = $1
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues WHERE name = $1
 ;
 
 -- used by: Tx.QueueNames
@@ -1511,11 +1546,13 @@ SELECT q.id, q.name, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bi
 -- sqlite:
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
---   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name
+--   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+--   	hold_after_failures, hold_probe_seconds FROM queues ORDER BY name
 -- postgres (translated):
 SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
-	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive FROM queues ORDER BY name
+	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
+	hold_after_failures, hold_probe_seconds FROM queues ORDER BY name
 ;
 
 -- used by: Tx.ReadersOf
@@ -1759,6 +1796,13 @@ SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_byt
 UPDATE consumers SET cursor = $1, lease_id = $2, lease_until = $3, lease_last = $4, leased_at = $5,
 		retry_seq = $6, retries = $7, available_at = $8, acks = $9, void_lease_id = $10, void_last = $11
 		WHERE partition_id = $12 AND group_id = $13
+;
+
+-- used by: Tx.SaveHoldProbe
+-- sqlite:
+--   UPDATE holds SET probe_at = ?, probe_partition_id = ?, probe_seq = ?, probes = ? WHERE id = ?
+-- postgres (translated):
+UPDATE holds SET probe_at = $1, probe_partition_id = $2, probe_seq = $3, probes = $4 WHERE id = $5
 ;
 
 -- used by: Tx.SaveJob
@@ -2334,12 +2378,14 @@ UPDATE audit SET count = $2, detail = $3 WHERE id = $1 AND action = 'dead_letter
 --   UPDATE queues SET lease_time = ?, retry_limit = ?, retry_delay = ?, dead_letter_queue = ?, dlq_after_max_retries = ?,
 --   		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
 --   		completed_retention = ?, retention = ?, dead_letter_retention = ?,
---   		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ? WHERE id = ?
+--   		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ?,
+--   		hold_after_failures = ?, hold_probe_seconds = ? WHERE id = ?
 -- postgres (translated):
 UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_letter_queue = $4, dlq_after_max_retries = $5,
 		namespace = $6, task = $7, delayed_processing = $8, kept_options = $9, replay_pause_percent = $10, replay_pause_window = $11,
 		completed_retention = $12, retention = $13, dead_letter_retention = $14,
-		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18 WHERE id = $19
+		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18,
+		hold_after_failures = $19, hold_probe_seconds = $20 WHERE id = $21
 ;
 
 -- used by: Tx.UserByID
