@@ -41,38 +41,46 @@ func (r *popRun) canaryHead(q Queue, _ HoldSet) (bool, error) {
 			if tried[part.ID] {
 				continue
 			}
-			tried[part.ID] = true
-			handed, err := r.canaryAt(q, part, cp.Seq)
+			handed, past, err := r.canaryAt(q, part, cp.Seq)
 			if handed || err != nil {
 				return handed, err
 			}
+			// A copy the group settled already, whose outcome the job has
+			// not read yet, says nothing of the partition: the next copy
+			// there may be first in line now.
+			tried[part.ID] = !past
 		}
 	}
 	return false, nil
 }
 
-// canaryAt hands the copy seq when it is the group's head in part.
-func (r *popRun) canaryAt(q Queue, part Partition, seq int64) (bool, error) {
+// canaryAt hands the copy seq when it is the group's head in part; past:
+// the group's cursor is past it already (settled, its outcome not yet
+// read by the job).
+func (r *popRun) canaryAt(q Queue, part Partition, seq int64) (handed, past bool, err error) {
 	ctx, tx, now := r.ctx, r.tx, r.now
 	c, err := tx.Consumer(ctx, part.ID, r.gid)
 	if err != nil {
-		return false, fmt.Errorf("pop: consumer: %w", err)
+		return false, false, fmt.Errorf("pop: consumer: %w", err)
+	}
+	if c.Cursor >= seq && !c.leaseLive(now) {
+		return false, true, nil
 	}
 	if c.leaseLive(now) || c.AvailableAt.After(now) || c.Cursor >= seq {
-		return false, nil
+		return false, false, nil
 	}
 	if end, err := windowEnd(ctx, tx, q, part.ID); err != nil {
-		return false, fmt.Errorf("pop: %w", err)
+		return false, false, fmt.Errorf("pop: %w", err)
 	} else if end.After(now) {
-		return false, nil
+		return false, false, nil
 	}
 	ps := passer{tx: tx, gid: r.gid, budget: passBudget}
 	msgs, _, _, _, err := ps.take(ctx, &c, 1, q.Options.Delay(), now)
 	if err != nil {
-		return false, fmt.Errorf("pop: %w", err)
+		return false, false, fmt.Errorf("pop: %w", err)
 	}
 	if len(msgs) != 1 || msgs[0].Seq != seq {
-		return false, nil // something of the group's is before it: it waits
+		return false, false, nil // something of the group's is before it: it waits
 	}
-	return true, r.hand(q, part, &c, msgs)
+	return true, false, r.hand(q, part, &c, msgs)
 }

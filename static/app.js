@@ -92,6 +92,22 @@
       return;
     }
 
+    // A Hold button opens the page's Hold dialog for its queue or group,
+    // the reason it suggests in the field, the focus there.
+    const hold = t.closest("[data-hold-open]");
+    if (hold) {
+      const d = document.getElementById("hold-dialog");
+      if (!d) return;
+      const group = d.querySelector("[data-hold-group]");
+      if (group && hold.hasAttribute("data-hold-group")) group.value = hold.getAttribute("data-hold-group");
+      const reason = d.querySelector("[data-hold-reason]");
+      reason.value = hold.getAttribute("data-hold-reason") || "";
+      if (!d.open) d.showModal();
+      reason.focus();
+      reason.select();
+      return;
+    }
+
     if (t.closest("[data-close-dialog]")) {
       t.closest("dialog")?.close();
     }

@@ -73,7 +73,7 @@ func AuditContent(v AuditList) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Audit</h1><p class=\"sub\">Every replay and delete (a bulk one is one entry, linked to its job), logins and user changes: who, when, what. The broker's own entries (messages filed into the dead letters, jobs that paused themselves) are shown on request.</p><form class=\"filters\" method=\"get\" action=\"/audit\" hx-get=\"/audit\" hx-target=\"#page\" hx-push-url=\"true\" data-testid=\"audit-filters\"><label>Action <select name=\"action\" data-testid=\"audit-action\"><option value=\"\">All actions</option> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Audit</h1><p class=\"sub\">Every replay and delete (a bulk one is one entry, linked to its job), hold and release, logins and user changes: who, when, what. The broker's own entries (messages filed into the dead letters, jobs that paused themselves) are shown on request.</p><form class=\"filters\" method=\"get\" action=\"/audit\" hx-get=\"/audit\" hx-target=\"#page\" hx-push-url=\"true\" data-testid=\"audit-filters\"><label>Action <select name=\"action\" data-testid=\"audit-action\"><option value=\"\">All actions</option> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -94,6 +94,34 @@ type JobDetail struct {
 	UndoOfURL, UndoneByURL string
 	AuditURL               string
 	CSRFToken              string
+	// Canary is a replay's first step (nil: none): a few drawn at
+	// random, replayed, and waited for before the rest.
+	Canary *CanaryStep
+}
+
+// CanaryStep is a replay job's canary as its page shows it.
+type CanaryStep struct {
+	Count, SettleSeconds, MaxFailed int
+	State                           string // drawn, settling, passed, failed
+	Until                           time.Time
+	Copies                          []CanaryCopyRow
+	Succeeded, Failed, Pending      int
+	Reason                          string // why the job paused (failed)
+	// Rest is how many the job replays after the canary.
+	Rest int64
+}
+
+// CanaryCopyRow is one dead letter the canary replayed, and what became
+// of its copy.
+type CanaryCopyRow struct {
+	DeadLetterID  string
+	DeadLetterURL string // the dead letter drawn (gone once replayed: its page says where)
+	Group         string
+	Partition     string
+	TransactionID string // the copy's
+	CopyURL       string // the copy: its dead letter when it failed again
+	Outcome       string // pending, succeeded, failed
+	Error         string // the first line of its error, when it failed again
 }
 
 // JobOutcomeRow is a replay job's outcome in one consumer group.

@@ -140,6 +140,8 @@ type QueueRow struct {
 	// ErrorGroups are the queue's biggest error groups (up to 3), each
 	// linking to its dead letters.
 	ErrorGroups []TopError
+	// Hold is the hold of the whole queue (nil: none).
+	Hold *HoldNote
 }
 
 // GroupDepth is a group's dead-letter depth in a queue.
@@ -148,6 +150,7 @@ type GroupDepth struct {
 	Depth  int64
 	URL    string
 	Oldest string
+	Hold   *HoldNote // the group's own hold (nil: none)
 }
 
 // QueueDetail is page 2: one queue.
@@ -174,6 +177,10 @@ type QueueDetail struct {
 	Groups          []GroupRow
 	Depth           int64
 	DLQURL          string
+	// Holds are the holds of the queue and of its groups; HoldForm the
+	// Hold dialog's (PostURL "": the visitor may not hold).
+	Holds    []HoldNote
+	HoldForm HoldForm
 }
 
 // Option is a queue option and its value.
@@ -204,6 +211,7 @@ type GroupRow struct {
 	Dropped      int64
 	Expired      int64 // messages retentionSeconds deleted before the group settled them
 	DLQURL       string
+	Hold         *HoldNote // what holds the group: its own hold, or the queue's (nil: none)
 }
 
 // DeadLetterList is page 3: the dead letters of a queue.
@@ -251,6 +259,10 @@ type DeadLetterList struct {
 	Expiring *ExpiringNote
 	// RestoreFor is how long a delete can be undone ("24 hours").
 	RestoreFor string
+	// Holds are the holds of the queue and of the filter's group (of
+	// every group without one); HoldForm the Hold dialog's.
+	Holds    []HoldNote
+	HoldForm HoldForm
 }
 
 // ExpiringNote says how the list's dead letters expire and how many do
@@ -297,6 +309,9 @@ type ErrorGroupRow struct {
 	ReplayURL   string // the bulk confirmations of the group
 	DeleteURL   string
 	Current     bool // the list is filtered by it
+	// Hold is what the row's Hold button holds: the filter's consumer
+	// group, or the queue's only one (AnyGroup: the dialog asks).
+	Hold HoldTarget
 }
 
 // TopError is a frequent error text with the link that filters by it.
@@ -388,6 +403,11 @@ type DeadLetterDetail struct {
 	// chain; MaxReplays its queue's cap (0 none): at it, a replay needs
 	// the force box.
 	Replays, MaxReplays int
+
+	// Holds are the holds of the queue and of the dead letter's group;
+	// HoldForm the Hold dialog's.
+	Holds    []HoldNote
+	HoldForm HoldForm
 }
 
 // Payload is a message payload ready to show.
@@ -452,6 +472,26 @@ type BulkConfirm struct {
 	// reached them yet, and a replay to every group has them process the
 	// copies again.
 	Untouched []string
+}
+
+// Canary defaults, as the bulk replay's confirmation offers them (SPEC
+// section 4): on above CanaryAbove dead letters.
+const (
+	CanaryAbove         = 100
+	CanaryCount         = 5
+	CanarySettleSeconds = 120
+	CanaryMaxFailed     = 0
+)
+
+// CanaryOn reports whether the confirmation offers the canary ticked:
+// above CanaryAbove dead letters, as it counts them (DeadLetters, for a
+// replay by filter; else Count).
+func (v BulkConfirm) CanaryOn() bool {
+	n := v.DeadLetters
+	if n == 0 {
+		n = v.Count
+	}
+	return n > CanaryAbove
 }
 
 // BulkResult reports a bulk action.

@@ -162,10 +162,16 @@ func TestBulkConfirmReplayCountsMessages(t *testing.T) {
 	if c.doc().Find(`[data-testid="confirm-queue"]`).Length() != 1 {
 		t.Fatal("1,200 dead letters to replay do not ask for the queue name")
 	}
+	if c.doc().Find(`[data-testid="confirm-canary-on"][checked]`).Length() != 1 {
+		t.Fatal("1,200 dead letters to replay: the canary is not offered ticked")
+	}
 	own := confirmForm(t, c)
+	own.Del("canary") // turned off: this replay goes at once
 	own.Set("mode", "own")
 	hx(f.op, "/queues/bulk/dead-letters/replay", own).want(http.StatusBadRequest)
-	r := hx(f.op, "/queues/bulk/dead-letters/replay", confirmForm(t, c)).want(http.StatusOK)
+	all := confirmForm(t, c)
+	all.Del("canary")
+	r := hx(f.op, "/queues/bulk/dead-letters/replay", all).want(http.StatusOK)
 	if got := r.testid("flash"); !strings.Contains(got, "Replaying 600 messages") {
 		t.Fatalf("result %q", got)
 	}

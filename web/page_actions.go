@@ -383,7 +383,48 @@ func jobOfForm(action string, form url.Values, who string) (broker.JobRequest, e
 		return req, badRequest("force goes with a replay")
 	}
 	req.Force = force
+	if req.Canary, err = formCanary(action, form); err != nil {
+		return req, err
+	}
 	return req, nil
+}
+
+// formCanary reads a bulk form's canary (nil: the box is not ticked):
+// how many, how long to wait for them, how many may fail again; an empty
+// field is the dialog's default.
+func formCanary(action string, form url.Values) (*broker.Canary, error) {
+	on, err := formForce(form.Get("canary"))
+	if err != nil {
+		return nil, badRequest("canary must be on or left out")
+	}
+	if !on {
+		return nil, nil
+	}
+	if action != "replay" {
+		return nil, badRequest("a canary goes with a replay")
+	}
+	num := func(name string, def, lo, hi int, what string) (int, error) {
+		v := strings.TrimSpace(form.Get(name))
+		if v == "" {
+			return def, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return 0, badRequest("the canary's %s must be a whole number from %d to %d", what, lo, hi)
+		}
+		return n, nil
+	}
+	c := &broker.Canary{}
+	if c.Count, err = num("canaryCount", views.CanaryCount, 1, broker.MaxCanaryCount, "count"); err != nil {
+		return nil, err
+	}
+	if c.SettleSeconds, err = num("canarySettleSeconds", views.CanarySettleSeconds, 1, broker.MaxCanarySettleSeconds, "wait (seconds)"); err != nil {
+		return nil, err
+	}
+	if c.MaxFailed, err = num("canaryMaxFailed", views.CanaryMaxFailed, 0, c.Count-1, "number that may fail again (below its count)"); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // formForce reads a form's "replay even if replayed maxReplays times

@@ -258,6 +258,11 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	v.RestoreFor = s.restoreFor()
 	v.Expiring = expiringNote(queue, f.Group, tr.Expiring)
 	v.RefreshURL = deadLettersURL(queue, withAfter(base, after))
+	v.Holds = holdsOfGroup(s.queueHolds(ctx, c, queue), f.Group)
+	v.HoldForm = s.holdForm(c, queue, deadLettersURL(queue, base), withGroup(brief.Groups, f.Group))
+	for i := range v.ErrorGroups {
+		v.ErrorGroups[i].Hold = errorGroupHold(queue, f.Group, brief.Groups, v.ErrorGroups[i])
+	}
 	if !isFragment(c) {
 		// The message of an action that led here (edit and replay).
 		if v.Page.Flash, _, err = s.takeFlash(c); err != nil {
@@ -302,6 +307,21 @@ func errorGroupRows(queue string, f listFilter, base url.Values, gs []broker.Err
 		})
 	}
 	return rows, scope, narrower
+}
+
+// errorGroupHold is what an error group's Hold holds: the consumer group
+// of the list's filter, else the queue's only one; with several the
+// dialog asks which. Its reason is suggested from the error.
+func errorGroupHold(queue, group string, groups []string, g views.ErrorGroupRow) views.HoldTarget {
+	t := views.HoldTarget{Queue: queue, Group: group, Reason: "error group: " + views.FirstLine(g.Fingerprint, 200)}
+	switch {
+	case group != "":
+	case len(groups) == 1:
+		t.Group = groups[0]
+	default:
+		t.AnyGroup = true
+	}
+	return t
 }
 
 func withAfter(base url.Values, after *broker.Cursor) url.Values {
@@ -488,6 +508,13 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 	}
 	v.RestoreFor = s.restoreFor()
 	v.History = historyOf(queue, h, true)
+	v.Holds = holdsOfGroup(s.queueHolds(ctx, c, queue), d.Group)
+	v.HoldForm = s.holdForm(c, queue, v.SelfURL, withGroup(v.Readers, d.Group))
+	if !isFragment(c) {
+		if v.Page.Flash, _, err = s.takeFlash(c); err != nil {
+			return err
+		}
+	}
 	return renderPage(c, http.StatusOK, views.DeadLetterView(v), views.DeadLetterContent(v))
 }
 

@@ -159,6 +159,7 @@ func (s *Server) jobDetail(c echo.Context, jv broker.JobView) views.JobDetail {
 		d.Failures = append(d.Failures, row)
 	}
 	d.FailuresMore = int64(len(jv.Failures)) < d.Totals.Failed
+	d.Canary = canaryStep(j)
 	switch {
 	case j.State == broker.JobRunning:
 		d.Poll = jobPoll
@@ -283,4 +284,42 @@ func jobURL(id int64) string {
 		return ""
 	}
 	return "/jobs/" + strconv.FormatInt(id, 10)
+}
+
+// canaryStep is a replay job's canary for its page (nil: none): each
+// copy linked, the one that failed again to its dead letter (the search
+// by its transactionId opens it).
+func canaryStep(j broker.Job) *views.CanaryStep {
+	c := j.Canary
+	if c == nil {
+		return nil
+	}
+	st := &views.CanaryStep{Count: c.Count, SettleSeconds: c.SettleSeconds, MaxFailed: c.MaxFailed, State: c.State, Until: c.Until, Reason: c.Reason,
+		Rest: max(j.Planned-int64(c.Count), 0)}
+	if len(c.Copies) > 0 {
+		st.Rest = max(j.Planned-int64(len(c.Copies)), 0)
+	}
+	for _, cp := range c.Copies {
+		r := views.CanaryCopyRow{DeadLetterID: cp.DeadLetterID, Group: cp.Group, Partition: cp.Partition, TransactionID: cp.TransactionID, Outcome: cp.Outcome}
+		if cp.DeadLetterID != "" && cp.Queue != "" {
+			r.DeadLetterURL = deadLetterURL(cp.Queue, cp.DeadLetterID, cp.Group)
+		}
+		if cp.TransactionID != "" {
+			r.CopyURL = searchURL(cp.TransactionID)
+		}
+		switch cp.Outcome {
+		case "failed":
+			st.Failed++
+			r.Error = views.FirstLine(cp.Error, 160)
+		case "succeeded":
+			st.Succeeded++
+		default:
+			st.Pending++
+		}
+		st.Copies = append(st.Copies, r)
+	}
+	if st.Reason == "" && c.State == broker.CanaryFailed {
+		st.Reason = fmt.Sprintf("canary: %d of %d failed again", st.Failed, len(c.Copies))
+	}
+	return st
 }

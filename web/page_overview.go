@@ -31,6 +31,11 @@ func (s *Server) showOverview(c echo.Context) error {
 	}
 	now := s.now()
 	v := views.Overview{Page: s.page(c, "Overview", "overview"), SelfURL: overviewURL(q, q.Offset)}
+	holds, err := s.broker.Holds(ctx, broker.HoldFilter{})
+	if err != nil {
+		return err
+	}
+	notes := s.holdNotes(c, holds)
 	for _, r := range ov.Rows {
 		row := views.QueueRow{Name: r.Name, URL: queueURL(r.Name), DLQURL: deadLettersURL(r.Name, nil), Partitions: r.PartitionCount, Depth: r.Health.Depth,
 			DepthDelta: countDelta(r.Health.Depth, r.DepthThen, "dead letters", "24 h ago")}
@@ -41,6 +46,7 @@ func (s *Server) showOverview(c echo.Context) error {
 			}
 			row.Groups = append(row.Groups, gd)
 		}
+		holdRow(&row, notes, func(g string) string { return deadLettersURL(r.Name, url.Values{"group": {g}}) })
 		if r.Health.Oldest > 0 {
 			row.Oldest = views.Age(r.Health.Oldest)
 		}
@@ -83,6 +89,31 @@ func (s *Server) showOverview(c echo.Context) error {
 		return err
 	}
 	return renderPage(c, http.StatusOK, views.OverviewView(v), views.OverviewContent(v))
+}
+
+// holdRow marks the holds of a queue's row: the queue's own on its
+// name, a group's on its badge (a held group without dead letters gets
+// one, so that the hold shows).
+func holdRow(row *views.QueueRow, notes []views.HoldNote, groupURL func(string) string) {
+	for i := range notes {
+		h := &notes[i]
+		if h.Queue != row.Name {
+			continue
+		}
+		if h.Group == "" {
+			row.Hold = h
+			continue
+		}
+		found := false
+		for k := range row.Groups {
+			if row.Groups[k].Group == h.Group {
+				row.Groups[k].Hold, found = h, true
+			}
+		}
+		if !found {
+			row.Groups = append(row.Groups, views.GroupDepth{Group: h.Group, URL: groupURL(h.Group), Hold: h})
+		}
+	}
 }
 
 // overviewPage is how many queues a page of the overview shows unless
@@ -333,6 +364,18 @@ func (s *Server) showQueuePage(c echo.Context) error {
 	for _, g := range q.Stats {
 		if !seen[g.Group] {
 			addGroup(g.Group, 0, 0)
+		}
+	}
+	v.Holds = s.queueHolds(ctx, c, q.Name)
+	var groups []string
+	for i := range v.Groups {
+		groups = append(groups, v.Groups[i].Name)
+		v.Groups[i].Hold = views.HeldGroup(v.Holds, v.Groups[i].Name)
+	}
+	v.HoldForm = s.holdForm(c, q.Name, v.URL, groups)
+	if !isFragment(c) {
+		if v.Page.Flash, _, err = s.takeFlash(c); err != nil {
+			return err
 		}
 	}
 	return renderPage(c, http.StatusOK, views.QueueView(v), views.QueueContent(v))

@@ -45,6 +45,8 @@ var routeAccess = map[string]access{
 	"POST /admin/tokens":           admin,
 	"POST /admin/users/:id/tokens/:token/revoke":                                   admin,
 	"GET /queues/:queue":                                                           viewer,
+	"POST /queues/:queue/holds":                                                    operator,
+	"POST /holds/:id/release":                                                      operator,
 	"GET /queues/:queue/dead-letters":                                              viewer,
 	"GET /queues/:queue/dead-letters/:id":                                          viewer,
 	"GET /queues/:queue/dead-letters/:id/payload":                                  viewer,

@@ -25,6 +25,8 @@ func (s *Server) pageRoutes() {
 
 	e.GET("/", s.showOverview, viewer)
 	e.GET("/queues/:queue", s.showQueuePage, viewer)
+	e.POST("/queues/:queue/holds", s.holdPage, operator)
+	e.POST("/holds/:id/release", s.releasePage, operator)
 	e.GET("/queues/:queue/dead-letters", s.showDeadLetters, viewer)
 	e.GET("/queues/:queue/dead-letters/confirm", s.confirmBulk, operator)
 	e.GET("/queues/:queue/dead-letters/export", s.exportPage, operator) // personal data: operators and admins

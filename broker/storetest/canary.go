@@ -421,6 +421,35 @@ func testCanaryCopyPassesAHoldAtTheHead(t *testing.T, harness Harness) {
 	}
 }
 
+// A held group's worker takes a canary's copies one after another, each
+// acked before the next pop, faster than the job reads their outcomes:
+// a copy settled already does not stop the next one first in line.
+func testCanaryCopiesPassAHoldOneAfterAnother(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupCanary(t, harness)
+	s.fill("q", "g", []string{"p"}, 10)
+	s.hold("q", "g")
+	j := s.startCanary("q", "", broker.Canary{Count: 3}, 0)
+	j = s.step(j.ID)
+	var got []string
+	for range 3 {
+		ids, res := s.popTxids("q", "g", 10)
+		if len(ids) != 1 {
+			t.Fatalf("a held pop got %v after %v, want the next canary copy", ids, got)
+		}
+		got = append(got, ids...)
+		s.ack(res.Messages[0], broker.AckCompleted, "")
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, canaryTxids(j)) {
+		t.Fatalf("handed %v, want the canary copies %v", got, canaryTxids(j))
+	}
+	s.popsNothing(everyPopForm("q", "g")...)
+	if j = s.step(j.ID); j.Canary.State != broker.CanaryPassed {
+		t.Fatalf("after the copies completed: %+v", j.Canary)
+	}
+}
+
 // A canary copy behind held messages waits; at the deadline it counts as
 // failed and the reason says it waits behind a hold.
 func testCanaryCopyBehindHeldMessagesWaits(t *testing.T, harness Harness) {

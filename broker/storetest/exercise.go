@@ -109,6 +109,7 @@ var tests = []test{
 	{"CanaryResumeGoesOn", testCanaryResumeGoesOn},
 	{"CanaryByIDsIsTheFirstChunk", testCanaryByIDsIsTheFirstChunk},
 	{"CanaryCopyPassesAHoldAtTheHead", testCanaryCopyPassesAHoldAtTheHead},
+	{"CanaryCopiesPassAHoldOneAfterAnother", testCanaryCopiesPassAHoldOneAfterAnother},
 	{"CanaryCopyBehindHeldMessagesWaits", testCanaryCopyBehindHeldMessagesWaits},
 	{"CanaryIsValidated", testCanaryIsValidated},
 	{"JobCountsDuplicates", testJobCountsDuplicates},
