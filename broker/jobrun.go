@@ -176,7 +176,7 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 				// canary is the first chunk and nothing is done twice.
 				j.Scope.IDs = canaryFirst(j.Scope.IDs, j.Canary)
 			}
-			j.Description += fmt.Sprintf(", beginning with a canary of %d drawn at random (settling up to %d s, pausing the job if more than %d fail again)", c.Count, c.SettleSeconds, c.MaxFailed)
+			j.Description += fmt.Sprintf(", beginning with a canary of %d drawn at random (settling up to %d s, pausing the job if %s)", c.Count, c.SettleSeconds, canaryLimitWords(c.MaxFailed))
 		}
 		if j.Scope.Force {
 			j.Description += ", forced past the replay cap (maxReplays)"
@@ -1007,4 +1007,13 @@ func commonFailure(ctx context.Context, tx JobTx, jobID int64, window int) (stri
 		}
 	}
 	return best, n, nil
+}
+
+// canaryLimitWords says when a canary pauses its job: "any fails again",
+// "more than 2 fail again".
+func canaryLimitWords(maxFailed int) string {
+	if maxFailed == 0 {
+		return "any fails again"
+	}
+	return fmt.Sprintf("more than %d fail again", maxFailed)
 }
