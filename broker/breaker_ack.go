@@ -24,13 +24,12 @@ type breakerNote struct {
 }
 
 // noteTry counts one settled try of m (status completed, failed or dlq)
-// for the circuit breaker, in settling order. A queue with the breaker off
-// costs nothing; on, the first try of a (queue, group) in the transaction
-// reads its holds (through the cache: nothing while it is known unheld).
+// for the circuit breaker, in settling order. The first try of a (queue,
+// group) in the transaction reads its holds (through the cache: nothing
+// while it is known unheld). A queue with the breaker off counts nothing,
+// but a breaker hold made while it was on still ends by its probe: the
+// probe's ack is looked for whatever the option says.
 func (k *acker) noteTry(ctx context.Context, q Queue, groupID int64, group, status, errText string, m Message) error {
-	if q.Options.HoldAfterFailures <= 0 {
-		return nil
-	}
 	key := [2]int64{q.ID, groupID}
 	n := k.breakers[key]
 	if n == nil {
@@ -38,7 +37,11 @@ func (k *acker) noteTry(ctx context.Context, q Queue, groupID int64, group, stat
 		if err != nil {
 			return fmt.Errorf("ack: breaker: %w", err)
 		}
-		n = &breakerNote{q: q, groupID: groupID, group: group, tries: BreakerTries{QueueID: q.ID, GroupID: groupID}, hold: hs.breakerHold()}
+		h := hs.breakerHold()
+		if h == nil && q.Options.HoldAfterFailures <= 0 {
+			return nil
+		}
+		n = &breakerNote{q: q, groupID: groupID, group: group, tries: BreakerTries{QueueID: q.ID, GroupID: groupID}, hold: h}
 		if k.breakers == nil {
 			k.breakers = map[[2]int64]*breakerNote{}
 		}
@@ -74,16 +77,21 @@ func (k *acker) finishBreakers(ctx context.Context) error {
 	slices.SortFunc(keys, func(a, b [2]int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	for _, key := range keys {
 		n := k.breakers[key]
-		streak, err := k.tx.AddBreakerTries(ctx, n.tries)
-		if err != nil {
-			return fmt.Errorf("ack: breaker: %w", err)
+		on := n.q.Options.HoldAfterFailures > 0
+		var streak int64
+		if on { // off: nothing counted, only the hold's probe looked at
+			var err error
+			if streak, err = k.tx.AddBreakerTries(ctx, n.tries); err != nil {
+				return fmt.Errorf("ack: breaker: %w", err)
+			}
 		}
+		var err error
 		switch {
 		case n.probe && n.probeOK:
 			err = k.closeBreaker(ctx, n)
 		case n.probe:
 			err = k.probeFailed(ctx, n)
-		case n.hold == nil && n.tries.Failures > 0 && streak >= int64(n.q.Options.HoldAfterFailures):
+		case on && n.hold == nil && n.tries.Failures > 0 && streak >= int64(n.q.Options.HoldAfterFailures):
 			err = k.openBreaker(ctx, n, streak)
 		}
 		if err != nil {

@@ -324,6 +324,41 @@ func testBreakerCompletedProbeReleases(t *testing.T, harness Harness) {
 	}
 }
 
+// Turning the breaker off (holdAfterFailures 0) leaves its hold until it
+// is released or its probe completes (docs/concepts.md): the probe handed
+// out after the option went to 0, acked completed, still ends the hold;
+// a failed one leaves it, and nothing is counted while the breaker is off.
+func testBreakerOffStillEndsItsHoldByTheProbe(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupBreaker(t, harness, 2, 30)
+	s.push("q", "p", "a", "b", "c", "d")
+	s.tryOnce("g", broker.AckFailed)
+	s.tryOnce("g", broker.AckFailed)
+	if hs := s.holdsOf("g"); len(hs) != 1 {
+		t.Fatalf("not held after 2 failures: %+v", hs)
+	}
+	s.configure("q", map[string]any{"holdAfterFailures": 0})
+	s.clock.Advance(30 * time.Second)
+	probe := s.tryOnce("g", "")
+	if r := s.ack(probe, broker.AckFailed, "down"); !r.Success {
+		t.Fatalf("the probe's ack: %+v", r)
+	}
+	if hs := s.holdsOf("g"); len(hs) != 1 || hs[0].ProbeSeq != 0 {
+		t.Fatalf("a failed probe with the breaker off: holds %+v, want the hold, its probe over", hs)
+	}
+	s.clock.Advance(30 * time.Second)
+	probe = s.tryOnce("g", "")
+	if r := s.ack(probe, broker.AckCompleted, ""); !r.Success {
+		t.Fatalf("the probe's ack: %+v", r)
+	}
+	if hs := s.holdsOf("g"); len(hs) != 0 {
+		t.Fatalf("the probe completed with the breaker off: the hold is still there %+v", hs)
+	}
+	if got := s.audits(broker.AuditHoldRelease); len(got) != 1 || got[0].Actor != broker.BrokerActor {
+		t.Fatalf("release audited: %+v", got)
+	}
+}
+
 // Completions of leases handed out before the hold put the count back
 // to 0 but leave the hold: only the probe's completion ends it.
 func testBreakerInFlightCompletionKeepsTheHold(t *testing.T, harness Harness) {

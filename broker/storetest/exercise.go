@@ -182,6 +182,7 @@ var tests = []test{
 	{"BreakerProbeCadence", testBreakerProbeCadence},
 	{"BreakerProbeWakesALongPoll", testBreakerProbeWakesALongPoll},
 	{"BreakerCompletedProbeReleases", testBreakerCompletedProbeReleases},
+	{"BreakerOffStillEndsItsHoldByTheProbe", testBreakerOffStillEndsItsHoldByTheProbe},
 	{"BreakerInFlightCompletionKeepsTheHold", testBreakerInFlightCompletionKeepsTheHold},
 	{"BreakerManualHoldBlocksProbes", testBreakerManualHoldBlocksProbes},
 	{"BreakerReleaseByAPersonResetsTheCount", testBreakerReleaseByAPersonResetsTheCount},
