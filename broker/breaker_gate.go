@@ -25,11 +25,12 @@ func (r *popRun) probe(q Queue, hs HoldSet) (bool, error) {
 		return false, nil
 	}
 	if h.ProbeSeq != 0 {
+		// Its consumer row gone (the partition swept): no probe in flight.
 		c, err := tx.Consumer(ctx, h.ProbePartitionID, r.gid)
-		if err != nil {
+		if err != nil && !isNotFound(err) {
 			return false, fmt.Errorf("pop: probe: %w", err)
 		}
-		if probeLeased(c, h.ProbeSeq, now) {
+		if err == nil && probeLeased(c, h.ProbeSeq, now) {
 			r.wake = c.LeaseUntil
 			return false, nil
 		}

@@ -359,6 +359,39 @@ func testBreakerOffStillEndsItsHoldByTheProbe(t *testing.T, harness Harness) {
 	}
 }
 
+// A probe marker whose consumer row is gone (the partition sweep takes a
+// partition's consumers with it) is no probe in flight: the held pops go
+// on, and the next probe is handed when due.
+func testBreakerStaleProbeMarkerIsNoProbeInFlight(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupBreaker(t, harness, 2, 30)
+	s.push("q", "p", "a", "b")
+	s.push("q", "r", "c", "d")
+	s.tryOnce("g", broker.AckFailed)
+	s.tryOnce("g", broker.AckFailed)
+	s.clock.Advance(30 * time.Second)
+	probe := s.tryOnce("g", "")
+	if r := s.ack(probe, broker.AckRetry, "again"); !r.Success { // leaves the marker
+		t.Fatalf("the probe's ack: %+v", r)
+	}
+	hs := s.holdsOf("g")
+	if len(hs) != 1 || hs[0].ProbeSeq == 0 {
+		t.Fatalf("after a probe acked retry: %+v, want the hold with its marker", hs)
+	}
+	// What the sweep's DeletePartitionConsumers does to that partition.
+	if _, err := s.db.Exec(s.ctx, `DELETE FROM consumers WHERE partition_id = ? AND group_id = ?`, hs[0].ProbePartitionID, hs[0].GroupID); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1}); err != nil || len(res.Messages) != 0 {
+		t.Fatalf("a held pop before the probe is due: %+v, %v", res, err)
+	}
+	s.clock.Advance(30 * time.Second)
+	res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("the next probe, due, its marker stale: %+v, %v", res, err)
+	}
+}
+
 // Completions of leases handed out before the hold put the count back
 // to 0 but leave the hold: only the probe's completion ends it.
 func testBreakerInFlightCompletionKeepsTheHold(t *testing.T, harness Harness) {

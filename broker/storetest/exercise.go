@@ -183,6 +183,7 @@ var tests = []test{
 	{"BreakerProbeWakesALongPoll", testBreakerProbeWakesALongPoll},
 	{"BreakerCompletedProbeReleases", testBreakerCompletedProbeReleases},
 	{"BreakerOffStillEndsItsHoldByTheProbe", testBreakerOffStillEndsItsHoldByTheProbe},
+	{"BreakerStaleProbeMarkerIsNoProbeInFlight", testBreakerStaleProbeMarkerIsNoProbeInFlight},
 	{"BreakerInFlightCompletionKeepsTheHold", testBreakerInFlightCompletionKeepsTheHold},
 	{"BreakerManualHoldBlocksProbes", testBreakerManualHoldBlocksProbes},
 	{"BreakerReleaseByAPersonResetsTheCount", testBreakerReleaseByAPersonResetsTheCount},
