@@ -221,6 +221,11 @@ type JobTx interface {
 	// its error; none: empty. A canary's settling reads it (at most
 	// MaxCanaryCount copies).
 	CopyOutcomes(ctx context.Context, copySeqs []int64) ([]CanaryOutcome, error)
+	// SettlingCanaries reads the canaries (jobs.canary only, never the
+	// scope) of the running replay jobs whose canary is settling, by job
+	// id; none: empty. One statement by jobs_state: a held pop reads it
+	// (canary_gate.go), and finds no row while no canary settles.
+	SettlingCanaries(ctx context.Context) ([]JobCanary, error)
 	// DrawDeadLetterKeys reads the keys (without their messages' times
 	// and sizes, as DeadLetterKeys) of the dead letters at d.Ranks of
 	// d.Filter's rows numbered newest failure first from 0, in rank

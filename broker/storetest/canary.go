@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -447,6 +448,92 @@ func testCanaryCopiesPassAHoldOneAfterAnother(t *testing.T, harness Harness) {
 	s.popsNothing(everyPopForm("q", "g")...)
 	if j = s.step(j.ID); j.Canary.State != broker.CanaryPassed {
 		t.Fatalf("after the copies completed: %+v", j.Canary)
+	}
+}
+
+// Two canary jobs settling in one held partition: the older job's copy,
+// first in line, is handed, then, once acked, the newer one's; both
+// canaries pass (whichever job's copies come first in the list of jobs).
+func testCanaryTwoJobsSettlingInOnePartitionBothPass(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupCanary(t, harness)
+	s.fill("q", "g", []string{"p"}, 4)
+	var ids []string
+	for _, d := range s.dead("q", "g") {
+		ids = append(ids, d.MessageID())
+	}
+	s.hold("q", "g")
+	start := func(ids []string) broker.Job {
+		c := broker.Canary{Count: 1}
+		j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, IDs: ids, Canary: &c, Actor: "user:dev"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.step(j.ID)
+	}
+	j1 := start(ids[:2])
+	j2 := start(ids[2:])
+	for i, want := range [][]string{canaryTxids(j1), canaryTxids(j2)} {
+		got, res := s.popTxids("q", "g", 10)
+		if !slices.Equal(got, want) {
+			t.Fatalf("held pop %d got %v, want the canary copy first in line %v", i+1, got, want)
+		}
+		s.ack(res.Messages[0], broker.AckCompleted, "")
+	}
+	for _, j := range []broker.Job{j1, j2} {
+		if j = s.step(j.ID); j.Canary.State != broker.CanaryPassed {
+			t.Fatalf("job %d after its copy completed: %+v %s", j.ID, j.Canary, j.Reason)
+		}
+	}
+}
+
+// jobReadCounter counts what a held pop reads of the jobs: whole jobs
+// (Jobs) and settling canaries.
+type jobReadCounter struct {
+	broker.Store
+	jobs, canaries *atomic.Int64
+}
+
+type jobReadCountingTx struct {
+	broker.Tx
+	jobs, canaries *atomic.Int64
+}
+
+func (t jobReadCountingTx) Jobs(ctx context.Context, f broker.JobFilter, p broker.Page) ([]broker.Job, error) {
+	t.jobs.Add(1)
+	return t.Tx.Jobs(ctx, f, p)
+}
+
+func (t jobReadCountingTx) SettlingCanaries(ctx context.Context) ([]broker.JobCanary, error) {
+	t.canaries.Add(1)
+	return t.Tx.SettlingCanaries(ctx)
+}
+
+func (s jobReadCounter) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	return s.Store.Update(ctx, o, func(tx broker.Tx) error { return fn(jobReadCountingTx{tx, s.jobs, s.canaries}) })
+}
+
+// A held pop reads no job, only the settling canaries (one statement,
+// which finds none while a replay job without a canary runs).
+func testHeldPopsReadNoJob(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupCanary(t, harness)
+	var jobs, canaries atomic.Int64
+	s.b = broker.New(broker.Config{Store: jobReadCounter{s.db, &jobs, &canaries}, Clock: s.clock})
+	s.fill("q", "g", []string{"p"}, 3)
+	var ids []string
+	for _, d := range s.dead("q", "g") {
+		ids = append(ids, d.MessageID())
+	}
+	s.hold("q", "g")
+	if _, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, IDs: ids, Rate: 1, Actor: "user:dev"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs.Store(0)
+	canaries.Store(0)
+	s.popsNothing(broker.PopRequest{Queue: "q", Group: "g"}, broker.PopRequest{Queue: "q", Group: "g"})
+	if j, c := jobs.Load(), canaries.Load(); j != 0 || c != 2 {
+		t.Fatalf("two held pops read %d lists of jobs and the settling canaries %d times, want 0 and 2", j, c)
 	}
 }
 

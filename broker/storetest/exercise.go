@@ -110,6 +110,8 @@ var tests = []test{
 	{"CanaryByIDsIsTheFirstChunk", testCanaryByIDsIsTheFirstChunk},
 	{"CanaryCopyPassesAHoldAtTheHead", testCanaryCopyPassesAHoldAtTheHead},
 	{"CanaryCopiesPassAHoldOneAfterAnother", testCanaryCopiesPassAHoldOneAfterAnother},
+	{"CanaryTwoJobsSettlingInOnePartitionBothPass", testCanaryTwoJobsSettlingInOnePartitionBothPass},
+	{"HeldPopsReadNoJob", testHeldPopsReadNoJob},
 	{"CanaryCopyBehindHeldMessagesWaits", testCanaryCopyBehindHeldMessagesWaits},
 	{"CanaryIsValidated", testCanaryIsValidated},
 	{"JobCountsDuplicates", testJobCountsDuplicates},

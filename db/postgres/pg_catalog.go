@@ -1002,6 +1002,12 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	`UPDATE job_outcomes SET failed = failed + 1 WHERE job_id = ? AND group_id = ?`: {text: `UPDATE job_outcomes SET failed = failed + 1 WHERE job_id = $1 AND group_id = $2`, stores: true},
 	// Tx.SettleJobCopy: translated
 	`UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = ? AND group_id = ?`: {text: `UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = $1 AND group_id = $2`, stores: true},
+	// Tx.SettlingCanaries: translated
+	`SELECT canary FROM jobs
+		WHERE state = ? AND kind = ? AND canary LIKE '%"state":"settling"%'
+		ORDER BY id`: {text: `SELECT canary FROM jobs
+		WHERE state = $1 AND kind = $2 AND canary LIKE '%"state":"settling"%'
+		ORDER BY id`},
 	// Tx.Stats: translated
 	`SELECT s.queue_id, s.group_id, g.name, s.depth, s.dead_lettered, s.replayed, s.deleted, s.dropped, s.completed, s.failed,
 		s.replay_completed, s.replay_failed, s.expired, s.dead_letters_expired, s.oldest_at

@@ -228,3 +228,33 @@ func (t *Tx) CopyOutcomes(ctx context.Context, copySeqs []int64) ([]broker.Canar
 	}
 	return out, rows.Err()
 }
+
+// SettlingCanaries reads jobs.canary of the running replay jobs whose
+// canary is settling, by jobs_state. The state is matched in the JSON as
+// stored ("state":"settling" is the canary's own key: a string inside it
+// has its quotes escaped, so no copy's text can match), then checked
+// again once decoded.
+func (t *Tx) SettlingCanaries(ctx context.Context) ([]broker.JobCanary, error) {
+	rows, err := t.Query(ctx, `SELECT canary FROM jobs
+		WHERE state = ? AND kind = ? AND canary LIKE '%"state":"settling"%'
+		ORDER BY id`, broker.JobRunning, broker.JobReplay)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.JobCanary
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return nil, err
+		}
+		c, err := broker.ParseJobCanary(text)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil && c.State == broker.CanarySettling {
+			out = append(out, *c)
+		}
+	}
+	return out, rows.Err()
+}

@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 347 statements (19 with a PostgreSQL text written by hand, 13 for
+-- 348 statements (19 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 91 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -2050,6 +2050,17 @@ UPDATE job_outcomes SET failed = failed + 1 WHERE job_id = $1 AND group_id = $2
 --   UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = ? AND group_id = ?
 -- postgres (translated):
 UPDATE job_outcomes SET succeeded = succeeded + 1 WHERE job_id = $1 AND group_id = $2
+;
+
+-- used by: Tx.SettlingCanaries
+-- sqlite:
+--   SELECT canary FROM jobs
+--   		WHERE state = ? AND kind = ? AND canary LIKE '%"state":"settling"%'
+--   		ORDER BY id
+-- postgres (translated):
+SELECT canary FROM jobs
+		WHERE state = $1 AND kind = $2 AND canary LIKE '%"state":"settling"%'
+		ORDER BY id
 ;
 
 -- used by: Tx.Stats
