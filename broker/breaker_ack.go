@@ -53,7 +53,7 @@ func (k *acker) noteTry(ctx context.Context, q Queue, groupID int64, group, stat
 		n.tries.Reset, n.tries.Failures = true, 0
 	} else {
 		n.tries.Failures++
-		n.tries.LastError, n.tries.At = truncate(errText, MaxBreakerReason), k.now
+		n.tries.LastError, n.tries.At = firstLine(errText, MaxBreakerReason), k.now
 	}
 	if h := n.hold; h != nil && h.ProbeSeq == m.Seq && h.ProbePartitionID == m.PartitionID {
 		n.probe, n.probeOK, n.probeTxID = true, ok, m.TransactionID

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -399,7 +400,9 @@ func copiesIn(cs []CanaryCopy) int {
 	return len(seen)
 }
 
-// firstLine is s's first line, cut to n bytes at most (a rune boundary).
+// firstLine is s's first line without its control characters (C0 and
+// DEL: a stranger's error may carry terminal escapes), cut to n bytes at
+// most (a rune boundary): what a reason or an outcome says of an error.
 func firstLine(s string, n int) string {
 	for i, r := range s {
 		if r == '\n' || r == '\r' {
@@ -407,5 +410,11 @@ func firstLine(s string, n int) string {
 			break
 		}
 	}
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
 	return truncate(s, n)
 }

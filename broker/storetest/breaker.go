@@ -392,6 +392,32 @@ func testBreakerStaleProbeMarkerIsNoProbeInFlight(t *testing.T, harness Harness)
 	}
 }
 
+// The breaker's reason says only the first line of the last error, its
+// control characters removed, and is at most MaxBreakerReason bytes.
+func testBreakerReasonIsTheErrorsFirstLineClean(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupBreaker(t, harness, 2, 30)
+	s.push("q", "p", "a", "b")
+	s.tryOnce("g", broker.AckFailed)
+	m := s.pop("q", "g", 1).Messages[0]
+	s.ack(m, broker.AckFailed, "down\x1b[2J\tnow\x07\nat stack line 2\r\nline 3")
+	hs := s.holdsOf("g")
+	if len(hs) != 1 || hs[0].Reason != "circuit breaker: 2 failures in a row, last error down[2Jnow" {
+		t.Fatalf("holds %+v", hs)
+	}
+	if br := s.streak("g"); br != 2 {
+		t.Fatalf("streak %d", br)
+	}
+	long := setupBreaker(t, harness, 1, 30)
+	long.push("q", "p", "a")
+	m = long.pop("q", "g", 1).Messages[0]
+	long.ack(m, broker.AckFailed, strings.Repeat("é", 300)+"\nmore")
+	hs = long.holdsOf("g")
+	if len(hs) != 1 || len(hs[0].Reason) > broker.MaxBreakerReason || !strings.HasPrefix(hs[0].Reason, "circuit breaker: 1 failures in a row, last error éé") {
+		t.Fatalf("a long error: %d bytes, holds %+v", len(hs[0].Reason), hs)
+	}
+}
+
 // Completions of leases handed out before the hold put the count back
 // to 0 but leave the hold: only the probe's completion ends it.
 func testBreakerInFlightCompletionKeepsTheHold(t *testing.T, harness Harness) {

@@ -186,6 +186,7 @@ var tests = []test{
 	{"BreakerCompletedProbeReleases", testBreakerCompletedProbeReleases},
 	{"BreakerOffStillEndsItsHoldByTheProbe", testBreakerOffStillEndsItsHoldByTheProbe},
 	{"BreakerStaleProbeMarkerIsNoProbeInFlight", testBreakerStaleProbeMarkerIsNoProbeInFlight},
+	{"BreakerReasonIsTheErrorsFirstLineClean", testBreakerReasonIsTheErrorsFirstLineClean},
 	{"BreakerInFlightCompletionKeepsTheHold", testBreakerInFlightCompletionKeepsTheHold},
 	{"BreakerManualHoldBlocksProbes", testBreakerManualHoldBlocksProbes},
 	{"BreakerReleaseByAPersonResetsTheCount", testBreakerReleaseByAPersonResetsTheCount},
