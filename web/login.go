@@ -165,14 +165,19 @@ func (s *Server) logout(c echo.Context) error {
 
 // safeNext is where to go after the login: a path of this site, never
 // another site ("//host", "/\host", "https://host"); "/" otherwise.
-func safeNext(next string) string {
+func safeNext(next string) string { return localNext(next, "/") }
+
+// localNext is next when it is a path of this site (never another host:
+// "//evil", "/\evil", "/<tab>/evil" which a browser reads as "//evil",
+// "https://…"), else fallback: where a form leads back to.
+func localNext(next, fallback string) string {
 	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.HasPrefix(next, `/\`) ||
 		strings.ContainsAny(next, "\\\r\n\t") {
-		return "/"
+		return fallback
 	}
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
-		return "/"
+		return fallback
 	}
 	return next
 }

@@ -65,21 +65,12 @@ func (s *Server) holdDone(c echo.Context, fallback string, f views.Flash) error 
 	if err := s.setFlash(c, f, ""); err != nil {
 		return err
 	}
-	next := c.FormValue("next")
-	if !localPath(next) {
-		next = fallback
-	}
+	next := localNext(c.FormValue("next"), fallback)
 	if isFragment(c) {
 		c.Response().Header().Set("HX-Redirect", next)
 		return c.NoContent(http.StatusOK)
 	}
 	return c.Redirect(http.StatusSeeOther, next)
-}
-
-// localPath reports whether p is a path of this site: never another
-// host ("//evil", "/\evil", "https://…").
-func localPath(p string) bool {
-	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && !strings.ContainsAny(p, "\\\r\n")
 }
 
 func holdWhat(h broker.Hold) string { return views.HoldWhat(h.Queue, h.Group) }

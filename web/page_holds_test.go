@@ -92,6 +92,9 @@ func TestOperatorHoldsAndReleasesFromThePages(t *testing.T) {
 	// Released already: 404; a next of another site is not followed.
 	b.post(release, url.Values{"next": {back}}).want(http.StatusNotFound)
 	b.post("/queues/orders/holds", url.Values{"reason": {"whole queue"}, "next": {"//evil.example/x"}}).wantRedirect("/queues/orders")
+	for _, evil := range []string{"/\t/evil.example/x", "/\\evil.example/x", "https://evil.example/x", "/%0a/x\n"} {
+		b.post("/queues/orders/holds", url.Values{"reason": {"whole queue"}, "next": {evil}}).wantRedirect("/queues/orders")
+	}
 
 	// The audit page filters by both actions.
 	ad := b.get("/audit?action=" + broker.AuditHoldRelease).want(http.StatusOK).doc()
