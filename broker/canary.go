@@ -8,8 +8,10 @@ import (
 
 // Canary asks a replay job to begin with a few of its dead letters
 // (SPEC section 4): Count of its frozen set, drawn at random, replayed
-// first; the job waits until each copy is settled by every group it went
-// to, or SettleSeconds passes (the unsettled count as failed); more than
+// first; the job waits until each copy is settled by each group whose
+// dead letter it replaced (in mode every the copy goes to the other
+// groups of its partition too: those are not awaited), or SettleSeconds
+// passes (the unsettled count as failed); more than
 // MaxFailed failed again pauses the job saying why, else the rest goes on
 // at the job's rate.
 type Canary struct {
@@ -54,7 +56,7 @@ type JobCanary struct {
 }
 
 // Failed counts the copies that failed again: a copy that failed in any
-// group it went to (or was not settled by the deadline) counts once.
+// group awaited (or was not settled by the deadline) counts once.
 func (c *JobCanary) Failed() int {
 	_, failed, _ := c.tally()
 	return failed
