@@ -347,7 +347,7 @@ func (c *JobCanary) tally() (copies, failed, waiting int) {
 }
 
 // waitingHeld counts the copies of c still pending whose group is held
-// now (the queue's or the group's hold).
+// now (the queue's or the group's hold; heldFor, through the cache).
 func waitingHeld(ctx context.Context, tx Tx, c *JobCanary) (int, error) {
 	held := map[int64]bool{}
 	n := 0
@@ -369,11 +369,11 @@ func waitingHeld(ctx context.Context, tx Tx, c *JobCanary) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		hs, err := tx.HoldsOf(ctx, q.ID, gid)
+		hs, err := heldFor(ctx, tx, q.ID, gid)
 		if err != nil {
-			return 0, fmt.Errorf("holds: %w", err)
+			return 0, err
 		}
-		if len(hs) > 0 {
+		if hs.Held() {
 			held[cp.Seq] = true
 			n++
 		}
