@@ -71,6 +71,15 @@ func (s *canaryBundle) step(id int64) broker.Job {
 	return j
 }
 
+// deadList lists the message ids of the dead letters of queue's group.
+func (s *bundle) deadList(queue, group string) []string {
+	var ids []string
+	for _, d := range s.dead(queue, group) {
+		ids = append(ids, d.MessageID())
+	}
+	return ids
+}
+
 // canaryTxids are the transactionIds of j's canary copies, sorted.
 func canaryTxids(j broker.Job) []string {
 	var out []string
@@ -343,10 +352,7 @@ func testCanaryByIDsIsTheFirstChunk(t *testing.T, harness Harness) {
 	t.Parallel()
 	s := setupCanary(t, harness)
 	s.fill("q", "g", []string{"p"}, 10)
-	var ids []string
-	for _, d := range s.dead("q", "g") {
-		ids = append(ids, d.MessageID())
-	}
+	ids := s.deadList("q", "g")
 	ids = append(ids, "bogus")
 	c := broker.Canary{Count: 4, MaxFailed: 3}
 	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, IDs: ids, Canary: &c, Actor: "user:dev"})
@@ -458,10 +464,7 @@ func testCanaryTwoJobsSettlingInOnePartitionBothPass(t *testing.T, harness Harne
 	t.Parallel()
 	s := setupCanary(t, harness)
 	s.fill("q", "g", []string{"p"}, 4)
-	var ids []string
-	for _, d := range s.dead("q", "g") {
-		ids = append(ids, d.MessageID())
-	}
+	ids := s.deadList("q", "g")
 	s.hold("q", "g")
 	start := func(ids []string) broker.Job {
 		c := broker.Canary{Count: 1}
@@ -521,10 +524,7 @@ func testHeldPopsReadNoJob(t *testing.T, harness Harness) {
 	var jobs, canaries atomic.Int64
 	s.b = broker.New(broker.Config{Store: jobReadCounter{s.db, &jobs, &canaries}, Clock: s.clock})
 	s.fill("q", "g", []string{"p"}, 3)
-	var ids []string
-	for _, d := range s.dead("q", "g") {
-		ids = append(ids, d.MessageID())
-	}
+	ids := s.deadList("q", "g")
 	s.hold("q", "g")
 	if _, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, IDs: ids, Rate: 1, Actor: "user:dev"}); err != nil {
 		t.Fatal(err)
