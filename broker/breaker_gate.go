@@ -35,10 +35,6 @@ func (r *popRun) probe(q Queue, hs HoldSet) (bool, error) {
 			return false, nil
 		}
 	}
-	if r.o.Concurrent || r.o.Ephemeral {
-		// The hold's row is written: an ordinary write, never lost.
-		return false, errPlainWrite
-	}
 	r.req.Batch, r.req.shared, r.req.lease = 1, false, ""
 	ps := passer{tx: tx, gid: r.gid, budget: passBudget}
 	var c Consumer
@@ -51,7 +47,12 @@ func (r *popRun) probe(q Queue, hs HoldSet) (bool, error) {
 		c, msgs, err = r.takeReady(q, &ps)
 	}
 	if err != nil || len(msgs) == 0 {
-		return false, err
+		return false, err // nothing ready: the pop stays as light as it came
+	}
+	if r.o.Concurrent || r.o.Ephemeral {
+		// The hold's row is written: an ordinary write, never lost (it
+		// runs again as one, and takes the probe again).
+		return false, errPlainWrite
 	}
 	if part.ID == 0 {
 		if part, err = tx.PartitionByID(ctx, c.PartitionID); err != nil {

@@ -564,6 +564,55 @@ func testBreakerOffCostsAcksNoStatement(t *testing.T, harness Harness) {
 	}
 }
 
+// plainCounter counts the broker's writes that are neither ephemeral
+// nor background: the ordinary (on PostgreSQL exclusive) ones.
+type plainCounter struct {
+	broker.Store
+	n *atomic.Int64
+}
+
+func (s plainCounter) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	if !o.Ephemeral && !o.Background {
+		s.n.Add(1)
+	}
+	return s.Store.Update(ctx, o, fn)
+}
+
+// A probe that is due while nothing of the group is ready (its only
+// partition waits out a retry delay) leaves the held pops light: none
+// becomes an ordinary write; once a message is ready, the probe is
+// handed (in one).
+func testBreakerProbeDueWithNothingReadyWritesNothing(t *testing.T, harness Harness) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := harness.Open(ctx, harness.New(t, "l.db"), Options{NeverAlone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	var n atomic.Int64
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	s := &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: plainCounter{d, &n}, Clock: c}), db: d, clock: c}
+	s.configure("q", map[string]any{"holdAfterFailures": 2, "holdProbeSeconds": 30, "retryLimit": 100, "retryDelay": 0})
+	s.push("q", "p", "a", "b")
+	s.tryOnce("g", broker.AckFailed)
+	s.configure("q", map[string]any{"retryDelay": 60000})
+	s.tryOnce("g", broker.AckFailed) // held; p waits a minute
+	if hs := s.holdsOf("g"); len(hs) != 1 {
+		t.Fatalf("not held: %+v", hs)
+	}
+	s.clock.Advance(30 * time.Second) // the probe is due; nothing is ready
+	n.Store(0)
+	s.popsNothing(broker.PopRequest{Queue: "q", Group: "g"}, broker.PopRequest{Queue: "q", Group: "g", Partition: "p"})
+	if got := n.Load(); got != 0 {
+		t.Fatalf("two held pops with the probe due and nothing ready made %d ordinary writes, want 0", got)
+	}
+	s.clock.Advance(30 * time.Second) // p is ready again
+	if res := s.pop("q", "g", 10); len(res.Messages) != 1 {
+		t.Fatalf("the probe, once a message is ready: %+v", res)
+	}
+}
+
 // Two processes on one store count one streak: failures acked in either
 // hold the group at N in both.
 func testBreakerAcrossProcesses(t *testing.T, harness Harness) {

@@ -187,6 +187,7 @@ var tests = []test{
 	{"BreakerOffStillEndsItsHoldByTheProbe", testBreakerOffStillEndsItsHoldByTheProbe},
 	{"BreakerStaleProbeMarkerIsNoProbeInFlight", testBreakerStaleProbeMarkerIsNoProbeInFlight},
 	{"BreakerReasonIsTheErrorsFirstLineClean", testBreakerReasonIsTheErrorsFirstLineClean},
+	{"BreakerProbeDueWithNothingReadyWritesNothing", testBreakerProbeDueWithNothingReadyWritesNothing},
 	{"BreakerInFlightCompletionKeepsTheHold", testBreakerInFlightCompletionKeepsTheHold},
 	{"BreakerManualHoldBlocksProbes", testBreakerManualHoldBlocksProbes},
 	{"BreakerReleaseByAPersonResetsTheCount", testBreakerReleaseByAPersonResetsTheCount},
