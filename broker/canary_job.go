@@ -141,6 +141,11 @@ func (b *Broker) canaryStep(ctx context.Context, tx Tx, j *Job, now time.Time, t
 		if err := b.replayCanary(ctx, tx, j, now, touched); err != nil {
 			return false, err
 		}
+		if len(j.Scope.IDs) > 0 && j.Position < int64(canarySize(*j)) {
+			// Cut to the payloads one transaction may copy: the rest of
+			// the canary's ids (first in the list) go in the next steps.
+			return true, nil
+		}
 		c.State, c.Until = CanarySettling, now.Add(time.Duration(c.SettleSeconds)*time.Second)
 		touched(jobNews)
 		if err := tx.InsertAudit(ctx, &AuditEntry{At: now, Actor: BrokerActor, Action: AuditJobCanary, Queue: j.Queue, Count: len(c.Copies), Broker: true,
@@ -188,11 +193,13 @@ func (b *Broker) canaryStep(ctx context.Context, tx Tx, j *Job, now time.Time, t
 }
 
 // replayCanary replays j's canary: the first ids of a job by ids (put
-// first as it started), or the dead letters drawn at random of its
-// frozen filter; applyJobKeys records the copies.
+// first as it started; at most bulkBytes of payloads a step, so a big
+// canary takes several), or the dead letters drawn at random of its
+// frozen filter (in one transaction, whatever their size: the draw is of
+// what is left, so it cannot be split); applyJobKeys records the copies.
 func (b *Broker) replayCanary(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) error {
 	if len(j.Scope.IDs) > 0 {
-		_, err := b.idsChunk(ctx, tx, j, now, touched, canarySize(*j))
+		_, err := b.idsChunk(ctx, tx, j, now, touched, canarySize(*j)-int(j.Position))
 		return err
 	}
 	q := j.Scope.Filter

@@ -718,8 +718,9 @@ func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 	return j, err
 }
 
-// idsChunk does the next ids of a job by ids; with canary > 0, exactly
-// that many (its canary, in one transaction, not cut to bulkBytes).
+// idsChunk does the next ids of a job by ids; with canary > 0, that many
+// at most (what is left of its canary; cut to bulkBytes like any chunk:
+// the canary then takes more than one step).
 func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string), canary int) (bool, error) {
 	ids := j.Scope.IDs[min(j.Position, int64(len(j.Scope.IDs))):]
 	if len(ids) == 0 {
@@ -742,7 +743,7 @@ func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, tou
 	if j.Kind == JobReplay {
 		// Cut to the payloads one transaction may copy: the ids of the
 		// messages left out come in the next chunk.
-		if cut := withinBytes(keys); len(cut) < len(keys) && canary == 0 {
+		if cut := withinBytes(keys); len(cut) < len(keys) {
 			consumed, keys, done = at[len(cut)], cut, messagesIn(cut)
 		}
 		// At the replay cap: skipped (counted as such), or forced.

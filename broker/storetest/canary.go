@@ -537,6 +537,40 @@ func testHeldPopsReadNoJob(t *testing.T, harness Harness) {
 	}
 }
 
+// A canary by ids copies at most about 4 MiB of payloads a transaction,
+// as any chunk: ten payloads of a million bytes, all the canary, go in
+// steps of 4, 4 and 2 while it is drawn, then it settles with its ten
+// copies, and nothing else of the job is done before it passes.
+func testCanaryByIDsIsCutToBulkBytes(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setupCanary(t, harness)
+	big := `"` + strings.Repeat("x", 1_000_000-2) + `"`
+	var items []broker.PushItem
+	for i := range 12 {
+		items = append(items, broker.PushItem{Queue: "q", Partition: "p", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(big)})
+	}
+	if _, err := s.b.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	s.fail("q", "g", 12, "boom")
+	c := broker.Canary{Count: 10}
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, IDs: s.deadList("q", "g"), Canary: &c, Actor: "user:dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for j.Canary.State == broker.CanaryDrawn {
+		j = s.step(j.ID)
+		steps = append(steps, fmt.Sprintf("%d %s", j.Done, j.Canary.State))
+	}
+	if want := "[4 drawn 8 drawn 10 settling]"; fmt.Sprint(steps) != want || len(j.Canary.Copies) != 10 {
+		t.Fatalf("the canary's steps %v (done, state), want %s; %d copies", steps, want, len(j.Canary.Copies))
+	}
+	if j = s.step(j.ID); j.Done != 10 || j.Canary.State != broker.CanarySettling {
+		t.Fatalf("settling: %+v", j)
+	}
+}
+
 // A canary copy behind held messages waits; at the deadline it counts as
 // failed and the reason says it waits behind a hold.
 func testCanaryCopyBehindHeldMessagesWaits(t *testing.T, harness Harness) {

@@ -112,6 +112,7 @@ var tests = []test{
 	{"CanaryCopiesPassAHoldOneAfterAnother", testCanaryCopiesPassAHoldOneAfterAnother},
 	{"CanaryTwoJobsSettlingInOnePartitionBothPass", testCanaryTwoJobsSettlingInOnePartitionBothPass},
 	{"HeldPopsReadNoJob", testHeldPopsReadNoJob},
+	{"CanaryByIDsIsCutToBulkBytes", testCanaryByIDsIsCutToBulkBytes},
 	{"CanaryCopyBehindHeldMessagesWaits", testCanaryCopyBehindHeldMessagesWaits},
 	{"CanaryIsValidated", testCanaryIsValidated},
 	{"JobCountsDuplicates", testJobCountsDuplicates},
