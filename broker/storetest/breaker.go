@@ -527,15 +527,8 @@ func (s breakerCounter) Update(ctx context.Context, o broker.UpdateOptions, fn f
 // transaction. With it on, a completed ack costs one.
 func testBreakerOffCostsAcksNoStatement(t *testing.T, harness Harness) {
 	t.Parallel()
-	ctx := context.Background()
-	d, err := harness.Open(ctx, harness.New(t, "l.db"), Options{NeverAlone: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
 	var n atomic.Int64
-	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	s := &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: breakerCounter{d, &n}, Clock: c}), db: d, clock: c}
+	s := countedBundle(t, harness, func(d broker.Store) broker.Store { return breakerCounter{d, &n} })
 	s.configure("q", map[string]any{"retryLimit": 100, "retryDelay": 0})
 	for i := range 10 {
 		s.push("q", fmt.Sprintf("p%d", i), fmt.Sprintf("m%d", i))
@@ -545,11 +538,11 @@ func testBreakerOffCostsAcksNoStatement(t *testing.T, harness Harness) {
 	for _, status := range []string{broker.AckCompleted, broker.AckFailed, broker.AckDLQ, broker.AckRetry} {
 		s.tryOnce("g", status)
 	}
-	if _, err := s.b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", AutoAck: true}); err != nil {
+	if _, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "g", AutoAck: true}); err != nil {
 		t.Fatal(err)
 	}
 	m := s.tryOnce("g", "")
-	if _, err := s.b.Transaction(ctx, []broker.Operation{{Type: "ack", Ack: broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: m.LeaseID, Status: broker.AckCompleted, Group: "g"}}}); err != nil {
+	if _, err := s.b.Transaction(s.ctx, []broker.Operation{{Type: "ack", Ack: broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: m.LeaseID, Status: broker.AckCompleted, Group: "g"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := n.Load(); got != 0 {
@@ -562,6 +555,20 @@ func testBreakerOffCostsAcksNoStatement(t *testing.T, harness Harness) {
 	if got := n.Load(); got != 1 {
 		t.Fatalf("a completed ack with the breaker on: %d statements of the breaker's, want 1", got)
 	}
+}
+
+// countedBundle is a bundle on a new store whose broker writes through
+// wrap(the store): a counter of what the writes do.
+func countedBundle(t *testing.T, harness Harness, wrap func(broker.Store) broker.Store) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	d, err := harness.Open(ctx, harness.New(t, "l.db"), Options{NeverAlone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	return &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: wrap(d), Clock: c}), db: d, clock: c}
 }
 
 // plainCounter counts the broker's writes that are neither ephemeral
@@ -584,15 +591,8 @@ func (s plainCounter) Update(ctx context.Context, o broker.UpdateOptions, fn fun
 // handed (in one).
 func testBreakerProbeDueWithNothingReadyWritesNothing(t *testing.T, harness Harness) {
 	t.Parallel()
-	ctx := context.Background()
-	d, err := harness.Open(ctx, harness.New(t, "l.db"), Options{NeverAlone: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
 	var n atomic.Int64
-	c := &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	s := &bundle{t: t, ctx: ctx, b: broker.New(broker.Config{Store: plainCounter{d, &n}, Clock: c}), db: d, clock: c}
+	s := countedBundle(t, harness, func(d broker.Store) broker.Store { return plainCounter{d, &n} })
 	s.configure("q", map[string]any{"holdAfterFailures": 2, "holdProbeSeconds": 30, "retryLimit": 100, "retryDelay": 0})
 	s.push("q", "p", "a", "b")
 	s.tryOnce("g", broker.AckFailed)
