@@ -119,14 +119,38 @@ func (c *CommitCutter) accept() {
 			server.Close()
 			return
 		}
-		go func() { _, _ = io.Copy(client, server); client.Close() }()
-		go c.relay(client, server)
+		var muted atomic.Bool
+		go answer(client, server, &muted)
+		go c.relay(client, server, &muted)
+	}
+}
+
+// answer passes the server's answers on to the client until muted: once
+// relay has decided to cut, nothing the server says reaches the client
+// (muted is set before the COMMIT is passed on, and looked at after each
+// read, so its answer can never slip through ahead of the cut).
+func answer(client, server net.Conn, muted *atomic.Bool) {
+	defer client.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := server.Read(buf)
+		if muted.Load() {
+			return
+		}
+		if n > 0 {
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
 // relay passes the client's messages on to the server one by one,
 // watching for the COMMIT of a transaction that ran the armed marker.
-func (c *CommitCutter) relay(client, server net.Conn) {
+func (c *CommitCutter) relay(client, server net.Conn, muted *atomic.Bool) {
 	defer client.Close()
 	defer server.Close()
 	pass := func(b []byte) bool { _, err := server.Write(b); return err == nil }
@@ -188,12 +212,14 @@ func (c *CommitCutter) relay(client, server net.Conn) {
 		case 'S': // Sync: what was sent runs now
 			cut = committing
 		}
-		if !pass(append(head, body...)) {
-			return
-		}
 		if cut && armed != nil && c.marker.CompareAndSwap(armed, nil) {
+			muted.Store(true) // before the COMMIT goes: its answer must not
+			pass(append(head, body...))
 			c.cuts.Add(1)
 			return // the deferred closes cut both sides
+		}
+		if !pass(append(head, body...)) {
+			return
 		}
 		if cut {
 			marked, committing = false, false
