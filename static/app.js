@@ -483,9 +483,15 @@
     if (el) el.focus();
   });
 
-  // An answer again: the alert has done its work.
+  // An answer again to something the person did (a click, a submit: a
+  // trusted event): the alert has done its work. A part refreshing itself
+  // in the background (the list, on news that the replay whose answer was
+  // lost was carried out after all) is no answer to them: it leaves the
+  // alert saying what they must know.
   document.addEventListener("htmx:afterRequest", function (ev) {
-    if (ev.detail.successful) document.querySelectorAll("[data-unreachable]").forEach((e) => e.remove());
+    const by = ev.detail.requestConfig && ev.detail.requestConfig.triggeringEvent;
+    if (!ev.detail.successful || !(by && by.isTrusted)) return;
+    document.querySelectorAll("[data-unreachable]").forEach((e) => e.remove());
   });
 
   // A box that scrolls (a long payload, a wide table on a phone) can be
