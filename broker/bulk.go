@@ -382,3 +382,17 @@ func unique[T comparable](in []T) []T {
 	}
 	return out
 }
+
+// memo is m[k], read once by read when m lacks it (an error is not kept):
+// the names and rows a loop over keys looks up again and again.
+func memo[K comparable, V any](m map[K]V, k K, read func() (V, error)) (V, error) {
+	if v, ok := m[k]; ok {
+		return v, nil
+	}
+	v, err := read()
+	if err != nil {
+		return v, err
+	}
+	m[k] = v
+	return v, nil
+}

@@ -243,29 +243,20 @@ func recordCanary(ctx context.Context, tx Tx, j *Job, keys []DeadLetterKey, copi
 		if cp == nil {
 			continue
 		}
-		g, ok := groups[k.GroupID]
-		if !ok {
-			var err error
-			if g, err = tx.GroupName(ctx, k.GroupID); err != nil {
-				return fmt.Errorf("canary: group: %w", err)
-			}
-			groups[k.GroupID] = g
+		g, err := memo(groups, k.GroupID, func() (string, error) { return tx.GroupName(ctx, k.GroupID) })
+		if err != nil {
+			return fmt.Errorf("canary: group: %w", err)
 		}
-		p, ok := parts[cp.PartitionID]
-		if !ok {
-			var err error
-			if p, err = tx.PartitionByID(ctx, cp.PartitionID); err != nil {
-				return fmt.Errorf("canary: partition: %w", err)
-			}
-			parts[cp.PartitionID] = p
+		p, err := memo(parts, cp.PartitionID, func() (Partition, error) { return tx.PartitionByID(ctx, cp.PartitionID) })
+		if err != nil {
+			return fmt.Errorf("canary: partition: %w", err)
 		}
-		qn, ok := queues[p.QueueID]
-		if !ok {
+		qn, err := memo(queues, p.QueueID, func() (string, error) {
 			q, err := tx.QueueByID(ctx, p.QueueID)
-			if err != nil {
-				return fmt.Errorf("canary: queue: %w", err)
-			}
-			qn, queues[p.QueueID] = q.Name, q.Name
+			return q.Name, err
+		})
+		if err != nil {
+			return fmt.Errorf("canary: queue: %w", err)
 		}
 		j.Canary.Copies = append(j.Canary.Copies, CanaryCopy{DeadLetterID: MessageID(k.CreatedAt, k.Seq), Group: g, Seq: cp.CopySeq,
 			Queue: qn, Partition: p.Name, TransactionID: cp.TransactionID, Outcome: CanaryPending})

@@ -560,13 +560,9 @@ func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey,
 			c.PartitionID = t.ID
 		}
 		if own(k) {
-			name, ok := names[k.GroupID]
-			if !ok {
-				var err error
-				if name, err = tx.GroupName(ctx, k.GroupID); err != nil {
-					return nil, fmt.Errorf("replay: group: %w", err)
-				}
-				names[k.GroupID] = name
+			name, err := memo(names, k.GroupID, func() (string, error) { return tx.GroupName(ctx, k.GroupID) })
+			if err != nil {
+				return nil, fmt.Errorf("replay: group: %w", err)
 			}
 			key, c.GroupID, c.TransactionID = [2]int64{k.Seq, k.GroupID}, k.GroupID, OwnGroupTransaction(id, name)
 		}
