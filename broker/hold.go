@@ -31,7 +31,7 @@ const (
 	// HoldManual is a person's (POST /api/v1/holds).
 	HoldManual HoldKind = "manual"
 	// HoldBreaker is the circuit breaker's (queue option
-	// holdAfterFailures): not made by this package yet.
+	// holdAfterFailures), made by the acker (breaker_ack.go).
 	HoldBreaker HoldKind = "breaker"
 )
 
