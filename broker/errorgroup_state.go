@@ -1,0 +1,202 @@
+package broker
+
+import (
+	"time"
+)
+
+// Error groups you own (SPEC section 7): each error group (a fingerprint
+// in a queue and consumer group) has a state, an owner, a note, a link,
+// the history of its state changes and its funnel (what became of its
+// dead letters), kept in error_group_states as the broker works.
+
+// ErrorGroupState is the state of an error group.
+type ErrorGroupState string
+
+// The states of an error group.
+const (
+	// GroupOpen: new, or back (Regressed says it was resolved before).
+	GroupOpen ErrorGroupState = "open"
+	// GroupAcknowledged: someone (Owner) is on it.
+	GroupAcknowledged ErrorGroupState = "acknowledged"
+	// GroupResolved: fixed (Note, Version: the consumer version with the
+	// fix); a new dead letter, or a replayed copy failing again, opens it
+	// again, regressed.
+	GroupResolved ErrorGroupState = "resolved"
+	// GroupIgnored: not worth acting on, until UntilAt, until the group
+	// has filed UntilFiled dead letters in its whole life, or for ever
+	// (both zero); it opens again by itself when its condition ends.
+	GroupIgnored ErrorGroupState = "ignored"
+)
+
+// ErrorGroupStates are the states, in the order the lists sort them by
+// (an open group that regressed comes before the other open ones).
+var ErrorGroupStates = []ErrorGroupState{GroupOpen, GroupAcknowledged, GroupResolved, GroupIgnored}
+
+// Limits of what a person writes on an error group.
+const (
+	MaxGroupNote  = 4096 // bytes of the note
+	MaxGroupLink  = 2048 // bytes of the link
+	MaxGroupOwner = 256  // bytes of the owner
+	// MaxConsumerVersion is the most bytes of an ack's consumerVersion.
+	MaxConsumerVersion = 64
+	// MaxErrorGroupHistory is the most state changes a group's page and
+	// API answer show, newest first.
+	MaxErrorGroupHistory = 200
+	// ErrorGroupSystemActor is the actor of the changes the broker makes
+	// by itself (a regression, the end of an ignore).
+	ErrorGroupSystemActor = "lazarus"
+)
+
+// Funnel is what became of the dead letters of an error group, over a
+// span of time (its whole life, or the last 24 hours or 7 days): each
+// count is of events in the span.
+type Funnel struct {
+	Filed       int64 // dead letters filed into it
+	Replayed    int64 // of its dead letters, replayed (each dead letter once)
+	Succeeded   int64 // replayed copies that then completed in the group
+	FailedAgain int64 // replayed copies that were dead-lettered (or dropped) again
+	Deleted     int64 // dead letters deleted (less those restored)
+	Expired     int64 // dead letters removed by deadLetterRetentionSeconds (less those restored)
+}
+
+// Add returns f plus d, count by count.
+func (f Funnel) Add(d Funnel) Funnel {
+	return Funnel{f.Filed + d.Filed, f.Replayed + d.Replayed, f.Succeeded + d.Succeeded,
+		f.FailedAgain + d.FailedAgain, f.Deleted + d.Deleted, f.Expired + d.Expired}
+}
+
+// Sub returns f minus d, count by count.
+func (f Funnel) Sub(d Funnel) Funnel {
+	return f.Add(Funnel{-d.Filed, -d.Replayed, -d.Succeeded, -d.FailedAgain, -d.Deleted, -d.Expired})
+}
+
+// Pending is how many replayed copies have not settled yet: Replayed
+// less Succeeded and FailedAgain, meaningful over a group's whole life.
+func (f Funnel) Pending() int64 { return max(f.Replayed-f.Succeeded-f.FailedAgain, 0) }
+
+// ErrorGroupKey names an error group: by ID (error_group_states.id),
+// or by queue, consumer group and fingerprint.
+type ErrorGroupKey struct {
+	ID          int64
+	QueueID     int64
+	GroupID     int64
+	Fingerprint string
+}
+
+// ErrorGroupMark is what the broker learns of a group's row when it
+// adds to its funnel: enough to see whether its state must change.
+type ErrorGroupMark struct {
+	ID         int64
+	State      ErrorGroupState
+	Regressed  bool
+	Filed      int64 // in its whole life, this change included
+	UntilAt    time.Time
+	UntilFiled int64
+}
+
+// OwnedErrorGroup is an error group with its state and funnel.
+type OwnedErrorGroup struct {
+	ID          int64
+	QueueID     int64
+	Queue       string
+	GroupID     int64
+	Group       string
+	Fingerprint string
+
+	State     ErrorGroupState
+	Regressed bool   // open again after it was resolved
+	Owner     string // the user on it
+	Note      string // plain text
+	Link      string // http or https
+	Version   string // the consumer version with the fix (resolved)
+	// UntilAt and UntilFiled are an ignore's end: a time, or the
+	// group's whole-life Filed count that ends it (zero: none).
+	UntilAt    time.Time
+	UntilFiled int64
+	ChangedAt  time.Time // when the state last changed (zero: never)
+	ChangedBy  string
+
+	// DeadLetters is how many of its dead letters there are now.
+	DeadLetters int64
+	// FirstFiledAt and LastFiledAt span its whole life.
+	FirstFiledAt, LastFiledAt time.Time
+	// SampleError is the newest error filed (whole, as kept); "" once
+	// its dead letters are all gone.
+	SampleError string
+
+	// Life, Day and Week are its funnel over its whole life, the last
+	// 24 hours and the last 7 days (filled by the group's reads).
+	Life, Day, Week Funnel
+	// Since is its whole-life funnel when the state last changed:
+	// Life.Sub(Since) is what happened in the current state (the
+	// evidence of a resolve).
+	Since Funnel
+
+	// Versions are the consumer versions its dead letters were filed by
+	// (filled by ErrorGroup, and by ErrorGroupList for a version filter).
+	Versions []ErrorGroupVersion
+	// Trend is how many dead letters were filed in each of the last
+	// TrendHours hours, oldest first (filled by ErrorGroup).
+	Trend []int64
+}
+
+// Evidence is what happened to the group's replayed copies in its
+// current state: replayed, succeeded and failed again since the state
+// began, and pending now.
+func (g OwnedErrorGroup) Evidence() (replayed, succeeded, failedAgain, pending int64) {
+	d := g.Life.Sub(g.Since)
+	return d.Replayed, d.Succeeded, d.FailedAgain, g.Life.Pending()
+}
+
+// ErrorGroupVersion is a consumer version that filed dead letters into
+// an error group: how many, and when first and last.
+type ErrorGroupVersion struct {
+	Version             string
+	Filed               int64
+	FirstSeen, LastSeen time.Time
+}
+
+// ErrorGroupChange is one change of an error group's state, as its
+// history keeps it.
+type ErrorGroupChange struct {
+	At    time.Time
+	Actor string // a user, a token's name, or ErrorGroupSystemActor
+	From  ErrorGroupState
+	To    ErrorGroupState
+	Why   string // the broker's reason, or the person's note
+}
+
+// ErrorGroupFilter selects error groups across queues. Empty fields
+// select all.
+type ErrorGroupFilter struct {
+	Queue   string
+	Group   string
+	State   ErrorGroupState
+	Owner   string
+	Version string // groups that have filed a dead letter by this version
+	Limit   int    // 1..MaxErrorGroups
+}
+
+// StateChange is a person's change of an error group's state.
+type StateChange struct {
+	ID          int64 // the group (error_group_states.id); else Queue, Group, Fingerprint
+	Queue       string
+	Group       string // "" : every consumer group of the queue with the fingerprint
+	Fingerprint string
+	State       ErrorGroupState
+	Owner       string // acknowledged: the owner (default: the actor)
+	Note        string
+	Link        string
+	Version     string    // resolved: the consumer version with the fix
+	Until       time.Time // ignored until then
+	UntilCount  int64     // ignored until this many more dead letters
+	Force       bool      // resolve while copies are pending or failed again
+	Actor       string
+}
+
+// ErrorGroupCount is how many of a queue's error groups are open, and of
+// those how many regressed (/metrics, the overview).
+type ErrorGroupCount struct {
+	Queue           string
+	Open, Regressed int64
+}
