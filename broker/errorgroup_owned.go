@@ -465,10 +465,11 @@ func (b *Broker) ErrorGroupCounts(ctx context.Context) ([]ErrorGroupCount, error
 }
 
 // endIgnores opens the ignored groups whose time has come, up to limit
-// in one transaction; it reports how many.
+// in one background transaction (a maintenance write); it reports how
+// many.
 func (b *Broker) endIgnores(ctx context.Context, limit int) (int, error) {
 	n := 0
-	err := b.update(ctx, func(tx Tx, touched func(string)) error {
+	err := b.updateWith(ctx, background, func(tx Tx, _ UpdateOptions, touched func(string)) error {
 		n = 0
 		now := b.now()
 		ids, err := tx.IgnoresEnded(ctx, now, limit)
