@@ -126,10 +126,10 @@ var laterDeadLetterColumns = []string{
 // that change dead_letters, as a start after 0013 would.
 func reapplyLaterDeadLetterMigrations(t *testing.T, d *Store) {
 	t.Helper()
-	reapply(t, d, 14, "0014_error_groups.sql",
+	reapply(t, d, 14, "0014_error_groups.sql", append(undo33,
 		`DROP TABLE error_groups`, `DROP TABLE error_group_hours`,
 		`CREATE TABLE error_counts (queue_id INTEGER NOT NULL, group_id INTEGER NOT NULL, line TEXT NOT NULL, count INTEGER NOT NULL,
-			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)
+			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)...)
 	reapply(t, d, 16, "0016_dead_letter_trace.sql")
 	reapply(t, d, 17, "0017_dead_letter_error_bytes.sql")
 	reapply(t, d, 20, "0020_message_retention.sql",
@@ -140,6 +140,15 @@ func reapplyLaterDeadLetterMigrations(t *testing.T, d *Store) {
 	// 0022's indexes are IF NOT EXISTS: only dead_letters_partition,
 	// which 0013's copy of the table dropped, is made again.
 	reapply(t, d, 22, "0022_partition_sweep.sql")
+	reapply(t, d, 33, "0033_error_group_states.sql")
+}
+
+// undo33 takes away what migration 0033 added (but error_group_hours'
+// columns: the undo of 0014 drops that table), so that it can be applied
+// again after 0014.
+var undo33 = []string{
+	`DROP TABLE error_group_states`, `DROP TABLE error_group_history`,
+	`ALTER TABLE replay_outcomes DROP COLUMN error_group`,
 }
 
 // preAutoincrement is the dead_letters table as migrations 0001 and 0008

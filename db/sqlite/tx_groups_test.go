@@ -67,12 +67,20 @@ func TestErrorGroupsAreBackfilled(t *testing.T) {
 		t.Fatalf("groups as filed:\n%s", wantGroups)
 	}
 
-	reapply(t, d, 14, "0014_error_groups.sql",
+	const states = `SELECT queue_id, group_id, fingerprint, state, filed, first_filed_at, last_filed_at FROM error_group_states ORDER BY fingerprint`
+	wantStates := dump(t, d, states)
+	reapply(t, d, 14, "0014_error_groups.sql", append(undo33,
 		`DROP INDEX dead_letters_fingerprint`,
 		`ALTER TABLE dead_letters DROP COLUMN fingerprint`,
 		`DROP TABLE error_groups`, `DROP TABLE error_group_hours`,
 		`CREATE TABLE error_counts (queue_id INTEGER NOT NULL, group_id INTEGER NOT NULL, line TEXT NOT NULL, count INTEGER NOT NULL,
-			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)
+			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)...)
+	// 0033 then makes each group's state (open) and whole-life funnel
+	// from the dead letters it holds: here, all it ever filed.
+	reapply(t, d, 33, "0033_error_group_states.sql")
+	if got := dump(t, d, states); got != wantStates {
+		t.Errorf("error groups' states after the migrations:\n%s\nas filed:\n%s", got, wantStates)
+	}
 
 	if got := dump(t, d, fps); got != wantFps {
 		t.Errorf("fingerprints after the migration:\n%s\nas filed:\n%s", got, wantFps)
