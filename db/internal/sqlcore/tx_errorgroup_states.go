@@ -99,25 +99,27 @@ const stateCols = `s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s
 	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '')`
 
-// stateFrom joins error_group_states to the names and the dead letters
-// now.
-const stateFrom = ` FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+// stateJoins joins error_group_states s to the names and the dead
+// letters now.
+const stateJoins = ` JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint`
 
 // stateOrder sorts open groups first (regressed first among them), then
 // acknowledged, resolved and ignored, each newest filed first.
 const stateOrder = ` ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
-	s.last_filed_at DESC, s.id DESC LIMIT ?`
+	s.last_filed_at DESC, s.id DESC`
 
-// The reads of error_group_states: by id, by key, and by a filter whose
-// empty fields select all (a read of the table whole, bounded as its
-// migration says).
+// The reads of error_group_states: by id, and by a filter whose empty
+// fields select all. The filtered read picks its rows from
+// error_group_states alone (a scan of the table, bounded as its
+// migration says, with a sort that keeps the first limit rows), then
+// joins those only.
 const (
-	stateByIDSQL     = `SELECT ` + stateCols + stateFrom + ` WHERE s.id = ?`
-	stateFilteredSQL = `SELECT ` + stateCols + stateFrom + `
+	stateByIDSQL     = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + ` WHERE s.id = ?`
+	stateFilteredSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
 		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
-			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)` + stateOrder
+			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)` + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
 )
 
 func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
