@@ -91,6 +91,8 @@ var tests = []test{
 	{"ExpiringCountIsCapped", testExpiringCountIsCapped},
 	{"DeadLetterExpiresAfterItsMessageWent", testDeadLetterExpiresAfterItsMessageWent},
 	{"AttemptsAreRecorded", testAttemptsAreRecorded},
+	{"ConsumerVersionIsKept", testConsumerVersionIsKept},
+	{"ConsumerVersionRefused", testConsumerVersionRefused},
 	{"AttemptsGoWhenTheMessageSettles", testAttemptsGoWhenTheMessageSettles},
 	{"ReplayChainReadsBothWays", testReplayChainReadsBothWays},
 	{"HistoryOfDeletes", testHistoryOfDeletes},
