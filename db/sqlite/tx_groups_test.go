@@ -130,6 +130,11 @@ func TestErrorGroupPlans(t *testing.T) {
 		"Queue (unchanged)":            {broker.Filter{QueueID: 1}, "dead_letters_queue"},
 		"Consumer group (unchanged)":   {broker.Filter{QueueID: 1, GroupID: 2}, "dead_letters_group"},
 		"Group in a bulk action bound": {broker.Filter{QueueID: 1, Fingerprint: "x", MaxID: 10, MaxFailedAt: at}, "dead_letters_fingerprint"},
+		"Version of a queue":           {broker.Filter{QueueID: 1, ConsumerVersion: "v1"}, "dead_letters_version"},
+		"Version of a consumer group":  {broker.Filter{QueueID: 1, GroupID: 2, ConsumerVersion: "v1"}, "dead_letters_version"},
+		"Version of a partition":       {broker.Filter{QueueID: 1, GroupID: 2, PartitionID: 3, ConsumerVersion: "v1"}, "dead_letters_version"},
+		"Version in a bulk action":     {broker.Filter{QueueID: 1, ConsumerVersion: "v1", MaxID: 10, MaxFailedAt: at}, "dead_letters_version"},
+		"Version and group":            {broker.Filter{QueueID: 1, GroupID: 2, Fingerprint: "x", ConsumerVersion: "v1"}, "dead_letters_fingerprint"},
 	} {
 		w, args := whereOf(c.f)
 		for _, page := range []string{"", " AND (d.failed_at, d.id) < (?, ?)"} {
@@ -152,6 +157,7 @@ func TestErrorGroupPlans(t *testing.T) {
 		"top":          {sqlcore.GroupTopSQL, []any{1, 2, 10}, "SEARCH error_groups USING INDEX error_groups_top (queue_id=? AND group_id=?)"},
 		"top covering": {sqlcore.GroupTopFingerprintsSQL, []any{1, 2, 10}, "SEARCH error_groups USING COVERING INDEX error_groups_top (queue_id=? AND group_id=?)"},
 		"across":       {sqlcore.GroupAcrossSQL, []any{1, `["x"]`}, "SEARCH error_groups USING INDEX sqlite_autoindex_error_groups_1 (queue_id=? AND group_id=? AND fingerprint=?)"},
+		"versions":     {sqlcore.GroupVersionsSQL, []any{1, 2, "x"}, "SEARCH error_group_versions USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=?)"},
 		"hours":        {sqlcore.GroupHoursSQL, []any{1, `["x"]`, 5, 2}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 		"hours across": {sqlcore.GroupHoursAcrossSQL, []any{1, `["x"]`, 5, 0}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 	} {

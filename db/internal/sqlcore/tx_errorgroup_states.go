@@ -111,7 +111,8 @@ const stateOrder = ` ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN
 	s.last_filed_at DESC, s.id DESC`
 
 // The reads of error_group_states: by id, and by a filter whose empty
-// fields select all. The filtered read picks its rows from
+// fields select all (a consumer version: the groups that have it in
+// error_group_versions, by its key). The filtered read picks its rows from
 // error_group_states alone (a scan of the table, bounded as its
 // migration says, with a sort that keeps the first limit rows), then
 // joins those only.
@@ -119,7 +120,9 @@ const (
 	stateByIDSQL     = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + ` WHERE s.id = ?`
 	stateFilteredSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
 		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
-			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)` + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
+			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
+			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7))` + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
 )
 
 func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
@@ -156,7 +159,7 @@ func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]
 	if limit <= 0 {
 		limit = broker.MaxErrorGroups
 	}
-	return scanStates(t.Query(ctx, stateFilteredSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit))
+	return scanStates(t.Query(ctx, stateFilteredSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version))
 }
 
 // windowsSQL sums the hours of the groups a JSON array of ids names,
