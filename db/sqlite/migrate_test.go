@@ -120,6 +120,8 @@ var laterDeadLetterColumns = []string{
 	`ALTER TABLE dead_letters ADD COLUMN payload BLOB`,                           // 0020
 	`ALTER TABLE dead_letters ADD COLUMN pushed_at INTEGER NOT NULL DEFAULT 0`,
 	`CREATE INDEX dead_letters_partition ON dead_letters (partition_id) WHERE partition_id > 0`, // 0022
+	`ALTER TABLE dead_letters ADD COLUMN consumer_version TEXT NOT NULL DEFAULT ''`,             // 0034
+	`CREATE INDEX dead_letters_version ON dead_letters (queue_id, consumer_version, failed_at DESC, id DESC) WHERE consumer_version <> ''`,
 }
 
 // reapplyLaterDeadLetterMigrations runs again the migrations after 0013
@@ -141,6 +143,9 @@ func reapplyLaterDeadLetterMigrations(t *testing.T, d *Store) {
 	// which 0013's copy of the table dropped, is made again.
 	reapply(t, d, 22, "0022_partition_sweep.sql")
 	reapply(t, d, 33, "0033_error_group_states.sql")
+	reapply(t, d, 34, "0034_consumer_version.sql",
+		`ALTER TABLE attempts DROP COLUMN consumer_version`, `ALTER TABLE removed_dead_letters DROP COLUMN consumer_version`,
+		`DROP TABLE error_group_versions`)
 }
 
 // undo33 takes away what migration 0033 added (but error_group_hours'
