@@ -580,6 +580,9 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 	if err := s.tx.InsertDeadLetter(ctx, &d, true); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
+	if err := fileIntoErrorGroup(ctx, s.tx, &d, s.queue.Name, s.group, s.now, s.k.b.raiser(s.tx)); err != nil {
+		return fmt.Errorf("error group: %w", err)
+	}
 	// After the filing: a job that pauses itself on it counts this copy's
 	// error among those its failures share.
 	if err := s.replayOutcome(ctx, m, false); err != nil {

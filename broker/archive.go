@@ -414,6 +414,12 @@ func (b *Broker) fileImported(ctx context.Context, tx Tx, d ImportedDeadLetter, 
 	if err := tx.InsertDeadLetter(ctx, &dl, false); err != nil {
 		return "", fmt.Errorf("import: %w", err)
 	}
+	// An imported dead letter is filed into its error group's whole-life
+	// funnel (not its hours, as its trend is of filings here): it changes
+	// no group's state, being old news.
+	if _, err := tx.AddErrorGroupFunnel(ctx, ErrorGroupKey{QueueID: q.ID, GroupID: g, Fingerprint: dl.Fingerprint}, Funnel{Filed: 1}, dl.FailedAt); err != nil {
+		return "", fmt.Errorf("import: error group: %w", err)
+	}
 	*groupID = g
 	return "", nil
 }

@@ -574,18 +574,22 @@ func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey,
 	if err := tx.PushCopies(ctx, copies, now, spec.by); err != nil {
 		return nil, fmt.Errorf("replay: push copies: %w", err)
 	}
-	expect := make([][2]int64, len(keys))
+	groups, err := removeKeys(ctx, tx, keys, Stats{Replayed: 1}, nil, now)
+	if err != nil {
+		return nil, err
+	}
+	expect := make([][3]int64, len(keys))
 	for i, k := range keys {
 		key := [2]int64{k.Seq, 0}
 		if own(k) {
 			key[1] = k.GroupID
 		}
-		expect[i] = [2]int64{copies[index[key]].CopySeq, k.GroupID}
+		expect[i] = [3]int64{copies[index[key]].CopySeq, k.GroupID, groups[ErrorGroupKey{QueueID: k.QueueID, GroupID: k.GroupID, Fingerprint: k.Fingerprint}]}
 	}
 	if err := tx.ExpectReplayOutcomes(ctx, expect, spec.by.JobID); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	return copies, removeKeys(ctx, tx, keys, Stats{Replayed: 1}, nil)
+	return copies, nil
 }
 
 // keysOf returns the keys of dls.
@@ -600,7 +604,10 @@ func keysOf(dls []DeadLetter) []DeadLetterKey {
 // removeKeys deletes the dead letters keys are and counts each in its
 // group: depth down, plus per (Replayed, Deleted or DeadLettersExpired,
 // 1 each); with keep (a delete, an expiry), they are kept as keep says.
-func removeKeys(ctx context.Context, tx deadLetterGroupStatsTx, keys []DeadLetterKey, per Stats, keep *Removal) error {
+// Each error group's funnel counts them (replayed, deleted or expired)
+// at now; it returns the error groups' ids (error_group_states.id) by
+// their keys (ID 0).
+func removeKeys(ctx context.Context, tx deadLetterGroupStatsTx, keys []DeadLetterKey, per Stats, keep *Removal, now time.Time) (map[ErrorGroupKey]int64, error) {
 	ids := make([]int64, len(keys))
 	type key struct{ q, g int64 }
 	counts := map[key]int64{}
@@ -625,21 +632,29 @@ func removeKeys(ctx context.Context, tx deadLetterGroupStatsTx, keys []DeadLette
 		groups[gk]++
 	}
 	if err := tx.DeleteDeadLetters(ctx, ids, keep); err != nil {
-		return fmt.Errorf("delete dead letters: %w", err)
+		return nil, fmt.Errorf("delete dead letters: %w", err)
 	}
+	marks := make(map[ErrorGroupKey]int64, len(groupOrder))
 	for _, gk := range groupOrder {
-		if err := tx.RemoveFromErrorGroup(ctx, gk.q, gk.g, gk.fingerprint, groups[gk]); err != nil {
-			return fmt.Errorf("error groups: %w", err)
+		n := groups[gk]
+		if err := tx.RemoveFromErrorGroup(ctx, gk.q, gk.g, gk.fingerprint, n); err != nil {
+			return nil, fmt.Errorf("error groups: %w", err)
 		}
+		key := ErrorGroupKey{QueueID: gk.q, GroupID: gk.g, Fingerprint: gk.fingerprint}
+		m, err := tx.AddErrorGroupFunnel(ctx, key, Funnel{Replayed: per.Replayed * n, Deleted: per.Deleted * n, Expired: per.DeadLettersExpired * n}, now)
+		if err != nil {
+			return nil, fmt.Errorf("error groups: %w", err)
+		}
+		marks[key] = m.ID
 	}
 	for _, k := range order {
 		n := counts[k]
 		s := Stats{Depth: -n, Replayed: per.Replayed * n, Deleted: per.Deleted * n, DeadLettersExpired: per.DeadLettersExpired * n}
 		if err := tx.AddStats(ctx, k.q, k.g, s, time.Time{}); err != nil {
-			return fmt.Errorf("stats: %w", err)
+			return nil, fmt.Errorf("stats: %w", err)
 		}
 	}
-	return nil
+	return marks, nil
 }
 
 // removal is how a delete at now by actor (for job, 0: none) keeps what
@@ -671,7 +686,7 @@ func (b *Broker) deleteDeadLetters(ctx context.Context, messageID, group, actor 
 			}
 		}
 		removal := b.removal(now, actor, 0)
-		if err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}, removal); err != nil {
+		if _, err := removeKeys(ctx, tx, keysOf(dls), Stats{Deleted: 1}, removal, removal.At); err != nil {
 			return err
 		}
 		n, until = len(dls), removal.RestoreUntil

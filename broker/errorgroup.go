@@ -7,9 +7,10 @@ import (
 )
 
 // ErrorGroupHourRetention is how long the hourly counts behind the error
-// groups' trends are kept (maintenance sweeps older ones): twice the
-// trend, so that a day's trend is whole whenever the sweep last ran.
-const ErrorGroupHourRetention = 48 * time.Hour
+// groups' trends and funnels are kept (maintenance sweeps older ones): a
+// day more than the funnel's longest window (7 days), so that the
+// window is whole whenever the sweep last ran.
+const ErrorGroupHourRetention = 8 * 24 * time.Hour
 
 // TrendHours is how many hours an error group's trend spans, up to now.
 const TrendHours = 24

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"time"
 )
 
@@ -184,14 +185,18 @@ type StateChange struct {
 	Group       string // "" : every consumer group of the queue with the fingerprint
 	Fingerprint string
 	State       ErrorGroupState
-	Owner       string // acknowledged: the owner (default: the actor)
-	Note        string
-	Link        string
-	Version     string    // resolved: the consumer version with the fix
-	Until       time.Time // ignored until then
-	UntilCount  int64     // ignored until this many more dead letters
-	Force       bool      // resolve while copies are pending or failed again
-	Actor       string
+	// Owner, Note, Link and Version are set when not nil ("" clears);
+	// nil keeps what the group has. Acknowledged with no owner makes
+	// the actor its owner; Version is the consumer version with the fix
+	// (resolved only; the other states clear it).
+	Owner      *string
+	Note       *string
+	Link       *string
+	Version    *string
+	Until      time.Time // ignored until then
+	UntilCount int64     // ignored until this many more dead letters
+	Force      bool      // resolve while copies are pending or failed again
+	Actor      string
 }
 
 // ErrorGroupCount is how many of a queue's error groups are open, and of
@@ -199,4 +204,61 @@ type StateChange struct {
 type ErrorGroupCount struct {
 	Queue           string
 	Open, Regressed int64
+}
+
+// ErrorGroupQuery selects error groups in storage: zero fields select
+// all.
+type ErrorGroupQuery struct {
+	ID          int64
+	QueueID     int64
+	GroupID     int64
+	Fingerprint string
+	State       ErrorGroupState
+	Owner       string
+	Version     string // groups that filed a dead letter by this consumer version
+	Limit       int
+}
+
+// ErrorGroupStateTx is what error groups you own need from storage:
+// error_group_states (a row a group, made by its first filing and kept
+// after its dead letters are gone), its history, and the funnel's hours
+// in error_group_hours.
+type ErrorGroupStateTx interface {
+	// AddErrorGroupFunnel adds d to the whole-life funnel of the group
+	// k names (by k.ID, else by its queue, consumer group and
+	// fingerprint, making the row when there is none, open, with
+	// first_filed_at and last_filed_at at), and its counts other than
+	// Filed to the hour at is in (filings' hours are written with the
+	// dead letter: InsertDeadLetter). A filing (d.Filed > 0) moves
+	// last_filed_at to at when later. It returns the row as it is after;
+	// by ID, a row not kept (its queue deleted) is the zero mark. An
+	// upsert or an update by key, and an upsert of the hour when d has
+	// counts other than Filed.
+	AddErrorGroupFunnel(ctx context.Context, k ErrorGroupKey, d Funnel, at time.Time) (ErrorGroupMark, error)
+	// ErrorGroupStates returns up to q.Limit groups q selects, with their
+	// whole-life funnel and Since, their dead letters now and sample
+	// (error_groups), queue and consumer group names: open ones first,
+	// regressed first among them, then acknowledged, resolved and
+	// ignored, each newest filed first (then by id). It reads
+	// error_group_states by its id or key when q names one, else whole
+	// (bounded by the fingerprints filed: see its migration).
+	ErrorGroupStates(ctx context.Context, q ErrorGroupQuery) ([]OwnedErrorGroup, error)
+	// ErrorGroupWindows fills the Day and Week funnels of gs from the
+	// hours at or after dayHour and weekHour (one read of
+	// error_group_hours by the groups' keys).
+	ErrorGroupWindows(ctx context.Context, gs []OwnedErrorGroup, dayHour, weekHour int64) error
+	// SetErrorGroupState writes g's state and what goes with it (State,
+	// Regressed, Owner, Note, Link, Version, UntilAt, UntilFiled) on its
+	// row by g.ID, with c.At and c.Actor as the last change and the
+	// funnel's counts now as Since, and appends c to its history.
+	SetErrorGroupState(ctx context.Context, g OwnedErrorGroup, c ErrorGroupChange) error
+	// ErrorGroupHistory returns up to limit changes of the group id,
+	// newest first.
+	ErrorGroupHistory(ctx context.Context, id int64, limit int) ([]ErrorGroupChange, error)
+	// IgnoresEnded returns the ids of up to limit ignored groups whose
+	// until_at is at or before now (the index of ignores by time).
+	IgnoresEnded(ctx context.Context, now time.Time, limit int) ([]int64, error)
+	// ErrorGroupCounts returns, per queue id with any, its open and
+	// regressed groups (a read of error_group_states whole).
+	ErrorGroupCounts(ctx context.Context) (map[int64][2]int64, error)
 }

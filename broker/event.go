@@ -17,6 +17,10 @@ type Event struct {
 	At       time.Time
 	HoldID   int64
 	JobID    int64
+	// ErrorGroupID and Fingerprint name the error group of an error
+	// group's event (error_group_states.id, and its fingerprint).
+	ErrorGroupID int64
+	Fingerprint  string
 }
 
 // The kinds of events.

@@ -208,7 +208,7 @@ func (b *Broker) expireQueue(ctx context.Context, q Queue, r *TaskReport) error 
 			if keys = beforeExpiry(cur, keys, archived); len(keys) == 0 {
 				return nil
 			}
-			if err := removeKeys(ctx, tx, keys, Stats{DeadLettersExpired: 1}, &Removal{How: RemovedExpired, At: now, Actor: BrokerActor}); err != nil {
+			if _, err := removeKeys(ctx, tx, keys, Stats{DeadLettersExpired: 1}, &Removal{How: RemovedExpired, At: now, Actor: BrokerActor}, now); err != nil {
 				return err
 			}
 			if err := tx.MarkExpired(ctx, keys, keep); err != nil {

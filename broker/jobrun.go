@@ -910,7 +910,7 @@ func (b *Broker) applyJobKeys(ctx context.Context, tx Tx, j *Job, now time.Time,
 			}
 		}
 	} else {
-		err = removeKeys(ctx, tx, keys, Stats{Deleted: 1}, b.removal(now, j.Actor, j.ID))
+		_, err = removeKeys(ctx, tx, keys, Stats{Deleted: 1}, b.removal(now, j.Actor, j.ID), now)
 	}
 	if err != nil {
 		return err
@@ -942,9 +942,15 @@ func settleCopy(ctx context.Context, tx auditJobReplayTx, m Message, groupID int
 	if !IsReplayTransaction(m.TransactionID) {
 		return false, nil
 	}
-	counted, jobID, err := tx.TakeReplayOutcome(ctx, m.Seq, groupID, ok, now)
-	if err != nil || !counted || jobID == 0 {
+	counted, jobID, errorGroup, err := tx.TakeReplayOutcome(ctx, m.Seq, groupID, ok, now)
+	if err != nil || !counted {
 		return counted, err
+	}
+	if err := settleInErrorGroup(ctx, tx, errorGroup, ok, now, raise); err != nil {
+		return counted, fmt.Errorf("error group: %w", err)
+	}
+	if jobID == 0 {
+		return counted, nil
 	}
 	if err := tx.SettleJobCopy(ctx, jobID, groupID, ok); err != nil {
 		return counted, fmt.Errorf("job outcome: %w", err)

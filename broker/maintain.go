@@ -26,7 +26,7 @@ const (
 
 // Maintenance tasks, as reports and /metrics name them.
 const (
-	TaskStats       = "stats"        // time buckets past their retention, error groups' hours past ErrorGroupHourRetention
+	TaskStats       = "stats"        // time buckets past their retention, error groups' hours past ErrorGroupHourRetention (and ignores ended)
 	TaskMessages    = "messages"     // messages past completedRetentionSeconds or retentionSeconds
 	TaskDeadLetters = "dead_letters" // dead letters past deadLetterRetentionSeconds
 	TaskPartitions  = "partitions"   // partitions left empty (partsweep.go)
@@ -243,7 +243,19 @@ func (b *Broker) chunks(ctx context.Context, r *TaskReport, step func(tx Tx, mt 
 // maintainStats deletes the buckets past their retention (MinuteRetention,
 // QuarterRetention, HourRetention) and the error groups' hourly counts past
 // ErrorGroupHourRetention.
+//
+// First it opens the ignored error groups whose ignore's time has come
+// (a change of state, not a removal: not counted in r).
 func (b *Broker) maintainStats(ctx context.Context, r *TaskReport) error {
+	for {
+		n, err := b.endIgnores(ctx, maintainChunk)
+		if err != nil {
+			return fmt.Errorf("error groups' ignores: %w", err)
+		}
+		if n < maintainChunk {
+			break
+		}
+	}
 	for _, c := range []struct {
 		bucket BucketTable
 		keep   time.Duration

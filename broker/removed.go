@@ -259,6 +259,15 @@ func restoreRemoved(ctx context.Context, tx Tx, now time.Time, rs []RemovedDeadL
 		if err := tx.InsertDeadLetter(ctx, &d, false); err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
 		}
+		// The removal is undone in its error group's funnel, in the hour
+		// it was counted in.
+		back := Funnel{Deleted: -1}
+		if r.How == RemovedExpired {
+			back = Funnel{Expired: -1}
+		}
+		if _, err := tx.AddErrorGroupFunnel(ctx, ErrorGroupKey{QueueID: d.QueueID, GroupID: d.GroupID, Fingerprint: d.Fingerprint}, back, r.At); err != nil {
+			return nil, fmt.Errorf("restore: error group: %w", err)
+		}
 		k := key{d.QueueID, d.GroupID}
 		if depth[k] == 0 {
 			order = append(order, k)

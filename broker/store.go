@@ -239,6 +239,7 @@ type Tx interface {
 	LoginTx
 	SearchTx
 	GroupTx
+	ErrorGroupStateTx
 	ConsumerGroupTx
 	MessageListTx
 	JobTx
@@ -603,11 +604,12 @@ type DeadLetterTx interface {
 type ReplayTx interface {
 	// TakeReplayOutcome settles the outcome of a copy in a group when it
 	// is still to be counted (ExpectReplayOutcomes): ok succeeded, else
-	// failed again, at now; it reports whether it was to be counted, and
-	// the job that replayed the copy (0: none). Each is counted once: the
+	// failed again, at now; it reports whether it was to be counted, the
+	// job that replayed the copy (0: none), and the error group
+	// (error_group_states.id) whose funnel counts it (0: none). Each is counted once: the
 	// row of replay_outcomes is kept, settled (the history and the job's
 	// failures read it).
-	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (counted bool, jobID int64, err error)
+	TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (counted bool, jobID, errorGroup int64, err error)
 
 	// PushCopies pushes, in the order of cs, a copy of each message named
 	// (same partition and trace id, created at now; its message's payload,
@@ -623,8 +625,10 @@ type ReplayTx interface {
 	// before it in cs, whatever mix of edited and plain copies cs holds
 	// (the broker gives all copies of a call the same Payload).
 	PushCopies(ctx context.Context, cs []Copy, now time.Time, by ReplayBy) error
-	// ExpectReplayOutcomes notes, for (copy seq, group id) pairs, that a
-	// replayed copy's outcome in a group is to be counted (TakeReplayOutcome),
+	// ExpectReplayOutcomes notes, for (copy seq, group id, error group)
+	// triples, that a replayed copy's outcome in a group is to be counted
+	// (TakeReplayOutcome), in the funnel of the error group (the
+	// error_group_states.id of the dead letter replayed; 0: none),
 	// for the job jobID (0: a single replay), whose replayed count in
 	// job_outcomes goes up by the pairs of each group it notes. A pair
 	// noted before (by this job or another, pending or settled) is left
@@ -636,7 +640,7 @@ type ReplayTx interface {
 	// again (the same id in other letter case). It writes replay_outcomes
 	// (an insert that leaves a pair noted before as it was) and
 	// job_outcomes (an upsert a group).
-	ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error
+	ExpectReplayOutcomes(ctx context.Context, pairs [][3]int64, jobID int64) error
 }
 
 // StatsTx is what the broker needs of the counts kept per queue and group:

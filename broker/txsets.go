@@ -15,6 +15,13 @@ type auditJobReplayTx interface {
 	AuditTx
 	JobTx
 	ReplayTx
+	ErrorGroupStateTx
+}
+
+// errorGroupAuditTx is a transaction for ErrorGroupStateTx, AuditTx.
+type errorGroupAuditTx interface {
+	ErrorGroupStateTx
+	AuditTx
 }
 
 // consumerPartitionSubscriptionTx is a transaction for ConsumerTx, PartitionTx, SubscriptionTx.
@@ -34,6 +41,7 @@ type consumerWindowTx interface {
 type deadLetterGroupStatsTx interface {
 	DeadLetterTx
 	GroupTx
+	ErrorGroupStateTx
 	StatsTx
 }
 

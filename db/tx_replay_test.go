@@ -154,17 +154,17 @@ func TestExpectReplayOutcomesCountsEachPairOnce(t *testing.T) {
 		ctx := context.Background()
 		const job, other = 7, 8
 		const g1, g2 = 100, 200
-		a, b, c, e := [2]int64{1, g1}, [2]int64{2, g1}, [2]int64{3, g2}, [2]int64{4, g1}
+		a, b, c, e := [3]int64{1, g1, 11}, [3]int64{2, g1, 11}, [3]int64{3, g2, 12}, [3]int64{4, g1}
 		for _, step := range []struct {
-			pairs [][2]int64
+			pairs [][3]int64
 			job   int64
 		}{
-			{[][2]int64{a}, job},
-			{[][2]int64{a, b}, job},       // a again beside a new one
-			{[][2]int64{b, a}, job},       // nothing new
-			{[][2]int64{c, a, b, c}, job}, // c listed twice, once new
-			{[][2]int64{a, e}, other},     // a is job's; e is other's
-			{[][2]int64{e, a}, 0},         // a single replay's notes count nowhere
+			{[][3]int64{a}, job},
+			{[][3]int64{a, b}, job},       // a again beside a new one
+			{[][3]int64{b, a}, job},       // nothing new
+			{[][3]int64{c, a, b, c}, job}, // c listed twice, once new
+			{[][3]int64{a, e}, other},     // a is job's; e is other's
+			{[][3]int64{e, a}, 0},         // a single replay's notes count nowhere
 		} {
 			if err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 				return tx.ExpectReplayOutcomes(ctx, step.pairs, step.job)
@@ -205,6 +205,18 @@ func TestExpectReplayOutcomesCountsEachPairOnce(t *testing.T) {
 		}
 		if want := fmt.Sprint([]int64{job, job, job, other}); owners != want {
 			t.Errorf("replay_outcomes' jobs %s, want %s", owners, want)
+		}
+		// Each keeps the error group it was noted with (none: 0).
+		var groups string
+		if err := d.View(ctx, func(tx broker.Tx) error {
+			ids, err := tx.(*sqlcore.Tx).QueryIDs(ctx, `SELECT error_group FROM replay_outcomes ORDER BY copy_seq, group_id`)
+			groups = fmt.Sprint(ids)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprint([]int64{11, 11, 12, 0}); groups != want {
+			t.Errorf("replay_outcomes' error groups %s, want %s", groups, want)
 		}
 	})
 }

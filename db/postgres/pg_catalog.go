@@ -38,6 +38,54 @@ var pgCatalog = map[string]*pgStatement{
 		RETURNING streak`, stores: true},
 	// Tx.AddBreakerTries, Tx.ResetBreaker: translated
 	`UPDATE group_breakers SET streak = 0 WHERE queue_id = ? AND group_id = ? AND streak <> 0`: {text: `UPDATE group_breakers SET streak = 0 WHERE queue_id = $1 AND group_id = $2 AND streak <> 0`, stores: true},
+	// Tx.AddErrorGroupFunnel: translated
+	`INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed, replayed, succeeded, failed_again, deleted, expired)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET
+			replayed = error_group_hours.replayed + excluded.replayed,
+			succeeded = error_group_hours.succeeded + excluded.succeeded,
+			failed_again = error_group_hours.failed_again + excluded.failed_again,
+			deleted = error_group_hours.deleted + excluded.deleted,
+			expired = error_group_hours.expired + excluded.expired`: {text: `INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed, replayed, succeeded, failed_again, deleted, expired)
+		VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9)
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET
+			replayed = error_group_hours.replayed + excluded.replayed,
+			succeeded = error_group_hours.succeeded + excluded.succeeded,
+			failed_again = error_group_hours.failed_again + excluded.failed_again,
+			deleted = error_group_hours.deleted + excluded.deleted,
+			expired = error_group_hours.expired + excluded.expired`, stores: true},
+	// Tx.AddErrorGroupFunnel: translated
+	`INSERT INTO error_group_states (queue_id, group_id, fingerprint, filed, replayed, succeeded, failed_again, deleted, expired, first_filed_at, last_filed_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			filed = error_group_states.filed + excluded.filed,
+			replayed = error_group_states.replayed + excluded.replayed,
+			succeeded = error_group_states.succeeded + excluded.succeeded,
+			failed_again = error_group_states.failed_again + excluded.failed_again,
+			deleted = error_group_states.deleted + excluded.deleted,
+			expired = error_group_states.expired + excluded.expired,
+			last_filed_at = CASE WHEN excluded.filed > 0 AND excluded.last_filed_at > error_group_states.last_filed_at
+				THEN excluded.last_filed_at ELSE error_group_states.last_filed_at END
+		RETURNING id, state, regressed, filed, until_at, until_filed`: {text: `INSERT INTO error_group_states (queue_id, group_id, fingerprint, filed, replayed, succeeded, failed_again, deleted, expired, first_filed_at, last_filed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			filed = error_group_states.filed + excluded.filed,
+			replayed = error_group_states.replayed + excluded.replayed,
+			succeeded = error_group_states.succeeded + excluded.succeeded,
+			failed_again = error_group_states.failed_again + excluded.failed_again,
+			deleted = error_group_states.deleted + excluded.deleted,
+			expired = error_group_states.expired + excluded.expired,
+			last_filed_at = CASE WHEN excluded.filed > 0 AND excluded.last_filed_at > error_group_states.last_filed_at
+				THEN excluded.last_filed_at ELSE error_group_states.last_filed_at END
+		RETURNING id, state, regressed, filed, until_at, until_filed`, stores: true},
+	// Tx.AddErrorGroupFunnel: translated
+	`UPDATE error_group_states SET filed = filed + ?2, replayed = replayed + ?3, succeeded = succeeded + ?4,
+			failed_again = failed_again + ?5, deleted = deleted + ?6, expired = expired + ?7,
+			last_filed_at = CASE WHEN ?2 > 0 AND ?8 > last_filed_at THEN ?8 ELSE last_filed_at END
+		WHERE id = ?1 RETURNING id, state, regressed, filed, until_at, until_filed, queue_id, group_id, fingerprint`: {text: `UPDATE error_group_states SET filed = filed + $2, replayed = replayed + $3, succeeded = succeeded + $4,
+			failed_again = failed_again + $5, deleted = deleted + $6, expired = expired + $7,
+			last_filed_at = CASE WHEN $2 > 0 AND $8 > last_filed_at THEN $8 ELSE last_filed_at END
+		WHERE id = $1 RETURNING id, state, regressed, filed, until_at, until_filed, queue_id, group_id, fingerprint`, stores: true},
 	// Tx.AddStats: translated
 	`INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired)
@@ -345,7 +393,11 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.DeleteQueue: translated
 	`DELETE FROM dead_letters WHERE queue_id = ?1`: {text: `DELETE FROM dead_letters WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
+	`DELETE FROM error_group_history WHERE state_id IN (SELECT id FROM error_group_states WHERE queue_id = ?1)`: {text: `DELETE FROM error_group_history WHERE state_id IN (SELECT id FROM error_group_states WHERE queue_id = $1)`},
+	// Tx.DeleteQueue: translated
 	`DELETE FROM error_group_hours WHERE queue_id = ?1`: {text: `DELETE FROM error_group_hours WHERE queue_id = $1`},
+	// Tx.DeleteQueue: translated
+	`DELETE FROM error_group_states WHERE queue_id = ?1`: {text: `DELETE FROM error_group_states WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
 	`DELETE FROM error_groups WHERE queue_id = ?1`: {text: `DELETE FROM error_groups WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
@@ -444,6 +496,12 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
 		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= ? ORDER BY restore_until LIMIT ?)`: {text: `UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
 		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= $1 ORDER BY restore_until LIMIT $2)`, stores: true},
+	// Tx.ErrorGroupCounts: hand-written (PGQuery)
+	`SELECT queue_id, SUM(CASE WHEN state = 'open' THEN 1 ELSE 0 END), SUM(CASE WHEN state = 'open' THEN regressed ELSE 0 END)
+		FROM error_group_states GROUP BY queue_id`: {text: `SELECT queue_id, SUM(CASE WHEN state = 'open' THEN 1 ELSE 0 END)::bigint, SUM(CASE WHEN state = 'open' THEN regressed ELSE 0 END)::bigint
+		FROM error_group_states GROUP BY queue_id`},
+	// Tx.ErrorGroupHistory: translated
+	`SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = ? ORDER BY id DESC LIMIT ?`: {text: `SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = $1 ORDER BY id DESC LIMIT $2`},
 	// Tx.ErrorGroupHours: hand-written (PGQuery)
 	`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
 		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
@@ -456,6 +514,52 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		GROUP BY fingerprint, hour`: {text: `SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 		WHERE queue_id = $1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = $1) AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3 AND $4 = 0
 		GROUP BY fingerprint, hour`},
+	// Tx.ErrorGroupStates: translated
+	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
+		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT ?`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
+		WHERE ($1 = 0 OR s.queue_id = $1) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
+			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT $6`},
+	// Tx.ErrorGroupStates: translated
+	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = ?`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = $1`},
+	// Tx.ErrorGroupWindows: hand-written (PGQuery)
+	`SELECT s.id,
+		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END),
+		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END),
+		SUM(CASE WHEN h.hour >= ?3 THEN h.deleted ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.expired ELSE 0 END),
+		SUM(h.filed), SUM(h.replayed), SUM(h.succeeded), SUM(h.failed_again), SUM(h.deleted), SUM(h.expired)
+	FROM error_group_states s JOIN error_group_hours h
+		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
+	WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id`: {text: `SELECT s.id,
+		SUM(CASE WHEN h.hour >= $3 THEN h.filed ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.replayed ELSE 0 END)::bigint,
+		SUM(CASE WHEN h.hour >= $3 THEN h.succeeded ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.failed_again ELSE 0 END)::bigint,
+		SUM(CASE WHEN h.hour >= $3 THEN h.deleted ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.expired ELSE 0 END)::bigint,
+		SUM(h.filed)::bigint, SUM(h.replayed)::bigint, SUM(h.succeeded)::bigint, SUM(h.failed_again)::bigint, SUM(h.deleted)::bigint, SUM(h.expired)::bigint
+	FROM error_group_states s JOIN error_group_hours h
+		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= $2
+	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) GROUP BY s.id`},
 	// Tx.ExpiringPartitions: translated
 	`SELECT x.id, x.seq FROM (
 			SELECT p.id, (SELECT m.seq FROM messages m WHERE m.partition_id = p.id ORDER BY m.seq LIMIT 1) AS seq FROM partitions p WHERE p.queue_id = ?) x
@@ -496,6 +600,8 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE (h.queue_id = ?1 OR ?1 = 0) AND (h.group_id = ?2 OR ?2 = 0) ORDER BY h.id`: {text: `SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes, q.name, COALESCE(g.name, '') FROM holds h JOIN queues q ON q.id = h.queue_id LEFT JOIN groups g ON g.id = h.group_id AND h.group_id <> 0 WHERE (h.queue_id = $1 OR $1 = 0) AND (h.group_id = $2 OR $2 = 0) ORDER BY h.id`},
 	// Tx.HoldsOf: translated
 	`SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = ?1 AND h.group_id IN (0, ?2) ORDER BY h.id`: {text: `SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = $1 AND h.group_id IN (0, $2) ORDER BY h.id`},
+	// Tx.IgnoresEnded: translated
+	`SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= ? ORDER BY until_at LIMIT ?`: {text: `SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= $1 ORDER BY until_at LIMIT $2`},
 	// Tx.InsertAttempt: translated
 	`INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms`: {text: `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -992,6 +1098,16 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	`SELECT id, name FROM queues`: {text: `SELECT id, name FROM queues`},
 	// Tx.SessionByHash: translated
 	`SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = ?`: {text: `SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = $1`},
+	// Tx.SetErrorGroupState: translated
+	`INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why) VALUES (?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why) VALUES ($1, $2, $3, $4, $5, $6)`, stores: true},
+	// Tx.SetErrorGroupState: translated
+	`UPDATE error_group_states SET state = ?, regressed = ?, owner = ?, note = ?, link = ?, version = ?,
+			until_at = ?, until_filed = ?, changed_at = ?, changed_by = ?,
+			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
+		WHERE id = ?`: {text: `UPDATE error_group_states SET state = $1, regressed = $2, owner = $3, note = $4, link = $5, version = $6,
+			until_at = $7, until_filed = $8, changed_at = $9, changed_by = $10,
+			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
+		WHERE id = $11`, stores: true},
 	// Tx.SetSetting: translated
 	`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`: {text: `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, stores: true},
 	// Tx.SetSubscriptionStart: translated
@@ -1093,7 +1209,7 @@ WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = t.seq)
   AND NOT EXISTS (SELECT 1 FROM removed_dead_letters r WHERE r.seq = t.seq)
 ORDER BY t.id LIMIT $1)`},
 	// Tx.TakeReplayOutcome: translated
-	`UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id`: {text: `UPDATE replay_outcomes SET outcome = $1, settled_at = $2 WHERE copy_seq = $3 AND group_id = $4 AND outcome = 0 RETURNING job_id`, stores: true},
+	`UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id, error_group`: {text: `UPDATE replay_outcomes SET outcome = $1, settled_at = $2 WHERE copy_seq = $3 AND group_id = $4 AND outcome = 0 RETURNING job_id, error_group`, stores: true},
 	// Tx.TextMatches: translated
 	`SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) LIMIT ?) AS m`: {text: `SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) LIMIT $2) AS m`},
 	// Tx.TextMatches: translated
@@ -1618,15 +1734,15 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = ?)`: {text: `DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = $1)`},
 	// pgDialect.ExpectOutcomes: translated
 	`WITH noted AS (
-			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
+			INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
+			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint, COALESCE((j.value ->> 2)::bigint, 0) FROM json_array_elements(?2::json) j(value)
 			ON CONFLICT DO NOTHING
 			RETURNING group_id)
 		INSERT INTO job_outcomes (job_id, group_id, replayed)
 		SELECT ?1::bigint, n.group_id, COUNT(*) FROM noted n WHERE ?1::bigint <> 0 GROUP BY n.group_id
 		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`: {text: `WITH noted AS (
-			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, $1::bigint FROM json_array_elements($2::json) j(value)
+			INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
+			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, $1::bigint, COALESCE((j.value ->> 2)::bigint, 0) FROM json_array_elements($2::json) j(value)
 			ON CONFLICT DO NOTHING
 			RETURNING group_id)
 		INSERT INTO job_outcomes (job_id, group_id, replayed)

@@ -478,12 +478,13 @@ func pgStepSeriesSQL(u, table string) string {
 }
 
 // pgExpectOutcomesSQL is ExpectReplayOutcomes' statement on PostgreSQL,
-// over a JSON array of [copy_seq, group_id] pairs, which it reads with
+// over a JSON array of [copy_seq, group_id, error group] triples (the
+// error group may be left out: 0), which it reads with
 // json_array_elements, casting the elements (->> gives them as text); it
 // counts for a job only (job 0 is a single replay).
 const pgExpectOutcomesSQL = `WITH noted AS (
-			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
+			INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
+			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint, COALESCE((j.value ->> 2)::bigint, 0) FROM json_array_elements(?2::json) j(value)
 			ON CONFLICT DO NOTHING
 			RETURNING group_id)
 		INSERT INTO job_outcomes (job_id, group_id, replayed)

@@ -253,13 +253,14 @@ func sqliteStepSeriesSQL(u, table string) string {
 }
 
 // The statements of ExpectReplayOutcomes on SQLite, over a JSON array of
-// [copy_seq, group_id] pairs: countNewOutcomesSQL then expectOutcomesSQL.
+// [copy_seq, group_id, error group] triples (the error group, error_group_states.id,
+// may be left out: 0): countNewOutcomesSQL then expectOutcomesSQL.
 const (
 	countNewOutcomesSQL = `INSERT INTO job_outcomes (job_id, group_id, replayed)
 		SELECT ?1, x.group_id, COUNT(*) FROM (SELECT DISTINCT j.value ->> 0 AS copy_seq, j.value ->> 1 AS group_id FROM json_each(?2) j) x
 		WHERE NOT EXISTS (SELECT 1 FROM replay_outcomes o WHERE o.copy_seq = x.copy_seq AND o.group_id = x.group_id)
 		GROUP BY x.group_id
 		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`
-	expectOutcomesSQL = `INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-		SELECT j.value ->> 0, j.value ->> 1, ?1 FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING`
+	expectOutcomesSQL = `INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
+		SELECT j.value ->> 0, j.value ->> 1, ?1, COALESCE(j.value ->> 2, 0) FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING`
 )

@@ -292,6 +292,8 @@ func (t *Tx) DeleteQueue(ctx context.Context, id int64) error {
 		`DELETE FROM dead_letters WHERE queue_id = ?1`,
 		`DELETE FROM error_groups WHERE queue_id = ?1`,
 		`DELETE FROM error_group_hours WHERE queue_id = ?1`,
+		`DELETE FROM error_group_history WHERE state_id IN (SELECT id FROM error_group_states WHERE queue_id = ?1)`,
+		`DELETE FROM error_group_states WHERE queue_id = ?1`,
 		`DELETE FROM group_stats WHERE queue_id = ?1`,
 		`DELETE FROM subscriptions WHERE queue_id = ?1`,
 		`DELETE FROM holds WHERE queue_id = ?1`,

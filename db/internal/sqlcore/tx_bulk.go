@@ -361,7 +361,7 @@ var recordReplaysSQL = PGQuery(`INSERT INTO replays (copy_seq, seq, group_id, ed
 // (a data-modifying WITH). SQLite has none: the pairs not noted yet
 // (each once, however often listed) are counted first, then noted, in
 // the same transaction, which no other write runs beside.
-func (t *Tx) ExpectReplayOutcomes(ctx context.Context, pairs [][2]int64, jobID int64) error {
+func (t *Tx) ExpectReplayOutcomes(ctx context.Context, pairs [][3]int64, jobID int64) error {
 	if len(pairs) == 0 {
 		return nil
 	}

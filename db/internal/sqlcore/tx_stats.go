@@ -315,18 +315,18 @@ func (t *Tx) names(ctx context.Context, query string, m map[int64]string) error 
 }
 
 // TakeReplayOutcome settles the pending row of replay_outcomes by its
-// key (UPDATE ... WHERE outcome = 0 RETURNING job_id): a row settled
-// already, or none, is not counted.
-func (t *Tx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (bool, int64, error) {
+// key (UPDATE ... WHERE outcome = 0 RETURNING job_id, error_group): a
+// row settled already, or none, is not counted.
+func (t *Tx) TakeReplayOutcome(ctx context.Context, copySeq, groupID int64, ok bool, now time.Time) (bool, int64, int64, error) {
 	outcome := 2
 	if ok {
 		outcome = 1
 	}
-	var jobID int64
-	err := t.QueryRow(ctx, `UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id`,
-		outcome, MS(now), copySeq, groupID).Scan(&jobID)
+	var jobID, errorGroup int64
+	err := t.QueryRow(ctx, `UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id, error_group`,
+		outcome, MS(now), copySeq, groupID).Scan(&jobID, &errorGroup)
 	if errors.Is(err, errNoRows) {
-		return false, 0, nil
+		return false, 0, 0, nil
 	}
-	return err == nil, jobID, err
+	return err == nil, jobID, errorGroup, err
 }

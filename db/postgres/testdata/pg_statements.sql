@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 348 statements (19 with a PostgreSQL text written by hand, 13 for
+-- 361 statements (21 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 91 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -89,6 +89,69 @@ INSERT INTO group_breakers (queue_id, group_id, streak, last_error, last_at) VAL
 --   UPDATE group_breakers SET streak = 0 WHERE queue_id = ? AND group_id = ? AND streak <> 0
 -- postgres (translated):
 UPDATE group_breakers SET streak = 0 WHERE queue_id = $1 AND group_id = $2 AND streak <> 0
+;
+
+-- used by: Tx.AddErrorGroupFunnel
+-- sqlite:
+--   INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed, replayed, succeeded, failed_again, deleted, expired)
+--   		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
+--   		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET
+--   			replayed = error_group_hours.replayed + excluded.replayed,
+--   			succeeded = error_group_hours.succeeded + excluded.succeeded,
+--   			failed_again = error_group_hours.failed_again + excluded.failed_again,
+--   			deleted = error_group_hours.deleted + excluded.deleted,
+--   			expired = error_group_hours.expired + excluded.expired
+-- postgres (translated):
+INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed, replayed, succeeded, failed_again, deleted, expired)
+		VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9)
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET
+			replayed = error_group_hours.replayed + excluded.replayed,
+			succeeded = error_group_hours.succeeded + excluded.succeeded,
+			failed_again = error_group_hours.failed_again + excluded.failed_again,
+			deleted = error_group_hours.deleted + excluded.deleted,
+			expired = error_group_hours.expired + excluded.expired
+;
+
+-- used by: Tx.AddErrorGroupFunnel
+-- sqlite:
+--   INSERT INTO error_group_states (queue_id, group_id, fingerprint, filed, replayed, succeeded, failed_again, deleted, expired, first_filed_at, last_filed_at)
+--   		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+--   		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+--   			filed = error_group_states.filed + excluded.filed,
+--   			replayed = error_group_states.replayed + excluded.replayed,
+--   			succeeded = error_group_states.succeeded + excluded.succeeded,
+--   			failed_again = error_group_states.failed_again + excluded.failed_again,
+--   			deleted = error_group_states.deleted + excluded.deleted,
+--   			expired = error_group_states.expired + excluded.expired,
+--   			last_filed_at = CASE WHEN excluded.filed > 0 AND excluded.last_filed_at > error_group_states.last_filed_at
+--   				THEN excluded.last_filed_at ELSE error_group_states.last_filed_at END
+--   		RETURNING id, state, regressed, filed, until_at, until_filed
+-- postgres (translated):
+INSERT INTO error_group_states (queue_id, group_id, fingerprint, filed, replayed, succeeded, failed_again, deleted, expired, first_filed_at, last_filed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			filed = error_group_states.filed + excluded.filed,
+			replayed = error_group_states.replayed + excluded.replayed,
+			succeeded = error_group_states.succeeded + excluded.succeeded,
+			failed_again = error_group_states.failed_again + excluded.failed_again,
+			deleted = error_group_states.deleted + excluded.deleted,
+			expired = error_group_states.expired + excluded.expired,
+			last_filed_at = CASE WHEN excluded.filed > 0 AND excluded.last_filed_at > error_group_states.last_filed_at
+				THEN excluded.last_filed_at ELSE error_group_states.last_filed_at END
+		RETURNING id, state, regressed, filed, until_at, until_filed
+;
+
+-- used by: Tx.AddErrorGroupFunnel
+-- sqlite:
+--   UPDATE error_group_states SET filed = filed + ?2, replayed = replayed + ?3, succeeded = succeeded + ?4,
+--   			failed_again = failed_again + ?5, deleted = deleted + ?6, expired = expired + ?7,
+--   			last_filed_at = CASE WHEN ?2 > 0 AND ?8 > last_filed_at THEN ?8 ELSE last_filed_at END
+--   		WHERE id = ?1 RETURNING id, state, regressed, filed, until_at, until_filed, queue_id, group_id, fingerprint
+-- postgres (translated):
+UPDATE error_group_states SET filed = filed + $2, replayed = replayed + $3, succeeded = succeeded + $4,
+			failed_again = failed_again + $5, deleted = deleted + $6, expired = expired + $7,
+			last_filed_at = CASE WHEN $2 > 0 AND $8 > last_filed_at THEN $8 ELSE last_filed_at END
+		WHERE id = $1 RETURNING id, state, regressed, filed, until_at, until_filed, queue_id, group_id, fingerprint
 ;
 
 -- used by: Tx.AddStats
@@ -626,9 +689,23 @@ DELETE FROM dead_letters WHERE queue_id = $1
 
 -- used by: Tx.DeleteQueue
 -- sqlite:
+--   DELETE FROM error_group_history WHERE state_id IN (SELECT id FROM error_group_states WHERE queue_id = ?1)
+-- postgres (translated):
+DELETE FROM error_group_history WHERE state_id IN (SELECT id FROM error_group_states WHERE queue_id = $1)
+;
+
+-- used by: Tx.DeleteQueue
+-- sqlite:
 --   DELETE FROM error_group_hours WHERE queue_id = ?1
 -- postgres (translated):
 DELETE FROM error_group_hours WHERE queue_id = $1
+;
+
+-- used by: Tx.DeleteQueue
+-- sqlite:
+--   DELETE FROM error_group_states WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM error_group_states WHERE queue_id = $1
 ;
 
 -- used by: Tx.DeleteQueue
@@ -884,6 +961,23 @@ UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
 		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= $1 ORDER BY restore_until LIMIT $2)
 ;
 
+-- used by: Tx.ErrorGroupCounts
+-- from: errorGroupCountsSQL
+-- sqlite:
+--   SELECT queue_id, SUM(CASE WHEN state = 'open' THEN 1 ELSE 0 END), SUM(CASE WHEN state = 'open' THEN regressed ELSE 0 END)
+--   		FROM error_group_states GROUP BY queue_id
+-- postgres (hand-written, PGQuery):
+SELECT queue_id, SUM(CASE WHEN state = 'open' THEN 1 ELSE 0 END)::bigint, SUM(CASE WHEN state = 'open' THEN regressed ELSE 0 END)::bigint
+		FROM error_group_states GROUP BY queue_id
+;
+
+-- used by: Tx.ErrorGroupHistory
+-- sqlite:
+--   SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = ? ORDER BY id DESC LIMIT ?
+-- postgres (translated):
+SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = $1 ORDER BY id DESC LIMIT $2
+;
+
 -- used by: Tx.ErrorGroupHours
 -- from: GroupHoursSQL
 -- sqlite:
@@ -906,6 +1000,68 @@ SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 		WHERE queue_id = $1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = $1) AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3 AND $4 = 0
 		GROUP BY fingerprint, hour
+;
+
+-- used by: Tx.ErrorGroupStates
+-- sqlite:
+--   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+--   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+--   	LEFT JOIN groups c ON c.id = s.group_id
+--   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
+--   		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+--   			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+--   	s.last_filed_at DESC, s.id DESC LIMIT ?
+-- postgres (translated):
+SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
+		WHERE ($1 = 0 OR s.queue_id = $1) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
+			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT $6
+;
+
+-- used by: Tx.ErrorGroupStates
+-- sqlite:
+--   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+--   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+--   	LEFT JOIN groups c ON c.id = s.group_id
+--   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = ?
+-- postgres (translated):
+SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = $1
+;
+
+-- used by: Tx.ErrorGroupWindows
+-- from: windowsSQL
+-- sqlite:
+--   SELECT s.id,
+--   		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END),
+--   		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END),
+--   		SUM(CASE WHEN h.hour >= ?3 THEN h.deleted ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.expired ELSE 0 END),
+--   		SUM(h.filed), SUM(h.replayed), SUM(h.succeeded), SUM(h.failed_again), SUM(h.deleted), SUM(h.expired)
+--   	FROM error_group_states s JOIN error_group_hours h
+--   		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
+--   	WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id
+-- postgres (hand-written, PGQuery):
+SELECT s.id,
+		SUM(CASE WHEN h.hour >= $3 THEN h.filed ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.replayed ELSE 0 END)::bigint,
+		SUM(CASE WHEN h.hour >= $3 THEN h.succeeded ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.failed_again ELSE 0 END)::bigint,
+		SUM(CASE WHEN h.hour >= $3 THEN h.deleted ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.expired ELSE 0 END)::bigint,
+		SUM(h.filed)::bigint, SUM(h.replayed)::bigint, SUM(h.succeeded)::bigint, SUM(h.failed_again)::bigint, SUM(h.deleted)::bigint, SUM(h.expired)::bigint
+	FROM error_group_states s JOIN error_group_hours h
+		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= $2
+	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) GROUP BY s.id
 ;
 
 -- used by: Tx.ExpiringPartitions
@@ -1002,6 +1158,13 @@ SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe
 --   SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = ?1 AND h.group_id IN (0, ?2) ORDER BY h.id
 -- postgres (translated):
 SELECT h.id, h.queue_id, h.group_id, h.kind, h.reason, h.actor, h.since, h.probe_at, h.probe_partition_id, h.probe_seq, h.probes FROM holds h WHERE h.queue_id = $1 AND h.group_id IN (0, $2) ORDER BY h.id
+;
+
+-- used by: Tx.IgnoresEnded
+-- sqlite:
+--   SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= ? ORDER BY until_at LIMIT ?
+-- postgres (translated):
+SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= $1 ORDER BY until_at LIMIT $2
 ;
 
 -- used by: Tx.InsertAttempt
@@ -2017,6 +2180,26 @@ SELECT id, name FROM queues
 SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = $1
 ;
 
+-- used by: Tx.SetErrorGroupState
+-- sqlite:
+--   INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why) VALUES (?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why) VALUES ($1, $2, $3, $4, $5, $6)
+;
+
+-- used by: Tx.SetErrorGroupState
+-- sqlite:
+--   UPDATE error_group_states SET state = ?, regressed = ?, owner = ?, note = ?, link = ?, version = ?,
+--   			until_at = ?, until_filed = ?, changed_at = ?, changed_by = ?,
+--   			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
+--   		WHERE id = ?
+-- postgres (translated):
+UPDATE error_group_states SET state = $1, regressed = $2, owner = $3, note = $4, link = $5, version = $6,
+			until_at = $7, until_filed = $8, changed_at = $9, changed_by = $10,
+			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
+		WHERE id = $11
+;
+
 -- used by: Tx.SetSetting
 -- sqlite:
 --   INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
@@ -2284,9 +2467,9 @@ ORDER BY t.id LIMIT $1)
 
 -- used by: Tx.TakeReplayOutcome
 -- sqlite:
---   UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id
+--   UPDATE replay_outcomes SET outcome = ?, settled_at = ? WHERE copy_seq = ? AND group_id = ? AND outcome = 0 RETURNING job_id, error_group
 -- postgres (translated):
-UPDATE replay_outcomes SET outcome = $1, settled_at = $2 WHERE copy_seq = $3 AND group_id = $4 AND outcome = 0 RETURNING job_id
+UPDATE replay_outcomes SET outcome = $1, settled_at = $2 WHERE copy_seq = $3 AND group_id = $4 AND outcome = 0 RETURNING job_id, error_group
 ;
 
 -- used by: Tx.TextMatches
@@ -3288,8 +3471,8 @@ DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WH
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   WITH noted AS (
---   			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
---   			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint FROM json_array_elements(?2::json) j(value)
+--   			INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
+--   			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint, COALESCE((j.value ->> 2)::bigint, 0) FROM json_array_elements(?2::json) j(value)
 --   			ON CONFLICT DO NOTHING
 --   			RETURNING group_id)
 --   		INSERT INTO job_outcomes (job_id, group_id, replayed)
@@ -3297,8 +3480,8 @@ DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WH
 --   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
 -- postgres (translated):
 WITH noted AS (
-			INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
-			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, $1::bigint FROM json_array_elements($2::json) j(value)
+			INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
+			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, $1::bigint, COALESCE((j.value ->> 2)::bigint, 0) FROM json_array_elements($2::json) j(value)
 			ON CONFLICT DO NOTHING
 			RETURNING group_id)
 		INSERT INTO job_outcomes (job_id, group_id, replayed)
@@ -3551,8 +3734,8 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- used by: sqliteDialect.ExpectOutcomes
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
---   INSERT INTO replay_outcomes (copy_seq, group_id, job_id)
---   		SELECT j.value ->> 0, j.value ->> 1, ?1 FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING
+--   INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
+--   		SELECT j.value ->> 0, j.value ->> 1, ?1, COALESCE(j.value ->> 2, 0) FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING
 -- postgres: none
 
 -- used by: sqliteDialect.IndexDeadLetter

@@ -1,0 +1,302 @@
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// ownedBundle is a bundle whose broker tells its events to told.
+func ownedBundle(t *testing.T, harness Harness) (*bundle, func() []broker.Event) {
+	t.Helper()
+	s := setup(t, harness)
+	var mu sync.Mutex
+	var told []broker.Event
+	b := broker.New(broker.Config{Store: &retryStore{Store: s.db}, Clock: s.clock, OnEvent: func(e broker.Event) {
+		mu.Lock()
+		told = append(told, e)
+		mu.Unlock()
+	}})
+	t.Cleanup(b.Close)
+	s.b = b
+	return s, func() []broker.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]broker.Event(nil), told...)
+	}
+}
+
+// group returns the one error group of q and g with fingerprint fp.
+func (s *bundle) group(fp string) broker.OwnedErrorGroup {
+	s.t.Helper()
+	g, _, err := s.b.ErrorGroupByKey(s.ctx, "q", "g", fp)
+	if err != nil {
+		s.t.Fatalf("error group %q: %v", fp, err)
+	}
+	return g
+}
+
+// setState changes the state of q/g's group fp; it fails the test on
+// error.
+func (s *bundle) setState(c broker.StateChange) broker.OwnedErrorGroup {
+	s.t.Helper()
+	c.Queue, c.Group = "q", "g"
+	if c.Actor == "" {
+		c.Actor = "ana"
+	}
+	gs, err := s.b.SetErrorGroupState(s.ctx, c)
+	if err != nil || len(gs) != 1 {
+		s.t.Fatalf("set state %+v: %v %v", c, gs, err)
+	}
+	return gs[0]
+}
+
+// An error group's life: acknowledged with an owner, a note and a link;
+// a resolve refused while a replayed copy is pending and allowed once it
+// succeeded, with its evidence; a new dead letter reopens it, regressed,
+// and says so; bad changes are refused and change nothing; each change
+// is in its history and the audit.
+func testErrorGroupLifecycle(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, told := ownedBundle(t, harness)
+	s.push("q", "p", "a", "b")
+	s.fail("q", "g", 2, "card declined")
+	const fp = "card declined"
+
+	g := s.group(fp)
+	if g.State != broker.GroupOpen || g.Regressed || g.Life.Filed != 2 || g.Day.Filed != 2 || g.Week.Filed != 2 || g.DeadLetters != 2 || g.Owner != "" {
+		t.Fatalf("a new group: %+v", g)
+	}
+	if es := told(); len(es) != 1 || es[0].Kind != broker.EventErrorGroupNew || es[0].Fingerprint != fp || es[0].ErrorGroupID != g.ID {
+		t.Fatalf("told %+v, want one error_group.new", es)
+	}
+
+	g = s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupAcknowledged, Note: ptr("PSP rejects test cards"), Link: ptr("https://jira.example/PAY-1432")})
+	if g.State != broker.GroupAcknowledged || g.Owner != "ana" || g.Note != "PSP rejects test cards" || g.Link != "https://jira.example/PAY-1432" {
+		t.Fatalf("acknowledged: %+v", g)
+	}
+
+	// Bad changes are refused and change nothing.
+	for _, c := range []broker.StateChange{
+		{Queue: "q", Group: "g", Fingerprint: fp, State: "fixed", Actor: "ana"},
+		{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupOpen, Link: ptr("javascript:alert(1)"), Actor: "ana"},
+		{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupOpen, Link: ptr("ftp://x.example/"), Actor: "ana"},
+		{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupOpen, Note: ptr(strings.Repeat("n", broker.MaxGroupNote+1)), Actor: "ana"},
+		{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupOpen, Note: ptr("bell\a"), Actor: "ana"},
+		{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupOpen, Until: s.clock.Now().Add(time.Hour), Actor: "ana"},
+		{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupIgnored, Until: s.clock.Now().Add(-time.Hour), Actor: "ana"},
+		{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupAcknowledged, Version: ptr("1.8.3"), Actor: "ana"},
+	} {
+		if _, err := s.b.SetErrorGroupState(s.ctx, c); !errors.Is(err, broker.ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", c, err)
+		}
+	}
+	if _, err := s.b.SetErrorGroupState(s.ctx, broker.StateChange{Queue: "q", Group: "g", Fingerprint: "no such", State: broker.GroupOpen, Actor: "ana"}); !errors.Is(err, broker.ErrNotFound) {
+		t.Errorf("an unknown group: %v, want ErrNotFound", err)
+	}
+	if after := s.group(fp); after.State != g.State || after.Link != g.Link || after.Note != g.Note {
+		t.Fatalf("a refused change changed %+v into %+v", g, after)
+	}
+
+	// The fix: one dead letter replayed; its copy pending, a resolve is
+	// refused without force.
+	dead := s.dead("q", "g")
+	if _, err := s.b.Replay(s.ctx, dead[0].MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	g = s.group(fp)
+	if g.Life.Replayed != 1 || g.Life.Pending() != 1 || g.Day.Replayed != 1 || g.DeadLetters != 1 {
+		t.Fatalf("after a replay: %+v", g)
+	}
+	_, err := s.b.SetErrorGroupState(s.ctx, broker.StateChange{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupResolved, Actor: "ana"})
+	if !errors.Is(err, broker.ErrConflict) || !strings.Contains(err.Error(), "1 pending") {
+		t.Fatalf("resolve while a copy is pending: %v, want ErrConflict saying 1 pending", err)
+	}
+	// The copy completes: the evidence is whole.
+	_, res := s.popTxids("q", "g", 10)
+	for _, m := range res.Messages {
+		if broker.IsReplayTransaction(m.TransactionID) {
+			s.ack(m, broker.AckCompleted, "")
+		}
+	}
+	g = s.group(fp)
+	if g.Life.Succeeded != 1 || g.Life.Pending() != 0 || g.Day.Succeeded != 1 {
+		t.Fatalf("after the copy completed: %+v", g)
+	}
+	g = s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupResolved, Version: ptr("1.8.3")})
+	if g.State != broker.GroupResolved || g.Version != "1.8.3" || g.Note != "PSP rejects test cards" || g.Owner != "ana" {
+		t.Fatalf("resolved: %+v", g)
+	}
+	_, hist, err := s.b.ErrorGroup(s.ctx, g.ID)
+	if err != nil || len(hist) != 2 || hist[0].To != broker.GroupResolved || hist[0].From != broker.GroupAcknowledged ||
+		!strings.Contains(hist[0].Why, "evidence: 1 replayed, 1 succeeded, 0 failed again, 0 pending") || hist[1].To != broker.GroupAcknowledged || hist[1].Actor != "ana" {
+		t.Fatalf("history %+v %v", hist, err)
+	}
+
+	// It comes back: a new dead letter reopens it, regressed, by itself.
+	s.clock.Advance(time.Minute)
+	s.push("q", "p", "c")
+	s.fail("q", "g", 1, "card declined")
+	g = s.group(fp)
+	if g.State != broker.GroupOpen || !g.Regressed || g.Life.Filed != 3 || g.Owner != "ana" || g.ChangedBy != broker.ErrorGroupSystemActor {
+		t.Fatalf("after a new dead letter in a resolved group: %+v", g)
+	}
+	es := told()
+	if last := es[len(es)-1]; last.Kind != broker.EventErrorGroupRegressed || last.ErrorGroupID != g.ID || !strings.Contains(last.Detail, "new dead letter") {
+		t.Fatalf("told %+v, want error_group.regressed last", es)
+	}
+	var entries int
+	for _, a := range s.auditsAll(broker.AuditErrorGroup) {
+		if a.Queue == "q" {
+			entries++
+		}
+	}
+	if entries != 3 {
+		t.Fatalf("%d audit entries of error groups, want 3 (acknowledged, resolved, regressed)", entries)
+	}
+	// A person's change clears the mark.
+	if g = s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupAcknowledged}); g.Regressed {
+		t.Fatalf("acknowledged again, still marked regressed: %+v", g)
+	}
+}
+
+// auditsAll lists the audit entries of an action in every stream.
+func (s *bundle) auditsAll(action string) []broker.AuditEntry {
+	s.t.Helper()
+	es, err := s.b.Audit(s.ctx, broker.AuditFilter{Action: action, Stream: broker.AuditStreamAll}, broker.Page{Limit: 100})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return es
+}
+
+// A resolved group regresses when a replayed copy of one of its dead
+// letters fails again (here into another error group, so that no filing
+// of its own reopens it first); a resolve with copies pending takes
+// force, and says so.
+func testErrorGroupRegressesWhenACopyFailsAgain(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, _ := ownedBundle(t, harness)
+	s.push("q", "p", "a")
+	s.fail("q", "g", 1, "card declined")
+	const fp = "card declined"
+	dead := s.dead("q", "g")
+	if _, err := s.b.Replay(s.ctx, dead[0].MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	g := s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupResolved, Force: true})
+	if g.State != broker.GroupResolved {
+		t.Fatalf("forced resolve: %+v", g)
+	}
+	_, hist, _ := s.b.ErrorGroup(s.ctx, g.ID)
+	if len(hist) != 1 || !strings.Contains(hist[0].Why, "forced") || !strings.Contains(hist[0].Why, "1 pending") {
+		t.Fatalf("a forced resolve's history: %+v", hist)
+	}
+	// The copy fails again, with another error.
+	s.fail("q", "g", 1, "gateway timeout")
+	g = s.group(fp)
+	if g.State != broker.GroupOpen || !g.Regressed || g.Life.FailedAgain != 1 || g.Life.Pending() != 0 || g.Day.FailedAgain != 1 {
+		t.Fatalf("after its copy failed again: %+v", g)
+	}
+	_, hist, _ = s.b.ErrorGroup(s.ctx, g.ID)
+	if hist[0].Actor != broker.ErrorGroupSystemActor || !strings.Contains(hist[0].Why, "failed again") {
+		t.Fatalf("history %+v", hist)
+	}
+	// The evidence counts since the state began: the copy that failed
+	// again did before it reopened, so a resolve now needs no force.
+	if _, err := s.b.SetErrorGroupState(s.ctx, broker.StateChange{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupResolved, Actor: "ana"}); err != nil {
+		t.Fatalf("resolve with nothing pending or failed since it reopened: %v", err)
+	}
+}
+
+// Ignored until a count: it opens by itself once that many more dead
+// letters were filed (not regressed); until a time: the maintenance
+// opens it once the time has come; for ever: it stays. Ignored groups
+// sort last, regressed first.
+func testErrorGroupIgnoresEnd(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, _ := ownedBundle(t, harness)
+	s.push("q", "p", "a", "b", "c", "d", "e", "f", "h", "i")
+	s.fail("q", "g", 1, "card declined")
+	s.fail("q", "g", 1, "gateway timeout")
+	s.fail("q", "g", 1, "no such customer")
+
+	g := s.setState(broker.StateChange{Fingerprint: "card declined", State: broker.GroupIgnored, UntilCount: 2})
+	if g.UntilFiled != 3 {
+		t.Fatalf("ignored until 2 more: %+v", g)
+	}
+	s.fail("q", "g", 1, "card declined")
+	if g = s.group("card declined"); g.State != broker.GroupIgnored {
+		t.Fatalf("after 1 of 2 more: %+v", g)
+	}
+	s.fail("q", "g", 1, "card declined")
+	if g = s.group("card declined"); g.State != broker.GroupOpen || g.Regressed || g.UntilFiled != 0 {
+		t.Fatalf("after 2 of 2 more: %+v", g)
+	}
+
+	s.setState(broker.StateChange{Fingerprint: "gateway timeout", State: broker.GroupIgnored, Until: s.clock.Now().Add(time.Hour)})
+	s.setState(broker.StateChange{Fingerprint: "no such customer", State: broker.GroupIgnored})
+	list, err := s.b.ErrorGroupList(s.ctx, broker.ErrorGroupFilter{Limit: 10})
+	if err != nil || len(list) != 3 || list[0].Fingerprint != "card declined" || list[1].State != broker.GroupIgnored || list[2].State != broker.GroupIgnored {
+		t.Fatalf("the list, ignored last: %+v %v", list, err)
+	}
+	s.clock.Advance(59 * time.Minute)
+	if err := s.b.CompactStats(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g = s.group("gateway timeout"); g.State != broker.GroupIgnored {
+		t.Fatalf("before its time: %+v", g)
+	}
+	s.clock.Advance(time.Minute)
+	if err := s.b.CompactStats(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g = s.group("gateway timeout"); g.State != broker.GroupOpen || g.Regressed || g.ChangedBy != broker.ErrorGroupSystemActor {
+		t.Fatalf("at its time, after the maintenance: %+v", g)
+	}
+	s.fail("q", "g", 1, "no such customer")
+	if g = s.group("no such customer"); g.State != broker.GroupIgnored {
+		t.Fatalf("ignored for ever, after a new dead letter: %+v", g)
+	}
+	only, err := s.b.ErrorGroupList(s.ctx, broker.ErrorGroupFilter{State: broker.GroupIgnored, Limit: 10})
+	if err != nil || len(only) != 1 || only[0].Fingerprint != "no such customer" {
+		t.Fatalf("the ignored only: %+v %v", only, err)
+	}
+}
+
+// The funnel counts deletes, undoes them on a restore, and counts
+// expiry; the 24-hour window forgets what is older, the whole life
+// does not; a group outlives its dead letters.
+func testErrorGroupFunnelCountsRemovals(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, _ := ownedBundle(t, harness)
+	s.push("q", "p", "a", "b", "c")
+	s.fail("q", "g", 3, "card declined")
+	const fp = "card declined"
+	dead := s.dead("q", "g")
+	if _, err := s.b.Delete(s.ctx, dead[0].MessageID(), "g", "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.group(fp); g.Life.Deleted != 1 || g.Day.Deleted != 1 || g.DeadLetters != 2 {
+		t.Fatalf("after a delete: %+v", g)
+	}
+	if _, err := s.b.Restore(s.ctx, dead[0].MessageID(), "g", "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.group(fp); g.Life.Deleted != 0 || g.Day.Deleted != 0 || g.DeadLetters != 3 {
+		t.Fatalf("after a restore: %+v", g)
+	}
+	s.clock.Advance(25 * time.Hour)
+	s.configure("q", map[string]any{"deadLetterRetentionSeconds": 3600})
+	if _, err := s.b.Maintain(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := s.group(fp)
+	if g.Life.Expired != 3 || g.Day.Expired != 3 || g.Day.Filed != 0 || g.Week.Filed != 3 || g.Life.Filed != 3 || g.DeadLetters != 0 {
+		t.Fatalf("after expiry a day later: %+v", g)
+	}
+}

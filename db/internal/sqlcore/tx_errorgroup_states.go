@@ -1,0 +1,280 @@
+package sqlcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// Error groups you own (migration 0033): error_group_states keeps each
+// group's state and whole-life funnel, error_group_history its changes,
+// and error_group_hours the funnel per hour beside the filings.
+
+// markCols are the columns of an ErrorGroupMark, as RETURNING names them.
+const markCols = `id, state, regressed, filed, until_at, until_filed`
+
+func scanMark(r Row) (broker.ErrorGroupMark, error) {
+	var m broker.ErrorGroupMark
+	var state string
+	var regressed, until int64
+	if err := r.Scan(&m.ID, &state, &regressed, &m.Filed, &until, &m.UntilFiled); err != nil {
+		return broker.ErrorGroupMark{}, err
+	}
+	m.State, m.Regressed, m.UntilAt = broker.ErrorGroupState(state), regressed != 0, fromMS(until)
+	return m, nil
+}
+
+// The statements of AddErrorGroupFunnel: by key an upsert (a filing
+// moves the span of filings), by id an update.
+const (
+	addFunnelByKeySQL = `INSERT INTO error_group_states (queue_id, group_id, fingerprint, filed, replayed, succeeded, failed_again, deleted, expired, first_filed_at, last_filed_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			filed = error_group_states.filed + excluded.filed,
+			replayed = error_group_states.replayed + excluded.replayed,
+			succeeded = error_group_states.succeeded + excluded.succeeded,
+			failed_again = error_group_states.failed_again + excluded.failed_again,
+			deleted = error_group_states.deleted + excluded.deleted,
+			expired = error_group_states.expired + excluded.expired,
+			last_filed_at = CASE WHEN excluded.filed > 0 AND excluded.last_filed_at > error_group_states.last_filed_at
+				THEN excluded.last_filed_at ELSE error_group_states.last_filed_at END
+		RETURNING ` + markCols
+	addFunnelByIDSQL = `UPDATE error_group_states SET filed = filed + ?2, replayed = replayed + ?3, succeeded = succeeded + ?4,
+			failed_again = failed_again + ?5, deleted = deleted + ?6, expired = expired + ?7,
+			last_filed_at = CASE WHEN ?2 > 0 AND ?8 > last_filed_at THEN ?8 ELSE last_filed_at END
+		WHERE id = ?1 RETURNING ` + markCols + `, queue_id, group_id, fingerprint`
+	addFunnelHourSQL = `INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed, replayed, succeeded, failed_again, deleted, expired)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET
+			replayed = error_group_hours.replayed + excluded.replayed,
+			succeeded = error_group_hours.succeeded + excluded.succeeded,
+			failed_again = error_group_hours.failed_again + excluded.failed_again,
+			deleted = error_group_hours.deleted + excluded.deleted,
+			expired = error_group_hours.expired + excluded.expired`
+)
+
+// AddErrorGroupFunnel upserts error_group_states by its key (or updates
+// it by id), then error_group_hours by its key when d has counts other
+// than Filed. The fingerprint is stored as fileErrorGroup stores it.
+func (t *Tx) AddErrorGroupFunnel(ctx context.Context, k broker.ErrorGroupKey, d broker.Funnel, at time.Time) (broker.ErrorGroupMark, error) {
+	var m broker.ErrorGroupMark
+	var err error
+	if k.ID != 0 {
+		var fp string
+		var state string
+		var regressed, until int64
+		err = t.QueryRow(ctx, addFunnelByIDSQL, k.ID, d.Filed, d.Replayed, d.Succeeded, d.FailedAgain, d.Deleted, d.Expired, MS(at)).
+			Scan(&m.ID, &state, &regressed, &m.Filed, &until, &m.UntilFiled, &k.QueueID, &k.GroupID, &fp)
+		if errors.Is(err, errNoRows) {
+			return broker.ErrorGroupMark{}, nil
+		}
+		m.State, m.Regressed, m.UntilAt = broker.ErrorGroupState(state), regressed != 0, fromMS(until)
+		k.Fingerprint = fp
+	} else {
+		k.Fingerprint = t.d.Text(k.Fingerprint)
+		m, err = scanMark(t.QueryRow(ctx, addFunnelByKeySQL, k.QueueID, k.GroupID, k.Fingerprint,
+			d.Filed, d.Replayed, d.Succeeded, d.FailedAgain, d.Deleted, d.Expired, MS(at)))
+	}
+	if err != nil {
+		return broker.ErrorGroupMark{}, fmt.Errorf("error group funnel: %w", err)
+	}
+	if d.Replayed == 0 && d.Succeeded == 0 && d.FailedAgain == 0 && d.Deleted == 0 && d.Expired == 0 {
+		return m, nil
+	}
+	if _, err := t.Exec(ctx, addFunnelHourSQL, k.QueueID, k.GroupID, k.Fingerprint, at.Unix()/3600,
+		d.Replayed, d.Succeeded, d.FailedAgain, d.Deleted, d.Expired); err != nil {
+		return broker.ErrorGroupMark{}, fmt.Errorf("error group funnel hour: %w", err)
+	}
+	return m, nil
+}
+
+// stateCols are the columns of an OwnedErrorGroup, of error_group_states
+// s joined to error_groups g (its dead letters now), queues q and groups
+// c.
+const stateCols = `s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '')`
+
+// stateFrom joins error_group_states to the names and the dead letters
+// now.
+const stateFrom = ` FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint`
+
+// stateOrder sorts open groups first (regressed first among them), then
+// acknowledged, resolved and ignored, each newest filed first.
+const stateOrder = ` ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT ?`
+
+// The reads of error_group_states: by id, by key, and by a filter whose
+// empty fields select all (a read of the table whole, bounded as its
+// migration says).
+const (
+	stateByIDSQL     = `SELECT ` + stateCols + stateFrom + ` WHERE s.id = ?`
+	stateFilteredSQL = `SELECT ` + stateCols + stateFrom + `
+		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)` + stateOrder
+)
+
+func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.OwnedErrorGroup
+	for rows.Next() {
+		var g broker.OwnedErrorGroup
+		var state string
+		var regressed, until, changed, first, last int64
+		if err := rows.Scan(&g.ID, &g.QueueID, &g.Queue, &g.GroupID, &g.Group, &g.Fingerprint, &state, &regressed, &g.Owner, &g.Note, &g.Link, &g.Version,
+			&until, &g.UntilFiled, &changed, &g.ChangedBy,
+			&g.Life.Filed, &g.Life.Replayed, &g.Life.Succeeded, &g.Life.FailedAgain, &g.Life.Deleted, &g.Life.Expired,
+			&g.Since.Replayed, &g.Since.Succeeded, &g.Since.FailedAgain,
+			&first, &last, &g.DeadLetters, &g.SampleError); err != nil {
+			return nil, err
+		}
+		g.State, g.Regressed = broker.ErrorGroupState(state), regressed != 0
+		g.UntilAt, g.ChangedAt, g.FirstFiledAt, g.LastFiledAt = fromMS(until), fromMS(changed), fromMS(first), fromMS(last)
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// ErrorGroupStates reads error_group_states by id, or filtered (a
+// fingerprint as fileErrorGroup stored it).
+func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]broker.OwnedErrorGroup, error) {
+	if q.ID != 0 {
+		return scanStates(t.Query(ctx, stateByIDSQL, q.ID))
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = broker.MaxErrorGroups
+	}
+	return scanStates(t.Query(ctx, stateFilteredSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit))
+}
+
+// windowsSQL sums the hours of the groups a JSON array of ids names,
+// from weekHour (?2) on, and from dayHour (?3) on.
+var windowsSQL = PGQuery(`SELECT s.id,
+		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END),
+		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END),
+		SUM(CASE WHEN h.hour >= ?3 THEN h.deleted ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.expired ELSE 0 END),
+		SUM(h.filed), SUM(h.replayed), SUM(h.succeeded), SUM(h.failed_again), SUM(h.deleted), SUM(h.expired)
+	FROM error_group_states s JOIN error_group_hours h
+		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
+	WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id`,
+	`SELECT s.id,
+		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END)::bigint,
+		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END)::bigint,
+		SUM(CASE WHEN h.hour >= ?3 THEN h.deleted ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= ?3 THEN h.expired ELSE 0 END)::bigint,
+		SUM(h.filed)::bigint, SUM(h.replayed)::bigint, SUM(h.succeeded)::bigint, SUM(h.failed_again)::bigint, SUM(h.deleted)::bigint, SUM(h.expired)::bigint
+	FROM error_group_states s JOIN error_group_hours h
+		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
+	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text(?1::json) AS value) GROUP BY s.id`)
+
+// ErrorGroupWindows runs windowsSQL over gs's ids.
+func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup, dayHour, weekHour int64) error {
+	if len(gs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(gs))
+	at := make(map[int64]int, len(gs))
+	for i, g := range gs {
+		ids[i], at[g.ID] = g.ID, i
+	}
+	rows, err := t.Query(ctx, windowsSQL, IntsJSON(ids), weekHour, dayHour)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var d, w broker.Funnel
+		if err := rows.Scan(&id, &d.Filed, &d.Replayed, &d.Succeeded, &d.FailedAgain, &d.Deleted, &d.Expired,
+			&w.Filed, &w.Replayed, &w.Succeeded, &w.FailedAgain, &w.Deleted, &w.Expired); err != nil {
+			return err
+		}
+		if i, ok := at[id]; ok {
+			gs[i].Day, gs[i].Week = d, w
+		}
+	}
+	return rows.Err()
+}
+
+// SetErrorGroupState updates error_group_states by id and inserts the
+// history row.
+func (t *Tx) SetErrorGroupState(ctx context.Context, g broker.OwnedErrorGroup, c broker.ErrorGroupChange) error {
+	regressed := 0
+	if g.Regressed {
+		regressed = 1
+	}
+	if _, err := t.Exec(ctx, `UPDATE error_group_states SET state = ?, regressed = ?, owner = ?, note = ?, link = ?, version = ?,
+			until_at = ?, until_filed = ?, changed_at = ?, changed_by = ?,
+			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
+		WHERE id = ?`,
+		string(g.State), regressed, t.d.Text(g.Owner), t.d.Text(g.Note), t.d.Text(g.Link), t.d.Text(g.Version),
+		MS(g.UntilAt), g.UntilFiled, MS(c.At), t.d.Text(c.Actor), g.ID); err != nil {
+		return fmt.Errorf("error group state: %w", err)
+	}
+	if _, err := t.Exec(ctx, `INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why) VALUES (?, ?, ?, ?, ?, ?)`,
+		g.ID, MS(c.At), t.d.Text(c.Actor), string(c.From), string(c.To), t.d.Text(c.Why)); err != nil {
+		return fmt.Errorf("error group history: %w", err)
+	}
+	return nil
+}
+
+// ErrorGroupHistory reads error_group_history by its group index.
+func (t *Tx) ErrorGroupHistory(ctx context.Context, id int64, limit int) ([]broker.ErrorGroupChange, error) {
+	rows, err := t.Query(ctx, `SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = ? ORDER BY id DESC LIMIT ?`, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.ErrorGroupChange
+	for rows.Next() {
+		var c broker.ErrorGroupChange
+		var at int64
+		var from, to string
+		if err := rows.Scan(&at, &c.Actor, &from, &to, &c.Why); err != nil {
+			return nil, err
+		}
+		c.At, c.From, c.To = fromMS(at), broker.ErrorGroupState(from), broker.ErrorGroupState(to)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// IgnoresEnded reads error_group_states_until.
+func (t *Tx) IgnoresEnded(ctx context.Context, now time.Time, limit int) ([]int64, error) {
+	return t.QueryIDs(ctx, `SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= ? ORDER BY until_at LIMIT ?`, MS(now), limit)
+}
+
+// errorGroupCountsSQL counts each queue's open and regressed groups.
+var errorGroupCountsSQL = PGQuery(`SELECT queue_id, SUM(CASE WHEN state = 'open' THEN 1 ELSE 0 END), SUM(CASE WHEN state = 'open' THEN regressed ELSE 0 END)
+		FROM error_group_states GROUP BY queue_id`,
+	`SELECT queue_id, SUM(CASE WHEN state = 'open' THEN 1 ELSE 0 END)::bigint, SUM(CASE WHEN state = 'open' THEN regressed ELSE 0 END)::bigint
+		FROM error_group_states GROUP BY queue_id`)
+
+// ErrorGroupCounts runs errorGroupCountsSQL.
+func (t *Tx) ErrorGroupCounts(ctx context.Context) (map[int64][2]int64, error) {
+	rows, err := t.Query(ctx, errorGroupCountsSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64][2]int64{}
+	for rows.Next() {
+		var q, open, regressed int64
+		if err := rows.Scan(&q, &open, &regressed); err != nil {
+			return nil, err
+		}
+		if open > 0 {
+			out[q] = [2]int64{open, regressed}
+		}
+	}
+	return out, rows.Err()
+}
