@@ -214,13 +214,15 @@ type groupStateRequest struct {
 	Queue         string `json:"queue"`
 	ConsumerGroup string `json:"consumerGroup"`
 	State         string `json:"state"`
-	Owner         string `json:"owner"`
-	Note          string `json:"note"`
-	Link          string `json:"link"`
-	Version       string `json:"version"`
-	Until         string `json:"until"` // RFC 3339
-	UntilCount    int64  `json:"untilCount"`
-	Force         bool   `json:"force"`
+	// Owner, Note, Link and Version: absent keeps what the group has,
+	// "" clears it.
+	Owner      *string `json:"owner"`
+	Note       *string `json:"note"`
+	Link       *string `json:"link"`
+	Version    *string `json:"version"`
+	Until      string  `json:"until"` // RFC 3339
+	UntilCount int64   `json:"untilCount"`
+	Force      bool    `json:"force"`
 }
 
 // conflictResponse is a refused resolve's answer: the error, and the
@@ -266,7 +268,7 @@ func (s *Server) setErrorGroupState(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	gs, err := s.broker.SetErrorGroupState(ctx, broker.StateChange{Queue: req.Queue, Group: req.ConsumerGroup, Fingerprint: fp, State: state,
-		Owner: strings.TrimSpace(req.Owner), Note: req.Note, Link: strings.TrimSpace(req.Link), Version: req.Version, Until: until, UntilCount: req.UntilCount,
+		Owner: trimmed(req.Owner), Note: req.Note, Link: trimmed(req.Link), Version: trimmed(req.Version), Until: until, UntilCount: req.UntilCount,
 		Force: req.Force, Actor: actor(c)})
 	if errors.Is(err, broker.ErrConflict) {
 		return s.refusedResolve(c, req, fp, err)
@@ -292,4 +294,13 @@ func (s *Server) refusedResolve(c echo.Context, req groupStateRequest, fp string
 		out.Evidence = append(out.Evidence, groupEvidence{ConsumerGroup: g.Group, evidenceJSON: toEvidenceJSON(g)})
 	}
 	return writeJSON(c, status, out)
+}
+
+// trimmed is *p without the spaces around it; nil stays nil.
+func trimmed(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	t := strings.TrimSpace(*p)
+	return &t
 }

@@ -186,10 +186,36 @@ func funnelRows(g broker.OwnedErrorGroup) []views.FunnelRow {
 	}
 }
 
-// stateForm is a group page's state form, as posted.
+// stateForm is a group page's state form, as posted: Owner, Note, Link
+// and Version nil when the form has no such field (the group keeps
+// what it has).
 type stateForm struct {
-	State, Owner, Note, Link, Version, For, Until, UntilCount string
-	Force                                                     bool
+	State                  string
+	Owner, Note, Link      *string
+	Version                *string
+	For, Until, UntilCount string
+	Force                  bool
+}
+
+// readStateForm reads a state form.
+func readStateForm(c echo.Context) (stateForm, error) {
+	form, err := c.FormParams()
+	if err != nil {
+		return stateForm{}, badRequest("the form could not be read")
+	}
+	field := func(k string) *string {
+		if !form.Has(k) {
+			return nil
+		}
+		v := strings.TrimSpace(form.Get(k))
+		return &v
+	}
+	f := stateForm{State: form.Get("state"), Owner: field("owner"), Note: field("note"), Link: field("link"), Version: field("version"),
+		For: form.Get("for"), Until: strings.TrimSpace(form.Get("until")), UntilCount: strings.TrimSpace(form.Get("untilCount"))}
+	if f.Force, err = formForce(form.Get("force")); err != nil {
+		return f, badRequest("force must be on or left out")
+	}
+	return f, nil
 }
 
 // setErrorGroupStatePage answers POST /error-groups/:id/state: the state
@@ -201,11 +227,9 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := stateForm{State: c.FormValue("state"), Owner: strings.TrimSpace(c.FormValue("owner")), Note: strings.TrimSpace(c.FormValue("note")),
-		Link: strings.TrimSpace(c.FormValue("link")), Version: strings.TrimSpace(c.FormValue("version")), For: c.FormValue("for"),
-		Until: strings.TrimSpace(c.FormValue("until")), UntilCount: strings.TrimSpace(c.FormValue("untilCount"))}
-	if f.Force, err = formForce(c.FormValue("force")); err != nil {
-		return badRequest("force must be on or left out")
+	f, err := readStateForm(c)
+	if err != nil {
+		return err
 	}
 	change, err := s.stateChangeOf(c, id, f)
 	if err != nil {
@@ -218,7 +242,13 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 			return rerr
 		}
 		_, msg, _ := statusOf(err)
-		v.Refused, v.RefusedNote, v.RefusedVersion = upperFirst(msg), f.Note, f.Version
+		v.Refused = upperFirst(msg)
+		if f.Note != nil {
+			v.RefusedNote = *f.Note
+		}
+		if f.Version != nil {
+			v.RefusedVersion = *f.Version
+		}
 		return renderPage(c, http.StatusConflict, views.ErrorGroupView(v), views.ErrorGroupContent(v))
 	}
 	if err != nil {
@@ -235,16 +265,21 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 }
 
 // stateChangeOf reads a state form into the broker's change: an ignore's
-// end from the choice (for: time, count or ever), Acknowledge's owner
-// defaulting to the signed-in user.
+// end from the choice (for: time, count, ever, or keep: the end it has,
+// when only its note changes), Acknowledge's owner defaulting to the
+// signed-in user.
 func (s *Server) stateChangeOf(c echo.Context, id int64, f stateForm) (broker.StateChange, error) {
 	state, err := parseGroupState(f.State, true)
 	if err != nil {
 		return broker.StateChange{}, err
 	}
 	ch := broker.StateChange{ID: id, State: state, Owner: f.Owner, Note: f.Note, Link: f.Link, Version: f.Version, Force: f.Force, Actor: s.pageActor(c)}
-	if state == broker.GroupAcknowledged && ch.Owner == "" {
-		ch.Owner = s.viewSession(c).User
+	if state == broker.GroupAcknowledged && (ch.Owner == nil || *ch.Owner == "") {
+		me := s.viewSession(c).User
+		ch.Owner = &me
+	}
+	if state != broker.GroupResolved && ch.Version != nil && *ch.Version == "" {
+		ch.Version = nil // the resolve form's empty field on another state
 	}
 	if state != broker.GroupIgnored {
 		return ch, nil
@@ -263,9 +298,20 @@ func (s *Server) stateChangeOf(c echo.Context, id int64, f stateForm) (broker.St
 			return ch, badRequest("say how many more dead letters end the ignore: a whole number from 1")
 		}
 		ch.UntilCount = n
+	case "keep":
+		g, _, err := s.broker.ErrorGroup(c.Request().Context(), id)
+		if err != nil {
+			return ch, err
+		}
+		if g.State == broker.GroupIgnored {
+			ch.Until = g.UntilAt
+			if g.UntilFiled > 0 {
+				ch.UntilCount = max(g.UntilFiled-g.Life.Filed, 1)
+			}
+		}
 	case "", "ever":
 	default:
-		return ch, badRequest("ignore for a time, a count or ever")
+		return ch, badRequest("ignore until a time, a count of dead letters, or for ever")
 	}
 	return ch, nil
 }
