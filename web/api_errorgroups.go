@@ -108,7 +108,15 @@ type errorGroupJSON struct {
 	Evidence evidenceJSON            `json:"evidence"`
 	Versions []errorGroupVersionJSON `json:"versions,omitempty"`
 	Trend    []int64                 `json:"trend,omitempty"`
-	History  []errorGroupChangeJSON  `json:"history,omitempty"`
+}
+
+// errorGroupDetailJSON is one group as GET
+// /api/v1/error-groups/:fingerprint answers it: with its versions and
+// history, [] when none.
+type errorGroupDetailJSON struct {
+	errorGroupJSON
+	Versions []errorGroupVersionJSON `json:"versions"`
+	History  []errorGroupChangeJSON  `json:"history"`
 }
 
 func toErrorGroupJSON(g broker.OwnedErrorGroup) errorGroupJSON {
@@ -128,14 +136,15 @@ func toErrorGroupJSON(g broker.OwnedErrorGroup) errorGroupJSON {
 	return j
 }
 
-// withHistory adds a group's history to its JSON ([] when none).
-func (j errorGroupJSON) withHistory(h []broker.ErrorGroupChange) errorGroupJSON {
-	j.History = make([]errorGroupChangeJSON, 0, len(h))
-	for _, ch := range h {
-		j.History = append(j.History, errorGroupChangeJSON{At: timestamp(ch.At), Actor: ch.Actor, From: string(ch.From), To: string(ch.To), Why: ch.Why})
-	}
+// detailJSON is a group with its history, as GET answers it alone.
+func detailJSON(g broker.OwnedErrorGroup, h []broker.ErrorGroupChange) errorGroupDetailJSON {
+	j := errorGroupDetailJSON{errorGroupJSON: toErrorGroupJSON(g), History: make([]errorGroupChangeJSON, 0, len(h))}
+	j.Versions = j.errorGroupJSON.Versions
 	if j.Versions == nil {
 		j.Versions = []errorGroupVersionJSON{}
+	}
+	for _, ch := range h {
+		j.History = append(j.History, errorGroupChangeJSON{At: timestamp(ch.At), Actor: ch.Actor, From: string(ch.From), To: string(ch.To), Why: ch.Why})
 	}
 	return j
 }
@@ -205,7 +214,7 @@ func (s *Server) showErrorGroup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toErrorGroupJSON(g).withHistory(h))
+	return writeJSON(c, http.StatusOK, detailJSON(g, h))
 }
 
 // groupStateRequest is POST /api/v1/error-groups/:fingerprint/state's
