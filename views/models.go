@@ -74,6 +74,9 @@ type Overview struct {
 	// DemoUntil: the last 24 h (the sparklines, the rates of the tiles)
 	// hold synthetic demo history, up to then (DemoNote); zero: none.
 	DemoUntil time.Time
+	// OpenGroups are the open error groups, regressed first: what
+	// needs someone first.
+	OpenGroups OpenGroups
 }
 
 // Tile is one headline number.
@@ -313,6 +316,17 @@ type ErrorGroupRow struct {
 	// Hold is what the row's Hold button holds: the filter's consumer
 	// group, or the queue's only one (AnyGroup: the dialog asks).
 	Hold HoldTarget
+	// Owned are the states of the error group in each consumer group
+	// that has it, each linked to its page (SPEC section 7).
+	Owned []OwnedLink
+}
+
+// OwnedLink is an error group's state badge linked to its page; Group
+// names its consumer group when the row sums several.
+type OwnedLink struct {
+	GroupState
+	Group string
+	URL   string
 }
 
 // TopError is a frequent error text with the link that filters by it.
@@ -409,6 +423,9 @@ type DeadLetterDetail struct {
 	// the force box.
 	Replays, MaxReplays int
 
+	// KnownIssue is what is known of its error group (nil: nothing: an
+	// open group nobody has said anything about).
+	KnownIssue *KnownIssue
 	// Holds are the holds of the queue and of the dead letter's group;
 	// HoldForm the Hold dialog's.
 	Holds    []HoldNote
@@ -477,6 +494,9 @@ type BulkConfirm struct {
 	// reached them yet, and a replay to every group has them process the
 	// copies again.
 	Untouched []string
+	// CanaryAsked: the page that opened it offers a replay with a canary
+	// (an error group's page), so the canary is ticked whatever the count.
+	CanaryAsked bool
 }
 
 // Canary defaults, as the bulk replay's confirmation offers them (SPEC
@@ -489,9 +509,13 @@ const (
 )
 
 // CanaryOn reports whether the confirmation offers the canary ticked:
-// above CanaryAbove dead letters, as it counts them (DeadLetters, for a
-// replay by filter; else Count).
+// when the page that opened it asked (CanaryAsked), or above CanaryAbove
+// dead letters, as it counts them (DeadLetters, for a replay by filter;
+// else Count).
 func (v BulkConfirm) CanaryOn() bool {
+	if v.CanaryAsked {
+		return true
+	}
 	n := v.DeadLetters
 	if n == 0 {
 		n = v.Count

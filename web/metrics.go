@@ -46,7 +46,7 @@ func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Contex
 		}
 		return 0
 	})
-	m.registry.MustRegister(m.latency, waiting, leads, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, maintenanceCollector{b}, maintenanceModeCollector{b}, archiveCollector{b}, spaceCollector{b},
+	m.registry.MustRegister(m.latency, waiting, leads, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, groupStateCollector{b}, maintenanceCollector{b}, maintenanceModeCollector{b}, archiveCollector{b}, spaceCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -41,3 +41,36 @@ func (ec errorGroupCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+var (
+	descGroupsOpen = prometheus.NewDesc("lazarus_error_groups_open",
+		"Error groups of the queue that are open (new, or back), over its consumer groups; regressed ones included.",
+		[]string{"queue"}, nil)
+	descGroupsRegressed = prometheus.NewDesc("lazarus_error_groups_regressed",
+		"Error groups of the queue that are open again after they were resolved (regressed).",
+		[]string{"queue"}, nil)
+)
+
+// groupStateCollector reads how many error groups of each queue are open
+// and regressed at each scrape (SPEC section 7): a series a queue, so
+// that an alert can fire when a queue has one open, or one comes back.
+type groupStateCollector struct{ b *broker.Broker }
+
+func (groupStateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descGroupsOpen
+	ch <- descGroupsRegressed
+}
+
+func (gc groupStateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	counts, err := gc.b.ErrorGroupCounts(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descGroupsOpen, err)
+		return
+	}
+	for _, n := range counts {
+		ch <- prometheus.MustNewConstMetric(descGroupsOpen, prometheus.GaugeValue, float64(n.Open), n.Queue)
+		ch <- prometheus.MustNewConstMetric(descGroupsRegressed, prometheus.GaugeValue, float64(n.Regressed), n.Queue)
+	}
+}

@@ -184,6 +184,8 @@ func (s *Server) confirmBulk(c echo.Context) error {
 		return err
 	}
 	v := views.BulkConfirm{Action: action, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action, MaxRate: broker.MaxJobRate, RestoreFor: s.restoreFor()}
+	// An error group's page offers its replay with a canary (canary=1).
+	v.CanaryAsked = action == "replay" && c.QueryParam("canary") == "1"
 	req := broker.JobRequest{Kind: action}
 	if t.all {
 		req.Query = &t.query

@@ -271,6 +271,7 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	for i := range v.ErrorGroups {
 		v.ErrorGroups[i].Hold = errorGroupHold(queue, f.Group, brief.Groups, v.ErrorGroups[i])
 	}
+	s.ownedLinks(ctx, queue, f.Group, v.ErrorGroups)
 	if !isFragment(c) {
 		// The message of an action that led here (edit and replay).
 		if v.Page.Flash, _, err = s.takeFlash(c); err != nil {
@@ -278,6 +279,34 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		}
 	}
 	return renderPage(c, http.StatusOK, views.DeadLettersView(v), views.DeadLettersContent(v))
+}
+
+// ownedLinks marks each of the panel's error groups with its state in
+// each consumer group, linked to its page. A failed read leaves them
+// out, logged: the list is what the page is for.
+func (s *Server) ownedLinks(ctx context.Context, queue, group string, rows []views.ErrorGroupRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fps := make([]string, len(rows))
+	for i, r := range rows {
+		fps[i] = r.Fingerprint
+	}
+	owned, err := s.broker.ErrorGroupStatesOf(ctx, queue, group, fps)
+	if err != nil {
+		s.log.WarnContext(ctx, "error group states for the list", "queue", queue, "err", err)
+		return
+	}
+	for i := range rows {
+		gs := owned[rows[i].Fingerprint]
+		for _, g := range gs {
+			l := views.OwnedLink{GroupState: groupState(g.State, g.Regressed), URL: errorGroupURL(g.ID)}
+			if group == "" && len(gs) > 1 {
+				l.Group = g.Group
+			}
+			rows[i].Owned = append(rows[i].Owned, l)
+		}
+	}
 }
 
 // errorGroupsShown is how many error groups the dead-letter list shows.
@@ -522,12 +551,42 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 	v.History = historyOf(queue, h, true)
 	v.Holds = holdsOfGroup(s.queueHolds(ctx, c, queue), d.Group)
 	v.HoldForm = s.holdForm(c, queue, v.SelfURL, withGroup(v.Readers, d.Group))
+	v.KnownIssue = s.knownIssue(ctx, queue, d.Group, d.Fingerprint)
 	if !isFragment(c) {
 		if v.Page.Flash, _, err = s.takeFlash(c); err != nil {
 			return err
 		}
 	}
 	return renderPage(c, http.StatusOK, views.DeadLetterView(v), views.DeadLetterContent(v))
+}
+
+// knownIssue is the banner of a dead letter's error group when someone
+// said something of it (an owner, a note, a link) or it is not open:
+// support reads there what is known. A failed read leaves it out,
+// logged: the dead letter is what the page is for.
+func (s *Server) knownIssue(ctx context.Context, queue, group, fingerprint string) *views.KnownIssue {
+	if fingerprint == "" {
+		return nil
+	}
+	owned, err := s.broker.ErrorGroupStatesOf(ctx, queue, group, []string{fingerprint})
+	if err != nil {
+		s.log.WarnContext(ctx, "error group for the known-issue banner", "queue", queue, "err", err)
+		return nil
+	}
+	gs := owned[fingerprint]
+	if len(gs) == 0 {
+		return nil
+	}
+	g := gs[0]
+	if g.State == broker.GroupOpen && g.Owner == "" && g.Note == "" && g.Link == "" {
+		return nil
+	}
+	k := &views.KnownIssue{GroupState: groupState(g.State, g.Regressed), URL: errorGroupURL(g.ID), NoteLine: views.FirstLine(g.Note, 200),
+		Link: views.SafeLink(g.Link), Owner: g.Owner}
+	if g.State == broker.GroupIgnored {
+		k.IgnoreEnd = views.IgnoreEnd(g.UntilAt, g.UntilFiled, g.Life.Filed)
+	}
+	return k
 }
 
 // expiringNote is the list's banner of what expires within

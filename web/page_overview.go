@@ -85,10 +85,43 @@ func (s *Server) showOverview(c echo.Context) error {
 		replays,
 	}
 	v.Controls, v.Pager = overviewControls(q, ov)
+	v.OpenGroups = s.openGroups(c)
 	if v.DemoUntil, err = s.demoUntil(c, now.Add(-broker.HealthWindow)); err != nil {
 		return err
 	}
 	return renderPage(c, http.StatusOK, views.OverviewView(v), views.OverviewContent(v))
+}
+
+// overviewOpenGroups is how many open error groups the overview lists.
+const overviewOpenGroups = 5
+
+// openGroups are the overview's open error groups: how many, how many
+// regressed, and the first few, regressed first. A failed read leaves
+// them out, logged: the queues are the overview's first business.
+func (s *Server) openGroups(c echo.Context) views.OpenGroups {
+	ctx, cancel := withTimeout(c, 5*time.Second)
+	defer cancel()
+	o := views.OpenGroups{URL: errorGroupsURL(url.Values{"state": {string(broker.GroupOpen)}})}
+	counts, err := s.broker.ErrorGroupCounts(ctx)
+	if err != nil {
+		s.log.WarnContext(ctx, "error group counts for the overview", "err", err)
+		return views.OpenGroups{}
+	}
+	for _, n := range counts {
+		o.Open, o.Regressed = o.Open+n.Open, o.Regressed+n.Regressed
+	}
+	if o.Open == 0 {
+		return o
+	}
+	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{State: broker.GroupOpen, Limit: overviewOpenGroups})
+	if err != nil {
+		s.log.WarnContext(ctx, "open error groups for the overview", "err", err)
+		return o
+	}
+	for _, g := range gs {
+		o.Rows = append(o.Rows, ownedGroupRow(g))
+	}
+	return o
 }
 
 // holdRow marks the holds of a queue's row: the queue's own on its

@@ -65,6 +65,8 @@ func TestEveryPageRendersWholeAndAsAFragment(t *testing.T) {
 		{"/audit", "audit"},
 		{"/jobs", "jobs"},
 		{jobPath(job.Job.ID), "job-progress"},
+		{"/error-groups", "owned-groups"},
+		{"/error-groups/1", "group-funnel"},
 	}
 	for _, tc := range cases {
 		whole, frag := page(t, b, tc.path)

@@ -120,6 +120,12 @@ var routeAccess = map[string]access{
 	"POST /api/v1/jobs/:id/resume":                                                 operator,
 	"POST /api/v1/jobs/:id/cancel":                                                 operator,
 	"POST /api/v1/jobs/:id/undo":                                                   operator,
+	"GET /api/v1/error-groups":                                                     viewer,
+	"GET /api/v1/error-groups/:fingerprint":                                        viewer,
+	"POST /api/v1/error-groups/:fingerprint/state":                                 operator,
+	"GET /error-groups":                                                            viewer,
+	"GET /error-groups/:id":                                                        viewer,
+	"POST /error-groups/:id/state":                                                 operator,
 }
 
 // caller is who makes a request in the table.

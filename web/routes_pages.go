@@ -54,6 +54,9 @@ func (s *Server) pageRoutes() {
 	e.POST("/jobs/:id/cancel", s.cancelJobPage, operator)
 	e.POST("/jobs/:id/undo", s.undoJobPage, operator)
 	e.GET("/search", s.showSearch, viewer)
+	e.GET("/error-groups", s.showErrorGroupsPage, viewer)
+	e.GET("/error-groups/:id", s.showErrorGroupPage, viewer)
+	e.POST("/error-groups/:id/state", s.setErrorGroupStatePage, operator)
 	s.liveRoutes(viewer)
 }
 
