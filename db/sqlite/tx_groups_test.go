@@ -160,6 +160,11 @@ func TestErrorGroupPlans(t *testing.T) {
 		"versions":     {sqlcore.GroupVersionsSQL, []any{1, 2, "x"}, "SEARCH error_group_versions USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=?)"},
 		"hours":        {sqlcore.GroupHoursSQL, []any{1, `["x"]`, 5, 2}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 		"hours across": {sqlcore.GroupHoursAcrossSQL, []any{1, `["x"]`, 5, 0}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
+		// Error groups you own: one by id, a queue's fingerprint (a
+		// page's panel, a banner), the funnels' windows of a page's groups.
+		"state by id":  {sqlcore.StateByIDSQL, []any{1}, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"},
+		"state by key": {sqlcore.StateByKeySQL, []any{1, "x", 0, 10}, "SEARCH s USING INDEX error_group_states_fingerprint (queue_id=? AND fingerprint=?)"},
+		"windows":      {sqlcore.WindowsSQL, []any{`[1, 2]`, 5, 6}, "SEARCH h USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 	} {
 		text := queryPlan(t, d, c.query, c.args...)
 		if !strings.Contains(text, c.want) || strings.Contains(text, "SCAN error_group") {

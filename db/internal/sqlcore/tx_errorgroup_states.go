@@ -117,8 +117,13 @@ const stateOrder = ` ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN
 // migration says, with a sort that keeps the first limit rows), then
 // joins those only.
 const (
-	stateByIDSQL     = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + ` WHERE s.id = ?`
-	stateFilteredSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
+	StateByIDSQL = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + ` WHERE s.id = ?`
+	// A queue's fingerprint, in one consumer group or (0) in each: a
+	// search of error_group_states_fingerprint (a page's panel reads a
+	// few at a time).
+	StateByKeySQL = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + `
+		WHERE s.queue_id = ?1 AND s.fingerprint = ?2 AND (?3 = 0 OR s.group_id = ?3)` + stateOrder + ` LIMIT ?4`
+	StateFilteredSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
 		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
 			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
@@ -153,18 +158,21 @@ func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
 // fingerprint as fileErrorGroup stored it).
 func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]broker.OwnedErrorGroup, error) {
 	if q.ID != 0 {
-		return scanStates(t.Query(ctx, stateByIDSQL, q.ID))
+		return scanStates(t.Query(ctx, StateByIDSQL, q.ID))
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = broker.MaxErrorGroups
 	}
-	return scanStates(t.Query(ctx, stateFilteredSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version))
+	if q.QueueID != 0 && q.Fingerprint != "" && q.State == "" && q.Owner == "" && q.Version == "" {
+		return scanStates(t.Query(ctx, StateByKeySQL, q.QueueID, t.d.Text(q.Fingerprint), q.GroupID, limit))
+	}
+	return scanStates(t.Query(ctx, StateFilteredSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version))
 }
 
-// windowsSQL sums the hours of the groups a JSON array of ids names,
+// WindowsSQL sums the hours of the groups a JSON array of ids names,
 // from weekHour (?2) on, and from dayHour (?3) on.
-var windowsSQL = PGQuery(`SELECT s.id,
+var WindowsSQL = PGQuery(`SELECT s.id,
 		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END),
 		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END),
 		SUM(CASE WHEN h.hour >= ?3 THEN h.deleted ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.expired ELSE 0 END),
@@ -181,7 +189,7 @@ var windowsSQL = PGQuery(`SELECT s.id,
 		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
 	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text(?1::json) AS value) GROUP BY s.id`)
 
-// ErrorGroupWindows runs windowsSQL over gs's ids.
+// ErrorGroupWindows runs WindowsSQL over gs's ids.
 func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup, dayHour, weekHour int64) error {
 	if len(gs) == 0 {
 		return nil
@@ -191,7 +199,7 @@ func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup,
 	for i, g := range gs {
 		ids[i], at[g.ID] = g.ID, i
 	}
-	rows, err := t.Query(ctx, windowsSQL, IntsJSON(ids), weekHour, dayHour)
+	rows, err := t.Query(ctx, WindowsSQL, IntsJSON(ids), weekHour, dayHour)
 	if err != nil {
 		return err
 	}
