@@ -18,9 +18,9 @@ import (
 // deadLetterFilters are dead-letter filters that, together, take every
 // branch of the conditions' composition (sqlcore.AddWhere): each way a
 // column is written (as is, or +col out of SQLite's index choice: by a
-// transactionId, an error group, the full-text index), the cap both
-// ways, free text capped, in a window and below a floor, and each
-// field filter's operator with each type of value.
+// transactionId, an error group, a consumer version, the full-text
+// index), the cap both ways, free text capped, in a window and below a
+// floor, and each field filter's operator with each type of value.
 func deadLetterFilters(queue, group, partition int64) []broker.Filter {
 	at := time.UnixMilli(1_780_000_000_000)
 	cols := broker.Filter{QueueID: queue, GroupID: group, PartitionID: partition, Fingerprint: "fp", From: at.Add(-time.Hour), To: at.Add(time.Hour),
@@ -37,6 +37,9 @@ func deadLetterFilters(queue, group, partition int64) []broker.Filter {
 		with(cols, func(f *broker.Filter) { f.Cap = broker.CapBelow }),
 		with(cols, func(f *broker.Filter) { f.TransactionID = "a" }),
 		with(cols, func(f *broker.Filter) { f.ErrorContains, f.MaxID = "", 0 }),
+		// A consumer version: by its index, or +col beside an error group.
+		{QueueID: queue, GroupID: group, PartitionID: partition, ConsumerVersion: "v1", MaxID: 1 << 40, MaxFailedAt: at},
+		with(cols, func(f *broker.Filter) { f.ConsumerVersion = "v1" }),
 		with(cols, func(f *broker.Filter) { f.Text = "visa" }),
 		with(cols, func(f *broker.Filter) { f.Text, f.TransactionID = "visa", "a" }),
 		{QueueID: queue, Text: "visa", MatchCap: 5},
