@@ -240,8 +240,10 @@ type ErrorGroupStateTx interface {
 	// (error_groups), queue and consumer group names: open ones first,
 	// regressed first among them, then acknowledged, resolved and
 	// ignored, each newest filed first (then by id). It reads
-	// error_group_states by its id or key when q names one, else whole
-	// (bounded by the fingerprints filed: see its migration).
+	// error_group_states by its id, or a queue's fingerprint, or along
+	// an index in that order (of every queue or of q's), ending at the
+	// limit's row; filters other than the queue and state are checked on
+	// the rows walked.
 	ErrorGroupStates(ctx context.Context, q ErrorGroupQuery) ([]OwnedErrorGroup, error)
 	// ErrorGroupWindows fills the Day and Week funnels of gs from the
 	// hours at or after dayHour and weekHour (one read of

@@ -105,30 +105,52 @@ const stateJoins = ` JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint`
 
-// stateOrder sorts open groups first (regressed first among them), then
-// acknowledged, resolved and ignored, each newest filed first.
-const stateOrder = ` ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
-	s.last_filed_at DESC, s.id DESC`
+// stateRank is the lists' order of states: open groups first
+// (regressed first among them), then acknowledged, resolved and
+// ignored; the indexes error_group_states_list and _queue_list keep it.
+const stateRank = `(CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END)`
 
-// The reads of error_group_states: by id, and by a filter whose empty
-// fields select all (a consumer version: the groups that have it in
-// error_group_versions, by its key). The filtered read picks its rows from
-// error_group_states alone (a scan of the table, bounded as its
-// migration says, with a sort that keeps the first limit rows), then
-// joins those only.
+// stateOrder sorts by stateRank, each rank newest filed first.
+const stateOrder = ` ORDER BY ` + stateRank + `, s.last_filed_at DESC, s.id DESC`
+
+// The reads of error_group_states: by id, by a queue's fingerprint, and
+// by a filter whose empty fields select all (a consumer version: the
+// groups that have it in error_group_versions, by its key). The
+// filtered reads pick their rows from error_group_states alone, along
+// error_group_states_list (or _queue_list, for a queue) in the lists'
+// order, a state being a range of ranks (?8 to ?9): no sort, and the
+// walk ends at the limit's row. Then they join those rows only.
 const (
 	StateByIDSQL = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + ` WHERE s.id = ?`
-	// A queue's fingerprint, in one consumer group or (0) in each: a
-	// search of error_group_states_fingerprint (a page's panel reads a
-	// few at a time).
+	// A queue's fingerprint, in one consumer group or (0) in each, by
+	// the consumer groups' ids: a search of error_group_states' key (queue_id, fingerprint, group_id)
+	// (a page's panel reads a few at a time).
 	StateByKeySQL = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + `
-		WHERE s.queue_id = ?1 AND s.fingerprint = ?2 AND (?3 = 0 OR s.group_id = ?3)` + stateOrder + ` LIMIT ?4`
-	StateFilteredSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
-		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+		WHERE s.queue_id = ?1 AND s.fingerprint = ?2 AND (?3 = 0 OR s.group_id = ?3) ORDER BY s.group_id LIMIT ?4`
+	stateFilters = ` AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
 			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
-				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7))` + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7))`
+	StateFilteredSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
+		WHERE ` + stateRank + ` BETWEEN ?8 AND ?9 AND ?1 = 0` + stateFilters + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
+	StateOfQueueSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
+		WHERE s.queue_id = ?1 AND ` + stateRank + ` BETWEEN ?8 AND ?9` + stateFilters + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
 )
+
+// stateRanks are the ranks (stateRank) of a state: "" all.
+func stateRanks(s broker.ErrorGroupState) (lo, hi int) {
+	switch s {
+	case broker.GroupOpen:
+		return 0, 1
+	case broker.GroupAcknowledged:
+		return 2, 2
+	case broker.GroupResolved:
+		return 3, 3
+	case broker.GroupIgnored:
+		return 4, 4
+	}
+	return 0, 4
+}
 
 func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
 	if err != nil {
@@ -167,7 +189,12 @@ func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]
 	if q.QueueID != 0 && q.Fingerprint != "" && q.State == "" && q.Owner == "" && q.Version == "" {
 		return scanStates(t.Query(ctx, StateByKeySQL, q.QueueID, t.d.Text(q.Fingerprint), q.GroupID, limit))
 	}
-	return scanStates(t.Query(ctx, StateFilteredSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version))
+	stmt := StateFilteredSQL
+	if q.QueueID != 0 {
+		stmt = StateOfQueueSQL
+	}
+	lo, hi := stateRanks(q.State)
+	return scanStates(t.Query(ctx, stmt, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version, lo, hi))
 }
 
 // WindowsSQL sums the hours of the groups a JSON array of ids names,
@@ -266,11 +293,10 @@ func (t *Tx) IgnoresEnded(ctx context.Context, now time.Time, limit int) ([]int6
 	return t.QueryIDs(ctx, `SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= ? ORDER BY until_at LIMIT ?`, MS(now), limit)
 }
 
-// errorGroupCountsSQL counts each queue's open and regressed groups.
-var errorGroupCountsSQL = PGQuery(`SELECT queue_id, SUM(CASE WHEN state = 'open' THEN 1 ELSE 0 END), SUM(CASE WHEN state = 'open' THEN regressed ELSE 0 END)
-		FROM error_group_states GROUP BY queue_id`,
-	`SELECT queue_id, SUM(CASE WHEN state = 'open' THEN 1 ELSE 0 END)::bigint, SUM(CASE WHEN state = 'open' THEN regressed ELSE 0 END)::bigint
-		FROM error_group_states GROUP BY queue_id`)
+// errorGroupCountsSQL counts each queue's open and regressed groups
+// (the partial index error_group_states_open holds what it reads).
+var errorGroupCountsSQL = PGQuery(`SELECT queue_id, COUNT(*), SUM(regressed) FROM error_group_states WHERE state = 'open' GROUP BY queue_id`,
+	`SELECT queue_id, COUNT(*), SUM(regressed)::bigint FROM error_group_states WHERE state = 'open' GROUP BY queue_id`)
 
 // ErrorGroupCounts runs errorGroupCountsSQL.
 func (t *Tx) ErrorGroupCounts(ctx context.Context) (map[int64][2]int64, error) {

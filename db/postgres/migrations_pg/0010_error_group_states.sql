@@ -26,9 +26,13 @@ CREATE TABLE error_group_states (
     since_failed_again BIGINT NOT NULL DEFAULT 0,
     first_filed_at     BIGINT NOT NULL,
     last_filed_at      BIGINT NOT NULL,
-    UNIQUE (queue_id, group_id, fingerprint)
+    UNIQUE (queue_id, fingerprint, group_id)
 );
-CREATE INDEX error_group_states_fingerprint ON error_group_states (queue_id, fingerprint);
+CREATE INDEX error_group_states_list ON error_group_states (
+    (CASE state WHEN 'open' THEN 1 - regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), last_filed_at DESC, id DESC);
+CREATE INDEX error_group_states_queue_list ON error_group_states (queue_id,
+    (CASE state WHEN 'open' THEN 1 - regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), last_filed_at DESC, id DESC);
+CREATE INDEX error_group_states_open ON error_group_states (queue_id, regressed) WHERE state = 'open';
 CREATE INDEX error_group_states_until ON error_group_states (until_at) WHERE state = 'ignored' AND until_at > 0;
 
 CREATE TABLE error_group_history (

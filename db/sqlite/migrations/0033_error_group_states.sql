@@ -47,11 +47,19 @@ CREATE TABLE error_group_states (
     since_failed_again INTEGER NOT NULL DEFAULT 0,
     first_filed_at     INTEGER NOT NULL,
     last_filed_at      INTEGER NOT NULL,
-    UNIQUE (queue_id, group_id, fingerprint)
+    -- a queue's fingerprint, in whichever consumer groups have it (the
+    -- dead-letter list's panel, a dead letter's banner), by this key too
+    UNIQUE (queue_id, fingerprint, group_id)
 ) STRICT;
--- A queue's fingerprint in whichever consumer groups have it (the
--- dead-letter list's panel, a dead letter's banner).
-CREATE INDEX error_group_states_fingerprint ON error_group_states (queue_id, fingerprint);
+-- The lists of groups, in their order (open first, regressed first
+-- among them, then acknowledged, resolved, ignored; each newest filed
+-- first): of every queue, and of one; a state is a range of the rank.
+CREATE INDEX error_group_states_list ON error_group_states (
+    (CASE state WHEN 'open' THEN 1 - regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), last_filed_at DESC, id DESC);
+CREATE INDEX error_group_states_queue_list ON error_group_states (queue_id,
+    (CASE state WHEN 'open' THEN 1 - regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), last_filed_at DESC, id DESC);
+-- The open groups of each queue, counted for /metrics and the overview.
+CREATE INDEX error_group_states_open ON error_group_states (queue_id, regressed) WHERE state = 'open';
 -- The ignores that end at a time (the maintenance's sweep opens them).
 CREATE INDEX error_group_states_until ON error_group_states (until_at) WHERE state = 'ignored' AND until_at > 0;
 
