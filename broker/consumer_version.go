@@ -18,7 +18,7 @@ func checkConsumerVersion(v string) error {
 		return fmt.Errorf("consumerVersion must be UTF-8 text")
 	}
 	for _, r := range v {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
 			return fmt.Errorf("consumerVersion must not hold control characters (got %U)", r)
 		}
 	}

@@ -95,7 +95,7 @@ func reopenIfEnded(ctx context.Context, tx errorGroupAuditTx, m ErrorGroupMark, 
 // ErrorGroupList returns up to f.Limit error groups across queues that
 // f selects, open ones first (regressed first among them), then
 // acknowledged, resolved and ignored, each newest filed first; with
-// their Life, Day and Week funnels. An unknown queue or consumer group
+// their Life, Day and Week funnels and their versions. An unknown queue or consumer group
 // selects none.
 func (b *Broker) ErrorGroupList(ctx context.Context, f ErrorGroupFilter) ([]OwnedErrorGroup, error) {
 	if f.Limit < 1 || f.Limit > MaxErrorGroups {
@@ -129,9 +129,11 @@ func (b *Broker) ErrorGroupList(ctx context.Context, f ErrorGroupFilter) ([]Owne
 		if err != nil {
 			return fmt.Errorf("error groups: %w", err)
 		}
-		now := hourOf(b.now())
-		if err := tx.ErrorGroupWindows(ctx, gs, now-23, now-7*24+1); err != nil {
+		if err := errorGroupWindows(ctx, tx, gs, b.now()); err != nil {
 			return fmt.Errorf("error groups' funnels: %w", err)
+		}
+		if err := tx.FillErrorGroupVersions(ctx, gs); err != nil {
+			return fmt.Errorf("error groups' versions: %w", err)
 		}
 		out = gs
 		return nil
@@ -217,6 +219,13 @@ func errorGroupsOfKey(ctx context.Context, tx Tx, queue, group, fingerprint stri
 	return gs, nil
 }
 
+// errorGroupWindows fills the Day and Week funnels of gs: the 24 and
+// 168 hours up to the one now is in.
+func errorGroupWindows(ctx context.Context, tx Tx, gs []OwnedErrorGroup, now time.Time) error {
+	h := hourOf(now)
+	return tx.ErrorGroupWindows(ctx, gs, h-23, h-7*24+1)
+}
+
 // errorGroupDetail reads one group with its funnels, trend and history.
 func (b *Broker) errorGroupDetail(ctx context.Context, tx Tx, q ErrorGroupQuery) (OwnedErrorGroup, []ErrorGroupChange, error) {
 	gs, err := tx.ErrorGroupStates(ctx, q)
@@ -226,10 +235,10 @@ func (b *Broker) errorGroupDetail(ctx context.Context, tx Tx, q ErrorGroupQuery)
 	if len(gs) == 0 {
 		return OwnedErrorGroup{}, nil, errorf(ErrNotFound, "no such error group")
 	}
-	now := hourOf(b.now())
-	if err := tx.ErrorGroupWindows(ctx, gs, now-23, now-7*24+1); err != nil {
+	if err := errorGroupWindows(ctx, tx, gs, b.now()); err != nil {
 		return OwnedErrorGroup{}, nil, fmt.Errorf("error group funnel: %w", err)
 	}
+	now := hourOf(b.now())
 	g := gs[0]
 	g.Trend = make([]int64, TrendHours)
 	hours, err := tx.ErrorGroupHours(ctx, g.QueueID, g.GroupID, []string{g.Fingerprint}, now-TrendHours+1)
@@ -282,6 +291,10 @@ func (b *Broker) SetErrorGroupState(ctx context.Context, c StateChange) ([]Owned
 			if err != nil {
 				return err
 			}
+			if why == "" {
+				out = append(out, g) // an edit that changes nothing
+				continue
+			}
 			if err := tx.SetErrorGroupState(ctx, changed, ErrorGroupChange{At: now, Actor: c.Actor, From: g.State, To: changed.State, Why: why}); err != nil {
 				return err
 			}
@@ -290,7 +303,9 @@ func (b *Broker) SetErrorGroupState(ctx context.Context, c StateChange) ([]Owned
 				return err
 			}
 			touched(g.Queue)
-			changed.ChangedAt, changed.ChangedBy, changed.Since = now, c.Actor, changed.Life
+			if changed.State != g.State {
+				changed.ChangedAt, changed.ChangedBy, changed.Since = now, c.Actor, changed.Life
+			}
 			out = append(out, changed)
 		}
 		return nil
@@ -329,8 +344,8 @@ func (c StateChange) check() error {
 	if c.State != GroupIgnored && (!c.Until.IsZero() || c.UntilCount != 0) {
 		return errorf(ErrInvalid, "until and untilCount are for the ignored state only")
 	}
-	if c.UntilCount < 0 {
-		return errorf(ErrInvalid, "untilCount must be 1 or more")
+	if c.UntilCount < 0 || c.UntilCount > MaxUntilCount {
+		return errorf(ErrInvalid, "untilCount must be between 1 and %d", MaxUntilCount)
 	}
 	if c.Version != nil && *c.Version != "" && c.State != GroupResolved {
 		return errorf(ErrInvalid, "version (the consumer version with the fix) is for the resolved state only")
@@ -342,13 +357,14 @@ func (c StateChange) check() error {
 }
 
 // checkText refuses text that is not UTF-8 or holds control characters
-// (a note may hold line breaks and tabs).
+// (a note may hold line breaks and tabs) or the controls of bidirectional
+// text (which could make a name or version read as another).
 func checkText(name, s string, lines bool) error {
 	if !utf8.ValidString(s) {
 		return errorf(ErrInvalid, "%s is not valid UTF-8", name)
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) && !(lines && (r == '\n' || r == '\r' || r == '\t')) {
+		if (unicode.IsControl(r) && !(lines && (r == '\n' || r == '\r' || r == '\t'))) || unicode.Is(unicode.Bidi_Control, r) {
 			return errorf(ErrInvalid, "%s holds a control character (%U)", name, r)
 		}
 	}
@@ -376,7 +392,11 @@ func validState(s ErrorGroupState) bool {
 
 // apply returns g changed as c says at now, and the why of its history,
 // or ErrConflict (a resolve refused) or ErrInvalid (an ignore's end
-// already past).
+// already past). A change to the state the group is in is an edit of
+// what goes with it (owner, note, link, version, an ignore's end): it
+// keeps the regressed mark, the evidence's start and, for an ignore, its
+// end unless a new one is given; an edit that changes nothing has no
+// why (nothing is written).
 func (c StateChange) apply(g OwnedErrorGroup, now time.Time) (OwnedErrorGroup, string, error) {
 	var why []string
 	set := func(name string, dst *string, v *string) {
@@ -389,11 +409,14 @@ func (c StateChange) apply(g OwnedErrorGroup, now time.Time) (OwnedErrorGroup, s
 			}
 		}
 	}
+	edit := c.State == g.State
 	to := g
-	to.State, to.Regressed = c.State, false
-	to.UntilAt, to.UntilFiled = time.Time{}, 0
-	if c.State != GroupResolved {
-		to.Version = ""
+	if !edit {
+		to.State, to.Regressed = c.State, false
+		to.UntilAt, to.UntilFiled = time.Time{}, 0
+		if c.State != GroupResolved {
+			to.Version = ""
+		}
 	}
 	set("owner", &to.Owner, c.Owner)
 	if c.State == GroupAcknowledged && to.Owner == "" {
@@ -405,6 +428,9 @@ func (c StateChange) apply(g OwnedErrorGroup, now time.Time) (OwnedErrorGroup, s
 	set("version", &to.Version, c.Version)
 	switch c.State {
 	case GroupResolved:
+		if edit {
+			break
+		}
 		replayed, succeeded, failedAgain, pending := g.Evidence()
 		evidence := fmt.Sprintf("%d replayed, %d succeeded, %d failed again, %d pending", replayed, succeeded, failedAgain, pending)
 		if (pending > 0 || failedAgain > 0) && !c.Force {
@@ -415,6 +441,9 @@ func (c StateChange) apply(g OwnedErrorGroup, now time.Time) (OwnedErrorGroup, s
 			why = append(why, "forced")
 		}
 	case GroupIgnored:
+		if !c.Until.IsZero() || c.UntilCount > 0 {
+			to.UntilAt, to.UntilFiled = time.Time{}, 0
+		}
 		if !c.Until.IsZero() {
 			if !c.Until.After(now) {
 				return g, "", errorf(ErrInvalid, "until must be in the future")
@@ -426,11 +455,11 @@ func (c StateChange) apply(g OwnedErrorGroup, now time.Time) (OwnedErrorGroup, s
 			to.UntilFiled = g.Life.Filed + c.UntilCount
 			why = append(why, fmt.Sprintf("until %d more dead letters", c.UntilCount))
 		}
-		if c.Until.IsZero() && c.UntilCount == 0 {
+		if !edit && c.Until.IsZero() && c.UntilCount == 0 {
 			why = append(why, "for ever")
 		}
 	}
-	if len(why) == 0 {
+	if len(why) == 0 && !edit {
 		why = append(why, "state set")
 	}
 	return to, strings.Join(why, "; "), nil

@@ -38,6 +38,8 @@ const (
 	MaxGroupNote  = 4096 // bytes of the note
 	MaxGroupLink  = 2048 // bytes of the link
 	MaxGroupOwner = 256  // bytes of the owner
+	// MaxUntilCount is the most dead letters an ignore may wait for.
+	MaxUntilCount = 1_000_000_000
 	// MaxConsumerVersion is the most bytes of an ack's consumerVersion.
 	MaxConsumerVersion = 64
 	// MaxErrorGroupHistory is the most state changes a group's page and
@@ -58,22 +60,27 @@ type Funnel struct {
 	FailedAgain int64 // replayed copies that were dead-lettered (or dropped) again
 	Deleted     int64 // dead letters deleted (less those restored)
 	Expired     int64 // dead letters removed by deadLetterRetentionSeconds (less those restored)
+	// Lost is how many replayed copies will never have an outcome: the
+	// retention removed the copy before the group settled it, its queue
+	// was deleted, or its record was swept (whole life only).
+	Lost int64
 }
 
 // Add returns f plus d, count by count.
 func (f Funnel) Add(d Funnel) Funnel {
 	return Funnel{f.Filed + d.Filed, f.Replayed + d.Replayed, f.Succeeded + d.Succeeded,
-		f.FailedAgain + d.FailedAgain, f.Deleted + d.Deleted, f.Expired + d.Expired}
+		f.FailedAgain + d.FailedAgain, f.Deleted + d.Deleted, f.Expired + d.Expired, f.Lost + d.Lost}
 }
 
 // Sub returns f minus d, count by count.
 func (f Funnel) Sub(d Funnel) Funnel {
-	return f.Add(Funnel{-d.Filed, -d.Replayed, -d.Succeeded, -d.FailedAgain, -d.Deleted, -d.Expired})
+	return f.Add(Funnel{-d.Filed, -d.Replayed, -d.Succeeded, -d.FailedAgain, -d.Deleted, -d.Expired, -d.Lost})
 }
 
 // Pending is how many replayed copies have not settled yet: Replayed
-// less Succeeded and FailedAgain, meaningful over a group's whole life.
-func (f Funnel) Pending() int64 { return max(f.Replayed-f.Succeeded-f.FailedAgain, 0) }
+// less Succeeded, FailedAgain and Lost, meaningful over a group's whole
+// life.
+func (f Funnel) Pending() int64 { return max(f.Replayed-f.Succeeded-f.FailedAgain-f.Lost, 0) }
 
 // ErrorGroupKey names an error group: by ID (error_group_states.id),
 // or by queue, consumer group and fingerprint.
@@ -134,7 +141,7 @@ type OwnedErrorGroup struct {
 	Since Funnel
 
 	// Versions are the consumer versions its dead letters were filed by,
-	// the one last seen first (filled by ErrorGroup and ErrorGroupByKey).
+	// the one last seen first (filled by the broker's reads of groups).
 	Versions []ErrorGroupVersion
 	// Trend is how many dead letters were filed in each of the last
 	// TrendHours hours, oldest first (filled by ErrorGroup).
@@ -164,7 +171,7 @@ type ErrorGroupChange struct {
 	Actor string // a user, a token's name, or ErrorGroupSystemActor
 	From  ErrorGroupState
 	To    ErrorGroupState
-	Why   string // the broker's reason, or the person's note
+	Why   string // in words: what changed and why (a resolve's evidence, "note set", a regression's cause)
 }
 
 // ErrorGroupFilter selects error groups across queues. Empty fields
@@ -251,12 +258,16 @@ type ErrorGroupStateTx interface {
 	ErrorGroupWindows(ctx context.Context, gs []OwnedErrorGroup, dayHour, weekHour int64) error
 	// SetErrorGroupState writes g's state and what goes with it (State,
 	// Regressed, Owner, Note, Link, Version, UntilAt, UntilFiled) on its
-	// row by g.ID, with c.At and c.Actor as the last change and the
-	// funnel's counts now as Since, and appends c to its history.
+	// row by g.ID and appends c to its history. A change of state (c.From
+	// is not c.To) also writes c.At and c.Actor as the last change and the
+	// funnel's counts now as Since; an edit keeps them.
 	SetErrorGroupState(ctx context.Context, g OwnedErrorGroup, c ErrorGroupChange) error
 	// ErrorGroupHistory returns up to limit changes of the group id,
 	// newest first.
 	ErrorGroupHistory(ctx context.Context, id int64, limit int) ([]ErrorGroupChange, error)
+	// FillErrorGroupVersions sets the Versions of gs (each the one last
+	// seen first), in one read of error_group_versions by their keys.
+	FillErrorGroupVersions(ctx context.Context, gs []OwnedErrorGroup) error
 	// IgnoresEnded returns the ids of up to limit ignored groups whose
 	// until_at is at or before now (the index of ignores by time).
 	IgnoresEnded(ctx context.Context, now time.Time, limit int) ([]int64, error)

@@ -31,10 +31,12 @@ type funnelJSON struct {
 	FailedAgain int64 `json:"failedAgain"`
 	Deleted     int64 `json:"deleted"`
 	Expired     int64 `json:"expired"`
+	// Lost: replayed copies whose outcome will never come (whole life).
+	Lost int64 `json:"lost"`
 }
 
 func toFunnelJSON(f broker.Funnel) funnelJSON {
-	return funnelJSON{Filed: f.Filed, Replayed: f.Replayed, Succeeded: f.Succeeded, FailedAgain: f.FailedAgain, Deleted: f.Deleted, Expired: f.Expired}
+	return funnelJSON{Filed: f.Filed, Replayed: f.Replayed, Succeeded: f.Succeeded, FailedAgain: f.FailedAgain, Deleted: f.Deleted, Expired: f.Expired, Lost: f.Lost}
 }
 
 // funnelsJSON is a group's funnel over its whole life, the last 24 hours
@@ -78,9 +80,8 @@ type errorGroupChangeJSON struct {
 	Why   string    `json:"why"`
 }
 
-// errorGroupJSON is an error group with its state and funnel, one shape
-// in the list and alone; versions, trend and history only alone (and
-// versions in the list filtered by consumerVersion).
+// errorGroupJSON is an error group with its state, funnel and versions,
+// one shape in the list and alone; trend and history only alone.
 type errorGroupJSON struct {
 	ID            int64   `json:"id"`
 	Queue         string  `json:"queue"`
@@ -106,7 +107,7 @@ type errorGroupJSON struct {
 	// Pending is how many replayed copies have not settled yet.
 	Pending  int64                   `json:"pending"`
 	Evidence evidenceJSON            `json:"evidence"`
-	Versions []errorGroupVersionJSON `json:"versions,omitempty"`
+	Versions []errorGroupVersionJSON `json:"versions"`
 	Trend    []int64                 `json:"trend,omitempty"`
 }
 
@@ -130,6 +131,7 @@ func toErrorGroupJSON(g broker.OwnedErrorGroup) errorGroupJSON {
 		n := g.UntilFiled
 		j.IgnoredUntilFiled = &n
 	}
+	j.Versions = []errorGroupVersionJSON{}
 	for _, v := range g.Versions {
 		j.Versions = append(j.Versions, errorGroupVersionJSON{Version: v.Version, Filed: v.Filed, FirstSeen: timestamp(v.FirstSeen), LastSeen: timestamp(v.LastSeen)})
 	}

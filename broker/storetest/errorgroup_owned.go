@@ -330,3 +330,76 @@ func testErrorGroupVersionsAndFilter(t *testing.T, harness Harness) {
 		t.Fatalf("groups of an unknown version: %+v %v", none, err)
 	}
 }
+
+// Editing what goes with a state (a note, a link) is not a change of
+// state: it keeps the evidence's start, so a copy that failed again
+// still refuses the resolve; a resolved group's note can be edited while
+// copies are pending; an edit that changes nothing writes nothing.
+func testErrorGroupEditKeepsTheEvidence(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, _ := ownedBundle(t, harness)
+	s.push("q", "p", "a", "b")
+	s.fail("q", "g", 2, "card declined")
+	const fp = "card declined"
+	s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupAcknowledged})
+	dead := s.dead("q", "g")
+	if _, err := s.b.Replay(s.ctx, dead[0].MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	s.fail("q", "g", 1, "gateway timeout") // the copy fails again, elsewhere
+	g := s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupAcknowledged, Note: ptr("looking")})
+	if g.Note != "looking" || g.Life.Sub(g.Since).FailedAgain != 1 {
+		t.Fatalf("after an edit of the note: %+v", g)
+	}
+	if _, err := s.b.SetErrorGroupState(s.ctx, broker.StateChange{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupResolved, Actor: "ana"}); !errors.Is(err, broker.ErrConflict) {
+		t.Fatalf("resolve after an edit, a copy having failed again: %v, want ErrConflict", err)
+	}
+	// Resolved by force with a copy pending, its note can still change.
+	if _, err := s.b.Replay(s.ctx, dead[1].MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupResolved, Force: true})
+	g = s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupResolved, Note: ptr("fixed in 1.8.3")})
+	if g.State != broker.GroupResolved || g.Note != "fixed in 1.8.3" {
+		t.Fatalf("a resolved group's note edited: %+v", g)
+	}
+	_, hist, _ := s.b.ErrorGroup(s.ctx, g.ID)
+	s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupResolved, Note: ptr("fixed in 1.8.3")})
+	_, again, _ := s.b.ErrorGroup(s.ctx, g.ID)
+	if len(again) != len(hist) || hist[0].Why != "note set" || hist[0].From != broker.GroupResolved || hist[0].To != broker.GroupResolved {
+		t.Fatalf("history %+v, then %+v: an edit says what it set, one that changes nothing writes nothing", hist, again)
+	}
+	if _, err := s.b.SetErrorGroupState(s.ctx, broker.StateChange{Queue: "q", Group: "g", Fingerprint: fp, State: broker.GroupIgnored, UntilCount: broker.MaxUntilCount + 1, Actor: "ana"}); !errors.Is(err, broker.ErrInvalid) {
+		t.Fatalf("an ignore until too many: %v, want ErrInvalid", err)
+	}
+}
+
+// A replayed copy that retention removes before its group settled it
+// will never have an outcome: it is lost, not pending, so it does not
+// block a resolve for ever.
+func testErrorGroupCopyLostToRetention(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, _ := ownedBundle(t, harness)
+	s.configure("q", map[string]any{"retentionSeconds": 3600})
+	s.push("q", "p", "a")
+	s.fail("q", "g", 1, "card declined")
+	const fp = "card declined"
+	dead := s.dead("q", "g")
+	if _, err := s.b.Replay(s.ctx, dead[0].MessageID(), "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.group(fp); g.Life.Pending() != 1 {
+		t.Fatalf("after the replay: %+v", g)
+	}
+	s.clock.Advance(3 * time.Hour)
+	if _, err := s.b.Maintain(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := s.group(fp)
+	if g.Life.Lost != 1 || g.Life.Pending() != 0 {
+		t.Fatalf("after retention removed the copy: %+v", g)
+	}
+	if g = s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupResolved}); g.State != broker.GroupResolved {
+		t.Fatalf("resolve with the copy lost: %+v", g)
+	}
+}

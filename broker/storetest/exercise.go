@@ -84,6 +84,8 @@ var tests = []test{
 	{"ErrorGroupIgnoresEnd", testErrorGroupIgnoresEnd},
 	{"ErrorGroupFunnelCountsRemovals", testErrorGroupFunnelCountsRemovals},
 	{"ErrorGroupVersionsAndFilter", testErrorGroupVersionsAndFilter},
+	{"ErrorGroupEditKeepsTheEvidence", testErrorGroupEditKeepsTheEvidence},
+	{"ErrorGroupCopyLostToRetention", testErrorGroupCopyLostToRetention},
 	{"DeadLetterExpiresAtItsTime", testDeadLetterExpiresAtItsTime},
 	{"DeadLettersExpireInChunks", testDeadLettersExpireInChunks},
 	{"ExpiryAuditSaysEachCommittedChunk", testExpiryAuditSaysEachCommittedChunk},

@@ -433,6 +433,16 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.DeleteQueue: translated
 	`SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1`: {text: `SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1`},
 	// Tx.DeleteQueue: translated
+	`UPDATE error_group_states SET lost = lost + x.n
+			FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+				WHERE o.error_group > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+				GROUP BY o.error_group) x
+			WHERE error_group_states.id = x.error_group`: {text: `UPDATE error_group_states SET lost = lost + x.n
+			FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+				WHERE o.error_group > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)
+				GROUP BY o.error_group) x
+			WHERE error_group_states.id = x.error_group`, stores: true},
+	// Tx.DeleteQueue: translated
 	`UPDATE job_outcomes SET replayed = replayed - x.n
 			FROM (SELECT o.job_id, o.group_id, COUNT(*) AS n FROM replay_outcomes o
 				WHERE o.job_id > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
@@ -517,7 +527,7 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.ErrorGroupStates: translated
 	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND ?1 = 0 AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
@@ -526,7 +536,7 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND $1 = 0 AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
 			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
@@ -537,7 +547,7 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.ErrorGroupStates: translated
 	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE s.queue_id = ?1 AND (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
@@ -546,7 +556,7 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE s.queue_id = $1 AND (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
 			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
@@ -557,13 +567,13 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.ErrorGroupStates: translated
 	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
 		WHERE s.queue_id = ?1 AND s.fingerprint = ?2 AND (?3 = 0 OR s.group_id = ?3) ORDER BY s.group_id LIMIT ?4`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
@@ -571,12 +581,12 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.ErrorGroupStates: translated
 	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = ?`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = $1`},
@@ -608,6 +618,12 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		JOIN messages m ON m.seq = x.seq WHERE m.created_at < $2 ORDER BY x.id`},
 	// Tx.ExpiryRules: translated
 	`SELECT id, retention FROM removed_dead_letters WHERE seq = ? AND how = 'expired'`: {text: `SELECT id, retention FROM removed_dead_letters WHERE seq = $1 AND how = 'expired'`},
+	// Tx.FillErrorGroupVersions: hand-written (PGQuery)
+	`SELECT s.id, v.version, v.filed, v.first_seen, v.last_seen
+	FROM error_group_states s JOIN error_group_versions v ON v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint
+	WHERE s.id IN (SELECT value FROM json_each(?1)) ORDER BY s.id, v.last_seen DESC, v.version`: {text: `SELECT s.id, v.version, v.filed, v.first_seen, v.last_seen
+	FROM error_group_states s JOIN error_group_versions v ON v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint
+	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY s.id, v.last_seen DESC, v.version`},
 	// Tx.GroupID: translated
 	`INSERT INTO groups (name) VALUES (?) ON CONFLICT (name) DO NOTHING RETURNING id`: {text: `INSERT INTO groups (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id`, stores: true},
 	// Tx.GroupID: translated
@@ -1143,10 +1159,16 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	// Tx.SetErrorGroupState: translated
 	`INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why) VALUES (?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why) VALUES ($1, $2, $3, $4, $5, $6)`, stores: true},
 	// Tx.SetErrorGroupState: translated
-	`UPDATE error_group_states SET state = ?, regressed = ?, owner = ?, note = ?, link = ?, version = ?,
-			until_at = ?, until_filed = ?, changed_at = ?, changed_by = ?,
+	`UPDATE error_group_states SET state = ?1, regressed = ?2, owner = ?3, note = ?4, link = ?5, version = ?6,
+			until_at = ?7, until_filed = ?8
+		WHERE id = ?9`: {text: `UPDATE error_group_states SET state = $1, regressed = $2, owner = $3, note = $4, link = $5, version = $6,
+			until_at = $7, until_filed = $8
+		WHERE id = $9`, stores: true},
+	// Tx.SetErrorGroupState: translated
+	`UPDATE error_group_states SET state = ?1, regressed = ?2, owner = ?3, note = ?4, link = ?5, version = ?6,
+			until_at = ?7, until_filed = ?8, changed_at = ?9, changed_by = ?10,
 			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
-		WHERE id = ?`: {text: `UPDATE error_group_states SET state = $1, regressed = $2, owner = $3, note = $4, link = $5, version = $6,
+		WHERE id = ?11`: {text: `UPDATE error_group_states SET state = $1, regressed = $2, owner = $3, note = $4, link = $5, version = $6,
 			until_at = $7, until_filed = $8, changed_at = $9, changed_by = $10,
 			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
 		WHERE id = $11`, stores: true},
@@ -1230,6 +1252,14 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 			OR EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.copy_seq)
 			OR EXISTS (SELECT 1 FROM removed_dead_letters x WHERE x.seq = r.copy_seq AND x.restore_until > 0 AND x.restored_at = 0)
 		FROM replays r WHERE r.copy_seq > $1 ORDER BY r.copy_seq LIMIT $2`},
+	// Tx.SweepHistory: translated
+	`UPDATE error_group_states SET lost = lost + x.n
+	FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+		WHERE o.copy_seq IN (SELECT value FROM json_each(?1)) AND o.outcome = 0 AND o.error_group > 0 GROUP BY o.error_group) x
+	WHERE error_group_states.id = x.error_group`: {text: `UPDATE error_group_states SET lost = lost + x.n
+	FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+		WHERE o.copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND o.outcome = 0 AND o.error_group > 0 GROUP BY o.error_group) x
+	WHERE error_group_states.id = x.error_group`, stores: true},
 	// Tx.SweepLoginFailures: translated
 	`DELETE FROM login_failures WHERE key IN (SELECT key FROM (SELECT key, last_at FROM login_failures ORDER BY seq LIMIT ?2) x WHERE last_at < ?1)`: {text: `DELETE FROM login_failures WHERE key IN (SELECT key FROM (SELECT key, last_at FROM login_failures ORDER BY seq LIMIT $2) x WHERE last_at < $1)`},
 	// Tx.SweepMessages: translated
@@ -1358,8 +1388,8 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`UPDATE job_outcomes SET expired = expired + ? WHERE job_id = ? AND group_id = ?`: {text: `UPDATE job_outcomes SET expired = expired + $1 WHERE job_id = $2 AND group_id = $3`, stores: true},
 	// Tx.expireOutcomes: translated
 	`UPDATE replay_outcomes SET outcome = 3, settled_at = ?
-		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id`: {text: `UPDATE replay_outcomes SET outcome = 3, settled_at = $1
-		WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND outcome = 0 RETURNING job_id, group_id`, stores: true},
+		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id, error_group`: {text: `UPDATE replay_outcomes SET outcome = 3, settled_at = $1
+		WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND outcome = 0 RETURNING job_id, group_id, error_group`, stores: true},
 	// Tx.fileErrorGroup: translated
 	`INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VALUES (?, ?, ?, ?, 1)
 		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + 1`: {text: `INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VALUES ($1, $2, $3, $4, 1)
@@ -1696,6 +1726,8 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
 			d.transaction_id, d.trace_id, d.fingerprint, $1, $2, $3, $4, $5, d.payload, d.pushed_at, d.consumer_version
 		FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($6::json) AS value) ORDER BY d.id`, stores: true},
+	// Tx.loseInErrorGroups: translated
+	`UPDATE error_group_states SET lost = lost + ? WHERE id = ?`: {text: `UPDATE error_group_states SET lost = lost + $1 WHERE id = $2`, stores: true},
 	// Tx.pushCopies: hand-written (PGQuery)
 	`CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL, part INTEGER NOT NULL)`: {text: `CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL, part BIGINT NOT NULL)`},
 	// Tx.pushCopies, pgDialect.PushCopies, sqliteDialect.PushCopies: translated

@@ -165,6 +165,7 @@ func TestErrorGroupPlans(t *testing.T) {
 		"state by id":  {sqlcore.StateByIDSQL, []any{1}, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"},
 		"state by key": {sqlcore.StateByKeySQL, []any{1, "x", 0, 10}, "SEARCH s USING INDEX sqlite_autoindex_error_group_states_1 (queue_id=? AND fingerprint=?)"},
 		"windows":      {sqlcore.WindowsSQL, []any{`[1, 2]`, 5, 6}, "SEARCH h USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
+		"versions of":  {sqlcore.VersionsOfSQL, []any{`[1, 2]`}, "SEARCH v USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=?)"},
 		"counts":       {`SELECT queue_id, COUNT(*), SUM(regressed) FROM error_group_states WHERE state = 'open' GROUP BY queue_id`, nil, "SCAN error_group_states USING COVERING INDEX error_group_states_open"},
 	} {
 		text := queryPlan(t, d, c.query, c.args...)

@@ -280,6 +280,13 @@ func (t *Tx) DeleteQueue(ctx context.Context, id int64) error {
 				WHERE o.job_id > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
 				GROUP BY o.job_id, o.group_id) x
 			WHERE job_outcomes.job_id = x.job_id AND job_outcomes.group_id = x.group_id`,
+		// So are they in the error groups' lost (copies replayed here
+		// from another queue).
+		`UPDATE error_group_states SET lost = lost + x.n
+			FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+				WHERE o.error_group > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+				GROUP BY o.error_group) x
+			WHERE error_group_states.id = x.error_group`,
 		`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM replay_edits WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,
 		`DELETE FROM replays WHERE copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`,

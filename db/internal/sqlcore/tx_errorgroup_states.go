@@ -96,7 +96,7 @@ func (t *Tx) AddErrorGroupFunnel(ctx context.Context, k broker.ErrorGroupKey, d 
 // c.
 const stateCols = `s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '')`
 
 // stateJoins joins error_group_states s to the names and the dead
@@ -164,7 +164,7 @@ func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
 		var regressed, until, changed, first, last int64
 		if err := rows.Scan(&g.ID, &g.QueueID, &g.Queue, &g.GroupID, &g.Group, &g.Fingerprint, &state, &regressed, &g.Owner, &g.Note, &g.Link, &g.Version,
 			&until, &g.UntilFiled, &changed, &g.ChangedBy,
-			&g.Life.Filed, &g.Life.Replayed, &g.Life.Succeeded, &g.Life.FailedAgain, &g.Life.Deleted, &g.Life.Expired,
+			&g.Life.Filed, &g.Life.Replayed, &g.Life.Succeeded, &g.Life.FailedAgain, &g.Life.Deleted, &g.Life.Expired, &g.Life.Lost,
 			&g.Since.Replayed, &g.Since.Succeeded, &g.Since.FailedAgain,
 			&first, &last, &g.DeadLetters, &g.SampleError); err != nil {
 			return nil, err
@@ -245,6 +245,17 @@ func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup,
 	return rows.Err()
 }
 
+// The statements of SetErrorGroupState: a change of state, and an edit.
+const (
+	setStateSQL = `UPDATE error_group_states SET state = ?1, regressed = ?2, owner = ?3, note = ?4, link = ?5, version = ?6,
+			until_at = ?7, until_filed = ?8, changed_at = ?9, changed_by = ?10,
+			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
+		WHERE id = ?11`
+	editStateSQL = `UPDATE error_group_states SET state = ?1, regressed = ?2, owner = ?3, note = ?4, link = ?5, version = ?6,
+			until_at = ?7, until_filed = ?8
+		WHERE id = ?9`
+)
+
 // SetErrorGroupState updates error_group_states by id and inserts the
 // history row.
 func (t *Tx) SetErrorGroupState(ctx context.Context, g broker.OwnedErrorGroup, c broker.ErrorGroupChange) error {
@@ -252,12 +263,16 @@ func (t *Tx) SetErrorGroupState(ctx context.Context, g broker.OwnedErrorGroup, c
 	if g.Regressed {
 		regressed = 1
 	}
-	if _, err := t.Exec(ctx, `UPDATE error_group_states SET state = ?, regressed = ?, owner = ?, note = ?, link = ?, version = ?,
-			until_at = ?, until_filed = ?, changed_at = ?, changed_by = ?,
-			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
-		WHERE id = ?`,
-		string(g.State), regressed, t.d.Text(g.Owner), t.d.Text(g.Note), t.d.Text(g.Link), t.d.Text(g.Version),
-		MS(g.UntilAt), g.UntilFiled, MS(c.At), t.d.Text(c.Actor), g.ID); err != nil {
+	// An edit (the state stays) keeps when the state began, and so the
+	// evidence's start.
+	args := []any{string(g.State), regressed, t.d.Text(g.Owner), t.d.Text(g.Note), t.d.Text(g.Link), t.d.Text(g.Version), MS(g.UntilAt), g.UntilFiled}
+	stmt := setStateSQL
+	if c.From == c.To {
+		stmt, args = editStateSQL, append(args, g.ID)
+	} else {
+		args = append(args, MS(c.At), t.d.Text(c.Actor), g.ID)
+	}
+	if _, err := t.Exec(ctx, stmt, args...); err != nil {
 		return fmt.Errorf("error group state: %w", err)
 	}
 	if _, err := t.Exec(ctx, `INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -316,4 +331,61 @@ func (t *Tx) ErrorGroupCounts(ctx context.Context) (map[int64][2]int64, error) {
 		}
 	}
 	return out, rows.Err()
+}
+
+// LoseOutcomesSQL counts into their error groups' lost the pending
+// outcomes of the copies of a JSON array of seqs (?1), before they are
+// deleted (their records swept): they will never settle.
+const LoseOutcomesSQL = `UPDATE error_group_states SET lost = lost + x.n
+	FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+		WHERE o.copy_seq IN (SELECT value FROM json_each(?1)) AND o.outcome = 0 AND o.error_group > 0 GROUP BY o.error_group) x
+	WHERE error_group_states.id = x.error_group`
+
+// loseInErrorGroups adds counts (n a group id) to the groups' lost.
+func (t *Tx) loseInErrorGroups(ctx context.Context, counts map[int64]int64) error {
+	for id, n := range counts {
+		if _, err := t.Exec(ctx, `UPDATE error_group_states SET lost = lost + ? WHERE id = ?`, n, id); err != nil {
+			return fmt.Errorf("error group lost: %w", err)
+		}
+	}
+	return nil
+}
+
+// VersionsOfSQL reads the versions of the groups a JSON array of ids
+// names, each group's by its key in error_group_versions.
+var VersionsOfSQL = PGQuery(`SELECT s.id, v.version, v.filed, v.first_seen, v.last_seen
+	FROM error_group_states s JOIN error_group_versions v ON v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint
+	WHERE s.id IN (SELECT value FROM json_each(?1)) ORDER BY s.id, v.last_seen DESC, v.version`,
+	`SELECT s.id, v.version, v.filed, v.first_seen, v.last_seen
+	FROM error_group_states s JOIN error_group_versions v ON v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint
+	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text(?1::json) AS value) ORDER BY s.id, v.last_seen DESC, v.version`)
+
+// FillErrorGroupVersions runs VersionsOfSQL over gs's ids.
+func (t *Tx) FillErrorGroupVersions(ctx context.Context, gs []broker.OwnedErrorGroup) error {
+	if len(gs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(gs))
+	at := make(map[int64]int, len(gs))
+	for i, g := range gs {
+		ids[i], at[g.ID] = g.ID, i
+		gs[i].Versions = nil
+	}
+	rows, err := t.Query(ctx, VersionsOfSQL, IntsJSON(ids))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, first, last int64
+		var v broker.ErrorGroupVersion
+		if err := rows.Scan(&id, &v.Version, &v.Filed, &first, &last); err != nil {
+			return err
+		}
+		v.FirstSeen, v.LastSeen = fromMS(first), fromMS(last)
+		if i, ok := at[id]; ok {
+			gs[i].Versions = append(gs[i].Versions, v)
+		}
+	}
+	return rows.Err()
 }

@@ -176,6 +176,7 @@ func (t *Tx) SweepHistory(ctx context.Context, before time.Time, limit int, afte
 		for _, s := range []string{
 			`DELETE FROM attempts WHERE seq IN (SELECT r.seq FROM replays r WHERE r.copy_seq IN (SELECT value FROM json_each(?1)))
 				AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = attempts.seq AND d.group_id = attempts.group_id)`,
+			LoseOutcomesSQL,
 			`DELETE FROM replay_outcomes WHERE copy_seq IN (SELECT value FROM json_each(?1))`,
 			`DELETE FROM replay_edits WHERE copy_seq IN (SELECT value FROM json_each(?1))`,
 			`DELETE FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?1))`,

@@ -401,25 +401,34 @@ func (t *Tx) copiesForOneGroup(ctx context.Context, list string) (map[int64]int6
 }
 
 // expireOutcomes settles as expired (outcome 3) the pending outcomes of
-// the copies among seqs, and counts them into their jobs' expired.
+// the copies among seqs, and counts them into their jobs' expired and
+// their error groups' lost.
 func (t *Tx) expireOutcomes(ctx context.Context, list string, now time.Time) error {
 	rows, err := t.Query(ctx, ExpireOutcomesSQL, MS(now), list)
 	if err != nil {
 		return err
 	}
 	counts := map[[2]int64]int64{}
+	lost := map[int64]int64{}
 	for rows.Next() {
 		var k [2]int64
-		if err := rows.Scan(&k[0], &k[1]); err != nil {
+		var errorGroup int64
+		if err := rows.Scan(&k[0], &k[1], &errorGroup); err != nil {
 			rows.Close()
 			return err
 		}
 		if k[0] > 0 {
 			counts[k]++
 		}
+		if errorGroup > 0 {
+			lost[errorGroup]++
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := t.loseInErrorGroups(ctx, lost); err != nil {
 		return err
 	}
 	for k, n := range counts {
@@ -499,5 +508,5 @@ const (
 		FROM consumers WHERE partition_id = ?`
 	CopiesForOneGroupSQL = `SELECT copy_seq, group_id FROM replays WHERE copy_seq IN (SELECT value FROM json_each(?)) AND group_id > 0`
 	ExpireOutcomesSQL    = `UPDATE replay_outcomes SET outcome = 3, settled_at = ?
-		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id`
+		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id, error_group`
 )

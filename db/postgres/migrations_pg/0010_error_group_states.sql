@@ -21,6 +21,7 @@ CREATE TABLE error_group_states (
     failed_again       BIGINT NOT NULL DEFAULT 0,
     deleted            BIGINT NOT NULL DEFAULT 0,
     expired            BIGINT NOT NULL DEFAULT 0,
+    lost               BIGINT NOT NULL DEFAULT 0,
     since_replayed     BIGINT NOT NULL DEFAULT 0,
     since_succeeded    BIGINT NOT NULL DEFAULT 0,
     since_failed_again BIGINT NOT NULL DEFAULT 0,
@@ -45,7 +46,6 @@ CREATE TABLE error_group_history (
     why        TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX error_group_history_group ON error_group_history (state_id, id);
-CREATE INDEX error_group_history_at ON error_group_history (at);
 
 ALTER TABLE error_group_hours ADD COLUMN replayed     BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE error_group_hours ADD COLUMN succeeded    BIGINT NOT NULL DEFAULT 0;

@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 366 statements (21 with a PostgreSQL text written by hand, 13 for
+-- 371 statements (22 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 93 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -829,6 +829,21 @@ SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1
 
 -- used by: Tx.DeleteQueue
 -- sqlite:
+--   UPDATE error_group_states SET lost = lost + x.n
+--   			FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+--   				WHERE o.error_group > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
+--   				GROUP BY o.error_group) x
+--   			WHERE error_group_states.id = x.error_group
+-- postgres (translated):
+UPDATE error_group_states SET lost = lost + x.n
+			FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+				WHERE o.error_group > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)
+				GROUP BY o.error_group) x
+			WHERE error_group_states.id = x.error_group
+;
+
+-- used by: Tx.DeleteQueue
+-- sqlite:
 --   UPDATE job_outcomes SET replayed = replayed - x.n
 --   			FROM (SELECT o.job_id, o.group_id, COUNT(*) AS n FROM replay_outcomes o
 --   				WHERE o.job_id > 0 AND o.outcome = 0 AND o.copy_seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
@@ -1011,7 +1026,7 @@ SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 -- sqlite:
 --   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 --   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
---   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 --   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 --   		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND ?1 = 0 AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 --   			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
@@ -1022,7 +1037,7 @@ SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 -- postgres (translated):
 SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND $1 = 0 AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
 			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
@@ -1036,7 +1051,7 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 -- sqlite:
 --   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 --   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
---   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 --   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 --   		WHERE s.queue_id = ?1 AND (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 --   			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
@@ -1047,7 +1062,7 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 -- postgres (translated):
 SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE s.queue_id = $1 AND (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
 			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
@@ -1061,7 +1076,7 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 -- sqlite:
 --   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 --   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
---   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 --   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 --   	LEFT JOIN groups c ON c.id = s.group_id
 --   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
@@ -1069,7 +1084,7 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 -- postgres (translated):
 SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
@@ -1080,14 +1095,14 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 -- sqlite:
 --   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 --   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
---   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 --   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 --   	LEFT JOIN groups c ON c.id = s.group_id
 --   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = ?
 -- postgres (translated):
 SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
-	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = $1
@@ -1140,6 +1155,18 @@ SELECT x.id, x.seq FROM (
 --   SELECT id, retention FROM removed_dead_letters WHERE seq = ? AND how = 'expired'
 -- postgres (translated):
 SELECT id, retention FROM removed_dead_letters WHERE seq = $1 AND how = 'expired'
+;
+
+-- used by: Tx.FillErrorGroupVersions
+-- from: VersionsOfSQL
+-- sqlite:
+--   SELECT s.id, v.version, v.filed, v.first_seen, v.last_seen
+--   	FROM error_group_states s JOIN error_group_versions v ON v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint
+--   	WHERE s.id IN (SELECT value FROM json_each(?1)) ORDER BY s.id, v.last_seen DESC, v.version
+-- postgres (hand-written, PGQuery):
+SELECT s.id, v.version, v.filed, v.first_seen, v.last_seen
+	FROM error_group_states s JOIN error_group_versions v ON v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint
+	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) ORDER BY s.id, v.last_seen DESC, v.version
 ;
 
 -- used by: Tx.GroupID
@@ -2251,10 +2278,21 @@ INSERT INTO error_group_history (state_id, at, actor, from_state, to_state, why)
 
 -- used by: Tx.SetErrorGroupState
 -- sqlite:
---   UPDATE error_group_states SET state = ?, regressed = ?, owner = ?, note = ?, link = ?, version = ?,
---   			until_at = ?, until_filed = ?, changed_at = ?, changed_by = ?,
+--   UPDATE error_group_states SET state = ?1, regressed = ?2, owner = ?3, note = ?4, link = ?5, version = ?6,
+--   			until_at = ?7, until_filed = ?8
+--   		WHERE id = ?9
+-- postgres (translated):
+UPDATE error_group_states SET state = $1, regressed = $2, owner = $3, note = $4, link = $5, version = $6,
+			until_at = $7, until_filed = $8
+		WHERE id = $9
+;
+
+-- used by: Tx.SetErrorGroupState
+-- sqlite:
+--   UPDATE error_group_states SET state = ?1, regressed = ?2, owner = ?3, note = ?4, link = ?5, version = ?6,
+--   			until_at = ?7, until_filed = ?8, changed_at = ?9, changed_by = ?10,
 --   			since_replayed = replayed, since_succeeded = succeeded, since_failed_again = failed_again
---   		WHERE id = ?
+--   		WHERE id = ?11
 -- postgres (translated):
 UPDATE error_group_states SET state = $1, regressed = $2, owner = $3, note = $4, link = $5, version = $6,
 			until_at = $7, until_filed = $8, changed_at = $9, changed_by = $10,
@@ -2475,6 +2513,19 @@ SELECT r.copy_seq, r.at,
 			OR EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.copy_seq)
 			OR EXISTS (SELECT 1 FROM removed_dead_letters x WHERE x.seq = r.copy_seq AND x.restore_until > 0 AND x.restored_at = 0)
 		FROM replays r WHERE r.copy_seq > $1 ORDER BY r.copy_seq LIMIT $2
+;
+
+-- used by: Tx.SweepHistory
+-- sqlite:
+--   UPDATE error_group_states SET lost = lost + x.n
+--   	FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+--   		WHERE o.copy_seq IN (SELECT value FROM json_each(?1)) AND o.outcome = 0 AND o.error_group > 0 GROUP BY o.error_group) x
+--   	WHERE error_group_states.id = x.error_group
+-- postgres (translated):
+UPDATE error_group_states SET lost = lost + x.n
+	FROM (SELECT o.error_group, COUNT(*) AS n FROM replay_outcomes o
+		WHERE o.copy_seq IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) AND o.outcome = 0 AND o.error_group > 0 GROUP BY o.error_group) x
+	WHERE error_group_states.id = x.error_group
 ;
 
 -- used by: Tx.SweepLoginFailures
@@ -2789,10 +2840,10 @@ UPDATE job_outcomes SET expired = expired + $1 WHERE job_id = $2 AND group_id = 
 -- used by: Tx.expireOutcomes
 -- sqlite:
 --   UPDATE replay_outcomes SET outcome = 3, settled_at = ?
---   		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id
+--   		WHERE copy_seq IN (SELECT value FROM json_each(?)) AND outcome = 0 RETURNING job_id, group_id, error_group
 -- postgres (translated):
 UPDATE replay_outcomes SET outcome = 3, settled_at = $1
-		WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND outcome = 0 RETURNING job_id, group_id
+		WHERE copy_seq IN (SELECT value::bigint FROM json_array_elements_text($2::json) AS value) AND outcome = 0 RETURNING job_id, group_id, error_group
 ;
 
 -- used by: Tx.fileErrorGroup
@@ -3349,6 +3400,13 @@ INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, g
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
 			d.transaction_id, d.trace_id, d.fingerprint, $1, $2, $3, $4, $5, d.payload, d.pushed_at, d.consumer_version
 		FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($6::json) AS value) ORDER BY d.id
+;
+
+-- used by: Tx.loseInErrorGroups
+-- sqlite:
+--   UPDATE error_group_states SET lost = lost + ? WHERE id = ?
+-- postgres (translated):
+UPDATE error_group_states SET lost = lost + $1 WHERE id = $2
 ;
 
 -- used by: Tx.pushCopies

@@ -18,7 +18,10 @@
 -- person's change). until_at (ms) and until_filed (a whole-life filed
 -- count) end an ignore; 0: none. changed_at/changed_by: the last change
 -- of state (0/'': never). The six counts are the whole-life funnel kept
--- as the broker works; since_* are those counts when the state last
+-- as the broker works, and lost the replayed copies whose outcome will
+-- never come (retention removed the copy, its queue was deleted, its
+-- record was swept): pending is replayed less succeeded, failed again
+-- and lost. since_* are those counts when the state last
 -- changed: the difference is what happened in the current state, the
 -- evidence of a resolve. first/last_filed_at span the group's filings.
 CREATE TABLE error_group_states (
@@ -42,6 +45,7 @@ CREATE TABLE error_group_states (
     failed_again       INTEGER NOT NULL DEFAULT 0,
     deleted            INTEGER NOT NULL DEFAULT 0,
     expired            INTEGER NOT NULL DEFAULT 0,
+    lost               INTEGER NOT NULL DEFAULT 0,
     since_replayed     INTEGER NOT NULL DEFAULT 0,
     since_succeeded    INTEGER NOT NULL DEFAULT 0,
     since_failed_again INTEGER NOT NULL DEFAULT 0,
@@ -63,8 +67,10 @@ CREATE INDEX error_group_states_open ON error_group_states (queue_id, regressed)
 -- The ignores that end at a time (the maintenance's sweep opens them).
 CREATE INDEX error_group_states_until ON error_group_states (until_at) WHERE state = 'ignored' AND until_at > 0;
 
--- The history of each group's state changes, newest first by id; swept
--- with the audit entries (the audit retention), which record them too.
+-- The history of each group's state changes, newest first by id: kept
+-- with its group (a queue's deletion takes both). It grows by people's
+-- changes and by what follows from them (a regression after a resolve,
+-- the end of an ignore): a few rows a group, not a row a dead letter.
 CREATE TABLE error_group_history (
     id         INTEGER PRIMARY KEY,
     state_id   INTEGER NOT NULL,
@@ -75,7 +81,6 @@ CREATE TABLE error_group_history (
     why        TEXT    NOT NULL
 ) STRICT;
 CREATE INDEX error_group_history_group ON error_group_history (state_id, id);
-CREATE INDEX error_group_history_at ON error_group_history (at);
 
 -- The funnel per hour, beside the filings the hours kept already: the
 -- last 24 hours and 7 days are sums of at most 168 rows a group. The
