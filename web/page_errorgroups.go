@@ -235,6 +235,14 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// What the resolve is judged by, for its message: the group as it
+	// was (the answer's is as it is after: its evidence starts over).
+	var before broker.OwnedErrorGroup
+	if change.State == broker.GroupResolved {
+		if before, _, err = s.broker.ErrorGroup(c.Request().Context(), id); err != nil {
+			return err
+		}
+	}
 	gs, err := s.broker.SetErrorGroupState(c.Request().Context(), change)
 	if errors.Is(err, broker.ErrConflict) {
 		v, rerr := s.errorGroupPage(c, id)
@@ -242,7 +250,9 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 			return rerr
 		}
 		_, msg, _ := statusOf(err)
-		v.Refused = upperFirst(msg)
+		// The page offers its own button for force: the API's advice
+		// on it is left out.
+		v.Refused = upperFirst(strings.TrimSuffix(msg, "; resolve with force to resolve anyway")) + "."
 		if f.Note != nil {
 			v.RefusedNote = *f.Note
 		}
@@ -256,7 +266,7 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 	}
 	text := "Saved."
 	if len(gs) > 0 {
-		text = stateDone(gs[0])
+		text = stateDone(gs[0], before)
 	}
 	if err := s.setFlash(c, views.Flash{Kind: "ok", Text: text}, ""); err != nil {
 		return err
@@ -316,13 +326,14 @@ func (s *Server) stateChangeOf(c echo.Context, id int64, f stateForm) (broker.St
 	return ch, nil
 }
 
-// stateDone says what a state change did.
-func stateDone(g broker.OwnedErrorGroup) string {
+// stateDone says what a state change did: g as it is after, before as
+// it was (read for a resolve only: its evidence).
+func stateDone(g, before broker.OwnedErrorGroup) string {
 	switch g.State {
 	case broker.GroupAcknowledged:
 		return "Acknowledged: owner " + g.Owner + "."
 	case broker.GroupResolved:
-		r, ok, failed, pending := g.Evidence()
+		r, ok, failed, pending := before.Evidence()
 		return fmt.Sprintf("Resolved (%d replayed, %d succeeded, %d failed again, %d pending): a new dead letter opens it again, regressed.", r, ok, failed, pending)
 	case broker.GroupIgnored:
 		return "Ignored " + views.IgnoreEnd(g.UntilAt, g.UntilFiled, g.Life.Filed) + "."
