@@ -289,7 +289,9 @@ type record struct {
 	TraceID       *string   `json:"traceId"`
 	IsReplay      bool      `json:"isReplay"`
 	Fingerprint   string    `json:"fingerprint"`
-	ExpiresAt     *stamp    `json:"expiresAt,omitempty"`
+	// ConsumerVersion: the version of the ack that filed it, when any.
+	ConsumerVersion string `json:"consumerVersion,omitempty"`
+	ExpiresAt       *stamp `json:"expiresAt,omitempty"`
 }
 
 func optional(s string) *string {
@@ -306,7 +308,7 @@ func Line(d broker.DeadLetter) ([]byte, error) {
 	r := record{ID: d.MessageID(), TransactionID: d.TransactionID, PartitionID: d.PartitionKey, Queue: d.Queue,
 		Partition: d.Partition, ConsumerGroup: d.Group, ErrorMessage: optional(d.Error), RetryCount: d.RetryCount,
 		CreatedAt: stamp(d.CreatedAt), FailedAt: stamp(d.FailedAt), TraceID: optional(d.TraceID), IsReplay: d.IsReplay(),
-		Fingerprint: d.Fingerprint}
+		Fingerprint: d.Fingerprint, ConsumerVersion: d.ConsumerVersion}
 	if kept, sent, ok := d.ErrorCut(); ok {
 		r.ErrorCut = &errorCut{KeptBytes: kept, SentBytes: sent}
 	}
@@ -340,18 +342,21 @@ const MaxLine = 16 << 20
 
 // line is a line as Parse reads it.
 type line struct {
-	ID            *string         `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	Queue         *string         `json:"queue"`
-	Partition     *string         `json:"partition"`
-	ConsumerGroup *string         `json:"consumerGroup"`
-	ErrorMessage  *string         `json:"errorMessage"`
-	ErrorCut      *errorCut       `json:"errorCut"`
-	RetryCount    int             `json:"retryCount"`
-	CreatedAt     string          `json:"createdAt"`
-	FailedAt      string          `json:"failedAt"`
-	TraceID       *string         `json:"traceId"`
-	Data          json.RawMessage `json:"data"`
+	ID            *string   `json:"id"`
+	TransactionID string    `json:"transactionId"`
+	Queue         *string   `json:"queue"`
+	Partition     *string   `json:"partition"`
+	ConsumerGroup *string   `json:"consumerGroup"`
+	ErrorMessage  *string   `json:"errorMessage"`
+	ErrorCut      *errorCut `json:"errorCut"`
+	RetryCount    int       `json:"retryCount"`
+	CreatedAt     string    `json:"createdAt"`
+	FailedAt      string    `json:"failedAt"`
+	TraceID       *string   `json:"traceId"`
+	// ConsumerVersion is kept as the line has it; the broker checks it
+	// as an ack's.
+	ConsumerVersion string          `json:"consumerVersion"`
+	Data            json.RawMessage `json:"data"`
 }
 
 // Parse reads a line of an archive (or of an NDJSON export) back as a
@@ -389,7 +394,8 @@ func Parse(b []byte) (broker.ImportedDeadLetter, error) {
 		}
 	}
 	d := broker.ImportedDeadLetter{MessageID: *l.ID, Queue: *l.Queue, Partition: *l.Partition, Group: *l.ConsumerGroup,
-		TransactionID: l.TransactionID, Payload: []byte(l.Data), RetryCount: l.RetryCount, FailedAt: failed.UTC(), CreatedAt: created.UTC()}
+		TransactionID: l.TransactionID, Payload: []byte(l.Data), RetryCount: l.RetryCount, FailedAt: failed.UTC(), CreatedAt: created.UTC(),
+		ConsumerVersion: l.ConsumerVersion}
 	if l.ErrorMessage != nil {
 		d.Error = *l.ErrorMessage
 	}

@@ -326,3 +326,24 @@ func TestArchiveFollowsNoLinkAndCutsNoForeignFile(t *testing.T) {
 		}
 	}
 }
+
+// A dead letter's consumer version goes into its line, and back out of
+// it; a line without one (an older archive) has none.
+func TestLineKeepsTheConsumerVersion(t *testing.T) {
+	t.Parallel()
+	d := deadLetters(t, 2, 8)
+	d[0].ConsumerVersion = "2.4.1"
+	for i, want := range []string{"2.4.1", ""} {
+		b, err := Line(d[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(b), `"consumerVersion"`); has != (want != "") {
+			t.Errorf("line %d: %s", i, b)
+		}
+		got, err := Parse(b)
+		if err != nil || got.ConsumerVersion != want {
+			t.Errorf("line %d parsed: %q %v, want %q", i, got.ConsumerVersion, err, want)
+		}
+	}
+}

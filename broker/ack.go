@@ -23,6 +23,10 @@ type Ack struct {
 	Status        string
 	Error         string
 	Group         string // empty: QueueModeGroup
+	// ConsumerVersion is the version of the consumer that acks, as it
+	// says (SPEC section 7; "" none): kept with a failed attempt and a
+	// dead letter, and with the versions of its error group.
+	ConsumerVersion string
 }
 
 // AckResult says what an ack did.
@@ -44,6 +48,9 @@ type AckResult struct {
 // each other now (hot), and unmarked when it comes to what it may not do
 // so (acker).
 func (b *Broker) Ack(ctx context.Context, a Ack) (AckResult, error) {
+	if err := checkConsumerVersion(a.ConsumerVersion); err != nil {
+		return AckResult{}, errorf(ErrInvalid, "%s; nothing was done", err)
+	}
 	var res AckResult
 	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {
 		k := newAcker(b, tx, b.now(), touched, o)
@@ -67,6 +74,13 @@ func (b *Broker) AckBatch(ctx context.Context, group string, acks []Ack) ([]AckR
 	}
 	if len(acks) > MaxAcks {
 		return nil, errorf(ErrInvalid, "acknowledgments: at most %d per batch, got %d", MaxAcks, len(acks))
+	}
+	// A bad version refuses the whole batch, unlike a refused ack: it is
+	// the client's mistake in every ack it sends, not a race.
+	for i, a := range acks {
+		if err := checkConsumerVersion(a.ConsumerVersion); err != nil {
+			return nil, errorf(ErrInvalid, "acknowledgments[%d]: %s; nothing was done", i, err)
+		}
 	}
 	// Marked Concurrent or not, as Ack.
 	var out []AckResult
@@ -377,7 +391,7 @@ func (k *acker) ack(ctx context.Context, a Ack) (AckResult, error) {
 	if err != nil {
 		return AckResult{}, fmt.Errorf("ack: queue: %w", err)
 	}
-	c.Acks = append(c.Acks, LeaseAck{Seq: m.Seq, Status: a.Status, Error: a.Error, ErrorBytes: errorBytes})
+	c.Acks = append(c.Acks, LeaseAck{Seq: m.Seq, Status: a.Status, Error: a.Error, ErrorBytes: errorBytes, ConsumerVersion: a.ConsumerVersion})
 	st.dirty = true
 	s := settler{k: k, st: st, tx: tx, now: now, queue: q, group: a.Group, c: c}
 	if err := s.settle(ctx); err != nil {
@@ -405,6 +419,8 @@ type settler struct {
 	stats   Stats
 	filed   map[int64]bool
 	dropped map[int64]bool
+	// ack is the ack being applied at the head of the lease.
+	ack LeaseAck
 }
 
 func (s *settler) settle(ctx context.Context) error {
@@ -428,6 +444,7 @@ func (s *settler) settle(ctx context.Context) error {
 			return fmt.Errorf("settle: head: %w", err)
 		}
 		a := c.Acks[i]
+		s.ack = a
 		if !ok || head.Seq != a.Seq {
 			break // an earlier message of the lease is still unacknowledged
 		}
@@ -465,7 +482,7 @@ func (s *settler) settle(ctx context.Context) error {
 				// time for the dead letter's history should it come to
 				// that: one statement.
 				wait := o.RetryWait(retries + 1)
-				if err := s.tx.InsertAttempt(ctx, a.Seq, c.GroupID, Attempt{Attempt: retries + 1, At: s.now, Error: a.Error, ErrorBytes: a.ErrorBytes, Wait: wait, WaitKnown: true}); err != nil {
+				if err := s.tx.InsertAttempt(ctx, a.Seq, c.GroupID, Attempt{Attempt: retries + 1, At: s.now, Error: a.Error, ErrorBytes: a.ErrorBytes, Wait: wait, WaitKnown: true, ConsumerVersion: a.ConsumerVersion}); err != nil {
 					return fmt.Errorf("settle: attempt: %w", err)
 				}
 				c.RetrySeq, c.Retries = a.Seq, retries+1
@@ -577,6 +594,7 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 	}
 	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID, TraceID: m.TraceID}
 	d.Fingerprint = Fingerprint(errText)
+	d.ConsumerVersion = s.ack.ConsumerVersion
 	if err := s.tx.InsertDeadLetter(ctx, &d, true); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}

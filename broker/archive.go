@@ -209,6 +209,8 @@ type ImportedDeadLetter struct {
 	RetryCount    int
 	FailedAt      time.Time
 	CreatedAt     time.Time
+	// ConsumerVersion is the version of the ack that filed it ("" none).
+	ConsumerVersion string
 }
 
 // ImportSkip is a dead letter of an import that was not filed, and why.
@@ -347,6 +349,9 @@ func (b *Broker) fileImported(ctx context.Context, tx Tx, d ImportedDeadLetter, 
 	case !plainText(d.TraceID):
 		return "traceId is not UTF-8 text without NUL characters", nil
 	}
+	if err := checkConsumerVersion(d.ConsumerVersion); err != nil {
+		return err.Error(), nil
+	}
 	if d.TransactionID == "" {
 		// As a push makes one for a message sent without: the id the line
 		// names (a message id, unique where it came from), so that the
@@ -410,7 +415,7 @@ func (b *Broker) fileImported(ctx context.Context, tx Tx, d ImportedDeadLetter, 
 	}
 	dl := DeadLetter{Seq: newSeq, QueueID: q.ID, PartitionID: p.ID, GroupID: g, Error: d.Error, ErrorBytes: d.ErrorBytes,
 		RetryCount: d.RetryCount, FailedAt: d.FailedAt, Fingerprint: Fingerprint(d.Error), TransactionID: d.TransactionID,
-		Payload: d.Payload, TraceID: d.TraceID, CreatedAt: created}
+		Payload: d.Payload, TraceID: d.TraceID, CreatedAt: created, ConsumerVersion: d.ConsumerVersion}
 	if err := tx.InsertDeadLetter(ctx, &dl, false); err != nil {
 		return "", fmt.Errorf("import: %w", err)
 	}

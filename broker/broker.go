@@ -420,6 +420,8 @@ type LeaseAck struct {
 	Error  string `json:"error,omitempty"`
 	// ErrorBytes is the size of the error as sent, when Error was cut.
 	ErrorBytes int `json:"errorBytes,omitempty"`
+	// ConsumerVersion is the ack's (Ack.ConsumerVersion).
+	ConsumerVersion string `json:"consumerVersion,omitempty"`
 }
 
 func (c *Consumer) leaseLive(now time.Time) bool {
@@ -473,6 +475,9 @@ type DeadLetter struct {
 	// Fingerprint names the error group it is counted in (Fingerprint of
 	// Error, stored when it was filed).
 	Fingerprint string
+	// ConsumerVersion is the version the consumer said it was in the ack
+	// that filed it ("" none: SPEC section 7).
+	ConsumerVersion string
 	// The message, joined.
 	TransactionID string
 	Payload       []byte

@@ -20,6 +20,9 @@ type DLQQuery struct {
 	// Fingerprint selects one error group of Queue (Fingerprint): it
 	// needs Queue.
 	Fingerprint string
+	// ConsumerVersion selects the dead letters filed by an ack of this
+	// consumer version (Ack.ConsumerVersion).
+	ConsumerVersion string
 	// Text is free text searched in payloads and error texts (TextMatch);
 	// Fields are filters on payload fields (ParseFieldFilter), all met.
 	Text      string
@@ -84,6 +87,7 @@ func (q DLQQuery) Describe() string {
 	add("error", q.ErrorContains)
 	add("transactionId", q.TransactionID)
 	add("fingerprint", q.Fingerprint)
+	add("consumerVersion", q.ConsumerVersion)
 	add("text", q.Text)
 	for _, f := range q.Fields {
 		add("field", f)
@@ -110,6 +114,9 @@ func (q *DLQQuery) validate() error {
 	if len(q.ErrorContains) > 1024 || len(q.TransactionID) > MaxNameLength || len(q.Fingerprint) > 4*MaxFingerprint {
 		return errorf(ErrInvalid, "filter text is too long")
 	}
+	if len(q.ConsumerVersion) > MaxConsumerVersion {
+		return errorf(ErrInvalid, "consumerVersion is at most %d bytes", MaxConsumerVersion)
+	}
 	if q.Fingerprint != "" && q.Queue == "" {
 		return errorf(ErrInvalid, "fingerprint needs queue")
 	}
@@ -119,7 +126,8 @@ func (q *DLQQuery) validate() error {
 // filter resolves names to ids. ok is false when a named thing does not
 // exist, so nothing can match.
 func (q DLQQuery) filter(ctx context.Context, tx partitionQueueSubscriptionTx) (f Filter, ok bool, err error) {
-	f = Filter{From: q.From, To: q.To, ErrorContains: q.ErrorContains, TransactionID: q.TransactionID, Fingerprint: q.Fingerprint}
+	f = Filter{From: q.From, To: q.To, ErrorContains: q.ErrorContains, TransactionID: q.TransactionID, Fingerprint: q.Fingerprint,
+		ConsumerVersion: q.ConsumerVersion}
 	if err := q.parseSearch(&f); err != nil {
 		return f, false, err
 	}

@@ -73,6 +73,10 @@ type GroupTx interface {
 	// or summed over the queue's groups when 0), in no particular order;
 	// hours with none are left out. It reads error_group_hours by its key.
 	ErrorGroupHours(ctx context.Context, queueID, groupID int64, fingerprints []string, fromHour int64) ([]ErrorGroupHour, error)
+	// ErrorGroupVersions returns the consumer versions that filed dead
+	// letters into an error group (the acks that said one), the one
+	// last seen first: kept as each is filed, in its transaction.
+	ErrorGroupVersions(ctx context.Context, queueID, groupID int64, fingerprint string) ([]ErrorGroupVersion, error)
 }
 
 // hourOf is the hour (unix seconds / 3600) t is in.

@@ -241,6 +241,9 @@ func (b *Broker) errorGroupDetail(ctx context.Context, tx Tx, q ErrorGroupQuery)
 			g.Trend[i] += h.Filed
 		}
 	}
+	if g.Versions, err = tx.ErrorGroupVersions(ctx, g.QueueID, g.GroupID, g.Fingerprint); err != nil {
+		return OwnedErrorGroup{}, nil, fmt.Errorf("error group versions: %w", err)
+	}
 	h, err := tx.ErrorGroupHistory(ctx, g.ID, MaxErrorGroupHistory)
 	if err != nil {
 		return OwnedErrorGroup{}, nil, fmt.Errorf("error group history: %w", err)

@@ -133,8 +133,8 @@ type OwnedErrorGroup struct {
 	// evidence of a resolve).
 	Since Funnel
 
-	// Versions are the consumer versions its dead letters were filed by
-	// (filled by ErrorGroup, and by ErrorGroupList for a version filter).
+	// Versions are the consumer versions its dead letters were filed by,
+	// the one last seen first (filled by ErrorGroup and ErrorGroupByKey).
 	Versions []ErrorGroupVersion
 	// Trend is how many dead letters were filed in each of the last
 	// TrendHours hours, oldest first (filled by ErrorGroup).

@@ -35,6 +35,9 @@ type Attempt struct {
 	// did not keep it.
 	Wait      time.Duration
 	WaitKnown bool
+	// ConsumerVersion is the version of the consumer that failed it, as
+	// its ack said ("" none).
+	ConsumerVersion string
 }
 
 // MessageRef names a message without its payload: what a history needs

@@ -750,8 +750,11 @@ type Filter struct {
 	// Fingerprint selects one error group (broker.Fingerprint); it needs
 	// QueueID (the groups are a queue's).
 	Fingerprint string
-	MaxID       int64     // only rows with ID <= MaxID (bulk actions pin their set)
-	MaxFailedAt time.Time // only rows that failed at or before it (with MaxID: a Bound)
+	// ConsumerVersion selects the dead letters filed by that version
+	// (DeadLetter.ConsumerVersion).
+	ConsumerVersion string
+	MaxID           int64     // only rows with ID <= MaxID (bulk actions pin their set)
+	MaxFailedAt     time.Time // only rows that failed at or before it (with MaxID: a Bound)
 	// ErrorWords is a full-text expression (TextMatch's form) of words
 	// every error text holding ErrorContains holds (ErrorWords): when
 	// set, the error texts' index names the candidates, and
@@ -814,7 +817,7 @@ type MatchWindow struct {
 // simple reports whether f selects by queue and group only, which the
 // maintained counts answer.
 func (f Filter) simple() bool {
-	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.Fingerprint == "" && f.MaxID == 0 && f.MaxFailedAt.IsZero() &&
+	return f.QueueID != 0 && f.PartitionID == 0 && f.From.IsZero() && f.To.IsZero() && f.ErrorContains == "" && f.TransactionID == "" && f.Fingerprint == "" && f.ConsumerVersion == "" && f.MaxID == 0 && f.MaxFailedAt.IsZero() &&
 		f.Text == "" && len(f.Fields) == 0 && f.Floor == nil && f.Cap == 0
 }
 

@@ -58,6 +58,9 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 	for i := range ops {
 		switch ops[i].Type {
 		case "ack":
+			if err := checkConsumerVersion(ops[i].Ack.ConsumerVersion); err != nil {
+				return nil, errorf(ErrInvalid, "operations[%d]: %s; nothing was done", i, err)
+			}
 		case "push":
 			if err := validatePush(ops[i].Items); err != nil {
 				return nil, errorf(ErrInvalid, "operations[%d]: %s", i, err)

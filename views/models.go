@@ -289,6 +289,7 @@ type DeadLetterFilter struct {
 	From, To  string // datetime-local values
 	Error     string
 	TxID      string
+	Version   string // the consumer version of the filing ack (version)
 	Size      int
 	Text      string   // free text in payloads and errors (q)
 	Fields    []string // payload field filters (field), as typed
@@ -379,10 +380,14 @@ type DeadLetterDetail struct {
 	Group       string
 	TxID        string
 	TraceID     string
-	Error       string
-	Retries     int
-	PushedAt    time.Time
-	FailedAt    time.Time
+	// ConsumerVersion is the version the filing ack said ("" none), and
+	// VersionURL the list of the queue's dead letters of that version.
+	ConsumerVersion string
+	VersionURL      string
+	Error           string
+	Retries         int
+	PushedAt        time.Time
+	FailedAt        time.Time
 	// ExpiresAt is when deadLetterRetentionSeconds (Retention, in words)
 	// expires it; zero: kept until replayed or deleted.
 	ExpiresAt   time.Time

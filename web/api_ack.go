@@ -16,10 +16,14 @@ type ackRequest struct {
 	Status        string `json:"status"`
 	Error         string `json:"error"`
 	ConsumerGroup string `json:"consumerGroup"`
+	// ConsumerVersion is the consumer's version, kept with a failure
+	// (SPEC section 7); Queen's clients never send it.
+	ConsumerVersion string `json:"consumerVersion"`
 }
 
 func (r ackRequest) ack() broker.Ack {
-	return broker.Ack{TransactionID: r.TransactionID, PartitionID: r.PartitionID, LeaseID: r.LeaseID, Status: r.Status, Error: r.Error, Group: r.ConsumerGroup}
+	return broker.Ack{TransactionID: r.TransactionID, PartitionID: r.PartitionID, LeaseID: r.LeaseID, Status: r.Status, Error: r.Error, Group: r.ConsumerGroup,
+		ConsumerVersion: r.ConsumerVersion}
 }
 
 type ackResponse struct {
@@ -81,7 +85,10 @@ func (s *Server) ackMessage(c echo.Context) error {
 }
 
 type ackBatchRequest struct {
-	ConsumerGroup   string       `json:"consumerGroup"`
+	ConsumerGroup string `json:"consumerGroup"`
+	// ConsumerVersion is the version of every acknowledgement that says
+	// none of its own.
+	ConsumerVersion string       `json:"consumerVersion"`
 	Acknowledgments []ackRequest `json:"acknowledgments"`
 }
 
@@ -111,6 +118,9 @@ func (s *Server) ackMessages(c echo.Context) error {
 	acks := make([]broker.Ack, len(req.Acknowledgments))
 	for i, a := range req.Acknowledgments {
 		acks[i] = a.ack()
+		if acks[i].ConsumerVersion == "" {
+			acks[i].ConsumerVersion = req.ConsumerVersion
+		}
 	}
 	res, err := s.broker.AckBatch(c.Request().Context(), req.ConsumerGroup, acks)
 	if err != nil {

@@ -31,6 +31,9 @@ type deadLetterView struct {
 	// Fingerprint names the dead letter's error group (a filter:
 	// fingerprint=).
 	Fingerprint string `json:"fingerprint"`
+	// ConsumerVersion: the version of the consumer whose ack filed it
+	// (a filter: consumerVersion=); absent when the ack said none.
+	ConsumerVersion string `json:"consumerVersion,omitempty"`
 	// ExpiresAt: when its queue's deadLetterRetentionSeconds expires it;
 	// absent when the queue keeps its dead letters.
 	ExpiresAt *timestamp `json:"expiresAt,omitempty"`
@@ -49,37 +52,39 @@ func newDeadLetterView(d broker.DeadLetter) deadLetterView {
 		cut = &errorCutView{KeptBytes: kept, SentBytes: sent}
 	}
 	return deadLetterView{
-		ErrorCut:      cut,
-		ID:            d.MessageID(),
-		TransactionID: d.TransactionID,
-		PartitionID:   d.PartitionKey,
-		Queue:         d.Queue,
-		Partition:     d.Partition,
-		ConsumerGroup: d.Group,
-		ErrorMessage:  optional(d.Error),
-		RetryCount:    d.RetryCount,
-		Data:          d.Payload,
-		CreatedAt:     timestamp(d.CreatedAt),
-		FailedAt:      timestamp(d.FailedAt),
-		TraceID:       optional(d.TraceID),
-		IsReplay:      d.IsReplay(),
-		Fingerprint:   d.Fingerprint,
-		ExpiresAt:     optionalTime(d.ExpiresAt),
+		ErrorCut:        cut,
+		ID:              d.MessageID(),
+		TransactionID:   d.TransactionID,
+		PartitionID:     d.PartitionKey,
+		Queue:           d.Queue,
+		Partition:       d.Partition,
+		ConsumerGroup:   d.Group,
+		ErrorMessage:    optional(d.Error),
+		RetryCount:      d.RetryCount,
+		Data:            d.Payload,
+		CreatedAt:       timestamp(d.CreatedAt),
+		FailedAt:        timestamp(d.FailedAt),
+		TraceID:         optional(d.TraceID),
+		IsReplay:        d.IsReplay(),
+		Fingerprint:     d.Fingerprint,
+		ConsumerVersion: d.ConsumerVersion,
+		ExpiresAt:       optionalTime(d.ExpiresAt),
 	}
 }
 
 // parseDLQQuery reads the filters and page of GET /api/v1/dlq.
 func parseDLQQuery(c echo.Context) (broker.DLQQuery, error) {
 	q := broker.DLQQuery{
-		Queue:         c.QueryParam("queue"),
-		Group:         c.QueryParam("consumerGroup"),
-		Partition:     c.QueryParam("partition"),
-		ErrorContains: c.QueryParam("error"),
-		TransactionID: c.QueryParam("transactionId"),
-		Fingerprint:   c.QueryParam("fingerprint"),
-		Text:          c.QueryParam("q"),
-		Fields:        c.QueryParams()["field"],
-		WithTotal:     true,
+		Queue:           c.QueryParam("queue"),
+		Group:           c.QueryParam("consumerGroup"),
+		Partition:       c.QueryParam("partition"),
+		ErrorContains:   c.QueryParam("error"),
+		TransactionID:   c.QueryParam("transactionId"),
+		Fingerprint:     c.QueryParam("fingerprint"),
+		ConsumerVersion: c.QueryParam("consumerVersion"),
+		Text:            c.QueryParam("q"),
+		Fields:          c.QueryParams()["field"],
+		WithTotal:       true,
 	}
 	var err error
 	if q.From, err = parseTime("query parameter from", c.QueryParam("from")); err != nil {

@@ -139,7 +139,9 @@ type bulkFilter struct {
 	Error         string `json:"error,omitempty"`
 	TransactionID string `json:"transactionId,omitempty"`
 	Fingerprint   string `json:"fingerprint,omitempty"` // an error group
-	All           bool   `json:"all,omitempty"`
+	// ConsumerVersion: the dead letters an ack of this version filed.
+	ConsumerVersion string `json:"consumerVersion,omitempty"`
+	All             bool   `json:"all,omitempty"`
 	// Q is free text in payloads and errors, Field payload field
 	// filters, as GET /api/v1/dlq's q and field.
 	Q     string   `json:"q,omitempty"`
@@ -179,7 +181,7 @@ func (r bulkRequest) query() (broker.DLQQuery, error) {
 	f := *r.Filter
 	all := r.All || f.All
 	q := broker.DLQQuery{Queue: f.Queue, Group: f.ConsumerGroup, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TransactionID, Fingerprint: f.Fingerprint, AllQueues: all,
-		Text: f.Q, Fields: f.Field}
+		Text: f.Q, Fields: f.Field, ConsumerVersion: f.ConsumerVersion}
 	var err error
 	if q.From, err = parseTime("filter.from", f.From); err != nil {
 		return q, err

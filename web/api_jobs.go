@@ -141,7 +141,7 @@ func toJobJSON(j broker.Job) jobJSON {
 	}
 	if q := sc.Filter; q != nil {
 		f := &bulkFilter{Queue: q.Queue, ConsumerGroup: q.Group, Partition: q.Partition, Error: q.ErrorContains, TransactionID: q.TransactionID,
-			Fingerprint: q.Fingerprint, All: q.AllQueues, Q: q.Text, Field: q.Fields}
+			Fingerprint: q.Fingerprint, All: q.AllQueues, Q: q.Text, Field: q.Fields, ConsumerVersion: q.ConsumerVersion}
 		if !q.From.IsZero() {
 			f.From = q.From.UTC().Format(timeFormat)
 		}

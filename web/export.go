@@ -273,6 +273,7 @@ func exportFileName(q broker.DLQQuery, now time.Time, ext string) string {
 	add("error-", q.ErrorContains)
 	add("tx-", q.TransactionID)
 	add("errorgroup-", q.Fingerprint)
+	add("version-", q.ConsumerVersion)
 	add("text-", q.Text)
 	for _, f := range q.Fields {
 		add("field-", f)

@@ -186,6 +186,8 @@ func (d *fastDecoder) ack(a, prev *ackRequest) bool {
 			dst, same = &a.Error, prev.Error
 		case "consumerGroup":
 			dst, same = &a.ConsumerGroup, prev.ConsumerGroup
+		case "consumerVersion":
+			dst, same = &a.ConsumerVersion, prev.ConsumerVersion
 		default:
 			return false
 		}
@@ -233,6 +235,10 @@ func (d *fastDecoder) ackBatch(req *ackBatchRequest) bool {
 		switch string(key) {
 		case "consumerGroup":
 			if !d.string(&req.ConsumerGroup, "") {
+				return false
+			}
+		case "consumerVersion":
+			if !d.string(&req.ConsumerVersion, "") {
 				return false
 			}
 		case "acknowledgments":

@@ -38,6 +38,9 @@ type listFilter struct {
 	Group, Partition, Since, From, To, Error, TxID string
 	// Fingerprint is an error group (fingerprint).
 	Fingerprint string
+	// Version is the consumer version of the ack that filed them
+	// (version).
+	Version string
 	// Text is free text in payloads and errors (q); Fields are payload
 	// field filters (field, repeatable), as typed.
 	Text   string
@@ -45,11 +48,11 @@ type listFilter struct {
 }
 
 // filterKeys are the URL parameters of a listFilter, in chip order.
-var filterKeys = []string{"group", "fingerprint", "partition", "since", "from", "to", "error", "tx"}
+var filterKeys = []string{"group", "fingerprint", "version", "partition", "since", "from", "to", "error", "tx"}
 
 func (f listFilter) values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"group": f.Group, "partition": f.Partition, "since": f.Since, "from": f.From, "to": f.To, "error": f.Error, "tx": f.TxID, "fingerprint": f.Fingerprint} {
+	for k, s := range map[string]string{"group": f.Group, "partition": f.Partition, "since": f.Since, "from": f.From, "to": f.To, "error": f.Error, "tx": f.TxID, "fingerprint": f.Fingerprint, "version": f.Version} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -71,6 +74,9 @@ func (f listFilter) describe() string {
 	}
 	if f.Fingerprint != "" {
 		parts = append(parts, "error group “"+views.Cut(f.Fingerprint, 120)+"”")
+	}
+	if f.Version != "" {
+		parts = append(parts, "consumer version "+views.Cut(f.Version, 80))
 	}
 	if f.Partition != "" {
 		parts = append(parts, "partition "+f.Partition)
@@ -105,7 +111,8 @@ func (f listFilter) describe() string {
 // parseListFilter reads a filter from URL parameters.
 func parseListFilter(q url.Values) listFilter {
 	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
-	f := listFilter{Group: get("group"), Partition: get("partition"), Since: get("since"), From: get("from"), To: get("to"), Error: get("error"), TxID: get("tx"), Text: get("q"), Fingerprint: get("fingerprint")}
+	f := listFilter{Group: get("group"), Partition: get("partition"), Since: get("since"), From: get("from"), To: get("to"), Error: get("error"), TxID: get("tx"), Text: get("q"), Fingerprint: get("fingerprint"),
+		Version: get("version")}
 	for _, s := range q["field"] {
 		if s = strings.TrimSpace(s); s != "" && !slices.Contains(f.Fields, s) {
 			f.Fields = append(f.Fields, s)
@@ -116,7 +123,8 @@ func parseListFilter(q url.Values) listFilter {
 
 // query turns the filter into a broker query of queue.
 func (f listFilter) query(queue string, now time.Time) (broker.DLQQuery, error) {
-	q := broker.DLQQuery{Queue: queue, Group: f.Group, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TxID, Text: f.Text, Fields: f.Fields, Fingerprint: f.Fingerprint}
+	q := broker.DLQQuery{Queue: queue, Group: f.Group, Partition: f.Partition, ErrorContains: f.Error, TransactionID: f.TxID, Text: f.Text, Fields: f.Fields, Fingerprint: f.Fingerprint,
+		ConsumerVersion: f.Version}
 	if f.Since != "" {
 		found := false
 		for _, r := range quickRanges {
@@ -207,7 +215,7 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		Queue:         queue,
 		QueueURL:      queueURL(queue),
 		Groups:        brief.Groups,
-		Filter:        views.DeadLetterFilter{Group: f.Group, Partition: f.Partition, Since: f.Since, From: f.From, To: f.To, Error: f.Error, TxID: f.TxID, Size: size, Text: f.Text, Fields: f.Fields},
+		Filter:        views.DeadLetterFilter{Group: f.Group, Partition: f.Partition, Since: f.Since, From: f.From, To: f.To, Error: f.Error, TxID: f.TxID, Version: f.Version, Size: size, Text: f.Text, Fields: f.Fields},
 		SearchNote:    searchNote(page),
 		ScanWindow:    broker.FieldScan,
 		Matching:      page.Total,
@@ -381,7 +389,7 @@ func with(v url.Values, k, val string) url.Values {
 
 // chips lists the active filters, each with the link that removes it.
 func chips(queue string, f listFilter, base url.Values) []views.Chip {
-	labels := map[string]string{"fingerprint": "error group", "group": "group", "partition": "partition", "since": "last", "from": "from", "to": "to", "error": "error contains", "tx": "transactionId"}
+	labels := map[string]string{"fingerprint": "error group", "group": "group", "partition": "partition", "since": "last", "from": "from", "to": "to", "error": "error contains", "tx": "transactionId", "version": "consumer version"}
 	var out []views.Chip
 	for _, k := range filterKeys {
 		val := base.Get(k)
@@ -508,6 +516,10 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
 	}
 	v.ErrorCut = errorCutNote(d.DeadLetter)
+	if d.ConsumerVersion != "" {
+		v.ConsumerVersion = d.ConsumerVersion
+		v.VersionURL = deadLettersURL(queue, url.Values{"version": {d.ConsumerVersion}})
+	}
 	v.IndexedInPart = h.IndexedInPart
 	v.Replays, v.MaxReplays = h.ReplayCount.Replays, h.ReplayCount.Max
 	if !d.ExpiresAt.IsZero() {

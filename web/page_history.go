@@ -33,7 +33,7 @@ func jobLink(id int64) string {
 func historyOf(queue string, h broker.DeadLetterHistory, live bool) views.History {
 	v := views.History{Group: h.Group, AttemptsLeftOut: h.AttemptsLeftOut, LineageCut: h.LineageCut, Live: live}
 	for _, a := range h.Attempts {
-		r := views.AttemptRow{N: a.Attempt, At: a.At, First: views.FirstLine(a.Error, 200)}
+		r := views.AttemptRow{N: a.Attempt, At: a.At, First: views.FirstLine(a.Error, 200), Version: a.ConsumerVersion}
 		if r.First != a.Error {
 			r.Full = a.Error
 		}
@@ -313,6 +313,8 @@ type attemptView struct {
 	// followed, in milliseconds; null: not recorded (before migration
 	// 0025).
 	WaitMs *int64 `json:"waitMs"`
+	// ConsumerVersion is the version its ack said; absent when none.
+	ConsumerVersion string `json:"consumerVersion,omitempty"`
 }
 
 // replayHopView: messageId was replayed from originalId.
@@ -358,7 +360,7 @@ func modeName(groupID int64) string {
 func newHistoryView(h broker.DeadLetterHistory) *historyView {
 	v := &historyView{Attempts: []attemptView{}, ReplayOf: []replayHopView{}, Replays: []replayCopyView{}, AttemptsLeftOut: h.AttemptsLeftOut, Traces: newTraceViews(h.Traces)}
 	for _, a := range h.Attempts {
-		av := attemptView{Attempt: a.Attempt, At: timestamp(a.At), Error: optional(a.Error)}
+		av := attemptView{Attempt: a.Attempt, At: timestamp(a.At), Error: optional(a.Error), ConsumerVersion: a.ConsumerVersion}
 		if a.ErrorBytes > len(a.Error) {
 			av.ErrorCut = &errorCutView{KeptBytes: len(a.Error), SentBytes: a.ErrorBytes}
 		}

@@ -63,7 +63,9 @@ func (s *bundle) archiving() []broker.DeadLetter {
 		s.t.Fatal(err)
 	}
 	s.fail("orders", "billing", 1, "zebrafish exploded")
-	s.fail("orders", "billing", 1, "quokka timeout\nat line 2")
+	if r := s.ackVersion("orders", "billing", broker.AckDLQ, "quokka timeout\nat line 2", "2.4.1"); !r.DLQ { // and a consumer version
+		s.t.Fatalf("not filed: %+v", r)
+	}
 	s.fail("orders", "billing", 1, strings.Repeat("x", broker.MaxErrorText+100))
 	dls := s.dead("orders", "billing")
 	if len(dls) != 3 {
@@ -295,7 +297,7 @@ func readArchive(t *testing.T, dir, queue string, day time.Time) []broker.Import
 
 // Archived, expired, imported: the dead letters are back as they were
 // (message id, partition, payload, error text and its cut, retries, the
-// failure's time), counted in depth and their error groups; imported
+// failure's time, the consumer version), counted in depth and their error groups; imported
 // again, each is skipped (its group has it). Into another database, the
 // dead letters get new message ids above every seq, which no push takes
 // afterwards.
@@ -328,7 +330,7 @@ func testArchiveImportRoundTrips(t *testing.T, harness Harness) {
 		b := before[i]
 		if d.MessageID() != b.MessageID() || d.Partition != b.Partition || !bytes.Equal(d.Payload, b.Payload) || d.Error != b.Error ||
 			d.ErrorBytes != b.ErrorBytes || d.RetryCount != b.RetryCount || !d.FailedAt.Equal(b.FailedAt) || d.TraceID != b.TraceID ||
-			d.TransactionID != b.TransactionID || d.Fingerprint != b.Fingerprint {
+			d.TransactionID != b.TransactionID || d.Fingerprint != b.Fingerprint || d.ConsumerVersion != b.ConsumerVersion {
 			t.Errorf("back\n%+v\nwas\n%+v", d, b)
 		}
 	}
@@ -459,6 +461,7 @@ func testArchiveImportRefusesValuesOutOfRange(t *testing.T, harness Harness) {
 		func(d *broker.ImportedDeadLetter) { d.Error, d.ErrorBytes = "a longer error text", 3 },
 		func(d *broker.ImportedDeadLetter) { d.FailedAt = now.Add(time.Hour) },
 		func(d *broker.ImportedDeadLetter) { d.CreatedAt = d.FailedAt.Add(time.Second) },
+		func(d *broker.ImportedDeadLetter) { d.ConsumerVersion = "v1\n<script>" },
 	} {
 		d := ok
 		f(&d)
@@ -471,7 +474,7 @@ func testArchiveImportRefusesValuesOutOfRange(t *testing.T, harness Harness) {
 	if out.Imported != 0 || len(out.Skipped) != len(bad) {
 		t.Fatalf("import: %+v, want all %d skipped", out, len(bad))
 	}
-	for i, want := range []string{"retryCount", "retryCount", "sentBytes", "future", "createdAt"} {
+	for i, want := range []string{"retryCount", "retryCount", "sentBytes", "future", "createdAt", "consumerVersion"} {
 		if !strings.Contains(out.Skipped[i].Reason, want) {
 			t.Errorf("line %d skipped for %q, want it to say %s", i, out.Skipped[i].Reason, want)
 		}

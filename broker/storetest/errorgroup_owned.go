@@ -300,3 +300,33 @@ func testErrorGroupFunnelCountsRemovals(t *testing.T, harness Harness) {
 		t.Fatalf("after expiry a day later: %+v", g)
 	}
 }
+
+// A group's page lists the consumer versions that filed into it, the
+// one last seen first; the list of groups filters by a version: the
+// groups it filed into.
+func testErrorGroupVersionsAndFilter(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setup(t, harness)
+	s.push("q", "p", "a", "b", "c", "d")
+	s.ackVersion("q", "g", broker.AckDLQ, "card declined", "1.8.2")
+	s.clock.Advance(time.Minute)
+	s.ackVersion("q", "g", broker.AckDLQ, "card declined", "1.8.3")
+	s.ackVersion("q", "g", broker.AckDLQ, "gateway timeout", "1.8.2")
+	s.ackVersion("q", "g", broker.AckDLQ, "no such customer", "")
+	g := s.group("card declined")
+	g, _, err := s.b.ErrorGroup(s.ctx, g.ID)
+	if err != nil || len(g.Versions) != 2 || g.Versions[0].Version != "1.8.3" || g.Versions[1].Version != "1.8.2" || g.Versions[1].Filed != 1 {
+		t.Fatalf("versions of the group: %+v %v", g.Versions, err)
+	}
+	list, err := s.b.ErrorGroupList(s.ctx, broker.ErrorGroupFilter{Version: "1.8.2", Limit: 10})
+	var fps []string
+	for _, o := range list {
+		fps = append(fps, o.Fingerprint)
+	}
+	if err != nil || strings.Join(fps, ",") != "gateway timeout,card declined" {
+		t.Fatalf("groups of 1.8.2: %v %v, want gateway timeout and card declined (newest filed first)", fps, err)
+	}
+	if none, err := s.b.ErrorGroupList(s.ctx, broker.ErrorGroupFilter{Version: "9.9", Limit: 10}); err != nil || len(none) != 0 {
+		t.Fatalf("groups of an unknown version: %+v %v", none, err)
+	}
+}

@@ -1637,6 +1637,31 @@ func (r *modelRun) compare() {
 			r.failf("error groups of %q: broker keeps %s, its dead letters are %s", g, kept, scanned)
 		}
 	}
+	// The error groups' funnels add up to the group's counts the model
+	// keeps (filed, replayed, deleted, expired, and the copies'
+	// outcomes), and each group's dead letters now are what was filed
+	// less what was replayed, deleted or expired.
+	for _, g := range modelGroups {
+		owned, err := r.b.ErrorGroupList(r.ctx, broker.ErrorGroupFilter{Queue: modelQueue, Group: g, Limit: broker.MaxErrorGroups})
+		if err != nil {
+			r.failf("error groups you own of %q: %v", g, err)
+		}
+		var life broker.Funnel
+		for _, o := range owned {
+			life = life.Add(o.Life)
+			if left := o.Life.Filed - o.Life.Replayed - o.Life.Deleted - o.Life.Expired; left != o.DeadLetters {
+				r.failf("error group %q of %q: funnel %+v leaves %d dead letters, it holds %d", o.Fingerprint, g, o.Life, left, o.DeadLetters)
+			}
+		}
+		var w broker.Stats
+		if s, ok := m.stats[g]; ok {
+			w = *s
+		}
+		want := broker.Funnel{Filed: w.DeadLettered, Replayed: w.Replayed, Succeeded: w.ReplayCompleted, FailedAgain: w.ReplayFailed, Deleted: w.Deleted, Expired: w.DeadLettersExpired}
+		if life != want {
+			r.failf("funnels of %q add up to %+v, the model's counts are %+v", g, life, want)
+		}
+	}
 }
 
 func brokerDead(dls []broker.DeadLetter) []string {

@@ -163,7 +163,7 @@ var pgCatalog = map[string]*pgStatement{
 	// Tx.AddStats: translated
 	`UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?`: {text: `UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3`, stores: true},
 	// Tx.Attempts: translated
-	`SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`: {text: `SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3`},
+	`SELECT attempt, at, error, error_bytes, wait_ms, consumer_version FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`: {text: `SELECT attempt, at, error, error_bytes, wait_ms, consumer_version FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3`},
 	// Tx.Breaker: translated
 	`SELECT streak, last_error FROM group_breakers WHERE queue_id = ? AND group_id = ?`: {text: `SELECT streak, last_error FROM group_breakers WHERE queue_id = $1 AND group_id = $2`},
 	// Tx.Consumer: translated
@@ -262,13 +262,13 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		ON CONFLICT (name) DO NOTHING RETURNING id`, stores: true},
 	// Tx.DeadLetter: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id WHERE d.id = ?`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
@@ -332,13 +332,13 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 			ORDER BY d.transaction_id, d.failed_at DESC, d.id DESC LIMIT $3`},
 	// Tx.DeadLettersOfMessage: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id WHERE d.seq = ? ORDER BY d.id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
@@ -398,6 +398,8 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`DELETE FROM error_group_hours WHERE queue_id = ?1`: {text: `DELETE FROM error_group_hours WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
 	`DELETE FROM error_group_states WHERE queue_id = ?1`: {text: `DELETE FROM error_group_states WHERE queue_id = $1`},
+	// Tx.DeleteQueue: translated
+	`DELETE FROM error_group_versions WHERE queue_id = ?1`: {text: `DELETE FROM error_group_versions WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
 	`DELETE FROM error_groups WHERE queue_id = ?1`: {text: `DELETE FROM error_groups WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
@@ -518,20 +520,42 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
 	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
-	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
-	LEFT JOIN groups c ON c.id = s.group_id
-	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
-			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
-	s.last_filed_at DESC, s.id DESC LIMIT ?`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
+			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7)) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT ?6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+		WHERE ($1 = 0 OR s.queue_id = $1) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
+			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
+			AND ($7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = $7)) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT $6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC`},
+	// Tx.ErrorGroupStates: translated
+	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
 	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
-		WHERE ($1 = 0 OR s.queue_id = $1) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
-			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
-	s.last_filed_at DESC, s.id DESC LIMIT $6`},
+		WHERE s.queue_id = ?1 AND s.fingerprint = ?2 AND (?3 = 0 OR s.group_id = ?3) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT ?4`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
+		WHERE s.queue_id = $1 AND s.fingerprint = $2 AND ($3 = 0 OR s.group_id = $3) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT $4`},
 	// Tx.ErrorGroupStates: translated
 	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
@@ -544,6 +568,10 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = $1`},
+	// Tx.ErrorGroupVersions: translated
+	`SELECT version, filed, first_seen, last_seen FROM error_group_versions
+	WHERE queue_id = ? AND group_id = ? AND fingerprint = ? ORDER BY last_seen DESC, version`: {text: `SELECT version, filed, first_seen, last_seen FROM error_group_versions
+	WHERE queue_id = $1 AND group_id = $2 AND fingerprint = $3 ORDER BY last_seen DESC, version`},
 	// Tx.ErrorGroupWindows: hand-written (PGQuery)
 	`SELECT s.id,
 		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END),
@@ -603,18 +631,20 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.IgnoresEnded: translated
 	`SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= ? ORDER BY until_at LIMIT ?`: {text: `SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= $1 ORDER BY until_at LIMIT $2`},
 	// Tx.InsertAttempt: translated
-	`INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms`: {text: `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms`, stores: true},
+	`INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms, consumer_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms,
+			consumer_version = excluded.consumer_version`: {text: `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms, consumer_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms,
+			consumer_version = excluded.consumer_version`, stores: true},
 	// Tx.InsertAudit: translated
 	`INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`, stores: true},
 	// Tx.InsertBuckets: translated
 	`INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING`: {text: `INSERT INTO group_stats (queue_id, group_id) VALUES ($1, $2) ON CONFLICT (queue_id, group_id) DO NOTHING`, stores: true},
 	// Tx.InsertDeadLetter: hand-written (PGQuery)
-	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END
-		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x RETURNING id`: {text: `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END
+	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x RETURNING id`: {text: `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END, $14
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id`, stores: true},
 	// Tx.InsertHold: translated
 	`INSERT INTO holds (queue_id, group_id, kind, reason, actor, since, probe_at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -977,31 +1007,31 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	// Tx.Restorable: translated
 	`SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > ? AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.job_id = ? AND r.job_id > 0 ORDER BY r.id LIMIT ?`: {text: `SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > $1 AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.job_id = $2 AND r.job_id > 0 ORDER BY r.id LIMIT $3`},
 	// Tx.Restorable: translated
 	`SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > ? AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = ? AND r.group_id = ? ORDER BY r.id`: {text: `SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > $1 AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = $2 AND r.group_id = $3 ORDER BY r.id`},
 	// Tx.Restorable: translated
 	`SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > ? AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = ? ORDER BY r.id`: {text: `SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > $1 AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = $2 ORDER BY r.id`},
 	// Tx.SaveConsumer: translated
@@ -1323,6 +1353,18 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + 1`: {text: `INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VALUES ($1, $2, $3, $4, 1)
 		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + 1`, stores: true},
 	// Tx.fileErrorGroup: translated
+	`INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + 1,
+			first_seen = min(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = max(error_group_versions.last_seen, excluded.last_seen)`: {text: `INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		VALUES ($1, $2, $3, $4, 1, $5, $5)
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + 1,
+			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen)`, stores: true},
+	// Tx.fileErrorGroup: translated
 	`INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
 		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
@@ -1634,13 +1676,13 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c`, args: []int{1, 2}, stores: true},
 	// Tx.keepRemoved: translated
 	`INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
-			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
+			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at, consumer_version)
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
-			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?, d.payload, d.pushed_at
+			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?, d.payload, d.pushed_at, d.consumer_version
 		FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id`: {text: `INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
-			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
+			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at, consumer_version)
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
-			d.transaction_id, d.trace_id, d.fingerprint, $1, $2, $3, $4, $5, d.payload, d.pushed_at
+			d.transaction_id, d.trace_id, d.fingerprint, $1, $2, $3, $4, $5, d.payload, d.pushed_at, d.consumer_version
 		FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($6::json) AS value) ORDER BY d.id`, stores: true},
 	// Tx.pushCopies: hand-written (PGQuery)
 	`CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL, part INTEGER NOT NULL)`: {text: `CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL, part BIGINT NOT NULL)`},
@@ -1952,6 +1994,10 @@ var pgFragments = map[string]*pgStatement{
 	`d.transaction_id = ?`: {text: `d.transaction_id = $1`},
 	// dlOfTxidX: translated
 	`+d.transaction_id = ?`: {text: `d.transaction_id = $1`},
+	// dlOfVersion: translated
+	`d.consumer_version = ? AND d.consumer_version <> ''`: {text: `d.consumer_version = $1 AND d.consumer_version <> ''`},
+	// dlOfVersionX: translated
+	`+d.consumer_version = ?`: {text: `d.consumer_version = $1`},
 	// dlPositionHead: translated
 	`SELECT d.failed_at, d.id FROM dead_letters d`: {text: `SELECT d.failed_at, d.id FROM dead_letters d`},
 	// dlRankedEnd: translated
@@ -1962,13 +2008,13 @@ var pgFragments = map[string]*pgStatement{
 		ROW_NUMBER() OVER (ORDER BY d.failed_at DESC, d.id DESC) - 1 AS rnk FROM dead_letters d`},
 	// dlSelect: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
@@ -2064,13 +2110,13 @@ var pgFragments = map[string]*pgStatement{
 	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs`},
 	// pgBlockOfErrors: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
@@ -2078,13 +2124,13 @@ var pgFragments = map[string]*pgStatement{
 	JOIN groups g ON g.id = d.group_id`},
 	// pgBlockOfPayloads: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
 	JOIN partitions p ON p.id = d.partition_id
 	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id

@@ -120,16 +120,18 @@ var laterDeadLetterColumns = []string{
 	`ALTER TABLE dead_letters ADD COLUMN payload BLOB`,                           // 0020
 	`ALTER TABLE dead_letters ADD COLUMN pushed_at INTEGER NOT NULL DEFAULT 0`,
 	`CREATE INDEX dead_letters_partition ON dead_letters (partition_id) WHERE partition_id > 0`, // 0022
+	`ALTER TABLE dead_letters ADD COLUMN consumer_version TEXT NOT NULL DEFAULT ''`,             // 0034
+	`CREATE INDEX dead_letters_version ON dead_letters (queue_id, consumer_version, failed_at DESC, id DESC) WHERE consumer_version <> ''`,
 }
 
 // reapplyLaterDeadLetterMigrations runs again the migrations after 0013
 // that change dead_letters, as a start after 0013 would.
 func reapplyLaterDeadLetterMigrations(t *testing.T, d *Store) {
 	t.Helper()
-	reapply(t, d, 14, "0014_error_groups.sql",
+	reapply(t, d, 14, "0014_error_groups.sql", append(undo33,
 		`DROP TABLE error_groups`, `DROP TABLE error_group_hours`,
 		`CREATE TABLE error_counts (queue_id INTEGER NOT NULL, group_id INTEGER NOT NULL, line TEXT NOT NULL, count INTEGER NOT NULL,
-			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)
+			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)...)
 	reapply(t, d, 16, "0016_dead_letter_trace.sql")
 	reapply(t, d, 17, "0017_dead_letter_error_bytes.sql")
 	reapply(t, d, 20, "0020_message_retention.sql",
@@ -140,6 +142,18 @@ func reapplyLaterDeadLetterMigrations(t *testing.T, d *Store) {
 	// 0022's indexes are IF NOT EXISTS: only dead_letters_partition,
 	// which 0013's copy of the table dropped, is made again.
 	reapply(t, d, 22, "0022_partition_sweep.sql")
+	reapply(t, d, 33, "0033_error_group_states.sql")
+	reapply(t, d, 34, "0034_consumer_version.sql",
+		`ALTER TABLE attempts DROP COLUMN consumer_version`, `ALTER TABLE removed_dead_letters DROP COLUMN consumer_version`,
+		`DROP TABLE error_group_versions`)
+}
+
+// undo33 takes away what migration 0033 added (but error_group_hours'
+// columns: the undo of 0014 drops that table), so that it can be applied
+// again after 0014.
+var undo33 = []string{
+	`DROP TABLE error_group_states`, `DROP TABLE error_group_history`,
+	`ALTER TABLE replay_outcomes DROP COLUMN error_group`,
 }
 
 // preAutoincrement is the dead_letters table as migrations 0001 and 0008

@@ -67,12 +67,20 @@ func TestErrorGroupsAreBackfilled(t *testing.T) {
 		t.Fatalf("groups as filed:\n%s", wantGroups)
 	}
 
-	reapply(t, d, 14, "0014_error_groups.sql",
+	const states = `SELECT queue_id, group_id, fingerprint, state, filed, first_filed_at, last_filed_at FROM error_group_states ORDER BY fingerprint`
+	wantStates := dump(t, d, states)
+	reapply(t, d, 14, "0014_error_groups.sql", append(undo33,
 		`DROP INDEX dead_letters_fingerprint`,
 		`ALTER TABLE dead_letters DROP COLUMN fingerprint`,
 		`DROP TABLE error_groups`, `DROP TABLE error_group_hours`,
 		`CREATE TABLE error_counts (queue_id INTEGER NOT NULL, group_id INTEGER NOT NULL, line TEXT NOT NULL, count INTEGER NOT NULL,
-			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)
+			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)...)
+	// 0033 then makes each group's state (open) and whole-life funnel
+	// from the dead letters it holds: here, all it ever filed.
+	reapply(t, d, 33, "0033_error_group_states.sql")
+	if got := dump(t, d, states); got != wantStates {
+		t.Errorf("error groups' states after the migrations:\n%s\nas filed:\n%s", got, wantStates)
+	}
 
 	if got := dump(t, d, fps); got != wantFps {
 		t.Errorf("fingerprints after the migration:\n%s\nas filed:\n%s", got, wantFps)
@@ -122,6 +130,11 @@ func TestErrorGroupPlans(t *testing.T) {
 		"Queue (unchanged)":            {broker.Filter{QueueID: 1}, "dead_letters_queue"},
 		"Consumer group (unchanged)":   {broker.Filter{QueueID: 1, GroupID: 2}, "dead_letters_group"},
 		"Group in a bulk action bound": {broker.Filter{QueueID: 1, Fingerprint: "x", MaxID: 10, MaxFailedAt: at}, "dead_letters_fingerprint"},
+		"Version of a queue":           {broker.Filter{QueueID: 1, ConsumerVersion: "v1"}, "dead_letters_version"},
+		"Version of a consumer group":  {broker.Filter{QueueID: 1, GroupID: 2, ConsumerVersion: "v1"}, "dead_letters_version"},
+		"Version of a partition":       {broker.Filter{QueueID: 1, GroupID: 2, PartitionID: 3, ConsumerVersion: "v1"}, "dead_letters_version"},
+		"Version in a bulk action":     {broker.Filter{QueueID: 1, ConsumerVersion: "v1", MaxID: 10, MaxFailedAt: at}, "dead_letters_version"},
+		"Version and group":            {broker.Filter{QueueID: 1, GroupID: 2, Fingerprint: "x", ConsumerVersion: "v1"}, "dead_letters_fingerprint"},
 	} {
 		w, args := whereOf(c.f)
 		for _, page := range []string{"", " AND (d.failed_at, d.id) < (?, ?)"} {
@@ -144,8 +157,14 @@ func TestErrorGroupPlans(t *testing.T) {
 		"top":          {sqlcore.GroupTopSQL, []any{1, 2, 10}, "SEARCH error_groups USING INDEX error_groups_top (queue_id=? AND group_id=?)"},
 		"top covering": {sqlcore.GroupTopFingerprintsSQL, []any{1, 2, 10}, "SEARCH error_groups USING COVERING INDEX error_groups_top (queue_id=? AND group_id=?)"},
 		"across":       {sqlcore.GroupAcrossSQL, []any{1, `["x"]`}, "SEARCH error_groups USING INDEX sqlite_autoindex_error_groups_1 (queue_id=? AND group_id=? AND fingerprint=?)"},
+		"versions":     {sqlcore.GroupVersionsSQL, []any{1, 2, "x"}, "SEARCH error_group_versions USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=?)"},
 		"hours":        {sqlcore.GroupHoursSQL, []any{1, `["x"]`, 5, 2}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 		"hours across": {sqlcore.GroupHoursAcrossSQL, []any{1, `["x"]`, 5, 0}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
+		// Error groups you own: one by id, a queue's fingerprint (a
+		// page's panel, a banner), the funnels' windows of a page's groups.
+		"state by id":  {sqlcore.StateByIDSQL, []any{1}, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"},
+		"state by key": {sqlcore.StateByKeySQL, []any{1, "x", 0, 10}, "SEARCH s USING INDEX error_group_states_fingerprint (queue_id=? AND fingerprint=?)"},
+		"windows":      {sqlcore.WindowsSQL, []any{`[1, 2]`, 5, 6}, "SEARCH h USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 	} {
 		text := queryPlan(t, d, c.query, c.args...)
 		if !strings.Contains(text, c.want) || strings.Contains(text, "SCAN error_group") {

@@ -294,6 +294,7 @@ func (t *Tx) DeleteQueue(ctx context.Context, id int64) error {
 		`DELETE FROM error_group_hours WHERE queue_id = ?1`,
 		`DELETE FROM error_group_history WHERE state_id IN (SELECT id FROM error_group_states WHERE queue_id = ?1)`,
 		`DELETE FROM error_group_states WHERE queue_id = ?1`,
+		`DELETE FROM error_group_versions WHERE queue_id = ?1`,
 		`DELETE FROM group_stats WHERE queue_id = ?1`,
 		`DELETE FROM subscriptions WHERE queue_id = ?1`,
 		`DELETE FROM holds WHERE queue_id = ?1`,
@@ -977,8 +978,10 @@ func (t *Tx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter, filed b
 	// A dead letter restored after retention removed its message carries
 	// the payload and push time it had kept (migration 0020); while the
 	// message is there, they are read from it.
+	d.ConsumerVersion = t.d.Text(d.ConsumerVersion)
 	_, id, err := t.Insert(ctx, "id", insertDeadLetterSQL,
-		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, MS(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID, []byte(d.Payload), MS(d.CreatedAt))
+		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, MS(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID, []byte(d.Payload), MS(d.CreatedAt),
+		d.ConsumerVersion)
 	if err != nil {
 		return err
 	}
@@ -987,7 +990,7 @@ func (t *Tx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter, filed b
 		return err
 	}
 	if filed {
-		return t.fileErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, d.FailedAt, d.Error)
+		return t.fileErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, d.FailedAt, d.Error, d.ConsumerVersion)
 	}
 	return t.returnToErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, 1, d.FailedAt, d.Error)
 }
@@ -995,11 +998,11 @@ func (t *Tx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter, filed b
 // insertDeadLetterSQL is InsertDeadLetter's statement. PostgreSQL types
 // the push time's parameter by the 0 beside it in its CASE, as a 32-bit
 // integer, unless cast.
-var insertDeadLetterSQL = PGInsert("id", `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END
+var insertDeadLetterSQL = PGInsert("id", `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`,
-	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST(?13 AS BIGINT) END
+	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST(?13 AS BIGINT) END, ?14
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`)
 
 // DeadLetterSelect joins a dead letter with its message, queue, partition
@@ -1013,7 +1016,7 @@ const DeadLetterSelect = DeadLetterCols + `dead_letters d` + DeadLetterJoins
 // docids, a list of them) puts its own between.
 const (
 	DeadLetterCols = `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM `
 	DeadLetterJoins = `
 	LEFT JOIN messages m ON m.seq = d.seq
@@ -1039,7 +1042,7 @@ func scanDeadLetters(rows Rows) ([]broker.DeadLetter, error) {
 func scanDeadLetter(rows Rows, d *broker.DeadLetter) error {
 	var failed, created int64
 	if err := rows.Scan(&d.ID, &d.Seq, &d.QueueID, &d.Queue, &d.PartitionID, &d.Partition, &d.PartitionKey, &d.GroupID, &d.Group,
-		&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created, &d.ErrorBytes, &d.Fingerprint); err != nil {
+		&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created, &d.ErrorBytes, &d.Fingerprint, &d.ConsumerVersion); err != nil {
 		return err
 	}
 	d.FailedAt, d.CreatedAt = fromMS(failed), fromMS(created)
@@ -1131,6 +1134,11 @@ const (
 	// queues').
 	dlCapAt    Frag = `EXISTS (SELECT 1 FROM replays r JOIN queues q ON q.id = d.queue_id WHERE r.copy_seq = d.seq AND q.max_replays > 0 AND r.depth >= q.max_replays)`
 	dlCapBelow Frag = `NOT ` + dlCapAt
+	// A version: the partial index dead_letters_version holds only the
+	// rows with one, and its condition is written out for SQLite to see
+	// that it may use it.
+	dlOfVersion  Frag = `d.consumer_version = ? AND d.consumer_version <> ''`
+	dlOfVersionX Frag = `+d.consumer_version = ?`
 	// Keyset bounds, newest failure first.
 	dlBefore Frag = `(d.failed_at, d.id) < (?, ?)`
 	dlFrom   Frag = `(d.failed_at, d.id) >= (?, ?)`
@@ -1149,6 +1157,9 @@ const (
 // (queue_id, fingerprint, failed_at, id): the group and partition are
 // then +col, else SQLite may take (queue_id, group_id, ...) and read the
 // whole consumer group for a small error group.
+// A consumer version is searched the same way by dead_letters_version
+// (queue_id, consumer_version, failed_at, id) unless an error group is
+// asked for too (its index then, the version +col).
 //
 // named: the rows are named by something else (a full-text index's
 // docids joined by id or seq), so every column is +col, out of index
@@ -1171,6 +1182,8 @@ func AddWhere(s *Stmt, f broker.Filter, named bool) {
 		// nor an error group's.
 		x = func(string) bool { return true }
 	} else if f.Fingerprint != "" && f.QueueID != 0 {
+		x = func(c string) bool { return c == "d.group_id" || c == "d.partition_id" || c == "d.consumer_version" }
+	} else if f.ConsumerVersion != "" && f.QueueID != 0 {
 		x = func(c string) bool { return c == "d.group_id" || c == "d.partition_id" }
 	}
 	col := func(c string, plain, plus Frag) Frag {
@@ -1190,6 +1203,9 @@ func AddWhere(s *Stmt, f broker.Filter, named bool) {
 	}
 	if f.Fingerprint != "" {
 		s.Cond(col("d.fingerprint", dlOfFingerprint, dlOfFingerprintX), f.Fingerprint)
+	}
+	if f.ConsumerVersion != "" {
+		s.Cond(col("d.consumer_version", dlOfVersion, dlOfVersionX), f.ConsumerVersion)
 	}
 	if !f.From.IsZero() {
 		s.Cond(col("d.failed_at", dlFailedFrom, dlFailedFromX), MS(f.From))

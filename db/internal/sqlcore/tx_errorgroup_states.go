@@ -99,25 +99,35 @@ const stateCols = `s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s
 	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '')`
 
-// stateFrom joins error_group_states to the names and the dead letters
-// now.
-const stateFrom = ` FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+// stateJoins joins error_group_states s to the names and the dead
+// letters now.
+const stateJoins = ` JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint`
 
 // stateOrder sorts open groups first (regressed first among them), then
 // acknowledged, resolved and ignored, each newest filed first.
 const stateOrder = ` ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
-	s.last_filed_at DESC, s.id DESC LIMIT ?`
+	s.last_filed_at DESC, s.id DESC`
 
-// The reads of error_group_states: by id, by key, and by a filter whose
-// empty fields select all (a read of the table whole, bounded as its
-// migration says).
+// The reads of error_group_states: by id, and by a filter whose empty
+// fields select all (a consumer version: the groups that have it in
+// error_group_versions, by its key). The filtered read picks its rows from
+// error_group_states alone (a scan of the table, bounded as its
+// migration says, with a sort that keeps the first limit rows), then
+// joins those only.
 const (
-	stateByIDSQL     = `SELECT ` + stateCols + stateFrom + ` WHERE s.id = ?`
-	stateFilteredSQL = `SELECT ` + stateCols + stateFrom + `
+	StateByIDSQL = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + ` WHERE s.id = ?`
+	// A queue's fingerprint, in one consumer group or (0) in each: a
+	// search of error_group_states_fingerprint (a page's panel reads a
+	// few at a time).
+	StateByKeySQL = `SELECT ` + stateCols + ` FROM error_group_states s` + stateJoins + `
+		WHERE s.queue_id = ?1 AND s.fingerprint = ?2 AND (?3 = 0 OR s.group_id = ?3)` + stateOrder + ` LIMIT ?4`
+	StateFilteredSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
 		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
-			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)` + stateOrder
+			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
+			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7))` + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
 )
 
 func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
@@ -148,18 +158,21 @@ func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
 // fingerprint as fileErrorGroup stored it).
 func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]broker.OwnedErrorGroup, error) {
 	if q.ID != 0 {
-		return scanStates(t.Query(ctx, stateByIDSQL, q.ID))
+		return scanStates(t.Query(ctx, StateByIDSQL, q.ID))
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = broker.MaxErrorGroups
 	}
-	return scanStates(t.Query(ctx, stateFilteredSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit))
+	if q.QueueID != 0 && q.Fingerprint != "" && q.State == "" && q.Owner == "" && q.Version == "" {
+		return scanStates(t.Query(ctx, StateByKeySQL, q.QueueID, t.d.Text(q.Fingerprint), q.GroupID, limit))
+	}
+	return scanStates(t.Query(ctx, StateFilteredSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version))
 }
 
-// windowsSQL sums the hours of the groups a JSON array of ids names,
+// WindowsSQL sums the hours of the groups a JSON array of ids names,
 // from weekHour (?2) on, and from dayHour (?3) on.
-var windowsSQL = PGQuery(`SELECT s.id,
+var WindowsSQL = PGQuery(`SELECT s.id,
 		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END),
 		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END),
 		SUM(CASE WHEN h.hour >= ?3 THEN h.deleted ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.expired ELSE 0 END),
@@ -176,7 +189,7 @@ var windowsSQL = PGQuery(`SELECT s.id,
 		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
 	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text(?1::json) AS value) GROUP BY s.id`)
 
-// ErrorGroupWindows runs windowsSQL over gs's ids.
+// ErrorGroupWindows runs WindowsSQL over gs's ids.
 func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup, dayHour, weekHour int64) error {
 	if len(gs) == 0 {
 		return nil
@@ -186,7 +199,7 @@ func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup,
 	for i, g := range gs {
 		ids[i], at[g.ID] = g.ID, i
 	}
-	rows, err := t.Query(ctx, windowsSQL, IntsJSON(ids), weekHour, dayHour)
+	rows, err := t.Query(ctx, WindowsSQL, IntsJSON(ids), weekHour, dayHour)
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,12 @@ import (
 // of every filing, replay and delete.
 
 // fileErrorGroup upserts error_groups (the sample moves when at is at or
-// after the last failure) and error_group_hours by their keys. On
-// PostgreSQL the fingerprint and sample are stored as pgText has them,
-// as InsertDeadLetter stores them.
-func (t *Tx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText string) error {
-	fingerprint, errText = t.d.Text(fingerprint), t.d.Text(errText)
+// after the last failure), error_group_hours and, when the ack said a
+// consumer version, error_group_versions by their keys. On PostgreSQL
+// the fingerprint, sample and version are stored as pgText has them, as
+// InsertDeadLetter stores them.
+func (t *Tx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText, version string) error {
+	fingerprint, errText, version = t.d.Text(fingerprint), t.d.Text(errText), t.d.Text(version)
 	now := MS(at)
 	if _, err := t.Exec(ctx, `INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
@@ -38,7 +39,46 @@ func (t *Tx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fingerp
 		queueID, groupID, fingerprint, at.Unix()/3600); err != nil {
 		return fmt.Errorf("error group hour: %w", err)
 	}
+	if version == "" {
+		return nil
+	}
+	// Left when the group's row goes away (migration 0034 says why).
+	if _, err := t.Exec(ctx, `INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + 1,
+			first_seen = min(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = max(error_group_versions.last_seen, excluded.last_seen)`,
+		queueID, groupID, fingerprint, version, MS(at)); err != nil {
+		return fmt.Errorf("error group version: %w", err)
+	}
 	return nil
+}
+
+// GroupVersionsSQL is ErrorGroupVersions' statement: a search of
+// error_group_versions' primary key, its rows sorted (a group has few).
+const GroupVersionsSQL = `SELECT version, filed, first_seen, last_seen FROM error_group_versions
+	WHERE queue_id = ? AND group_id = ? AND fingerprint = ? ORDER BY last_seen DESC, version`
+
+// ErrorGroupVersions reads the versions of an error group, the one last
+// seen first (the fingerprint as fileErrorGroup stored it).
+func (t *Tx) ErrorGroupVersions(ctx context.Context, queueID, groupID int64, fingerprint string) ([]broker.ErrorGroupVersion, error) {
+	rows, err := t.Query(ctx, GroupVersionsSQL, queueID, groupID, t.d.Text(fingerprint))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []broker.ErrorGroupVersion
+	for rows.Next() {
+		var v broker.ErrorGroupVersion
+		var first, last int64
+		if err := rows.Scan(&v.Version, &v.Filed, &first, &last); err != nil {
+			return nil, err
+		}
+		v.FirstSeen, v.LastSeen = fromMS(first), fromMS(last)
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // RemoveFromErrorGroup lowers error_groups' count by its key, then

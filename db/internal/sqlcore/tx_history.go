@@ -17,16 +17,18 @@ import (
 // with its wait in milliseconds (wait_ms, -1 when a.WaitKnown is false):
 // an attempt of the same number is overwritten (a retried transaction
 // writes it again with the same values). On PostgreSQL the error is
-// stored as pgText has it.
+// stored as pgText has it, and so is the consumer version
+// (consumer_version, empty for none).
 func (t *Tx) InsertAttempt(ctx context.Context, seq, groupID int64, a broker.Attempt) error {
-	a.Error = t.d.Text(a.Error)
+	a.Error, a.ConsumerVersion = t.d.Text(a.Error), t.d.Text(a.ConsumerVersion)
 	wait := int64(-1)
 	if a.WaitKnown {
 		wait = a.Wait.Milliseconds()
 	}
-	_, err := t.Exec(ctx, `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms`,
-		seq, groupID, a.Attempt, MS(a.At), a.Error, a.ErrorBytes, wait)
+	_, err := t.Exec(ctx, `INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms, consumer_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms,
+			consumer_version = excluded.consumer_version`,
+		seq, groupID, a.Attempt, MS(a.At), a.Error, a.ErrorBytes, wait, a.ConsumerVersion)
 	return err
 }
 
@@ -39,7 +41,7 @@ func (t *Tx) DeleteAttempts(ctx context.Context, seq, groupID int64) error {
 	return err
 }
 
-const AttemptsQuery = `SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`
+const AttemptsQuery = `SELECT attempt, at, error, error_bytes, wait_ms, consumer_version FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`
 
 // Attempts reads the latest limit attempts of (seq, group_id) by the
 // primary key, newest first, and returns them oldest first; a wait_ms
@@ -54,7 +56,7 @@ func (t *Tx) Attempts(ctx context.Context, seq, groupID int64, limit int) ([]bro
 	for rows.Next() {
 		var a broker.Attempt
 		var at, wait int64
-		if err := rows.Scan(&a.Attempt, &at, &a.Error, &a.ErrorBytes, &wait); err != nil {
+		if err := rows.Scan(&a.Attempt, &at, &a.Error, &a.ErrorBytes, &wait, &a.ConsumerVersion); err != nil {
 			return nil, err
 		}
 		a.At = fromMS(at)

@@ -14,9 +14,9 @@ import (
 // removed_dead_letters, before DeleteDeadLetters removes them.
 func (t *Tx) keepRemoved(ctx context.Context, ids string, r *broker.Removal) error {
 	_, err := t.Exec(ctx, `INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
-			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
+			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at, consumer_version)
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
-			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?, d.payload, d.pushed_at
+			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?, d.payload, d.pushed_at, d.consumer_version
 		FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id`,
 		r.How, MS(r.At), r.Actor, r.JobID, MS(r.RestoreUntil), ids)
 	return err
@@ -24,7 +24,7 @@ func (t *Tx) keepRemoved(ctx context.Context, ids string, r *broker.Removal) err
 
 const removedCols = `r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload`
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version`
 
 // RestorableQuery is Restorable's query.
 func RestorableQuery(seq, groupID, jobID int64, now time.Time, limit int) (string, []any) {
@@ -65,7 +65,7 @@ func (t *Tx) Restorable(ctx context.Context, seq, groupID, jobID int64, now time
 		d := &r.DeadLetter
 		var failed, at, until, restored, created int64
 		if err := rows.Scan(&r.ID, &d.Seq, &d.QueueID, &d.PartitionID, &d.GroupID, &d.Error, &d.ErrorBytes, &d.RetryCount, &failed,
-			&d.TransactionID, &d.TraceID, &d.Fingerprint, &r.How, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &created, &d.Payload); err != nil {
+			&d.TransactionID, &d.TraceID, &d.Fingerprint, &r.How, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &created, &d.Payload, &d.ConsumerVersion); err != nil {
 			return nil, err
 		}
 		d.FailedAt, d.CreatedAt, r.At = fromMS(failed), fromMS(created), fromMS(at)

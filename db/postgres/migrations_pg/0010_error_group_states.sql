@@ -28,6 +28,7 @@ CREATE TABLE error_group_states (
     last_filed_at      BIGINT NOT NULL,
     UNIQUE (queue_id, group_id, fingerprint)
 );
+CREATE INDEX error_group_states_fingerprint ON error_group_states (queue_id, fingerprint);
 CREATE INDEX error_group_states_until ON error_group_states (until_at) WHERE state = 'ignored' AND until_at > 0;
 
 CREATE TABLE error_group_history (

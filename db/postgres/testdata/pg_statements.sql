@@ -16,8 +16,8 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 361 statements (21 with a PostgreSQL text written by hand, 13 for
--- SQLite only); then the 91 fragments (sqlcore.Frag) of which the 15
+-- 365 statements (21 with a PostgreSQL text written by hand, 13 for
+-- SQLite only); then the 93 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
 -- last; then the 0 calls whose text is built at run time, which the
@@ -262,9 +262,9 @@ UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3
 
 -- used by: Tx.Attempts
 -- sqlite:
---   SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?
+--   SELECT attempt, at, error, error_bytes, wait_ms, consumer_version FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?
 -- postgres (translated):
-SELECT attempt, at, error, error_bytes, wait_ms FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3
+SELECT attempt, at, error, error_bytes, wait_ms, consumer_version FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3
 ;
 
 -- used by: Tx.Breaker
@@ -463,7 +463,7 @@ INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queu
 -- used by: Tx.DeadLetter
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
---   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 --   	FROM dead_letters d
 --   	LEFT JOIN messages m ON m.seq = d.seq
 --   	JOIN queues q ON q.id = d.queue_id
@@ -471,7 +471,7 @@ INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queu
 --   	JOIN groups g ON g.id = d.group_id WHERE d.id = ?
 -- postgres (translated):
 SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
@@ -568,7 +568,7 @@ SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_
 -- used by: Tx.DeadLettersOfMessage
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
---   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 --   	FROM dead_letters d
 --   	LEFT JOIN messages m ON m.seq = d.seq
 --   	JOIN queues q ON q.id = d.queue_id
@@ -576,7 +576,7 @@ SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_
 --   	JOIN groups g ON g.id = d.group_id WHERE d.seq = ? ORDER BY d.id
 -- postgres (translated):
 SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 	FROM dead_letters d
 	LEFT JOIN messages m ON m.seq = d.seq
 	JOIN queues q ON q.id = d.queue_id
@@ -706,6 +706,13 @@ DELETE FROM error_group_hours WHERE queue_id = $1
 --   DELETE FROM error_group_states WHERE queue_id = ?1
 -- postgres (translated):
 DELETE FROM error_group_states WHERE queue_id = $1
+;
+
+-- used by: Tx.DeleteQueue
+-- sqlite:
+--   DELETE FROM error_group_versions WHERE queue_id = ?1
+-- postgres (translated):
+DELETE FROM error_group_versions WHERE queue_id = $1
 ;
 
 -- used by: Tx.DeleteQueue
@@ -1007,12 +1014,40 @@ SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 --   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 --   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
 --   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+--   		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+--   			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
+--   			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+--   				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7)) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+--   	s.last_filed_at DESC, s.id DESC LIMIT ?6) s JOIN queues q ON q.id = s.queue_id
+--   	LEFT JOIN groups c ON c.id = s.group_id
+--   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+--   	s.last_filed_at DESC, s.id DESC
+-- postgres (translated):
+SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+		WHERE ($1 = 0 OR s.queue_id = $1) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
+			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
+			AND ($7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = $7)) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT $6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC
+;
+
+-- used by: Tx.ErrorGroupStates
+-- sqlite:
+--   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+--   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.since_replayed, s.since_succeeded, s.since_failed_again,
 --   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 --   	LEFT JOIN groups c ON c.id = s.group_id
 --   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
---   		WHERE (?1 = 0 OR s.queue_id = ?1) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
---   			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
---   	s.last_filed_at DESC, s.id DESC LIMIT ?
+--   		WHERE s.queue_id = ?1 AND s.fingerprint = ?2 AND (?3 = 0 OR s.group_id = ?3) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+--   	s.last_filed_at DESC, s.id DESC LIMIT ?4
 -- postgres (translated):
 SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
@@ -1020,9 +1055,8 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
-		WHERE ($1 = 0 OR s.queue_id = $1) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
-			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
-	s.last_filed_at DESC, s.id DESC LIMIT $6
+		WHERE s.queue_id = $1 AND s.fingerprint = $2 AND ($3 = 0 OR s.group_id = $3) ORDER BY CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END,
+	s.last_filed_at DESC, s.id DESC LIMIT $4
 ;
 
 -- used by: Tx.ErrorGroupStates
@@ -1040,6 +1074,15 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint WHERE s.id = $1
+;
+
+-- used by: Tx.ErrorGroupVersions
+-- sqlite:
+--   SELECT version, filed, first_seen, last_seen FROM error_group_versions
+--   	WHERE queue_id = ? AND group_id = ? AND fingerprint = ? ORDER BY last_seen DESC, version
+-- postgres (translated):
+SELECT version, filed, first_seen, last_seen FROM error_group_versions
+	WHERE queue_id = $1 AND group_id = $2 AND fingerprint = $3 ORDER BY last_seen DESC, version
 ;
 
 -- used by: Tx.ErrorGroupWindows
@@ -1169,11 +1212,13 @@ SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND u
 
 -- used by: Tx.InsertAttempt
 -- sqlite:
---   INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
---   		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms
+--   INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms, consumer_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+--   		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms,
+--   			consumer_version = excluded.consumer_version
 -- postgres (translated):
-INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms
+INSERT INTO attempts (seq, group_id, attempt, at, error, error_bytes, wait_ms, consumer_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (seq, group_id, attempt) DO UPDATE SET at = excluded.at, error = excluded.error, error_bytes = excluded.error_bytes, wait_ms = excluded.wait_ms,
+			consumer_version = excluded.consumer_version
 ;
 
 -- used by: Tx.InsertAudit
@@ -1195,12 +1240,12 @@ INSERT INTO group_stats (queue_id, group_id) VALUES ($1, $2) ON CONFLICT (queue_
 -- from: insertDeadLetterSQL
 -- insert: PostgreSQL's text returns id
 -- sqlite:
---   INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
---   		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END
+--   INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+--   		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
 --   		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x
 -- postgres (hand-written, PGQuery):
-INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END
+INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END, $14
 		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id
 ;
 
@@ -1909,13 +1954,13 @@ SELECT COUNT(*) FROM consumers WHERE group_id = $1 AND partition_id IN (SELECT p
 -- sqlite:
 --   SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 --   	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
---   	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+--   	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 --   		WHERE r.restore_until > ? AND r.restored_at = 0
 --   		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.job_id = ? AND r.job_id > 0 ORDER BY r.id LIMIT ?
 -- postgres (translated):
 SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > $1 AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.job_id = $2 AND r.job_id > 0 ORDER BY r.id LIMIT $3
 ;
@@ -1924,13 +1969,13 @@ SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_byt
 -- sqlite:
 --   SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 --   	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
---   	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+--   	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 --   		WHERE r.restore_until > ? AND r.restored_at = 0
 --   		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = ? AND r.group_id = ? ORDER BY r.id
 -- postgres (translated):
 SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > $1 AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = $2 AND r.group_id = $3 ORDER BY r.id
 ;
@@ -1939,13 +1984,13 @@ SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_byt
 -- sqlite:
 --   SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 --   	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
---   	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+--   	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 --   		WHERE r.restore_until > ? AND r.restored_at = 0
 --   		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = ? ORDER BY r.id
 -- postgres (translated):
 SELECT r.id, r.seq, r.queue_id, r.partition_id, r.group_id, r.error, r.error_bytes, r.retry_count, r.failed_at,
 	r.transaction_id, r.trace_id, r.fingerprint, r.how, r.at, r.actor, r.job_id, r.restore_until, r.restored_at, r.restored_by,
-	COALESCE(m.created_at, r.pushed_at), r.payload FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
+	COALESCE(m.created_at, r.pushed_at), r.payload, r.consumer_version FROM removed_dead_letters r LEFT JOIN messages m ON m.seq = r.seq
 		WHERE r.restore_until > $1 AND r.restored_at = 0
 		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.seq = r.seq AND d.group_id = r.group_id) AND r.seq = $2 ORDER BY r.id
 ;
@@ -2744,6 +2789,23 @@ INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed) VAL
 
 -- used by: Tx.fileErrorGroup
 -- sqlite:
+--   INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+--   		VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)
+--   		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+--   			filed = error_group_versions.filed + 1,
+--   			first_seen = min(error_group_versions.first_seen, excluded.first_seen),
+--   			last_seen = max(error_group_versions.last_seen, excluded.last_seen)
+-- postgres (translated):
+INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		VALUES ($1, $2, $3, $4, 1, $5, $5)
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + 1,
+			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen)
+;
+
+-- used by: Tx.fileErrorGroup
+-- sqlite:
 --   INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
 --   		VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)
 --   		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
@@ -3260,15 +3322,15 @@ INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, 
 -- used by: Tx.keepRemoved
 -- sqlite:
 --   INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
---   			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
+--   			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at, consumer_version)
 --   		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
---   			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?, d.payload, d.pushed_at
+--   			d.transaction_id, d.trace_id, d.fingerprint, ?, ?, ?, ?, ?, d.payload, d.pushed_at, d.consumer_version
 --   		FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id
 -- postgres (translated):
 INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
-			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at)
+			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at, consumer_version)
 		SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.error, d.error_bytes, d.retry_count, d.failed_at,
-			d.transaction_id, d.trace_id, d.fingerprint, $1, $2, $3, $4, $5, d.payload, d.pushed_at
+			d.transaction_id, d.trace_id, d.fingerprint, $1, $2, $3, $4, $5, d.payload, d.pushed_at, d.consumer_version
 		FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($6::json) AS value) ORDER BY d.id
 ;
 
@@ -3789,7 +3851,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
 -- postgres: none
 
--- Fragments: 91, of which these 15 calls compose their statements.
+-- Fragments: 93, of which these 15 calls compose their statements.
 --   Tx.CountDeadLetterMessages: QueryRowStmt(&s)
 --   Tx.CountDeadLetters: QueryRowStmt(&s)
 --   Tx.CountDeadLettersAbove: QueryRowStmt(&s)
@@ -4064,6 +4126,18 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- postgres (translated):
 --   |d.transaction_id = $1|
 
+-- fragment: dlOfVersion
+-- sqlite:
+--   d.consumer_version = ? AND d.consumer_version <> ''
+-- postgres (translated):
+--   |d.consumer_version = $1 AND d.consumer_version <> ''|
+
+-- fragment: dlOfVersionX
+-- sqlite:
+--   +d.consumer_version = ?
+-- postgres (translated):
+--   |d.consumer_version = $1|
+
 -- fragment: dlPositionHead
 -- sqlite:
 --   SELECT d.failed_at, d.id FROM dead_letters d
@@ -4087,7 +4161,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- fragment: dlSelect
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
---   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 --   	FROM dead_letters d
 --   	LEFT JOIN messages m ON m.seq = d.seq
 --   	JOIN queues q ON q.id = d.queue_id
@@ -4095,7 +4169,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   	JOIN groups g ON g.id = d.group_id
 -- postgres (translated):
 --   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
---   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint|
+--   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version|
 --   |	FROM dead_letters d|
 --   |	LEFT JOIN messages m ON m.seq = d.seq|
 --   |	JOIN queues q ON q.id = d.queue_id|
@@ -4361,7 +4435,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- fragment: pgBlockOfErrors
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
---   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 --   	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
 --   	LEFT JOIN messages m ON m.seq = d.seq
 --   	JOIN queues q ON q.id = d.queue_id
@@ -4369,7 +4443,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   	JOIN groups g ON g.id = d.group_id
 -- postgres (translated):
 --   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
---   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint|
+--   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version|
 --   |	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)|
 --   |	LEFT JOIN messages m ON m.seq = d.seq|
 --   |	JOIN queues q ON q.id = d.queue_id|
@@ -4379,7 +4453,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- fragment: pgBlockOfPayloads
 -- sqlite:
 --   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
---   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
 --   	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
 --   	LEFT JOIN messages m ON m.seq = d.seq
 --   	JOIN queues q ON q.id = d.queue_id
@@ -4387,7 +4461,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   	JOIN groups g ON g.id = d.group_id
 -- postgres (translated):
 --   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
---   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint|
+--   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version|
 --   |	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)|
 --   |	LEFT JOIN messages m ON m.seq = d.seq|
 --   |	JOIN queues q ON q.id = d.queue_id|

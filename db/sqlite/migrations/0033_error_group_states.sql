@@ -49,6 +49,9 @@ CREATE TABLE error_group_states (
     last_filed_at      INTEGER NOT NULL,
     UNIQUE (queue_id, group_id, fingerprint)
 ) STRICT;
+-- A queue's fingerprint in whichever consumer groups have it (the
+-- dead-letter list's panel, a dead letter's banner).
+CREATE INDEX error_group_states_fingerprint ON error_group_states (queue_id, fingerprint);
 -- The ignores that end at a time (the maintenance's sweep opens them).
 CREATE INDEX error_group_states_until ON error_group_states (until_at) WHERE state = 'ignored' AND until_at > 0;
 
