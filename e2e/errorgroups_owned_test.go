@@ -162,18 +162,31 @@ func TestSupportReadsTheNoteAndDeveloperProvesTheFix(t *testing.T) {
 	d.screenshot("error-group-resolved-dark")
 	d.scheme(playwright.ColorSchemeLight)
 
-	// It comes back: a new charge fails the same way; the group is open
-	// again, regressed, first on the list.
+	// It comes back: a new charge fails the same way, with the fixed
+	// version; the group is open again, regressed, first on the list,
+	// and its page names the version that failed.
 	a.push(queue, msg{Tx: "charge-100", Partition: "cards", Payload: `{"charge":100}`})
 	code, ms = w.pop(1)
 	if code != http.StatusOK || len(ms) != 1 {
 		t.Fatalf("the new charge: %d %+v", code, ms)
 	}
-	w.ack(ms[0], "dlq", errText)
+	if code, body := w.do(http.MethodPost, "/api/v1/ack", map[string]string{"transactionId": ms[0].TransactionID, "partitionId": ms[0].PartitionID,
+		"leaseId": ms[0].LeaseID, "status": "dlq", "error": errText, "consumerGroup": group, "consumerVersion": "1.8.3"}); code != http.StatusOK {
+		t.Fatalf("ack of the new charge: %d %s", code, body)
+	}
 	d.open("/error-groups")
 	d.contains(d.id("owned-group").First().GetByTestId("group-state"), "regressed", "the group, back")
 	d.contains(d.id("owned-group").First().GetByTestId("group-note"), "PAY-1432", "its note, still there")
 	d.screenshot("error-groups-regressed")
+	d.fill(d.id("filter-version"), "1.8.3", "the consumer version filter")
+	d.click(d.id("filter-submit"), "Filter")
+	d.count(d.id("chip"), 1, "the version's chip")
+	d.count(d.id("owned-group"), 1, "the groups version 1.8.3 filed into")
+	d.click(d.id("owned-group").GetByTestId("group-open"), "the group")
+	d.contains(d.id("group-version"), "1.8.3", "the version that failed again")
+	d.contains(d.id("group-change").First(), "a new dead letter was filed after it was resolved", "why it opened again")
+	d.contains(d.id("group-change").First().GetByTestId("group-state").Last(), "regressed", "the regression in the history")
+	d.screenshot("error-group-regressed")
 }
 
 // groupPath is the page of the error group of queue's consumer group

@@ -157,7 +157,9 @@ func (s *Server) errorGroupPage(c echo.Context, id int64) (views.ErrorGroupDetai
 	}
 	v.Trend = views.MakeSparkline(values, views.Plural(v.TrendTotal, "dead letter", "dead letters")+" filed in the last 24 hours, by hour")
 	for _, h := range history {
-		v.History = append(v.History, views.GroupChange{At: h.At, Actor: h.Actor, From: groupState(h.From, false), To: groupState(h.To, false), Why: h.Why})
+		// From resolved to open is a regression: marked so.
+		to := groupState(h.To, h.From == broker.GroupResolved && h.To == broker.GroupOpen)
+		v.History = append(v.History, views.GroupChange{At: h.At, Actor: h.Actor, From: groupState(h.From, false), To: to, Why: h.Why})
 	}
 	v.Holds = holdsOfGroup(s.queueHolds(ctx, c, g.Queue), g.Group)
 	if vs.CanOperate {
