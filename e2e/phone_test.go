@@ -39,6 +39,8 @@ func TestAdminOnAPhone(t *testing.T) {
 		{"/", "phone-overview"},
 		{"/queues/" + shopQueue, "phone-queue"},
 		{"/queues/" + shopQueue + "/dead-letters", "phone-deadletters"},
+		{"/error-groups", "phone-error-groups"},
+		{"/error-groups/1", "phone-error-group"},
 		{"/charts", "phone-charts"},
 		{"/audit", "phone-audit"},
 		{"/admin/users", "phone-users"},

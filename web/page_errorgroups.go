@@ -157,7 +157,9 @@ func (s *Server) errorGroupPage(c echo.Context, id int64) (views.ErrorGroupDetai
 	}
 	v.Trend = views.MakeSparkline(values, views.Plural(v.TrendTotal, "dead letter", "dead letters")+" filed in the last 24 hours, by hour")
 	for _, h := range history {
-		v.History = append(v.History, views.GroupChange{At: h.At, Actor: h.Actor, From: groupState(h.From, false), To: groupState(h.To, false), Why: h.Why})
+		// From resolved to open is a regression: marked so.
+		to := groupState(h.To, h.From == broker.GroupResolved && h.To == broker.GroupOpen)
+		v.History = append(v.History, views.GroupChange{At: h.At, Actor: h.Actor, From: groupState(h.From, false), To: to, Why: h.Why})
 	}
 	v.Holds = holdsOfGroup(s.queueHolds(ctx, c, g.Queue), g.Group)
 	if vs.CanOperate {
@@ -235,6 +237,14 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// What the resolve is judged by, for its message: the group as it
+	// was (the answer's is as it is after: its evidence starts over).
+	var before broker.OwnedErrorGroup
+	if change.State == broker.GroupResolved {
+		if before, _, err = s.broker.ErrorGroup(c.Request().Context(), id); err != nil {
+			return err
+		}
+	}
 	gs, err := s.broker.SetErrorGroupState(c.Request().Context(), change)
 	if errors.Is(err, broker.ErrConflict) {
 		v, rerr := s.errorGroupPage(c, id)
@@ -242,7 +252,9 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 			return rerr
 		}
 		_, msg, _ := statusOf(err)
-		v.Refused = upperFirst(msg)
+		// The page offers its own button for force: the API's advice
+		// on it is left out.
+		v.Refused = upperFirst(strings.TrimSuffix(msg, "; resolve with force to resolve anyway")) + "."
 		if f.Note != nil {
 			v.RefusedNote = *f.Note
 		}
@@ -256,7 +268,7 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 	}
 	text := "Saved."
 	if len(gs) > 0 {
-		text = stateDone(gs[0])
+		text = stateDone(gs[0], before)
 	}
 	if err := s.setFlash(c, views.Flash{Kind: "ok", Text: text}, ""); err != nil {
 		return err
@@ -316,13 +328,14 @@ func (s *Server) stateChangeOf(c echo.Context, id int64, f stateForm) (broker.St
 	return ch, nil
 }
 
-// stateDone says what a state change did.
-func stateDone(g broker.OwnedErrorGroup) string {
+// stateDone says what a state change did: g as it is after, before as
+// it was (read for a resolve only: its evidence).
+func stateDone(g, before broker.OwnedErrorGroup) string {
 	switch g.State {
 	case broker.GroupAcknowledged:
 		return "Acknowledged: owner " + g.Owner + "."
 	case broker.GroupResolved:
-		r, ok, failed, pending := g.Evidence()
+		r, ok, failed, pending := before.Evidence()
 		return fmt.Sprintf("Resolved (%d replayed, %d succeeded, %d failed again, %d pending): a new dead letter opens it again, regressed.", r, ok, failed, pending)
 	case broker.GroupIgnored:
 		return "Ignored " + views.IgnoreEnd(g.UntilAt, g.UntilFiled, g.Life.Filed) + "."
