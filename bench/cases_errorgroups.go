@@ -329,7 +329,9 @@ func addErrorGroups(ctx context.Context, w *sql.DB, n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := rand.New(rand.NewPCG(32, 10))
+	// r draws the groups, rh their hours (whose number depends on the
+	// time of the run): the same groups every run.
+	r, rh := rand.New(rand.NewPCG(32, 10)), rand.New(rand.NewPCG(32, 11))
 	now := time.Now().UTC()
 	nowHour := now.Unix() / 3600
 	const month = 30 * 24 * time.Hour
@@ -379,13 +381,13 @@ func addErrorGroups(ctx context.Context, w *sql.DB, n int) (int, error) {
 			}
 		}
 		if lastHour := last.Unix() / 3600; lastHour > nowHour-7*24 {
-			hours := 1 + r.Int64N(7*24)
+			hours := 1 + rh.Int64N(7*24)
 			for h := lastHour; h > lastHour-hours && h > nowHour-8*24; h-- {
 				var rp, sc int64
 				if st == broker.GroupResolved {
 					rp, sc = 1, 1
 				}
-				if _, err := hour.ExecContext(ctx, p.q, p.g, fp, h, 1+r.IntN(20), rp, sc); err != nil {
+				if _, err := hour.ExecContext(ctx, p.q, p.g, fp, h, 1+rh.IntN(20), rp, sc); err != nil {
 					return 0, fmt.Errorf("error_group_hours: %w", err)
 				}
 			}
