@@ -20,8 +20,9 @@ import (
 )
 
 // generatorVersion changes whenever what the generator writes changes, so
-// that cached databases of an older generator are not used.
-const generatorVersion = 2
+// that cached databases of an older generator are not used (3: error
+// group states, and error group hours over 8 days).
+const generatorVersion = 3
 
 // dlqGroup is a consumer group of the generated database and its dead
 // letters.

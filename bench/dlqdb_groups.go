@@ -8,8 +8,11 @@ import (
 // fillErrorGroups gives the generated dead letters their fingerprints
 // and their error groups the kept counts filing them would have left
 // (migration 0014's backfill: lazarus_fingerprint is broker.Fingerprint,
-// registered by package db on every connection). Without it S2 would read
-// empty groups.
+// registered by package db on every connection), their hours over the
+// retention of those hours (broker.ErrorGroupHourRetention: the 7 d
+// funnel sums them), and their states (migration 0033's backfill: open,
+// the funnel filed from the dead letters they hold). Without them S2 and
+// D10 would read empty groups.
 func fillErrorGroups(exec func(string, ...any) (sql.Result, error)) error {
 	for _, stmt := range []string{
 		`UPDATE dead_letters SET fingerprint = lazarus_fingerprint(error)`,
@@ -21,8 +24,10 @@ func fillErrorGroups(exec func(string, ...any) (sql.Result, error)) error {
 		`INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
 		SELECT queue_id, group_id, fingerprint, failed_at / 3600000 AS hour, COUNT(*)
 		FROM dead_letters
-		WHERE failed_at >= (SELECT MAX(failed_at) FROM dead_letters) - 48 * 3600000
+		WHERE failed_at >= (SELECT MAX(failed_at) FROM dead_letters) - 8 * 24 * 3600000
 		GROUP BY queue_id, group_id, fingerprint, hour`,
+		`INSERT INTO error_group_states (queue_id, group_id, fingerprint, filed, first_filed_at, last_filed_at)
+		SELECT queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at FROM error_groups`,
 	} {
 		if _, err := exec(stmt); err != nil {
 			return fmt.Errorf("error groups: %w", err)

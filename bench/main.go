@@ -4,7 +4,7 @@
 // doing the same work the most direct way, raw with group commit
 // (raw+gc), maragu.dev/goqite v0.4.0 and River v0.51.2 on SQLite. The
 // cases and their targets are those of PERF.md v2 (L1–L5, H1–H3, F1–F4,
-// D1–D6, D8, D9, S1–S3, G1–G2, P1–P3 on PostgreSQL, C1; G3 and G4 for
+// D1–D6, D8–D10, S1–S3, G1–G2, P1–P3 on PostgreSQL, C1; G3 and G4 for
 // information); every verdict on a ratio is measured in one run,
 // interleaved in rotating order (A B C, B C A, …), as the median of the
 // repetitions' ratios (or their differences, for a target of the form
@@ -305,9 +305,12 @@ func allCases() []benchCase {
 		{"S2", "error groups of a queue from their kept counts", caseS2, false},
 		{"S3", "export a group's dead letters as NDJSON: memory", caseS3, false},
 		{"D8", "error contains at the big group, rare and absent text: time and CPU a call, after vs before", caseD8, false},
-		// D5 and D6 replay and delete dead letters of the dashboard's
-		// database, which the D and S cases share: they run after the
-		// cases that count them (S2 and S3 check the group's whole count).
+		{"D10", "the error groups page at 10,000 groups: the list, a group, the badge", caseD10, false},
+		// D10 adds error groups to the dashboard's database, after S2,
+		// which reads that database's own. D5 and D6 replay and delete
+		// dead letters of that database, which the D and S cases share:
+		// they run after the cases that count them (S2 and S3 check the
+		// group's whole count).
 		{"D5", "replay 10k by filter as a job vs raw set-based in the same chunk size", caseD5, false},
 		{"D6", "a producer's push p99 while D5's job runs", caseD6, false},
 		{"G1", "storage under steady load with completedRetentionSeconds short: the file plateaus", caseG1, true},
