@@ -3,6 +3,7 @@ package views_test
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -69,4 +70,37 @@ func TestErrorGroupTextIsEscaped(t *testing.T) {
 	if got := d.Find(`[data-testid="known-note"]`).Text(); got != hostile {
 		t.Fatalf("banner note %q", got)
 	}
+}
+
+// Whatever people write as a note or link, the banner support reads
+// shows the note as its text, and makes a link only of an http or https
+// URL.
+func FuzzKnownIssueBannerIsEscaped(f *testing.F) {
+	for _, s := range [][2]string{
+		{hostile, "javascript:alert(1)"},
+		{"PAY-1432 <b>bold</b> & \"quotes\"", "https://tickets.example/PAY-1432?a=1&b=<2>"},
+		{"</div><script>x</script>", "  JaVaScRiPt:alert(1)"},
+		{"{{ .x }} ${x} `x`", "data:text/html,<script>alert(1)</script>"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, note, link string) {
+		if !utf8.ValidString(note) || strings.ContainsAny(note, "\x00\r\n") {
+			return // the broker refuses a note that is not UTF-8; the banner shows a note's first line
+		}
+		k := views.KnownIssue{GroupState: views.GroupState{State: "acknowledged"}, URL: "/error-groups/7", NoteLine: note, Link: views.SafeLink(link), Owner: "ana"}
+		d, _ := doc(t, views.KnownIssueBanner(k))
+		if d.Find("script, img, iframe, object, svg").Length() != 0 {
+			t.Fatalf("markup from %q or %q rendered", note, link)
+		}
+		if got := d.Find(`[data-testid="known-note"]`).Text(); got != note {
+			t.Fatalf("the note shows as %q, want %q", got, note)
+		}
+		d.Find("[href]").Each(func(_ int, a *goquery.Selection) {
+			h := strings.ToLower(a.AttrOr("href", ""))
+			if h != "/error-groups/7" && !strings.HasPrefix(h, "http://") && !strings.HasPrefix(h, "https://") {
+				t.Fatalf("an href %q from the link %q", h, link)
+			}
+		})
+	})
 }
