@@ -110,6 +110,8 @@ func caseD10(ctx context.Context, e *env) ([]Row, error) {
 	reads := []d10Read{
 		{"the list: 100 groups, no filter, with their 24 h and 7 d funnels", "list", d10PageMust, d10PageGoal,
 			list("list", broker.ErrorGroupFilter{Limit: broker.MaxErrorGroups}, broker.MaxErrorGroups)},
+		{"the page's list: 100 groups, no filter, 24 h funnels only (DayOnly)", "list, day", d10PageMust, d10PageGoal,
+			list("list, day", broker.ErrorGroupFilter{Limit: broker.MaxErrorGroups, DayOnly: true}, broker.MaxErrorGroups)},
 		{fmt.Sprintf("the list filtered by a state (acknowledged: %d of them)", acked), "list, state", d10PageMust, d10PageGoal,
 			list("list, state", broker.ErrorGroupFilter{State: broker.GroupAcknowledged, Limit: broker.MaxErrorGroups}, min(acked, broker.MaxErrorGroups))},
 		{fmt.Sprintf("the list filtered by a queue (payments: %d of them)", inPayments), "list, queue", d10PageMust, d10PageGoal,

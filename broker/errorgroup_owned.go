@@ -129,7 +129,7 @@ func (b *Broker) ErrorGroupList(ctx context.Context, f ErrorGroupFilter) ([]Owne
 		if err != nil {
 			return fmt.Errorf("error groups: %w", err)
 		}
-		if err := errorGroupWindows(ctx, tx, gs, b.now()); err != nil {
+		if err := errorGroupWindows(ctx, tx, gs, b.now(), f.DayOnly); err != nil {
 			return fmt.Errorf("error groups' funnels: %w", err)
 		}
 		if err := tx.FillErrorGroupVersions(ctx, gs); err != nil {
@@ -220,10 +220,20 @@ func errorGroupsOfKey(ctx context.Context, tx Tx, queue, group, fingerprint stri
 }
 
 // errorGroupWindows fills the Day and Week funnels of gs: the 24 and
-// 168 hours up to the one now is in.
-func errorGroupWindows(ctx context.Context, tx Tx, gs []OwnedErrorGroup, now time.Time) error {
+// 168 hours up to the one now is in; with dayOnly, the Day funnels only
+// (24 hourly rows a group read, not 168).
+func errorGroupWindows(ctx context.Context, tx Tx, gs []OwnedErrorGroup, now time.Time, dayOnly bool) error {
 	h := hourOf(now)
-	return tx.ErrorGroupWindows(ctx, gs, h-23, h-7*24+1)
+	if !dayOnly {
+		return tx.ErrorGroupWindows(ctx, gs, h-23, h-7*24+1)
+	}
+	if err := tx.ErrorGroupWindows(ctx, gs, h-23, h-23); err != nil {
+		return err
+	}
+	for i := range gs {
+		gs[i].Week = Funnel{}
+	}
+	return nil
 }
 
 // errorGroupDetail reads one group with its funnels, trend and history.
@@ -235,7 +245,7 @@ func (b *Broker) errorGroupDetail(ctx context.Context, tx Tx, q ErrorGroupQuery)
 	if len(gs) == 0 {
 		return OwnedErrorGroup{}, nil, errorf(ErrNotFound, "no such error group")
 	}
-	if err := errorGroupWindows(ctx, tx, gs, b.now()); err != nil {
+	if err := errorGroupWindows(ctx, tx, gs, b.now(), false); err != nil {
 		return OwnedErrorGroup{}, nil, fmt.Errorf("error group funnel: %w", err)
 	}
 	now := hourOf(b.now())

@@ -183,6 +183,9 @@ type ErrorGroupFilter struct {
 	Owner   string
 	Version string // groups that have filed a dead letter by this version
 	Limit   int    // 1..MaxErrorGroups
+	// DayOnly leaves the Week funnels zero: a list that shows the last
+	// 24 hours reads 24 hourly rows a group, not 168.
+	DayOnly bool
 }
 
 // StateChange is a person's change of an error group's state.

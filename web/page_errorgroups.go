@@ -51,7 +51,7 @@ func (s *Server) showErrorGroupsPage(c echo.Context) error {
 	ctx, cancel := withTimeout(c, 15*time.Second)
 	defer cancel()
 	limit := broker.MaxErrorGroups
-	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{Queue: f.Queue, Group: f.Group, State: state, Owner: f.Owner, Version: f.Version, Limit: limit})
+	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{Queue: f.Queue, Group: f.Group, State: state, Owner: f.Owner, Version: f.Version, Limit: limit, DayOnly: true})
 	if err != nil {
 		return err
 	}

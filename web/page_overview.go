@@ -113,7 +113,7 @@ func (s *Server) openGroups(c echo.Context) views.OpenGroups {
 	if o.Open == 0 {
 		return o
 	}
-	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{State: broker.GroupOpen, Limit: overviewOpenGroups})
+	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{State: broker.GroupOpen, Limit: overviewOpenGroups, DayOnly: true})
 	if err != nil {
 		s.log.WarnContext(ctx, "open error groups for the overview", "err", err)
 		return o
