@@ -1657,6 +1657,9 @@ func (r *modelRun) compare() {
 		if s, ok := m.stats[g]; ok {
 			w = *s
 		}
+		// Lost (copies retention removed before the group settled them)
+		// has no count in the model's: its own tests check it.
+		life.Lost = 0
 		want := broker.Funnel{Filed: w.DeadLettered, Replayed: w.Replayed, Succeeded: w.ReplayCompleted, FailedAgain: w.ReplayFailed, Deleted: w.Deleted, Expired: w.DeadLettersExpired}
 		if life != want {
 			r.failf("funnels of %q add up to %+v, the model's counts are %+v", g, life, want)
