@@ -117,3 +117,99 @@ const (
 type Sender interface {
 	Send(ctx context.Context, ch Channel, n Notification) error
 }
+
+// EventTest is the event of a "send a test" (Broker.TestChannel): it is
+// sent as the others are, and no rule names it.
+const EventTest = "test"
+
+// DeliveryQuery selects a page of the delivery log (Broker.Deliveries),
+// newest first.
+type DeliveryQuery struct {
+	ChannelID int64  // 0: any
+	State     string // "": any; else DeliveryPending, DeliverySent, DeliveryFailed
+	Before    int64  // keyset: ids below it (0: from the newest)
+	Limit     int    // 1 to MaxDeliveryPage (0: DefaultDeliveryPage)
+}
+
+// DeliveryPage is a page of the delivery log; Next is the Before of the
+// next page (0: none).
+type DeliveryPage struct {
+	Items []NotifyDelivery
+	Next  int64
+}
+
+// ChannelRemoved says what DeleteChannel removed with the channel.
+type ChannelRemoved struct {
+	Channel Channel // as it was, without its secret
+	Rules   int64   // its rules
+	Pending int64   // its notifications not sent yet
+}
+
+// ThresholdState is the thresholds' last verdict of a queue (Group "":
+// the whole queue) or of one consumer group of it, kept so that a
+// breach and its recovery are each told once.
+type ThresholdState struct {
+	Queue     string
+	Group     string
+	Breached  bool
+	Detail    string // the thresholds past, in words
+	ChangedAt time.Time
+}
+
+// NotifyTx is what notifications need from storage: the channels, the
+// rules, the outbox and the thresholds' last verdicts. Channels and
+// rules are written only by writes that run alone (admins' actions);
+// the outbox by the transaction of the event that causes a notification
+// and by the sender's marks.
+type NotifyTx interface {
+	// InsertNotifyChannel stores c (its secret too) and sets c.ID; it
+	// writes notify_channels only. A name taken is the store's unique
+	// constraint error: the broker reads NotifyChannels first.
+	InsertNotifyChannel(ctx context.Context, c *Channel) error
+	// NotifyChannels reads every channel, by id, secrets included (the
+	// broker strips them before they leave it).
+	NotifyChannels(ctx context.Context) ([]Channel, error)
+	// NotifyChannel reads one channel by id, its secret included
+	// (ErrNotFound).
+	NotifyChannel(ctx context.Context, id int64) (Channel, error)
+	// DeleteNotifyChannel deletes the channel id, its rules and its
+	// pending notifications (its sent and failed ones stay in the log
+	// until their retention), and says how many rules and notifications
+	// went; a channel that is not there: ErrNotFound, nothing deleted.
+	DeleteNotifyChannel(ctx context.Context, id int64) (rules, pending int64, err error)
+	// InsertNotifyRule stores r (its events joined) and sets r.ID.
+	InsertNotifyRule(ctx context.Context, r *Rule) error
+	// NotifyRules reads every rule, by id (none: empty). Every event
+	// reads them: they are few (MaxRules).
+	NotifyRules(ctx context.Context) ([]Rule, error)
+	// DeleteNotifyRule deletes one rule by id (ErrNotFound).
+	DeleteNotifyRule(ctx context.Context, id int64) error
+	// InsertNotification writes n to the outbox, pending, due at n.At
+	// with no attempt yet, and sets n.ID (ids only grow, never given
+	// twice: a receiver's idempotency key).
+	InsertNotification(ctx context.Context, n *Notification) error
+	// NotifyDeliveries reads a page of the outbox, newest first by id,
+	// as q selects (q.Limit rows at most: the broker has checked it).
+	NotifyDeliveries(ctx context.Context, q DeliveryQuery) ([]NotifyDelivery, error)
+	// DueNotifications reads, of each channel, its oldest pending
+	// notification when it is due at now (next_at ≤ now), by id, up to
+	// limit: a channel whose oldest pending one is not due gives none,
+	// so a later one is never sent before it.
+	DueNotifications(ctx context.Context, now time.Time, limit int) ([]NotifyDelivery, error)
+	// SaveNotifyDelivery writes d's state, attempts, next_at, sent_at
+	// and last_error to its row when that row is still pending (a row
+	// gone with its channel, or settled already: nothing, no error).
+	SaveNotifyDelivery(ctx context.Context, d NotifyDelivery) error
+	// SweepNotifications deletes up to limit sent or failed
+	// notifications written before before, oldest first, and says how
+	// many.
+	SweepNotifications(ctx context.Context, before time.Time, limit int) (int64, error)
+	// ThresholdStates reads every kept verdict (none: empty).
+	ThresholdStates(ctx context.Context) ([]ThresholdState, error)
+	// SaveThresholdState writes s over the verdict of its (queue,
+	// group), or as a new one.
+	SaveThresholdState(ctx context.Context, s ThresholdState) error
+	// DeleteThresholdState deletes the verdict of (queue, group) (none
+	// there: nothing, no error).
+	DeleteThresholdState(ctx context.Context, queue, group string) error
+}
