@@ -24,6 +24,7 @@ type sender struct {
 	failN  map[int64]int            // a notification's sends still to fail
 	always bool                     // every send fails
 	sent   chan broker.Notification // when set, told each one sent
+	after  func()                   // when set, run after each send that succeeded
 }
 
 // Send fails with an error that names the channel's URL and secret,
@@ -40,6 +41,9 @@ func (f *sender) Send(_ context.Context, ch broker.Channel, n broker.Notificatio
 	f.got = append(f.got, n)
 	if f.sent != nil {
 		f.sent <- n
+	}
+	if f.after != nil {
+		f.after()
 	}
 	return nil
 }
@@ -624,5 +628,34 @@ func testNotifyArchiveFailureIsToldOnce(t *testing.T, harness Harness) {
 	ds := s.outbox(hook.ID)
 	if len(ds) != 1 || ds[0].Event != broker.EventArchiveFailed || ds[0].Queue != "orders" || !strings.Contains(ds[0].Detail, "cannot be written") {
 		t.Fatalf("told %+v, want one archive.failed", ds)
+	}
+}
+
+// A process that stops between a send and its mark (here: its context
+// ends as the send returns) leaves the notification pending: the next
+// pass sends it again, with the same id for the receiver to drop the
+// repeat. At least once, never lost.
+func testNotifyStopBetweenSendAndMarkSendsAgain(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, f := notifyBundle(t, harness)
+	hook := s.webhook("hook")
+	n, _ := s.b.TestChannel(s.ctx, hook.ID, "ada")
+	ctx, cancel := context.WithCancel(s.ctx)
+	f.after = cancel
+	if _, err := s.b.SendNotifications(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped pass: %v", err)
+	}
+	if ds := s.outbox(hook.ID); len(ds) != 1 || ds[0].State != broker.DeliveryPending || ds[0].Attempts != 0 {
+		t.Fatalf("after the stop: %+v, want it pending", ds)
+	}
+	f.after = nil
+	if rep := s.send(); rep.Sent != 1 {
+		t.Fatalf("next pass: %+v", rep)
+	}
+	if got := f.gotIDs(); len(got) != 2 || got[0] != n.ID || got[1] != n.ID {
+		t.Errorf("sent %v, want %d twice", got, n.ID)
+	}
+	if ds := s.outbox(hook.ID); ds[0].State != broker.DeliverySent {
+		t.Errorf("after the second send: %+v", ds[0])
 	}
 }
