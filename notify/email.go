@@ -59,7 +59,6 @@ func (s *Sender) sendEmail(ctx context.Context, ch broker.Channel, n broker.Noti
 		mail.WithTLSPolicy(mail.TLSOpportunistic),
 		mail.WithTLSConfig(&tls.Config{ServerName: ch.SMTPHost, RootCAs: s.cfg.RootCAs, MinVersion: tls.VersionTLS12}),
 		mail.WithDialContextFunc(s.dialer.DialContext),
-		mail.WithHELO("lazarus"),
 	}
 	if ch.SMTPUser != "" {
 		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthAutoDiscover),

@@ -1,7 +1,11 @@
 package notify
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -106,5 +110,31 @@ func TestUnknownKindIsAnError(t *testing.T) {
 	}
 	if dials.Load() != 0 {
 		t.Errorf("%d dials, want none", dials.Load())
+	}
+}
+
+// The Sender's log line names the channel and the notification by id,
+// never a URL or a secret.
+func TestLogHasNoSecrets(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, _, _ := newTestSender(t, Config{AllowPrivate: true, Logger: log})
+	url := srv.URL + "/services/T0SECRET/hook-path-secret?token=t0ken"
+	for _, ch := range []broker.Channel{{ID: 5, Kind: broker.ChannelSlack, URL: url}, {ID: 6, Kind: broker.ChannelWebhook, URL: url, Secret: testSecret}} {
+		if err := s.Send(t.Context(), ch, notification()); err != nil {
+			t.Fatalf("%s: %v", ch.Kind, err)
+		}
+	}
+	out := buf.String()
+	if !strings.Contains(out, "channel_id=5") || !strings.Contains(out, "channel_id=6") {
+		t.Errorf("no line per notification sent:\n%s", out)
+	}
+	for _, p := range []string{"T0SECRET", "hook-path-secret", "t0ken", strings.TrimPrefix(testSecret, "whsec_")} {
+		if strings.Contains(out, p) {
+			t.Errorf("the log holds %q:\n%s", p, out)
+		}
 	}
 }
