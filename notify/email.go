@@ -14,12 +14,21 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// DefaultSMTPPort is an email channel's port when it names none: the
-// submission port, where STARTTLS is usual.
-const DefaultSMTPPort = 587
+// SMTP ports.
+const (
+	// DefaultSMTPPort is an email channel's port when it names none: the
+	// submission port, where STARTTLS is usual.
+	DefaultSMTPPort = 587
+	// ImplicitTLSPort is submission over TLS from the first byte (RFC
+	// 8314, "SMTPS"): a channel on this port speaks TLS at once, as a
+	// server there waits for the TLS handshake and would never greet a
+	// plain connection.
+	ImplicitTLSPort = 465
+)
 
 // sendEmail sends n as a plain-text mail through the channel's SMTP
-// server. STARTTLS is used when the server offers it; a login is made
+// server. STARTTLS is used when the server offers it (on port 465, TLS
+// from the start); a login is made
 // only when the channel has a user, and then only with a mechanism that
 // does not show the password to the network: over TLS any (PLAIN
 // included), without TLS only challenge-response ones (go-mail's
@@ -53,12 +62,20 @@ func (s *Sender) sendEmail(ctx context.Context, ch broker.Channel, n broker.Noti
 	m.SetUserAgent(userAgent)
 	m.SetBodyString(mail.TypeTextPlain, emailBody(n, s.link(n), s.now()))
 
+	tlsConfig := &tls.Config{ServerName: ch.SMTPHost, RootCAs: s.cfg.RootCAs, MinVersion: tls.VersionTLS12}
+	dial := s.dialer.DialContext
+	if port == s.implicitTLSPort {
+		// go-mail's own implicit TLS (WithSSL) would not use our dialer;
+		// over a TLS connection it sees TLS anyway (and no STARTTLS to
+		// offer), so a login may use PLAIN.
+		dial = (&tls.Dialer{NetDialer: s.dialer, Config: tlsConfig}).DialContext
+	}
 	opts := []mail.Option{
 		mail.WithPort(port),
 		mail.WithTimeout(s.cfg.Timeout),
 		mail.WithTLSPolicy(mail.TLSOpportunistic),
-		mail.WithTLSConfig(&tls.Config{ServerName: ch.SMTPHost, RootCAs: s.cfg.RootCAs, MinVersion: tls.VersionTLS12}),
-		mail.WithDialContextFunc(s.dialer.DialContext),
+		mail.WithTLSConfig(tlsConfig),
+		mail.WithDialContextFunc(dial),
 	}
 	if ch.SMTPUser != "" {
 		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthAutoDiscover),

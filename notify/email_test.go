@@ -26,6 +26,7 @@ type smtpOptions struct {
 	tls      bool              // offer STARTTLS, with a test certificate
 	users    map[string]string // offer AUTH PLAIN for these users and passwords
 	insecure bool              // offer AUTH without TLS too
+	implicit bool              // TLS from the first byte (port 465's way)
 }
 
 // smtpMail is one mail the test server received.
@@ -129,14 +130,21 @@ func startSMTP(t *testing.T, opts smtpOptions) *smtpServer {
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
 	srv.AllowInsecureAuth = opts.insecure
 	out := &smtpServer{be: be}
-	if opts.tls {
+	var tlsConfig *tls.Config
+	if opts.tls || opts.implicit {
 		cert, roots := testCertificate(t)
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 		out.roots = roots
+	}
+	if opts.tls {
+		srv.TLSConfig = tlsConfig
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opts.implicit {
+		l = tls.NewListener(l, tlsConfig)
 	}
 	out.addr = l.Addr()
 	go srv.Serve(l)
@@ -323,5 +331,23 @@ func TestEmailNeedsHostSenderReceivers(t *testing.T) {
 	}
 	if dials.Load() != 0 {
 		t.Errorf("%d dials, want none", dials.Load())
+	}
+}
+
+// On the implicit-TLS port (465) the Sender speaks TLS at once, and may
+// log in with PLAIN there.
+func TestEmailImplicitTLSPort(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t, smtpOptions{implicit: true, users: map[string]string{"lazarus": "s3cret-pass"}})
+	s, _, _ := newTestSender(t, Config{AllowPrivate: true, RootCAs: srv.roots, Timeout: 2 * time.Second})
+	ch := emailChannel(srv)
+	s.implicitTLSPort = ch.SMTPPort // the server's port stands for 465
+	ch.SMTPUser, ch.Secret = "lazarus", "s3cret-pass"
+	if err := s.Send(t.Context(), ch, notification()); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	mails := srv.be.received()
+	if len(mails) != 1 || mails[0].user != "lazarus" || !mails[0].tls {
+		t.Fatalf("received %+v, want one mail from the logged-in user over TLS", mails)
 	}
 }

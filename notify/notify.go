@@ -61,6 +61,8 @@ type Sender struct {
 	client *http.Client
 	// now gives the webhook-timestamp; tests set it to sign in the past.
 	now func() time.Time
+	// implicitTLSPort is ImplicitTLSPort; tests set their server's port.
+	implicitTLSPort int
 	// dialGuard, when set, is asked after the address check about every
 	// address about to be dialed (tests: so that a broken check can never
 	// send a packet off this machine).
@@ -78,7 +80,7 @@ func New(cfg Config) *Sender {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sender{cfg: cfg, log: log, now: time.Now}
+	s := &Sender{cfg: cfg, log: log, now: time.Now, implicitTLSPort: ImplicitTLSPort}
 	s.dialer = &net.Dialer{Timeout: cfg.Timeout, Control: s.control}
 	s.client = newHTTPClient(s.dialer, cfg)
 	return s
