@@ -36,6 +36,7 @@ var tests = []test{
 	{"NotifyGivesUpAfterRetryForAndKeepsSecrets", testNotifyGivesUpAfterRetryForAndKeepsSecrets},
 	{"NotifyWithoutASenderKeepsThemPending", testNotifyWithoutASenderKeepsThemPending},
 	{"NotifyRunSendsOnCommit", testNotifyRunSendsOnCommit},
+	{"NotifyRunPollsForOthersNotifications", testNotifyRunPollsForOthersNotifications},
 	{"NotifyStopBetweenSendAndMarkSendsAgain", testNotifyStopBetweenSendAndMarkSendsAgain},
 	{"NotifyThresholdBreachedThenRecoveredOnce", testNotifyThresholdBreachedThenRecoveredOnce},
 	{"NotifyArchiveFailureIsToldOnce", testNotifyArchiveFailureIsToldOnce},

@@ -659,3 +659,48 @@ func testNotifyStopBetweenSendAndMarkSendsAgain(t *testing.T, harness Harness) {
 		t.Errorf("after the second send: %+v", ds[0])
 	}
 }
+
+// Run also polls: a notification written by another process's broker
+// (here, another broker on the same store, whose commits do not wake
+// this one) is sent at the next tick of the poll.
+func testNotifyRunPollsForOthersNotifications(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, f := notifyBundle(t, harness)
+	f.sent = make(chan broker.Notification, 10)
+	hook := s.webhook("hook")
+	other := broker.New(broker.Config{Store: s.db, Clock: s.clock})
+	t.Cleanup(other.Close)
+	ctx, cancel := context.WithCancel(s.ctx)
+	never, ticks := make(chan time.Time), make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		s.b.Run(ctx, broker.RunConfig{MaintainTicks: never, FlushTicks: never, NotifyTicks: ticks})
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	tick := func() {
+		t.Helper()
+		select {
+		case ticks <- s.clock.Now(): // taken when the loop waits
+		case <-time.After(20 * time.Second):
+			t.Fatal("the loop does not take its ticks")
+		}
+	}
+	// Two ticks taken: the loop has passed once since the first, and
+	// waits, idle, before the other broker writes.
+	tick()
+	tick()
+	n, err := other.TestChannel(s.ctx, hook.ID, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick()
+	select {
+	case got := <-f.sent:
+		if got.ID != n.ID {
+			t.Errorf("sent %+v, want %d", got, n.ID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("not sent at the poll's tick")
+	}
+}
