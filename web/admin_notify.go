@@ -105,7 +105,7 @@ func (s *Server) createChannelPage(c echo.Context) error {
 	secret := ""
 	if made.Kind == broker.ChannelWebhook {
 		secret = made.Secret
-		msg = fmt.Sprintf("Webhook %s created. Copy its signing secret now: you will not see it again.", made.Name)
+		msg = fmt.Sprintf("Webhook %s created: copy its signing secret below.", made.Name)
 	}
 	if err := s.setFlash(c, views.Flash{Kind: "ok", Text: msg}, secret); err != nil {
 		return err
