@@ -217,7 +217,8 @@ func TestNotifyAPI(t *testing.T) {
 }
 
 // Only admins: an operator's token and an operator's session are
-// refused on the API and the pages of notifications, and make nothing.
+// refused on the API and the pages of notifications, and make nothing;
+// an admin's forms need their CSRF token.
 func TestNotifyIsForAdminsOnly(t *testing.T) {
 	t.Parallel()
 	s := setupNotify(t, func(c *web.Config) { c.OpenAPI = false })
@@ -238,6 +239,15 @@ func TestNotifyIsForAdminsOnly(t *testing.T) {
 		t.Fatalf("channels: %v %v", chs, err)
 	}
 	admin, _ := s.loggedIn(broker.RoleAdmin)
+	// An admin's form without its CSRF token (another site's) is refused.
+	for _, path := range []string{"/admin/notify/channels", "/admin/notify/rules", "/admin/notify/channels/1/test", "/admin/notify/channels/1/delete"} {
+		if r := admin.postRaw(path, url.Values{"name": {"x"}, "kind": {"slack"}, "url": {"https://h.example/x"}}, nil); r.status != http.StatusForbidden {
+			t.Fatalf("POST %s without a CSRF token: %d", path, r.status)
+		}
+	}
+	if chs, err := s.broker.Channels(s.ctx); err != nil || len(chs) != 0 {
+		t.Fatalf("channels after the forged forms: %v %v", chs, err)
+	}
 	if r := admin.get("/admin/notify").want(http.StatusOK); !strings.Contains(string(r.body), "No channels yet") {
 		t.Fatalf("an admin's page: %s", r.body)
 	}
@@ -297,6 +307,11 @@ func TestNotifyPages(t *testing.T) {
 	}
 	if !strings.Contains(page, "smtp.example:587 → b@example.com, c@example.com") {
 		t.Fatal("the email channel's receivers are not shown")
+	}
+	for _, e := range broker.NotifyEvents {
+		if !strings.Contains(page, `<input type="checkbox" name="events" value="`+e+`"`) {
+			t.Fatalf("the rule form has no checkbox for %s", e)
+		}
 	}
 	chs, _ = s.broker.Channels(s.ctx)
 	slackID := itoa(chs[1].ID)
