@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,14 @@ type Config struct {
 	// deadLetterArchive are written before they expire; empty: none
 	// (such queues keep their dead letters, and say why).
 	ArchiveDir string
+	// PublicURL is the dashboard's base URL as people reach it (behind
+	// a proxy: the proxy's), put before the paths in notifications to
+	// make their links; empty: derived from the listen address, with a
+	// warning at start (serve.go: publicURL).
+	PublicURL string
+	// NotifyAllowPrivate lets notification channels reach loopback,
+	// link-local and cloud metadata addresses (notify.Config).
+	NotifyAllowPrivate bool
 
 	// bcryptCost is the cost of the password hashes made at start (0:
 	// password.DefaultCost); tests lower it.
@@ -137,6 +146,10 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		"how long audit entries are kept, in days (400d) or as a duration of 24h at least; 0 keeps them for ever (env LAZARUS_AUDIT_RETENTION)")
 	fs.StringVar(&cfg.ArchiveDir, "archive-dir", env("LAZARUS_ARCHIVE_DIR", ""),
 		"directory of the archive of dead letters before they expire (queues with deadLetterArchive): <dir>/<queue>/<YYYY-MM-DD>.ndjson.gz, created if missing; empty: none, and such queues keep their dead letters (env LAZARUS_ARCHIVE_DIR)")
+	fs.StringVar(&cfg.PublicURL, "public-url", env("LAZARUS_PUBLIC_URL", ""),
+		"the dashboard's base URL as people reach it, e.g. https://lazarus.example.com, for the links in notifications; empty: http://<listen address>, with a warning (env LAZARUS_PUBLIC_URL)")
+	fs.BoolVar(&cfg.NotifyAllowPrivate, "notify-allow-private", false,
+		"let notification channels (Slack, webhooks, SMTP) reach loopback, link-local and cloud metadata addresses; off: refused, since a channel's URL is a way into the network")
 	fs.StringVar(&cfg.LogFormat, "log-format", env("LAZARUS_LOG_FORMAT", "text"), "log format: text or json (env LAZARUS_LOG_FORMAT)")
 	fs.StringVar(&level, "log-level", env("LAZARUS_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env LAZARUS_LOG_LEVEL)")
 	if cmd == "serve" {
@@ -224,6 +237,13 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	}
 	if cfg.AuditRetention, err = parseRetention(auditKeep); err != nil {
 		return Config{}, fmt.Errorf("audit retention %w, got %q", err, auditKeep)
+	}
+	if cfg.PublicURL != "" {
+		u, err := url.Parse(cfg.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return Config{}, fmt.Errorf("public url must be an http or https URL such as https://lazarus.example.com, got %q", cfg.PublicURL)
+		}
+		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	}
 	if cfg.Addr == "" || cfg.DBPath == "" {
 		return Config{}, errors.New("addr and db must not be empty")

@@ -75,6 +75,11 @@ Flags of serve and demo (flags win over the environment):
                           runs (env LAZARUS_MAINTENANCE_EVERY, default 1m)
   --audit-retention       how long audit entries are kept; 0 for ever
                           (env LAZARUS_AUDIT_RETENTION, default 400d)
+  --public-url            the dashboard's base URL, for the links in
+                          notifications (env LAZARUS_PUBLIC_URL, default
+                          the listen address, with a warning)
+  --notify-allow-private  notification channels may reach loopback,
+                          link-local and metadata addresses (default off)
   --demo                  serve only: also run demo traffic
 
 Environment only:

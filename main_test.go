@@ -75,6 +75,11 @@ func TestParseConfig(t *testing.T) {
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, DBWait: 90 * time.Second}},
 		{"DBWaitFromEnvironment", "serve", nil, map[string]string{"LAZARUS_DB_WAIT": "5m"},
 			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, DBWait: 5 * time.Minute}},
+		{"PublicURLAndNotifyAllowPrivate", "serve", []string{"--public-url", "https://lazarus.example.com/ops/", "--notify-allow-private"}, map[string]string{"LAZARUS_PUBLIC_URL": "https://other.example"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo,
+				PublicURL: "https://lazarus.example.com/ops", NotifyAllowPrivate: true}},
+		{"PublicURLFromEnvironment", "serve", nil, map[string]string{"LAZARUS_PUBLIC_URL": "http://10.0.0.5:8080"},
+			Config{Addr: "127.0.0.1:8080", DBPath: "./lazarus.db", Sync: db.SyncFull, BusyTimeout: db.DefaultBusyTimeout, LogFormat: "text", LogLevel: slog.LevelInfo, PublicURL: "http://10.0.0.5:8080"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +141,9 @@ func TestParseConfigRefusesBadInput(t *testing.T) {
 		{"DBWaitTooLong", "serve", []string{"--db-wait", "2h"}, nil, "db wait must be a duration from 0 to 1h"},
 		{"DBWaitNotADuration", "serve", nil, map[string]string{"LAZARUS_DB_WAIT": "60"}, "db wait must be a duration"},
 		{"AuditRetentionNegative", "serve", []string{"--audit-retention", "-5d"}, nil, "audit retention must be"},
+		{"PublicURLNotHTTP", "serve", []string{"--public-url", "ftp://lazarus.example.com"}, nil, "public url must be an http or https URL"},
+		{"PublicURLWithoutHost", "serve", nil, map[string]string{"LAZARUS_PUBLIC_URL": "lazarus.example.com"}, "public url must be an http or https URL"},
+		{"PublicURLWithAQuery", "serve", []string{"--public-url", "https://l.example/?a=1"}, nil, "public url must be"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/lazarus-dlq/lazarus/demo"
+	"github.com/lazarus-dlq/lazarus/notify"
 	"github.com/lazarus-dlq/lazarus/web"
 )
 
@@ -88,6 +89,22 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 		bc.Archive = a
 		log.Info("archive of dead letters before they expire", "dir", cfg.ArchiveDir)
 	}
+	host, _, _ := net.SplitHostPort(cfg.Addr)
+	urls, wildcard := reachableURLs(ln.Addr(), host, net.InterfaceAddrs)
+	// The links of notifications: the --public-url, or the first URL
+	// this server answers on (people elsewhere may not reach it).
+	public, derived := cfg.PublicURL, cfg.PublicURL == ""
+	if derived {
+		public = urls[0]
+	}
+	bc.Notify = notify.New(notify.Config{PublicURL: public, AllowPrivate: cfg.NotifyAllowPrivate, Logger: log.With("component", "notify")})
+	if derived {
+		log.Warn("no --public-url: the links in notifications use the listen address, which people elsewhere may not reach; set --public-url to the dashboard's address as people open it",
+			"public_url", public)
+	}
+	if cfg.NotifyAllowPrivate {
+		log.Warn("--notify-allow-private: notification channels may reach loopback, link-local and cloud metadata addresses")
+	}
 	b := broker.New(bc)
 	if cfg.ArchiveDir == "" {
 		warnNoArchive(ctx, b, log, "at start")
@@ -132,8 +149,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	// pops return (empty) instead of holding the stop for minutes.
 	srv.RegisterOnShutdown(b.Close)
 
-	host, _, _ := net.SplitHostPort(cfg.Addr)
-	urls, wildcard := reachableURLs(ln.Addr(), host, net.InterfaceAddrs)
 	log.Info("listening",
 		"addr", ln.Addr().String(),
 		"url", urls[0],

@@ -525,7 +525,7 @@ func (s *settler) replayOutcome(ctx context.Context, m Message, ok bool) error {
 	if s.k.o.Concurrent && IsReplayTransaction(m.TransactionID) {
 		return errPlainWrite // its job's row is read, then written
 	}
-	counted, err := settleCopy(ctx, s.tx, m, s.c.GroupID, ok, s.now, s.k.touched, s.k.b.raiser(s.tx))
+	counted, err := settleCopy(ctx, s.tx, m, s.c.GroupID, ok, s.now, s.k.touched, s.k.b.raiser(ctx, s.tx))
 	if err != nil || !counted {
 		return err
 	}
@@ -598,7 +598,7 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 	if err := s.tx.InsertDeadLetter(ctx, &d, true); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
-	if err := fileIntoErrorGroup(ctx, s.tx, &d, s.queue.Name, s.group, s.now, s.k.b.raiser(s.tx)); err != nil {
+	if err := fileIntoErrorGroup(ctx, s.tx, &d, s.queue.Name, s.group, s.now, s.k.b.raiser(ctx, s.tx)); err != nil {
 		return fmt.Errorf("error group: %w", err)
 	}
 	// After the filing: a job that pauses itself on it counts this copy's

@@ -61,8 +61,10 @@ type archiveState struct {
 
 // record notes a write of n dead letters of queue that returned err at
 // now. A failure is logged when it begins or its error changes, not at
-// every chunk; the first write that succeeds after it says so.
-func (s *archiveState) record(log *slog.Logger, queue string, n int, err error, now time.Time) {
+// every chunk; the first write that succeeds after it says so. It
+// reports whether a failure began (the write before it, if any,
+// succeeded, in this process).
+func (s *archiveState) record(log *slog.Logger, queue string, n int, err error, now time.Time) (began bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.queues == nil {
@@ -79,17 +81,18 @@ func (s *archiveState) record(log *slog.Logger, queue string, n int, err error, 
 			log.Info("archive: writing again; the queue's dead letters expire again", "queue", queue, "failing_since", st.FailingSince)
 			st.FailingSince, st.Err = time.Time{}, ""
 		}
-		return
+		return false
 	}
 	st.Failures++
 	if st.FailingSince.IsZero() || st.Err != err.Error() {
 		log.Error("archive: cannot write; the queue's dead letters are kept, not expired, until it can (tried again at each maintenance run)",
 			"queue", queue, "err", err)
 		if st.FailingSince.IsZero() {
-			st.FailingSince = now
+			st.FailingSince, began = now, true
 		}
 		st.Err = err.Error()
 	}
+	return began
 }
 
 // ArchiveStatuses returns the archive's status of every queue that
@@ -182,7 +185,15 @@ func (b *Broker) archiveDue(ctx context.Context, q Queue) (ids map[int64]bool, m
 	if ctx.Err() != nil && werr != nil {
 		return nil, false, true, werr // stopped, not failing
 	}
-	b.archive.record(b.log, name, len(dls), werr, now)
+	if b.archive.record(b.log, name, len(dls), werr, now) {
+		// Told once a failure, not at each retry: archive.failed.
+		if err := b.update(ctx, func(tx Tx, _ func(string)) error {
+			return b.raise(ctx, tx, Event{Kind: EventArchiveFailed, Queue: name, At: now,
+				Detail: "the archive cannot be written; the queue's dead letters are kept, not expired, until it can: " + werr.Error()})
+		}); err != nil {
+			b.log.Error("archive: tell the failure", "queue", name, "err", err)
+		}
+	}
 	if werr != nil {
 		return nil, false, true, fmt.Errorf("archive of %s: %w", name, werr)
 	}

@@ -129,7 +129,7 @@ func (k *acker) openBreaker(ctx context.Context, n *breakerNote, streak int64) e
 	if err := audit(ctx, k.tx, k.now, BrokerActor, AuditHold, n.q.Name, n.group, int(waiting), "held: "+reason); err != nil {
 		return err
 	}
-	if err := k.b.raise(k.tx, Event{Kind: EventHoldStarted, HoldKind: HoldBreaker, Queue: n.q.Name, Group: n.group, Detail: reason, At: k.now, HoldID: h.ID}); err != nil {
+	if err := k.b.raise(ctx, k.tx, Event{Kind: EventHoldStarted, HoldKind: HoldBreaker, Queue: n.q.Name, Group: n.group, Detail: reason, At: k.now, HoldID: h.ID}); err != nil {
 		return err
 	}
 	k.touched(n.q.Name)
@@ -157,7 +157,7 @@ func (k *acker) closeBreaker(ctx context.Context, n *breakerNote) error {
 	if err := audit(ctx, k.tx, k.now, BrokerActor, AuditHoldRelease, n.q.Name, n.group, int(waiting), detail); err != nil {
 		return err
 	}
-	if err := k.b.raise(k.tx, Event{Kind: EventHoldReleased, HoldKind: HoldBreaker, Queue: n.q.Name, Group: n.group, Detail: detail, At: k.now, HoldID: h.ID}); err != nil {
+	if err := k.b.raise(ctx, k.tx, Event{Kind: EventHoldReleased, HoldKind: HoldBreaker, Queue: n.q.Name, Group: n.group, Detail: detail, At: k.now, HoldID: h.ID}); err != nil {
 		return err
 	}
 	k.touched(n.q.Name) // the pops waiting for it look again

@@ -189,7 +189,7 @@ func (b *Broker) canaryStep(ctx context.Context, tx Tx, j *Job, now time.Time, t
 		Detail: fmt.Sprintf("job #%d paused itself: %s", j.ID, c.Reason), JobID: j.ID}); err != nil {
 		return false, err
 	}
-	return true, b.raise(tx, Event{Kind: EventJobPaused, Queue: j.Queue, Detail: c.Reason, At: now, JobID: j.ID})
+	return true, b.raise(ctx, tx, Event{Kind: EventJobPaused, Queue: j.Queue, Detail: c.Reason, At: now, JobID: j.ID})
 }
 
 // replayCanary replays j's canary: the first ids of a job by ids (put

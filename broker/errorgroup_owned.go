@@ -32,7 +32,7 @@ func fileIntoErrorGroup(ctx context.Context, tx errorGroupAuditTx, d *DeadLetter
 	}
 	if m.Filed == 1 && m.State == GroupOpen {
 		if err := raise(Event{Kind: EventErrorGroupNew, Queue: queue, Group: group, ErrorGroupID: m.ID, Fingerprint: d.Fingerprint,
-			Detail: truncate(d.Error, 200), At: now}); err != nil {
+			Detail: cutRunes(d.Error, NotifySampleChars), At: now}); err != nil {
 			return err
 		}
 	}
@@ -525,7 +525,7 @@ func (b *Broker) endIgnores(ctx context.Context, limit int) (int, error) {
 			}
 			g := gs[0]
 			m := ErrorGroupMark{ID: g.ID, State: g.State, Regressed: g.Regressed, Filed: g.Life.Filed, UntilAt: g.UntilAt, UntilFiled: g.UntilFiled}
-			if err := reopenIfEnded(ctx, tx, m, now, "", b.raiser(tx)); err != nil {
+			if err := reopenIfEnded(ctx, tx, m, now, "", b.raiser(ctx, tx)); err != nil {
 				return err
 			}
 			touched(g.Queue)

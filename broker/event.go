@@ -1,10 +1,15 @@
 package broker
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
-// Event is news the broker tells people about (SPEC section 8: the
-// notifications issue carries them to channels). Today they are handed,
-// once their transaction has committed, to Config.OnEvent.
+// Event is news the broker tells people about (SPEC section 8): it is
+// written to the notifications' outbox for each channel whose rules
+// match it, in the transaction of the change, and handed, once that
+// transaction has committed, to Config.OnEvent.
 type Event struct {
 	Kind string // EventHoldStarted, EventHoldReleased, …
 	// HoldKind is the kind of the hold of a hold's event (manual, or the
@@ -33,15 +38,26 @@ const (
 	EventJobPaused = "job.paused"
 )
 
-// raiser is raise bound to tx, for functions that take a narrower
-// transaction.
-func (b *Broker) raiser(tx Tx) func(Event) error {
-	return func(e Event) error { return b.raise(tx, e) }
+// raiser is raise bound to ctx and tx, for functions that take a
+// narrower transaction.
+func (b *Broker) raiser(ctx context.Context, tx Tx) func(Event) error {
+	return func(e Event) error { return b.raise(ctx, tx, e) }
 }
 
-// raise tells e once tx has committed (never when it does not): to
+// raise writes e to the outbox in tx, once for each channel whose rules
+// match it (writeOutbox), and, once tx has committed (never when it does
+// not), wakes the sending loop when it wrote any and tells e to
 // Config.OnEvent, when one was given.
-func (b *Broker) raise(tx Tx, e Event) error {
+func (b *Broker) raise(ctx context.Context, tx Tx, e Event) error {
+	n, err := writeOutbox(ctx, tx, e)
+	if err != nil {
+		return fmt.Errorf("notifications of %s: %w", e.Kind, err)
+	}
+	if n > 0 {
+		if err := afterCommit(tx, b.wakeSender); err != nil {
+			return err
+		}
+	}
 	if b.onEvent == nil {
 		return nil
 	}

@@ -183,7 +183,7 @@ func (b *Broker) Hold(ctx context.Context, r HoldRequest) (h Hold, created bool,
 		if err := audit(ctx, tx, now, r.Actor, AuditHold, q.Name, r.Group, int(h.Waiting), "held: "+r.Reason); err != nil {
 			return err
 		}
-		if err := b.raise(tx, Event{Kind: EventHoldStarted, HoldKind: HoldManual, Queue: q.Name, Group: r.Group, Detail: r.Reason, At: now, HoldID: h.ID}); err != nil {
+		if err := b.raise(ctx, tx, Event{Kind: EventHoldStarted, HoldKind: HoldManual, Queue: q.Name, Group: r.Group, Detail: r.Reason, At: now, HoldID: h.ID}); err != nil {
 			return err
 		}
 		touched(q.Name) // the pages that follow the queue
@@ -227,7 +227,7 @@ func (b *Broker) Release(ctx context.Context, id int64, actor string) (Hold, err
 		if err := audit(ctx, tx, now, actor, AuditHoldRelease, h.Queue, h.Group, int(h.Waiting), detail); err != nil {
 			return err
 		}
-		if err := b.raise(tx, Event{Kind: EventHoldReleased, HoldKind: h.Kind, Queue: h.Queue, Group: h.Group, Detail: detail, At: now, HoldID: h.ID}); err != nil {
+		if err := b.raise(ctx, tx, Event{Kind: EventHoldReleased, HoldKind: h.Kind, Queue: h.Queue, Group: h.Group, Detail: detail, At: now, HoldID: h.ID}); err != nil {
 			return err
 		}
 		touched(h.Queue) // the pops waiting for it look again

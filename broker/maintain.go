@@ -35,10 +35,12 @@ const (
 	TaskAudit       = "audit"        // audit entries past the audit retention
 	TaskSessions    = "sessions"     // ended sessions
 	TaskLogins      = "logins"       // the login limiter's counts past LoginForget (loginlimit.go)
+	// TaskNotifications: sent and failed notifications past NotifyRetention.
+	TaskNotifications = "notifications"
 )
 
 // MaintenanceTasks are the tasks Maintain runs, in order.
-var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskLogins, TaskSpace}
+var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskLogins, TaskNotifications, TaskSpace}
 
 // AuditSwept is the action of the broker's audit entry that says how many
 // audit entries the retention removed.
@@ -155,8 +157,8 @@ var background = UpdateOptions{Background: true}
 // buckets past their retention, the history of replays and deletes
 // (restore windows that ended, history past HistoryRetention), the audit
 // entries past the audit retention (with one entry of the broker's stream
-// saying how many, when any), the ended sessions and the login limiter's
-// forgotten counts. It reports, per
+// saying how many, when any), the ended sessions, the login limiter's
+// forgotten counts and the notifications past NotifyRetention. It reports, per
 // task, the rows removed, the time taken and its error, and adds them to
 // MaintenanceTotals. A task's error does not stop the tasks after it:
 // Maintain returns the errors joined, each named by its task. A
@@ -178,6 +180,7 @@ func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 		{TaskAudit, b.maintainAudit},
 		{TaskSessions, b.maintainSessions},
 		{TaskLogins, b.maintainLogins},
+		{TaskNotifications, b.maintainNotifications},
 		{TaskSpace, b.maintainSpace},
 	} {
 		r := TaskReport{Task: task.name}
@@ -324,6 +327,15 @@ func (b *Broker) maintainAudit(ctx context.Context, r *TaskReport) error {
 	return b.store.Update(ctx, background, func(tx Tx) error {
 		return tx.InsertAudit(ctx, &AuditEntry{At: b.now(), Actor: BrokerActor, Action: AuditSwept, Count: int(r.Removed), Broker: true,
 			Detail: fmt.Sprintf("audit: %s entries older than %s removed", thousands(r.Removed), DurationWords(keep))})
+	})
+}
+
+// maintainNotifications deletes the sent and failed notifications
+// written more than NotifyRetention ago (the pending ones stay: they
+// are given up NotifyRetryFor after they were written).
+func (b *Broker) maintainNotifications(ctx context.Context, r *TaskReport) error {
+	return b.chunks(ctx, r, func(tx Tx, _ MaintainTx, now time.Time) (int64, error) {
+		return tx.SweepNotifications(ctx, now.Add(-NotifyRetention), maintainChunk)
 	})
 }
 

@@ -539,7 +539,7 @@ func (r *popRun) autoAck(q Queue, c *Consumer, msgs []Message, retries []int) er
 				return fmt.Errorf("pop: attempts: %w", err)
 			}
 		}
-		counted, err := settleCopy(ctx, tx, m, gid, true, now, r.touched, r.b.raiser(tx))
+		counted, err := settleCopy(ctx, tx, m, gid, true, now, r.touched, r.b.raiser(ctx, tx))
 		if err != nil {
 			return err
 		}

@@ -43,6 +43,8 @@ type RunConfig struct {
 	// MaintainTicks and FlushTicks, when set, stand for the tickers of
 	// MaintenanceEvery and StatsDelay: a test moves the schedule by hand.
 	MaintainTicks, FlushTicks <-chan time.Time
+	// NotifyTicks, when set, stands for the ticker of NotifyPoll.
+	NotifyTicks <-chan time.Time
 }
 
 // Run does the broker's background work until ctx ends, and returns once
@@ -50,8 +52,10 @@ type RunConfig struct {
 //
 //   - while this process leads (cfg.Leader): the bulk jobs (RunJobs:
 //     those a restart or the death of the last leader interrupted first,
-//     from where they stopped), and Maintain when it takes the lead and
-//     then every MaintenanceEvery;
+//     from where they stopped), Maintain when it takes the lead and
+//     then every MaintenanceEvery, each followed by CheckThresholds, and
+//     the sending of notifications (SendNotifications: woken by the
+//     commits of this process that wrote some, and every NotifyPoll);
 //   - in every process: the counts waiting in memory (StatsDelay) written
 //     every StatsDelay.
 //
@@ -105,7 +109,10 @@ func (b *Broker) Run(ctx context.Context, cfg RunConfig) {
 		if cfg.OnLead != nil {
 			cfg.OnLead(ctx)
 		}
+		var sending sync.WaitGroup
+		sending.Go(func() { b.notifyLoop(ctx, cfg.NotifyTicks) })
 		b.RunJobs(ctx)
+		sending.Wait()
 	})
 	stopLoop()
 	loop.Wait()
@@ -146,6 +153,9 @@ func (b *Broker) maintainLoop(ctx context.Context, every time.Duration, maintain
 			if t.Took > every {
 				log.Warn("maintenance falls behind: a task took longer than the interval", "task", t.Task, "took", t.Took.String(), "every", every.String(), "removed", t.Removed)
 			}
+		}
+		if _, err := b.CheckThresholds(ctx); err != nil && ctx.Err() == nil {
+			log.Error("check thresholds", "err", err)
 		}
 	}
 }

@@ -35,6 +35,8 @@ type Broker struct {
 	archiver       Archiver // nil: none configured
 	archive        archiveState
 	onEvent        func(Event) // nil: nobody is told
+	sender         Sender      // nil: notifications are kept pending
+	sending        notifyState
 	randMu         sync.Mutex  // guards rand
 	rand           rand.Source // the canary's draws (nil: math/rand/v2's own)
 }
@@ -62,6 +64,10 @@ type Config struct {
 	// each once, after its transaction has committed, in commit order;
 	// it must not block for long (nil: nobody is told).
 	OnEvent func(Event)
+	// Notify sends the notifications of the outbox (package notify's
+	// Sender), from the process that leads (Run). nil: they are kept
+	// pending, and a warning says so once.
+	Notify Sender
 	// Rand is where a canary's draws come from (tests give a seeded
 	// one; nil: math/rand/v2's, seeded by the runtime from the system's
 	// randomness). Only one number is taken of it per job.
@@ -86,6 +92,8 @@ func New(cfg Config) *Broker {
 	b.restoreWindow = cfg.RestoreWindow
 	b.archiver = cfg.Archive
 	b.onEvent = cfg.OnEvent
+	b.sender = cfg.Notify
+	b.sending.wake = make(chan struct{}, 1)
 	b.rand = cfg.Rand
 	if b.restoreWindow <= 0 {
 		b.restoreWindow = RestoreWindow

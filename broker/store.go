@@ -269,6 +269,7 @@ type Tx interface {
 	StatsTx
 	OverviewTx
 	AuditTx
+	NotifyTx
 
 	// Scope returns the write transaction's TxScope: a new one for each
 	// transaction of Update, the same for every function of Updates run

@@ -21,6 +21,7 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
+	notifysend "github.com/lazarus-dlq/lazarus/notify"
 	"github.com/lazarus-dlq/lazarus/password"
 	"github.com/lazarus-dlq/lazarus/web"
 )
@@ -73,6 +74,24 @@ func newApp(t *testing.T) *app {
 // the server start: for fixtures written around the broker.
 func newAppFilled(t *testing.T, fill func(d *db.DB, clk *clock)) *app {
 	t.Helper()
+	return startApp(t, fill, nil)
+}
+
+// newAppNotifying is newApp that sends notifications, as serve does with
+// --public-url (its own address) and --notify-allow-private (the test's
+// receivers are on the loopback): the broker's whole background work
+// (broker.Run: the jobs, maintenance, the sending) runs.
+func newAppNotifying(t *testing.T) *app {
+	t.Helper()
+	return startApp(t, nil, func(publicURL string) broker.Sender {
+		return notifysend.New(notifysend.Config{PublicURL: publicURL, AllowPrivate: true, Timeout: 5 * time.Second})
+	})
+}
+
+// startApp starts the server of newAppFilled; sender, when set, makes
+// the broker's Sender from the server's URL.
+func startApp(t *testing.T, fill func(d *db.DB, clk *clock), sender func(publicURL string) broker.Sender) *app {
+	t.Helper()
 	if startErr != nil {
 		t.Fatalf("no browser: %v", startErr)
 	}
@@ -93,7 +112,15 @@ func newAppFilled(t *testing.T, fill func(d *db.DB, clk *clock)) *app {
 	if fill != nil {
 		fill(d, clk)
 	}
-	b := broker.New(broker.Config{Store: d, Logger: log, Clock: clk})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	bc := broker.Config{Store: d, Logger: log, Clock: clk}
+	if sender != nil {
+		bc.Notify = sender("http://" + ln.Addr().String())
+	}
+	b := broker.New(bc)
 	srv := &http.Server{
 		Handler: web.New(web.Config{
 			Broker:     b,
@@ -108,10 +135,6 @@ func newAppFilled(t *testing.T, fill func(d *db.DB, clk *clock)) *app {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(b.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -130,6 +153,10 @@ func newAppFilled(t *testing.T, fill func(d *db.DB, clk *clock)) *app {
 	jobsDone := make(chan struct{})
 	go func() {
 		defer close(jobsDone)
+		if sender != nil {
+			b.Run(jobsCtx, broker.RunConfig{})
+			return
+		}
 		b.RunJobs(jobsCtx)
 	}()
 	t.Cleanup(func() {

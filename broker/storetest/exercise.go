@@ -29,6 +29,17 @@ func Exercise(t *testing.T, h Harness) {
 // (TestEveryTestIsListed checks that each func test... is here or in
 // processTests, once).
 var tests = []test{
+	{"NotifyChannelsAreCheckedAndTheirSecretsKept", testNotifyChannelsAreCheckedAndTheirSecretsKept},
+	{"NotifyRulesMatchByPatternAndGroup", testNotifyRulesMatchByPatternAndGroup},
+	{"NotifyNewErrorGroupIsToldOnce", testNotifyNewErrorGroupIsToldOnce},
+	{"NotifySendsInOrderPerChannelWithRetries", testNotifySendsInOrderPerChannelWithRetries},
+	{"NotifyGivesUpAfterRetryForAndKeepsSecrets", testNotifyGivesUpAfterRetryForAndKeepsSecrets},
+	{"NotifyWithoutASenderKeepsThemPending", testNotifyWithoutASenderKeepsThemPending},
+	{"NotifyRunSendsOnCommit", testNotifyRunSendsOnCommit},
+	{"NotifyRunPollsForOthersNotifications", testNotifyRunPollsForOthersNotifications},
+	{"NotifyStopBetweenSendAndMarkSendsAgain", testNotifyStopBetweenSendAndMarkSendsAgain},
+	{"NotifyThresholdBreachedThenRecoveredOnce", testNotifyThresholdBreachedThenRecoveredOnce},
+	{"NotifyArchiveFailureIsToldOnce", testNotifyArchiveFailureIsToldOnce},
 	{"OverviewPagesSortsAndFilters", testOverviewPagesSortsAndFilters},
 	{"AckOfAPartitionTheGroupDoesNotReadIsRefused", testAckOfAPartitionTheGroupDoesNotReadIsRefused},
 	{"AckByALeaseIDNoLeaseHasIsRefused", testAckByALeaseIDNoLeaseHasIsRefused},

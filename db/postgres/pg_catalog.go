@@ -386,6 +386,14 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`DELETE FROM holds WHERE id = ?`: {text: `DELETE FROM holds WHERE id = $1`},
 	// Tx.DeleteLoginFailure: translated
 	`DELETE FROM login_failures WHERE key = ?`: {text: `DELETE FROM login_failures WHERE key = $1`},
+	// Tx.DeleteNotifyChannel: translated
+	`DELETE FROM notify_channels WHERE id = ?`: {text: `DELETE FROM notify_channels WHERE id = $1`},
+	// Tx.DeleteNotifyChannel: translated
+	`DELETE FROM notify_outbox WHERE channel_id = ? AND state = 'pending'`: {text: `DELETE FROM notify_outbox WHERE channel_id = $1 AND state = 'pending'`},
+	// Tx.DeleteNotifyChannel: translated
+	`DELETE FROM notify_rules WHERE channel_id = ?`: {text: `DELETE FROM notify_rules WHERE channel_id = $1`},
+	// Tx.DeleteNotifyRule: translated
+	`DELETE FROM notify_rules WHERE id = ?`: {text: `DELETE FROM notify_rules WHERE id = $1`},
 	// Tx.DeleteQueue: translated
 	`DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)`: {text: `DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = $1)`},
 	// Tx.DeleteQueue: translated
@@ -454,6 +462,8 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 			WHERE job_outcomes.job_id = x.job_id AND job_outcomes.group_id = x.group_id`, stores: true},
 	// Tx.DeleteSession: translated
 	`DELETE FROM sessions WHERE hash = ?`: {text: `DELETE FROM sessions WHERE hash = $1`},
+	// Tx.DeleteThresholdState: translated
+	`DELETE FROM notify_thresholds WHERE queue = ? AND group_name = ?`: {text: `DELETE FROM notify_thresholds WHERE queue = $1 AND group_name = $2`},
 	// Tx.DeleteToken: translated
 	`DELETE FROM tokens WHERE id = ? AND user_id = ?`: {text: `DELETE FROM tokens WHERE id = $1 AND user_id = $2`},
 	// Tx.DeleteUser: translated
@@ -488,6 +498,12 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	WHERE d.queue_id = ?1 AND d.failed_at < ?2 ORDER BY d.failed_at, d.id LIMIT ?3`: {text: `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint
 	FROM dead_letters d
 	WHERE d.queue_id = $1 AND d.failed_at < $2 ORDER BY d.failed_at, d.id LIMIT $3`},
+	// Tx.DueNotifications: translated
+	`SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
+		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= ?
+		ORDER BY id LIMIT ?`: {text: `SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
+		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= $1
+		ORDER BY id LIMIT $2`},
 	// Tx.DueSettled: translated
 	`SELECT partition_id, MAX(seq) FROM settle_marks WHERE queue_id = ? AND at <= ? GROUP BY partition_id ORDER BY partition_id`: {text: `SELECT partition_id, MAX(seq) FROM settle_marks WHERE queue_id = $1 AND at <= $2 GROUP BY partition_id ORDER BY partition_id`},
 	// Tx.EmptyPartitions: translated
@@ -688,6 +704,14 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq`: {text: `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq`, stores: true},
+	// Tx.InsertNotification: translated
+	`INSERT INTO notify_outbox (channel_id, event, queue, group_name, detail, path, at, test, next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7) RETURNING id`: {text: `INSERT INTO notify_outbox (channel_id, event, queue, group_name, detail, path, at, test, next_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $7) RETURNING id`, stores: true},
+	// Tx.InsertNotifyChannel: translated
+	`INSERT INTO notify_channels (name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO notify_channels (name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`, stores: true},
+	// Tx.InsertNotifyRule: translated
+	`INSERT INTO notify_rules (channel_id, events, queue_pattern, group_name, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO notify_rules (channel_id, events, queue_pattern, group_name, created_at, created_by) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, stores: true},
 	// Tx.InsertSession: translated
 	`INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`, stores: true},
 	// Tx.InsertToken: translated
@@ -874,6 +898,18 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 					(SELECT n.created_at FROM messages n WHERE n.partition_id = c.partition_id ORDER BY n.seq DESC LIMIT 1) + $4) END AS w
 			FROM queues q, consumers c WHERE q.id = $1 AND c.queue_id = $1 AND c.group_id = $2 AND c.ready = 1
 			AND (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL) w WHERE w.w > $3`},
+	// Tx.NotifyChannel: translated
+	`SELECT id, name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by FROM notify_channels WHERE id = ?`: {text: `SELECT id, name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by FROM notify_channels WHERE id = $1`},
+	// Tx.NotifyChannels: translated
+	`SELECT id, name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by FROM notify_channels ORDER BY id`: {text: `SELECT id, name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by FROM notify_channels ORDER BY id`},
+	// Tx.NotifyDeliveries: translated
+	`SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
+		WHERE (?1 = 0 OR channel_id = ?1) AND (?2 = '' OR state = ?2) AND (?3 = 0 OR id < ?3)
+		ORDER BY id DESC LIMIT ?4`: {text: `SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
+		WHERE ($1 = 0 OR channel_id = $1) AND ($2 = '' OR state = $2) AND ($3 = 0 OR id < $3)
+		ORDER BY id DESC LIMIT $4`},
+	// Tx.NotifyRules: translated
+	`SELECT id, channel_id, events, queue_pattern, group_name, created_at, created_by FROM notify_rules ORDER BY id`: {text: `SELECT id, channel_id, events, queue_pattern, group_name, created_at, created_by FROM notify_rules ORDER BY id`},
 	// Tx.PartitionByID: translated
 	`SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE id = ?`: {text: `SELECT id, uuid, queue_id, name, created_at FROM partitions WHERE id = $1`},
 	// Tx.PartitionByName: translated
@@ -1080,6 +1116,12 @@ VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM login_failures))
 ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq = excluded.seq`: {text: `INSERT INTO login_failures (key, n, last_at, seq)
 VALUES ($1, $2, $3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM login_failures))
 ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq = excluded.seq`, stores: true},
+	// Tx.SaveNotifyDelivery: translated
+	`UPDATE notify_outbox SET state = ?, attempts = ?, next_at = ?, sent_at = ?, last_error = ? WHERE id = ? AND state = 'pending'`: {text: `UPDATE notify_outbox SET state = $1, attempts = $2, next_at = $3, sent_at = $4, last_error = $5 WHERE id = $6 AND state = 'pending'`, stores: true},
+	// Tx.SaveThresholdState: translated
+	`INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at`: {text: `INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at`, stores: true},
 	// Tx.SaveUser: translated
 	`INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO users (name, role, password_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id`, stores: true},
 	// Tx.SaveUser: translated
@@ -1268,6 +1310,8 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 	`SELECT queue_id, counted_seq FROM partitions WHERE id = ?`: {text: `SELECT queue_id, counted_seq FROM partitions WHERE id = $1`},
 	// Tx.SweepMessages: translated
 	`UPDATE partitions SET messages = messages - ? WHERE id = ?`: {text: `UPDATE partitions SET messages = messages - $1 WHERE id = $2`, stores: true},
+	// Tx.SweepNotifications: translated
+	`DELETE FROM notify_outbox WHERE id IN (SELECT id FROM notify_outbox WHERE state <> 'pending' AND at < ? ORDER BY at LIMIT ?)`: {text: `DELETE FROM notify_outbox WHERE id IN (SELECT id FROM notify_outbox WHERE state <> 'pending' AND at < $1 ORDER BY at LIMIT $2)`},
 	// Tx.SweepSessions: translated
 	`DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= ?1 OR last_seen_at <= ?2 ORDER BY id LIMIT ?3)`: {text: `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2 ORDER BY id LIMIT $3)`},
 	// Tx.SweepTraces: translated
@@ -1286,6 +1330,8 @@ ORDER BY t.id LIMIT $1)`},
 	`SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match(?, dead_letter_errors) LIMIT ?) AS m`: {text: `SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match($1, dead_letter_errors) LIMIT $2) AS m`},
 	// Tx.TextMatches: translated
 	`SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) LIMIT ?) AS m`: {text: `SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) LIMIT $2) AS m`},
+	// Tx.ThresholdStates: translated
+	`SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds ORDER BY queue, group_name`: {text: `SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds ORDER BY queue, group_name`},
 	// Tx.TokenByHash: translated
 	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
 	// Tx.Tokens: translated

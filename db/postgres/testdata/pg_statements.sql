@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 371 statements (22 with a PostgreSQL text written by hand, 13 for
+-- 388 statements (22 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 93 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -666,6 +666,34 @@ DELETE FROM holds WHERE id = $1
 DELETE FROM login_failures WHERE key = $1
 ;
 
+-- used by: Tx.DeleteNotifyChannel
+-- sqlite:
+--   DELETE FROM notify_channels WHERE id = ?
+-- postgres (translated):
+DELETE FROM notify_channels WHERE id = $1
+;
+
+-- used by: Tx.DeleteNotifyChannel
+-- sqlite:
+--   DELETE FROM notify_outbox WHERE channel_id = ? AND state = 'pending'
+-- postgres (translated):
+DELETE FROM notify_outbox WHERE channel_id = $1 AND state = 'pending'
+;
+
+-- used by: Tx.DeleteNotifyChannel
+-- sqlite:
+--   DELETE FROM notify_rules WHERE channel_id = ?
+-- postgres (translated):
+DELETE FROM notify_rules WHERE channel_id = $1
+;
+
+-- used by: Tx.DeleteNotifyRule
+-- sqlite:
+--   DELETE FROM notify_rules WHERE id = ?
+-- postgres (translated):
+DELETE FROM notify_rules WHERE id = $1
+;
+
 -- used by: Tx.DeleteQueue
 -- sqlite:
 --   DELETE FROM attempts WHERE seq IN (SELECT m.seq FROM messages m JOIN partitions p ON p.id = m.partition_id WHERE p.queue_id = ?1)
@@ -864,6 +892,13 @@ UPDATE job_outcomes SET replayed = replayed - x.n
 DELETE FROM sessions WHERE hash = $1
 ;
 
+-- used by: Tx.DeleteThresholdState
+-- sqlite:
+--   DELETE FROM notify_thresholds WHERE queue = ? AND group_name = ?
+-- postgres (translated):
+DELETE FROM notify_thresholds WHERE queue = $1 AND group_name = $2
+;
+
 -- used by: Tx.DeleteToken
 -- sqlite:
 --   DELETE FROM tokens WHERE id = ? AND user_id = ?
@@ -946,6 +981,17 @@ DELETE FROM settle_marks WHERE partition_id = $1 AND seq <= $2
 SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint
 	FROM dead_letters d
 	WHERE d.queue_id = $1 AND d.failed_at < $2 ORDER BY d.failed_at, d.id LIMIT $3
+;
+
+-- used by: Tx.DueNotifications
+-- sqlite:
+--   SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
+--   		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= ?
+--   		ORDER BY id LIMIT ?
+-- postgres (translated):
+SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
+		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= $1
+		ORDER BY id LIMIT $2
 ;
 
 -- used by: Tx.DueSettled
@@ -1330,6 +1376,32 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq
 ;
 
+-- used by: Tx.InsertNotification
+-- insert: PostgreSQL's text returns id
+-- sqlite:
+--   INSERT INTO notify_outbox (channel_id, event, queue, group_name, detail, path, at, test, next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7)
+-- postgres (translated):
+INSERT INTO notify_outbox (channel_id, event, queue, group_name, detail, path, at, test, next_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $7) RETURNING id
+;
+
+-- used by: Tx.InsertNotifyChannel
+-- insert: PostgreSQL's text returns id
+-- sqlite:
+--   INSERT INTO notify_channels (name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO notify_channels (name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id
+;
+
+-- used by: Tx.InsertNotifyRule
+-- insert: PostgreSQL's text returns id
+-- sqlite:
+--   INSERT INTO notify_rules (channel_id, events, queue_pattern, group_name, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO notify_rules (channel_id, events, queue_pattern, group_name, created_at, created_by) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
+;
+
 -- used by: Tx.InsertSession
 -- insert: PostgreSQL's text returns id
 -- sqlite:
@@ -1666,6 +1738,38 @@ SELECT MIN(w.w) FROM (SELECT CASE WHEN c.lease_id IS NOT NULL AND c.lease_until 
 					(SELECT n.created_at FROM messages n WHERE n.partition_id = c.partition_id ORDER BY n.seq DESC LIMIT 1) + $4) END AS w
 			FROM queues q, consumers c WHERE q.id = $1 AND c.queue_id = $1 AND c.group_id = $2 AND c.ready = 1
 			AND (SELECT m.seq FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor LIMIT 1) IS NOT NULL) w WHERE w.w > $3
+;
+
+-- used by: Tx.NotifyChannel
+-- sqlite:
+--   SELECT id, name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by FROM notify_channels WHERE id = ?
+-- postgres (translated):
+SELECT id, name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by FROM notify_channels WHERE id = $1
+;
+
+-- used by: Tx.NotifyChannels
+-- sqlite:
+--   SELECT id, name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by FROM notify_channels ORDER BY id
+-- postgres (translated):
+SELECT id, name, kind, url, smtp_host, smtp_port, smtp_user, from_addr, to_addrs, secret, created_at, created_by FROM notify_channels ORDER BY id
+;
+
+-- used by: Tx.NotifyDeliveries
+-- sqlite:
+--   SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
+--   		WHERE (?1 = 0 OR channel_id = ?1) AND (?2 = '' OR state = ?2) AND (?3 = 0 OR id < ?3)
+--   		ORDER BY id DESC LIMIT ?4
+-- postgres (translated):
+SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
+		WHERE ($1 = 0 OR channel_id = $1) AND ($2 = '' OR state = $2) AND ($3 = 0 OR id < $3)
+		ORDER BY id DESC LIMIT $4
+;
+
+-- used by: Tx.NotifyRules
+-- sqlite:
+--   SELECT id, channel_id, events, queue_pattern, group_name, created_at, created_by FROM notify_rules ORDER BY id
+-- postgres (translated):
+SELECT id, channel_id, events, queue_pattern, group_name, created_at, created_by FROM notify_rules ORDER BY id
 ;
 
 -- used by: Tx.PartitionByID
@@ -2075,6 +2179,22 @@ UPDATE jobs SET state = $1, updated_at = $2, finished_at = $3, planned = $4, don
 INSERT INTO login_failures (key, n, last_at, seq)
 VALUES ($1, $2, $3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM login_failures))
 ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq = excluded.seq
+;
+
+-- used by: Tx.SaveNotifyDelivery
+-- sqlite:
+--   UPDATE notify_outbox SET state = ?, attempts = ?, next_at = ?, sent_at = ?, last_error = ? WHERE id = ? AND state = 'pending'
+-- postgres (translated):
+UPDATE notify_outbox SET state = $1, attempts = $2, next_at = $3, sent_at = $4, last_error = $5 WHERE id = $6 AND state = 'pending'
+;
+
+-- used by: Tx.SaveThresholdState
+-- sqlite:
+--   INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) VALUES (?, ?, ?, ?, ?)
+--   		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at
+-- postgres (translated):
+INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at
 ;
 
 -- used by: Tx.SaveUser
@@ -2556,6 +2676,13 @@ SELECT queue_id, counted_seq FROM partitions WHERE id = $1
 UPDATE partitions SET messages = messages - $1 WHERE id = $2
 ;
 
+-- used by: Tx.SweepNotifications
+-- sqlite:
+--   DELETE FROM notify_outbox WHERE id IN (SELECT id FROM notify_outbox WHERE state <> 'pending' AND at < ? ORDER BY at LIMIT ?)
+-- postgres (translated):
+DELETE FROM notify_outbox WHERE id IN (SELECT id FROM notify_outbox WHERE state <> 'pending' AND at < $1 ORDER BY at LIMIT $2)
+;
+
 -- used by: Tx.SweepSessions
 -- sqlite:
 --   DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= ?1 OR last_seen_at <= ?2 ORDER BY id LIMIT ?3)
@@ -2597,6 +2724,13 @@ SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_errors WHERE match($1, dead_
 --   SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_payloads WHERE match(?, dead_letter_payloads) LIMIT ?) AS m
 -- postgres (translated):
 SELECT COUNT(*) FROM (SELECT docid FROM dead_letter_payloads WHERE match($1, dead_letter_payloads) LIMIT $2) AS m
+;
+
+-- used by: Tx.ThresholdStates
+-- sqlite:
+--   SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds ORDER BY queue, group_name
+-- postgres (translated):
+SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds ORDER BY queue, group_name
 ;
 
 -- used by: Tx.TokenByHash

@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestMatchPattern(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"*", "orders", true},
+		{"orders", "orders", true},
+		{"orders", "orders-eu", false},
+		{"orders*", "orders", true},
+		{"orders*", "orders-eu", true},
+		{"orders*", "my-orders", false},
+		{"*-eu", "orders-eu", true},
+		{"*-eu", "orders-eu-2", false},
+		{"o*s*u", "orders-eu", true},
+		{"o*s*u", "orders-us", false},
+		{"a*a", "a", false}, // the two a's cannot be one
+		{"a*a", "aa", true},
+		{"**", "", true},
+	} {
+		if got := matchPattern(c.pattern, c.s); got != c.want {
+			t.Errorf("matchPattern(%q, %q) = %v, want %v", c.pattern, c.s, got, c.want)
+		}
+	}
+}
+
+func TestCutRunesKeepsCharacters(t *testing.T) {
+	t.Parallel()
+	s := strings.Repeat("日", NotifySampleChars+5)
+	got := cutRunes(s, NotifySampleChars)
+	if utf8.RuneCountInString(got) != NotifySampleChars || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("cut to %d characters: %q", utf8.RuneCountInString(got), got)
+	}
+	if short := "short é"; cutRunes(short, NotifySampleChars) != short {
+		t.Error("a short text was cut")
+	}
+}
+
+func TestNotifyBackoffDoublesToItsCap(t *testing.T) {
+	t.Parallel()
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second}
+	for i, w := range want {
+		if got := notifyBackoff(i + 1); got != w {
+			t.Errorf("after %d failures: %v, want %v", i+1, got, w)
+		}
+	}
+	if got := notifyBackoff(1000); got != NotifyMaxRetry {
+		t.Errorf("after many: %v, want %v", got, NotifyMaxRetry)
+	}
+}
+
+func TestScrubErrorTakesOutSecretsAndURLs(t *testing.T) {
+	t.Parallel()
+	c := Channel{URL: "https://user:pw@hooks.slack.com/services/T0/B0/tok3n?key=q1", Secret: "whsec_abc"}
+	err := `Post "https://user:pw@hooks.slack.com/services/T0/B0/tok3n?key=q1": signing with whsec_abc; path /services/T0/B0/tok3n, key=q1, user:pw`
+	got := scrubError(err+strings.Repeat("x", 1000), c)
+	for _, secret := range []string{"whsec_abc", "tok3n", "key=q1", "user:pw"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("%q left in %q", secret, got)
+		}
+	}
+	if !strings.HasPrefix(got, `Post "https://hooks.slack.com"`) || len(got) > maxNotifyError+len("…") {
+		t.Errorf("scrubbed: %q (%d bytes)", got[:80], len(got))
+	}
+}
