@@ -567,7 +567,7 @@ func caseF3(ctx context.Context, e *env) ([]Row, error) {
 				return runStat{}, err
 			}
 			sw := startStopwatch()
-			k, err := consumeFailing(ctx, o, n, 1, failEvery)
+			k, err := consumeFailing(ctx, o, n, 1, failEvery, nil)
 			if err != nil {
 				return runStat{}, err
 			}
@@ -632,9 +632,10 @@ func idlePartitions(ctx context.Context, e *env, idle int) (Row, error) {
 
 // consumeFailing pops batches and acknowledges them, failing every
 // failEvery-th message (by its index) each time it comes, until all n are
-// settled: completed, or dead-lettered. It returns how many deliveries
-// that took.
-func consumeFailing(ctx context.Context, o *ours, n, batch, failEvery int) (int, error) {
+// settled: completed, or dead-lettered. A failure's error is errOf of
+// the message's index ("bench: induced failure" for every one when errOf
+// is nil). It returns how many deliveries that took.
+func consumeFailing(ctx context.Context, o *ours, n, batch, failEvery int, errOf func(idx int) string) (int, error) {
 	settled, delivered := 0, 0
 	for settled < n {
 		res, err := o.b.Pop(ctx, broker.PopRequest{Queue: benchQueue, Batch: batch})
@@ -650,6 +651,9 @@ func consumeFailing(ctx context.Context, o *ours, n, batch, failEvery int) (int,
 			acks[i] = broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckCompleted}
 			if idx, _, ok := payloadFields(m.Payload); ok && failEvery > 0 && idx%failEvery == 0 {
 				acks[i].Status, acks[i].Error = broker.AckFailed, "bench: induced failure"
+				if errOf != nil {
+					acks[i].Error = errOf(idx)
+				}
 			}
 		}
 		out, err := o.b.AckBatch(ctx, "", acks)

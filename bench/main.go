@@ -294,6 +294,7 @@ func allCases() []benchCase {
 		{"F1", "fan-out: CPU a delivery, 10 groups vs 1", caseF1, false},
 		{"F2", "10,000 partitions vs 1", caseF2, false},
 		{"F3", "5 % failing through retries into the DLQ, popped one at a time: CPU a delivery", caseF3, false},
+		{"F3N", "F3 with notifications: a rule matching nothing, and one matching with a no-op sender, vs none: CPU a delivery", caseF3N, false},
 		{"F4", "WAL pages, transactions, statements and fsyncs a message vs goqite", caseF4, false},
 		{"Q", "EXPLAIN QUERY PLAN of the hot queries", caseQueryPlans, false},
 		{"D1", "dead letters page, 50 newest of a group, at depths first … last", caseD1, false},
