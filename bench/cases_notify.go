@@ -21,7 +21,9 @@ import (
 // notification a run: each is measured again with a distinct error text
 // for every failing message ("boom kind-" and a word of letters, since
 // the fingerprint masks numbers), so that every dead letter starts an
-// error group and (c) writes and sends a notification for each.
+// error group and (c) writes and sends a notification for each; there
+// (c') is (c) without a Sender (Config.Notify nil: the rows stay
+// pending), which parts the outbox's writing from its sending.
 //
 // Every variant runs the broker's Run beside the deliveries, so that
 // (c)'s notifications are sent by the real sending loop, woken by the
@@ -36,9 +38,9 @@ func caseF3N(ctx context.Context, e *env) ([]Row, error) {
 	n := e.size(20_000, 1_000)
 	cpu := Samples{}
 	deliveries, written, sent := map[string]int{}, map[string]int{}, map[string]int{}
-	run := func(name, pattern string, distinct bool) variant {
+	run := func(name, pattern string, distinct, send bool) variant {
 		return statVariant(name, cpu, func(ctx context.Context) (runStat, error) {
-			st, k, w, s, err := runF3N(ctx, e, n, pattern, distinct)
+			st, k, w, s, err := runF3N(ctx, e, n, pattern, distinct, send)
 			deliveries[name], written[name], sent[name] = k, w, s
 			return st, err
 		})
@@ -46,10 +48,12 @@ func caseF3N(ctx context.Context, e *env) ([]Row, error) {
 	const (
 		a, b, c    = "(a) no rule", "(b) rule matching nothing", "(c) rule matching, no-op sender"
 		am, bm, cm = "(a) no rule, many groups", "(b) rule matching nothing, many groups", "(c) rule matching, no-op sender, many groups"
+		km         = "(c') rule matching, no sender, many groups"
 	)
 	_, err := interleave(ctx, e, e.reps,
-		run(a, "", false), run(b, "nomatch*", false), run(c, benchQueue, false),
-		run(am, "", true), run(bm, "nomatch*", true), run(cm, benchQueue, true))
+		run(a, "", false, true), run(b, "nomatch*", false, true), run(c, benchQueue, false, true),
+		run(am, "", true, true), run(bm, "nomatch*", true, true), run(cm, benchQueue, true, true),
+		run(km, benchQueue, true, false))
 	if err != nil {
 		return nil, err
 	}
@@ -67,18 +71,20 @@ func caseF3N(ctx context.Context, e *env) ([]Row, error) {
 	rc := row("CPU a delivery, (c) a rule matching, no-op sender vs (a) none, F3's one error group", c, a, must(), goal())
 	rbm := row("CPU a delivery, (b) vs (a), every dead letter a new error group", bm, am, must(), goal())
 	rcm := row("CPU a delivery, (c) vs (a), every dead letter a new error group (a notification each)", cm, am, must(), goal())
+	kept := row("  CPU a delivery, (c') a rule matching, no Sender (the rows kept pending) vs (a), every dead letter a new error group (info: the outbox without its sending)", km, am, nil, nil)
 	many := compare(cpu, "F3N", "  CPU a delivery, (a) many error groups vs (a) one (info: the error groups' own cost)", "µs", am, a)
 	many.Note = fmt.Sprintf("%d error groups a run vs 1; no rule", written[cm])
-	return []Row{rb, rc, rbm, rcm, many}, nil
+	return []Row{rb, rc, rbm, rcm, kept, many}, nil
 }
 
-// runF3N is one run of F3N: a broker with a no-op Sender and, when
+// runF3N is one run of F3N: a broker with a no-op Sender (none unless
+// send: the notifications stay pending) and, when
 // pattern is not "", a channel and a rule sending error_group.new and
 // error_group.regressed of the queues pattern matches; F3's failing
 // deliveries, with one error text or (distinct) one for each failing
 // message. It returns the run's stat, the deliveries, and how many
 // notifications were written to the outbox and handed to the Sender.
-func runF3N(ctx context.Context, e *env, n int, pattern string, distinct bool) (st runStat, delivered, written, sent int, err error) {
+func runF3N(ctx context.Context, e *env, n int, pattern string, distinct, send bool) (st runStat, delivered, written, sent int, err error) {
 	path := e.path("f3n")
 	defer removeDB(path)
 	d, err := db.OpenWith(ctx, path, db.Options{Sync: e.sync})
@@ -88,11 +94,15 @@ func runF3N(ctx context.Context, e *env, n int, pattern string, distinct bool) (
 	defer d.Close()
 	sender := &nopSender{handed: make(chan struct{}, 1)}
 	var raised atomic.Int64 // error_group.new and .regressed of the queue
-	b := broker.New(broker.Config{Store: d, Notify: sender, OnEvent: func(ev broker.Event) {
+	cfg := broker.Config{Store: d, OnEvent: func(ev broker.Event) {
 		if ev.Queue == benchQueue && (ev.Kind == broker.EventErrorGroupNew || ev.Kind == broker.EventErrorGroupRegressed) {
 			raised.Add(1)
 		}
-	}})
+	}}
+	if send {
+		cfg.Notify = sender
+	}
+	b := broker.New(cfg)
 	defer b.Close()
 	o := &ours{db: d, b: b, path: path}
 	opts := map[string]json.RawMessage{"retryLimit": json.RawMessage("1"), "retryDelay": json.RawMessage("0")}
@@ -125,7 +135,7 @@ func runF3N(ctx context.Context, e *env, n int, pattern string, distinct bool) (
 	}
 	sw := startStopwatch()
 	delivered, err = consumeFailing(ctx, o, n, 1, 20, errOf)
-	if err == nil && pattern == benchQueue {
+	if err == nil && pattern == benchQueue && send {
 		// Every notification written is sent before the clock stops.
 		want := raised.Load()
 		for sender.sent.Load() < want && ctx.Err() == nil {
