@@ -73,3 +73,24 @@ func TestFailedLoginsAreForAdminsAndKeepNoTypedName(t *testing.T) {
 		})
 	}
 }
+
+// The audit page's action filter offers the actions of error groups and
+// notifications, and finds their entries.
+func TestAuditFiltersByErrorGroupAndNotificationActions(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	b, _ := s.loggedIn(broker.RoleAdmin)
+	if _, err := s.broker.CreateChannel(s.ctx, broker.Channel{Name: "ops", Kind: broker.ChannelSlack, URL: "https://hooks.slack.example/services/T/B/x"}, "user:admin"); err != nil {
+		t.Fatal(err)
+	}
+	page := b.get("/audit?action=" + broker.AuditNotifyChannel).want(http.StatusOK).doc()
+	for _, a := range []string{broker.AuditErrorGroup, broker.AuditNotifyChannel, broker.AuditNotifyChannelDelete, broker.AuditNotifyRule,
+		broker.AuditNotifyRuleDelete, broker.AuditNotifyTest} {
+		if page.Find(`select[name="action"] option[value="`+a+`"]`).Length() != 1 {
+			t.Errorf("the audit filter has no %s", a)
+		}
+	}
+	if n := page.Find(`[data-testid="audit-row"]`).Length(); n != 1 {
+		t.Errorf("%d notify_channel entries, want 1", n)
+	}
+}
