@@ -136,6 +136,7 @@ type notifyDelivery struct {
 	Attempts  int        `json:"attempts"`
 	NextAt    *time.Time `json:"nextAt"`
 	LastError string     `json:"lastError"`
+	At        time.Time  `json:"at"`
 }
 
 // deliveriesOf reads the delivery log of a channel.
@@ -216,7 +217,7 @@ func notifySetup(t *testing.T, bin, dbPath string, rec *hookReceiver) (*crashCli
 // group in payments; and answered 200 at least once and at most twice.
 func checkArrived(t *testing.T, rec *hookReceiver, d notifyDelivery) {
 	t.Helper()
-	want := fmt.Sprintf("msg_%d", d.ID)
+	want := fmt.Sprintf("msg_%d_%d", d.ID, d.At.UnixMilli()) // notify.WebhookID
 	ok := 0
 	for _, r := range rec.requests() {
 		if r.sigErr != nil {

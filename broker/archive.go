@@ -188,8 +188,10 @@ func (b *Broker) archiveDue(ctx context.Context, q Queue) (ids map[int64]bool, m
 	if b.archive.record(b.log, name, len(dls), werr, now) {
 		// Told once a failure, not at each retry: archive.failed.
 		if err := b.update(ctx, func(tx Tx, _ func(string)) error {
+			// The error itself (paths, buckets, addresses) stays in the
+			// log and the dashboard: a notification goes outside.
 			return b.raise(ctx, tx, Event{Kind: EventArchiveFailed, Queue: name, At: now,
-				Detail: "the archive cannot be written; the queue's dead letters are kept, not expired, until it can: " + werr.Error()})
+				Detail: "the archive cannot be written (its error is in the log); the queue's dead letters are kept, not expired, until it can"})
 		}); err != nil {
 			b.log.Error("archive: tell the failure", "queue", name, "err", err)
 		}

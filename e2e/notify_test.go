@@ -168,7 +168,22 @@ func TestAdminIsToldOfANewErrorGroupInSlack(t *testing.T) {
 		t.Fatalf("the outbox after the second dead letter: %d notifications, %v", len(page.Items), err)
 	}
 
-	// The delivery log: both sent, newest first.
+	// The delivery log: both sent, newest first. The receiver is told
+	// before it answers: the mark may come a moment later.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		page, err := a.broker.Deliveries(a.ctx, broker.DeliveryQuery{State: broker.DeliverySent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d notifications sent after 30 s, want 2", len(page.Items))
+		}
+		time.Sleep(20 * time.Millisecond) // polling the store's state, not synchronising on time
+	}
 	v.open("/admin/notify/deliveries")
 	rows := v.page.Locator(`[data-testid^="delivery-"][data-state]`)
 	v.count(rows, 2, "the deliveries")

@@ -78,6 +78,12 @@ func (s *Sender) sendEmail(ctx context.Context, ch broker.Channel, n broker.Noti
 		mail.WithDialContextFunc(dial),
 	}
 	if ch.SMTPUser != "" {
+		// A login needs TLS: with STARTTLS merely opportunistic, someone
+		// on the path could strip it and be sent a challenge-response
+		// (CRAM-MD5) to crack offline.
+		if port != s.implicitTLSPort {
+			opts = append(opts, mail.WithTLSPolicy(mail.TLSMandatory))
+		}
 		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthAutoDiscover),
 			mail.WithUsername(ch.SMTPUser), mail.WithPassword(ch.Secret))
 	}
@@ -86,7 +92,9 @@ func (s *Sender) sendEmail(ctx context.Context, ch broker.Channel, n broker.Noti
 		return fmt.Errorf("email: %w", err)
 	}
 	if err := c.DialAndSendWithContext(ctx, m); err != nil {
-		if errors.Is(err, mail.ErrNoSupportedAuthDiscovered) {
+		// go-mail v0.8.1 has no sentinel error for a server without
+		// STARTTLS under TLSMandatory: its message is matched.
+		if errors.Is(err, mail.ErrNoSupportedAuthDiscovered) || (ch.SMTPUser != "" && strings.Contains(err.Error(), "does not support STARTTLS")) {
 			return errors.New("email: the server offers no login that keeps the password off the network (no STARTTLS, or no mechanism go-mail knows): nothing sent")
 		}
 		return fmt.Errorf("email: %w", transportError(ctx, err, s.cfg.Timeout))

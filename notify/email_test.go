@@ -339,7 +339,7 @@ func TestEmailNeedsHostSenderReceivers(t *testing.T) {
 func TestEmailImplicitTLSPort(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t, smtpOptions{implicit: true, users: map[string]string{"lazarus": "s3cret-pass"}})
-	s, _, _ := newTestSender(t, Config{AllowPrivate: true, RootCAs: srv.roots, Timeout: 2 * time.Second})
+	s, _, _ := newTestSender(t, Config{AllowPrivate: true, RootCAs: srv.roots, Timeout: 5 * time.Second})
 	ch := emailChannel(srv)
 	s.implicitTLSPort = ch.SMTPPort // the server's port stands for 465
 	ch.SMTPUser, ch.Secret = "lazarus", "s3cret-pass"

@@ -85,7 +85,7 @@ func (s *Sender) sendWebhook(ctx context.Context, ch broker.Channel, n broker.No
 		// encoding, not the secret.
 		return fmt.Errorf("webhook: the channel's secret: %w", err)
 	}
-	id := "msg_" + strconv.FormatInt(n.ID, 10)
+	id := WebhookID(n)
 	ts := s.now()
 	sig, err := wh.Sign(id, ts, body)
 	if err != nil {
@@ -205,4 +205,12 @@ func shortReason(answer []byte) string {
 		r = append(r[:99], '…')
 	}
 	return string(r)
+}
+
+// WebhookID is a notification's webhook-id: the same at every try of it
+// (its outbox row and when that was written), so a receiver can drop a
+// repeat; the time keeps two databases' rows of the same number (a
+// restore, a staging and a production sending to one receiver) apart.
+func WebhookID(n broker.Notification) string {
+	return "msg_" + strconv.FormatInt(n.ID, 10) + "_" + strconv.FormatInt(n.At.UnixMilli(), 10)
 }

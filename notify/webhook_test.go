@@ -139,8 +139,8 @@ func TestWebhookSignedAsStandardWebhooks(t *testing.T) {
 	if rec.verify != nil || rec.lib != nil {
 		t.Fatalf("signature: ours %v, the library's %v", rec.verify, rec.lib)
 	}
-	if id := rec.header.Get("webhook-id"); id != "msg_42" {
-		t.Errorf("webhook-id = %q, want msg_42", id)
+	if id, want := rec.header.Get("webhook-id"), "msg_42_"+strconv.FormatInt(n.At.UnixMilli(), 10); id != want {
+		t.Errorf("webhook-id = %q, want %s", id, want)
 	}
 	if ct := rec.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
@@ -182,8 +182,8 @@ func TestWebhookRetryKeepsIDAndSignsAnew(t *testing.T) {
 		}
 	}
 	a, b := <-got, <-got
-	if a.header.Get("webhook-id") != "msg_42" || b.header.Get("webhook-id") != "msg_42" {
-		t.Errorf("webhook-ids %q and %q, want msg_42 both", a.header.Get("webhook-id"), b.header.Get("webhook-id"))
+	if want := WebhookID(n); a.header.Get("webhook-id") != want || b.header.Get("webhook-id") != want {
+		t.Errorf("webhook-ids %q and %q, want %s both", a.header.Get("webhook-id"), b.header.Get("webhook-id"), want)
 	}
 	if !bytesEqual(a.body, b.body) {
 		t.Errorf("the retry's body differs:\n%s\n%s", a.body, b.body)
