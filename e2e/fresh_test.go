@@ -332,6 +332,8 @@ func TestOperatorKeepsHisPlaceAndReadsBytes(t *testing.T) {
 	v.count(v.row(ids[1]), 0, "the replayed row")
 	v.focusIs("dl-link", ids[2], "after a row's Replay")
 	v.click(v.row(ids[2]).GetByTestId("row-delete"), "Delete on the next row")
+	// The dialog is ready once app.js has put the focus on Cancel.
+	v.check(v.expect.Locator(v.id("confirm-cancel")).ToBeFocused(), "the dialog opens with the focus on Cancel")
 	v.click(v.id("confirm-go"), "Delete in the dialog")
 	v.count(v.row(ids[2]), 0, "the deleted row")
 	v.focusIs("dl-link", ids[3], "after a row's Delete")

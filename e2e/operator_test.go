@@ -272,6 +272,7 @@ func TestOperatorDestructiveDialogsOpenOnCancel(t *testing.T) {
 	v.count(v.row(ids[0]), 0, "the deleted row")
 	a.gone(ids[0])
 	v.click(v.row(ids[1]).GetByTestId("row-delete"), "Delete on the next row")
+	v.check(v.expect.Locator(cancel).ToBeFocused(), "the next row's Delete opens with the focus on Cancel")
 	v.click(v.id("confirm-go"), "the dialog's Delete")
 	v.count(v.row(ids[1]), 0, "the deleted row")
 	a.gone(ids[1])
