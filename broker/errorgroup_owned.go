@@ -162,32 +162,32 @@ func (b *Broker) ErrorGroupByKey(ctx context.Context, queue, group, fingerprint 
 	var g OwnedErrorGroup
 	var h []ErrorGroupChange
 	err := b.store.View(ctx, func(tx Tx) error {
-		ids, err := errorGroupIDs(ctx, tx, queue, group, fingerprint)
+		id, err := errorGroupID(ctx, tx, queue, group, fingerprint)
 		if err != nil {
 			return err
 		}
-		g, h, err = b.errorGroupDetail(ctx, tx, ErrorGroupQuery{ID: ids[0]})
+		g, h, err = b.errorGroupDetail(ctx, tx, ErrorGroupQuery{ID: id})
 		return err
 	})
 	return g, h, err
 }
 
-// errorGroupIDs returns the ids of the error groups of a queue's
+// errorGroupID returns the id of the error group of a queue's
 // fingerprint: in group, or (group "") in the one consumer group that
 // has it; several is ErrInvalid, none ErrNotFound.
-func errorGroupIDs(ctx context.Context, tx Tx, queue, group, fingerprint string) ([]int64, error) {
+func errorGroupID(ctx context.Context, tx Tx, queue, group, fingerprint string) (int64, error) {
 	gs, err := errorGroupsOfKey(ctx, tx, queue, group, fingerprint)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if len(gs) > 1 {
 		names := make([]string, len(gs))
 		for i, g := range gs {
 			names[i] = g.Group
 		}
-		return nil, errorf(ErrInvalid, "consumer groups %s have this error group: name one (consumerGroup)", strings.Join(names, ", "))
+		return 0, errorf(ErrInvalid, "consumer groups %s have this error group: name one (consumerGroup)", strings.Join(names, ", "))
 	}
-	return []int64{gs[0].ID}, nil
+	return gs[0].ID, nil
 }
 
 // errorGroupsOfKey returns the error groups of a queue's fingerprint, in
