@@ -45,20 +45,31 @@ type User struct {
 	Name         string
 	Role         Role
 	PasswordHash string // bcrypt; made and checked outside the broker
-	CreatedAt    time.Time
+	// Queues is the queues the user may see; the zero scope is every
+	// queue (DASHBOARD.md, "Who sees what").
+	Queues    QueueScope
+	CreatedAt time.Time
 }
 
 // Token is a bearer token of a user for the JSON API. Only its hash is kept.
 type Token struct {
-	ID         int64
-	UserID     int64
-	User       string
-	Role       Role
-	Name       string
-	Hash       string
+	ID     int64
+	UserID int64
+	User   string
+	Role   Role
+	Name   string
+	Hash   string
+	// Queues is the token's own scope, within its user's: a request with
+	// the token sees the queues both allow (Scope).
+	Queues     QueueScope
+	UserQueues QueueScope // the user's, read with the token
 	CreatedAt  time.Time
 	LastUsedAt time.Time
 }
+
+// Scope is the queues a request with t may see: those its user's scope
+// and its own both allow.
+func (t Token) Scope() QueueScope { return t.UserQueues.Narrow(t.Queues) }
 
 // UserTx is the storage users, tokens and settings need.
 //

@@ -31,6 +31,9 @@ type Principal struct {
 	// "token:admin" for LAZARUS_ADMIN_TOKEN, "anonymous" on an open API.
 	Actor string
 	Role  Role
+	// Queues is the queues the principal may see: out of it is as if
+	// absent (404). The zero scope is every queue.
+	Queues broker.QueueScope
 }
 
 // Principals that are not users.
