@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,6 +33,35 @@ func TestOpenAPIStillChecksTokensThatAreSent(t *testing.T) {
 	tok := s.apiToken(v, "ci")
 	s.request(s.ctx, "POST", "/api/v1/push", `{"items":[{"queue":"q","payload":1}]}`,
 		http.Header{"Authorization": {"Bearer " + tok}}).wantError(http.StatusForbidden)
+}
+
+// A page of another site may send the open API a text/plain POST (no
+// preflight); the browser says where it comes from, and the write is
+// refused. Programs send neither header, and reads stay open.
+func TestOpenAPIRefusesCrossSiteWrites(t *testing.T) {
+	t.Parallel()
+	s := setup(t) // OpenAPI
+	push := `{"items":[{"queue":"q","payload":1}]}`
+	for _, h := range []http.Header{
+		{"Sec-Fetch-Site": {"cross-site"}, "Content-Type": {"text/plain"}},
+		{"Sec-Fetch-Site": {"same-site"}}, // another port or subdomain
+		{"Origin": {"https://evil.example"}, "Content-Type": {"text/plain"}},
+	} {
+		s.request(s.ctx, "POST", "/api/v1/push", push, h).wantError(http.StatusForbidden, "cross-origin")
+		s.request(s.ctx, "DELETE", "/api/v1/resources/queues/q", "", h).wantError(http.StatusForbidden, "cross-origin")
+	}
+	if _, err := s.broker.Queue(s.ctx, "q"); !errors.Is(err, broker.ErrNotFound) {
+		t.Fatalf("queue q after refused writes: %v, want not found", err)
+	}
+	// A read from anywhere, a same-origin page, and a program.
+	s.request(s.ctx, "GET", "/api/v1/resources/queues", "", http.Header{"Sec-Fetch-Site": {"cross-site"}}).want(http.StatusOK)
+	s.request(s.ctx, "POST", "/api/v1/push", push, http.Header{"Sec-Fetch-Site": {"same-origin"}}).want(http.StatusCreated)
+	s.request(s.ctx, "POST", "/api/v1/push", push, nil).want(http.StatusCreated)
+	// A token sent from another site's page is checked as ever: a page
+	// cannot attach a bearer token it does not know.
+	v := s.addUser("op", broker.RoleOperator)
+	tok := s.apiToken(v, "ci")
+	s.request(s.ctx, "POST", "/api/v1/push", push, http.Header{"Authorization": {"Bearer " + tok}, "Sec-Fetch-Site": {"cross-site"}}).want(http.StatusCreated)
 }
 
 func TestAPIUserTokens(t *testing.T) {

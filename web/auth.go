@@ -45,6 +45,10 @@ var (
 // errUnauthenticated is a request without valid credentials.
 var errUnauthenticated = errors.New("unauthenticated")
 
+// errCrossOrigin is an anonymous write on the open API from a browser's
+// page of another origin.
+var errCrossOrigin = &apiError{status: http.StatusForbidden, message: "cross-origin request refused: without a bearer token, the open API takes no writes from another site's pages"}
+
 // authenticator decides who an API request is from.
 type authenticator struct {
 	broker *broker.Broker
@@ -52,10 +56,13 @@ type authenticator struct {
 	adminHash []byte
 	// open lets requests without credentials in, as anonymous admins.
 	open bool
+	// crossOrigin refuses the anonymous writes that a browser sends from
+	// a page of another origin (open API only).
+	crossOrigin *http.CrossOriginProtection
 }
 
 func newAuthenticator(b *broker.Broker, token string, open bool) authenticator {
-	a := authenticator{broker: b, open: open}
+	a := authenticator{broker: b, open: open, crossOrigin: http.NewCrossOriginProtection()}
 	if token != "" {
 		h := sha256.Sum256([]byte(token))
 		a.adminHash = h[:]
@@ -70,10 +77,18 @@ func newAuthenticator(b *broker.Broker, token string, open bool) authenticator {
 func (a authenticator) principal(r *http.Request) (Principal, error) {
 	header := r.Header.Get(echo.HeaderAuthorization)
 	if header == "" {
-		if a.open {
-			return anonymous, nil
+		if !a.open {
+			return Principal{}, errUnauthenticated
 		}
-		return Principal{}, errUnauthenticated
+		// Without credentials, any page a browser shows could send a
+		// write here (a text/plain POST needs no preflight): the open
+		// API takes writes only from programs and same-origin pages. The
+		// browser says which through Sec-Fetch-Site or Origin; a program
+		// sends neither.
+		if err := a.crossOrigin.Check(r); err != nil {
+			return Principal{}, errCrossOrigin
+		}
+		return anonymous, nil
 	}
 	scheme, token, ok := strings.Cut(header, " ")
 	token = strings.TrimSpace(token)
