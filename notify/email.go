@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -70,6 +71,11 @@ func (s *Sender) sendEmail(ctx context.Context, ch broker.Channel, n broker.Noti
 		// offer), so a login may use PLAIN.
 		dial = (&tls.Dialer{NetDialer: s.dialer, Config: tlsConfig}).DialContext
 	}
+	// go-mail bounds each phase by its timeout but not by ctx (the
+	// context it dials with ends with the dial): a server that answers a
+	// byte at a time could hold a shutdown for twice the timeout. The
+	// connection is closed when this send's ctx ends.
+	dial = closedWhenDone(ctx, dial)
 	opts := []mail.Option{
 		mail.WithPort(port),
 		mail.WithTimeout(s.cfg.Timeout),
@@ -156,4 +162,24 @@ func emailBody(n broker.Notification, link string, now time.Time) string {
 	}
 	b.WriteString("\n-- \nLazarus sends this because a notification rule matches; admins change the rules on the Notifications page.\n")
 	return b.String()
+}
+
+// dialFunc dials as net.Dialer.DialContext does.
+type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// closedWhenDone returns dial whose connections are closed when ctx ends
+// (cancelled or past its deadline), so that whatever is reading or
+// writing them returns at once. The connection is returned as dialed:
+// go-mail tells a TLS connection by its type. Send's ctx ends when Send
+// returns, so nothing waits on it for long; closing a connection go-mail
+// has closed already does nothing.
+func closedWhenDone(ctx context.Context, dial dialFunc) dialFunc {
+	return func(dialCtx context.Context, network, address string) (net.Conn, error) {
+		conn, err := dial(dialCtx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, func() { conn.Close() })
+		return conn, nil
+	}
 }

@@ -1,7 +1,9 @@
 package notify
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -349,5 +351,49 @@ func TestEmailImplicitTLSPort(t *testing.T) {
 	mails := srv.be.received()
 	if len(mails) != 1 || mails[0].user != "lazarus" || !mails[0].tls {
 		t.Fatalf("received %+v, want one mail from the logged-in user over TLS", mails)
+	}
+}
+
+// A server that greets and then says nothing holds a send only until its
+// context ends, not for go-mail's timeout: a shutdown is not held up.
+func TestEmailStopsWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	connected := make(chan net.Conn, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		conn.Write([]byte("220 slow.example ESMTP\r\n"))
+		// The client's EHLO: it is past dialing, in the conversation.
+		// No answer follows.
+		if _, err := bufio.NewReader(conn).ReadString('\n'); err != nil {
+			conn.Close()
+			return
+		}
+		connected <- conn
+	}()
+	s, _, _ := newTestSender(t, Config{AllowPrivate: true, Timeout: time.Hour})
+	ch := broker.Channel{ID: 9, Kind: broker.ChannelEmail, SMTPHost: "127.0.0.1", SMTPPort: ln.Addr().(*net.TCPAddr).Port,
+		From: "lazarus@example.com", To: []string{"ops@example.com"}}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Send(ctx, ch, notification()) }()
+	conn := <-connected
+	defer conn.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Send succeeded against a silent server")
+		}
+		t.Logf("Send: %v", err)
+	case <-time.After(30 * time.Second): // a bound for a failure, far below the hour
+		t.Fatal("Send still running 30 s after its context ended")
 	}
 }
