@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strings"
@@ -153,9 +154,24 @@ func notifyBackoff(attempts int) time.Duration {
 // channel's secret and its URL (a Slack URL's path is a secret, and a
 // URL may carry a login) said as "[secret]" and the URL's scheme and
 // host, so that the delivery log and the logs never show them.
+//
+// A secret shorter than minScrubbedSecret is not replaced where it
+// appears (the "[secret]" marks would spell it out: a password "e" taken
+// out of "send failed"), the whole error is withheld instead. The secret
+// is also taken out in base64, alone and as an SMTP AUTH PLAIN answer,
+// should a server echo what it was sent.
 func scrubError(s string, c Channel) string {
 	if c.Secret != "" {
-		s = strings.ReplaceAll(s, c.Secret, "[secret]")
+		if len(c.Secret) < minScrubbedSecret && strings.Contains(s, c.Secret) {
+			return "the error is withheld: it holds the channel's secret, which is too short (under 8 characters) to take out of it unseen"
+		}
+		for _, form := range []string{
+			c.Secret,
+			base64.StdEncoding.EncodeToString([]byte(c.Secret)),
+			base64.StdEncoding.EncodeToString([]byte("\x00" + c.SMTPUser + "\x00" + c.Secret)),
+		} {
+			s = strings.ReplaceAll(s, form, "[secret]")
+		}
 	}
 	if c.URL != "" {
 		if u, err := url.Parse(c.URL); err == nil {
@@ -174,6 +190,10 @@ func scrubError(s string, c Channel) string {
 	}
 	return truncate(s, maxNotifyError)
 }
+
+// minScrubbedSecret is the shortest secret scrubError takes out of an
+// error text in place.
+const minScrubbedSecret = 8
 
 // notifyLoop sends the outbox's notifications while ctx lasts (this
 // process leads): at once, when woken by a commit of this process that

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,25 @@ func TestNotifyBackoffDoublesToItsCap(t *testing.T) {
 	}
 	if got := notifyBackoff(1000); got != NotifyMaxRetry {
 		t.Errorf("after many: %v, want %v", got, NotifyMaxRetry)
+	}
+}
+
+func TestScrubErrorNeverSpellsOutAShortSecretOrAnEchoedLogin(t *testing.T) {
+	t.Parallel()
+	short := Channel{Kind: ChannelEmail, SMTPUser: "ops", Secret: "e"}
+	got := scrubError("535 authentication failed: send again", short)
+	if strings.Contains(got, "[secret]") || strings.Contains(got, "send") || !strings.Contains(got, "withheld") {
+		t.Errorf("a short secret: %q", got)
+	}
+	if got := scrubError("connection refused", Channel{Secret: "xyz"}); got != "connection refused" {
+		t.Errorf("a short secret not in the text: %q", got)
+	}
+	long := Channel{Kind: ChannelEmail, SMTPUser: "ops", Secret: "correct-horse"}
+	plain := base64.StdEncoding.EncodeToString([]byte("\x00ops\x00correct-horse"))
+	alone := base64.StdEncoding.EncodeToString([]byte("correct-horse"))
+	got = scrubError("535 bad AUTH PLAIN "+plain+" / "+alone, long)
+	if strings.Contains(got, plain) || strings.Contains(got, alone) || strings.Count(got, "[secret]") != 2 {
+		t.Errorf("base64 forms: %q", got)
 	}
 }
 
