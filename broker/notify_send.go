@@ -15,6 +15,9 @@ type SendReport struct {
 	Sent    int // sent now
 	Retried int // failed, tried again later
 	GivenUp int // failed, and past NotifyRetryFor: marked failed
+	// More: the pass stopped at its bound on rounds with more due; the
+	// loop goes on at once rather than at the next poll.
+	More bool
 }
 
 // SendNotifications sends what is due in the outbox through Config.Notify:
@@ -47,8 +50,9 @@ func (b *Broker) SendNotifications(ctx context.Context) (SendReport, error) {
 		return rep, err
 	}
 	// A bound on the rounds, so that a channel with a long queue does
-	// not keep the loop from its other work: the next pass goes on.
-	for round := 0; round < 100; round++ {
+	// not keep the loop from its other work (stopping): the next pass
+	// goes on at once (More).
+	for round := 0; round < notifyRounds; round++ {
 		var due []NotifyDelivery
 		channels := map[int64]Channel{}
 		err := b.store.View(ctx, func(tx Tx) error {
@@ -104,8 +108,13 @@ func (b *Broker) SendNotifications(ctx context.Context) (SendReport, error) {
 			return rep, ctx.Err()
 		}
 	}
+	rep.More = true
 	return rep, nil
 }
+
+// notifyRounds bounds one pass of SendNotifications: each round sends at
+// most one notification a channel.
+var notifyRounds = 100
 
 // sendOne sends d to c and marks how it went, returning its new state
 // ("" when nothing was marked).
@@ -206,8 +215,12 @@ func (b *Broker) notifyLoop(ctx context.Context, ticks <-chan time.Time) {
 		ticks = t.C
 	}
 	for {
-		if _, err := b.SendNotifications(ctx); err != nil && ctx.Err() == nil {
+		rep, err := b.SendNotifications(ctx)
+		if err != nil && ctx.Err() == nil {
 			b.log.Error("send notifications", "err", err)
+		}
+		if err == nil && rep.More {
+			continue // a long queue: no wait between passes
 		}
 		select {
 		case <-ctx.Done():

@@ -36,6 +36,7 @@ var tests = []test{
 	{"NotifyGivesUpAfterRetryForAndKeepsSecrets", testNotifyGivesUpAfterRetryForAndKeepsSecrets},
 	{"NotifyWithoutASenderKeepsThemPending", testNotifyWithoutASenderKeepsThemPending},
 	{"NotifyRunSendsOnCommit", testNotifyRunSendsOnCommit},
+	{"NotifyLongQueueGoesOnWithoutThePoll", testNotifyLongQueueGoesOnWithoutThePoll},
 	{"NotifyRunPollsForOthersNotifications", testNotifyRunPollsForOthersNotifications},
 	{"NotifyStopBetweenSendAndMarkSendsAgain", testNotifyStopBetweenSendAndMarkSendsAgain},
 	{"NotifyThresholdBreachedThenRecoveredOnce", testNotifyThresholdBreachedThenRecoveredOnce},

@@ -562,6 +562,37 @@ func testNotifyRunSendsOnCommit(t *testing.T, harness Harness) {
 	}
 }
 
+// A channel with a long queue is emptied pass after pass without waiting
+// for the poll: more than two passes' worth (a pass is 100 rounds) is
+// sent with no tick at all (a commit's wake serves one pass at most).
+func testNotifyLongQueueGoesOnWithoutThePoll(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, f := notifyBundle(t, harness)
+	const n = 205
+	f.sent = make(chan broker.Notification, n)
+	hook := s.webhook("hook")
+	for range n {
+		if _, err := s.b.TestChannel(s.ctx, hook.ID, "ada"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	never := make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		s.b.Run(ctx, broker.RunConfig{MaintainTicks: never, FlushTicks: never, NotifyTicks: never})
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	for i := range n {
+		select {
+		case <-f.sent:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%d of %d sent, then nothing: the loop waited for a poll", i, n)
+		}
+	}
+}
+
 // Thresholds: a queue and its group past a threshold are told breached
 // once each, whatever the number of checks, a restart included; back
 // within them, recovered once each.
