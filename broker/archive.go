@@ -57,14 +57,17 @@ type ArchiveStatus struct {
 type archiveState struct {
 	mu     sync.Mutex
 	queues map[string]*ArchiveStatus
+	// untold are the queues whose failure is not told yet: telling it
+	// failed (told), so the next failed write tells it again.
+	untold map[string]bool
 }
 
 // record notes a write of n dead letters of queue that returned err at
 // now. A failure is logged when it begins or its error changes, not at
 // every chunk; the first write that succeeds after it says so. It
-// reports whether a failure began (the write before it, if any,
-// succeeded, in this process).
-func (s *archiveState) record(log *slog.Logger, queue string, n int, err error, now time.Time) (began bool) {
+// reports whether a failure is to be told: it began (the write before
+// it, if any, succeeded, in this process), or telling it failed before.
+func (s *archiveState) record(log *slog.Logger, queue string, n int, err error, now time.Time) (tell bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.queues == nil {
@@ -77,6 +80,7 @@ func (s *archiveState) record(log *slog.Logger, queue string, n int, err error, 
 	}
 	if err == nil {
 		st.Written += int64(n)
+		delete(s.untold, queue)
 		if !st.FailingSince.IsZero() {
 			log.Info("archive: writing again; the queue's dead letters expire again", "queue", queue, "failing_since", st.FailingSince)
 			st.FailingSince, st.Err = time.Time{}, ""
@@ -88,11 +92,26 @@ func (s *archiveState) record(log *slog.Logger, queue string, n int, err error, 
 		log.Error("archive: cannot write; the queue's dead letters are kept, not expired, until it can (tried again at each maintenance run)",
 			"queue", queue, "err", err)
 		if st.FailingSince.IsZero() {
-			st.FailingSince, began = now, true
+			st.FailingSince, tell = now, true
 		}
 		st.Err = err.Error()
 	}
-	return began
+	return tell || s.untold[queue]
+}
+
+// told notes whether the failure record asked to tell was told (its
+// event committed): one that was not is asked again at the next failure.
+func (s *archiveState) told(queue string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok {
+		delete(s.untold, queue)
+		return
+	}
+	if s.untold == nil {
+		s.untold = map[string]bool{}
+	}
+	s.untold[queue] = true
 }
 
 // ArchiveStatuses returns the archive's status of every queue that
@@ -187,14 +206,16 @@ func (b *Broker) archiveDue(ctx context.Context, q Queue) (ids map[int64]bool, m
 	}
 	if b.archive.record(b.log, name, len(dls), werr, now) {
 		// Told once a failure, not at each retry: archive.failed.
-		if err := b.update(ctx, func(tx Tx, _ func(string)) error {
+		err := b.update(ctx, func(tx Tx, _ func(string)) error {
 			// The error itself (paths, buckets, addresses) stays in the
 			// log and the dashboard: a notification goes outside.
 			return b.raise(ctx, tx, Event{Kind: EventArchiveFailed, Queue: name, At: now,
 				Detail: "the archive cannot be written (its error is in the log); the queue's dead letters are kept, not expired, until it can"})
-		}); err != nil {
-			b.log.Error("archive: tell the failure", "queue", name, "err", err)
+		})
+		if err != nil {
+			b.log.Error("archive: tell the failure (told again at the next try)", "queue", name, "err", err)
 		}
+		b.archive.told(name, err == nil)
 	}
 	if werr != nil {
 		return nil, false, true, fmt.Errorf("archive of %s: %w", name, werr)

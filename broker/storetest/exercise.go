@@ -37,6 +37,7 @@ var tests = []test{
 	{"NotifyWithoutASenderKeepsThemPending", testNotifyWithoutASenderKeepsThemPending},
 	{"NotifyRunSendsOnCommit", testNotifyRunSendsOnCommit},
 	{"NotifyLongQueueGoesOnWithoutThePoll", testNotifyLongQueueGoesOnWithoutThePoll},
+	{"NotifyArchiveFailureUntoldIsToldAgain", testNotifyArchiveFailureUntoldIsToldAgain},
 	{"NotifyRunPollsForOthersNotifications", testNotifyRunPollsForOthersNotifications},
 	{"NotifyStopBetweenSendAndMarkSendsAgain", testNotifyStopBetweenSendAndMarkSendsAgain},
 	{"NotifyThresholdBreachedThenRecoveredOnce", testNotifyThresholdBreachedThenRecoveredOnce},

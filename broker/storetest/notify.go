@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -666,6 +667,58 @@ func testNotifyArchiveFailureIsToldOnce(t *testing.T, harness Harness) {
 // ends as the send returns) leaves the notification pending: the next
 // pass sends it again, with the same id for the receiver to drop the
 // repeat. At least once, never lost.
+// A failure whose telling did not commit is told at the next failed
+// write, not never.
+func testNotifyArchiveFailureUntoldIsToldAgain(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setup(t, harness)
+	store := &noOutboxStore{Store: s.db}
+	s.b = broker.New(broker.Config{Store: store, Clock: s.clock}) // no archive: a failure
+	t.Cleanup(s.b.Close)
+	s.archiving()
+	hook := s.webhook("hook")
+	s.rule(hook.ID, "orders", "", broker.EventArchiveFailed)
+	s.clock.Advance(2 * time.Hour)
+	store.armed.Store(true)
+	if _, err := s.b.Maintain(s.ctx); err == nil {
+		t.Fatal("the archive did not fail")
+	}
+	if ds := s.outbox(hook.ID); len(ds) != 0 {
+		t.Fatalf("told %+v while the outbox refused writes", ds)
+	}
+	store.armed.Store(false)
+	for run := 0; run < 2; run++ {
+		s.clock.Advance(time.Minute)
+		if _, err := s.b.Maintain(s.ctx); err == nil {
+			t.Fatal("the archive did not fail")
+		}
+	}
+	if ds := s.outbox(hook.ID); len(ds) != 1 || ds[0].Event != broker.EventArchiveFailed {
+		t.Fatalf("told %+v, want one archive.failed after the failed telling", ds)
+	}
+}
+
+// noOutboxStore fails every write that files a notification while armed.
+type noOutboxStore struct {
+	broker.Store
+	armed atomic.Bool
+}
+
+var errNoOutbox = errors.New("the outbox refuses writes")
+
+func (s *noOutboxStore) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	return s.Store.Update(ctx, o, func(tx broker.Tx) error {
+		if s.armed.Load() {
+			tx = noOutboxTx{tx}
+		}
+		return fn(tx)
+	})
+}
+
+type noOutboxTx struct{ broker.Tx }
+
+func (noOutboxTx) InsertNotification(context.Context, *broker.Notification) error { return errNoOutbox }
+
 func testNotifyStopBetweenSendAndMarkSendsAgain(t *testing.T, harness Harness) {
 	t.Parallel()
 	s, f := notifyBundle(t, harness)
