@@ -141,7 +141,10 @@ func (b *Broker) sendOne(ctx context.Context, c Channel, d NotifyDelivery) (stri
 			}
 		}
 	}
-	if err := b.store.Update(ctx, UpdateOptions{}, func(tx Tx) error { return tx.SaveNotifyDelivery(ctx, d) }); err != nil {
+	// A mark is one row by its key: beside pushes and acks, not in
+	// their way (a burst of notifications would otherwise take the
+	// writer from them once each).
+	if err := b.store.Update(ctx, b.hot(UpdateOptions{}), func(tx Tx) error { return tx.SaveNotifyDelivery(ctx, d) }); err != nil {
 		return "", fmt.Errorf("mark notification %d: %w", d.ID, err)
 	}
 	if d.State == DeliveryFailed {

@@ -202,7 +202,9 @@ type NotifyTx interface {
 	DueNotifications(ctx context.Context, now time.Time, limit int) ([]NotifyDelivery, error)
 	// SaveNotifyDelivery writes d's state, attempts, next_at, sent_at
 	// and last_error to its row when that row is still pending (a row
-	// gone with its channel, or settled already: nothing, no error).
+	// gone with its channel, or settled already: nothing, no error). It
+	// writes that one row by its key, so it may run in a write marked
+	// Concurrent (the row lock of its UPDATE is all it takes).
 	SaveNotifyDelivery(ctx context.Context, d NotifyDelivery) error
 	// SweepNotifications deletes up to limit sent or failed
 	// notifications written before before, oldest first, and says how
