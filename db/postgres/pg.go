@@ -188,20 +188,40 @@ func (d *Store) ConcurrentWrites() bool { return !d.alone.Load() }
 // broker's own.
 func (d *Store) Notifier() broker.Notifier { return d.news }
 
-// Sync is the durability asked for (sqlcore.Sync): FULL waits for the
-// server's log flush at each commit, NORMAL does not.
-type Sync = sqlcore.Sync
+// Sync is the durability asked for: FULL waits for the server's log
+// flush at each commit (synchronous_commit on), NORMAL does not (off).
+type Sync string
 
-// The durability modes (sqlcore.SyncFull, sqlcore.SyncNormal).
+// The durability modes.
 const (
-	SyncFull   = sqlcore.SyncFull
-	SyncNormal = sqlcore.SyncNormal
+	SyncFull   Sync = "FULL"
+	SyncNormal Sync = "NORMAL"
 )
 
-// Options are the settings of OpenWith (sqlcore.Options, db.Options);
-// the PostgreSQL store reads Sync, Logger, FoldEvery, NeverAlone and
-// Wait.
-type Options = sqlcore.Options
+// Options are the settings of OpenWith; the zero value of each field
+// picks its default.
+type Options struct {
+	Sync Sync // default SyncFull
+	// Logger receives what goes wrong in the background (the notifier,
+	// membership, each failed try of Wait); default slog.Default().
+	Logger *slog.Logger
+	// FoldEvery is how often, at most, a write brings the counts kept for
+	// the queue page up to date inside its commit. Default 1 s; negative:
+	// at every commit, for tests.
+	FoldEvery time.Duration
+	// NeverAlone makes the process write as one among several even when
+	// it is alone on the database: its hot writes run with the row locks
+	// they take beside other processes (members.go). For tests of that
+	// mode in one process.
+	NeverAlone bool
+	// Wait is how long Open tries again, with a growing pause, while the
+	// server cannot be reached (refused, not started yet, a name that
+	// does not resolve yet): a machine that boots Lazarus and PostgreSQL
+	// together. 0: one try. Each failed try is logged (without the
+	// password); an error the server answers (a wrong password, no such
+	// database) is not tried again.
+	Wait time.Duration
+}
 
 // Open opens the PostgreSQL database at dsn and brings its schema up to
 // date.
