@@ -376,7 +376,7 @@ func TestPGASavedConsumerIsSentLaterYetSeenAndChecked(t *testing.T) {
 func TestPGAProcessCountsTheProcessesOfItsDatabase(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
-	a := openPG(t, dsn)
+	a := openStore(t, dsn)
 	until := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); !cond(); {
@@ -477,7 +477,7 @@ func TestPGAPopPassingByAHeldConsumerIsToldSo(t *testing.T) {
 // fails, even when its function goes on and its next statement would
 // have begun the transaction without it. (pgx closes the connection of a
 // batch it could not send, so the next statement fails too: this test
-// passes without pgBegin.failed's guard, which covers a failure that
+// passes without begin.failed's guard, which covers a failure that
 // leaves the connection open. A statement the server refuses aborts the
 // transaction there: TestAWriteWhoseStatementFailedIsNotReportedCommitted.)
 func TestPGAWriteWhoseFirstStatementFailedFails(t *testing.T) {
