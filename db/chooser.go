@@ -42,8 +42,11 @@ type Store interface {
 	Health(ctx context.Context) error
 	DiskFull() bool
 	Notifier() broker.Notifier
-	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
+	// ExecUncatalogued and QueryRowUncatalogued run a statement of a
+	// test's own, outside the broker and the statement catalog (see
+	// sqlite.Store.ExecUncatalogued): tests only.
+	ExecUncatalogued(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowUncatalogued(ctx context.Context, query string, args ...any) *sql.Row
 	RebuildTextIndex(ctx context.Context) error
 	Close() error
 }

@@ -672,6 +672,24 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`, stores: true},
 	// Tx.InsertBuckets: translated
 	`INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING`: {text: `INSERT INTO group_stats (queue_id, group_id) VALUES ($1, $2) ON CONFLICT (queue_id, group_id) DO NOTHING`, stores: true},
+	// Tx.InsertBuckets: translated
+	`INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, stores: true},
+	// Tx.InsertBuckets: translated
+	`INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, stores: true},
+	// Tx.InsertBuckets: translated
+	`INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, stores: true},
 	// Tx.InsertDeadLetter: hand-written (PGQuery)
 	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14

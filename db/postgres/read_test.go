@@ -118,7 +118,7 @@ func TestPGSearchWindowIsReadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var qid int64
-	if err := d.QueryRow(ctx, `SELECT id FROM queues WHERE name = 'q'`).Scan(&qid); err != nil {
+	if err := d.QueryRowUncatalogued(ctx, `SELECT id FROM queues WHERE name = 'q'`).Scan(&qid); err != nil {
 		t.Fatal(err)
 	}
 	f := broker.Filter{QueueID: qid, Fields: []broker.FieldFilter{ff}, Text: `"common"`,

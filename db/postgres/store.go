@@ -853,18 +853,20 @@ func Prepare(dsn string) error {
 	return d.Close()
 }
 
-// Exec runs one statement outside the broker, in the store's dialect
-// (the catalog has no text for it, and nothing translates it) but for
-// its parameters, written ? or ?NNN on either store (numbered): for
-// tools and tests that must go around the broker (WriteDB is the handle
-// itself).
-func (d *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+// ExecUncatalogued runs one statement outside the broker and outside
+// the statement catalog, in the store's dialect (nothing translates
+// it) but for its parameters, written ? or ?NNN on either store
+// (numbered): for tests that set up or read rows no broker method
+// reaches. Their texts are the tests' own, so no catalog can hold them;
+// the name says the bypass, and no code but tests calls it (db's
+// TestUncataloguedIsForTestsOnly). WriteDB is the handle itself.
+func (d *Store) ExecUncatalogued(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	text, args := numbered(query).bind(args)
 	return d.db.ExecContext(ctx, text, args...)
 }
 
-// QueryRow is Exec for a query of one row.
-func (d *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+// QueryRowUncatalogued is ExecUncatalogued for a query of one row.
+func (d *Store) QueryRowUncatalogued(ctx context.Context, query string, args ...any) *sql.Row {
 	text, args := numbered(query).bind(args)
 	return d.db.QueryRowContext(ctx, text, args...)
 }

@@ -289,7 +289,7 @@ func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 		t.Fatalf("Update: %v; the server answered ROLLBACK: the outcome is known", err)
 	}
 	var n int
-	if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = 'a'`).Scan(&n); err != nil || n != 0 {
+	if err := d.QueryRowUncatalogued(ctx, `SELECT COUNT(*) FROM settings WHERE key = 'a'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("settings a: %d rows (%v), want none", n, err)
 	}
 }
@@ -300,7 +300,7 @@ func TestPGRefusesANewerSchema(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
 	d := openStore(t, dsn)
-	if _, err := d.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', 0)`); err != nil {
+	if _, err := d.ExecUncatalogued(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', 0)`); err != nil {
 		t.Fatal(err)
 	}
 	d.Close()
@@ -394,7 +394,7 @@ func TestPGTsvectorAlwaysFits(t *testing.T) {
 			t.Errorf("%s: cut %v, want %v", c.name, cut, c.cut)
 		}
 		var n int
-		if err := d.QueryRow(ctx, `SELECT length(CAST($1 AS tsvector))`, v).Scan(&n); err != nil {
+		if err := d.QueryRowUncatalogued(ctx, `SELECT length(CAST($1 AS tsvector))`, v).Scan(&n); err != nil {
 			t.Errorf("%s: PostgreSQL refuses the tsvector: %v", c.name, err)
 		}
 	}

@@ -224,7 +224,7 @@ func (s *statement) bind(args []any) (string, []any) {
 // numbered is text, in PostgreSQL's dialect but for its parameters,
 // still written as SQLite writes them (? and ?NNN), with those numbered
 // as PostgreSQL's ($1, $2, ...; numberParams): the one change the store
-// makes to a text at run time, for DB.Exec's. Nothing else of the text
+// makes to a text at run time, for Store.ExecUncatalogued's. Nothing else of the text
 // is read (quotes and comments are set aside first).
 func numbered(text string) *statement {
 	m, kept := mask(text)

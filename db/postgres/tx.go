@@ -10,7 +10,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,11 +31,8 @@ func dialectFor(lk sqlcore.Locks) dialect {
 	return dialect{locked: locked}
 }
 
-// Text is s as PostgreSQL's text can hold it (text).
+// Text is s as PostgreSQL's text can hold it (func text, text.go).
 func (dialect) Text(s string) string { return text(s) }
-
-// Param is PostgreSQL's $n.
-func (dialect) Param(n int) string { return "$" + strconv.Itoa(n) }
 
 // rowLocks are the locks of a PostgreSQL write marked
 // broker.UpdateOptions.Concurrent while other processes share the
@@ -220,19 +216,6 @@ func (w *writer) Insert(ctx context.Context, col, query string, args []any) (int
 	return insertReturning(w.Query(ctx, query+" RETURNING "+col, args))
 }
 
-// ExecUnprepared sends BEGIN and the writes kept first: the statement
-// goes through database/sql, on the transaction's connection.
-func (w *writer) ExecUnprepared(ctx context.Context, query string, args []any) error {
-	if err := w.begin.now(ctx); err != nil {
-		return err
-	}
-	if err := w.sendLater(ctx); err != nil {
-		return err
-	}
-	_, err := w.begin.conn.ExecContext(ctx, query, args...)
-	return err
-}
-
 // reader is the executor of a read transaction (View): its statements
 // go through database/sql.
 type reader struct {
@@ -285,11 +268,6 @@ func (r reader) Insert(ctx context.Context, col, query string, args []any) (int6
 
 func (r reader) ExecLater(ctx context.Context, query string, args []any) error {
 	_, err := r.Exec(ctx, query, args)
-	return err
-}
-
-func (r reader) ExecUnprepared(ctx context.Context, query string, args []any) error {
-	_, err := r.conn.ExecContext(ctx, query, args...)
 	return err
 }
 

@@ -16,9 +16,6 @@ type dialect struct{}
 // Text keeps every byte.
 func (dialect) Text(s string) string { return s }
 
-// Param is SQLite's ?.
-func (dialect) Param(int) string { return "?" }
-
 // InsertMessages calls InsertMessage for each message: a statement costs
 // no round trip here, and the push's statement stays the one measured.
 func (dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, ms []*broker.Message) ([]bool, error) {
@@ -60,11 +57,6 @@ func (w writer) ExecLater(ctx context.Context, query string, args []any) error {
 	return err
 }
 
-func (w writer) ExecUnprepared(_ context.Context, query string, args []any) error {
-	_, err := w.conn.ExecContext(context.Background(), query, args...)
-	return err
-}
-
 func (w writer) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
 	return w.Query(ctx, s.SQL(), s.Args())
 }
@@ -98,11 +90,6 @@ func (r reader) Insert(ctx context.Context, _ string, query string, args []any) 
 }
 
 func (r reader) ExecLater(ctx context.Context, query string, args []any) error {
-	_, err := r.Exec(ctx, query, args)
-	return err
-}
-
-func (r reader) ExecUnprepared(ctx context.Context, query string, args []any) error {
 	_, err := r.Exec(ctx, query, args)
 	return err
 }

@@ -19,9 +19,6 @@ type Dialect interface {
 	// HoldsNone reports whether the store can hold no text s, so that a
 	// search for it finds nothing.
 	HoldsNone(s string) bool
-	// Param is the n-th parameter (from 1) of a statement written in the
-	// store's own dialect (Tx.ExecUnprepared).
-	Param(n int) string
 
 	// InsertMessages is broker.Tx.InsertMessages.
 	InsertMessages(ctx context.Context, t *Tx, ms []*broker.Message) ([]bool, error)

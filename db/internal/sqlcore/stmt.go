@@ -48,10 +48,6 @@ type Executor interface {
 	// ExecLater is exec for a write whose answer nobody reads but its
 	// error: a store may keep it for its next round trip.
 	ExecLater(ctx context.Context, query string, args []any) error
-	// ExecUnprepared runs a statement written in the store's own
-	// dialect (its parameters the store's: Dialect.Param), neither kept
-	// prepared nor translated.
-	ExecUnprepared(ctx context.Context, query string, args []any) error
 	// QueryStmt and QueryRowStmt run a statement composed of fragments
 	// (Stmt), with its arguments: SQLite's executors its text (s.SQL()),
 	// PostgreSQL's the text it composes of its fragments' catalogued
@@ -143,15 +139,6 @@ func (t *Tx) Insert(ctx context.Context, col, query string, args ...any) (n, las
 		return 0, 0, err
 	}
 	return t.ex.Insert(ctx, col, query, args)
-}
-
-// ExecUnprepared runs a statement in the store's own dialect, neither
-// kept prepared nor translated (Executor.ExecUnprepared).
-func (t *Tx) ExecUnprepared(ctx context.Context, query string, args ...any) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return t.ex.ExecUnprepared(ctx, query, args)
 }
 
 // errRow is the answer of a one-row query that could not run: Scan says

@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 388 statements (22 with a PostgreSQL text written by hand, 13 for
+-- 391 statements (22 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 93 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -1275,6 +1275,39 @@ INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, 
 --   INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING
 -- postgres (translated):
 INSERT INTO group_stats (queue_id, group_id) VALUES ($1, $2) ON CONFLICT (queue_id, group_id) DO NOTHING
+;
+
+-- used by: Tx.InsertBuckets
+-- sqlite:
+--   INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+;
+
+-- used by: Tx.InsertBuckets
+-- sqlite:
+--   INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+;
+
+-- used by: Tx.InsertBuckets
+-- sqlite:
+--   INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 ;
 
 -- used by: Tx.InsertDeadLetter
