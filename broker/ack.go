@@ -106,6 +106,29 @@ func refuse(txid string, kind error, format string, args ...any) AckResult {
 	return AckResult{TransactionID: txid, Error: fmt.Sprintf(format, args...), kind: kind}
 }
 
+// ackTx is what acks read and write: the consumers and their
+// partitions' messages, the attempts and dead letters a failure makes
+// (with their error groups, and a copy's replay outcome), the holds a
+// circuit breaker or a probe sets and the tries it counts, the counts,
+// the audit, and the events they raise (raiseTx).
+type ackTx interface {
+	AuditTx
+	BreakerTx
+	ConsumerTx
+	DeadLetterTx
+	ErrorGroupStateTx
+	HistoryTx
+	HoldTx
+	JobTx
+	MessageTx
+	PartitionTx
+	QueueTx
+	ReplayTx
+	StatsTx
+	SubscriptionTx
+	raiseTx
+}
+
 // acker applies the acks of one transaction. It keeps each consumer it
 // touches in memory and writes it once, at finish, and learns the
 // messages of a lease with one query, so that a batch of acks costs a few
@@ -113,7 +136,7 @@ func refuse(txid string, kind error, format string, args ...any) AckResult {
 // before it did, as if each had been written at once.
 type acker struct {
 	b       *Broker
-	tx      Tx
+	tx      ackTx
 	now     time.Time
 	touched func(string)
 	o       UpdateOptions          // of the write: Concurrent stops at what may not run beside others (errPlainWrite)
@@ -139,7 +162,7 @@ type ackState struct {
 	next   int // msgs[:next] are at or behind the cursor (it only moves on)
 }
 
-func newAcker(b *Broker, tx Tx, now time.Time, touched func(string), o UpdateOptions) *acker {
+func newAcker(b *Broker, tx ackTx, now time.Time, touched func(string), o UpdateOptions) *acker {
 	return &acker{b: b, tx: tx, now: now, touched: touched, o: o, states: map[[2]int64]*ackState{}}
 }
 
@@ -411,7 +434,7 @@ func (k *acker) ack(ctx context.Context, a Ack) (AckResult, error) {
 type settler struct {
 	k       *acker
 	st      *ackState
-	tx      Tx
+	tx      ackTx
 	now     time.Time
 	queue   Queue
 	group   string

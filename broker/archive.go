@@ -354,14 +354,26 @@ func (b *Broker) ImportDeadLetters(ctx context.Context, actor, source string, ds
 // retries a queue may give (retryLimit at most 1000).
 const maxImportRetries = 1000
 
+// importTx is what importing a dead letter reads and writes: the queue,
+// partition and subscription it files under, its error group, the dead
+// letter and the archive's marks.
+type importTx interface {
+	ArchiveTx
+	DeadLetterTx
+	ErrorGroupStateTx
+	PartitionTx
+	QueueTx
+	SubscriptionTx
+}
+
 // importOne files d in tx and returns its group's id, or returns why it
 // is skipped.
-func (b *Broker) importOne(ctx context.Context, tx Tx, d ImportedDeadLetter, now time.Time, queues map[string]Queue) (groupID int64, skip string, err error) {
+func (b *Broker) importOne(ctx context.Context, tx importTx, d ImportedDeadLetter, now time.Time, queues map[string]Queue) (groupID int64, skip string, err error) {
 	skip, err = b.fileImported(ctx, tx, d, now, queues, &groupID)
 	return groupID, skip, err
 }
 
-func (b *Broker) fileImported(ctx context.Context, tx Tx, d ImportedDeadLetter, now time.Time, queues map[string]Queue, groupID *int64) (skip string, err error) {
+func (b *Broker) fileImported(ctx context.Context, tx importTx, d ImportedDeadLetter, now time.Time, queues map[string]Queue, groupID *int64) (skip string, err error) {
 	for _, n := range []struct{ what, v string }{{"queue", d.Queue}, {"partition", d.Partition}, {"consumer group", d.Group}} {
 		if !ValidName(n.v) {
 			return fmt.Sprintf("the %s name is not valid", n.what), nil

@@ -113,10 +113,16 @@ func (b *Broker) BreakerOf(ctx context.Context, queue, group string) (Breaker, e
 	return out, err
 }
 
+// consumerQueueTx is a transaction for ConsumerTx and QueueTx.
+type consumerQueueTx interface {
+	ConsumerTx
+	QueueTx
+}
+
 // probeOf fills in a breaker's hold what its probe is: every how many
 // seconds (the queue's option), and whether the one handed out is still
 // leased.
-func probeOf(ctx context.Context, tx Tx, h *Hold, now time.Time) error {
+func probeOf(ctx context.Context, tx consumerQueueTx, h *Hold, now time.Time) error {
 	if h.Kind != HoldBreaker {
 		return nil
 	}

@@ -269,6 +269,15 @@ func (b *Broker) boundOf(ctx context.Context, tx DeadLetterTx, f Filter, ok bool
 	return bd, nil
 }
 
+// frozenTx is what freezing a bulk action's filter reads: the filter's
+// queue, partition and subscription, and the dead letters' bound.
+type frozenTx interface {
+	DeadLetterTx
+	PartitionTx
+	QueueTx
+	SubscriptionTx
+}
+
 // frozen resolves q's filter and takes its bound (q.Bound, kept as
 // boundOf keeps it, or taken now) in tx's snapshot. It returns the
 // filter that counts exactly the dead letters at or below the bound: f
@@ -276,7 +285,7 @@ func (b *Broker) boundOf(ctx context.Context, tx DeadLetterTx, f Filter, ok bool
 // selects is at or below it, and the kept counts may answer), f narrowed
 // to a bound given; ok is false when nothing can match (a queue, group
 // or partition q names does not exist, or there was no dead letter).
-func (b *Broker) frozen(ctx context.Context, tx Tx, q DLQQuery) (f Filter, bound Bound, ok bool, err error) {
+func (b *Broker) frozen(ctx context.Context, tx frozenTx, q DLQQuery) (f Filter, bound Bound, ok bool, err error) {
 	f, named, err := q.filter(ctx, tx)
 	if err != nil {
 		return f, bound, false, err

@@ -131,11 +131,21 @@ func (j Job) canaryActive() bool {
 	return j.Kind == JobReplay && j.Canary != nil && (j.Canary.State == CanaryDrawn || j.Canary.State == CanarySettling)
 }
 
+// canaryStepTx is what a canary's step reads and writes: its replay
+// (replayCanaryTx), the holds it waits behind, the audit and the events
+// it raises (raiseTx).
+type canaryStepTx interface {
+	replayCanaryTx
+	HoldTx
+	AuditTx
+	raiseTx
+}
+
 // canaryStep does j's canary: replays it (drawn), or looks at how its
 // copies settled (settling) and pauses j or lets it go on. It reports
 // whether the chunk is done (false: the canary passed, the chunk goes
 // on with the rest).
-func (b *Broker) canaryStep(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) (bool, error) {
+func (b *Broker) canaryStep(ctx context.Context, tx canaryStepTx, j *Job, now time.Time, touched func(string)) (bool, error) {
 	c := j.Canary
 	if c.State == CanaryDrawn {
 		if err := b.replayCanary(ctx, tx, j, now, touched); err != nil {
@@ -192,12 +202,19 @@ func (b *Broker) canaryStep(ctx context.Context, tx Tx, j *Job, now time.Time, t
 	return true, b.raise(ctx, tx, Event{Kind: EventJobPaused, Queue: j.Queue, Detail: c.Reason, At: now, JobID: j.ID})
 }
 
+// replayCanaryTx is what a canary's replay reads and writes: a replay
+// job's (replayJobTx), and the job's own row.
+type replayCanaryTx interface {
+	replayJobTx
+	JobTx
+}
+
 // replayCanary replays j's canary: the first ids of a job by ids (put
 // first as it started; at most bulkBytes of payloads a step, so a big
 // canary takes several), or the dead letters drawn at random of its
 // frozen filter (in one transaction, whatever their size: the draw is of
 // what is left, so it cannot be split); applyJobKeys records the copies.
-func (b *Broker) replayCanary(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) error {
+func (b *Broker) replayCanary(ctx context.Context, tx replayCanaryTx, j *Job, now time.Time, touched func(string)) error {
 	if len(j.Scope.IDs) > 0 {
 		_, err := b.idsChunk(ctx, tx, j, now, touched, canarySize(*j)-int(j.Position))
 		return err
@@ -230,7 +247,7 @@ func (b *Broker) replayCanary(ctx context.Context, tx Tx, j *Job, now time.Time,
 }
 
 // recordCanary adds to j's canary the copies replayKeys made of keys.
-func recordCanary(ctx context.Context, tx Tx, j *Job, keys []DeadLetterKey, copies []Copy) error {
+func recordCanary(ctx context.Context, tx partitionQueueSubscriptionTx, j *Job, keys []DeadLetterKey, copies []Copy) error {
 	groups, parts, queues := map[int64]string{}, map[int64]Partition{}, map[int64]string{}
 	for _, k := range keys {
 		var cp *Copy
@@ -344,9 +361,17 @@ func (c *JobCanary) tally() (copies, failed, waiting int) {
 	return len(order), failed, waiting
 }
 
+// holdQueueSubscriptionTx is a transaction for HoldTx, QueueTx and
+// SubscriptionTx.
+type holdQueueSubscriptionTx interface {
+	HoldTx
+	QueueTx
+	SubscriptionTx
+}
+
 // waitingHeld counts the copies of c still pending whose group is held
 // now (the queue's or the group's hold; heldFor, through the cache).
-func waitingHeld(ctx context.Context, tx Tx, c *JobCanary) (int, error) {
+func waitingHeld(ctx context.Context, tx holdQueueSubscriptionTx, c *JobCanary) (int, error) {
 	held := map[int64]bool{}
 	n := 0
 	for _, cp := range c.Copies {

@@ -502,9 +502,24 @@ type replaySpec struct {
 	dest    *destinations // nil: each copy to its message's own partition
 }
 
+// replayWriteTx is what a replay reads and writes: the dead letters and
+// their error groups, the copies (messages, partitions, passes) it
+// pushes, and the counts it moves.
+type replayWriteTx interface {
+	DeadLetterTx
+	ErrorGroupStateTx
+	GroupTx
+	PartitionTx
+	PassTx
+	QueueTx
+	ReplayTx
+	StatsTx
+	SubscriptionTx
+}
+
 // replay pushes the copy of the message whose dead letters dls are (at
 // least one) and removes them; with ReplayOwnGroup one copy a group.
-func replay(ctx context.Context, tx Tx, now time.Time, dls []DeadLetter, spec replaySpec) (ReplayResult, error) {
+func replay(ctx context.Context, tx replayWriteTx, now time.Time, dls []DeadLetter, spec replaySpec) (ReplayResult, error) {
 	copies, err := replayKeys(ctx, tx, now, keysOf(dls), spec)
 	if err != nil {
 		return ReplayResult{}, err
@@ -541,7 +556,7 @@ func OwnGroupTransaction(id, group string) string { return ReplayPrefix + id + "
 // removed, and each group that had dead-lettered a message is to learn
 // its copy's outcome. A dead letter of a copy that was itself replayed to
 // one group only is replayed to that group only.
-func replayKeys(ctx context.Context, tx Tx, now time.Time, keys []DeadLetterKey, spec replaySpec) ([]Copy, error) {
+func replayKeys(ctx context.Context, tx replayWriteTx, now time.Time, keys []DeadLetterKey, spec replaySpec) ([]Copy, error) {
 	// A dead letter of a copy that was replayed to one group only is
 	// replayed to that group only, whatever the mode: the other groups
 	// passed the original copy by, and would else get its payload again.
@@ -609,13 +624,20 @@ func keysOf(dls []DeadLetter) []DeadLetterKey {
 	return keys
 }
 
+// removeKeysTx is what removing dead letters writes: theirs and their
+// groups' and counts' (deadLetterGroupStatsTx), and their error groups'.
+type removeKeysTx interface {
+	deadLetterGroupStatsTx
+	ErrorGroupStateTx
+}
+
 // removeKeys deletes the dead letters keys are and counts each in its
 // group: depth down, plus per (Replayed, Deleted or DeadLettersExpired,
 // 1 each); with keep (a delete, an expiry), they are kept as keep says.
 // Each error group's funnel counts them (replayed, deleted or expired)
 // at now; it returns the error groups' ids (error_group_states.id) by
 // their keys (ID 0).
-func removeKeys(ctx context.Context, tx deadLetterGroupStatsTx, keys []DeadLetterKey, per Stats, keep *Removal, now time.Time) (map[ErrorGroupKey]int64, error) {
+func removeKeys(ctx context.Context, tx removeKeysTx, keys []DeadLetterKey, per Stats, keep *Removal, now time.Time) (map[ErrorGroupKey]int64, error) {
 	ids := make([]int64, len(keys))
 	type key struct{ q, g int64 }
 	counts := map[key]int64{}

@@ -172,10 +172,18 @@ func (b *Broker) ErrorGroupByKey(ctx context.Context, queue, group, fingerprint 
 	return g, h, err
 }
 
+// errorGroupQueueSubscriptionTx is a transaction for ErrorGroupStateTx,
+// QueueTx and SubscriptionTx.
+type errorGroupQueueSubscriptionTx interface {
+	ErrorGroupStateTx
+	QueueTx
+	SubscriptionTx
+}
+
 // errorGroupID returns the id of the error group of a queue's
 // fingerprint: in group, or (group "") in the one consumer group that
 // has it; several is ErrInvalid, none ErrNotFound.
-func errorGroupID(ctx context.Context, tx Tx, queue, group, fingerprint string) (int64, error) {
+func errorGroupID(ctx context.Context, tx errorGroupQueueSubscriptionTx, queue, group, fingerprint string) (int64, error) {
 	gs, err := errorGroupsOfKey(ctx, tx, queue, group, fingerprint)
 	if err != nil {
 		return 0, err
@@ -193,7 +201,7 @@ func errorGroupID(ctx context.Context, tx Tx, queue, group, fingerprint string) 
 // errorGroupsOfKey returns the error groups of a queue's fingerprint, in
 // group or (group "") in each consumer group that has it; none is
 // ErrNotFound.
-func errorGroupsOfKey(ctx context.Context, tx Tx, queue, group, fingerprint string) ([]OwnedErrorGroup, error) {
+func errorGroupsOfKey(ctx context.Context, tx errorGroupQueueSubscriptionTx, queue, group, fingerprint string) ([]OwnedErrorGroup, error) {
 	if fingerprint == "" {
 		return nil, errorf(ErrInvalid, "an error group's fingerprint is required")
 	}
@@ -222,7 +230,7 @@ func errorGroupsOfKey(ctx context.Context, tx Tx, queue, group, fingerprint stri
 // errorGroupWindows fills the Day and Week funnels of gs: the 24 and
 // 168 hours up to the one now is in; with dayOnly, the Day funnels only
 // (24 hourly rows a group read, not 168).
-func errorGroupWindows(ctx context.Context, tx Tx, gs []OwnedErrorGroup, now time.Time, dayOnly bool) error {
+func errorGroupWindows(ctx context.Context, tx ErrorGroupStateTx, gs []OwnedErrorGroup, now time.Time, dayOnly bool) error {
 	h := hourOf(now)
 	if !dayOnly {
 		return tx.ErrorGroupWindows(ctx, gs, h-23, h-7*24+1)
@@ -236,8 +244,14 @@ func errorGroupWindows(ctx context.Context, tx Tx, gs []OwnedErrorGroup, now tim
 	return nil
 }
 
+// errorGroupDetailTx is a transaction for ErrorGroupStateTx and GroupTx.
+type errorGroupDetailTx interface {
+	ErrorGroupStateTx
+	GroupTx
+}
+
 // errorGroupDetail reads one group with its funnels, trend and history.
-func (b *Broker) errorGroupDetail(ctx context.Context, tx Tx, q ErrorGroupQuery) (OwnedErrorGroup, []ErrorGroupChange, error) {
+func (b *Broker) errorGroupDetail(ctx context.Context, tx errorGroupDetailTx, q ErrorGroupQuery) (OwnedErrorGroup, []ErrorGroupChange, error) {
 	gs, err := tx.ErrorGroupStates(ctx, q)
 	if err != nil {
 		return OwnedErrorGroup{}, nil, err

@@ -38,9 +38,17 @@ const (
 	EventJobPaused = "job.paused"
 )
 
+// raiseTx is what raising an event needs: the notifications it queues
+// (NotifyTx), and the transaction's scope, to wake the sender once it
+// has committed.
+type raiseTx interface {
+	NotifyTx
+	scopeTx
+}
+
 // raiser is raise bound to ctx and tx, for functions that take a
 // narrower transaction.
-func (b *Broker) raiser(ctx context.Context, tx Tx) func(Event) error {
+func (b *Broker) raiser(ctx context.Context, tx raiseTx) func(Event) error {
 	return func(e Event) error { return b.raise(ctx, tx, e) }
 }
 
@@ -48,7 +56,7 @@ func (b *Broker) raiser(ctx context.Context, tx Tx) func(Event) error {
 // match it (writeOutbox), and, once tx has committed (never when it does
 // not), wakes the sending loop when it wrote any and tells e to
 // Config.OnEvent, when one was given.
-func (b *Broker) raise(ctx context.Context, tx Tx, e Event) error {
+func (b *Broker) raise(ctx context.Context, tx raiseTx, e Event) error {
 	n, err := writeOutbox(ctx, tx, e)
 	if err != nil {
 		return fmt.Errorf("notifications of %s: %w", e.Kind, err)

@@ -124,7 +124,7 @@ type HoldTx interface {
 // heldFor returns what holds the pops of a (queue, group) in a write of
 // the broker's: through the lookup cache when tx is one of updateStats
 // (no statement while the pair is known unheld), else from the store.
-func heldFor(ctx context.Context, tx Tx, queueID, groupID int64) (HoldSet, error) {
+func heldFor(ctx context.Context, tx HoldTx, queueID, groupID int64) (HoldSet, error) {
 	if s, ok := tx.(*statsTx); ok {
 		if c, ok := s.Tx.(*cacheTx); ok {
 			return c.heldFor(ctx, queueID, groupID)
@@ -281,7 +281,7 @@ func (b *Broker) Holds(ctx context.Context, f HoldFilter) ([]Hold, error) {
 
 // holdWaiting counts what waits behind h: the lag of its group, or of
 // every group of its queue.
-func holdWaiting(ctx context.Context, tx Tx, h Hold, now time.Time) (int64, error) {
+func holdWaiting(ctx context.Context, tx SubscriptionTx, h Hold, now time.Time) (int64, error) {
 	gs, err := tx.Groups(ctx, h.QueueID, now)
 	if err != nil {
 		return 0, fmt.Errorf("holds: groups: %w", err)

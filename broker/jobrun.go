@@ -718,10 +718,17 @@ func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 	return j, err
 }
 
+// replayJobTx is what a replay job's chunk reads and writes: a replay's
+// (replayWriteTx) and the replay cap's.
+type replayJobTx interface {
+	replayWriteTx
+	ReplayCapTx
+}
+
 // idsChunk does the next ids of a job by ids; with canary > 0, that many
 // at most (what is left of its canary; cut to bulkBytes like any chunk:
 // the canary then takes more than one step).
-func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string), canary int) (bool, error) {
+func (b *Broker) idsChunk(ctx context.Context, tx replayJobTx, j *Job, now time.Time, touched func(string), canary int) (bool, error) {
 	ids := j.Scope.IDs[min(j.Position, int64(len(j.Scope.IDs))):]
 	if len(ids) == 0 {
 		return true, nil
@@ -772,7 +779,7 @@ func (b *Broker) idsChunk(ctx context.Context, tx Tx, j *Job, now time.Time, tou
 
 // filterChunk does the next chunk of a job by filter: the newest of what
 // is left at or below its bound.
-func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) (bool, error) {
+func (b *Broker) filterChunk(ctx context.Context, tx replayJobTx, j *Job, now time.Time, touched func(string)) (bool, error) {
 	q := j.Scope.Filter
 	if q == nil || q.Bound == nil {
 		return false, fmt.Errorf("job #%d has neither ids nor a bound filter", j.ID)
@@ -804,7 +811,7 @@ func (b *Broker) filterChunk(ctx context.Context, tx Tx, j *Job, now time.Time, 
 // without their messages) and counts them done; a replay takes every
 // group's dead letters of the messages with them (to every group), cut
 // to the payloads one transaction may copy when cut.
-func (b *Broker) replayFilterKeys(ctx context.Context, tx Tx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string), cut bool) error {
+func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string), cut bool) error {
 	var err error
 	if j.Kind == JobReplay {
 		if j.byMessages() {
@@ -873,7 +880,7 @@ func withSizes(ctx context.Context, tx DeadLetterTx, keys []DeadLetterKey) ([]De
 }
 
 // restoreChunk restores the next of the dead letters a delete job removed.
-func (b *Broker) restoreChunk(ctx context.Context, tx Tx, j *Job, now time.Time, touched func(string)) (bool, error) {
+func (b *Broker) restoreChunk(ctx context.Context, tx restoreTx, j *Job, now time.Time, touched func(string)) (bool, error) {
 	rs, err := tx.Restorable(ctx, 0, 0, j.UndoOf, now, chunkSize(*j, deleteChunk))
 	if err != nil || len(rs) == 0 {
 		return true, err
@@ -890,7 +897,7 @@ func (b *Broker) restoreChunk(ctx context.Context, tx Tx, j *Job, now time.Time,
 }
 
 // applyJobKeys replays or deletes keys for j.
-func (b *Broker) applyJobKeys(ctx context.Context, tx Tx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string)) error {
+func (b *Broker) applyJobKeys(ctx context.Context, tx replayWriteTx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string)) error {
 	var err error
 	if j.Kind == JobReplay {
 		var copies []Copy

@@ -147,7 +147,7 @@ func readMaintenance(ctx context.Context, tx UserTx) (MaintenanceMode, error) {
 // of a write transaction of the broker's: through the lookup cache when
 // tx is one of updateStats (no statement while both scopes are known
 // off), else from the setting.
-func deliveriesHeld(ctx context.Context, tx Tx) (bool, error) {
+func deliveriesHeld(ctx context.Context, tx UserTx) (bool, error) {
 	if s, ok := tx.(*statsTx); ok {
 		if c, ok := s.Tx.(*cacheTx); ok {
 			return c.deliveriesHeld(ctx)

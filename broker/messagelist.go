@@ -140,9 +140,19 @@ func (b *Broker) ListMessages(ctx context.Context, q MessageListQuery) ([]Messag
 	return out, err
 }
 
+// messageStatesTx is what the states of listed messages read: their
+// queue, partitions, subscriptions, consumers and dead letters.
+type messageStatesTx interface {
+	ConsumerTx
+	DeadLetterTx
+	PartitionTx
+	QueueTx
+	SubscriptionTx
+}
+
 // messageStates says where each message stands, as MessageState does
 // for one: its queue, partition, dead letters and each group's cursor.
-func messageStates(ctx context.Context, tx Tx, msgs []Message, now time.Time) ([]MessageState, error) {
+func messageStates(ctx context.Context, tx messageStatesTx, msgs []Message, now time.Time) ([]MessageState, error) {
 	seqs := make([]int64, len(msgs))
 	for i, m := range msgs {
 		seqs[i] = m.Seq

@@ -187,7 +187,7 @@ func (b *Broker) Overview(ctx context.Context, q OverviewQuery) (OverviewPage, e
 
 // thresholdsIn reads the thresholds in tx (the defaults until an admin
 // sets them).
-func thresholdsIn(ctx context.Context, tx Tx) (Thresholds, error) {
+func thresholdsIn(ctx context.Context, tx UserTx) (Thresholds, error) {
 	t := Thresholds{Default: DefaultLimits()}
 	v, err := tx.Setting(ctx, thresholdsKey)
 	if isNotFound(err) {
@@ -274,7 +274,7 @@ func (b *Broker) addPendingTotals(totals []QueueTotals, from, end time.Time) {
 // overviewDetails fills in the page's rows: their groups' counts,
 // readers, partitions, depth over the window and top error groups, a
 // statement each for the whole page.
-func (b *Broker) overviewDetails(ctx context.Context, tx Tx, rows []QueueOverview, from, end time.Time, errorGroups int) error {
+func (b *Broker) overviewDetails(ctx context.Context, tx OverviewTx, rows []QueueOverview, from, end time.Time, errorGroups int) error {
 	if len(rows) == 0 {
 		return nil
 	}

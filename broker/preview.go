@@ -96,8 +96,16 @@ func (b *Broker) Preview(ctx context.Context, r JobRequest) (Preview, error) {
 	return p, nil
 }
 
+// previewTx is what a preview reads: its groups' (previewGroupsTx) and
+// the filter's partition and subscription.
+type previewTx interface {
+	previewGroupsTx
+	PartitionTx
+	SubscriptionTx
+}
+
 // previewMatching fills p for a filter, as CountMatching counts it.
-func (b *Broker) previewMatching(ctx context.Context, tx Tx, q DLQQuery, p *Preview) error {
+func (b *Broker) previewMatching(ctx context.Context, tx previewTx, q DLQQuery, p *Preview) error {
 	f, bound, ok, err := b.frozen(ctx, tx, q)
 	if err != nil {
 		return err
@@ -122,9 +130,17 @@ func (b *Broker) previewMatching(ctx context.Context, tx Tx, q DLQQuery, p *Prev
 	return nil
 }
 
+// previewGroupsTx is what a preview's groups read.
+type previewGroupsTx interface {
+	DeadLetterTx
+	GroupTx
+	QueueTx
+	StatsTx
+}
+
 // previewGroups counts f's dead letters (total of them) per consumer
 // group holding dead letters in f's queue (every queue's: 0).
-func previewGroups(ctx context.Context, tx Tx, f Filter, total int64) ([]PreviewGroup, error) {
+func previewGroups(ctx context.Context, tx previewGroupsTx, f Filter, total int64) ([]PreviewGroup, error) {
 	var stats []GroupStats
 	if f.QueueID != 0 {
 		gs, err := tx.Stats(ctx, f.QueueID)

@@ -243,9 +243,18 @@ func deletedButBack(ctx context.Context, tx deadLetterHistoryTx, seq, ms, groupI
 	return out, nil
 }
 
+// restoreTx is what restoring removed dead letters reads and writes.
+type restoreTx interface {
+	DeadLetterTx
+	ErrorGroupStateTx
+	QueueTx
+	RemovedTx
+	StatsTx
+}
+
 // restoreRemoved files the removed dead letters rs again and marks them
 // restored; it returns the names of their queues.
-func restoreRemoved(ctx context.Context, tx Tx, now time.Time, rs []RemovedDeadLetter, actor string) ([]string, error) {
+func restoreRemoved(ctx context.Context, tx restoreTx, now time.Time, rs []RemovedDeadLetter, actor string) ([]string, error) {
 	ids := make([]int64, len(rs))
 	type key struct{ q, g int64 }
 	depth := map[key]int64{}

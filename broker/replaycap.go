@@ -112,13 +112,20 @@ func plural(n int64, unit string) string {
 	return unit + "s"
 }
 
+// finishCappedTx is what finishing a capped replay reads and writes.
+type finishCappedTx interface {
+	AuditTx
+	DeadLetterTx
+	partitionQueueSubscriptionTx
+}
+
 // finishCapped ends a replay job j at now: a job by filter that was not
 // forced counts what it left at the replay cap (its chunks passed over
 // them: the dead letters of its filter at or below its bound still at
 // the cap, a walk of what the job left); a forced job that replayed
 // messages past the cap writes an audit entry of its actor saying how
 // many (the job's first entry says it was forced).
-func (b *Broker) finishCapped(ctx context.Context, tx Tx, j *Job, now time.Time) error {
+func (b *Broker) finishCapped(ctx context.Context, tx finishCappedTx, j *Job, now time.Time) error {
 	if j.Kind != JobReplay {
 		return nil
 	}

@@ -110,8 +110,14 @@ type txState struct {
 	since    time.Time // when the first of deferred was made
 }
 
+// scopeTx is a transaction's scope alone (Tx.Scope): what a function
+// needs to run something once the transaction has committed.
+type scopeTx interface {
+	Scope() *TxScope
+}
+
 // scopeOf returns tx's scope and the broker's state in it.
-func scopeOf(tx Tx) (*TxScope, *txState, error) {
+func scopeOf(tx scopeTx) (*TxScope, *txState, error) {
 	s := tx.Scope()
 	if s == nil {
 		return nil, nil, fmt.Errorf("a write transaction without a scope: the store breaks broker.Tx's contract")
@@ -124,7 +130,7 @@ func scopeOf(tx Tx) (*TxScope, *txState, error) {
 
 // afterCommit registers f to run once tx has committed (never if it does
 // not).
-func afterCommit(tx Tx, f func()) error {
+func afterCommit(tx scopeTx, f func()) error {
 	s, _, err := scopeOf(tx)
 	if err != nil {
 		return err
@@ -139,7 +145,7 @@ func afterCommit(tx Tx, f func()) error {
 
 // invalidateCache empties the lookup cache once tx has committed; the
 // later functions of tx look everything up in the store meanwhile.
-func (b *Broker) invalidateCache(tx Tx) error {
+func (b *Broker) invalidateCache(tx scopeTx) error {
 	_, st, err := scopeOf(tx)
 	if err != nil {
 		return err

@@ -186,9 +186,19 @@ func (b *Broker) Search(ctx context.Context, text string, limit int) (SearchResu
 	return res, nil
 }
 
+// searcherTx is what a search reads: the dead letters and messages it
+// finds (SearchTx, and a message's seq), and their queues and
+// partitions.
+type searcherTx interface {
+	SearchTx
+	MessageTx
+	PartitionTx
+	QueueTx
+}
+
 // searcher collects the hits of one search.
 type searcher struct {
-	tx      Tx
+	tx      searcherTx
 	now     time.Time
 	limit   int            // hits wanted (one more than asked: "more")
 	seen    map[int64]bool // dead letters by row id

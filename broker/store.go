@@ -10,7 +10,7 @@ import (
 // the broker's tests, the suite of broker/storetest, which each store's
 // package runs. What is written here is what a store promises; how a
 // store keeps it is its own documentation (package db/sqlite: its
-// Store.Update and View; package db/postgres: its pg.go, and
+// Store.Update and View; package db/postgres: its store.go, and
 // docs/postgres.md).
 //
 // Update and View may be called from any number of goroutines at once.

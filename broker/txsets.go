@@ -10,7 +10,8 @@ type auditExpirySubscriptionTx interface {
 	SubscriptionTx
 }
 
-// auditJobReplayTx is a transaction for AuditTx, JobTx, ReplayTx.
+// auditJobReplayTx is a transaction for AuditTx, JobTx, ReplayTx,
+// ErrorGroupStateTx.
 type auditJobReplayTx interface {
 	AuditTx
 	JobTx
@@ -41,7 +42,6 @@ type consumerWindowTx interface {
 type deadLetterGroupStatsTx interface {
 	DeadLetterTx
 	GroupTx
-	ErrorGroupStateTx
 	StatsTx
 }
 

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"database/sql"
+	"log/slog"
+	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -40,8 +42,11 @@ type Store interface {
 	Health(ctx context.Context) error
 	DiskFull() bool
 	Notifier() broker.Notifier
-	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
+	// ExecUncatalogued and QueryRowUncatalogued run a statement of a
+	// test's own, outside the broker and the statement catalog (see
+	// sqlite.Store.ExecUncatalogued): tests only.
+	ExecUncatalogued(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowUncatalogued(ctx context.Context, query string, args ...any) *sql.Row
 	RebuildTextIndex(ctx context.Context) error
 	Close() error
 }
@@ -65,20 +70,65 @@ var (
 
 // Sync is the durability a commit waits for (SQLite's synchronous
 // setting; on PostgreSQL, synchronous_commit on or off).
-type Sync = sqlcore.Sync
+type Sync string
 
 // Durability modes. In WAL mode both survive a crash of the process (a
 // commit is in the operating system's hands before it is answered); FULL
 // also survives a power cut or an OS crash, at the cost of an fsync on
 // every commit.
 const (
-	SyncFull   = sqlcore.SyncFull
-	SyncNormal = sqlcore.SyncNormal
+	SyncFull   Sync = "FULL"
+	SyncNormal Sync = "NORMAL"
 )
 
-// Options are the settings of OpenWith; the zero value of each field
-// picks its default. Each store reads those it has.
-type Options = sqlcore.Options
+// Options are the settings of OpenWith, for whichever store it opens;
+// the zero value of each field picks its default. OpenWith hands each
+// store the fields it reads (sqlite.Options, postgres.Options) and no
+// other: a field of the other store's is ignored.
+type Options struct {
+	Sync Sync // both stores; default SyncFull
+	// Logger (both stores) receives what goes wrong in the background;
+	// default slog.Default().
+	Logger *slog.Logger
+	// FoldEvery (both stores) is how often, at most, a write brings the
+	// counts kept for the queue page up to date. Default 1 s; negative:
+	// at every commit, for tests.
+	FoldEvery time.Duration
+
+	// BusyTimeout (SQLite) bounds the wait for another process's lock
+	// (sqlite.Options.BusyTimeout; default DefaultBusyTimeout).
+	BusyTimeout time.Duration
+	// AutoCheckpoint (SQLite) chooses how the write-ahead log is copied
+	// back into the database (sqlite.Options.AutoCheckpoint).
+	AutoCheckpoint int
+	// Exclusive (SQLite) holds a lock on the database file for as long as
+	// the DB is open, and fails OpenWith with ErrInUse when another
+	// exclusive DB holds it (sqlite.Options.Exclusive).
+	Exclusive bool
+	// KeepAutoVacuum (SQLite), for measurements only, leaves auto_vacuum
+	// as the file has it (sqlite.Options.KeepAutoVacuum).
+	KeepAutoVacuum bool
+
+	// NeverAlone (PostgreSQL) makes the process write as one among
+	// several even when it is alone on the database, for tests
+	// (postgres.Options.NeverAlone).
+	NeverAlone bool
+	// Wait (PostgreSQL) is how long Open tries again while the server
+	// cannot be reached (postgres.Options.Wait); 0: one try.
+	Wait time.Duration
+}
+
+// sqlite is what the SQLite store reads of o.
+func (o Options) sqlite() sqlite.Options {
+	return sqlite.Options{Sync: sqlite.Sync(o.Sync), Logger: o.Logger, FoldEvery: o.FoldEvery,
+		BusyTimeout: o.BusyTimeout, AutoCheckpoint: o.AutoCheckpoint, Exclusive: o.Exclusive, KeepAutoVacuum: o.KeepAutoVacuum}
+}
+
+// postgres is what the PostgreSQL store reads of o.
+func (o Options) postgres() postgres.Options {
+	return postgres.Options{Sync: postgres.Sync(o.Sync), Logger: o.Logger, FoldEvery: o.FoldEvery,
+		NeverAlone: o.NeverAlone, Wait: o.Wait}
+}
 
 // DefaultBusyTimeout is how long a statement waits for a lock that
 // another process holds (a backup, the sqlite3 shell) before it gives up
@@ -112,13 +162,13 @@ func OpenWith(ctx context.Context, path string, o Options) (*DB, error) {
 		return nil, err
 	}
 	if IsPostgres(path) {
-		p, err := postgres.OpenWith(ctx, path, o)
+		p, err := postgres.OpenWith(ctx, path, o.postgres())
 		if err != nil {
 			return nil, err
 		}
 		return &DB{Store: p}, nil
 	}
-	s, err := sqlite.OpenWith(ctx, path, o)
+	s, err := sqlite.OpenWith(ctx, path, o.sqlite())
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@
 // written in its package, not in broker.
 package db
 
-// The PostgreSQL catalog is generated in db/postgres (pg_statements.go);
+// The PostgreSQL catalog is generated in db/postgres (statements.go);
 // go generate ./db runs it there.
 //
 //go:generate go generate ./postgres

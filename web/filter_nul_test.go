@@ -75,7 +75,7 @@ func TestNULInFiltersMatchesNothing(t *testing.T) {
 		t.Fatalf("after the bulk deletes by NUL filters: %d dead letters, want 1", l.Total)
 	}
 	// An ack naming a lease by such an id finds no lease (on PostgreSQL
-	// its locking read binds the id as pgText too).
+	// its locking read binds the id as postgres.text too).
 	for _, lease := range []string{`\u0000`, `a\u0000b`} {
 		body := `{"transactionId":"pay-1","leaseId":"` + lease + `","status":"completed","consumerGroup":"billing"}`
 		if r := s.call("POST", "/api/v1/ack", body); r.status != http.StatusConflict {

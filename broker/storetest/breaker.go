@@ -379,7 +379,7 @@ func testBreakerStaleProbeMarkerIsNoProbeInFlight(t *testing.T, harness Harness)
 		t.Fatalf("after a probe acked retry: %+v, want the hold with its marker", hs)
 	}
 	// What the sweep's DeletePartitionConsumers does to that partition.
-	if _, err := s.db.Exec(s.ctx, `DELETE FROM consumers WHERE partition_id = ? AND group_id = ?`, hs[0].ProbePartitionID, hs[0].GroupID); err != nil {
+	if _, err := s.db.ExecUncatalogued(s.ctx, `DELETE FROM consumers WHERE partition_id = ? AND group_id = ?`, hs[0].ProbePartitionID, hs[0].GroupID); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := s.b.Pop(s.ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1}); err != nil || len(res.Messages) != 0 {

@@ -64,12 +64,12 @@ type Store interface {
 	// Notifier is the broker.Notifier the store's processes need (nil
 	// when the broker's own will do).
 	Notifier() broker.Notifier
-	// Exec runs one statement of raw SQL, in SQLite's dialect with ?
-	// parameters (the store translates it as it does its own), for
-	// tests that set up or read what the broker cannot.
-	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
-	// QueryRow is Exec for a query of one row.
-	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
+	// ExecUncatalogued runs one statement of raw SQL outside the
+	// store's statement catalog, in a dialect both stores read with ?
+	// parameters, for tests that set up or read what the broker cannot.
+	ExecUncatalogued(ctx context.Context, query string, args ...any) (sql.Result, error)
+	// QueryRowUncatalogued is ExecUncatalogued for a query of one row.
+	QueryRowUncatalogued(ctx context.Context, query string, args ...any) *sql.Row
 	// Close closes the store.
 	Close() error
 }

@@ -48,7 +48,7 @@ func (s *bundle) partition(queue, name string) (broker.Partition, bool) {
 func (s *bundle) rowsOf(table string, partitionID int64) int {
 	s.t.Helper()
 	var n int
-	if err := s.db.QueryRow(s.ctx, `SELECT COUNT(*) FROM `+table+` WHERE partition_id = ?`, partitionID).Scan(&n); err != nil {
+	if err := s.db.QueryRowUncatalogued(s.ctx, `SELECT COUNT(*) FROM `+table+` WHERE partition_id = ?`, partitionID).Scan(&n); err != nil {
 		s.t.Fatal(err)
 	}
 	return n
@@ -58,7 +58,7 @@ func (s *bundle) rowsOf(table string, partitionID int64) int {
 // path makes today.
 func (s *bundle) exec(stmt string, args ...any) {
 	s.t.Helper()
-	if _, err := s.db.Exec(s.ctx, stmt, args...); err != nil {
+	if _, err := s.db.ExecUncatalogued(s.ctx, stmt, args...); err != nil {
 		s.t.Fatalf("%s: %v", stmt, err)
 	}
 }

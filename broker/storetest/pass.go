@@ -476,7 +476,7 @@ func testReplayToOwnGroupPassingIsEphemeral(t *testing.T, harness Harness) {
 	s.replayTo(x.ID(), "billing")
 	const row = `SELECT c.cursor, c.passed, c.passed_seq, c.ready FROM consumers c JOIN groups g ON g.id = c.group_id WHERE g.name = 'analytics'`
 	var before [4]int64
-	if err := d.QueryRow(ctx, row).Scan(&before[0], &before[1], &before[2], &before[3]); err != nil {
+	if err := d.QueryRowUncatalogued(ctx, row).Scan(&before[0], &before[1], &before[2], &before[3]); err != nil {
 		t.Fatal(err)
 	}
 	st.take()
@@ -490,7 +490,7 @@ func testReplayToOwnGroupPassingIsEphemeral(t *testing.T, harness Harness) {
 		t.Fatalf("lag after the pass: %d", s.lag("analytics"))
 	}
 	// The pass lost: the consumer as it was before it.
-	if _, err := d.Exec(ctx, `UPDATE consumers SET cursor = ?, passed = ?, passed_seq = ?, ready = ?
+	if _, err := d.ExecUncatalogued(ctx, `UPDATE consumers SET cursor = ?, passed = ?, passed_seq = ?, ready = ?
 		WHERE group_id = (SELECT id FROM groups WHERE name = 'analytics')`, before[0], before[1], before[2], before[3]); err != nil {
 		t.Fatal(err)
 	}

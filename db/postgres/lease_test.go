@@ -16,7 +16,7 @@ import (
 func TestPGSharedLeaseIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	d := openStore(t, pgtest.Database(t, "db", Prepare))
 	b := broker.New(broker.Config{Store: d})
 	defer b.Close()
 	for _, p := range []string{"p1", "p2"} {
@@ -51,7 +51,7 @@ func TestPGSharedLeaseIndex(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN "+pgSQL(sqlcore.ConsumersBySharedLeaseSQL), res.LeaseID)
+	rows, err := tx.Query(ctx, "EXPLAIN "+translated(sqlcore.ConsumersBySharedLeaseSQL), res.LeaseID)
 	if err != nil {
 		t.Fatal(err)
 	}

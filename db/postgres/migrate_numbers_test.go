@@ -16,7 +16,7 @@ func TestMigrationsAreNumberedOnceEach(t *testing.T) {
 	for _, set := range []struct {
 		fsys fs.FS
 		glob string
-	}{{pgMigrations, "migrations_pg/*.sql"}} {
+	}{{migrations, "migrations_pg/*.sql"}} {
 		files, err := fs.Glob(set.fsys, set.glob)
 		if err != nil || len(files) == 0 {
 			t.Fatalf("%s: %v %v", set.glob, files, err)

@@ -13,9 +13,9 @@ var benchSink int
 
 // BenchmarkStatementLookup: what a statement costs before it runs. Jobs'
 // text composed of fragments (all a SQLite statement costs), then its
-// PostgreSQL statement looked up (pgComposedStmt: the composed one
+// PostgreSQL statement looked up (composedStmt: the composed one
 // kept); the same of a dead-letter list's keyset page (ExportStmt); and a
-// constant statement's lookup in the catalog (pgStmt).
+// constant statement's lookup in the catalog (stmt).
 func BenchmarkStatementLookup(b *testing.B) {
 	f, p := broker.JobFilter{State: "running", Queue: "q"}, broker.Page{Limit: 50, After: &broker.Cursor{ID: 9}}
 	b.Run("JobsText", func(b *testing.B) {
@@ -27,7 +27,7 @@ func BenchmarkStatementLookup(b *testing.B) {
 	b.Run("JobsPG", func(b *testing.B) {
 		for b.Loop() {
 			s := sqlcore.JobsStmt(f, p)
-			st, err := pgComposedStmt(&s)
+			st, err := composedStmt(&s)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func BenchmarkStatementLookup(b *testing.B) {
 	b.Run("DeadLettersPG", func(b *testing.B) {
 		for b.Loop() {
 			s := sqlcore.ExportStmt(ef, after, 500)
-			st, err := pgComposedStmt(&s)
+			st, err := composedStmt(&s)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -52,14 +52,14 @@ func BenchmarkStatementLookup(b *testing.B) {
 		}
 	})
 	key := ""
-	for k := range pgCatalog {
+	for k := range catalog {
 		if strings.HasSuffix(k, ` FROM queues WHERE name = ?`) {
 			key = k
 		}
 	}
 	b.Run("CataloguedPG", func(b *testing.B) {
 		for b.Loop() {
-			s, err := pgStmt(key)
+			s, err := stmt(key)
 			if err != nil {
 				b.Fatal(err)
 			}

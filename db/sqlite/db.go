@@ -5,7 +5,7 @@
 // (raw.go) and the schema as numbered embedded migrations
 // (migrations/). It runs the broker.Tx both stores share, sqlcore.Tx
 // (db/internal/sqlcore), through an executor and a dialect of its own
-// (sqlite_tx.go).
+// (tx.go).
 // How it keeps the contract of broker.Store and broker.Tx is written
 // here, not in broker: in Store.Update (group commit, savepoints, BEGIN
 // IMMEDIATE), Store.View (WAL readers, interrupts), markReady and the

@@ -25,17 +25,57 @@ import (
 // locks: it has one writer, and readers in WAL mode do not block it.
 const DefaultBusyTimeout = 5 * time.Second
 
-// Sync is SQLite's synchronous setting (sqlcore.Sync).
-type Sync = sqlcore.Sync
+// Sync is SQLite's synchronous setting: the durability a commit waits
+// for.
+type Sync string
 
-// The durability modes (sqlcore.SyncFull, sqlcore.SyncNormal).
+// Durability modes. In WAL mode both survive a crash of the process (a
+// commit is in the operating system's hands before it is answered); FULL
+// also survives a power cut or an OS crash, at the cost of an fsync on
+// every commit.
 const (
-	SyncFull   = sqlcore.SyncFull
-	SyncNormal = sqlcore.SyncNormal
+	SyncFull   Sync = "FULL"
+	SyncNormal Sync = "NORMAL"
 )
 
-// Options are the settings of OpenWith (sqlcore.Options, db.Options).
-type Options = sqlcore.Options
+// Options are the settings of OpenWith; the zero value of each field
+// picks its default.
+type Options struct {
+	Sync Sync // default SyncFull
+	// BusyTimeout bounds the wait for another process's lock (default
+	// DefaultBusyTimeout). A write that waited this long fails with
+	// broker.ErrUnavailable, and so does every write that queued up
+	// behind it meanwhile: none waits much longer than BusyTimeout.
+	BusyTimeout time.Duration
+	// AutoCheckpoint chooses how the write-ahead log is copied back into
+	// the database (a checkpoint). 0, the default: a background goroutine
+	// does it on its own connection shortly after writes, so that no
+	// write waits for it (the writer itself checkpoints only past
+	// walSafetyPages, should the background fall behind). Positive: the
+	// writer checkpoints at commit past that many pages (SQLite's
+	// wal_autocheckpoint). Negative: never, for measurements that read the
+	// whole log (the log then grows without bound).
+	AutoCheckpoint int
+	// Logger receives what goes wrong in the background (checkpoints);
+	// default slog.Default().
+	Logger *slog.Logger
+	// FoldEvery is how often, at most, the writer brings the counts kept
+	// for the queue page up to date inside a commit (migration 0010).
+	// Default 1 s; negative: at every commit, for tests.
+	FoldEvery time.Duration
+	// Exclusive holds a lock on the database (a flock on <path>.lock,
+	// lock.go) for as long as the Store is open, and fails OpenWith with
+	// ErrInUse when another exclusive Store holds it: a server's
+	// long-polls are woken by its own pushes only, so two servers on one
+	// file would each miss the other's. Tools that write beside a running
+	// server (lazarus user add) leave it off.
+	Exclusive bool
+	// KeepAutoVacuum, for measurements only (bench's G4), leaves SQLite's
+	// auto_vacuum as the file has it: a new database is made without it
+	// and an older one is not converted (space.go); free pages are then
+	// reused but never given back.
+	KeepAutoVacuum bool
+}
 
 // Open opens (creating if need be) the SQLite database at path and
 // brings its schema up to date.

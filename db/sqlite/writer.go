@@ -274,7 +274,7 @@ func (d *Store) commitGroup(group []writeRequest, savepoints bool) {
 		}
 		return
 	}
-	st := sqlcore.NewTx(sqliteWriter{raw: d.raw, conn: d.wconn}, sqliteDialect{}, sqlcore.NoLocks{}, &broker.TxScope{})
+	st := sqlcore.NewTx(writer{raw: d.raw, conn: d.wconn}, dialect{}, sqlcore.NoLocks{}, &broker.TxScope{})
 	// The memory effects of the group's functions are applied (or
 	// dropped) once the transaction has ended, before any Update of it
 	// returns and before the next transaction begins: in commit order.
@@ -527,7 +527,7 @@ func (d *Store) View(ctx context.Context, fn func(broker.Tx) error) error {
 	// panics: no interrupt may outlive the read and reach the
 	// connection's next user.
 	defer watchCancel(ctx, conn)()
-	err = fn(sqlcore.NewTx(sqliteReader{conn: conn}, sqliteDialect{}, sqlcore.NoLocks{}, nil))
+	err = fn(sqlcore.NewTx(reader{conn: conn}, dialect{}, sqlcore.NoLocks{}, nil))
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr) // interrupted, or stopped at a statement
 	}

@@ -11,8 +11,8 @@
 // imports, so that constants are folded exactly as the compiler folds
 // them. It knows no dialect: the PostgreSQL texts are made by
 // db/postgres's own translator, in its test TestPGStatementsFile
-// (pg_statements_test.go), which writes
-// db/postgres/testdata/pg_statements.sql and db/postgres/pg_catalog.go
+// (statements_test.go), which writes
+// db/postgres/testdata/statements.sql and db/postgres/catalog.go
 // from what Collect finds.
 package gensql
 
@@ -1388,7 +1388,7 @@ type pair struct{ sql, col string }
 // storeOf is the store a function of pkg runs on: one of package sqlite
 // (db/sqlite), method or not, runs on SQLite only; of package postgres
 // (db/postgres), on PostgreSQL only; of any other (db/internal/sqlcore),
-// on both. Its name (sqliteDialect, pgRowLocks) says nothing.
+// on both. Its name (dialect, rowLocks) says nothing.
 func storeOf(pkg *types.Package, _ *ast.FuncDecl) string {
 	if pkg == nil {
 		return ""

@@ -8,20 +8,17 @@ import (
 )
 
 // Dialect is what Tx leaves to its store: the few methods whose SQL
-// or whose way of doing differs between SQLite (sqliteDialect) and
-// PostgreSQL (pgDialect). Every statement of Tx itself is written
+// or whose way of doing differs between SQLite (sqlite.dialect) and
+// PostgreSQL (postgres.dialect). Every statement of Tx itself is written
 // once, in SQLite's dialect, and reaches the database through the
 // transaction's executor.
 type Dialect interface {
 	// Text is an error text or fingerprint as the store holds it
-	// (PostgreSQL: pgText; SQLite keeps every byte).
+	// (PostgreSQL: postgres.text; SQLite keeps every byte).
 	Text(s string) string
 	// HoldsNone reports whether the store can hold no text s, so that a
 	// search for it finds nothing.
 	HoldsNone(s string) bool
-	// Param is the n-th parameter (from 1) of a statement written in the
-	// store's own dialect (Tx.ExecUnprepared).
-	Param(n int) string
 
 	// InsertMessages is broker.Tx.InsertMessages.
 	InsertMessages(ctx context.Context, t *Tx, ms []*broker.Message) ([]bool, error)
@@ -66,7 +63,7 @@ type Dialect interface {
 // rows from those of the writes beside it (broker.Tx: Locks): noLocks
 // for a write that runs alone (every write on SQLite, and on PostgreSQL
 // every write but those marked broker.UpdateOptions.Concurrent while
-// other processes share the database), pgRowLocks for the others.
+// other processes share the database), postgres.rowLocks for the others.
 type Locks interface {
 	// ForUpdate ends a query of consumers whose rows the write is to
 	// hold ("" when it holds none).

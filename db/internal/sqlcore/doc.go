@@ -5,7 +5,8 @@
 // statement is composed of fragments, Frag and Stmt), row scanning,
 // the arithmetic of the kept counts (FoldRows), and the check of
 // migration numbers; and what the stores and their chooser (package db)
-// share besides: Options, Sync, ErrClosed, Run.
+// share besides: ErrClosed, Run. (Each store has Options of its own;
+// package db maps its caller's to the chosen store's.)
 //
 // It touches no database of its own. A Tx reaches its database only
 // through an Executor, and leaves what differs between the stores to a

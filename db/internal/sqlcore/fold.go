@@ -23,7 +23,7 @@ type FoldLeft struct {
 // forward only).
 //
 // On PostgreSQL it first locks the rows it folds, in a statement of its
-// own, skipping those another write holds (pgDialect.foldLock): the fold's
+// own, skipping those another write holds (postgres.dialect.foldLock): the fold's
 // statements then run on a snapshot taken once the locks are held, so
 // they see every message of a partition up to its last seq and every
 // consumer's cursor as it stands.

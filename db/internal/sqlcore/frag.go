@@ -9,8 +9,8 @@ import "strings"
 // (a head, one WHERE condition, the ORDER BY and LIMIT), or a package
 // variable set by PGFrag when its PostgreSQL text is written by hand.
 // go generate ./db catalogues each fragment's PostgreSQL text beside the
-// statements (db/postgres/pg_catalog.go,
-// db/postgres/testdata/pg_statements.sql), and the PostgreSQL store
+// statements (db/postgres/catalog.go,
+// db/postgres/testdata/statements.sql), and the PostgreSQL store
 // builds a composed statement from those texts alone, its parameters
 // numbered on from one fragment to the next: a composed text is read,
 // fragment by fragment, in the tree, and one of a fragment the catalog

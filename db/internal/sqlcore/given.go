@@ -9,7 +9,7 @@ import (
 var PGGiven sync.Map
 
 // PGQuery returns sqlite, having noted pg as its PostgreSQL text
-// (PGGiven): for a statement the PostgreSQL store's translator (pgSQL)
+// (PGGiven): for a statement the PostgreSQL store's translator (postgres.translated)
 // does not translate. Call it where the
 // statement is defined (a package variable), so that both texts are
 // read side by side.

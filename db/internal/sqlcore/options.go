@@ -3,79 +3,11 @@ package sqlcore
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
-
-// Sync is the durability a commit waits for: SQLite's synchronous
-// setting (on PostgreSQL, synchronous_commit on or off).
-type Sync string
-
-// Durability modes. In WAL mode both survive a crash of the process (a
-// commit is in the operating system's hands before it is answered); FULL
-// also survives a power cut or an OS crash, at the cost of an fsync on
-// every commit.
-const (
-	SyncFull   Sync = "FULL"
-	SyncNormal Sync = "NORMAL"
-)
-
-// Options are the settings of a store's OpenWith (db.OpenWith,
-// sqlite.OpenWith, postgres.OpenWith); the zero value of each field
-// picks its default. Each store reads the fields it has.
-type Options struct {
-	Sync Sync // default SyncFull
-	// BusyTimeout bounds the wait for another process's lock (default
-	// sqlite.DefaultBusyTimeout). A write that waited this long fails with
-	// broker.ErrUnavailable, and so does every write that queued up
-	// behind it meanwhile: none waits much longer than BusyTimeout.
-	BusyTimeout time.Duration
-	// AutoCheckpoint chooses how the write-ahead log is copied back into
-	// the database (a checkpoint). 0, the default: a background goroutine
-	// does it on its own connection shortly after writes, so that no
-	// write waits for it (the writer itself checkpoints only past
-	// db/sqlite's walSafetyPages, should the background fall behind). Positive: the
-	// writer checkpoints at commit past that many pages (SQLite's
-	// wal_autocheckpoint). Negative: never, for measurements that read the
-	// whole log (the log then grows without bound).
-	AutoCheckpoint int
-	// Logger receives what goes wrong in the background (checkpoints);
-	// default slog.Default().
-	Logger *slog.Logger
-	// FoldEvery is how often, at most, the writer brings the counts kept
-	// for the queue page up to date inside a commit (migration 0010).
-	// Default 1 s; negative: at every commit, for tests.
-	FoldEvery time.Duration
-	// NeverAlone (PostgreSQL) makes the process write as one among
-	// several even when it is alone on the database: its hot writes run
-	// with the row locks they take beside other processes (db/postgres/pg_members.go).
-	// For tests of that mode in one process.
-	NeverAlone bool
-	// Exclusive holds a lock on the database (a flock on <path>.lock,
-	// db/sqlite/lock.go) for as long as the DB is open, and fails OpenWith with
-	// ErrInUse when another exclusive DB holds it: a server's long-polls
-	// are woken by its own pushes only, so two servers on one file would
-	// each miss the other's. Tools that write beside a running server
-	// (lazarus user add) leave it off.
-	Exclusive bool
-	// KeepAutoVacuum, for measurements only (bench's G4), leaves SQLite's
-	// auto_vacuum as the file has it: a new database is made without it
-	// and an older one is not converted (db/sqlite/sqlite_space.go); free pages are
-	// then reused but never given back.
-	KeepAutoVacuum bool
-
-	// Wait (PostgreSQL) is how long Open tries again, with a growing
-	// pause, while the server cannot be reached (refused, not started
-	// yet, a name that does not resolve yet): a machine that boots
-	// Lazarus and PostgreSQL together. 0: one try. Each failed try is
-	// logged (without the password); an error the server answers
-	// (a wrong password, no such database) is not tried again.
-	Wait time.Duration
-}
 
 // ErrClosed is the error of an Update after Close.
 var ErrClosed = errors.New("database closed")

@@ -13,11 +13,11 @@ import (
 // database/sql, which starts a goroutine a query to do so (on two cores
 // it cost more than the query): how a store stops a read that runs long,
 // and how it keeps its statements prepared, is its executor's
-// (db/sqlite's writer.go and sqlite_tx.go, db/postgres's pg_tx.go).
+// (db/sqlite's writer.go and tx.go, db/postgres's tx.go).
 
 // Rows is a query's rows: database/sql's (*sql.Rows), the driver's
 // for the SQLite writer (*rawRows), or pgx's for a PostgreSQL write
-// (*pgRows).
+// (*postgres.writeRows).
 type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
@@ -25,17 +25,17 @@ type Rows interface {
 	Err() error
 }
 
-// Row is a one-row query's answer (*sql.Row, rawRow, pgRow): Scan
+// Row is a one-row query's answer (*sql.Row, rawRow, postgres.writeRow): Scan
 // says sql.ErrNoRows when there is none.
 type Row interface {
 	Scan(dest ...any) error
 }
 
 // Executor is how a transaction reaches its database: each store has
-// its own (sqliteWriter, sqliteReader, pgWriter, pgReader), and
+// its own (sqlite.writer, sqlite.reader, postgres.writer, postgres.reader), and
 // Tx's statements go through it alone. Its statements are written
 // in SQLite's dialect; the PostgreSQL executors run the catalog's text
-// of each (db/postgres/pg_catalog.go, generated: pgArgs).
+// of each (db/postgres/catalog.go, generated: postgres.textAndArgs).
 // ctx has been checked before each call.
 type Executor interface {
 	Exec(ctx context.Context, query string, args []any) (sql.Result, error)
@@ -48,14 +48,10 @@ type Executor interface {
 	// ExecLater is exec for a write whose answer nobody reads but its
 	// error: a store may keep it for its next round trip.
 	ExecLater(ctx context.Context, query string, args []any) error
-	// ExecUnprepared runs a statement written in the store's own
-	// dialect (its parameters the store's: Dialect.Param), neither kept
-	// prepared nor translated.
-	ExecUnprepared(ctx context.Context, query string, args []any) error
 	// QueryStmt and QueryRowStmt run a statement composed of fragments
 	// (Stmt), with its arguments: SQLite's executors its text (s.SQL()),
 	// PostgreSQL's the text it composes of its fragments' catalogued
-	// PostgreSQL texts (db/postgres/pg_statements.go, pgCompose).
+	// PostgreSQL texts (db/postgres/statements.go, postgres.compose).
 	QueryStmt(ctx context.Context, s *Stmt) (Rows, error)
 	QueryRowStmt(ctx context.Context, s *Stmt) Row
 }
@@ -122,7 +118,7 @@ func (t *Tx) QueryIDs(ctx context.Context, query string, args ...any) ([]int64, 
 		}
 		out = append(out, id)
 	}
-	// Close's error too: a write's first statement (db/postgres/pg_begin.go) reports
+	// Close's error too: a write's first statement (db/postgres/begin.go) reports
 	// its pipeline's there.
 	return out, errors.Join(rows.Err(), rows.Close())
 }
@@ -143,15 +139,6 @@ func (t *Tx) Insert(ctx context.Context, col, query string, args ...any) (n, las
 		return 0, 0, err
 	}
 	return t.ex.Insert(ctx, col, query, args)
-}
-
-// ExecUnprepared runs a statement in the store's own dialect, neither
-// kept prepared nor translated (Executor.ExecUnprepared).
-func (t *Tx) ExecUnprepared(ctx context.Context, query string, args ...any) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return t.ex.ExecUnprepared(ctx, query, args)
 }
 
 // errRow is the answer of a one-row query that could not run: Scan says

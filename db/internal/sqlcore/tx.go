@@ -975,7 +975,7 @@ var nextWakeSQL = PGQuery(`SELECT CASE WHEN q.delayed_processing = 0 THEN
 // primary key: while d's message is kept, the row's payload is NULL and
 // its pushed_at 0 (read from the message); once retention removed it (a
 // restore), d.Payload and d.CreatedAt are stored in the row. On
-// PostgreSQL the error text and fingerprint are stored as pgText has them
+// PostgreSQL the error text and fingerprint are stored as postgres.text has them
 // (no NUL, UTF-8), and d holds them so.
 //
 // Then it counts d into its error group: fileErrorGroup when filed,

@@ -3,7 +3,6 @@ package sqlcore
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -25,9 +24,9 @@ func (t *Tx) DemoBlank(ctx context.Context) (bool, error) {
 	return !busy, nil
 }
 
-// demoRowsPerInsert is how many bucket rows one INSERT writes: 15
-// parameters each, well under SQLite's limit of 32766.
-const demoRowsPerInsert = 200
+// demoRowsPerCheck is how many bucket rows InsertBuckets writes between
+// two looks at its ctx.
+const demoRowsPerCheck = 200
 
 // InsertBuckets writes rows into the bucket table b (stats_minute,
 // stats_quarter or stats_hour), each at the bucket its At starts, with
@@ -37,59 +36,36 @@ const demoRowsPerInsert = 200
 // A bucket that exists already is a conflict: an error, and the caller's
 // transaction rolls back; so is a cancelled ctx, checked between chunks
 // of rows. It writes those two tables only and reads nothing.
+//
+// Each row is one run of the table's catalogued insert (bucketTable),
+// kept prepared: a write whose answer nobody reads (ExecLater), which
+// PostgreSQL's store sends in one round trip with the next statement.
 func (t *Tx) InsertBuckets(ctx context.Context, b broker.BucketTable, rows []broker.Bucket) error {
-	var bt bucketTable
-	switch b {
-	case broker.BucketMinute, broker.BucketQuarter, broker.BucketHour:
-		bt = bucketTables[b]
-	default:
-		return fmt.Errorf("insert buckets: unknown bucket table %d", b)
-	}
-	pairs := map[[2]int64]bool{}
-	for len(rows) > 0 {
-		n := min(len(rows), demoRowsPerInsert)
-		var q strings.Builder
-		q.WriteString(`INSERT INTO ` + bt.name + ` (queue_id, group_id, ` + bt.unit + `, dead_lettered, replayed, deleted, dropped, completed, failed,
-			replay_completed, replay_failed, expired, dead_letters_expired, depth, oldest_at) VALUES `)
-		args := make([]any, 0, n*15)
-		for i, r := range rows[:n] {
-			if i > 0 {
-				q.WriteString(", ")
+	// b picks its table among bucketTables (a range, which the catalog's
+	// generator reads each statement of, where an index would hide them).
+	for i, bt := range bucketTables {
+		if broker.BucketTable(i) != b {
+			continue
+		}
+		pairs := map[[2]int64]bool{}
+		for i, r := range rows {
+			if i%demoRowsPerCheck == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 			}
-			q.WriteString(bucketValues(t.d, i))
-			args = append(args, r.QueueID, r.GroupID, r.At.Unix()/60/bt.minutes, r.DeadLettered, r.Replayed, r.Deleted, r.Dropped, r.Completed, r.Failed,
-				r.ReplayCompleted, r.ReplayFailed, r.Expired, r.DeadLettersExpired, r.Depth, MS(r.OldestAt))
+			if err := t.ExecLater(ctx, bt.insert, r.QueueID, r.GroupID, r.At.Unix()/60/bt.minutes, r.DeadLettered, r.Replayed, r.Deleted, r.Dropped, r.Completed, r.Failed,
+				r.ReplayCompleted, r.ReplayFailed, r.Expired, r.DeadLettersExpired, r.Depth, MS(r.OldestAt)); err != nil {
+				return fmt.Errorf("insert %s: %w", bt.name, err)
+			}
 			pairs[[2]int64{r.QueueID, r.GroupID}] = true
 		}
-		// Not kept prepared: a chunk's statement is run a few times, once,
-		// at the demo's first start (nor translated: its parameters are
-		// written in the store's dialect). No context on SQLite's statement
-		// (see exec); the caller's is checked between chunks.
-		if err := t.ExecUnprepared(ctx, q.String(), args...); err != nil {
-			return fmt.Errorf("insert %s: %w", bt.name, err)
+		for p := range pairs {
+			if _, err := t.Exec(ctx, `INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING`, p[0], p[1]); err != nil {
+				return fmt.Errorf("insert %s, group stats: %w", bt.name, err)
+			}
 		}
-		rows = rows[n:]
+		return nil
 	}
-	for p := range pairs {
-		if _, err := t.Exec(ctx, `INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING`, p[0], p[1]); err != nil {
-			return fmt.Errorf("group stats: %w", err)
-		}
-	}
-	return nil
-}
-
-// bucketValues is the i-th row of parameters of a chunk of
-// InsertBuckets, in d's dialect: SQLite's ?, or PostgreSQL's numbered
-// $N.
-func bucketValues(d Dialect, i int) string {
-	var b strings.Builder
-	b.WriteByte('(')
-	for k := range 15 {
-		if k > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(d.Param(i*15 + k + 1))
-	}
-	b.WriteByte(')')
-	return b.String()
+	return fmt.Errorf("insert buckets: unknown bucket table %d", b)
 }

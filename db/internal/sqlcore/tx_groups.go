@@ -19,7 +19,7 @@ import (
 // fileErrorGroup upserts error_groups (the sample moves when at is at or
 // after the last failure), error_group_hours and, when the ack said a
 // consumer version, error_group_versions by their keys. On PostgreSQL
-// the fingerprint, sample and version are stored as pgText has them, as
+// the fingerprint, sample and version are stored as postgres.text has them, as
 // InsertDeadLetter stores them.
 func (t *Tx) fileErrorGroup(ctx context.Context, queueID, groupID int64, fingerprint string, at time.Time, errText, version string) error {
 	fingerprint, errText, version = t.d.Text(fingerprint), t.d.Text(errText), t.d.Text(version)
@@ -125,7 +125,7 @@ const queueGroups = `(SELECT group_id FROM group_stats WHERE queue_id = ?1)`
 // The reads of the error groups (their plans are checked in
 // tx_groups_test.go: each is a search of a key or of error_groups_top).
 // A list of fingerprints is a JSON array of strings: PostgreSQL reads it
-// with json_array_elements_text (pgSQL's json_each reads integers).
+// with json_array_elements_text (postgres.translated's json_each reads integers).
 const (
 	GroupOneSQL = `SELECT ` + errorGroupCols + ` FROM error_groups WHERE queue_id = ? AND group_id = ? AND fingerprint = ?`
 	GroupTopSQL = `SELECT ` + errorGroupCols + ` FROM error_groups

@@ -17,7 +17,7 @@ import (
 // with its wait in milliseconds (wait_ms, -1 when a.WaitKnown is false):
 // an attempt of the same number is overwritten (a retried transaction
 // writes it again with the same values). On PostgreSQL the error is
-// stored as pgText has it, and so is the consumer version
+// stored as postgres.text has it, and so is the consumer version
 // (consumer_version, empty for none).
 func (t *Tx) InsertAttempt(ctx context.Context, seq, groupID int64, a broker.Attempt) error {
 	a.Error, a.ConsumerVersion = t.d.Text(a.Error), t.d.Text(a.ConsumerVersion)

@@ -13,7 +13,7 @@ import (
 // (auto_vacuum=INCREMENTAL gives pages back). Reads no table.
 //
 // On PostgreSQL: the page is the server's block; Pages is the size of
-// Lazarus's tables with their indexes and TOAST (pgSpaceSQL), rounded up
+// Lazarus's tables with their indexes and TOAST (postgres.spaceSQL), rounded up
 // to blocks, as the server's files have it now (not the snapshot's).
 // FreePages is 0: PostgreSQL keeps the room of deleted rows inside each
 // table's files, where (auto)vacuum makes it reusable, and tells how

@@ -62,6 +62,7 @@ type bucketTable struct {
 	name, unit string // the table and its time column
 	minutes    int64  // the bucket's length
 	upsert     string // adds counters, sets depth and oldest_at
+	insert     string // a new bucket, whole (InsertBuckets)
 }
 
 func newBucketTable(name, unit string, minutes int64) bucketTable {
@@ -74,7 +75,10 @@ func newBucketTable(name, unit string, minutes int64) bucketTable {
 		completed = ` + name + `.completed + excluded.completed, failed = ` + name + `.failed + excluded.failed,
 		replay_completed = ` + name + `.replay_completed + excluded.replay_completed, replay_failed = ` + name + `.replay_failed + excluded.replay_failed,
 		expired = ` + name + `.expired + excluded.expired, dead_letters_expired = ` + name + `.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`}
+		depth = excluded.depth, oldest_at = excluded.oldest_at`,
+		insert: `INSERT INTO ` + name + ` (queue_id, group_id, ` + unit + `, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`}
 }
 
 // bucketTables, finest first.

@@ -315,7 +315,7 @@ func (m FTSMatch) Value() (driver.Value, error) { return string(m), nil }
 
 // PayloadIndexedInPart reports whether the full-text index holds only
 // part of payload's words (broker.SearchTx): on PostgreSQL, whose
-// tsvector is bounded (pgTsvectorCut); never on SQLite, whose FTS4 holds
+// tsvector is bounded (postgres.tsvectorCut); never on SQLite, whose FTS4 holds
 // every word. A payload of fewer than tsvectorBudget/6 bytes cannot fill
 // it (each byte of text costs 6 bytes of a tsvector at most: a word of
 // one letter, padded, with its count and position) and is not read.

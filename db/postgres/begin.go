@@ -27,14 +27,14 @@ import (
 // another process changed them is read only with it. So a transaction
 // whose generation turns out to have moved stops there (errCacheMoved:
 // the statement's answer is not read, and every later statement fails
-// alike; pgWrite fails it whatever fn did), is rolled back, and runs
+// alike; write fails it whatever fn did), is rolled back, and runs
 // again with its BEGIN sent first and the cache emptied
 // (broker.TxScope.SetForeign), as it did before every write. A generation moves when another process updates or
 // deletes queues, partitions, groups or subscriptions: rare, and then
 // only one write of each process runs twice.
 //
-// Every statement of a write, the first and the later ones (pgExec,
-// pgQuery), runs on the transaction's pgx connection itself, not
+// Every statement of a write, the first and the later ones (exec,
+// query), runs on the transaction's pgx connection itself, not
 // through database/sql: its rows are scanned by pgx's own rules, which
 // take the same destinations for the types of this schema (bigint into
 // integers, text and bytea into strings and byte slices, NULL into
@@ -42,12 +42,12 @@ import (
 // they refuse, where database/sql converts it).
 
 // errCacheMoved stops a write whose cache generation moved since this
-// process's previous write (above); pgUpdate runs it again.
+// process's previous write (above); update runs it again.
 var errCacheMoved = errors.New("another process changed what the cache holds")
 
-// pgBegin is the BEGIN of a write transaction (pgWriter.begin), and the
+// begin is the BEGIN of a write transaction (writer.begin), and the
 // connection the transaction runs on.
-type pgBegin struct {
+type begin struct {
 	conn       *sql.Conn // the transaction's connection, held for it
 	pgc        *pgx.Conn // the pgx connection beneath conn
 	lockShared bool      // the writer's lock shared (broker.UpdateOptions.Concurrent)
@@ -69,16 +69,16 @@ type pgBegin struct {
 }
 
 // queue adds BEGIN, the lock and the ephemeral setting to b.
-func (p *pgBegin) queue(b *pgx.Batch) {
+func (p *begin) queue(b *pgx.Batch) {
 	// READ COMMITTED whatever the server's default: each statement then
 	// sees what committed before it, the lock's wait included (under
 	// REPEATABLE READ the snapshot would be the first statement's, taken
 	// before the wait).
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	if p.lockShared {
-		b.Queue(`SELECT lazarus_write_lock_shared($1)`, int64(pgWriterLock))
+		b.Queue(`SELECT lazarus_write_lock_shared($1)`, int64(writerLock))
 	} else {
-		b.Queue(`SELECT lazarus_write_lock($1)`, int64(pgWriterLock))
+		b.Queue(`SELECT lazarus_write_lock($1)`, int64(writerLock))
 	}
 	if p.ephemeral {
 		b.Queue(`SET LOCAL synchronous_commit = off`)
@@ -86,7 +86,7 @@ func (p *pgBegin) queue(b *pgx.Batch) {
 }
 
 // read reads the answers of what queue added.
-func (p *pgBegin) read(r pgx.BatchResults) error {
+func (p *begin) read(r pgx.BatchResults) error {
 	if _, err := r.Exec(); err != nil {
 		p.failed = fmt.Errorf("begin: %w", err)
 		return p.failed
@@ -109,7 +109,7 @@ func (p *pgBegin) read(r pgx.BatchResults) error {
 
 // now sends BEGIN alone, if it is not sent yet: for what cannot go with
 // it (a pipeline of writes kept, a fold, COMMIT).
-func (p *pgBegin) now(ctx context.Context) error {
+func (p *begin) now(ctx context.Context) error {
 	if p.moved {
 		return errCacheMoved
 	}
@@ -131,7 +131,7 @@ func (p *pgBegin) now(ctx context.Context) error {
 
 // with sends BEGIN and the statement text in one round trip, and returns
 // the results positioned at the statement's, to be closed by the caller.
-func (p *pgBegin) with(ctx context.Context, text string, args []any) (pgx.BatchResults, error) {
+func (p *begin) with(ctx context.Context, text string, args []any) (pgx.BatchResults, error) {
 	var b pgx.Batch
 	p.queue(&b)
 	b.Queue(text, args...)
@@ -145,7 +145,7 @@ func (p *pgBegin) with(ctx context.Context, text string, args []any) (pgx.BatchR
 
 // readFailed notes err, the failure of a round trip meant to carry
 // BEGIN, when BEGIN did not run.
-func (p *pgBegin) readFailed(err error) error {
+func (p *begin) readFailed(err error) error {
 	if err != nil && !p.sent && p.failed == nil && !errors.Is(err, errCacheMoved) {
 		p.failed = err
 	}
@@ -154,7 +154,7 @@ func (p *pgBegin) readFailed(err error) error {
 
 // first reports whether the transaction's BEGIN is still to be sent
 // with its next statement (and fails once its generation has moved).
-func (p *pgBegin) first() (bool, error) {
+func (p *begin) first() (bool, error) {
 	if p.moved {
 		return false, errCacheMoved
 	}
@@ -166,7 +166,7 @@ func (p *pgBegin) first() (bool, error) {
 
 // execFirst and queryFirst run the transaction's first statement, with
 // its BEGIN.
-func (p *pgBegin) execFirst(ctx context.Context, text string, args []any) (sql.Result, error) {
+func (p *begin) execFirst(ctx context.Context, text string, args []any) (sql.Result, error) {
 	r, err := p.with(ctx, text, args)
 	if err != nil {
 		return nil, err
@@ -178,10 +178,10 @@ func (p *pgBegin) execFirst(ctx context.Context, text string, args []any) (sql.R
 	if err != nil {
 		return nil, err
 	}
-	return pgResult(tag), nil
+	return result(tag), nil
 }
 
-func (p *pgBegin) queryFirst(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
+func (p *begin) queryFirst(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
 	r, err := p.with(ctx, text, args)
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (p *pgBegin) queryFirst(ctx context.Context, text string, args []any) (sqlc
 		r.Close()
 		return nil, err
 	}
-	return &pgRows{rows: rows, results: r}, nil
+	return &writeRows{rows: rows, results: r}, nil
 }
 
 // exec and query run a write transaction's later statements on its
@@ -200,44 +200,44 @@ func (p *pgBegin) queryFirst(ctx context.Context, text string, args []any) (sqlc
 // are scanned by pgx into their destinations, without database/sql's
 // conversion of every value (a copy of each payload) and the locking
 // around each row.
-func (p *pgBegin) exec(ctx context.Context, text string, args []any) (sql.Result, error) {
+func (p *begin) exec(ctx context.Context, text string, args []any) (sql.Result, error) {
 	tag, err := p.pgc.Exec(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}
-	return pgResult(tag), nil
+	return result(tag), nil
 }
 
-func (p *pgBegin) query(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
+func (p *begin) query(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
 	rows, err := p.pgc.Query(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}
-	return &pgRows{rows: rows}, nil
+	return &writeRows{rows: rows}, nil
 }
 
-// pgResult is a statement's sql.Result from its command tag.
-type pgResult pgconn.CommandTag
+// result is a statement's sql.Result from its command tag.
+type result pgconn.CommandTag
 
-func (r pgResult) RowsAffected() (int64, error) { return pgconn.CommandTag(r).RowsAffected(), nil }
+func (r result) RowsAffected() (int64, error) { return pgconn.CommandTag(r).RowsAffected(), nil }
 
-func (r pgResult) LastInsertId() (int64, error) {
+func (r result) LastInsertId() (int64, error) {
 	return 0, errors.New("LastInsertId is not supported by PostgreSQL: use RETURNING")
 }
 
-// pgRows are a write's rows, pgx's: of a statement sent with BEGIN,
+// writeRows are a write's rows, pgx's: of a statement sent with BEGIN,
 // closed with the pipeline's results, or of one sent alone.
-type pgRows struct {
+type writeRows struct {
 	rows    pgx.Rows
 	results pgx.BatchResults
 	closed  bool
 }
 
-func (r *pgRows) Next() bool             { return r.rows.Next() }
-func (r *pgRows) Scan(dest ...any) error { return r.rows.Scan(dest...) }
-func (r *pgRows) Err() error             { return r.rows.Err() }
+func (r *writeRows) Next() bool             { return r.rows.Next() }
+func (r *writeRows) Scan(dest ...any) error { return r.rows.Scan(dest...) }
+func (r *writeRows) Err() error             { return r.rows.Err() }
 
-func (r *pgRows) Close() error {
+func (r *writeRows) Close() error {
 	if r.closed {
 		return nil
 	}
@@ -249,13 +249,13 @@ func (r *pgRows) Close() error {
 	return errors.Join(r.rows.Err(), r.results.Close())
 }
 
-// pgRow is a one-row query's answer over pgRows (sql.ErrNoRows when none).
-type pgRow struct {
+// writeRow is a one-row query's answer over writeRows (sql.ErrNoRows when none).
+type writeRow struct {
 	rows sqlcore.Rows
 	err  error
 }
 
-func (r pgRow) Scan(dest ...any) error {
+func (r writeRow) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}

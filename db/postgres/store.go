@@ -1,11 +1,11 @@
 // Package postgres is Lazarus's PostgreSQL store (Store, opened by
 // package db on a postgres:// URL or a libpq key=value string):
-// pipelined writes (pg.go, pg_begin.go), the notifier (pg_notify.go),
-// membership (pg_members.go) and leadership (pg_store.go), the catalog
-// of its statements (pg_statements.go, pg_catalog.go) and the schema as
+// pipelined writes (store.go, begin.go), the notifier (notify.go),
+// membership (members.go) and leadership (locks.go), the catalog
+// of its statements (statements.go, catalog.go) and the schema as
 // numbered embedded migrations (migrations_pg/). It runs the broker.Tx
 // both stores share, sqlcore.Tx (db/internal/sqlcore), through an
-// executor and a dialect of its own (pg_tx.go).
+// executor and a dialect of its own (tx.go).
 package postgres
 
 import (
@@ -34,40 +34,40 @@ import (
 )
 
 // The PostgreSQL store (STORAGE.md): the same sqlcore.Tx, its statements
-// the catalog's PostgreSQL texts of its SQLite ones (pg_statements.go),
+// the catalog's PostgreSQL texts of its SQLite ones (statements.go),
 // on a pgxpool of connections
 // held through database/sql (pgx's stdlib). A View's statements go
 // through database/sql; a write's run on its pgx connection itself
-// (pg_begin.go), scanned by pgx's rules, which take the destinations of
+// (begin.go), scanned by pgx's rules, which take the destinations of
 // this package's scans as database/sql does.
 //
 // Writers: an Update holds this process's write mutex and, in the
-// database, a transaction-scoped advisory lock (pgWriterLock) taken with
+// database, a transaction-scoped advisory lock (writerLock) taken with
 // its first statement, to its commit (broker.Store.Update, "Writers"):
 // shared by writes marked broker.UpdateOptions.Concurrent (pushes, leases, acks) while
-// other processes share the database (pg_members.go), which then run
+// other processes share the database (members.go), which then run
 // beside each other's and settle their conflicts by row locks
-// (pgRowLocks: the consumer read, the ready consumers skipped when
+// (rowLocks: the consumer read, the ready consumers skipped when
 // locked, the partitions pushed to); exclusive for every other write,
 // and for all of a process alone, which then runs alone. The ready mark
 // and the kept counts are the store's, as on SQLite: marked and folded
 // inside the commit. Reads (View) run on a snapshot (REPEATABLE READ,
 // READ ONLY) beside the writer. A statement running when ctx ends is
 // cancelled, a write's too (its transaction then rolls back); COMMIT is
-// not (pgCommit). Row ids are identities: none is given twice.
+// not (commit). Row ids are identities: none is given twice.
 
 //go:embed migrations_pg/*.sql
-var pgMigrations embed.FS
+var migrations embed.FS
 
-// pgWriterLock is the key of the advisory lock every write transaction
-// holds; pgMigrateLock the one migrations hold (session-scoped), so that
+// writerLock is the key of the advisory lock every write transaction
+// holds; migrateLock the one migrations hold (session-scoped), so that
 // processes starting together migrate one after the other.
 const (
-	pgWriterLock  = 0x4c617a61_72757301 // "Lazarus" 1
-	pgMigrateLock = 0x4c617a61_72757302
+	writerLock  = 0x4c617a61_72757301 // "Lazarus" 1
+	migrateLock = 0x4c617a61_72757302
 )
 
-// pgSessionParams bound what a process that stops answering without
+// sessionParams bound what a process that stops answering without
 // closing its connections (a machine lost, a VM paused, a network cut)
 // can hold: the writer's lock is released once its transaction has
 // stood idle for a minute (no write of Lazarus waits that long between
@@ -75,7 +75,7 @@ const (
 // seconds, so a dead client's session (and its locks) ends within about
 // a minute rather than the operating system's two hours. A URL may set
 // them otherwise.
-var pgSessionParams = map[string]string{
+var sessionParams = map[string]string{
 	"idle_in_transaction_session_timeout": "60s",
 	"tcp_keepalives_idle":                 "30",
 	"tcp_keepalives_interval":             "10",
@@ -145,7 +145,7 @@ func wordSet(s string) map[string]bool {
 type Store struct {
 	pool *pgxpool.Pool
 	db   *sql.DB // database/sql over pool
-	// readPool and read serve the reads (View) alone (pg_read.go).
+	// readPool and read serve the reads (View) alone (read.go).
 	readPool *pgxpool.Pool
 	read     *sql.DB
 
@@ -158,7 +158,7 @@ type Store struct {
 	wmu     sync.Mutex
 	closed  bool
 	seenGen int64 // the cache generation as of this process's last write (0: none yet)
-	news    *pgNotifier
+	news    *notifier
 
 	// path is the URL the store was opened on; sync its durability;
 	// folds the notes of the next fold (guarded by wmu); leading is set
@@ -170,7 +170,7 @@ type Store struct {
 	leading atomic.Bool
 
 	// alone: this process was the only one on the database at its last
-	// count (pg_members.go); its hot writes then run as the one writer's.
+	// count (members.go); its hot writes then run as the one writer's.
 	alone     atomic.Bool
 	stopCount context.CancelFunc
 	countDone sync.WaitGroup
@@ -179,29 +179,49 @@ type Store struct {
 // ConcurrentWrites reports whether the store runs writes marked
 // broker.UpdateOptions.Concurrent beside each other now (broker.ConcurrentStore): the
 // PostgreSQL store does while other processes share its database
-// (pg_members.go); SQLite's has one writer.
+// (members.go); SQLite's has one writer.
 func (d *Store) ConcurrentWrites() bool { return !d.alone.Load() }
 
 // Notifier is the broker.Notifier the store needs: on PostgreSQL one
 // that carries the news between the processes of the database
-// (pg_notify.go); nil on SQLite, whose one process needs only the
+// (notify.go); nil on SQLite, whose one process needs only the
 // broker's own.
 func (d *Store) Notifier() broker.Notifier { return d.news }
 
-// Sync is the durability asked for (sqlcore.Sync): FULL waits for the
-// server's log flush at each commit, NORMAL does not.
-type Sync = sqlcore.Sync
+// Sync is the durability asked for: FULL waits for the server's log
+// flush at each commit (synchronous_commit on), NORMAL does not (off).
+type Sync string
 
-// The durability modes (sqlcore.SyncFull, sqlcore.SyncNormal).
+// The durability modes.
 const (
-	SyncFull   = sqlcore.SyncFull
-	SyncNormal = sqlcore.SyncNormal
+	SyncFull   Sync = "FULL"
+	SyncNormal Sync = "NORMAL"
 )
 
-// Options are the settings of OpenWith (sqlcore.Options, db.Options);
-// the PostgreSQL store reads Sync, Logger, FoldEvery, NeverAlone and
-// Wait.
-type Options = sqlcore.Options
+// Options are the settings of OpenWith; the zero value of each field
+// picks its default.
+type Options struct {
+	Sync Sync // default SyncFull
+	// Logger receives what goes wrong in the background (the notifier,
+	// membership, each failed try of Wait); default slog.Default().
+	Logger *slog.Logger
+	// FoldEvery is how often, at most, a write brings the counts kept for
+	// the queue page up to date inside its commit. Default 1 s; negative:
+	// at every commit, for tests.
+	FoldEvery time.Duration
+	// NeverAlone makes the process write as one among several even when
+	// it is alone on the database: its hot writes run with the row locks
+	// they take beside other processes (members.go). For tests of that
+	// mode in one process.
+	NeverAlone bool
+	// Wait is how long Open tries again, with a growing pause, while the
+	// server cannot be reached (refused, not started yet, a name that
+	// does not resolve yet): a machine that boots Lazarus and PostgreSQL
+	// together. 0: one try. Each failed try is logged (without the
+	// password); an error the server answers (a wrong password, no such
+	// database) is not tried again.
+	Wait time.Duration
+}
 
 // Open opens the PostgreSQL database at dsn and brings its schema up to
 // date.
@@ -235,7 +255,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.Sync == SyncNormal {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}
-	for k, v := range pgSessionParams {
+	for k, v := range sessionParams {
 		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
 			cfg.ConnConfig.RuntimeParams[k] = v
 		}
@@ -246,7 +266,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
 	p := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool)}
-	if p.readPool, p.read, err = pgReadPool(ctx, cfg); err != nil {
+	if p.readPool, p.read, err = readPool(ctx, cfg); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
@@ -256,7 +276,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 		d.log = slog.Default()
 	}
 	d.folds = sqlcore.NewFolds(o.FoldEvery, d.log)
-	if err := pgReach(ctx, p.db, o.Wait, d.log, redactURL(dsn)); err != nil {
+	if err := reach(ctx, p.db, o.Wait, d.log, redactURL(dsn)); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
@@ -264,23 +284,23 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 		d.Close()
 		return nil, err
 	}
-	p.news = newPGNotifier(pool, d.log)
+	p.news = newNotifier(pool, d.log)
 	cctx, cancel := context.WithCancel(context.Background())
 	p.stopCount = cancel
 	p.countDone.Go(func() { p.count(cctx, o.NeverAlone) })
 	return d, nil
 }
 
-// pgReach waits until the server answers db, for at most wait while it
+// reach waits until the server answers db, for at most wait while it
 // cannot be reached (broker.ErrUnavailable: refused, starting up, a name
-// not resolved yet), trying again after pauses from pgReachFirst that
-// double up to pgReachMost, each failed try logged; what the server
+// not resolved yet), trying again after pauses from reachFirst that
+// double up to reachMost, each failed try logged; what the server
 // answers otherwise (a wrong password, no such database) ends it at once.
-func pgReach(ctx context.Context, db *sql.DB, wait time.Duration, log *slog.Logger, name string) error {
+func reach(ctx context.Context, db *sql.DB, wait time.Duration, log *slog.Logger, name string) error {
 	start := time.Now()
-	pause := pgReachFirst
+	pause := reachFirst
 	for try := 1; ; try++ {
-		err := pgUnavailable(db.PingContext(ctx))
+		err := unavailable(db.PingContext(ctx))
 		if err == nil {
 			if try > 1 {
 				log.Info("PostgreSQL reached", "db", name, "tries", try, "waited", time.Since(start).Round(time.Millisecond).String())
@@ -301,14 +321,14 @@ func pgReach(ctx context.Context, db *sql.DB, wait time.Duration, log *slog.Logg
 			return fmt.Errorf("%w (while waiting for PostgreSQL: %w)", ctx.Err(), err)
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, pgReachMost)
+		pause = min(2*pause, reachMost)
 	}
 }
 
-// The pauses between tries of pgReach.
+// The pauses between tries of reach.
 const (
-	pgReachFirst = 250 * time.Millisecond
-	pgReachMost  = 5 * time.Second
+	reachFirst = 250 * time.Millisecond
+	reachMost  = 5 * time.Second
 )
 
 // Describe is a --db value as logs and errors may show it: a file's path
@@ -371,15 +391,15 @@ func (p *Store) migrate(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(pgMigrateLock)); err != nil {
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(pgMigrateLock))
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock))
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	files, err := fs.Glob(pgMigrations, "migrations_pg/*.sql")
+	files, err := fs.Glob(migrations, "migrations_pg/*.sql")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -405,12 +425,12 @@ func (p *Store) migrate(ctx context.Context, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %s: name must start with a number", name)
 		}
-		body, err := pgMigrations.ReadFile(f)
+		body, err := migrations.ReadFile(f)
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		start := time.Now()
-		applied, err := pgApply(ctx, conn, version, name, string(body))
+		applied, err := apply(ctx, conn, version, name, string(body))
 		if err != nil {
 			return err
 		}
@@ -422,8 +442,8 @@ func (p *Store) migrate(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// pgApply applies one migration, unless it is recorded (applied false).
-func pgApply(ctx context.Context, conn *sql.Conn, version int, name, body string) (applied bool, err error) {
+// apply applies one migration, unless it is recorded (applied false).
+func apply(ctx context.Context, conn *sql.Conn, version int, name, body string) (applied bool, err error) {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("migrate %s: %w", name, err)
@@ -448,11 +468,11 @@ func pgApply(ctx context.Context, conn *sql.Conn, version int, name, body string
 	return true, nil
 }
 
-// pgRetries bounds how often a write that failed to serialize (or was
+// retries bounds how often a write that failed to serialize (or was
 // chosen as a deadlock's victim) runs again.
-const pgRetries = 10
+const retries = 10
 
-// pgUpdate is Update on PostgreSQL: fn runs again (in a new
+// update is Update on PostgreSQL: fn runs again (in a new
 // transaction, with a new scope) when the transaction failed to
 // serialize, and when it stopped because another process had changed
 // what the cache holds (errCacheMoved: then with its BEGIN sent first
@@ -460,22 +480,22 @@ const pgRetries = 10
 func (d *Store) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	eager := false
 	for attempt := 0; ; attempt++ {
-		err := d.pgWrite(ctx, o, fn, eager)
-		if errors.Is(err, errCacheMoved) && attempt < pgRetries {
+		err := d.write(ctx, o, fn, eager)
+		if errors.Is(err, errCacheMoved) && attempt < retries {
 			eager = true
 			continue
 		}
-		if !pgRetryable(err) || attempt == pgRetries {
-			return pgUnavailable(err)
+		if !retryable(err) || attempt == retries {
+			return unavailable(err)
 		}
 	}
 }
 
-// pgWrite runs fn once in a write transaction: with its BEGIN sent with
-// its first statement (pg_begin.go), or, eager, sent first. fn's writes
-// kept for the end and the ready mark go with COMMIT (pgTail, pgCommit);
+// write runs fn once in a write transaction: with its BEGIN sent with
+// its first statement (begin.go), or, eager, sent first. fn's writes
+// kept for the end and the ready mark go with COMMIT (tail, commit);
 // a write that read and wrote nothing sends nothing at all.
-func (d *Store) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error, eager bool) (err error) {
+func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error, eager bool) (err error) {
 	p := d
 	if err := ctx.Err(); err != nil {
 		return err
@@ -491,19 +511,19 @@ func (d *Store) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(bro
 	}
 	defer conn.Close()
 	// A hot write runs beside the other processes' only when there are
-	// others (pg_members.go): alone, it writes as the one writer.
+	// others (members.go): alone, it writes as the one writer.
 	var lk sqlcore.Locks = sqlcore.NoLocks{}
 	if o.Concurrent && !p.alone.Load() {
-		lk = pgRowLocks{}
+		lk = rowLocks{}
 	}
-	_, lockShared := lk.(pgRowLocks)
-	begin := &pgBegin{conn: conn, pgc: pgc, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
-	w := &pgWriter{begin: begin}
-	st := sqlcore.NewTx(w, pgDialectFor(lk), lk, &broker.TxScope{})
+	_, lockShared := lk.(rowLocks)
+	begin := &begin{conn: conn, pgc: pgc, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
+	w := &writer{begin: begin}
+	st := sqlcore.NewTx(w, dialectFor(lk), lk, &broker.TxScope{})
 	committed := false
 	defer func() {
 		if begin.sent && !committed {
-			if rerr := pgRollback(ctx, conn); rerr != nil {
+			if rerr := rollback(ctx, conn); rerr != nil {
 				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 			}
 		}
@@ -514,7 +534,7 @@ func (d *Store) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(bro
 	if err := p.runWrite(ctx, st, begin, fn, eager); err != nil {
 		return err
 	}
-	tail, err := newPGTail(st, w)
+	tail, err := newTail(st, w)
 	if err != nil {
 		return err
 	}
@@ -534,7 +554,7 @@ func (d *Store) pgWrite(ctx context.Context, o broker.UpdateOptions, fn func(bro
 	if err != nil {
 		return err
 	}
-	if committed, err = d.pgCommit(ctx, pgc, tail); err != nil {
+	if committed, err = d.commit(ctx, pgc, tail); err != nil {
 		return err
 	}
 	// The generation this process has seen. A transaction of its own
@@ -582,7 +602,7 @@ func (p *Store) writeConn(ctx context.Context) (*sql.Conn, *pgx.Conn, error) {
 // answer (begin.failed). Eager, BEGIN is sent first and the generation
 // read before fn looks anything up: a moved one has the scope empty
 // the cache (SetForeign).
-func (p *Store) runWrite(ctx context.Context, st *sqlcore.Tx, begin *pgBegin, fn func(broker.Tx) error, eager bool) error {
+func (p *Store) runWrite(ctx context.Context, st *sqlcore.Tx, begin *begin, fn func(broker.Tx) error, eager bool) error {
 	if eager {
 		if err := begin.now(ctx); err != nil {
 			return err
@@ -601,32 +621,32 @@ func (p *Store) runWrite(ctx context.Context, st *sqlcore.Tx, begin *pgBegin, fn
 	return begin.failed
 }
 
-// pgTail is what a write sends last, in the round trip of its COMMIT
+// tail is what a write sends last, in the round trip of its COMMIT
 // (or, when the counts are folded, just before the fold): the writes
-// kept for it (pgWriter.execLater) and the ready mark
+// kept for it (writer.execLater) and the ready mark
 // (sqlcore.Tx.MarkReadyStatement). Sent, it is empty.
-type pgTail struct {
-	w        *pgWriter
+type tail struct {
+	w        *writer
 	mark     string
 	markArgs []any
 }
 
-// newPGTail is the tail of st, run by w, as fn left it, its mark in
+// newTail is the tail of st, run by w, as fn left it, its mark in
 // PostgreSQL's text.
-func newPGTail(st *sqlcore.Tx, w *pgWriter) (*pgTail, error) {
+func newTail(st *sqlcore.Tx, w *writer) (*tail, error) {
 	mark, markArgs := st.MarkReadyStatement()
 	if mark == "" {
-		return &pgTail{w: w}, nil
+		return &tail{w: w}, nil
 	}
-	text, args, err := pgArgs(mark, markArgs)
-	return &pgTail{w: w, mark: text, markArgs: args}, err
+	text, args, err := textAndArgs(mark, markArgs)
+	return &tail{w: w, mark: text, markArgs: args}, err
 }
 
 // empty reports whether there is nothing to send.
-func (t *pgTail) empty() bool { return len(t.w.later) == 0 && t.mark == "" }
+func (t *tail) empty() bool { return len(t.w.later) == 0 && t.mark == "" }
 
 // queue adds the tail's statements to b: the writes kept, then the mark.
-func (t *pgTail) queue(b *pgx.Batch) {
+func (t *tail) queue(b *pgx.Batch) {
 	for _, l := range t.w.later {
 		b.Queue(l.text, l.args...)
 	}
@@ -636,7 +656,7 @@ func (t *pgTail) queue(b *pgx.Batch) {
 }
 
 // read reads the results of what queue added, in order.
-func (t *pgTail) read(r pgx.BatchResults) error {
+func (t *tail) read(r pgx.BatchResults) error {
 	for range t.w.later {
 		if _, err := r.Exec(); err != nil {
 			return err
@@ -652,27 +672,27 @@ func (t *pgTail) read(r pgx.BatchResults) error {
 
 // send sends the tail in a round trip of its own, if it holds anything,
 // and empties it.
-func (t *pgTail) send(ctx context.Context, pgc *pgx.Conn) error {
+func (t *tail) send(ctx context.Context, pgc *pgx.Conn) error {
 	if t.empty() {
 		return nil
 	}
-	err := pgPipeline(ctx, pgc, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r) })
+	err := pipeline(ctx, pgc, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r) })
 	t.w.later, t.mark = nil, ""
 	return err
 }
 
-// pgCommit sends the tail and COMMIT in one round trip and reports
+// commit sends the tail and COMMIT in one round trip and reports
 // whether the transaction committed. COMMIT is not cancelled with ctx: a
 // caller who leaves once it is sent would have the outcome unknown
 // (committed, yet reported not, and its scope ended as if rolled back);
 // it has a deadline instead. A round trip that broke after the COMMIT
 // may have left is broker.ErrCommitUnknown; one that failed once the
 // server had said COMMIT is only logged: the write committed.
-func (d *Store) pgCommit(ctx context.Context, pgc *pgx.Conn, tail *pgTail) (committed bool, err error) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgCommitTimeout)
+func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committed bool, err error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	answered := false // the server answered the COMMIT
-	err = pgPipeline(cctx, pgc, func(b *pgx.Batch) {
+	err = pipeline(cctx, pgc, func(b *pgx.Batch) {
 		tail.queue(b)
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
@@ -716,27 +736,27 @@ func commitUnknown(err error) bool {
 	return !errors.As(err, &pe) && !pgconn.SafeToRetry(err)
 }
 
-// pgCommitTimeout bounds the round trip of a COMMIT, which its caller's
+// commitTimeout bounds the round trip of a COMMIT, which its caller's
 // context does not cancel.
-const pgCommitTimeout = 30 * time.Second
+const commitTimeout = 30 * time.Second
 
-// pgRollbackTimeout bounds a ROLLBACK: a server that does not answer it
+// rollbackTimeout bounds a ROLLBACK: a server that does not answer it
 // in that time gets its connection thrown away (the caller marks it bad),
 // which ends the transaction as surely, rather than holding the writer.
-const pgRollbackTimeout = 10 * time.Second
+const rollbackTimeout = 10 * time.Second
 
-// pgRollback ends conn's transaction, whether or not ctx has ended.
-func pgRollback(ctx context.Context, conn *sql.Conn) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgRollbackTimeout)
+// rollback ends conn's transaction, whether or not ctx has ended.
+func rollback(ctx context.Context, conn *sql.Conn) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	_, err := conn.ExecContext(rctx, "ROLLBACK")
 	return err
 }
 
-// pgPipeline sends the statements queue adds to b in one round trip on
-// conn, a write transaction's (pgBegin.pgc), as a pipeline, and read
+// pipeline sends the statements queue adds to b in one round trip on
+// conn, a write transaction's (begin.pgc), as a pipeline, and read
 // reads their results in order (n: how many).
-func pgPipeline(ctx context.Context, conn *pgx.Conn, queue func(*pgx.Batch), read func(pgx.BatchResults, int) error) error {
+func pipeline(ctx context.Context, conn *pgx.Conn, queue func(*pgx.Batch), read func(pgx.BatchResults, int) error) error {
 	var b pgx.Batch
 	queue(&b)
 	r := conn.SendBatch(ctx, &b)
@@ -747,26 +767,26 @@ func pgPipeline(ctx context.Context, conn *pgx.Conn, queue func(*pgx.Batch), rea
 	return r.Close()
 }
 
-// pgView is View on PostgreSQL: one snapshot, read only.
+// view is View on PostgreSQL: one snapshot, read only.
 func (d *Store) View(ctx context.Context, fn func(broker.Tx) error) error {
 	conn, err := d.read.Conn(ctx)
 	if err != nil {
-		return pgUnavailable(fmt.Errorf("begin: %w", err))
+		return unavailable(fmt.Errorf("begin: %w", err))
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
-		return pgUnavailable(fmt.Errorf("begin: %w", err))
+		return unavailable(fmt.Errorf("begin: %w", err))
 	}
 	defer func() {
-		if err := pgRollback(ctx, conn); err != nil {
+		if err := rollback(ctx, conn); err != nil {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
-	err = fn(sqlcore.NewTx(pgReader{conn: conn}, pgDialectFor(sqlcore.NoLocks{}), sqlcore.NoLocks{}, nil))
+	err = fn(sqlcore.NewTx(reader{conn: conn}, dialectFor(sqlcore.NoLocks{}), sqlcore.NoLocks{}, nil))
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr)
 	}
-	return pgReadError(err)
+	return readError(err)
 }
 
 func (p *Store) Close() error {
@@ -789,17 +809,17 @@ func (p *Store) Close() error {
 	return err
 }
 
-// pgRetryable reports whether err is PostgreSQL's serialization failure
+// retryable reports whether err is PostgreSQL's serialization failure
 // or deadlock: the transaction may succeed when run again.
-func pgRetryable(err error) bool {
+func retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// pgUnavailable marks PostgreSQL's errors as the broker's: a server that
+// unavailable marks PostgreSQL's errors as the broker's: a server that
 // cannot be reached, refuses connections or is shutting down is
 // broker.ErrUnavailable; a full disk broker.ErrNoSpace.
-func pgUnavailable(err error) error {
+func unavailable(err error) error {
 	if err == nil || errors.Is(err, broker.ErrUnavailable) || errors.Is(err, broker.ErrNoSpace) || errors.Is(err, broker.ErrCommitUnknown) {
 		return err
 	}
@@ -833,19 +853,21 @@ func Prepare(dsn string) error {
 	return d.Close()
 }
 
-// Exec runs one statement outside the broker, in the store's dialect
-// (the catalog has no text for it, and nothing translates it) but for
-// its parameters, written ? or ?NNN on either store (pgNumbered): for
-// tools and tests that must go around the broker (WriteDB is the handle
-// itself).
-func (d *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	text, args := pgNumbered(query).bind(args)
+// ExecUncatalogued runs one statement outside the broker and outside
+// the statement catalog, in the store's dialect (nothing translates
+// it) but for its parameters, written ? or ?NNN on either store
+// (numbered): for tests that set up or read rows no broker method
+// reaches. Their texts are the tests' own, so no catalog can hold them;
+// the name says the bypass, and no code but tests calls it (db's
+// TestUncataloguedIsForTestsOnly). WriteDB is the handle itself.
+func (d *Store) ExecUncatalogued(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	text, args := numbered(query).bind(args)
 	return d.db.ExecContext(ctx, text, args...)
 }
 
-// QueryRow is Exec for a query of one row.
-func (d *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	text, args := pgNumbered(query).bind(args)
+// QueryRowUncatalogued is ExecUncatalogued for a query of one row.
+func (d *Store) QueryRowUncatalogued(ctx context.Context, query string, args ...any) *sql.Row {
+	text, args := numbered(query).bind(args)
 	return d.db.QueryRowContext(ctx, text, args...)
 }
 
@@ -857,7 +879,7 @@ func (d *Store) Path() string { return d.path }
 func (d *Store) WriteDB() *sql.DB { return d.db }
 
 // Ping checks that the database answers a query.
-func (d *Store) Ping(ctx context.Context) error { return pgUnavailable(d.db.PingContext(ctx)) }
+func (d *Store) Ping(ctx context.Context) error { return unavailable(d.db.PingContext(ctx)) }
 
 // Health checks that the database answers a query (Ping): no write of
 // the PostgreSQL store marks it out of space (DiskFull).

@@ -23,7 +23,7 @@ import (
 // (SQLite's function form of "index MATCH ?", which its planner takes as
 // the same index constraint; PostgreSQL's match is words @@ query). Their
 // words are cut and folded in Go as unicode61 cuts and folds them,
-// whatever the database's locale (pgTsvector, pgTsquery).
+// whatever the database's locale (postgres.tsvector, postgres.tsquery).
 
 // payloadWords is the text dead_letter_payloads indexes of message m's
 // payload: its object keys and its string and number values, decoded.
@@ -33,7 +33,7 @@ const payloadWords = `(SELECT COALESCE(group_concat(
 	FROM json_tree(m.payload) j)`
 
 // IndexDeadLetter is sqlcore.Tx's indexDeadLetter on SQLite (FTS4).
-func (sqliteDialect) IndexDeadLetter(ctx context.Context, t *sqlcore.Tx, d *broker.DeadLetter) error {
+func (dialect) IndexDeadLetter(ctx context.Context, t *sqlcore.Tx, d *broker.DeadLetter) error {
 	if _, err := t.Exec(ctx, `INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)`, d.ID, d.Error); err != nil {
 		return fmt.Errorf("index the error text: %w", err)
 	}
@@ -77,4 +77,4 @@ func (d *Store) RebuildTextIndex(ctx context.Context) error {
 }
 
 // PayloadIndexedInPart is false: FTS4 holds every word.
-func (sqliteDialect) PayloadIndexedInPart([]byte) bool { return false }
+func (dialect) PayloadIndexedInPart([]byte) bool { return false }

@@ -17,10 +17,10 @@ import (
 // for (composed anew), never refused.
 func TestPGComposedCacheIsBounded(t *testing.T) {
 	const limit = 4
-	kept := pgComposed
-	pgComposed = newComposedCache(limit)
-	defer func() { pgComposed = kept }()
-	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	kept := composed
+	composed = newComposedCache(limit)
+	defer func() { composed = kept }()
+	d := openStore(t, pgtest.Database(t, "db", Prepare))
 	ctx := context.Background()
 	var filters []broker.JobFilter
 	seen := map[string]bool{}
@@ -46,7 +46,7 @@ func TestPGComposedCacheIsBounded(t *testing.T) {
 			t.Fatalf("Jobs %+v: %v", f, err)
 		}
 	}
-	held, evicted := pgComposed.stats()
+	held, evicted := composed.stats()
 	if held != limit || evicted != int64(len(filters)-limit) {
 		t.Fatalf("after %d shapes: %d held, %d evicted; want %d held, %d evicted", len(filters), held, evicted, limit, len(filters)-limit)
 	}
@@ -54,7 +54,7 @@ func TestPGComposedCacheIsBounded(t *testing.T) {
 	if err := jobs(filters[0]); err != nil {
 		t.Fatalf("Jobs %+v once evicted: %v", filters[0], err)
 	}
-	if held, evicted2 := pgComposed.stats(); held != limit || evicted2 != evicted+1 {
+	if held, evicted2 := composed.stats(); held != limit || evicted2 != evicted+1 {
 		t.Fatalf("after the first again: %d held, %d evicted; want %d, %d", held, evicted2, limit, evicted+1)
 	}
 }
@@ -64,7 +64,7 @@ func TestPGComposedCacheIsBounded(t *testing.T) {
 // the store's code runs it, whatever ran first.
 func TestPGATestsTextDoesNotOpenItToTheStore(t *testing.T) {
 	key := ""
-	for k := range pgCatalog {
+	for k := range catalog {
 		// QueueByName: the queue's columns (whatever their tail) by name.
 		if strings.HasPrefix(k, "SELECT id, name, lease_time,") && strings.HasSuffix(k, " FROM queues WHERE name = ?") {
 			if key != "" {
@@ -76,13 +76,13 @@ func TestPGATestsTextDoesNotOpenItToTheStore(t *testing.T) {
 	if key == "" {
 		t.Fatal("QueueByName's statement is not in the catalog")
 	}
-	st := pgCatalog[key]
-	delete(pgCatalog, key)
+	st := catalog[key]
+	delete(catalog, key)
 	defer func() {
-		pgCatalog[key] = st
-		pgLetThrough.Delete(key)
+		catalog[key] = st
+		letThrough.Delete(key)
 	}()
-	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	d := openStore(t, pgtest.Database(t, "db", Prepare))
 	ctx := context.Background()
 	err := d.View(ctx, func(tx broker.Tx) error {
 		rows, err := tx.(*sqlcore.Tx).Query(ctx, key, "q")

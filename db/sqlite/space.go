@@ -43,7 +43,7 @@ const spaceSQL = `SELECT page_size, page_count, freelist_count, auto_vacuum
 	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()`
 
 // Space is Space on SQLite.
-func (sqliteDialect) Space(ctx context.Context, t *sqlcore.Tx) (broker.Space, error) {
+func (dialect) Space(ctx context.Context, t *sqlcore.Tx) (broker.Space, error) {
 	var s broker.Space
 	var av int
 	if err := t.QueryRow(ctx, spaceSQL).Scan(&s.PageSize, &s.Pages, &s.FreePages, &av); err != nil {
@@ -54,7 +54,7 @@ func (sqliteDialect) Space(ctx context.Context, t *sqlcore.Tx) (broker.Space, er
 }
 
 // GiveBackPages is GiveBackPages on SQLite.
-func (sqliteDialect) GiveBackPages(ctx context.Context, t *sqlcore.Tx, pages int) (int64, error) {
+func (dialect) GiveBackPages(ctx context.Context, t *sqlcore.Tx, pages int) (int64, error) {
 	before, err := t.Space(ctx)
 	if err != nil {
 		return 0, err
@@ -98,11 +98,11 @@ var freeBytes = func(path string) (uint64, error) {
 	return st.Bavail * uint64(st.Bsize), nil
 }
 
-// sqliteTempDir is the directory SQLite writes its temporary files in
+// tempDir is the directory SQLite writes its temporary files in
 // (the VACUUM's copy): the first of SQLITE_TMPDIR, TMPDIR, /var/tmp,
 // /usr/tmp, /tmp that is a writable directory, else the current one, as
 // SQLite's unix VFS chooses.
-func sqliteTempDir() string {
+func tempDir() string {
 	for _, d := range []string{os.Getenv("SQLITE_TMPDIR"), os.Getenv("TMPDIR"), "/var/tmp", "/usr/tmp", "/tmp"} {
 		if d == "" {
 			continue
@@ -138,7 +138,7 @@ func (d *Store) convertAutoVacuum(ctx context.Context) error {
 		return fmt.Errorf("auto_vacuum: %w", err)
 	}
 	defer conn.Close()
-	t := sqlcore.NewTx(sqliteReader{conn: conn}, sqliteDialect{}, sqlcore.NoLocks{}, nil)
+	t := sqlcore.NewTx(reader{conn: conn}, dialect{}, sqlcore.NoLocks{}, nil)
 	s, err := t.Space(ctx)
 	if err != nil {
 		return fmt.Errorf("auto_vacuum: %w", err)
@@ -147,7 +147,7 @@ func (d *Store) convertAutoVacuum(ctx context.Context) error {
 		return nil
 	}
 	data := uint64(s.Pages-s.FreePages) * uint64(s.PageSize)
-	dir, tmp := filepath.Dir(d.path), sqliteTempDir()
+	dir, tmp := filepath.Dir(d.path), tempDir()
 	needHere, needTmp := data+vacuumRoom, data+vacuumRoom
 	if sameDevice(dir, tmp) {
 		needHere, needTmp = 2*data+vacuumRoom, 0

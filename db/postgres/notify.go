@@ -17,11 +17,11 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// pgChannel is the channel of PostgreSQL's LISTEN/NOTIFY that carries the
+// channel is the channel of PostgreSQL's LISTEN/NOTIFY that carries the
 // broker's news (broker.Notifier) between the processes of one database.
-const pgChannel = "lazarus"
+const channel = "lazarus"
 
-// pgNotifier is the broker.Notifier of the PostgreSQL store: news is
+// notifier is the broker.Notifier of the PostgreSQL store: news is
 // told to this process's waiters at once, and to the other processes by
 // pg_notify, sent after the commit that made it (the broker calls Notify
 // only then) and coalesced: the keys that gather while one is being sent
@@ -29,7 +29,7 @@ const pgChannel = "lazarus"
 // and tells this process's waiters what the others sent. When that
 // connection breaks, news may have been lost meanwhile: once listening
 // again, every waiter is woken to look again.
-type pgNotifier struct {
+type notifier struct {
 	local broker.LocalNotifier
 	pool  *pgxpool.Pool
 	log   *slog.Logger
@@ -44,11 +44,11 @@ type pgNotifier struct {
 	done   sync.WaitGroup
 }
 
-func newPGNotifier(pool *pgxpool.Pool, log *slog.Logger) *pgNotifier {
+func newNotifier(pool *pgxpool.Pool, log *slog.Logger) *notifier {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &pgNotifier{pool: pool, log: log, self: hex.EncodeToString(b), pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	n := &notifier{pool: pool, log: log, self: hex.EncodeToString(b), pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	listening := make(chan struct{})
 	n.done.Go(func() { n.listen(listening) })
 	n.done.Go(n.send)
@@ -64,11 +64,11 @@ func newPGNotifier(pool *pgxpool.Pool, log *slog.Logger) *pgNotifier {
 
 // Watch returns a channel closed at the next news of key, from this
 // process or another.
-func (n *pgNotifier) Watch(key string) <-chan struct{} { return n.local.Watch(key) }
+func (n *notifier) Watch(key string) <-chan struct{} { return n.local.Watch(key) }
 
 // Notify wakes this process's watchers of keys at once, and the other
 // processes' soon.
-func (n *pgNotifier) Notify(keys ...string) {
+func (n *notifier) Notify(keys ...string) {
 	n.local.Notify(keys...)
 	n.mu.Lock()
 	for _, k := range keys {
@@ -82,7 +82,7 @@ func (n *pgNotifier) Notify(keys ...string) {
 }
 
 // send sends the pending keys, all in one statement, until closed.
-func (n *pgNotifier) send() {
+func (n *notifier) send() {
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -101,7 +101,7 @@ func (n *pgNotifier) send() {
 		if len(keys) == 0 {
 			continue
 		}
-		if _, err := n.pool.Exec(n.ctx, `SELECT pg_notify($1, k) FROM unnest($2::text[]) k`, pgChannel, keys); err != nil && n.ctx.Err() == nil {
+		if _, err := n.pool.Exec(n.ctx, `SELECT pg_notify($1, k) FROM unnest($2::text[]) k`, channel, keys); err != nil && n.ctx.Err() == nil {
 			// Once more a second later (news is only a wake-up: sent
 			// twice or late, it costs a look); meanwhile the others'
 			// waiters look again when their own timers end.
@@ -137,7 +137,7 @@ const listenCheck = 15 * time.Second
 // listen tells this process's waiters the news of the others, listening
 // again (and waking every waiter: news may have been lost meanwhile) when
 // its connection breaks or stops answering.
-func (n *pgNotifier) listen(listening chan struct{}) {
+func (n *notifier) listen(listening chan struct{}) {
 	first := true
 	for n.ctx.Err() == nil {
 		err := n.listenOnce(func() {
@@ -165,14 +165,14 @@ func (n *pgNotifier) listen(listening chan struct{}) {
 // first one gave up) is not delivered; and Open is let go only after,
 // so that no waiter it hands out is woken by the first (a watcher of no
 // news woken: a flaky test).
-func (n *pgNotifier) listenOnce(listening func()) error {
+func (n *notifier) listenOnce(listening func()) error {
 	conn, err := n.pool.Acquire(n.ctx)
 	if err != nil {
 		return err
 	}
 	pc := conn.Hijack()
 	defer pc.Close(context.Background())
-	if _, err := pc.Exec(n.ctx, "LISTEN "+pgChannel); err != nil {
+	if _, err := pc.Exec(n.ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
 	n.local.NotifyAll()
@@ -184,7 +184,7 @@ func (n *pgNotifier) listenOnce(listening func()) error {
 // another process sends on pc, until pc fails: one quiet for listenCheck
 // is pinged, and has failed when it does not answer (a half-open
 // connection).
-func (n *pgNotifier) deliver(pc *pgx.Conn) error {
+func (n *notifier) deliver(pc *pgx.Conn) error {
 	for {
 		wctx, cancel := context.WithTimeout(n.ctx, listenCheck)
 		note, err := pc.WaitForNotification(wctx)
@@ -207,7 +207,7 @@ func (n *pgNotifier) deliver(pc *pgx.Conn) error {
 	}
 }
 
-func (n *pgNotifier) close() {
+func (n *notifier) close() {
 	n.cancel()
 	n.done.Wait()
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,41 +18,38 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// pgDialect is the dialect of PostgreSQL's store. locked: the
-// transaction takes row locks (pgRowLocks), and InsertMessages runs
-// pgInsertLockedSQL rather than pgInsertMessagesSQL.
-type pgDialect struct {
+// dialect is the dialect of PostgreSQL's store. locked: the
+// transaction takes row locks (rowLocks), and InsertMessages runs
+// insertLockedSQL rather than insertMessagesSQL.
+type dialect struct {
 	locked bool
 }
 
-// pgDialectFor is the dialect of a transaction taking lk.
-func pgDialectFor(lk sqlcore.Locks) pgDialect {
-	_, locked := lk.(pgRowLocks)
-	return pgDialect{locked: locked}
+// dialectFor is the dialect of a transaction taking lk.
+func dialectFor(lk sqlcore.Locks) dialect {
+	_, locked := lk.(rowLocks)
+	return dialect{locked: locked}
 }
 
-// Text is s as PostgreSQL's text can hold it (pgText).
-func (pgDialect) Text(s string) string { return pgText(s) }
+// Text is s as PostgreSQL's text can hold it (func text, text.go).
+func (dialect) Text(s string) string { return text(s) }
 
-// Param is PostgreSQL's $n.
-func (pgDialect) Param(n int) string { return "$" + strconv.Itoa(n) }
-
-// pgRowLocks are the locks of a PostgreSQL write marked
+// rowLocks are the locks of a PostgreSQL write marked
 // broker.UpdateOptions.Concurrent while other processes share the
-// database (pg_members.go): it runs beside their writes, and settles
+// database (members.go): it runs beside their writes, and settles
 // its conflicts with theirs by row locks.
-type pgRowLocks struct{}
+type rowLocks struct{}
 
 // ForUpdate: READ COMMITTED, a row another write changed meanwhile is
 // read as that write left it, and tested again against the WHERE.
-func (pgRowLocks) ForUpdate() string { return ` FOR UPDATE` }
+func (rowLocks) ForUpdate() string { return ` FOR UPDATE` }
 
-func (pgRowLocks) LockPartition(ctx context.Context, t *sqlcore.Tx, partitionID int64) error {
+func (rowLocks) LockPartition(ctx context.Context, t *sqlcore.Tx, partitionID int64) error {
 	_, err := t.Exec(ctx, `SELECT id FROM partitions WHERE id = ? FOR UPDATE`, partitionID)
 	return err
 }
 
-func (pgRowLocks) ScanWhole() bool { return true }
+func (rowLocks) ScanWhole() bool { return true }
 
 // LockDrained keeps only those no other write holds, whose partition no
 // push holds, looked at again once locked (clearReadySQL). A push holds
@@ -63,7 +59,7 @@ func (pgRowLocks) ScanWhole() bool { return true }
 // transaction's share of the partition, and marks what it cleared. The
 // partition comes first in FROM, so its row is locked first: a consumer
 // is not left locked (unreturned) behind a partition that is skipped.
-func (pgRowLocks) LockDrained(ctx context.Context, t *sqlcore.Tx, groupID int64, drained []int64) ([]int64, error) {
+func (rowLocks) LockDrained(ctx context.Context, t *sqlcore.Tx, groupID int64, drained []int64) ([]int64, error) {
 	return t.QueryIDs(ctx, `SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
 				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
 				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED`, drained, groupID)
@@ -76,7 +72,7 @@ func (pgRowLocks) LockDrained(ctx context.Context, t *sqlcore.Tx, groupID int64,
 // changed meanwhile as that write left it), with a message past the
 // cursor as it stands then (another write may have moved it since the
 // scan).
-func (pgRowLocks) LockDue(ctx context.Context, t *sqlcore.Tx, groupID int64, due []broker.Consumer, now time.Time, want int) ([]broker.Consumer, error) {
+func (rowLocks) LockDue(ctx context.Context, t *sqlcore.Tx, groupID int64, due []broker.Consumer, now time.Time, want int) ([]broker.Consumer, error) {
 	ready := make([]int64, len(due))
 	for i, c := range due {
 		ready[i] = c.PartitionID
@@ -88,20 +84,20 @@ func (pgRowLocks) LockDue(ctx context.Context, t *sqlcore.Tx, groupID int64, due
 		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED`, ready, groupID, sqlcore.MS(now), want))
 }
 
-// pgLater is a write kept by execLater: its PostgreSQL text and
+// later is a write kept by execLater: its PostgreSQL text and
 // arguments.
-type pgLater struct {
+type later struct {
 	text string
 	args []any
 }
 
-// pgWriter is the executor of a write transaction: every statement runs
-// on its pgx connection (pg_begin.go), the first with its BEGIN, and
+// writer is the executor of a write transaction: every statement runs
+// on its pgx connection (begin.go), the first with its BEGIN, and
 // the writes execLater keeps go with the next round trip.
-type pgWriter struct {
-	begin *pgBegin
+type writer struct {
+	begin *begin
 	// later are the writes execLater keeps for the next round trip.
-	later []pgLater
+	later []later
 }
 
 // ExecLater keeps the write for the next round trip: sent before the
@@ -109,18 +105,18 @@ type pgWriter struct {
 // pop's and an ack's last write): its error is then that statement's,
 // or the commit's, and nothing of the transaction commits. The
 // transaction's reads see it all the same: none runs before it is sent.
-func (w *pgWriter) ExecLater(_ context.Context, query string, args []any) error {
-	text, args, err := pgBind(query, args)
+func (w *writer) ExecLater(_ context.Context, query string, args []any) error {
+	text, args, err := bind(query, args)
 	if err != nil {
 		return err
 	}
-	w.later = append(w.later, pgLater{text, args})
+	w.later = append(w.later, later{text, args})
 	return nil
 }
 
 // sendLater sends the writes execLater kept, in one round trip (after
 // BEGIN, if it is still to be sent).
-func (w *pgWriter) sendLater(ctx context.Context) error {
+func (w *writer) sendLater(ctx context.Context) error {
 	if len(w.later) == 0 {
 		return nil
 	}
@@ -129,7 +125,7 @@ func (w *pgWriter) sendLater(ctx context.Context) error {
 	}
 	later := w.later
 	w.later = nil
-	return pgPipeline(ctx, w.begin.pgc, func(b *pgx.Batch) {
+	return pipeline(ctx, w.begin.pgc, func(b *pgx.Batch) {
 		for _, l := range later {
 			b.Queue(l.text, l.args...)
 		}
@@ -145,20 +141,20 @@ func (w *pgWriter) sendLater(ctx context.Context) error {
 
 // statement readies the transaction for its next statement: the writes
 // kept are sent first, and first says the statement is to carry the
-// transaction's BEGIN (pg_begin.go).
-func (w *pgWriter) statement(ctx context.Context) (first bool, err error) {
+// transaction's BEGIN (begin.go).
+func (w *writer) statement(ctx context.Context) (first bool, err error) {
 	if len(w.later) > 0 {
 		return false, w.sendLater(ctx)
 	}
 	return w.begin.first()
 }
 
-func (w *pgWriter) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
+func (w *writer) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
 	first, err := w.statement(ctx)
 	if err != nil {
 		return nil, err
 	}
-	text, args, err := pgBind(query, args)
+	text, args, err := bind(query, args)
 	if err != nil {
 		return nil, err
 	}
@@ -168,24 +164,24 @@ func (w *pgWriter) Exec(ctx context.Context, query string, args []any) (sql.Resu
 	return w.begin.exec(ctx, text, args)
 }
 
-func (w *pgWriter) Query(ctx context.Context, query string, args []any) (sqlcore.Rows, error) {
+func (w *writer) Query(ctx context.Context, query string, args []any) (sqlcore.Rows, error) {
 	first, err := w.statement(ctx)
 	if err != nil {
 		return nil, err
 	}
-	text, args, err := pgBind(query, args)
+	text, args, err := bind(query, args)
 	if err != nil {
 		return nil, err
 	}
 	return w.query(ctx, first, text, args)
 }
 
-func (w *pgWriter) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
+func (w *writer) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
 	first, err := w.statement(ctx)
 	if err != nil {
 		return nil, err
 	}
-	text, args, err := pgBindStmt(s)
+	text, args, err := bindStmt(s)
 	if err != nil {
 		return nil, err
 	}
@@ -193,109 +189,91 @@ func (w *pgWriter) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows
 }
 
 // query runs text, the transaction's first statement when first.
-func (w *pgWriter) query(ctx context.Context, first bool, text string, args []any) (sqlcore.Rows, error) {
+func (w *writer) query(ctx context.Context, first bool, text string, args []any) (sqlcore.Rows, error) {
 	if first {
 		return w.begin.queryFirst(ctx, text, args)
 	}
 	return w.begin.query(ctx, text, args)
 }
 
-func (w *pgWriter) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {
-	return pgRowOf(w.Query(ctx, query, args))
+func (w *writer) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {
+	return rowOf(w.Query(ctx, query, args))
 }
 
-func (w *pgWriter) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
-	return pgRowOf(w.QueryStmt(ctx, s))
+func (w *writer) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
+	return rowOf(w.QueryStmt(ctx, s))
 }
 
-// pgRowOf is the one-row answer of a query's rows, or its error.
-func pgRowOf(rows sqlcore.Rows, err error) sqlcore.Row {
+// rowOf is the one-row answer of a query's rows, or its error.
+func rowOf(rows sqlcore.Rows, err error) sqlcore.Row {
 	if err != nil {
-		return pgRow{err: err}
+		return writeRow{err: err}
 	}
-	return pgRow{rows: rows}
+	return writeRow{rows: rows}
 }
 
-func (w *pgWriter) Insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
-	return pgInsertReturning(w.Query(ctx, query+" RETURNING "+col, args))
+func (w *writer) Insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
+	return insertReturning(w.Query(ctx, query+" RETURNING "+col, args))
 }
 
-// ExecUnprepared sends BEGIN and the writes kept first: the statement
-// goes through database/sql, on the transaction's connection.
-func (w *pgWriter) ExecUnprepared(ctx context.Context, query string, args []any) error {
-	if err := w.begin.now(ctx); err != nil {
-		return err
-	}
-	if err := w.sendLater(ctx); err != nil {
-		return err
-	}
-	_, err := w.begin.conn.ExecContext(ctx, query, args...)
-	return err
-}
-
-// pgReader is the executor of a read transaction (View): its statements
+// reader is the executor of a read transaction (View): its statements
 // go through database/sql.
-type pgReader struct {
+type reader struct {
 	conn *sql.Conn
 }
 
-func (r pgReader) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
-	text, args, err := pgBind(query, args)
+func (r reader) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
+	text, args, err := bind(query, args)
 	if err != nil {
 		return nil, err
 	}
 	return r.conn.ExecContext(ctx, text, args...)
 }
 
-func (r pgReader) Query(ctx context.Context, query string, args []any) (sqlcore.Rows, error) {
-	text, args, err := pgBind(query, args)
+func (r reader) Query(ctx context.Context, query string, args []any) (sqlcore.Rows, error) {
+	text, args, err := bind(query, args)
 	if err != nil {
 		return nil, err
 	}
 	return r.conn.QueryContext(ctx, text, args...)
 }
 
-func (r pgReader) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {
-	text, args, err := pgBind(query, args)
+func (r reader) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {
+	text, args, err := bind(query, args)
 	if err != nil {
-		return pgRow{err: err}
+		return writeRow{err: err}
 	}
 	return r.conn.QueryRowContext(ctx, text, args...)
 }
 
-func (r pgReader) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
-	text, args, err := pgBindStmt(s)
+func (r reader) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
+	text, args, err := bindStmt(s)
 	if err != nil {
 		return nil, err
 	}
 	return r.conn.QueryContext(ctx, text, args...)
 }
 
-func (r pgReader) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
-	text, args, err := pgBindStmt(s)
+func (r reader) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
+	text, args, err := bindStmt(s)
 	if err != nil {
-		return pgRow{err: err}
+		return writeRow{err: err}
 	}
 	return r.conn.QueryRowContext(ctx, text, args...)
 }
 
-func (r pgReader) Insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
-	return pgInsertReturning(r.Query(ctx, query+" RETURNING "+col, args))
+func (r reader) Insert(ctx context.Context, col, query string, args []any) (int64, int64, error) {
+	return insertReturning(r.Query(ctx, query+" RETURNING "+col, args))
 }
 
-func (r pgReader) ExecLater(ctx context.Context, query string, args []any) error {
+func (r reader) ExecLater(ctx context.Context, query string, args []any) error {
 	_, err := r.Exec(ctx, query, args)
 	return err
 }
 
-func (r pgReader) ExecUnprepared(ctx context.Context, query string, args []any) error {
-	_, err := r.conn.ExecContext(ctx, query, args...)
-	return err
-}
-
-// pgInsertReturning reads the answer of an INSERT … RETURNING col: how
+// insertReturning reads the answer of an INSERT … RETURNING col: how
 // many rows it inserted and the highest col returned.
-func pgInsertReturning(rows sqlcore.Rows, err error) (n, last int64, _ error) {
+func insertReturning(rows sqlcore.Rows, err error) (n, last int64, _ error) {
 	if err != nil {
 		return 0, 0, err
 	}
@@ -313,28 +291,28 @@ func pgInsertReturning(rows sqlcore.Rows, err error) (n, last int64, _ error) {
 	return n, last, nil
 }
 
-// pgBind is query in PostgreSQL's dialect with its arguments (pgArgs:
+// bind is query in PostgreSQL's dialect with its arguments (textAndArgs:
 // the catalog's text, or errNotCatalogued), a full-text match
-// (sqlcore.FTSMatch) bound as a tsquery (pgTsquery): pgx writes a
+// (sqlcore.FTSMatch) bound as a tsquery (tsquery): pgx writes a
 // pgtype.TextValuer's text, for a parameter of a type it has no codec
 // of, as tsquery.
-func pgBind(query string, args []any) (string, []any, error) {
-	return pgArgs(query, pgMatches(args))
+func bind(query string, args []any) (string, []any, error) {
+	return textAndArgs(query, matches(args))
 }
 
-// pgBindStmt is pgBind of a composed statement (pgComposedStmt).
-func pgBindStmt(s *sqlcore.Stmt) (string, []any, error) {
-	st, err := pgComposedStmt(s)
+// bindStmt is bind of a composed statement (composedStmt).
+func bindStmt(s *sqlcore.Stmt) (string, []any, error) {
+	st, err := composedStmt(s)
 	if err != nil {
 		return "", nil, err
 	}
-	text, args := st.bind(pgMatches(s.Args()))
+	text, args := st.bind(matches(s.Args()))
 	return text, args, nil
 }
 
-// pgMatches is args with each full-text match (sqlcore.FTSMatch) bound
-// as a tsquery (pgTsquery), copied when one is.
-func pgMatches(args []any) []any {
+// matches is args with each full-text match (sqlcore.FTSMatch) bound
+// as a tsquery (tsquery), copied when one is.
+func matches(args []any) []any {
 	copied := false
 	for i, a := range args {
 		m, ok := a.(sqlcore.FTSMatch)
@@ -344,18 +322,18 @@ func pgMatches(args []any) []any {
 		if !copied {
 			args, copied = slices.Clone(args), true
 		}
-		args[i] = pgtype.Text{String: pgTsquery(string(m)), Valid: true}
+		args[i] = pgtype.Text{String: tsquery(string(m)), Valid: true}
 	}
 	return args
 }
 
-// pgText is an error text or fingerprint as PostgreSQL can hold it: its
+// text is an error text or fingerprint as PostgreSQL can hold it: its
 // text has no NUL and is UTF-8, so each NUL and each run of bytes that is
 // not UTF-8 is U+FFFD (the error is a stranger's, and a failed ack must
 // still be recorded). A fingerprint made of the text so changed is the
 // fingerprint of the text changed likewise, so an error group stays one.
 // SQLite keeps every byte.
-func pgText(s string) string {
+func text(s string) string {
 	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
 		return s
 	}
@@ -363,7 +341,7 @@ func pgText(s string) string {
 }
 
 // ImportSeq is drawn from messages' identity sequence.
-func (pgDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, _ time.Time) (int64, error) {
+func (dialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, _ time.Time) (int64, error) {
 	var next int64
 	err := t.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`).Scan(&next)
 	return next, err
@@ -375,7 +353,7 @@ func (pgDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, _ time.Time) (int
 // their count and the highest: they are read back (RETURNING), each
 // copy found by its partition and transactionId. A copy not returned was
 // pushed before and is looked up by that index (not Inserted).
-func (pgDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, now time.Time) error {
+func (dialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, now time.Time) error {
 	type key struct {
 		partition int64
 		txid      string
@@ -417,8 +395,8 @@ func (pgDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy
 }
 
 // ExpectOutcomes is ExpectReplayOutcomes on PostgreSQL: one statement.
-func (pgDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID int64, list string) error {
-	_, err := t.Exec(ctx, pgExpectOutcomesSQL, jobID, list)
+func (dialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID int64, list string) error {
+	_, err := t.Exec(ctx, expectOutcomesSQL, jobID, list)
 	return err
 }
 
@@ -427,27 +405,27 @@ func (pgDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID int64,
 // SQLite's json_each numbers them), each joined to its dead letters by
 // id (the error texts' index) or seq.
 const (
-	pgBlockOfErrors sqlcore.Frag = sqlcore.DeadLetterCols +
+	blockOfErrors sqlcore.Frag = sqlcore.DeadLetterCols +
 		`json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)` + sqlcore.DeadLetterJoins
-	pgBlockOfPayloads sqlcore.Frag = sqlcore.DeadLetterCols +
+	blockOfPayloads sqlcore.Frag = sqlcore.DeadLetterCols +
 		`json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)` + sqlcore.DeadLetterJoins
 )
 
-func (pgDialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlcore.Stmt {
-	head := pgBlockOfErrors
+func (dialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlcore.Stmt {
+	head := blockOfErrors
 	if ph.Payloads() {
-		head = pgBlockOfPayloads
+		head = blockOfPayloads
 	}
 	return sqlcore.BlockStmt(head, ph, docids, limit)
 }
 
 // NewestSeq is 0: PostgreSQL's seqs keep growing by themselves.
-func (pgDialect) NewestSeq(context.Context, *sqlcore.Tx) (int64, error) { return 0, nil }
+func (dialect) NewestSeq(context.Context, *sqlcore.Tx) (int64, error) { return 0, nil }
 
 // KeepSeqFloor writes nothing on PostgreSQL (see sqlcore.Tx.KeepSeqFloor).
-func (pgDialect) KeepSeqFloor(context.Context, *sqlcore.Tx, int64, int64) error { return nil }
+func (dialect) KeepSeqFloor(context.Context, *sqlcore.Tx, int64, int64) error { return nil }
 
-func (pgDialect) HoldsNone(s string) bool {
+func (dialect) HoldsNone(s string) bool {
 	return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0
 }
 
@@ -456,20 +434,20 @@ func (pgDialect) HoldsNone(s string) bool {
 // bucket's depth and oldest_at are the first of each step's buckets
 // newest first; its sums are numeric, cast back. A constant for each
 // table of buckets.
-func (pgDialect) StepSeriesSQL(table string) string {
+func (dialect) StepSeriesSQL(table string) string {
 	switch table {
 	case "stats_minute":
-		return pgStepSeriesSQL("b.minute", "stats_minute")
+		return stepSeriesSQL("b.minute", "stats_minute")
 	case "stats_quarter":
-		return pgStepSeriesSQL("b.quarter", "stats_quarter")
+		return stepSeriesSQL("b.quarter", "stats_quarter")
 	case "stats_hour":
-		return pgStepSeriesSQL("b.hour", "stats_hour")
+		return stepSeriesSQL("b.hour", "stats_hour")
 	}
 	return ""
 }
 
-// pgStepSeriesSQL is StepSeriesSQL of table, whose time column is u.
-func pgStepSeriesSQL(u, table string) string {
+// stepSeriesSQL is StepSeriesSQL of table, whose time column is u.
+func stepSeriesSQL(u, table string) string {
 	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
@@ -477,12 +455,12 @@ func pgStepSeriesSQL(u, table string) string {
 			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY b.queue_id, b.group_id, step`
 }
 
-// pgExpectOutcomesSQL is ExpectReplayOutcomes' statement on PostgreSQL,
+// expectOutcomesSQL is ExpectReplayOutcomes' statement on PostgreSQL,
 // over a JSON array of [copy_seq, group_id, error group] triples (the
 // error group may be left out: 0), which it reads with
 // json_array_elements, casting the elements (->> gives them as text); it
 // counts for a job only (job 0 is a single replay).
-const pgExpectOutcomesSQL = `WITH noted AS (
+const expectOutcomesSQL = `WITH noted AS (
 			INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
 			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint, COALESCE((j.value ->> 2)::bigint, 0) FROM json_array_elements(?2::json) j(value)
 			ON CONFLICT DO NOTHING

@@ -9,109 +9,96 @@ import (
 	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
-// sqliteDialect is the dialect of SQLite's store: sqlcore.Tx's statements
+// dialect is the dialect of SQLite's store: sqlcore.Tx's statements
 // run as written.
-type sqliteDialect struct{}
+type dialect struct{}
 
 // Text keeps every byte.
-func (sqliteDialect) Text(s string) string { return s }
-
-// Param is SQLite's ?.
-func (sqliteDialect) Param(int) string { return "?" }
+func (dialect) Text(s string) string { return s }
 
 // InsertMessages calls InsertMessage for each message: a statement costs
 // no round trip here, and the push's statement stays the one measured.
-func (sqliteDialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, ms []*broker.Message) ([]bool, error) {
+func (dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, ms []*broker.Message) ([]bool, error) {
 	return t.InsertEach(ctx, ms)
 }
 
 // FoldLock folds every row noted: SQLite's one writer holds them all.
-func (sqliteDialect) FoldLock(_ context.Context, _ *sqlcore.Tx, ids []int64, keys [][2]int64) ([]int64, [][2]int64, sqlcore.FoldLeft, error) {
+func (dialect) FoldLock(_ context.Context, _ *sqlcore.Tx, ids []int64, keys [][2]int64) ([]int64, [][2]int64, sqlcore.FoldLeft, error) {
 	return ids, keys, sqlcore.FoldLeft{}, nil
 }
 
-// sqliteWriter is the executor of the writer's transactions: its
+// writer is the executor of the writer's transactions: its
 // statements run beneath database/sql on the connection held for it,
 // kept prepared (rawConn), with no context (see stmt.go).
-type sqliteWriter struct {
+type writer struct {
 	raw  *rawConn
 	conn *sql.Conn // the same connection, through database/sql
 }
 
-func (w sqliteWriter) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
+func (w writer) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
 	return w.raw.exec(query, args)
 }
 
-func (w sqliteWriter) Query(_ context.Context, query string, args []any) (sqlcore.Rows, error) {
+func (w writer) Query(_ context.Context, query string, args []any) (sqlcore.Rows, error) {
 	return w.raw.query(query, args)
 }
 
-func (w sqliteWriter) QueryRow(_ context.Context, query string, args []any) sqlcore.Row {
+func (w writer) QueryRow(_ context.Context, query string, args []any) sqlcore.Row {
 	rows, err := w.raw.query(query, args)
 	return rawRow{rows: rows, err: err}
 }
 
-func (w sqliteWriter) Insert(ctx context.Context, _ string, query string, args []any) (int64, int64, error) {
+func (w writer) Insert(ctx context.Context, _ string, query string, args []any) (int64, int64, error) {
 	return sqlResultInsert(w.Exec(ctx, query, args))
 }
 
-func (w sqliteWriter) ExecLater(ctx context.Context, query string, args []any) error {
+func (w writer) ExecLater(ctx context.Context, query string, args []any) error {
 	_, err := w.Exec(ctx, query, args)
 	return err
 }
 
-func (w sqliteWriter) ExecUnprepared(_ context.Context, query string, args []any) error {
-	_, err := w.conn.ExecContext(context.Background(), query, args...)
-	return err
-}
-
-func (w sqliteWriter) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
+func (w writer) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
 	return w.Query(ctx, s.SQL(), s.Args())
 }
 
-func (w sqliteWriter) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
+func (w writer) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
 	return w.QueryRow(ctx, s.SQL(), s.Args())
 }
 
-// sqliteReader is the executor of a read transaction (View) on a
+// reader is the executor of a read transaction (View) on a
 // connection of the read pool, whose statements go-sqlite3 keeps
 // prepared. No context reaches them: View's one watcher interrupts a
 // read that runs long (watchCancel).
-type sqliteReader struct {
+type reader struct {
 	conn *sql.Conn
 }
 
-func (r sqliteReader) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
+func (r reader) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
 	return r.conn.ExecContext(context.Background(), query, args...)
 }
 
-func (r sqliteReader) Query(_ context.Context, query string, args []any) (sqlcore.Rows, error) {
+func (r reader) Query(_ context.Context, query string, args []any) (sqlcore.Rows, error) {
 	return r.conn.QueryContext(context.Background(), query, args...)
 }
 
-func (r sqliteReader) QueryRow(_ context.Context, query string, args []any) sqlcore.Row {
+func (r reader) QueryRow(_ context.Context, query string, args []any) sqlcore.Row {
 	return r.conn.QueryRowContext(context.Background(), query, args...)
 }
 
-func (r sqliteReader) Insert(ctx context.Context, _ string, query string, args []any) (int64, int64, error) {
+func (r reader) Insert(ctx context.Context, _ string, query string, args []any) (int64, int64, error) {
 	return sqlResultInsert(r.Exec(ctx, query, args))
 }
 
-func (r sqliteReader) ExecLater(ctx context.Context, query string, args []any) error {
+func (r reader) ExecLater(ctx context.Context, query string, args []any) error {
 	_, err := r.Exec(ctx, query, args)
 	return err
 }
 
-func (r sqliteReader) ExecUnprepared(ctx context.Context, query string, args []any) error {
-	_, err := r.Exec(ctx, query, args)
-	return err
-}
-
-func (r sqliteReader) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
+func (r reader) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
 	return r.Query(ctx, s.SQL(), s.Args())
 }
 
-func (r sqliteReader) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
+func (r reader) QueryRowStmt(ctx context.Context, s *sqlcore.Stmt) sqlcore.Row {
 	return r.QueryRow(ctx, s.SQL(), s.Args())
 }
 
@@ -130,7 +117,7 @@ func sqlResultInsert(res sql.Result, err error) (n, last int64, _ error) {
 
 // ImportSeq is one above the highest of messages, the placeholder moved
 // one above it.
-func (sqliteDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, now time.Time) (int64, error) {
+func (dialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, now time.Time) (int64, error) {
 	var top int64
 	if err := t.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&top); err != nil {
 		return 0, err
@@ -144,7 +131,7 @@ func (sqliteDialect) ImportSeq(ctx context.Context, t *sqlcore.Tx, now time.Time
 // PushCopies inserts the copies on SQLite: one writer and no
 // AUTOINCREMENT, so when every copy went in, their seqs are the last
 // len(cs) ones, in that order.
-func (sqliteDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, now time.Time) error {
+func (dialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.Copy, now time.Time) error {
 	n, last, err := t.Insert(ctx, "seq", sqlcore.InsertCopiesSQL, sqlcore.MS(now))
 	if err != nil {
 		return err
@@ -178,7 +165,7 @@ func (sqliteDialect) PushCopies(ctx context.Context, t *sqlcore.Tx, cs []broker.
 
 // ExpectOutcomes is ExpectReplayOutcomes on SQLite: the pairs not noted
 // yet counted first, then noted.
-func (sqliteDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID int64, list string) error {
+func (dialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID int64, list string) error {
 	if jobID != 0 {
 		if _, err := t.Exec(ctx, countNewOutcomesSQL, jobID, list); err != nil {
 			return err
@@ -194,58 +181,58 @@ func (sqliteDialect) ExpectOutcomes(ctx context.Context, t *sqlcore.Tx, jobID in
 // JOIN), each looked up by id or seq; the sort is of the page's rows
 // only.
 func blockQuery(ph sqlcore.ExportPhase, docids []int64, limit int) (string, []any) {
-	s := sqliteDialect{}.BlockStmt(ph, docids, limit)
+	s := dialect{}.BlockStmt(ph, docids, limit)
 	return s.SQL(), s.Args()
 }
 
 // The heads of BlockStmt on SQLite: the docids of a JSON array, each
 // joined to its dead letters by id (the error texts' index) or seq.
 const (
-	sqliteBlockOfErrors   sqlcore.Frag = sqlcore.DeadLetterCols + `json_each(?) k CROSS JOIN dead_letters d ON d.id = k.value` + sqlcore.DeadLetterJoins
-	sqliteBlockOfPayloads sqlcore.Frag = sqlcore.DeadLetterCols + `json_each(?) k CROSS JOIN dead_letters d ON d.seq = k.value` + sqlcore.DeadLetterJoins
+	blockOfErrors   sqlcore.Frag = sqlcore.DeadLetterCols + `json_each(?) k CROSS JOIN dead_letters d ON d.id = k.value` + sqlcore.DeadLetterJoins
+	blockOfPayloads sqlcore.Frag = sqlcore.DeadLetterCols + `json_each(?) k CROSS JOIN dead_letters d ON d.seq = k.value` + sqlcore.DeadLetterJoins
 )
 
-func (sqliteDialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlcore.Stmt {
-	head := sqliteBlockOfErrors
+func (dialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlcore.Stmt {
+	head := blockOfErrors
 	if ph.Payloads() {
-		head = sqliteBlockOfPayloads
+		head = blockOfPayloads
 	}
 	return sqlcore.BlockStmt(head, ph, docids, limit)
 }
 
 // NewestSeq is the newest message's seq, for keepSeqFloor.
-func (sqliteDialect) NewestSeq(ctx context.Context, t *sqlcore.Tx) (int64, error) {
+func (dialect) NewestSeq(ctx context.Context, t *sqlcore.Tx) (int64, error) {
 	var top int64
 	err := t.QueryRow(ctx, `SELECT MAX(seq) FROM messages`).Scan(&top)
 	return top, err
 }
 
 // KeepSeqFloor writes or moves the placeholder row.
-func (sqliteDialect) KeepSeqFloor(ctx context.Context, t *sqlcore.Tx, seq, createdAt int64) error {
+func (dialect) KeepSeqFloor(ctx context.Context, t *sqlcore.Tx, seq, createdAt int64) error {
 	_, err := t.Exec(ctx, `INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
 		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq`, seq, createdAt)
 	return err
 }
 
-func (sqliteDialect) HoldsNone(string) bool { return false }
+func (dialect) HoldsNone(string) bool { return false }
 
 // StepSeriesSQL is Series' query of a step of several buckets, summed by
 // SQLite over that range, each step's depth and oldest_at from its last
 // bucket (the row of MAX). A constant for each table of buckets.
-func (sqliteDialect) StepSeriesSQL(table string) string {
+func (dialect) StepSeriesSQL(table string) string {
 	switch table {
 	case "stats_minute":
-		return sqliteStepSeriesSQL("b.minute", "stats_minute")
+		return stepSeriesSQL("b.minute", "stats_minute")
 	case "stats_quarter":
-		return sqliteStepSeriesSQL("b.quarter", "stats_quarter")
+		return stepSeriesSQL("b.quarter", "stats_quarter")
 	case "stats_hour":
-		return sqliteStepSeriesSQL("b.hour", "stats_hour")
+		return stepSeriesSQL("b.hour", "stats_hour")
 	}
 	return ""
 }
 
-// sqliteStepSeriesSQL is StepSeriesSQL of table, whose time column is u.
-func sqliteStepSeriesSQL(u, table string) string {
+// stepSeriesSQL is StepSeriesSQL of table, whose time column is u.
+func stepSeriesSQL(u, table string) string {
 	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
 			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
 			SUM(b.expired), SUM(b.dead_letters_expired), MAX(` + u + `), b.depth, b.oldest_at FROM ` + table + ` b

@@ -9,14 +9,14 @@ import (
 	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
-// pgInsertMessagesSQL inserts a push's messages, given as one array a
+// insertMessagesSQL inserts a push's messages, given as one array a
 // column, in one statement. The rows go in the arrays' order (ORDER BY
 // ordinality): the identity default is drawn for each row as it comes
 // out of the sort (the plan's nextval sits above it; PostgreSQL 15 knows
 // the ordinality is in order and sorts nothing), so the seqs grow in
 // that order, as when inserted one by one. A row whose (partition_id, transaction_id) is there already,
 // or came earlier in the same arrays, is not inserted and not returned.
-const pgInsertMessagesSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+const insertMessagesSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
 		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
@@ -24,7 +24,7 @@ const pgInsertMessagesSQL = `INSERT INTO messages (partition_id, transaction_id,
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
 	RETURNING seq, partition_id, transaction_id`
 
-// pgInsertLockedSQL is pgInsertMessagesSQL for a shared write
+// insertLockedSQL is insertMessagesSQL for a shared write
 // (broker.UpdateOptions.Concurrent): it first locks the rows of the partitions pushed
 // to, in the order of their ids (two pushes to the same partitions wait
 // for each other, never in a circle), and holds them to the commit, so
@@ -33,7 +33,7 @@ const pgInsertMessagesSQL = `INSERT INTO messages (partition_id, transaction_id,
 // InitPlan of the WHERE, run once before the first row comes out of
 // unnest, so before the first seq is drawn; a push that waited for it
 // draws its seqs after the one it waited for has committed.
-const pgInsertLockedSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+const insertLockedSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
 		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
@@ -42,9 +42,9 @@ const pgInsertLockedSQL = `INSERT INTO messages (partition_id, transaction_id, p
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
 	RETURNING seq, partition_id, transaction_id`
 
-// pgDuplicatesSQL reads back the messages of the (partition_id,
+// duplicatesSQL reads back the messages of the (partition_id,
 // transaction_id) pairs given as two arrays, by that unique index.
-const pgDuplicatesSQL = `SELECT ` + sqlcore.MessageCols + ` FROM messages
+const duplicatesSQL = `SELECT ` + sqlcore.MessageCols + ` FROM messages
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?::bigint[], ?::text[]))`
 
 // messageKey is a message's unique (partition, transactionId).
@@ -54,13 +54,13 @@ type messageKey struct {
 }
 
 // InsertMessages is InsertMessages on PostgreSQL, where every statement
-// is a round trip: one INSERT of every message (pgInsertMessagesSQL,
-// or pgInsertLockedSQL for a write that takes row locks), then, when some were not inserted, one query that reads back
-// the messages they duplicate (pgDuplicatesSQL).
+// is a round trip: one INSERT of every message (insertMessagesSQL,
+// or insertLockedSQL for a write that takes row locks), then, when some were not inserted, one query that reads back
+// the messages they duplicate (duplicatesSQL).
 // Of two messages of one partition with one transactionId, the first is
 // inserted and the second reads it back, as InsertMessage one after the
 // other would have it.
-func (d pgDialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*broker.Message) ([]bool, error) {
+func (d dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*broker.Message) ([]bool, error) {
 	parts := make([]int64, len(msgs))
 	txids := make([]string, len(msgs))
 	payloads := make([][]byte, len(msgs))
@@ -69,9 +69,9 @@ func (d pgDialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*br
 	for i, m := range msgs {
 		parts[i], txids[i], payloads[i], traces[i], created[i] = m.PartitionID, m.TransactionID, m.Payload, m.TraceID, sqlcore.MS(m.CreatedAt)
 	}
-	insert := pgInsertMessagesSQL
+	insert := insertMessagesSQL
 	if d.locked {
-		insert = pgInsertLockedSQL
+		insert = insertLockedSQL
 	}
 	rows, err := t.Query(ctx, insert, parts, txids, payloads, traces, created)
 	if err != nil {
@@ -110,7 +110,7 @@ func (d pgDialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*br
 	if len(dupParts) == 0 {
 		return out, nil
 	}
-	existing, err := pgMessagesByKey(ctx, t, dupParts, dupTxids)
+	existing, err := messagesByKey(ctx, t, dupParts, dupTxids)
 	if err != nil {
 		return nil, err
 	}
@@ -127,10 +127,10 @@ func (d pgDialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*br
 	return out, nil
 }
 
-// pgMessagesByKey reads the messages of the given (partition,
+// messagesByKey reads the messages of the given (partition,
 // transactionId) pairs, payloads included, in one query.
-func pgMessagesByKey(ctx context.Context, t *sqlcore.Tx, parts []int64, txids []string) (map[messageKey]broker.Message, error) {
-	rows, err := t.Query(ctx, pgDuplicatesSQL, parts, txids)
+func messagesByKey(ctx context.Context, t *sqlcore.Tx, parts []int64, txids []string) (map[messageKey]broker.Message, error) {
+	rows, err := t.Query(ctx, duplicatesSQL, parts, txids)
 	if err != nil {
 		return nil, err
 	}

@@ -19,20 +19,20 @@ import (
 // writes need (a push waits for none of them): the write pool serves the
 // writes (one at a time in a process, wmu), the notifier, the lead and
 // the member count; the read pool every snapshot. Each statement of a
-// read stops after pgReadTimeout (statement_timeout, unless the URL sets
+// read stops after readTimeout (statement_timeout, unless the URL sets
 // one), answered broker.ErrTooSlow: one costly list (a filter that the
 // indexes cannot narrow) cannot take the server's cores for long.
 
-// pgReadTimeout bounds one statement of a read.
-const pgReadTimeout = 15 * time.Second
+// readTimeout bounds one statement of a read.
+const readTimeout = 15 * time.Second
 
-// pgReadPool opens the read pool: the write pool's settings (cfg, a copy
+// readPool opens the read pool: the write pool's settings (cfg, a copy
 // of which it takes), the same number of connections at most, and
 // statement_timeout.
-func pgReadPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, *sql.DB, error) {
+func readPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, *sql.DB, error) {
 	rc := cfg.Copy()
 	if _, set := rc.ConnConfig.RuntimeParams["statement_timeout"]; !set {
-		rc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(pgReadTimeout.Milliseconds())
+		rc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(readTimeout.Milliseconds())
 	}
 	rc.ConnConfig.RuntimeParams["application_name"] = "lazarus-read"
 	pool, err := pgxpool.NewWithConfig(ctx, rc)
@@ -42,12 +42,12 @@ func pgReadPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, *sql.D
 	return pool, stdlib.OpenDBFromPool(pool), nil
 }
 
-// pgReadError is err of a read, with a statement that statement_timeout
+// readError is err of a read, with a statement that statement_timeout
 // stopped made broker.ErrTooSlow.
-func pgReadError(err error) error {
+func readError(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "57014" {
 		return fmt.Errorf("%w: %w", broker.ErrTooSlow, err)
 	}
-	return pgUnavailable(err)
+	return unavailable(err)
 }

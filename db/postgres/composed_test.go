@@ -69,7 +69,7 @@ var composedFamilies = []composedFamily{
 
 // TestPGComposedStatementsPrepare: every statement a filter composes
 // (each combination of its conditions, composedFamilies) is made of
-// catalogued fragments (pgCompose), has as many parameters as
+// catalogued fragments (compose), has as many parameters as
 // arguments on both stores, is the PostgreSQL text the translator makes
 // of the whole where no fragment's was written by hand, and PREPAREs on
 // a migrated PostgreSQL. (TestPGComposedStatementsAreCatalogued checks
@@ -89,7 +89,7 @@ func TestPGComposedStatementsPrepare(t *testing.T) {
 				continue
 			}
 			seen[q] = true
-			pg, err := pgCompose(s.Parts())
+			pg, err := compose(s.Parts())
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", fam.name, err, q)
 			}
@@ -101,10 +101,10 @@ func TestPGComposedStatementsPrepare(t *testing.T) {
 			if n := strings.Count(q, "?"); n != len(s.Args()) {
 				t.Errorf("%s: %d parameters on SQLite, %d arguments\n%s", fam.name, n, len(s.Args()), q)
 			}
-			if n := pgParamCount(pg.text); n != len(s.Args()) {
+			if n := paramCount(pg.text); n != len(s.Args()) {
 				t.Errorf("%s: %d parameters on PostgreSQL, %d arguments\n%s", fam.name, n, len(s.Args()), pg.text)
 			}
-			if whole := pgSQL(q); !hand && whole != pg.text {
+			if whole := translated(q); !hand && whole != pg.text {
 				t.Errorf("%s: composed\n%s\nbut the whole translates to\n%s", fam.name, pg.text, whole)
 			}
 			if _, err := conn.Prepare(ctx, "", pg.text); err != nil {
@@ -120,17 +120,17 @@ func TestPGComposedStatementsPrepare(t *testing.T) {
 // errNotCatalogued, naming the fragment and the function, rather than
 // run translated.
 func TestPGComposedFragmentNotCataloguedIsRefused(t *testing.T) {
-	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	d := openStore(t, pgtest.Database(t, "db", Prepare))
 	ctx := context.Background()
 	const kind = `kind = ?`
-	s, ok := pgFragments[kind]
+	s, ok := fragments[kind]
 	if !ok {
 		t.Fatalf("Jobs' kind fragment is not in the catalog")
 	}
-	delete(pgFragments, kind)
-	defer func() { pgFragments[kind] = s }()
-	pgComposed.clear()
-	defer pgComposed.clear()
+	delete(fragments, kind)
+	defer func() { fragments[kind] = s }()
+	composed.clear()
+	defer composed.clear()
 	err := d.View(ctx, func(tx broker.Tx) error {
 		_, err := tx.Jobs(ctx, broker.JobFilter{Kind: "replay"}, broker.Page{Limit: 5})
 		return err

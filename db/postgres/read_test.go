@@ -21,7 +21,7 @@ import (
 func TestPGReadsHoldNoConnectionOfTheWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	d := openStore(t, pgtest.Database(t, "db", Prepare))
 	b := broker.New(broker.Config{Store: d})
 	defer b.Close()
 	n := 2 * int(d.pool.Config().MaxConns)
@@ -69,7 +69,7 @@ func TestPGSlowReadIsStopped(t *testing.T) {
 	if strings.Contains(dsn, "?") {
 		sep = "&"
 	}
-	d := openPG(t, dsn+sep+"statement_timeout=200")
+	d := openStore(t, dsn+sep+"statement_timeout=200")
 	err := d.View(ctx, func(tx broker.Tx) error {
 		_, err := tx.(*sqlcore.Tx).Exec(ctx, `SELECT pg_sleep(5)`)
 		return err
@@ -88,7 +88,7 @@ func TestPGSlowReadIsStopped(t *testing.T) {
 func TestPGSearchWindowIsReadOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	d := openStore(t, pgtest.Database(t, "db", Prepare))
 	b := broker.New(broker.Config{Store: d})
 	defer b.Close()
 	if _, err := b.Configure(ctx, "q", map[string]json.RawMessage{"retryLimit": json.RawMessage(`0`)}, "t"); err != nil {
@@ -118,14 +118,14 @@ func TestPGSearchWindowIsReadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var qid int64
-	if err := d.QueryRow(ctx, `SELECT id FROM queues WHERE name = 'q'`).Scan(&qid); err != nil {
+	if err := d.QueryRowUncatalogued(ctx, `SELECT id FROM queues WHERE name = 'q'`).Scan(&qid); err != nil {
 		t.Fatal(err)
 	}
 	f := broker.Filter{QueueID: qid, Fields: []broker.FieldFilter{ff}, Text: `"common"`,
 		Window: &broker.MatchWindow{Rows: n, MinID: 1, MaxID: 1 << 40, MinSeq: 1, MaxSeq: 1 << 40}}
 	var where sqlcore.Stmt
 	sqlcore.AddWhere(&where, f, false)
-	text, args, err := pgArgs(`SELECT d.id FROM dead_letters d`+where.SQL()+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 50`, where.Args())
+	text, args, err := textAndArgs(`SELECT d.id FROM dead_letters d`+where.SQL()+` ORDER BY d.failed_at DESC, d.id DESC LIMIT 50`, where.Args())
 	if err != nil {
 		t.Fatal(err)
 	}

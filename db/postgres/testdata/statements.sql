@@ -4,9 +4,9 @@
 -- db/sqlite and db/internal/sqlcore run through sqlcore.Tx's wrappers (Exec, Query,
 -- QueryRow, QueryIDs, Insert, ExecLater), its SQLite text as written
 -- there and its PostgreSQL text, translated here by go generate
--- (pg_sql.go) or written by hand beside it (PGQuery, PGInsert: marked
+-- (translate.go) or written by hand beside it (PGQuery, PGInsert: marked
 -- hand-written). The PostgreSQL store runs these texts
--- (pg_catalog.go is this catalog as Go): review the PostgreSQL side of
+-- (catalog.go is this catalog as Go): review the PostgreSQL side of
 -- any change here. TestPGStatementsPrepare PREPAREs each one on a
 -- migrated database.
 --
@@ -16,13 +16,13 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 388 statements (22 with a PostgreSQL text written by hand, 13 for
+-- 391 statements (22 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 93 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
 -- last; then the 0 calls whose text is built at run time, which the
 -- catalog does not hold yet: their functions' texts (and those alone)
--- are translated as they first run (pgBuiltAtRunTime).
+-- are translated as they first run (builtAtRunTime).
 
 -- used by: FoldRows
 -- from: foldConsumersSQL
@@ -55,19 +55,6 @@ UPDATE partitions SET
 			counted_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = partitions.id), counted_seq)
 			WHERE id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
-
--- used by: Store.Health
--- runs on SQLite only (db/sqlite's)
--- sqlite:
---   DELETE FROM settings WHERE key = 'space_probe'
--- postgres: none
-
--- used by: Store.Health
--- runs on SQLite only (db/sqlite's)
--- sqlite:
---   INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
---   		ON CONFLICT (key) DO UPDATE SET value = excluded.value
--- postgres: none
 
 -- used by: Tx.AddBreakerTries
 -- sqlite:
@@ -281,14 +268,6 @@ SELECT streak, last_error FROM group_breakers WHERE queue_id = $1 AND group_id =
 SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2
 ;
 
--- used by: Tx.Consumer
--- runs on PostgreSQL only (db/postgres's)
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 FOR UPDATE
-;
-
 -- used by: Tx.ConsumerByLease
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'
@@ -297,26 +276,10 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 ;
 
 -- used by: Tx.ConsumerByLease
--- runs on PostgreSQL only (db/postgres's)
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
-;
-
--- used by: Tx.ConsumerByLease
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?
 -- postgres (translated):
 SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3
-;
-
--- used by: Tx.ConsumerByLease
--- runs on PostgreSQL only (db/postgres's)
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE
 ;
 
 -- used by: Tx.ConsumersBySharedLease
@@ -328,18 +291,6 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
 	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
 	ORDER BY partition_id
-;
-
--- used by: Tx.ConsumersBySharedLease
--- runs on PostgreSQL only (db/postgres's)
--- sqlite:
---   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
---   	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
---   	ORDER BY partition_id FOR UPDATE
--- postgres (translated):
-SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
-	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
-	ORDER BY partition_id FOR UPDATE
 ;
 
 -- used by: Tx.CopiesOf
@@ -841,7 +792,7 @@ DELETE FROM settle_marks WHERE queue_id = $1
 DELETE FROM subscriptions WHERE queue_id = $1
 ;
 
--- used by: Tx.DeleteQueue, Tx.MessagesByShortID, Tx.TopSeq, sqliteDialect.ImportSeq
+-- used by: Tx.DeleteQueue, Tx.MessagesByShortID, Tx.TopSeq, sqlite.dialect.ImportSeq
 -- sqlite:
 --   SELECT COALESCE(MAX(seq), 0) FROM messages
 -- postgres (translated):
@@ -1324,6 +1275,39 @@ INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, 
 --   INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING
 -- postgres (translated):
 INSERT INTO group_stats (queue_id, group_id) VALUES ($1, $2) ON CONFLICT (queue_id, group_id) DO NOTHING
+;
+
+-- used by: Tx.InsertBuckets
+-- sqlite:
+--   INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+;
+
+-- used by: Tx.InsertBuckets
+-- sqlite:
+--   INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+;
+
+-- used by: Tx.InsertBuckets
+-- sqlite:
+--   INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+--   			expired, dead_letters_expired, depth, oldest_at)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- postgres (translated):
+INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 ;
 
 -- used by: Tx.InsertDeadLetter
@@ -2228,81 +2212,6 @@ SELECT $3 <> '' AND EXISTS (SELECT 1 FROM dead_letters WHERE transaction_id = $3
 SELECT EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND partition_id = $2 AND transaction_id = $3 AND created_at = $4)
 		OR EXISTS (SELECT 1 FROM removed_dead_letters WHERE seq = $1 AND partition_id = $2 AND transaction_id = $3),
 		EXISTS (SELECT 1 FROM dead_letters WHERE seq = $1 AND group_id = $5)
-;
-
--- used by: Tx.Series
--- runs on SQLite only (db/sqlite's)
--- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
---   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
---   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.hour), b.depth, b.oldest_at FROM stats_hour b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY step
--- postgres: none
-
--- used by: Tx.Series
--- runs on PostgreSQL only (db/postgres's)
--- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
---   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
---   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
---   			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step
--- postgres (translated):
-SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step
-;
-
--- used by: Tx.Series
--- runs on SQLite only (db/sqlite's)
--- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
---   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
---   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.minute), b.depth, b.oldest_at FROM stats_minute b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY step
--- postgres: none
-
--- used by: Tx.Series
--- runs on PostgreSQL only (db/postgres's)
--- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
---   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
---   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
---   			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step
--- postgres (translated):
-SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step
-;
-
--- used by: Tx.Series
--- runs on SQLite only (db/sqlite's)
--- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
---   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
---   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.quarter), b.depth, b.oldest_at FROM stats_quarter b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY step
--- postgres: none
-
--- used by: Tx.Series
--- runs on PostgreSQL only (db/postgres's)
--- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
---   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
---   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
---   			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step
--- postgres (translated):
-SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step
 ;
 
 -- used by: Tx.Series
@@ -3551,7 +3460,7 @@ UPDATE error_group_states SET lost = lost + $1 WHERE id = $2
 CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL, part BIGINT NOT NULL)
 ;
 
--- used by: Tx.pushCopies, pgDialect.PushCopies, sqliteDialect.PushCopies
+-- used by: Tx.pushCopies, postgres.dialect.PushCopies, sqlite.dialect.PushCopies
 -- sqlite:
 --   DELETE FROM temp.copies_in
 -- postgres (translated):
@@ -3738,7 +3647,91 @@ DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE
 DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = $1)
 ;
 
--- used by: pgDialect.ExpectOutcomes
+-- used by: postgres.Tx.Consumer
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 FOR UPDATE
+;
+
+-- used by: postgres.Tx.ConsumerByLease
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE
+;
+
+-- used by: postgres.Tx.ConsumerByLease
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE
+;
+
+-- used by: postgres.Tx.ConsumersBySharedLease
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+--   	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+--   	ORDER BY partition_id FOR UPDATE
+-- postgres (translated):
+SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE
+;
+
+-- used by: postgres.Tx.Series
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: postgres.Tx.Series
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: postgres.Tx.Series
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+--   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+--   			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step
+-- postgres (translated):
+SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step
+;
+
+-- used by: postgres.dialect.ExpectOutcomes
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   WITH noted AS (
@@ -3760,7 +3753,7 @@ WITH noted AS (
 		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
 ;
 
--- used by: pgDialect.FoldLock
+-- used by: postgres.dialect.FoldLock
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT c.partition_id, c.group_id FROM consumers c
@@ -3772,7 +3765,7 @@ SELECT c.partition_id, c.group_id FROM consumers c
 			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED
 ;
 
--- used by: pgDialect.FoldLock
+-- used by: postgres.dialect.FoldLock
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
@@ -3780,7 +3773,7 @@ SELECT c.partition_id, c.group_id FROM consumers c
 SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED
 ;
 
--- used by: pgDialect.ImportSeq
+-- used by: postgres.dialect.ImportSeq
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
@@ -3788,7 +3781,7 @@ SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SK
 SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
 ;
 
--- used by: pgDialect.IndexDeadLetter
+-- used by: postgres.dialect.IndexDeadLetter
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))
@@ -3796,7 +3789,7 @@ SELECT nextval(pg_get_serial_sequence('messages', 'seq'))
 INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES ($1, CAST($2 AS tsvector))
 ;
 
--- used by: pgDialect.IndexDeadLetter
+-- used by: postgres.dialect.IndexDeadLetter
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES (?, CAST(? AS tsvector))
@@ -3804,7 +3797,7 @@ INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES ($1, CAST($2 A
 INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES ($1, CAST($2 AS tsvector))
 ;
 
--- used by: pgDialect.IndexDeadLetter
+-- used by: postgres.dialect.IndexDeadLetter
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
@@ -3814,7 +3807,7 @@ SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.p
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
 ;
 
--- used by: pgDialect.InsertMessages
+-- used by: postgres.dialect.InsertMessages
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
@@ -3836,7 +3829,7 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 	RETURNING seq, partition_id, transaction_id
 ;
 
--- used by: pgDialect.InsertMessages
+-- used by: postgres.dialect.InsertMessages
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
@@ -3856,7 +3849,7 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 	RETURNING seq, partition_id, transaction_id
 ;
 
--- used by: pgDialect.PushCopies
+-- used by: postgres.dialect.PushCopies
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
@@ -3876,7 +3869,7 @@ INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_a
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq, partition_id, transaction_id
 ;
 
--- used by: pgDialect.Space
+-- used by: postgres.dialect.Space
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT current_setting('block_size')::bigint,
@@ -3890,7 +3883,7 @@ SELECT current_setting('block_size')::bigint,
 	WHERE n.nspname = current_schema() AND c.relkind = 'r'
 ;
 
--- used by: pgMessagesByKey
+-- used by: postgres.messagesByKey
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
@@ -3900,7 +3893,7 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM mes
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
 ;
 
--- used by: pgRebuildTextIndex
+-- used by: postgres.rebuildTextIndex
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   DELETE FROM dead_letter_errors
@@ -3908,7 +3901,7 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM mes
 DELETE FROM dead_letter_errors
 ;
 
--- used by: pgRebuildTextIndex
+-- used by: postgres.rebuildTextIndex
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   DELETE FROM dead_letter_payloads
@@ -3916,7 +3909,7 @@ DELETE FROM dead_letter_errors
 DELETE FROM dead_letter_payloads
 ;
 
--- used by: pgRebuildTextIndex
+-- used by: postgres.rebuildTextIndex
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO dead_letter_errors (docid, dead_letter_errors)
@@ -3926,7 +3919,7 @@ INSERT INTO dead_letter_errors (docid, dead_letter_errors)
 		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e
 ;
 
--- used by: pgRebuildTextIndex
+-- used by: postgres.rebuildTextIndex
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
@@ -3936,7 +3929,7 @@ INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
 		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e
 ;
 
--- used by: pgRebuildTextIndex
+-- used by: postgres.rebuildTextIndex
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?
@@ -3944,7 +3937,7 @@ INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
 SELECT id, error FROM dead_letters WHERE id > $1 ORDER BY id LIMIT $2
 ;
 
--- used by: pgRebuildTextIndex
+-- used by: postgres.rebuildTextIndex
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
@@ -3956,7 +3949,7 @@ SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
 		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > $1 ORDER BY seq LIMIT $2) s ORDER BY s.seq
 ;
 
--- used by: pgRowLocks.LockDrained
+-- used by: postgres.rowLocks.LockDrained
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
@@ -3968,7 +3961,7 @@ SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.i
 				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED
 ;
 
--- used by: pgRowLocks.LockDue
+-- used by: postgres.rowLocks.LockDue
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
@@ -3984,7 +3977,7 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 		ORDER BY leased_at, partition_id LIMIT $4 FOR UPDATE OF c SKIP LOCKED
 ;
 
--- used by: pgRowLocks.LockPartition
+-- used by: postgres.rowLocks.LockPartition
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
 --   SELECT id FROM partitions WHERE id = ? FOR UPDATE
@@ -3992,7 +3985,47 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 ;
 
--- used by: sqliteDialect.ExpectOutcomes
+-- used by: sqlite.Store.Health
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   DELETE FROM settings WHERE key = 'space_probe'
+-- postgres: none
+
+-- used by: sqlite.Store.Health
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   INSERT INTO settings (key, value) VALUES ('space_probe', printf('%.*c', ?, 'x'))
+--   		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+-- postgres: none
+
+-- used by: sqlite.Tx.Series
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.hour), b.depth, b.oldest_at FROM stats_hour b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: sqlite.Tx.Series
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.minute), b.depth, b.oldest_at FROM stats_minute b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: sqlite.Tx.Series
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.quarter), b.depth, b.oldest_at FROM stats_quarter b
+--   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY step
+-- postgres: none
+
+-- used by: sqlite.dialect.ExpectOutcomes
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
 --   INSERT INTO job_outcomes (job_id, group_id, replayed)
@@ -4002,20 +4035,20 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
 -- postgres: none
 
--- used by: sqliteDialect.ExpectOutcomes
+-- used by: sqlite.dialect.ExpectOutcomes
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
 --   INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
 --   		SELECT j.value ->> 0, j.value ->> 1, ?1, COALESCE(j.value ->> 2, 0) FROM json_each(?2) j WHERE true ON CONFLICT DO NOTHING
 -- postgres: none
 
--- used by: sqliteDialect.IndexDeadLetter
+-- used by: sqlite.dialect.IndexDeadLetter
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
 --   INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)
 -- postgres: none
 
--- used by: sqliteDialect.IndexDeadLetter
+-- used by: sqlite.dialect.IndexDeadLetter
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
 --   INSERT INTO dead_letter_payloads (docid, text)
@@ -4027,20 +4060,20 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   		WHERE m.payload IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
 -- postgres: none
 
--- used by: sqliteDialect.KeepSeqFloor
+-- used by: sqlite.dialect.KeepSeqFloor
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
 --   INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
 --   		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq
 -- postgres: none
 
--- used by: sqliteDialect.NewestSeq
+-- used by: sqlite.dialect.NewestSeq
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
 --   SELECT MAX(seq) FROM messages
 -- postgres: none
 
--- used by: sqliteDialect.PushCopies
+-- used by: sqlite.dialect.PushCopies
 -- insert: PostgreSQL's text returns seq
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
@@ -4053,7 +4086,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   		ON CONFLICT (partition_id, transaction_id) DO NOTHING
 -- postgres: none
 
--- used by: sqliteDialect.Space
+-- used by: sqlite.dialect.Space
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
 --   SELECT page_size, page_count, freelist_count, auto_vacuum
@@ -4142,6 +4175,42 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --    ORDER BY k.key, d.id DESC LIMIT ?
 -- postgres (translated):
 --   | ORDER BY k.key, d.id DESC LIMIT $1|
+
+-- fragment: blockOfErrors
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
+--   	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id
+-- postgres (translated):
+--   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
+--   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version|
+--   |	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)|
+--   |	LEFT JOIN messages m ON m.seq = d.seq|
+--   |	JOIN queues q ON q.id = d.queue_id|
+--   |	JOIN partitions p ON p.id = d.partition_id|
+--   |	JOIN groups g ON g.id = d.group_id|
+
+-- fragment: blockOfPayloads
+-- sqlite:
+--   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+--   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
+--   	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
+--   	LEFT JOIN messages m ON m.seq = d.seq
+--   	JOIN queues q ON q.id = d.queue_id
+--   	JOIN partitions p ON p.id = d.partition_id
+--   	JOIN groups g ON g.id = d.group_id
+-- postgres (translated):
+--   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
+--   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version|
+--   |	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)|
+--   |	LEFT JOIN messages m ON m.seq = d.seq|
+--   |	JOIN queues q ON q.id = d.queue_id|
+--   |	JOIN partitions p ON p.id = d.partition_id|
+--   |	JOIN groups g ON g.id = d.group_id|
 
 -- fragment: dlAbove
 -- sqlite:
@@ -4640,41 +4709,5 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- postgres (translated):
 --   |SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,|
 --   |	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs|
-
--- fragment: pgBlockOfErrors
--- sqlite:
---   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
---   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
---   	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
---   	LEFT JOIN messages m ON m.seq = d.seq
---   	JOIN queues q ON q.id = d.queue_id
---   	JOIN partitions p ON p.id = d.partition_id
---   	JOIN groups g ON g.id = d.group_id
--- postgres (translated):
---   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
---   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version|
---   |	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)|
---   |	LEFT JOIN messages m ON m.seq = d.seq|
---   |	JOIN queues q ON q.id = d.queue_id|
---   |	JOIN partitions p ON p.id = d.partition_id|
---   |	JOIN groups g ON g.id = d.group_id|
-
--- fragment: pgBlockOfPayloads
--- sqlite:
---   SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
---   	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
---   	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
---   	LEFT JOIN messages m ON m.seq = d.seq
---   	JOIN queues q ON q.id = d.queue_id
---   	JOIN partitions p ON p.id = d.partition_id
---   	JOIN groups g ON g.id = d.group_id
--- postgres (translated):
---   |SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,|
---   |	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version|
---   |	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)|
---   |	LEFT JOIN messages m ON m.seq = d.seq|
---   |	JOIN queues q ON q.id = d.queue_id|
---   |	JOIN partitions p ON p.id = d.partition_id|
---   |	JOIN groups g ON g.id = d.group_id|
 
 -- Built at run time, not in the catalog yet: 0 calls.

@@ -7,12 +7,12 @@ import (
 )
 
 // The processes of one database count themselves: each holds a session
-// advisory lock (pgMemberLock) shared, on a connection of its own, for
+// advisory lock (memberLock) shared, on a connection of its own, for
 // as long as it runs, and counts the holders every memberEvery. A
 // process that finds itself alone writes as the one writer: its hot
 // writes (broker.UpdateOptions.Concurrent) take the writer's lock exclusively, as
 // every other write does, and need no row locks. One that finds others
-// takes it shared for them, with the row locks (pgRowLocks). Both
+// takes it shared for them, with the row locks (rowLocks). Both
 // are correct whatever the count says, since a write that holds the
 // lock exclusively never runs beside one that holds it shared: a process
 // that joins writes beside the others with row locks from its first
@@ -21,8 +21,8 @@ import (
 // whose session the server has not ended yet) costs only speed: a
 // process that cannot count takes itself for one among others.
 
-// pgMemberLock is the key of the lock every process holds shared.
-const pgMemberLock = 0x4c617a61_72757304
+// memberLock is the key of the lock every process holds shared.
+const memberLock = 0x4c617a61_72757304
 
 // memberEvery is how often a process counts the processes.
 const memberEvery = time.Second
@@ -56,10 +56,10 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 	}()
 	// A process that vanishes without closing the connection is counted
 	// until the server ends its session: idle this long (it counts every
-	// memberEvery), or the TCP keepalives (pgSessionParams) before
+	// memberEvery), or the TCP keepalives (sessionParams) before
 	// PostgreSQL 14.
 	_, _ = conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = '%dms'", (10*memberEvery).Milliseconds()))
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1)`, int64(pgMemberLock)); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1)`, int64(memberLock)); err != nil {
 		return
 	}
 	t := time.NewTicker(memberEvery)
@@ -71,7 +71,7 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 		err := conn.QueryRow(qctx, `SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
 			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1`,
-			int64(pgMemberLock>>32), int64(pgMemberLock&0xffffffff)).Scan(&n)
+			int64(memberLock>>32), int64(memberLock&0xffffffff)).Scan(&n)
 		cancel()
 		if err != nil {
 			return

@@ -16,7 +16,7 @@ import (
 // waits, so it takes part in no deadlock), and returns those it locked,
 // and those it did not as left. A row gone (its queue deleted) is in
 // neither.
-func (pgDialect) FoldLock(ctx context.Context, t *sqlcore.Tx, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left sqlcore.FoldLeft, err error) {
+func (dialect) FoldLock(ctx context.Context, t *sqlcore.Tx, ids []int64, keys [][2]int64) (lockedIDs []int64, lockedKeys [][2]int64, left sqlcore.FoldLeft, err error) {
 	if len(ids) > 0 {
 		if lockedIDs, err = t.QueryIDs(ctx, `SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, ids); err != nil {
 			return nil, nil, sqlcore.FoldLeft{}, err
@@ -64,9 +64,9 @@ func (pgDialect) FoldLock(ctx context.Context, t *sqlcore.Tx, ids []int64, keys 
 	return lockedIDs, lockedKeys, left, nil
 }
 
-// pgLeadLock is the key of the session advisory lock the leading process
+// leadLock is the key of the session advisory lock the leading process
 // holds (Lead).
-const pgLeadLock = 0x4c617a61_72757303
+const leadLock = 0x4c617a61_72757303
 
 // leadRetry is how often a process that does not lead tries again, and
 // how often the leader checks that its lock's connection is alive.
@@ -76,7 +76,7 @@ const leadRetry = time.Second
 func (d *Store) Lead(ctx context.Context, fn func(context.Context)) {
 	for ctx.Err() == nil {
 		lctx, cancel := context.WithCancel(ctx)
-		if lost, ok := pgTakeLead(lctx, d.pool); ok {
+		if lost, ok := takeLead(lctx, d.pool); ok {
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				select {
@@ -109,10 +109,10 @@ func (d *Store) Lead(ctx context.Context, fn func(context.Context)) {
 // (Lead).
 func (d *Store) Leading() bool { return d.leading.Load() }
 
-// pgTakeLead tries the lead lock on a connection of its own; ok when
+// takeLead tries the lead lock on a connection of its own; ok when
 // taken, and then lost is closed once the connection is found broken or
 // ctx has ended, and the connection closed (which releases the lock).
-func pgTakeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, ok bool) {
+func takeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, ok bool) {
 	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, false
@@ -121,7 +121,7 @@ func pgTakeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, 
 	// another leads: a follower tries every leadRetry, and must not open
 	// a connection each time.
 	var got bool
-	if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(pgLeadLock)).Scan(&got); err != nil || !got {
+	if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(leadLock)).Scan(&got); err != nil || !got {
 		c.Release()
 		return nil, false
 	}
@@ -130,7 +130,7 @@ func pgTakeLead(ctx context.Context, pool *pgxpool.Pool) (lost <-chan struct{}, 
 	// (a machine lost, a VM paused), the server ends the session once it
 	// has stood idle this long, the lock with it; while it leads, it
 	// pings every leadRetry. PostgreSQL before 14 has no such setting:
-	// there the TCP keepalives (pgSessionParams) end it, later.
+	// there the TCP keepalives (sessionParams) end it, later.
 	_, _ = conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = '%dms'", (10*leadRetry).Milliseconds()))
 	done := make(chan struct{})
 	go func() {

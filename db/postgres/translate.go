@@ -12,11 +12,11 @@ import (
 
 // The statements of sqlcore.Tx are written in SQLite's dialect, in forms
 // PostgreSQL shares where there is one (docs/postgres.md, "The
-// PostgreSQL statements"). pgSQL translates one for PostgreSQL, once per
-// distinct text (kept in pgQueries). It runs in go generate, which writes
-// the catalog the PostgreSQL store reads (pg_catalog.go; how it is made
-// and read: pg_statements.go), and at run time only for the functions
-// that build their text then (pgBuiltAtRunTime):
+// PostgreSQL statements"). translated translates one for PostgreSQL, once per
+// distinct text (kept in queries). It runs in go generate, which writes
+// the catalog the PostgreSQL store reads (catalog.go; how it is made
+// and read: statements.go), and at run time only for the functions
+// that build their text then (builtAtRunTime):
 //
 //   - its own PostgreSQL text when one was given beside it
 //     (sqlcore.PGQuery), for a statement that no rule below translates;
@@ -35,9 +35,9 @@ import (
 // the rules see the statement with them set aside (mask), so none of
 // them needs to know about quotes.
 
-// pgRules are the rules of pgSQL that a regular expression says, in
+// rules are the rules of translated that a regular expression says, in
 // order.
-var pgRules = []struct {
+var rules = []struct {
 	re *regexp.Regexp
 	to string
 }{
@@ -66,30 +66,30 @@ var pgRules = []struct {
 	{regexp.MustCompile(`\btemp\.`), "pg_temp."},
 }
 
-// pgQueries holds each statement translated: SQLite text -> PostgreSQL
+// queries holds each statement translated: SQLite text -> PostgreSQL
 // text.
-var pgQueries sync.Map
+var queries sync.Map
 
-// pgStatement is a statement translated: its text and, when it leaves
+// statement is a statement translated: its text and, when it leaves
 // out some of the parameters SQLite's text numbered (SQLite lets ?1 go
 // unused; PostgreSQL cannot type a parameter it never sees), which of
 // the arguments it takes, in order.
-type pgStatement struct {
+type statement struct {
 	text string
 	args []int // nil: all of them
 	// stores: the statement inserts or updates rows (INSERT, UPDATE),
-	// whose strings are bound as they are (pgArgs).
+	// whose strings are bound as they are (textAndArgs).
 	stores bool
 }
 
-// pgSQL is query in PostgreSQL's dialect, as the translator makes it.
-func pgSQL(query string) string { return pgTranslate(query).text }
+// translated is query in PostgreSQL's dialect, as the translator makes it.
+func translated(query string) string { return translateStatement(query).text }
 
-// pgTranslate is query translated (or as sqlcore.PGQuery gave it), once per
+// translateStatement is query translated (or as sqlcore.PGQuery gave it), once per
 // distinct text.
-func pgTranslate(query string) *pgStatement {
-	if q, ok := pgQueries.Load(query); ok {
-		return q.(*pgStatement)
+func translateStatement(query string) *statement {
+	if q, ok := queries.Load(query); ok {
+		return q.(*statement)
 	}
 	// The rules see the statement's code only: its literals, quoted
 	// names and comments are set aside (mask) and put back after.
@@ -98,8 +98,8 @@ func pgTranslate(query string) *pgStatement {
 	if strings.IndexByte(query, 0) >= 0 {
 		// No SQL of the stores holds a NUL (mask marks with them): taken as it
 		// is, for PostgreSQL to refuse.
-		q := &pgStatement{text: query}
-		pgQueries.Store(query, q)
+		q := &statement{text: query}
+		queries.Store(query, q)
 		return q
 	}
 	if given, ok := sqlcore.PGGiven.Load(query); ok {
@@ -114,14 +114,14 @@ func pgTranslate(query string) *pgStatement {
 		}
 	}
 	q := numberParams(m)
-	q.stores = pgStores.MatchString(m)
+	q.stores = stores.MatchString(m)
 	q.text = unmask(q.text, kept)
-	pgQueries.Store(query, q)
+	queries.Store(query, q)
 	return q
 }
 
-// pgStores finds an INSERT or an UPDATE in a statement's code.
-var pgStores = regexp.MustCompile(`(?i)\b(?:INSERT|UPDATE)\b`)
+// stores finds an INSERT or an UPDATE in a statement's code.
+var stores = regexp.MustCompile(`(?i)\b(?:INSERT|UPDATE)\b`)
 
 // mask sets aside the string literals, quoted names and comments of q:
 // each is replaced by a NUL, its index and a NUL (no SQL of the stores holds a
@@ -182,10 +182,10 @@ func unmask(q string, kept []string) string {
 	}
 }
 
-// pgArgs are the PostgreSQL text of query (a SQLite text, pgStmt) and
+// textAndArgs are the PostgreSQL text of query (a SQLite text, stmt) and
 // the arguments it takes (bind).
-func pgArgs(query string, args []any) (string, []any, error) {
-	s, err := pgStmt(query)
+func textAndArgs(query string, args []any) (string, []any, error) {
+	s, err := stmt(query)
 	if err != nil {
 		return "", nil, err
 	}
@@ -195,16 +195,16 @@ func pgArgs(query string, args []any) (string, []any, error) {
 
 // bind is s's text and the arguments of args it takes. In a statement
 // that stores no row (a read, a DELETE), each string is bound as
-// PostgreSQL's text can hold it (pgText): a NUL or bytes that are not
+// PostgreSQL's text can hold it (text): a NUL or bytes that are not
 // UTF-8 would make PostgreSQL refuse the whole statement, where SQLite
 // runs it. Such a string there comes from a stranger's filter or name
 // (what the store writes was checked before): it then matches what
-// pgText made of it, as on SQLite, or nothing (a name, a transactionId:
+// text made of it, as on SQLite, or nothing (a name, a transactionId:
 // their checks refuse both). A statement that stores (INSERT, UPDATE)
 // binds its strings as they are, for PostgreSQL to refuse what it cannot
 // keep rather than keep it changed.
-func (s *pgStatement) bind(args []any) (string, []any) {
-	texts := pgTexts
+func (s *statement) bind(args []any) (string, []any) {
+	texts := texts
 	if s.stores {
 		texts = func(a []any) []any { return a }
 	}
@@ -221,29 +221,29 @@ func (s *pgStatement) bind(args []any) (string, []any) {
 	return s.text, texts(out)
 }
 
-// pgNumbered is text, in PostgreSQL's dialect but for its parameters,
+// numbered is text, in PostgreSQL's dialect but for its parameters,
 // still written as SQLite writes them (? and ?NNN), with those numbered
 // as PostgreSQL's ($1, $2, ...; numberParams): the one change the store
-// makes to a text at run time, for DB.Exec's. Nothing else of the text
+// makes to a text at run time, for Store.ExecUncatalogued's. Nothing else of the text
 // is read (quotes and comments are set aside first).
-func pgNumbered(text string) *pgStatement {
+func numbered(text string) *statement {
 	m, kept := mask(text)
 	q := numberParams(m)
-	q.stores = pgStores.MatchString(m)
+	q.stores = stores.MatchString(m)
 	q.text = unmask(q.text, kept)
 	return q
 }
 
-// pgTexts is args with each string pgText (a copy when one changes:
+// texts is args with each string text (a copy when one changes:
 // the caller's slice is its own); the rest (bytes: payloads) as they are.
-func pgTexts(args []any) []any {
+func texts(args []any) []any {
 	copied := false
 	for i, a := range args {
 		v, ok := a.(string)
 		if !ok {
 			continue
 		}
-		if t := pgText(v); t != v {
+		if t := text(v); t != v {
 			if !copied {
 				args, copied = slices.Clone(args), true
 			}
@@ -253,12 +253,12 @@ func pgTexts(args []any) []any {
 	return args
 }
 
-// translate applies the rules of pgSQL but the parameters', to a
+// translate applies the rules of translated but the parameters', to a
 // statement whose literals and comments are masked.
 func translate(q string) string {
 	q = scalarMinMax(q)
 	q = groupConcat(q)
-	for _, r := range pgRules {
+	for _, r := range rules {
 		q = r.re.ReplaceAllString(q, r.to)
 	}
 	return q
@@ -365,9 +365,9 @@ func topLevelComma(s string) bool {
 // ($NNN): a bare ? is one more than the highest number before it. When
 // some numbers are never used, the others are numbered again from 1 and
 // the statement notes which arguments it takes.
-func numberParams(q string) *pgStatement {
+func numberParams(q string) *statement {
 	if !strings.Contains(q, "?") {
-		return &pgStatement{text: q}
+		return &statement{text: q}
 	}
 	text, used := numberParamsAs(q, nil)
 	highest := 0
@@ -375,7 +375,7 @@ func numberParams(q string) *pgStatement {
 		highest = max(highest, n)
 	}
 	if len(used) == highest {
-		return &pgStatement{text: text}
+		return &statement{text: text}
 	}
 	// Number them again, densely: $k is the k-th number used.
 	order := make([]int, 0, len(used))
@@ -391,7 +391,7 @@ func numberParams(q string) *pgStatement {
 		args[k] = n - 1
 	}
 	text, _ = numberParamsAs(q, renumber)
-	return &pgStatement{text: text, args: args}
+	return &statement{text: text, args: args}
 }
 
 // numberParamsAs writes q with $NNN parameters, numbered through

@@ -20,9 +20,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// openPG opens a new PostgreSQL database of the migrated schema, closed
+// openStore opens a new PostgreSQL database of the migrated schema, closed
 // when the test ends; twice on one URL is two processes' stores.
-func openPG(t *testing.T, dsn string) *Store {
+func openStore(t *testing.T, dsn string) *Store {
 	t.Helper()
 	d, err := Open(context.Background(), dsn, SyncNormal)
 	if err != nil {
@@ -55,19 +55,19 @@ func TestPGSQLTranslatesSQLitesDialect(t *testing.T) {
 		{`SELECT x'00ff', X''`, `SELECT '\x00ff'::bytea, '\x'::bytea`},
 		{`SELECT group_concat(name), group_concat(name, ' ')`, `SELECT string_agg(name, ','), string_agg(name, ' ')`},
 	} {
-		if got := pgSQL(c.sqlite); got != c.pg {
-			t.Errorf("pgSQL(%q)\n got %q\nwant %q", c.sqlite, got, c.pg)
+		if got := translated(c.sqlite); got != c.pg {
+			t.Errorf("translated(%q)\n got %q\nwant %q", c.sqlite, got, c.pg)
 		}
 	}
 	// Arguments follow the renumbering.
-	text, args, err := pgArgs(`SELECT ?2 FROM t WHERE x = ?3`, []any{"unused", "two", "three"})
+	text, args, err := textAndArgs(`SELECT ?2 FROM t WHERE x = ?3`, []any{"unused", "two", "three"})
 	if err != nil || text != `SELECT $1 FROM t WHERE x = $2` || len(args) != 2 || args[0] != "two" || args[1] != "three" {
-		t.Errorf("pgArgs: %q %v", text, args)
+		t.Errorf("textAndArgs: %q %v", text, args)
 	}
 	// A statement given its own PostgreSQL text takes that.
 	q := sqlcore.PGQuery(`SELECT sqlite_only(?)`, `SELECT pg_only(?)`)
-	if got := pgSQL(q); got != `SELECT pg_only($1)` {
-		t.Errorf("pgQuery's text: %q", got)
+	if got := translated(q); got != `SELECT pg_only($1)` {
+		t.Errorf("query's text: %q", got)
 	}
 }
 
@@ -76,7 +76,7 @@ func TestPGSQLTranslatesSQLitesDialect(t *testing.T) {
 // told to its own waiters once.
 func TestPGNotifierCarriesNewsBetweenProcesses(t *testing.T) {
 	dsn := pgtest.Database(t, "db", Prepare)
-	a, b := openPG(t, dsn), openPG(t, dsn)
+	a, b := openStore(t, dsn), openStore(t, dsn)
 	for _, key := range []string{"orders", "\x00jobs", "a:b %"} {
 		seen := b.Notifier().Watch(key)
 		other := b.Notifier().Watch(key + "-not")
@@ -105,7 +105,7 @@ func TestPGNotifierCarriesNewsBetweenProcesses(t *testing.T) {
 // stops, the other takes the lead.
 func TestLeadIsOneProcessAtATime(t *testing.T) {
 	dsn := pgtest.Database(t, "db", Prepare)
-	a, b := openPG(t, dsn), openPG(t, dsn)
+	a, b := openStore(t, dsn), openStore(t, dsn)
 	var leaders atomic.Int32
 	var most atomic.Int32
 	lead := func(d *Store, ctx context.Context, started chan<- string, name string) {
@@ -177,7 +177,7 @@ func TestDescribeLeavesThePasswordOut(t *testing.T) {
 func TestAWriteThatWaitedSeesWhatTheOtherProcessRemoved(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
-	d := openPG(t, dsn)
+	d := openStore(t, dsn)
 	b := broker.New(broker.Config{Store: d, Notifier: d.Notifier()})
 	t.Cleanup(b.Close)
 	push := func(txid string) error {
@@ -198,7 +198,7 @@ func TestAWriteThatWaitedSeesWhatTheOtherProcessRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgWriterLock)); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writerLock)); err != nil {
 		t.Fatal(err)
 	}
 	pushed := make(chan error, 1)
@@ -231,7 +231,7 @@ func TestAWriteThatWaitedSeesWhatTheOtherProcessRemoved(t *testing.T) {
 func TestLeadEndsWhenItsConnectionIsCut(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
-	a := openPG(t, dsn)
+	a := openStore(t, dsn)
 	runs := make(chan context.Context, 4)
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -248,7 +248,7 @@ func TestLeadEndsWhenItsConnectionIsCut(t *testing.T) {
 	defer admin.Close(ctx)
 	var cut bool
 	if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND ((classid::bigint << 32) | objid::bigint) = $1`, int64(pgLeadLock)).Scan(&cut); err != nil || !cut {
+		WHERE locktype = 'advisory' AND granted AND ((classid::bigint << 32) | objid::bigint) = $1`, int64(leadLock)).Scan(&cut); err != nil || !cut {
 		t.Fatalf("cut the leader's connection: %v %v", cut, err)
 	}
 	select {
@@ -273,7 +273,7 @@ func TestLeadEndsWhenItsConnectionIsCut(t *testing.T) {
 // Update says so rather than report a write that is not there.
 func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 	ctx := context.Background()
-	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	d := openStore(t, pgtest.Database(t, "db", Prepare))
 	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
 		st := tx.(*sqlcore.Tx)
 		if _, err := st.Exec(ctx, `INSERT INTO settings (key, value) VALUES ('a', 'b')`); err != nil {
@@ -289,7 +289,7 @@ func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 		t.Fatalf("Update: %v; the server answered ROLLBACK: the outcome is known", err)
 	}
 	var n int
-	if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = 'a'`).Scan(&n); err != nil || n != 0 {
+	if err := d.QueryRowUncatalogued(ctx, `SELECT COUNT(*) FROM settings WHERE key = 'a'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("settings a: %d rows (%v), want none", n, err)
 	}
 }
@@ -299,8 +299,8 @@ func TestAWriteWhoseStatementFailedIsNotReportedCommitted(t *testing.T) {
 func TestPGRefusesANewerSchema(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
-	d := openPG(t, dsn)
-	if _, err := d.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', 0)`); err != nil {
+	d := openStore(t, dsn)
+	if _, err := d.ExecUncatalogued(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', 0)`); err != nil {
 		t.Fatal(err)
 	}
 	d.Close()
@@ -318,7 +318,7 @@ func TestPGRefusesANewerSchema(t *testing.T) {
 func TestPGNotifierListensAgainAfterItsConnectionIsCut(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
-	a, b := openPG(t, dsn), openPG(t, dsn)
+	a, b := openStore(t, dsn), openStore(t, dsn)
 	waiting := b.Notifier().Watch("orders")
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -358,7 +358,7 @@ func TestPGNotifierListensAgainAfterItsConnectionIsCut(t *testing.T) {
 func TestPGTsvectorAlwaysFits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := openPG(t, pgtest.Database(t, "db", Prepare))
+	d := openStore(t, pgtest.Database(t, "db", Prepare))
 	ints := make([]string, 150_000)
 	for i := range ints {
 		ints[i] = strconv.Itoa(1_000_000 + i)
@@ -389,12 +389,12 @@ func TestPGTsvectorAlwaysFits(t *testing.T) {
 		{"OddLengths", strings.Join(odd, " "), true},
 		{"Small", "a b c", false},
 	} {
-		v, cut := pgTsvectorCut(c.text)
+		v, cut := tsvectorCut(c.text)
 		if cut != c.cut {
 			t.Errorf("%s: cut %v, want %v", c.name, cut, c.cut)
 		}
 		var n int
-		if err := d.QueryRow(ctx, `SELECT length(CAST($1 AS tsvector))`, v).Scan(&n); err != nil {
+		if err := d.QueryRowUncatalogued(ctx, `SELECT length(CAST($1 AS tsvector))`, v).Scan(&n); err != nil {
 			t.Errorf("%s: PostgreSQL refuses the tsvector: %v", c.name, err)
 		}
 	}

@@ -2,9 +2,9 @@
 
 package postgres
 
-// pgCatalog is the PostgreSQL statement of each SQLite text db runs
-// there, as testdata/pg_statements.sql lists them (pg_statements.go).
-var pgCatalog = map[string]*pgStatement{
+// catalog is the PostgreSQL statement of each SQLite text db runs
+// there, as testdata/statements.sql lists them (statements.go).
+var catalog = map[string]*statement{
 	// FoldRows: hand-written (PGQuery)
 	`UPDATE consumers SET
 		passed = CASE WHEN consumers.cursor > consumers.passed_seq
@@ -168,28 +168,16 @@ var pgCatalog = map[string]*pgStatement{
 	`SELECT streak, last_error FROM group_breakers WHERE queue_id = ? AND group_id = ?`: {text: `SELECT streak, last_error FROM group_breakers WHERE queue_id = $1 AND group_id = $2`},
 	// Tx.Consumer: translated
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ?`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2`},
-	// Tx.Consumer: translated
-	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 FOR UPDATE`, stores: true},
 	// Tx.ConsumerByLease: translated
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8'`},
 	// Tx.ConsumerByLease: translated
-	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE`, stores: true},
-	// Tx.ConsumerByLease: translated
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3`},
-	// Tx.ConsumerByLease: translated
-	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE`, stores: true},
 	// Tx.ConsumersBySharedLease: translated
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
 	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
 	ORDER BY partition_id`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
 	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
 	ORDER BY partition_id`},
-	// Tx.ConsumersBySharedLease: translated
-	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
-	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
-	ORDER BY partition_id FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
-	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
-	ORDER BY partition_id FOR UPDATE`, stores: true},
 	// Tx.CopiesOf: translated
 	`SELECT r.copy_seq, COALESCE(m.created_at, r.at),
 		COALESCE(m.transaction_id, (SELECT x.transaction_id FROM dead_letters x WHERE x.seq = r.copy_seq LIMIT 1),
@@ -436,7 +424,7 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`DELETE FROM settle_marks WHERE queue_id = ?1`: {text: `DELETE FROM settle_marks WHERE queue_id = $1`},
 	// Tx.DeleteQueue: translated
 	`DELETE FROM subscriptions WHERE queue_id = ?1`: {text: `DELETE FROM subscriptions WHERE queue_id = $1`},
-	// Tx.DeleteQueue, Tx.MessagesByShortID, Tx.TopSeq, sqliteDialect.ImportSeq: translated
+	// Tx.DeleteQueue, Tx.MessagesByShortID, Tx.TopSeq, sqlite.dialect.ImportSeq: translated
 	`SELECT COALESCE(MAX(seq), 0) FROM messages`: {text: `SELECT COALESCE(MAX(seq), 0) FROM messages`},
 	// Tx.DeleteQueue: translated
 	`SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1`: {text: `SELECT seq, created_at FROM messages ORDER BY seq DESC LIMIT 1`},
@@ -684,6 +672,24 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`, stores: true},
 	// Tx.InsertBuckets: translated
 	`INSERT INTO group_stats (queue_id, group_id) VALUES (?, ?) ON CONFLICT (queue_id, group_id) DO NOTHING`: {text: `INSERT INTO group_stats (queue_id, group_id) VALUES ($1, $2) ON CONFLICT (queue_id, group_id) DO NOTHING`, stores: true},
+	// Tx.InsertBuckets: translated
+	`INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, stores: true},
+	// Tx.InsertBuckets: translated
+	`INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, stores: true},
+	// Tx.InsertBuckets: translated
+	`INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, depth, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, stores: true},
 	// Tx.InsertDeadLetter: hand-written (PGQuery)
 	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
@@ -1134,36 +1140,6 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 		EXISTS (SELECT 1 FROM dead_letters WHERE seq = ?1 AND group_id = ?5)`: {text: `SELECT EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND partition_id = $2 AND transaction_id = $3 AND created_at = $4)
 		OR EXISTS (SELECT 1 FROM removed_dead_letters WHERE seq = $1 AND partition_id = $2 AND transaction_id = $3),
 		EXISTS (SELECT 1 FROM dead_letters WHERE seq = $1 AND group_id = $5)`},
-	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step`},
-	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step`},
-	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
-			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
-			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step`},
 	// Tx.Series: translated
 	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
 				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
@@ -1776,7 +1752,7 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`UPDATE error_group_states SET lost = lost + ? WHERE id = ?`: {text: `UPDATE error_group_states SET lost = lost + $1 WHERE id = $2`, stores: true},
 	// Tx.pushCopies: hand-written (PGQuery)
 	`CREATE TEMP TABLE IF NOT EXISTS copies_in (k INTEGER PRIMARY KEY, seq INTEGER NOT NULL, txid TEXT NOT NULL, part INTEGER NOT NULL)`: {text: `CREATE TEMP TABLE IF NOT EXISTS copies_in (k BIGINT PRIMARY KEY, seq BIGINT NOT NULL, txid TEXT NOT NULL, part BIGINT NOT NULL)`},
-	// Tx.pushCopies, pgDialect.PushCopies, sqliteDialect.PushCopies: translated
+	// Tx.pushCopies, postgres.dialect.PushCopies, sqlite.dialect.PushCopies: translated
 	`DELETE FROM temp.copies_in`: {text: `DELETE FROM pg_temp.copies_in`},
 	// Tx.pushCopies: hand-written (PGQuery)
 	`INSERT INTO temp.copies_in (k, seq, txid, part) SELECT j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?) j`: {text: `INSERT INTO pg_temp.copies_in (k, seq, txid, part) SELECT j.k, (j.value ->> 0)::bigint, j.value ->> 1, (j.value ->> 2)::bigint FROM json_array_elements($1::json) WITH ORDINALITY j(value, k)`, stores: true},
@@ -1864,7 +1840,49 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = ?)`: {text: `DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = $1)`},
 	// Tx.unindexQueue: translated
 	`DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = ?)`: {text: `DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = $1)`},
-	// pgDialect.ExpectOutcomes: translated
+	// postgres.Tx.Consumer: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 FOR UPDATE`, stores: true},
+	// postgres.Tx.ConsumerByLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ? AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1 AND lease_id IS NOT NULL AND substr(lease_id, 15, 1) <> '8' FOR UPDATE`, stores: true},
+	// postgres.Tx.ConsumerByLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ? FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 AND lease_id = $3 FOR UPDATE`, stores: true},
+	// postgres.Tx.ConsumersBySharedLease: translated
+	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = ?
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE lease_id = $1
+	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
+	ORDER BY partition_id FOR UPDATE`, stores: true},
+	// postgres.Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// postgres.Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// postgres.Tx.Series: translated
+	`SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
+			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
+			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step`},
+	// postgres.dialect.ExpectOutcomes: translated
 	`WITH noted AS (
 			INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)
 			SELECT (j.value ->> 0)::bigint, (j.value ->> 1)::bigint, ?1::bigint, COALESCE((j.value ->> 2)::bigint, 0) FROM json_array_elements(?2::json) j(value)
@@ -1880,25 +1898,25 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		INSERT INTO job_outcomes (job_id, group_id, replayed)
 		SELECT $1::bigint, n.group_id, COUNT(*) FROM noted n WHERE $1::bigint <> 0 GROUP BY n.group_id
 		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`, stores: true},
-	// pgDialect.FoldLock: translated
+	// postgres.dialect.FoldLock: translated
 	`SELECT c.partition_id, c.group_id FROM consumers c
 			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
 			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED`: {text: `SELECT c.partition_id, c.group_id FROM consumers c
 			JOIN unnest($1::bigint[], $2::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
 			ORDER BY c.partition_id, c.group_id FOR UPDATE OF c SKIP LOCKED`, stores: true},
-	// pgDialect.FoldLock: translated
+	// postgres.dialect.FoldLock: translated
 	`SELECT id FROM partitions WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`: {text: `SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`, stores: true},
-	// pgDialect.ImportSeq: translated
+	// postgres.dialect.ImportSeq: translated
 	`SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`: {text: `SELECT nextval(pg_get_serial_sequence('messages', 'seq'))`},
-	// pgDialect.IndexDeadLetter: translated
+	// postgres.dialect.IndexDeadLetter: translated
 	`INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))`: {text: `INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES ($1, CAST($2 AS tsvector))`, stores: true},
-	// pgDialect.IndexDeadLetter: translated
+	// postgres.dialect.IndexDeadLetter: translated
 	`INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES (?, CAST(? AS tsvector))`: {text: `INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES ($1, CAST($2 AS tsvector))`, stores: true},
-	// pgDialect.IndexDeadLetter: translated
+	// postgres.dialect.IndexDeadLetter: translated
 	`SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)`: {text: `SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.payload FROM dead_letters o WHERE o.id = $2))
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)`},
-	// pgDialect.InsertMessages: translated
+	// postgres.dialect.InsertMessages: translated
 	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
@@ -1914,7 +1932,7 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	ORDER BY m.n
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
 	RETURNING seq, partition_id, transaction_id`, stores: true},
-	// pgDialect.InsertMessages: translated
+	// postgres.dialect.InsertMessages: translated
 	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
@@ -1928,7 +1946,7 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	ORDER BY m.n
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
 	RETURNING seq, partition_id, transaction_id`, stores: true},
-	// pgDialect.PushCopies: translated
+	// postgres.dialect.PushCopies: translated
 	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 		SELECT c.part, c.txid,
 			COALESCE(m.payload, (SELECT d.payload FROM dead_letters d WHERE d.seq = c.seq AND d.payload IS NOT NULL LIMIT 1)),
@@ -1942,7 +1960,7 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		FROM pg_temp.copies_in c LEFT JOIN messages m ON m.seq = c.seq
 		WHERE true ORDER BY c.k
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING RETURNING seq, partition_id, transaction_id`, stores: true},
-	// pgDialect.Space: translated
+	// postgres.dialect.Space: translated
 	`SELECT current_setting('block_size')::bigint,
 	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
 	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -1950,37 +1968,37 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint
 	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = current_schema() AND c.relkind = 'r'`},
-	// pgMessagesByKey: translated
+	// postgres.messagesByKey: translated
 	`SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?::bigint[], ?::text[]))`: {text: `SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`},
-	// pgRebuildTextIndex: translated
+	// postgres.rebuildTextIndex: translated
 	`DELETE FROM dead_letter_errors`: {text: `DELETE FROM dead_letter_errors`},
-	// pgRebuildTextIndex: translated
+	// postgres.rebuildTextIndex: translated
 	`DELETE FROM dead_letter_payloads`: {text: `DELETE FROM dead_letter_payloads`},
-	// pgRebuildTextIndex: translated
+	// postgres.rebuildTextIndex: translated
 	`INSERT INTO dead_letter_errors (docid, dead_letter_errors)
 		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`: {text: `INSERT INTO dead_letter_errors (docid, dead_letter_errors)
 		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e`, stores: true},
-	// pgRebuildTextIndex: translated
+	// postgres.rebuildTextIndex: translated
 	`INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
 		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`: {text: `INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
 		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST($1 AS json)) e`, stores: true},
-	// pgRebuildTextIndex: translated
+	// postgres.rebuildTextIndex: translated
 	`SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?`: {text: `SELECT id, error FROM dead_letters WHERE id > $1 ORDER BY id LIMIT $2`},
-	// pgRebuildTextIndex: translated
+	// postgres.rebuildTextIndex: translated
 	`SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
 			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
 		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > ? ORDER BY seq LIMIT ?) s ORDER BY s.seq`: {text: `SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
 			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
 		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > $1 ORDER BY seq LIMIT $2) s ORDER BY s.seq`},
-	// pgRowLocks.LockDrained: translated
+	// postgres.rowLocks.LockDrained: translated
 	`SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
 				WHERE p.id = ANY(?1::bigint[]) AND c.group_id = ?2
 				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED`: {text: `SELECT c.partition_id FROM partitions p JOIN consumers c ON c.partition_id = p.id
 				WHERE p.id = ANY($1::bigint[]) AND c.group_id = $2
 				ORDER BY p.id FOR SHARE OF p SKIP LOCKED FOR UPDATE OF c SKIP LOCKED`, stores: true},
-	// pgRowLocks.LockDue: translated
+	// postgres.rowLocks.LockDue: translated
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers c
 		WHERE partition_id = ANY(?1::bigint[]) AND group_id = ?2 AND ready = 1
 		AND (lease_id IS NULL OR lease_until <= ?3) AND available_at <= ?3
@@ -1990,14 +2008,14 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		AND (lease_id IS NULL OR lease_until <= $3) AND available_at <= $3
 		AND EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = c.partition_id AND m.seq > c.cursor)
 		ORDER BY leased_at, partition_id LIMIT $4 FOR UPDATE OF c SKIP LOCKED`, stores: true},
-	// pgRowLocks.LockPartition: translated
+	// postgres.rowLocks.LockPartition: translated
 	`SELECT id FROM partitions WHERE id = ? FOR UPDATE`: {text: `SELECT id FROM partitions WHERE id = $1 FOR UPDATE`, stores: true},
 }
 
-// pgFragments is the PostgreSQL text of each fragment (sqlcore.Frag) a
+// fragments is the PostgreSQL text of each fragment (sqlcore.Frag) a
 // composed statement is made of, keyed by its SQLite text: its
-// parameters numbered from $1, numbered on when composed (pgCompose).
-var pgFragments = map[string]*pgStatement{
+// parameters numbered from $1, numbered on when composed (compose).
+var fragments = map[string]*statement{
 	// FragAnd: translated
 	` AND `: {text: ` AND `},
 	// FragWhere: translated
@@ -2020,6 +2038,34 @@ var pgFragments = map[string]*pgStatement{
 	`SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`: {text: `SELECT id, at, actor, action, queue, group_name, count, detail, job_id, broker FROM audit`},
 	// blockInOrder: translated
 	` ORDER BY k.key, d.id DESC LIMIT ?`: {text: ` ORDER BY k.key, d.id DESC LIMIT $1`},
+	// blockOfErrors: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
+	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
+	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`},
+	// blockOfPayloads: translated
+	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
+	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
+	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
+	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
+	LEFT JOIN messages m ON m.seq = d.seq
+	JOIN queues q ON q.id = d.queue_id
+	JOIN partitions p ON p.id = d.partition_id
+	JOIN groups g ON g.id = d.group_id`},
 	// dlAbove: translated
 	`SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > ?`: {text: `SELECT COUNT(*) FROM (SELECT * FROM dead_letters WHERE id > $1`},
 	// dlAboveEnd: translated
@@ -2198,37 +2244,9 @@ var pgFragments = map[string]*pgStatement{
 	`SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
 	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs`: {text: `SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,
 	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs`},
-	// pgBlockOfErrors: translated
-	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
-	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
-	LEFT JOIN messages m ON m.seq = d.seq
-	JOIN queues q ON q.id = d.queue_id
-	JOIN partitions p ON p.id = d.partition_id
-	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
-	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.id = CAST(k.value AS BIGINT)
-	LEFT JOIN messages m ON m.seq = d.seq
-	JOIN queues q ON q.id = d.queue_id
-	JOIN partitions p ON p.id = d.partition_id
-	JOIN groups g ON g.id = d.group_id`},
-	// pgBlockOfPayloads: translated
-	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
-	FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
-	LEFT JOIN messages m ON m.seq = d.seq
-	JOIN queues q ON q.id = d.queue_id
-	JOIN partitions p ON p.id = d.partition_id
-	JOIN groups g ON g.id = d.group_id`: {text: `SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
-	d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version
-	FROM json_array_elements_text(CAST($1 AS json)) WITH ORDINALITY k(value, key) JOIN dead_letters d ON d.seq = CAST(k.value AS BIGINT)
-	LEFT JOIN messages m ON m.seq = d.seq
-	JOIN queues q ON q.id = d.queue_id
-	JOIN partitions p ON p.id = d.partition_id
-	JOIN groups g ON g.id = d.group_id`},
 }
 
-// pgBuiltAtRunTime are the functions that build a statement at run time
-// that the catalog cannot hold yet (the end of testdata/pg_statements.sql):
-// the only ones whose texts pgStmt translates.
-var pgBuiltAtRunTime = map[string]bool{}
+// builtAtRunTime are the functions that build a statement at run time
+// that the catalog cannot hold yet (the end of testdata/statements.sql):
+// the only ones whose texts stmt translates.
+var builtAtRunTime = map[string]bool{}

@@ -13,32 +13,32 @@ import (
 // files: go test ./db/sqlite -run 'TestStoreSQLite/NAME' runs one of its tests.
 // It is not parallel, so that the suite's tests that are not either run
 // alone in the process, as top-level tests do (the search's limits).
-func TestStoreSQLite(t *testing.T) { storetest.Exercise(t, sqliteHarness{}) }
+func TestStoreSQLite(t *testing.T) { storetest.Exercise(t, harness{}) }
 
 // FuzzSearchSQLite is storetest.FuzzSearch on a SQLite file.
-func FuzzSearchSQLite(f *testing.F) { storetest.FuzzSearch(f, sqliteHarness{}) }
+func FuzzSearchSQLite(f *testing.F) { storetest.FuzzSearch(f, harness{}) }
 
 // BenchmarkMaintainMessagesIdleSQLite is
 // storetest.BenchmarkMaintainMessagesIdle on a SQLite file.
 func BenchmarkMaintainMessagesIdleSQLite(b *testing.B) {
-	storetest.BenchmarkMaintainMessagesIdle(b, sqliteHarness{})
+	storetest.BenchmarkMaintainMessagesIdle(b, harness{})
 }
 
-// sqliteHarness gives the suite SQLite files in the test's temporary
+// harness gives the suite SQLite files in the test's temporary
 // directory.
-type sqliteHarness struct{}
+type harness struct{}
 
-func (sqliteHarness) New(t testing.TB, name string) string {
+func (harness) New(t testing.TB, name string) string {
 	return filepath.Join(t.TempDir(), name)
 }
 
-func (sqliteHarness) Open(ctx context.Context, at string, o storetest.Options) (storetest.Store, error) {
+func (harness) Open(ctx context.Context, at string, o storetest.Options) (storetest.Store, error) {
 	return openSuiteStore(ctx, at, o)
 }
 
 // SeveralProcesses: no, a SQLite file's writes wake only the process
 // that made them.
-func (sqliteHarness) SeveralProcesses() bool { return false }
+func (harness) SeveralProcesses() bool { return false }
 
 // openSuiteStore opens the SQLite file at with the suite's options; the
 // tests sync as NORMAL unless they ask for FULL.

@@ -73,17 +73,17 @@ func deadLetterFilters(queue, group, partition int64) []broker.Filter {
 // TestPGComposedStatementsAreCatalogued: every dead-letter method run on
 // a migrated PostgreSQL with each of deadLetterFilters composes its
 // statement of catalogued fragments and runs it; then every text
-// composed in this test (pgComposed, made large enough for all) is made of catalogued
+// composed in this test (composed, made large enough for all) is made of catalogued
 // fragments, has as many parameters as SQLite's, is what the translator
 // makes of the whole where no fragment's text was written by hand, and
 // PREPAREs; and every catalogued fragment is in one of them.
 func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 	ctx := context.Background()
-	kept := pgComposed
-	pgComposed = newComposedCache(1 << 20)
-	defer func() { pgComposed = kept }()
+	kept := composed
+	composed = newComposedCache(1 << 20)
+	defer func() { composed = kept }()
 	dsn := pgtest.Database(t, "db", Prepare)
-	d := openPG(t, dsn)
+	d := openStore(t, dsn)
 	b := broker.New(broker.Config{Store: d})
 	var items []broker.PushItem
 	for i := range 4 {
@@ -173,19 +173,19 @@ func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 	// DeadLetterKeys leaves at 0).
 	for _, ph := range sqlcore.ExportPhases(broker.Filter{QueueID: queue, Text: "visa"}) {
 		s := sqlcore.IndexStmt(ph, 5, 10)
-		if _, err := pgComposedStmt(&s); err != nil {
+		if _, err := composedStmt(&s); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Jobs' and the audit's, every combination (composedFamilies).
 	for _, fam := range composedFamilies {
 		for _, s := range fam.stmts() {
-			if _, err := pgComposedStmt(&s); err != nil {
+			if _, err := composedStmt(&s); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if _, evicted := pgComposed.stats(); evicted > 0 {
+	if _, evicted := composed.stats(); evicted > 0 {
 		t.Fatalf("%d composed statements evicted: the cache of this test is too small", evicted)
 	}
 
@@ -196,8 +196,8 @@ func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 	defer conn.Close(ctx)
 	used := map[string]bool{}
 	n := 0
-	pgComposed.each(func(q string, parts []sqlcore.Frag) {
-		pg, err := pgCompose(parts)
+	composed.each(func(q string, parts []sqlcore.Frag) {
+		pg, err := compose(parts)
 		if err != nil {
 			t.Errorf("%v\n%s", err, q)
 			return
@@ -210,10 +210,10 @@ func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 			hand = hand || given
 		}
 		m, _ := mask(q)
-		if got, want := pgParamCount(pg.text), strings.Count(m, "?"); got != want {
+		if got, want := paramCount(pg.text), strings.Count(m, "?"); got != want {
 			t.Errorf("%d parameters on PostgreSQL, %d on SQLite\n%s", got, want, pg.text)
 		}
-		if whole := pgSQL(q); !hand && whole != pg.text {
+		if whole := translated(q); !hand && whole != pg.text {
 			t.Errorf("composed\n%s\nbut the whole translates to\n%s", pg.text, whole)
 		}
 		if _, err := conn.Prepare(ctx, "", pg.text); err != nil {
@@ -221,7 +221,7 @@ func TestPGComposedStatementsAreCatalogued(t *testing.T) {
 		}
 	})
 	t.Logf("%d composed statements checked", n)
-	for text := range pgFragments {
+	for text := range fragments {
 		if !used[text] {
 			t.Errorf("fragment %.80q is in no statement composed here: add a filter that uses it", text)
 		}

@@ -18,10 +18,10 @@ import (
 
 // IndexDeadLetter is sqlcore.Tx's indexDeadLetter on PostgreSQL: the words
 // of the error text and of the payload (read as SQLite's statement reads
-// it) are made in Go (pgTsvector, payloadText) and written as tsvectors.
-func (pgDialect) IndexDeadLetter(ctx context.Context, t *sqlcore.Tx, d *broker.DeadLetter) error {
+// it) are made in Go (tsvector, payloadText) and written as tsvectors.
+func (dialect) IndexDeadLetter(ctx context.Context, t *sqlcore.Tx, d *broker.DeadLetter) error {
 	if _, err := t.Exec(ctx, `INSERT INTO dead_letter_errors (docid, dead_letter_errors) VALUES (?, CAST(? AS tsvector))`,
-		d.ID, pgTsvector(d.Error)); err != nil {
+		d.ID, tsvector(d.Error)); err != nil {
 		return fmt.Errorf("index the error text: %w", err)
 	}
 	var payload []byte
@@ -34,32 +34,32 @@ func (pgDialect) IndexDeadLetter(ctx context.Context, t *sqlcore.Tx, d *broker.D
 		return fmt.Errorf("index the payload: %w", err)
 	}
 	if _, err := t.Exec(ctx, `INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES (?, CAST(? AS tsvector))`,
-		d.Seq, pgTsvector(payloadText(payload))); err != nil {
+		d.Seq, tsvector(payloadText(payload))); err != nil {
 		return fmt.Errorf("index the payload: %w", err)
 	}
 	return nil
 }
 
 // RebuildTextIndex indexes every dead letter's error text and payload
-// again, from nothing (pgRebuildTextIndex), in one write transaction.
+// again, from nothing (rebuildTextIndex), in one write transaction.
 func (d *Store) RebuildTextIndex(ctx context.Context) error {
-	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error { return pgRebuildTextIndex(ctx, tx.(*sqlcore.Tx)) })
+	err := d.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error { return rebuildTextIndex(ctx, tx.(*sqlcore.Tx)) })
 	if err != nil {
 		return fmt.Errorf("rebuild the text index: %w", err)
 	}
 	return nil
 }
 
-// rebuildBatch is how many dead letters (or messages) pgRebuildTextIndex
+// rebuildBatch is how many dead letters (or messages) rebuildTextIndex
 // reads, then indexes, at a time.
 const rebuildBatch = 500
 
-// pgRebuildTextIndex is RebuildTextIndex on PostgreSQL, in the write
+// rebuildTextIndex is RebuildTextIndex on PostgreSQL, in the write
 // transaction t: both indexes emptied, then filled again from
 // dead_letters and messages a batch at a time, the words made in Go as
 // indexDeadLetter makes them (FTS4's 'optimize' has no counterpart: a
 // GIN index needs none).
-func pgRebuildTextIndex(ctx context.Context, t *sqlcore.Tx) error {
+func rebuildTextIndex(ctx context.Context, t *sqlcore.Tx) error {
 	for _, s := range []string{`DELETE FROM dead_letter_errors`, `DELETE FROM dead_letter_payloads`} {
 		if _, err := t.Exec(ctx, s); err != nil {
 			return err
@@ -104,7 +104,7 @@ func pgRebuildTextIndex(ctx context.Context, t *sqlcore.Tx) error {
 	}
 	if err := fill(`INSERT INTO dead_letter_errors (docid, dead_letter_errors)
 		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`, `SELECT id, error FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?`,
-		func(b []byte) string { return pgTsvector(string(b)) }); err != nil {
+		func(b []byte) string { return tsvector(string(b)) }); err != nil {
 		return err
 	}
 	// A message's payload is indexed once, however many groups gave up
@@ -114,7 +114,7 @@ func pgRebuildTextIndex(ctx context.Context, t *sqlcore.Tx) error {
 		SELECT CAST(e ->> 0 AS BIGINT), CAST(e ->> 1 AS tsvector) FROM json_array_elements(CAST(? AS json)) e`, `SELECT s.seq, COALESCE((SELECT x.payload FROM messages x WHERE x.seq = s.seq),
 			(SELECT o.payload FROM dead_letters o WHERE o.seq = s.seq AND o.payload IS NOT NULL LIMIT 1))
 		FROM (SELECT DISTINCT seq FROM dead_letters WHERE seq > ? ORDER BY seq LIMIT ?) s ORDER BY s.seq`,
-		func(b []byte) string { return pgTsvector(payloadText(b)) })
+		func(b []byte) string { return tsvector(payloadText(b)) })
 }
 
 // The words of PostgreSQL's indexes are cut and folded as SQLite's
@@ -213,14 +213,14 @@ func quoteLexeme(b *strings.Builder, w string) {
 	b.WriteByte('\'')
 }
 
-// pgTsvector is the tsvector (as text) of the words of s, each with its
-// positions, cut to fit (pgTsvectorCut).
-func pgTsvector(s string) string {
-	v, _ := pgTsvectorCut(s)
+// tsvector is the tsvector (as text) of the words of s, each with its
+// positions, cut to fit (tsvectorCut).
+func tsvector(s string) string {
+	v, _ := tsvectorCut(s)
 	return v
 }
 
-// pgTsvectorCut is pgTsvector, and whether it holds only part of the
+// tsvectorCut is tsvector, and whether it holds only part of the
 // words of s: a tsvector PostgreSQL would refuse ("string is too long
 // for tsvector") is cut where it would pass tsvectorBudget, so that
 // indexing never refuses a dead letter (its ack would fail, and the
@@ -228,7 +228,7 @@ func pgTsvector(s string) string {
 // PostgreSQL counts it: each distinct word's bytes and, with positions,
 // the word padded to an even length, two bytes for their count and two
 // for each. Once the budget is spent no word or position is added.
-func pgTsvectorCut(s string) (string, bool) {
+func tsvectorCut(s string) (string, bool) {
 	var order []string
 	at := map[string][]int{}
 	size, pos, cut := 0, 0, false
@@ -275,20 +275,20 @@ func pgTsvectorCut(s string) (string, bool) {
 }
 
 // PayloadIndexedInPart: whether the tsvector of payload is cut.
-func (pgDialect) PayloadIndexedInPart(payload []byte) bool {
+func (dialect) PayloadIndexedInPart(payload []byte) bool {
 	if len(payload) < tsvectorBudget/6 {
 		return false
 	}
-	_, cut := pgTsvectorCut(payloadText(payload))
+	_, cut := tsvectorCut(payloadText(payload))
 	return cut
 }
 
-// pgTsquery is the tsquery (as text) of a match expression of
+// tsquery is the tsquery (as text) of a match expression of
 // broker.TextMatch's form: each "quoted phrase" its words one after the
 // other (<->), every phrase there (&). A word outside quotes is a phrase
 // of its own. A phrase that ends in * ends in a prefix (its last word:
 // 'w':*), as FTS4 reads "w*" (broker.ErrorWords makes such).
-func pgTsquery(match string) string {
+func tsquery(match string) string {
 	var b strings.Builder
 	phrase := func(s string) {
 		prefix := strings.HasSuffix(s, "*")

@@ -81,7 +81,7 @@ func waitForLock(t *testing.T, d *Store, events ...string) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		var n int
-		err := d.QueryRow(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
+		err := d.QueryRowUncatalogued(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock' AND wait_event = ANY(?::text[])`, events).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
@@ -275,7 +275,7 @@ func TestPGFoldPassesByAPartitionAnotherWriteHolds(t *testing.T) {
 	}
 	counted := func(id int64) (seq, max int64) {
 		t.Helper()
-		if err := b.QueryRow(ctx, `SELECT counted_seq, (SELECT MAX(seq) FROM messages WHERE partition_id = ?1) FROM partitions WHERE id = ?1`, id).Scan(&seq, &max); err != nil {
+		if err := b.QueryRowUncatalogued(ctx, `SELECT counted_seq, (SELECT MAX(seq) FROM messages WHERE partition_id = ?1) FROM partitions WHERE id = ?1`, id).Scan(&seq, &max); err != nil {
 			t.Fatal(err)
 		}
 		return seq, max
@@ -365,7 +365,7 @@ func TestPGASavedConsumerIsSentLaterYetSeenAndChecked(t *testing.T) {
 		t.Fatal("a write whose kept update failed returned nil")
 	}
 	var n int
-	if err := a.QueryRow(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'not-kept'`).Scan(&n); err != nil || n != 0 {
+	if err := a.QueryRowUncatalogued(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'not-kept'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("messages of the failed write: %d (%v), want none", n, err)
 	}
 }
@@ -376,7 +376,7 @@ func TestPGASavedConsumerIsSentLaterYetSeenAndChecked(t *testing.T) {
 func TestPGAProcessCountsTheProcessesOfItsDatabase(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
-	a := openPG(t, dsn)
+	a := openStore(t, dsn)
 	until := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); !cond(); {
@@ -410,7 +410,7 @@ func TestPGAPopLeavesTheMarkOfAPartitionAPushHolds(t *testing.T) {
 	drain(t, a, "p1")
 	ready := func() (n int) {
 		t.Helper()
-		if err := a.QueryRow(ctx, `SELECT ready FROM consumers WHERE partition_id = ? AND group_id = ?`, p1, groupID).Scan(&n); err != nil {
+		if err := a.QueryRowUncatalogued(ctx, `SELECT ready FROM consumers WHERE partition_id = ? AND group_id = ?`, p1, groupID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -477,7 +477,7 @@ func TestPGAPopPassingByAHeldConsumerIsToldSo(t *testing.T) {
 // fails, even when its function goes on and its next statement would
 // have begun the transaction without it. (pgx closes the connection of a
 // batch it could not send, so the next statement fails too: this test
-// passes without pgBegin.failed's guard, which covers a failure that
+// passes without begin.failed's guard, which covers a failure that
 // leaves the connection open. A statement the server refuses aborts the
 // transaction there: TestAWriteWhoseStatementFailedIsNotReportedCommitted.)
 func TestPGAWriteWhoseFirstStatementFailedFails(t *testing.T) {
@@ -496,7 +496,7 @@ func TestPGAWriteWhoseFirstStatementFailedFails(t *testing.T) {
 		t.Fatal("the write returned nil")
 	}
 	var n int
-	if err := a.QueryRow(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'after-a-failure'`).Scan(&n); err != nil || n != 0 {
+	if err := a.QueryRowUncatalogued(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'after-a-failure'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("messages of the failed write: %d (%v), want none", n, err)
 	}
 }
