@@ -23,7 +23,7 @@ func (s *Server) showOverview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	ov, err := s.broker.Overview(ctx, q)
 	if err != nil {
@@ -99,7 +99,7 @@ const overviewOpenGroups = 5
 // regressed, and the first few, regressed first. A failed read leaves
 // them out, logged: the queues are the overview's first business.
 func (s *Server) openGroups(c echo.Context) views.OpenGroups {
-	ctx, cancel := withTimeout(c, 5*time.Second)
+	ctx, cancel := s.withTimeout(c, 5*time.Second)
 	defer cancel()
 	o := views.OpenGroups{URL: errorGroupsURL(url.Values{"state": {string(broker.GroupOpen)}})}
 	counts, err := s.broker.ErrorGroupCounts(ctx)
@@ -339,7 +339,7 @@ func (s *Server) showQueuePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	q, err := s.broker.Queue(ctx, name)
 	if err != nil {
