@@ -206,7 +206,7 @@ func (b *Broker) replayCanary(ctx context.Context, tx Tx, j *Job, now time.Time,
 	if q == nil || q.Bound == nil {
 		return fmt.Errorf("job #%d has neither ids nor a bound filter", j.ID)
 	}
-	f, ok, err := q.filter(ctx, tx)
+	f, ok, err := q.bulkFilter(ctx, tx)
 	if err != nil || !ok {
 		return err
 	}

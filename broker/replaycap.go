@@ -123,7 +123,7 @@ func (b *Broker) finishCapped(ctx context.Context, tx Tx, j *Job, now time.Time)
 		return nil
 	}
 	if q := j.Scope.Filter; q != nil && q.Bound != nil && !j.Scope.Force {
-		f, ok, err := q.filter(ctx, tx)
+		f, ok, err := q.bulkFilter(ctx, tx)
 		if err != nil || !ok {
 			return err
 		}

@@ -91,3 +91,48 @@ func TestErrorContainsReadsInWindows(t *testing.T) {
 		t.Errorf("API, error=%q: %+v; want pay-3 from the index, total 1", "the needle: found,", l)
 	}
 }
+
+// A bulk action and an export by "Error contains" look its words up in
+// the index; a text with no whole word, over more dead letters than a
+// window, is refused with a 400 saying what to type (the API's dry run
+// and action, the export, and the page's confirmation), and changes
+// nothing (issue 30). (Not parallel: it makes the search's limits small.)
+func TestBulkAndExportByErrorTextUseTheIndexOrSayWhy(t *testing.T) {
+	defer broker.SetSearchLimits(5, 10)()
+	s := setup(t)
+	for n := range 30 {
+		text := "upstream timeout (504)"
+		if n == 3 {
+			text = "the needle: found, in a haystack"
+		}
+		s.fail("payments", "", "", fmt.Sprintf("pay-%d", n), fmt.Sprintf(`{"n":%d}`, n), text)
+		s.clock.Advance(time.Second)
+	}
+	var c struct {
+		Matching int64 `json:"matching"`
+	}
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"payments","error":"the needle: found,"},"dryRun":true}`).want(http.StatusOK).decode(&c)
+	if c.Matching != 1 {
+		t.Errorf("dry run by words: matching %d, want 1", c.Matching)
+	}
+	r := s.call("GET", "/api/v1/dlq/export?"+url.Values{"queue": {"payments"}, "error": {" timeout ("}, "format": {"ndjson"}}.Encode(), "").want(http.StatusOK)
+	if lines := strings.Count(string(r.body), "\n"); lines != 29 {
+		t.Errorf("export by words: %d lines, want 29", lines)
+	}
+
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"payments","error":"needle"},"dryRun":true}`).wantError(http.StatusBadRequest, "no whole word", "Payload or error has", "nothing was changed")
+	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"queue":"payments","error":"needle"}}`).wantError(http.StatusBadRequest, "no whole word")
+	s.call("GET", "/api/v1/dlq/export?"+url.Values{"queue": {"payments"}, "error": {"needle"}}.Encode(), "").wantError(http.StatusBadRequest, "no whole word")
+	op, _ := s.loggedIn(broker.RoleOperator)
+	page := op.get("/queues/payments/dead-letters/confirm?" + url.Values{"action": {"delete"}, "all": {"1"}, "error": {"needle"}}.Encode()).want(http.StatusBadRequest)
+	if !strings.Contains(string(page.body), "no whole word") {
+		t.Errorf("the confirmation of a delete by %q: %s", "needle", page.body)
+	}
+	var l struct {
+		Total int64 `json:"total"`
+	}
+	s.call("GET", "/api/v1/dlq?queue=payments", "").want(http.StatusOK).decode(&l)
+	if l.Total != 30 {
+		t.Errorf("%d dead letters after the refusals, want 30", l.Total)
+	}
+}

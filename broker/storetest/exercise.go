@@ -277,6 +277,7 @@ var tests = []test{
 	{"SearchWindowTotal", testSearchWindowTotal},
 	{"ErrorContainsIndexAndScanAgree", testErrorContainsIndexAndScanAgree},
 	{"ErrorContainsReadsInWindows", testErrorContainsReadsInWindows},
+	{"BulkByErrorTextUsesTheIndex", testBulkByErrorTextUsesTheIndex},
 	{"SearchByWholeMessageID", testSearchByWholeMessageID},
 	{"SearchByShortID", testSearchByShortID},
 	{"SearchByTransactionID", testSearchByTransactionID},
