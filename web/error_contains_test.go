@@ -42,7 +42,22 @@ func TestErrorContainsReadsInWindows(t *testing.T) {
 			if rows.Length() != 1 || !strings.Contains(rows.Text(), "pay-3") {
 				t.Fatalf("window %d: rows %q, want pay-3's", windows, rows.Text())
 			}
+			if doc.Find(`[data-testid="empty"]`).Length() != 0 {
+				t.Errorf("window %d: an empty note beside its row", windows)
+			}
 			break
+		}
+		// The empty window says what it searched, not that nothing
+		// matches, and offers to go on.
+		want := "None of the newest 10 dead letters match these filters"
+		if windows > 1 {
+			want = "None of the next 10 dead letters match these filters"
+		}
+		if h := doc.Find(`[data-testid="empty"] h2`).Text(); h != want {
+			t.Errorf("window %d: empty heading %q, want %q", windows, h, want)
+		}
+		if further, _ := doc.Find(`[data-testid="empty-search-further"]`).Attr("href"); further == "" {
+			t.Errorf("window %d: the empty window offers no Search further", windows)
 		}
 		note := doc.Find(`[data-testid="search-note"]`).Text()
 		if !strings.Contains(note, "checked the 10 newest dead letters") || !strings.Contains(note, "Payload or error has") {
@@ -57,8 +72,13 @@ func TestErrorContainsReadsInWindows(t *testing.T) {
 	if windows != 3 {
 		t.Errorf("found the needle in window %d, want 3 (30 dead letters, windows of 10)", windows)
 	}
+	// One match, from the index: "1 dead letter matches".
+	doc := b.get("/queues/payments/dead-letters?" + url.Values{"error": {"the needle: found,"}}.Encode()).want(http.StatusOK).doc()
+	if got := strings.Join(strings.Fields(doc.Find(`[data-testid="matching"]`).Text()), " "); got != "1 dead letter matches these filters." {
+		t.Errorf("one match: %q", got)
+	}
 	// The form says which box reads in windows and which is fast.
-	doc := b.get("/queues/payments/dead-letters").want(http.StatusOK).doc()
+	doc = b.get("/queues/payments/dead-letters").want(http.StatusOK).doc()
 	if h := doc.Find(`[data-testid="hint-error"]`).Text(); !strings.Contains(h, "any part") || !strings.Contains(h, "a page") {
 		t.Errorf("Error contains hint %q", h)
 	}

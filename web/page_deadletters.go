@@ -221,6 +221,8 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		Matching:      page.Total,
 		MatchingKnown: !page.TotalCapped,
 		MatchingIn:    int64(page.TotalIn),
+		Scanned:       int64(page.Scanned),
+		FromHere:      after != nil,
 		FilterQuery:   f.values().Encode(),
 	}
 	if len(brief.Partitions) <= maxPartitionChoices {

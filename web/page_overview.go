@@ -39,6 +39,10 @@ func (s *Server) showOverview(c echo.Context) error {
 	for _, r := range ov.Rows {
 		row := views.QueueRow{Name: r.Name, URL: queueURL(r.Name), DLQURL: deadLettersURL(r.Name, nil), Partitions: r.PartitionCount, Depth: r.Health.Depth,
 			DepthDelta: countDelta(r.Health.Depth, r.DepthThen, "dead letters", "24 h ago")}
+		if now.Sub(r.CreatedAt) < broker.HealthWindow {
+			// Made within the day: nothing to compare with 24 h ago.
+			row.DepthDelta = views.Delta{Text: "new", Class: "same", Title: "made " + views.Ago(r.CreatedAt, now) + ": nothing to compare with 24 h ago"}
+		}
 		for _, g := range r.Stats {
 			gd := views.GroupDepth{Group: g.Group, Depth: g.Depth, URL: deadLettersURL(r.Name, url.Values{"group": {g.Group}})}
 			if !g.OldestFailedAt.IsZero() && g.Depth > 0 {
