@@ -347,6 +347,17 @@ func (b *Broker) overviewDetails(ctx context.Context, tx Tx, rows []QueueOvervie
 // MaxQueueMatches is the most names FindQueues returns.
 const MaxQueueMatches = 100
 
+// QueueNames names every queue, by name: one statement whatever their
+// number.
+func (b *Broker) QueueNames(ctx context.Context) ([]string, error) {
+	var names []string
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		names, err = tx.QueueNames(ctx)
+		return err
+	})
+	return names, err
+}
+
 // FindQueues returns the first limit queue names, by name, that contain
 // part (in any case; "" matches every queue), and how many match in
 // all: for a picker that suggests as a person types.

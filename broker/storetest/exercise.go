@@ -41,6 +41,7 @@ var tests = []test{
 	{"NotifyThresholdBreachedThenRecoveredOnce", testNotifyThresholdBreachedThenRecoveredOnce},
 	{"NotifyArchiveFailureIsToldOnce", testNotifyArchiveFailureIsToldOnce},
 	{"OverviewPagesSortsAndFilters", testOverviewPagesSortsAndFilters},
+	{"HealthReadsAFewStatements", testHealthReadsAFewStatements},
 	{"AckOfAPartitionTheGroupDoesNotReadIsRefused", testAckOfAPartitionTheGroupDoesNotReadIsRefused},
 	{"AckByALeaseIDNoLeaseHasIsRefused", testAckByALeaseIDNoLeaseHasIsRefused},
 	{"ArchiveHoldsTheExpiredDeadLetters", testArchiveHoldsTheExpiredDeadLetters},
