@@ -286,7 +286,10 @@ type frozenTx interface {
 // to a bound given; ok is false when nothing can match (a queue, group
 // or partition q names does not exist, or there was no dead letter).
 func (b *Broker) frozen(ctx context.Context, tx frozenTx, q DLQQuery) (f Filter, bound Bound, ok bool, err error) {
-	f, named, err := q.filter(ctx, tx)
+	f, named, err := q.bulkFilter(ctx, tx)
+	if err == nil && named {
+		err = checkErrorScan(ctx, tx, f)
+	}
 	if err != nil {
 		return f, bound, false, err
 	}
@@ -404,4 +407,47 @@ func memo[K comparable, V any](m map[K]V, k K, read func() (V, error)) (V, error
 	}
 	m[k] = v
 	return v, nil
+}
+
+// bulkFilter is q's filter (filter) for a bulk action or an export, which
+// act on every dead letter it selects, not on a page: an error text
+// (ErrorContains) with words the index can answer (ErrorWords) is
+// looked up by them in the error texts' index, all of their matches,
+// and checked exactly on each, as "Payload or error has" is (at any
+// depth: what it costs follows the words' matches, not the queue's
+// size). A text with no such word is left as it is: checkErrorScan says
+// whether it may be read so.
+func (q DLQQuery) bulkFilter(ctx context.Context, tx partitionQueueSubscriptionTx) (f Filter, ok bool, err error) {
+	f, ok, err = q.filter(ctx, tx)
+	if err == nil && f.ErrorContains != "" && f.TransactionID == "" {
+		f.ErrorWords = ErrorWords(f.ErrorContains)
+	}
+	return f, ok, err
+}
+
+// checkErrorScan refuses (ErrInvalid) a bulk action or an export whose
+// error text has no word the index can answer (bulkFilter) when the
+// other filters select more than FieldScan dead letters: the text could
+// only be checked by reading every one of them (600,000 in one group:
+// half a minute, for a text that may match none). A list reads such a
+// text a window at a time and says so; an action or an export must do
+// all that its filter says or nothing, so it is refused, saying what to
+// type instead. Up to FieldScan, the text is checked on each, as the
+// list's window would.
+func checkErrorScan(ctx context.Context, tx DeadLetterTx, f Filter) error {
+	if f.ErrorContains == "" || f.ErrorWords != "" || f.TransactionID != "" {
+		return nil
+	}
+	base := f
+	base.ErrorContains = ""
+	n, err := tx.CountDeadLettersUpTo(ctx, base, fieldScan+1)
+	if err != nil {
+		return fmt.Errorf("count the dead letters an error text would read: %w", err)
+	}
+	if n > int64(fieldScan) {
+		return errorf(ErrInvalid, "the error text %q (Error contains, error=) has no whole word the index can look up, and the other filters select more than %s dead letters: it would read each of them. "+
+			"Type whole words as they stand in the error (\": timeout,\" or \"connection refused\", not part of a word), use \"Payload or error has\" (q) for words, "+
+			"or narrow by error group, consumer group or time first; nothing was changed", truncate(f.ErrorContains, 64), thousands(int64(fieldScan)))
+	}
+	return nil
 }

@@ -223,7 +223,7 @@ func (b *Broker) replayCanary(ctx context.Context, tx replayCanaryTx, j *Job, no
 	if q == nil || q.Bound == nil {
 		return fmt.Errorf("job #%d has neither ids nor a bound filter", j.ID)
 	}
-	f, ok, err := q.filter(ctx, tx)
+	f, ok, err := q.bulkFilter(ctx, tx)
 	if err != nil || !ok {
 		return err
 	}

@@ -49,13 +49,19 @@ func (b *Broker) Export(ctx context.Context, q DLQQuery, format, actor string, e
 	if err := q.validate(); err != nil {
 		return ExportResult{}, err
 	}
+	// The filter first: one the export refuses (checkErrorScan) is no
+	// export, and leaves nothing in the audit.
+	f, ok, err := b.exportFilter(ctx, q)
+	if err != nil {
+		return ExportResult{}, err
+	}
 	what := format + " export of " + q.Describe()
 	if err := b.update(ctx, func(tx Tx, _ func(string)) error {
 		return audit(ctx, tx, b.now(), actor, AuditExport, q.Queue, q.Group, 0, what+": started")
 	}); err != nil {
 		return ExportResult{}, fmt.Errorf("export: audit: %w", err)
 	}
-	res, err := b.export(ctx, q, emit)
+	res, err := b.export(ctx, f, ok, emit)
 	detail := fmt.Sprintf("%s: %d dead letters", what, res.Rows)
 	if !res.Complete {
 		why := "the client went away"
@@ -78,22 +84,33 @@ func (b *Broker) Export(ctx context.Context, q DLQQuery, format, actor string, e
 // errEmit marks an error of Export's emit (writing to the client).
 var errEmit = errors.New("export: write")
 
-func (b *Broker) export(ctx context.Context, q DLQQuery, emit func([]DeadLetter) (int, error)) (ExportResult, error) {
-	var res ExportResult
-	var f Filter
-	var ok bool
-	if err := b.store.View(ctx, func(tx Tx) (err error) {
-		if f, ok, err = q.filter(ctx, tx); err != nil || !ok || !f.Indexed() {
+// exportFilter is q's filter for an export (bulkFilter: an error text's
+// words looked up in the index), refused when its error text would read
+// too much (checkErrorScan); ok is false when nothing can match.
+func (b *Broker) exportFilter(ctx context.Context, q DLQQuery) (f Filter, ok bool, err error) {
+	err = b.store.View(ctx, func(tx Tx) (err error) {
+		if f, ok, err = q.bulkFilter(ctx, tx); err != nil || !ok {
 			return err
 		}
-		// In the full-text index's order, a dead letter filed during the
-		// export could come in a later phase: the export keeps to the rows
-		// there as it starts.
-		f.MaxID, err = tx.MaxDeadLetterID(ctx)
+		if err := checkErrorScan(ctx, tx, f); err != nil {
+			return err
+		}
+		if f.ByIndex() {
+			// In the full-text index's order, a dead letter filed during
+			// the export could come in a later phase: the export keeps to
+			// the rows there as it starts.
+			f.MaxID, err = tx.MaxDeadLetterID(ctx)
+		}
 		return err
-	}); err != nil {
-		return res, fmt.Errorf("export: filter: %w", err)
+	})
+	if err != nil {
+		err = fmt.Errorf("export: filter: %w", err)
 	}
+	return f, ok, err
+}
+
+func (b *Broker) export(ctx context.Context, f Filter, ok bool, emit func([]DeadLetter) (int, error)) (ExportResult, error) {
+	var res ExportResult
 	if !ok {
 		res.Complete = true // a queue, group or partition that does not exist: nothing
 		return res, nil

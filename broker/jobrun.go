@@ -691,7 +691,7 @@ func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 			if f := j.Scope.Filter; f != nil && f.Bound != nil {
 				// What matches with a row id above the bound was filed
 				// since, and not touched.
-				flt, ok, err := f.filter(ctx, tx)
+				flt, ok, err := f.bulkFilter(ctx, tx)
 				if err != nil {
 					return err
 				}
@@ -784,7 +784,7 @@ func (b *Broker) filterChunk(ctx context.Context, tx replayJobTx, j *Job, now ti
 	if q == nil || q.Bound == nil {
 		return false, fmt.Errorf("job #%d has neither ids nor a bound filter", j.ID)
 	}
-	f, ok, err := q.filter(ctx, tx)
+	f, ok, err := q.bulkFilter(ctx, tx)
 	if err != nil || !ok {
 		return true, err
 	}

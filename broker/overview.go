@@ -60,6 +60,7 @@ type QueueTotals struct {
 	Replayed  int64     // dead letters replayed in all (group_stats)
 	Window    Stats     // counts of the last 24 h (Depth unset)
 	Before    Stats     // counts of the 24 h before
+	CreatedAt time.Time // when the queue was made
 }
 
 // Overview sorts.
@@ -214,7 +215,7 @@ func healthOf(s Stats) Health {
 
 func overviewOf(t QueueTotals, l Limits, now time.Time) QueueOverview {
 	r := QueueOverview{DepthThen: t.DepthThen, Before: healthOf(t.Before), Filed: t.Window.DeadLettered, FiledBefore: t.Before.DeadLettered}
-	r.Queue = Queue{ID: t.ID, Name: t.Name}
+	r.Queue = Queue{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt}
 	r.Limits = l
 	r.Health = healthOf(t.Window)
 	r.Health.Depth = t.Depth
@@ -345,6 +346,17 @@ func (b *Broker) overviewDetails(ctx context.Context, tx OverviewTx, rows []Queu
 
 // MaxQueueMatches is the most names FindQueues returns.
 const MaxQueueMatches = 100
+
+// QueueNames names every queue, by name: one statement whatever their
+// number.
+func (b *Broker) QueueNames(ctx context.Context) ([]string, error) {
+	var names []string
+	err := b.store.View(ctx, func(tx Tx) (err error) {
+		names, err = tx.QueueNames(ctx)
+		return err
+	})
+	return names, err
+}
 
 // FindQueues returns the first limit queue names, by name, that contain
 // part (in any case; "" matches every queue), and how many match in

@@ -130,7 +130,7 @@ func (b *Broker) finishCapped(ctx context.Context, tx finishCappedTx, j *Job, no
 		return nil
 	}
 	if q := j.Scope.Filter; q != nil && q.Bound != nil && !j.Scope.Force {
-		f, ok, err := q.filter(ctx, tx)
+		f, ok, err := q.bulkFilter(ctx, tx)
 		if err != nil || !ok {
 			return err
 		}

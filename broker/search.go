@@ -313,6 +313,13 @@ func (f Filter) Indexed() bool {
 	return false
 }
 
+// ByIndex reports whether the dead letters of f are found by walking a
+// full-text index (an export's and a bulk action's chunks): f has a
+// full-text condition (Indexed), or an error text's words (ErrorWords).
+func (f Filter) ByIndex() bool {
+	return f.Indexed() || f.ErrorWords != ""
+}
+
 // scansFields reports whether f has a field filter that the index cannot
 // narrow, and nothing else does: it is then checked on a window of the
 // newest FieldScan rows.

@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -87,7 +90,7 @@ type Breach struct {
 func (l Limits) Check(h Health) []Breach {
 	var out []Breach
 	if h.Depth > l.Depth {
-		out = append(out, Breach{"depth", fmt.Sprintf("%d dead letters (limit %d)", h.Depth, l.Depth)})
+		out = append(out, Breach{"depth", fmt.Sprintf("%s dead letters (limit %s)", thousands(h.Depth), thousands(l.Depth))})
 	}
 	if lim := time.Duration(l.OldestHours * float64(time.Hour)); h.Oldest > lim {
 		out = append(out, Breach{"oldest", fmt.Sprintf("oldest waits %s (limit %s)", round(h.Oldest), round(lim))})
@@ -165,7 +168,8 @@ type QueueHealth struct {
 	Limits   Limits
 	Breaches []Breach
 	// Depth of the queue (all groups) over the window, oldest first, in
-	// steps of HealthStep: for sparklines.
+	// steps of HealthStep: for sparklines (the overview's rows; Health
+	// leaves it out).
 	DepthSeries []int64
 }
 
@@ -173,52 +177,99 @@ type QueueHealth struct {
 const HealthStep = 15 * time.Minute
 
 // Health judges every queue against the thresholds, from the maintained
-// counters and buckets only.
+// counters and buckets only, with each queue's groups (Stats, Groups);
+// its partitions and DepthSeries are not read.
 func (b *Broker) Health(ctx context.Context) ([]QueueHealth, Thresholds, error) {
-	th, err := b.Thresholds(ctx)
-	if err != nil {
-		return nil, th, err
-	}
-	briefs, err := b.Briefs(ctx)
-	if err != nil {
-		return nil, th, err
-	}
+	// A few statements whatever the number of queues, as the overview
+	// reads its totals (QueueTotals, StatsOf, ReadersOf): /metrics and
+	// the thresholds' check run it at every scrape and maintenance.
 	now := b.now()
 	end := now.Truncate(HealthStep).Add(HealthStep) // the step now is in counts too
-	history, err := b.History(ctx, HistoryQuery{From: end.Add(-HealthWindow), To: end, Step: HealthStep})
+	from := end.Add(-HealthWindow)
+	var out []QueueHealth
+	var th Thresholds
+	err := b.store.View(ctx, func(tx Tx) error {
+		var err error
+		if th, err = thresholdsIn(ctx, tx); err != nil {
+			return err
+		}
+		totals, err := tx.QueueTotals(ctx, TotalsWindow{Then: from, To: end})
+		if err != nil {
+			return err
+		}
+		b.addPendingTotals(totals, from, end)
+		ids := make([]int64, len(totals))
+		at := make(map[int64]int, len(totals))
+		out = make([]QueueHealth, len(totals))
+		for i, t := range totals {
+			ids[i], at[t.ID] = t.ID, i
+			out[i] = overviewOf(t, th.For(t.Name), now).QueueHealth
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		stats, err := b.statsOf(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		for _, g := range stats {
+			if i, ok := at[g.QueueID]; ok {
+				out[i].Stats = append(out[i].Stats, g)
+			}
+		}
+		readers, err := tx.ReadersOf(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			names := slices.Clone(readers[out[i].ID])
+			for _, g := range out[i].Stats {
+				if !slices.Contains(names, g.Group) {
+					names = append(names, g.Group)
+				}
+			}
+			slices.Sort(names)
+			out[i].Groups = names
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, th, err
 	}
-	out := make([]QueueHealth, len(briefs))
-	for i, br := range briefs {
-		qh := QueueHealth{QueueBrief: br, Limits: th.For(br.Name)}
-		qh.Health.Depth = br.Depth()
-		var oldest time.Time
-		for _, g := range br.Stats {
-			if !g.OldestFailedAt.IsZero() && g.Depth > 0 && (oldest.IsZero() || g.OldestFailedAt.Before(oldest)) {
-				oldest = g.OldestFailedAt
-			}
-		}
-		if !oldest.IsZero() {
-			qh.Health.Oldest = now.Sub(oldest)
-		}
-		for _, s := range history {
-			if s.Queue != br.Name {
-				continue
-			}
-			if qh.DepthSeries == nil {
-				qh.DepthSeries = make([]int64, len(s.Points))
-			}
-			for k, p := range s.Points {
-				qh.DepthSeries[k] += p.Depth
-				qh.Health.Acks += p.Completed + p.Failed
-				qh.Health.Failed += p.Failed
-				qh.Health.ReplayEnds += p.ReplayCompleted + p.ReplayFailed
-				qh.Health.ReplayOK += p.ReplayCompleted
-			}
-		}
-		qh.Breaches = qh.Limits.Check(qh.Health)
-		out[i] = qh
-	}
 	return out, th, nil
+}
+
+// statsOf is stats of the listed queues at once (StatsOf, one
+// statement), with the counts still waiting in memory (StatsDelay); a
+// group with waiting counts and no row yet costs a lookup of its name.
+func (b *Broker) statsOf(ctx context.Context, tx Tx, ids []int64) ([]GroupStats, error) {
+	gs, err := tx.StatsOf(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	wanted := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		wanted[id] = true
+	}
+	added := false
+	for _, e := range b.pending.snapshot() {
+		if !wanted[e.key.queueID] {
+			continue
+		}
+		i := slices.IndexFunc(gs, func(g GroupStats) bool { return g.QueueID == e.key.queueID && g.GroupID == e.key.groupID })
+		if i < 0 {
+			name, err := tx.GroupName(ctx, e.key.groupID)
+			if err != nil {
+				return nil, err
+			}
+			gs, i, added = append(gs, GroupStats{QueueID: e.key.queueID, GroupID: e.key.groupID, Group: name}), len(gs), true
+		}
+		gs[i].Stats = gs[i].Stats.add(e.d)
+	}
+	if added {
+		slices.SortStableFunc(gs, func(a, b GroupStats) int {
+			return cmp.Or(cmp.Compare(a.QueueID, b.QueueID), strings.Compare(a.Group, b.Group))
+		})
+	}
+	return gs, nil
 }

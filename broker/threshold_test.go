@@ -39,3 +39,15 @@ func TestLimitsCheck(t *testing.T) {
 		}
 	}
 }
+
+// A breach says its numbers as the dashboard writes counts: with
+// thousands separators (issue 30: "700001 dead letters (limit 10)").
+func TestBreachSaysCountsWithSeparators(t *testing.T) {
+	t.Parallel()
+	l := broker.DefaultLimits()
+	l.Depth = 12000
+	bs := l.Check(broker.Health{Depth: 700001})
+	if len(bs) != 1 || bs[0].Text != "700,001 dead letters (limit 12,000)" {
+		t.Fatalf("breaches %+v, want 700,001 dead letters (limit 12,000)", bs)
+	}
+}

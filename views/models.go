@@ -241,7 +241,12 @@ type DeadLetterList struct {
 	// MatchingIn is set when Matching counts only the matches among the
 	// newest MatchingIn dead letters of the other filters (a search read
 	// in windows): the count is then no count of the filter's.
-	MatchingIn  int64
+	MatchingIn int64
+	// Scanned is, when this page read a window of the list in order
+	// without filling up, how many dead letters it checked; FromHere is
+	// set when that window is not the newest (a page further on).
+	Scanned     int64
+	FromHere    bool
 	CountURL    string
 	NextURL     string
 	FirstURL    string // set when not on the first page

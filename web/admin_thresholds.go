@@ -34,13 +34,13 @@ func (s *Server) thresholdsForm(c echo.Context, th broker.Thresholds) (views.Thr
 	for _, q := range th.QueueNames() {
 		v.Overrides = append(v.Overrides, limitRow(q, th.Queues[q]))
 	}
-	briefs, err := s.broker.Briefs(c.Request().Context())
+	names, err := s.broker.QueueNames(c.Request().Context())
 	if err != nil {
 		return v, err
 	}
-	for _, b := range briefs {
-		if _, ok := th.Queues[b.Name]; !ok {
-			v.Queues = append(v.Queues, b.Name)
+	for _, n := range names {
+		if _, ok := th.Queues[n]; !ok {
+			v.Queues = append(v.Queues, n)
 		}
 	}
 	return v, nil

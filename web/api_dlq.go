@@ -166,13 +166,16 @@ type pagination struct {
 }
 
 // listDeadLetters lists the dead letters matching the query, newest
-// failure first.
+// failure first, within the list page's budget (listBudget): past it,
+// a 503 saying what to narrow, as the page says it.
 func (s *Server) listDeadLetters(c echo.Context) error {
 	q, err := parseDLQQuery(c)
 	if err != nil {
 		return err
 	}
-	page, err := s.broker.DeadLetters(c.Request().Context(), q)
+	ctx, cancel := s.withTimeout(c, listBudget)
+	defer cancel()
+	page, err := s.broker.DeadLetters(ctx, q)
 	if err != nil {
 		return err
 	}

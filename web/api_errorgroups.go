@@ -299,7 +299,7 @@ func (s *Server) setErrorGroupState(c echo.Context) error {
 func (s *Server) refusedResolve(c echo.Context, req groupStateRequest, fp string, err error) error {
 	status, message, _ := statusOf(err)
 	out := conflictResponse{Error: message}
-	ctx, cancel := withTimeout(c, 5*time.Second)
+	ctx, cancel := s.withTimeout(c, 5*time.Second)
 	defer cancel()
 	if g, _, rerr := s.broker.ErrorGroupByKey(ctx, req.Queue, req.ConsumerGroup, fp); rerr == nil {
 		out.Evidence = append(out.Evidence, groupEvidence{ConsumerGroup: g.Group, evidenceJSON: toEvidenceJSON(g)})

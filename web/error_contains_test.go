@@ -42,7 +42,22 @@ func TestErrorContainsReadsInWindows(t *testing.T) {
 			if rows.Length() != 1 || !strings.Contains(rows.Text(), "pay-3") {
 				t.Fatalf("window %d: rows %q, want pay-3's", windows, rows.Text())
 			}
+			if doc.Find(`[data-testid="empty"]`).Length() != 0 {
+				t.Errorf("window %d: an empty note beside its row", windows)
+			}
 			break
+		}
+		// The empty window says what it searched, not that nothing
+		// matches, and offers to go on.
+		want := "None of the newest 10 dead letters match these filters"
+		if windows > 1 {
+			want = "None of the next 10 dead letters match these filters"
+		}
+		if h := doc.Find(`[data-testid="empty"] h2`).Text(); h != want {
+			t.Errorf("window %d: empty heading %q, want %q", windows, h, want)
+		}
+		if further, _ := doc.Find(`[data-testid="empty-search-further"]`).Attr("href"); further == "" {
+			t.Errorf("window %d: the empty window offers no Search further", windows)
 		}
 		note := doc.Find(`[data-testid="search-note"]`).Text()
 		if !strings.Contains(note, "checked the 10 newest dead letters") || !strings.Contains(note, "Payload or error has") {
@@ -57,8 +72,13 @@ func TestErrorContainsReadsInWindows(t *testing.T) {
 	if windows != 3 {
 		t.Errorf("found the needle in window %d, want 3 (30 dead letters, windows of 10)", windows)
 	}
+	// One match, from the index: "1 dead letter matches".
+	doc := b.get("/queues/payments/dead-letters?" + url.Values{"error": {"the needle: found,"}}.Encode()).want(http.StatusOK).doc()
+	if got := strings.Join(strings.Fields(doc.Find(`[data-testid="matching"]`).Text()), " "); got != "1 dead letter matches these filters." {
+		t.Errorf("one match: %q", got)
+	}
 	// The form says which box reads in windows and which is fast.
-	doc := b.get("/queues/payments/dead-letters").want(http.StatusOK).doc()
+	doc = b.get("/queues/payments/dead-letters").want(http.StatusOK).doc()
 	if h := doc.Find(`[data-testid="hint-error"]`).Text(); !strings.Contains(h, "any part") || !strings.Contains(h, "a page") {
 		t.Errorf("Error contains hint %q", h)
 	}
@@ -89,5 +109,50 @@ func TestErrorContainsReadsInWindows(t *testing.T) {
 	s.call("GET", "/api/v1/dlq?"+url.Values{"queue": {"payments"}, "error": {"the needle: found,"}}.Encode(), "").want(http.StatusOK).decode(&l)
 	if len(l.Messages) != 1 || l.Messages[0].TransactionID != "pay-3" || l.Total != 1 || l.TotalCapped || l.Window != nil || l.Next != "" {
 		t.Errorf("API, error=%q: %+v; want pay-3 from the index, total 1", "the needle: found,", l)
+	}
+}
+
+// A bulk action and an export by "Error contains" look its words up in
+// the index; a text with no whole word, over more dead letters than a
+// window, is refused with a 400 saying what to type (the API's dry run
+// and action, the export, and the page's confirmation), and changes
+// nothing (issue 30). (Not parallel: it makes the search's limits small.)
+func TestBulkAndExportByErrorTextUseTheIndexOrSayWhy(t *testing.T) {
+	defer broker.SetSearchLimits(5, 10)()
+	s := setup(t)
+	for n := range 30 {
+		text := "upstream timeout (504)"
+		if n == 3 {
+			text = "the needle: found, in a haystack"
+		}
+		s.fail("payments", "", "", fmt.Sprintf("pay-%d", n), fmt.Sprintf(`{"n":%d}`, n), text)
+		s.clock.Advance(time.Second)
+	}
+	var c struct {
+		Matching int64 `json:"matching"`
+	}
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"payments","error":"the needle: found,"},"dryRun":true}`).want(http.StatusOK).decode(&c)
+	if c.Matching != 1 {
+		t.Errorf("dry run by words: matching %d, want 1", c.Matching)
+	}
+	r := s.call("GET", "/api/v1/dlq/export?"+url.Values{"queue": {"payments"}, "error": {" timeout ("}, "format": {"ndjson"}}.Encode(), "").want(http.StatusOK)
+	if lines := strings.Count(string(r.body), "\n"); lines != 29 {
+		t.Errorf("export by words: %d lines, want 29", lines)
+	}
+
+	s.call("POST", "/api/v1/dlq/delete", `{"filter":{"queue":"payments","error":"needle"},"dryRun":true}`).wantError(http.StatusBadRequest, "no whole word", "Payload or error has", "nothing was changed")
+	s.call("POST", "/api/v1/dlq/replay", `{"filter":{"queue":"payments","error":"needle"}}`).wantError(http.StatusBadRequest, "no whole word")
+	s.call("GET", "/api/v1/dlq/export?"+url.Values{"queue": {"payments"}, "error": {"needle"}}.Encode(), "").wantError(http.StatusBadRequest, "no whole word")
+	op, _ := s.loggedIn(broker.RoleOperator)
+	page := op.get("/queues/payments/dead-letters/confirm?" + url.Values{"action": {"delete"}, "all": {"1"}, "error": {"needle"}}.Encode()).want(http.StatusBadRequest)
+	if !strings.Contains(string(page.body), "no whole word") {
+		t.Errorf("the confirmation of a delete by %q: %s", "needle", page.body)
+	}
+	var l struct {
+		Total int64 `json:"total"`
+	}
+	s.call("GET", "/api/v1/dlq?queue=payments", "").want(http.StatusOK).decode(&l)
+	if l.Total != 30 {
+		t.Errorf("%d dead letters after the refusals, want 30", l.Total)
 	}
 }

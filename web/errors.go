@@ -55,6 +55,18 @@ const tooSlowMessage = "this read took too long and was stopped, so as not to ho
 // another process is usually short (a backup step, a shell transaction).
 const retryAfter = "1"
 
+// tooSlowRetryAfter is the Retry-After of a read that took too long: the
+// same read at once would take as long again, and the cores with it;
+// the answer says to narrow it first.
+const tooSlowRetryAfter = "30"
+
+// tooSlowTitle and tooSlowPage say a read that took too long to a
+// person: what happened, that nothing changed, and what to narrow.
+const (
+	tooSlowTitle = "This took too long"
+	tooSlowPage  = "This page took too long to read, so it was stopped (after its 15 seconds) rather than slow the dashboard down for everyone; nothing was changed. Narrow it and try again: pick a consumer group or an error group, a shorter time range (Since), or type whole words: \"Payload or error has\" finds words at any depth, and \"Error contains\" is fast when its text holds whole words (\": timeout,\"), not part of one."
+)
+
 // statusOf maps an error to the status and message the caller sees. ok is
 // false for internal errors, whose text must not be shown.
 func statusOf(err error) (status int, message string, ok bool) {
@@ -69,7 +81,7 @@ func statusOf(err error) (status int, message string, ok bool) {
 		return http.StatusServiceUnavailable, commitUnknownMessage, true
 	case errors.Is(err, broker.ErrUnavailable):
 		return http.StatusServiceUnavailable, unavailableMessage, true
-	case errors.Is(err, broker.ErrTooSlow):
+	case errors.Is(err, broker.ErrTooSlow), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, tooSlowMessage, true
 	case errors.As(err, &ae):
 		return ae.status, ae.message, true
@@ -112,6 +124,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.log.DebugContext(ctx, "request canceled", "method", c.Request().Method, "route", c.Path())
 		return
 	}
+	if overBudget(c) && !errors.Is(err, broker.ErrTooSlow) {
+		// The request's budget ran out: whatever the store said as it
+		// was stopped (SQLite's "interrupted"), the read took too long.
+		err = fmt.Errorf("%w: %w", broker.ErrTooSlow, err)
+	}
 	status, message, ok := statusOf(err)
 	if !ok {
 		s.log.ErrorContext(ctx, "request failed", "method", c.Request().Method, "route", c.Path(), "error", err)
@@ -122,6 +139,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", retryAfter)
 		switch {
+		case message == tooSlowMessage:
+			c.Response().Header().Set("Retry-After", tooSlowRetryAfter)
+			s.log.WarnContext(ctx, "request stopped: it took too long", "method", c.Request().Method, "route", c.Path(), "error", err)
 		case errors.Is(err, broker.ErrCommitUnknown):
 			s.log.ErrorContext(ctx, "request failed: commit outcome unknown", "method", c.Request().Method, "route", c.Path(), "error", err)
 		case errors.Is(err, broker.ErrUnavailable):
@@ -129,6 +149,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 		}
 	}
 	if isPage(c.Request().URL.Path) {
+		if message == tooSlowMessage {
+			if werr := s.renderErrorTitled(c, status, tooSlowTitle, tooSlowPage); werr != nil {
+				s.log.ErrorContext(ctx, "write error page", "error", werr)
+			}
+			return
+		}
 		if werr := s.renderError(c, status, pageMessage(status, message)); werr != nil {
 			s.log.ErrorContext(ctx, "write error page", "error", werr)
 		}

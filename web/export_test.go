@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -18,3 +19,7 @@ func (s *Server) OnPasswordCheck(f func()) { s.checkHook = f }
 // written), with the request's context; set it before the server takes
 // requests.
 func (s *Server) OnExport(f func(ctx context.Context, end bool, rows int64)) { s.exportHook = f }
+
+// SetBudget makes every request's budget for its reads d, whatever its
+// own (a page's 15 s); set it before the server takes requests.
+func (s *Server) SetBudget(d time.Duration) { s.budget = d }

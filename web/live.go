@@ -264,7 +264,7 @@ func (s *Server) liveQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	if _, err := s.broker.Brief(ctx, queue); err != nil {
 		return err
@@ -278,7 +278,7 @@ func (s *Server) liveJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	if _, err := s.broker.JobDetail(ctx, id); err != nil {
 		return err

@@ -203,7 +203,7 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		return err
 	}
 	q.Limit, q.After, q.WithTotal = size, after, true
-	ctx, cancel := withTimeout(c, 15*time.Second)
+	ctx, cancel := s.withTimeout(c, listBudget)
 	defer cancel()
 	tr, err := s.broker.Triage(ctx, q, errorGroupsShown)
 	if err != nil {
@@ -221,6 +221,8 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 		Matching:      page.Total,
 		MatchingKnown: !page.TotalCapped,
 		MatchingIn:    int64(page.TotalIn),
+		Scanned:       int64(page.Scanned),
+		FromHere:      after != nil,
 		FilterQuery:   f.values().Encode(),
 	}
 	if len(brief.Partitions) <= maxPartitionChoices {
@@ -477,7 +479,7 @@ func (s *Server) pathDeadLetter(ctx context.Context, c echo.Context) (queue, id 
 // or, with status 404, the page of one that is gone (showGone). An id
 // that names no message of the queue is the plain not-found page.
 func (s *Server) showDeadLetterPage(c echo.Context) error {
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	queue, err := pathParam(c, "queue")
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 // showEdit renders the edit page of a dead letter (?group= picks the
 // group's): the original indented, and a textarea holding it.
 func (s *Server) showEdit(c echo.Context) error {
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	queue, id, d, err := s.pathDeadLetter(ctx, c)
 	if err != nil {
@@ -43,7 +43,7 @@ func (s *Server) showEdit(c echo.Context) error {
 // the original, both indented; or, with 400, where the text is not JSON
 // or that it is over the limit.
 func (s *Server) previewEdit(c echo.Context) error {
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	_, _, d, err := s.pathDeadLetter(ctx, c)
 	if err != nil {
@@ -66,7 +66,7 @@ func (s *Server) previewEdit(c echo.Context) error {
 // list with a flash that names the copy. A text that is not JSON, or is
 // over the limit, is refused with 400 and changes nothing.
 func (s *Server) replayEdit(c echo.Context) error {
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	queue, id, d, err := s.pathDeadLetter(ctx, c)
 	if err != nil {

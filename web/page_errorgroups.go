@@ -48,7 +48,7 @@ func (s *Server) showErrorGroupsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(c, 15*time.Second)
+	ctx, cancel := s.withTimeout(c, 15*time.Second)
 	defer cancel()
 	limit := broker.MaxErrorGroups
 	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{Queue: f.Queue, Group: f.Group, State: state, Owner: f.Owner, Version: f.Version, Limit: limit, DayOnly: true})
@@ -126,7 +126,7 @@ func (s *Server) showErrorGroupPage(c echo.Context) error {
 
 // errorGroupPage reads group id into its page.
 func (s *Server) errorGroupPage(c echo.Context, id int64) (views.ErrorGroupDetail, error) {
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	g, history, err := s.broker.ErrorGroup(ctx, id)
 	if err != nil {

@@ -23,7 +23,7 @@ func (s *Server) showOverview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	ov, err := s.broker.Overview(ctx, q)
 	if err != nil {
@@ -39,6 +39,10 @@ func (s *Server) showOverview(c echo.Context) error {
 	for _, r := range ov.Rows {
 		row := views.QueueRow{Name: r.Name, URL: queueURL(r.Name), DLQURL: deadLettersURL(r.Name, nil), Partitions: r.PartitionCount, Depth: r.Health.Depth,
 			DepthDelta: countDelta(r.Health.Depth, r.DepthThen, "dead letters", "24 h ago")}
+		if now.Sub(r.CreatedAt) < broker.HealthWindow {
+			// Made within the day: nothing to compare with 24 h ago.
+			row.DepthDelta = views.Delta{Text: "new", Class: "same", Title: "made " + views.Ago(r.CreatedAt, now) + ": nothing to compare with 24 h ago"}
+		}
 		for _, g := range r.Stats {
 			gd := views.GroupDepth{Group: g.Group, Depth: g.Depth, URL: deadLettersURL(r.Name, url.Values{"group": {g.Group}})}
 			if !g.OldestFailedAt.IsZero() && g.Depth > 0 {
@@ -99,7 +103,7 @@ const overviewOpenGroups = 5
 // regressed, and the first few, regressed first. A failed read leaves
 // them out, logged: the queues are the overview's first business.
 func (s *Server) openGroups(c echo.Context) views.OpenGroups {
-	ctx, cancel := withTimeout(c, 5*time.Second)
+	ctx, cancel := s.withTimeout(c, 5*time.Second)
 	defer cancel()
 	o := views.OpenGroups{URL: errorGroupsURL(url.Values{"state": {string(broker.GroupOpen)}})}
 	counts, err := s.broker.ErrorGroupCounts(ctx)
@@ -339,7 +343,7 @@ func (s *Server) showQueuePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	q, err := s.broker.Queue(ctx, name)
 	if err != nil {

@@ -68,6 +68,10 @@ func TestOverviewPagesSortsAndFiltersQueues(t *testing.T) {
 	if got := squash(orders.Find(`[data-testid="queue-depth-delta"]`).Text()); got != "▲ 2 vs 24 h ago" {
 		t.Fatalf("orders' delta %q", got)
 	}
+	// zeta was made within the day: nothing to compare with 24 h ago.
+	if got := squash(doc.Find(`[data-testid="queue-zeta"] [data-testid="queue-depth-delta"]`).Text()); got != "new" {
+		t.Fatalf("zeta's delta %q, want new", got)
+	}
 	if got := orders.Find(`[data-testid="sparkline-scale"] span`).Map(func(_ int, s *goquery.Selection) string { return s.Text() }); strings.Join(got, " ") != "5 0" {
 		t.Fatalf("orders' sparkline scale %q", got)
 	}

@@ -33,7 +33,7 @@ func (s *Server) showSearch(c echo.Context) error {
 		return renderPage(c, http.StatusOK, views.SearchView(v), views.SearchContent(v))
 	}
 	v.Page.Title = "Search: " + views.Cut(strings.ToValidUTF8(v.Query, "\uFFFD"), 60)
-	ctx, cancel := withTimeout(c, 10*time.Second)
+	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	res, err := s.broker.Search(ctx, q, searchLimit)
 	var be *broker.Error

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -89,17 +90,47 @@ func isPage(path string) bool {
 // renderError answers a page request's error with an error page (or, for
 // htmx, a flash message).
 func (s *Server) renderError(c echo.Context, status int, message string) error {
+	return s.renderErrorTitled(c, status, http.StatusText(status), message)
+}
+
+// renderErrorTitled is renderError with a title of its own.
+func (s *Server) renderErrorTitled(c echo.Context, status int, title, message string) error {
 	if isFragment(c) {
 		// htmx swaps only 2xx answers by default: say it in the flash.
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
 		return render(c, status, views.FlashMessage(views.Flash{Kind: "error", Text: message}))
 	}
-	p := s.page(c, http.StatusText(status), "")
+	p := s.page(c, title, "")
 	return render(c, status, views.ErrorView(views.ErrorPage{Page: p, Status: status, Message: message}))
 }
 
-// withTimeout bounds a page's broker calls.
-func withTimeout(c echo.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request().Context(), d)
+// withTimeout bounds a request's broker calls by its budget d (in tests,
+// s.budget when set, whatever d). The context is kept with the request:
+// an error that comes once the budget is spent (a statement SQLite
+// interrupted, or one that never started) is answered as a read that
+// took too long (overBudget), never as an internal error.
+func (s *Server) withTimeout(c echo.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if s.budget > 0 {
+		d = s.budget
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), d)
+	c.Set(budgetKey, ctx)
+	return ctx, cancel
+}
+
+// listBudget is how long a list of dead letters (the page, the API) may
+// read: past it the read is stopped and answered 503, "This took too
+// long" (the search's windows keep every kind of filter well inside it).
+const listBudget = 15 * time.Second
+
+// budgetKey keeps a request's budgeted context (withTimeout) in its echo
+// context.
+const budgetKey = "lazarus.budget"
+
+// overBudget reports whether c's request ran out of its budget
+// (withTimeout) while its client was still there.
+func overBudget(c echo.Context) bool {
+	ctx, ok := c.Get(budgetKey).(context.Context)
+	return ok && errors.Is(ctx.Err(), context.DeadlineExceeded) && c.Request().Context().Err() == nil
 }

@@ -136,6 +136,8 @@ type Server struct {
 	exportHook func(ctx context.Context, end bool, rows int64)
 	// live fans the broker's news out to the live pages' event streams.
 	live *liveHub
+	// budget, when set (tests), is every request's budget (withTimeout).
+	budget time.Duration
 }
 
 // New builds the server and its routes.

@@ -233,3 +233,49 @@ func testOverviewPagesSortsAndFilters(t *testing.T, harness Harness) {
 		t.Fatalf("reads of a page: %v, want %v", many, want)
 	}
 }
+
+// Health (what /metrics and the thresholds' check read at each scrape
+// and maintenance) reads the same few statements whatever the number of
+// queues, none of them of one queue (issue 30: a statement a queue, at
+// 5,000 queues); its numbers are each queue's and group's.
+func testHealthReadsAFewStatements(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setup(t, harness)
+	counter := &readCounter{Store: s.db, calls: map[string]int{}}
+	b := broker.New(broker.Config{Store: counter, Clock: s.clock})
+	s.configure("alpha", map[string]any{})
+	s.configure("empty", map[string]any{})
+	s.push("alpha", "p", "a1", "a2", "a3")
+	s.fail("alpha", "workers", 2, "timeout")
+	health := func() ([]broker.QueueHealth, map[string]int) {
+		t.Helper()
+		counter.take()
+		h, _, err := b.Health(s.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, counter.take()
+	}
+	h, few := health()
+	if len(h) != 2 || h[0].Name != "alpha" || h[0].Health.Depth != 2 || len(h[0].Stats) != 1 || h[0].Stats[0].DeadLettered != 2 ||
+		strings.Join(h[0].Groups, ",") != "workers" || h[1].Name != "empty" || h[1].Health.Depth != 0 {
+		t.Fatalf("health: %d queues; %s: %+v, stats %+v, groups %v", len(h), h[0].Name, h[0].Health, h[0].Stats, h[0].Groups)
+	}
+	for i := range 20 {
+		q := fmt.Sprintf("more-%02d", i)
+		s.configure(q, map[string]any{})
+		s.push(q, "p", "m-"+q)
+		s.fail(q, "workers", 1, "card declined")
+	}
+	h, many := health()
+	if len(h) != 22 || h[21].Name != "more-19" || h[21].Health.Depth != 1 {
+		t.Fatalf("health of 22 queues: %d, last %+v", len(h), h[len(h)-1])
+	}
+	if fmt.Sprint(many) != fmt.Sprint(few) {
+		t.Fatalf("reads of 22 queues %v, of 2 %v", many, few)
+	}
+	want := map[string]int{"Setting": 1, "QueueTotals": 1, "StatsOf": 1, "ReadersOf": 1}
+	if fmt.Sprint(many) != fmt.Sprint(want) {
+		t.Fatalf("reads of health: %v, want %v", many, want)
+	}
+}

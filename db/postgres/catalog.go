@@ -953,7 +953,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	// Tx.QueueNames: translated
 	`SELECT name FROM queues ORDER BY name`: {text: `SELECT name FROM queues ORDER BY name`},
 	// Tx.QueueTotals: hand-written (PGQuery)
-	`SELECT q.id, q.name, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
+	`SELECT q.id, q.name, q.created_at, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
 		COALESCE(w.dl, 0), COALESCE(w.co, 0), COALESCE(w.fa, 0), COALESCE(w.rc, 0), COALESCE(w.rf, 0),
 		COALESCE(w.dl0, 0), COALESCE(w.co0, 0), COALESCE(w.fa0, 0), COALESCE(w.rc0, 0), COALESCE(w.rf0, 0)
 	FROM queues q
@@ -969,7 +969,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 		SUM(CASE WHEN quarter < ?1 THEN failed ELSE 0 END) AS fa0, SUM(CASE WHEN quarter < ?1 THEN replay_completed ELSE 0 END) AS rc0,
 		SUM(CASE WHEN quarter < ?1 THEN replay_failed ELSE 0 END) AS rf0
 		FROM stats_quarter WHERE quarter >= ?2 AND quarter < ?3 GROUP BY queue_id) w ON w.queue_id = q.id
-	ORDER BY q.name`: {text: `SELECT q.id, q.name, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
+	ORDER BY q.name`: {text: `SELECT q.id, q.name, q.created_at, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
 		COALESCE(w.dl, 0)::bigint, COALESCE(w.co, 0)::bigint, COALESCE(w.fa, 0)::bigint, COALESCE(w.rc, 0)::bigint, COALESCE(w.rf, 0)::bigint,
 		COALESCE(w.dl0, 0)::bigint, COALESCE(w.co0, 0)::bigint, COALESCE(w.fa0, 0)::bigint, COALESCE(w.rc0, 0)::bigint, COALESCE(w.rf0, 0)::bigint
 	FROM queues q

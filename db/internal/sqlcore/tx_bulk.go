@@ -53,7 +53,7 @@ const KeySelect = `SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, 0
 // whole search again); the others walk the filter's index, newest
 // failure first.
 func (t *Tx) DeadLetterKeys(ctx context.Context, f broker.Filter, limit int) ([]broker.DeadLetterKey, error) {
-	if !f.Indexed() || f.Floor != nil || f.Window != nil {
+	if !f.ByIndex() || f.Floor != nil || f.Window != nil {
 		s := deadLetterStmt(dlKeys, f)
 		s.Add(dlNewestFirst, limit)
 		return scanKeys(t.QueryStmt(ctx, &s))

@@ -22,7 +22,7 @@ import (
 // limit. The export's order is then the index's (ExportCursor), not the
 // list's newest failure first.
 func (t *Tx) ExportDeadLetters(ctx context.Context, f broker.Filter, after *broker.ExportCursor, limit int, maxBytes int64) ([]broker.DeadLetter, *broker.ExportCursor, error) {
-	if !f.Indexed() {
+	if !f.ByIndex() {
 		return t.exportByList(ctx, f, after, limit, maxBytes)
 	}
 	return t.exportByIndex(ctx, f, after, limit, maxBytes)
@@ -252,15 +252,21 @@ type ExportPhase struct {
 	exceptIDs string // a JSON array of row ids to leave out (DeadLetterKeys)
 }
 
-// ExportPhases are the indexes an export of f (f.Indexed()) walks: free
-// text, in the error texts' then the payloads' index; else the first
-// field filter with words, in the payloads' index.
+// ExportPhases are the indexes an export of f (f.ByIndex()) walks: free
+// text, in the error texts' then the payloads' index; else an error
+// text's words (ErrorWords), in the error texts' index (the text itself
+// checked on each, by the rest of the filter); else the first field
+// filter with words, in the payloads' index.
 func ExportPhases(f broker.Filter) []ExportPhase {
 	rest := f
 	rest.Floor, rest.Window, rest.MatchCap = nil, nil, 0
 	if f.Text != "" {
 		rest.Text = ""
 		return []ExportPhase{{match: f.Text, rest: rest}, {payloads: true, match: f.Text, rest: rest, notErrors: f.Text}}
+	}
+	if f.ErrorWords != "" {
+		rest.ErrorWords = "" // the index walked: ErrorContains stays, exact
+		return []ExportPhase{{match: f.ErrorWords, rest: rest}}
 	}
 	rest.Fields = append([]broker.FieldFilter(nil), f.Fields...)
 	for i, ff := range rest.Fields {

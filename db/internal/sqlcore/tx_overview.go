@@ -36,7 +36,7 @@ const windowSums = `SUM(CASE WHEN quarter >= ?1 THEN dead_lettered ELSE 0 END) A
 // group), and stats_quarter's buckets of the two windows by
 // stats_quarter_time, summed per queue. PostgreSQL's sums are numeric,
 // cast back.
-var QueueTotalsSQL = PGQuery(`SELECT q.id, q.name, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
+var QueueTotalsSQL = PGQuery(`SELECT q.id, q.name, q.created_at, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
 		COALESCE(w.dl, 0), COALESCE(w.co, 0), COALESCE(w.fa, 0), COALESCE(w.rc, 0), COALESCE(w.rf, 0),
 		COALESCE(w.dl0, 0), COALESCE(w.co0, 0), COALESCE(w.fa0, 0), COALESCE(w.rc0, 0), COALESCE(w.rf0, 0)
 	FROM queues q
@@ -46,7 +46,7 @@ var QueueTotalsSQL = PGQuery(`SELECT q.id, q.name, COALESCE(s.depth, 0), COALESC
 	LEFT JOIN (SELECT queue_id, `+windowSums+`
 		FROM stats_quarter WHERE quarter >= ?2 AND quarter < ?3 GROUP BY queue_id) w ON w.queue_id = q.id
 	ORDER BY q.name`,
-	`SELECT q.id, q.name, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
+	`SELECT q.id, q.name, q.created_at, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
 		COALESCE(w.dl, 0)::bigint, COALESCE(w.co, 0)::bigint, COALESCE(w.fa, 0)::bigint, COALESCE(w.rc, 0)::bigint, COALESCE(w.rf, 0)::bigint,
 		COALESCE(w.dl0, 0)::bigint, COALESCE(w.co0, 0)::bigint, COALESCE(w.fa0, 0)::bigint, COALESCE(w.rc0, 0)::bigint, COALESCE(w.rf0, 0)::bigint
 	FROM queues q
@@ -75,13 +75,13 @@ func (t *Tx) QueueTotals(ctx context.Context, w broker.TotalsWindow) ([]broker.Q
 	var out []broker.QueueTotals
 	for rows.Next() {
 		var q broker.QueueTotals
-		var oldest int64
-		if err := rows.Scan(&q.ID, &q.Name, &q.Depth, &q.DepthThen, &oldest, &q.Replayed,
+		var oldest, created int64
+		if err := rows.Scan(&q.ID, &q.Name, &created, &q.Depth, &q.DepthThen, &oldest, &q.Replayed,
 			&q.Window.DeadLettered, &q.Window.Completed, &q.Window.Failed, &q.Window.ReplayCompleted, &q.Window.ReplayFailed,
 			&q.Before.DeadLettered, &q.Before.Completed, &q.Before.Failed, &q.Before.ReplayCompleted, &q.Before.ReplayFailed); err != nil {
 			return nil, err
 		}
-		q.OldestAt = fromMS(oldest)
+		q.OldestAt, q.CreatedAt = fromMS(oldest), fromMS(created)
 		out = append(out, q)
 	}
 	return out, rows.Err()

@@ -1845,7 +1845,7 @@ SELECT name FROM queues ORDER BY name
 -- used by: Tx.QueueTotals
 -- from: QueueTotalsSQL
 -- sqlite:
---   SELECT q.id, q.name, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
+--   SELECT q.id, q.name, q.created_at, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0), COALESCE(s.oldest, 0), COALESCE(s.replayed, 0),
 --   		COALESCE(w.dl, 0), COALESCE(w.co, 0), COALESCE(w.fa, 0), COALESCE(w.rc, 0), COALESCE(w.rf, 0),
 --   		COALESCE(w.dl0, 0), COALESCE(w.co0, 0), COALESCE(w.fa0, 0), COALESCE(w.rc0, 0), COALESCE(w.rf0, 0)
 --   	FROM queues q
@@ -1863,7 +1863,7 @@ SELECT name FROM queues ORDER BY name
 --   		FROM stats_quarter WHERE quarter >= ?2 AND quarter < ?3 GROUP BY queue_id) w ON w.queue_id = q.id
 --   	ORDER BY q.name
 -- postgres (hand-written, PGQuery):
-SELECT q.id, q.name, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
+SELECT q.id, q.name, q.created_at, COALESCE(s.depth, 0)::bigint, COALESCE(s.depth_then, 0)::bigint, COALESCE(s.oldest, 0), COALESCE(s.replayed, 0)::bigint,
 		COALESCE(w.dl, 0)::bigint, COALESCE(w.co, 0)::bigint, COALESCE(w.fa, 0)::bigint, COALESCE(w.rc, 0)::bigint, COALESCE(w.rf, 0)::bigint,
 		COALESCE(w.dl0, 0)::bigint, COALESCE(w.co0, 0)::bigint, COALESCE(w.fa0, 0)::bigint, COALESCE(w.rc0, 0)::bigint, COALESCE(w.rf0, 0)::bigint
 	FROM queues q
