@@ -125,7 +125,7 @@ func (r *remote) showJob(d *client.JobDetail) error {
 	if j.ArrivedSince != nil {
 		row(tw, "filed since its bound", count(*j.ArrivedSince))
 	}
-	row(tw, "dashboard", j.URL)
+	row(tw, "dashboard", r.c.Server()+j.URL)
 	tw.Flush()
 	if len(d.Outcomes) > 0 {
 		fmt.Fprintln(r.stdout)
