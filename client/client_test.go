@@ -168,6 +168,19 @@ func TestDeadLettersListShowReplayDelete(t *testing.T) {
 	}
 
 	id := l.Messages[0].ID
+	found, err := s.admin.Search(ctx, id, 0)
+	if err != nil || len(found.Matches) != 1 || !found.Matches[0].DeadLetter || found.Matches[0].ID != id || *found.Matches[0].ConsumerGroup != "sender" {
+		t.Fatalf("search: %+v %v", found, err)
+	}
+	st, err := s.admin.QueueStatus(ctx)
+	if err != nil || len(st.Queues) != 2 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	for _, q := range st.Queues {
+		if want := map[string]int64{"orders": 3, "emails": 1}[q.Name]; q.DeadLetters != want || q.Messages.Total != want {
+			t.Errorf("status of %s: %+v", q.Name, q)
+		}
+	}
 	d, err := s.admin.DeadLetter(ctx, id, "")
 	if err != nil || d.ID != id || d.ConsumerGroup != "sender" || string(d.Data) != `{"n":0}` || d.Replays.MaxReplays == 0 {
 		t.Fatalf("show: %+v %v", d, err)
