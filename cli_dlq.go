@@ -55,7 +55,7 @@ func filterFlags(fs *flag.FlagSet) *client.Filter {
 	return f
 }
 
-// empty says whether the filter selects by nothing.
+// emptyFilter says whether the filter selects by nothing.
 func emptyFilter(f client.Filter) bool {
 	return f.Queue == "" && f.ConsumerGroup == "" && f.Partition == "" && f.From == "" && f.To == "" && f.Error == "" && f.TransactionID == "" &&
 		f.Fingerprint == "" && f.ConsumerVersion == "" && f.Q == "" && len(f.Field) == 0

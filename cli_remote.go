@@ -358,6 +358,9 @@ func runRemote(ctx context.Context, args []string, getenv func(string) string, s
 // subcommand splits "dlq list ..." into its verb and the rest, or says
 // which verbs there are.
 func subcommand(cmd string, args []string, verbs ...string) (string, []string, error) {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		return "", nil, usageError{fmt.Errorf("lazarus %s takes one of: %s (each with --help; docs/cli.md)", cmd, strings.Join(verbs, ", "))}
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return "", nil, usageError{fmt.Errorf("lazarus %s needs one of: %s", cmd, strings.Join(verbs, ", "))}
 	}

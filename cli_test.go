@@ -246,12 +246,23 @@ func TestCLIDeadLetters(t *testing.T) {
 		// A replay sent again says what became of the dead letter: exit 4.
 		s.fails(exitNotFound, "replayed", nil, "dlq", "replay", emails[0])
 	})
+	t.Run("ReplayOwnElsewhere", func(t *testing.T) {
+		r := s.ok("dlq", "replay", orders[1], "--mode", "own", "--consumer-group", "billing", "--to-queue", "orders-retry", "--json")
+		var a struct {
+			Result, Queue  string
+			ConsumerGroups []string
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || a.Result != "moved" || a.Queue != "orders-retry" || !slices.Equal(a.ConsumerGroups, []string{"billing"}) {
+			t.Fatalf("%v %s", err, r.stdout)
+		}
+		s.fails(2, "", nil, "dlq", "replay", orders[2], "--mode", "sideways")
+	})
 	t.Run("DeleteOneOfAGroup", func(t *testing.T) {
 		r := s.ok("dlq", "delete", orders[0], "--consumer-group", "billing")
 		if !strings.Contains(r.stdout, "Deleted 1 dead letters") {
 			t.Fatalf("%s", r.stdout)
 		}
-		if n := s.total("queue=orders&consumerGroup=billing"); n != 2 {
+		if n := s.total("queue=orders&consumerGroup=billing"); n != 1 {
 			t.Fatalf("%d left", n)
 		}
 	})
@@ -448,21 +459,7 @@ func TestCLIJobPausedBeforeItsEnd(t *testing.T) {
 	done := make(chan result, 1)
 	go func() { done <- s.lz(nil, nil, "dlq", "delete", "--queue", "orders", "--rate", "1", "--yes") }()
 	// The job deletes one a second: pause it as soon as it is there.
-	var id string
-	for id == "" {
-		var l struct {
-			Jobs []struct {
-				ID    int64
-				State string
-			}
-		}
-		if err := json.Unmarshal(s.api(http.MethodGet, "/api/v1/jobs", nil), &l); err != nil {
-			t.Fatal(err)
-		}
-		if len(l.Jobs) == 1 {
-			id = fmt.Sprint(l.Jobs[0].ID)
-		}
-	}
+	id := s.firstJob()
 	if r := s.ok("jobs", "pause", id); !strings.Contains(r.stdout, "paused") {
 		t.Fatalf("pause: %s", r.stdout)
 	}
@@ -473,6 +470,46 @@ func TestCLIJobPausedBeforeItsEnd(t *testing.T) {
 	s.ok("jobs", "resume", id, "--json")
 	if r := s.ok("jobs", "cancel", id); !strings.Contains(r.stdout, "cancelled") {
 		t.Fatalf("cancel: %s", r.stdout)
+	}
+}
+
+// Interrupted while it follows a job (Ctrl-C), the command stops
+// following and says so; the job goes on in the server.
+func TestCLIInterruptedLeavesTheJobRunning(t *testing.T) {
+	t.Parallel()
+	s := startCLIServer(t)
+	s.deadLetters("orders", "billing", "card declined", 3)
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"dlq", "delete", "--queue", "orders", "--rate", "1", "--yes"}, envOf(s.env), nil, io.Discard, io.Discard)
+	}()
+	id := s.firstJob()
+	interrupt()
+	err := <-done
+	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "job "+id+" goes on in the server") {
+		t.Fatalf("interrupted: %v", err)
+	}
+	if r := s.ok("jobs", "show", id, "--json"); !strings.Contains(r.stdout, `"state":"running"`) {
+		t.Fatalf("the job after the interrupt: %s", r.stdout)
+	}
+	s.ok("jobs", "cancel", id)
+}
+
+// firstJob waits until the server has a job and returns its id.
+func (s *cliServer) firstJob() string {
+	s.t.Helper()
+	for {
+		var l struct {
+			Jobs []struct{ ID int64 }
+		}
+		if err := json.Unmarshal(s.api(http.MethodGet, "/api/v1/jobs", nil), &l); err != nil {
+			s.t.Fatal(err)
+		}
+		if len(l.Jobs) > 0 {
+			return fmt.Sprint(l.Jobs[0].ID)
+		}
 	}
 }
 
