@@ -51,7 +51,7 @@ func filterFlags(fs *flag.FlagSet) *client.Filter {
 	fs.StringVar(&f.Fingerprint, "fingerprint", "", "only this error group's (its fingerprint)")
 	fs.StringVar(&f.ConsumerVersion, "consumer-version", "", "only those an ack of this consumer version filed")
 	fs.StringVar(&f.Q, "q", "", "free text in payloads and errors (search)")
-	fs.Var((*stringsFlag)(&f.Field), "field", "a payload field filter such as customer.tier=gold (again for more; docs/api.md, Search)")
+	fs.Var((*stringsFlag)(&f.Field), "field", "a payload field filter such as customer.tier=gold (again for more; docs/concepts.md, Finding dead letters)")
 	return f
 }
 

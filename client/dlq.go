@@ -26,7 +26,7 @@ type Filter struct {
 	Fingerprint     string `json:"fingerprint,omitempty"`
 	ConsumerVersion string `json:"consumerVersion,omitempty"`
 	// Q is free text in payloads and errors; Field, payload field
-	// filters such as "customer.tier=gold" (docs/api.md, Search).
+	// filters such as "customer.tier=gold" (docs/concepts.md, Finding dead letters).
 	Q     string   `json:"q,omitempty"`
 	Field []string `json:"field,omitempty"`
 }
