@@ -294,17 +294,22 @@ func dlqBulk(ctx context.Context, verb string, args []string, getenv func(string
 	return r.runJob(ctx, kind, verb, req, dry, *noWait)
 }
 
+// describeSample is how many of the newest dead letters a bulk action's
+// summary reads to say where they are: the list carries their payloads
+// (up to the server's payload limit each), so not every one.
+const describeSample = 250
+
 // describe says what a bulk action by filter will touch: how many dead
 // letters (and messages), up to which bound, in which queues and consumer
-// groups (read from the newest page of the list: all of them when they
-// fit in one).
+// groups (read from the newest describeSample of the list: all of them
+// when there are no more).
 func (r *remote) describe(ctx context.Context, w io.Writer, verb string, f client.Filter, dry *client.DryRun) error {
 	what := fmt.Sprintf("%s dead letters", count(dry.Matching))
 	if verb == "replay" {
 		what += fmt.Sprintf(" (%s messages)", count(dry.Messages))
 	}
 	fmt.Fprintf(w, "This will %s %s, those that failed at or before %s (dead letters filed later are left alone).\n", verb, what, dry.Bound.FailedAt)
-	page, err := r.c.DeadLetters(ctx, f, client.PageRequest{Limit: 1000})
+	page, err := r.c.DeadLetters(ctx, f, client.PageRequest{Limit: describeSample})
 	if err != nil {
 		return r.explain(err)
 	}
