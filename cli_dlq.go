@@ -287,7 +287,7 @@ func dlqBulk(ctx context.Context, verb string, args []string, getenv func(string
 		return exitError{exitOverMax, fmt.Errorf("the filter matches %s dead letters, more than --max %s: nothing was changed", count(dry.Matching), count(*maxCount))}
 	}
 	question := fmt.Sprintf("%s %s dead letters?", strings.ToUpper(verb[:1])+verb[1:], count(dry.Matching))
-	if err := r.confirm(question, *yes); err != nil {
+	if err := r.confirm(ctx, question, *yes); err != nil {
 		return err
 	}
 	req.Bound = &dry.Bound
@@ -373,6 +373,9 @@ func (r *remote) runJob(ctx context.Context, kind, verb string, req client.BulkR
 		dryRaw = dry.Raw
 	}
 	started, err := r.c.StartBulk(ctx, kind, req)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted while the job was being started: it may have started (lazarus jobs list --state running shows it)")
+	}
 	if err != nil {
 		return r.explain(err)
 	}

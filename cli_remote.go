@@ -266,7 +266,7 @@ func isTerminal(f any) bool {
 // (--yes) answers it for a script; without a terminal to ask on, and
 // without --yes, the answer is no, said as such: a script never goes
 // ahead by accident.
-func (r *remote) confirm(question string, yes bool) error {
+func (r *remote) confirm(ctx context.Context, question string, yes bool) error {
 	if yes {
 		return nil
 	}
@@ -274,11 +274,28 @@ func (r *remote) confirm(question string, yes bool) error {
 		return exitError{exitNotConfirmed, errors.New("not confirmed: standard input is not a terminal to ask on; add --yes to go ahead without the question (nothing was changed)")}
 	}
 	fmt.Fprintf(r.stderr, "%s [y/N] ", question)
-	line, err := bufio.NewReader(r.stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read the answer: %w", err)
+	// The answer is read aside, so that Ctrl-C (ctx) ends the question
+	// at once rather than after the next line typed.
+	type answer struct {
+		line string
+		err  error
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(r.stdin).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(r.stderr)
+		return exitError{exitNotConfirmed, errors.New("interrupted: nothing was changed")}
+	case a = <-got:
+	}
+	if a.err != nil && !errors.Is(a.err, io.EOF) {
+		return fmt.Errorf("read the answer: %w", a.err)
+	}
+	switch strings.ToLower(strings.TrimSpace(a.line)) {
 	case "y", "yes":
 		return nil
 	}

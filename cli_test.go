@@ -341,17 +341,27 @@ func TestCLIBulkAsksAndRunsTheDryRunsBound(t *testing.T) {
 	})
 	t.Run("AnsweredOnATerminal", func(t *testing.T) {
 		// n: nothing changes.
-		r, _ := s.onTerminal(t, "n\n", nil, "dlq", "delete", "--queue", "emails")
+		r, _ := s.onTerminal(t, context.Background(), "n\n", nil, "dlq", "delete", "--queue", "emails")
 		if r.code != exitNotConfirmed || !strings.Contains(r.stderr, "Delete 2 dead letters? [y/N]") {
 			t.Fatalf("%v (exit %d) %q", r.err, r.code, r.stderr)
 		}
 		if n := s.total("queue=emails"); n != 2 {
 			t.Fatalf("answered n, and %d left of 2", n)
 		}
+		// Ctrl-C while it asks: nothing changes, at once.
+		ctx, interrupt := context.WithCancel(context.Background())
+		defer interrupt()
+		r, _ = s.onTerminal(t, ctx, "", interrupt, "dlq", "delete", "--queue", "emails")
+		if r.code != exitNotConfirmed || !strings.Contains(r.err.Error(), "interrupted") {
+			t.Fatalf("interrupted: %v (exit %d)", r.err, r.code)
+		}
+		if n := s.total("queue=emails"); n != 2 {
+			t.Fatalf("interrupted, and %d left of 2", n)
+		}
 		// y: the job runs, with a progress bar on the terminal, on what
 		// the dry run counted: a dead letter filed while the question
 		// waits is left alone.
-		r, screen := s.onTerminal(t, "y\n", func() { s.deadLetters("emails", "late", "smtp down", 1) }, "dlq", "delete", "--queue", "emails")
+		r, screen := s.onTerminal(t, context.Background(), "y\n", func() { s.deadLetters("emails", "late", "smtp down", 1) }, "dlq", "delete", "--queue", "emails")
 		if r.err != nil || !strings.Contains(screen, "job 2: delete") || !strings.Contains(screen, "100%") || !strings.Contains(screen, "2 of 2 done") ||
 			!strings.Contains(screen, "1 filed since the dry run, left alone") {
 			t.Fatalf("%v (exit %d) %q", r.err, r.code, screen)
@@ -366,7 +376,7 @@ func TestCLIBulkAsksAndRunsTheDryRunsBound(t *testing.T) {
 // terminal (a pseudo-terminal), typing answer once it asks (after
 // calling meanwhile, when not nil), and returns what it did and what the
 // terminal showed.
-func (s *cliServer) onTerminal(t *testing.T, answer string, meanwhile func(), args ...string) (result, string) {
+func (s *cliServer) onTerminal(t *testing.T, ctx context.Context, answer string, meanwhile func(), args ...string) (result, string) {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -402,12 +412,16 @@ func (s *cliServer) onTerminal(t *testing.T, answer string, meanwhile func(), ar
 			}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err = run(ctx, args, envOf(s.env), tty, tty, pw)
 	pw.Close()
+	// A line ends a read of the answer that the command left behind
+	// (interrupted, it does not wait for it), which holds the terminal's
+	// side open; closing that side then ends the copy of the screen once
+	// all that was written is read.
+	io.WriteString(ptmx, "\n")
 	tty.Close()
-	ptmx.Close()
 	wg.Wait()
 	r := result{stderr: stderr.String(), err: err}
 	if err != nil {
@@ -479,22 +493,41 @@ func TestCLIInterruptedLeavesTheJobRunning(t *testing.T) {
 	t.Parallel()
 	s := startCLIServer(t)
 	s.deadLetters("orders", "billing", "card declined", 3)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
-	done := make(chan error, 1)
+	// Interrupt once the progress bar is drawn: the command follows the
+	// job then.
+	copied := make(chan struct{})
 	go func() {
-		done <- run(ctx, []string{"dlq", "delete", "--queue", "orders", "--rate", "1", "--yes"}, envOf(s.env), nil, io.Discard, io.Discard)
+		defer close(copied)
+		var screen bytes.Buffer
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			screen.Write(buf[:n])
+			if strings.Contains(screen.String(), "job 1: delete") {
+				interrupt()
+			}
+			if err != nil {
+				return
+			}
+		}
 	}()
-	id := s.firstJob()
-	interrupt()
-	err := <-done
-	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "job "+id+" goes on in the server") {
+	err = run(ctx, []string{"dlq", "delete", "--queue", "orders", "--rate", "1", "--yes"}, envOf(s.env), nil, tty, io.Discard)
+	tty.Close()
+	<-copied
+	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "job 1 goes on in the server") {
 		t.Fatalf("interrupted: %v", err)
 	}
-	if r := s.ok("jobs", "show", id, "--json"); !strings.Contains(r.stdout, `"state":"running"`) {
+	if r := s.ok("jobs", "show", "1", "--json"); !strings.Contains(r.stdout, `"state":"running"`) {
 		t.Fatalf("the job after the interrupt: %s", r.stdout)
 	}
-	s.ok("jobs", "cancel", id)
+	s.ok("jobs", "cancel", "1")
 }
 
 // firstJob waits until the server has a job and returns its id.
