@@ -372,6 +372,18 @@ func TestCLIBulkAsksAndRunsTheDryRunsBound(t *testing.T) {
 	})
 }
 
+// More dead letters than the summary reads: it says it read the newest.
+func TestCLIBulkSummaryOfMany(t *testing.T) {
+	t.Parallel()
+	s := startCLIServer(t)
+	s.deadLetters("orders", "billing", "card declined", describeSample+1)
+	r := s.lz(nil, nil, "dlq", "delete", "--queue", "orders")
+	want := fmt.Sprintf("This will delete %d dead letters", describeSample+1)
+	if r.code != exitNotConfirmed || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "Where (among the newest 250):\n  queue orders: 250 (consumer groups: billing 250)\n") {
+		t.Fatalf("%v (exit %d)\n%s", r.err, r.code, r.stdout)
+	}
+}
+
 // onTerminal runs a command whose standard input and output are a
 // terminal (a pseudo-terminal), typing answer once it asks (after
 // calling meanwhile, when not nil), and returns what it did and what the
