@@ -417,14 +417,14 @@ func jobSummary(j client.Job) string {
 // one replays or deletes one message's dead letters at once (no job).
 func (r *remote) one(ctx context.Context, verb, id, group string, o client.ReplayOptions) error {
 	if verb == "delete" {
-		n, err := r.c.Delete(ctx, id, group)
+		d, err := r.c.Delete(ctx, id, group)
 		if err != nil {
 			return r.explain(err)
 		}
 		if r.json {
-			return r.printJSON(json.RawMessage(fmt.Sprintf(`{"deleted":%d}`, n)))
+			return r.printJSON(d.Raw)
 		}
-		fmt.Fprintf(r.stdout, "Deleted %d dead letters of message %s.\n", n, clean(id, 64))
+		fmt.Fprintf(r.stdout, "Deleted %d dead letters of message %s.\n", d.Deleted, clean(id, 64))
 		return nil
 	}
 	res, err := r.c.Replay(ctx, id, o)

@@ -23,6 +23,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,7 +166,7 @@ func (r *remote) explain(err error) error {
 
 // printJSON prints an answer's body as the API sent it, on its own line.
 func (r *remote) printJSON(raw json.RawMessage) error {
-	_, err := fmt.Fprintf(r.stdout, "%s\n", raw)
+	_, err := fmt.Fprintf(r.stdout, "%s\n", bytes.TrimRight(raw, "\n"))
 	return err
 }
 

@@ -203,6 +203,9 @@ func TestCLIDeadLetters(t *testing.T) {
 			l.Messages[0].ConsumerGroup != "billing" {
 			t.Fatalf("%v %s", err, r.stdout)
 		}
+		if !strings.HasSuffix(r.stdout, "}\n") || strings.Count(r.stdout, "\n") != 1 {
+			t.Errorf("dlq list --json is not one line: %q", r.stdout)
+		}
 		if got := keys(t, r.stdout); !slices.Equal(got, []string{"messages", "next", "pagination", "total"}) {
 			t.Errorf("dlq list --json fields %v", got)
 		}
