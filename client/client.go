@@ -31,6 +31,10 @@ import (
 // `lazarus serve` on this machine with its default address.
 const DefaultServer = "http://localhost:8080"
 
+// DefaultAnswerTimeout is how long a client waits for the server to
+// begin its answer (WithHTTPClient sets another).
+const DefaultAnswerTimeout = 2 * time.Minute
+
 // maxErrorBody is how much of an error answer is read: the API's errors
 // are short JSON objects, and a proxy's HTML page is cut.
 const maxErrorBody = 64 << 10
@@ -72,7 +76,12 @@ func New(server, token string, opts ...Option) (*Client, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
-	c := &Client{base: u, token: token, http: &http.Client{Timeout: 2 * time.Minute}}
+	// No timeout on the whole exchange: an export streams for as long as
+	// it has dead letters. A server that does not answer at all is given
+	// up on; the caller's context ends the rest.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = DefaultAnswerTimeout
+	c := &Client{base: u, token: token, http: &http.Client{Transport: tr}}
 	for _, o := range opts {
 		o(c)
 	}
