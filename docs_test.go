@@ -126,10 +126,12 @@ type docExample struct {
 }
 
 var (
-	docFence    = regexp.MustCompile("^```([a-z]*)\\s*$")
-	docMarker   = regexp.MustCompile(`^<!-- doc-test: (run|skip: .+) -->$`)
-	docStatus   = regexp.MustCompile(`^→ ([0-9]{3})\b`)
-	docCurlJSON = regexp.MustCompile(`(^|\s)--json\b`)
+	docFence  = regexp.MustCompile("^```([a-z]*)\\s*$")
+	docMarker = regexp.MustCompile(`^<!-- doc-test: (run|skip: .+) -->$`)
+	docStatus = regexp.MustCompile(`^→ ([0-9]{3})\b`)
+	// curl's --json: in a curl command (continued over lines ending in
+	// \ or not), not another program's --json (lazarus dlq list --json).
+	docCurlJSON = regexp.MustCompile(`\bcurl\b(?:[^|;&\n]|\\\n)*\s--json\b`)
 )
 
 // parseDocExamples finds the run blocks of a Markdown document, with the
@@ -556,5 +558,8 @@ func TestParseDocExamples(t *testing.T) {
 		if _, err := parseDocExamples(doc); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	} // Another program's --json is no curl's.
+	if _, err := parseDocExamples("<!-- doc-test: run -->\n```sh\n./lazarus dlq list --json | curl -s -d @- $API/a\n```\n"); err != nil {
+		t.Errorf("lazarus --json refused: %v", err)
 	}
 }

@@ -8,6 +8,7 @@
 //	lazarus user add NAME --role viewer|operator|admin [--password-stdin] [--db PATH]
 //	lazarus token create --user NAME --name TOKENNAME [--db PATH]
 //	lazarus archive import FILE [--db PATH]
+//	lazarus dlq|jobs|groups|hold|release ...   talk to a running server (docs/cli.md)
 //	lazarus help
 //
 // This package reads the flags and the environment into a Config and wires
@@ -46,6 +47,17 @@ Usage:
                           file the dead letters of an archive file (or an
                           NDJSON export) again as dead letters; says how many
                           were imported and skipped
+  lazarus dlq list|show|replay|delete|export [flags]
+                          a running server's dead letters: list, show,
+                          replay or delete (by id, or by filter after a dry
+                          run and a question), export
+  lazarus jobs list|show|pause|resume|cancel [flags]
+                          its bulk jobs
+  lazarus groups list|show|set [flags]
+                          its error groups and their state
+  lazarus hold --queue Q [--consumer-group G] --reason WHY
+                          hold a queue's deliveries (hold list: the holds)
+  lazarus release ID      release a hold
   lazarus version         print the version and the commit it was built from
   lazarus help            print this help
 
@@ -96,7 +108,26 @@ Environment only:
                           the largest payload a push may carry
                           (default 4194304)
 
-Run 'lazarus serve --help' for the details of each flag.
+The commands that talk to a running server (dlq, jobs, groups, hold,
+release) take --server URL (env LAZARUS_SERVER, default
+http://localhost:8080) and --json (the API's JSON instead of a table), and
+read the API token from LAZARUS_TOKEN only (a flag would show it in the
+process list). Their exit status (docs/cli.md):
+  0                       done
+  1                       failed (the server unreachable, a job failed)
+  2                       usage: the command line, or input the server
+                          refused (400)
+  3                       refused: no valid token (401), or its role may
+                          not do this (403)
+  4                       not found (404)
+  5                       a bulk action's dry run counted more than --max
+  6                       not confirmed: answered no, or no terminal to ask
+                          on and no --yes; nothing was changed
+  7                       refused by the server's rules (409)
+  8                       the job paused or was cancelled before its end
+
+Run 'lazarus serve --help' (or any command with --help) for the details
+of each flag.
 `
 
 func main() {
@@ -119,9 +150,18 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// exitCode is the exit status of a command that failed: 2 for a usage
+// error, the client commands' own (cli_remote.go) for theirs, else 1.
 func exitCode(err error) int {
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
 	if errors.As(err, new(usageError)) {
 		return 2
+	}
+	if code := remoteExitCode(err); code != 0 {
+		return code
 	}
 	return 1
 }
@@ -157,6 +197,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runAccounts(ctx, args, getenv, stdin, stdout, stderr)
 	case "archive":
 		return runArchive(ctx, args, getenv, stdout, stderr)
+	case "dlq", "jobs", "groups", "hold", "release":
+		return runRemote(ctx, args, getenv, stdin, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return usageError{fmt.Errorf("unknown command %q", cmd)}
