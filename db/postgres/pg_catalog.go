@@ -715,7 +715,7 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.InsertSession: translated
 	`INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`, stores: true},
 	// Tx.InsertToken: translated
-	`INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO tokens (user_id, name, hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id`, stores: true},
+	`INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`, stores: true},
 	// Tx.InsertTrace: translated
 	`INSERT INTO message_traces (seq, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?) RETURNING id`: {text: `INSERT INTO message_traces (seq, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at)
@@ -1123,9 +1123,9 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at`: {text: `INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at`, stores: true},
 	// Tx.SaveUser: translated
-	`INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO users (name, role, password_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id`, stores: true},
+	`INSERT INTO users (name, role, password_hash, queues, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO users (name, role, password_hash, queues, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`, stores: true},
 	// Tx.SaveUser: translated
-	`UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?`: {text: `UPDATE users SET name = $1, role = $2, password_hash = $3 WHERE id = $4`, stores: true},
+	`UPDATE users SET name = ?, role = ?, password_hash = ?, queues = ? WHERE id = ?`: {text: `UPDATE users SET name = $1, role = $2, password_hash = $3, queues = $4 WHERE id = $5`, stores: true},
 	// Tx.SeqForImport: translated
 	`SELECT ?3 <> '' AND EXISTS (SELECT 1 FROM dead_letters WHERE transaction_id = ?3 AND partition_id = ?1 AND group_id = ?2)`: {text: `SELECT $3 <> '' AND EXISTS (SELECT 1 FROM dead_letters WHERE transaction_id = $3 AND partition_id = $1 AND group_id = $2)`},
 	// Tx.SeqForImport: translated
@@ -1333,9 +1333,9 @@ ORDER BY t.id LIMIT $1)`},
 	// Tx.ThresholdStates: translated
 	`SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds ORDER BY queue, group_name`: {text: `SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds ORDER BY queue, group_name`},
 	// Tx.TokenByHash: translated
-	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
+	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
 	// Tx.Tokens: translated
-	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id`},
+	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id`},
 	// Tx.TopErrorGroupsOf: hand-written (PGQuery)
 	`SELECT queue_id, fingerprint, n FROM (
 		SELECT queue_id, fingerprint, n, ROW_NUMBER() OVER (PARTITION BY queue_id ORDER BY n DESC, fingerprint) AS r FROM (
@@ -1373,11 +1373,11 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18,
 		hold_after_failures = $19, hold_probe_seconds = $20 WHERE id = $21`, stores: true},
 	// Tx.UserByID: translated
-	`SELECT id, name, role, password_hash, created_at FROM users WHERE id = ?`: {text: `SELECT id, name, role, password_hash, created_at FROM users WHERE id = $1`},
+	`SELECT id, name, role, password_hash, queues, created_at FROM users WHERE id = ?`: {text: `SELECT id, name, role, password_hash, queues, created_at FROM users WHERE id = $1`},
 	// Tx.UserByName: translated
-	`SELECT id, name, role, password_hash, created_at FROM users WHERE name = ?`: {text: `SELECT id, name, role, password_hash, created_at FROM users WHERE name = $1`},
+	`SELECT id, name, role, password_hash, queues, created_at FROM users WHERE name = ?`: {text: `SELECT id, name, role, password_hash, queues, created_at FROM users WHERE name = $1`},
 	// Tx.Users: translated
-	`SELECT id, name, role, password_hash, created_at FROM users ORDER BY name`: {text: `SELECT id, name, role, password_hash, created_at FROM users ORDER BY name`},
+	`SELECT id, name, role, password_hash, queues, created_at FROM users ORDER BY name`: {text: `SELECT id, name, role, password_hash, queues, created_at FROM users ORDER BY name`},
 	// Tx.WithdrawLoginFailure: translated
 	`DELETE FROM login_failures WHERE key = ? AND n <= 1`: {text: `DELETE FROM login_failures WHERE key = $1 AND n <= 1`},
 	// Tx.WithdrawLoginFailure: translated

@@ -1413,9 +1413,9 @@ INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUE
 -- used by: Tx.InsertToken
 -- insert: PostgreSQL's text returns id
 -- sqlite:
---   INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)
+--   INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES (?, ?, ?, ?, ?)
 -- postgres (translated):
-INSERT INTO tokens (user_id, name, hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id
+INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id
 ;
 
 -- used by: Tx.InsertTrace
@@ -2200,16 +2200,16 @@ INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) 
 -- used by: Tx.SaveUser
 -- insert: PostgreSQL's text returns id
 -- sqlite:
---   INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)
+--   INSERT INTO users (name, role, password_hash, queues, created_at) VALUES (?, ?, ?, ?, ?)
 -- postgres (translated):
-INSERT INTO users (name, role, password_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id
+INSERT INTO users (name, role, password_hash, queues, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id
 ;
 
 -- used by: Tx.SaveUser
 -- sqlite:
---   UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?
+--   UPDATE users SET name = ?, role = ?, password_hash = ?, queues = ? WHERE id = ?
 -- postgres (translated):
-UPDATE users SET name = $1, role = $2, password_hash = $3 WHERE id = $4
+UPDATE users SET name = $1, role = $2, password_hash = $3, queues = $4 WHERE id = $5
 ;
 
 -- used by: Tx.SeqForImport
@@ -2735,16 +2735,16 @@ SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds OR
 
 -- used by: Tx.TokenByHash
 -- sqlite:
---   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
+--   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
 -- postgres (translated):
-SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1
+SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1
 ;
 
 -- used by: Tx.Tokens
 -- sqlite:
---   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id
+--   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id
 -- postgres (translated):
-SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id
+SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id
 ;
 
 -- used by: Tx.TopErrorGroupsOf
@@ -2831,23 +2831,23 @@ UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_lett
 
 -- used by: Tx.UserByID
 -- sqlite:
---   SELECT id, name, role, password_hash, created_at FROM users WHERE id = ?
+--   SELECT id, name, role, password_hash, queues, created_at FROM users WHERE id = ?
 -- postgres (translated):
-SELECT id, name, role, password_hash, created_at FROM users WHERE id = $1
+SELECT id, name, role, password_hash, queues, created_at FROM users WHERE id = $1
 ;
 
 -- used by: Tx.UserByName
 -- sqlite:
---   SELECT id, name, role, password_hash, created_at FROM users WHERE name = ?
+--   SELECT id, name, role, password_hash, queues, created_at FROM users WHERE name = ?
 -- postgres (translated):
-SELECT id, name, role, password_hash, created_at FROM users WHERE name = $1
+SELECT id, name, role, password_hash, queues, created_at FROM users WHERE name = $1
 ;
 
 -- used by: Tx.Users
 -- sqlite:
---   SELECT id, name, role, password_hash, created_at FROM users ORDER BY name
+--   SELECT id, name, role, password_hash, queues, created_at FROM users ORDER BY name
 -- postgres (translated):
-SELECT id, name, role, password_hash, created_at FROM users ORDER BY name
+SELECT id, name, role, password_hash, queues, created_at FROM users ORDER BY name
 ;
 
 -- used by: Tx.WithdrawLoginFailure
