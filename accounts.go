@@ -73,8 +73,8 @@ func parseUserAdd(args []string, getenv func(string) string, stderr io.Writer) (
 		return o, errors.New("user add takes one user name")
 	}
 	o.Name, o.Role = pos[0], broker.Role(role)
-	if !broker.ValidName(o.Name) {
-		return o, fmt.Errorf("user name %q must be 1-255 letters, digits, '.', '_' or '-'", o.Name)
+	if !broker.ValidUserName(o.Name) {
+		return o, fmt.Errorf("user name %q must be 1-255 letters, digits, '.', '_', '-', '@' or '+'", o.Name)
 	}
 	if !o.Role.Valid() {
 		return o, fmt.Errorf("--role must be viewer, operator or admin, got %q", role)

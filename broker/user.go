@@ -45,6 +45,11 @@ type User struct {
 	Name         string
 	Role         Role
 	PasswordHash string // bcrypt; made and checked outside the broker
+	// Subject is, for a user made by a single sign-on (SSOLogin), the
+	// OpenID provider's issuer and the person's subject there; "" for a
+	// local user, who logs in with a password. A single sign-on user has
+	// no password.
+	Subject string
 	// Queues is the queues the user may see; the zero scope is every
 	// queue (DASHBOARD.md, "Who sees what").
 	Queues    QueueScope
@@ -80,12 +85,17 @@ type UserTx interface {
 	// UserByName reads the user named name, by the unique name
 	// (ErrNotFound).
 	UserByName(ctx context.Context, name string) (User, error)
+	// UserBySubject reads the single sign-on user of subject (User.Subject,
+	// not ""), by its unique index (ErrNotFound).
+	UserBySubject(ctx context.Context, subject string) (User, error)
 	// UserByID reads the user id, by the primary key (ErrNotFound).
 	UserByID(ctx context.Context, id int64) (User, error)
 	// Users reads every user, by name (none: empty).
 	Users(ctx context.Context) ([]User, error)
-	// SaveUser inserts u (ID 0, and sets u.ID) or writes its name, role,
-	// password hash and queue scope (a user that is not there: nothing, no error). A
+	// SaveUser inserts u (ID 0, and sets u.ID, with its Subject) or
+	// writes its name, role, password hash and queue scope (a user that
+	// is not there: nothing, no error); a user's Subject is never
+	// changed. A
 	// name taken is the store's unique-constraint error: the broker
 	// checks UserByName first, in a write that runs alone (not marked
 	// Concurrent).
@@ -123,9 +133,12 @@ const (
 	AuditToken       = "token"
 )
 
+// userNameRule is what a user name may be (ValidUserName).
+const userNameRule = "1-255 letters, digits, '.', '_', '-', '@' or '+'"
+
 func checkUser(name string, role Role) error {
-	if err := checkName("user", name); err != nil {
-		return err
+	if !ValidUserName(name) {
+		return errorf(ErrInvalid, "user name %q must be %s", truncate(name, 64), userNameRule)
 	}
 	if !role.Valid() {
 		return errorf(ErrInvalid, "role must be viewer, operator or admin, got %q", truncate(string(role), 32))
@@ -167,6 +180,8 @@ func (b *Broker) PutUserWith(ctx context.Context, p UserParams, actor string) (U
 			u, verb = User{Name: p.Name, CreatedAt: now}, "created"
 		} else if err != nil {
 			return err
+		} else if u.Subject != "" {
+			return errorf(ErrConflict, "user %s logs in through single sign-on: it has no password", p.Name)
 		}
 		newPassword := u.ID != 0 && u.PasswordHash != p.PasswordHash
 		u.Role, u.PasswordHash = p.Role, p.PasswordHash

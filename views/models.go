@@ -579,6 +579,9 @@ type Login struct {
 	// Expired: the visitor came with a session that has ended, and is
 	// told so.
 	Expired bool
+	// SSOURL and SSOLabel are the single sign-on's link and its text;
+	// "" without single sign-on.
+	SSOURL, SSOLabel string
 }
 
 // Users is the admin page of users and their API tokens.

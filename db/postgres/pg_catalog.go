@@ -1123,7 +1123,7 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at`: {text: `INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at`, stores: true},
 	// Tx.SaveUser: translated
-	`INSERT INTO users (name, role, password_hash, queues, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO users (name, role, password_hash, queues, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`, stores: true},
+	`INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, stores: true},
 	// Tx.SaveUser: translated
 	`UPDATE users SET name = ?, role = ?, password_hash = ?, queues = ? WHERE id = ?`: {text: `UPDATE users SET name = $1, role = $2, password_hash = $3, queues = $4 WHERE id = $5`, stores: true},
 	// Tx.SeqForImport: translated
@@ -1373,11 +1373,13 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18,
 		hold_after_failures = $19, hold_probe_seconds = $20 WHERE id = $21`, stores: true},
 	// Tx.UserByID: translated
-	`SELECT id, name, role, password_hash, queues, created_at FROM users WHERE id = ?`: {text: `SELECT id, name, role, password_hash, queues, created_at FROM users WHERE id = $1`},
+	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = ?`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = $1`},
 	// Tx.UserByName: translated
-	`SELECT id, name, role, password_hash, queues, created_at FROM users WHERE name = ?`: {text: `SELECT id, name, role, password_hash, queues, created_at FROM users WHERE name = $1`},
+	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE name = ?`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE name = $1`},
+	// Tx.UserBySubject: translated
+	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE sso_subject = ? AND sso_subject <> ''`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE sso_subject = $1 AND sso_subject <> ''`},
 	// Tx.Users: translated
-	`SELECT id, name, role, password_hash, queues, created_at FROM users ORDER BY name`: {text: `SELECT id, name, role, password_hash, queues, created_at FROM users ORDER BY name`},
+	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users ORDER BY name`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users ORDER BY name`},
 	// Tx.WithdrawLoginFailure: translated
 	`DELETE FROM login_failures WHERE key = ? AND n <= 1`: {text: `DELETE FROM login_failures WHERE key = $1 AND n <= 1`},
 	// Tx.WithdrawLoginFailure: translated

@@ -2,19 +2,20 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-const userCols = `id, name, role, password_hash, queues, created_at`
+const userCols = `id, name, role, password_hash, queues, sso_subject, created_at`
 
 func scanUser(s interface{ Scan(...any) error }) (broker.User, error) {
 	var u broker.User
 	var role, queues string
 	var created int64
-	if err := s.Scan(&u.ID, &u.Name, &role, &u.PasswordHash, &queues, &created); err != nil {
+	if err := s.Scan(&u.ID, &u.Name, &role, &u.PasswordHash, &queues, &u.Subject, &created); err != nil {
 		return u, err
 	}
 	u.Role, u.CreatedAt = broker.Role(role), fromMS(created)
@@ -38,6 +39,16 @@ func storedScope(s string) (broker.QueueScope, error) {
 // UserByName reads users by UNIQUE(name).
 func (t *Tx) UserByName(ctx context.Context, name string) (broker.User, error) {
 	u, err := scanUser(t.QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
+	return u, notFound(err, "user")
+}
+
+// UserBySubject reads users by the partial unique index on sso_subject
+// (migration 0037); "" is no single sign-on user's.
+func (t *Tx) UserBySubject(ctx context.Context, subject string) (broker.User, error) {
+	if subject == "" {
+		return broker.User{}, notFound(sql.ErrNoRows, "user")
+	}
+	u, err := scanUser(t.QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE sso_subject = ? AND sso_subject <> ''`, subject))
 	return u, notFound(err, "user")
 }
 
@@ -73,7 +84,7 @@ func (t *Tx) SaveUser(ctx context.Context, u *broker.User) error {
 		return err
 	}
 	var err error
-	_, u.ID, err = t.Insert(ctx, "id", `INSERT INTO users (name, role, password_hash, queues, created_at) VALUES (?, ?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, u.Queues.String(), MS(u.CreatedAt))
+	_, u.ID, err = t.Insert(ctx, "id", `INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES (?, ?, ?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, u.Queues.String(), u.Subject, MS(u.CreatedAt))
 	return err
 }
 

@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 388 statements (22 with a PostgreSQL text written by hand, 13 for
+-- 389 statements (22 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 93 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -2200,9 +2200,9 @@ INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) 
 -- used by: Tx.SaveUser
 -- insert: PostgreSQL's text returns id
 -- sqlite:
---   INSERT INTO users (name, role, password_hash, queues, created_at) VALUES (?, ?, ?, ?, ?)
+--   INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES (?, ?, ?, ?, ?, ?)
 -- postgres (translated):
-INSERT INTO users (name, role, password_hash, queues, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id
+INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
 ;
 
 -- used by: Tx.SaveUser
@@ -2831,23 +2831,30 @@ UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_lett
 
 -- used by: Tx.UserByID
 -- sqlite:
---   SELECT id, name, role, password_hash, queues, created_at FROM users WHERE id = ?
+--   SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = ?
 -- postgres (translated):
-SELECT id, name, role, password_hash, queues, created_at FROM users WHERE id = $1
+SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = $1
 ;
 
 -- used by: Tx.UserByName
 -- sqlite:
---   SELECT id, name, role, password_hash, queues, created_at FROM users WHERE name = ?
+--   SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE name = ?
 -- postgres (translated):
-SELECT id, name, role, password_hash, queues, created_at FROM users WHERE name = $1
+SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE name = $1
+;
+
+-- used by: Tx.UserBySubject
+-- sqlite:
+--   SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE sso_subject = ? AND sso_subject <> ''
+-- postgres (translated):
+SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE sso_subject = $1 AND sso_subject <> ''
 ;
 
 -- used by: Tx.Users
 -- sqlite:
---   SELECT id, name, role, password_hash, queues, created_at FROM users ORDER BY name
+--   SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users ORDER BY name
 -- postgres (translated):
-SELECT id, name, role, password_hash, queues, created_at FROM users ORDER BY name
+SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users ORDER BY name
 ;
 
 -- used by: Tx.WithdrawLoginFailure
