@@ -600,6 +600,9 @@ type UserRow struct {
 	Role      string
 	CreatedAt time.Time
 	Self      bool
+	// SSO: the user logs in through single sign-on, whose claims set the
+	// role (a role set here lasts until their next login).
+	SSO bool
 }
 
 // TokenRow is an API token; it acts with its user's current role.

@@ -228,6 +228,15 @@ func TestSSOLoginThroughTheProvider(t *testing.T) {
 		t.Fatalf("audit: %+v %v", entries, err)
 	}
 
+	t.Run("TheUsersPageMarksTheSingleSignOnUser", func(t *testing.T) {
+		admin := s.browser()
+		admin.login("admin", passwordOf("admin")).wantRedirect("/")
+		users := admin.get("/admin/users").want(http.StatusOK).doc()
+		if users.Find(`[data-testid="user-sam"] [data-testid="user-sso"]`).Length() != 1 ||
+			users.Find(`[data-testid="user-admin"] [data-testid="user-sso"]`).Length() != 0 {
+			t.Fatal("the users page does not tell the single sign-on user from the local one")
+		}
+	})
 	t.Run("APasswordDoesNotLogTheSingleSignOnUserIn", func(t *testing.T) {
 		// Not even the provider's password (nor any other: one try, as
 		// failures are slowed down).
