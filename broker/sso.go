@@ -81,6 +81,12 @@ const (
 	SSONameTaken = "The user name your provider gives you is a local user's of Lazarus: a single sign-on login cannot take it over. Ask an admin."
 )
 
+// Why a first single sign-on makes no user, in the audit trail.
+const (
+	whyNoName  = "no name claim"
+	whyBadName = "the name claim is not a valid user name"
+)
+
 // SSOLogin opens a session for a person the OpenID provider vouched for:
 // the user of that subject, made at the first login with the name given,
 // their role and queues set from the claims at every login. A local user
@@ -114,8 +120,12 @@ func (b *Broker) SSOLogin(ctx context.Context, r SSOLoginRequest) (string, User,
 		u, err = tx.UserBySubject(ctx, r.Subject)
 		switch {
 		case isNotFound(err):
+			if r.Name == "" {
+				why = whyNoName
+				return nil
+			}
 			if err := checkUser(r.Name, r.Role); err != nil {
-				why = "the name claim is not a valid user name"
+				why = whyBadName
 				return nil
 			}
 			if other, err := tx.UserByName(ctx, r.Name); err == nil {
@@ -162,12 +172,14 @@ func (b *Broker) SSOLogin(ctx context.Context, r SSOLoginRequest) (string, User,
 	if err != nil {
 		return "", User{}, err
 	}
-	if why != "" {
-		msg := SSONameTaken
-		if why == "the name claim is not a valid user name" {
-			msg = "The user name your provider gives you cannot be a Lazarus user name (" + userNameRule + "). Ask an admin."
-		}
-		return refuse(why, msg)
+	switch why {
+	case "":
+	case whyNoName:
+		return refuse(why, "Your provider did not send the claim that names you in Lazarus (the name claim set at its start). Ask an admin.")
+	case whyBadName:
+		return refuse(why, "The user name your provider gives you cannot be a Lazarus user name ("+userNameRule+"). Ask an admin.")
+	default:
+		return refuse(why, SSONameTaken)
 	}
 	return secret, u, nil
 }

@@ -188,7 +188,7 @@ func (s *Server) ssoStart(c echo.Context) error {
 	ctx := c.Request().Context()
 	rp, err := s.sso.provider(ctx)
 	if err != nil {
-		s.log.WarnContext(ctx, "single sign-on: the provider cannot be reached", "err", err)
+		s.log.WarnContext(ctx, "single sign-on: the provider cannot be reached", "err", shortErr(err))
 		return s.renderLogin(c, http.StatusBadGateway, views.Login{Next: next, Error: ssoUnreachable})
 	}
 	state, err := randomToken()
@@ -289,7 +289,7 @@ func (s *Server) ssoCallback(c echo.Context) error {
 	}
 	rp, err := s.sso.provider(ctx)
 	if err != nil {
-		s.log.WarnContext(ctx, "single sign-on: the provider cannot be reached", "err", err)
+		s.log.WarnContext(ctx, "single sign-on: the provider cannot be reached", "err", shortErr(err))
 		v.Error = ssoUnreachable
 		return s.renderLogin(c, http.StatusBadGateway, v)
 	}
@@ -297,7 +297,7 @@ func (s *Server) ssoCallback(c echo.Context) error {
 	defer cancel()
 	tok, err := rp.oauth.Exchange(pctx, q.Get("code"), oauth2.VerifierOption(flow.verifier))
 	if err != nil {
-		s.log.WarnContext(ctx, "single sign-on refused: the code was not exchanged", "err", err, "from", ip)
+		s.log.WarnContext(ctx, "single sign-on refused: the code was not exchanged", "err", shortErr(err), "from", ip)
 		v.Error = ssoBadAnswer
 		return s.renderLogin(c, http.StatusBadGateway, v)
 	}
@@ -309,7 +309,7 @@ func (s *Server) ssoCallback(c echo.Context) error {
 	}
 	idt, err := rp.verifier.Verify(pctx, raw)
 	if err != nil {
-		s.log.WarnContext(ctx, "single sign-on refused: the ID token is not valid", "err", err, "from", ip)
+		s.log.WarnContext(ctx, "single sign-on refused: the ID token is not valid", "err", shortErr(err), "from", ip)
 		v.Error = ssoBadAnswer
 		return s.renderLogin(c, http.StatusUnauthorized, v)
 	}
@@ -327,7 +327,7 @@ func (s *Server) ssoCallback(c echo.Context) error {
 	}
 	claims, err := s.ssoClaims(pctx, rp, idt, tok)
 	if err != nil {
-		s.log.WarnContext(ctx, "single sign-on refused: the claims could not be read", "err", err, "from", ip)
+		s.log.WarnContext(ctx, "single sign-on refused: the claims could not be read", "err", shortErr(err), "from", ip)
 		v.Error = ssoBadAnswer
 		return s.renderLogin(c, http.StatusBadGateway, v)
 	}
@@ -495,16 +495,22 @@ func (s *Server) ssoLogoutURL(c echo.Context, hint string) string {
 	return u.String()
 }
 
+// shortErr is an error of a call to the provider, for the log: its text
+// may hold the provider's answer (oauth2.RetrieveError does), which is
+// not logged whole.
+func shortErr(err error) string { return clip(err.Error(), 300) }
+
 // truncateLog shortens a stranger's text for a log line or a message.
-func truncateLog(s string) string {
-	const n = 64
+func truncateLog(s string) string { return clip(s, 64) }
+
+// clip cuts s to at most n bytes, on a character's boundary, marking the
+// cut with "…".
+func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n := n; n > 0; n-- {
-		if s[n]&0xC0 != 0x80 {
-			return s[:n] + "…"
-		}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
 	}
-	return ""
+	return s[:n] + "…"
 }

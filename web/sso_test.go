@@ -369,6 +369,19 @@ func TestSSOTamperedStateIsRefused(t *testing.T) {
 	})
 }
 
+func TestSSOTooSlowALoginIsRefused(t *testing.T) {
+	t.Parallel()
+	s := setupSSO(t)
+	b := s.browser()
+	f := s.startSSO(b, "/login/sso", "sam", "sam-pw", nil)
+	s.clock.Advance(11 * time.Minute)
+	r := b.visit(f.callback).want(http.StatusBadRequest)
+	if !strings.Contains(r.testid("login-error"), "longer than 10 minutes") {
+		t.Fatalf("the page says %q", r.testid("login-error"))
+	}
+	s.wantNoSession(b)
+}
+
 func TestSSOReplayedCallbackIsRefused(t *testing.T) {
 	t.Parallel()
 	s := setupSSO(t)

@@ -72,6 +72,15 @@ func testSSOLogin(t *testing.T, harness Harness) {
 		}
 		assertAudited(t, s, broker.AuditLoginFailed, "another single sign-on user's")
 	})
+	t.Run("AMissingOrInvalidNameIsRefused", func(t *testing.T) {
+		for _, c := range []struct{ name, why string }{{"", "no name claim"}, {"ann smith", "not a valid user name"}} {
+			r := broker.SSOLoginRequest{Subject: "https://idp.example new-" + c.why, Name: c.name, Role: broker.RoleViewer, From: "10.0.0.4"}
+			if _, _, err := s.b.SSOLogin(s.ctx, r); !errors.Is(err, broker.ErrDenied) {
+				t.Fatalf("%q: %v", c.name, err)
+			}
+			assertAudited(t, s, broker.AuditLoginFailed, c.why)
+		}
+	})
 	t.Run("ASingleSignOnUserGetsNoPassword", func(t *testing.T) {
 		if _, err := s.b.PutUser(s.ctx, "ann@example.com", broker.RoleAdmin, "newhash", "cli"); !errors.Is(err, broker.ErrConflict) {
 			t.Fatalf("%v", err)
