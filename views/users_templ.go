@@ -337,7 +337,7 @@ func UsersContent(v Users) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "\"> <label>Name <input name=\"name\" required pattern=\"[A-Za-z0-9._\\-]{1,255}\" autocomplete=\"off\"></label> <label>Role <select name=\"role\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "\"> <label>Name <input name=\"name\" required pattern=\"[A-Za-z0-9._@+\\-]{1,255}\" autocomplete=\"off\"></label> <label>Role <select name=\"role\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
