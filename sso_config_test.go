@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,5 +102,33 @@ func TestSSOFlagsRefuseBadInput(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// serve passes the single sign-on on to the dashboard: the login page
+// offers it beside the local form, and the start says so in the log.
+func TestServeOffersTheSingleSignOn(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseConfig("serve", []string{"--public-url", "http://127.0.0.1:1",
+		"--oidc-issuer", "http://127.0.0.1:2/realms/ops", "--oidc-client-id", "lazarus", "--oidc-role", "ops=admin",
+		"--oidc-label", "Log in with Keycloak"}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, cfg)
+	resp, err := http.Get(s.url + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `data-testid="login-sso">Log in with Keycloak</a>`) || !strings.Contains(string(body), `data-testid="login-form"`) {
+		t.Fatalf("the login page does not offer both logins:\n%s", body)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' http://127.0.0.1:2") {
+		t.Fatalf("CSP %q", csp)
+	}
+	if logs := s.logs.String(); !strings.Contains(logs, "single sign-on through an OpenID Connect provider") || !strings.Contains(logs, "issuer=http://127.0.0.1:2/realms/ops") {
+		t.Fatalf("the start does not say it:\n%s", logs)
 	}
 }
