@@ -82,6 +82,9 @@ type OverviewQuery struct {
 	// ErrorGroups is how many error groups each queue of the page gets
 	// (0: none).
 	ErrorGroups int
+	// Scope is the queues the viewer may see: the others are left out of
+	// the page and of every total, as if absent (zero: every queue).
+	Scope QueueScope
 }
 
 // QueueOverview is one queue of an overview page: what QueueHealth has,
@@ -153,6 +156,15 @@ func (b *Broker) Overview(ctx context.Context, q OverviewQuery) (OverviewPage, e
 			return err
 		}
 		b.addPendingTotals(totals, from, end)
+		if !q.Scope.All() {
+			kept := totals[:0]
+			for _, t := range totals {
+				if q.Scope.Allows(t.Name) {
+					kept = append(kept, t)
+				}
+			}
+			totals = kept
+		}
 		out.Queues = len(totals)
 		all := make([]QueueOverview, len(totals))
 		for i, t := range totals {

@@ -742,7 +742,11 @@ type GroupInfo struct {
 
 // Filter selects dead letters. Zero fields select everything.
 type Filter struct {
-	QueueID       int64
+	QueueID int64
+	// QueueIDs, when not nil, are the only queues whose dead letters are
+	// selected: those of a principal's queue scope (DLQQuery.Scope). An
+	// empty list selects nothing.
+	QueueIDs      []int64
 	GroupID       int64
 	PartitionID   int64
 	From, To      time.Time // failedAt range, To exclusive
