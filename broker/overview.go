@@ -362,6 +362,12 @@ const MaxQueueMatches = 100
 // part (in any case; "" matches every queue), and how many match in
 // all: for a picker that suggests as a person types.
 func (b *Broker) FindQueues(ctx context.Context, part string, limit int) ([]string, int, error) {
+	return b.FindQueuesIn(ctx, part, limit, QueueScope{})
+}
+
+// FindQueuesIn is FindQueues among the queues of a scope: the others are
+// neither suggested nor counted.
+func (b *Broker) FindQueuesIn(ctx context.Context, part string, limit int, scope QueueScope) ([]string, int, error) {
 	if limit < 1 || limit > MaxQueueMatches {
 		return nil, 0, errorf(ErrInvalid, "limit must be between 1 and %d", MaxQueueMatches)
 	}
@@ -372,6 +378,9 @@ func (b *Broker) FindQueues(ctx context.Context, part string, limit int) ([]stri
 	})
 	if err != nil {
 		return nil, 0, err
+	}
+	if !scope.All() {
+		names = slices.DeleteFunc(names, func(n string) bool { return !scope.Allows(n) })
 	}
 	part = strings.ToLower(part)
 	var out []string

@@ -860,6 +860,10 @@ type AuditFilter struct {
 	// entries), or AuditStreamAll.
 	Stream string
 	JobID  int64 // only the entries of this job
+	// Scope is the queues the viewer may see: an entry naming a queue
+	// out of it is as if absent; entries that name none (logins, users)
+	// stay. The broker filters (stores ignore it).
+	Scope QueueScope
 }
 
 // Audit streams.

@@ -164,3 +164,14 @@ func cut64(s string) string {
 	}
 	return s
 }
+
+// checkItemQueues answers 404 for a push whose items name a queue out of
+// the request's scope: nothing of the push is stored.
+func checkItemQueues(c echo.Context, items []pushItem) error {
+	for _, it := range items {
+		if err := checkQueue(c, it.Queue); err != nil {
+			return err
+		}
+	}
+	return nil
+}
