@@ -64,7 +64,7 @@ func (s *Server) showCharts(c echo.Context) error {
 	}
 	var series []broker.Series
 	var err error
-	if checkQueue(c, queue) == nil {
+	if queue == "" || checkQueue(c, queue) == nil {
 		series, err = s.broker.History(ctx, broker.HistoryQuery{Queue: queue, From: end.Add(-r.span), To: end, Step: r.step})
 		series = inScope(ctx, series, func(s broker.Series) string { return s.Queue })
 	} else {
