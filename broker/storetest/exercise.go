@@ -307,6 +307,7 @@ var tests = []test{
 	{"ThresholdsAreStoredWithOverrides", testThresholdsAreStoredWithOverrides},
 	{"TransactionCapsRequiredLeases", testTransactionCapsRequiredLeases},
 	{"UsersAndTokens", testUsersAndTokens},
+	{"QueueScopesLeaveOtherQueuesOut", testQueueScopesLeaveOtherQueuesOut},
 	{"WindowBufferHoldsAPartitionUntilItIsQuiet", testWindowBufferHoldsAPartitionUntilItIsQuiet},
 	{"WindowBufferIsRearmedByEachPush", testWindowBufferIsRearmedByEachPush},
 	{"WindowBufferHoldsOnlyItsPartition", testWindowBufferHoldsOnlyItsPartition},
