@@ -308,6 +308,7 @@ var tests = []test{
 	{"TransactionCapsRequiredLeases", testTransactionCapsRequiredLeases},
 	{"UsersAndTokens", testUsersAndTokens},
 	{"SSOLogin", testSSOLogin},
+	{"QueueScopesLeaveOtherQueuesOut", testQueueScopesLeaveOtherQueuesOut},
 	{"WindowBufferHoldsAPartitionUntilItIsQuiet", testWindowBufferHoldsAPartitionUntilItIsQuiet},
 	{"WindowBufferIsRearmedByEachPush", testWindowBufferIsRearmedByEachPush},
 	{"WindowBufferHoldsOnlyItsPartition", testWindowBufferHoldsOnlyItsPartition},

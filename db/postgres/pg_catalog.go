@@ -565,6 +565,26 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
 	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND ?1 = 0 AND s.queue_id IN (SELECT value FROM json_each(?10)) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
+			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT ?6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND $1 = 0 AND s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($10::json) AS value) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
+			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
+			AND ($7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = $7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT $6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC`},
+	// Tx.ErrorGroupStates: translated
+	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE s.queue_id = ?1 AND (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
 			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
@@ -2082,6 +2102,8 @@ var pgFragments = map[string]*pgStatement{
 	`d.queue_id = ?`: {text: `d.queue_id = $1`},
 	// dlOfQueueX: translated
 	`+d.queue_id = ?`: {text: `d.queue_id = $1`},
+	// dlOfQueues: translated
+	`+d.queue_id IN (SELECT value FROM json_each(?))`: {text: `d.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
 	// dlOfTxid: translated
 	`d.transaction_id = ?`: {text: `d.transaction_id = $1`},
 	// dlOfTxidX: translated

@@ -16,8 +16,8 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 389 statements (22 with a PostgreSQL text written by hand, 13 for
--- SQLite only); then the 93 fragments (sqlcore.Frag) of which the 15
+-- 390 statements (22 with a PostgreSQL text written by hand, 13 for
+-- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
 -- last; then the 0 calls whose text is built at run time, which the
@@ -1086,6 +1086,31 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND $1 = 0 AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
+			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
+			AND ($7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = $7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT $6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC
+;
+
+-- used by: Tx.ErrorGroupStates
+-- sqlite:
+--   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+--   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+--   		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND ?1 = 0 AND s.queue_id IN (SELECT value FROM json_each(?10)) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+--   			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
+--   			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+--   				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT ?6) s JOIN queues q ON q.id = s.queue_id
+--   	LEFT JOIN groups c ON c.id = s.group_id
+--   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC
+-- postgres (translated):
+SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND $1 = 0 AND s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($10::json) AS value) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
 			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
 			AND ($7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
 				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = $7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT $6) s JOIN queues q ON q.id = s.queue_id
@@ -4067,7 +4092,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
 -- postgres: none
 
--- Fragments: 93, of which these 15 calls compose their statements.
+-- Fragments: 94, of which these 15 calls compose their statements.
 --   Tx.CountDeadLetterMessages: QueryRowStmt(&s)
 --   Tx.CountDeadLetters: QueryRowStmt(&s)
 --   Tx.CountDeadLettersAbove: QueryRowStmt(&s)
@@ -4329,6 +4354,12 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   +d.queue_id = ?
 -- postgres (translated):
 --   |d.queue_id = $1|
+
+-- fragment: dlOfQueues
+-- sqlite:
+--   +d.queue_id IN (SELECT value FROM json_each(?))
+-- postgres (translated):
+--   |d.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)|
 
 -- fragment: dlOfTxid
 -- sqlite:
