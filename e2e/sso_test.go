@@ -13,7 +13,8 @@ import (
 // started by the test: internal/oidctest): the login page offers it
 // beside the local form, the provider's own login form is filled in, and
 // the browser comes back logged in as a viewer of the orders queues, the
-// user made from the provider's claims. Logging out ends the session here
+// user made from the provider's claims, who sees those queues only.
+// Logging out ends the session here
 // and at the provider, which sends the browser back to the login page.
 // Someone of a group that maps to no role is told so, on the login page.
 func TestSupportLogsInThroughTheProvider(t *testing.T) {
@@ -35,7 +36,9 @@ func TestSupportLogsInThroughTheProvider(t *testing.T) {
 		}
 	})
 	a.shop()
-	a.user("admin", broker.RoleAdmin)
+	a.configure("payments", map[string]any{"retryLimit": 1})
+	a.push("payments", msg{Tx: "pay-1", Partition: "Default", Payload: `{"amount":"10.00"}`})
+	adminPW := a.user("admin", broker.RoleAdmin)
 
 	v := a.browse()
 	v.open("/")
@@ -55,7 +58,14 @@ func TestSupportLogsInThroughTheProvider(t *testing.T) {
 	if err != nil || u.Subject != p.Issuer+" sub-sam" || u.Queues.String() != "orders*" {
 		t.Fatalf("the user made at the login: %+v %v", u, err)
 	}
+	// The support group's queues only (orders*): payments is absent, and
+	// its page is not found.
+	v.see(v.id("queue-"+shopQueue), "the orders queue")
+	v.count(v.id("queue-payments"), 0, "the payments queue, out of the support group's queues")
 	v.screenshot("sso-logged-in")
+	if r, err := v.page.Goto(a.url + "/queues/payments"); err != nil || r.Status() != 404 {
+		t.Errorf("the payments queue's page for support: %v %v", r, err)
+	}
 
 	v.click(v.id("logout"), "log out")
 	v.atPath("/login")
@@ -65,6 +75,10 @@ func TestSupportLogsInThroughTheProvider(t *testing.T) {
 	v.open("/")
 	v.atPath("/login")
 	v.count(v.id("whoami"), 0, "a user name after logging out")
+	// The local admin, the way in when the provider is down, sees every
+	// queue.
+	v.login("admin", adminPW)
+	v.see(v.id("queue-payments"), "the payments queue, to the local admin")
 
 	w := a.browse()
 	w.open("/login")
