@@ -58,6 +58,13 @@ type ssoBundle struct {
 // through it; cfg may change the provider's before it starts.
 func setupSSO(t *testing.T, cfg ...func(*oidctest.Config)) *ssoBundle {
 	t.Helper()
+	return setupSSOWith(t, nil, cfg...)
+}
+
+// setupSSOWith is setupSSO with edit run on the server's single sign-on
+// configuration.
+func setupSSOWith(t *testing.T, edit func(*web.SSOConfig), cfg ...func(*oidctest.Config)) *ssoBundle {
+	t.Helper()
 	pc := oidctest.Config{ClientID: ssoClientID, ClientSecret: ssoClientSecret, Users: ssoUsers}
 	for _, f := range cfg {
 		f(&pc)
@@ -77,6 +84,9 @@ func setupSSO(t *testing.T, cfg ...func(*oidctest.Config)) *ssoBundle {
 			Scopes:      []string{"profile", "email", "groups"},
 			RedirectURL: base + "/login/sso/callback", PostLogoutURL: base + "/login",
 			Mapping: ssoMapping(), Label: "Log in with the test provider",
+		}
+		if edit != nil {
+			edit(c.SSO)
 		}
 	})
 	s.addUser("admin", broker.RoleAdmin)
@@ -470,4 +480,19 @@ func TestSSOProviderDownLeavesTheLocalLogin(t *testing.T) {
 	b.get("/").want(http.StatusOK)
 	// A local user's logout does not need the provider.
 	b.post("/logout", nil).wantRedirect("/login")
+}
+
+func TestSSOWithAWrongClientSecretIsRefused(t *testing.T) {
+	t.Parallel()
+	s := setupSSOWith(t, func(c *web.SSOConfig) { c.ClientSecret = "not-the-secret" })
+	b := s.browser()
+	f := s.startSSO(b, "/login/sso", "sam", "sam-pw", nil)
+	r := b.visit(f.callback).want(http.StatusBadGateway)
+	if !strings.Contains(r.testid("login-error"), "could not be verified") {
+		t.Fatalf("the page says %q", r.testid("login-error"))
+	}
+	s.wantNoSession(b)
+	if strings.Contains(s.logs.String(), "not-the-secret") {
+		t.Fatal("the client secret is in the log")
+	}
 }
