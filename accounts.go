@@ -52,29 +52,35 @@ type userAddOptions struct {
 	DBPath        string
 	Name          string
 	Role          broker.Role
+	Queues        broker.QueueScope // the queues the user sees; zero: every queue
 	PasswordStdin bool
 	cost          int // bcrypt cost; 0: password.DefaultCost
 }
 
 func parseUserAdd(args []string, getenv func(string) string, stderr io.Writer) (userAddOptions, error) {
 	var o userAddOptions
-	fs := accountFlags("user add NAME --role viewer|operator|admin [--password-stdin] [--db PATH]",
+	fs := accountFlags("user add NAME --role viewer|operator|admin [--queues PATTERNS] [--password-stdin] [--db PATH]",
 		"Adds a dashboard user. The password is asked for (twice, not shown) when standard input is a\n"+
 			"terminal, read from its first line with --password-stdin, or else generated and printed once.",
 		&o.DBPath, getenv, stderr)
 	var role string
 	fs.StringVar(&role, "role", "", "viewer (reads everything), operator (also replays and deletes) or admin (also users and tokens)")
 	fs.BoolVar(&o.PasswordStdin, "password-stdin", false, "read the password from the first line of standard input")
+	var queues string
+	fs.StringVar(&queues, "queues", "", "the queues the user sees, names or patterns with * (e.g. 'orders*,billing'); others are as if absent (default every queue)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return o, err
+	}
+	if o.Queues, err = broker.ParseQueueScope(queues); err != nil {
+		return o, fmt.Errorf("--queues: %w", err)
 	}
 	if len(pos) != 1 {
 		return o, errors.New("user add takes one user name")
 	}
 	o.Name, o.Role = pos[0], broker.Role(role)
-	if !broker.ValidName(o.Name) {
-		return o, fmt.Errorf("user name %q must be 1-255 letters, digits, '.', '_' or '-'", o.Name)
+	if !broker.ValidUserName(o.Name) {
+		return o, fmt.Errorf("user name %q must be 1-255 letters, digits, '.', '_', '-', '@' or '+'", o.Name)
 	}
 	if !o.Role.Valid() {
 		return o, fmt.Errorf("--role must be viewer, operator or admin, got %q", role)
@@ -103,11 +109,15 @@ func userAdd(ctx context.Context, o userAddOptions, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
-	u, err := b.CreateUser(ctx, o.Name, o.Role, hash, cliActor)
+	u, err := b.CreateUserWith(ctx, broker.UserParams{Name: o.Name, Role: o.Role, PasswordHash: hash, Queues: &o.Queues}, cliActor)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Created user %s with the role %s.\n", u.Name, u.Role)
+	fmt.Fprintf(stdout, "Created user %s with the role %s", u.Name, u.Role)
+	if !u.Queues.All() {
+		fmt.Fprintf(stdout, ", seeing the queues %s only", u.Queues)
+	}
+	fmt.Fprintln(stdout, ".")
 	if generated {
 		fmt.Fprintf(stdout, "Password (shown only this once): %s\n", pw)
 	}
@@ -160,19 +170,25 @@ type tokenCreateOptions struct {
 	DBPath string
 	User   string
 	Name   string
+	Queues broker.QueueScope // within the user's; zero: the user's
 }
 
 func parseTokenCreate(args []string, getenv func(string) string, stderr io.Writer) (tokenCreateOptions, error) {
 	var o tokenCreateOptions
-	fs := accountFlags("token create --user NAME --name TOKENNAME [--db PATH]",
+	fs := accountFlags("token create --user NAME --name TOKENNAME [--queues PATTERNS] [--db PATH]",
 		"Makes an API token for a user: a bearer token for the JSON API that acts with the user's\n"+
 			"role. The token is printed on standard output, once; only its hash is kept.",
 		&o.DBPath, getenv, stderr)
 	fs.StringVar(&o.User, "user", "", "the user the token acts for")
 	fs.StringVar(&o.Name, "name", "", "what the token is for, e.g. ci-replays")
+	var queues string
+	fs.StringVar(&queues, "queues", "", "limit the token to these queues, names or patterns with * (e.g. 'orders*'), within its user's (default the user's)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return o, err
+	}
+	if o.Queues, err = broker.ParseQueueScope(queues); err != nil {
+		return o, fmt.Errorf("--queues: %w", err)
 	}
 	if len(pos) > 0 {
 		return o, fmt.Errorf("unexpected argument %q", pos[0])
@@ -198,11 +214,15 @@ func tokenCreate(ctx context.Context, o tokenCreateOptions, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	secret, t, err := b.CreateToken(ctx, u.ID, o.Name, cliActor)
+	secret, t, err := b.CreateTokenWith(ctx, broker.TokenParams{UserID: u.ID, Name: o.Name, Queues: o.Queues}, cliActor)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "API token %q for %s (role %s), shown only this once:\n", t.Name, t.User, t.Role)
+	scope := ""
+	if sc := t.Scope(); !sc.All() {
+		scope = ", queues " + sc.String()
+	}
+	fmt.Fprintf(stderr, "API token %q for %s (role %s%s), shown only this once:\n", t.Name, t.User, t.Role, scope)
 	fmt.Fprintln(stdout, secret)
 	return nil
 }

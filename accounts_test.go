@@ -145,6 +145,17 @@ func TestUserAdd(t *testing.T) {
 			}
 		}
 	})
+	t.Run("Queues", func(t *testing.T) {
+		out, err := add([]string{"erin", "--role", "viewer", "--queues", "orders*, billing", "--password-stdin"}, "erin's password\n")
+		if err != nil || !strings.Contains(out, "billing, orders*") {
+			t.Fatalf("%q %v", out, err)
+		}
+		for _, u := range users(t, path) {
+			if u.Name == "erin" && u.Queues.String() != "billing, orders*" {
+				t.Fatalf("erin's queues: %q", u.Queues)
+			}
+		}
+	})
 	t.Run("Refusals", func(t *testing.T) {
 		cases := []struct {
 			args  []string
@@ -160,6 +171,7 @@ func TestUserAdd(t *testing.T) {
 			{[]string{"carol"}, "", "--role must be"},
 			{[]string{"not a name", "--role", "viewer"}, "", "user name"},
 			{[]string{"carol", "dave", "--role", "viewer"}, "", "one user name"},
+			{[]string{"carol", "--role", "viewer", "--queues", "orders/eu"}, "", "--queues"},
 		}
 		for _, c := range cases {
 			if _, err := add(c.args, c.stdin); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -179,7 +191,7 @@ func TestUserAdd(t *testing.T) {
 		}
 		defer closeDB()
 		entries, _ := b.Audit(ctx, broker.AuditFilter{Action: broker.AuditUser, Actor: "cli"}, broker.Page{})
-		if len(entries) != 2 {
+		if len(entries) != 3 {
 			t.Fatalf("audit %+v", entries)
 		}
 	})
@@ -200,6 +212,22 @@ func TestTokenCreate(t *testing.T) {
 	}
 	if resp, body := s.do(http.MethodGet, "/api/v1/resources/queues", token, nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("with the new token: %d %s", resp.StatusCode, body)
+	}
+
+	// A token limited to some queues finds the others absent.
+	if resp, body := s.do(http.MethodPost, "/api/v1/configure", "tok", map[string]any{"queue": "billing", "options": map[string]any{}}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("configure: %d %s", resp.StatusCode, body)
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"token", "create", "--user", "admin", "--name", "orders-only", "--queues", "orders*"}, env, nil, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	limited := strings.TrimSpace(stdout.String())
+	if resp, _ := s.do(http.MethodGet, "/api/v1/resources/queues/billing", token, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("billing with the unlimited token: %d", resp.StatusCode)
+	}
+	if resp, _ := s.do(http.MethodGet, "/api/v1/resources/queues/billing", limited, nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("billing with the token limited to orders*: %d", resp.StatusCode)
 	}
 
 	err := run(context.Background(), []string{"token", "create", "--user", "nobody", "--name", "ci"}, env, nil, io.Discard, io.Discard)

@@ -14,6 +14,7 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/lazarus-dlq/lazarus/password"
+	"github.com/lazarus-dlq/lazarus/web"
 )
 
 // Config is everything the binary is told by flags and the environment.
@@ -71,6 +72,9 @@ type Config struct {
 	// NotifyAllowPrivate lets notification channels reach loopback,
 	// link-local and cloud metadata addresses (notify.Config).
 	NotifyAllowPrivate bool
+	// SSO is single sign-on through an OpenID Connect provider (the
+	// --oidc-* flags, sso_config.go); nil: local passwords only.
+	SSO *web.SSOConfig
 
 	// bcryptCost is the cost of the password hashes made at start (0:
 	// password.DefaultCost); tests lower it.
@@ -152,8 +156,10 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		"let notification channels (Slack, webhooks, SMTP) reach loopback, link-local and cloud metadata addresses; off: refused, since a channel's URL is a way into the network")
 	fs.StringVar(&cfg.LogFormat, "log-format", env("LAZARUS_LOG_FORMAT", "text"), "log format: text or json (env LAZARUS_LOG_FORMAT)")
 	fs.StringVar(&level, "log-level", env("LAZARUS_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env LAZARUS_LOG_LEVEL)")
+	var sso *ssoFlags
 	if cmd == "serve" {
 		fs.BoolVar(&cfg.Demo, "demo", false, "also run demo traffic against the broker")
+		sso = defineSSOFlags(fs, env)
 	}
 	fs.Usage = func() {
 		switch cmd {
@@ -164,6 +170,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		}
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), envHelp)
+		if cmd == "serve" {
+			fmt.Fprint(fs.Output(), ssoEnvHelp)
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -244,6 +253,11 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 			return Config{}, fmt.Errorf("public url must be an http or https URL such as https://lazarus.example.com, got %q", cfg.PublicURL)
 		}
 		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	}
+	if sso != nil {
+		if cfg.SSO, err = sso.config(getenv, cfg.PublicURL); err != nil {
+			return Config{}, err
+		}
 	}
 	if cfg.Addr == "" || cfg.DBPath == "" {
 		return Config{}, errors.New("addr and db must not be empty")

@@ -94,6 +94,29 @@ Flags of serve and demo (flags win over the environment):
                           link-local and metadata addresses (default off)
   --demo                  serve only: also run demo traffic
 
+Single sign-on, serve only (docs/sso.md; flags win over the environment):
+  --oidc-issuer           the OpenID Connect provider's issuer URL; needs
+                          --public-url (env LAZARUS_OIDC_ISSUER)
+  --oidc-client-id        the client id registered there
+                          (env LAZARUS_OIDC_CLIENT_ID)
+  --oidc-client-secret-file
+                          a file holding the client's secret
+                          (env LAZARUS_OIDC_CLIENT_SECRET_FILE)
+  --oidc-scopes           scopes beside openid (env LAZARUS_OIDC_SCOPES,
+                          default profile,email)
+  --oidc-name-claim       the claim naming a new user
+                          (env LAZARUS_OIDC_NAME_CLAIM, default
+                          preferred_username)
+  --oidc-claim            the claim mapped to roles and queues
+                          (env LAZARUS_OIDC_CLAIM, default groups)
+  --oidc-role VALUE=ROLE  repeatable: members of VALUE get ROLE
+                          (env LAZARUS_OIDC_ROLES, VALUE=ROLE;VALUE=ROLE)
+  --oidc-queues VALUE=PATTERNS
+                          repeatable: members of VALUE see only those
+                          queues (env LAZARUS_OIDC_QUEUES,
+                          VALUE=PATTERNS;VALUE=PATTERNS)
+  --oidc-label            the login page's button (env LAZARUS_OIDC_LABEL)
+
 Environment only:
   LAZARUS_ADMIN_PASSWORD  creates the user admin at start, or resets its
                           password; without it, a database with no user gets
@@ -107,6 +130,9 @@ Environment only:
   LAZARUS_MAX_PAYLOAD_BYTES
                           the largest payload a push may carry
                           (default 4194304)
+  LAZARUS_OIDC_CLIENT_SECRET
+                          the single sign-on client's secret (or
+                          --oidc-client-secret-file: never a flag's value)
 
 The commands that talk to a running server (dlq, jobs, groups, hold,
 release) take --server URL (env LAZARUS_SERVER, default

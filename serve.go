@@ -116,6 +116,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	if cfg.AdminPassword != "" {
 		log.Info("user admin set from LAZARUS_ADMIN_PASSWORD")
 	}
+	if cfg.SSO != nil {
+		log.Info("single sign-on through an OpenID Connect provider, beside the local passwords",
+			"issuer", cfg.SSO.Issuer, "client_id", cfg.SSO.ClientID, "redirect_url", cfg.SSO.RedirectURL,
+			"claim", cfg.SSO.Mapping.Claim, "groups", len(cfg.SSO.Mapping.Groups))
+	}
 	if cfg.OpenAPI {
 		log.Warn("LAZARUS_API_OPEN: the API takes requests without a token, as an admin; for local development only")
 	}
@@ -132,6 +137,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 			BcryptCost:      cfg.bcryptCost,
 			MaxBodyBytes:    max(maxBodyBytes, cfg.MaxPayloadBytes+web.EnvelopeBytes), // a payload at its limit fits
 			MaxPayloadBytes: cfg.MaxPayloadBytes,
+			SSO:             cfg.SSO,
 		}).Handler(),
 		// A slow client (one that trickles its headers or its body) is cut
 		// off: it cannot hold a connection for long.

@@ -109,6 +109,18 @@ func ValidName(s string) bool {
 	return true
 }
 
+// ValidUserName reports whether s may name a user: as ValidName, and
+// '@' and '+' too, so that the e-mail addresses single sign-on providers
+// give as user names (Entra's preferred_username) are names.
+func ValidUserName(s string) bool {
+	return ValidName(strings.Map(func(r rune) rune {
+		if r == '@' || r == '+' {
+			return '.'
+		}
+		return r
+	}, s))
+}
+
 func checkName(what, s string) error {
 	if !ValidName(s) {
 		return errorf(ErrInvalid, "%s name %q must be 1-255 letters, digits, '.', '_' or '-'", what, truncate(s, 64))

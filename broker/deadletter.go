@@ -39,6 +39,11 @@ type DLQQuery struct {
 	// below it (CountMatching's); nil takes one as the action starts.
 	// Lists ignore it.
 	Bound *Bound
+	// Scope is the queues the request may see (its principal's): a dead
+	// letter of another queue is as if absent, and a Queue out of it
+	// matches nothing. The zero scope is every queue. A bulk job keeps
+	// the scope of the request that made it.
+	Scope QueueScope
 }
 
 // DLQPage is a page of dead letters, newest failure first.
@@ -132,6 +137,9 @@ func (q DLQQuery) filter(ctx context.Context, tx partitionQueueSubscriptionTx) (
 		return f, false, err
 	}
 	if q.Queue != "" {
+		if !q.Scope.Allows(q.Queue) {
+			return f, false, nil
+		}
 		qu, err := tx.QueueByName(ctx, q.Queue)
 		if isNotFound(err) {
 			return f, false, nil
@@ -152,6 +160,15 @@ func (q DLQQuery) filter(ctx context.Context, tx partitionQueueSubscriptionTx) (
 		}
 	} else if q.Partition != "" {
 		return f, false, errorf(ErrInvalid, "partition needs queue")
+	} else {
+		ids, all, err := scopeQueueIDs(ctx, tx, q.Scope)
+		if err != nil {
+			return f, false, err
+		}
+		if !all && len(ids) == 0 {
+			return f, false, nil
+		}
+		f.QueueIDs = ids
 	}
 	if q.Group != "" {
 		gid, err := tx.GroupID(ctx, q.Group, false)

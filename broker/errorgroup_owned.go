@@ -107,6 +107,16 @@ func (b *Broker) ErrorGroupList(ctx context.Context, f ErrorGroupFilter) ([]Owne
 	var out []OwnedErrorGroup
 	err := b.store.View(ctx, func(tx Tx) error {
 		q := ErrorGroupQuery{State: f.State, Owner: f.Owner, Version: f.Version, Limit: f.Limit}
+		if f.Queue != "" && !f.Scope.Allows(f.Queue) {
+			return nil
+		}
+		if f.Queue == "" {
+			ids, all, err := scopeQueueIDs(ctx, tx, f.Scope)
+			if err != nil || (!all && len(ids) == 0) {
+				return err
+			}
+			q.QueueIDs = ids
+		}
 		if f.Queue != "" {
 			qq, err := tx.QueueByName(ctx, f.Queue)
 			if isNotFound(err) {

@@ -186,6 +186,9 @@ type ErrorGroupFilter struct {
 	// DayOnly leaves the Week funnels zero: a list that shows the last
 	// 24 hours reads 24 hourly rows a group, not 168.
 	DayOnly bool
+	// Scope is the queues the viewer may see: the other queues' groups
+	// are as if absent (zero: every queue).
+	Scope QueueScope
 }
 
 // StateChange is a person's change of an error group's state.
@@ -219,8 +222,11 @@ type ErrorGroupCount struct {
 // ErrorGroupQuery selects error groups in storage: zero fields select
 // all.
 type ErrorGroupQuery struct {
-	ID          int64
-	QueueID     int64
+	ID      int64
+	QueueID int64
+	// QueueIDs, when not nil (and QueueID 0), are the only queues whose
+	// groups are read: a queue scope's. Empty: none.
+	QueueIDs    []int64
 	GroupID     int64
 	Fingerprint string
 	State       ErrorGroupState

@@ -382,3 +382,24 @@ func fates(h DeadLetterHistory) []Fate {
 	})
 	return out
 }
+
+// MessageQueue names the queue of the message messageID (a public id),
+// from its reference alone: what a request limited to some queues checks
+// before it reads or changes a message by id (a queue scope). ErrNotFound
+// as DeadLetterHistory says it.
+func (b *Broker) MessageQueue(ctx context.Context, messageID string) (string, error) {
+	ms, seq, ok := ParseMessageID(messageID)
+	if !ok {
+		return "", errorf(ErrNotFound, "message %q not found", truncate(messageID, 64))
+	}
+	var queue string
+	err := b.store.View(ctx, func(tx Tx) error {
+		m, err := tx.MessageRef(ctx, seq)
+		if isNotFound(err) || (err == nil && m.CreatedAt.UnixMilli() != ms) {
+			return errorf(ErrNotFound, "message %q not found", truncate(messageID, 64))
+		}
+		queue = m.Queue
+		return err
+	})
+	return queue, err
+}

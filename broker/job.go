@@ -69,6 +69,10 @@ type JobScope struct {
 	// message's own partition (kept with the job, so that a job resumed
 	// after a restart keeps it).
 	Destination *Destination `json:"destination,omitempty"`
+	// Queues, on a job by ids, is the scope of the request that made it
+	// (nil: every queue): the dead letters of other queues are as if
+	// absent, skipped. A job by filter keeps it in its Filter.
+	Queues *QueueScope `json:"queues,omitempty"`
 }
 
 // Job is a bulk replay, delete or restore, kept in the database and run in
@@ -177,6 +181,17 @@ type JobFilter struct {
 	State string
 	Queue string
 	Kind  string
+	// Scope is the queues the viewer may see: jobs of other queues, and
+	// jobs over every queue (Queue ""), are as if absent unless it is
+	// every queue (the zero scope). The broker filters (stores ignore it).
+	Scope QueueScope
+}
+
+// JobInScope reports whether a viewer limited to sc sees job j: a job of
+// one queue when sc allows it, a job over every queue only when sc is
+// every queue.
+func JobInScope(sc QueueScope, j Job) bool {
+	return sc.All() || (j.Queue != "" && sc.Allows(j.Queue))
 }
 
 // JobTx is what jobs need from storage.

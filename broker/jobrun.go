@@ -44,6 +44,10 @@ type JobRequest struct {
 	// Queue names the queue of a job by ids for the list of jobs (the
 	// page it was started from); a filter's queue is its own.
 	Queue string
+	// Scope is the queues the request may see: a job by ids skips the
+	// dead letters of the others, as if absent; a job by filter matches
+	// within it (Query.Scope is set to it).
+	Scope QueueScope
 }
 
 func (r *JobRequest) validate() error {
@@ -132,8 +136,13 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 		now := b.now()
 		j = Job{Kind: r.Kind, State: JobRunning, Actor: r.Actor, CreatedAt: now, UpdatedAt: now, Queue: r.Queue, Rate: r.Rate, ArrivedSince: -1,
 			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode, Force: r.Force, Destination: r.Destination}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
+		if !r.Scope.All() && len(r.IDs) > 0 {
+			sc := r.Scope
+			j.Scope.Queues = &sc
+		}
 		if r.Query != nil {
 			q := *r.Query
+			q.Scope = q.Scope.Narrow(r.Scope)
 			j.Queue = q.Queue
 			f, bound, ok, err := b.frozen(ctx, tx, q)
 			if err != nil {
@@ -304,8 +313,31 @@ func (b *Broker) Jobs(ctx context.Context, f JobFilter, p Page) ([]Job, error) {
 	}
 	var out []Job
 	err := b.store.View(ctx, func(tx Tx) (err error) {
-		out, err = tx.Jobs(ctx, f, p)
-		return err
+		if f.Scope.All() || (f.Queue != "" && !f.Scope.Allows(f.Queue)) {
+			if !f.Scope.All() {
+				return nil // a queue out of scope: no jobs
+			}
+			out, err = tx.Jobs(ctx, f, p)
+			return err
+		}
+		// Within a scope: pages of jobs read newest first, the others
+		// passed over, until p.Limit are kept or the jobs end (jobs are
+		// few: the history's retention sweeps them).
+		for {
+			page, err := tx.Jobs(ctx, f, p)
+			if err != nil {
+				return err
+			}
+			for _, j := range page {
+				if JobInScope(f.Scope, j) && len(out) < p.Limit {
+					out = append(out, j)
+				}
+			}
+			if len(out) >= p.Limit || len(page) < p.Limit {
+				return nil
+			}
+			p.After = &Cursor{ID: page[len(page)-1].ID}
+		}
 	})
 	return out, err
 }
@@ -746,6 +778,11 @@ func (b *Broker) idsChunk(ctx context.Context, tx replayJobTx, j *Job, now time.
 	if err != nil {
 		return false, err
 	}
+	if sc := j.Scope.Queues; sc != nil {
+		if keys, at, err = keysInScope(ctx, tx, *sc, keys, at); err != nil {
+			return false, err
+		}
+	}
 	consumed, done := len(chunk), messagesIn(keys)
 	if j.Kind == JobReplay {
 		// Cut to the payloads one transaction may copy: the ids of the
@@ -1030,4 +1067,26 @@ func canaryLimitWords(maxFailed int) string {
 		return "any fails again"
 	}
 	return fmt.Sprintf("more than %d fail again", maxFailed)
+}
+
+// keysInScope keeps the keys (and their places at) of the dead letters
+// of the queues sc allows: a job by ids made by a principal with a queue
+// scope skips the others, as if absent.
+func keysInScope(ctx context.Context, tx QueueTx, sc QueueScope, keys []DeadLetterKey, at []int) ([]DeadLetterKey, []int, error) {
+	ids, all, err := scopeQueueIDs(ctx, tx, sc)
+	if err != nil || all {
+		return keys, at, err
+	}
+	allowed := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		allowed[id] = true
+	}
+	var k2 []DeadLetterKey
+	var at2 []int
+	for i, k := range keys {
+		if allowed[k.QueueID] {
+			k2, at2 = append(k2, k), append(at2, at[i])
+		}
+	}
+	return k2, at2, nil
 }

@@ -40,6 +40,9 @@ type MessageListQuery struct {
 	Status           string // dead_letter, completed, processing, pending
 	From, To         time.Time
 	Limit, Offset    int
+	// Scope is the queues the caller may see: the messages of the others
+	// are as if absent (zero: every queue).
+	Scope QueueScope
 }
 
 // ListMessages lists messages newest first, each with where it stands
@@ -85,7 +88,39 @@ func (b *Broker) ListMessages(ctx context.Context, q MessageListQuery) ([]Messag
 		out = nil
 		now := b.now()
 		var msgs []Message
-		if q.Queue == "" {
+		if q.Queue != "" && !q.Scope.Allows(q.Queue) {
+			return nil // out of scope: as if absent
+		}
+		if q.Queue == "" && !q.Scope.All() {
+			// Within a scope: the newest of each partition of each
+			// queue it allows, merged, as for a named queue.
+			if q.Partition != "" {
+				return errorf(ErrInvalid, "partition needs a queue")
+			}
+			qs, err := tx.Queues(ctx)
+			if err != nil {
+				return err
+			}
+			for _, qu := range qs {
+				if !q.Scope.Allows(qu.Name) {
+					continue
+				}
+				parts, err := tx.PartitionList(ctx, qu.ID)
+				if err != nil {
+					return err
+				}
+				for _, pa := range parts {
+					p.PartitionID = pa.ID
+					ms, err := tx.RecentMessages(ctx, p)
+					if err != nil {
+						return err
+					}
+					msgs = append(msgs, ms...)
+				}
+			}
+			slices.SortFunc(msgs, func(a, b Message) int { return int(b.Seq - a.Seq) })
+			msgs = msgs[:min(len(msgs), p.Limit)]
+		} else if q.Queue == "" {
 			if q.Partition != "" {
 				return errorf(ErrInvalid, "partition needs a queue")
 			}

@@ -83,6 +83,9 @@ type OverviewQuery struct {
 	// ErrorGroups is how many error groups each queue of the page gets
 	// (0: none).
 	ErrorGroups int
+	// Scope is the queues the viewer may see: the others are left out of
+	// the page and of every total, as if absent (zero: every queue).
+	Scope QueueScope
 }
 
 // QueueOverview is one queue of an overview page: what QueueHealth has,
@@ -154,6 +157,15 @@ func (b *Broker) Overview(ctx context.Context, q OverviewQuery) (OverviewPage, e
 			return err
 		}
 		b.addPendingTotals(totals, from, end)
+		if !q.Scope.All() {
+			kept := totals[:0]
+			for _, t := range totals {
+				if q.Scope.Allows(t.Name) {
+					kept = append(kept, t)
+				}
+			}
+			totals = kept
+		}
 		out.Queues = len(totals)
 		all := make([]QueueOverview, len(totals))
 		for i, t := range totals {
@@ -362,6 +374,12 @@ func (b *Broker) QueueNames(ctx context.Context) ([]string, error) {
 // part (in any case; "" matches every queue), and how many match in
 // all: for a picker that suggests as a person types.
 func (b *Broker) FindQueues(ctx context.Context, part string, limit int) ([]string, int, error) {
+	return b.FindQueuesIn(ctx, part, limit, QueueScope{})
+}
+
+// FindQueuesIn is FindQueues among the queues of a scope: the others are
+// neither suggested nor counted.
+func (b *Broker) FindQueuesIn(ctx context.Context, part string, limit int, scope QueueScope) ([]string, int, error) {
 	if limit < 1 || limit > MaxQueueMatches {
 		return nil, 0, errorf(ErrInvalid, "limit must be between 1 and %d", MaxQueueMatches)
 	}
@@ -372,6 +390,9 @@ func (b *Broker) FindQueues(ctx context.Context, part string, limit int) ([]stri
 	})
 	if err != nil {
 		return nil, 0, err
+	}
+	if !scope.All() {
+		names = slices.DeleteFunc(names, func(n string) bool { return !scope.Allows(n) })
 	}
 	part = strings.ToLower(part)
 	var out []string

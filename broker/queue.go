@@ -476,10 +476,52 @@ func (b *Broker) Audit(ctx context.Context, f AuditFilter, p Page) ([]AuditEntry
 	}
 	var out []AuditEntry
 	err := b.store.View(ctx, func(tx Tx) (err error) {
-		out, err = tx.ListAudit(ctx, f, p)
-		return err
+		if f.Scope.All() {
+			out, err = tx.ListAudit(ctx, f, p)
+			return err
+		}
+		// Within a scope: pages newest first by id, the other queues'
+		// entries passed over, until the page (after its offset) is full,
+		// the entries end, or auditScopeReads pages were read.
+		want, offset := p.Offset+p.Limit, p.Offset
+		read := Page{Limit: MaxPageSize, After: p.After}
+		for range auditScopeReads {
+			page, err := tx.ListAudit(ctx, f, read)
+			if err != nil {
+				return err
+			}
+			for _, a := range page {
+				if auditInScope(f.Scope, a) && len(out) < want {
+					out = append(out, a)
+				}
+			}
+			if len(out) >= want || len(page) < read.Limit {
+				break
+			}
+			read.After = &Cursor{ID: page[len(page)-1].ID}
+		}
+		out = out[min(offset, len(out)):]
+		return nil
 	})
 	return out, err
+}
+
+// auditScopeReads bounds the pages a scoped audit list reads.
+const auditScopeReads = 50
+
+// auditInScope reports whether a viewer limited to sc sees entry a: one
+// that names no queue, or whose queues (a comma-separated list) sc all
+// allows.
+func auditInScope(sc QueueScope, a AuditEntry) bool {
+	if a.Queue == "" {
+		return true
+	}
+	for _, q := range strings.Split(a.Queue, ",") {
+		if !sc.Allows(q) {
+			return false
+		}
+	}
+	return true
 }
 
 // Record adds an audit entry for something done outside the broker

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+	"encoding/json"
 	"path"
 	"slices"
 	"strings"
@@ -132,4 +134,50 @@ func (s QueueScope) String() string {
 // Equal reports whether s and t were made of the same patterns.
 func (s QueueScope) Equal(t QueueScope) bool {
 	return slices.EqualFunc(s.parts, t.parts, slices.Equal)
+}
+
+// MarshalJSON writes s as its lists of patterns (null: every queue), so
+// that a narrowed scope, which String shows but ParseQueueScope cannot
+// read back, survives a round trip: a bulk job keeps the scope of the
+// request that made it (DLQQuery.Scope).
+func (s QueueScope) MarshalJSON() ([]byte, error) { return json.Marshal(s.parts) }
+
+// UnmarshalJSON reads what MarshalJSON wrote, checking each pattern.
+func (s *QueueScope) UnmarshalJSON(b []byte) error {
+	var parts [][]string
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	for _, part := range parts {
+		if len(part) == 0 || len(part) > maxScopePatterns {
+			return errorf(ErrInvalid, "a stored queue scope has a list of %d patterns", len(part))
+		}
+		for _, p := range part {
+			if err := checkScopePattern(p); err != nil {
+				return err
+			}
+		}
+	}
+	*s = QueueScope{parts: parts}
+	return nil
+}
+
+// scopeQueueIDs resolves s to the ids of the queues it allows, from the
+// list of every queue (a scope's patterns are matched in Go, never put
+// into SQL). all is true when s allows every queue: no ids then.
+func scopeQueueIDs(ctx context.Context, tx QueueTx, s QueueScope) (ids []int64, all bool, err error) {
+	if s.All() {
+		return nil, true, nil
+	}
+	qs, err := tx.Queues(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	ids = []int64{}
+	for _, q := range qs {
+		if s.Allows(q.Name) {
+			ids = append(ids, q.ID)
+		}
+	}
+	return ids, false, nil
 }

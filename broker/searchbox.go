@@ -150,6 +150,12 @@ var shortIDRE = regexp.MustCompile(`^([0-9a-fA-F]{8})(?:…|\.{2,3})([0-9a-fA-F]
 // nothing). Text that is empty, longer than MaxSearchBoxText or not
 // UTF-8 is ErrInvalid.
 func (b *Broker) Search(ctx context.Context, text string, limit int) (SearchResult, error) {
+	return b.SearchIn(ctx, text, limit, QueueScope{})
+}
+
+// SearchIn is Search within a queue scope: the dead letters and messages
+// of other queues are as if absent (not found, not counted in More).
+func (b *Broker) SearchIn(ctx context.Context, text string, limit int, scope QueueScope) (SearchResult, error) {
 	q := strings.TrimSpace(text)
 	switch {
 	case !utf8.ValidString(text):
@@ -163,7 +169,7 @@ func (b *Broker) Search(ctx context.Context, text string, limit int) (SearchResu
 	}
 	res := SearchResult{Query: q}
 	err := b.store.View(ctx, func(tx Tx) error {
-		s := searcher{tx: tx, now: b.now(), limit: limit + 1, seen: map[int64]bool{}, msgSeen: map[int64]bool{}}
+		s := searcher{tx: tx, now: b.now(), limit: limit + 1, seen: map[int64]bool{}, msgSeen: map[int64]bool{}, scope: scope}
 		return s.run(ctx, q, &res)
 	})
 	if err != nil {
@@ -171,7 +177,8 @@ func (b *Broker) Search(ctx context.Context, text string, limit int) (SearchResu
 	}
 	if len(res.Hits) == 0 {
 		res.As = append(res.As, MatchText)
-		dls, err := b.SearchText(ctx, q, limit+1)
+		page, err := b.DeadLetters(ctx, DLQQuery{Text: q, Limit: limit + 1, Scope: scope})
+		dls := page.Items
 		if err != nil && !errors.Is(err, ErrInvalid) {
 			return SearchResult{}, fmt.Errorf("free-text search: %w", err)
 		}
@@ -205,6 +212,7 @@ type searcher struct {
 	msgSeen map[int64]bool // messages by seq (found, dead letter or not)
 	dls     []SearchHit
 	msgs    []SearchHit
+	scope   QueueScope // the queues whose hits are kept
 }
 
 func (s *searcher) run(ctx context.Context, q string, res *SearchResult) error {
@@ -360,7 +368,7 @@ func (s *searcher) byTransaction(ctx context.Context, q string, prefix bool, fou
 
 func (s *searcher) addDeadLetters(dls []DeadLetter, kind string) {
 	for _, d := range dls {
-		if !s.seen[d.ID] {
+		if !s.seen[d.ID] && s.scope.Allows(d.Queue) {
 			s.seen[d.ID] = true
 			s.msgSeen[d.Seq] = true
 			s.dls = append(s.dls, SearchHit{DeadLetter: d, Match: kind, IsDeadLetter: true})
@@ -389,7 +397,7 @@ func (s *searcher) resolve(ctx context.Context, found []Message, how []string) e
 	}
 	for _, d := range dls {
 		hasDL[d.Seq] = true
-		if !s.seen[d.ID] {
+		if !s.seen[d.ID] && s.scope.Allows(d.Queue) {
 			s.seen[d.ID] = true
 			s.dls = append(s.dls, SearchHit{DeadLetter: d, Match: kindOf[d.Seq], IsDeadLetter: true})
 		}
@@ -401,6 +409,9 @@ func (s *searcher) resolve(ctx context.Context, found []Message, how []string) e
 		h, err := s.place(ctx, m, how[i])
 		if err != nil {
 			return err
+		}
+		if !s.scope.Allows(h.Queue) {
+			continue
 		}
 		s.msgs = append(s.msgs, h)
 	}

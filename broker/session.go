@@ -94,7 +94,9 @@ func (b *Broker) Login(ctx context.Context, r LoginRequest) (string, User, error
 	if !known {
 		u = User{}
 	}
-	if !r.CheckFunc(u.PasswordHash) || !known {
+	// A single sign-on user has no password: refused whatever the check
+	// says (it still runs, so that the answer takes as long).
+	if !r.CheckFunc(u.PasswordHash) || !known || u.Subject != "" {
 		// The name typed is kept only when it is a user's: the name of no
 		// user is often a password typed into the wrong field.
 		detail := "failed login as unknown user from " + r.From

@@ -742,7 +742,11 @@ type GroupInfo struct {
 
 // Filter selects dead letters. Zero fields select everything.
 type Filter struct {
-	QueueID       int64
+	QueueID int64
+	// QueueIDs, when not nil, are the only queues whose dead letters are
+	// selected: those of a principal's queue scope (DLQQuery.Scope). An
+	// empty list selects nothing.
+	QueueIDs      []int64
 	GroupID       int64
 	PartitionID   int64
 	From, To      time.Time // failedAt range, To exclusive
@@ -856,6 +860,10 @@ type AuditFilter struct {
 	// entries), or AuditStreamAll.
 	Stream string
 	JobID  int64 // only the entries of this job
+	// Scope is the queues the viewer may see: an entry naming a queue
+	// out of it is as if absent; entries that name none (logins, users)
+	// stay. The broker filters (stores ignore it).
+	Scope QueueScope
 }
 
 // Audit streams.

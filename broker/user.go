@@ -45,6 +45,11 @@ type User struct {
 	Name         string
 	Role         Role
 	PasswordHash string // bcrypt; made and checked outside the broker
+	// Subject is, for a user made by a single sign-on (SSOLogin), the
+	// OpenID provider's issuer and the person's subject there; "" for a
+	// local user, who logs in with a password. A single sign-on user has
+	// no password.
+	Subject string
 	// Queues is the queues the user may see; the zero scope is every
 	// queue (DASHBOARD.md, "Who sees what").
 	Queues    QueueScope
@@ -80,12 +85,17 @@ type UserTx interface {
 	// UserByName reads the user named name, by the unique name
 	// (ErrNotFound).
 	UserByName(ctx context.Context, name string) (User, error)
+	// UserBySubject reads the single sign-on user of subject (User.Subject,
+	// not ""), by its unique index (ErrNotFound).
+	UserBySubject(ctx context.Context, subject string) (User, error)
 	// UserByID reads the user id, by the primary key (ErrNotFound).
 	UserByID(ctx context.Context, id int64) (User, error)
 	// Users reads every user, by name (none: empty).
 	Users(ctx context.Context) ([]User, error)
-	// SaveUser inserts u (ID 0, and sets u.ID) or writes its name, role
-	// and password hash (a user that is not there: nothing, no error). A
+	// SaveUser inserts u (ID 0, and sets u.ID, with its Subject) or
+	// writes its name, role, password hash and queue scope (a user that
+	// is not there: nothing, no error); a user's Subject is never
+	// changed. A
 	// name taken is the store's unique-constraint error: the broker
 	// checks UserByName first, in a write that runs alone (not marked
 	// Concurrent).
@@ -97,7 +107,7 @@ type UserTx interface {
 	// token) and sets t.ID.
 	InsertToken(ctx context.Context, t *Token) error
 	// TokenByHash reads the token whose hash is hash, by its unique
-	// index, with its user's name and role (ErrNotFound).
+	// index, with its user's name, role and queue scope (ErrNotFound).
 	TokenByHash(ctx context.Context, hash string) (Token, error)
 	// Tokens reads a user's tokens, oldest first (none: empty).
 	Tokens(ctx context.Context, userID int64) ([]Token, error)
@@ -123,9 +133,12 @@ const (
 	AuditToken       = "token"
 )
 
+// userNameRule is what a user name may be (ValidUserName).
+const userNameRule = "1-255 letters, digits, '.', '_', '-', '@' or '+'"
+
 func checkUser(name string, role Role) error {
-	if err := checkName("user", name); err != nil {
-		return err
+	if !ValidUserName(name) {
+		return errorf(ErrInvalid, "user name %q must be %s", truncate(name, 64), userNameRule)
 	}
 	if !role.Valid() {
 		return errorf(ErrInvalid, "role must be viewer, operator or admin, got %q", truncate(string(role), 32))
@@ -133,25 +146,48 @@ func checkUser(name string, role Role) error {
 	return nil
 }
 
+// UserParams is a user to create or put: CreateUserWith, PutUserWith.
+type UserParams struct {
+	Name         string
+	Role         Role
+	PasswordHash string // bcrypt; made and checked outside the broker
+	// Queues is the queues the user may see. Nil: every queue for a new
+	// user, and an existing user's scope unchanged (PutUserWith).
+	Queues *QueueScope
+}
+
 // PutUser creates the user, or sets the role and password hash of the one
-// that has the name; a changed password ends the user's sessions.
+// that has the name (its queue scope unchanged); a changed password ends
+// the user's sessions.
 func (b *Broker) PutUser(ctx context.Context, name string, role Role, passwordHash, actor string) (User, error) {
-	if err := checkUser(name, role); err != nil {
+	return b.PutUserWith(ctx, UserParams{Name: name, Role: role, PasswordHash: passwordHash}, actor)
+}
+
+// PutUserWith creates the user p names, or sets the role, password hash
+// and (p.Queues not nil) queue scope of the one that has the name; a
+// changed password ends the user's sessions.
+func (b *Broker) PutUserWith(ctx context.Context, p UserParams, actor string) (User, error) {
+	if err := checkUser(p.Name, p.Role); err != nil {
 		return User{}, err
 	}
 	var u User
 	err := b.update(ctx, func(tx Tx, _ func(string)) error {
 		now := b.now()
 		var err error
-		u, err = tx.UserByName(ctx, name)
+		u, err = tx.UserByName(ctx, p.Name)
 		verb := "changed"
 		if isNotFound(err) {
-			u, verb = User{Name: name, CreatedAt: now}, "created"
+			u, verb = User{Name: p.Name, CreatedAt: now}, "created"
 		} else if err != nil {
 			return err
+		} else if u.Subject != "" {
+			return errorf(ErrConflict, "user %s logs in through single sign-on: it has no password", p.Name)
 		}
-		newPassword := u.ID != 0 && u.PasswordHash != passwordHash
-		u.Role, u.PasswordHash = role, passwordHash
+		newPassword := u.ID != 0 && u.PasswordHash != p.PasswordHash
+		u.Role, u.PasswordHash = p.Role, p.PasswordHash
+		if p.Queues != nil {
+			u.Queues = *p.Queues
+		}
 		if err := tx.SaveUser(ctx, &u); err != nil {
 			return fmt.Errorf("save user: %w", err)
 		}
@@ -161,31 +197,63 @@ func (b *Broker) PutUser(ctx context.Context, name string, role Role, passwordHa
 				return fmt.Errorf("end sessions: %w", err)
 			}
 		}
-		return audit(ctx, tx, now, actor, AuditUser, "", "", 1, fmt.Sprintf("user %s %s with role %s", name, verb, role))
+		return audit(ctx, tx, now, actor, AuditUser, "", "", 1, fmt.Sprintf("user %s %s with role %s and %s", p.Name, verb, p.Role, scopeWords(u.Queues)))
 	})
 	return u, err
 }
 
-// CreateUser creates a user; the name must be free.
+// scopeWords says a scope in an audit line.
+func scopeWords(s QueueScope) string {
+	if s.All() {
+		return "every queue"
+	}
+	return "queues " + s.String()
+}
+
+// CreateUser creates a user who sees every queue; the name must be free.
 func (b *Broker) CreateUser(ctx context.Context, name string, role Role, passwordHash, actor string) (User, error) {
-	if err := checkUser(name, role); err != nil {
+	return b.CreateUserWith(ctx, UserParams{Name: name, Role: role, PasswordHash: passwordHash}, actor)
+}
+
+// CreateUserWith creates the user p names; the name must be free.
+func (b *Broker) CreateUserWith(ctx context.Context, p UserParams, actor string) (User, error) {
+	if err := checkUser(p.Name, p.Role); err != nil {
 		return User{}, err
 	}
 	var u User
 	err := b.update(ctx, func(tx Tx, _ func(string)) error {
 		now := b.now()
-		if _, err := tx.UserByName(ctx, name); err == nil {
-			return errorf(ErrConflict, "user %q already exists", name)
+		if _, err := tx.UserByName(ctx, p.Name); err == nil {
+			return errorf(ErrConflict, "user %q already exists", p.Name)
 		} else if !isNotFound(err) {
 			return err
 		}
-		u = User{Name: name, Role: role, PasswordHash: passwordHash, CreatedAt: now}
+		u = User{Name: p.Name, Role: p.Role, PasswordHash: p.PasswordHash, CreatedAt: now}
+		if p.Queues != nil {
+			u.Queues = *p.Queues
+		}
 		if err := tx.SaveUser(ctx, &u); err != nil {
 			return fmt.Errorf("save user: %w", err)
 		}
-		return audit(ctx, tx, now, actor, AuditUser, "", "", 1, fmt.Sprintf("user %s created with role %s", name, role))
+		return audit(ctx, tx, now, actor, AuditUser, "", "", 1, fmt.Sprintf("user %s created with role %s and %s", p.Name, p.Role, scopeWords(u.Queues)))
 	})
 	return u, err
+}
+
+// SetUserQueues changes the queues a user may see, at their next request
+// (a session or token reads its user's scope each time).
+func (b *Broker) SetUserQueues(ctx context.Context, id int64, queues QueueScope, actor string) error {
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		u, err := userByID(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		u.Queues = queues
+		if err := tx.SaveUser(ctx, &u); err != nil {
+			return err
+		}
+		return audit(ctx, tx, b.now(), actor, AuditUser, "", "", 1, fmt.Sprintf("user %s now sees %s", u.Name, scopeWords(queues)))
+	})
 }
 
 // SetUserRole changes a user's role. The last admin cannot be demoted.
@@ -291,10 +359,26 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CreateToken makes a new API token for a user and returns it in the clear:
-// the only time it is ever shown.
+// CreateToken makes a new API token for a user, seeing what its user
+// sees, and returns it in the clear: the only time it is ever shown.
 func (b *Broker) CreateToken(ctx context.Context, userID int64, name, actor string) (string, Token, error) {
-	name = strings.TrimSpace(name)
+	return b.CreateTokenWith(ctx, TokenParams{UserID: userID, Name: name}, actor)
+}
+
+// TokenParams is a token to make: CreateTokenWith.
+type TokenParams struct {
+	UserID int64
+	Name   string
+	// Queues limits the token to fewer queues than its user: a request
+	// with it sees the queues both allow (Token.Scope), so a scope wider
+	// than the user's gives nothing more. The zero scope: its user's.
+	Queues QueueScope
+}
+
+// CreateTokenWith makes a new API token and returns it in the clear: the
+// only time it is ever shown.
+func (b *Broker) CreateTokenWith(ctx context.Context, p TokenParams, actor string) (string, Token, error) {
+	name := strings.TrimSpace(p.Name)
 	if name == "" || len(name) > 100 {
 		return "", Token{}, errorf(ErrInvalid, "token name must be 1-100 characters")
 	}
@@ -306,15 +390,20 @@ func (b *Broker) CreateToken(ctx context.Context, userID int64, name, actor stri
 	var t Token
 	err := b.update(ctx, func(tx Tx, _ func(string)) error {
 		now := b.now()
-		u, err := userByID(ctx, tx, userID)
+		u, err := userByID(ctx, tx, p.UserID)
 		if err != nil {
 			return err
 		}
-		t = Token{UserID: u.ID, User: u.Name, Role: u.Role, Name: name, Hash: HashToken(secret), CreatedAt: now}
+		t = Token{UserID: u.ID, User: u.Name, Role: u.Role, Name: name, Hash: HashToken(secret),
+			Queues: p.Queues, UserQueues: u.Queues, CreatedAt: now}
 		if err := tx.InsertToken(ctx, &t); err != nil {
 			return err
 		}
-		return audit(ctx, tx, now, actor, AuditToken, "", "", 1, fmt.Sprintf("token %q created for %s", name, u.Name))
+		what := fmt.Sprintf("token %q created for %s", name, u.Name)
+		if !p.Queues.All() {
+			what += " limited to queues " + p.Queues.String()
+		}
+		return audit(ctx, tx, now, actor, AuditToken, "", "", 1, what)
 	})
 	return secret, t, err
 }

@@ -92,6 +92,13 @@ func newAppNotifying(t *testing.T) *app {
 // the broker's Sender from the server's URL.
 func startApp(t *testing.T, fill func(d *db.DB, clk *clock), sender func(publicURL string) broker.Sender) *app {
 	t.Helper()
+	return startAppWith(t, fill, sender, nil)
+}
+
+// startAppWith is startApp with single sign-on when sso is set: it makes
+// the configuration from the server's URL (the redirect URIs).
+func startAppWith(t *testing.T, fill func(d *db.DB, clk *clock), sender func(publicURL string) broker.Sender, sso func(publicURL string) *web.SSOConfig) *app {
+	t.Helper()
 	if startErr != nil {
 		t.Fatalf("no browser: %v", startErr)
 	}
@@ -121,6 +128,10 @@ func startApp(t *testing.T, fill func(d *db.DB, clk *clock), sender func(publicU
 		bc.Notify = sender("http://" + ln.Addr().String())
 	}
 	b := broker.New(bc)
+	var ssoConfig *web.SSOConfig
+	if sso != nil {
+		ssoConfig = sso("http://" + ln.Addr().String())
+	}
 	srv := &http.Server{
 		Handler: web.New(web.Config{
 			Broker:     b,
@@ -130,6 +141,7 @@ func startApp(t *testing.T, fill func(d *db.DB, clk *clock), sender func(publicU
 			// The dummy hash that unknown users are checked against
 			// costs what the fixtures' hashes cost.
 			BcryptCost: bcrypt.MinCost,
+			SSO:        ssoConfig,
 		}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -584,6 +584,9 @@ type Login struct {
 	// Expired: the visitor came with a session that has ended, and is
 	// told so.
 	Expired bool
+	// SSOURL and SSOLabel are the single sign-on's link and its text;
+	// "" without single sign-on.
+	SSOURL, SSOLabel string
 }
 
 // Users is the admin page of users and their API tokens.
@@ -602,6 +605,9 @@ type UserRow struct {
 	Role      string
 	CreatedAt time.Time
 	Self      bool
+	// SSO: the user logs in through single sign-on, whose claims set the
+	// role (a role set here lasts until their next login).
+	SSO bool
 }
 
 // TokenRow is an API token; it acts with its user's current role.

@@ -31,13 +31,17 @@ func (s *Server) showThresholds(c echo.Context) error {
 
 func (s *Server) thresholdsForm(c echo.Context, th broker.Thresholds) (views.ThresholdsForm, error) {
 	v := views.ThresholdsForm{Page: s.page(c, "Monitoring thresholds", "thresholds"), Default: limitRow("", th.Default)}
+	sc := scopeOf(c.Request().Context())
 	for _, q := range th.QueueNames() {
-		v.Overrides = append(v.Overrides, limitRow(q, th.Queues[q]))
+		if sc.Allows(q) {
+			v.Overrides = append(v.Overrides, limitRow(q, th.Queues[q]))
+		}
 	}
 	names, err := s.broker.QueueNames(c.Request().Context())
 	if err != nil {
 		return v, err
 	}
+	names = inScope(c.Request().Context(), names, func(n string) string { return n })
 	for _, n := range names {
 		if _, ok := th.Queues[n]; !ok {
 			v.Queues = append(v.Queues, n)
@@ -54,6 +58,11 @@ func limitRow(queue string, l broker.Limits) views.LimitRow {
 // saveThresholds stores the thresholds of the form: defaults, overrides
 // (minus those marked for removal) and a new override.
 func (s *Server) saveThresholds(c echo.Context) error {
+	if !scopeOf(c.Request().Context()).All() {
+		// The form holds the overrides of the queues the admin sees: saved
+		// by one limited to some queues, it would drop the others'.
+		return s.renderError(c, http.StatusForbidden, "The thresholds are every queue's: an admin who sees every queue sets them.")
+	}
 	form, err := c.FormParams()
 	if err != nil {
 		return badRequest("the form could not be read")

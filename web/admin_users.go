@@ -31,7 +31,7 @@ func (s *Server) showUsers(c echo.Context) error {
 	me, _ := visitorFrom(c)
 	v := views.Users{Page: s.page(c, "Users and API tokens", "users"), Roles: roleNames}
 	for _, u := range users {
-		v.Users = append(v.Users, views.UserRow{ID: u.ID, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt, Self: u.ID == me.user.ID})
+		v.Users = append(v.Users, views.UserRow{ID: u.ID, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt, Self: u.ID == me.user.ID, SSO: u.Subject != ""})
 		tokens, err := s.broker.Tokens(ctx, u.ID)
 		if err != nil {
 			return err

@@ -69,6 +69,9 @@ func (s *Server) configureQueue(c echo.Context) error {
 			return badRequest("mode must be \"merge\" or \"replace\", got %q", truncate(*req.Mode, 32))
 		}
 	}
+	if err := checkQueue(c, req.Queue); err != nil {
+		return err // a queue out of scope is neither shown nor made
+	}
 	q, err := s.broker.ConfigureWith(c.Request().Context(), broker.ConfigureParams{Queue: req.Queue,
 		Labels: broker.Labels{Namespace: req.Namespace, Task: req.Task}, Options: req.Options, Replace: replace, Actor: actor(c)})
 	if err != nil {

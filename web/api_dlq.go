@@ -75,6 +75,7 @@ func newDeadLetterView(d broker.DeadLetter) deadLetterView {
 // parseDLQQuery reads the filters and page of GET /api/v1/dlq.
 func parseDLQQuery(c echo.Context) (broker.DLQQuery, error) {
 	q := broker.DLQQuery{
+		Scope:           scopeOf(c.Request().Context()),
 		Queue:           c.QueryParam("queue"),
 		Group:           c.QueryParam("consumerGroup"),
 		Partition:       c.QueryParam("partition"),

@@ -275,6 +275,7 @@ type waitedFailure struct {
 // countMatching answers a dry run: how many dead letters the filter
 // selects and how many messages they are, and the bound that freezes them.
 func (s *Server) countMatching(c echo.Context, q broker.DLQQuery) error {
+	q.Scope = scopeOf(c.Request().Context())
 	n, err := s.broker.CountMatching(c.Request().Context(), q)
 	if err != nil {
 		return err
@@ -291,6 +292,7 @@ func (s *Server) startBulkJob(c echo.Context, req bulkRequest, kind string, q *b
 		return err
 	}
 	ctx := c.Request().Context()
+	jr.Scope = scopeOf(ctx)
 	j, err := s.broker.StartJob(ctx, jr)
 	if err != nil {
 		return err

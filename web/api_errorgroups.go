@@ -189,7 +189,7 @@ func (s *Server) listErrorGroups(c echo.Context) error {
 	if limit < 1 || limit > broker.MaxErrorGroups {
 		return badRequest("limit must be between 1 and %d", broker.MaxErrorGroups)
 	}
-	gs, err := s.broker.ErrorGroupList(c.Request().Context(), broker.ErrorGroupFilter{Queue: c.QueryParam("queue"), Group: c.QueryParam("consumerGroup"),
+	gs, err := s.broker.ErrorGroupList(c.Request().Context(), broker.ErrorGroupFilter{Scope: scopeOf(c.Request().Context()), Queue: c.QueryParam("queue"), Group: c.QueryParam("consumerGroup"),
 		State: state, Owner: c.QueryParam("owner"), Version: c.QueryParam("consumerVersion"), Limit: limit})
 	if err != nil {
 		return err
@@ -211,6 +211,9 @@ func (s *Server) showErrorGroup(c echo.Context) error {
 	queue := c.QueryParam("queue")
 	if queue == "" {
 		return badRequest("queue is required: a fingerprint names an error group within a queue")
+	}
+	if err := checkQueue(c, queue); err != nil {
+		return err
 	}
 	g, h, err := s.broker.ErrorGroupByKey(c.Request().Context(), queue, c.QueryParam("consumerGroup"), fp)
 	if err != nil {
@@ -265,6 +268,9 @@ func (s *Server) setErrorGroupState(c echo.Context) error {
 	}
 	if req.Queue == "" {
 		return badRequest("queue is required: a fingerprint names an error group within a queue")
+	}
+	if err := checkQueue(c, req.Queue); err != nil {
+		return err
 	}
 	state, err := parseGroupState(req.State, true)
 	if err != nil {

@@ -45,6 +45,10 @@ func (s *Server) deleteGroup(c echo.Context) error {
 		if queue, err = pathParam(c, "queue"); err != nil {
 			return err
 		}
+	} else if !scopeOf(c.Request().Context()).All() {
+		// The group of every queue reaches queues out of the token's
+		// scope: it deletes the group queue by queue instead.
+		return badRequest("a token limited to some queues deletes a consumer group from one queue: DELETE /api/v1/consumer-groups/:group/queues/:queue")
 	}
 	meta := true
 	if c.QueryParam("deleteMetadata") != "" {

@@ -85,6 +85,9 @@ func (s *Server) createHold(c echo.Context) error {
 	if req.Queue == "" {
 		return badRequest("queue is required")
 	}
+	if err := checkQueue(c, req.Queue); err != nil {
+		return err
+	}
 	h, created, err := s.broker.Hold(c.Request().Context(), broker.HoldRequest{Queue: req.Queue, Group: req.ConsumerGroup, Reason: req.Reason, Actor: actor(c)})
 	if err != nil {
 		return err
@@ -102,6 +105,7 @@ func (s *Server) createHold(c echo.Context) error {
 // listHolds answers GET /api/v1/holds?queue=&consumerGroup=.
 func (s *Server) listHolds(c echo.Context) error {
 	hs, err := s.broker.Holds(c.Request().Context(), broker.HoldFilter{Queue: c.QueryParam("queue"), Group: c.QueryParam("consumerGroup")})
+	hs = inScope(c.Request().Context(), hs, func(h broker.Hold) string { return h.Queue })
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func (s *Server) listMessages(c echo.Context) error {
 			return badRequest("%s is not a filter of the message list: name the queue", p)
 		}
 	}
-	q := broker.MessageListQuery{Queue: c.QueryParam("queue"), Partition: c.QueryParam("partition"), Status: c.QueryParam("status")}
+	q := broker.MessageListQuery{Scope: scopeOf(c.Request().Context()), Queue: c.QueryParam("queue"), Partition: c.QueryParam("partition"), Status: c.QueryParam("status")}
 	var err error
 	if q.Limit, err = queryInt(c, "limit", broker.MessageListDefault); err != nil {
 		return err

@@ -140,5 +140,10 @@ func (s *Server) popLabeled(c echo.Context) error {
 	if req.Namespace == "" && req.Task == "" {
 		return badRequest("a pop that names no queue needs query parameter namespace or task (or use /api/v1/pop/queue/:queue)")
 	}
+	if !scopeOf(c.Request().Context()).All() {
+		// The pop by labels picks among every queue of the namespace and
+		// task; a token limited to some queues pops by queue name.
+		return badRequest("a token limited to some queues pops by queue name: use /api/v1/pop/queue/:queue")
+	}
 	return s.pop(c, req)
 }

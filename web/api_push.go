@@ -75,6 +75,9 @@ func (s *Server) pushMessages(c echo.Context) error {
 		// without items (or with null) stays a 400.
 		return c.JSONBlob(http.StatusCreated, []byte("[]"))
 	}
+	if err := checkItemQueues(c, req.Items); err != nil {
+		return err
+	}
 	if err := s.checkPayloads("items", req.Items); err != nil {
 		return err
 	}

@@ -109,7 +109,8 @@ func (s *Server) queuesMatching(c echo.Context) ([]broker.QueueSummary, error) {
 	if len(f.Namespace) > broker.MaxNameLength || len(f.Task) > broker.MaxNameLength {
 		return nil, badRequest("namespace and task are at most %d bytes", broker.MaxNameLength)
 	}
-	return s.broker.QueuesMatching(c.Request().Context(), f)
+	qs, err := s.broker.QueuesMatching(c.Request().Context(), f)
+	return inScope(c.Request().Context(), qs, func(q broker.QueueSummary) string { return q.Name }), err
 }
 
 // listQueues describes every queue, or those of a namespace and task

@@ -51,7 +51,7 @@ func (s *Server) search(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.broker.Search(c.Request().Context(), c.QueryParam("q"), limit)
+	res, err := s.broker.SearchIn(c.Request().Context(), c.QueryParam("q"), limit, scopeOf(c.Request().Context()))
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,7 @@ func (s *Server) listGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	qs = inScope(c.Request().Context(), qs, func(q broker.QueueSummary) string { return q.Name })
 	out := []groupListItem{}
 	for _, q := range qs {
 		for _, g := range q.Groups {
@@ -76,6 +77,7 @@ func (s *Server) showGroup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	qs = inScope(c.Request().Context(), qs, func(q broker.QueueSummary) string { return q.Name })
 	out := map[string]groupListItem{}
 	for _, q := range qs {
 		for _, g := range q.Groups {
@@ -217,6 +219,7 @@ func (s *Server) listLagging(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ls = inScope(c.Request().Context(), ls, func(l broker.PartitionLag) string { return l.Queue })
 	out := make([]laggingPartition, len(ls))
 	for i, l := range ls {
 		secs := int64(l.Lag / time.Second)

@@ -48,6 +48,9 @@ func (s *Server) runTransaction(c echo.Context) error {
 	}
 	ops := make([]broker.Operation, len(req.Operations))
 	for i, op := range req.Operations {
+		if err := checkItemQueues(c, op.Items); err != nil {
+			return err
+		}
 		if err := s.checkPayloads(fmt.Sprintf("operations[%d].items", i), op.Items); err != nil {
 			return err
 		}

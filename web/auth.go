@@ -103,7 +103,7 @@ func (a authenticator) principal(r *http.Request) (Principal, error) {
 		if err != nil {
 			return Principal{}, err
 		}
-		return Principal{Actor: "token:" + t.Name + "@" + t.User, Role: t.Role}, nil
+		return Principal{Actor: "token:" + t.Name + "@" + t.User, Role: t.Role, Queues: t.Scope()}, nil
 	}
 	if a.adminHash == nil {
 		return Principal{}, errUnauthenticated
@@ -165,6 +165,9 @@ func (s *Server) require(role Role) echo.MiddlewareFunc {
 			p, ok := principalFrom(c.Request().Context())
 			if !ok || !p.Role.Allows(role) {
 				return &apiError{status: http.StatusForbidden, message: "not allowed: this needs the " + string(role) + " role"}
+			}
+			if err := s.checkPath(c); err != nil {
+				return err
 			}
 			return next(c)
 		}

@@ -69,6 +69,7 @@ func (s *Server) exportAPI(c echo.Context) error {
 // after it aborts the connection, so that the client sees a broken
 // download rather than a file that looks whole.
 func (s *Server) export(c echo.Context, q broker.DLQQuery) error {
+	q.Scope = scopeOf(c.Request().Context())
 	format := c.QueryParam("format")
 	if format == "" {
 		format = formatNDJSON

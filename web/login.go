@@ -35,6 +35,13 @@ func (s *Server) showLogin(c echo.Context) error {
 
 func (s *Server) renderLogin(c echo.Context, status int, v views.Login) error {
 	v.Page = s.page(c, "Log in", "")
+	if s.sso != nil {
+		v.SSOLabel = s.sso.cfg.Label
+		v.SSOURL = ssoStartPath
+		if v.Next != "" && v.Next != "/" {
+			v.SSOURL += "?" + url.Values{"next": {v.Next}}.Encode()
+		}
+	}
 	return render(c, status, views.LoginView(v))
 }
 
@@ -150,16 +157,27 @@ func (s *Server) endLogin(ctx context.Context, a broker.LoginAttempt, withdraw, 
 	}
 }
 
-// logout ends the session, server-side and in the browser.
+// logout ends the session, server-side and in the browser. A single
+// sign-on user goes on to the provider's logout, where it offers one, to
+// end the session there too (it sends them back to the login page).
 func (s *Server) logout(c echo.Context) error {
 	sid, err := s.sessionID(c)
 	if err != nil {
 		return err
 	}
+	v, known := visitorFrom(c)
 	if err := s.broker.Logout(c.Request().Context(), sid, clientIP(c.Request())); err != nil {
 		return err
 	}
 	s.clearCookie(c, sessionCookie)
+	if s.sso != nil {
+		hint := s.logoutHint(c)
+		if known && v.user.Subject != "" {
+			if to := s.ssoLogoutURL(c, hint); to != "" {
+				return c.Redirect(http.StatusSeeOther, to)
+			}
+		}
+	}
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
 

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
@@ -70,7 +73,54 @@ func (m *metrics) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (m *metrics) handler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	all := echo.WrapHandler(promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	return func(c echo.Context) error {
+		sc := scopeOf(c.Request().Context())
+		if sc.All() {
+			return all(c)
+		}
+		return m.scoped(c, sc)
+	}
+}
+
+// scoped writes the metrics a principal limited to sc may see: the
+// series of the other queues (a "queue" label out of sc) are left out,
+// as if absent; the series of no queue stay.
+func (m *metrics) scoped(c echo.Context, sc broker.QueueScope) error {
+	families, err := m.registry.Gather()
+	if err != nil && len(families) == 0 {
+		return err
+	}
+	format := expfmt.NegotiateIncludingOpenMetrics(c.Request().Header)
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, format)
+	for _, f := range families {
+		kept := f.Metric[:0]
+		for _, mt := range f.Metric {
+			in := true
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "queue" && !sc.Allows(l.GetValue()) {
+					in = false
+				}
+			}
+			if in {
+				kept = append(kept, mt)
+			}
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		f.Metric = kept
+		if err := enc.Encode(f); err != nil {
+			return err
+		}
+	}
+	if closer, ok := enc.(expfmt.Closer); ok {
+		if err := closer.Close(); err != nil {
+			return err
+		}
+	}
+	return c.Blob(http.StatusOK, string(format), buf.Bytes())
 }
 
 var (

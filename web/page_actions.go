@@ -186,7 +186,7 @@ func (s *Server) confirmBulk(c echo.Context) error {
 	v := views.BulkConfirm{Action: action, Queue: queue, PostURL: deadLettersURL(queue, nil) + "/" + action, MaxRate: broker.MaxJobRate, RestoreFor: s.restoreFor()}
 	// An error group's page offers its replay with a canary (canary=1).
 	v.CanaryAsked = action == "replay" && c.QueryParam("canary") == "1"
-	req := broker.JobRequest{Kind: action}
+	req := broker.JobRequest{Kind: action, Scope: scopeOf(c.Request().Context())}
 	if t.all {
 		req.Query = &t.query
 	} else {
@@ -293,6 +293,7 @@ func (s *Server) runBulk(c echo.Context, action string) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	req.Scope = scopeOf(ctx)
 	n := int64(len(t.ids))
 	if t.all {
 		// Only what the confirmation counted: the dead letters at or

@@ -54,6 +54,7 @@ func (s *Server) showAudit(c echo.Context) error {
 		}
 		p.After = &broker.Cursor{ID: id}
 	}
+	f.Scope = scopeOf(c.Request().Context())
 	entries, err := s.broker.Audit(c.Request().Context(), f, p)
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ func (s *Server) requirePage(role Role) echo.MiddlewareFunc {
 				return s.renderError(c, http.StatusForbidden,
 					"This needs the "+string(role)+" role; you are "+string(v.user.Role)+". An admin can change your role.")
 			}
+			if err := s.checkPath(c); err != nil {
+				return err
+			}
 			return next(c)
 		}
 	}

@@ -62,7 +62,14 @@ func (s *Server) showCharts(c echo.Context) error {
 	if len(queue) > broker.MaxNameLength {
 		return badRequest("queue: at most %d bytes", broker.MaxNameLength)
 	}
-	series, err := s.broker.History(ctx, broker.HistoryQuery{Queue: queue, From: end.Add(-r.span), To: end, Step: r.step})
+	var series []broker.Series
+	var err error
+	if queue == "" || checkQueue(c, queue) == nil {
+		series, err = s.broker.History(ctx, broker.HistoryQuery{Queue: queue, From: end.Add(-r.span), To: end, Step: r.step})
+		series = inScope(ctx, series, func(s broker.Series) string { return s.Queue })
+	} else {
+		err = broker.ErrNotFound // out of the visitor's scope: as if absent
+	}
 	missing := queue != "" && errors.Is(err, broker.ErrNotFound)
 	if err != nil && !missing {
 		return err
@@ -73,7 +80,7 @@ func (s *Server) showCharts(c echo.Context) error {
 	if missing {
 		part = queue
 	}
-	suggest, all, err := s.broker.FindQueues(ctx, part, views.MaxSuggest)
+	suggest, all, err := s.broker.FindQueuesIn(ctx, part, views.MaxSuggest, scopeOf(ctx))
 	if err != nil {
 		return err
 	}
@@ -120,7 +127,7 @@ func (s *Server) suggestQueues(c echo.Context) error {
 	if len(part) > broker.MaxNameLength {
 		return badRequest("queue: at most %d bytes", broker.MaxNameLength)
 	}
-	names, _, err := s.broker.FindQueues(c.Request().Context(), part, views.MaxSuggest)
+	names, _, err := s.broker.FindQueuesIn(c.Request().Context(), part, views.MaxSuggest, scopeOf(c.Request().Context()))
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func (s *Server) showErrorGroupsPage(c echo.Context) error {
 	ctx, cancel := s.withTimeout(c, 15*time.Second)
 	defer cancel()
 	limit := broker.MaxErrorGroups
-	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{Queue: f.Queue, Group: f.Group, State: state, Owner: f.Owner, Version: f.Version, Limit: limit, DayOnly: true})
+	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{Scope: scopeOf(c.Request().Context()), Queue: f.Queue, Group: f.Group, State: state, Owner: f.Owner, Version: f.Version, Limit: limit, DayOnly: true})
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *Server) showErrorGroupPage(c echo.Context) error {
 func (s *Server) errorGroupPage(c echo.Context, id int64) (views.ErrorGroupDetail, error) {
 	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
-	g, history, err := s.broker.ErrorGroup(ctx, id)
+	g, history, err := s.errorGroup(ctx, id)
 	if err != nil {
 		return views.ErrorGroupDetail{}, err
 	}
@@ -229,6 +229,9 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if _, _, err := s.errorGroup(c.Request().Context(), id); err != nil {
+		return err // out of the visitor's queue scope: as if absent
+	}
 	f, err := readStateForm(c)
 	if err != nil {
 		return err
@@ -241,7 +244,7 @@ func (s *Server) setErrorGroupStatePage(c echo.Context) error {
 	// was (the answer's is as it is after: its evidence starts over).
 	var before broker.OwnedErrorGroup
 	if change.State == broker.GroupResolved {
-		if before, _, err = s.broker.ErrorGroup(c.Request().Context(), id); err != nil {
+		if before, _, err = s.errorGroup(c.Request().Context(), id); err != nil {
 			return err
 		}
 	}
@@ -311,7 +314,7 @@ func (s *Server) stateChangeOf(c echo.Context, id int64, f stateForm) (broker.St
 		}
 		ch.UntilCount = n
 	case "keep":
-		g, _, err := s.broker.ErrorGroup(c.Request().Context(), id)
+		g, _, err := s.errorGroup(c.Request().Context(), id)
 		if err != nil {
 			return ch, err
 		}

@@ -41,7 +41,7 @@ func pathJobID(c echo.Context) (int64, error) {
 // readJobFilter reads the jobs filter and page of the query (the page
 // and the API alike).
 func readJobFilter(c echo.Context, limit int) (broker.JobFilter, broker.Page, error) {
-	f := broker.JobFilter{State: c.QueryParam("state"), Kind: c.QueryParam("kind"), Queue: c.QueryParam("queue")}
+	f := broker.JobFilter{State: c.QueryParam("state"), Kind: c.QueryParam("kind"), Queue: c.QueryParam("queue"), Scope: scopeOf(c.Request().Context())}
 	if f.State != "" && !slices.Contains(jobStates, f.State) {
 		return f, broker.Page{}, badRequest("state must be one of running, paused, done, cancelled, failed")
 	}

@@ -35,6 +35,7 @@ func (s *Server) showOverview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	holds = inScope(ctx, holds, func(h broker.Hold) string { return h.Queue })
 	notes := s.holdNotes(c, holds)
 	for _, r := range ov.Rows {
 		row := views.QueueRow{Name: r.Name, URL: queueURL(r.Name), DLQURL: deadLettersURL(r.Name, nil), Partitions: r.PartitionCount, Depth: r.Health.Depth,
@@ -111,13 +112,13 @@ func (s *Server) openGroups(c echo.Context) views.OpenGroups {
 		s.log.WarnContext(ctx, "error group counts for the overview", "err", err)
 		return views.OpenGroups{}
 	}
-	for _, n := range counts {
+	for _, n := range inScope(ctx, counts, func(n broker.ErrorGroupCount) string { return n.Queue }) {
 		o.Open, o.Regressed = o.Open+n.Open, o.Regressed+n.Regressed
 	}
 	if o.Open == 0 {
 		return o
 	}
-	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{State: broker.GroupOpen, Limit: overviewOpenGroups, DayOnly: true})
+	gs, err := s.broker.ErrorGroupList(ctx, broker.ErrorGroupFilter{Scope: scopeOf(c.Request().Context()), State: broker.GroupOpen, Limit: overviewOpenGroups, DayOnly: true})
 	if err != nil {
 		s.log.WarnContext(ctx, "open error groups for the overview", "err", err)
 		return o
@@ -161,7 +162,7 @@ const overviewPage = 50
 // empty toggle (empty=hide), page (page, from 1) and page size (per).
 func overviewQuery(c echo.Context) (broker.OverviewQuery, error) {
 	q := broker.OverviewQuery{Sort: c.QueryParam("sort"), Name: c.QueryParam("q"), HideEmpty: c.QueryParam("empty") == "hide",
-		Limit: overviewPage, ErrorGroups: overviewErrorGroups}
+		Limit: overviewPage, ErrorGroups: overviewErrorGroups, Scope: scopeOf(c.Request().Context())}
 	switch q.Sort {
 	case "", broker.OverviewByHealth, broker.OverviewByDeadLetters, broker.OverviewByName:
 	default:

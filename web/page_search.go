@@ -35,7 +35,7 @@ func (s *Server) showSearch(c echo.Context) error {
 	v.Page.Title = "Search: " + views.Cut(strings.ToValidUTF8(v.Query, "\uFFFD"), 60)
 	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
-	res, err := s.broker.Search(ctx, q, searchLimit)
+	res, err := s.broker.SearchIn(ctx, q, searchLimit, scopeOf(ctx))
 	var be *broker.Error
 	if errors.As(err, &be) && errors.Is(err, broker.ErrInvalid) {
 		v.Query = strings.ToValidUTF8(v.Query, "\uFFFD")

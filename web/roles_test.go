@@ -30,6 +30,8 @@ var routeAccess = map[string]access{
 	"GET /login":                                              public,
 	"POST /login":                                             public,
 	"POST /logout":                                            public, // without a session it just leads to the login page
+	"GET /login/sso":                                          public, // single sign-on's start (404 without it)
+	"GET /login/sso/callback":                                 public, // the provider's answer: refused without this browser's login in progress
 	"GET /":                                                   viewer,
 	"GET /charts":                                             viewer,
 	"GET /charts/queues":                                      viewer,

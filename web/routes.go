@@ -92,6 +92,8 @@ func (s *Server) routes() {
 	e.GET("/login", s.showLogin)
 	e.POST("/login", s.login)
 	e.POST("/logout", s.logout)
+	e.GET(ssoStartPath, s.ssoStart)
+	e.GET(ssoCallbackPath, s.ssoCallback)
 
 	adminPage := s.requirePage(RoleAdmin)
 	e.GET("/admin/users", s.showUsers, adminPage)

@@ -96,6 +96,9 @@ type Config struct {
 	// LiveRelook is how often a live page's topic looks again without
 	// news (default DefaultLiveRelook), as news can be lost.
 	LiveRelook time.Duration
+	// SSO, when set, offers single sign-on through an OpenID Connect
+	// provider on the login page, beside the local passwords (sso.go).
+	SSO *SSOConfig
 }
 
 // DefaultMaxLoginChecks is Config.MaxLoginChecks when unset: the cores Go
@@ -138,6 +141,8 @@ type Server struct {
 	live *liveHub
 	// budget, when set (tests), is every request's budget (withTimeout).
 	budget time.Duration
+	// sso is the single sign-on's relying party; nil without one.
+	sso *ssoClient
 }
 
 // New builds the server and its routes.
@@ -186,12 +191,19 @@ func New(cfg Config) *Server {
 		checks:     make(checkSlots, cfg.MaxLoginChecks),
 		dummy:      dummyHash{cost: cfg.BcryptCost},
 		live:       newLiveHub(cfg.Broker, cfg.MaxLiveStreams, cfg.MaxLiveStreamsPerUser, cfg.LiveHeartbeat, cfg.LiveRelook),
+		sso:        newSSOClient(cfg.SSO, cfg.Logger),
 	}
 	e.HTTPErrorHandler = s.handleError
 	s.use(s.metrics.observe, s.recoverPanic)
 	s.routes()
 	e.Use(chainOnce(s.middleware...))
-	s.handler = headAsGet(escapedPath(securityHeaders(e)))
+	csp := cspValue
+	if s.sso != nil {
+		// The logout form of a single sign-on user is sent on to the
+		// provider's logout: the provider's origin is a form's target too.
+		csp = []string{contentSecurityPolicy + " " + originOf(cfg.SSO.Issuer)}
+	}
+	s.handler = headAsGet(escapedPath(securityHeadersWith(e, csp)))
 	return s
 }
 

@@ -161,7 +161,7 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		r := c.Request()
 		c.SetRequest(r.WithContext(context.WithValue(r.Context(), visitorKey{}, visitor{user: u})))
-		withPrincipal(c, Principal{Actor: "user:" + u.Name, Role: u.Role})
+		withPrincipal(c, Principal{Actor: "user:" + u.Name, Role: u.Role, Queues: u.Queues})
 		return next(c)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -135,6 +136,14 @@ func setupStill(t *testing.T, edit ...func(*web.Config)) *bundle {
 // have open too: two processes of one database), on the clock c.
 func setupAt(t *testing.T, at string, c *clock, edit ...func(*web.Config)) *bundle {
 	t.Helper()
+	return setupOn(t, nil, at, c, edit...)
+}
+
+// setupOn is setupAt serving on ln (nil: a port of its own), for a test
+// that must know the server's URL before it is made (a single sign-on's
+// redirect URL).
+func setupOn(t *testing.T, ln net.Listener, at string, c *clock, edit ...func(*web.Config)) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	d, err := db.Open(ctx, at, db.SyncNormal)
 	if err != nil {
@@ -158,7 +167,12 @@ func setupAt(t *testing.T, at string, c *clock, edit ...func(*web.Config)) *bund
 		e(&cfg)
 	}
 	ws := web.New(cfg)
-	srv := httptest.NewServer(ws.Handler())
+	srv := httptest.NewUnstartedServer(ws.Handler())
+	if ln != nil {
+		srv.Listener.Close()
+		srv.Listener = ln
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return &bundle{t: t, ctx: ctx, url: srv.URL, server: ws, broker: b, db: d, clock: c, logs: logs, sleeps: sleeps, token: cfg.AdminToken}
 }

@@ -311,6 +311,8 @@ var tests = []test{
 	{"ThresholdsAreStoredWithOverrides", testThresholdsAreStoredWithOverrides},
 	{"TransactionCapsRequiredLeases", testTransactionCapsRequiredLeases},
 	{"UsersAndTokens", testUsersAndTokens},
+	{"SSOLogin", testSSOLogin},
+	{"QueueScopesLeaveOtherQueuesOut", testQueueScopesLeaveOtherQueuesOut},
 	{"WindowBufferHoldsAPartitionUntilItIsQuiet", testWindowBufferHoldsAPartitionUntilItIsQuiet},
 	{"WindowBufferIsRearmedByEachPush", testWindowBufferIsRearmedByEachPush},
 	{"WindowBufferHoldsOnlyItsPartition", testWindowBufferHoldsOnlyItsPartition},

@@ -553,6 +553,26 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,
 	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND ?1 = 0 AND s.queue_id IN (SELECT value FROM json_each(?10)) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
+			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT ?6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC`: {text: `SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND $1 = 0 AND s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($10::json) AS value) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
+			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
+			AND ($7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = $7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT $6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC`},
+	// Tx.ErrorGroupStates: translated
+	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 		WHERE s.queue_id = ?1 AND (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
 			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
@@ -721,7 +741,7 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.InsertSession: translated
 	`INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`, stores: true},
 	// Tx.InsertToken: translated
-	`INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO tokens (user_id, name, hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id`, stores: true},
+	`INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`, stores: true},
 	// Tx.InsertTrace: translated
 	`INSERT INTO message_traces (seq, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?) RETURNING id`: {text: `INSERT INTO message_traces (seq, queue_id, group_name, event_type, names, data, data_bytes, dropped, created_at)
@@ -1129,9 +1149,9 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at`: {text: `INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (queue, group_name) DO UPDATE SET breached = excluded.breached, detail = excluded.detail, changed_at = excluded.changed_at`, stores: true},
 	// Tx.SaveUser: translated
-	`INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO users (name, role, password_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id`, stores: true},
+	`INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`: {text: `INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, stores: true},
 	// Tx.SaveUser: translated
-	`UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?`: {text: `UPDATE users SET name = $1, role = $2, password_hash = $3 WHERE id = $4`, stores: true},
+	`UPDATE users SET name = ?, role = ?, password_hash = ?, queues = ? WHERE id = ?`: {text: `UPDATE users SET name = $1, role = $2, password_hash = $3, queues = $4 WHERE id = $5`, stores: true},
 	// Tx.SeqForImport: translated
 	`SELECT ?3 <> '' AND EXISTS (SELECT 1 FROM dead_letters WHERE transaction_id = ?3 AND partition_id = ?1 AND group_id = ?2)`: {text: `SELECT $3 <> '' AND EXISTS (SELECT 1 FROM dead_letters WHERE transaction_id = $3 AND partition_id = $1 AND group_id = $2)`},
 	// Tx.SeqForImport: translated
@@ -1309,9 +1329,9 @@ ORDER BY t.id LIMIT $1)`},
 	// Tx.ThresholdStates: translated
 	`SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds ORDER BY queue, group_name`: {text: `SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds ORDER BY queue, group_name`},
 	// Tx.TokenByHash: translated
-	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
+	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
 	// Tx.Tokens: translated
-	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id`},
+	`SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id`: {text: `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id`},
 	// Tx.TopErrorGroupsOf: hand-written (PGQuery)
 	`SELECT queue_id, fingerprint, n FROM (
 		SELECT queue_id, fingerprint, n, ROW_NUMBER() OVER (PARTITION BY queue_id ORDER BY n DESC, fingerprint) AS r FROM (
@@ -1349,11 +1369,13 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18,
 		hold_after_failures = $19, hold_probe_seconds = $20 WHERE id = $21`, stores: true},
 	// Tx.UserByID: translated
-	`SELECT id, name, role, password_hash, created_at FROM users WHERE id = ?`: {text: `SELECT id, name, role, password_hash, created_at FROM users WHERE id = $1`},
+	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = ?`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = $1`},
 	// Tx.UserByName: translated
-	`SELECT id, name, role, password_hash, created_at FROM users WHERE name = ?`: {text: `SELECT id, name, role, password_hash, created_at FROM users WHERE name = $1`},
+	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE name = ?`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE name = $1`},
+	// Tx.UserBySubject: translated
+	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE sso_subject = ? AND sso_subject <> ''`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE sso_subject = $1 AND sso_subject <> ''`},
 	// Tx.Users: translated
-	`SELECT id, name, role, password_hash, created_at FROM users ORDER BY name`: {text: `SELECT id, name, role, password_hash, created_at FROM users ORDER BY name`},
+	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users ORDER BY name`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users ORDER BY name`},
 	// Tx.WithdrawLoginFailure: translated
 	`DELETE FROM login_failures WHERE key = ? AND n <= 1`: {text: `DELETE FROM login_failures WHERE key = $1 AND n <= 1`},
 	// Tx.WithdrawLoginFailure: translated
@@ -2126,6 +2148,8 @@ var fragments = map[string]*statement{
 	`d.queue_id = ?`: {text: `d.queue_id = $1`},
 	// dlOfQueueX: translated
 	`+d.queue_id = ?`: {text: `d.queue_id = $1`},
+	// dlOfQueues: translated
+	`+d.queue_id IN (SELECT value FROM json_each(?))`: {text: `d.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
 	// dlOfTxid: translated
 	`d.transaction_id = ?`: {text: `d.transaction_id = $1`},
 	// dlOfTxidX: translated

@@ -1118,10 +1118,13 @@ func (t *Tx) DeleteDeadLetters(ctx context.Context, ids []int64, keep *broker.Re
 // is the column written +col, out of SQLite's index choice (AddWhere
 // says when).
 const (
-	dlOfTxid         Frag = `d.transaction_id = ?`
-	dlOfTxidX        Frag = `+d.transaction_id = ?`
-	dlOfQueue        Frag = `d.queue_id = ?`
-	dlOfQueueX       Frag = `+d.queue_id = ?`
+	dlOfTxid   Frag = `d.transaction_id = ?`
+	dlOfTxidX  Frag = `+d.transaction_id = ?`
+	dlOfQueue  Frag = `d.queue_id = ?`
+	dlOfQueueX Frag = `+d.queue_id = ?`
+	// The queues of a scope (a JSON array of ids): never an index's
+	// choice, the other conditions name the rows.
+	dlOfQueues       Frag = `+d.queue_id IN (SELECT value FROM json_each(?))`
 	dlOfGroup        Frag = `d.group_id = ?`
 	dlOfGroupX       Frag = `+d.group_id = ?`
 	dlOfPartition    Frag = `d.partition_id = ?`
@@ -1201,6 +1204,9 @@ func AddWhere(s *Stmt, f broker.Filter, named bool) {
 	}
 	if f.QueueID != 0 {
 		s.Cond(col("d.queue_id", dlOfQueue, dlOfQueueX), f.QueueID)
+	}
+	if f.QueueIDs != nil {
+		s.Cond(dlOfQueues, IntsJSON(f.QueueIDs))
 	}
 	if f.GroupID != 0 {
 		s.Cond(col("d.group_id", dlOfGroup, dlOfGroupX), f.GroupID)

@@ -135,6 +135,11 @@ const (
 		WHERE ` + stateRank + ` BETWEEN ?8 AND ?9 AND ?1 = 0` + stateFilters + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
 	StateOfQueueSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
 		WHERE s.queue_id = ?1 AND ` + stateRank + ` BETWEEN ?8 AND ?9` + stateFilters + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
+	// The queues of a queue scope (?10, a JSON array of ids), along
+	// error_group_states_list like StateFilteredSQL, the other queues'
+	// rows passed over.
+	StateOfQueuesSQL = `SELECT ` + stateCols + ` FROM (SELECT * FROM error_group_states s
+		WHERE ` + stateRank + ` BETWEEN ?8 AND ?9 AND ?1 = 0 AND s.queue_id IN (SELECT value FROM json_each(?10))` + stateFilters + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
 )
 
 // stateRanks are the ranks (stateRank) of a state: "" all.
@@ -189,11 +194,14 @@ func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]
 	if q.QueueID != 0 && q.Fingerprint != "" && q.State == "" && q.Owner == "" && q.Version == "" {
 		return scanStates(t.Query(ctx, StateByKeySQL, q.QueueID, t.d.Text(q.Fingerprint), q.GroupID, limit))
 	}
+	lo, hi := stateRanks(q.State)
+	if q.QueueID == 0 && q.QueueIDs != nil {
+		return scanStates(t.Query(ctx, StateOfQueuesSQL, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version, lo, hi, IntsJSON(q.QueueIDs)))
+	}
 	stmt := StateFilteredSQL
 	if q.QueueID != 0 {
 		stmt = StateOfQueueSQL
 	}
-	lo, hi := stateRanks(q.State)
 	return scanStates(t.Query(ctx, stmt, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version, lo, hi))
 }
 

@@ -2,25 +2,53 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-const userCols = `id, name, role, password_hash, created_at`
+const userCols = `id, name, role, password_hash, queues, sso_subject, created_at`
 
 func scanUser(s interface{ Scan(...any) error }) (broker.User, error) {
 	var u broker.User
-	var role string
+	var role, queues string
 	var created int64
-	err := s.Scan(&u.ID, &u.Name, &role, &u.PasswordHash, &created)
+	if err := s.Scan(&u.ID, &u.Name, &role, &u.PasswordHash, &queues, &u.Subject, &created); err != nil {
+		return u, err
+	}
 	u.Role, u.CreatedAt = broker.Role(role), fromMS(created)
+	var err error
+	u.Queues, err = storedScope(queues)
 	return u, err
+}
+
+// storedScope reads a users.queues or tokens.queues column (migration
+// 0036): the broker wrote it with QueueScope.String, so a text that does
+// not parse is a damaged row. It fails the read rather than be taken for
+// every queue.
+func storedScope(s string) (broker.QueueScope, error) {
+	sc, err := broker.ParseQueueScope(s)
+	if err != nil {
+		return broker.QueueScope{}, fmt.Errorf("stored queue scope: %w", err)
+	}
+	return sc, nil
 }
 
 // UserByName reads users by UNIQUE(name).
 func (t *Tx) UserByName(ctx context.Context, name string) (broker.User, error) {
 	u, err := scanUser(t.QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
+	return u, notFound(err, "user")
+}
+
+// UserBySubject reads users by the partial unique index on sso_subject
+// (migration 0037); "" is no single sign-on user's.
+func (t *Tx) UserBySubject(ctx context.Context, subject string) (broker.User, error) {
+	if subject == "" {
+		return broker.User{}, notFound(sql.ErrNoRows, "user")
+	}
+	u, err := scanUser(t.QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE sso_subject = ? AND sso_subject <> ''`, subject))
 	return u, notFound(err, "user")
 }
 
@@ -52,11 +80,11 @@ func (t *Tx) Users(ctx context.Context) ([]broker.User, error) {
 // and takes its rowid; a name taken fails on UNIQUE(name).
 func (t *Tx) SaveUser(ctx context.Context, u *broker.User) error {
 	if u.ID != 0 {
-		_, err := t.Exec(ctx, `UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?`, u.Name, string(u.Role), u.PasswordHash, u.ID)
+		_, err := t.Exec(ctx, `UPDATE users SET name = ?, role = ?, password_hash = ?, queues = ? WHERE id = ?`, u.Name, string(u.Role), u.PasswordHash, u.Queues.String(), u.ID)
 		return err
 	}
 	var err error
-	_, u.ID, err = t.Insert(ctx, "id", `INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, MS(u.CreatedAt))
+	_, u.ID, err = t.Insert(ctx, "id", `INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES (?, ?, ?, ?, ?, ?)`, u.Name, string(u.Role), u.PasswordHash, u.Queues.String(), u.Subject, MS(u.CreatedAt))
 	return err
 }
 
@@ -75,18 +103,25 @@ func (t *Tx) DeleteUser(ctx context.Context, id int64) error {
 // InsertToken inserts a row of tokens and takes its rowid as t.ID.
 func (t *Tx) InsertToken(ctx context.Context, tok *broker.Token) error {
 	var err error
-	_, tok.ID, err = t.Insert(ctx, "id", `INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)`, tok.UserID, tok.Name, tok.Hash, MS(tok.CreatedAt))
+	_, tok.ID, err = t.Insert(ctx, "id", `INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES (?, ?, ?, ?, ?)`, tok.UserID, tok.Name, tok.Hash, tok.Queues.String(), MS(tok.CreatedAt))
 	return err
 }
 
-const tokenSelect = `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id`
+const tokenSelect = `SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id`
 
 func scanToken(s interface{ Scan(...any) error }) (broker.Token, error) {
 	var tok broker.Token
-	var role string
+	var role, queues, userQueues string
 	var created, used int64
-	err := s.Scan(&tok.ID, &tok.UserID, &tok.User, &role, &tok.Name, &tok.Hash, &created, &used)
+	if err := s.Scan(&tok.ID, &tok.UserID, &tok.User, &role, &tok.Name, &tok.Hash, &queues, &userQueues, &created, &used); err != nil {
+		return tok, err
+	}
 	tok.Role, tok.CreatedAt, tok.LastUsedAt = broker.Role(role), fromMS(created), fromMS(used)
+	var err error
+	if tok.Queues, err = storedScope(queues); err != nil {
+		return tok, err
+	}
+	tok.UserQueues, err = storedScope(userQueues)
 	return tok, err
 }
 

@@ -16,8 +16,8 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 391 statements (22 with a PostgreSQL text written by hand, 13 for
--- SQLite only); then the 93 fragments (sqlcore.Frag) of which the 15
+-- 393 statements (22 with a PostgreSQL text written by hand, 13 for
+-- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
 -- last; then the 0 calls whose text is built at run time, which the
@@ -1050,6 +1050,31 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 --   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
 --   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
 --   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+--   		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND ?1 = 0 AND s.queue_id IN (SELECT value FROM json_each(?10)) AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
+--   			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
+--   			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+--   				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = ?7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT ?6) s JOIN queues q ON q.id = s.queue_id
+--   	LEFT JOIN groups c ON c.id = s.group_id
+--   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC
+-- postgres (translated):
+SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
+		WHERE (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN $8 AND $9 AND $1 = 0 AND s.queue_id IN (SELECT value::bigint FROM json_array_elements_text($10::json) AS value) AND ($2 = 0 OR s.group_id = $2) AND ($3 = '' OR s.fingerprint = $3)
+			AND ($4 = '' OR s.state = $4) AND ($5 = '' OR s.owner = $5)
+			AND ($7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
+				WHERE v.queue_id = s.queue_id AND v.group_id = s.group_id AND v.fingerprint = s.fingerprint AND v.version = $7)) ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC LIMIT $6) s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint ORDER BY (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END), s.last_filed_at DESC, s.id DESC
+;
+
+-- used by: Tx.ErrorGroupStates
+-- sqlite:
+--   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+--   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM (SELECT * FROM error_group_states s
 --   		WHERE s.queue_id = ?1 AND (CASE s.state WHEN 'open' THEN 1 - s.regressed WHEN 'acknowledged' THEN 2 WHEN 'resolved' THEN 3 ELSE 4 END) BETWEEN ?8 AND ?9 AND (?2 = 0 OR s.group_id = ?2) AND (?3 = '' OR s.fingerprint = ?3)
 --   			AND (?4 = '' OR s.state = ?4) AND (?5 = '' OR s.owner = ?5)
 --   			AND (?7 = '' OR EXISTS (SELECT 1 FROM error_group_versions v
@@ -1397,9 +1422,9 @@ INSERT INTO sessions (hash, user_id, created_at, expires_at, last_seen_at) VALUE
 -- used by: Tx.InsertToken
 -- insert: PostgreSQL's text returns id
 -- sqlite:
---   INSERT INTO tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)
+--   INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES (?, ?, ?, ?, ?)
 -- postgres (translated):
-INSERT INTO tokens (user_id, name, hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id
+INSERT INTO tokens (user_id, name, hash, queues, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id
 ;
 
 -- used by: Tx.InsertTrace
@@ -2184,16 +2209,16 @@ INSERT INTO notify_thresholds (queue, group_name, breached, detail, changed_at) 
 -- used by: Tx.SaveUser
 -- insert: PostgreSQL's text returns id
 -- sqlite:
---   INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)
+--   INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES (?, ?, ?, ?, ?, ?)
 -- postgres (translated):
-INSERT INTO users (name, role, password_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id
+INSERT INTO users (name, role, password_hash, queues, sso_subject, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
 ;
 
 -- used by: Tx.SaveUser
 -- sqlite:
---   UPDATE users SET name = ?, role = ?, password_hash = ? WHERE id = ?
+--   UPDATE users SET name = ?, role = ?, password_hash = ?, queues = ? WHERE id = ?
 -- postgres (translated):
-UPDATE users SET name = $1, role = $2, password_hash = $3 WHERE id = $4
+UPDATE users SET name = $1, role = $2, password_hash = $3, queues = $4 WHERE id = $5
 ;
 
 -- used by: Tx.SeqForImport
@@ -2644,16 +2669,16 @@ SELECT queue, group_name, breached, detail, changed_at FROM notify_thresholds OR
 
 -- used by: Tx.TokenByHash
 -- sqlite:
---   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
+--   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
 -- postgres (translated):
-SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1
+SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1
 ;
 
 -- used by: Tx.Tokens
 -- sqlite:
---   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id
+--   SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = ? ORDER BY t.id
 -- postgres (translated):
-SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id
+SELECT t.id, t.user_id, u.name, u.role, t.name, t.hash, t.queues, u.queues, t.created_at, t.last_used_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.user_id = $1 ORDER BY t.id
 ;
 
 -- used by: Tx.TopErrorGroupsOf
@@ -2740,23 +2765,30 @@ UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_lett
 
 -- used by: Tx.UserByID
 -- sqlite:
---   SELECT id, name, role, password_hash, created_at FROM users WHERE id = ?
+--   SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = ?
 -- postgres (translated):
-SELECT id, name, role, password_hash, created_at FROM users WHERE id = $1
+SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = $1
 ;
 
 -- used by: Tx.UserByName
 -- sqlite:
---   SELECT id, name, role, password_hash, created_at FROM users WHERE name = ?
+--   SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE name = ?
 -- postgres (translated):
-SELECT id, name, role, password_hash, created_at FROM users WHERE name = $1
+SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE name = $1
+;
+
+-- used by: Tx.UserBySubject
+-- sqlite:
+--   SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE sso_subject = ? AND sso_subject <> ''
+-- postgres (translated):
+SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE sso_subject = $1 AND sso_subject <> ''
 ;
 
 -- used by: Tx.Users
 -- sqlite:
---   SELECT id, name, role, password_hash, created_at FROM users ORDER BY name
+--   SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users ORDER BY name
 -- postgres (translated):
-SELECT id, name, role, password_hash, created_at FROM users ORDER BY name
+SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users ORDER BY name
 ;
 
 -- used by: Tx.WithdrawLoginFailure
@@ -4093,7 +4125,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
 -- postgres: none
 
--- Fragments: 93, of which these 15 calls compose their statements.
+-- Fragments: 94, of which these 15 calls compose their statements.
 --   Tx.CountDeadLetterMessages: QueryRowStmt(&s)
 --   Tx.CountDeadLetters: QueryRowStmt(&s)
 --   Tx.CountDeadLettersAbove: QueryRowStmt(&s)
@@ -4391,6 +4423,12 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   +d.queue_id = ?
 -- postgres (translated):
 --   |d.queue_id = $1|
+
+-- fragment: dlOfQueues
+-- sqlite:
+--   +d.queue_id IN (SELECT value FROM json_each(?))
+-- postgres (translated):
+--   |d.queue_id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)|
 
 -- fragment: dlOfTxid
 -- sqlite:
