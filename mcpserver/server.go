@@ -101,15 +101,12 @@ type tools struct {
 	o Options
 }
 
-// raw is an answer of the API, kept as the server sent it: a tool's
-// output is the API's own JSON (docs/api.md describes every field), so
-// that an agent reads the same shapes as a script does.
-type raw interface{ rawJSON() json.RawMessage }
-
-// answer turns an API call's result into a tool's: its JSON as the
-// structured output (and, as the SDK does, its text), or the API's error
-// as a tool error whose text the agent reads (a 403 says the role it
-// needs, a 404 what became of a dead letter).
+// answer turns an API call's result into a tool's: the API's JSON as
+// the server sent it, as the structured output (and, as the SDK does, its
+// text), so that an agent reads the shapes docs/api.md describes, as a
+// script does; or the API's error as a tool error whose text the agent
+// reads (a 403 says the role it needs, a 404 what became of a dead
+// letter).
 func answer(v json.RawMessage, err error) (*mcp.CallToolResult, any, error) {
 	if err != nil {
 		return nil, nil, explain(err)
