@@ -15,6 +15,7 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +60,10 @@ type Options struct {
 	JobPoll time.Duration
 }
 
+// schemas keeps the tools' input schemas, derived once from their Go
+// types: /mcp builds a server for each request.
+var schemas = mcp.NewSchemaCache()
+
 // New returns an MCP server whose tools call the API with c on behalf of
 // who: the read-only tools for any role, the operator tools too for an
 // operator or admin.
@@ -84,8 +89,14 @@ func New(c *client.Client, who Who, o Options) *mcp.Server {
 	}
 	instructions += "Cite a dead letter as lazarus://dead-letters/{id} and an error group as " +
 		"lazarus://error-groups/{queue}/{consumerGroup}/{fingerprint}; both can be read as resources."
-	s := mcp.NewServer(&mcp.Implementation{Name: "lazarus", Title: "Lazarus", Version: o.Version},
-		&mcp.ServerOptions{Instructions: instructions})
+	s := mcp.NewServer(&mcp.Implementation{Name: "lazarus", Title: "Lazarus", Version: o.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		SchemaCache:  schemas,
+		// What is listed and read differs by token (the tools by role,
+		// the resources by queue scope and masking): no shared cache
+		// may keep an answer for another caller.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs, c.CacheScope = 0, "private" },
+	})
 	t := tools{c: c, o: o}
 	t.addReadOnly(s)
 	if who.operator() {
