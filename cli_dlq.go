@@ -51,11 +51,11 @@ func filterFlags(fs *flag.FlagSet) *client.Filter {
 	fs.StringVar(&f.Fingerprint, "fingerprint", "", "only this error group's (its fingerprint)")
 	fs.StringVar(&f.ConsumerVersion, "consumer-version", "", "only those an ack of this consumer version filed")
 	fs.StringVar(&f.Q, "q", "", "free text in payloads and errors (search)")
-	fs.Var((*stringsFlag)(&f.Field), "field", "a payload field filter such as customer.tier=gold (again for more; docs/api.md, Search)")
+	fs.Var((*stringsFlag)(&f.Field), "field", "a payload field filter such as customer.tier=gold (again for more; docs/concepts.md, Finding dead letters)")
 	return f
 }
 
-// empty says whether the filter selects by nothing.
+// emptyFilter says whether the filter selects by nothing.
 func emptyFilter(f client.Filter) bool {
 	return f.Queue == "" && f.ConsumerGroup == "" && f.Partition == "" && f.From == "" && f.To == "" && f.Error == "" && f.TransactionID == "" &&
 		f.Fingerprint == "" && f.ConsumerVersion == "" && f.Q == "" && len(f.Field) == 0
@@ -287,24 +287,29 @@ func dlqBulk(ctx context.Context, verb string, args []string, getenv func(string
 		return exitError{exitOverMax, fmt.Errorf("the filter matches %s dead letters, more than --max %s: nothing was changed", count(dry.Matching), count(*maxCount))}
 	}
 	question := fmt.Sprintf("%s %s dead letters?", strings.ToUpper(verb[:1])+verb[1:], count(dry.Matching))
-	if err := r.confirm(question, *yes); err != nil {
+	if err := r.confirm(ctx, question, *yes); err != nil {
 		return err
 	}
 	req.Bound = &dry.Bound
 	return r.runJob(ctx, kind, verb, req, dry, *noWait)
 }
 
+// describeSample is how many of the newest dead letters a bulk action's
+// summary reads to say where they are: the list carries their payloads
+// (up to the server's payload limit each), so not every one.
+const describeSample = 250
+
 // describe says what a bulk action by filter will touch: how many dead
 // letters (and messages), up to which bound, in which queues and consumer
-// groups (read from the newest page of the list: all of them when they
-// fit in one).
+// groups (read from the newest describeSample of the list: all of them
+// when there are no more).
 func (r *remote) describe(ctx context.Context, w io.Writer, verb string, f client.Filter, dry *client.DryRun) error {
 	what := fmt.Sprintf("%s dead letters", count(dry.Matching))
 	if verb == "replay" {
 		what += fmt.Sprintf(" (%s messages)", count(dry.Messages))
 	}
 	fmt.Fprintf(w, "This will %s %s, those that failed at or before %s (dead letters filed later are left alone).\n", verb, what, dry.Bound.FailedAt)
-	page, err := r.c.DeadLetters(ctx, f, client.PageRequest{Limit: 1000})
+	page, err := r.c.DeadLetters(ctx, f, client.PageRequest{Limit: describeSample})
 	if err != nil {
 		return r.explain(err)
 	}
@@ -368,6 +373,9 @@ func (r *remote) runJob(ctx context.Context, kind, verb string, req client.BulkR
 		dryRaw = dry.Raw
 	}
 	started, err := r.c.StartBulk(ctx, kind, req)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted while the job was being started: it may have started (lazarus jobs list --state running shows it)")
+	}
 	if err != nil {
 		return r.explain(err)
 	}
@@ -409,14 +417,14 @@ func jobSummary(j client.Job) string {
 // one replays or deletes one message's dead letters at once (no job).
 func (r *remote) one(ctx context.Context, verb, id, group string, o client.ReplayOptions) error {
 	if verb == "delete" {
-		n, err := r.c.Delete(ctx, id, group)
+		d, err := r.c.Delete(ctx, id, group)
 		if err != nil {
 			return r.explain(err)
 		}
 		if r.json {
-			return r.printJSON(json.RawMessage(fmt.Sprintf(`{"deleted":%d}`, n)))
+			return r.printJSON(d.Raw)
 		}
-		fmt.Fprintf(r.stdout, "Deleted %d dead letters of message %s.\n", n, clean(id, 64))
+		fmt.Fprintf(r.stdout, "Deleted %d dead letters of message %s.\n", d.Deleted, clean(id, 64))
 		return nil
 	}
 	res, err := r.c.Replay(ctx, id, o)

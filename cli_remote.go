@@ -23,6 +23,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,7 +166,7 @@ func (r *remote) explain(err error) error {
 
 // printJSON prints an answer's body as the API sent it, on its own line.
 func (r *remote) printJSON(raw json.RawMessage) error {
-	_, err := fmt.Fprintf(r.stdout, "%s\n", raw)
+	_, err := fmt.Fprintf(r.stdout, "%s\n", bytes.TrimRight(raw, "\n"))
 	return err
 }
 
@@ -266,7 +267,7 @@ func isTerminal(f any) bool {
 // (--yes) answers it for a script; without a terminal to ask on, and
 // without --yes, the answer is no, said as such: a script never goes
 // ahead by accident.
-func (r *remote) confirm(question string, yes bool) error {
+func (r *remote) confirm(ctx context.Context, question string, yes bool) error {
 	if yes {
 		return nil
 	}
@@ -274,11 +275,28 @@ func (r *remote) confirm(question string, yes bool) error {
 		return exitError{exitNotConfirmed, errors.New("not confirmed: standard input is not a terminal to ask on; add --yes to go ahead without the question (nothing was changed)")}
 	}
 	fmt.Fprintf(r.stderr, "%s [y/N] ", question)
-	line, err := bufio.NewReader(r.stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read the answer: %w", err)
+	// The answer is read aside, so that Ctrl-C (ctx) ends the question
+	// at once rather than after the next line typed.
+	type answer struct {
+		line string
+		err  error
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(r.stdin).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(r.stderr)
+		return exitError{exitNotConfirmed, errors.New("interrupted: nothing was changed")}
+	case a = <-got:
+	}
+	if a.err != nil && !errors.Is(a.err, io.EOF) {
+		return fmt.Errorf("read the answer: %w", a.err)
+	}
+	switch strings.ToLower(strings.TrimSpace(a.line)) {
 	case "y", "yes":
 		return nil
 	}
@@ -358,6 +376,9 @@ func runRemote(ctx context.Context, args []string, getenv func(string) string, s
 // subcommand splits "dlq list ..." into its verb and the rest, or says
 // which verbs there are.
 func subcommand(cmd string, args []string, verbs ...string) (string, []string, error) {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		return "", nil, usageError{fmt.Errorf("lazarus %s takes one of: %s (each with --help; docs/cli.md)", cmd, strings.Join(verbs, ", "))}
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return "", nil, usageError{fmt.Errorf("lazarus %s needs one of: %s", cmd, strings.Join(verbs, ", "))}
 	}

@@ -203,6 +203,9 @@ func TestCLIDeadLetters(t *testing.T) {
 			l.Messages[0].ConsumerGroup != "billing" {
 			t.Fatalf("%v %s", err, r.stdout)
 		}
+		if !strings.HasSuffix(r.stdout, "}\n") || strings.Count(r.stdout, "\n") != 1 {
+			t.Errorf("dlq list --json is not one line: %q", r.stdout)
+		}
 		if got := keys(t, r.stdout); !slices.Equal(got, []string{"messages", "next", "pagination", "total"}) {
 			t.Errorf("dlq list --json fields %v", got)
 		}
@@ -246,12 +249,23 @@ func TestCLIDeadLetters(t *testing.T) {
 		// A replay sent again says what became of the dead letter: exit 4.
 		s.fails(exitNotFound, "replayed", nil, "dlq", "replay", emails[0])
 	})
+	t.Run("ReplayOwnElsewhere", func(t *testing.T) {
+		r := s.ok("dlq", "replay", orders[1], "--mode", "own", "--consumer-group", "billing", "--to-queue", "orders-retry", "--json")
+		var a struct {
+			Result, Queue  string
+			ConsumerGroups []string
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || a.Result != "moved" || a.Queue != "orders-retry" || !slices.Equal(a.ConsumerGroups, []string{"billing"}) {
+			t.Fatalf("%v %s", err, r.stdout)
+		}
+		s.fails(2, "", nil, "dlq", "replay", orders[2], "--mode", "sideways")
+	})
 	t.Run("DeleteOneOfAGroup", func(t *testing.T) {
 		r := s.ok("dlq", "delete", orders[0], "--consumer-group", "billing")
 		if !strings.Contains(r.stdout, "Deleted 1 dead letters") {
 			t.Fatalf("%s", r.stdout)
 		}
-		if n := s.total("queue=orders&consumerGroup=billing"); n != 2 {
+		if n := s.total("queue=orders&consumerGroup=billing"); n != 1 {
 			t.Fatalf("%d left", n)
 		}
 	})
@@ -330,17 +344,27 @@ func TestCLIBulkAsksAndRunsTheDryRunsBound(t *testing.T) {
 	})
 	t.Run("AnsweredOnATerminal", func(t *testing.T) {
 		// n: nothing changes.
-		r, _ := s.onTerminal(t, "n\n", nil, "dlq", "delete", "--queue", "emails")
+		r, _ := s.onTerminal(t, context.Background(), "n\n", nil, "dlq", "delete", "--queue", "emails")
 		if r.code != exitNotConfirmed || !strings.Contains(r.stderr, "Delete 2 dead letters? [y/N]") {
 			t.Fatalf("%v (exit %d) %q", r.err, r.code, r.stderr)
 		}
 		if n := s.total("queue=emails"); n != 2 {
 			t.Fatalf("answered n, and %d left of 2", n)
 		}
+		// Ctrl-C while it asks: nothing changes, at once.
+		ctx, interrupt := context.WithCancel(context.Background())
+		defer interrupt()
+		r, _ = s.onTerminal(t, ctx, "", interrupt, "dlq", "delete", "--queue", "emails")
+		if r.code != exitNotConfirmed || !strings.Contains(r.err.Error(), "interrupted") {
+			t.Fatalf("interrupted: %v (exit %d)", r.err, r.code)
+		}
+		if n := s.total("queue=emails"); n != 2 {
+			t.Fatalf("interrupted, and %d left of 2", n)
+		}
 		// y: the job runs, with a progress bar on the terminal, on what
 		// the dry run counted: a dead letter filed while the question
 		// waits is left alone.
-		r, screen := s.onTerminal(t, "y\n", func() { s.deadLetters("emails", "late", "smtp down", 1) }, "dlq", "delete", "--queue", "emails")
+		r, screen := s.onTerminal(t, context.Background(), "y\n", func() { s.deadLetters("emails", "late", "smtp down", 1) }, "dlq", "delete", "--queue", "emails")
 		if r.err != nil || !strings.Contains(screen, "job 2: delete") || !strings.Contains(screen, "100%") || !strings.Contains(screen, "2 of 2 done") ||
 			!strings.Contains(screen, "1 filed since the dry run, left alone") {
 			t.Fatalf("%v (exit %d) %q", r.err, r.code, screen)
@@ -351,11 +375,23 @@ func TestCLIBulkAsksAndRunsTheDryRunsBound(t *testing.T) {
 	})
 }
 
+// More dead letters than the summary reads: it says it read the newest.
+func TestCLIBulkSummaryOfMany(t *testing.T) {
+	t.Parallel()
+	s := startCLIServer(t)
+	s.deadLetters("orders", "billing", "card declined", describeSample+1)
+	r := s.lz(nil, nil, "dlq", "delete", "--queue", "orders")
+	want := fmt.Sprintf("This will delete %d dead letters", describeSample+1)
+	if r.code != exitNotConfirmed || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "Where (among the newest 250):\n  queue orders: 250 (consumer groups: billing 250)\n") {
+		t.Fatalf("%v (exit %d)\n%s", r.err, r.code, r.stdout)
+	}
+}
+
 // onTerminal runs a command whose standard input and output are a
 // terminal (a pseudo-terminal), typing answer once it asks (after
 // calling meanwhile, when not nil), and returns what it did and what the
 // terminal showed.
-func (s *cliServer) onTerminal(t *testing.T, answer string, meanwhile func(), args ...string) (result, string) {
+func (s *cliServer) onTerminal(t *testing.T, ctx context.Context, answer string, meanwhile func(), args ...string) (result, string) {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -391,12 +427,16 @@ func (s *cliServer) onTerminal(t *testing.T, answer string, meanwhile func(), ar
 			}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err = run(ctx, args, envOf(s.env), tty, tty, pw)
 	pw.Close()
+	// A line ends a read of the answer that the command left behind
+	// (interrupted, it does not wait for it), which holds the terminal's
+	// side open; closing that side then ends the copy of the screen once
+	// all that was written is read.
+	io.WriteString(ptmx, "\n")
 	tty.Close()
-	ptmx.Close()
 	wg.Wait()
 	r := result{stderr: stderr.String(), err: err}
 	if err != nil {
@@ -448,21 +488,7 @@ func TestCLIJobPausedBeforeItsEnd(t *testing.T) {
 	done := make(chan result, 1)
 	go func() { done <- s.lz(nil, nil, "dlq", "delete", "--queue", "orders", "--rate", "1", "--yes") }()
 	// The job deletes one a second: pause it as soon as it is there.
-	var id string
-	for id == "" {
-		var l struct {
-			Jobs []struct {
-				ID    int64
-				State string
-			}
-		}
-		if err := json.Unmarshal(s.api(http.MethodGet, "/api/v1/jobs", nil), &l); err != nil {
-			t.Fatal(err)
-		}
-		if len(l.Jobs) == 1 {
-			id = fmt.Sprint(l.Jobs[0].ID)
-		}
-	}
+	id := s.firstJob()
 	if r := s.ok("jobs", "pause", id); !strings.Contains(r.stdout, "paused") {
 		t.Fatalf("pause: %s", r.stdout)
 	}
@@ -473,6 +499,65 @@ func TestCLIJobPausedBeforeItsEnd(t *testing.T) {
 	s.ok("jobs", "resume", id, "--json")
 	if r := s.ok("jobs", "cancel", id); !strings.Contains(r.stdout, "cancelled") {
 		t.Fatalf("cancel: %s", r.stdout)
+	}
+}
+
+// Interrupted while it follows a job (Ctrl-C), the command stops
+// following and says so; the job goes on in the server.
+func TestCLIInterruptedLeavesTheJobRunning(t *testing.T) {
+	t.Parallel()
+	s := startCLIServer(t)
+	s.deadLetters("orders", "billing", "card declined", 3)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	// Interrupt once the progress bar is drawn: the command follows the
+	// job then.
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		var screen bytes.Buffer
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			screen.Write(buf[:n])
+			if strings.Contains(screen.String(), "job 1: delete") {
+				interrupt()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	err = run(ctx, []string{"dlq", "delete", "--queue", "orders", "--rate", "1", "--yes"}, envOf(s.env), nil, tty, io.Discard)
+	tty.Close()
+	<-copied
+	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "job 1 goes on in the server") {
+		t.Fatalf("interrupted: %v", err)
+	}
+	if r := s.ok("jobs", "show", "1", "--json"); !strings.Contains(r.stdout, `"state":"running"`) {
+		t.Fatalf("the job after the interrupt: %s", r.stdout)
+	}
+	s.ok("jobs", "cancel", "1")
+}
+
+// firstJob waits until the server has a job and returns its id.
+func (s *cliServer) firstJob() string {
+	s.t.Helper()
+	for {
+		var l struct {
+			Jobs []struct{ ID int64 }
+		}
+		if err := json.Unmarshal(s.api(http.MethodGet, "/api/v1/jobs", nil), &l); err != nil {
+			s.t.Fatal(err)
+		}
+		if len(l.Jobs) > 0 {
+			return fmt.Sprint(l.Jobs[0].ID)
+		}
 	}
 }
 

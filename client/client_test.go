@@ -200,9 +200,9 @@ func TestDeadLettersListShowReplayDelete(t *testing.T) {
 	}
 
 	l, _ = s.admin.DeadLetters(ctx, client.Filter{Queue: "orders"}, client.PageRequest{})
-	n, err := s.admin.Delete(ctx, l.Messages[0].ID, "billing")
-	if err != nil || n != 1 {
-		t.Fatalf("delete: %d %v", n, err)
+	del, err := s.admin.Delete(ctx, l.Messages[0].ID, "billing")
+	if err != nil || del.Deleted != 1 || strings.TrimSpace(string(del.Raw)) != `{"deleted":1}` {
+		t.Fatalf("delete: %+v %v", del, err)
 	}
 
 	var buf bytes.Buffer

@@ -26,7 +26,7 @@ type Filter struct {
 	Fingerprint     string `json:"fingerprint,omitempty"`
 	ConsumerVersion string `json:"consumerVersion,omitempty"`
 	// Q is free text in payloads and errors; Field, payload field
-	// filters such as "customer.tier=gold" (docs/api.md, Search).
+	// filters such as "customer.tier=gold" (docs/concepts.md, Finding dead letters).
 	Q     string   `json:"q,omitempty"`
 	Field []string `json:"field,omitempty"`
 }
@@ -179,18 +179,23 @@ func (c *Client) Replay(ctx context.Context, id string, o ReplayOptions) (*Repla
 	return &out, err
 }
 
+// DeleteAnswer is a delete's answer: how many dead letters went (one a
+// group the message was dead-lettered by).
+type DeleteAnswer struct {
+	body
+	Deleted int `json:"deleted"`
+}
+
 // Delete deletes a message's dead letters (only group's when not ""), to
-// be restored for a while; it returns how many were deleted.
-func (c *Client) Delete(ctx context.Context, id, group string) (int, error) {
+// be restored for a while.
+func (c *Client) Delete(ctx context.Context, id, group string) (*DeleteAnswer, error) {
 	q := url.Values{}
 	if group != "" {
 		q.Set("consumerGroup", group)
 	}
-	var out struct {
-		Deleted int `json:"deleted"`
-	}
+	var out DeleteAnswer
 	_, err := c.call(ctx, http.MethodDelete, "/dlq/"+seg(id), q, nil, &out)
-	return out.Deleted, err
+	return &out, err
 }
 
 // Export writes every dead letter f selects to w, as format ("ndjson",
