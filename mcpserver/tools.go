@@ -226,11 +226,8 @@ func (t tools) addOperator(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "delete_dead_letter", Annotations: writes("Delete a dead letter", true, true),
 		Description: "Delete a message's dead letters (only consumerGroup's when given)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in deadLetterIn) (*mcp.CallToolResult, any, error) {
-			n, err := t.c.Delete(ctx, in.ID, in.ConsumerGroup)
-			if err != nil {
-				return nil, nil, explain(err)
-			}
-			return nil, map[string]int{"deleted": n}, nil
+			r, err := t.c.Delete(ctx, in.ID, in.ConsumerGroup)
+			return answer(r.Raw, err)
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "replay_dead_letters", Annotations: writes("Replay dead letters by filter", false, true),
 		Description: "Replay every dead letter a filter matches, as a job. REQUIRES the bound of a dry run made before it: " +
