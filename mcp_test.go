@@ -323,6 +323,69 @@ func TestMCP(t *testing.T) {
 					t.Fatalf("left after the bulk delete: %+v, want only %s", left, late[0])
 				}
 			})
+
+			t.Run("OperatorWrites", func(t *testing.T) {
+				a := s.connect(t, transport, operator)
+				queue := "payments-" + transport
+				ids := s.deadLetters(queue, "ledger", "timeout", 3)
+				filter := map[string]any{"queue": queue}
+				var dry struct {
+					Matching int             `json:"matching"`
+					Bound    json.RawMessage `json:"bound"`
+				}
+				a.ok("dry_run", map[string]any{"action": "replay", "filter": filter}, &dry)
+				if dry.Matching != 3 {
+					t.Fatalf("dry_run: %+v", dry)
+				}
+				if text, isErr := a.call("replay_dead_letters", map[string]any{"filter": filter}); !isErr || !strings.Contains(text, "Call dry_run") {
+					t.Fatalf("a bulk replay without a bound: error %v, %s", isErr, text)
+				}
+				var job struct {
+					Job struct {
+						State   string `json:"state"`
+						Results struct {
+							Moved int `json:"moved"`
+						} `json:"results"`
+					} `json:"job"`
+				}
+				a.ok("replay_dead_letters", map[string]any{"filter": filter, "bound": dry.Bound}, &job)
+				if job.Job.State != "done" || job.Job.Results.Moved != 3 || s.total("queue="+queue) != 0 {
+					t.Fatalf("replay_dead_letters: %+v, %d dead letters left", job, s.total("queue="+queue))
+				}
+
+				more := s.deadLetters(queue, "ledger", "timeout again", 1)
+				var deleted struct {
+					Deleted int `json:"deleted"`
+				}
+				a.ok("delete_dead_letter", map[string]any{"id": more[0]}, &deleted)
+				if deleted.Deleted != 1 || s.total("queue="+queue) != 0 {
+					t.Fatalf("delete_dead_letter: %+v", deleted)
+				}
+				// One that is gone says so, as a tool error.
+				if text, isErr := a.call("replay_dead_letter", map[string]any{"id": ids[0]}); !isErr || !strings.Contains(text, "gone") {
+					t.Fatalf("replay of a replayed dead letter: error %v, %s", isErr, text)
+				}
+
+				var hold struct {
+					ID    int64  `json:"id"`
+					Queue string `json:"queue"`
+				}
+				a.ok("hold", map[string]any{"queue": queue, "reason": "an agent's triage"}, &hold)
+				var holds struct {
+					Holds []struct {
+						ID int64 `json:"id"`
+					} `json:"holds"`
+				}
+				a.ok("list_holds", map[string]any{"queue": queue}, &holds)
+				if hold.Queue != queue || len(holds.Holds) != 1 || holds.Holds[0].ID != hold.ID {
+					t.Fatalf("hold %+v, holds %+v", hold, holds)
+				}
+				a.ok("release_hold", map[string]any{"id": hold.ID}, nil)
+				a.ok("list_holds", map[string]any{"queue": queue}, &holds)
+				if len(holds.Holds) != 0 {
+					t.Fatalf("holds after release: %+v", holds)
+				}
+			})
 		})
 	}
 }
@@ -345,6 +408,12 @@ func TestMCPCommandRefusesABadToken(t *testing.T) {
 	s := startCLIServer(t)
 	s.fails(exitRefused, "LAZARUS_TOKEN", map[string]string{"LAZARUS_TOKEN": "not-a-token"}, "mcp")
 	s.fails(2, "no arguments", nil, "mcp", "extra")
+	var who map[string]string
+	resp, body := s.do(http.MethodGet, "/api/v1/whoami", s.viewerToken(), nil)
+	if err := json.Unmarshal(body, &who); resp.StatusCode != http.StatusOK || err != nil ||
+		who["actor"] != "token:ro@vera" || who["role"] != "viewer" || who["queues"] != "" || len(who) != 3 {
+		t.Fatalf("whoami: %d %s", resp.StatusCode, body)
+	}
 	// /mcp is behind the same tokens as the API.
 	for _, token := range []string{"-", "not-a-token"} {
 		resp, body := s.do(http.MethodPost, "/mcp", token, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
