@@ -403,7 +403,7 @@ func (a *agent) callOrError(name string, args any) (string, bool) {
 	return "", false
 }
 
-func TestMCPCommandRefusesABadToken(t *testing.T) {
+func TestMCPTokens(t *testing.T) {
 	t.Parallel()
 	s := startCLIServer(t)
 	s.fails(exitRefused, "LAZARUS_TOKEN", map[string]string{"LAZARUS_TOKEN": "not-a-token"}, "mcp")
@@ -413,6 +413,25 @@ func TestMCPCommandRefusesABadToken(t *testing.T) {
 	if err := json.Unmarshal(body, &who); resp.StatusCode != http.StatusOK || err != nil ||
 		who["actor"] != "token:ro@vera" || who["role"] != "viewer" || who["queues"] != "" || len(who) != 3 {
 		t.Fatalf("whoami: %d %s", resp.StatusCode, body)
+	}
+	// Through a reverse proxy on the same machine (another Host, to a
+	// loopback address), a request with a token is served.
+	req, err := http.NewRequest(http.MethodPost, s.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "lazarus.example.com"
+	req.Header.Set("Authorization", "Bearer "+cliToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	proxied, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(proxied.Body)
+	proxied.Body.Close()
+	if proxied.StatusCode != http.StatusOK || !strings.Contains(string(b), `"delete_dead_letters"`) {
+		t.Fatalf("/mcp behind a proxy: %d %s", proxied.StatusCode, b)
 	}
 	// /mcp is behind the same tokens as the API.
 	for _, token := range []string{"-", "not-a-token"} {

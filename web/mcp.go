@@ -46,7 +46,7 @@ func (s *Server) whoami(c echo.Context) error {
 // between requests (several replicas behind a balancer serve it alike).
 // The tools need no session: they ask the agent nothing back.
 func (s *Server) mcpHandler() echo.HandlerFunc {
-	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	server := func(r *http.Request) *mcp.Server {
 		p, _ := principalFrom(r.Context())
 		token := ""
 		if scheme, t, ok := strings.Cut(r.Header.Get(echo.HeaderAuthorization), " "); ok && strings.EqualFold(scheme, "Bearer") {
@@ -61,8 +61,25 @@ func (s *Server) mcpHandler() echo.HandlerFunc {
 		}
 		return mcpserver.New(c, mcpserver.Who{Actor: p.Actor, Role: string(p.Role), Queues: p.Queues.String()},
 			mcpserver.Options{Version: s.build.Version})
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	return echo.WrapHandler(h)
+	}
+	// The SDK refuses a request that reaches a loopback address with
+	// another host name (a page whose name was rebound to 127.0.0.1).
+	// That protects a server nobody authenticates to; it would also
+	// refuse every request a reverse proxy on the same machine passes on
+	// (Host: lazarus.example.com to 127.0.0.1:8080). A request with a
+	// bearer token needs no such protection, since a rebound page has no
+	// token: only the open API's requests without one (anonymous, local
+	// development) keep it.
+	withToken := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
+	anonymous := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	return func(c echo.Context) error {
+		if c.Request().Header.Get(echo.HeaderAuthorization) != "" {
+			withToken.ServeHTTP(c.Response(), c.Request())
+		} else {
+			anonymous.ServeHTTP(c.Response(), c.Request())
+		}
+		return nil
+	}
 }
 
 // inProcess is an http.RoundTripper that serves a request with the
