@@ -52,7 +52,8 @@ type Options struct {
 	// Version is the server's version, told to the agent's client.
 	Version string
 	// JobWait bounds how long a bulk tool waits for its job to end
-	// before it answers with the job as it is (default one minute); the
+	// before it answers with the job as it is (default 30 seconds, under a
+	// reverse proxy's usual read timeout of 60); the
 	// agent follows it with get_job.
 	JobWait time.Duration
 	// JobPoll is how often a job is read while waited for (default
@@ -69,7 +70,7 @@ var schemas = mcp.NewSchemaCache()
 // operator or admin.
 func New(c *client.Client, who Who, o Options) *mcp.Server {
 	if o.JobWait <= 0 {
-		o.JobWait = time.Minute
+		o.JobWait = 30 * time.Second
 	}
 	if o.JobPoll <= 0 {
 		o.JobPoll = 250 * time.Millisecond

@@ -233,7 +233,7 @@ func (t tools) addOperator(s *mcp.Server) {
 		Description: "Replay every dead letter a filter matches, as a job. REQUIRES the bound of a dry run made before it: " +
 			"call dry_run with action replay and the same filter, show the user its count, then pass its bound unchanged; " +
 			"without a bound this tool refuses. Only the dead letters at or below the bound are replayed (none filed since). " +
-			"Answers the job when it ends (or as it is after a minute: follow it with get_job)."},
+			"Answers the job when it ends (or as it is after 30 seconds: follow it with get_job)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in bulkReplayIn) (*mcp.CallToolResult, any, error) {
 			return t.bulk(ctx, "replay_dead_letters", client.BulkReplay, in.bulkIn, client.BulkRequest{Mode: in.Mode, Rate: in.Rate, Force: in.Force})
 		})
@@ -241,7 +241,7 @@ func (t tools) addOperator(s *mcp.Server) {
 		Description: "Delete every dead letter a filter matches, as a job. REQUIRES the bound of a dry run made before it: " +
 			"call dry_run with action delete and the same filter, show the user its count, then pass its bound unchanged; " +
 			"without a bound this tool refuses. Only the dead letters at or below the bound are deleted (none filed since). " +
-			"Answers the job when it ends (or as it is after a minute: follow it with get_job)."},
+			"Answers the job when it ends (or as it is after 30 seconds: follow it with get_job)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in bulkIn) (*mcp.CallToolResult, any, error) {
 			return t.bulk(ctx, "delete_dead_letters", client.BulkDelete, in, client.BulkRequest{})
 		})
