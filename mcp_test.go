@@ -441,3 +441,42 @@ func TestMCPTokens(t *testing.T) {
 		}
 	}
 }
+
+// A client that writes its requests and closes the pipe (a script,
+// printf ... | lazarus mcp) gets every answer before the command ends.
+func TestMCPCommandAnswersEveryRequestBeforeItsInputEnds(t *testing.T) {
+	t.Parallel()
+	s := startCLIServer(t)
+	s.deadLetters("orders", "billing", "card declined", 2)
+	cmd := exec.Command(binary(t), "mcp", "--server", s.url)
+	cmd.Env = append(os.Environ(), "LAZARUS_TOKEN="+cliToken)
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_dead_letters","arguments":{"queue":"orders"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"status","arguments":{}}}`,
+	}, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("lazarus mcp: %v\n%s", err, stderr.String())
+	}
+	answered := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &msg); err != nil {
+			t.Fatalf("not JSON-RPC: %s", line)
+		}
+		answered[string(msg.ID)] = line
+	}
+	if len(answered) != 4 || !strings.Contains(answered["3"], `"total":2`) {
+		t.Fatalf("answers %v\n%s", answered, out)
+	}
+	if !strings.Contains(stderr.String(), "as token:admin (role admin)") {
+		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
