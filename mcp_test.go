@@ -231,6 +231,14 @@ func TestMCP(t *testing.T) {
 				if one.ID != ids[1] || one.Queue != queue {
 					t.Fatalf("get_dead_letter: %+v", one)
 				}
+				// Its answer links the resource to cite.
+				called, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_dead_letter", Arguments: map[string]any{"id": ids[1]}})
+				if err != nil || len(called.Content) != 2 {
+					t.Fatalf("get_dead_letter: %v %+v", err, called)
+				}
+				if link, ok := called.Content[1].(*mcp.ResourceLink); !ok || link.URI != "lazarus://dead-letters/"+ids[1] {
+					t.Fatalf("get_dead_letter's link: %#v", called.Content[1])
+				}
 				var found struct {
 					Matches []struct {
 						ID string `json:"id"`

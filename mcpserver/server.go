@@ -126,6 +126,15 @@ func answer(v json.RawMessage, err error) (*mcp.CallToolResult, any, error) {
 	return nil, v, nil
 }
 
+// linked is answer with a link to the resource read (its URI, which the
+// agent cites), after the API's JSON as text.
+func linked(v json.RawMessage, err error, link *mcp.ResourceLink) (*mcp.CallToolResult, any, error) {
+	if err != nil {
+		return nil, nil, explain(err)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(v)}, link}}, v, nil
+}
+
 // explain words an API error for an agent.
 func explain(err error) error {
 	var e *client.Error

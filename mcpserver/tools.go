@@ -108,7 +108,7 @@ func (t tools) addReadOnly(s *mcp.Server) {
 			"and its replay count. Cite it as lazarus://dead-letters/{id}."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in deadLetterIn) (*mcp.CallToolResult, any, error) {
 			r, err := t.c.DeadLetter(ctx, in.ID, in.ConsumerGroup)
-			return answer(r.Raw, err)
+			return linked(r.Raw, err, &mcp.ResourceLink{URI: DeadLetterURI(r.ID), Name: "dead-letter " + r.ID, MIMEType: "application/json"})
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "list_error_groups", Annotations: readOnly("List error groups"),
 		Description: "List error groups (dead letters of one fingerprint in a queue and consumer group) with their state, " +
@@ -122,7 +122,8 @@ func (t tools) addReadOnly(s *mcp.Server) {
 		Description: "Read one error group with its history. Cite it as lazarus://error-groups/{queue}/{consumerGroup}/{fingerprint}."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in errorGroupIn) (*mcp.CallToolResult, any, error) {
 			r, err := t.c.ErrorGroup(ctx, in.Fingerprint, in.Queue, in.ConsumerGroup)
-			return answer(r.Raw, err)
+			return linked(r.Raw, err, &mcp.ResourceLink{URI: ErrorGroupURI(r.Queue, r.ConsumerGroup, r.Fingerprint),
+				Name: "error-group " + r.Fingerprint, MIMEType: "application/json"})
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "list_jobs", Annotations: readOnly("List jobs"),
 		Description: "List bulk replay, delete and restore jobs, newest first, with how far each got."},
