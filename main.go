@@ -9,6 +9,7 @@
 //	lazarus token create --user NAME --name TOKENNAME [--db PATH]
 //	lazarus archive import FILE [--db PATH]
 //	lazarus dlq|jobs|groups|hold|release ...   talk to a running server (docs/cli.md)
+//	lazarus mcp [--server URL]   the Model Context Protocol on stdio, for agents (docs/agents.md)
 //	lazarus help
 //
 // This package reads the flags and the environment into a Config and wires
@@ -58,6 +59,9 @@ Usage:
   lazarus hold --queue Q [--consumer-group G] --reason WHY
                           hold a queue's deliveries (hold list: the holds)
   lazarus release ID      release a hold
+  lazarus mcp [--server URL]
+                          serve the Model Context Protocol on standard input
+                          and output, for an agent (docs/agents.md)
   lazarus version         print the version and the commit it was built from
   lazarus help            print this help
 
@@ -225,6 +229,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runArchive(ctx, args, getenv, stdout, stderr)
 	case "dlq", "jobs", "groups", "hold", "release":
 		return runRemote(ctx, args, getenv, stdin, stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, args, getenv, stdin, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return usageError{fmt.Errorf("unknown command %q", cmd)}

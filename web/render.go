@@ -84,7 +84,7 @@ func (s *Server) now() time.Time { return s.clock.Now().UTC() }
 // isPage reports whether a path is a dashboard page (HTML errors) rather
 // than the API or the health check (JSON errors).
 func isPage(path string) bool {
-	return !strings.HasPrefix(path, apiPrefix+"/") && path != apiPrefix && path != "/health" && path != "/metrics"
+	return !strings.HasPrefix(path, apiPrefix+"/") && path != apiPrefix && path != "/health" && path != "/metrics" && path != "/mcp"
 }
 
 // renderError answers a page request's error with an error page (or, for

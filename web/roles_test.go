@@ -137,6 +137,8 @@ var routeAccess = map[string]access{
 	"POST /api/v1/jobs/:id/resume":                                                 operator,
 	"POST /api/v1/jobs/:id/cancel":                                                 operator,
 	"POST /api/v1/jobs/:id/undo":                                                   operator,
+	"GET /api/v1/whoami":                                                           viewer,
+	"POST /mcp":                                                                    viewer, // a bearer token, like the API; the tools offered follow the role
 	"GET /api/v1/error-groups":                                                     viewer,
 	"GET /api/v1/error-groups/:fingerprint":                                        viewer,
 	"POST /api/v1/error-groups/:fingerprint/state":                                 operator,
@@ -232,7 +234,7 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		}
 		method, pattern, _ := strings.Cut(route, " ")
 		path := samplePath(pattern)
-		api := strings.HasPrefix(pattern, "/api/v1/") || pattern == "/metrics"
+		api := strings.HasPrefix(pattern, "/api/v1/") || pattern == "/metrics" || pattern == "/mcp"
 		for _, c := range callers {
 			// Logged in here, one at a time: the same user's logins at once
 			// would be refused (login_limit.go).

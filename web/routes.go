@@ -84,6 +84,11 @@ func (s *Server) routes() {
 	api.POST("/jobs/:id/resume", s.resumeJobAPI, operator)
 	api.POST("/jobs/:id/cancel", s.cancelJobAPI, operator)
 	api.POST("/jobs/:id/undo", s.undoJobAPI, operator)
+	api.GET("/whoami", s.whoami, viewer)
+
+	// The Model Context Protocol for agents (mcp.go), behind the API's
+	// tokens: any role may connect, and is offered the tools of its role.
+	e.POST("/mcp", s.mcpHandler(), s.limitBody, s.authenticate, viewer)
 
 	// The dashboard: sessions (session.go) and CSRF protection (csrf.go)
 	// for every path but the API's, the health check and the static files;
