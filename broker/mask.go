@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,17 +216,108 @@ func (m Mask) Apply(payload []byte) (out []byte, masked bool) {
 		return append([]byte(nil), maskedJSON...), true
 	}
 	w := maskWalk{src: payload, paths: m.paths}
-	root := make([]maskState, len(m.paths))
-	for i := range m.paths {
+	return w.run()
+}
+
+// run walks src from its root and returns it rewritten, and whether
+// anything was.
+func (w *maskWalk) run() ([]byte, bool) {
+	root := make([]maskState, len(w.paths))
+	for i := range w.paths {
 		root[i] = maskState{path: uint16(i)}
 	}
 	w.states = root
 	w.value(0, len(root))
 	if w.out == nil {
-		return payload, false
+		return w.src, false
 	}
-	w.out = append(w.out, payload[w.last:]...)
+	w.out = append(w.out, w.src[w.last:]...)
 	return w.out, true
+}
+
+// Restore returns edited (an edit of a payload shown masked) with every
+// value at a masked path that still reads MaskedValue replaced by the
+// value at the same place in original, byte for byte: a ••• left as it
+// was keeps the real value; anything typed over it is kept as typed, and
+// a ••• where original has nothing stays a string. kept counts the
+// values restored. An edit that is not JSON is returned as it is (the
+// edit is refused as not JSON anyway).
+func (m Mask) Restore(edited, original []byte) (out []byte, kept int) {
+	if m.Empty() || !json.Valid(edited) {
+		return edited, 0
+	}
+	w := maskWalk{src: edited, paths: m.paths, track: true}
+	w.replace = func(raw []byte) ([]byte, bool) {
+		var s string
+		if json.Unmarshal(raw, &s) != nil || s != MaskedValue {
+			return nil, false
+		}
+		real, ok := rawAt(original, w.trail)
+		if ok {
+			kept++
+		}
+		return real, ok
+	}
+	out, _ = w.run()
+	return out, kept
+}
+
+// maskSeg is one step of a concrete place in a JSON text: a key, or an
+// array index (key unused).
+type maskSeg struct {
+	key   string
+	index int // -1: a key
+}
+
+// rawAt returns the bytes of the value of src at trail (src whole for
+// none: it need not be JSON then).
+func rawAt(src []byte, trail []maskSeg) ([]byte, bool) {
+	if len(trail) == 0 {
+		return src, true
+	}
+	if !json.Valid(src) {
+		return nil, false
+	}
+	w := maskWalk{src: src}
+	for _, sg := range trail {
+		w.ws()
+		open, close := byte('{'), byte('}')
+		if sg.index >= 0 {
+			open, close = '[', ']'
+		}
+		if w.src[w.i] != open {
+			return nil, false
+		}
+		w.i++
+		for n := 0; ; n++ {
+			w.ws()
+			if w.src[w.i] == close {
+				return nil, false
+			}
+			if w.src[w.i] == ',' {
+				w.i++
+				w.ws()
+			}
+			if sg.index < 0 {
+				ks := w.i
+				w.skipString()
+				key := decodeKey(w.src[ks:w.i])
+				w.ws()
+				w.i++ // ':'
+				w.ws()
+				if key == sg.key {
+					break
+				}
+			} else if n == sg.index {
+				break
+			}
+			w.skip()
+		}
+	}
+	w.ws()
+	start := w.i
+	w.skip()
+	return src[start:w.i], true
 }
 
 // maskWalk walks a valid JSON text, copying it to out from last on as it
@@ -238,6 +330,11 @@ type maskWalk struct {
 	last   int
 	paths  []maskPath
 	states []maskState
+	// track keeps trail, the place of the value being walked; replace,
+	// when set, decides what a masked value becomes (false: it stays).
+	track   bool
+	trail   []maskSeg
+	replace func(raw []byte) ([]byte, bool)
 }
 
 func (w *maskWalk) ws() {
@@ -258,11 +355,18 @@ func (w *maskWalk) value(lo, hi int) {
 		if int(s.step) == len(w.paths[s.path]) {
 			start := w.i
 			w.skip()
+			with := maskedJSON
+			if w.replace != nil {
+				var ok bool
+				if with, ok = w.replace(w.src[start:w.i]); !ok {
+					return
+				}
+			}
 			if w.out == nil {
 				w.out = make([]byte, 0, len(w.src))
 			}
 			w.out = append(w.out, w.src[w.last:start]...)
-			w.out = append(w.out, maskedJSON...)
+			w.out = append(w.out, with...)
 			w.last = w.i
 			return
 		}
@@ -290,7 +394,13 @@ func (w *maskWalk) value(lo, hi int) {
 			w.ws()
 			w.i++ // ':'
 			n := w.children(lo, hi, func(st maskStep) bool { return st.matchKey(key) })
+			if w.track {
+				w.trail = append(w.trail, maskSeg{key: key, index: -1})
+			}
 			w.value(hi, n)
+			if w.track {
+				w.trail = w.trail[:len(w.trail)-1]
+			}
 			w.states = w.states[:hi]
 		}
 	case '[':
@@ -305,7 +415,13 @@ func (w *maskWalk) value(lo, hi int) {
 				w.i++
 			}
 			n := w.children(lo, hi, func(st maskStep) bool { return st.matchIndex(idx) })
+			if w.track {
+				w.trail = append(w.trail, maskSeg{index: idx})
+			}
 			w.value(hi, n)
+			if w.track {
+				w.trail = w.trail[:len(w.trail)-1]
+			}
 			w.states = w.states[:hi]
 		}
 	default:
@@ -533,4 +649,18 @@ func (m Mask) touches(fieldPath string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// AuditReveal is the audit action of a reveal: who saw the masked fields
+// of which dead letter (its queue, group and message id, and the paths in
+// the detail).
+const AuditReveal = "reveal"
+
+// RecordReveal audits a reveal of the masked fields paths of the dead
+// letter of message id in queue's group, by actor.
+func (b *Broker) RecordReveal(ctx context.Context, actor, queue, group, id string, paths []string) error {
+	return b.update(ctx, func(tx Tx, _ func(string)) error {
+		return audit(ctx, tx, b.now(), actor, AuditReveal, queue, group, 1,
+			fmt.Sprintf("revealed the masked fields %s of dead letter %s", strings.Join(paths, ", "), truncate(id, 64)))
+	})
 }

@@ -255,3 +255,27 @@ func TestMasksCheckQuery(t *testing.T) {
 		}
 	}
 }
+
+func TestMaskRestoreKeepsRealValuesLeftMasked(t *testing.T) {
+	t.Parallel()
+	mp, _ := ParseMaskPaths([]string{"$.card.number", "$..email", "$.items[*].sku"})
+	m := NewMask(mp)
+	orig := `{"card":{"number":"4111 1111","cvc":1},"email":{"a":1},"items":[{"sku":"A"},{"sku":"B"}],"u":{"email":"x@y"}}`
+	shown, _ := m.Apply([]byte(orig))
+	// The editor changes cvc, types a new sku over the second •••, and
+	// leaves the rest.
+	edited := strings.Replace(strings.Replace(string(shown), `"cvc":1`, `"cvc":2`, 1), `{"sku":"•••"}]`, `{"sku":"C"}]`, 1)
+	got, kept := m.Restore([]byte(edited), []byte(orig))
+	want := `{"card":{"number":"4111 1111","cvc":2},"email":{"a":1},"items":[{"sku":"A"},{"sku":"C"}],"u":{"email":"x@y"}}`
+	if string(got) != want || kept != 4 {
+		t.Errorf("Restore = %s (%d kept), want %s", got, kept, want)
+	}
+	// A ••• where the original has nothing stays as typed.
+	if got, kept := m.Restore([]byte(`{"card":{"number":"•••"},"new":{"email":"•••"}}`), []byte(`{"x":1}`)); string(got) != `{"card":{"number":"•••"},"new":{"email":"•••"}}` || kept != 0 {
+		t.Errorf("Restore with nothing to keep = %s, %d", got, kept)
+	}
+	whole := NewMask("$")
+	if got, _ := whole.Restore([]byte(`"•••"`), []byte(`not json`)); string(got) != "not json" {
+		t.Errorf("Restore of a whole mask = %s", got)
+	}
+}

@@ -211,6 +211,18 @@ func (s *Server) replayDeadLetter(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.Payload != nil {
+		// An edited payload is what GET showed, masked: a ••• left in it
+		// keeps the real value (mask.go).
+		d, err := s.broker.DeadLetter(c.Request().Context(), id, o.Group)
+		if err == nil {
+			if o.Payload, err = s.masksOf(c).restore(d.Queue, o.Payload, d.Payload); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, broker.ErrNotFound) {
+			return err
+		}
+	}
 	res, err := s.broker.ReplayWith(c.Request().Context(), id, o)
 	if errors.Is(err, broker.ErrNotFound) {
 		return s.replayGone(c, err, replayGoneAnswer{DLQID: id}, o.Group)
