@@ -390,12 +390,15 @@ func (w *maskWalk) value(lo, hi int) {
 			}
 			ks := w.i
 			w.skipString()
-			key := decodeKey(w.src[ks:w.i])
+			key := w.src[ks+1 : w.i-1]
+			if bytes.IndexByte(key, '\\') >= 0 {
+				key = []byte(decodeKey(w.src[ks:w.i]))
+			}
 			w.ws()
 			w.i++ // ':'
-			n := w.children(lo, hi, func(st maskStep) bool { return st.matchKey(key) })
+			n := w.children(lo, hi, key, -1)
 			if w.track {
-				w.trail = append(w.trail, maskSeg{key: key, index: -1})
+				w.trail = append(w.trail, maskSeg{key: string(key), index: -1})
 			}
 			w.value(hi, n)
 			if w.track {
@@ -414,7 +417,7 @@ func (w *maskWalk) value(lo, hi int) {
 			if w.src[w.i] == ',' {
 				w.i++
 			}
-			n := w.children(lo, hi, func(st maskStep) bool { return st.matchIndex(idx) })
+			n := w.children(lo, hi, nil, idx)
 			if w.track {
 				w.trail = append(w.trail, maskSeg{index: idx})
 			}
@@ -430,9 +433,9 @@ func (w *maskWalk) value(lo, hi int) {
 }
 
 // children appends to states (at hi, its end) the states of a child of
-// the value whose states are states[lo:hi], match telling whether a step
-// takes the child; it returns the new end.
-func (w *maskWalk) children(lo, hi int, match func(maskStep) bool) int {
+// the value whose states are states[lo:hi]: the member key (index < 0)
+// or the element index; it returns the new end.
+func (w *maskWalk) children(lo, hi int, key []byte, index int) int {
 	w.states = w.states[:hi]
 	for k := lo; k < hi; k++ {
 		s := w.states[k]
@@ -444,7 +447,7 @@ func (w *maskWalk) children(lo, hi int, match func(maskStep) bool) int {
 		if st.desc {
 			w.states = append(w.states, s) // still looked for deeper
 		}
-		if match(st) {
+		if (index < 0 && (st.any || (st.index < 0 && string(key) == st.key))) || (index >= 0 && st.matchIndex(index)) {
 			w.states = append(w.states, maskState{path: s.path, step: s.step + 1})
 		}
 	}
