@@ -248,6 +248,17 @@ func (s *Server) retryMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.Payload != nil {
+		// As replayDeadLetter: a ••• left in the edit keeps the real value.
+		m, err := s.broker.MessageState(c.Request().Context(), partitionID, txid)
+		if err == nil {
+			if o.Payload, err = s.masksOf(c).restore(m.Queue.Name, o.Payload, m.Payload); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, broker.ErrNotFound) {
+			return err
+		}
+	}
 	res, err := s.broker.ReplayTransactionWith(c.Request().Context(), partitionID, txid, o)
 	if errors.Is(err, broker.ErrNotFound) {
 		return s.replayGone(c, err, replayGoneAnswer{DLQID: res.DeadLetterID, PartitionID: partitionID, TransactionID: txid}, o.Group)

@@ -304,3 +304,23 @@ func TestConfigureRefusesBadMasks(t *testing.T) {
 		t.Fatalf("maskPaths null: %+v", c.Options)
 	}
 }
+
+// The API's replay with an edited payload, by id and by Queen's retry
+// route, keeps the real values left as •••.
+func TestAPIReplayOfAnEditKeepsMaskedValues(t *testing.T) {
+	t.Parallel()
+	f := newMaskFixture(t)
+	edited := strings.Replace(maskedPayload, `"amount":12`, `"amount":14`, 1)
+	want := strings.Replace(maskPayload, `"amount":12`, `"amount":14`, 1)
+	f.as(broker.RoleOperator, "POST", "/api/v1/dlq/"+f.d.ID+"/replay", `{"payload":`+edited+`}`).want(http.StatusOK)
+	p := f.s.pop("orders", "consumerGroup=billing")
+	if got := string(p.Messages[0].Data); got != want {
+		t.Fatalf("copy %s, want %s", got, want)
+	}
+	f.s.ack(p.Messages[0], "failed", "again").want(http.StatusOK)
+	f.as(broker.RoleOperator, "POST", "/api/v1/messages/"+p.Messages[0].PartitionID+"/"+p.Messages[0].TransactionID+"/retry", `{"payload":`+edited+`}`).want(http.StatusOK)
+	p = f.s.pop("orders", "consumerGroup=billing")
+	if got := string(p.Messages[0].Data); got != want {
+		t.Fatalf("copy by retry %s, want %s", got, want)
+	}
+}
