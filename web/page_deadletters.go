@@ -485,7 +485,7 @@ func (s *Server) showDeadLetterPage(c echo.Context) error { return s.deadLetterP
 // audit): the dead letter's page with its queue's masked fields shown, to
 // a role at or above the queue's maskRevealRole (403 otherwise), audited
 // with who, which dead letter and which fields. The answer is not kept
-// by the browser (no-store); reloading the page masks them again.
+// by the browser (no-store); opening the page again (a GET) masks them.
 func (s *Server) revealDeadLetter(c echo.Context) error { return s.deadLetterPage(c, true) }
 
 func (s *Server) deadLetterPage(c echo.Context, reveal bool) error {
