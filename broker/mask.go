@@ -222,12 +222,11 @@ func (m Mask) Apply(payload []byte) (out []byte, masked bool) {
 // run walks src from its root and returns it rewritten, and whether
 // anything was.
 func (w *maskWalk) run() ([]byte, bool) {
-	root := make([]maskState, len(w.paths))
+	w.states = w.buf[:0]
 	for i := range w.paths {
-		root[i] = maskState{path: uint16(i)}
+		w.states = append(w.states, maskState{path: uint16(i)})
 	}
-	w.states = root
-	w.value(0, len(root))
+	w.value(0, len(w.paths))
 	if w.out == nil {
 		return w.src, false
 	}
@@ -335,6 +334,7 @@ type maskWalk struct {
 	track   bool
 	trail   []maskSeg
 	replace func(raw []byte) ([]byte, bool)
+	buf     [32]maskState // states' first room, so that most walks allocate none
 }
 
 func (w *maskWalk) ws() {
