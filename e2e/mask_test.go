@@ -31,7 +31,8 @@ func TestMaskedCardNumberRevealedByAnAdmin(t *testing.T) {
 	if txt := support.text(support.page.Locator("main"), "the page"); containsAny(txt, card, "ada@example.com") {
 		t.Errorf("support's page shows a masked value")
 	}
-	support.contains(support.id("payload-masked"), "some fields", "the note that fields are masked")
+	support.contains(support.id("payload-masked"), "$.card.number, $..email", "the note that names the masked fields")
+	support.contains(support.id("payload-masked"), "Only admins may reveal them", "who may reveal them")
 	support.count(support.id("reveal"), 0, "a Reveal button for support")
 	support.screenshot("masked-support")
 

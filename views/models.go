@@ -372,10 +372,11 @@ type DeadLetterRow struct {
 type DeadLetterDetail struct {
 	Page
 	// MaskedPaths: the payload shows these fields of its queue as •••
-	// ("" none; "some fields" to whom may not reveal which); RevealURL
+	// ("" none), RevealRole the role that may reveal them; RevealURL
 	// reveals them (a POST) when the viewer may; RevealedPaths: they
 	// are shown, revealed (and audited).
 	MaskedPaths   string
+	RevealRole    string
 	RevealURL     string
 	RevealedPaths string
 	ID            string

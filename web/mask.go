@@ -80,6 +80,14 @@ func (m *requestMasks) query(q broker.DLQQuery) error {
 	return ms.CheckQuery(q, m.role)
 }
 
+// of returns queue's mask, false when it masks nothing (or the masks
+// cannot be read: check says so).
+func (m *requestMasks) of(queue string) (broker.QueueMask, bool) {
+	ms, err := m.load()
+	qm, ok := ms[queue]
+	return qm, err == nil && ok
+}
+
 // masking reports whether queue masks anything.
 func (m *requestMasks) masking(queue string) bool {
 	ms, err := m.load()

@@ -558,11 +558,10 @@ func (s *Server) deadLetterPage(c echo.Context, reveal bool) error {
 	v.PayloadURL, v.ErrorURL = deadLetterPartURL(queue, id, d.Group, "payload"), deadLetterPartURL(queue, id, d.Group, "error")
 	if revealed != nil {
 		v.RevealedPaths = strings.Join(revealed, ", ")
-	} else if masks.masking(queue) {
-		if paths, err := masks.reveal(queue); err == nil {
-			v.MaskedPaths, v.RevealURL = strings.Join(paths, ", "), deadLetterPartURL(queue, id, d.Group, "reveal")
-		} else {
-			v.MaskedPaths = "some fields"
+	} else if qm, ok := masks.of(queue); ok {
+		v.MaskedPaths, v.RevealRole = strings.Join(qm.Paths, ", "), string(qm.RevealRole)
+		if _, err := masks.reveal(queue); err == nil {
+			v.RevealURL = deadLetterPartURL(queue, id, d.Group, "reveal")
 		}
 	}
 	if v.IsReplay {
