@@ -307,6 +307,7 @@ func allCases() []benchCase {
 		{"S3", "export a group's dead letters as NDJSON: memory", caseS3, false},
 		{"D8", "error contains at the big group, rare and absent text: time and CPU a call, after vs before", caseD8, false},
 		{"D10", "the error groups page at 10,000 groups: the list, a group, the badge", caseD10, false},
+		{"M1", "masking's cost on the dead-letter pages at 1M: a group's list, one dead letter, the API's 100, masked vs plain", caseM1, false},
 		// D10 adds error groups to the dashboard's database, after S2,
 		// which reads that database's own. D5 and D6 replay and delete
 		// dead letters of that database, which the D and S cases share:

@@ -184,6 +184,11 @@ type Options struct {
 	// and one message is let through every HoldProbeSeconds; 0: off.
 	HoldAfterFailures int `json:"holdAfterFailures"`
 	HoldProbeSeconds  int `json:"holdProbeSeconds"`
+	// MaskPaths name the payload fields shown masked (mask.go), and
+	// MaskRevealRole the role that may reveal them (operator or admin;
+	// "" reads as admin: RevealRole).
+	MaskPaths      MaskPaths `json:"-"`
+	MaskRevealRole Role      `json:"-"`
 	// Kept are Queen's options the queue was given that have no field
 	// here (priority, maxSize, …), with the JSON value last given: kept
 	// and shown so that nothing is accepted silently. Most are not
@@ -299,6 +304,7 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		{"retryBackoff", o.RetryBackoff}, {"retryDelayMax", o.RetryDelayMax}, {"maxReplays", o.MaxReplays},
 		{"deadLetterArchive", o.DeadLetterArchive},
 		{"holdAfterFailures", o.HoldAfterFailures}, {"holdProbeSeconds", o.HoldProbeSeconds},
+		{"maskPaths", o.maskPathList()}, {"maskRevealRole", o.RevealRole()},
 	} {
 		if err := field(f.name, f.value); err != nil {
 			return nil, err
@@ -319,6 +325,29 @@ func (o Options) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// RevealRole is the role that may reveal the queue's masked fields:
+// MaskRevealRole, admin when unset.
+func (o Options) RevealRole() Role {
+	if o.MaskRevealRole == "" {
+		return RoleAdmin
+	}
+	return o.MaskRevealRole
+}
+
+// MaskedFor reports whether the queue's masked fields stay masked to
+// role, which may then neither reveal them nor search or filter on them.
+func (o Options) MaskedFor(role Role) bool {
+	return o.MaskPaths != "" && !role.Allows(o.RevealRole())
+}
+
+// maskPathList is MaskPaths as the API shows them: [] for none.
+func (o Options) maskPathList() []string {
+	if l := o.MaskPaths.List(); l != nil {
+		return l
+	}
+	return []string{}
+}
+
 // Delay is DelayedProcessing as a duration.
 func (o Options) Delay() time.Duration { return time.Duration(o.DelayedProcessing) * time.Second }
 
@@ -328,7 +357,7 @@ func DefaultOptions() Options {
 		ReplayPausePercent: DefaultPausePercent, ReplayPauseWindow: DefaultPauseWindow,
 		CompletedRetentionSeconds: DefaultCompletedRetention,
 		RetryBackoff:              1, RetryDelayMax: DefaultRetryDelayMax, MaxReplays: DefaultMaxReplays,
-		HoldProbeSeconds: DefaultHoldProbeSeconds}
+		HoldProbeSeconds: DefaultHoldProbeSeconds, MaskRevealRole: RoleAdmin}
 }
 
 // DefaultHoldProbeSeconds is holdProbeSeconds's default.

@@ -132,7 +132,7 @@ func KnownOptions() []string {
 	names := []string{"leaseTime", "retryLimit", "retryDelay", "deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing", "replayPausePercent", "replayPauseWindow",
 		"completedRetentionSeconds", "retentionSeconds", "deadLetterRetentionSeconds",
 		"retryBackoff", "retryDelayMax", "maxReplays", "deadLetterArchive",
-		"holdAfterFailures", "holdProbeSeconds"}
+		"holdAfterFailures", "holdProbeSeconds", "maskPaths", "maskRevealRole"}
 	for k := range keptOptions {
 		names = append(names, k)
 	}
@@ -275,6 +275,20 @@ func applyOptions(o Options, raw map[string]json.RawMessage) (Options, error) {
 			err = intOpt(name, v, 0, MaxHoldAfterFailures, &o.HoldAfterFailures)
 		case "holdProbeSeconds":
 			err = intOpt(name, v, 1, MaxHoldProbeSeconds, &o.HoldProbeSeconds)
+		case "maskPaths":
+			var paths []string
+			if json.Unmarshal(v, &paths) != nil || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+				err = errorf(ErrInvalid, "option maskPaths must be a list of JSON paths (strings), such as [\"$.card.number\", \"$..email\"]")
+				break
+			}
+			o.MaskPaths, err = ParseMaskPaths(paths)
+		case "maskRevealRole":
+			var r string
+			if json.Unmarshal(v, &r) != nil || (Role(r) != RoleOperator && Role(r) != RoleAdmin) {
+				err = errorf(ErrInvalid, "option maskRevealRole must be \"operator\" or \"admin\"")
+				break
+			}
+			o.MaskRevealRole = Role(r)
 		default:
 			kind, ok := keptOptions[name]
 			if !ok {

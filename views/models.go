@@ -376,15 +376,23 @@ type DeadLetterRow struct {
 // DeadLetterDetail is page 4: one dead letter.
 type DeadLetterDetail struct {
 	Page
-	ID          string
-	Queue       string
-	QueueURL    string
-	ListURL     string
-	Partition   string
-	PartitionID string
-	Group       string
-	TxID        string
-	TraceID     string
+	// MaskedPaths: the payload shows these fields of its queue as •••
+	// ("" none), RevealRole the role that may reveal them; RevealURL
+	// reveals them (a POST) when the viewer may; RevealedPaths: they
+	// are shown, revealed (and audited).
+	MaskedPaths   string
+	RevealRole    string
+	RevealURL     string
+	RevealedPaths string
+	ID            string
+	Queue         string
+	QueueURL      string
+	ListURL       string
+	Partition     string
+	PartitionID   string
+	Group         string
+	TxID          string
+	TraceID       string
 	// ConsumerVersion is the version the filing ack said ("" none), and
 	// VersionURL the list of the queue's dead letters of that version.
 	ConsumerVersion string

@@ -46,7 +46,9 @@ type errorCutView struct {
 	SentBytes int `json:"sentBytes"`
 }
 
-func newDeadLetterView(d broker.DeadLetter) deadLetterView {
+// newDeadLetterView makes the view of d, its payload as the request's
+// masks show it (m nil: as it is, for what is revealed).
+func newDeadLetterView(d broker.DeadLetter, m *requestMasks) deadLetterView {
 	var cut *errorCutView
 	if kept, sent, ok := d.ErrorCut(); ok {
 		cut = &errorCutView{KeptBytes: kept, SentBytes: sent}
@@ -61,7 +63,7 @@ func newDeadLetterView(d broker.DeadLetter) deadLetterView {
 		ConsumerGroup:   d.Group,
 		ErrorMessage:    optional(d.Error),
 		RetryCount:      d.RetryCount,
-		Data:            d.Payload,
+		Data:            maskedData(m, d.Queue, d.Payload),
 		CreatedAt:       timestamp(d.CreatedAt),
 		FailedAt:        timestamp(d.FailedAt),
 		TraceID:         optional(d.TraceID),
@@ -70,6 +72,14 @@ func newDeadLetterView(d broker.DeadLetter) deadLetterView {
 		ConsumerVersion: d.ConsumerVersion,
 		ExpiresAt:       optionalTime(d.ExpiresAt),
 	}
+}
+
+// maskedData is a payload as m shows it; m nil: as it is.
+func maskedData(m *requestMasks, queue string, p []byte) json.RawMessage {
+	if m == nil {
+		return p
+	}
+	return m.payload(queue, p)
 }
 
 // parseDLQQuery reads the filters and page of GET /api/v1/dlq.
@@ -174,6 +184,10 @@ func (s *Server) listDeadLetters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	masks := s.masksOf(c)
+	if err := masks.query(q); err != nil {
+		return err
+	}
 	ctx, cancel := s.withTimeout(c, listBudget)
 	defer cancel()
 	page, err := s.broker.DeadLetters(ctx, q)
@@ -186,7 +200,10 @@ func (s *Server) listDeadLetters(c echo.Context) error {
 		out.Next = cursorParam(page.Next)
 	}
 	for i, d := range page.Items {
-		out.Messages[i] = newDeadLetterView(d)
+		out.Messages[i] = newDeadLetterView(d, masks)
+	}
+	if err := masks.check(); err != nil {
+		return err
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
@@ -205,6 +222,9 @@ type deadLetterResponse struct {
 	// payload's words (PostgreSQL bounds one payload's); a search does
 	// not find the rest. Left out when the whole payload is indexed.
 	IndexedInPart bool `json:"indexedInPart,omitempty"`
+	// Masked: data shows its queue's masked fields as •••
+	// (?reveal=true shows them to a role that may).
+	Masked bool `json:"masked,omitempty"`
 }
 
 // replayCapView is a dead letter's replay count and its queue's cap.
@@ -225,6 +245,10 @@ func (s *Server) showDeadLetter(c echo.Context) error {
 		return err
 	}
 	group := c.QueryParam("consumerGroup")
+	reveal, err := revealParam(c, "reveal")
+	if err != nil {
+		return err
+	}
 	h, err := s.broker.DeadLetterHistory(c.Request().Context(), id, group)
 	if errors.Is(err, broker.ErrNotFound) {
 		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("dead letter %s not found", views.Cut(id, 64))}
@@ -244,12 +268,33 @@ func (s *Server) showDeadLetter(c echo.Context) error {
 		f := latestFate(fates)
 		return writeJSON(c, http.StatusNotFound, goneAnswer{Error: goneMessage(id, f), Gone: newGoneView(f)})
 	}
+	// ?reveal=true shows the real payload to a role that may reveal it
+	// (403 otherwise), audited with the fields; the other groups' dead
+	// letters are of the same message.
+	masks := s.masksOf(c)
+	shown := masks
+	if reveal {
+		paths, err := masks.reveal(d.Queue)
+		if err != nil {
+			return err
+		}
+		if paths != nil {
+			if err := s.broker.RecordReveal(c.Request().Context(), actor(c), d.Queue, d.Group, id, paths); err != nil {
+				return err
+			}
+			shown = nil
+		}
+	}
 	rc := h.ReplayCount
-	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter), Others: make([]deadLetterView, len(d.Others)), History: newHistoryView(h),
+	out := deadLetterResponse{deadLetterView: newDeadLetterView(d.DeadLetter, shown), Others: make([]deadLetterView, len(d.Others)), History: newHistoryView(h),
 		Replays: replayCapView{Count: rc.Replays, MaxReplays: rc.Max, AtCap: rc.AtCap()}, IndexedInPart: h.IndexedInPart}
 	for i, o := range d.Others {
-		out.Others[i] = newDeadLetterView(o)
+		out.Others[i] = newDeadLetterView(o, shown)
 	}
+	if err := masks.check(); err != nil {
+		return err
+	}
+	out.Masked = shown != nil && masks.masking(d.Queue)
 	return writeJSON(c, http.StatusOK, out)
 }
 

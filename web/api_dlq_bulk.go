@@ -341,6 +341,9 @@ func (s *Server) replayDeadLetters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.masksOf(c).query(q); err != nil {
+		return err // a count by a masked field would tell its values
+	}
 	if req.DryRun {
 		return s.countMatching(c, q)
 	}
@@ -361,6 +364,9 @@ func (s *Server) deleteDeadLetters(c echo.Context) error {
 	q, err := req.query()
 	if err != nil {
 		return err
+	}
+	if err := s.masksOf(c).query(q); err != nil {
+		return err // a count by a masked field would tell its values
 	}
 	if req.DryRun {
 		return s.countMatching(c, q)

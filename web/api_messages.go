@@ -70,16 +70,18 @@ type messageGroupView struct {
 	DeadLetter     bool       `json:"deadLetter"`
 }
 
-func newMessageView(m broker.MessageState) messageView {
+// newMessageView makes the view of m, its payload as masks show it
+// (mask.go: a read of a message is not a consumer's pop).
+func newMessageView(m broker.MessageState, masks *requestMasks) messageView {
 	o := m.Queue.Options
 	v := messageView{ID: m.ID(), TransactionID: m.TransactionID, PartitionID: m.Partition.UUID, QueuePath: m.Queue.Name + "/" + m.Partition.Name,
 		Queue: m.Queue.Name, Partition: m.Partition.Name, Namespace: optional(m.Queue.Namespace), Task: optional(m.Queue.Task), Status: m.Status(),
-		Payload: m.Payload, TraceID: optional(m.TraceID), CreatedAt: timestamp(m.CreatedAt), Kept: m.Kept,
+		Payload: maskedData(masks, m.Queue.Name, m.Payload), TraceID: optional(m.TraceID), CreatedAt: timestamp(m.CreatedAt), Kept: m.Kept,
 		QueueConfig: messageQueueConfig{LeaseTime: o.LeaseTime, RetryLimit: o.RetryLimit, RetryDelay: o.RetryDelay, DeadLetterQueue: o.DeadLetterQueue,
 			DLQAfterMaxRetries: o.DLQAfterMaxRetries},
 		ConsumerGroups: make([]messageGroupView, 0, len(m.Groups)), DeadLetters: make([]deadLetterView, len(m.DeadLetters))}
 	for i, d := range m.DeadLetters {
-		v.DeadLetters[i] = newDeadLetterView(d)
+		v.DeadLetters[i] = newDeadLetterView(d, masks)
 	}
 	if len(m.DeadLetters) > 0 {
 		v.ErrorMessage, v.RetryCount = optional(m.DeadLetters[0].Error), &m.DeadLetters[0].RetryCount
@@ -122,7 +124,12 @@ func (s *Server) showMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, newMessageView(m))
+	masks := s.masksOf(c)
+	v := newMessageView(m, masks)
+	if err := masks.check(); err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, v)
 }
 
 // deleteMessageResponse is Queen's answer to deleteMessage, with what was

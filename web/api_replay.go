@@ -211,6 +211,18 @@ func (s *Server) replayDeadLetter(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.Payload != nil {
+		// An edited payload is what GET showed, masked: a ••• left in it
+		// keeps the real value (mask.go).
+		d, err := s.broker.DeadLetter(c.Request().Context(), id, o.Group)
+		if err == nil {
+			if o.Payload, err = s.masksOf(c).restore(d.Queue, o.Payload, d.Payload); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, broker.ErrNotFound) {
+			return err
+		}
+	}
 	res, err := s.broker.ReplayWith(c.Request().Context(), id, o)
 	if errors.Is(err, broker.ErrNotFound) {
 		return s.replayGone(c, err, replayGoneAnswer{DLQID: id}, o.Group)
@@ -235,6 +247,17 @@ func (s *Server) retryMessage(c echo.Context) error {
 	o, err := s.apiReplayOptions(c)
 	if err != nil {
 		return err
+	}
+	if o.Payload != nil {
+		// As replayDeadLetter: a ••• left in the edit keeps the real value.
+		m, err := s.broker.MessageState(c.Request().Context(), partitionID, txid)
+		if err == nil {
+			if o.Payload, err = s.masksOf(c).restore(m.Queue.Name, o.Payload, m.Payload); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, broker.ErrNotFound) {
+			return err
+		}
 	}
 	res, err := s.broker.ReplayTransactionWith(c.Request().Context(), partitionID, txid, o)
 	if errors.Is(err, broker.ErrNotFound) {

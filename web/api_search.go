@@ -55,6 +55,9 @@ func (s *Server) search(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if res.Hits, err = s.masksOf(c).searchHits(res.Hits); err != nil {
+		return err
+	}
 	out := searchView{Query: res.Query, SearchedAs: res.As, More: res.More, Matches: make([]searchHitView, 0, len(res.Hits))}
 	for _, h := range res.Hits {
 		v := searchHitView{

@@ -74,6 +74,24 @@ func (s *Server) export(c echo.Context, q broker.DLQQuery) error {
 	if format == "" {
 		format = formatNDJSON
 	}
+	// Payloads are masked (mask.go) unless an admin asks for them
+	// revealed, which the export's audit entries say.
+	masks := s.masksOf(c)
+	revealed, err := revealParam(c, "revealed")
+	if err != nil {
+		return err
+	}
+	audited := strings.ToUpper(format)
+	if revealed {
+		if p, _ := principalFrom(c.Request().Context()); !p.Role.Allows(RoleAdmin) {
+			return &apiError{status: http.StatusForbidden, message: "not allowed: an export with the masked fields revealed needs the admin role"}
+		}
+		masks, audited = nil, audited+" (masked fields revealed)"
+	} else if err := masks.query(q); err != nil {
+		return err
+	} else if err := masks.check(); err != nil {
+		return err
+	}
 	var enc exportEncoder
 	switch format {
 	case formatNDJSON:
@@ -102,12 +120,13 @@ func (s *Server) export(c echo.Context, q broker.DLQQuery) error {
 		// dead letter leaves the server.
 		return start()
 	}
-	res, err := s.broker.Export(c.Request().Context(), q, strings.ToUpper(format), actor(c), func(page []broker.DeadLetter) (int, error) {
+	res, err := s.broker.Export(c.Request().Context(), q, audited, actor(c), func(page []broker.DeadLetter) (int, error) {
 		_ = rc.SetWriteDeadline(time.Now().Add(exportStall))
 		if err := start(); err != nil {
 			return 0, err
 		}
 		for i, d := range page {
+			d.Payload = maskedData(masks, d.Queue, d.Payload)
 			line, err := enc.row(d)
 			if err != nil {
 				return i, err
@@ -154,7 +173,7 @@ func (*ndjsonEncoder) header() []byte      { return nil }
 
 func (e *ndjsonEncoder) row(d broker.DeadLetter) ([]byte, error) {
 	e.buf.Reset()
-	v := newDeadLetterView(d)
+	v := newDeadLetterView(d, nil) // d's payload is masked already
 	v.Data = nil
 	enc := json.NewEncoder(&e.buf)
 	enc.SetEscapeHTML(false)
@@ -324,7 +343,8 @@ func deadLetterPartURL(queue, id, group, part string) string {
 	return u
 }
 
-// downloadPayload sends a dead letter's payload, byte for byte as pushed,
+// downloadPayload sends a dead letter's payload, byte for byte as pushed
+// but for its queue's masked fields (•••: the page's Reveal shows them),
 // as <id>.json; downloadError its whole error text as <id>-error.txt.
 // For viewers, who see both on the page.
 func (s *Server) downloadPayload(c echo.Context) error { return s.downloadPart(c, "payload") }
@@ -336,7 +356,11 @@ func (s *Server) downloadPart(c echo.Context, part string) error {
 	if err != nil {
 		return err
 	}
-	name, body, ctype := fileNamePart(id)+".json", d.Payload, "application/json"
+	masks := s.masksOf(c)
+	name, body, ctype := fileNamePart(id)+".json", []byte(masks.payload(d.Queue, d.Payload)), "application/json"
+	if err := masks.check(); err != nil {
+		return err
+	}
 	if part == "error" {
 		name, body, ctype = fileNamePart(id)+"-error.txt", []byte(d.Error), "text/plain; charset=utf-8"
 	}

@@ -140,6 +140,9 @@ func (s *Server) readBulkTarget(c echo.Context, vals url.Values, queue string) (
 		if err != nil {
 			return t, err
 		}
+		if err := s.masksOf(c).query(q); err != nil {
+			return t, err
+		}
 		if t.filter.Since != "" {
 			t.filter.Since, t.filter.From = "", q.From.Format(time.RFC3339Nano)
 		}

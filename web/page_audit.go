@@ -18,7 +18,7 @@ const auditPageSize = 50
 var auditActions = []string{broker.AuditReplay, broker.AuditEditReplay, broker.AuditDelete, broker.AuditRestore,
 	broker.AuditHold, broker.AuditHoldRelease, broker.AuditJobPause, broker.AuditJobResume, broker.AuditJobCancel, broker.AuditJobFail, broker.AuditJobCanary, broker.AuditExport, broker.AuditDeadLetter,
 	broker.AuditDeadLettersExpired, broker.AuditConfigure, broker.AuditQueueDelete, broker.AuditGroupDelete, broker.AuditLogin, broker.AuditLoginFailed, broker.AuditLogout, broker.AuditUser, broker.AuditToken, broker.AuditDemoHistory,
-	broker.AuditErrorGroup, broker.AuditNotifyChannel, broker.AuditNotifyChannelDelete, broker.AuditNotifyRule, broker.AuditNotifyRuleDelete, broker.AuditNotifyTest}
+	broker.AuditErrorGroup, broker.AuditNotifyChannel, broker.AuditNotifyChannelDelete, broker.AuditNotifyRule, broker.AuditNotifyRuleDelete, broker.AuditNotifyTest, broker.AuditReveal}
 
 // adminOnlyActions are the audit entries only admins see: failed logins
 // (their names and addresses are for whoever looks after the users).

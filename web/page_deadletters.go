@@ -202,6 +202,9 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.masksOf(c).query(q); err != nil {
+		return err
+	}
 	q.Limit, q.After, q.WithTotal = size, after, true
 	ctx, cancel := s.withTimeout(c, listBudget)
 	defer cancel()
@@ -478,7 +481,16 @@ func (s *Server) pathDeadLetter(ctx context.Context, c echo.Context) (queue, id 
 // showDeadLetterPage renders page 4: one dead letter, with its history;
 // or, with status 404, the page of one that is gone (showGone). An id
 // that names no message of the queue is the plain not-found page.
-func (s *Server) showDeadLetterPage(c echo.Context) error {
+func (s *Server) showDeadLetterPage(c echo.Context) error { return s.deadLetterPage(c, false) }
+
+// revealDeadLetter is the page's Reveal (a POST, for it writes the
+// audit): the dead letter's page with its queue's masked fields shown, to
+// a role at or above the queue's maskRevealRole (403 otherwise), audited
+// with who, which dead letter and which fields. The answer is not kept
+// by the browser (no-store); opening the page again (a GET) masks them.
+func (s *Server) revealDeadLetter(c echo.Context) error { return s.deadLetterPage(c, true) }
+
+func (s *Server) deadLetterPage(c echo.Context, reveal bool) error {
 	ctx, cancel := s.withTimeout(c, 10*time.Second)
 	defer cancel()
 	queue, err := pathParam(c, "queue")
@@ -505,6 +517,24 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 	if c.QueryParam("full") == "1" {
 		limit = 0
 	}
+	masks := s.masksOf(c)
+	payload := masks.payload(queue, d.Payload)
+	if err := masks.check(); err != nil {
+		return err
+	}
+	var revealed []string
+	if reveal {
+		if revealed, err = masks.reveal(queue); err != nil {
+			return err
+		}
+		if revealed != nil {
+			if err := s.broker.RecordReveal(ctx, actor(c), queue, d.Group, id, revealed); err != nil {
+				return err
+			}
+			payload = d.Payload
+			c.Response().Header().Set("Cache-Control", "no-store")
+		}
+	}
 	v := views.DeadLetterDetail{
 		Page: s.page(c, "Dead letter "+views.ShortID(id), "overview",
 			views.Crumb{Label: "Overview", URL: "/"}, views.Crumb{Label: queue, URL: queueURL(queue)},
@@ -513,7 +543,7 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 		Partition: d.Partition, PartitionID: d.PartitionKey, Group: d.Group, TxID: d.TransactionID, TraceID: d.TraceID,
 		Error: d.Error, Retries: d.RetryCount, PushedAt: d.CreatedAt, FailedAt: d.FailedAt, IsReplay: d.IsReplay(),
 		ExpiresAt: d.ExpiresAt,
-		Payload:   views.MakePayload(d.Payload, limit),
+		Payload:   views.MakePayload(payload, limit),
 		ReplayURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/replay",
 		DeleteURL: deadLettersURL(queue, nil) + "/" + url.PathEscape(id) + "/delete?" + url.Values{"group": {d.Group}}.Encode(),
 	}
@@ -528,6 +558,14 @@ func (s *Server) showDeadLetterPage(c echo.Context) error {
 		v.Retention = broker.DurationWords(d.ExpiresAt.Sub(d.FailedAt))
 	}
 	v.PayloadURL, v.ErrorURL = deadLetterPartURL(queue, id, d.Group, "payload"), deadLetterPartURL(queue, id, d.Group, "error")
+	if revealed != nil {
+		v.RevealedPaths = strings.Join(revealed, ", ")
+	} else if qm, ok := masks.of(queue); ok {
+		v.MaskedPaths, v.RevealRole = strings.Join(qm.Paths, ", "), string(qm.RevealRole)
+		if _, err := masks.reveal(queue); err == nil {
+			v.RevealURL = deadLetterPartURL(queue, id, d.Group, "reveal")
+		}
+	}
 	if v.IsReplay {
 		v.OriginalID = strings.TrimPrefix(d.TransactionID, broker.ReplayPrefix)
 		v.OriginalURL = searchURL(v.OriginalID) // where the original is now, and its copies

@@ -57,7 +57,14 @@ func (s *Server) previewEdit(c echo.Context) error {
 	if p.Error != "" {
 		return editRefused(c, p)
 	}
-	p.Diff = views.LineDiff(originalText(views.MakePayload(d.Payload, 0)), views.MakePayload(edited, 0).Pretty, views.DiffContext)
+	// The diff is of what the editor sees: the original masked, the
+	// edit as typed (a ••• left in it keeps the real value on replay).
+	masks := s.masksOf(c)
+	shown := masks.payload(d.Queue, d.Payload)
+	if err := masks.check(); err != nil {
+		return err
+	}
+	p.Diff = views.LineDiff(originalText(views.MakePayload(shown, 0)), views.MakePayload(edited, 0).Pretty, views.DiffContext)
 	return render(c, http.StatusOK, views.EditPreviewFragment(p))
 }
 
@@ -92,7 +99,9 @@ func (s *Server) replayEdit(c echo.Context) error {
 		v.Text, v.Preview = text, &p
 		return render(c, http.StatusBadRequest, views.EditView(v))
 	}
-	o.Payload = edited
+	if o.Payload, err = s.masksOf(c).restore(queue, edited, d.Payload); err != nil {
+		return err
+	}
 	res, err := s.broker.ReplayWith(ctx, id, o)
 	if err != nil {
 		return err
@@ -139,7 +148,11 @@ func (s *Server) editView(ctx context.Context, c echo.Context, queue, id string,
 	}
 	base := deadLettersURL(queue, nil) + "/" + url.PathEscape(id)
 	q := "?" + url.Values{"group": {d.Group}}.Encode()
-	orig := views.MakePayload(d.Payload, 0)
+	masks := s.masksOf(c)
+	orig := views.MakePayload(masks.payload(queue, d.Payload), 0)
+	if err := masks.check(); err != nil {
+		return views.EditDeadLetter{}, err
+	}
 	v := views.EditDeadLetter{
 		Page: s.page(c, "Edit and replay "+views.ShortID(id), "overview",
 			views.Crumb{Label: "Overview", URL: "/"}, views.Crumb{Label: queue, URL: queueURL(queue)},

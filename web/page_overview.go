@@ -456,6 +456,9 @@ func optionRows(o broker.Options) []views.Option {
 		{Name: "deadLetterArchive", Value: fmt.Sprint(o.DeadLetterArchive), Note: note(o.DeadLetterArchive != d.DeadLetterArchive)},
 		{Name: "holdAfterFailures", Value: breakerRule(o), Note: note(o.HoldAfterFailures != d.HoldAfterFailures)},
 		{Name: "holdProbeSeconds", Value: fmt.Sprintf("%d s", o.HoldProbeSeconds), Note: note(o.HoldProbeSeconds != d.HoldProbeSeconds)},
+		{Name: "maskPaths", Value: maskWords(o), Note: note(o.MaskPaths != d.MaskPaths)},
+		{Name: "maskRevealRole", Value: string(o.RevealRole()) + " (and above may reveal the masked fields of a dead letter, audited; below it may not search or filter on them)",
+			Note: note(o.RevealRole() != d.RevealRole())},
 	}
 	kept := o.Kept.Values()
 	if v, ok := kept["maxWaitTimeSeconds"]; ok {
@@ -472,6 +475,14 @@ func optionRows(o broker.Options) []views.Option {
 		rows = append(rows, views.Option{Name: name, Value: string(kept[name]), Note: "(kept, not enforced)"})
 	}
 	return rows
+}
+
+// maskWords says maskPaths in words.
+func maskWords(o broker.Options) string {
+	if o.MaskPaths == "" {
+		return "none: payloads are shown whole"
+	}
+	return strings.Join(o.MaskPaths.List(), ", ") + " (shown as " + broker.MaskedValue + " in every page, API answer, search, diff and export)"
 }
 
 // retention says a retention option in words: off (0) as off says, else

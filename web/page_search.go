@@ -47,6 +47,9 @@ func (s *Server) showSearch(c echo.Context) error {
 		return err
 	}
 	v.Tried = triedAs(res.As)
+	if res.Hits, err = s.masksOf(c).searchHits(res.Hits); err != nil {
+		return err
+	}
 	v.More = res.More
 	if len(res.Hits) == 1 && !res.More {
 		h := res.Hits[0]

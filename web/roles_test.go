@@ -68,6 +68,7 @@ var routeAccess = map[string]access{
 	"GET /queues/:queue/dead-letters/:id":                     viewer,
 	"GET /queues/:queue/dead-letters/:id/payload":             viewer,
 	"GET /queues/:queue/dead-letters/:id/error":               viewer,
+	"POST /queues/:queue/dead-letters/:id/reveal":             viewer, // and the queue's maskRevealRole (mask_test.go)
 	"GET /queues/:queue/dead-letters/confirm":                 operator,
 	"GET /queues/:queue/dead-letters/export":                  operator,
 	"POST /queues/:queue/dead-letters/replay":                 operator,

@@ -35,6 +35,7 @@ func (s *Server) pageRoutes() {
 	e.GET("/queues/:queue/dead-letters/:id", s.showDeadLetterPage, viewer)
 	e.GET("/queues/:queue/dead-letters/:id/payload", s.downloadPayload, viewer)
 	e.GET("/queues/:queue/dead-letters/:id/error", s.downloadError, viewer)
+	e.POST("/queues/:queue/dead-letters/:id/reveal", s.revealDeadLetter, viewer) // the queue's maskRevealRole: checked there
 	e.POST("/queues/:queue/dead-letters/:id/replay", s.replayOne, operator)
 	e.GET("/queues/:queue/dead-letters/:id/edit", s.showEdit, operator)
 	e.POST("/queues/:queue/dead-letters/:id/edit/preview", s.previewEdit, operator)

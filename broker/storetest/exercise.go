@@ -92,6 +92,7 @@ var tests = []test{
 	{"BulkReplayElsewhereKeepsItsDestination", testBulkReplayElsewhereKeepsItsDestination},
 	{"OnlyLeasesAreEphemeral", testOnlyLeasesAreEphemeral},
 	{"ErrorGroupsAreKeptAsEventsHappen", testErrorGroupsAreKeptAsEventsHappen},
+	{"QueueMasksAreKept", testQueueMasksAreKept},
 	{"ErrorGroupIsAFilter", testErrorGroupIsAFilter},
 	{"ErrorGroupLifecycle", testErrorGroupLifecycle},
 	{"ErrorGroupRegressesWhenACopyFailsAgain", testErrorGroupRegressesWhenACopyFailsAgain},

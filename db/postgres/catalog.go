@@ -240,13 +240,13 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	`INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-		hold_after_failures, hold_probe_seconds)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO NOTHING RETURNING id`: {text: `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-		hold_after_failures, hold_probe_seconds)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 		ON CONFLICT (name) DO NOTHING RETURNING id`, stores: true},
 	// Tx.DeadLetter: translated
 	`SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name,
@@ -958,18 +958,18 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	`SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues WHERE id = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues WHERE id = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues WHERE id = $1`},
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues WHERE id = $1`},
 	// Tx.QueueByName: translated
 	`SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues WHERE name = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues WHERE name = ?`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues WHERE name = $1`},
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues WHERE name = $1`},
 	// Tx.QueueNames: translated
 	`SELECT name FROM queues ORDER BY name`: {text: `SELECT name FROM queues ORDER BY name`},
 	// Tx.QueueTotals: hand-written (PGQuery)
@@ -1010,10 +1010,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8) RETURNING id`, stores: true},
 	`SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues ORDER BY name`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues ORDER BY name`: {text: `SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues ORDER BY name`},
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues ORDER BY name`},
 	// Tx.ReadersOf: translated
 	`SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
 		WHERE s.queue_id IN (SELECT value FROM json_each(?)) ORDER BY s.queue_id, g.name`: {text: `SELECT s.queue_id, g.name FROM subscriptions s JOIN groups g ON g.id = s.group_id
@@ -1363,11 +1363,11 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
 		completed_retention = ?, retention = ?, dead_letter_retention = ?,
 		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ?,
-		hold_after_failures = ?, hold_probe_seconds = ? WHERE id = ?`: {text: `UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_letter_queue = $4, dlq_after_max_retries = $5,
+		hold_after_failures = ?, hold_probe_seconds = ?, mask_paths = ?, mask_reveal_role = ? WHERE id = ?`: {text: `UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_letter_queue = $4, dlq_after_max_retries = $5,
 		namespace = $6, task = $7, delayed_processing = $8, kept_options = $9, replay_pause_percent = $10, replay_pause_window = $11,
 		completed_retention = $12, retention = $13, dead_letter_retention = $14,
 		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18,
-		hold_after_failures = $19, hold_probe_seconds = $20 WHERE id = $21`, stores: true},
+		hold_after_failures = $19, hold_probe_seconds = $20, mask_paths = $21, mask_reveal_role = $22 WHERE id = $23`, stores: true},
 	// Tx.UserByID: translated
 	`SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = ?`: {text: `SELECT id, name, role, password_hash, queues, sso_subject, created_at FROM users WHERE id = $1`},
 	// Tx.UserByName: translated

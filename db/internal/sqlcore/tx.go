@@ -118,17 +118,18 @@ func B2I(b bool) int64 {
 const queueCols = `id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds`
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role`
 
 func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 	var q broker.Queue
 	var dlq, after, created, archive int64
-	var kept string
+	var kept, maskPaths, revealRole string
 	err := s.Scan(&q.ID, &q.Name, &q.Options.LeaseTime, &q.Options.RetryLimit, &q.Options.RetryDelay, &dlq, &after, &created,
 		&q.Namespace, &q.Task, &q.Options.DelayedProcessing, &kept, &q.Options.ReplayPausePercent, &q.Options.ReplayPauseWindow,
 		&q.Options.CompletedRetentionSeconds, &q.Options.RetentionSeconds, &q.Options.DeadLetterRetentionSeconds,
 		&q.Options.RetryBackoff, &q.Options.RetryDelayMax, &q.Options.MaxReplays, &archive,
-		&q.Options.HoldAfterFailures, &q.Options.HoldProbeSeconds)
+		&q.Options.HoldAfterFailures, &q.Options.HoldProbeSeconds, &maskPaths, &revealRole)
+	q.Options.MaskPaths, q.Options.MaskRevealRole = broker.MaskPaths(maskPaths), broker.Role(revealRole)
 	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, fromMS(created)
 	q.Options.DeadLetterArchive = archive != 0
 	if err == nil {
@@ -212,12 +213,13 @@ func (t *Tx) CreateQueue(ctx context.Context, q *broker.Queue) error {
 	n, id, err := t.Insert(ctx, "id", `INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-		hold_after_failures, hold_probe_seconds)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO NOTHING`, q.Name, o.LeaseTime, o.RetryLimit, o.RetryDelay, B2I(o.DeadLetterQueue), B2I(o.DLQAfterMaxRetries), MS(q.CreatedAt),
 		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
 		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
-		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, B2I(o.DeadLetterArchive), o.HoldAfterFailures, o.HoldProbeSeconds)
+		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, B2I(o.DeadLetterArchive), o.HoldAfterFailures, o.HoldProbeSeconds,
+		string(o.MaskPaths), string(o.RevealRole()))
 	switch {
 	case err != nil:
 		return err
@@ -242,11 +244,12 @@ func (t *Tx) UpdateQueue(ctx context.Context, q broker.Queue) error {
 		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
 		completed_retention = ?, retention = ?, dead_letter_retention = ?,
 		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ?,
-		hold_after_failures = ?, hold_probe_seconds = ? WHERE id = ?`,
+		hold_after_failures = ?, hold_probe_seconds = ?, mask_paths = ?, mask_reveal_role = ? WHERE id = ?`,
 		o.LeaseTime, o.RetryLimit, o.RetryDelay, B2I(o.DeadLetterQueue), B2I(o.DLQAfterMaxRetries),
 		orNull(q.Namespace), orNull(q.Task), o.DelayedProcessing, kept, o.ReplayPausePercent, o.ReplayPauseWindow,
 		o.CompletedRetentionSeconds, o.RetentionSeconds, o.DeadLetterRetentionSeconds,
-		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, B2I(o.DeadLetterArchive), o.HoldAfterFailures, o.HoldProbeSeconds, q.ID)
+		o.RetryBackoff, o.RetryDelayMax, o.MaxReplays, B2I(o.DeadLetterArchive), o.HoldAfterFailures, o.HoldProbeSeconds,
+		string(o.MaskPaths), string(o.RevealRole()), q.ID)
 	return err
 }
 

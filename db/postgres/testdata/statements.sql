@@ -399,15 +399,15 @@ INSERT INTO partitions (queue_id, name, uuid, created_at) VALUES ($1, $2, $3, $4
 --   INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 --   		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
---   		hold_after_failures, hold_probe_seconds)
---   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+--   		hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role)
+--   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 --   		ON CONFLICT (name) DO NOTHING
 -- postgres (translated):
 INSERT INTO queues (name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 		namespace, task, delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 		completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-		hold_after_failures, hold_probe_seconds)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 		ON CONFLICT (name) DO NOTHING RETURNING id
 ;
 
@@ -1839,12 +1839,12 @@ SELECT p.id, p.uuid, p.queue_id, p.name, p.created_at, p.messages + (SELECT COUN
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 --   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
---   	hold_after_failures, hold_probe_seconds FROM queues WHERE id = ?
+--   	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues WHERE id = ?
 -- postgres (translated):
 SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues WHERE id = $1
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues WHERE id = $1
 ;
 
 -- used by: Tx.QueueByName
@@ -1852,12 +1852,12 @@ SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_af
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 --   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
---   	hold_after_failures, hold_probe_seconds FROM queues WHERE name = ?
+--   	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues WHERE name = ?
 -- postgres (translated):
 SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues WHERE name = $1
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues WHERE name = $1
 ;
 
 -- used by: Tx.QueueNames
@@ -1912,12 +1912,12 @@ SELECT q.id, q.name, q.created_at, COALESCE(s.depth, 0)::bigint, COALESCE(s.dept
 --   SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 --   	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 --   	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
---   	hold_after_failures, hold_probe_seconds FROM queues ORDER BY name
+--   	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues ORDER BY name
 -- postgres (translated):
 SELECT id, name, lease_time, retry_limit, retry_delay, dead_letter_queue, dlq_after_max_retries, created_at,
 	COALESCE(namespace, ''), COALESCE(task, ''), delayed_processing, kept_options, replay_pause_percent, replay_pause_window,
 	completed_retention, retention, dead_letter_retention, retry_backoff, retry_delay_max, max_replays, dead_letter_archive,
-	hold_after_failures, hold_probe_seconds FROM queues ORDER BY name
+	hold_after_failures, hold_probe_seconds, mask_paths, mask_reveal_role FROM queues ORDER BY name
 ;
 
 -- used by: Tx.ReadersOf
@@ -2754,13 +2754,13 @@ UPDATE audit SET count = $2, detail = $3 WHERE id = $1 AND action = 'dead_letter
 --   		namespace = ?, task = ?, delayed_processing = ?, kept_options = ?, replay_pause_percent = ?, replay_pause_window = ?,
 --   		completed_retention = ?, retention = ?, dead_letter_retention = ?,
 --   		retry_backoff = ?, retry_delay_max = ?, max_replays = ?, dead_letter_archive = ?,
---   		hold_after_failures = ?, hold_probe_seconds = ? WHERE id = ?
+--   		hold_after_failures = ?, hold_probe_seconds = ?, mask_paths = ?, mask_reveal_role = ? WHERE id = ?
 -- postgres (translated):
 UPDATE queues SET lease_time = $1, retry_limit = $2, retry_delay = $3, dead_letter_queue = $4, dlq_after_max_retries = $5,
 		namespace = $6, task = $7, delayed_processing = $8, kept_options = $9, replay_pause_percent = $10, replay_pause_window = $11,
 		completed_retention = $12, retention = $13, dead_letter_retention = $14,
 		retry_backoff = $15, retry_delay_max = $16, max_replays = $17, dead_letter_archive = $18,
-		hold_after_failures = $19, hold_probe_seconds = $20 WHERE id = $21
+		hold_after_failures = $19, hold_probe_seconds = $20, mask_paths = $21, mask_reveal_role = $22 WHERE id = $23
 ;
 
 -- used by: Tx.UserByID

@@ -1,0 +1,294 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestMaskApply(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, payload string
+		paths         []string
+		want          string
+	}{
+		{"key", `{"card":{"number":"4111","cvc":123},"id":7}`, []string{"$.card.number"}, `{"card":{"number":"•••","cvc":123},"id":7}`},
+		{"object whole", `{"card": {"number":"4111"} , "id":7}`, []string{"$.card"}, `{"card": "•••" , "id":7}`},
+		{"any depth", `{"email":"a@x","u":[{"email":"b@x"},{"n":{"email":null}}]}`, []string{"$..email"}, `{"email":"•••","u":[{"email":"•••"},{"n":{"email":"•••"}}]}`},
+		{"array any", `{"items":[{"card":1},{"card":[2,3]},{"x":4}]}`, []string{"$.items[*].card"}, `{"items":[{"card":"•••"},{"card":"•••"},{"x":4}]}`},
+		{"array index", `[1, 2 ,3]`, []string{"$[1]"}, `[1, "•••" ,3]`},
+		{"quoted name", `{"a.b":1,"c":2}`, []string{`$['a.b']`}, `{"a.b":"•••","c":2}`},
+		{"escaped key", `{"ca\u0072d":"4111"}`, []string{"$.card"}, `{"ca\u0072d":"•••"}`},
+		{"duplicate keys", `{"k":1,"k":2}`, []string{"$.k"}, `{"k":"•••","k":"•••"}`},
+		{"whole", `{"a":1}`, []string{"$"}, `"•••"`},
+		{"absent", `{"a":"]\"}"}`, []string{"$.b"}, `{"a":"]\"}"}`},
+		{"not json", `card=4111`, []string{"$.card"}, `"•••"`},
+		{"scalar root", `"4111"`, []string{"$.card"}, `"4111"`},
+		{"desc wildcard", `{"a":{"b":1}}`, []string{"$..*"}, `{"a":"•••"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mp, err := ParseMaskPaths(tc.paths)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := []byte(tc.payload)
+			got, masked := NewMask(mp).Apply(in)
+			if string(got) != tc.want {
+				t.Errorf("Apply(%s) = %s, want %s", tc.payload, got, tc.want)
+			}
+			if masked != (tc.want != tc.payload) {
+				t.Errorf("masked = %v", masked)
+			}
+			if string(in) != tc.payload {
+				t.Errorf("the payload was changed: %s", in)
+			}
+		})
+	}
+}
+
+func TestParseMaskPathRefusesBadPaths(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "card", "$.", "$..", "$.a b", "$[x]", "$[-1]", "$['a", "$[", "$.a[*", "$a", "$.a..", "$[+1]"} {
+		if _, err := ParseMaskPath(s); err == nil {
+			t.Errorf("ParseMaskPath(%q) = nil error", s)
+		} else if !strings.Contains(err.Error(), "mask path") {
+			t.Errorf("ParseMaskPath(%q) = %v: does not name the path", s, err)
+		}
+	}
+	for _, s := range []string{"$", "$.card.number", "$..email", "$.items[*].card", "$[0]", `$["a b"]`, "$..[*]", "$.*", "$..['x']"} {
+		if _, err := ParseMaskPath(s); err != nil {
+			t.Errorf("ParseMaskPath(%q): %v", s, err)
+		}
+	}
+}
+
+// refMask is the mask applied on a decoded value, the reference Apply is
+// checked against.
+func refMask(v any, p maskPath) any {
+	if len(p) == 0 {
+		return MaskedValue
+	}
+	s := p[0]
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if s.matchKey(k) {
+				c = refMask(c, p[1:])
+			}
+			if s.desc {
+				c = refMask(c, p)
+			}
+			x[k] = c
+		}
+	case []any:
+		for i, c := range x {
+			if s.matchIndex(i) {
+				c = refMask(c, p[1:])
+			}
+			if s.desc {
+				c = refMask(c, p)
+			}
+			x[i] = c
+		}
+	}
+	return v
+}
+
+func decodeAny(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
+}
+
+// FuzzMaskApply checks Apply against refMask on any payload and path: the
+// output is valid JSON and decodes as the payload with the values at the
+// path replaced (so every other value is as it was).
+func FuzzMaskApply(f *testing.F) {
+	f.Add([]byte(`{"card":{"number":"4111"},"items":[{"card":1}]}`), "$..card")
+	f.Add([]byte(`[{"a":[1,{"b":"x"}]}, 2]`), "$[*].a[1].b")
+	f.Add([]byte(` { "e\u006dail" : "x" , "n" : [ ] } `), "$.email")
+	f.Add([]byte(`{"a":{"a":{"a":1}}}`), "$..a.a")
+	f.Fuzz(func(t *testing.T, payload []byte, path string) {
+		p, err := ParseMaskPath(path)
+		if err != nil {
+			return
+		}
+		m := Mask{paths: []maskPath{p}}
+		keep := append([]byte(nil), payload...)
+		out, _ := m.Apply(payload)
+		if !bytes.Equal(keep, payload) {
+			t.Fatal("the payload was changed")
+		}
+		if !json.Valid(out) {
+			t.Fatalf("Apply(%q, %q) = %q: not JSON", payload, path, out)
+		}
+		in, err := decodeAny(payload)
+		if err != nil || !json.Valid(payload) {
+			if string(out) != string(maskedJSON) {
+				t.Fatalf("a payload that is not JSON gave %q", out)
+			}
+			return
+		}
+		got, err := decodeAny(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := refMask(in, p); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Apply(%q, %q) = %q, want %v", payload, path, out, want)
+		}
+	})
+}
+
+// FuzzMaskShapes builds payloads of random shapes from the fuzzer's
+// bytes, secret values under the keys card and email at any depth (with
+// escaped keys and odd spacing), and checks that no secret byte is left
+// with $..card and $..email masked, and the rest is unchanged.
+func FuzzMaskShapes(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{0, 0, 0, 255, 17, 33, 2, 9, 9, 9, 1})
+	f.Fuzz(func(t *testing.T, seed []byte) {
+		i := 0
+		next := func() int {
+			if i >= len(seed) {
+				return 0
+			}
+			i++
+			return int(seed[i-1])
+		}
+		var build func(depth int, secret bool) string
+		n := 0
+		build = func(depth int, secret bool) string {
+			n++
+			if secret {
+				// What sits under a masked key: any shape, all secret.
+				switch next() % 3 {
+				case 0:
+					return fmt.Sprintf(`"S3CR3T%d"`, n)
+				case 1:
+					return fmt.Sprintf(`{"x":"S3CR3T%d"}`, n)
+				default:
+					return fmt.Sprintf(`[ "S3CR3T%d" , 5 ]`, n)
+				}
+			}
+			if depth > 5 {
+				return fmt.Sprintf(`"plain%d"`, n)
+			}
+			sp := []string{"", " ", "\n\t"}[next()%3]
+			switch next() % 4 {
+			case 0:
+				var parts []string
+				for k := next() % 4; k > 0; k-- {
+					key := []string{"card", "email", "name", `c\u0061rd`, "items"}[next()%5]
+					parts = append(parts, sp+`"`+key+`"`+sp+":"+sp+build(depth+1, key != "name" && key != "items"))
+				}
+				return "{" + strings.Join(parts, ",") + sp + "}"
+			case 1:
+				var parts []string
+				for k := next() % 4; k > 0; k-- {
+					parts = append(parts, sp+build(depth+1, false))
+				}
+				return "[" + strings.Join(parts, ",") + sp + "]"
+			case 2:
+				return fmt.Sprintf(`"plain%d \"q\" \\"`, n)
+			default:
+				return fmt.Sprintf("%d.5e1", n)
+			}
+		}
+		payload := []byte(build(0, false))
+		mp, _ := ParseMaskPaths([]string{"$..card", "$..email"})
+		out, _ := NewMask(mp).Apply(payload)
+		if !json.Valid(out) {
+			t.Fatalf("%s: not JSON: %s", payload, out)
+		}
+		if bytes.Contains(out, []byte("S3CR3T")) {
+			t.Fatalf("a secret is left: %s", out)
+		}
+		in, err := decodeAny(payload)
+		if err != nil {
+			t.Fatalf("the test built no JSON: %s", payload)
+		}
+		for _, p := range NewMask(mp).paths {
+			in = refMask(in, p)
+		}
+		if got, _ := decodeAny(out); !reflect.DeepEqual(got, in) {
+			t.Fatalf("%s masked as %s", payload, out)
+		}
+	})
+}
+
+func TestMasksCheckQuery(t *testing.T) {
+	t.Parallel()
+	mp, _ := ParseMaskPaths([]string{"$.card.number", "$.items[*].sku"})
+	all, _ := ParseMaskPaths([]string{"$..email"})
+	m := Masks{"orders": {Mask: NewMask(mp), Paths: mp.List(), RevealRole: RoleAdmin},
+		"users": {Mask: NewMask(all), Paths: all.List(), RevealRole: RoleOperator}}
+	for _, tc := range []struct {
+		name string
+		q    DLQQuery
+		role Role
+		ok   bool
+	}{
+		{"text", DLQQuery{Queue: "orders", Text: "4111"}, RoleViewer, false},
+		{"text admin", DLQQuery{Queue: "orders", Text: "4111"}, RoleAdmin, true},
+		{"text operator may reveal users", DLQQuery{Queue: "users", Text: "x"}, RoleOperator, true},
+		{"text every queue", DLQQuery{Text: "x"}, RoleOperator, false},
+		{"masked field", DLQQuery{Queue: "orders", Fields: []string{"card.number = 4111"}}, RoleOperator, false},
+		{"holds a masked field", DLQQuery{Queue: "orders", Fields: []string{"card contains 4111"}}, RoleViewer, false},
+		{"element", DLQQuery{Queue: "orders", Fields: []string{"items[3].sku = x"}}, RoleViewer, false},
+		{"other field", DLQQuery{Queue: "orders", Fields: []string{"card.brand = amex", "items[0].qty > 1"}}, RoleViewer, true},
+		{"any depth", DLQQuery{Queue: "users", Fields: []string{"a.b.email = x"}}, RoleViewer, false},
+		{"no filter", DLQQuery{Queue: "orders"}, RoleViewer, true},
+	} {
+		err := m.CheckQuery(tc.q, tc.role)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "refused") {
+			t.Errorf("%s: %v does not say refused", tc.name, err)
+		}
+	}
+}
+
+func TestMaskRestoreKeepsRealValuesLeftMasked(t *testing.T) {
+	t.Parallel()
+	mp, _ := ParseMaskPaths([]string{"$.card.number", "$..email", "$.items[*].sku"})
+	m := NewMask(mp)
+	orig := `{"card":{"number":"4111 1111","cvc":1},"email":{"a":1},"items":[{"sku":"A"},{"sku":"B"}],"u":{"email":"x@y"}}`
+	shown, _ := m.Apply([]byte(orig))
+	// The editor changes cvc, types a new sku over the second •••, and
+	// leaves the rest.
+	edited := strings.Replace(strings.Replace(string(shown), `"cvc":1`, `"cvc":2`, 1), `{"sku":"•••"}]`, `{"sku":"C"}]`, 1)
+	got, kept := m.Restore([]byte(edited), []byte(orig))
+	want := `{"card":{"number":"4111 1111","cvc":2},"email":{"a":1},"items":[{"sku":"A"},{"sku":"C"}],"u":{"email":"x@y"}}`
+	if string(got) != want || kept != 4 {
+		t.Errorf("Restore = %s (%d kept), want %s", got, kept, want)
+	}
+	// A ••• where the original has nothing stays as typed.
+	if got, kept := m.Restore([]byte(`{"card":{"number":"•••"},"new":{"email":"•••"}}`), []byte(`{"x":1}`)); string(got) != `{"card":{"number":"•••"},"new":{"email":"•••"}}` || kept != 0 {
+		t.Errorf("Restore with nothing to keep = %s, %d", got, kept)
+	}
+	whole := NewMask("$")
+	if got, _ := whole.Restore([]byte(`"•••"`), []byte(`not json`)); string(got) != "not json" {
+		t.Errorf("Restore of a whole mask = %s", got)
+	}
+}
+
+// BenchmarkMaskApply is one payload of the bench's shape (bench/dlqdb.go)
+// masked at three paths, one at any depth.
+func BenchmarkMaskApply(b *testing.B) {
+	payload := []byte(`{"orderId":"o-123456","customer":"c-01234","amount":12.34,"currency":"EUR","card":{"brand":"visa","last4":"4242"},"tags":["vip"],"items":[{"sku":"SKU-0042","qty":2}],"source":"checkout-web"}`)
+	mp, _ := ParseMaskPaths([]string{"$.card.last4", "$..sku", "$.customer"})
+	m := NewMask(mp)
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		m.Apply(payload)
+	}
+}
