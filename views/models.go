@@ -595,6 +595,7 @@ type UserRow struct {
 	ID        int64
 	Name      string
 	Role      string
+	Queues    string // the queue scope's patterns; "": every queue
 	CreatedAt time.Time
 	Self      bool
 }
@@ -606,6 +607,7 @@ type TokenRow struct {
 	User     string
 	Role     string
 	Name     string
+	Queues   string // the queues it sees (its own and its user's scope); "": every queue
 	Created  time.Time
 	LastUsed time.Time
 }

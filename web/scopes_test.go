@@ -63,6 +63,14 @@ var scopeRefused = map[string]int{
 	"GET /api/v1/pop":                       http.StatusBadRequest, // pops by labels pick among every queue
 	"DELETE /api/v1/consumer-groups/:group": http.StatusBadRequest, // the group of every queue
 	"POST /admin/thresholds":                http.StatusForbidden,  // every queue's thresholds
+	// Users and tokens: an admin limited to some queues could give
+	// others, or themself, the queues they do not see.
+	"POST /admin/users":                          http.StatusForbidden,
+	"POST /admin/users/:id/role":                 http.StatusForbidden,
+	"POST /admin/users/:id/queues":               http.StatusForbidden,
+	"POST /admin/users/:id/delete":               http.StatusForbidden,
+	"POST /admin/tokens":                         http.StatusForbidden,
+	"POST /admin/users/:id/tokens/:token/revoke": http.StatusForbidden,
 }
 
 // scopePath fills a route's parameters with the fixture's (queue) or
