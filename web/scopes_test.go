@@ -263,7 +263,8 @@ func TestEveryRouteKeepsOutOfScopeQueuesAbsent(t *testing.T) {
 			// A 404 may echo the name asked for, as it does for a name of
 			// nothing; nothing else of the fixture shows.
 			if (out.status != http.StatusNotFound && strings.Contains(string(out.body), scopedQueue)) || strings.Contains(string(out.body), scopedMarker) {
-				i := max(strings.Index(string(out.body), scopedQueue), strings.Index(string(out.body), scopedMarker)); t.Fatalf("out of scope: %d shows the fixture's queue: …%.400s", out.status, out.body[max(i-300, 0):])
+				i := max(strings.Index(string(out.body), scopedQueue), strings.Index(string(out.body), scopedMarker))
+				t.Fatalf("out of scope: %d shows the fixture's queue: …%.400s", out.status, out.body[max(i-300, 0):])
 			}
 			if method != http.MethodGet {
 				return // changes: the unlimited admin's answer would change the fixture
