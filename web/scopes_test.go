@@ -38,14 +38,13 @@ type scopeFixture struct {
 // scopeBodies are the bodies of the routes that name a queue in their
 // body, %[1]s the queue; the others are sent none.
 var scopeBodies = map[string]string{
-	"POST /api/v1/push":                                `{"items":[{"queue":%[1]q,"payload":{"n":1}}]}`,
-	"POST /api/v1/configure":                           `{"queue":%[1]q,"options":{"retryLimit":0}}`,
-	"POST /api/v1/holds":                               `{"queue":%[1]q,"reason":"scope table"}`,
-	"POST /api/v1/dlq/replay":                          `{"filter":{"queue":%[1]q},"dryRun":true}`,
-	"POST /api/v1/dlq/delete":                          `{"filter":{"queue":%[1]q},"dryRun":true}`,
-	"POST /api/v1/transaction":                         `{"operations":[{"type":"push","items":[{"queue":%[1]q,"payload":{"n":1}}]}]}`,
-	"POST /api/v1/error-groups/:fingerprint/state":     `{"queue":%[1]q,"state":"acknowledged"}`,
-	"POST /api/v1/consumer-groups/:group/subscription": `{"queue":%[1]q,"from":"latest"}`,
+	"POST /api/v1/push":                            `{"items":[{"queue":%[1]q,"payload":{"n":1}}]}`,
+	"POST /api/v1/configure":                       `{"queue":%[1]q,"options":{"retryLimit":0}}`,
+	"POST /api/v1/holds":                           `{"queue":%[1]q,"reason":"scope table"}`,
+	"POST /api/v1/dlq/replay":                      `{"filter":{"queue":%[1]q},"dryRun":true}`,
+	"POST /api/v1/dlq/delete":                      `{"filter":{"queue":%[1]q},"dryRun":true}`,
+	"POST /api/v1/transaction":                     `{"operations":[{"type":"push","items":[{"queue":%[1]q,"payload":{"n":1}}]}]}`,
+	"POST /api/v1/error-groups/:fingerprint/state": `{"queue":%[1]q,"state":"acknowledged"}`,
 }
 
 // scopeQueries are the queries of lists that find nothing without one:
@@ -70,9 +69,10 @@ var scopeExempt = map[string]string{
 // scopeRefused are routes that act on every queue at once: refused to a
 // principal limited to some queues, with this status.
 var scopeRefused = map[string]int{
-	"GET /api/v1/pop":                       http.StatusBadRequest, // pops by labels pick among every queue
-	"DELETE /api/v1/consumer-groups/:group": http.StatusBadRequest, // the group of every queue
-	"POST /admin/thresholds":                http.StatusForbidden,  // every queue's thresholds
+	"GET /api/v1/pop":                                  http.StatusBadRequest, // pops by labels pick among every queue
+	"DELETE /api/v1/consumer-groups/:group":            http.StatusBadRequest, // the group of every queue
+	"POST /api/v1/consumer-groups/:group/subscription": http.StatusBadRequest, // likewise
+	"POST /admin/thresholds":                           http.StatusForbidden,  // every queue's thresholds
 	// Users and tokens: an admin limited to some queues could give
 	// others, or themself, the queues they do not see.
 	"POST /admin/users":                          http.StatusForbidden,
