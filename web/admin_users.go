@@ -47,13 +47,14 @@ func (s *Server) showUsers(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.UsersView(v), views.UsersContent(v))
 }
 
-// everyQueueAdmin refuses (403) a change of users or tokens by an admin
-// limited to some queues: such an admin could otherwise give a user, a
-// token or themself the queues they do not see.
+// everyQueueAdmin refuses (403) to an admin limited to some queues what
+// spans every queue: changing users or tokens (such an admin could give
+// a user, a token or themself the queues they do not see) and the
+// notifications (their rules and deliveries name every queue's events).
 func (s *Server) everyQueueAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !scopeOf(c.Request().Context()).All() {
-			return s.renderError(c, http.StatusForbidden, "Users and tokens are changed by an admin who sees every queue.")
+			return &apiError{status: http.StatusForbidden, message: "this is for an admin who sees every queue"}
 		}
 		return next(c)
 	}

@@ -81,6 +81,22 @@ var scopeRefused = map[string]int{
 	"POST /admin/users/:id/delete":               http.StatusForbidden,
 	"POST /admin/tokens":                         http.StatusForbidden,
 	"POST /admin/users/:id/tokens/:token/revoke": http.StatusForbidden,
+	// Notifications: their rules and deliveries are every queue's.
+	"GET /admin/notify":                      http.StatusForbidden,
+	"POST /admin/notify/channels":            http.StatusForbidden,
+	"POST /admin/notify/channels/:id/delete": http.StatusForbidden,
+	"POST /admin/notify/channels/:id/test":   http.StatusForbidden,
+	"POST /admin/notify/rules":               http.StatusForbidden,
+	"POST /admin/notify/rules/:id/delete":    http.StatusForbidden,
+	"GET /admin/notify/deliveries":           http.StatusForbidden,
+	"GET /api/v1/notify/channels":            http.StatusForbidden,
+	"POST /api/v1/notify/channels":           http.StatusForbidden,
+	"DELETE /api/v1/notify/channels/:id":     http.StatusForbidden,
+	"POST /api/v1/notify/channels/:id/test":  http.StatusForbidden,
+	"GET /api/v1/notify/rules":               http.StatusForbidden,
+	"POST /api/v1/notify/rules":              http.StatusForbidden,
+	"DELETE /api/v1/notify/rules/:id":        http.StatusForbidden,
+	"GET /api/v1/notify/deliveries":          http.StatusForbidden,
 }
 
 // scopePath fills a route's parameters with the fixture's (queue) or
