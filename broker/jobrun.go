@@ -173,6 +173,9 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 				if j.Queue, err = queueOfIDs(ctx, tx, r.IDs, r.Group); err != nil {
 					return err
 				}
+				if !r.Scope.Allows(j.Queue) {
+					j.Queue = "" // out of the request's scope: not named to it
+				}
 			}
 		}
 		if j.Kind == JobReplay && j.Scope.Mode == ReplayOwnGroup {

@@ -524,11 +524,17 @@ func (b *Broker) Audit(ctx context.Context, f AuditFilter, p Page) ([]AuditEntry
 const auditScopeReads = 50
 
 // auditInScope reports whether a viewer limited to sc sees entry a: one
-// that names no queue, or whose queues (a comma-separated list) sc all
-// allows.
+// whose queues (a comma-separated list) sc all allows, or one of people's
+// accounts (logins, users, tokens), which name none. Another entry that
+// names no queue acted on every queue (an export or a job over all of
+// them, a pause of every delivery): out of scope, its filter's text too.
 func auditInScope(sc QueueScope, a AuditEntry) bool {
 	if a.Queue == "" {
-		return true
+		switch a.Action {
+		case AuditLogin, AuditLoginFailed, AuditLogout, AuditUser, AuditToken:
+			return true
+		}
+		return false
 	}
 	for _, q := range strings.Split(a.Queue, ",") {
 		if !sc.Allows(q) {

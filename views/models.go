@@ -611,6 +611,7 @@ type UserRow struct {
 	ID        int64
 	Name      string
 	Role      string
+	Queues    string // the queue scope's patterns; "": every queue
 	CreatedAt time.Time
 	Self      bool
 	// SSO: the user logs in through single sign-on, whose claims set the
@@ -625,6 +626,7 @@ type TokenRow struct {
 	User     string
 	Role     string
 	Name     string
+	Queues   string // the queues it sees (its own and its user's scope); "": every queue
 	Created  time.Time
 	LastUsed time.Time
 }

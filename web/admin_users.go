@@ -31,14 +31,14 @@ func (s *Server) showUsers(c echo.Context) error {
 	me, _ := visitorFrom(c)
 	v := views.Users{Page: s.page(c, "Users and API tokens", "users"), Roles: roleNames}
 	for _, u := range users {
-		v.Users = append(v.Users, views.UserRow{ID: u.ID, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt, Self: u.ID == me.user.ID, SSO: u.Subject != ""})
+		v.Users = append(v.Users, views.UserRow{ID: u.ID, Name: u.Name, Role: string(u.Role), Queues: u.Queues.String(), CreatedAt: u.CreatedAt, Self: u.ID == me.user.ID, SSO: u.Subject != ""})
 		tokens, err := s.broker.Tokens(ctx, u.ID)
 		if err != nil {
 			return err
 		}
 		for _, t := range tokens {
 			v.Tokens = append(v.Tokens, views.TokenRow{ID: t.ID, UserID: t.UserID, User: t.User, Role: string(t.Role),
-				Name: t.Name, Created: t.CreatedAt, LastUsed: t.LastUsedAt})
+				Name: t.Name, Queues: t.Scope().String(), Created: t.CreatedAt, LastUsed: t.LastUsedAt})
 		}
 	}
 	if v.Flash, v.NewToken, err = s.takeFlash(c); err != nil {
@@ -47,10 +47,27 @@ func (s *Server) showUsers(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.UsersView(v), views.UsersContent(v))
 }
 
-// createUser adds a user with a role and a password.
+// everyQueueAdmin refuses (403) to an admin limited to some queues what
+// spans every queue: changing users or tokens (such an admin could give
+// a user, a token or themself the queues they do not see) and the
+// notifications (their rules and deliveries name every queue's events).
+func (s *Server) everyQueueAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !scopeOf(c.Request().Context()).All() {
+			return &apiError{status: http.StatusForbidden, message: "this is for an admin who sees every queue"}
+		}
+		return next(c)
+	}
+}
+
+// createUser adds a user with a role, a password and the queues they see.
 func (s *Server) createUser(c echo.Context) error {
 	name := strings.TrimSpace(c.FormValue("name"))
 	role := Role(c.FormValue("role"))
+	queues, err := broker.ParseQueueScope(c.FormValue("queues"))
+	if err != nil {
+		return s.backToUsers(c, "", err)
+	}
 	hash, err := password.Hash(c.FormValue("password"), s.bcryptCost)
 	if errors.Is(err, password.ErrRefused) {
 		return s.backToUsers(c, "", shownError(err.Error()))
@@ -58,8 +75,26 @@ func (s *Server) createUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.broker.CreateUser(c.Request().Context(), name, role, hash, actor(c))
+	_, err = s.broker.CreateUserWith(c.Request().Context(), broker.UserParams{Name: name, Role: role, PasswordHash: hash, Queues: &queues}, actor(c))
 	return s.backToUsers(c, fmt.Sprintf("User %s created with the role %s.", name, role), err)
+}
+
+// setUserQueues changes the queues a user sees, from their next request.
+func (s *Server) setUserQueues(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return s.backToUsers(c, "", err)
+	}
+	queues, err := broker.ParseQueueScope(c.FormValue("queues"))
+	if err != nil {
+		return s.backToUsers(c, "", err)
+	}
+	err = s.broker.SetUserQueues(c.Request().Context(), id, queues, actor(c))
+	what := "every queue"
+	if !queues.All() {
+		what = "the queues " + queues.String()
+	}
+	return s.backToUsers(c, "The user now sees "+what+".", err)
 }
 
 // setUserRole changes a user's role; the broker keeps the last admin.
@@ -98,7 +133,11 @@ func (s *Server) createToken(c echo.Context) error {
 	if err != nil {
 		return s.backToUsers(c, "", shownError("choose the user the token is for"))
 	}
-	secret, t, err := s.broker.CreateToken(c.Request().Context(), userID, c.FormValue("name"), actor(c))
+	queues, err := broker.ParseQueueScope(c.FormValue("queues"))
+	if err != nil {
+		return s.backToUsers(c, "", err)
+	}
+	secret, t, err := s.broker.CreateTokenWith(c.Request().Context(), broker.TokenParams{UserID: userID, Name: c.FormValue("name"), Queues: queues}, actor(c))
 	if err != nil {
 		return s.backToUsers(c, "", err)
 	}

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -41,6 +42,30 @@ func TestAdminUsers(t *testing.T) {
 		}
 		if !strings.Contains(page.testid("whoami"), me.Name) {
 			t.Fatal("the layout does not say who is logged in")
+		}
+	})
+	t.Run("SetsAndShowsTheQueuesAUserSees", func(t *testing.T) {
+		s := s.sub(t)
+		res := admin.post("/admin/users", url.Values{"name": {"support"}, "role": {"viewer"}, "password": {"long enough password"}, "queues": {"orders*"}})
+		admin.followToUsers(res)
+		u, err := s.broker.UserByName(s.ctx, "support")
+		if err != nil || u.Queues.String() != "orders*" {
+			t.Fatalf("%+v %v", u, err)
+		}
+		res = admin.post(fmt.Sprintf("/admin/users/%d/queues", u.ID), url.Values{"queues": {"billing, orders*"}})
+		page, flash := admin.followToUsers(res)
+		if !strings.Contains(flash, "billing, orders*") {
+			t.Fatalf("flash %q", flash)
+		}
+		if got := strings.TrimSpace(page.doc().Find(`[data-testid="user-support"] [data-testid="user-queues"]`).Text()); got != "billing, orders*" {
+			t.Fatalf("queues shown %q", got)
+		}
+		res = admin.post(fmt.Sprintf("/admin/users/%d/queues", u.ID), url.Values{"queues": {"orders/eu"}})
+		if _, flash := admin.followToUsers(res); !strings.Contains(flash, "only letters, digits") {
+			t.Fatalf("a bad pattern: flash %q", flash)
+		}
+		if u, _ := s.broker.UserByName(s.ctx, "support"); u.Queues.String() != "billing, orders*" {
+			t.Fatalf("a bad pattern changed the scope: %q", u.Queues)
 		}
 	})
 	t.Run("CreatesAUser", func(t *testing.T) {

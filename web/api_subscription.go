@@ -35,6 +35,11 @@ func (s *Server) moveSubscription(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !scopeOf(c.Request().Context()).All() {
+		// It moves the group on every queue it reads, some perhaps out
+		// of the token's scope: a seek is per queue.
+		return badRequest("a token limited to some queues moves a consumer group queue by queue: POST /api/v1/consumer-groups/:group/queues/:queue/seek")
+	}
 	var req subscriptionRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err

@@ -91,7 +91,7 @@ func (m *metrics) scoped(c echo.Context, sc broker.QueueScope) error {
 	if err != nil && len(families) == 0 {
 		return err
 	}
-	format := expfmt.NegotiateIncludingOpenMetrics(c.Request().Header)
+	format := expfmt.NewFormat(expfmt.TypeTextPlain) // every scraper reads it
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, format)
 	for _, f := range families {

@@ -58,6 +58,7 @@ var routeAccess = map[string]access{
 	"POST /admin/thresholds":                                  admin,
 	"POST /admin/users":                                       admin,
 	"POST /admin/users/:id/role":                              admin,
+	"POST /admin/users/:id/queues":                            admin,
 	"POST /admin/users/:id/delete":                            admin,
 	"POST /admin/tokens":                                      admin,
 	"POST /admin/users/:id/tokens/:token/revoke":              admin,

@@ -38,14 +38,23 @@ type scopeFixture struct {
 // scopeBodies are the bodies of the routes that name a queue in their
 // body, %[1]s the queue; the others are sent none.
 var scopeBodies = map[string]string{
-	"POST /api/v1/push":                                `{"items":[{"queue":%[1]q,"payload":{"n":1}}]}`,
-	"POST /api/v1/configure":                           `{"queue":%[1]q,"options":{"retryLimit":0}}`,
-	"POST /api/v1/holds":                               `{"queue":%[1]q,"reason":"scope table"}`,
-	"POST /api/v1/dlq/replay":                          `{"filter":{"queue":%[1]q},"dryRun":true}`,
-	"POST /api/v1/dlq/delete":                          `{"filter":{"queue":%[1]q},"dryRun":true}`,
-	"POST /api/v1/transaction":                         `{"operations":[{"type":"push","items":[{"queue":%[1]q,"payload":{"n":1}}]}]}`,
-	"POST /api/v1/error-groups/:fingerprint/state":     `{"queue":%[1]q,"state":"acknowledged"}`,
-	"POST /api/v1/consumer-groups/:group/subscription": `{"queue":%[1]q,"from":"latest"}`,
+	"POST /api/v1/push":                            `{"items":[{"queue":%[1]q,"payload":{"n":1}}]}`,
+	"POST /api/v1/configure":                       `{"queue":%[1]q,"options":{"retryLimit":0}}`,
+	"POST /api/v1/holds":                           `{"queue":%[1]q,"reason":"scope table"}`,
+	"POST /api/v1/dlq/replay":                      `{"filter":{"queue":%[1]q},"dryRun":true}`,
+	"POST /api/v1/dlq/delete":                      `{"filter":{"queue":%[1]q},"dryRun":true}`,
+	"POST /api/v1/transaction":                     `{"operations":[{"type":"push","items":[{"queue":%[1]q,"payload":{"n":1}}]}]}`,
+	"POST /api/v1/error-groups/:fingerprint/state": `{"queue":%[1]q,"state":"acknowledged"}`,
+}
+
+// scopeQueries are the queries of lists that find nothing without one:
+// the fixture's transaction id searched, its queue's name begun.
+var scopeQueries = map[string]string{
+	"GET /search":            "?q=tx-scope-1",
+	"GET /api/v1/search":     "?q=tx-scope-1",
+	"GET /charts/queues":     "?queue=scoped",
+	"GET /api/v1/dlq":        "?error=" + scopedMarker,
+	"GET /api/v1/dlq/export": "?error=" + scopedMarker,
 }
 
 // scopeExempt are routes the table does not call scoped, and why.
@@ -60,9 +69,34 @@ var scopeExempt = map[string]string{
 // scopeRefused are routes that act on every queue at once: refused to a
 // principal limited to some queues, with this status.
 var scopeRefused = map[string]int{
-	"GET /api/v1/pop":                       http.StatusBadRequest, // pops by labels pick among every queue
-	"DELETE /api/v1/consumer-groups/:group": http.StatusBadRequest, // the group of every queue
-	"POST /admin/thresholds":                http.StatusForbidden,  // every queue's thresholds
+	"GET /api/v1/pop":                                  http.StatusBadRequest, // pops by labels pick among every queue
+	"DELETE /api/v1/consumer-groups/:group":            http.StatusBadRequest, // the group of every queue
+	"POST /api/v1/consumer-groups/:group/subscription": http.StatusBadRequest, // likewise
+	"POST /admin/thresholds":                           http.StatusForbidden,  // every queue's thresholds
+	// Users and tokens: an admin limited to some queues could give
+	// others, or themself, the queues they do not see.
+	"POST /admin/users":                          http.StatusForbidden,
+	"POST /admin/users/:id/role":                 http.StatusForbidden,
+	"POST /admin/users/:id/queues":               http.StatusForbidden,
+	"POST /admin/users/:id/delete":               http.StatusForbidden,
+	"POST /admin/tokens":                         http.StatusForbidden,
+	"POST /admin/users/:id/tokens/:token/revoke": http.StatusForbidden,
+	// Notifications: their rules and deliveries are every queue's.
+	"GET /admin/notify":                      http.StatusForbidden,
+	"POST /admin/notify/channels":            http.StatusForbidden,
+	"POST /admin/notify/channels/:id/delete": http.StatusForbidden,
+	"POST /admin/notify/channels/:id/test":   http.StatusForbidden,
+	"POST /admin/notify/rules":               http.StatusForbidden,
+	"POST /admin/notify/rules/:id/delete":    http.StatusForbidden,
+	"GET /admin/notify/deliveries":           http.StatusForbidden,
+	"GET /api/v1/notify/channels":            http.StatusForbidden,
+	"POST /api/v1/notify/channels":           http.StatusForbidden,
+	"DELETE /api/v1/notify/channels/:id":     http.StatusForbidden,
+	"POST /api/v1/notify/channels/:id/test":  http.StatusForbidden,
+	"GET /api/v1/notify/rules":               http.StatusForbidden,
+	"POST /api/v1/notify/rules":              http.StatusForbidden,
+	"DELETE /api/v1/notify/rules/:id":        http.StatusForbidden,
+	"GET /api/v1/notify/deliveries":          http.StatusForbidden,
 }
 
 // scopePath fills a route's parameters with the fixture's (queue) or
@@ -227,7 +261,7 @@ func TestEveryRouteKeepsOutOfScopeQueuesAbsent(t *testing.T) {
 				http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})
 		}
 		t.Run(route, func(t *testing.T) {
-			fixturePath := scopePath(pattern, f, scopedQueue)
+			fixturePath := scopePath(pattern, f, scopedQueue) + scopeQueries[route]
 			names := strings.Contains(pattern, ":") || scopeBodies[route] != ""
 			out := call(t, outToken, outBrowser, fixturePath, scopedQueue)
 			if want, ok := scopeRefused[route]; ok {
@@ -245,7 +279,8 @@ func TestEveryRouteKeepsOutOfScopeQueuesAbsent(t *testing.T) {
 			// A 404 may echo the name asked for, as it does for a name of
 			// nothing; nothing else of the fixture shows.
 			if (out.status != http.StatusNotFound && strings.Contains(string(out.body), scopedQueue)) || strings.Contains(string(out.body), scopedMarker) {
-				t.Fatalf("out of scope: %d shows the fixture's queue: %.600s", out.status, out.body)
+				i := max(strings.Index(string(out.body), scopedQueue), strings.Index(string(out.body), scopedMarker))
+				t.Fatalf("out of scope: %d shows the fixture's queue: …%.400s", out.status, out.body[max(i-300, 0):])
 			}
 			if method != http.MethodGet {
 				return // changes: the unlimited admin's answer would change the fixture

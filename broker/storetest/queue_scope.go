@@ -96,8 +96,8 @@ func testQueueScopesLeaveOtherQueuesOut(t *testing.T, harness Harness) {
 		t.Fatalf("after the scoped job: %v %v", queuesOf(left.Items), err)
 	}
 	j, err = s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobDelete, IDs: []string{left.Items[0].MessageID()}, Scope: orders, Actor: "user:support"})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || j.Queue != "" {
+		t.Fatalf("job by ids of another queue: queue %q, %v", j.Queue, err)
 	}
 	if j, err = s.b.RunJob(s.ctx, j.ID); err != nil || j.Done != 0 || j.Skipped != 1 {
 		t.Fatalf("job by ids out of scope: %+v %v", j, err)
