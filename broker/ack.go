@@ -106,16 +106,16 @@ func refuse(txid string, kind error, format string, args ...any) AckResult {
 	return AckResult{TransactionID: txid, Error: fmt.Sprintf(format, args...), kind: kind}
 }
 
-// ackTx is what acks read and write: the consumers and their
-// partitions' messages, the attempts and dead letters a failure makes
-// (with their error groups, and a copy's replay outcome), the holds a
-// circuit breaker or a probe sets and the tries it counts, the counts,
-// the audit, and the events they raise (raiseTx).
-type ackTx interface {
+// deliveryTx is what settling a delivery reads and writes, by an ack
+// or by a pop past its lease: the consumer and its partition's
+// messages, the attempts and what a failure files (error groups, a
+// copy's replay outcome, the job that made it), the holds a circuit
+// breaker or a probe sets and the tries it counts, the counts, the
+// audit, and the events it raises (raiseTx).
+type deliveryTx interface {
 	AuditTx
 	BreakerTx
 	ConsumerTx
-	DeadLetterTx
 	ErrorGroupStateTx
 	HistoryTx
 	HoldTx
@@ -127,6 +127,13 @@ type ackTx interface {
 	StatsTx
 	SubscriptionTx
 	raiseTx
+}
+
+// ackTx is what acks read and write: a delivery's settling, and the
+// dead letters a failure files.
+type ackTx interface {
+	deliveryTx
+	DeadLetterTx
 }
 
 // acker applies the acks of one transaction. It keeps each consumer it

@@ -341,30 +341,14 @@ func (b *Broker) popOnce(ctx context.Context, req PopRequest, o UpdateOptions) (
 	return res, wake, more, err
 }
 
-// popTx is what a pop reads and writes: the queue, partition,
-// subscription and consumer it serves, the messages of a lease, what
-// holds or gates it (holds, the circuit breaker, canaries, maintenance
-// mode in the settings), what a delivery past its retries records
-// (attempts, error groups, replay outcomes, passes), the counts, the
-// window's marks, the audit, and the events it raises.
+// popTx is what a pop reads and writes: a delivery's settling (the
+// leases it takes over), the passes of copies it delivers, maintenance
+// mode in the settings, and the window's marks.
 type popTx interface {
-	AuditTx
-	BreakerTx
-	ConsumerTx
-	ErrorGroupStateTx
-	HistoryTx
-	HoldTx
-	JobTx
-	MessageTx
-	PartitionTx
+	deliveryTx
 	PassTx
-	QueueTx
-	ReplayTx
-	StatsTx
-	SubscriptionTx
 	UserTx
 	WindowTx
-	raiseTx
 }
 
 // popRun is one run of a pop transaction's function: what it reads and

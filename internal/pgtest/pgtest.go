@@ -3,7 +3,9 @@
 // package starts (initdb into a temporary directory, listening on a Unix
 // socket there only) from the PostgreSQL programs Debian's postgresql
 // package installs. A test binary starts at most one cluster, shared by
-// its tests; Main stops it when they are done.
+// its tests; Main stops it when they are done, and a cluster whose test
+// binary died first is stopped by the next one that starts a cluster
+// (orphan.go).
 //
 // There is no skipping: a test that asks for PostgreSQL where none can be
 // had fails, so that a run without PostgreSQL is never taken for green.
@@ -237,8 +239,16 @@ func startCluster() (*throwaway, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "lazarus-pg-")
+	if _, err := stopOrphans(bin); err != nil {
+		// Not this binary's to fail on: say so, and start anyway.
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+	}
+	dir, err := os.MkdirTemp("", clusterPrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := writeOwner(dir); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	c := &throwaway{bin: bin, dir: dir, asPostgres: os.Geteuid() == 0}
