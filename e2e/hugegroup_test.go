@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -61,7 +62,8 @@ func TestSupportSearchesAHugeGroup(t *testing.T) {
 	v.contains(v.id("search-note"), "checked the 5,000 newest dead letters", "what the window checked")
 	v.contains(v.id("search-note"), "Payload or error has", "which box is fast")
 	v.see(v.id("search-further"), "Search further")
-	v.see(v.id("empty"), "no rows in the first window")
+	v.contains(v.id("empty"), "None of the newest 5,000 dead letters match these filters", "what the empty window searched")
+	v.see(v.id("empty-search-further"), "Search further beside the empty window")
 	v.screenshot("huge-group-error-absent")
 	further, err := v.id("search-further").GetAttribute("href")
 	v.check(err, "Search further's link")
@@ -80,6 +82,26 @@ func TestSupportSearchesAHugeGroup(t *testing.T) {
 	v.contains(v.id("matching"), "1 dead letter", "how many match")
 	v.count(v.id("search-further"), 0, "Search further: the index answered whole")
 	v.screenshot("huge-group-error-rare")
+
+	// A bulk action's count by the same texts: whole words from the
+	// index, exactly, the rare one and common ones (a quarter of the
+	// group each); a text with no word is refused, reading nothing.
+	for _, c := range []struct {
+		text string
+		want int64
+	}{{"vault quarantined", 1}, {" declined: insufficient_funds (", int64(hugeGroup / 4)}} {
+		started := time.Now()
+		n, err := a.broker.CountMatching(a.ctx, broker.DLQQuery{Queue: queue, Group: group, ErrorContains: c.text})
+		if err != nil || n.Count != c.want {
+			t.Fatalf("bulk count of %q: %+v, %v; want %d", c.text, n, err, c.want)
+		}
+		t.Logf("bulk count of %q: %d in %s", c.text, n.Count, time.Since(started).Round(time.Millisecond))
+	}
+	started := time.Now()
+	if _, err := a.broker.CountMatching(a.ctx, broker.DLQQuery{Queue: queue, Group: group, ErrorContains: "zqxw"}); !errors.Is(err, broker.ErrInvalid) {
+		t.Fatalf("bulk count of zqxw: %v; want it refused", err)
+	}
+	t.Logf("bulk count of zqxw refused in %s", time.Since(started).Round(time.Millisecond))
 
 	v.open("/")
 	row := v.page.Locator(`[data-testid="queues"] tbody tr`).Filter(playwright.LocatorFilterOptions{HasText: queue})
