@@ -123,14 +123,22 @@ func (b *Broker) TopErrorGroups(ctx context.Context, limit int) (map[string][]Er
 		if err != nil {
 			return err
 		}
-		for _, q := range qs {
-			gs, err := tx.ErrorGroups(ctx, q.ID, 0, "", limit)
-			if err != nil {
-				return fmt.Errorf("error groups of %s: %w", q.Name, err)
-			}
-			if len(gs) > 0 {
-				out[q.Name] = gs
-			}
+		if len(qs) == 0 {
+			return nil
+		}
+		// Every queue's at once (TopErrorGroupsOf, one statement), not a
+		// statement a queue: /metrics reads them at every scrape.
+		ids := make([]int64, len(qs))
+		names := make(map[int64]string, len(qs))
+		for i, q := range qs {
+			ids[i], names[q.ID] = q.ID, q.Name
+		}
+		gs, err := tx.TopErrorGroupsOf(ctx, ids, limit)
+		if err != nil {
+			return fmt.Errorf("error groups: %w", err)
+		}
+		for _, g := range gs {
+			out[names[g.QueueID]] = append(out[names[g.QueueID]], g)
 		}
 		return nil
 	})

@@ -64,7 +64,7 @@ const tooSlowRetryAfter = "30"
 // person: what happened, that nothing changed, and what to narrow.
 const (
 	tooSlowTitle = "This took too long"
-	tooSlowPage  = "This page took too long to read, so it was stopped (after its 15 seconds) rather than slow the dashboard down for everyone; nothing was changed. Narrow it and try again: pick a consumer group or an error group, a shorter time range (Since), or type whole words: \"Payload or error has\" finds words at any depth, and \"Error contains\" is fast when its text holds whole words (\": timeout,\"), not part of one."
+	tooSlowPage  = "This page took too long to read, so it was stopped (past its time budget) rather than slow the dashboard down for everyone; nothing was changed. Narrow it and try again: pick a consumer group or an error group, a shorter time range (Since), or type whole words: \"Payload or error has\" finds words at any depth, and \"Error contains\" is fast when its text holds whole words (\": timeout,\"), not part of one."
 )
 
 // statusOf maps an error to the status and message the caller sees. ok is

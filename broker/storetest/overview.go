@@ -278,4 +278,16 @@ func testHealthReadsAFewStatements(t *testing.T, harness Harness) {
 	if fmt.Sprint(many) != fmt.Sprint(want) {
 		t.Fatalf("reads of health: %v, want %v", many, want)
 	}
+	// The biggest error groups of every queue (/metrics): one read too.
+	counter.take()
+	top, err := b.TopErrorGroups(s.ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top) != 21 || len(top["alpha"]) != 1 || top["alpha"][0].DeadLetters != 2 || len(top["more-07"]) != 1 || top["more-07"][0].DeadLetters != 1 || len(top["empty"]) != 0 {
+		t.Fatalf("top error groups: %d queues, alpha %+v", len(top), top["alpha"])
+	}
+	if got := counter.take(); fmt.Sprint(got) != fmt.Sprint(map[string]int{"TopErrorGroupsOf": 1}) {
+		t.Fatalf("reads of the top error groups of 22 queues: %v", got)
+	}
 }

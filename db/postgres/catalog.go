@@ -1161,33 +1161,47 @@ ON CONFLICT (key) DO UPDATE SET n = excluded.n, last_at = excluded.last_at, seq 
 		OR EXISTS (SELECT 1 FROM removed_dead_letters WHERE seq = $1 AND partition_id = $2 AND transaction_id = $3),
 		EXISTS (SELECT 1 FROM dead_letters WHERE seq = $1 AND group_id = $5)`},
 	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-				WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1`},
+	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.hour = (SELECT MAX(x.hour) FROM stats_hour x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.hour < ?2)
+		WHERE ?1 = 0 OR p.queue_id = ?1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.hour = (SELECT MAX(x.hour) FROM stats_hour x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.hour < $2)
+		WHERE $1 = 0 OR p.queue_id = $1`},
 	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-			WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1`},
+	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= ?2 AND b.hour < ?3
+		WHERE ?1 = 0 OR p.queue_id = ?1`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= $2 AND b.hour < $3
+		WHERE $1 = 0 OR p.queue_id = $1`},
 	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4`: {text: `SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4`},
+	`SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.minute = (SELECT MAX(x.minute) FROM stats_minute x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.minute < ?2)
+		WHERE ?1 = 0 OR p.queue_id = ?1`: {text: `SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.minute = (SELECT MAX(x.minute) FROM stats_minute x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.minute < $2)
+		WHERE $1 = 0 OR p.queue_id = $1`},
 	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
-			WHERE b.queue_id = ? AND b.group_id = ? AND b.minute < ? ORDER BY b.minute DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute < $3 ORDER BY b.minute DESC LIMIT 1`},
+	`SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= ?2 AND b.minute < ?3
+		WHERE ?1 = 0 OR p.queue_id = ?1`: {text: `SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= $2 AND b.minute < $3
+		WHERE $1 = 0 OR p.queue_id = $1`},
 	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
-		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4`: {text: `SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
-		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4`},
+	`SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.quarter = (SELECT MAX(x.quarter) FROM stats_quarter x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.quarter < ?2)
+		WHERE ?1 = 0 OR p.queue_id = ?1`: {text: `SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.quarter = (SELECT MAX(x.quarter) FROM stats_quarter x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.quarter < $2)
+		WHERE $1 = 0 OR p.queue_id = $1`},
 	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
-			WHERE b.queue_id = ? AND b.group_id = ? AND b.quarter < ? ORDER BY b.quarter DESC LIMIT 1`: {text: `SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter < $3 ORDER BY b.quarter DESC LIMIT 1`},
-	// Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
-		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4`: {text: `SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
-		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4`},
+	`SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= ?2 AND b.quarter < ?3
+		WHERE ?1 = 0 OR p.queue_id = ?1`: {text: `SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= $2 AND b.quarter < $3
+		WHERE $1 = 0 OR p.queue_id = $1`},
 	// Tx.Series: translated
 	`SELECT id, name FROM groups`: {text: `SELECT id, name FROM groups`},
 	// Tx.Series: translated
@@ -1826,8 +1840,6 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)`, stores: true},
 	// Tx.seqBoundary: translated
 	`SELECT seq, created_at FROM messages WHERE seq >= ? ORDER BY seq LIMIT 1`: {text: `SELECT seq, created_at FROM messages WHERE seq >= $1 ORDER BY seq LIMIT 1`},
-	// Tx.statsGroups: translated
-	`SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1`: {text: `SELECT queue_id, group_id FROM group_stats WHERE $1 = 0 OR queue_id = $1`},
 	// Tx.sweepBound: translated
 	`SELECT MIN(cursor) FROM consumers WHERE partition_id = ? AND lease_id IS NOT NULL AND lease_until > ?`: {text: `SELECT MIN(cursor) FROM consumers WHERE partition_id = $1 AND lease_id IS NOT NULL AND lease_until > $2`},
 	// Tx.sweepConsumer: translated
@@ -1875,35 +1887,41 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	AND substr(lease_id, 15, 1) = '8' AND substr(lease_id, 27, 1) IN ('0', '4', '8', 'c') AND substr(lease_id, 28, 9) = '000000000'
 	ORDER BY partition_id FOR UPDATE`, stores: true},
 	// postgres.Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+	`SELECT b.queue_id, b.group_id, ?2 + (b.hour - ?2) / ?4 * ?4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM group_stats p
+			JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= ?2 AND b.hour < ?3
+			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $2 + (b.hour - $2) / $4 * $4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step`},
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM group_stats p
+			JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= $2 AND b.hour < $3
+			WHERE $1 = 0 OR p.queue_id = $1 GROUP BY b.queue_id, b.group_id, step`},
 	// postgres.Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+	`SELECT b.queue_id, b.group_id, ?2 + (b.minute - ?2) / ?4 * ?4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM group_stats p
+			JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= ?2 AND b.minute < ?3
+			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $2 + (b.minute - $2) / $4 * $4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step`},
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM group_stats p
+			JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= $2 AND b.minute < $3
+			WHERE $1 = 0 OR p.queue_id = $1 GROUP BY b.queue_id, b.group_id, step`},
 	// postgres.Tx.Series: translated
-	`SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+	`SELECT b.queue_id, b.group_id, ?2 + (b.quarter - ?2) / ?4 * ?4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM group_stats p
+			JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= ?2 AND b.quarter < ?3
+			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step`: {text: `SELECT b.queue_id, b.group_id, $2 + (b.quarter - $2) / $4 * $4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step`},
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM group_stats p
+			JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= $2 AND b.quarter < $3
+			WHERE $1 = 0 OR p.queue_id = $1 GROUP BY b.queue_id, b.group_id, step`},
 	// postgres.dialect.ExpectOutcomes: translated
 	`WITH noted AS (
 			INSERT INTO replay_outcomes (copy_seq, group_id, job_id, error_group)

@@ -448,11 +448,12 @@ func (dialect) StepSeriesSQL(table string) string {
 
 // stepSeriesSQL is StepSeriesSQL of table, whose time column is u.
 func stepSeriesSQL(u, table string) string {
-	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
+	return `SELECT b.queue_id, b.group_id, ?2 + (` + u + ` - ?2) / ?4 * ?4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(` + u + `), (array_agg(b.depth ORDER BY ` + u + ` DESC))[1], (array_agg(b.oldest_at ORDER BY ` + u + ` DESC))[1] FROM ` + table + ` b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY b.queue_id, b.group_id, step`
+			MAX(` + u + `), (array_agg(b.depth ORDER BY ` + u + ` DESC))[1], (array_agg(b.oldest_at ORDER BY ` + u + ` DESC))[1] FROM group_stats p
+			JOIN ` + table + ` b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND ` + u + ` >= ?2 AND ` + u + ` < ?3
+			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step`
 }
 
 // expectOutcomesSQL is ExpectReplayOutcomes' statement on PostgreSQL,

@@ -233,10 +233,11 @@ func (dialect) StepSeriesSQL(table string) string {
 
 // stepSeriesSQL is StepSeriesSQL of table, whose time column is u.
 func stepSeriesSQL(u, table string) string {
-	return `SELECT b.queue_id, b.group_id, ?3 + (` + u + ` - ?3) / ?5 * ?5 AS step,
+	return `SELECT b.queue_id, b.group_id, ?2 + (` + u + ` - ?2) / ?4 * ?4 AS step,
 			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
-			SUM(b.expired), SUM(b.dead_letters_expired), MAX(` + u + `), b.depth, b.oldest_at FROM ` + table + ` b
-			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4 GROUP BY step`
+			SUM(b.expired), SUM(b.dead_letters_expired), MAX(` + u + `), b.depth, b.oldest_at FROM group_stats p
+			JOIN ` + table + ` b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND ` + u + ` >= ?2 AND ` + u + ` < ?3
+			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step`
 }
 
 // The statements of ExpectReplayOutcomes on SQLite, over a JSON array of

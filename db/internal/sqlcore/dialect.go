@@ -45,9 +45,11 @@ type Dialect interface {
 	// BlockStmt is the export's statement of a block of dead letters
 	// (sqlcore.BlockStmt with the store's head).
 	BlockStmt(ph ExportPhase, docids []int64, limit int) Stmt
-	// StepSeriesSQL is Series' query of buckets summed by steps of ?5
-	// units, from table (one of bucketTables: stats_minute,
-	// stats_quarter, stats_hour; "" for another), a constant for each.
+	// StepSeriesSQL is Series' query of buckets in [?2, ?3) summed by
+	// steps of ?4 units, of every group of group_stats of the queue ?1
+	// (0: of every queue) at once, from table (one of bucketTables:
+	// stats_minute, stats_quarter, stats_hour; "" for another), a
+	// constant for each.
 	StepSeriesSQL(table string) string
 
 	// Space and GiveBackPages are broker.Tx's Space and GiveBackPages.

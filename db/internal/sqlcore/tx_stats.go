@@ -156,27 +156,30 @@ func (t *Tx) Series(ctx context.Context, queueID int64, from, to time.Time, step
 		return rows.Err()
 	}
 	seed := func(b broker.Bucket, _ int64) { out = append(out, b) }
-	pairs, err := t.statsGroups(ctx, queueID)
+	// Seeds: each group's last bucket before the range (in the hour
+	// table for the groups the finer one has none of: older buckets live
+	// there only), for every group at once: one statement a table,
+	// whatever the number of queues and groups (a key lookup a group).
+	hours := bucketTables[len(bucketTables)-1]
+	rows, err := t.Query(ctx, seedSQL(bt.name, bt.unit), queueID, fromU)
+	if err == nil {
+		err = scan(rows, bt.minutes, seed)
+	}
 	if err != nil {
 		return nil, err
 	}
-	// Seeds: each group's last bucket before the range, one step down its
-	// key (in the hour table when the finer one has none: older buckets
-	// live there only).
-	hours := bucketTables[len(bucketTables)-1]
-	for _, p := range pairs {
-		n := len(out)
-		rows, err := t.Query(ctx, `SELECT b.queue_id, b.group_id, b.`+bt.unit+`, `+bucketCols+` FROM `+bt.name+` b
-			WHERE b.queue_id = ? AND b.group_id = ? AND b.`+bt.unit+` < ? ORDER BY b.`+bt.unit+` DESC LIMIT 1`, p[0], p[1], fromU)
-		if err == nil {
-			err = scan(rows, bt.minutes, seed)
+	if bt.name != hours.name {
+		seeded := map[[2]int64]bool{}
+		for _, b := range out {
+			seeded[[2]int64{b.QueueID, b.GroupID}] = true
 		}
-		if err == nil && len(out) == n && bt.name != hours.name {
-			rows, err = t.Query(ctx, `SELECT b.queue_id, b.group_id, b.hour, `+bucketCols+` FROM stats_hour b
-				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1`, p[0], p[1], from.Unix()/3600)
-			if err == nil {
-				err = scan(rows, hours.minutes, seed)
-			}
+		rows, err := t.Query(ctx, seedSQL(hours.name, hours.unit), queueID, from.Unix()/3600)
+		if err == nil {
+			err = scan(rows, hours.minutes, func(b broker.Bucket, u int64) {
+				if !seeded[[2]int64{b.QueueID, b.GroupID}] {
+					seed(b, u)
+				}
+			})
 		}
 		if err != nil {
 			return nil, err
@@ -207,28 +210,26 @@ func (t *Tx) Series(ctx context.Context, queueID int64, from, to time.Time, step
 			a.last, a.b.Depth, a.b.OldestAt = unit, b.Depth, b.OldestAt
 		}
 	}
-	// Group by group along the primary key: contiguous rows, where the
-	// time index would cost a lookup of each row. A step of several
-	// buckets (30 d by 4 h) is summed by SQLite over that range, each
-	// step's depth and oldest_at from its last bucket (the row of MAX).
+	// Group by group along the primary key (each group of group_stats,
+	// its range of the table): contiguous rows, where the time index
+	// would cost a lookup of each row; one statement for every group. A
+	// step of several buckets (30 d by 4 h) is summed by the store over
+	// that range, each step's depth and oldest_at from its last bucket.
 	u := `b.` + bt.unit
-	ranged := `SELECT b.queue_id, b.group_id, ` + u + `, ` + bucketCols + ` FROM ` + bt.name + ` b
-		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND ` + u + ` >= ?3 AND ` + u + ` < ?4`
+	ranged := `SELECT b.queue_id, b.group_id, ` + u + `, ` + bucketCols + ` FROM group_stats p
+		JOIN ` + bt.name + ` b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND ` + u + ` >= ?2 AND ` + u + ` < ?3
+		WHERE ?1 = 0 OR p.queue_id = ?1`
+	args := []any{queueID, fromU, toU}
 	if stepU > 1 {
 		ranged = t.d.StepSeriesSQL(bt.name)
+		args = append(args, stepU)
 	}
-	for _, p := range pairs {
-		args := []any{p[0], p[1], fromU, toU}
-		if stepU > 1 {
-			args = append(args, stepU)
-		}
-		rows, err := t.Query(ctx, ranged, args...)
-		if err == nil {
-			err = scan(rows, bt.minutes, add)
-		}
-		if err != nil {
-			return nil, err
-		}
+	rows, err = t.Query(ctx, ranged, args...)
+	if err == nil {
+		err = scan(rows, bt.minutes, add)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for _, a := range steps {
 		out = append(out, a.b)
@@ -276,23 +277,14 @@ func scanInts(rows Rows, vals []any, dst ...*int64) error {
 	return nil
 }
 
-// statsGroups returns the (queue, group) pairs that have counters, of one
-// queue or of all (queueID 0).
-func (t *Tx) statsGroups(ctx context.Context, queueID int64) ([][2]int64, error) {
-	keys, err := t.Query(ctx, `SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1`, queueID)
-	if err != nil {
-		return nil, err
-	}
-	defer keys.Close()
-	var pairs [][2]int64
-	for keys.Next() {
-		var p [2]int64
-		if err := keys.Scan(&p[0], &p[1]); err != nil {
-			return nil, err
-		}
-		pairs = append(pairs, p)
-	}
-	return pairs, keys.Err()
+// seedSQL is Series' statement of each group's last bucket of table
+// (whose time column is unit) before ?2, of the queue ?1 (0: every
+// queue's): a lookup of the latest key below ?2 a group of group_stats.
+func seedSQL(table, unit string) string {
+	return `SELECT b.queue_id, b.group_id, b.` + unit + `, ` + bucketCols + ` FROM group_stats p
+		JOIN ` + table + ` b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.` + unit + ` = (SELECT MAX(x.` + unit + `) FROM ` + table + ` x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.` + unit + ` < ?2)
+		WHERE ?1 = 0 OR p.queue_id = ?1`
 }
 
 // names fills m (id to name) for the ids it holds.

@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 393 statements (22 with a PostgreSQL text written by hand, 13 for
+-- 391 statements (22 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -2241,65 +2241,74 @@ SELECT EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND partition_id = $2 AND t
 
 -- used by: Tx.Series
 -- sqlite:
---   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
---   				WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1
+--   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+--   		JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+--   			AND b.hour = (SELECT MAX(x.hour) FROM stats_hour x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.hour < ?2)
+--   		WHERE ?1 = 0 OR p.queue_id = ?1
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-				WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1
+SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.hour = (SELECT MAX(x.hour) FROM stats_hour x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.hour < $2)
+		WHERE $1 = 0 OR p.queue_id = $1
 ;
 
 -- used by: Tx.Series
 -- sqlite:
---   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
---   			WHERE b.queue_id = ? AND b.group_id = ? AND b.hour < ? ORDER BY b.hour DESC LIMIT 1
+--   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+--   		JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= ?2 AND b.hour < ?3
+--   		WHERE ?1 = 0 OR p.queue_id = ?1
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour < $3 ORDER BY b.hour DESC LIMIT 1
+SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= $2 AND b.hour < $3
+		WHERE $1 = 0 OR p.queue_id = $1
 ;
 
 -- used by: Tx.Series
 -- sqlite:
---   SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
---   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4
+--   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+--   		JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+--   			AND b.minute = (SELECT MAX(x.minute) FROM stats_minute x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.minute < ?2)
+--   		WHERE ?1 = 0 OR p.queue_id = ?1
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, b.hour, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_hour b
-		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4
+SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.minute = (SELECT MAX(x.minute) FROM stats_minute x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.minute < $2)
+		WHERE $1 = 0 OR p.queue_id = $1
 ;
 
 -- used by: Tx.Series
 -- sqlite:
---   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
---   			WHERE b.queue_id = ? AND b.group_id = ? AND b.minute < ? ORDER BY b.minute DESC LIMIT 1
+--   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+--   		JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= ?2 AND b.minute < ?3
+--   		WHERE ?1 = 0 OR p.queue_id = ?1
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute < $3 ORDER BY b.minute DESC LIMIT 1
+SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= $2 AND b.minute < $3
+		WHERE $1 = 0 OR p.queue_id = $1
 ;
 
 -- used by: Tx.Series
 -- sqlite:
---   SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
---   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4
+--   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+--   		JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+--   			AND b.quarter = (SELECT MAX(x.quarter) FROM stats_quarter x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.quarter < ?2)
+--   		WHERE ?1 = 0 OR p.queue_id = ?1
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, b.minute, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_minute b
-		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4
+SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id
+			AND b.quarter = (SELECT MAX(x.quarter) FROM stats_quarter x WHERE x.queue_id = p.queue_id AND x.group_id = p.group_id AND x.quarter < $2)
+		WHERE $1 = 0 OR p.queue_id = $1
 ;
 
 -- used by: Tx.Series
 -- sqlite:
---   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
---   			WHERE b.queue_id = ? AND b.group_id = ? AND b.quarter < ? ORDER BY b.quarter DESC LIMIT 1
+--   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+--   		JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= ?2 AND b.quarter < ?3
+--   		WHERE ?1 = 0 OR p.queue_id = ?1
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter < $3 ORDER BY b.quarter DESC LIMIT 1
-;
-
--- used by: Tx.Series
--- sqlite:
---   SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
---   		WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4
--- postgres (translated):
-SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM stats_quarter b
-		WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4
+SELECT b.queue_id, b.group_id, b.quarter, b.dead_lettered, b.replayed, b.deleted, b.dropped, b.completed, b.failed, b.replay_completed, b.replay_failed, b.expired, b.dead_letters_expired, 0, b.depth, b.oldest_at FROM group_stats p
+		JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= $2 AND b.quarter < $3
+		WHERE $1 = 0 OR p.queue_id = $1
 ;
 
 -- used by: Tx.Series
@@ -3593,13 +3602,6 @@ INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_f
 SELECT seq, created_at FROM messages WHERE seq >= $1 ORDER BY seq LIMIT 1
 ;
 
--- used by: Tx.statsGroups
--- sqlite:
---   SELECT queue_id, group_id FROM group_stats WHERE ?1 = 0 OR queue_id = ?1
--- postgres (translated):
-SELECT queue_id, group_id FROM group_stats WHERE $1 = 0 OR queue_id = $1
-;
-
 -- used by: Tx.sweepBound
 -- sqlite:
 --   SELECT MIN(cursor) FROM consumers WHERE partition_id = ? AND lease_id IS NOT NULL AND lease_until > ?
@@ -3718,49 +3720,55 @@ SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_u
 -- used by: postgres.Tx.Series
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   SELECT b.queue_id, b.group_id, ?2 + (b.hour - ?2) / ?4 * ?4 AS step,
 --   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 --   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
---   			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY b.queue_id, b.group_id, step
+--   			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM group_stats p
+--   			JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= ?2 AND b.hour < ?3
+--   			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, $3 + (b.hour - $3) / $5 * $5 AS step,
+SELECT b.queue_id, b.group_id, $2 + (b.hour - $2) / $4 * $4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM stats_hour b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.hour >= $3 AND b.hour < $4 GROUP BY b.queue_id, b.group_id, step
+			MAX(b.hour), (array_agg(b.depth ORDER BY b.hour DESC))[1], (array_agg(b.oldest_at ORDER BY b.hour DESC))[1] FROM group_stats p
+			JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= $2 AND b.hour < $3
+			WHERE $1 = 0 OR p.queue_id = $1 GROUP BY b.queue_id, b.group_id, step
 ;
 
 -- used by: postgres.Tx.Series
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   SELECT b.queue_id, b.group_id, ?2 + (b.minute - ?2) / ?4 * ?4 AS step,
 --   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 --   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
---   			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY b.queue_id, b.group_id, step
+--   			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM group_stats p
+--   			JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= ?2 AND b.minute < ?3
+--   			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, $3 + (b.minute - $3) / $5 * $5 AS step,
+SELECT b.queue_id, b.group_id, $2 + (b.minute - $2) / $4 * $4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM stats_minute b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.minute >= $3 AND b.minute < $4 GROUP BY b.queue_id, b.group_id, step
+			MAX(b.minute), (array_agg(b.depth ORDER BY b.minute DESC))[1], (array_agg(b.oldest_at ORDER BY b.minute DESC))[1] FROM group_stats p
+			JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= $2 AND b.minute < $3
+			WHERE $1 = 0 OR p.queue_id = $1 GROUP BY b.queue_id, b.group_id, step
 ;
 
 -- used by: postgres.Tx.Series
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   SELECT b.queue_id, b.group_id, ?2 + (b.quarter - ?2) / ?4 * ?4 AS step,
 --   			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 --   			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
---   			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY b.queue_id, b.group_id, step
+--   			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM group_stats p
+--   			JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= ?2 AND b.quarter < ?3
+--   			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step
 -- postgres (translated):
-SELECT b.queue_id, b.group_id, $3 + (b.quarter - $3) / $5 * $5 AS step,
+SELECT b.queue_id, b.group_id, $2 + (b.quarter - $2) / $4 * $4 AS step,
 			SUM(b.dead_lettered)::bigint, SUM(b.replayed)::bigint, SUM(b.deleted)::bigint, SUM(b.dropped)::bigint, SUM(b.completed)::bigint,
 			SUM(b.failed)::bigint, SUM(b.replay_completed)::bigint, SUM(b.replay_failed)::bigint, SUM(b.expired)::bigint, SUM(b.dead_letters_expired)::bigint,
-			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM stats_quarter b
-			WHERE b.queue_id = $1 AND b.group_id = $2 AND b.quarter >= $3 AND b.quarter < $4 GROUP BY b.queue_id, b.group_id, step
+			MAX(b.quarter), (array_agg(b.depth ORDER BY b.quarter DESC))[1], (array_agg(b.oldest_at ORDER BY b.quarter DESC))[1] FROM group_stats p
+			JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= $2 AND b.quarter < $3
+			WHERE $1 = 0 OR p.queue_id = $1 GROUP BY b.queue_id, b.group_id, step
 ;
 
 -- used by: postgres.dialect.ExpectOutcomes
@@ -4033,28 +4041,31 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- used by: sqlite.Tx.Series
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.hour - ?3) / ?5 * ?5 AS step,
+--   SELECT b.queue_id, b.group_id, ?2 + (b.hour - ?2) / ?4 * ?4 AS step,
 --   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
---   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.hour), b.depth, b.oldest_at FROM stats_hour b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.hour >= ?3 AND b.hour < ?4 GROUP BY step
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.hour), b.depth, b.oldest_at FROM group_stats p
+--   			JOIN stats_hour b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.hour >= ?2 AND b.hour < ?3
+--   			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step
 -- postgres: none
 
 -- used by: sqlite.Tx.Series
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.minute - ?3) / ?5 * ?5 AS step,
+--   SELECT b.queue_id, b.group_id, ?2 + (b.minute - ?2) / ?4 * ?4 AS step,
 --   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
---   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.minute), b.depth, b.oldest_at FROM stats_minute b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.minute >= ?3 AND b.minute < ?4 GROUP BY step
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.minute), b.depth, b.oldest_at FROM group_stats p
+--   			JOIN stats_minute b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.minute >= ?2 AND b.minute < ?3
+--   			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step
 -- postgres: none
 
 -- used by: sqlite.Tx.Series
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
---   SELECT b.queue_id, b.group_id, ?3 + (b.quarter - ?3) / ?5 * ?5 AS step,
+--   SELECT b.queue_id, b.group_id, ?2 + (b.quarter - ?2) / ?4 * ?4 AS step,
 --   			SUM(b.dead_lettered), SUM(b.replayed), SUM(b.deleted), SUM(b.dropped), SUM(b.completed), SUM(b.failed), SUM(b.replay_completed), SUM(b.replay_failed),
---   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.quarter), b.depth, b.oldest_at FROM stats_quarter b
---   			WHERE b.queue_id = ?1 AND b.group_id = ?2 AND b.quarter >= ?3 AND b.quarter < ?4 GROUP BY step
+--   			SUM(b.expired), SUM(b.dead_letters_expired), MAX(b.quarter), b.depth, b.oldest_at FROM group_stats p
+--   			JOIN stats_quarter b ON b.queue_id = p.queue_id AND b.group_id = p.group_id AND b.quarter >= ?2 AND b.quarter < ?3
+--   			WHERE ?1 = 0 OR p.queue_id = ?1 GROUP BY b.queue_id, b.group_id, step
 -- postgres: none
 
 -- used by: sqlite.dialect.ExpectOutcomes
