@@ -66,6 +66,9 @@ func deadLetterFilters(queue, group, partition int64) []broker.Filter {
 		broker.Filter{QueueID: queue, Fields: []broker.FieldFilter{words, {Path: `$."amount"`, Op: ">", Value: int64(10)}}},
 		with(cols, func(f *broker.Filter) { f.Fields = []broker.FieldFilter{words} }),
 		broker.Filter{QueueID: queue, Fields: []broker.FieldFilter{words}, Window: &broker.MatchWindow{MinID: 1, MaxID: 1 << 40, MinSeq: 1, MaxSeq: 1 << 40}},
+		// A queue scope's queues (every queue's lists, a scoped reader).
+		broker.Filter{QueueIDs: []int64{queue, queue + 1}},
+		broker.Filter{QueueIDs: []int64{}, Text: "visa"},
 	)
 	return out
 }
