@@ -488,3 +488,58 @@ func TestMCPCommandAnswersEveryRequestBeforeItsInputEnds(t *testing.T) {
 		t.Fatalf("stderr: %s", stderr.String())
 	}
 }
+
+// An agent's tools answer as the API does for its token: a token limited
+// to some queues finds no other queue's dead letters, and a queue's masked
+// fields come out as •••, over stdio and over HTTP alike (issue 34).
+func TestMCPKeepsQueueScopesAndMasks(t *testing.T) {
+	t.Parallel()
+	s := startCLIServer(t)
+	s.api(http.MethodPost, "/api/v1/configure", map[string]any{"queue": "orders-eu", "options": map[string]any{"maskPaths": []string{"$.tier"}}})
+	mine := s.deadLetters("orders-eu", "billing", "card declined", 1)
+	theirs := s.deadLetters("payments", "billing", "card declined", 1)
+	env := envOf(map[string]string{"LAZARUS_DB": s.db})
+	if err := run(context.Background(), []string{"user", "add", "sue", "--role", "viewer", "--queues", "orders*", "--password-stdin"}, env, strings.NewReader("a long enough password\n"), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"token", "create", "--user", "sue", "--name", "agent"}, env, nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(out.String())
+
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			a := s.connect(t, transport, token)
+			var list struct {
+				Total    int `json:"total"`
+				Messages []struct {
+					ID    string `json:"id"`
+					Queue string `json:"queue"`
+				} `json:"messages"`
+			}
+			a.ok("list_dead_letters", map[string]any{}, &list)
+			if list.Total != 1 || len(list.Messages) != 1 || list.Messages[0].ID != mine[0] {
+				t.Fatalf("list_dead_letters for orders*: %+v, want orders-eu's one", list)
+			}
+			if text, isErr := a.callOrError("get_dead_letter", map[string]any{"id": theirs[0]}); !isErr || strings.Contains(text, "payments") {
+				t.Fatalf("get_dead_letter of payments' dead letter: error %v, %s", isErr, text)
+			}
+			text, isErr := a.call("get_dead_letter", map[string]any{"id": mine[0]})
+			if isErr || !strings.Contains(text, `"tier":"•••"`) || strings.Contains(text, "gold") {
+				t.Fatalf("get_dead_letter of orders-eu's: error %v, %s: want tier masked", isErr, text)
+			}
+			var status struct {
+				Queues []struct {
+					Name string `json:"name"`
+				} `json:"queues"`
+			}
+			a.ok("status", map[string]any{}, &status)
+			for _, q := range status.Queues {
+				if q.Name == "payments" {
+					t.Fatalf("status shows payments to a token of orders*: %+v", status)
+				}
+			}
+		})
+	}
+}
