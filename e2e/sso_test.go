@@ -36,6 +36,16 @@ func TestSupportLogsInThroughTheProvider(t *testing.T) {
 		}
 	})
 	a.shop()
+	// A card payment of the orders queues, its card number masked.
+	const card = "4111111111111111"
+	a.configure("orders-cards", map[string]any{"retryLimit": 0, "maskPaths": []string{"$.card.number"}})
+	a.push("orders-cards", msg{Tx: "card-1", Partition: "p", Payload: `{"orderId":7,"card":{"number":"` + card + `","brand":"visa"}}`})
+	a.consume("orders-cards", "billing", map[string]string{"card-1": "card declined"}, true)
+	cards, err := a.broker.DeadLetters(a.ctx, broker.DLQQuery{Queue: "orders-cards", Limit: 1})
+	if err != nil || len(cards.Items) != 1 {
+		t.Fatalf("the card's dead letter: %v", err)
+	}
+	cardPath := "/queues/orders-cards/dead-letters/" + cards.Items[0].MessageID() + "?group=billing"
 	a.configure("payments", map[string]any{"retryLimit": 1})
 	a.push("payments", msg{Tx: "pay-1", Partition: "Default", Payload: `{"amount":"10.00"}`})
 	adminPW := a.user("admin", broker.RoleAdmin)
@@ -66,6 +76,14 @@ func TestSupportLogsInThroughTheProvider(t *testing.T) {
 	if r, err := v.page.Goto(a.url + "/queues/payments"); err != nil || r.Status() != 404 {
 		t.Errorf("the payments queue's page for support: %v %v", r, err)
 	}
+	// The card number is masked to support, who may not reveal it.
+	v.open(cardPath)
+	v.contains(v.id("payload-pretty"), `"number": "•••"`, "the card number masked")
+	if txt := v.text(v.page.Locator("main"), "the page"); strings.Contains(txt, card) {
+		t.Errorf("support's page shows the card number")
+	}
+	v.count(v.id("reveal"), 0, "a Reveal button for support")
+	v.screenshot("sso-masked")
 
 	v.click(v.id("logout"), "log out")
 	v.atPath("/login")
@@ -79,6 +97,17 @@ func TestSupportLogsInThroughTheProvider(t *testing.T) {
 	// queue.
 	v.login("admin", adminPW)
 	v.see(v.id("queue-payments"), "the payments queue, to the local admin")
+	// The admin reveals the card number, and finds the reveal in the
+	// audit.
+	v.open(cardPath)
+	v.contains(v.id("payload-pretty"), `"number": "•••"`, "masked for the admin too, until revealed")
+	v.click(v.id("reveal"), "Reveal")
+	v.contains(v.id("payload-pretty"), card, "the card number revealed")
+	v.open("/audit?action=reveal")
+	v.count(v.id("audit-row"), 1, "reveal entries")
+	v.contains(v.id("audit-row"), "admin", "who revealed")
+	v.contains(v.id("audit-row"), "$.card.number", "the field revealed")
+	v.screenshot("sso-revealed-audit")
 
 	w := a.browse()
 	w.open("/login")
