@@ -69,12 +69,8 @@ func dlqList(ctx context.Context, args []string, getenv func(string) string, std
 	fs.IntVar(&p.Limit, "limit", 0, "how many (1 to 1000; default 100)")
 	fs.IntVar(&p.Offset, "offset", 0, "skip this many")
 	fs.StringVar(&p.After, "after", "", "go on after the page that gave this next")
-	pos, err := parseRemote(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, "the filters are flags"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q: the filters are flags", pos[0])}
 	}
 	r, err := o.connect(getenv, stdin, stdout, stderr)
 	if err != nil {
@@ -109,11 +105,7 @@ func dlqShow(ctx context.Context, args []string, getenv func(string) string, std
 		"Shows a dead letter (GET /api/v1/dlq/:id): the message's, or with --consumer-group that group's, with\n"+
 			"its payload, the message's dead letters in other groups and its replays. --json adds its history.", true, getenv, stderr)
 	group := fs.String("consumer-group", "", "the dead letter of this consumer group")
-	pos, err := parseRemote(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneArg(pos, "dead letter id")
+	id, err := parseOne(fs, args, "dead letter id")
 	if err != nil {
 		return err
 	}
@@ -164,12 +156,8 @@ func dlqExport(ctx context.Context, args []string, getenv func(string) string, s
 	f := filterFlags(fs)
 	format := fs.String("format", "ndjson", "ndjson or csv")
 	output := fs.String("output", "", "write to this file (made, or truncated) instead of standard output")
-	pos, err := parseRemote(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, "the filters are flags"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q: the filters are flags", pos[0])}
 	}
 	r, err := o.connect(getenv, stdin, stdout, stderr)
 	if err != nil {

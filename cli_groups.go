@@ -37,12 +37,8 @@ func groupsList(ctx context.Context, args []string, getenv func(string) string, 
 	fs.StringVar(&f.Owner, "owner", "", "only those this user owns")
 	fs.StringVar(&f.ConsumerVersion, "consumer-version", "", "only those this consumer version filed into")
 	fs.IntVar(&f.Limit, "limit", 0, "how many (default 50)")
-	pos, err := parseRemote(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
 	}
 	r, err := o.connect(getenv, stdin, stdout, stderr)
 	if err != nil {
@@ -77,11 +73,7 @@ func groupsShow(ctx context.Context, args []string, getenv func(string) string, 
 		"Shows an error group (GET /api/v1/error-groups/:fingerprint) with its funnel and history.", true, getenv, stderr)
 	queue := fs.String("queue", "", "the queue of the group (required)")
 	group := fs.String("consumer-group", "", "its consumer group (needed when several have the fingerprint)")
-	pos, err := parseRemote(fs, args)
-	if err != nil {
-		return err
-	}
-	fp, err := oneArg(pos, "fingerprint (quote it: it holds spaces)")
+	fp, err := parseOne(fs, args, "fingerprint (quote it: it holds spaces)")
 	if err != nil {
 		return err
 	}

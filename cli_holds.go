@@ -22,12 +22,8 @@ func runHold(ctx context.Context, args []string, getenv func(string) string, std
 	fs.StringVar(&h.Queue, "queue", "", "the queue to hold (required)")
 	fs.StringVar(&h.ConsumerGroup, "consumer-group", "", "hold only this consumer group's deliveries")
 	fs.StringVar(&h.Reason, "reason", "", "why (required; shown wherever the queue appears, audited)")
-	pos, err := parseRemote(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, "name the queue with --queue"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q: name the queue with --queue", pos[0])}
 	}
 	if h.Queue == "" || h.Reason == "" {
 		return usageError{fmt.Errorf("hold needs --queue and --reason")}
@@ -59,12 +55,8 @@ func holdList(ctx context.Context, args []string, getenv func(string) string, st
 	fs, o := remoteFlags("hold list [--queue Q] [--consumer-group G] [--json]", "Lists the holds (GET /api/v1/holds).", true, getenv, stderr)
 	queue := fs.String("queue", "", "only this queue's")
 	group := fs.String("consumer-group", "", "only this consumer group's")
-	pos, err := parseRemote(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
 	}
 	r, err := o.connect(getenv, stdin, stdout, stderr)
 	if err != nil {
@@ -89,15 +81,7 @@ func holdList(ctx context.Context, args []string, getenv func(string) string, st
 func runRelease(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs, o := remoteFlags("release ID [--json]",
 		"Releases a hold (DELETE /api/v1/holds/:id; operators): waiting pops are served at once.", true, getenv, stderr)
-	pos, err := parseRemote(fs, args)
-	if err != nil {
-		return err
-	}
-	arg, err := oneArg(pos, "hold id (lazarus hold list shows them)")
-	if err != nil {
-		return err
-	}
-	id, err := parseID("a hold id", arg)
+	id, err := parseOneID(fs, args, "hold id (lazarus hold list shows them)", "a hold id")
 	if err != nil {
 		return err
 	}

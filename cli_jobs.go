@@ -24,15 +24,7 @@ func runJobs(ctx context.Context, args []string, getenv func(string) string, std
 		"cancel": "Cancels a running or paused job: what it did stays done.",
 	}[verb]
 	fs, o := remoteFlags("jobs "+verb+" ID [--json]", about, true, getenv, stderr)
-	pos, err := parseRemote(fs, args)
-	if err != nil {
-		return err
-	}
-	arg, err := oneArg(pos, "job id")
-	if err != nil {
-		return err
-	}
-	id, err := parseID("a job id", arg)
+	id, err := parseOneID(fs, args, "job id", "a job id")
 	if err != nil {
 		return err
 	}
@@ -71,12 +63,8 @@ func jobsList(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&f.Queue, "queue", "", "only the jobs of this queue")
 	fs.IntVar(&f.Limit, "limit", 0, "how many (1 to 500; default 50)")
 	fs.StringVar(&f.After, "after", "", "go on after the page that gave this next (a job id)")
-	pos, err := parseRemote(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
 	}
 	r, err := o.connect(getenv, stdin, stdout, stderr)
 	if err != nil {

@@ -406,3 +406,39 @@ func oneArg(pos []string, what string) (string, error) {
 	}
 	return pos[0], nil
 }
+
+// parseNoArgs parses the flags of a command that takes no positional
+// argument, and refuses one; hint, when given, says where it belongs.
+func parseNoArgs(fs *flag.FlagSet, args []string, hint string) error {
+	pos, err := parseRemote(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		if hint != "" {
+			return usageError{fmt.Errorf("unexpected argument %q: %s", pos[0], hint)}
+		}
+		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+	}
+	return nil
+}
+
+// parseOne parses the flags of a command that takes one positional
+// argument, what, and returns it.
+func parseOne(fs *flag.FlagSet, args []string, what string) (string, error) {
+	pos, err := parseRemote(fs, args)
+	if err != nil {
+		return "", err
+	}
+	return oneArg(pos, what)
+}
+
+// parseOneID is parseOne for a command whose argument is an id (a job's,
+// a hold's); idWhat names it in the refusal of one that is not.
+func parseOneID(fs *flag.FlagSet, args []string, what, idWhat string) (int64, error) {
+	arg, err := parseOne(fs, args, what)
+	if err != nil {
+		return 0, err
+	}
+	return parseID(idWhat, arg)
+}

@@ -629,6 +629,23 @@ func TestCLIUsageAndUnreachableServer(t *testing.T) {
 		{"dlq", "replay", "x", "--queue", "q"}, {"dlq", "list", "--server", "localhost:1"}, {"groups", "set", "fp"}} {
 		s.fails(2, "", nil, args...)
 	}
+	// The arguments are checked before the server is asked, each refusal
+	// saying what was wrong.
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{`unexpected argument "orders": the filters are flags`, []string{"dlq", "list", "orders"}},
+		{`unexpected argument "x": the filters are flags`, []string{"dlq", "export", "x"}},
+		{`unexpected argument "q": name the queue with --queue`, []string{"hold", "q", "--reason", "r"}},
+		{`unexpected argument "q"`, []string{"hold", "list", "q"}},
+		{"give one dead letter id", []string{"dlq", "show"}},
+		{"give one job id", []string{"jobs", "pause", "1", "2"}},
+		{`a job id must be a positive whole number, got "abc"`, []string{"jobs", "show", "abc"}},
+		{`a hold id must be a positive whole number, got "0"`, []string{"release", "0"}},
+	} {
+		s.fails(2, c.want, nil, c.args...)
+	}
 	// Nothing listens on port 1: a failure, exit 1, naming the server.
 	s.fails(1, "http://127.0.0.1:1", nil, "dlq", "list", "--server", "http://127.0.0.1:1")
 	if r := s.lz(nil, nil, "dlq", "list", "--help"); r.err != nil || !strings.Contains(r.stderr, "-consumer-group") {
