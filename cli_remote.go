@@ -41,6 +41,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/client"
 )
 
@@ -224,22 +225,7 @@ func cleanLines(s string) string {
 }
 
 // count writes n with a comma every three digits: 1,234.
-func count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, d := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func count(n int64) string { return broker.Thousands(n) }
 
 // when writes a time for a table: UTC, to the second; "-" for none.
 func when(t time.Time) string {

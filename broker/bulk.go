@@ -447,7 +447,7 @@ func checkErrorScan(ctx context.Context, tx DeadLetterTx, f Filter) error {
 	if n > int64(fieldScan) {
 		return errorf(ErrInvalid, "the error text %q (Error contains, error=) has no whole word the index can look up, and the other filters select more than %s dead letters: it would read each of them. "+
 			"Type whole words as they stand in the error (\": timeout,\" or \"connection refused\", not part of a word), use \"Payload or error has\" (q) for words, "+
-			"or narrow by error group, consumer group or time first; nothing was changed", truncate(f.ErrorContains, 64), thousands(int64(fieldScan)))
+			"or narrow by error group, consumer group or time first; nothing was changed", truncate(f.ErrorContains, 64), Thousands(int64(fieldScan)))
 	}
 	return nil
 }

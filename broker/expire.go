@@ -265,7 +265,7 @@ func (b *Broker) auditExpiry(ctx context.Context, tx auditExpirySubscriptionTx, 
 			e.name = name
 		}
 		e.count += chunk[g]
-		detail := fmt.Sprintf("dead letters: %s expired in %s / %s, older than %s (deadLetterRetentionSeconds)", thousands(e.count), q.Name, e.name, DurationWords(keep))
+		detail := fmt.Sprintf("dead letters: %s expired in %s / %s, older than %s (deadLetterRetentionSeconds)", Thousands(e.count), q.Name, e.name, DurationWords(keep))
 		if e.id != 0 {
 			err := tx.UpdateExpiryAudit(ctx, e.id, int(e.count), detail)
 			if err == nil {
@@ -325,7 +325,7 @@ func DurationWords(d time.Duration) string {
 		if n == 1 {
 			return "1 " + one
 		}
-		return thousands(n) + " " + one + "s"
+		return Thousands(n) + " " + one + "s"
 	}
 	switch {
 	case d%(24*time.Hour) == 0:

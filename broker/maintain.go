@@ -326,7 +326,7 @@ func (b *Broker) maintainAudit(ctx context.Context, r *TaskReport) error {
 	}
 	return b.store.Update(ctx, background, func(tx Tx) error {
 		return tx.InsertAudit(ctx, &AuditEntry{At: b.now(), Actor: BrokerActor, Action: AuditSwept, Count: int(r.Removed), Broker: true,
-			Detail: fmt.Sprintf("audit: %s entries older than %s removed", thousands(r.Removed), DurationWords(keep))})
+			Detail: fmt.Sprintf("audit: %s entries older than %s removed", Thousands(r.Removed), DurationWords(keep))})
 	})
 }
 
@@ -346,8 +346,9 @@ func (b *Broker) maintainSessions(ctx context.Context, r *TaskReport) error {
 	})
 }
 
-// thousands writes n with commas between thousands: 1,234.
-func thousands(n int64) string {
+// Thousands writes n with commas between thousands: 1,234,567 (the
+// dashboard, the command line and the broker's own texts alike).
+func Thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := n < 0
 	if neg {

@@ -90,7 +90,7 @@ type Breach struct {
 func (l Limits) Check(h Health) []Breach {
 	var out []Breach
 	if h.Depth > l.Depth {
-		out = append(out, Breach{"depth", fmt.Sprintf("%s dead letters (limit %s)", thousands(h.Depth), thousands(l.Depth))})
+		out = append(out, Breach{"depth", fmt.Sprintf("%s dead letters (limit %s)", Thousands(h.Depth), Thousands(l.Depth))})
 	}
 	if lim := time.Duration(l.OldestHours * float64(time.Hour)); h.Oldest > lim {
 		out = append(out, Breach{"oldest", fmt.Sprintf("oldest waits %s (limit %s)", round(h.Oldest), round(lim))})

@@ -51,3 +51,12 @@ func TestBreachSaysCountsWithSeparators(t *testing.T) {
 		t.Fatalf("breaches %+v, want 700,001 dead letters (limit 12,000)", bs)
 	}
 }
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", -1000: "-1,000", 12345: "12,345",
+		700001: "700,001", -1234567: "-1,234,567", 9223372036854775807: "9,223,372,036,854,775,807"} {
+		if got := broker.Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
