@@ -214,3 +214,22 @@ func (r *body) setRaw(b []byte) { r.Raw = b }
 // seg escapes one path segment (an id, a fingerprint with spaces and
 // slashes).
 func seg(s string) string { return url.PathEscape(s) }
+
+// params is a query of the pairs key, value given, leaving out the keys
+// whose value is "" (the API's default).
+func params(kv ...string) url.Values {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
+}
+
+// setNumber sets key to n when n is above 0 (0: the API's default).
+func setNumber(q url.Values, key string, n int) {
+	if n > 0 {
+		q.Set(key, strconv.Itoa(n))
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -32,14 +31,8 @@ type Filter struct {
 }
 
 func (f Filter) values() url.Values {
-	v := url.Values{}
-	for _, p := range []struct{ k, v string }{{"queue", f.Queue}, {"consumerGroup", f.ConsumerGroup}, {"partition", f.Partition},
-		{"from", f.From}, {"to", f.To}, {"error", f.Error}, {"transactionId", f.TransactionID}, {"fingerprint", f.Fingerprint},
-		{"consumerVersion", f.ConsumerVersion}, {"q", f.Q}} {
-		if p.v != "" {
-			v.Set(p.k, p.v)
-		}
-	}
+	v := params("queue", f.Queue, "consumerGroup", f.ConsumerGroup, "partition", f.Partition, "from", f.From, "to", f.To,
+		"error", f.Error, "transactionId", f.TransactionID, "fingerprint", f.Fingerprint, "consumerVersion", f.ConsumerVersion, "q", f.Q)
 	for _, fl := range f.Field {
 		v.Add("field", fl)
 	}
@@ -94,12 +87,8 @@ type DeadLetterList struct {
 // DeadLetters lists the dead letters f selects, newest failure first.
 func (c *Client) DeadLetters(ctx context.Context, f Filter, p PageRequest) (*DeadLetterList, error) {
 	q := f.values()
-	if p.Limit > 0 {
-		q.Set("limit", strconv.Itoa(p.Limit))
-	}
-	if p.Offset > 0 {
-		q.Set("offset", strconv.Itoa(p.Offset))
-	}
+	setNumber(q, "limit", p.Limit)
+	setNumber(q, "offset", p.Offset)
 	if p.After != "" {
 		q.Set("after", p.After)
 	}
@@ -126,10 +115,7 @@ type DeadLetterDetail struct {
 // its history. A dead letter that is gone is an *Error with status 404
 // whose Body says what became of it.
 func (c *Client) DeadLetter(ctx context.Context, id, group string) (*DeadLetterDetail, error) {
-	q := url.Values{}
-	if group != "" {
-		q.Set("consumerGroup", group)
-	}
+	q := params("consumerGroup", group)
 	var out DeadLetterDetail
 	_, err := c.call(ctx, http.MethodGet, "/dlq/"+seg(id), q, nil, &out)
 	return &out, err
@@ -189,10 +175,7 @@ type DeleteAnswer struct {
 // Delete deletes a message's dead letters (only group's when not ""), to
 // be restored for a while.
 func (c *Client) Delete(ctx context.Context, id, group string) (*DeleteAnswer, error) {
-	q := url.Values{}
-	if group != "" {
-		q.Set("consumerGroup", group)
-	}
+	q := params("consumerGroup", group)
 	var out DeleteAnswer
 	_, err := c.call(ctx, http.MethodDelete, "/dlq/"+seg(id), q, nil, &out)
 	return &out, err

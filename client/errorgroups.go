@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -77,16 +75,8 @@ type ErrorGroupFilter struct {
 // ErrorGroups lists error groups: open first (regressed first among
 // them), then acknowledged, resolved and ignored.
 func (c *Client) ErrorGroups(ctx context.Context, f ErrorGroupFilter) (*ErrorGroupList, error) {
-	q := url.Values{}
-	for _, p := range []struct{ k, v string }{{"queue", f.Queue}, {"consumerGroup", f.ConsumerGroup}, {"state", f.State}, {"owner", f.Owner},
-		{"consumerVersion", f.ConsumerVersion}} {
-		if p.v != "" {
-			q.Set(p.k, p.v)
-		}
-	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
+	q := params("queue", f.Queue, "consumerGroup", f.ConsumerGroup, "state", f.State, "owner", f.Owner, "consumerVersion", f.ConsumerVersion)
+	setNumber(q, "limit", f.Limit)
 	var out ErrorGroupList
 	_, err := c.call(ctx, http.MethodGet, "/error-groups", q, nil, &out)
 	return &out, err
@@ -108,10 +98,7 @@ type ErrorGroupDetail struct {
 // ErrorGroup reads the error group of fingerprint in queue (and group;
 // "": the queue's one consumer group that has it).
 func (c *Client) ErrorGroup(ctx context.Context, fingerprint, queue, group string) (*ErrorGroupDetail, error) {
-	q := url.Values{"queue": {queue}}
-	if group != "" {
-		q.Set("consumerGroup", group)
-	}
+	q := params("queue", queue, "consumerGroup", group)
 	var out ErrorGroupDetail
 	_, err := c.call(ctx, http.MethodGet, "/error-groups/"+seg(fingerprint), q, nil, &out)
 	return &out, err

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 )
@@ -29,13 +28,7 @@ type HoldList struct {
 
 // Holds lists the holds, of queue and group when not "".
 func (c *Client) Holds(ctx context.Context, queue, group string) (*HoldList, error) {
-	q := url.Values{}
-	if queue != "" {
-		q.Set("queue", queue)
-	}
-	if group != "" {
-		q.Set("consumerGroup", group)
-	}
+	q := params("queue", queue, "consumerGroup", group)
 	var out HoldList
 	_, err := c.call(ctx, http.MethodGet, "/holds", q, nil, &out)
 	return &out, err

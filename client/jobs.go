@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 )
@@ -88,15 +87,8 @@ type JobList struct {
 
 // Jobs lists jobs, newest first.
 func (c *Client) Jobs(ctx context.Context, f JobFilter) (*JobList, error) {
-	q := url.Values{}
-	for _, p := range []struct{ k, v string }{{"state", f.State}, {"kind", f.Kind}, {"queue", f.Queue}, {"after", f.After}} {
-		if p.v != "" {
-			q.Set(p.k, p.v)
-		}
-	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
+	q := params("state", f.State, "kind", f.Kind, "queue", f.Queue, "after", f.After)
+	setNumber(q, "limit", f.Limit)
 	var out JobList
 	_, err := c.call(ctx, http.MethodGet, "/jobs", q, nil, &out)
 	return &out, err

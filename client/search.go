@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -39,9 +38,7 @@ type SearchResult struct {
 // or text, as the dashboard's search box does; limit 0: the server's 50.
 func (c *Client) Search(ctx context.Context, q string, limit int) (*SearchResult, error) {
 	v := url.Values{"q": {q}}
-	if limit > 0 {
-		v.Set("limit", strconv.Itoa(limit))
-	}
+	setNumber(v, "limit", limit)
 	var out SearchResult
 	_, err := c.call(ctx, http.MethodGet, "/search", v, nil, &out)
 	return &out, err
