@@ -567,8 +567,10 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 	defer func() {
 		// The connection closed under the write, and not once its COMMIT
 		// may have left (ErrCommitUnknown): the session ended, and the
-		// transaction with it (errSessionLost).
-		if err != nil && !committed && pgc.IsClosed() && !errors.Is(err, broker.ErrCommitUnknown) && !errors.Is(err, errCacheMoved) {
+		// transaction with it (errSessionLost). One that ctx's end closed
+		// (pgx closes a connection whose statement it gives up on) is
+		// the caller's doing, and says so as it is.
+		if err != nil && !committed && pgc.IsClosed() && ctx.Err() == nil && !errors.Is(err, broker.ErrCommitUnknown) && !errors.Is(err, errCacheMoved) {
 			err = fmt.Errorf("%w: %w", errSessionLost, err)
 		}
 	}()
