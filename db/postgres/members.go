@@ -64,6 +64,8 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 	}
 	t := time.NewTicker(memberEvery)
 	defer t.Stop()
+	var stuck stuckWriters
+	fenceFailed := false
 	for {
 		var n int
 		qctx, cancel := context.WithTimeout(ctx, 5*memberEvery)
@@ -77,6 +79,20 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 			return
 		}
 		p.alone.Store(n == 1 && !neverAlone)
+		// A paused process's write that the server does not end holds
+		// up every write: ended once found stuck long enough (fence.go).
+		qctx, cancel = context.WithTimeout(ctx, 5*memberEvery)
+		found, ended, err := fence(qctx, conn, stuck, time.Now())
+		cancel()
+		if err != nil && !fenceFailed {
+			// Not allowed to end another session, say: the count goes on.
+			fenceFailed = true
+			p.log.Warn("cannot look for paused writers to end (warned once)", "err", err)
+		}
+		stuck = found
+		for _, pid := range ended {
+			p.log.Warn("ended a write session of another process, found blocked sending it rows while it held the writer's lock, which other writes waited for: that process stopped reading (paused?); its write is rolled back", "backend_pid", pid, "stuck_for", stuckFor.String())
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -42,7 +42,13 @@ const (
 	envPauseChild     = "LAZARUS_PG_PAUSE_CHILD"
 	envPausePartition = "LAZARUS_PG_PAUSE_PARTITION"
 	envPauseShared    = "LAZARUS_PG_PAUSE_SHARED"
+	envPauseRead      = "LAZARUS_PG_PAUSE_READ"
 )
+
+// bigMessage is the transaction id of the message a reading child reads
+// back in each write: larger than the socket's buffers, so that a child
+// stopped while reading it leaves the server blocked sending it.
+const bigMessage = "big"
 
 // pausedWaitBound is the longest a write of a healthy process may wait
 // for a paused one: writeIdle and some slack for a loaded machine.
@@ -88,7 +94,11 @@ func pauseChild() int {
 				// not to have committed.
 				return fmt.Errorf("message %s made twice", txid)
 			}
-			_, err = tx.MessageByTransaction(ctx, part, txid)
+			read := txid
+			if os.Getenv(envPauseRead) != "" {
+				read = bigMessage
+			}
+			_, err = tx.MessageByTransaction(ctx, part, read)
 			return err
 		})
 		if err != nil {
@@ -110,12 +120,15 @@ type pauseChildProcess struct {
 }
 
 // startPauseChild starts the child on dsn, writing to partition part.
-func startPauseChild(t *testing.T, dsn string, part int64, shared bool) *pauseChildProcess {
+func startPauseChild(t *testing.T, dsn string, part int64, shared, read bool) *pauseChildProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envPauseChild+"="+dsn, envPausePartition+"="+strconv.FormatInt(part, 10))
 	if shared {
 		cmd.Env = append(cmd.Env, envPauseShared+"=1")
+	}
+	if read {
+		cmd.Env = append(cmd.Env, envPauseRead+"=1")
 	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -191,12 +204,12 @@ func oks(lines []string) int {
 }
 
 // writerLockHolder is the backend holding the writer's lock in mode
-// (pg_locks' ExclusiveLock or ShareLock), and its state; pid 0 when
-// none does.
+// (pg_locks' ExclusiveLock or ShareLock), and its state (with its
+// wait_event when it waits: "active ClientWrite"); pid 0 when none does.
 func writerLockHolder(t *testing.T, d *Store, mode string) (pid int, state string) {
 	t.Helper()
 	// A bigint key is two oids: its high and low 32 bits.
-	err := d.QueryRowUncatalogued(context.Background(), `SELECT l.pid, a.state FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+	err := d.QueryRowUncatalogued(context.Background(), `SELECT l.pid, concat_ws(' ', a.state, a.wait_event) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'advisory' AND l.granted AND l.mode = ?
 		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND l.classid::bigint = ? AND l.objid::bigint = ? AND l.objsubid = 1
@@ -210,14 +223,29 @@ func writerLockHolder(t *testing.T, d *Store, mode string) (pid int, state strin
 	return pid, state
 }
 
+// lockWaited reports whether a backend of d's database waits for an
+// advisory lock (the writer's) now.
+func lockWaited(t *testing.T, d *Store) bool {
+	t.Helper()
+	var n int
+	err := d.QueryRowUncatalogued(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
 // stopHolding stops the child (SIGSTOP) at a moment its backend holds
 // the writer's lock in mode, and returns that backend's pid once it
-// stands idle in its transaction, waiting for the stopped child. A stop
-// that came between two of the child's writes is undone (SIGCONT) and
-// tried again.
-func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode string) int {
+// is in state, waiting for the stopped child: "idle in transaction"
+// (stopped between two statements), or "active ClientWrite" (stopped
+// while the server sends it rows, blocked once the socket's buffers are
+// full). A stop that came between two of the child's writes, or at
+// another moment of one, is undone (SIGCONT) and tried again.
+func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state string) int {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		if pid, _ := writerLockHolder(t, d, mode); pid == 0 {
 			continue // polling a condition: the child writes without pause
 		}
@@ -228,9 +256,13 @@ func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode string) int 
 		// the lock now holds it until its session ends, and stands idle
 		// in its transaction once it has answered its last statement.
 		for settle := time.Now().Add(10 * time.Second); ; {
-			pid, state := writerLockHolder(t, d, mode)
-			if pid != 0 && state == "idle in transaction" {
+			pid, now := writerLockHolder(t, d, mode)
+			if pid != 0 && now == state {
 				return pid
+			}
+			if now == "idle in transaction" || now == "active ClientWrite" {
+				t.Logf("stopped at %q, not %q: once more", now, state)
+				break // stopped at the other moment
 			}
 			if pid == 0 || time.Now().After(settle) {
 				break
@@ -250,25 +282,41 @@ func TestPGAPausedProcessHoldsUpTheOthersWritesOnlyBriefly(t *testing.T) {
 		name   string
 		shared bool
 		mode   string
+		state  string
 	}{
 		// Paused in a write that runs alone (a job's chunk, a dead letter
-		// filed, maintenance).
-		{"Exclusive", false, "ExclusiveLock"},
+		// filed, maintenance), between two statements: the server ends
+		// its session (writeIdle).
+		{"Exclusive", false, "ExclusiveLock", "idle in transaction"},
 		// Paused in a push: an exclusive write waits for it, and every
 		// later write, pushes too, queues behind that one.
-		{"Shared", true, "ShareLock"},
+		{"Shared", true, "ShareLock", "idle in transaction"},
+		// Paused while reading a write's rows (a pop's messages, a replay
+		// chunk's payloads): the server does not end it; another process
+		// does (fence.go).
+		{"Reading", false, "ExclusiveLock", "active ClientWrite"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { pausedWriter(t, tc.shared, tc.mode) })
+		t.Run(tc.name, func(t *testing.T) { pausedWriter(t, tc.shared, tc.mode, tc.state) })
 	}
 }
 
-func pausedWriter(t *testing.T, shared bool, mode string) {
+func pausedWriter(t *testing.T, shared bool, mode, state string) {
 	ctx := context.Background()
 	a, _, _, p1, p2, _ := concurrentSetup(t, Options{Sync: SyncNormal})
-	c := startPauseChild(t, a.Path(), p1, shared)
+	read := state == "active ClientWrite"
+	if read {
+		err := a.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
+			_, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: bigMessage, Payload: make([]byte, 8<<20), CreatedAt: time.Now()}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startPauseChild(t, a.Path(), p1, shared, read)
 	c.waitSaid(t, "its first writes", func(l []string) bool { return oks(l) >= 3 })
 
-	pid := stopHolding(t, a, c, mode)
+	pid := stopHolding(t, a, c, mode, state)
 	stoppedAt := time.Now()
 	before := oks(c.said())
 
@@ -297,15 +345,37 @@ func pausedWriter(t *testing.T, shared bool, mode string) {
 		return done
 	}
 	alone := write(broker.UpdateOptions{}, "parent-alone")
-	waitForLock(t, a, "advisory")
+	// The push once the write that runs alone waits (or, on a machine
+	// too slow to see it wait, has ended).
+	var aloneDone *outcome
+	for deadline := time.Now().Add(20 * time.Second); aloneDone == nil && !lockWaited(t, a); {
+		select {
+		case r := <-alone:
+			aloneDone = &r
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the write that runs alone neither waited for the writer's lock nor ended")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition
+	}
 	push := write(broker.UpdateOptions{Concurrent: true}, "parent-push")
-	for name, ch := range map[string]<-chan outcome{"a write that runs alone": alone, "a push": push} {
-		r := <-ch
+	for _, w := range []struct {
+		name string
+		ch   <-chan outcome
+	}{{"a write that runs alone", alone}, {"a push", push}} {
+		name := w.name
+		var r outcome
+		if w.ch == alone && aloneDone != nil {
+			r = *aloneDone
+		} else {
+			r = <-w.ch
+		}
 		if r.err != nil || r.took > pausedWaitBound {
 			t.Errorf("%s of a healthy process, while another was paused holding the writer's lock (%s): took %s, %v; want done within %s",
 				name, mode, r.took.Round(time.Millisecond), r.err, pausedWaitBound)
 		}
-		t.Logf("%s waited %s (%s held by the paused process)", name, r.took.Round(time.Millisecond), mode)
+		t.Logf("%s waited %s (%s held by the paused process, %s)", name, r.took.Round(time.Millisecond), mode, state)
 	}
 	// The paused process's session ended (that is what freed the lock).
 	var gone bool
