@@ -21,8 +21,8 @@ import (
 // So each process, as it counts the processes (members.go), looks for
 // such a backend: a Lazarus write session (application_name "lazarus")
 // holding the writer's lock, found blocked sending, its statement the
-// same, at every look for longer than writeIdle while another write
-// waits for the lock; and ends it (pg_terminate_backend, which a role
+// same, at every look for longer than writeIdle while another session
+// waits for a lock; and ends it (pg_terminate_backend, which a role
 // may do to its own sessions). Its transaction rolls back; the paused
 // process, once it runs again, finds its session gone, as after
 // writeIdle (errSessionLost). A healthy process reads its rows as they
@@ -39,28 +39,29 @@ type stuckSince struct {
 }
 
 // stuckFor is how long a backend holding the writer's lock must have
-// been found blocked sending before it is ended: writeIdle's.
-var stuckFor = func() time.Duration {
-	d, err := time.ParseDuration(writeIdle)
-	if err != nil {
-		panic(err)
-	}
-	return d
-}()
+// been found blocked sending before it is ended: as long as a write's
+// transaction may stand idle, idle_in_transaction_session_timeout on
+// the writes' pool (writeIdle, or the URL's), read on conn, a connection
+// of that pool. 0 (the URL turned it off) turns the fence off too.
+func stuckFor(ctx context.Context, conn *pgx.Conn) (time.Duration, error) {
+	var ms int64
+	err := conn.QueryRow(ctx, `SELECT setting::bigint FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'`).Scan(&ms)
+	return time.Duration(ms) * time.Millisecond, err
+}
 
 // fence looks once (on conn, the count's connection) and ends the
-// backends found stuck for stuckFor; it returns what it found, for the
-// next look, and the pids it ended.
-func fence(ctx context.Context, conn *pgx.Conn, prev stuckWriters, now time.Time) (stuckWriters, []int32, error) {
-	// A bigint key is two oids: its high and low 32 bits. Only while a
-	// write waits for the lock: otherwise nobody is held up.
+// backends found stuck for at least after; it returns what it found,
+// for the next look, and the pids it ended.
+func fence(ctx context.Context, conn *pgx.Conn, prev stuckWriters, now time.Time, after time.Duration) (stuckWriters, []int32, error) {
+	// A bigint key is two oids: its high and low 32 bits. Only while
+	// a session waits for a lock (the writer's, or a row's: the
+	// consumer a paused pop leases): otherwise nobody is held up.
 	rows, err := conn.Query(ctx, `SELECT a.pid, a.query_start FROM pg_stat_activity a
 		JOIN pg_locks l ON l.pid = a.pid AND l.locktype = 'advisory' AND l.granted
 			AND l.database = a.datid AND l.classid::bigint = $1 AND l.objid::bigint = $2 AND l.objsubid = 1
 		WHERE a.datname = current_database() AND a.application_name = 'lazarus'
 			AND a.state = 'active' AND a.wait_event = 'ClientWrite'
-			AND EXISTS (SELECT 1 FROM pg_locks w WHERE w.locktype = 'advisory' AND NOT w.granted
-				AND w.database = a.datid AND w.classid::bigint = $1 AND w.objid::bigint = $2 AND w.objsubid = 1)`,
+			AND EXISTS (SELECT 1 FROM pg_stat_activity w WHERE w.datid = a.datid AND w.wait_event_type = 'Lock')`,
 		int64(writerLock>>32), int64(writerLock&0xffffffff))
 	if err != nil {
 		return nil, nil, err
@@ -84,7 +85,7 @@ func fence(ctx context.Context, conn *pgx.Conn, prev stuckWriters, now time.Time
 	}
 	var ended []int32
 	for pid, s := range found {
-		if now.Sub(s.seen) < stuckFor {
+		if now.Sub(s.seen) < after {
 			continue
 		}
 		var ok bool
@@ -97,4 +98,21 @@ func fence(ctx context.Context, conn *pgx.Conn, prev stuckWriters, now time.Time
 		}
 	}
 	return found, ended, nil
+}
+
+// fenceOnce is fence with its failures and the sessions it ended logged
+// (a failure once: a role not allowed to end another session, say, while
+// the count goes on), and what it found for the next look.
+func (p *Store) fenceOnce(ctx context.Context, conn *pgx.Conn, stuck stuckWriters, after time.Duration, failed *bool) stuckWriters {
+	fctx, cancel := context.WithTimeout(ctx, 5*memberEvery)
+	defer cancel()
+	found, ended, err := fence(fctx, conn, stuck, time.Now(), after)
+	if err != nil && !*failed {
+		*failed = true
+		p.log.Warn("cannot look for paused writers to end (warned once)", "err", err)
+	}
+	for _, pid := range ended {
+		p.log.Warn("ended a write session of another process, found blocked sending it rows while it held the writer's lock, which other writes waited for: that process stopped reading (paused?); its write is rolled back", "backend_pid", pid, "stuck_for", after.String())
+	}
+	return found
 }

@@ -62,6 +62,10 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1)`, int64(memberLock)); err != nil {
 		return
 	}
+	after, err := stuckFor(ctx, conn)
+	if err != nil {
+		return
+	}
 	t := time.NewTicker(memberEvery)
 	defer t.Stop()
 	var stuck stuckWriters
@@ -81,17 +85,8 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 		p.alone.Store(n == 1 && !neverAlone)
 		// A paused process's write that the server does not end holds
 		// up every write: ended once found stuck long enough (fence.go).
-		qctx, cancel = context.WithTimeout(ctx, 5*memberEvery)
-		found, ended, err := fence(qctx, conn, stuck, time.Now())
-		cancel()
-		if err != nil && !fenceFailed {
-			// Not allowed to end another session, say: the count goes on.
-			fenceFailed = true
-			p.log.Warn("cannot look for paused writers to end (warned once)", "err", err)
-		}
-		stuck = found
-		for _, pid := range ended {
-			p.log.Warn("ended a write session of another process, found blocked sending it rows while it held the writer's lock, which other writes waited for: that process stopped reading (paused?); its write is rolled back", "backend_pid", pid, "stuck_for", stuckFor.String())
+		if after > 0 {
+			stuck = p.fenceOnce(ctx, conn, stuck, after, &fenceFailed)
 		}
 		select {
 		case <-ctx.Done():
