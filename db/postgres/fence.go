@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Fencing a paused writer that the server does not end. A process
@@ -100,14 +102,18 @@ func fence(ctx context.Context, conn *pgx.Conn, prev stuckWriters, now time.Time
 	return found, ended, nil
 }
 
-// fenceOnce is fence with its failures and the sessions it ended logged
-// (a failure once: a role not allowed to end another session, say, while
-// the count goes on), and what it found for the next look.
+// fenceOnce is fence with the server's refusal logged once (a role not
+// allowed to end another session, say, while the count goes on) and the
+// sessions it ended logged, and what it found for the next look.
 func (p *Store) fenceOnce(ctx context.Context, conn *pgx.Conn, stuck stuckWriters, after time.Duration, failed *bool) stuckWriters {
 	fctx, cancel := context.WithTimeout(ctx, 5*memberEvery)
 	defer cancel()
 	found, ended, err := fence(fctx, conn, stuck, time.Now(), after)
-	if err != nil && !*failed {
+	// The server's refusal is told once; a connection that failed (or
+	// a look that outlasted its deadline: the process was paused) is
+	// the count's to find, which then counts on another.
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && !*failed {
 		*failed = true
 		p.log.Warn("cannot look for paused writers to end (warned once)", "err", err)
 	}

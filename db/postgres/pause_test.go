@@ -207,20 +207,27 @@ func oks(lines []string) int {
 // (pg_locks' ExclusiveLock or ShareLock), and its state (with its
 // wait_event when it waits: "active ClientWrite"); pid 0 when none does.
 func writerLockHolder(t *testing.T, d *Store, mode string) (pid int, state string) {
+	pid, state, _ = writerLockHolderSince(t, d, mode)
+	return pid, state
+}
+
+// writerLockHolderSince is writerLockHolder with the moment the backend
+// came to its state (pg_stat_activity's state_change).
+func writerLockHolderSince(t *testing.T, d *Store, mode string) (pid int, state string, since time.Time) {
 	t.Helper()
 	// A bigint key is two oids: its high and low 32 bits.
-	err := d.QueryRowUncatalogued(context.Background(), `SELECT l.pid, concat_ws(' ', a.state, a.wait_event) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+	err := d.QueryRowUncatalogued(context.Background(), `SELECT l.pid, concat_ws(' ', a.state, a.wait_event), a.state_change FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'advisory' AND l.granted AND l.mode = ?
 		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND l.classid::bigint = ? AND l.objid::bigint = ? AND l.objsubid = 1
-		LIMIT 1`, mode, int64(writerLock>>32), int64(writerLock&0xffffffff)).Scan(&pid, &state)
+		LIMIT 1`, mode, int64(writerLock>>32), int64(writerLock&0xffffffff)).Scan(&pid, &state, &since)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ""
+		return 0, "", time.Time{}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pid, state
+	return pid, state, since
 }
 
 // lockWaited reports whether a backend of d's database waits for an
@@ -243,10 +250,12 @@ func lockWaited(t *testing.T, d *Store) bool {
 // while the server sends it rows, blocked once the socket's buffers are
 // full). A stop that came between two of the child's writes, or at
 // another moment of one, is undone (SIGCONT) and tried again.
-func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state string) int {
+func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state string) (int, time.Time) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		if pid, _ := writerLockHolder(t, d, mode); pid == 0 {
+		// Stopped while reading, it must be stopped once the server
+		// sends faster than it reads: when its backend waits to send.
+		if pid, now := writerLockHolder(t, d, mode); pid == 0 || state == "active ClientWrite" && now != state {
 			continue // polling a condition: the child writes without pause
 		}
 		if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -256,9 +265,9 @@ func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state strin
 		// the lock now holds it until its session ends, and stands idle
 		// in its transaction once it has answered its last statement.
 		for settle := time.Now().Add(10 * time.Second); ; {
-			pid, now := writerLockHolder(t, d, mode)
+			pid, now, since := writerLockHolderSince(t, d, mode)
 			if pid != 0 && now == state {
-				return pid
+				return pid, since
 			}
 			if now == "idle in transaction" || now == "active ClientWrite" {
 				t.Logf("stopped at %q, not %q: once more", now, state)
@@ -274,7 +283,7 @@ func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state strin
 		}
 	}
 	t.Fatalf("the child was never stopped holding the writer's lock (%s)", mode)
-	return 0
+	return 0, time.Time{}
 }
 
 func TestPGAPausedProcessHoldsUpTheOthersWritesOnlyBriefly(t *testing.T) {
@@ -316,7 +325,7 @@ func pausedWriter(t *testing.T, shared bool, mode, state string) {
 	c := startPauseChild(t, a.Path(), p1, shared, read)
 	c.waitSaid(t, "its first writes", func(l []string) bool { return oks(l) >= 3 })
 
-	pid := stopHolding(t, a, c, mode, state)
+	pid, since := stopHolding(t, a, c, mode, state)
 	stoppedAt := time.Now()
 	before := oks(c.said())
 
@@ -327,6 +336,7 @@ func pausedWriter(t *testing.T, shared bool, mode, state string) {
 	// waits its minute.
 	type outcome struct {
 		took time.Duration
+		end  time.Time
 		err  error
 	}
 	write := func(o broker.UpdateOptions, txid string) <-chan outcome {
@@ -340,7 +350,7 @@ func pausedWriter(t *testing.T, shared bool, mode, state string) {
 				_, err := tx.InsertMessages(wctx, []*broker.Message{m})
 				return err
 			})
-			done <- outcome{time.Since(start), err}
+			done <- outcome{time.Since(start), time.Now(), err}
 		}()
 		return done
 	}
@@ -376,6 +386,10 @@ func pausedWriter(t *testing.T, shared bool, mode, state string) {
 				name, mode, r.took.Round(time.Millisecond), r.err, pausedWaitBound)
 		}
 		t.Logf("%s waited %s (%s held by the paused process, %s)", name, r.took.Round(time.Millisecond), mode, state)
+		if w.ch == alone {
+			// Measured from the server's clock, the machine's.
+			t.Logf("the paused process held the lock %s from the moment it stood %s", r.end.Sub(since).Round(time.Millisecond), state)
+		}
 	}
 	// The paused process's session ended (that is what freed the lock).
 	var gone bool
@@ -412,6 +426,10 @@ func pausedWriter(t *testing.T, shared bool, mode, state string) {
 			ok["child-"+strings.TrimPrefix(l, "ok ")] = true
 		case strings.Contains(l, "level=WARN") && strings.Contains(l, "session ended before its commit"):
 			lost = true
+		case strings.HasPrefix(l, "err ") && strings.Contains(l, "unavailable: "+errSessionLost.Error()):
+			// Starved of CPU once more after its pause (a loaded
+			// machine), its write lost its session each time it ran:
+			// a 503, rolled back (below), and the next writes work.
 		default:
 			t.Errorf("the child said: %s", l)
 		}
