@@ -563,14 +563,20 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Close()
-	committed := false
+	committed, commitSent := false, false
 	defer func() {
-		// The connection closed under the write, and not once its COMMIT
-		// may have left (ErrCommitUnknown): the session ended, and the
-		// transaction with it (errSessionLost). One that ctx's end closed
-		// (pgx closes a connection whose statement it gives up on) is
-		// the caller's doing, and says so as it is.
-		if err != nil && !committed && pgc.IsClosed() && ctx.Err() == nil && !errors.Is(err, broker.ErrCommitUnknown) && !errors.Is(err, errCacheMoved) {
+		// The connection closed under the write before its COMMIT was
+		// sent: the session ended, and the transaction with it
+		// (errSessionLost). At the COMMIT, only when none of it left
+		// (SafeToRetry) or the server said it had ended the session for
+		// standing idle (25P03) before reading it: any other failure
+		// there is commit's to tell (ErrCommitUnknown, or an answer). One
+		// that ctx's end closed (pgx closes a connection whose statement
+		// it gives up on) is the caller's doing, and says so as it is.
+		var pe *pgconn.PgError
+		idle := errors.As(err, &pe) && pe.Code == "25P03"
+		if err != nil && !committed && pgc.IsClosed() && ctx.Err() == nil && !errors.Is(err, errCacheMoved) &&
+			(!commitSent || pgconn.SafeToRetry(err) || idle) {
 			err = fmt.Errorf("%w: %w", errSessionLost, err)
 		}
 	}()
@@ -617,6 +623,7 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 	if err != nil {
 		return err
 	}
+	commitSent = true
 	if committed, err = d.commit(ctx, pgc, tail); err != nil {
 		return err
 	}
