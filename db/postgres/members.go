@@ -62,8 +62,14 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1)`, int64(memberLock)); err != nil {
 		return
 	}
+	after, err := stuckFor(ctx, conn)
+	if err != nil {
+		return
+	}
 	t := time.NewTicker(memberEvery)
 	defer t.Stop()
+	var stuck stuckWriters
+	fenceFailed := false
 	for {
 		var n int
 		qctx, cancel := context.WithTimeout(ctx, 5*memberEvery)
@@ -77,6 +83,11 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 			return
 		}
 		p.alone.Store(n == 1 && !neverAlone)
+		// A paused process's write that the server does not end holds
+		// up every write: ended once found stuck long enough (fence.go).
+		if after > 0 {
+			stuck = p.fenceOnce(ctx, conn, stuck, after, &fenceFailed)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -69,18 +69,40 @@ const (
 
 // sessionParams bound what a process that stops answering without
 // closing its connections (a machine lost, a VM paused, a network cut)
-// can hold: the writer's lock is released once its transaction has
-// stood idle for a minute (no write of Lazarus waits that long between
-// two statements), and the server probes an idle TCP connection after 30
-// seconds, so a dead client's session (and its locks) ends within about
-// a minute rather than the operating system's two hours. A URL may set
-// them otherwise.
+// can hold: the server probes an idle TCP connection after 30 seconds,
+// so a dead client's session (and its locks) ends within about a minute
+// rather than the operating system's two hours; and a transaction that
+// stands idle ends its session (idle_in_transaction_session_timeout:
+// writeIdle on the writes' pool, readIdle on the reads'). A URL may set
+// them otherwise, for both pools.
 var sessionParams = map[string]string{
-	"idle_in_transaction_session_timeout": "60s",
-	"tcp_keepalives_idle":                 "30",
-	"tcp_keepalives_interval":             "10",
-	"tcp_keepalives_count":                "3",
+	"tcp_keepalives_idle":     "30",
+	"tcp_keepalives_interval": "10",
+	"tcp_keepalives_count":    "3",
 }
+
+// idleParam is the server's setting that ends a session whose
+// transaction has stood idle (waiting for its client's next statement)
+// that long, rolling the transaction back and releasing its locks.
+const idleParam = "idle_in_transaction_session_timeout"
+
+// writeIdle is idleParam on the writes' pool. A write holds the
+// writer's lock (exclusive, or shared, which an exclusive waiter then
+// queues every later write behind) and its rows' locks to its commit: a
+// process paused in a write (SIGSTOP, a VM paused, a machine swapping)
+// stops the writes of every process until its session ends. Healthy,
+// a write stands idle only while its process works between two of its
+// statements, milliseconds (docs/postgres.md gives what was measured);
+// one that stood idle longer than this lost its session, was rolled
+// back, and runs again on another connection (Update, errSessionLost).
+// So a paused process costs the others' writes about this long.
+const writeIdle = "5s"
+
+// readIdle is idleParam on the reads' pool: a read holds no lock a
+// write waits for, and its snapshot holds back only the server's
+// cleanup, so a paused reader costs nobody a wait, and a read, which is
+// not run again, is given a minute.
+const readIdle = "60s"
 
 // IsPostgres reports whether a --db value names a PostgreSQL database (a
 // postgres:// or postgresql:// URL, or a libpq key=value string such as
@@ -261,12 +283,17 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 		}
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "lazarus"
+	readCfg := cfg.Copy()
+	if _, set := cfg.ConnConfig.RuntimeParams[idleParam]; !set {
+		cfg.ConnConfig.RuntimeParams[idleParam] = writeIdle
+		readCfg.ConnConfig.RuntimeParams[idleParam] = readIdle
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
 	p := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool)}
-	if p.readPool, p.read, err = readPool(ctx, cfg); err != nil {
+	if p.readPool, p.read, err = readPool(ctx, readCfg); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
@@ -472,18 +499,44 @@ func apply(ctx context.Context, conn *sql.Conn, version int, name, body string) 
 // chosen as a deadlock's victim) runs again.
 const retries = 10
 
+// lostRetries bounds how often a write whose session ended before its
+// COMMIT was sent (errSessionLost) runs again: once is what a process
+// that was paused needs (its other connections stood idle outside a
+// transaction, and live on); a second covers a pooled connection the
+// server had ended meanwhile. A server that cannot be reached fails the
+// next try at once.
+const lostRetries = 2
+
+// errSessionLost marks a write whose connection was closed before its
+// COMMIT was sent (write): the server ended its session (its transaction
+// stood idle past writeIdle: the process was paused, or starved of CPU;
+// or an administrator ended it) or the connection broke. Its transaction
+// was rolled back with the session, so nothing of it was made, and it
+// may run again on another connection.
+var errSessionLost = errors.New("the write's database session ended before its commit; it was rolled back")
+
 // update is Update on PostgreSQL: fn runs again (in a new
 // transaction, with a new scope) when the transaction failed to
-// serialize, and when it stopped because another process had changed
+// serialize, when it stopped because another process had changed
 // what the cache holds (errCacheMoved: then with its BEGIN sent first
-// and the cache emptied).
+// and the cache emptied), and when its session ended before its COMMIT
+// was sent (errSessionLost: on another connection).
 func (d *Store) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	eager := false
+	lost := 0
 	for attempt := 0; ; attempt++ {
 		err := d.write(ctx, o, fn, eager)
 		if errors.Is(err, errCacheMoved) && attempt < retries {
 			eager = true
 			continue
+		}
+		if errors.Is(err, errSessionLost) {
+			if lost < lostRetries && ctx.Err() == nil {
+				lost++
+				d.log.Warn("a write's database session ended before its commit (its transaction stood idle past idle_in_transaction_session_timeout, or the connection broke); it was rolled back and runs again", "err", err)
+				continue
+			}
+			return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
 		}
 		if !retryable(err) || attempt == retries {
 			return unavailable(err)
@@ -510,6 +563,23 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Close()
+	committed, commitSent := false, false
+	defer func() {
+		// The connection closed under the write before its COMMIT was
+		// sent: the session ended, and the transaction with it
+		// (errSessionLost). At the COMMIT, only when none of it left
+		// (SafeToRetry) or the server said it had ended the session for
+		// standing idle (25P03) before reading it: any other failure
+		// there is commit's to tell (ErrCommitUnknown, or an answer). One
+		// that ctx's end closed (pgx closes a connection whose statement
+		// it gives up on) is the caller's doing, and says so as it is.
+		var pe *pgconn.PgError
+		idle := errors.As(err, &pe) && pe.Code == "25P03"
+		if err != nil && !committed && pgc.IsClosed() && ctx.Err() == nil && !errors.Is(err, errCacheMoved) &&
+			(!commitSent || pgconn.SafeToRetry(err) || idle) {
+			err = fmt.Errorf("%w: %w", errSessionLost, err)
+		}
+	}()
 	// A hot write runs beside the other processes' only when there are
 	// others (members.go): alone, it writes as the one writer.
 	var lk sqlcore.Locks = sqlcore.NoLocks{}
@@ -520,7 +590,6 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 	begin := &begin{conn: conn, pgc: pgc, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
 	w := &writer{begin: begin}
 	st := sqlcore.NewTx(w, dialectFor(lk), lk, &broker.TxScope{})
-	committed := false
 	defer func() {
 		if begin.sent && !committed {
 			if rerr := rollback(ctx, conn); rerr != nil {
@@ -554,6 +623,7 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 	if err != nil {
 		return err
 	}
+	commitSent = true
 	if committed, err = d.commit(ctx, pgc, tail); err != nil {
 		return err
 	}

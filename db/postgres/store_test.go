@@ -18,7 +18,12 @@ import (
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envPauseChild) != "" {
+		os.Exit(pauseChild()) // the paused process of pause_test.go
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // openStore opens a new PostgreSQL database of the migrated schema, closed
 // when the test ends; twice on one URL is two processes' stores.
