@@ -3,8 +3,8 @@
 # ./lazarus-demo.db (flags go to `lazarus demo`: sh run.sh --addr
 # 127.0.0.1:9090). `go tool task run` runs it too, after generating the
 # views. A first command of its own because a cold `go tool task run` first
-# builds task (about 90 CPU-seconds, on both cores) before anything of
-# Lazarus starts; this starts SQLite's compile at once.
+# builds task (about 90 CPU-seconds, 50 s on both cores) before anything
+# of Lazarus starts compiling; this starts at once.
 # docs/performance.md (C1) has the measurements.
 set -eu
 cd "$(dirname "$0")"
@@ -19,18 +19,15 @@ for templ in views/*.templ; do
 done
 
 # C code (SQLite's amalgamation) at -O2 without -g: the same machine code,
-# without the debug information that costs a fifth of the compile. Taskfile.yml
+# without debug information, which costs part of the compile. Taskfile.yml
 # sets the same, so that the test command shares this build in Go's
 # cache. A CGO_CFLAGS of your own wins.
 CGO_CFLAGS=${CGO_CFLAGS:--O2}
 export CGO_CFLAGS
 
-# go-sqlite3 named first: go build then compiles its few dependencies first
-# and starts SQLite's C (the longest single step, one thread) within seconds,
-# while the other core builds the rest, instead of when its turn comes.
 # -buildvcs=auto: the binary says its commit (lazarus version, /health,
 # the pages' footer) in a git checkout, whatever GOFLAGS says.
-go build -buildvcs=auto -o . github.com/mattn/go-sqlite3 .
+go build -buildvcs=auto -o lazarus .
 
 # Started, not `go run`, which exits 1 on Ctrl-C even when the server
 # stopped cleanly.

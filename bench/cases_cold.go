@@ -10,9 +10,10 @@ import (
 )
 
 // C1: a cold first run, measured by cold-run.sh (a fresh clone, empty Go
-// caches, go tool task run until the first page answers), which writes
-// c1.json; the row reads it. It is not measured by each run: it downloads
-// and builds everything from nothing.
+// caches, the README's first command until the first page answers), which
+// writes c1.json; the row reads it. It is not measured by each run: it
+// downloads and builds everything from nothing. c1check.go tells when it
+// must be measured again.
 
 // c1Record is c1.json, which cold-run.sh writes.
 type c1Record struct {
