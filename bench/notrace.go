@@ -7,3 +7,7 @@ package main
 const traceAvailable = false
 
 func installTrace() {}
+
+// recorder.record is called by trace.go's hook alone: kept in use here so
+// that this build (the one go tool task test lints) does not see it unused.
+var _ = (*recorder).record
