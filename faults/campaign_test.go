@@ -63,11 +63,15 @@ func TestFaultCampaign(t *testing.T) {
 	options := map[string]any{"leaseTime": leaseTime, "retryLimit": 1, "retryDelay": 200}
 	pg := &Workload{H: hist, Queue: "fq", Procs: h.PG, Partitions: 6, Groups: []string{"g1", "g2"}, Workers: 2, LeaseTime: leaseTime, PushGap: 30 * time.Millisecond, Seed: seed}
 	lite := &Workload{H: hist, Queue: "sq", Procs: []*Proc{h.Lite}, Partitions: 3, Groups: []string{"g1", "g2"}, Workers: 1, LeaseTime: leaseTime, PushGap: 30 * time.Millisecond, Seed: seed + 1}
+	cb := &Workload{H: hist, Queue: BreakerQueue, Procs: h.PG, Groups: []string{"cb"}, LeaseTime: leaseTime, Seed: seed + 2}
 	ctx := context.Background()
 	for _, w := range []*Workload{pg, lite} {
 		if err := w.Configure(ctx, options); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := cb.Configure(ctx, map[string]any{"leaseTime": leaseTime, "retryLimit": 0, "holdAfterFailures": breakerAfter, "holdProbeSeconds": 1}); err != nil {
+		t.Fatal(err)
 	}
 
 	stop, cancel := context.WithTimeout(ctx, duration)
@@ -77,6 +81,7 @@ func TestFaultCampaign(t *testing.T) {
 	for _, w := range []*Workload{pg, lite} {
 		clients.Go(func() { w.Run(stop, drain) })
 	}
+	clients.Go(func() { cb.Breaker(stop, drain) })
 	nem := &Nemesis{H: h, Hist: hist, Rng: rand.New(rand.NewPCG(seed, seed>>1)), Lease: leaseTime * time.Second,
 		LongPauses: duration >= 10*time.Minute, Log: t.Logf}
 	nem.Run(stop)
@@ -109,7 +114,7 @@ func TestFaultCampaign(t *testing.T) {
 		}
 	}
 	rep := Check(ops, faults, CheckConfig{
-		Groups:     map[string][]string{pg.Queue: pg.Groups, lite.Queue: lite.Groups},
+		Groups:     map[string][]string{pg.Queue: pg.Groups, lite.Queue: lite.Groups, cb.Queue: cb.Groups},
 		LeaseTime:  leaseTime * time.Second,
 		Skew:       nem.MaxClockOffset(),
 		FinalDLQ:   final,

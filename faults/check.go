@@ -110,6 +110,7 @@ func Check(ops []*Op, faults []Fault, cfg CheckConfig) *Report {
 	checkLeaseModel(r, ops, cfg)
 	checkReplays(r, ops, cfg)
 	checkHolds(r, ops)
+	checkBreaker(r, ops)
 	checkPauses(r, ops, faults, cfg)
 	return r
 }
@@ -626,3 +627,52 @@ func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
 		}
 	}
 }
+
+// checkBreaker: on the breaker's queue (BreakerQueue), once more
+// failures in a row than breakerAfter were acked, a read of the holds
+// sees the breaker's hold; and the last read, after messages completed
+// again, sees it ended.
+func checkBreaker(r *Report, ops []*Op) {
+	failures, heldSeen, sawFailuresThenRead := 0, false, false
+	var last *Op
+	for _, o := range ops {
+		if o.Queue != BreakerQueue {
+			continue
+		}
+		switch o.Kind {
+		case OpAck:
+			for _, a := range o.Acks {
+				if a.Success && a.Status == "failed" {
+					failures++
+				}
+			}
+		case OpBreaker:
+			if o.Result == "" {
+				continue
+			}
+			if o.Result == "held" {
+				heldSeen = true
+			}
+			if failures > breakerAfter {
+				sawFailuresThenRead = true
+			}
+			last = o
+		}
+	}
+	if last == nil {
+		return
+	}
+	if sawFailuresThenRead && !heldSeen {
+		r.anomaly("breaker: %d failures acked in a row on %s (it holds after %d), and no read of the holds saw its hold", failures, BreakerQueue, breakerAfter)
+	}
+	if last.Result != "free" {
+		r.anomaly("breaker: the last read of %s's holds (op %d) still saw the breaker's hold after messages completed again", BreakerQueue, last.ID)
+	}
+}
+
+// BreakerQueue is the circuit breaker's queue in a campaign, and
+// breakerAfter its holdAfterFailures.
+const (
+	BreakerQueue = "cb"
+	breakerAfter = 3
+)

@@ -131,6 +131,14 @@ func TestCheckerFindsWhatWasDoctored(t *testing.T) {
 			find(ops, 9).DLQID, find(ops, 10).DLQID, find(ops, 16).DLQIDs = "other", "other", []string{"other"}
 			return ops
 		}, "dead letter lost: q-p-1"},
+		{"a circuit breaker that never held", func(ops []*Op, cfg *CheckConfig) []*Op {
+			cfg.Groups[BreakerQueue] = []string{"cb"}
+			ack := &Op{ID: 100, Client: "b", Kind: OpAck, Queue: BreakerQueue, Group: "cb", Status: 200, Start: at(3000), End: at(3010)}
+			for i := range breakerAfter + 1 {
+				ack.Acks = append(ack.Acks, AckItem{TransactionID: "x", LeaseID: string(rune('a' + i)), Status: "failed", Success: true})
+			}
+			return append(ops, ack, &Op{ID: 101, Client: "b", Kind: OpBreaker, Queue: BreakerQueue, Group: "cb", Status: 200, Result: "free", Start: at(3100), End: at(3110)})
+		}, "breaker: 4 failures"},
 		{"a 500", func(ops []*Op, _ *CheckConfig) []*Op {
 			find(ops, 2).Status = 500
 			return ops

@@ -431,3 +431,95 @@ func (w *Workload) groupState(client, group, fingerprint string, round int) {
 		op.Result = ans.ErrorGroups[0].State
 	}
 }
+
+// Breaker is the circuit breaker's client, on a queue of its own with
+// holdAfterFailures set (SPEC 6): while stop is not done every message
+// it gets fails, so the group holds itself; then every message
+// completes, so a probe ends the hold. It pushes one message each round,
+// pops and acks it, and reads the queue's holds (recorded as OpBreaker:
+// "held" while a breaker's hold is there, else "free"). It returns once
+// drain is closed and the hold has ended (or after 3 minutes).
+func (w *Workload) Breaker(stop context.Context, drain <-chan struct{}) {
+	client := w.Queue + "/breaker"
+	group := w.Groups[0]
+	var giveUp time.Time
+	for seq := 0; ; seq++ {
+		failing := stop.Err() == nil
+		select {
+		case <-drain:
+			if giveUp.IsZero() {
+				giveUp = time.Now().Add(3 * time.Minute)
+			}
+		default:
+		}
+		if !giveUp.IsZero() && time.Now().After(giveUp) {
+			return
+		}
+		if failing {
+			tx := fmt.Sprintf("%s-p-%d", w.Queue, seq)
+			op := &Op{Client: client, Kind: OpPush, TransactionID: tx, Partition: "p", Seq: seq}
+			b := w.do(context.Background(), op, http.MethodPost, "/api/v1/push", map[string]any{"items": []map[string]any{{"queue": w.Queue, "partition": "p", "transactionId": tx, "payload": seq}}}, 15*time.Second)
+			var items []struct {
+				Status    string `json:"status"`
+				MessageID string `json:"message_id"`
+			}
+			if op.Status == http.StatusCreated && json.Unmarshal(b, &items) == nil && len(items) == 1 {
+				op.MessageID, op.Duplicate = items[0].MessageID, items[0].Status == "duplicate"
+			} else {
+				seq-- // the same transactionId again next round: its outcome is unknown
+			}
+		}
+		pop := &Op{Client: client, Kind: OpPop, Group: group}
+		batch := "1"
+		if !failing {
+			batch = "20" // draining what piled up while it held
+		}
+		q := url.Values{"consumerGroup": {group}, "batch": {batch}, "wait": {"true"}, "timeout": {"1000"}}
+		b := w.do(context.Background(), pop, http.MethodGet, "/api/v1/pop/queue/"+w.Queue+"?"+q.Encode(), nil, 12*time.Second)
+		var ans popAnswer
+		if pop.Status == http.StatusOK && json.Unmarshal(b, &ans) == nil {
+			status := "failed"
+			if !failing {
+				status = "completed"
+			}
+			var acks []map[string]any
+			for _, m := range ans.Messages {
+				pop.Deliveries = append(pop.Deliveries, Delivery{TransactionID: m.TransactionID, MessageID: m.ID, Partition: m.Partition, LeaseID: m.LeaseID, RetryCount: m.RetryCount})
+				acks = append(acks, map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID, "leaseId": m.LeaseID, "status": status, "error": "downstream is down"})
+			}
+			if len(acks) > 0 {
+				ack := &Op{Client: client, Kind: OpAck, Group: group}
+				for _, m := range ans.Messages {
+					ack.Acks = append(ack.Acks, AckItem{TransactionID: m.TransactionID, Partition: m.Partition, LeaseID: m.LeaseID, Status: status})
+				}
+				ab := w.do(context.Background(), ack, http.MethodPost, "/api/v1/ack/batch", map[string]any{"consumerGroup": group, "acknowledgments": acks}, 12*time.Second)
+				var results []struct {
+					Success bool `json:"success"`
+				}
+				if ack.Status == http.StatusOK && json.Unmarshal(ab, &results) == nil && len(results) == len(ack.Acks) {
+					for i := range results {
+						ack.Acks[i].Success = results[i].Success
+					}
+				}
+			}
+		}
+		obs := &Op{Client: client, Kind: OpBreaker, Group: group}
+		hb := w.do(context.Background(), obs, http.MethodGet, "/api/v1/holds?"+url.Values{"queue": {w.Queue}}.Encode(), nil, 12*time.Second)
+		var holds struct {
+			Holds []struct {
+				Kind string `json:"kind"`
+			} `json:"holds"`
+		}
+		if obs.Status == http.StatusOK && json.Unmarshal(hb, &holds) == nil {
+			obs.Result = "free"
+			for _, h := range holds.Holds {
+				if h.Kind == "breaker" {
+					obs.Result = "held"
+				}
+			}
+			if !giveUp.IsZero() && obs.Result == "free" && !failing && pop.Status == http.StatusNoContent {
+				return // the hold ended and the queue is drained
+			}
+		}
+	}
+}

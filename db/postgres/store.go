@@ -848,7 +848,8 @@ func unavailable(err error) error {
 
 // broken reports whether err is a connection that broke (the server
 // crashed or went, the network cut it: an end of stream, a reset, a
-// closed connection) rather than an answer of the server's. Before a
+// closed connection, database/sql's bad connection) rather than an
+// answer of the server's. Before a
 // COMMIT was sent (commit makes a break after it broker.ErrCommitUnknown
 // first), the server rolls the transaction back when its connection
 // goes: nothing was changed, and the request may be sent again. The
@@ -856,7 +857,7 @@ func unavailable(err error) error {
 // crashed under load.
 func broken(err error) bool {
 	var oe *net.OpError // not net.Error: a context's deadline is one, and a read past its budget is not a break
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &oe)
 }
 
