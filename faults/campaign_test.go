@@ -82,6 +82,11 @@ func TestFaultCampaign(t *testing.T) {
 		clients.Go(func() { w.Run(stop, drain) })
 	}
 	clients.Go(func() { cb.Breaker(stop, drain) })
+	for _, p := range h.PG {
+		probe := &Workload{H: hist, Queue: "probe-" + p.Name, Procs: []*Proc{p}, PushGap: 100 * time.Millisecond, Seed: seed}
+		probe.init()
+		clients.Go(func() { probe.Probe(stop) })
+	}
 	nem := &Nemesis{H: h, Hist: hist, Rng: rand.New(rand.NewPCG(seed, seed>>1)), Lease: leaseTime * time.Second,
 		LongPauses: duration >= 10*time.Minute, Log: t.Logf}
 	nem.Run(stop)

@@ -59,9 +59,18 @@ func (n *Nemesis) Run(ctx context.Context) {
 		n.inject(ctx, kind)
 		select {
 		case <-ctx.Done():
-		case <-time.After(n.between(time.Second, 3*time.Second)): // quiet between faults
+		case <-time.After(n.quiet()): // between faults
 		}
 	}
+}
+
+// quiet is the time between two faults: shorter in a short run, so
+// that it meets every kind.
+func (n *Nemesis) quiet() time.Duration {
+	if n.LongPauses {
+		return n.between(time.Second, 3*time.Second)
+	}
+	return n.between(300*time.Millisecond, time.Second)
 }
 
 // sleep waits d, or less when ctx ends (a fault is then healed early).
@@ -128,7 +137,7 @@ func (n *Nemesis) inject(ctx context.Context, kind string) {
 	case "partition":
 		// A blackhole: the proxy takes the process's bytes and passes
 		// none on, either way, on its open connections and new ones.
-		d := n.between(2*time.Second, 8*time.Second)
+		d := n.between(2*time.Second, 6*time.Second)
 		f.Detail = d.Round(time.Millisecond).String()
 		n.toxic(p, `{"name":"bh-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`)
 		n.toxic(p, `{"name":"bh-down","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
@@ -145,7 +154,7 @@ func (n *Nemesis) inject(ctx context.Context, kind string) {
 			f.Detail += "; proxy restart failed: " + err.Error()
 		}
 	case "latency":
-		d := n.between(3*time.Second, 10*time.Second)
+		d := n.between(3*time.Second, 6*time.Second)
 		ms := 50 + n.Rng.IntN(250)
 		f.Detail = fmt.Sprintf("%dms±%dms for %s", ms, ms/2, d.Round(time.Millisecond))
 		n.toxic(p, fmt.Sprintf(`{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":%d,"jitter":%d}}`, ms, ms/2))
@@ -229,7 +238,7 @@ func (n *Nemesis) pauseFiling(p *Proc) string {
 		answered <- time.Now()
 	}()
 	sleep(ctx, n.between(5*time.Millisecond, 60*time.Millisecond)) // the ack reaches the process and starts filing
-	d := n.between(8*time.Second, 10*time.Second)
+	d := n.between(5*time.Second, 7*time.Second)
 	if n.LongPauses {
 		d = n.between(20*time.Second, 70*time.Second)
 	}

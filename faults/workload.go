@@ -523,3 +523,9 @@ func (w *Workload) Breaker(stop context.Context, drain <-chan struct{}) {
 		}
 	}
 }
+
+// Probe pushes to its queue on its one process every PushGap until stop
+// is done: steady writes on each process, so that the wait of a healthy
+// process's writes during another's pause is measured even when the
+// other clients are all waiting on the paused one.
+func (w *Workload) Probe(stop context.Context) { w.produce(stop, "p") }
