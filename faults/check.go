@@ -599,8 +599,8 @@ func checkHolds(r *Report, ops []*Op) {
 }
 
 // checkPauses measures, for each pause of a PostgreSQL process, the
-// longest a write sent to another process (not paused, not the SQLite
-// one) during the pause took; and the same around kills, to compare.
+// longest a write to another process (not paused, not the SQLite one)
+// in flight during the pause took; and the same around kills, to compare.
 func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
 	for _, f := range faults {
 		if (f.Kind != "pause" && f.Kind != "pause-filing" && f.Kind != "kill") || f.Proc == "S1" || f.Proc == "" {
@@ -608,7 +608,9 @@ func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
 		}
 		pw := PauseWait{Fault: f}
 		for _, o := range ops {
-			if !isWrite(o) || o.Proc == f.Proc || o.Proc == "S1" || o.Start.Before(f.Start) || o.Start.After(f.End) {
+			// In flight at some moment of the pause: one sent just before
+			// it may be the one that waits for the paused process's lock.
+			if !isWrite(o) || o.Proc == f.Proc || o.Proc == "S1" || o.Start.After(f.End) || o.End.Before(f.Start) {
 				continue
 			}
 			if d := o.End.Sub(o.Start); d > pw.Wait {

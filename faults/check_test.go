@@ -164,11 +164,23 @@ func TestCheckerFindsWhatWasDoctored(t *testing.T) {
 func TestCheckerMeasuresWritesDuringAPause(t *testing.T) {
 	ops := []*Op{
 		{ID: 1, Client: "prod", Proc: "P2", Kind: OpPush, Queue: "q", Partition: "p", TransactionID: "q-p-0", MessageID: "m0", Status: 201, Start: at(1000), End: at(9000)},
+		{ID: 3, Client: "probe", Proc: "P3", Kind: OpPush, Queue: "probe", Partition: "p", TransactionID: "probe-p-0", MessageID: "x0", Status: 201, Start: at(490), End: at(8000)}, // sent just before the pause, held through it
+		{ID: 4, Client: "probe", Proc: "P3", Kind: OpPush, Queue: "probe", Partition: "p", TransactionID: "probe-p-1", Seq: 1, MessageID: "x1", Status: 201, Start: at(11000), End: at(20000)}, // after it: not counted
 		{ID: 2, Client: "prod", Proc: "P1", Kind: OpPush, Queue: "q", Partition: "p", TransactionID: "q-p-1", Seq: 1, Status: 0, Start: at(1000), End: at(16000)}, // to the paused one: not counted
 	}
 	faults := []Fault{{Kind: "pause", Proc: "P1", Start: at(500), End: at(10500)}}
 	cfg := CheckConfig{Groups: map[string][]string{"q": {}}, LeaseTime: 2 * time.Second}
 	r := Check(ops, faults, cfg)
+	if len(r.PauseWaits) != 1 || r.PauseWaits[0].Op != "op 1 push on P2: 201 after 8s" {
+		t.Fatalf("the pause's longest write: %+v", r.PauseWaits)
+	}
+	ops[0].End = at(7000) // now the probe sent before the pause waited longest
+	r = Check(ops, faults, cfg)
+	if r.MaxPauseWait != 7510*time.Millisecond {
+		t.Fatalf("a write sent just before the pause and held through it: longest wait %s, want 7.51s", r.MaxPauseWait)
+	}
+	ops[0].End = at(9000)
+	r = Check(ops, faults, cfg)
 	if r.MaxPauseWait != 8*time.Second || len(r.Anomalies) != 0 {
 		t.Fatalf("without a bound: longest wait %s, anomalies %v; want 8s and none", r.MaxPauseWait, r.Anomalies)
 	}
