@@ -164,9 +164,9 @@ func TestCheckerFindsWhatWasDoctored(t *testing.T) {
 func TestCheckerMeasuresWritesDuringAPause(t *testing.T) {
 	ops := []*Op{
 		{ID: 1, Client: "prod", Proc: "P2", Kind: OpPush, Queue: "q", Partition: "p", TransactionID: "q-p-0", MessageID: "m0", Status: 201, Start: at(1000), End: at(9000)},
-		{ID: 3, Client: "probe", Proc: "P3", Kind: OpPush, Queue: "probe", Partition: "p", TransactionID: "probe-p-0", MessageID: "x0", Status: 201, Start: at(490), End: at(8000)}, // sent just before the pause, held through it
+		{ID: 3, Client: "probe", Proc: "P3", Kind: OpPush, Queue: "probe", Partition: "p", TransactionID: "probe-p-0", MessageID: "x0", Status: 201, Start: at(490), End: at(8000)},            // sent just before the pause, held through it
 		{ID: 4, Client: "probe", Proc: "P3", Kind: OpPush, Queue: "probe", Partition: "p", TransactionID: "probe-p-1", Seq: 1, MessageID: "x1", Status: 201, Start: at(11000), End: at(20000)}, // after it: not counted
-		{ID: 2, Client: "prod", Proc: "P1", Kind: OpPush, Queue: "q", Partition: "p", TransactionID: "q-p-1", Seq: 1, Status: 0, Start: at(1000), End: at(16000)}, // to the paused one: not counted
+		{ID: 2, Client: "prod", Proc: "P1", Kind: OpPush, Queue: "q", Partition: "p", TransactionID: "q-p-1", Seq: 1, Status: 0, Start: at(1000), End: at(16000)},                              // to the paused one: not counted
 	}
 	faults := []Fault{{Kind: "pause", Proc: "P1", Start: at(500), End: at(10500)}}
 	cfg := CheckConfig{Groups: map[string][]string{"q": {}}, LeaseTime: 2 * time.Second}
