@@ -454,7 +454,8 @@ type replayIn struct {
 // checkReplays: each dead letter is replayed once (porcupine: a dead
 // letter is there until replayed or deleted; a replay answers moved
 // while it is there, duplicate or gone after); a replay makes one copy;
-// the copies made equal what the answers and the jobs' counts say.
+// the copies made equal what the answers and the jobs' counts say; a
+// job's counts add up to its ids.
 func checkReplays(r *Report, ops []*Op, cfg CheckConfig) {
 	var hist []porcupine.Operation
 	knownMoved, unknown := map[string]int{}, map[string]int{} // per queue
@@ -483,18 +484,23 @@ func checkReplays(r *Report, ops []*Op, cfg CheckConfig) {
 			}
 			hist = append(hist, porcupine.Operation{Input: in, Call: o.Start.UnixNano(), Output: in.out, Return: ret})
 		case OpJob:
-			if o.Result != "done" {
+			remove := o.Comment == "delete"
+			switch {
+			case o.Result == "done" && o.Done+o.Skipped+o.Failed != len(o.DLQIDs):
+				r.anomaly("%s job %s of %d ids counted done %d, skipped %d, failed %d", o.Comment, o.JobID, len(o.DLQIDs), o.Done, o.Skipped, o.Failed)
+			case remove:
+			case o.Result != "done":
 				unknown[o.Queue] += len(o.DLQIDs)
-			} else {
+			default:
 				knownMoved[o.Queue] += o.Moved
 				if o.Moved+o.Dup+o.Gone != len(o.DLQIDs) {
-					r.anomaly("job %s of %d ids counted moved %d, duplicate %d, gone %d", o.JobID, len(o.DLQIDs), o.Moved, o.Dup, o.Gone)
+					r.anomaly("replay job %s of %d ids counted moved %d, duplicate %d, gone %d", o.JobID, len(o.DLQIDs), o.Moved, o.Dup, o.Gone)
 				}
 			}
 			for _, id := range o.DLQIDs {
 				// Each id of a job: an operation whose outcome the job's
 				// counts do not name one by one.
-				hist = append(hist, porcupine.Operation{Input: replayIn{id: o.Queue + "/" + id}, Call: o.Start.UnixNano(), Return: 1 << 62})
+				hist = append(hist, porcupine.Operation{Input: replayIn{id: o.Queue + "/" + id, delete: remove}, Call: o.Start.UnixNano(), Return: 1 << 62})
 			}
 		}
 	}

@@ -43,7 +43,8 @@ func honest() ([]*Op, CheckConfig) {
 		{ID: 13, Client: "op", Kind: OpHold, Queue: "q", Group: "g1", HoldID: "1", Status: 201, Start: at(400), End: at(410)},
 		{ID: 14, Client: "w1", Kind: OpPop, Queue: "q", Group: "g1", Status: 204, Start: at(420), End: at(1420)},
 		{ID: 15, Client: "op", Kind: OpRelease, Queue: "q", Group: "g1", HoldID: "1", Status: 200, Start: at(2000), End: at(2010)},
-		{ID: 16, Client: "op", Kind: OpJob, Queue: "q", Group: "g2", DLQIDs: []string{"m1"}, Status: 200, Result: "done", Gone: 1, Start: at(2100), End: at(2200)},
+		{ID: 16, Client: "op", Kind: OpJob, Comment: "replay", Queue: "q", Group: "g2", DLQIDs: []string{"m1"}, Status: 200, Result: "done", Gone: 1, Skipped: 1, Start: at(2100), End: at(2200)},
+		{ID: 17, Client: "op", Kind: OpJob, Comment: "delete", Queue: "q", Group: "g2", DLQIDs: []string{"m1"}, Status: 200, Result: "done", Skipped: 1, Start: at(2300), End: at(2400)},
 	}
 	cfg := CheckConfig{
 		Groups:    map[string][]string{"q": {"g1", "g2"}},
@@ -122,13 +123,18 @@ func TestCheckerFindsWhatWasDoctored(t *testing.T) {
 			j.Gone, j.Moved = 1, 1
 			return ops
 		}, "job"},
+		{"a delete job whose counts do not add up", func(ops []*Op, _ *CheckConfig) []*Op {
+			find(ops, 17).Done = 1
+			return ops
+		}, "delete job"},
 		{"a hold that did not hold", func(ops []*Op, _ *CheckConfig) []*Op {
 			return append(ops, &Op{ID: 100, Client: "w3", Kind: OpPop, Queue: "q", Group: "g1", Status: 200, Start: at(500), End: at(600),
 				Deliveries: []Delivery{{TransactionID: "dlq:m1", MessageID: "c1", Partition: "p", LeaseID: "L7"}}})
 		}, "hold: op 100"},
 		{"a dead letter lost", func(ops []*Op, cfg *CheckConfig) []*Op {
 			// Filed by an ack, never replayed nor deleted, not there at the end.
-			find(ops, 9).DLQID, find(ops, 10).DLQID, find(ops, 16).DLQIDs = "other", "other", []string{"other"}
+			find(ops, 9).DLQID, find(ops, 10).DLQID = "other", "other"
+			find(ops, 16).DLQIDs, find(ops, 17).DLQIDs = []string{"other"}, []string{"other"}
 			return ops
 		}, "dead letter lost: q-p-1"},
 		{"a circuit breaker that never held", func(ops []*Op, cfg *CheckConfig) []*Op {

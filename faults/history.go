@@ -28,7 +28,7 @@ const (
 	OpAck     Kind = "ack"
 	OpReplay  Kind = "replay" // one dead letter, POST /dlq/:id/replay
 	OpDelete  Kind = "delete" // one dead letter, DELETE /dlq/:id
-	OpJob     Kind = "job"    // a bulk replay job by ids, followed to its end
+	OpJob     Kind = "job"    // a bulk replay or delete job by ids (Comment says which), waited for
 	OpHold    Kind = "hold"   // POST /holds
 	OpRelease Kind = "release"
 	OpGroup   Kind = "group" // an error group's state change
@@ -92,6 +92,9 @@ type Op struct {
 	Dup     int
 	Gone    int
 	Done    int
+	Skipped int
+	Failed  int
+	Planned int
 	JobID   string
 	HoldID  string
 	Comment string

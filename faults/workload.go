@@ -308,7 +308,7 @@ func (w *Workload) operate(stop context.Context) {
 			for _, m := range dl.Messages[:min(len(dl.Messages), 5)] {
 				ids = append(ids, m.ID)
 			}
-			w.job(client, group, ids)
+			w.job(client, group, ids, round%14 == 10)
 		case round%9 == 5:
 			w.hold(stop, client, w.Groups[(round+1)%len(w.Groups)])
 		case round%5 == 1 && dl.Messages[0].Fingerprint != "":
@@ -354,16 +354,22 @@ func (w *Workload) once(client, group string, kind Kind, id string) {
 	}
 }
 
-// job replays ids in a bulk job, waiting for its end; when the wait is
-// cut (a fault), it reads the job until it is done.
-func (w *Workload) job(client, group string, ids []string) {
-	op := &Op{Client: client, Kind: OpJob, Group: group, DLQIDs: ids}
-	b := w.do(context.Background(), op, http.MethodPost, "/api/v1/dlq/replay", map[string]any{"ids": ids, "wait": true}, 30*time.Second)
+// job replays (or deletes) ids in a bulk job and waits for its end.
+func (w *Workload) job(client, group string, ids []string, remove bool) {
+	op := &Op{Client: client, Kind: OpJob, Group: group, DLQIDs: ids, Comment: "replay"}
+	path := "/api/v1/dlq/replay"
+	if remove {
+		op.Comment, path = "delete", "/api/v1/dlq/delete"
+	}
+	b := w.do(context.Background(), op, http.MethodPost, path, map[string]any{"ids": ids, "wait": true}, 30*time.Second)
 	var ans struct {
 		Job struct {
 			ID      int    `json:"id"`
 			State   string `json:"state"`
+			Planned int    `json:"planned"`
 			Done    int    `json:"done"`
+			Skipped int    `json:"skipped"`
+			Failed  int    `json:"failed"`
 			Results struct {
 				Moved     int `json:"moved"`
 				Duplicate int `json:"duplicate"`
@@ -375,6 +381,7 @@ func (w *Workload) job(client, group string, ids []string) {
 		op.JobID = strconv.Itoa(ans.Job.ID)
 		op.Result = ans.Job.State
 		op.Moved, op.Dup, op.Gone, op.Done = ans.Job.Results.Moved, ans.Job.Results.Duplicate, ans.Job.Results.Gone, ans.Job.Done
+		op.Skipped, op.Failed, op.Planned = ans.Job.Skipped, ans.Job.Failed, ans.Job.Planned
 	}
 }
 
