@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ const (
 	envPauseBound = "LAZARUS_FAULTS_PAUSE_BOUND" // the longest write wait allowed during a pause (default: measured, not checked)
 	envReport     = "LAZARUS_FAULTS_REPORT"      // a file to write the run's report to
 	envHistory    = "LAZARUS_FAULTS_HISTORY"     // a file to write the history to (JSON)
+	envKinds      = "LAZARUS_FAULTS_KINDS"       // the kinds of fault, comma-separated (default: all, AllFaults)
 )
 
 func envDurationOr(t *testing.T, name string, def time.Duration) time.Duration {
@@ -89,6 +91,9 @@ func TestFaultCampaign(t *testing.T) {
 	}
 	nem := &Nemesis{H: h, Hist: hist, Rng: rand.New(rand.NewPCG(seed, seed>>1)), Lease: leaseTime * time.Second,
 		LongPauses: duration >= 10*time.Minute, Log: t.Logf}
+	if v := os.Getenv(envKinds); v != "" {
+		nem.Kinds = strings.Split(v, ",")
+	}
 	nem.Run(stop)
 	// Healed: every process up again, then the producers stop (stop is
 	// done) and the workers drain the queues.

@@ -125,6 +125,9 @@ func (n *Nemesis) inject(ctx context.Context, kind string) {
 	case "pause-filing":
 		f.Detail = n.pauseFiling(p)
 		f.Start = n.pausedAt
+		if strings.HasPrefix(f.Detail, "could not set up") {
+			f.Kind = "pause-filing not set up" // no pause: not measured
+		}
 	case "pgcrash":
 		if err := n.H.Cluster.Crash(); err != nil {
 			f.Detail = err.Error()
