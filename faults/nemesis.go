@@ -219,13 +219,15 @@ func (n *Nemesis) pauseFiling(p *Proc) string {
 	items := make([]map[string]any, fillingBatch)
 	tag := time.Now().UnixNano()
 	for i := range items {
-		items[i] = map[string]any{"queue": "fx", "partition": "x", "transactionId": fmt.Sprintf("fx-%d-%d", tag, i), "payload": map[string]any{"i": i}}
+		// A partition of its own: one a lease of an earlier pause-filing
+		// still holds (its ack cut by the pause) gives nothing.
+		items[i] = map[string]any{"queue": "fx", "partition": fmt.Sprintf("x%d", tag), "transactionId": fmt.Sprintf("fx-%d-%d", tag, i), "payload": map[string]any{"i": i}}
 	}
 	if status, b, err := n.aux.call(ctx, p, "POST", "/api/v1/push", map[string]any{"items": items}, 30*time.Second); status != 201 {
 		n.pausedAt = time.Now()
 		return fmt.Sprintf("could not set up: push %d %.200s %v", status, b, err)
 	}
-	status, b, err := n.aux.call(ctx, p, "GET", fmt.Sprintf("/api/v1/pop/queue/fx?consumerGroup=fx&batch=%d", fillingBatch), nil, 30*time.Second)
+	status, b, err := n.aux.call(ctx, p, "GET", fmt.Sprintf("/api/v1/pop/queue/fx/partition/x%d?consumerGroup=fx&batch=%d", tag, fillingBatch), nil, 30*time.Second)
 	var pop popAnswer
 	if status != 200 || json.Unmarshal(b, &pop) != nil || len(pop.Messages) == 0 {
 		n.pausedAt = time.Now()
