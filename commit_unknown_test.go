@@ -44,3 +44,45 @@ func TestAPushWhoseCommitWasCutIsAnswered503AndSafeToSendAgain(t *testing.T) {
 		t.Fatalf("pop: %d %s, want t-1 once", resp.StatusCode, body)
 	}
 }
+
+// A push whose connection to PostgreSQL broke in the middle of its
+// transaction, before its COMMIT (PostgreSQL crashed, the network cut
+// it), is answered 503 saying nothing was changed (the server rolls an
+// open transaction back when its connection goes), never 500; sent
+// again, it leaves exactly one message. The fault campaign (faults/)
+// found these 500s when PostgreSQL crashed under load.
+func TestAPushWhoseConnectionBrokeBeforeItsCommitIsAnswered503(t *testing.T) {
+	t.Parallel()
+	cutter := pgtest.CutCommits(t, pgtest.Database(t, "lazarus", db.Prepare))
+	s := startServer(t, Config{DBPath: cutter.URL, AdminToken: "s3cret-token", AdminPassword: "correct horse battery"})
+	push := map[string]any{"items": []map[string]any{{"queue": "q", "partition": "p", "transactionId": "t-1", "payload": map[string]any{"n": 1}}}}
+	// The queue and partition first, so that the cut push's transaction
+	// is the insert of its message.
+	if resp, body := s.do(http.MethodPost, "/api/v1/configure", "", map[string]any{"queue": "q", "options": map[string]any{}}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("configure: %d %s", resp.StatusCode, body)
+	}
+
+	cutter.ArmBefore("INSERT INTO messages")
+	resp, body := s.do(http.MethodPost, "/api/v1/push", "", push)
+	if cutter.Cuts() != 1 {
+		t.Fatalf("the relay cut %d connections, want 1 (push: %d %s)", cutter.Cuts(), resp.StatusCode, body)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("push whose connection broke before its commit: %d, Retry-After %q, %s; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	var e struct{ Error string }
+	if err := json.Unmarshal(body, &e); err != nil || !strings.Contains(e.Error, "nothing was changed") {
+		t.Fatalf("error %q (%v): want it to say nothing was changed", e.Error, err)
+	}
+
+	if resp, body := s.do(http.MethodPost, "/api/v1/push", "", push); resp.StatusCode != http.StatusCreated || !strings.Contains(string(body), `"queued"`) {
+		t.Fatalf("the same push sent again: %d %s, want 201 queued (the cut one made nothing)", resp.StatusCode, body)
+	}
+	resp, body = s.do(http.MethodGet, "/api/v1/pop/queue/q?batch=10", "", nil)
+	var pop struct {
+		Messages []struct{ TransactionID string }
+	}
+	if err := json.Unmarshal(body, &pop); err != nil || len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "t-1" {
+		t.Fatalf("pop: %d %s, want t-1 once", resp.StatusCode, body)
+	}
+}

@@ -77,7 +77,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	if auditKeep == 0 {
 		auditKeep = broker.KeepForever
 	}
-	bc := broker.Config{Store: d, Logger: log, RestoreWindow: cfg.RestoreWindow, AuditRetention: auditKeep}
+	bc := broker.Config{Store: d, Logger: log, RestoreWindow: cfg.RestoreWindow, AuditRetention: auditKeep, Clock: faultClock()}
 	if n := d.Notifier(); n != nil {
 		bc.Notifier = n // PostgreSQL: news between the processes of the database
 	}

@@ -15,13 +15,16 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/url"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -903,7 +906,7 @@ func unavailable(err error) error {
 		}
 		return err
 	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || broken(err) {
 		return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
 	}
 	var ce *pgconn.ConnectError
@@ -911,6 +914,21 @@ func unavailable(err error) error {
 		return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
 	}
 	return err
+}
+
+// broken reports whether err is a connection that broke (the server
+// crashed or went, the network cut it: an end of stream, a reset, a
+// closed connection, database/sql's bad connection) rather than an
+// answer of the server's. Before a
+// COMMIT was sent (commit makes a break after it broker.ErrCommitUnknown
+// first), the server rolls the transaction back when its connection
+// goes: nothing was changed, and the request may be sent again. The
+// fault campaign (faults/) found these answered 500 when PostgreSQL
+// crashed under load.
+func broken(err error) bool {
+	var oe *net.OpError // not net.Error: a context's deadline is one, and a read past its budget is not a break
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &oe)
 }
 
 // Prepare brings the schema of the database at dsn up to date and closes

@@ -28,6 +28,7 @@ type CommitCutter struct {
 
 	target  func() (net.Conn, error)
 	marker  atomic.Pointer[string]
+	before  atomic.Pointer[string]
 	cuts    atomic.Int64
 	ln      net.Listener
 	mu      sync.Mutex
@@ -77,6 +78,12 @@ func Relay(t testing.TB, dsn string, ln net.Listener) *CommitCutter {
 // ran a statement whose text holds marker, once its COMMIT has been
 // passed on; one cut, then it is disarmed.
 func (c *CommitCutter) Arm(marker string) { c.marker.Store(&marker) }
+
+// ArmBefore makes the relay cut the connection that sends a statement
+// whose text holds marker, before the statement is passed on: the
+// connection breaks in the middle of its transaction, which the server
+// rolls back (nothing of it is committed). One cut, then it is disarmed.
+func (c *CommitCutter) ArmBefore(marker string) { c.before.Store(&marker) }
 
 // Cuts is how many connections the relay cut.
 func (c *CommitCutter) Cuts() int64 { return c.cuts.Load() }
@@ -188,7 +195,12 @@ func (c *CommitCutter) relay(client, server net.Conn, muted *atomic.Bool) {
 			return
 		}
 		armed := c.marker.Load()
+		before := c.before.Load()
+		cutNow := false
 		ran := func(text string) {
+			if before != nil && strings.Contains(text, *before) {
+				cutNow = true
+			}
 			switch {
 			case armed != nil && strings.Contains(text, *armed):
 				marked = true
@@ -211,6 +223,11 @@ func (c *CommitCutter) relay(client, server net.Conn, muted *atomic.Bool) {
 			ran(statements[cstring(body[len(portal)+1:])])
 		case 'S': // Sync: what was sent runs now
 			cut = committing
+		}
+		if cutNow && c.before.CompareAndSwap(before, nil) {
+			muted.Store(true)
+			c.cuts.Add(1)
+			return // the deferred closes cut both sides; the statement never went
 		}
 		if cut && armed != nil && c.marker.CompareAndSwap(armed, nil) {
 			muted.Store(true) // before the COMMIT goes: its answer must not

@@ -1,0 +1,291 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
+)
+
+// Token is the admin token of the processes a campaign starts.
+const Token = "faults-admin-token"
+
+// Proc is one `lazarus serve` process of the campaign, on a fixed port
+// (clients find it again after a restart), its PostgreSQL connections
+// through its own proxy (nil on SQLite).
+type Proc struct {
+	Name      string
+	URL       string
+	Postgres  bool
+	addr      string
+	db        string // what --db is given: the proxy's URL, or a file
+	bin       string
+	dir       string
+	clockFile string
+	Proxy     *toxiproxy.Proxy
+	logFile   *os.File
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+	offset time.Duration
+}
+
+// Harness is the campaign's processes, their proxies and PostgreSQL.
+type Harness struct {
+	T       testing.TB
+	Cluster *pgtest.Cluster
+	PG      []*Proc // on PostgreSQL
+	Lite    *Proc   // on SQLite
+	Bin     string
+	dir     string
+	server  *toxiproxy.ApiServer
+}
+
+// BuildBinary builds lazarus with the faults tag (its clock can be
+// stepped: clock_faults.go) into dir.
+func BuildBinary(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "lazarus-faults")
+	cmd := exec.Command("go", "build", "-tags", "faults", "-o", bin, ".")
+	cmd.Dir = ".." // the module's root: package main
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags faults: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freePort is a TCP port of 127.0.0.1 free now.
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Start starts PostgreSQL, n processes on it (each behind a proxy) and
+// one on SQLite, and waits until each answers.
+func Start(t testing.TB, n int) *Harness {
+	t.Helper()
+	dir := t.TempDir()
+	h := &Harness{T: t, dir: dir, Bin: BuildBinary(t, dir)}
+	h.Cluster = pgtest.OwnCluster(t)
+	dsn, err := h.Cluster.CreateDatabase("lazarus_faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.server = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	for i := range n {
+		name := fmt.Sprintf("P%d", i+1)
+		proxy := toxiproxy.NewProxy(h.server, name, "127.0.0.1:0", h.Cluster.Addr())
+		if err := proxy.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(proxy.Stop)
+		u := strings.Replace(dsn, h.Cluster.Addr(), proxy.Listen, 1)
+		h.PG = append(h.PG, h.newProc(name, u, proxy))
+	}
+	h.Lite = h.newProc("S1", filepath.Join(dir, "lite.db"), nil)
+	for _, p := range h.All() {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.stop)
+	}
+	for _, p := range h.All() {
+		if err := p.WaitUp(2 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+func (h *Harness) newProc(name, db string, proxy *toxiproxy.Proxy) *Proc {
+	addr := freePort(h.T)
+	p := &Proc{Name: name, URL: "http://" + addr, Postgres: proxy != nil, addr: addr, db: db, bin: h.Bin,
+		dir: h.dir, clockFile: filepath.Join(h.dir, name+".clock"), Proxy: proxy}
+	if err := os.WriteFile(p.clockFile, []byte("0\n"), 0o644); err != nil {
+		h.T.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(h.dir, name+".log"))
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	p.logFile = f
+	return p
+}
+
+// All is every process, PostgreSQL's first.
+func (h *Harness) All() []*Proc { return append(append([]*Proc(nil), h.PG...), h.Lite) }
+
+// Start starts the process (again). It does not wait until it answers.
+func (p *Proc) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cmd := exec.Command(p.bin, "serve", "--addr", p.addr, "--db", p.db, "--log-format", "json",
+		"--db-wait", "10m", "--maintenance-every", "2s")
+	cmd.Env = append(os.Environ(), "LAZARUS_ADMIN_TOKEN="+Token, "LAZARUS_FAULTS_CLOCK_FILE="+p.clockFile,
+		"LAZARUS_ADMIN_PASSWORD=faults-admin-password")
+	cmd.Stdout = p.logFile
+	cmd.Stderr = p.logFile
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.cmd, p.exited, p.paused = cmd, exited, false
+	return nil
+}
+
+// WaitUp polls /health until the process answers 200.
+func (p *Proc) WaitUp(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/health", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		cancel()
+		if err == nil && resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond) // polling for the process to come up
+	}
+	return fmt.Errorf("%s did not answer /health within %s (log %s)", p.Name, within, p.logFile.Name())
+}
+
+// Kill ends the process with SIGKILL and waits for its end.
+func (p *Proc) Kill() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+}
+
+// Pause stops the process (SIGSTOP), as a paused VM.
+func (p *Proc) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		p.paused = true
+	}
+}
+
+// Resume continues a paused process (SIGCONT).
+func (p *Proc) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.paused = false
+	}
+}
+
+// StepClock sets the process's clock offset (its broker's clock, a
+// faults build's: clock_faults.go) and tells it to read it.
+func (p *Proc) StepClock(d time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := os.WriteFile(p.clockFile, []byte(strconv.FormatInt(d.Milliseconds(), 10)+"\n"), 0o644); err != nil {
+		return err
+	}
+	p.offset = d
+	if p.cmd != nil {
+		return p.cmd.Process.Signal(syscall.SIGUSR1)
+	}
+	return nil
+}
+
+// Offset is the process's clock offset now.
+func (p *Proc) Offset() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.offset
+}
+
+func (p *Proc) stop() {
+	p.Resume()
+	p.Kill()
+	p.logFile.Close()
+}
+
+// Leading reports whether the process says it leads (lazarus_leading 1
+// on /metrics); false when it does not answer.
+func (p *Proc) Leading() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "lazarus_leading ") {
+			return strings.TrimSpace(strings.TrimPrefix(sc.Text(), "lazarus_leading ")) == "1"
+		}
+	}
+	return false
+}
+
+// Leader is the PostgreSQL process that leads now, or nil.
+func (h *Harness) Leader() *Proc {
+	for _, p := range h.PG {
+		p.mu.Lock()
+		paused := p.paused
+		p.mu.Unlock()
+		if !paused && p.Leading() {
+			return p
+		}
+	}
+	return nil
+}
+
+// ErrorLines is up to n lines of the processes' logs at level ERROR
+// (after a run: the causes of its 500s).
+func (h *Harness) ErrorLines(n int) []string {
+	var out []string
+	for _, p := range h.All() {
+		b, err := os.ReadFile(p.logFile.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `"level":"ERROR"`) && len(out) < n {
+				out = append(out, p.Name+": "+line[:min(len(line), 600)])
+			}
+		}
+	}
+	return out
+}
