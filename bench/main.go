@@ -322,9 +322,10 @@ func allCases() []benchCase {
 		// P1-P3 start a throwaway PostgreSQL cluster (pgtest; Debian's
 		// postgresql, which go tool task setup installs) or use the server
 		// LAZARUS_TEST_POSTGRES names; it is stopped when the run ends.
-		{"P1", "PostgreSQL store vs SQLite: server CPU a message, H1's HTTP load", caseP1, false},
+		{"P1", "PostgreSQL store (fsync on) vs SQLite: server CPU a message, H1's HTTP load", caseP1, false},
 		{"P2", "PostgreSQL: 3 server processes on one database vs 1, throughput", caseP2, false},
 		{"P3", "PostgreSQL: a push on process A wakes a long poll on process B, p50 and p99", caseP3, false},
+		{"P5", "PostgreSQL: Lazarus vs a plain FOR UPDATE SKIP LOCKED queue on the same server, CPU a message", caseP5, false},
 		{"C1", "the README's first command, cold (measured by bench/cold-run.sh)", caseC1, false},
 	}
 }
