@@ -325,6 +325,7 @@ func allCases() []benchCase {
 		{"P1", "PostgreSQL store (fsync on) vs SQLite: server CPU a message, H1's HTTP load", caseP1, false},
 		{"P2", "PostgreSQL: 3 server processes on one database vs 1, throughput", caseP2, false},
 		{"P3", "PostgreSQL: a push on process A wakes a long poll on process B, p50 and p99", caseP3, false},
+		{"P4", "PostgreSQL: one /ack/batch filing 1,000 dead letters vs SQLite's, and a push of another process during it", caseP4, false},
 		{"P5", "PostgreSQL: Lazarus vs a plain FOR UPDATE SKIP LOCKED queue on the same server, CPU a message", caseP5, false},
 		{"C1", "the README's first command, cold (measured by bench/cold-run.sh)", caseC1, false},
 	}

@@ -153,6 +153,19 @@ type acker struct {
 	// breakers: the tries settled for the circuit breaker, by queue and
 	// group (noteTry); written at finish.
 	breakers map[[2]int64]*breakerNote
+	// filings: the dead letters the acks are to file, in settling
+	// order, filed together at finish (fileDeadLetters).
+	filings []filing
+}
+
+// filing is a dead letter an ack is to file, with what its audit entry
+// says.
+type filing struct {
+	d       DeadLetter
+	queue   string
+	group   string
+	message string // the message's id
+	retries int
 }
 
 // ackState is one consumer as the acks of the transaction left it.
@@ -317,9 +330,15 @@ func (k *acker) head(ctx context.Context, st *ackState) (Message, bool, error) {
 	return ms[0], true, nil
 }
 
-// finish writes the consumers the acks changed, then the circuit
-// breaker's counts.
+// finish files the dead letters of the acks, writes the consumers the
+// acks changed, then the circuit breaker's counts. Beside other writes
+// (Concurrent), the consumers are locked already, the filing lock is
+// taken next and the breakers' rows after it, in every ack: no two
+// acks wait for each other in a circle.
 func (k *acker) finish(ctx context.Context) error {
+	if err := k.fileDeadLetters(ctx); err != nil {
+		return err
+	}
 	for _, key := range k.order {
 		if st := k.states[key]; st.dirty {
 			if err := k.tx.SaveConsumer(ctx, &st.c); err != nil {
@@ -601,49 +620,118 @@ func (s *settler) deadLetter(ctx context.Context, m Message, errText string, err
 		s.dropped[m.Seq] = true
 		return nil
 	}
-	if s.k.o.Concurrent {
-		// Dead letter ids grow in commit order (MaxDeadLetterID, the
-		// bookmarks), and the payload's index is looked at, then written.
-		return errPlainWrite
+	copied := IsReplayTransaction(m.TransactionID)
+	if copied && s.k.o.Concurrent {
+		return errPlainWrite // its job's row is read, then written
 	}
-	// A group that reads a message again (its cursor moved back: SeekGroup)
-	// and gives up on it again keeps the dead letter it has (one a message
-	// and group): the message is in its dead letters, as the answer says.
-	filed, err := s.tx.DeadLettersOfMessage(ctx, m.Seq)
-	if err != nil {
-		return fmt.Errorf("dead letters: %w", err)
-	}
-	for _, d := range filed {
-		if d.GroupID == s.c.GroupID {
-			if s.filed == nil {
-				s.filed = map[int64]bool{}
-			}
-			s.filed[m.Seq] = true
-			return s.replayOutcome(ctx, m, false)
-		}
-	}
+	// Filed with the others of the transaction, at finish
+	// (fileDeadLetters): the message is in the group's dead letters, as
+	// the answer says, whether it is filed now or was before (a group
+	// that reads a message again, its cursor moved back by SeekGroup,
+	// and gives up on it again keeps the dead letter it has).
 	d := DeadLetter{Seq: m.Seq, QueueID: s.queue.ID, PartitionID: m.PartitionID, GroupID: s.c.GroupID, Error: errText, ErrorBytes: errBytes, RetryCount: retries, FailedAt: s.now, TransactionID: m.TransactionID, TraceID: m.TraceID}
 	d.Fingerprint = Fingerprint(errText)
 	d.ConsumerVersion = s.ack.ConsumerVersion
-	if err := s.tx.InsertDeadLetter(ctx, &d, true); err != nil {
-		return fmt.Errorf("dead letter: %w", err)
-	}
-	if err := fileIntoErrorGroup(ctx, s.tx, &d, s.queue.Name, s.group, s.now, s.k.b.raiser(ctx, s.tx)); err != nil {
-		return fmt.Errorf("error group: %w", err)
-	}
-	// After the filing: a job that pauses itself on it counts this copy's
-	// error among those its failures share.
-	if err := s.replayOutcome(ctx, m, false); err != nil {
-		return err
-	}
-	s.stats.DeadLettered++
-	s.stats.Depth++
+	s.k.filings = append(s.k.filings, filing{d: d, queue: s.queue.Name, group: s.group, message: m.ID(), retries: retries})
 	if s.filed == nil {
 		s.filed = map[int64]bool{}
 	}
 	s.filed[m.Seq] = true
-	return audit(ctx, s.tx, s.now, "group:"+s.group, AuditDeadLetter, s.queue.Name, s.group, 1,
-		fmt.Sprintf("message %s (transactionId %s) after %d retries", m.ID(), truncate(m.TransactionID, 64), retries))
+	if !copied {
+		return nil // no outcome to settle (replayOutcome)
+	}
+	// A replayed copy's outcome is settled after its filing (a job that
+	// pauses itself on it counts this copy's error among those its
+	// failures share), in settling order: it and those before it are
+	// filed now.
+	if err := s.k.fileDeadLetters(ctx); err != nil {
+		return err
+	}
+	return s.replayOutcome(ctx, m, false)
+}
+
+// fileDeadLetters files the dead letters the acks have settled so far
+// (filings), in one call to the store (FileDeadLetters), and does what
+// each filing does beside it: its error group's funnel counts it, a new
+// error group is told, an ended resolve or ignore opens the group again
+// (fileIntoErrorGroup's, once a group for all its filings), the group's
+// depth and count of dead letters go up, and each is audited. One whose
+// message the group had in its dead letters already is none of these.
+func (k *acker) fileDeadLetters(ctx context.Context) error {
+	if len(k.filings) == 0 {
+		return nil
+	}
+	fs := k.filings
+	k.filings = nil
+	ds := make([]*DeadLetter, len(fs))
+	for i := range fs {
+		ds[i] = &fs[i].d
+	}
+	filed, err := k.tx.FileDeadLetters(ctx, ds)
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
+	type groupFiled struct {
+		first *filing // the first filed into it, which tells of a new group
+		n     int64
+	}
+	groups := map[ErrorGroupKey]*groupFiled{}
+	var order []ErrorGroupKey
+	depth := map[[2]int64]int64{}
+	var depthOrder [][2]int64
+	audits := make([]AuditEntry, 0, len(fs))
+	for i := range fs {
+		if !filed[i] {
+			continue
+		}
+		f := &fs[i]
+		key := ErrorGroupKey{QueueID: f.d.QueueID, GroupID: f.d.GroupID, Fingerprint: f.d.Fingerprint}
+		g := groups[key]
+		if g == nil {
+			g = &groupFiled{first: f}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.n++
+		qg := [2]int64{f.d.QueueID, f.d.GroupID}
+		if depth[qg] == 0 {
+			depthOrder = append(depthOrder, qg)
+		}
+		depth[qg]++
+		audits = append(audits, AuditEntry{At: k.now, Actor: "group:" + f.group, Action: AuditDeadLetter, Queue: f.queue, Group: f.group, Count: 1, Broker: true,
+			Detail: fmt.Sprintf("message %s (transactionId %s) after %d retries", f.message, truncate(f.d.TransactionID, 64), f.retries)})
+	}
+	raise := k.b.raiser(ctx, k.tx)
+	for _, key := range order {
+		g := groups[key]
+		m, err := k.tx.AddErrorGroupFunnel(ctx, key, Funnel{Filed: g.n}, k.now)
+		if err != nil {
+			return fmt.Errorf("error group: %w", err)
+		}
+		if m.Filed == g.n && m.State == GroupOpen {
+			// The group's first filings are these.
+			if err := raise(Event{Kind: EventErrorGroupNew, Queue: g.first.queue, Group: g.first.group, ErrorGroupID: m.ID, Fingerprint: key.Fingerprint,
+				Detail: cutRunes(g.first.d.Error, NotifySampleChars), At: k.now}); err != nil {
+				return fmt.Errorf("error group: %w", err)
+			}
+		}
+		if err := reopenIfEnded(ctx, k.tx, m, k.now, "a new dead letter was filed after it was resolved", raise); err != nil {
+			return fmt.Errorf("error group: %w", err)
+		}
+	}
+	for _, qg := range depthOrder {
+		n := depth[qg]
+		if err := k.tx.AddStats(ctx, qg[0], qg[1], Stats{DeadLettered: n, Depth: n}, k.now); err != nil {
+			return fmt.Errorf("ack: stats: %w", err)
+		}
+	}
+	if len(audits) == 0 {
+		return nil
+	}
+	if err := k.tx.InsertAudits(ctx, audits); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
 }
 
 // ExtendLease moves a live lease's end to seconds from now. A shared

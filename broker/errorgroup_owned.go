@@ -22,23 +22,6 @@ const (
 	EventErrorGroupRegressed = "error_group.regressed"
 )
 
-// fileIntoErrorGroup counts the filing of d (just inserted) in its error
-// group's funnel, tells of a new group, and opens the group again when
-// the filing ends its resolve (a regression) or its ignore.
-func fileIntoErrorGroup(ctx context.Context, tx errorGroupAuditTx, d *DeadLetter, queue, group string, now time.Time, raise func(Event) error) error {
-	m, err := tx.AddErrorGroupFunnel(ctx, ErrorGroupKey{QueueID: d.QueueID, GroupID: d.GroupID, Fingerprint: d.Fingerprint}, Funnel{Filed: 1}, now)
-	if err != nil {
-		return err
-	}
-	if m.Filed == 1 && m.State == GroupOpen {
-		if err := raise(Event{Kind: EventErrorGroupNew, Queue: queue, Group: group, ErrorGroupID: m.ID, Fingerprint: d.Fingerprint,
-			Detail: cutRunes(d.Error, NotifySampleChars), At: now}); err != nil {
-			return err
-		}
-	}
-	return reopenIfEnded(ctx, tx, m, now, "a new dead letter was filed after it was resolved", raise)
-}
-
 // settleInErrorGroup counts a replayed copy's outcome in the funnel of
 // the error group id (0: none), and opens the group again, regressed,
 // when the copy failed again after the group was resolved.

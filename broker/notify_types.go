@@ -188,9 +188,11 @@ type NotifyTx interface {
 	// with no attempt yet, and sets n.ID (ids only grow, never given
 	// twice: a receiver's idempotency key). The broker writes the outbox
 	// only in writes that run alone (not marked Concurrent: the events
-	// come from holds, dead letters' filings, jobs, the maintenance), so
-	// its ids commit in their order, and a channel's order by id is the
-	// order its notifications were written.
+	// come from holds, jobs, the maintenance) or, for dead letters'
+	// filings, after FileDeadLetters in the same write, under its filing
+	// lock (one filing at a time, and none beside a write that runs
+	// alone), so its ids commit in their order, and a channel's order by
+	// id is the order its notifications were written.
 	InsertNotification(ctx context.Context, n *Notification) error
 	// NotifyDeliveries reads a page of the outbox, newest first by id,
 	// as q selects (q.Limit rows at most: the broker has checked it).

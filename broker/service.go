@@ -143,7 +143,7 @@ func (b *Broker) update(ctx context.Context, fn func(tx Tx, touched func(queue s
 // updateWith is update with options; fn is told the options of the run
 // it is in. A run marked Ephemeral or Concurrent whose fn comes to what
 // it may not do so marked (a pop that must subscribe its group, an ack
-// that files a dead letter or settles a replayed copy) returns
+// that settles a replayed copy) returns
 // errPlainWrite: its writes roll back and fn runs once more in an
 // ordinary write (Background kept).
 func (b *Broker) updateWith(ctx context.Context, o UpdateOptions, fn func(tx Tx, o UpdateOptions, touched func(queue string)) error) error {

@@ -55,7 +55,8 @@ type Store interface {
 	// sees every write committed before it began. The broker counts on
 	// it (a pop reads the ready consumers and writes one back;
 	// subscriptions are checked, then created; dead letter ids grow in
-	// commit order because writes that file them run alone). Writes
+	// commit order because writes that file them run alone, or hold the
+	// filing lock: FileDeadLetters). Writes
 	// marked Concurrent may run beside each other on a ConcurrentStore,
 	// and settle their conflicts by the row locks the methods of Tx take
 	// in them (those that say so): a consumer is read under its row's
@@ -228,7 +229,8 @@ type ConcurrentStore interface {
 //     order to count on. Seqs of messages and ids of dead letters and
 //     jobs only grow and are never given twice; the seqs of one
 //     partition and the ids of dead letters and jobs in commit order
-//     (dead letters and jobs are written only by unmarked writes, alone;
+//     (jobs are written only by unmarked writes, alone, and dead
+//     letters by those or under FileDeadLetters' filing lock;
 //     the seqs of different partitions drawn by writes marked Concurrent
 //     may commit out of order, and so may their creation times). Other
 //     row ids (queues, partitions, groups, users, audit entries) grow
@@ -513,6 +515,21 @@ type DeadLetterTx interface {
 	// dead_letters, the search's indexes, error_groups and (filed)
 	// error_group_hours (the last two by upserts that cannot race).
 	InsertDeadLetter(ctx context.Context, d *DeadLetter, filed bool) error
+	// FileDeadLetters files the dead letters of one write's acks, ds,
+	// in their order, each as InsertDeadLetter(d, true) files it (the
+	// dead letter, its full-text rows, its error group, hour and
+	// version), but for one whose message its group has a dead letter
+	// of already, which is left as it is: filed[i] says whether ds[i]
+	// was filed (and set its ID). It costs a few statements whatever
+	// len(ds) on PostgreSQL (two: the payloads to index read, then the
+	// rest), the statements InsertDeadLetter would run on SQLite. In a write marked Concurrent
+	// it first takes the filing lock, held to the commit: filings beside
+	// each other then draw their ids, look at the payload index and
+	// write the error groups and the outbox one after the other, so
+	// dead letter ids still commit in their order (MaxDeadLetterID), and
+	// a write so marked may file; nothing else waits for that lock. It
+	// writes what InsertDeadLetter writes.
+	FileDeadLetters(ctx context.Context, ds []*DeadLetter) (filed []bool, err error)
 
 	// DeadLettersOfMessage returns every group's dead letter of a
 	// message, by row id (by dead_letters' seq; none: empty).
@@ -525,9 +542,10 @@ type DeadLetterTx interface {
 	// Row ids only grow: the store never gives a dead letter an id it gave
 	// before, even once the rows with the highest ids are gone, and a dead
 	// letter committed after this call has a higher id: dead letters are
-	// filed only by writes not marked Concurrent, which run alone on
-	// every store, and a View's snapshot has every one committed before
-	// it.
+	// filed by writes not marked Concurrent, which run alone on every
+	// store, or by FileDeadLetters under its filing lock, one filing
+	// after the other; and a View's snapshot has every one committed
+	// before it.
 	MaxDeadLetterID(ctx context.Context) (int64, error)
 	// NewestFailure returns when the newest dead letter f selects failed
 	// (by failedAt, then row id); ok is false when f selects none.
@@ -674,6 +692,11 @@ type AuditTx interface {
 	// InsertAudit writes a as a new audit entry and sets a.ID (writes
 	// audit only).
 	InsertAudit(ctx context.Context, a *AuditEntry) error
+	// InsertAudits writes as as new audit entries, in their order, ids
+	// growing in it, without setting their IDs: in a few statements
+	// whatever len(as) (PostgreSQL: one, which may go with the next
+	// round trip; SQLite: InsertAudit's, one an entry).
+	InsertAudits(ctx context.Context, as []AuditEntry) error
 	// ListAudit reads a page of the audit entries f selects, newest
 	// first by id: after p.After.ID when set, else skipping p.Offset
 	// (none: empty). Only After.ID of the cursor is read.

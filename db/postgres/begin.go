@@ -50,6 +50,7 @@ var errCacheMoved = errors.New("another process changed what the cache holds")
 type begin struct {
 	conn       *sql.Conn // the transaction's connection, held for it
 	pgc        *pgx.Conn // the pgx connection beneath conn
+	wire       *wire     // counts the round trips
 	lockShared bool      // the writer's lock shared (broker.UpdateOptions.Concurrent)
 	ephemeral  bool      // commit without waiting for the disk
 	// check: sent with the first statement, so a generation other than
@@ -121,6 +122,7 @@ func (p *begin) now(ctx context.Context) error {
 	}
 	var b pgx.Batch
 	p.queue(&b)
+	p.wire.add(b.Len())
 	r := p.pgc.SendBatch(ctx, &b)
 	if err := p.read(r); err != nil {
 		r.Close()
@@ -135,6 +137,7 @@ func (p *begin) with(ctx context.Context, text string, args []any) (pgx.BatchRes
 	var b pgx.Batch
 	p.queue(&b)
 	b.Queue(text, args...)
+	p.wire.add(b.Len())
 	r := p.pgc.SendBatch(ctx, &b)
 	if err := p.read(r); err != nil {
 		r.Close()
@@ -201,6 +204,7 @@ func (p *begin) queryFirst(ctx context.Context, text string, args []any) (sqlcor
 // conversion of every value (a copy of each payload) and the locking
 // around each row.
 func (p *begin) exec(ctx context.Context, text string, args []any) (sql.Result, error) {
+	p.wire.add(1)
 	tag, err := p.pgc.Exec(ctx, text, args...)
 	if err != nil {
 		return nil, err
@@ -209,6 +213,7 @@ func (p *begin) exec(ctx context.Context, text string, args []any) (sql.Result, 
 }
 
 func (p *begin) query(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
+	p.wire.add(1)
 	rows, err := p.pgc.Query(ctx, text, args...)
 	if err != nil {
 		return nil, err

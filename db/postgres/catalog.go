@@ -1938,6 +1938,156 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		INSERT INTO job_outcomes (job_id, group_id, replayed)
 		SELECT $1::bigint, n.group_id, COUNT(*) FROM noted n WHERE $1::bigint <> 0 GROUP BY n.group_id
 		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed`, stores: true},
+	// postgres.dialect.FileDeadLetters: translated
+	`WITH u AS (
+		SELECT * FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::text[], ?6::bigint[], ?7::bigint[], ?8::text[],
+			?9::bigint[], ?10::text[], ?11::text[], ?12::bytea[], ?13::bigint[], ?14::text[], ?15::text[], ?16::text[])
+		WITH ORDINALITY AS u(seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id,
+			error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version, error_words, payload_words, n)),
+	dl AS (
+		INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT u.seq, u.queue_id, u.partition_id, u.group_id, u.error, u.retry_count, u.failed_at, u.transaction_id, u.error_bytes, u.fingerprint, u.trace_id,
+			CASE WHEN x.kept THEN NULL ELSE u.payload END, CASE WHEN x.kept THEN 0 ELSE u.pushed_at END, u.consumer_version
+		FROM u CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = u.seq) AS kept) x
+		ORDER BY u.n
+		ON CONFLICT (seq, group_id) DO NOTHING
+		RETURNING id, seq, group_id),
+	f AS (SELECT dl.id, u.* FROM dl JOIN u ON u.seq = dl.seq AND u.group_id = dl.group_id),
+	e AS (INSERT INTO dead_letter_errors (docid, dead_letter_errors) SELECT f.id, CAST(f.error_words AS tsvector) FROM f),
+	p AS (INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT DISTINCT ON (f.seq) f.seq, CAST(f.payload_words AS tsvector) FROM f WHERE f.payload_words IS NOT NULL ORDER BY f.seq, f.n
+		ON CONFLICT (docid) DO NOTHING),
+	g AS (INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+		SELECT f.queue_id, f.group_id, f.fingerprint, COUNT(*), MIN(f.failed_at), MAX(f.failed_at), (array_agg(f.error ORDER BY f.failed_at DESC, f.n DESC))[1]
+		FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)),
+	h AS (INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000, COUNT(*) FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + excluded.filed),
+	v AS (INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.consumer_version, COUNT(*), MIN(f.failed_at), MAX(f.failed_at)
+		FROM f WHERE f.consumer_version <> '' GROUP BY f.queue_id, f.group_id, f.fingerprint, f.consumer_version
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + excluded.filed,
+			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen))
+	SELECT id, seq, group_id FROM dl`: {text: `WITH u AS (
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[], $8::text[],
+			$9::bigint[], $10::text[], $11::text[], $12::bytea[], $13::bigint[], $14::text[], $15::text[], $16::text[])
+		WITH ORDINALITY AS u(seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id,
+			error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version, error_words, payload_words, n)),
+	dl AS (
+		INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT u.seq, u.queue_id, u.partition_id, u.group_id, u.error, u.retry_count, u.failed_at, u.transaction_id, u.error_bytes, u.fingerprint, u.trace_id,
+			CASE WHEN x.kept THEN NULL ELSE u.payload END, CASE WHEN x.kept THEN 0 ELSE u.pushed_at END, u.consumer_version
+		FROM u CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = u.seq) AS kept) x
+		ORDER BY u.n
+		ON CONFLICT (seq, group_id) DO NOTHING
+		RETURNING id, seq, group_id),
+	f AS (SELECT dl.id, u.* FROM dl JOIN u ON u.seq = dl.seq AND u.group_id = dl.group_id),
+	e AS (INSERT INTO dead_letter_errors (docid, dead_letter_errors) SELECT f.id, CAST(f.error_words AS tsvector) FROM f),
+	p AS (INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT DISTINCT ON (f.seq) f.seq, CAST(f.payload_words AS tsvector) FROM f WHERE f.payload_words IS NOT NULL ORDER BY f.seq, f.n
+		ON CONFLICT (docid) DO NOTHING),
+	g AS (INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+		SELECT f.queue_id, f.group_id, f.fingerprint, COUNT(*), MIN(f.failed_at), MAX(f.failed_at), (array_agg(f.error ORDER BY f.failed_at DESC, f.n DESC))[1]
+		FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)),
+	h AS (INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000, COUNT(*) FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + excluded.filed),
+	v AS (INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.consumer_version, COUNT(*), MIN(f.failed_at), MAX(f.failed_at)
+		FROM f WHERE f.consumer_version <> '' GROUP BY f.queue_id, f.group_id, f.fingerprint, f.consumer_version
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + excluded.filed,
+			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen))
+	SELECT id, seq, group_id FROM dl`, stores: true},
+	// postgres.dialect.FileDeadLetters: translated
+	`WITH u AS (
+		SELECT * FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::text[], ?6::bigint[], ?7::bigint[], ?8::text[],
+			?9::bigint[], ?10::text[], ?11::text[], ?12::bytea[], ?13::bigint[], ?14::text[], ?15::text[], ?16::text[])
+		WITH ORDINALITY AS u(seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id,
+			error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version, error_words, payload_words, n)),
+	dl AS (
+		INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT u.seq, u.queue_id, u.partition_id, u.group_id, u.error, u.retry_count, u.failed_at, u.transaction_id, u.error_bytes, u.fingerprint, u.trace_id,
+			CASE WHEN x.kept THEN NULL ELSE u.payload END, CASE WHEN x.kept THEN 0 ELSE u.pushed_at END, u.consumer_version
+		FROM u CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = u.seq) AS kept) x
+		WHERE (SELECT COUNT(*) FROM (SELECT pg_advisory_xact_lock(?17)) l) = 1
+		ORDER BY u.n
+		ON CONFLICT (seq, group_id) DO NOTHING
+		RETURNING id, seq, group_id),
+	f AS (SELECT dl.id, u.* FROM dl JOIN u ON u.seq = dl.seq AND u.group_id = dl.group_id),
+	e AS (INSERT INTO dead_letter_errors (docid, dead_letter_errors) SELECT f.id, CAST(f.error_words AS tsvector) FROM f),
+	p AS (INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT DISTINCT ON (f.seq) f.seq, CAST(f.payload_words AS tsvector) FROM f WHERE f.payload_words IS NOT NULL ORDER BY f.seq, f.n
+		ON CONFLICT (docid) DO NOTHING),
+	g AS (INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+		SELECT f.queue_id, f.group_id, f.fingerprint, COUNT(*), MIN(f.failed_at), MAX(f.failed_at), (array_agg(f.error ORDER BY f.failed_at DESC, f.n DESC))[1]
+		FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)),
+	h AS (INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000, COUNT(*) FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + excluded.filed),
+	v AS (INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.consumer_version, COUNT(*), MIN(f.failed_at), MAX(f.failed_at)
+		FROM f WHERE f.consumer_version <> '' GROUP BY f.queue_id, f.group_id, f.fingerprint, f.consumer_version
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + excluded.filed,
+			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen))
+	SELECT id, seq, group_id FROM dl`: {text: `WITH u AS (
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[], $8::text[],
+			$9::bigint[], $10::text[], $11::text[], $12::bytea[], $13::bigint[], $14::text[], $15::text[], $16::text[])
+		WITH ORDINALITY AS u(seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id,
+			error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version, error_words, payload_words, n)),
+	dl AS (
+		INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT u.seq, u.queue_id, u.partition_id, u.group_id, u.error, u.retry_count, u.failed_at, u.transaction_id, u.error_bytes, u.fingerprint, u.trace_id,
+			CASE WHEN x.kept THEN NULL ELSE u.payload END, CASE WHEN x.kept THEN 0 ELSE u.pushed_at END, u.consumer_version
+		FROM u CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = u.seq) AS kept) x
+		WHERE (SELECT COUNT(*) FROM (SELECT pg_advisory_xact_lock($17)) l) = 1
+		ORDER BY u.n
+		ON CONFLICT (seq, group_id) DO NOTHING
+		RETURNING id, seq, group_id),
+	f AS (SELECT dl.id, u.* FROM dl JOIN u ON u.seq = dl.seq AND u.group_id = dl.group_id),
+	e AS (INSERT INTO dead_letter_errors (docid, dead_letter_errors) SELECT f.id, CAST(f.error_words AS tsvector) FROM f),
+	p AS (INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT DISTINCT ON (f.seq) f.seq, CAST(f.payload_words AS tsvector) FROM f WHERE f.payload_words IS NOT NULL ORDER BY f.seq, f.n
+		ON CONFLICT (docid) DO NOTHING),
+	g AS (INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+		SELECT f.queue_id, f.group_id, f.fingerprint, COUNT(*), MIN(f.failed_at), MAX(f.failed_at), (array_agg(f.error ORDER BY f.failed_at DESC, f.n DESC))[1]
+		FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)),
+	h AS (INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000, COUNT(*) FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + excluded.filed),
+	v AS (INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.consumer_version, COUNT(*), MIN(f.failed_at), MAX(f.failed_at)
+		FROM f WHERE f.consumer_version <> '' GROUP BY f.queue_id, f.group_id, f.fingerprint, f.consumer_version
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + excluded.filed,
+			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen))
+	SELECT id, seq, group_id FROM dl`, stores: true},
 	// postgres.dialect.FoldLock: translated
 	`SELECT c.partition_id, c.group_id FROM consumers c
 			JOIN unnest(?::bigint[], ?::bigint[]) AS k(partition_id, group_id) ON c.partition_id = k.partition_id AND c.group_id = k.group_id
@@ -1956,6 +2106,16 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1), (SELECT o.payload FROM dead_letters o WHERE o.id = ?2))
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)`: {text: `SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.payload FROM dead_letters o WHERE o.id = $2))
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)`},
+	// postgres.dialect.InsertAudits: translated
+	`INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker)
+	SELECT a.at, a.actor, a.action, a.queue, a.group_name, a.count, a.detail, a.job_id, a.broker
+	FROM unnest(?1::bigint[], ?2::text[], ?3::text[], ?4::text[], ?5::text[], ?6::bigint[], ?7::text[], ?8::bigint[], ?9::bigint[])
+		WITH ORDINALITY AS a(at, actor, action, queue, group_name, count, detail, job_id, broker, n)
+	ORDER BY a.n`: {text: `INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker)
+	SELECT a.at, a.actor, a.action, a.queue, a.group_name, a.count, a.detail, a.job_id, a.broker
+	FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[])
+		WITH ORDINALITY AS a(at, actor, action, queue, group_name, count, detail, job_id, broker, n)
+	ORDER BY a.n`, stores: true},
 	// postgres.dialect.InsertMessages: translated
 	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
@@ -2012,6 +2172,10 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?::bigint[], ?::text[]))`: {text: `SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`},
+	// postgres.payloadsToIndex: translated
+	`SELECT s.seq, m.payload, EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = s.seq)
+	FROM unnest(?1::bigint[]) AS s(seq) LEFT JOIN messages m ON m.seq = s.seq`: {text: `SELECT s.seq, m.payload, EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = s.seq)
+	FROM unnest($1::bigint[]) AS s(seq) LEFT JOIN messages m ON m.seq = s.seq`},
 	// postgres.rebuildTextIndex: translated
 	`DELETE FROM dead_letter_errors`: {text: `DELETE FROM dead_letter_errors`},
 	// postgres.rebuildTextIndex: translated

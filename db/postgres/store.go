@@ -199,6 +199,10 @@ type Store struct {
 	alone     atomic.Bool
 	stopCount context.CancelFunc
 	countDone sync.WaitGroup
+
+	// wire counts the round trips and statements of this store's
+	// writes (wire.go).
+	wire wire
 }
 
 // ConcurrentWrites reports whether the store runs writes marked
@@ -590,7 +594,7 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 		lk = rowLocks{}
 	}
 	_, lockShared := lk.(rowLocks)
-	begin := &begin{conn: conn, pgc: pgc, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
+	begin := &begin{conn: conn, pgc: pgc, wire: &p.wire, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
 	w := &writer{begin: begin}
 	st := sqlcore.NewTx(w, dialectFor(lk), lk, &broker.TxScope{})
 	defer func() {
@@ -620,7 +624,7 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 	}
 	// When the counts are folded, the tail goes first (foldCounts'
 	// before), and COMMIT alone after the fold.
-	folded, left, err := d.folds.Counts(ctx, st, func(s string) error { _, err := conn.ExecContext(ctx, s); return err }, func() error {
+	folded, left, err := d.folds.Counts(ctx, st, func(s string) error { d.wire.add(1); _, err := conn.ExecContext(ctx, s); return err }, func() error {
 		return tail.send(ctx, pgc)
 	})
 	if err != nil {
@@ -749,7 +753,7 @@ func (t *tail) send(ctx context.Context, pgc *pgx.Conn) error {
 	if t.empty() {
 		return nil
 	}
-	err := pipeline(ctx, pgc, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r) })
+	err := pipeline(ctx, pgc, t.w.begin.wire, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r) })
 	t.w.later, t.mark = nil, ""
 	return err
 }
@@ -765,7 +769,7 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	answered := false // the server answered the COMMIT
-	err = pipeline(cctx, pgc, func(b *pgx.Batch) {
+	err = pipeline(cctx, pgc, tail.w.begin.wire, func(b *pgx.Batch) {
 		tail.queue(b)
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
@@ -828,10 +832,11 @@ func rollback(ctx context.Context, conn *sql.Conn) error {
 
 // pipeline sends the statements queue adds to b in one round trip on
 // conn, a write transaction's (begin.pgc), as a pipeline, and read
-// reads their results in order (n: how many).
-func pipeline(ctx context.Context, conn *pgx.Conn, queue func(*pgx.Batch), read func(pgx.BatchResults, int) error) error {
+// reads their results in order (n: how many); w counts it.
+func pipeline(ctx context.Context, conn *pgx.Conn, w *wire, queue func(*pgx.Batch), read func(pgx.BatchResults, int) error) error {
 	var b pgx.Batch
 	queue(&b)
+	w.add(b.Len())
 	r := conn.SendBatch(ctx, &b)
 	if err := read(r, b.Len()); err != nil {
 		r.Close()

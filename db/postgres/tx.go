@@ -125,7 +125,7 @@ func (w *writer) sendLater(ctx context.Context) error {
 	}
 	later := w.later
 	w.later = nil
-	return pipeline(ctx, w.begin.pgc, func(b *pgx.Batch) {
+	return pipeline(ctx, w.begin.pgc, w.begin.wire, func(b *pgx.Batch) {
 		for _, l := range later {
 			b.Queue(l.text, l.args...)
 		}

@@ -78,3 +78,14 @@ func (d *Store) RebuildTextIndex(ctx context.Context) error {
 
 // PayloadIndexedInPart is false: FTS4 holds every word.
 func (dialect) PayloadIndexedInPart([]byte) bool { return false }
+
+// FileDeadLetters files a dead letter at a time (sqlcore.FileEach):
+// SQLite's statements cost no round trip.
+func (dialect) FileDeadLetters(ctx context.Context, t *sqlcore.Tx, ds []*broker.DeadLetter) ([]bool, error) {
+	return sqlcore.FileEach(ctx, t, ds)
+}
+
+// InsertAudits writes an entry at a time (sqlcore.InsertEachAudit).
+func (dialect) InsertAudits(ctx context.Context, t *sqlcore.Tx, as []broker.AuditEntry) error {
+	return sqlcore.InsertEachAudit(ctx, t, as)
+}

@@ -41,6 +41,10 @@ type Dialect interface {
 	// IndexDeadLetter adds a dead letter just inserted to the full-text
 	// indexes; PayloadIndexedInPart is broker.SearchTx's.
 	IndexDeadLetter(ctx context.Context, t *Tx, d *broker.DeadLetter) error
+	// FileDeadLetters and InsertAudits are broker.Tx's (FileEach and
+	// InsertEachAudit do them a row at a time).
+	FileDeadLetters(ctx context.Context, t *Tx, ds []*broker.DeadLetter) ([]bool, error)
+	InsertAudits(ctx context.Context, t *Tx, as []broker.AuditEntry) error
 	PayloadIndexedInPart(payload []byte) bool
 	// BlockStmt is the export's statement of a block of dead letters
 	// (sqlcore.BlockStmt with the store's head).

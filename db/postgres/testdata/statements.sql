@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 391 statements (22 with a PostgreSQL text written by hand, 13 for
+-- 395 statements (22 with a PostgreSQL text written by hand, 13 for
 -- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -3793,6 +3793,168 @@ WITH noted AS (
 		ON CONFLICT (job_id, group_id) DO UPDATE SET replayed = job_outcomes.replayed + excluded.replayed
 ;
 
+-- used by: postgres.dialect.FileDeadLetters
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   WITH u AS (
+--   		SELECT * FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::text[], ?6::bigint[], ?7::bigint[], ?8::text[],
+--   			?9::bigint[], ?10::text[], ?11::text[], ?12::bytea[], ?13::bigint[], ?14::text[], ?15::text[], ?16::text[])
+--   		WITH ORDINALITY AS u(seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id,
+--   			error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version, error_words, payload_words, n)),
+--   	dl AS (
+--   		INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+--   		SELECT u.seq, u.queue_id, u.partition_id, u.group_id, u.error, u.retry_count, u.failed_at, u.transaction_id, u.error_bytes, u.fingerprint, u.trace_id,
+--   			CASE WHEN x.kept THEN NULL ELSE u.payload END, CASE WHEN x.kept THEN 0 ELSE u.pushed_at END, u.consumer_version
+--   		FROM u CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = u.seq) AS kept) x
+--   		ORDER BY u.n
+--   		ON CONFLICT (seq, group_id) DO NOTHING
+--   		RETURNING id, seq, group_id),
+--   	f AS (SELECT dl.id, u.* FROM dl JOIN u ON u.seq = dl.seq AND u.group_id = dl.group_id),
+--   	e AS (INSERT INTO dead_letter_errors (docid, dead_letter_errors) SELECT f.id, CAST(f.error_words AS tsvector) FROM f),
+--   	p AS (INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+--   		SELECT DISTINCT ON (f.seq) f.seq, CAST(f.payload_words AS tsvector) FROM f WHERE f.payload_words IS NOT NULL ORDER BY f.seq, f.n
+--   		ON CONFLICT (docid) DO NOTHING),
+--   	g AS (INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+--   		SELECT f.queue_id, f.group_id, f.fingerprint, COUNT(*), MIN(f.failed_at), MAX(f.failed_at), (array_agg(f.error ORDER BY f.failed_at DESC, f.n DESC))[1]
+--   		FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint
+--   		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+--   			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+--   			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
+--   			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+--   			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)),
+--   	h AS (INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
+--   		SELECT f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000, COUNT(*) FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000
+--   		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + excluded.filed),
+--   	v AS (INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+--   		SELECT f.queue_id, f.group_id, f.fingerprint, f.consumer_version, COUNT(*), MIN(f.failed_at), MAX(f.failed_at)
+--   		FROM f WHERE f.consumer_version <> '' GROUP BY f.queue_id, f.group_id, f.fingerprint, f.consumer_version
+--   		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+--   			filed = error_group_versions.filed + excluded.filed,
+--   			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+--   			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen))
+--   	SELECT id, seq, group_id FROM dl
+-- postgres (translated):
+WITH u AS (
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[], $8::text[],
+			$9::bigint[], $10::text[], $11::text[], $12::bytea[], $13::bigint[], $14::text[], $15::text[], $16::text[])
+		WITH ORDINALITY AS u(seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id,
+			error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version, error_words, payload_words, n)),
+	dl AS (
+		INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT u.seq, u.queue_id, u.partition_id, u.group_id, u.error, u.retry_count, u.failed_at, u.transaction_id, u.error_bytes, u.fingerprint, u.trace_id,
+			CASE WHEN x.kept THEN NULL ELSE u.payload END, CASE WHEN x.kept THEN 0 ELSE u.pushed_at END, u.consumer_version
+		FROM u CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = u.seq) AS kept) x
+		ORDER BY u.n
+		ON CONFLICT (seq, group_id) DO NOTHING
+		RETURNING id, seq, group_id),
+	f AS (SELECT dl.id, u.* FROM dl JOIN u ON u.seq = dl.seq AND u.group_id = dl.group_id),
+	e AS (INSERT INTO dead_letter_errors (docid, dead_letter_errors) SELECT f.id, CAST(f.error_words AS tsvector) FROM f),
+	p AS (INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT DISTINCT ON (f.seq) f.seq, CAST(f.payload_words AS tsvector) FROM f WHERE f.payload_words IS NOT NULL ORDER BY f.seq, f.n
+		ON CONFLICT (docid) DO NOTHING),
+	g AS (INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+		SELECT f.queue_id, f.group_id, f.fingerprint, COUNT(*), MIN(f.failed_at), MAX(f.failed_at), (array_agg(f.error ORDER BY f.failed_at DESC, f.n DESC))[1]
+		FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)),
+	h AS (INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000, COUNT(*) FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + excluded.filed),
+	v AS (INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.consumer_version, COUNT(*), MIN(f.failed_at), MAX(f.failed_at)
+		FROM f WHERE f.consumer_version <> '' GROUP BY f.queue_id, f.group_id, f.fingerprint, f.consumer_version
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + excluded.filed,
+			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen))
+	SELECT id, seq, group_id FROM dl
+;
+
+-- used by: postgres.dialect.FileDeadLetters
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   WITH u AS (
+--   		SELECT * FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::text[], ?6::bigint[], ?7::bigint[], ?8::text[],
+--   			?9::bigint[], ?10::text[], ?11::text[], ?12::bytea[], ?13::bigint[], ?14::text[], ?15::text[], ?16::text[])
+--   		WITH ORDINALITY AS u(seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id,
+--   			error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version, error_words, payload_words, n)),
+--   	dl AS (
+--   		INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+--   		SELECT u.seq, u.queue_id, u.partition_id, u.group_id, u.error, u.retry_count, u.failed_at, u.transaction_id, u.error_bytes, u.fingerprint, u.trace_id,
+--   			CASE WHEN x.kept THEN NULL ELSE u.payload END, CASE WHEN x.kept THEN 0 ELSE u.pushed_at END, u.consumer_version
+--   		FROM u CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = u.seq) AS kept) x
+--   		WHERE (SELECT COUNT(*) FROM (SELECT pg_advisory_xact_lock(?17)) l) = 1
+--   		ORDER BY u.n
+--   		ON CONFLICT (seq, group_id) DO NOTHING
+--   		RETURNING id, seq, group_id),
+--   	f AS (SELECT dl.id, u.* FROM dl JOIN u ON u.seq = dl.seq AND u.group_id = dl.group_id),
+--   	e AS (INSERT INTO dead_letter_errors (docid, dead_letter_errors) SELECT f.id, CAST(f.error_words AS tsvector) FROM f),
+--   	p AS (INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+--   		SELECT DISTINCT ON (f.seq) f.seq, CAST(f.payload_words AS tsvector) FROM f WHERE f.payload_words IS NOT NULL ORDER BY f.seq, f.n
+--   		ON CONFLICT (docid) DO NOTHING),
+--   	g AS (INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+--   		SELECT f.queue_id, f.group_id, f.fingerprint, COUNT(*), MIN(f.failed_at), MAX(f.failed_at), (array_agg(f.error ORDER BY f.failed_at DESC, f.n DESC))[1]
+--   		FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint
+--   		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+--   			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+--   			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
+--   			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+--   			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)),
+--   	h AS (INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
+--   		SELECT f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000, COUNT(*) FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000
+--   		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + excluded.filed),
+--   	v AS (INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+--   		SELECT f.queue_id, f.group_id, f.fingerprint, f.consumer_version, COUNT(*), MIN(f.failed_at), MAX(f.failed_at)
+--   		FROM f WHERE f.consumer_version <> '' GROUP BY f.queue_id, f.group_id, f.fingerprint, f.consumer_version
+--   		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+--   			filed = error_group_versions.filed + excluded.filed,
+--   			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+--   			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen))
+--   	SELECT id, seq, group_id FROM dl
+-- postgres (translated):
+WITH u AS (
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[], $8::text[],
+			$9::bigint[], $10::text[], $11::text[], $12::bytea[], $13::bigint[], $14::text[], $15::text[], $16::text[])
+		WITH ORDINALITY AS u(seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id,
+			error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version, error_words, payload_words, n)),
+	dl AS (
+		INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT u.seq, u.queue_id, u.partition_id, u.group_id, u.error, u.retry_count, u.failed_at, u.transaction_id, u.error_bytes, u.fingerprint, u.trace_id,
+			CASE WHEN x.kept THEN NULL ELSE u.payload END, CASE WHEN x.kept THEN 0 ELSE u.pushed_at END, u.consumer_version
+		FROM u CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = u.seq) AS kept) x
+		WHERE (SELECT COUNT(*) FROM (SELECT pg_advisory_xact_lock($17)) l) = 1
+		ORDER BY u.n
+		ON CONFLICT (seq, group_id) DO NOTHING
+		RETURNING id, seq, group_id),
+	f AS (SELECT dl.id, u.* FROM dl JOIN u ON u.seq = dl.seq AND u.group_id = dl.group_id),
+	e AS (INSERT INTO dead_letter_errors (docid, dead_letter_errors) SELECT f.id, CAST(f.error_words AS tsvector) FROM f),
+	p AS (INSERT INTO dead_letter_payloads (docid, dead_letter_payloads)
+		SELECT DISTINCT ON (f.seq) f.seq, CAST(f.payload_words AS tsvector) FROM f WHERE f.payload_words IS NOT NULL ORDER BY f.seq, f.n
+		ON CONFLICT (docid) DO NOTHING),
+	g AS (INSERT INTO error_groups (queue_id, group_id, fingerprint, dead_letters, first_failed_at, last_failed_at, sample_error)
+		SELECT f.queue_id, f.group_id, f.fingerprint, COUNT(*), MIN(f.failed_at), MAX(f.failed_at), (array_agg(f.error ORDER BY f.failed_at DESC, f.n DESC))[1]
+		FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint
+		ON CONFLICT (queue_id, group_id, fingerprint) DO UPDATE SET
+			dead_letters = error_groups.dead_letters + excluded.dead_letters,
+			first_failed_at = LEAST(error_groups.first_failed_at, excluded.first_failed_at),
+			sample_error = CASE WHEN excluded.last_failed_at >= error_groups.last_failed_at THEN excluded.sample_error ELSE error_groups.sample_error END,
+			last_failed_at = GREATEST(error_groups.last_failed_at, excluded.last_failed_at)),
+	h AS (INSERT INTO error_group_hours (queue_id, group_id, fingerprint, hour, filed)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000, COUNT(*) FROM f GROUP BY f.queue_id, f.group_id, f.fingerprint, f.failed_at / 3600000
+		ON CONFLICT (queue_id, group_id, fingerprint, hour) DO UPDATE SET filed = error_group_hours.filed + excluded.filed),
+	v AS (INSERT INTO error_group_versions (queue_id, group_id, fingerprint, version, filed, first_seen, last_seen)
+		SELECT f.queue_id, f.group_id, f.fingerprint, f.consumer_version, COUNT(*), MIN(f.failed_at), MAX(f.failed_at)
+		FROM f WHERE f.consumer_version <> '' GROUP BY f.queue_id, f.group_id, f.fingerprint, f.consumer_version
+		ON CONFLICT (queue_id, group_id, fingerprint, version) DO UPDATE SET
+			filed = error_group_versions.filed + excluded.filed,
+			first_seen = LEAST(error_group_versions.first_seen, excluded.first_seen),
+			last_seen = GREATEST(error_group_versions.last_seen, excluded.last_seen))
+	SELECT id, seq, group_id FROM dl
+;
+
 -- used by: postgres.dialect.FoldLock
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
@@ -3845,6 +4007,22 @@ INSERT INTO dead_letter_payloads (docid, dead_letter_payloads) VALUES ($1, CAST(
 -- postgres (translated):
 SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = $1), (SELECT o.payload FROM dead_letters o WHERE o.id = $2))
 		WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = $1 AND o.id <> $2)
+;
+
+-- used by: postgres.dialect.InsertAudits
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker)
+--   	SELECT a.at, a.actor, a.action, a.queue, a.group_name, a.count, a.detail, a.job_id, a.broker
+--   	FROM unnest(?1::bigint[], ?2::text[], ?3::text[], ?4::text[], ?5::text[], ?6::bigint[], ?7::text[], ?8::bigint[], ?9::bigint[])
+--   		WITH ORDINALITY AS a(at, actor, action, queue, group_name, count, detail, job_id, broker, n)
+--   	ORDER BY a.n
+-- postgres (translated):
+INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, broker)
+	SELECT a.at, a.actor, a.action, a.queue, a.group_name, a.count, a.detail, a.job_id, a.broker
+	FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[])
+		WITH ORDINALITY AS a(at, actor, action, queue, group_name, count, detail, job_id, broker, n)
+	ORDER BY a.n
 ;
 
 -- used by: postgres.dialect.InsertMessages
@@ -3931,6 +4109,16 @@ SELECT current_setting('block_size')::bigint,
 -- postgres (translated):
 SELECT seq, partition_id, transaction_id, payload, trace_id, created_at FROM messages
 	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+;
+
+-- used by: postgres.payloadsToIndex
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   SELECT s.seq, m.payload, EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = s.seq)
+--   	FROM unnest(?1::bigint[]) AS s(seq) LEFT JOIN messages m ON m.seq = s.seq
+-- postgres (translated):
+SELECT s.seq, m.payload, EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = s.seq)
+	FROM unnest($1::bigint[]) AS s(seq) LEFT JOIN messages m ON m.seq = s.seq
 ;
 
 -- used by: postgres.rebuildTextIndex
