@@ -38,6 +38,8 @@ type JobRequest struct {
 	// message's own partition (nil or empty: there).
 	Destination *Destination
 	Rate        int // messages (a delete: dead letters) a second at most; 0 no limit
+	// Pace: PaceGentle (the default) or PaceFull (flat out).
+	Pace string
 	// Canary, on a replay: begin with a few drawn at random (nil: none).
 	Canary *Canary
 	Actor  string
@@ -95,6 +97,9 @@ func (r *JobRequest) validate() error {
 		}
 		r.Canary = &c
 	}
+	if r.Pace != PaceGentle && r.Pace != PaceFull {
+		return errorf(ErrInvalid, "pace must be %q or empty (the default, gentle)", PaceFull)
+	}
 	if r.Rate < 0 || r.Rate > MaxJobRate {
 		return errorf(ErrInvalid, "rate must be between 0 (no limit) and %d a second", MaxJobRate)
 	}
@@ -135,7 +140,7 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 	err := b.update(ctx, func(tx Tx, touched func(string)) (err error) {
 		now := b.now()
 		j = Job{Kind: r.Kind, State: JobRunning, Actor: r.Actor, CreatedAt: now, UpdatedAt: now, Queue: r.Queue, Rate: r.Rate, ArrivedSince: -1,
-			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode, Force: r.Force, Destination: r.Destination}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
+			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode, Force: r.Force, Destination: r.Destination, Pace: r.Pace}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
 		if !r.Scope.All() && len(r.IDs) > 0 {
 			sc := r.Scope
 			j.Scope.Queues = &sc
