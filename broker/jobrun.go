@@ -777,7 +777,9 @@ func (b *Broker) idsChunk(ctx context.Context, tx replayJobTx, j *Job, now time.
 	if j.Kind == JobDelete {
 		size = deleteChunk
 	}
-	n := chunkSize(*j, size)
+	// One step, sized to the chunk's time (jobpace.go).
+	clock := b.chunkClock(*j, size)
+	n := clock.next()
 	if canary > 0 {
 		n = canary
 	}
@@ -816,6 +818,7 @@ func (b *Broker) idsChunk(ctx context.Context, tx replayJobTx, j *Job, now time.
 			return false, err
 		}
 	}
+	clock.done(consumed)
 	j.Position += int64(consumed)
 	j.Done += int64(done)
 	j.Skipped += int64(consumed - done)
@@ -845,11 +848,21 @@ func (b *Broker) filterChunk(ctx context.Context, tx replayJobTx, j *Job, now ti
 		// the job ends): the chunks take the rest.
 		f.Cap = CapBelow
 	}
-	keys, err := tx.DeadLetterKeys(ctx, f, chunkSize(*j, size))
-	if err != nil || len(keys) == 0 {
-		return true, err
+	// Steps of set-based statements, each the newest of what is left
+	// (the steps before removed theirs), until the chunk's rows or time
+	// are spent (jobpace.go).
+	clock := b.chunkClock(*j, size)
+	for n := clock.next(); n > 0; n = clock.next() {
+		keys, err := tx.DeadLetterKeys(ctx, f, n)
+		if err != nil || len(keys) == 0 {
+			return true, err
+		}
+		if err := b.replayFilterKeys(ctx, tx, j, now, keys, touched, true); err != nil {
+			return false, err
+		}
+		clock.done(len(keys))
 	}
-	return false, b.replayFilterKeys(ctx, tx, j, now, keys, touched, true)
+	return false, nil
 }
 
 // replayFilterKeys replays or deletes keys (of a job by filter, read
@@ -926,7 +939,8 @@ func withSizes(ctx context.Context, tx DeadLetterTx, keys []DeadLetterKey) ([]De
 
 // restoreChunk restores the next of the dead letters a delete job removed.
 func (b *Broker) restoreChunk(ctx context.Context, tx restoreTx, j *Job, now time.Time, touched func(string)) (bool, error) {
-	rs, err := tx.Restorable(ctx, 0, 0, j.UndoOf, now, chunkSize(*j, deleteChunk))
+	clock := b.chunkClock(*j, deleteChunk) // one step, sized to the chunk's time
+	rs, err := tx.Restorable(ctx, 0, 0, j.UndoOf, now, clock.next())
 	if err != nil || len(rs) == 0 {
 		return true, err
 	}
@@ -934,6 +948,7 @@ func (b *Broker) restoreChunk(ctx context.Context, tx restoreTx, j *Job, now tim
 	if err != nil {
 		return false, err
 	}
+	clock.done(len(rs))
 	for _, q := range queues {
 		touched(q)
 	}
