@@ -851,16 +851,24 @@ func (b *Broker) filterChunk(ctx context.Context, tx replayJobTx, j *Job, now ti
 	// Steps of set-based statements, each the newest of what is left
 	// (the steps before removed theirs), until the chunk's rows or time
 	// are spent (jobpace.go).
+	// The chunk's payloads add up to bulkBytes at most (a step cut short
+	// by them ends it), and a step that finds fewer rows than it asked
+	// for ends it too: the next chunk finds none, and ends the job.
 	clock := b.chunkClock(*j, size)
+	var copied int64
 	for n := clock.next(); n > 0; n = clock.next() {
 		keys, err := tx.DeadLetterKeys(ctx, f, n)
 		if err != nil || len(keys) == 0 {
 			return true, err
 		}
-		if err := b.replayFilterKeys(ctx, tx, j, now, keys, touched, true); err != nil {
+		bytes, short, err := b.replayFilterKeys(ctx, tx, j, now, keys, touched, bulkBytes-copied)
+		if err != nil {
 			return false, err
 		}
 		clock.done(len(keys))
+		if copied += bytes; short || len(keys) < n {
+			break
+		}
 	}
 	return false, nil
 }
@@ -868,9 +876,10 @@ func (b *Broker) filterChunk(ctx context.Context, tx replayJobTx, j *Job, now ti
 // replayFilterKeys replays or deletes keys (of a job by filter, read
 // without their messages) and counts them done; a replay takes every
 // group's dead letters of the messages with them (to every group), cut
-// to the payloads one transaction may copy when cut.
-func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string), cut bool) error {
-	var err error
+// to maxBytes of payloads when maxBytes > 0 (never less than the first
+// message). It returns the payload bytes a replay copied (when cut), and
+// whether the cut left some of keys out.
+func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string), maxBytes int64) (bytes int64, short bool, err error) {
 	if j.Kind == JobReplay {
 		if j.byMessages() {
 			// Every group's dead letters of the messages go with them, the
@@ -878,18 +887,20 @@ func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, n
 			// transaction may copy (the rest still match: the next chunk
 			// takes them).
 			if keys, err = allGroups(ctx, tx, keys); err != nil {
-				return err
+				return 0, false, err
 			}
 		} else if keys, err = withSizes(ctx, tx, keys); err != nil {
-			return err
+			return 0, false, err
 		}
-		if cut {
-			keys = withinBytes(keys)
+		if maxBytes > 0 {
+			n := len(keys)
+			keys, bytes = withinBytesOf(keys, maxBytes)
+			short = len(keys) < n
 		}
 		if j.Scope.Force {
 			counts, err := replayCounts(ctx, tx, keys)
 			if err != nil {
-				return err
+				return 0, false, err
 			}
 			_, capped := splitAtCap(keys, counts)
 			if j.byMessages() {
@@ -900,17 +911,17 @@ func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, n
 		}
 	}
 	if len(keys) == 0 {
-		return nil
+		return bytes, short, nil
 	}
 	if err := b.applyJobKeys(ctx, tx, j, now, keys, touched); err != nil {
-		return err
+		return 0, false, err
 	}
 	if j.byMessages() {
 		j.Done += int64(messagesIn(keys))
 	} else {
 		j.Done += int64(len(keys))
 	}
-	return nil
+	return bytes, short, nil
 }
 
 // withSizes gives keys (read without their messages) their messages'
