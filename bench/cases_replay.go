@@ -84,7 +84,7 @@ func d7SampleRun(ctx context.Context, o *ours, rec *recorder, pace string) (d7Wr
 }
 
 func caseD7(ctx context.Context, e *env) ([]Row, error) {
-	f, err := e.dlqDB(ctx)
+	f, err := e.dlqCache(ctx)
 	if err != nil {
 		return nil, err
 	}
