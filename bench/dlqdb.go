@@ -95,23 +95,8 @@ func (e *env) dlqDB(ctx context.Context) (*dlqFixture, error) {
 	if e.dlq != nil {
 		return e.dlq, nil
 	}
-	f := &dlqFixture{groups: dlqGroups(e.quick), span: 30 * 24 * time.Hour}
-	key, err := schemaKey(ctx, e)
+	f, err := e.dlqCache(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(e.cacheDir, 0o755); err != nil {
-		return nil, err
-	}
-	f.cache = filepath.Join(e.cacheDir, fmt.Sprintf("dlq-%d-%d-g%d-%s.db", f.inGroup(), f.others(), generatorVersion, key))
-	if _, err := os.Stat(f.cache); os.IsNotExist(err) {
-		e.log.Info("generating the dashboard database", "path", f.cache)
-		start := time.Now()
-		if err := generateDLQ(ctx, f.cache, f.groups, f.span); err != nil {
-			return nil, fmt.Errorf("generate %s: %w", f.cache, err)
-		}
-		f.built = time.Since(start)
-	} else if err != nil {
 		return nil, err
 	}
 	oursPath := e.path("dlq-ours")
@@ -135,6 +120,32 @@ func (e *env) dlqDB(ctx context.Context) (*dlqFixture, error) {
 		return nil, err
 	}
 	e.dlq = f
+	return f, nil
+}
+
+// dlqCache returns the dashboard fixture with its cached database only
+// (generated when missing), no working copy made or opened: D7 makes
+// copies of its own.
+func (e *env) dlqCache(ctx context.Context) (*dlqFixture, error) {
+	f := &dlqFixture{groups: dlqGroups(e.quick), span: 30 * 24 * time.Hour}
+	key, err := schemaKey(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(e.cacheDir, 0o755); err != nil {
+		return nil, err
+	}
+	f.cache = filepath.Join(e.cacheDir, fmt.Sprintf("dlq-%d-%d-g%d-%s.db", f.inGroup(), f.others(), generatorVersion, key))
+	if _, err := os.Stat(f.cache); os.IsNotExist(err) {
+		e.log.Info("generating the dashboard database", "path", f.cache)
+		start := time.Now()
+		if err := generateDLQ(ctx, f.cache, f.groups, f.span); err != nil {
+			return nil, fmt.Errorf("generate %s: %w", f.cache, err)
+		}
+		f.built = time.Since(start)
+	} else if err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 

@@ -4,7 +4,7 @@
 // doing the same work the most direct way, raw with group commit
 // (raw+gc), maragu.dev/goqite v0.4.0 and River v0.51.2 on SQLite. The
 // cases and their targets are those of PERF.md v2 (L1–L5, H1–H3, F1–F4,
-// D1–D6, D8–D10, S1–S3, G1–G2, P1–P3 on PostgreSQL, C1; G3 and G4 for
+// D1–D10, S1–S3, G1–G2, P1–P3 on PostgreSQL, C1; G3 and G4 for
 // information); every verdict on a ratio is measured in one run,
 // interleaved in rotating order (A B C, B C A, …), as the median of the
 // repetitions' ratios (or their differences, for a target of the form
@@ -315,6 +315,7 @@ func allCases() []benchCase {
 		// group's whole count).
 		{"D5", "replay 10k by filter as a job vs raw set-based in the same chunk size", caseD5, false},
 		{"D6", "a producer's push p99 while D5's job runs", caseD6, false},
+		{"D7", "replay 1M dead letters by filter flat out; a producer's push p99 beside a job at its default pace", caseD7, false},
 		{"G1", "storage under steady load with completedRetentionSeconds short: the file plateaus", caseG1, true},
 		{"G2", "CPU and instructions a message with 10M messages stored vs 1k", caseG2, true},
 		{"G3", "a producer's push p99 while a retention sweep of 200k messages runs (info)", caseG3, true},

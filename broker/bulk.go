@@ -141,17 +141,24 @@ func messagesIn(keys []DeadLetterKey) int {
 // dead letters next to each other), whose payloads add up to bulkBytes at
 // most: never less than the first message.
 func withinBytes(keys []DeadLetterKey) []DeadLetterKey {
+	cut, _ := withinBytesOf(keys, bulkBytes)
+	return cut
+}
+
+// withinBytesOf is withinBytes with limit for bulkBytes; it also says
+// how many payload bytes the start holds.
+func withinBytesOf(keys []DeadLetterKey, limit int64) ([]DeadLetterKey, int64) {
 	var total int64
 	for i, k := range keys {
 		if i > 0 && k.Seq == keys[i-1].Seq {
 			continue
 		}
-		if i > 0 && total+k.Size > bulkBytes {
-			return keys[:i]
+		if i > 0 && total+k.Size > limit {
+			return keys[:i], total
 		}
 		total += k.Size
 	}
-	return keys
+	return keys, total
 }
 
 // messagesPerQueue counts the messages of keys per queue name, and

@@ -243,7 +243,8 @@ func (b *Broker) replayCanary(ctx context.Context, tx replayCanaryTx, j *Job, no
 	if err != nil {
 		return fmt.Errorf("canary: draw: %w", err)
 	}
-	return b.replayFilterKeys(ctx, tx, j, now, keys, touched, false)
+	_, _, err = b.replayFilterKeys(ctx, tx, j, now, keys, touched, 0)
+	return err
 }
 
 // recordCanary adds to j's canary the copies replayKeys made of keys.

@@ -49,6 +49,18 @@ const (
 	AuditEditReplay = "edit_replay"
 )
 
+// Job paces (SPEC 4): how long a chunk may hold the database's writer.
+const (
+	// PaceGentle, the default, ends a chunk after a few milliseconds
+	// (gentleChunkBudget), so that the pushes and acks waiting behind it
+	// get in between chunks within about that time.
+	PaceGentle = ""
+	// PaceFull ends a chunk after a longer budget (fullChunkBudget) and
+	// takes more rows a chunk: the job runs flat out, and the writes
+	// waiting behind a chunk wait up to that budget.
+	PaceFull = "full"
+)
+
 // BrokerActor is the actor of what the broker does by itself.
 const BrokerActor = "lazarus"
 
@@ -73,6 +85,9 @@ type JobScope struct {
 	// (nil: every queue): the dead letters of other queues are as if
 	// absent, skipped. A job by filter keeps it in its Filter.
 	Queues *QueueScope `json:"queues,omitempty"`
+	// Pace is how hard the job's chunks press on the writer: PaceGentle
+	// (the default) or PaceFull.
+	Pace string `json:"pace,omitempty"`
 }
 
 // Job is a bulk replay, delete or restore, kept in the database and run in

@@ -38,6 +38,8 @@ type JobRequest struct {
 	// message's own partition (nil or empty: there).
 	Destination *Destination
 	Rate        int // messages (a delete: dead letters) a second at most; 0 no limit
+	// Pace: PaceGentle (the default) or PaceFull (flat out).
+	Pace string
 	// Canary, on a replay: begin with a few drawn at random (nil: none).
 	Canary *Canary
 	Actor  string
@@ -95,6 +97,9 @@ func (r *JobRequest) validate() error {
 		}
 		r.Canary = &c
 	}
+	if r.Pace != PaceGentle && r.Pace != PaceFull {
+		return errorf(ErrInvalid, "pace must be %q or empty (the default, gentle)", PaceFull)
+	}
 	if r.Rate < 0 || r.Rate > MaxJobRate {
 		return errorf(ErrInvalid, "rate must be between 0 (no limit) and %d a second", MaxJobRate)
 	}
@@ -135,7 +140,7 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 	err := b.update(ctx, func(tx Tx, touched func(string)) (err error) {
 		now := b.now()
 		j = Job{Kind: r.Kind, State: JobRunning, Actor: r.Actor, CreatedAt: now, UpdatedAt: now, Queue: r.Queue, Rate: r.Rate, ArrivedSince: -1,
-			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode, Force: r.Force, Destination: r.Destination}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
+			Scope: JobScope{IDs: r.IDs, Group: r.Group, Mode: r.Mode, Force: r.Force, Destination: r.Destination, Pace: r.Pace}, PausePercent: DefaultPausePercent, PauseWindow: DefaultPauseWindow}
 		if !r.Scope.All() && len(r.IDs) > 0 {
 			sc := r.Scope
 			j.Scope.Queues = &sc
@@ -772,7 +777,9 @@ func (b *Broker) idsChunk(ctx context.Context, tx replayJobTx, j *Job, now time.
 	if j.Kind == JobDelete {
 		size = deleteChunk
 	}
-	n := chunkSize(*j, size)
+	// One step, sized to the chunk's time (jobpace.go).
+	clock := b.chunkClock(*j, size)
+	n := clock.next()
 	if canary > 0 {
 		n = canary
 	}
@@ -811,6 +818,7 @@ func (b *Broker) idsChunk(ctx context.Context, tx replayJobTx, j *Job, now time.
 			return false, err
 		}
 	}
+	clock.done(consumed)
 	j.Position += int64(consumed)
 	j.Done += int64(done)
 	j.Skipped += int64(consumed - done)
@@ -840,19 +848,38 @@ func (b *Broker) filterChunk(ctx context.Context, tx replayJobTx, j *Job, now ti
 		// the job ends): the chunks take the rest.
 		f.Cap = CapBelow
 	}
-	keys, err := tx.DeadLetterKeys(ctx, f, chunkSize(*j, size))
-	if err != nil || len(keys) == 0 {
-		return true, err
+	// Steps of set-based statements, each the newest of what is left
+	// (the steps before removed theirs), until the chunk's rows or time
+	// are spent (jobpace.go).
+	// The chunk's payloads add up to bulkBytes at most (a step cut short
+	// by them ends it), and a step that finds fewer rows than it asked
+	// for ends it too: the next chunk finds none, and ends the job.
+	clock := b.chunkClock(*j, size)
+	var copied int64
+	for n := clock.next(); n > 0; n = clock.next() {
+		keys, err := tx.DeadLetterKeys(ctx, f, n)
+		if err != nil || len(keys) == 0 {
+			return true, err
+		}
+		bytes, short, err := b.replayFilterKeys(ctx, tx, j, now, keys, touched, bulkBytes-copied)
+		if err != nil {
+			return false, err
+		}
+		clock.done(len(keys))
+		if copied += bytes; short || len(keys) < n {
+			break
+		}
 	}
-	return false, b.replayFilterKeys(ctx, tx, j, now, keys, touched, true)
+	return false, nil
 }
 
 // replayFilterKeys replays or deletes keys (of a job by filter, read
 // without their messages) and counts them done; a replay takes every
 // group's dead letters of the messages with them (to every group), cut
-// to the payloads one transaction may copy when cut.
-func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string), cut bool) error {
-	var err error
+// to maxBytes of payloads when maxBytes > 0 (never less than the first
+// message). It returns the payload bytes a replay copied (when cut), and
+// whether the cut left some of keys out.
+func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, now time.Time, keys []DeadLetterKey, touched func(string), maxBytes int64) (bytes int64, short bool, err error) {
 	if j.Kind == JobReplay {
 		if j.byMessages() {
 			// Every group's dead letters of the messages go with them, the
@@ -860,18 +887,20 @@ func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, n
 			// transaction may copy (the rest still match: the next chunk
 			// takes them).
 			if keys, err = allGroups(ctx, tx, keys); err != nil {
-				return err
+				return 0, false, err
 			}
 		} else if keys, err = withSizes(ctx, tx, keys); err != nil {
-			return err
+			return 0, false, err
 		}
-		if cut {
-			keys = withinBytes(keys)
+		if maxBytes > 0 {
+			n := len(keys)
+			keys, bytes = withinBytesOf(keys, maxBytes)
+			short = len(keys) < n
 		}
 		if j.Scope.Force {
 			counts, err := replayCounts(ctx, tx, keys)
 			if err != nil {
-				return err
+				return 0, false, err
 			}
 			_, capped := splitAtCap(keys, counts)
 			if j.byMessages() {
@@ -882,17 +911,17 @@ func (b *Broker) replayFilterKeys(ctx context.Context, tx replayJobTx, j *Job, n
 		}
 	}
 	if len(keys) == 0 {
-		return nil
+		return bytes, short, nil
 	}
 	if err := b.applyJobKeys(ctx, tx, j, now, keys, touched); err != nil {
-		return err
+		return 0, false, err
 	}
 	if j.byMessages() {
 		j.Done += int64(messagesIn(keys))
 	} else {
 		j.Done += int64(len(keys))
 	}
-	return nil
+	return bytes, short, nil
 }
 
 // withSizes gives keys (read without their messages) their messages'
@@ -921,7 +950,8 @@ func withSizes(ctx context.Context, tx DeadLetterTx, keys []DeadLetterKey) ([]De
 
 // restoreChunk restores the next of the dead letters a delete job removed.
 func (b *Broker) restoreChunk(ctx context.Context, tx restoreTx, j *Job, now time.Time, touched func(string)) (bool, error) {
-	rs, err := tx.Restorable(ctx, 0, 0, j.UndoOf, now, chunkSize(*j, deleteChunk))
+	clock := b.chunkClock(*j, deleteChunk) // one step, sized to the chunk's time
+	rs, err := tx.Restorable(ctx, 0, 0, j.UndoOf, now, clock.next())
 	if err != nil || len(rs) == 0 {
 		return true, err
 	}
@@ -929,6 +959,7 @@ func (b *Broker) restoreChunk(ctx context.Context, tx restoreTx, j *Job, now tim
 	if err != nil {
 		return false, err
 	}
+	clock.done(len(rs))
 	for _, q := range queues {
 		touched(q)
 	}

@@ -39,6 +39,7 @@ type Broker struct {
 	sending        notifyState
 	randMu         sync.Mutex  // guards rand
 	rand           rand.Source // the canary's draws (nil: math/rand/v2's own)
+	rowCosts       rowCosts    // what a job's row costs lately, by kind (jobpace.go)
 }
 
 // Config configures a Broker.

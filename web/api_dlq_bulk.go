@@ -40,6 +40,10 @@ type bulkRequest struct {
 	// Rate limits the job: messages (a delete: dead letters) a second at
 	// most, 0 for none.
 	Rate int `json:"rate"`
+	// Pace: "gentle" (the default: a chunk holds the writer about 2 ms,
+	// so that pushes beside the job wait little) or "full" (flat out:
+	// chunks of up to 100 ms).
+	Pace string `json:"pace"`
 	// Force, on a replay, replays the messages at their queue's replay
 	// cap (maxReplays) too; without it they are skipped and counted
 	// ("capped"). Audited as forced.
@@ -63,6 +67,13 @@ func (r bulkRequest) jobRequest(kind string, q *broker.DLQQuery, who string) (br
 	jr := broker.JobRequest{Kind: kind, IDs: r.IDs, Query: q, Rate: r.Rate, Actor: who, Group: r.ConsumerGroup, Force: r.Force}
 	if r.Rate < 0 || r.Rate > broker.MaxJobRate {
 		return jr, badRequest("rate must be between 0 (no limit) and %d a second", broker.MaxJobRate)
+	}
+	switch r.Pace {
+	case "", paceGentle:
+	case broker.PaceFull:
+		jr.Pace = broker.PaceFull
+	default:
+		return jr, badRequest("pace must be %q or %q", paceGentle, broker.PaceFull)
 	}
 	if r.Force && kind != broker.JobReplay {
 		return jr, badRequest("force goes with a replay")

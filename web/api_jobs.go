@@ -31,6 +31,7 @@ type jobJSON struct {
 	Scope       scopeJSON `json:"scope"`
 	Description string    `json:"description"`
 	Rate        int       `json:"rate"` // a second; 0 no limit
+	Pace        string    `json:"pace"` // "gentle" or "full"
 	Planned     int64     `json:"planned"`
 	Done        int64     `json:"done"`
 	Skipped     int64     `json:"skipped"`
@@ -97,6 +98,17 @@ func toCanaryJSON(c *broker.JobCanary) *canaryJSON {
 	return out
 }
 
+// paceGentle names the default pace (broker.PaceGentle, "") on the API.
+const paceGentle = "gentle"
+
+// paceName is a job's pace as the API names it.
+func paceName(p string) string {
+	if p == broker.PaceGentle {
+		return paceGentle
+	}
+	return p
+}
+
 // scopeJSON is what a job acts on, frozen when it started.
 type scopeJSON struct {
 	IDs           int         `json:"ids,omitempty"` // how many ids, for a job by ids
@@ -112,7 +124,7 @@ type scopeJSON struct {
 
 func toJobJSON(j broker.Job) jobJSON {
 	out := jobJSON{ID: j.ID, URL: jobURL(j.ID), Kind: j.Kind, State: j.State, Reason: j.Reason, Actor: j.Actor, CreatedAt: timestamp(j.CreatedAt),
-		UpdatedAt: timestamp(j.UpdatedAt), FinishedAt: timestamp(j.FinishedAt), Queue: optional(j.Queue), Description: j.Description, Rate: j.Rate,
+		UpdatedAt: timestamp(j.UpdatedAt), FinishedAt: timestamp(j.FinishedAt), Queue: optional(j.Queue), Description: j.Description, Rate: j.Rate, Pace: paceName(j.Scope.Pace),
 		Planned: j.Planned, Done: j.Done, Skipped: j.Skipped, Failed: j.Failed, Capped: j.Capped}
 	if j.ArrivedSince >= 0 && j.Scope.Filter != nil {
 		n := j.ArrivedSince

@@ -20,6 +20,7 @@ type jobJSON struct {
 	Queue       *string `json:"queue"`
 	Description string  `json:"description"`
 	Rate        int     `json:"rate"`
+	Pace        string  `json:"pace"`
 	Planned     int64   `json:"planned"`
 	Done        int64   `json:"done"`
 	Skipped     int64   `json:"skipped"`
@@ -78,7 +79,7 @@ func TestBulkAPIStartsAJob(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
 	fill(t, s, "q", 3)
-	id := startReplay(t, s, `{"filter":{"queue":"q"},"mode":"own","rate":50}`)
+	id := startReplay(t, s, `{"filter":{"queue":"q"},"mode":"own","rate":50,"pace":"full"}`)
 	j, err := s.broker.WaitJob(s.ctx, id)
 	if err != nil || j.Done != 3 {
 		t.Fatalf("job %+v %v", j, err)
@@ -86,7 +87,7 @@ func TestBulkAPIStartsAJob(t *testing.T) {
 	var d jobDetailAnswer
 	s.call("GET", fmt.Sprintf("/api/v1/jobs/%d", id), "").want(http.StatusOK).decode(&d)
 	got := d.Job
-	if got.Kind != "replay" || got.State != "done" || got.Rate != 50 || got.Scope.Mode != "own" || got.Scope.Filter == nil || got.Scope.Filter.Queue != "q" ||
+	if got.Kind != "replay" || got.State != "done" || got.Rate != 50 || got.Pace != "full" || got.Scope.Mode != "own" || got.Scope.Filter == nil || got.Scope.Filter.Queue != "q" ||
 		got.Scope.Bound == nil || got.Planned != 3 || got.Done != 3 || got.ArrivedSince == nil || *got.ArrivedSince != 0 || got.FinishedAt == nil ||
 		got.Queue == nil || *got.Queue != "q" || got.URL != fmt.Sprintf("/jobs/%d", id) || got.Actor != "anonymous" {
 		t.Fatalf("job %+v", got)
@@ -129,6 +130,8 @@ func TestBulkAPIRefusesBadJobFields(t *testing.T) {
 		{"replay", `{"filter":{"queue":"q"},"rate":100000000}`, "rate"},
 		{"replay", `{"filter":{"queue":"q"},"dryRun":true,"wait":true}`, "wait"},
 		{"replay", `{"filter":{"queue":"q"},"rate":"fast"}`, "rate"},
+		{"replay", `{"filter":{"queue":"q"},"pace":"fast"}`, "pace"},
+		{"delete", `{"filter":{"queue":"q"},"pace":1}`, "pace"},
 	} {
 		s.call("POST", "/api/v1/dlq/"+tc.path, tc.body).wantError(http.StatusBadRequest, tc.want)
 	}

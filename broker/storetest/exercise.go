@@ -122,6 +122,7 @@ var tests = []test{
 	{"AttemptsGoWhenAnAutoAckCompletesTheMessage", testAttemptsGoWhenAnAutoAckCompletesTheMessage},
 	{"ReplayJobIsOneAuditEntryAndCountsItsWork", testReplayJobIsOneAuditEntryAndCountsItsWork},
 	{"JobPauseResumeCancel", testJobPauseResumeCancel},
+	{"JobChunksAreBoundedByTimeAndRows", testJobChunksAreBoundedByTimeAndRows},
 	{"ReplayJobResumesAfterAKillExactlyOnce", testReplayJobResumesAfterAKillExactlyOnce},
 	{"ReplayJobPausesItselfWhenCopiesFailAgain", testReplayJobPausesItselfWhenCopiesFailAgain},
 	{"CanaryReplaysCountFirst", testCanaryReplaysCountFirst},

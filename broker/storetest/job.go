@@ -738,3 +738,61 @@ func testReplayJobCountsACopyOnceWhenItsDeadLetterComesBack(t *testing.T, harnes
 		t.Fatalf("outcomes after the acks %+v", v.Outcomes)
 	}
 }
+
+// A job's chunk stops at its rows or once its time is spent, whichever
+// comes first (issue 37): by the broker's clock, here one that stands
+// still (the chunks are then bounded by rows: 250 dead letters at the
+// default pace), then one that moves a second each time it is read (a
+// chunk then stops after its first step, sized by what a row cost in
+// the chunks before: one row). Flat out (PaceFull) a chunk takes many
+// more rows. Each dead letter is replayed once, whatever the chunks.
+func testJobChunksAreBoundedByTimeAndRows(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setup(t, harness)
+	s.fill("q", "g", []string{"p"}, 1000)
+	j, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Actor: "user:dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = s.b.StepJob(s.ctx, j.ID); err != nil || j.Done != 250 {
+		t.Fatalf("a chunk by a still clock: %+v %v, want 250 done", j, err)
+	}
+	ticking := broker.New(broker.Config{Store: s.db, Clock: broker.ClockFunc(func() time.Time {
+		s.clock.Advance(time.Second)
+		return s.clock.Now()
+	})})
+	t.Cleanup(ticking.Close)
+	// Its first chunk knows nothing yet of what a row costs: it takes
+	// its rows, and learns that a row costs seconds.
+	if j, err = ticking.StepJob(s.ctx, j.ID); err != nil || j.Done != 500 {
+		t.Fatalf("the first chunk by a moving clock: %+v %v, want 500 done", j, err)
+	}
+	for want := int64(501); want <= 503; want++ {
+		if j, err = ticking.StepJob(s.ctx, j.ID); err != nil || j.Done != want || j.State != broker.JobRunning {
+			t.Fatalf("a chunk by a moving clock: %+v %v, want %d done", j, err, want)
+		}
+	}
+	if j, err = s.b.CancelJob(s.ctx, j.ID, "user:dev"); err != nil || j.Done != 503 {
+		t.Fatalf("cancel %+v %v", j, err)
+	}
+	full, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Pace: broker.PaceFull, Actor: "user:dev"})
+	if err != nil || full.Planned != 497 || full.Scope.Pace != broker.PaceFull {
+		t.Fatalf("start flat out: %+v %v", full, err)
+	}
+	if full, err = s.b.StepJob(s.ctx, full.ID); err != nil || full.Done != 497 {
+		t.Fatalf("a chunk flat out: %+v %v, want all 497 done in one", full, err)
+	}
+	if full, err = s.b.StepJob(s.ctx, full.ID); err != nil || full.Done != 497 || full.State != broker.JobDone || full.Skipped != 0 {
+		t.Fatalf("the chunk after: %+v %v, want the job done", full, err)
+	}
+	if n := len(s.dead("q", "g")); n != 0 {
+		t.Fatalf("%d dead letters left", n)
+	}
+	var copies int
+	if err := s.db.QueryRowUncatalogued(s.ctx, `SELECT COUNT(*) FROM replays`).Scan(&copies); err != nil || copies != 1000 {
+		t.Fatalf("%d copies made (%v), want 1000", copies, err)
+	}
+	if _, err := s.b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Query: &broker.DLQQuery{Queue: "q"}, Pace: "fast", Actor: "user:dev"}); !errors.Is(err, broker.ErrInvalid) {
+		t.Fatalf("pace fast: %v, want invalid", err)
+	}
+}

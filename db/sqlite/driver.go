@@ -59,6 +59,13 @@ static void lazarus_interrupt(void *db) { sqlite3_interrupt((sqlite3*)db); }
 static int lazarus_reprepares(void *stmt) {
 	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 5, 0);
 }
+
+// lazarus_runs is SQLITE_STMTSTATUS_RUN (6) of a statement: how many
+// times it ran.
+static int lazarus_runs(void *stmt) {
+	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 6, 0);
+}
+
 */
 import "C"
 
@@ -188,6 +195,16 @@ func Reprepares(s *sqlite3.SQLiteStmt) int {
 		return -1
 	}
 	return int(C.lazarus_reprepares(h))
+}
+
+// runs says how many times a statement ran since it was prepared (-1 if
+// unknown).
+func runs(s *sqlite3.SQLiteStmt) int {
+	h := handle(s, "s", "_Ctype_struct_sqlite3_stmt")
+	if h == nil {
+		return -1
+	}
+	return int(C.lazarus_runs(h))
 }
 
 // handle is the C pointer go-sqlite3 keeps in the named field of v, if

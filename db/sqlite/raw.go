@@ -67,6 +67,17 @@ func newRawConn(ctx context.Context, conn *sql.Conn) (*rawConn, error) {
 // deleted since it opened: unchanged across a function, it wrote nothing.
 func (r *rawConn) totalChanges() int64 { return totalChanges(r.h) }
 
+// statementsRun is how many times the statements the writer keeps
+// prepared ran (for tests: SQLite's own statements, as FTS5 runs on its
+// tables, are not among them).
+func (r *rawConn) statementsRun() int64 {
+	var n int64
+	for _, st := range r.stmts {
+		n += int64(runs(st))
+	}
+	return n
+}
+
 // stmt returns query prepared, kept for the next time unless
 // maxStatements are kept already (keep false: the caller closes it).
 func (r *rawConn) stmt(query string) (st *sqlite3.SQLiteStmt, keep bool, err error) {

@@ -1,0 +1,118 @@
+package broker
+
+import (
+	"sync"
+	"time"
+)
+
+// A job's chunk is bounded by time as well as by rows (SPEC 4, the job's
+// pace): it stops once it has held the writer for its pace's budget, so
+// that the pushes and acks queued behind it (which the writer takes
+// before the next chunk) wait about that long at most, whatever a row
+// costs on this machine and with these payloads.
+const (
+	// gentleChunkBudget is a chunk's time at the default pace: pushes
+	// beside the job wait a few milliseconds more at most.
+	gentleChunkBudget = 2 * time.Millisecond
+	// fullChunkBudget is a chunk's time flat out (PaceFull): long enough
+	// that what a chunk costs whatever its size (the job's row, its
+	// filter, the commit) is a small part of it.
+	fullChunkBudget = 100 * time.Millisecond
+	// fullChunk is the most rows a chunk takes flat out (bulkChunk and
+	// deleteChunk at the default pace).
+	fullChunk = 20_000
+)
+
+// chunkLimits is what one chunk of a job may take: rows, and time.
+type chunkLimits struct {
+	rows   int
+	budget time.Duration
+}
+
+// limitsOf is a chunk's limits for j, whose chunks at the default pace
+// take full rows at most (bulkChunk, deleteChunk): more flat out, fewer
+// under a rate limit (chunkSize).
+func limitsOf(j Job, full int) chunkLimits {
+	if j.Scope.Pace == PaceFull {
+		return chunkLimits{rows: chunkSize(j, fullChunk), budget: fullChunkBudget}
+	}
+	return chunkLimits{rows: chunkSize(j, full), budget: gentleChunkBudget}
+}
+
+// rowCosts keeps what a row of each job kind cost in the latest steps
+// (nanoseconds, a moving average), so that a chunk's steps are sized to
+// its budget: one step fills it, and the chunk overruns it by little.
+// The statements a step runs whatever its size are part of the cost a
+// row: a step sized so fills the budget, fixed part included.
+type rowCosts struct {
+	mu sync.Mutex
+	ns map[string]float64
+}
+
+// rows is how many rows of kind fit in left, at most max, at least one;
+// all of max while nothing is known yet (a still clock, as in
+// tests, leaves it so: the chunks are then bounded by rows only).
+func (c *rowCosts) rows(kind string, left time.Duration, max int) int {
+	c.mu.Lock()
+	ns := c.ns[kind]
+	c.mu.Unlock()
+	if ns <= 0 {
+		return max
+	}
+	return min(max, int(float64(left)/ns)+1)
+}
+
+// note counts a step of kind that took took for n rows.
+func (c *rowCosts) note(kind string, n int, took time.Duration) {
+	if n <= 0 || took <= 0 {
+		return
+	}
+	ns := float64(took) / float64(n)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ns == nil {
+		c.ns = map[string]float64{}
+	}
+	if old := c.ns[kind]; old > 0 {
+		ns = 0.7*old + 0.3*ns
+	}
+	c.ns[kind] = ns
+}
+
+// chunkClock tells a chunk how much of its limits it has used.
+type chunkClock struct {
+	b      *Broker
+	kind   string
+	lim    chunkLimits
+	start  time.Time // the chunk's
+	stepAt time.Time // the step's under way
+	rows   int       // taken so far
+}
+
+// chunkClock starts the clock of a chunk of j, whose chunks at the
+// default pace take full rows at most.
+func (b *Broker) chunkClock(j Job, full int) *chunkClock {
+	return &chunkClock{b: b, kind: j.Kind, lim: limitsOf(j, full), start: b.clock.Now()}
+}
+
+// next is how many rows the next step takes: what fits in the budget
+// left, within the rows left; 0 when the chunk is to stop (the first
+// step always takes some).
+func (c *chunkClock) next() int {
+	left := c.lim.rows - c.rows
+	if left <= 0 {
+		return 0
+	}
+	c.stepAt = c.b.clock.Now()
+	spent := c.stepAt.Sub(c.start)
+	if c.rows > 0 && spent >= c.lim.budget {
+		return 0
+	}
+	return c.b.rowCosts.rows(c.kind, max(c.lim.budget-spent, 0), left)
+}
+
+// done counts the step just made, of n rows.
+func (c *chunkClock) done(n int) {
+	c.rows += n
+	c.b.rowCosts.note(c.kind, n, c.b.clock.Now().Sub(c.stepAt))
+}
