@@ -230,9 +230,9 @@ func writerLockHolderSince(t *testing.T, d *Store, mode string) (pid int, state 
 	return pid, state, since
 }
 
-// lockWaited reports whether a backend of d's database waits for an
+// advisoryWaited reports whether a backend of d's database waits for an
 // advisory lock (the writer's) now.
-func lockWaited(t *testing.T, d *Store) bool {
+func advisoryWaited(t *testing.T, d *Store) bool {
 	t.Helper()
 	var n int
 	err := d.QueryRowUncatalogued(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
@@ -358,7 +358,7 @@ func pausedWriter(t *testing.T, shared bool, mode, state string) {
 	// The push once the write that runs alone waits (or, on a machine
 	// too slow to see it wait, has ended).
 	var aloneDone *outcome
-	for deadline := time.Now().Add(20 * time.Second); aloneDone == nil && !lockWaited(t, a); {
+	for deadline := time.Now().Add(20 * time.Second); aloneDone == nil && !advisoryWaited(t, a); {
 		select {
 		case r := <-alone:
 			aloneDone = &r
