@@ -143,7 +143,11 @@ func childCmd(ctx context.Context, spec string, callgrind bool) (*exec.Cmd, erro
 			return nil, errors.New("valgrind is not installed (Debian's valgrind package; go tool task bench:instr installs it)")
 		}
 		cmd = exec.CommandContext(ctx, vg, "--tool=callgrind", "--callgrind-out-file=/dev/null", self)
-		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+		// cpu.rdtscp=off: Go 1.26's runtime reads the clock with
+		// RDTSCP where the processor has it, an instruction this
+		// machine's valgrind (3.19) cannot run (SIGILL); without it
+		// the runtime takes its fenced RDTSC, the same clock.
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off")
 	} else {
 		cmd = exec.CommandContext(ctx, self)
 		cmd.Env = os.Environ()

@@ -204,3 +204,11 @@ func HasMutex(c *sqlite3.SQLiteConn) int { return sqlite.HasMutex(c) }
 // Reprepares is sqlite.Reprepares: how many times SQLite has prepared a
 // statement again since it was first prepared (-1 if unknown).
 func Reprepares(s *sqlite3.SQLiteStmt) int { return sqlite.Reprepares(s) }
+
+// StmtCacheSize is sqlite.StmtCacheSize: how many statements a connection
+// keeps prepared in go-sqlite3's statement cache (-1 if unknown).
+func StmtCacheSize(c *sqlite3.SQLiteConn) int { return sqlite.StmtCacheSize(c) }
+
+// ReadStmtCache is sqlite.ReadStmtCache: the statements each reading
+// connection of a SQLite store keeps prepared.
+const ReadStmtCache = sqlite.ReadStmtCache

@@ -190,6 +190,23 @@ func Reprepares(s *sqlite3.SQLiteStmt) int {
 	return int(C.lazarus_reprepares(h))
 }
 
+// StmtCacheSize is how many statements a connection keeps prepared in
+// go-sqlite3's statement cache (its DSN's _stmt_cache_size; 0 when it
+// keeps none, -1 if unknown); for tests and the bench, which gives its
+// references the cache our readers have (ReadStmtCache). go-sqlite3
+// keeps the cache unexported: its capacity is read by reflection.
+func StmtCacheSize(c *sqlite3.SQLiteConn) int {
+	v := reflect.ValueOf(c).Elem()
+	on, cache := v.FieldByName("stmtCacheEnabled"), v.FieldByName("stmtCache")
+	if !on.IsValid() || on.Kind() != reflect.Bool || !cache.IsValid() || cache.Kind() != reflect.Slice {
+		return -1
+	}
+	if !on.Bool() {
+		return 0
+	}
+	return cache.Cap()
+}
+
 // handle is the C pointer go-sqlite3 keeps in the named field of v, if
 // that field is a non-nil pointer to the C type named cType (nil
 // otherwise: never a pointer to anything else).

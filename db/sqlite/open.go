@@ -137,6 +137,11 @@ func openWith(ctx context.Context, path string, o Options, onlyCatchUp bool) (*S
 	return d, nil
 }
 
+// ReadStmtCache is how many statements each reading connection keeps
+// prepared (go-sqlite3's _stmt_cache_size); the writer keeps up to
+// maxStatements of its own (rawConn).
+const ReadStmtCache = 128
+
 func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store, error) {
 	// Pragmas in the DSN so that every pooled connection gets them.
 	params := url.Values{}
@@ -180,7 +185,7 @@ func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store
 	params.Set("_query_only", "true")
 	// Each reading connection keeps its statements prepared (go-sqlite3's
 	// cache), as View runs them on the connection directly.
-	params.Set("_stmt_cache_size", "128")
+	params.Set("_stmt_cache_size", strconv.Itoa(ReadStmtCache))
 	read, err := sql.Open(DriverName, "file:"+path+"?"+params.Encode())
 	if err != nil {
 		write.Close()
