@@ -27,7 +27,7 @@ import (
 // CPU time (/proc) or instructions (callgrind) are that work's alone.
 //
 //	g2 <n> <random 0|1> <path>  n lifecycles on a stored database (G2)
-//	lifecycle <subject> <n>     n lifecycles one at a time on a fresh database, ours or goqite (L1)
+//	lifecycle <subject> <n>     n lifecycles one at a time on a fresh database, ours, ours-fold (folding at every commit) or goqite (L1)
 //	server <NORMAL|FULL> <path> the HTTP server on 127.0.0.1:0: its address on stdout, until stdin closes (H1; P1-P3 with a postgres:// URL for path)
 const childEnv = "LAZARUS_BENCH_CHILD"
 
@@ -69,8 +69,8 @@ func runChild(spec string) error {
 		}
 		defer e.close()
 		switch f[1] {
-		case "ours":
-			_, err = oursLifecycle1(ctx, e, db.SyncNormal, n)
+		case "ours", "ours-fold":
+			_, err = oursLifecycle1With(ctx, e, lifecycleOptions(f[1] == "ours-fold"), n)
 		case "goqite":
 			_, err = goqiteLifecycle1(ctx, e, n)
 		default:

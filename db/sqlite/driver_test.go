@@ -173,6 +173,24 @@ func TestReadersKeepTheirStatementsPrepared(t *testing.T) {
 	}
 }
 
+// SQLite keeps no memory statistics (each of its allocations took a
+// process-wide mutex for them), with a store open and working.
+func TestSQLiteKeepsNoMemoryStatistics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := memoryUsed(); n != 0 {
+		t.Errorf("SQLite counts %d bytes in use: its memory statistics are on", n)
+	}
+}
+
 // synchronousIn returns the writer connection's synchronous setting seen
 // from inside an Update on ctx (1 NORMAL, 2 FULL; -1 on error).
 func synchronousIn(t *testing.T, d *Store, o broker.UpdateOptions) int {
