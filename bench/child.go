@@ -27,7 +27,7 @@ import (
 // CPU time (/proc) or instructions (callgrind) are that work's alone.
 //
 //	g2 <n> <random 0|1> <path>  n lifecycles on a stored database (G2)
-//	lifecycle <subject> <n>     n lifecycles one at a time on a fresh database, ours or goqite (L1)
+//	lifecycle <subject> <n>     n lifecycles one at a time on a fresh database, ours, ours-fold (folding at every commit) or goqite (L1)
 //	server <NORMAL|FULL> <path> the HTTP server on 127.0.0.1:0: its address on stdout, until stdin closes (H1; P1-P3 with a postgres:// URL for path)
 const childEnv = "LAZARUS_BENCH_CHILD"
 
@@ -69,8 +69,8 @@ func runChild(spec string) error {
 		}
 		defer e.close()
 		switch f[1] {
-		case "ours":
-			_, err = oursLifecycle1(ctx, e, db.SyncNormal, n)
+		case "ours", "ours-fold":
+			_, err = oursLifecycle1With(ctx, e, lifecycleOptions(f[1] == "ours-fold"), n)
 		case "goqite":
 			_, err = goqiteLifecycle1(ctx, e, n)
 		default:
@@ -143,7 +143,11 @@ func childCmd(ctx context.Context, spec string, callgrind bool) (*exec.Cmd, erro
 			return nil, errors.New("valgrind is not installed (Debian's valgrind package; go tool task bench:instr installs it)")
 		}
 		cmd = exec.CommandContext(ctx, vg, "--tool=callgrind", "--callgrind-out-file=/dev/null", self)
-		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+		// cpu.rdtscp=off: Go 1.26's runtime reads the clock with
+		// RDTSCP where the processor has it, an instruction this
+		// machine's valgrind (3.19) cannot run (SIGILL); without it
+		// the runtime takes its fenced RDTSC, the same clock.
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off")
 	} else {
 		cmd = exec.CommandContext(ctx, self)
 		cmd.Env = os.Environ()

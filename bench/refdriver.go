@@ -14,14 +14,19 @@ import (
 // connSettings are the per-connection settings that db's driver gives
 // every connection of ours: the query planner stability guarantee
 // (QPSG) and temp_store, which a go-sqlite3 DSN cannot carry, and no
-// mutex of its own (_mutex=no in the DSN). The references
-// get the same, read from ours (probeSettings), so that no reference
-// prepares its statements again on each run where ours does not
-// (db/sqlite/driver.go says why that matters: a third of a pop's CPU).
+// mutex of its own (_mutex=no in the DSN), and go-sqlite3's statement
+// cache (_stmt_cache_size in the DSN). The references get the same, read
+// from ours (probeSettings), so that no reference prepares its statements
+// again on each run, or on each call, where ours does not
+// (db/sqlite/driver.go says why that matters: a third of a pop's CPU;
+// without the cache goqite prepares each of its statements on each
+// call, while our writer keeps its own prepared and our readers keep
+// theirs in go-sqlite3's cache).
 type connSettings struct {
 	qpsg      int
 	tempStore int
 	mutex     int // 1: the connection has a mutex of its own (ours have none: SQLITE_OPEN_NOMUTEX)
+	stmtCache int // statements kept prepared by go-sqlite3's cache (0: none)
 }
 
 // readConnSettings reads the connection settings of one connection of d.
@@ -41,7 +46,7 @@ func connSettingsOf(ctx context.Context, c *sql.Conn) (connSettings, error) {
 		if !ok {
 			return fmt.Errorf("not a go-sqlite3 connection: %T", dc)
 		}
-		s.qpsg, s.mutex = qpsg(sc, -1), db.HasMutex(sc)
+		s.qpsg, s.mutex, s.stmtCache = qpsg(sc, -1), db.HasMutex(sc), db.StmtCacheSize(sc)
 		return nil
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
@@ -31,8 +32,8 @@ func testEnv(t *testing.T) *env {
 func TestReferencesHaveOursConnectionSettings(t *testing.T) {
 	ctx := context.Background()
 	e := testEnv(t)
-	if e.settings.conn.qpsg != 1 || e.settings.conn.tempStore != 2 || e.settings.conn.mutex != 0 {
-		t.Fatalf("ours read as QPSG %d, temp_store %d, own mutex %d; want 1, 2, 0 (db/sqlite/driver.go, db/sqlite/open.go)", e.settings.conn.qpsg, e.settings.conn.tempStore, e.settings.conn.mutex)
+	if c := e.settings.conn; c.qpsg != 1 || c.tempStore != 2 || c.mutex != 0 || c.stmtCache != db.ReadStmtCache {
+		t.Fatalf("ours read as QPSG %d, temp_store %d, own mutex %d, statement cache %d; want 1, 2, 0, %d (db/sqlite/driver.go, db/sqlite/open.go)", c.qpsg, c.tempStore, c.mutex, c.stmtCache, db.ReadStmtCache)
 	}
 	if err := e.settings.checkRef(ctx, filepath.Join(t.TempDir(), "check.db"), db.SyncNormal); err != nil {
 		t.Fatalf("a reference's settings: %v", err)
@@ -103,5 +104,43 @@ func TestCheckRefRefusesADifferentSetting(t *testing.T) {
 	s.conn.qpsg = 0 // what a reference without the hook would have
 	if err := s.checkRef(context.Background(), filepath.Join(t.TempDir(), "c.db"), db.SyncNormal); err == nil {
 		t.Error("checkRef accepted a reference whose QPSG differs from ours")
+	}
+}
+
+// A reference keeps its statements prepared between calls, as ours do:
+// a statement that goqite runs through database/sql stays in go-sqlite3's
+// cache after it is done (without the cache it is finalized, and the
+// next call prepares it again).
+func TestReferencesKeepTheirStatementsPrepared(t *testing.T) {
+	ctx := context.Background()
+	e := testEnv(t)
+	g, err := e.openGoqite(ctx, "ref-cache", db.SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close()
+	if err := g.sendBatch(ctx, [][]byte{[]byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.q.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Raw(func(dc any) error {
+		sc := dc.(*sqlite3.SQLiteConn)
+		if n := db.StmtCacheSize(sc); n != db.ReadStmtCache {
+			t.Errorf("goqite's connection keeps %d statements prepared, ours %d", n, db.ReadStmtCache)
+		}
+		if n := reflect.ValueOf(sc).Elem().FieldByName("stmtCache").Len(); n < 2 {
+			t.Errorf("after a send and a receive, goqite's connection keeps %d statements prepared, want its 2", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -81,6 +81,15 @@ func probeSettings(ctx context.Context, path string, sync db.Sync) (sqliteSettin
 	if s.conn, err = readConnSettings(ctx, w); err != nil {
 		return s, fmt.Errorf("probe: %w", err)
 	}
+	// The writer keeps its statements prepared in a cache of its own
+	// (db/sqlite/raw.go), beneath go-sqlite3's; the readers in
+	// go-sqlite3's, of db.ReadStmtCache statements (the test of
+	// db/sqlite reads it back from a reader). A reference's one
+	// connection gets go-sqlite3's of that size.
+	if s.conn.stmtCache != 0 {
+		return s, fmt.Errorf("probe: the writer's handle has a go-sqlite3 statement cache of %d; expected its own (db/sqlite/raw.go)", s.conn.stmtCache)
+	}
+	s.conn.stmtCache = db.ReadStmtCache
 	registerRefDriver(s.conn)
 	if err := s.checkRef(ctx, path+"-ref", sync); err != nil {
 		return s, fmt.Errorf("probe: %w", err)
@@ -101,7 +110,8 @@ func (s sqliteSettings) checkRef(ctx context.Context, path string, sync db.Sync)
 		return fmt.Errorf("reference: %w", err)
 	}
 	if got != s.conn {
-		return fmt.Errorf("a reference connection has QPSG %d, temp_store %d, its own mutex %d; ours QPSG %d, temp_store %d, its own mutex %d", got.qpsg, got.tempStore, got.mutex, s.conn.qpsg, s.conn.tempStore, s.conn.mutex)
+		return fmt.Errorf("a reference connection has QPSG %d, temp_store %d, its own mutex %d, a statement cache of %d; ours QPSG %d, temp_store %d, its own mutex %d, a statement cache of %d",
+			got.qpsg, got.tempStore, got.mutex, got.stmtCache, s.conn.qpsg, s.conn.tempStore, s.conn.mutex, s.conn.stmtCache)
 	}
 	var journal string
 	var cache, busy, fk, syncVal int
@@ -123,8 +133,9 @@ func syncValue(s db.Sync) int {
 }
 
 // refDSN is the go-sqlite3 DSN of a reference database: the pragmas of
-// ours, and BEGIN IMMEDIATE like our writer, so that concurrent callers
-// queue for the write lock rather than fail on upgrading it.
+// ours, our readers' statement cache, and BEGIN IMMEDIATE like our
+// writer, so that concurrent callers queue for the write lock rather
+// than fail on upgrading it.
 func (s sqliteSettings) refDSN(path string, sync db.Sync) string {
 	p := url.Values{}
 	p.Set("_journal_mode", s.journalMode)
@@ -134,6 +145,9 @@ func (s sqliteSettings) refDSN(path string, sync db.Sync) string {
 	p.Set("_cache_size", strconv.Itoa(s.cacheSize))
 	p.Set("_txlock", "immediate")
 	p.Set("_mutex", map[bool]string{true: "full", false: "no"}[s.conn.mutex == 1])
+	if s.conn.stmtCache > 0 {
+		p.Set("_stmt_cache_size", strconv.Itoa(s.conn.stmtCache))
+	}
 	return "file:" + path + "?" + p.Encode()
 }
 

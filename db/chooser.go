@@ -101,6 +101,10 @@ type Options struct {
 	// AutoCheckpoint (SQLite) chooses how the write-ahead log is copied
 	// back into the database (sqlite.Options.AutoCheckpoint).
 	AutoCheckpoint int
+	// CheckpointEvery (SQLite) spaces the background checkpoints
+	// (sqlite.Options.CheckpointEvery; negative: by the log's growth
+	// only, for measurements).
+	CheckpointEvery time.Duration
 	// Exclusive (SQLite) holds a lock on the database file for as long as
 	// the DB is open, and fails OpenWith with ErrInUse when another
 	// exclusive DB holds it (sqlite.Options.Exclusive).
@@ -121,7 +125,7 @@ type Options struct {
 // sqlite is what the SQLite store reads of o.
 func (o Options) sqlite() sqlite.Options {
 	return sqlite.Options{Sync: sqlite.Sync(o.Sync), Logger: o.Logger, FoldEvery: o.FoldEvery,
-		BusyTimeout: o.BusyTimeout, AutoCheckpoint: o.AutoCheckpoint, Exclusive: o.Exclusive, KeepAutoVacuum: o.KeepAutoVacuum}
+		BusyTimeout: o.BusyTimeout, AutoCheckpoint: o.AutoCheckpoint, CheckpointEvery: o.CheckpointEvery, Exclusive: o.Exclusive, KeepAutoVacuum: o.KeepAutoVacuum}
 }
 
 // postgres is what the PostgreSQL store reads of o.
@@ -204,3 +208,11 @@ func HasMutex(c *sqlite3.SQLiteConn) int { return sqlite.HasMutex(c) }
 // Reprepares is sqlite.Reprepares: how many times SQLite has prepared a
 // statement again since it was first prepared (-1 if unknown).
 func Reprepares(s *sqlite3.SQLiteStmt) int { return sqlite.Reprepares(s) }
+
+// StmtCacheSize is sqlite.StmtCacheSize: how many statements a connection
+// keeps prepared in go-sqlite3's statement cache (-1 if unknown).
+func StmtCacheSize(c *sqlite3.SQLiteConn) int { return sqlite.StmtCacheSize(c) }
+
+// ReadStmtCache is sqlite.ReadStmtCache: the statements each reading
+// connection of a SQLite store keeps prepared.
+const ReadStmtCache = sqlite.ReadStmtCache

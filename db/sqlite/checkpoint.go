@@ -101,9 +101,13 @@ func (d *Store) kickByFrames(n int) {
 // reader needs it, the next write starts the log over.
 func (d *Store) checkpointer() {
 	defer close(d.ckptDone)
+	ckpt := d.ckpt
+	if d.ckptEvery < 0 {
+		ckpt = nil // by the log's growth only (ckptNow)
+	}
 	for {
 		select {
-		case <-d.ckpt:
+		case <-ckpt:
 		case <-d.ckptNow:
 		case <-d.stop:
 			return
@@ -118,8 +122,11 @@ func (d *Store) checkpointer() {
 		if err != nil && !isBusy(err) {
 			d.log.Warn("checkpoint", "err", err)
 		}
+		if ckpt == nil {
+			continue
+		}
 		select {
-		case <-time.After(checkpointEvery):
+		case <-time.After(d.ckptEvery):
 		case <-d.ckptNow:
 		case <-d.stop:
 			return

@@ -53,6 +53,7 @@ type Store struct {
 	kick      chan struct{} // wakes the writer goroutine (buffered, 1)
 	ckpt      chan struct{} // wakes the checkpointer (buffered, 1); nil: none
 	ckptNow   chan struct{} // wakes it before checkpointEvery is up: the log grew by checkpointFrames
+	ckptEvery time.Duration // Options.CheckpointEvery: checkpointEvery, or negative: by the log's growth only
 	wal       *walWatch     // the log's length after each commit (with ckpt)
 	walKicked int           // the log's length when ckptNow was last sent
 	walLast   int           // the log's length after the last commit

@@ -55,6 +55,21 @@ static long long lazarus_total_changes(void *db) { return sqlite3_total_changes6
 void sqlite3_interrupt(sqlite3*);
 static void lazarus_interrupt(void *db) { sqlite3_interrupt((sqlite3*)db); }
 
+// lazarus_no_memstatus switches SQLite's memory statistics off
+// (SQLITE_CONFIG_MEMSTATUS, 9), before SQLite is first used: its
+// return is SQLITE_MISUSE (21) once SQLite is initialized.
+int sqlite3_config(int, ...);
+static int lazarus_no_memstatus(void) { return sqlite3_config(9, 0); }
+
+// lazarus_memory_used is SQLITE_STATUS_MEMORY_USED (0): 0 with the
+// statistics off.
+int sqlite3_status64(int, long long*, long long*, int);
+static long long lazarus_memory_used(void) {
+	long long now = 0, high = 0;
+	sqlite3_status64(0, &now, &high, 0);
+	return now;
+}
+
 // lazarus_reprepares is SQLITE_STMTSTATUS_REPREPARE (5) of a statement.
 static int lazarus_reprepares(void *stmt) {
 	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 5, 0);
@@ -105,6 +120,13 @@ import (
 const DriverName = "sqlite3-lazarus"
 
 func init() {
+	// SQLite's memory statistics (sqlite3_memory_used, which nothing
+	// here reads) take a process-wide mutex around each of its
+	// allocations and frees: 4 % of a push→pop→ack's instructions
+	// (callgrind, bench's L1). Without them SQLite allocates straight
+	// from malloc. It is set once, before any connection opens SQLite; a
+	// program that opened one before this package's init keeps them.
+	C.lazarus_no_memstatus()
 	sql.Register(DriverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		if handle(c, "db", "_Ctype_struct_sqlite3") == nil {
 			return errors.New("sqlite: this go-sqlite3 keeps its connection handle elsewhere; db/sqlite/driver.go needs updating")
@@ -205,6 +227,27 @@ func runs(s *sqlite3.SQLiteStmt) int {
 		return -1
 	}
 	return int(C.lazarus_runs(h))
+}
+
+// memoryUsed is the memory SQLite says it holds: 0 while its memory
+// statistics are off (init).
+func memoryUsed() int64 { return int64(C.lazarus_memory_used()) }
+
+// StmtCacheSize is how many statements a connection keeps prepared in
+// go-sqlite3's statement cache (its DSN's _stmt_cache_size; 0 when it
+// keeps none, -1 if unknown); for tests and the bench, which gives its
+// references the cache our readers have (ReadStmtCache). go-sqlite3
+// keeps the cache unexported: its capacity is read by reflection.
+func StmtCacheSize(c *sqlite3.SQLiteConn) int {
+	v := reflect.ValueOf(c).Elem()
+	on, cache := v.FieldByName("stmtCacheEnabled"), v.FieldByName("stmtCache")
+	if !on.IsValid() || on.Kind() != reflect.Bool || !cache.IsValid() || cache.Kind() != reflect.Slice {
+		return -1
+	}
+	if !on.Bool() {
+		return 0
+	}
+	return cache.Cap()
 }
 
 // handle is the C pointer go-sqlite3 keeps in the named field of v, if

@@ -134,6 +134,63 @@ func TestPreparedStatementsStayPrepared(t *testing.T) {
 	}
 }
 
+// Each reading connection keeps ReadStmtCache statements prepared in
+// go-sqlite3's cache, and StmtCacheSize reads that back (the bench gives
+// its references the same cache by it); a connection without the DSN
+// setting keeps none.
+func TestReadersKeepTheirStatementsPrepared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	d, err := Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	size := func(db *sql.DB) int {
+		t.Helper()
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		n := -2
+		if err := c.Raw(func(dc any) error { n = StmtCacheSize(dc.(*sqlite3.SQLiteConn)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := size(d.read); n != ReadStmtCache {
+		t.Errorf("a reader's statement cache holds %d, want %d", n, ReadStmtCache)
+	}
+	plain, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if n := size(plain); n != 0 {
+		t.Errorf("plain go-sqlite3's statement cache holds %d, want 0", n)
+	}
+}
+
+// SQLite keeps no memory statistics (each of its allocations took a
+// process-wide mutex for them), with a store open and working.
+func TestSQLiteKeepsNoMemoryStatistics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := memoryUsed(); n != 0 {
+		t.Errorf("SQLite counts %d bytes in use: its memory statistics are on", n)
+	}
+}
+
 // synchronousIn returns the writer connection's synchronous setting seen
 // from inside an Update on ctx (1 NORMAL, 2 FULL; -1 on error).
 func synchronousIn(t *testing.T, d *Store, o broker.UpdateOptions) int {

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -56,6 +57,13 @@ type Options struct {
 	// wal_autocheckpoint). Negative: never, for measurements that read the
 	// whole log (the log then grows without bound).
 	AutoCheckpoint int
+	// CheckpointEvery spaces the background checkpoints of AutoCheckpoint
+	// 0 (default checkpointEvery, 50 ms; a log grown by checkpointFrames
+	// starts one at once). Negative: only by the log's growth, for
+	// measurements whose counts must not depend on their speed (bench's
+	// L1 under callgrind runs some 50 times slower than natively, where
+	// under load the frames, not the timer, start the checkpoints).
+	CheckpointEvery time.Duration
 	// Logger receives what goes wrong in the background (checkpoints);
 	// default slog.Default().
 	Logger *slog.Logger
@@ -137,6 +145,11 @@ func openWith(ctx context.Context, path string, o Options, onlyCatchUp bool) (*S
 	return d, nil
 }
 
+// ReadStmtCache is how many statements each reading connection keeps
+// prepared (go-sqlite3's _stmt_cache_size); the writer keeps up to
+// maxStatements of its own (rawConn).
+const ReadStmtCache = 128
+
 func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store, error) {
 	// Pragmas in the DSN so that every pooled connection gets them.
 	params := url.Values{}
@@ -180,7 +193,7 @@ func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store
 	params.Set("_query_only", "true")
 	// Each reading connection keeps its statements prepared (go-sqlite3's
 	// cache), as View runs them on the connection directly.
-	params.Set("_stmt_cache_size", "128")
+	params.Set("_stmt_cache_size", strconv.Itoa(ReadStmtCache))
 	read, err := sql.Open(DriverName, "file:"+path+"?"+params.Encode())
 	if err != nil {
 		write.Close()
@@ -218,6 +231,7 @@ func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store
 	}
 	if o.AutoCheckpoint == 0 {
 		d.ckpt, d.ckptNow = make(chan struct{}, 1), make(chan struct{}, 1)
+		d.ckptEvery = cmp.Or(o.CheckpointEvery, checkpointEvery)
 		err = d.wconn.Raw(func(c any) error {
 			var err error
 			d.wal, err = watchWAL(c.(*sqlite3.SQLiteConn), walSafetyPages)
