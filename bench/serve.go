@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -183,3 +184,34 @@ func (p *serveProc) stop() error {
 }
 
 func (p *serveProc) cpu() (time.Duration, error) { return procCPU(p.cmd.Process.Pid) }
+
+// kill ends serve at once (SIGKILL) and waits for it.
+func (p *serveProc) kill() {
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// dump has callgrind write the counts of serve so far (callgrind_control
+// --dump) to out.1 and returns its total of instructions.
+func (p *serveProc) dump(ctx context.Context, out string) (float64, error) {
+	dumped := out + ".1"
+	os.Remove(dumped)
+	cmd := exec.CommandContext(ctx, "callgrind_control", "--dump", strconv.Itoa(p.cmd.Process.Pid))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("callgrind_control: %w: %s", err, lastLines(b, 3))
+	}
+	// The dump is written by the server's own thread: wait for its
+	// totals line, its last.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		b, err := os.ReadFile(dumped)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "totals: "); ok {
+				return strconv.ParseFloat(strings.TrimSpace(v), 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("callgrind wrote no summary to %s", dumped)
+}
