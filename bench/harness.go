@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -18,13 +19,16 @@ import (
 
 // envConfig is what the command line decides.
 type envConfig struct {
-	quick    bool
-	instr    bool // count instructions with callgrind where a case can (H1)
-	reps     int
-	scale    float64 // of the full sizes
-	sync     db.Sync
-	cacheDir string
-	log      *slog.Logger
+	quick bool
+	instr bool // count instructions with callgrind where a case can (H1)
+	// callgrindOut, when set, keeps H1's callgrind files (for
+	// callgrind_annotate) with this prefix: <prefix>.<messages>.
+	callgrindOut string
+	reps         int
+	scale        float64 // of the full sizes
+	sync         db.Sync
+	cacheDir     string
+	log          *slog.Logger
 }
 
 // env is what every case shares: the mode, a temporary directory for the
@@ -36,6 +40,10 @@ type env struct {
 	settings sqliteSettings
 	// dlq is the generated dashboard database, built on first use.
 	dlq *dlqFixture
+	// bin is the lazarus binary built for H1 (lazarusBinary), once.
+	binOnce sync.Once
+	bin     string
+	binErr  error
 }
 
 func newEnv(ctx context.Context, cfg envConfig) (*env, error) {

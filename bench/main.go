@@ -69,6 +69,7 @@ func run() error {
 	quick := flag.Bool("quick", false, "smaller sizes and 3 repetitions: the whole run in under a minute")
 	cases := flag.String("cases", "", "comma-separated case ids to run (default all but L1 and G1-G4, which run only when named), e.g. L2,L4,D1")
 	instr := flag.Bool("instr", false, "also count the HTTP server's instructions a message with callgrind (H1; valgrind needed)")
+	callgrindOut := flag.String("callgrind-out", "", "with -instr, keep H1's callgrind files as <this>.<messages> (for callgrind_annotate)")
 	out := flag.String("out", "results.json", "where to write the results as JSON (empty: nowhere)")
 	merge := flag.Bool("merge", false, "replace only the cases run in -out's results, keeping the others (each case says when it ran and its load)")
 	syncMode := flag.String("sync", string(db.SyncNormal), "SQLite synchronous mode of every database but H1's (which runs FULL and NORMAL): NORMAL or FULL")
@@ -112,7 +113,7 @@ func run() error {
 	if *verbose {
 		level = slog.LevelInfo
 	}
-	e, err := newEnv(ctx, envConfig{quick: *quick, instr: *instr, reps: *reps, scale: *scale, sync: sync, cacheDir: *cacheDir, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))})
+	e, err := newEnv(ctx, envConfig{quick: *quick, instr: *instr, callgrindOut: *callgrindOut, reps: *reps, scale: *scale, sync: sync, cacheDir: *cacheDir, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))})
 	if err != nil {
 		return err
 	}

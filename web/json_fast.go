@@ -288,6 +288,9 @@ func fastArray[T any](d *fastDecoder, capacity int, item func(it, prev *T) bool)
 type fastDecoder struct {
 	b []byte
 	i int
+	// spaced says white space was skipped somewhere (appendCompact then
+	// has some to take out; else it copies the value as it is).
+	spaced bool
 }
 
 // space skips JSON's white space.
@@ -296,6 +299,7 @@ func (d *fastDecoder) space() {
 		switch d.b[d.i] {
 		case ' ', '\t', '\n', '\r':
 			d.i++
+			d.spaced = true
 		default:
 			return
 		}
@@ -462,19 +466,23 @@ func (d *fastDecoder) literal(word string) bool {
 
 // skipString reads a string, checking its escapes; bytes past ASCII are
 // taken as they are, as encoding/json's scanner does (the push checks
-// that a payload is UTF-8).
+// that a payload is UTF-8). Runs of bytes with nothing to check are
+// skipped eight at a time (plainEnd).
 func (d *fastDecoder) skipString() bool {
 	if d.i == len(d.b) || d.b[d.i] != '"' {
 		return false
 	}
 	d.i++
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		switch {
-		case c == '"':
+	for {
+		d.i = plainEnd(d.b, d.i, false)
+		if d.i == len(d.b) {
+			return false
+		}
+		switch d.b[d.i] {
+		case '"':
 			d.i++
 			return true
-		case c == '\\':
+		case '\\':
 			d.i++
 			if d.i == len(d.b) {
 				return false
@@ -495,13 +503,50 @@ func (d *fastDecoder) skipString() bool {
 			default:
 				return false
 			}
-			continue
-		case c < 0x20:
+		default: // a control character
 			return false
 		}
-		d.i++
 	}
-	return false
+}
+
+// The bytes of a word, each the same (SWAR: "SIMD within a register").
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainEnd returns the index of the first byte of b at or after i that
+// a JSON string's reader or writer must look at: '"', '\\', a control
+// character (below 0x20) or, when ascii, a byte past ASCII; len(b) when
+// there is none. It tests eight bytes at a time: a word has a byte below
+// n (n <= 0x80) when (x - n·ones) &^ x has a high bit set (exact as to
+// whether there is one), a byte equal to c when x ^ c·ones has a zero
+// byte.
+func plainEnd[T string | []byte](b T, i int, ascii bool) int {
+	for ; len(b)-i >= 8; i += 8 {
+		x := load64(b, i)
+		m := (x-0x20*ones)&^x | (x^'"'*ones-ones)&^(x^'"'*ones) | (x^'\\'*ones-ones)&^(x^'\\'*ones)
+		if ascii {
+			m |= x
+		}
+		if m&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || ascii && c >= 0x80 {
+			return i
+		}
+	}
+	return i
+}
+
+// load64 reads the eight bytes of b from i as a little-endian word (one
+// load: the compiler joins the eight).
+func load64[T string | []byte](b T, i int) uint64 {
+	_ = b[i+7]
+	return uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+		uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
 }
 
 func isHex(c byte) bool {

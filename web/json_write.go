@@ -188,12 +188,12 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Plain ASCII goes as it is, found eight bytes at a time.
+		if i = plainEnd(s, i, true); i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -245,8 +245,14 @@ func appendCompact(b []byte, raw []byte) ([]byte, bool) {
 		return append(b, "null"...), true
 	}
 	// The fast decoder gives up on nesting past maxFastDepth too:
-	// encoding/json decides those.
-	if d := (fastDecoder{b: raw}); (!d.value(0) || !d.end()) && !json.Valid(raw) {
+	// encoding/json decides those. A payload it read without white
+	// space between its tokens (as most are stored) is copied as it is.
+	d := fastDecoder{b: raw}
+	if d.value(0) && d.end() {
+		if !d.spaced {
+			return append(b, raw...), true
+		}
+	} else if !json.Valid(raw) {
 		return b, false
 	}
 	inString := false

@@ -280,6 +280,7 @@ var tests = []test{
 	{"SearchWindowsAndCaps", testSearchWindowsAndCaps},
 	{"SearchCappedKeepsToTheQueue", testSearchCappedKeepsToTheQueue},
 	{"SearchWindowTotal", testSearchWindowTotal},
+	{"SearchForAWordOfEveryPayload", testSearchForAWordOfEveryPayload},
 	{"ErrorContainsIndexAndScanAgree", testErrorContainsIndexAndScanAgree},
 	{"ErrorContainsReadsInWindows", testErrorContainsReadsInWindows},
 	{"BulkByErrorTextUsesTheIndex", testBulkByErrorTextUsesTheIndex},

@@ -212,3 +212,53 @@ func testSearchWindowTotal(t *testing.T, harness Harness) {
 		t.Errorf("triage n >= 0: total %d, capped %v, window %+v; want 10, capped, a window", tr.Page.Total, tr.Page.TotalCapped, tr.Page.Window)
 	}
 }
+
+// A word that every payload holds (issue 37: EUR in a million payloads)
+// is read in windows of the newest dead letters, newest first: pages of
+// 4 of windows of 10 find every dead letter once, in order, and say
+// they read windows; the first page is the 4 newest. The store reads the
+// word's index from the newest entry down to the window (SQLite: FTS4
+// order=DESC, migration 0040), never its whole list (db/sqlite's
+// TestCommonWordSearchReadsAWindow counts that). (Not parallel: small
+// limits.)
+func testSearchForAWordOfEveryPayload(t *testing.T, harness Harness) {
+	defer broker.SetSearchLimits(5, 10)()
+	s := setup(t, harness)
+	s.configure("q", map[string]any{"retryLimit": 0})
+	var items []broker.PushItem
+	for n := range 30 {
+		items = append(items, broker.PushItem{Queue: "q", TransactionID: fmt.Sprintf("t-%d", n),
+			Payload: json.RawMessage(fmt.Sprintf(`{"n":%d,"currency":"EUR"}`, n))})
+	}
+	if _, err := s.b.Push(s.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		res := s.pop("q", "", 1)
+		s.clock.Advance(time.Second)
+		s.ack(res.Messages[0], broker.AckFailed, "declined")
+	}
+	first, err := s.b.DeadLetters(s.ctx, broker.DLQQuery{Queue: "q", Text: "eur", Limit: 4, WithTotal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var firstNs []int
+	for _, d := range first.Items {
+		var p struct{ N int }
+		if err := json.Unmarshal(d.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		firstNs = append(firstNs, p.N)
+	}
+	if !slices.Equal(firstNs, []int{29, 28, 27, 26}) || first.Next == nil || !first.MatchCapped || !first.TotalCapped {
+		t.Errorf("first page: %v, next %v, capped %v, total %d (capped %v); want 29…26, more, capped", firstNs, first.Next, first.MatchCapped, first.Total, first.TotalCapped)
+	}
+	found, _, capped := searchPages(s, broker.DLQQuery{Limit: 4, Text: "eur"})
+	want := make([]int, 30)
+	for i := range want {
+		want[i] = 29 - i
+	}
+	if !slices.Equal(found, want) || !capped {
+		t.Errorf("every page: found %v, capped %v; want 29…0, each once, capped", found, capped)
+	}
+}

@@ -70,6 +70,18 @@ static long long lazarus_memory_used(void) {
 	return now;
 }
 
+// lazarus_vm_steps is the virtual machine's steps that the prepared
+// statements of a connection have run (SQLITE_STMTSTATUS_VM_STEP, 4,
+// summed over sqlite3_next_stmt): every row a statement looks at, a full-
+// text index's matches that it then leaves out included.
+sqlite3_stmt *sqlite3_next_stmt(sqlite3*, sqlite3_stmt*);
+static long long lazarus_vm_steps(void *db) {
+	long long n = 0;
+	sqlite3_stmt *s = 0;
+	while ((s = sqlite3_next_stmt((sqlite3*)db, s)) != 0) n += sqlite3_stmt_status(s, 4, 0);
+	return n;
+}
+
 // lazarus_reprepares is SQLITE_STMTSTATUS_REPREPARE (5) of a statement.
 static int lazarus_reprepares(void *stmt) {
 	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 5, 0);
@@ -207,6 +219,18 @@ func HasMutex(c *sqlite3.SQLiteConn) int {
 		return -1
 	}
 	return int(C.lazarus_has_mutex(h))
+}
+
+// VMSteps says how many steps of SQLite's virtual machine the
+// statements a connection keeps prepared have run (its statement cache's:
+// go-sqlite3 keeps the statements closed there): how many rows they
+// looked at, whatever the time; for tests.
+func VMSteps(c *sqlite3.SQLiteConn) int64 {
+	h := handle(c, "db", "_Ctype_struct_sqlite3")
+	if h == nil {
+		return -1
+	}
+	return int64(C.lazarus_vm_steps(h))
 }
 
 // Reprepares says how many times SQLite has prepared a statement again
