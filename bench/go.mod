@@ -5,6 +5,7 @@ go 1.26.4
 replace github.com/lazarus-dlq/lazarus => ../
 
 require (
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lazarus-dlq/lazarus v0.0.0-00010101000000-000000000000
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
@@ -18,7 +19,6 @@ require (
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
 	github.com/riverqueue/river/riverdriver v0.51.2 // indirect
