@@ -47,11 +47,13 @@ func TestAPushWhoseCommitWasCutIsAnswered503AndSafeToSendAgain(t *testing.T) {
 
 // A push whose connection to PostgreSQL broke in the middle of its
 // transaction, before its COMMIT (PostgreSQL crashed, the network cut
-// it), is answered 503 saying nothing was changed (the server rolls an
-// open transaction back when its connection goes), never 500; sent
-// again, it leaves exactly one message. The fault campaign (faults/)
-// found these 500s when PostgreSQL crashed under load.
-func TestAPushWhoseConnectionBrokeBeforeItsCommitIsAnswered503(t *testing.T) {
+// it, the server ended a paused process's session), runs again on
+// another connection (the server rolled the first back): answered 201,
+// one message. When every try breaks, it is answered 503 saying nothing
+// was changed, never 500; sent again, it leaves exactly one message.
+// The fault campaign (faults/) found these 500s when PostgreSQL crashed
+// under load.
+func TestAPushWhoseConnectionBrokeBeforeItsCommitRunsAgainOrIsAnswered503(t *testing.T) {
 	t.Parallel()
 	cutter := pgtest.CutCommits(t, pgtest.Database(t, "lazarus", db.Prepare))
 	s := startServer(t, Config{DBPath: cutter.URL, AdminToken: "s3cret-token", AdminPassword: "correct horse battery"})
@@ -64,8 +66,22 @@ func TestAPushWhoseConnectionBrokeBeforeItsCommitIsAnswered503(t *testing.T) {
 
 	cutter.ArmBefore("INSERT INTO messages")
 	resp, body := s.do(http.MethodPost, "/api/v1/push", "", push)
-	if cutter.Cuts() != 1 {
-		t.Fatalf("the relay cut %d connections, want 1 (push: %d %s)", cutter.Cuts(), resp.StatusCode, body)
+	if cutter.Cuts() != 1 || resp.StatusCode != http.StatusCreated || !strings.Contains(string(body), `"queued"`) {
+		t.Fatalf("push cut once before its commit: %d cuts, %d %s; want it run again on another connection: 201 queued", cutter.Cuts(), resp.StatusCode, body)
+	}
+	resp, body = s.do(http.MethodGet, "/api/v1/pop/queue/q?batch=10&autoAck=true", "", nil)
+	var once struct {
+		Messages []struct{ TransactionID string }
+	}
+	if err := json.Unmarshal(body, &once); err != nil || len(once.Messages) != 1 || once.Messages[0].TransactionID != "t-1" {
+		t.Fatalf("pop after the push run again: %d %s, want t-1 once", resp.StatusCode, body)
+	}
+
+	push = map[string]any{"items": []map[string]any{{"queue": "q", "partition": "p", "transactionId": "t-2", "payload": map[string]any{"n": 2}}}}
+	cutter.ArmBeforeTimes("INSERT INTO messages", 3) // the try and the two tries again (lostRetries)
+	resp, body = s.do(http.MethodPost, "/api/v1/push", "", push)
+	if cutter.Cuts() != 4 {
+		t.Fatalf("the relay cut %d connections, want 4 (push: %d %s)", cutter.Cuts(), resp.StatusCode, body)
 	}
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("push whose connection broke before its commit: %d, Retry-After %q, %s; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
@@ -82,7 +98,7 @@ func TestAPushWhoseConnectionBrokeBeforeItsCommitIsAnswered503(t *testing.T) {
 	var pop struct {
 		Messages []struct{ TransactionID string }
 	}
-	if err := json.Unmarshal(body, &pop); err != nil || len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "t-1" {
-		t.Fatalf("pop: %d %s, want t-1 once", resp.StatusCode, body)
+	if err := json.Unmarshal(body, &pop); err != nil || len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "t-2" {
+		t.Fatalf("pop: %d %s, want t-2 once", resp.StatusCode, body)
 	}
 }

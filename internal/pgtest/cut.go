@@ -29,6 +29,7 @@ type CommitCutter struct {
 	target  func() (net.Conn, error)
 	marker  atomic.Pointer[string]
 	before  atomic.Pointer[string]
+	left    atomic.Int64 // cuts before the statement ArmBefore names still to make
 	cuts    atomic.Int64
 	ln      net.Listener
 	mu      sync.Mutex
@@ -83,7 +84,14 @@ func (c *CommitCutter) Arm(marker string) { c.marker.Store(&marker) }
 // whose text holds marker, before the statement is passed on: the
 // connection breaks in the middle of its transaction, which the server
 // rolls back (nothing of it is committed). One cut, then it is disarmed.
-func (c *CommitCutter) ArmBefore(marker string) { c.before.Store(&marker) }
+func (c *CommitCutter) ArmBefore(marker string) { c.ArmBeforeTimes(marker, 1) }
+
+// ArmBeforeTimes is ArmBefore for the next n statements that hold marker
+// (a write that runs again on another connection meets the relay again).
+func (c *CommitCutter) ArmBeforeTimes(marker string, n int64) {
+	c.left.Store(n)
+	c.before.Store(&marker)
+}
 
 // Cuts is how many connections the relay cut.
 func (c *CommitCutter) Cuts() int64 { return c.cuts.Load() }
@@ -224,7 +232,10 @@ func (c *CommitCutter) relay(client, server net.Conn, muted *atomic.Bool) {
 		case 'S': // Sync: what was sent runs now
 			cut = committing
 		}
-		if cutNow && c.before.CompareAndSwap(before, nil) {
+		if cutNow && c.left.Add(-1) >= 0 {
+			if c.left.Load() <= 0 {
+				c.before.CompareAndSwap(before, nil)
+			}
 			muted.Store(true)
 			c.cuts.Add(1)
 			return // the deferred closes cut both sides; the statement never went
