@@ -53,7 +53,7 @@ import (
 
 // fileLock is the key of the filing lock (a transaction-scoped advisory
 // lock, beside the writer's lock of store.go).
-const fileLock = 0x4c617a61_72757303 // "Lazarus" 3
+const fileLock = 0x4c617a61_72757305 // "Lazarus" 5 (3 is the lead's, 4 the members')
 
 // The parts of fileSQL and fileLockedSQL: the arrays, then dl's INSERT
 // up to its WHERE, the rest after it.
