@@ -44,6 +44,10 @@ func envDurationOr(t *testing.T, name string, def time.Duration) time.Duration {
 // and checks the history. The short run (go test) injects each kind of
 // fault at least once in 75 s; LAZARUS_FAULTS_DURATION=1h is the long
 // run (go tool task test:faults), with pauses of up to 40 s among them.
+// drainLimit is how long the workers may take to drain the queues once
+// the faults are over (under a minute on a quiet machine).
+const drainLimit = 5 * time.Minute
+
 func TestFaultCampaign(t *testing.T) {
 	duration := envDurationOr(t, envDuration, 90*time.Second)
 	pauseBound := envDurationOr(t, envPauseBound, 0)
@@ -103,7 +107,17 @@ func TestFaultCampaign(t *testing.T) {
 		}
 	}
 	close(drain)
-	clients.Wait()
+	// The queues drain within minutes of the faults' end; a broker that
+	// stalls (a lock never granted, a message delivered for ever) fails
+	// the run here rather than hanging it until the test binary's timeout.
+	drained := make(chan struct{})
+	go func() { clients.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainLimit):
+		t.Fatalf("the clients had not drained the queues %s after the faults ended: a stalled broker; the processes' last errors:\n%s",
+			drainLimit, strings.Join(h.ErrorLines(20), "\n"))
+	}
 	t.Logf("faults and drain over after %s", time.Since(began).Round(time.Millisecond))
 
 	final := map[string]map[string]map[string]string{}
