@@ -252,7 +252,9 @@ func advisoryWaited(t *testing.T, d *Store) bool {
 // another moment of one, is undone (SIGCONT) and tried again.
 func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state string) (int, time.Time) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+	// Three minutes: under the whole suite's load (-race, two cores) one
+	// minute of tries once missed every moment (the moments are short).
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
 		// Stopped while reading, it must be stopped once the server
 		// sends faster than it reads: when its backend waits to send.
 		if pid, now := writerLockHolder(t, d, mode); pid == 0 || state == "active ClientWrite" && now != state {
