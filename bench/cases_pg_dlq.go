@@ -42,7 +42,8 @@ func caseP4(ctx context.Context, e *env) ([]Row, error) {
 		return nil, err
 	}
 	defer restore()
-	times, waits := Samples{}, Samples{}
+	var times Samples
+	waits := Samples{}
 	sqlite := variant{"SQLite", func(ctx context.Context, _ int) (float64, error) {
 		path := e.path("p4")
 		defer removeDB(path)
