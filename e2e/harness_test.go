@@ -452,6 +452,15 @@ func (v *visit) atPath(path string) {
 	v.check(err, "want to be at %s", path)
 }
 
+// scripted waits until the page's own scripts have run (they are
+// deferred: they run before DOMContentLoaded), so that a key pressed next
+// meets their handlers. atPath and an element seen do not wait for them:
+// a page's text is there before its scripts run.
+func (v *visit) scripted() {
+	v.t.Helper()
+	v.check(v.page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateDomcontentloaded}), "the page's scripts")
+}
+
 // login logs in through the login page and waits for the pages.
 func (v *visit) login(name, pw string) {
 	v.t.Helper()

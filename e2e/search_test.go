@@ -13,6 +13,7 @@ import (
 // the page (the focus in no field), and sends it with Enter.
 func (v *visit) searchFor(q string) {
 	v.t.Helper()
+	v.scripted()
 	v.eval(`() => document.activeElement && document.activeElement.blur()`) // the focus on the page, in no field
 	v.check(v.page.Keyboard().Press("/"), "press /")
 	v.check(v.expect.Locator(v.id("search-q")).ToBeFocused(), "/ should focus the search box")
@@ -67,6 +68,7 @@ func TestViewerSearchesFromTheHeader(t *testing.T) {
 	if u, _ := url.Parse(v.page.URL()); u.Query().Get("q") != "order-10" {
 		t.Errorf("the search is not in the URL: %s", v.page.URL())
 	}
+	v.scripted()
 	v.check(v.id("search-q").Focus(), "focus the box")
 	v.check(v.id("search-q").Press("Escape"), "Escape")
 	v.check(v.expect.Locator(v.id("search-q")).Not().ToBeFocused(), "Escape should leave the box")
