@@ -62,9 +62,12 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1)`, int64(memberLock)); err != nil {
 		return
 	}
-	after, err := stuckFor(ctx, conn)
-	if err != nil {
-		return
+	after := stuckAfter
+	if p.idleFromURL {
+		var err error
+		if after, err = stuckFor(ctx, conn); err != nil {
+			return
+		}
 	}
 	t := time.NewTicker(memberEvery)
 	defer t.Stop()

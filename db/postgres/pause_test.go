@@ -21,9 +21,9 @@ import (
 )
 
 // A process paused (SIGSTOP, as a VM paused) in the middle of a write
-// holds the writer's lock, and its rows' locks, until the server ends
-// its session: the writes of every other process wait that long, about
-// writeIdle, not the minute they waited before. The paused process, once
+// holds the writer's lock, and its rows' locks, until its session ends:
+// another process ends it (fence.go), and the writes of every other
+// process wait about stuckAfter, not the minute they waited before. The paused process, once
 // it runs again, finds its session gone: its write was rolled back and
 // runs again on another connection, and its next writes work.
 //
@@ -51,7 +51,7 @@ const (
 const bigMessage = "big"
 
 // pausedWaitBound is the longest a write of a healthy process may wait
-// for a paused one: writeIdle and some slack for a loaded machine.
+// for a paused one: stuckAfter and some slack for a loaded machine.
 const pausedWaitBound = 10 * time.Second
 
 // pauseChild is the child's main: it writes until its stdin closes, and
@@ -268,7 +268,7 @@ func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state strin
 		// in its transaction once it has answered its last statement.
 		for settle := time.Now().Add(10 * time.Second); ; {
 			pid, now, since := writerLockHolderSince(t, d, mode)
-			if pid != 0 && now == state {
+			if pid != 0 && now == state && held(t, d, mode, pid, now, since) {
 				return pid, since
 			}
 			if now == "idle in transaction" || now == "active ClientWrite" {
@@ -288,6 +288,28 @@ func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state strin
 	return 0, time.Time{}
 }
 
+// held reports whether the backend pid still holds the writer's lock in
+// mode, in state since the same moment, a second after it was first seen
+// so. A child stopped right after it sent its COMMIT (pipelined behind
+// its last statement) looks idle in its transaction until the server,
+// which may wait for the CPU on a loaded machine, reads that COMMIT:
+// then it commits, and the lock goes without the stopped child. Such a
+// stop is a stop at another moment.
+func held(t *testing.T, d *Store, mode string, pid int, state string, since time.Time) bool {
+	t.Helper()
+	for first := time.Now(); time.Since(first) < time.Second; {
+		p, now, s := writerLockHolderSince(t, d, mode)
+		// Idle, the backend comes to wait for its client's next statement
+		// a moment later: "idle in transaction ClientRead".
+		if p != pid || !strings.HasPrefix(now, state) || !s.Equal(since) {
+			t.Logf("the backend %d seen %s since %s let the lock go (%d %q %s): once more", pid, state, since, p, now, s)
+			return false
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition
+	}
+	return true
+}
+
 func TestPGAPausedProcessHoldsUpTheOthersWritesOnlyBriefly(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -296,15 +318,14 @@ func TestPGAPausedProcessHoldsUpTheOthersWritesOnlyBriefly(t *testing.T) {
 		state  string
 	}{
 		// Paused in a write that runs alone (a job's chunk, a dead letter
-		// filed, maintenance), between two statements: the server ends
-		// its session (writeIdle).
+		// filed, maintenance), between two statements: another process
+		// ends its session (fence.go).
 		{"Exclusive", false, "ExclusiveLock", "idle in transaction"},
 		// Paused in a push: an exclusive write waits for it, and every
 		// later write, pushes too, queues behind that one.
 		{"Shared", true, "ShareLock", "idle in transaction"},
 		// Paused while reading a write's rows (a pop's messages, a replay
-		// chunk's payloads): the server does not end it; another process
-		// does (fence.go).
+		// chunk's payloads): the same.
 		{"Reading", false, "ExclusiveLock", "active ClientWrite"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { pausedWriter(t, tc.shared, tc.mode, tc.state) })
@@ -462,5 +483,57 @@ func pausedWriter(t *testing.T, shared bool, mode, state string) {
 	}
 	if found != len(ok) {
 		t.Errorf("%d of the child's messages are there, %d writes committed", found, len(ok))
+	}
+}
+
+// A write that stands idle in its transaction longer than stuckAfter
+// while nobody waits for its locks keeps its session and commits, run
+// once: the server's time receiving a statement counts as idle (a large
+// push sent slowly, by a process starved of CPU, under -race at load 30,
+// lost its session at every try when the server's own limit was 5 s),
+// and a write that holds up nobody is no one's to end. The other
+// process's fence looks at it all along (concurrentSetup: never alone).
+func TestPGAWriteIdleWhileNobodyWaitsKeepsItsSession(t *testing.T) {
+	ctx := context.Background()
+	a, b, _, p1, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
+	runs := 0
+	err := a.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
+		runs++
+		m := &broker.Message{PartitionID: p1, TransactionID: "slow-write", Payload: []byte(`{}`), CreatedAt: time.Now()}
+		if _, err := tx.InsertMessages(ctx, []*broker.Message{m}); err != nil {
+			return err
+		}
+		// Idle in its transaction, holding the writer's lock, until the
+		// server has seen it so past stuckAfter and two more of the
+		// fence's looks.
+		pid, _, since := writerLockHolderSince(t, b, "ExclusiveLock")
+		if pid == 0 {
+			return errors.New("the write holds no writer's lock")
+		}
+		for deadline := time.Now().Add(time.Minute); ; {
+			var idle float64
+			var state string
+			if err := b.QueryRowUncatalogued(ctx, `SELECT COALESCE(state, ''), EXTRACT(EPOCH FROM now() - state_change) FROM pg_stat_activity WHERE pid = ?`, pid).Scan(&state, &idle); err != nil {
+				return err
+			}
+			if state != "idle in transaction" {
+				return fmt.Errorf("the write's backend is %q, want idle in transaction (since %s)", state, since)
+			}
+			if time.Duration(idle*float64(time.Second)) > stuckAfter+2*memberEvery {
+				break
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the write's backend never stood idle long enough")
+			}
+			time.Sleep(50 * time.Millisecond) // polling a condition
+		}
+		_, err := tx.MessageByTransaction(ctx, p1, "slow-write")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 {
+		t.Errorf("the write ran %d times, want once: its session was ended though nobody waited for it", runs)
 	}
 }

@@ -89,17 +89,30 @@ var sessionParams = map[string]string{
 // that long, rolling the transaction back and releasing its locks.
 const idleParam = "idle_in_transaction_session_timeout"
 
-// writeIdle is idleParam on the writes' pool. A write holds the
-// writer's lock (exclusive, or shared, which an exclusive waiter then
-// queues every later write behind) and its rows' locks to its commit: a
-// process paused in a write (SIGSTOP, a VM paused, a machine swapping)
-// stops the writes of every process until its session ends. Healthy,
-// a write stands idle only while its process works between two of its
-// statements, milliseconds (docs/postgres.md gives what was measured);
-// one that stood idle longer than this lost its session, was rolled
-// back, and runs again on another connection (Update, errSessionLost).
-// So a paused process costs the others' writes about this long.
-const writeIdle = "5s"
+// writeIdle is idleParam on the writes' pool: the backstop for a write
+// whose process stopped answering while no other process could end its
+// session (stuckAfter; fence.go). It is long, not a few seconds: the
+// server counts as idle the time it takes to receive a statement too, so
+// a large push sent over a slow link, or by a process starved of CPU,
+// would lose its session at every try under a short limit (a push of
+// some MB under -race at load 30 did, three times in a row), though it
+// holds up nobody when nobody waits for its locks.
+const writeIdle = "60s"
+
+// stuckAfter is how long a write session that holds the writer's lock
+// may stand idle in its transaction, or blocked sending its process
+// rows, while another session waits for a lock, before another process
+// ends it (fence.go). A write holds the writer's lock (exclusive, or
+// shared, which an exclusive waiter then queues every later write
+// behind) and its rows' locks to its commit: a process paused in a write
+// (SIGSTOP, a VM paused, a machine swapping) stops the writes of every
+// process until its session ends. Healthy, a write stands idle only
+// while its process works between two of its statements, milliseconds
+// (docs/postgres.md gives what was measured); one ended after standing
+// longer was rolled back, and runs again on another connection (Update,
+// errSessionLost). So a paused process costs the others' writes about
+// this long. A URL that sets idleParam sets this too (0 turns it off).
+const stuckAfter = 5 * time.Second
 
 // readIdle is idleParam on the reads' pool: a read holds no lock a
 // write waits for, and its snapshot holds back only the server's
@@ -193,6 +206,10 @@ type Store struct {
 	log     *slog.Logger
 	folds   *sqlcore.Folds
 	leading atomic.Bool
+
+	// idleFromURL: the URL set idleParam, which then bounds the fence
+	// too (stuckAfter otherwise).
+	idleFromURL bool
 
 	// alone: this process was the only one on the database at its last
 	// count (members.go); its hot writes then run as the one writer's.
@@ -291,7 +308,8 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "lazarus"
 	readCfg := cfg.Copy()
-	if _, set := cfg.ConnConfig.RuntimeParams[idleParam]; !set {
+	_, idleSet := cfg.ConnConfig.RuntimeParams[idleParam]
+	if !idleSet {
 		cfg.ConnConfig.RuntimeParams[idleParam] = writeIdle
 		readCfg.ConnConfig.RuntimeParams[idleParam] = readIdle
 	}
@@ -306,6 +324,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 	}
 	d := p
 	d.path, d.sync, d.log = dsn, o.Sync, o.Logger
+	d.idleFromURL = idleSet
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -516,8 +535,8 @@ const lostRetries = 2
 
 // errSessionLost marks a write whose connection was closed before its
 // COMMIT was sent (write): the server ended its session (its transaction
-// stood idle past writeIdle: the process was paused, or starved of CPU;
-// or an administrator ended it) or the connection broke. Its transaction
+// stood idle past stuckAfter while others waited, or past writeIdle: the
+// process was paused, or starved of CPU; or an administrator ended it) or the connection broke. Its transaction
 // was rolled back with the session, so nothing of it was made, and it
 // may run again on another connection.
 var errSessionLost = errors.New("the write's database session ended before its commit; it was rolled back")
@@ -540,7 +559,7 @@ func (d *Store) Update(ctx context.Context, o broker.UpdateOptions, fn func(brok
 		if errors.Is(err, errSessionLost) {
 			if lost < lostRetries && ctx.Err() == nil {
 				lost++
-				d.log.Warn("a write's database session ended before its commit (its transaction stood idle past idle_in_transaction_session_timeout, or the connection broke); it was rolled back and runs again", "err", err)
+				d.log.Warn("a write's database session ended before its commit (its transaction stood idle while other writes waited for it, or the connection broke); it was rolled back and runs again", "err", err)
 				continue
 			}
 			return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
