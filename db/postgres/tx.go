@@ -419,6 +419,10 @@ func (dialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlc
 	return sqlcore.BlockStmt(head, ph, docids, limit)
 }
 
+// ReadOnce is fn alone: a PostgreSQL connection keeps no cache of pages
+// of its own (the server's shared buffers are bounded by its settings).
+func (dialect) ReadOnce(_ context.Context, _ *sqlcore.Tx, fn func() error) error { return fn() }
+
 // NewestSeq is 0: PostgreSQL's seqs keep growing by themselves.
 func (dialect) NewestSeq(context.Context, *sqlcore.Tx) (int64, error) { return 0, nil }
 

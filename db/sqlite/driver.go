@@ -93,6 +93,15 @@ static int lazarus_runs(void *stmt) {
 	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 6, 0);
 }
 
+// lazarus_cache_used is the bytes of pages a connection's cache holds
+// (SQLITE_DBSTATUS_CACHE_USED, 1; counted whether or not the memory
+// statistics are on).
+int sqlite3_db_status(sqlite3*, int op, int *cur, int *high, int reset);
+static int lazarus_cache_used(void *db) {
+	int now = 0, high = 0;
+	if (sqlite3_db_status((sqlite3*)db, 1, &now, &high, 0) != 0) return -1;
+	return now;
+}
 */
 import "C"
 
@@ -251,6 +260,16 @@ func runs(s *sqlite3.SQLiteStmt) int {
 		return -1
 	}
 	return int(C.lazarus_runs(h))
+}
+
+// cacheUsed is the bytes of pages c's cache holds (-1 if unknown); for
+// tests.
+func cacheUsed(c *sqlite3.SQLiteConn) int {
+	h := handle(c, "db", "_Ctype_struct_sqlite3")
+	if h == nil {
+		return -1
+	}
+	return int(C.lazarus_cache_used(h))
 }
 
 // memoryUsed is the memory SQLite says it holds: 0 while its memory

@@ -145,6 +145,14 @@ func openWith(ctx context.Context, path string, o Options, onlyCatchUp bool) (*S
 	return d, nil
 }
 
+// connCacheKiB is the cache of pages each connection keeps (KiB: 32 MB);
+// readOnceCacheKiB the smaller one of a read of pages read once
+// (dialect.ReadOnce: an export).
+const (
+	connCacheKiB     = 32000
+	readOnceCacheKiB = 2000
+)
+
 // ReadStmtCache is how many statements each reading connection keeps
 // prepared (go-sqlite3's _stmt_cache_size); the writer keeps up to
 // maxStatements of its own (rawConn).
@@ -157,7 +165,7 @@ func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store
 	params.Set("_synchronous", string(o.Sync))
 	params.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
 	params.Set("_foreign_keys", "off")
-	params.Set("_cache_size", "-32000") // 32 MB a connection
+	params.Set("_cache_size", "-"+strconv.Itoa(connCacheKiB))
 	// No mutex of the connection's own around each call into SQLite
 	// (SQLITE_OPEN_NOMUTEX): database/sql hands a connection to one
 	// goroutine at a time, and go-sqlite3's only call from another, on a

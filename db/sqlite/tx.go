@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"strconv"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -198,6 +200,22 @@ func (dialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlc
 		head = blockOfPayloads
 	}
 	return sqlcore.BlockStmt(head, ph, docids, limit)
+}
+
+// ReadOnce runs fn with a cache of readOnceCacheKiB on the connection,
+// and gives it its usual cache (connCacheKiB) again after: lowering the
+// size drops the pages cached beyond it, and an export's pages, each
+// read once, never fill more than the small one. Measured in bench's S3
+// (an export of 1M dead letters): the process's peak RSS was the usual
+// cache's 32 MB above what it was before the export.
+func (dialect) ReadOnce(ctx context.Context, t *sqlcore.Tx, fn func() error) error {
+	if _, err := t.Exec(ctx, "PRAGMA cache_size = -"+strconv.Itoa(readOnceCacheKiB)); err != nil {
+		return err
+	}
+	err := fn()
+	// Also when fn's context ended: the connection goes back to the pool.
+	_, rerr := t.Exec(context.WithoutCancel(ctx), "PRAGMA cache_size = -"+strconv.Itoa(connCacheKiB))
+	return errors.Join(err, rerr)
 }
 
 // NewestSeq is the newest message's seq, for keepSeqFloor.

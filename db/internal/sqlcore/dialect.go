@@ -49,6 +49,11 @@ type Dialect interface {
 	// BlockStmt is the export's statement of a block of dead letters
 	// (sqlcore.BlockStmt with the store's head).
 	BlockStmt(ph ExportPhase, docids []int64, limit int) Stmt
+	// ReadOnce runs fn, a read of many pages that it reads once (a page
+	// of an export), so that they do not fill the connection's own cache
+	// of pages (SQLite: a small cache for fn, the usual one after it;
+	// PostgreSQL keeps none a connection: fn alone).
+	ReadOnce(ctx context.Context, t *Tx, fn func() error) error
 	// StepSeriesSQL is Series' query of buckets in [?2, ?3) summed by
 	// steps of ?4 units, of every group of group_stats of the queue ?1
 	// (0: of every queue) at once, from table (one of bucketTables:

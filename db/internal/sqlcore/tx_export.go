@@ -21,11 +21,20 @@ import (
 // the cursor's docid down, without a sort, and the page stops at its
 // limit. The export's order is then the index's (ExportCursor), not the
 // list's newest failure first.
-func (t *Tx) ExportDeadLetters(ctx context.Context, f broker.Filter, after *broker.ExportCursor, limit int, maxBytes int64) ([]broker.DeadLetter, *broker.ExportCursor, error) {
-	if !f.ByIndex() {
-		return t.exportByList(ctx, f, after, limit, maxBytes)
-	}
-	return t.exportByIndex(ctx, f, after, limit, maxBytes)
+//
+// An export reads every page of its rows once: it reads them through
+// a small cache of pages (ReadOnce), not the connection's usual one,
+// which a long export would fill (32 MB on SQLite) for nothing.
+func (t *Tx) ExportDeadLetters(ctx context.Context, f broker.Filter, after *broker.ExportCursor, limit int, maxBytes int64) (out []broker.DeadLetter, next *broker.ExportCursor, err error) {
+	err = t.d.ReadOnce(ctx, t, func() (err error) {
+		if !f.ByIndex() {
+			out, next, err = t.exportByList(ctx, f, after, limit, maxBytes)
+		} else {
+			out, next, err = t.exportByIndex(ctx, f, after, limit, maxBytes)
+		}
+		return err
+	})
+	return out, next, err
 }
 
 // exportByList is ExportDeadLetters of a filter with no full-text
