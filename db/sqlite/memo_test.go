@@ -14,12 +14,13 @@ import (
 const (
 	memoConsumerSQL = `SELECT ` + sqlcore.ConsumerCols + ` FROM consumers WHERE partition_id = ? AND group_id = ?`
 	memoRangeSQL    = `SELECT seq, transaction_id, trace_id, created_at FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ? ORDER BY seq`
+	memoLeaseSQL    = `SELECT ` + sqlcore.ConsumerCols + ` FROM consumers WHERE partition_id = ? AND group_id = ? AND lease_id = ?`
 )
 
 // ackReads is how many times the writer has run the ack's two reads.
 func ackReads(d *Store) int {
 	n := 0
-	for _, q := range []string{memoConsumerSQL, memoRangeSQL} {
+	for _, q := range []string{memoConsumerSQL, memoRangeSQL, memoLeaseSQL} {
 		if st, ok := d.raw.stmts[q]; ok {
 			n += runs(st)
 		}
@@ -51,15 +52,20 @@ func ackOf(res broker.PopResult) broker.Ack {
 
 // An ack that follows its pop takes the consumer and the lease's
 // messages from the writer's memo: it reads neither again, and settles
-// the message as one that read them would.
+// the message as one that read them would. Odd rounds ack by the lease
+// alone (no partition), as a client that kept only the lease id does.
 func TestAckAfterPopReadsNothingAgain(t *testing.T) {
 	t.Parallel()
 	d, b := openBroker(t)
 	ctx := context.Background()
-	for i := range 3 {
+	for i := range 4 {
 		res := pushPop(t, b)
+		a := ackOf(res)
+		if i%2 == 1 {
+			a.PartitionID = ""
+		}
 		before := ackReads(d)
-		if _, err := b.Ack(ctx, ackOf(res)); err != nil {
+		if _, err := b.Ack(ctx, a); err != nil {
 			t.Fatalf("ack %d: %v", i, err)
 		}
 		if n := ackReads(d) - before; n != 0 {
@@ -67,7 +73,7 @@ func TestAckAfterPopReadsNothingAgain(t *testing.T) {
 		}
 		// A second ack of the same message finds it settled (the lease
 		// ended), as it would reading the database.
-		if _, err := b.Ack(ctx, ackOf(res)); err == nil {
+		if _, err := b.Ack(ctx, a); err == nil {
 			t.Fatalf("ack %d again: accepted, want refused", i)
 		}
 	}
@@ -76,7 +82,7 @@ func TestAckAfterPopReadsNothingAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(again.Messages) != 0 {
-		t.Fatalf("after three acks a pop got %d messages, want 0", len(again.Messages))
+		t.Fatalf("after four acks a pop got %d messages, want 0", len(again.Messages))
 	}
 }
 

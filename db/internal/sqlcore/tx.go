@@ -727,6 +727,12 @@ const consumerSQL = `SELECT ` + ConsumerCols + ` FROM consumers WHERE partition_
 func (t *Tx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
 	var row Row
 	if p, g, ok := broker.LeaseConsumer(leaseID); ok {
+		if c, ok := t.memo.consumer(p, g); ok && leaseID != "" {
+			if c.LeaseID != leaseID {
+				return broker.Consumer{}, notFound(errNoRows, "lease")
+			}
+			return c, nil
+		}
 		row = t.QueryRow(ctx, consumerByLeaseSQL+t.locks.ForUpdate(), p, g, leaseID)
 	} else {
 		row = t.QueryRow(ctx, ConsumerByLeaseV7SQL+t.locks.ForUpdate(), leaseID)
