@@ -51,6 +51,17 @@ static void lazarus_watch_wal(void *db, lazarus_wal *w) {
 long long sqlite3_total_changes64(sqlite3*);
 static long long lazarus_total_changes(void *db) { return sqlite3_total_changes64((sqlite3*)db); }
 
+// lazarus_data_version is the main database's data version
+// (SQLITE_FCNTL_DATA_VERSION, 35): it changes with every commit of the
+// connection, and once a transaction of the connection has begun, when
+// any other connection or process has committed since its last one.
+int sqlite3_file_control(sqlite3*, const char*, int, void*);
+static unsigned lazarus_data_version(void *db) {
+	unsigned v = 0;
+	if (sqlite3_file_control((sqlite3*)db, "main", 35, &v) != 0) return 0;
+	return v;
+}
+
 // lazarus_interrupt stops what a connection runs (safe from any thread).
 void sqlite3_interrupt(sqlite3*);
 static void lazarus_interrupt(void *db) { sqlite3_interrupt((sqlite3*)db); }
@@ -210,6 +221,10 @@ func (w *walWatch) free() { C.free(unsafe.Pointer(w.w)) }
 
 // totalChanges is sqlite3_total_changes64 of the connection of handle h.
 func totalChanges(h unsafe.Pointer) int64 { return int64(C.lazarus_total_changes(h)) }
+
+// dataVersion is the data version of the database on the connection of
+// handle h (lazarus_data_version).
+func dataVersion(h unsafe.Pointer) uint32 { return uint32(C.lazarus_data_version(h)) }
 
 // interruptHandle is the C handle of c, for interrupt (nil if unknown).
 func interruptHandle(c *sqlite3.SQLiteConn) unsafe.Pointer {

@@ -44,11 +44,16 @@ type rawConn struct {
 	h     unsafe.Pointer // its C handle
 	stmts map[string]*sqlite3.SQLiteStmt
 	args  []driver.NamedValue // reused: one statement runs at a time
+	// memo is the writer's sqlcore.Memo: emptied before any statement
+	// that may change what it keeps (sqlcore.MemoKeeps); memoVersion is
+	// the database's data version after the last commit it survived.
+	memo        *sqlcore.Memo
+	memoVersion uint32
 }
 
 // newRawConn takes the driver's connection out of the writer's *sql.Conn.
 func newRawConn(ctx context.Context, conn *sql.Conn) (*rawConn, error) {
-	r := &rawConn{stmts: map[string]*sqlite3.SQLiteStmt{}}
+	r := &rawConn{stmts: map[string]*sqlite3.SQLiteStmt{}, memo: sqlcore.NewMemo()}
 	err := conn.Raw(func(dc any) error {
 		c, ok := dc.(*sqlite3.SQLiteConn)
 		if !ok {
@@ -131,7 +136,30 @@ func driverValue(a any) (driver.Value, error) {
 	return driver.DefaultParameterConverter.ConvertValue(a)
 }
 
+// memoBegun, once a write transaction has begun, empties the memo
+// unless nothing has committed since the last commit it survived: a
+// commit of another connection or process, or one of this connection
+// that it did not see (dataVersion).
+func (r *rawConn) memoBegun() {
+	if dataVersion(r.h) != r.memoVersion {
+		r.memo.Clear()
+	}
+}
+
+// memoCommitted, after a commit, keeps the memo for the next
+// transaction (memoBegun).
+func (r *rawConn) memoCommitted() { r.memoVersion = dataVersion(r.h) }
+
+// memoSees empties the memo before a statement that may change what it
+// keeps.
+func (r *rawConn) memoSees(query string) {
+	if !sqlcore.MemoKeeps(query) {
+		r.memo.Clear()
+	}
+}
+
 func (r *rawConn) exec(query string, args []any) (sql.Result, error) {
+	r.memoSees(query)
 	st, keep, err := r.stmt(query)
 	if err != nil {
 		return nil, err
@@ -147,6 +175,7 @@ func (r *rawConn) exec(query string, args []any) (sql.Result, error) {
 }
 
 func (r *rawConn) query(query string, args []any) (*rawRows, error) {
+	r.memoSees(query)
 	st, keep, err := r.stmt(query)
 	if err != nil {
 		return nil, err

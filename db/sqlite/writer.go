@@ -274,7 +274,7 @@ func (d *Store) commitGroup(group []writeRequest, savepoints bool) {
 		}
 		return
 	}
-	st := sqlcore.NewTx(writer{raw: d.raw, conn: d.wconn}, dialect{}, sqlcore.NoLocks{}, &broker.TxScope{})
+	st := sqlcore.NewTx(writer{raw: d.raw, conn: d.wconn}, dialect{}, sqlcore.NoLocks{}, &broker.TxScope{}).WithMemo(d.raw.memo)
 	// The memory effects of the group's functions are applied (or
 	// dropped) once the transaction has ended, before any Update of it
 	// returns and before the next transaction begins: in commit order.
@@ -321,8 +321,10 @@ func (d *Store) beginGroup(group []writeRequest) error {
 		err = d.exec("BEGIN IMMEDIATE")
 	}
 	if err != nil {
+		d.raw.memo.Clear()
 		return fmt.Errorf("begin: %w", err)
 	}
+	d.raw.memoBegun()
 	return nil
 }
 
@@ -412,8 +414,10 @@ func (d *Store) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 	}
 	if err := d.exec("COMMIT"); err != nil {
 		// SQLite may leave the transaction open when COMMIT fails.
+		d.raw.memo.Clear()
 		return failAll(fmt.Errorf("commit: %w", err))
 	}
+	d.raw.memoCommitted()
 	if folded {
 		d.folds.Committed(left)
 	}
@@ -481,8 +485,10 @@ func (d *Store) exec(stmt string) error {
 	return err
 }
 
-// rollback ends the writer's transaction, if SQLite has not already.
+// rollback ends the writer's transaction, if SQLite has not already,
+// and empties the memo, which may hold what the transaction saved.
 func (d *Store) rollback() {
+	d.raw.memo.Clear()
 	if d.wconn.Raw(func(c any) error {
 		if sc, ok := c.(*sqlite3.SQLiteConn); ok && sc.AutoCommit() {
 			return errNoTx

@@ -31,12 +31,24 @@ type Tx struct {
 	// scope is the write transaction's memory (nil in a View), ended by
 	// the writer's commit.
 	scope *broker.TxScope
+	// memo serves Consumer and MessageRange from what the writer's last
+	// transactions saved and read (nil: every read goes to the database;
+	// see Memo).
+	memo *Memo
 }
 
 // newTx is a transaction that runs its statements on ex, in dialect d,
 // taking locks lk, with scope as its memory (nil in a View).
 func NewTx(ex Executor, d Dialect, lk Locks, scope *broker.TxScope) *Tx {
 	return &Tx{ex: ex, d: d, locks: lk, scope: scope}
+}
+
+// WithMemo has t serve reads from m, and keep m up to date with what
+// it saves and reads (a write transaction of the SQLite store's writer,
+// which empties m whenever something else may have changed it).
+func (t *Tx) WithMemo(m *Memo) *Tx {
+	t.memo = m
+	return t
 }
 
 // Scope returns the transaction's broker.TxScope: the writer's commit
@@ -79,15 +91,22 @@ func (t *Tx) MarkReadyStatement() (string, []any) {
 		return "", nil
 	case 1:
 		for id := range t.pushedTo {
-			return `UPDATE consumers SET ready = 1 WHERE partition_id = ? AND ready = 0`, []any{id}
+			return MarkReadySQL, []any{id}
 		}
 	}
 	ids := make([]int64, 0, len(t.pushedTo))
 	for id := range t.pushedTo {
 		ids = append(ids, id)
 	}
-	return `UPDATE consumers SET ready = 1 WHERE partition_id IN (SELECT value FROM json_each(?)) AND ready = 0`, []any{IntsJSON(ids)}
+	return MarkReadyManySQL, []any{IntsJSON(ids)}
 }
+
+// MarkReadySQL and MarkReadyManySQL are markReady's statements, for one
+// partition and for several.
+const (
+	MarkReadySQL     = `UPDATE consumers SET ready = 1 WHERE partition_id = ? AND ready = 0`
+	MarkReadyManySQL = `UPDATE consumers SET ready = 1 WHERE partition_id IN (SELECT value FROM json_each(?)) AND ready = 0`
+)
 
 // PGInsert is PGQuery for an INSERT run by Tx.Insert, which on
 // PostgreSQL adds RETURNING col to the text: both texts, with and
@@ -544,8 +563,7 @@ func (t *Tx) InsertMessage(ctx context.Context, m *broker.Message) (bool, error)
 	if err := t.locks.LockPartition(ctx, t, m.PartitionID); err != nil {
 		return false, err
 	}
-	n, seq, err := t.Insert(ctx, "seq", `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING`, m.PartitionID, m.TransactionID, []byte(m.Payload), m.TraceID, MS(m.CreatedAt))
+	n, seq, err := t.Insert(ctx, "seq", InsertMessageSQL, m.PartitionID, m.TransactionID, []byte(m.Payload), m.TraceID, MS(m.CreatedAt))
 	if err != nil {
 		return false, err
 	}
@@ -562,6 +580,10 @@ func (t *Tx) InsertMessage(ctx context.Context, m *broker.Message) (bool, error)
 	t.Pushed(m.PartitionID)
 	return true, nil
 }
+
+// InsertMessageSQL is InsertMessage's statement.
+const InsertMessageSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
 
 // InsertMessages inserts ms in their order as InsertMessage does each.
 // On SQLite it calls InsertMessage for each message: a statement costs no
@@ -623,6 +645,9 @@ func (t *Tx) MessageSeq(ctx context.Context, partitionID int64, txid string) (in
 // each row without returning its payload (the columns after it still
 // walk a large payload's overflow pages).
 func (t *Tx) MessageRange(ctx context.Context, partitionID, after, last int64) ([]broker.Message, error) {
+	if ms, ok := t.memo.messageRange(partitionID, after, last); ok {
+		return ms, nil
+	}
 	rows, err := t.Query(ctx, `SELECT seq, transaction_id, trace_id, created_at FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, partitionID, after, last)
 	if err != nil {
 		return nil, err
@@ -657,7 +682,11 @@ func (t *Tx) MessagesAfter(ctx context.Context, partitionID, after int64, limit 
 		}
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	t.memo.read(partitionID, after, out)
+	return out, nil
 }
 
 const ConsumerCols = `partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last`
@@ -682,6 +711,9 @@ func scanConsumer(s interface{ Scan(...any) error }) (broker.Consumer, error) {
 // Consumer reads consumers by the primary key (partition_id, group_id),
 // in a shared write under the row's lock.
 func (t *Tx) Consumer(ctx context.Context, partitionID, groupID int64) (broker.Consumer, error) {
+	if c, ok := t.memo.consumer(partitionID, groupID); ok {
+		return c, nil
+	}
 	c, err := scanConsumer(t.QueryRow(ctx, consumerSQL+t.locks.ForUpdate(), partitionID, groupID))
 	return c, notFound(err, "consumer")
 }
@@ -695,6 +727,12 @@ const consumerSQL = `SELECT ` + ConsumerCols + ` FROM consumers WHERE partition_
 func (t *Tx) ConsumerByLease(ctx context.Context, leaseID string) (broker.Consumer, error) {
 	var row Row
 	if p, g, ok := broker.LeaseConsumer(leaseID); ok {
+		if c, ok := t.memo.consumer(p, g); ok && leaseID != "" {
+			if c.LeaseID != leaseID {
+				return broker.Consumer{}, notFound(errNoRows, "lease")
+			}
+			return c, nil
+		}
 		row = t.QueryRow(ctx, consumerByLeaseSQL+t.locks.ForUpdate(), p, g, leaseID)
 	} else {
 		row = t.QueryRow(ctx, ConsumerByLeaseV7SQL+t.locks.ForUpdate(), leaseID)
@@ -763,11 +801,18 @@ func (t *Tx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 		}
 		acks = string(b)
 	}
-	err := t.ExecLater(ctx, `UPDATE consumers SET cursor = ?1, lease_id = ?2, lease_until = ?3, lease_last = ?4, leased_at = ?5,
-		retry_seq = ?6, retries = ?7, available_at = ?8, acks = ?9, void_lease_id = ?10, void_last = ?11
-		WHERE partition_id = ?12 AND group_id = ?13`,
-		c.Cursor, leaseID, MS(c.LeaseUntil), c.LeaseLast, MS(c.LeasedAt), c.RetrySeq, c.Retries, MS(c.AvailableAt), acks, voidID, c.VoidLast, c.PartitionID, c.GroupID)
-	if err != nil {
+	args := []any{c.Cursor, leaseID, MS(c.LeaseUntil), c.LeaseLast, MS(c.LeasedAt), c.RetrySeq, c.Retries, MS(c.AvailableAt), acks, voidID, c.VoidLast, c.PartitionID, c.GroupID}
+	if t.memo != nil {
+		// Run now, to learn whether the row was there to keep.
+		t.memo.forget(c.PartitionID, c.GroupID)
+		res, err := t.Exec(ctx, SaveConsumerSQL, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			t.memo.saved(c)
+		}
+	} else if err := t.ExecLater(ctx, SaveConsumerSQL, args...); err != nil {
 		return err
 	}
 	// Its count up to the cursor is brought up to date later (foldCounts);
@@ -778,6 +823,11 @@ func (t *Tx) SaveConsumer(ctx context.Context, c *broker.Consumer) error {
 	t.saved[[2]int64{c.PartitionID, c.GroupID}] = struct{}{}
 	return nil
 }
+
+// SaveConsumerSQL is SaveConsumer's statement.
+const SaveConsumerSQL = `UPDATE consumers SET cursor = ?1, lease_id = ?2, lease_until = ?3, lease_last = ?4, leased_at = ?5,
+		retry_seq = ?6, retries = ?7, available_at = ?8, acks = ?9, void_lease_id = ?10, void_last = ?11
+		WHERE partition_id = ?12 AND group_id = ?13`
 
 // The consumers that have a message past their cursor, among those marked
 // ready (never wrongly unready: see migration 0009). The ready ones that
