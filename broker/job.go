@@ -55,9 +55,9 @@ const (
 	// (gentleChunkBudget), so that the pushes and acks waiting behind it
 	// get in between chunks within about that time.
 	PaceGentle = ""
-	// PaceFull ends a chunk after a longer budget (fullChunkBudget) and
-	// takes more rows a chunk: the job runs flat out, and the writes
-	// waiting behind a chunk wait up to that budget.
+	// PaceFull bounds a chunk by its rows (fullChunk) rather than by
+	// time (fullChunkBudget is only a safety): the job runs flat out, and
+	// the writes waiting behind a chunk wait as long as its rows take.
 	PaceFull = "full"
 )
 

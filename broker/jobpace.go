@@ -6,18 +6,26 @@ import (
 )
 
 // A job's chunk is bounded by time as well as by rows (SPEC 4, the job's
-// pace): it stops once it has held the writer for its pace's budget, so
-// that the pushes and acks queued behind it (which the writer takes
-// before the next chunk) wait about that long at most, whatever a row
-// costs on this machine and with these payloads.
+// pace). At the default pace it stops once it has held the writer for
+// gentleChunkBudget, so that the pushes and acks queued behind it (which
+// the writer takes before the next chunk) wait about that long at most,
+// whatever a row costs on this machine and with these payloads. Flat out
+// it is bounded by its rows: what a chunk costs whatever its size (the
+// job's row, its filter, the commit, and the merges of the full-text
+// indexes' segments that each commit's few new segments bring on) is
+// then paid once for many rows. A budget of wall time would shrink the
+// chunks on a loaded machine, where a row takes longer by the clock for
+// the same work, until that fixed cost made most of a chunk (1M dead
+// letters took 170 s of CPU in chunks of ~80 rows, 122 s in chunks of 250:
+// docs/performance.md, D7); fullChunkBudget is only a safety.
 const (
 	// gentleChunkBudget is a chunk's time at the default pace: pushes
 	// beside the job wait a few milliseconds more at most.
 	gentleChunkBudget = 2 * time.Millisecond
-	// fullChunkBudget is a chunk's time flat out (PaceFull): long enough
-	// that what a chunk costs whatever its size (the job's row, its
-	// filter, the commit) is a small part of it.
-	fullChunkBudget = 100 * time.Millisecond
+	// fullChunkBudget is the longest a chunk flat out (PaceFull) holds
+	// the writer, whatever its rows: a safety for a machine where a row
+	// costs far more than expected, not the chunk's usual bound.
+	fullChunkBudget = 2 * time.Second
 	// fullChunk is the most rows a chunk takes flat out (bulkChunk and
 	// deleteChunk at the default pace).
 	fullChunk = 20_000

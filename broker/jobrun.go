@@ -126,11 +126,35 @@ func (j Job) PlannedUnit() string {
 
 // StartJob validates r, counts what it will act on and freezes it (the
 // bound of a filter, the ids), stores the job with one audit entry of its
-// actor, and leaves the work to RunJobs. Everything is read and written in
-// one transaction.
+// actor, and leaves the work to RunJobs. A filter's bound is taken and
+// what it holds counted from one read snapshot, before the write: a count
+// that walks many rows (a filter no kept count answers) then holds no
+// other write back. What was counted and is gone by the time the job
+// reaches it is counted skipped, as for what goes while it runs. The rest
+// is read and written in one transaction.
 func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 	if err := r.validate(); err != nil {
 		return Job{}, err
+	}
+	var counted *Bound // a filter's, taken with planned
+	var planned, plannedMessages int64
+	if r.Query != nil {
+		q := *r.Query
+		q.Scope = q.Scope.Narrow(r.Scope)
+		err := b.store.View(ctx, func(tx Tx) error {
+			f, bound, ok, err := b.frozen(ctx, tx, q)
+			if err != nil {
+				return err
+			}
+			counted, planned, plannedMessages = &bound, 0, 0
+			if ok {
+				planned, plannedMessages, err = countDeadLettersAndMessages(ctx, tx, f)
+			}
+			return err
+		})
+		if err != nil {
+			return Job{}, err
+		}
 	}
 	var seed uint64
 	if r.Canary != nil {
@@ -148,21 +172,12 @@ func (b *Broker) StartJob(ctx context.Context, r JobRequest) (Job, error) {
 		if r.Query != nil {
 			q := *r.Query
 			q.Scope = q.Scope.Narrow(r.Scope)
+			q.Bound = counted // and planned counted up to it
+			bound := *counted
 			j.Queue = q.Queue
-			f, bound, ok, err := b.frozen(ctx, tx, q)
-			if err != nil {
-				return err
-			}
-			q.Bound = &bound
-			if ok {
-				rows, messages, err := countDeadLettersAndMessages(ctx, tx, f)
-				if err != nil {
-					return err
-				}
-				j.Planned = rows
-				if j.byMessages() {
-					j.Planned = messages
-				}
+			j.Planned = planned
+			if j.byMessages() {
+				j.Planned = plannedMessages
 			}
 			j.Scope.Filter = &q
 			j.Description = fmt.Sprintf("%s matching %s, at or below %s", j.unit(), q.Describe(), bound)

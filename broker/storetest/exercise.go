@@ -123,6 +123,7 @@ var tests = []test{
 	{"ReplayJobIsOneAuditEntryAndCountsItsWork", testReplayJobIsOneAuditEntryAndCountsItsWork},
 	{"JobPauseResumeCancel", testJobPauseResumeCancel},
 	{"JobChunksAreBoundedByTimeAndRows", testJobChunksAreBoundedByTimeAndRows},
+	{"JobCountsBeforeItsWrite", testJobCountsBeforeItsWrite},
 	{"ReplayJobResumesAfterAKillExactlyOnce", testReplayJobResumesAfterAKillExactlyOnce},
 	{"ReplayJobPausesItselfWhenCopiesFailAgain", testReplayJobPausesItselfWhenCopiesFailAgain},
 	{"CanaryReplaysCountFirst", testCanaryReplaysCountFirst},

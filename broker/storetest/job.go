@@ -796,3 +796,54 @@ func testJobChunksAreBoundedByTimeAndRows(t *testing.T, harness Harness) {
 		t.Fatalf("pace fast: %v, want invalid", err)
 	}
 }
+
+// countlessWrites is a store whose writes fail any count of dead letters
+// by their rows: a test's way to see that a job's count is read before
+// its write, where it holds no other write back.
+type countlessWrites struct{ broker.Store }
+
+type countlessTx struct{ broker.Tx }
+
+var errCountInWrite = errors.New("dead letters counted by their rows inside a write")
+
+func (c countlessWrites) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	return c.Store.Update(ctx, o, func(tx broker.Tx) error { return fn(countlessTx{tx}) })
+}
+
+func (countlessTx) CountDeadLetters(context.Context, broker.Filter) (int64, error) {
+	return 0, errCountInWrite
+}
+
+func (countlessTx) CountDeadLetterMessages(context.Context, broker.Filter) (int64, error) {
+	return 0, errCountInWrite
+}
+
+// A job by a filter that no kept count answers (a time range, every
+// group: its rows and its messages are counted) counts them from a read
+// snapshot before its write, and plans exactly what it then does.
+func testJobCountsBeforeItsWrite(t *testing.T, harness Harness) {
+	t.Parallel()
+	s := setup(t, harness)
+	// Each message dead in two groups: 60 dead letters of 30 messages.
+	s.fill("q", "g", []string{"p"}, 30)
+	s.fill("q", "h", []string{"p"}, 30)
+	b := broker.New(broker.Config{Store: countlessWrites{s.db}, Clock: s.clock})
+	t.Cleanup(b.Close)
+	from := s.clock.Now().Add(-24 * time.Hour)
+	for _, mode := range []string{broker.ReplayEveryGroup, broker.ReplayOwnGroup} {
+		j, err := b.StartJob(s.ctx, broker.JobRequest{Kind: broker.JobReplay, Mode: mode, Query: &broker.DLQQuery{Queue: "q", From: from}, Actor: "user:dev"})
+		if err != nil {
+			t.Fatalf("start (mode %q): %v", mode, err)
+		}
+		want := int64(60) // to its own group: the dead letters
+		if mode == broker.ReplayEveryGroup {
+			want = 30 // to every group: the messages
+		}
+		if j.Planned != want || j.Scope.Filter == nil || j.Scope.Filter.Bound == nil || j.Scope.Filter.Bound.ID == 0 {
+			t.Fatalf("mode %q: planned %d, bound %+v; want %d planned and a bound", mode, j.Planned, j.Scope.Filter, want)
+		}
+		if _, err := b.CancelJob(s.ctx, j.ID, "user:dev"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
