@@ -203,6 +203,7 @@ type Store struct {
 	// alone: this process was the only one on the database at its last
 	// count (members.go); its hot writes then run as the one writer's.
 	alone     atomic.Bool
+	ungrouped bool // Options.Ungrouped
 	stopCount context.CancelFunc
 	countDone sync.WaitGroup
 
@@ -249,6 +250,10 @@ type Options struct {
 	// they take beside other processes (members.go). For tests of that
 	// mode in one process.
 	NeverAlone bool
+	// Ungrouped runs each write in a transaction of its own (no group
+	// commit, group.go): for the benchmark that measures what group
+	// commit buys.
+	Ungrouped bool
 	// Wait is how long Open tries again, with a growing pause, while the
 	// server cannot be reached (refused, not started yet, a name that
 	// does not resolve yet): a machine that boots Lazarus and PostgreSQL
@@ -311,7 +316,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
 	d := p
-	d.path, d.sync, d.log = dsn, o.Sync, o.Logger
+	d.path, d.sync, d.log, d.ungrouped = dsn, o.Sync, o.Logger, o.Ungrouped
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -639,7 +644,7 @@ func (d *Store) lead(r *writeReq) (err error) {
 	// exclusively: beside other processes' writes (rowLocks) the row
 	// locks of its writes, taken in no common order, could deadlock
 	// with theirs (group.go).
-	grouping := !lockShared && !o.Background && begin.sent
+	grouping := !lockShared && !o.Background && begin.sent && !d.ungrouped
 	if grouping {
 		w.detach = true
 		ctx = context.WithoutCancel(ctx)
@@ -868,6 +873,7 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 			return fmt.Errorf("commit: the server answered %s", tag)
 		}
 		committed = true // whatever reading the rest of the answer says
+		tail.w.begin.wire.commits.Add(1)
 		return nil
 	})
 	tail.w.later = nil
