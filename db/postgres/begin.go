@@ -205,7 +205,14 @@ func (r *writeRows) Close() error {
 	if r.results == nil {
 		return r.rows.Err()
 	}
-	return errors.Join(r.rows.Err(), r.results.Close())
+	// The pipeline's close reports the statement's failure once more:
+	// one error, not the same twice joined by a newline (a caller that
+	// prints it would print a second line).
+	err, cerr := r.rows.Err(), r.results.Close()
+	if err != nil {
+		return err
+	}
+	return cerr
 }
 
 // writeRow is a one-row query's answer over writeRows (sql.ErrNoRows when none).
