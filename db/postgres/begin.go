@@ -131,21 +131,6 @@ func (p *begin) now(ctx context.Context) error {
 	return p.readFailed(r.Close())
 }
 
-// with sends BEGIN and the statement text in one round trip, and returns
-// the results positioned at the statement's, to be closed by the caller.
-func (p *begin) with(ctx context.Context, text string, args []any) (pgx.BatchResults, error) {
-	var b pgx.Batch
-	p.queue(&b)
-	b.Queue(text, args...)
-	p.wire.add(b.Len())
-	r := p.pgc.SendBatch(ctx, &b)
-	if err := p.read(r); err != nil {
-		r.Close()
-		return nil, p.readFailed(err)
-	}
-	return r, nil
-}
-
 // readFailed notes err, the failure of a round trip meant to carry
 // BEGIN, when BEGIN did not run.
 func (p *begin) readFailed(err error) error {
@@ -165,37 +150,6 @@ func (p *begin) first() (bool, error) {
 		return false, p.failed
 	}
 	return !p.sent, nil
-}
-
-// execFirst and queryFirst run the transaction's first statement, with
-// its BEGIN.
-func (p *begin) execFirst(ctx context.Context, text string, args []any) (sql.Result, error) {
-	r, err := p.with(ctx, text, args)
-	if err != nil {
-		return nil, err
-	}
-	tag, err := r.Exec()
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return result(tag), nil
-}
-
-func (p *begin) queryFirst(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
-	r, err := p.with(ctx, text, args)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := r.Query()
-	if err != nil {
-		rows.Close()
-		r.Close()
-		return nil, err
-	}
-	return &writeRows{rows: rows, results: r}, nil
 }
 
 // exec and query run a write transaction's later statements on its
@@ -251,7 +205,14 @@ func (r *writeRows) Close() error {
 	if r.results == nil {
 		return r.rows.Err()
 	}
-	return errors.Join(r.rows.Err(), r.results.Close())
+	// The pipeline's close reports the statement's failure once more:
+	// one error, not the same twice joined by a newline (a caller that
+	// prints it would print a second line).
+	err, cerr := r.rows.Err(), r.results.Close()
+	if err != nil {
+		return err
+	}
+	return cerr
 }
 
 // writeRow is a one-row query's answer over writeRows (sql.ErrNoRows when none).

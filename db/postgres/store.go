@@ -187,15 +187,21 @@ type Store struct {
 	readPool *pgxpool.Pool
 	read     *sql.DB
 
-	// wmu makes this process's writes one at a time: each holds it from
-	// BEGIN to the end of its scope, so that scopes end in commit order
-	// before the next write (broker.TxScope). The advisory lock does the
-	// same across processes. It also guards the DB's fold notes
-	// (unfolded, unfoldedConsumers, foldedAt), which belong to whoever
-	// writes, as on SQLite.
+	// wmu makes this process's write transactions one at a time: each
+	// holds it from BEGIN to the end of its scope, so that scopes end in
+	// commit order before the next write (broker.TxScope). The advisory
+	// lock does the same across processes. It also guards the DB's fold
+	// notes (unfolded, unfoldedConsumers, foldedAt), which belong to
+	// whoever writes, as on SQLite, and seenGen.
 	wmu     sync.Mutex
-	closed  bool
 	seenGen int64 // the cache generation as of this process's last write (0: none yet)
+	// qmu guards the Updates waiting for the transaction under way
+	// (group.go): busy, one is under way; waiting, those queued behind
+	// it; closed, Close was called.
+	qmu     sync.Mutex
+	busy    bool
+	waiting []*writeReq
+	closed  bool
 	news    *notifier
 
 	// path is the URL the store was opened on; sync its durability;
@@ -214,6 +220,7 @@ type Store struct {
 	// alone: this process was the only one on the database at its last
 	// count (members.go); its hot writes then run as the one writer's.
 	alone     atomic.Bool
+	ungrouped bool // Options.Ungrouped
 	stopCount context.CancelFunc
 	countDone sync.WaitGroup
 
@@ -260,6 +267,10 @@ type Options struct {
 	// they take beside other processes (members.go). For tests of that
 	// mode in one process.
 	NeverAlone bool
+	// Ungrouped runs each write in a transaction of its own (no group
+	// commit, group.go): for the benchmark that measures what group
+	// commit buys.
+	Ungrouped bool
 	// Wait is how long Open tries again, with a growing pause, while the
 	// server cannot be reached (refused, not started yet, a name that
 	// does not resolve yet): a machine that boots Lazarus and PostgreSQL
@@ -323,7 +334,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
 	}
 	d := p
-	d.path, d.sync, d.log = dsn, o.Sync, o.Logger
+	d.path, d.sync, d.log, d.ungrouped = dsn, o.Sync, o.Logger, o.Ungrouped
 	d.idleFromURL = idleSet
 	if d.log == nil {
 		d.log = slog.Default()
@@ -570,18 +581,23 @@ func (d *Store) Update(ctx context.Context, o broker.UpdateOptions, fn func(brok
 	}
 }
 
-// write runs fn once in a write transaction: with its BEGIN sent with
-// its first statement (begin.go), or, eager, sent first. fn's writes
-// kept for the end and the ready mark go with COMMIT (tail, commit);
-// a write that read and wrote nothing sends nothing at all.
-func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error, eager bool) (err error) {
+// lead runs r's fn once in a write transaction: with its BEGIN sent
+// with its first statement (begin.go), or, eager, sent first; then, in
+// the same transaction, the Updates that queued meanwhile and may join
+// it (group commit, group.go). fn's writes kept for the end and the
+// ready mark go with COMMIT (tail, commit); a write that read and wrote
+// nothing, and was joined by none, sends nothing at all. lead returns
+// r's outcome, and answers those that joined once the transaction has
+// ended and its scope with it.
+func (d *Store) lead(r *writeReq) (err error) {
 	p := d
+	ctx, o, fn, eager := r.ctx, r.o, r.fn, r.eager
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if p.closed {
+	if p.isClosed() {
 		return sqlcore.ErrClosed
 	}
 	conn, pgc, err := p.writeConn(ctx)
@@ -590,22 +606,6 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 	}
 	defer conn.Close()
 	committed, commitSent := false, false
-	defer func() {
-		// The connection closed under the write before its COMMIT was
-		// sent: the session ended, and the transaction with it
-		// (errSessionLost). At the COMMIT, only when none of it left
-		// (SafeToRetry) or the server said it had ended the session for
-		// standing idle (25P03) before reading it: any other failure
-		// there is commit's to tell (ErrCommitUnknown, or an answer). One
-		// that ctx's end closed (pgx closes a connection whose statement
-		// it gives up on) is the caller's doing, and says so as it is.
-		var pe *pgconn.PgError
-		idle := errors.As(err, &pe) && pe.Code == "25P03"
-		if err != nil && !committed && pgc.IsClosed() && ctx.Err() == nil && !errors.Is(err, errCacheMoved) &&
-			(!commitSent || pgconn.SafeToRetry(err) || idle) {
-			err = fmt.Errorf("%w: %w", errSessionLost, err)
-		}
-	}()
 	// A hot write runs beside the other processes' only when there are
 	// others (members.go): alone, it writes as the one writer.
 	var lk sqlcore.Locks = sqlcore.NoLocks{}
@@ -616,6 +616,7 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 	begin := &begin{conn: conn, pgc: pgc, wire: &p.wire, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
 	w := &writer{begin: begin}
 	st := sqlcore.NewTx(w, dialectFor(lk), lk, &broker.TxScope{})
+	g := &group{}
 	defer func() {
 		if begin.sent && !committed {
 			if rerr := rollback(ctx, conn); rerr != nil {
@@ -625,46 +626,113 @@ func (d *Store) write(ctx context.Context, o broker.UpdateOptions, fn func(broke
 		if serr := st.Scope().End(committed); serr != nil {
 			d.log.Error("after a transaction", "err", serr)
 		}
+		// The connection closed under the write before its COMMIT was
+		// sent: the session ended, and the transaction with it
+		// (errSessionLost). At the COMMIT, only when none of it left
+		// (SafeToRetry) or the server said it had ended the session for
+		// standing idle (25P03) before reading it: any other failure
+		// there is commit's to tell (ErrCommitUnknown, or an answer). One
+		// that ctx's end closed (pgx closes a connection whose statement
+		// it gives up on) is the caller's doing, and says so as it is.
+		lost := func(err error, ended bool) error {
+			var pe *pgconn.PgError
+			idle := errors.As(err, &pe) && pe.Code == "25P03"
+			if err != nil && !committed && pgc.IsClosed() && !ended && !errors.Is(err, errCacheMoved) &&
+				(!commitSent || pgconn.SafeToRetry(err) || idle) {
+				return fmt.Errorf("%w: %w", errSessionLost, err)
+			}
+			return err
+		}
+		// Those that joined: answered once the scope has ended, in commit
+		// order; run again by the next transaction when this one failed
+		// for r's write alone (errLeaderFailed).
+		var lf *leaderFailed
+		if errors.As(err, &lf) {
+			err = lf.err
+			d.requeue(g.all())
+		} else {
+			g.answer(committed, lost(err, false))
+			d.requeue(g.queued())
+		}
+		err = lost(err, ctx.Err() != nil)
 	}()
 	if err := p.runWrite(ctx, st, begin, fn, eager); err != nil {
 		return err
 	}
-	tail, err := newTail(st, w)
-	if err != nil {
-		return err
+	// A group joins only a transaction that holds the writer's lock
+	// exclusively: beside other processes' writes (rowLocks) the row
+	// locks of its writes, taken in no common order, could deadlock
+	// with theirs (group.go).
+	grouping := !lockShared && !o.Background && begin.sent && !d.ungrouped
+	if grouping {
+		w.detach = true
+		ctx = context.WithoutCancel(ctx)
 	}
-	if !begin.sent && tail.empty() && !d.folds.Due(st) {
-		// fn neither read nor wrote anything: no transaction at all.
-		committed = true
+	for {
+		if grouping {
+			if err := d.runGroup(ctx, st, w, g); err != nil {
+				return err
+			}
+			w.member = -1
+		}
+		tail, err := newTail(st, w)
+		if err != nil {
+			return err
+		}
+		tail.syncOn = begin.ephemeral && g.durable()
+		if !begin.sent && tail.empty() && !d.folds.Due(st) {
+			// fn neither read nor wrote anything: no transaction at all.
+			committed = true
+			return nil
+		}
+		if err := begin.now(ctx); err != nil {
+			return err
+		}
+		if len(g.ran) > 0 && len(w.later) > 0 && d.folds.Due(st) {
+			// The writes a fold would send first (its before) in a round
+			// trip of their own, where a failure is told apart.
+			if err := tail.send(ctx, pgc); err != nil {
+				if w.blame == nil {
+					return err
+				}
+				if err := d.settle(ctx, st, w, g); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		// When the counts are folded, the tail goes first (foldCounts'
+		// before), and COMMIT alone after the fold.
+		folded, left, err := d.folds.Counts(ctx, st, func(s string) error { d.wire.add(1); _, err := conn.ExecContext(ctx, s); return err }, func() error {
+			return tail.send(ctx, pgc)
+		})
+		if err != nil {
+			return err
+		}
+		commitSent = true
+		if committed, err = d.commit(ctx, pgc, tail); err != nil {
+			if w.blame == nil {
+				return err
+			}
+			commitSent = false
+			if err := d.settle(ctx, st, w, g); err != nil {
+				return err
+			}
+			continue
+		}
+		// The generation this process has seen. A transaction of its own
+		// that moved it (its own cache was emptied by the broker already)
+		// makes the next one empty it once more: rare, and only costly. One
+		// that saw it moved but did not empty the cache (a write of the
+		// broker's that looks nothing up) leaves it for the next.
+		if !st.Scope().Foreign() || st.Scope().ForeignHandled() {
+			p.seenGen = begin.gen
+		}
+		if folded {
+			d.folds.Committed(left)
+		}
 		return nil
 	}
-	if err := begin.now(ctx); err != nil {
-		return err
-	}
-	// When the counts are folded, the tail goes first (foldCounts'
-	// before), and COMMIT alone after the fold.
-	folded, left, err := d.folds.Counts(ctx, st, func(s string) error { d.wire.add(1); _, err := conn.ExecContext(ctx, s); return err }, func() error {
-		return tail.send(ctx, pgc)
-	})
-	if err != nil {
-		return err
-	}
-	commitSent = true
-	if committed, err = d.commit(ctx, pgc, tail); err != nil {
-		return err
-	}
-	// The generation this process has seen. A transaction of its own
-	// that moved it (its own cache was emptied by the broker already)
-	// makes the next one empty it once more: rare, and only costly. One
-	// that saw it moved but did not empty the cache (a write of the
-	// broker's that looks nothing up) leaves it for the next.
-	if !st.Scope().Foreign() || st.Scope().ForeignHandled() {
-		p.seenGen = begin.gen
-	}
-	if folded {
-		d.folds.Committed(left)
-	}
-	return nil
 }
 
 // writeConn takes a connection of the pool for a write transaction, and
@@ -719,12 +787,15 @@ func (p *Store) runWrite(ctx context.Context, st *sqlcore.Tx, begin *begin, fn f
 
 // tail is what a write sends last, in the round trip of its COMMIT
 // (or, when the counts are folded, just before the fold): the writes
-// kept for it (writer.execLater) and the ready mark
-// (sqlcore.Tx.MarkReadyStatement). Sent, it is empty.
+// kept for it (writer.later) and the ready mark
+// (sqlcore.Tx.MarkReadyStatement); and, for a group begun by an
+// ephemeral write that holds others, synchronous_commit set back on
+// (syncOn). Sent, it is empty.
 type tail struct {
 	w        *writer
 	mark     string
 	markArgs []any
+	syncOn   bool
 }
 
 // newTail is the tail of st, run by w, as fn left it, its mark in
@@ -739,9 +810,10 @@ func newTail(st *sqlcore.Tx, w *writer) (*tail, error) {
 }
 
 // empty reports whether there is nothing to send.
-func (t *tail) empty() bool { return len(t.w.later) == 0 && t.mark == "" }
+func (t *tail) empty() bool { return len(t.w.later) == 0 && t.mark == "" && !t.syncOn }
 
-// queue adds the tail's statements to b: the writes kept, then the mark.
+// queue adds the tail's statements to b: the writes kept, then the
+// mark, then the setting.
 func (t *tail) queue(b *pgx.Batch) {
 	for _, l := range t.w.later {
 		b.Queue(l.text, l.args...)
@@ -749,18 +821,27 @@ func (t *tail) queue(b *pgx.Batch) {
 	if t.mark != "" {
 		b.Queue(t.mark, t.markArgs...)
 	}
+	if t.syncOn {
+		b.Queue(`SET LOCAL synchronous_commit = on`)
+	}
 }
 
-// read reads the results of what queue added, in order.
-func (t *tail) read(r pgx.BatchResults) error {
-	for range t.w.later {
+// read reads the results of what queue added, in order; last is the
+// member of the group whose statement was sent before (writer.failed).
+func (t *tail) read(r pgx.BatchResults, last int) error {
+	for _, l := range t.w.later {
 		if _, err := r.Exec(); err != nil {
-			return err
+			return t.w.failed(l, last, err)
 		}
 	}
 	if t.mark != "" {
 		if _, err := r.Exec(); err != nil {
 			return fmt.Errorf("mark consumers ready: %w", err)
+		}
+	}
+	if t.syncOn {
+		if _, err := r.Exec(); err != nil {
+			return fmt.Errorf("synchronous_commit: %w", err)
 		}
 	}
 	return nil
@@ -772,8 +853,10 @@ func (t *tail) send(ctx context.Context, pgc *pgx.Conn) error {
 	if t.empty() {
 		return nil
 	}
-	err := pipeline(ctx, pgc, t.w.begin.wire, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r) })
-	t.w.later, t.mark = nil, ""
+	last := t.w.last
+	t.w.last = t.w.member
+	err := pipeline(ctx, pgc, t.w.begin.wire, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r, last) })
+	t.w.later, t.mark, t.syncOn = nil, "", false
 	return err
 }
 
@@ -788,11 +871,13 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	answered := false // the server answered the COMMIT
+	last := tail.w.last
+	tail.w.last = tail.w.member
 	err = pipeline(cctx, pgc, tail.w.begin.wire, func(b *pgx.Batch) {
 		tail.queue(b)
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
-		if err := tail.read(r); err != nil {
+		if err := tail.read(r, last); err != nil {
 			return err
 		}
 		tag, err := r.Exec()
@@ -807,10 +892,13 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 			return fmt.Errorf("commit: the server answered %s", tag)
 		}
 		committed = true // whatever reading the rest of the answer says
+		tail.w.begin.wire.commits.Add(1)
 		return nil
 	})
 	tail.w.later = nil
 	switch {
+	case err != nil && tail.w.blame != nil:
+		return false, err // a write of the group failed before the COMMIT: the group settles it
 	case err != nil && !committed && !answered && commitUnknown(err):
 		return false, fmt.Errorf("%w: %w", broker.ErrCommitUnknown, err)
 	case err != nil && !committed:
@@ -887,9 +975,15 @@ func (d *Store) View(ctx context.Context, fn func(broker.Tx) error) error {
 }
 
 func (p *Store) Close() error {
-	p.wmu.Lock()
+	p.qmu.Lock()
 	p.closed = true
+	p.qmu.Unlock()
+	// The write under way ends before the pools close; those queued are
+	// refused (handOn).
+	p.wmu.Lock()
+	//lint:ignore SA2001 an empty critical section: it waits for the write under way
 	p.wmu.Unlock()
+
 	if p.news != nil {
 		p.news.close()
 	}

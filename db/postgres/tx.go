@@ -84,11 +84,15 @@ func (rowLocks) LockDue(ctx context.Context, t *sqlcore.Tx, groupID int64, due [
 		ORDER BY leased_at, partition_id LIMIT ?4 FOR UPDATE OF c SKIP LOCKED`, ready, groupID, sqlcore.MS(now), want))
 }
 
-// later is a write kept by execLater: its PostgreSQL text and
-// arguments.
+// later is what a write transaction sends with its next round trip: a
+// write kept by ExecLater, or the SAVEPOINT of a write of its group
+// (savepoint, group.go), its PostgreSQL text and arguments, and owner,
+// the write of the group whose it is (writer.member).
 type later struct {
-	text string
-	args []any
+	text      string
+	args      []any
+	owner     int
+	savepoint bool
 }
 
 // writer is the executor of a write transaction: every statement runs
@@ -96,61 +100,117 @@ type later struct {
 // the writes execLater keeps go with the next round trip.
 type writer struct {
 	begin *begin
-	// later are the writes execLater keeps for the next round trip.
+	// later are what goes with the next round trip, in order.
 	later []later
+	// member numbers the Update of the transaction's group whose fn runs
+	// now (0: the one that began it; -1: none, the group's commit), and
+	// last the one whose statement was sent last (group.go). detach: the
+	// transaction is shared, so no caller's ctx may cancel a statement
+	// of it (pgx closes the connection of a statement it gives up on).
+	member, last int
+	detach       bool
+	// blame, once set, is the failure of an earlier member of the group
+	// that a round trip of the member running found (its write kept, or
+	// the transaction it left failed): that member's statements fail
+	// from there, and the group settles it (group.go).
+	blame *blame
 }
 
 // ExecLater keeps the write for the next round trip: sent before the
 // transaction's next statement, or with its COMMIT when none follows (a
 // pop's and an ack's last write): its error is then that statement's,
-// or the commit's, and nothing of the transaction commits. The
-// transaction's reads see it all the same: none runs before it is sent.
+// or the commit's, and nothing of the transaction commits (of a group,
+// nothing of its Update). The transaction's reads see it all the same:
+// none runs before it is sent.
 func (w *writer) ExecLater(_ context.Context, query string, args []any) error {
+	if w.blame != nil {
+		return w.blame.rerun()
+	}
 	text, args, err := bind(query, args)
 	if err != nil {
 		return err
 	}
-	w.later = append(w.later, later{text, args})
+	w.later = append(w.later, later{text: text, args: args, owner: w.member})
 	return nil
 }
 
-// sendLater sends the writes execLater kept, in one round trip (after
-// BEGIN, if it is still to be sent).
-func (w *writer) sendLater(ctx context.Context) error {
-	if len(w.later) == 0 {
-		return nil
+// ctxFor is the context a statement runs under: ctx, or, while the
+// transaction is shared by a group, ctx without its cancellation.
+func (w *writer) ctxFor(ctx context.Context) context.Context {
+	if w.detach {
+		return context.WithoutCancel(ctx)
 	}
-	if err := w.begin.now(ctx); err != nil {
-		return err
-	}
-	later := w.later
-	w.later = nil
-	return pipeline(ctx, w.begin.pgc, w.begin.wire, func(b *pgx.Batch) {
-		for _, l := range later {
-			b.Queue(l.text, l.args...)
-		}
-	}, func(r pgx.BatchResults, n int) error {
-		for range n {
-			if _, err := r.Exec(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return ctx
 }
 
-// statement readies the transaction for its next statement: the writes
-// kept are sent first, and first says the statement is to carry the
-// transaction's BEGIN (begin.go).
-func (w *writer) statement(ctx context.Context) (first bool, err error) {
-	if len(w.later) > 0 {
-		return false, w.sendLater(ctx)
+// pipelined readies the transaction for its next statement and reports
+// whether the statement goes in a pipeline, after the BEGIN still to be
+// sent or what was kept for the next round trip (with).
+func (w *writer) pipelined() (bool, error) {
+	if w.blame != nil {
+		return false, w.blame.rerun()
 	}
-	return w.begin.first()
+	first, err := w.begin.first()
+	if err != nil {
+		return false, err
+	}
+	return first || len(w.later) > 0, nil
+}
+
+// with sends, in one round trip, BEGIN if it is still to be sent, what
+// was kept for the next round trip, and text; it returns the results
+// positioned at text's, to be closed by the caller. A kept write that
+// fails is its member's failure: the member running's own, or an
+// earlier one's (blame).
+func (w *writer) with(ctx context.Context, text string, args []any) (pgx.BatchResults, error) {
+	var b pgx.Batch
+	first := !w.begin.sent
+	if first {
+		w.begin.queue(&b)
+	}
+	kept := w.later
+	w.later = nil
+	for _, l := range kept {
+		b.Queue(l.text, l.args...)
+	}
+	b.Queue(text, args...)
+	w.begin.wire.add(b.Len())
+	last := w.last
+	w.last = w.member
+	r := w.begin.pgc.SendBatch(ctx, &b)
+	if first {
+		if err := w.begin.read(r); err != nil {
+			r.Close()
+			return nil, w.begin.readFailed(err)
+		}
+	}
+	for _, l := range kept {
+		if _, err := r.Exec(); err != nil {
+			r.Close()
+			return nil, w.failed(l, last, err)
+		}
+	}
+	return r, nil
+}
+
+// failed is the error of l, sent with a round trip after the statement
+// of member last and failing with err: a SAVEPOINT fails only in a
+// transaction that an earlier statement failed, last's.
+func (w *writer) failed(l later, last int, err error) error {
+	owner := l.owner
+	if l.savepoint {
+		owner = last
+	}
+	if owner == w.member {
+		return err
+	}
+	w.blame = &blame{member: owner, err: err}
+	return w.blame.rerun()
 }
 
 func (w *writer) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
-	first, err := w.statement(ctx)
+	ctx = w.ctxFor(ctx)
+	pipe, err := w.pipelined()
 	if err != nil {
 		return nil, err
 	}
@@ -158,42 +218,62 @@ func (w *writer) Exec(ctx context.Context, query string, args []any) (sql.Result
 	if err != nil {
 		return nil, err
 	}
-	if first {
-		return w.begin.execFirst(ctx, text, args)
+	if !pipe {
+		w.last = w.member
+		return w.begin.exec(ctx, text, args)
 	}
-	return w.begin.exec(ctx, text, args)
+	r, err := w.with(ctx, text, args)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := r.Exec()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return result(tag), nil
 }
 
 func (w *writer) Query(ctx context.Context, query string, args []any) (sqlcore.Rows, error) {
-	first, err := w.statement(ctx)
-	if err != nil {
-		return nil, err
-	}
 	text, args, err := bind(query, args)
 	if err != nil {
 		return nil, err
 	}
-	return w.query(ctx, first, text, args)
+	return w.query(ctx, text, args)
 }
 
 func (w *writer) QueryStmt(ctx context.Context, s *sqlcore.Stmt) (sqlcore.Rows, error) {
-	first, err := w.statement(ctx)
-	if err != nil {
-		return nil, err
-	}
 	text, args, err := bindStmt(s)
 	if err != nil {
 		return nil, err
 	}
-	return w.query(ctx, first, text, args)
+	return w.query(ctx, text, args)
 }
 
-// query runs text, the transaction's first statement when first.
-func (w *writer) query(ctx context.Context, first bool, text string, args []any) (sqlcore.Rows, error) {
-	if first {
-		return w.begin.queryFirst(ctx, text, args)
+// query runs text: in a pipeline when BEGIN or kept writes go with it.
+func (w *writer) query(ctx context.Context, text string, args []any) (sqlcore.Rows, error) {
+	ctx = w.ctxFor(ctx)
+	pipe, err := w.pipelined()
+	if err != nil {
+		return nil, err
 	}
-	return w.begin.query(ctx, text, args)
+	if !pipe {
+		w.last = w.member
+		return w.begin.query(ctx, text, args)
+	}
+	r, err := w.with(ctx, text, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.Query()
+	if err != nil {
+		rows.Close()
+		r.Close()
+		return nil, err
+	}
+	return &writeRows{rows: rows, results: r}, nil
 }
 
 func (w *writer) QueryRow(ctx context.Context, query string, args []any) sqlcore.Row {

@@ -9,6 +9,7 @@ import "sync/atomic"
 // not grow with the rows it writes.
 type wire struct {
 	trips, statements atomic.Int64
+	commits           atomic.Int64 // the write transactions committed
 }
 
 // add counts one round trip carrying n statements.
@@ -25,3 +26,7 @@ func (w *wire) add(n int) {
 func (d *Store) Wire() (trips, statements int64) {
 	return d.wire.trips.Load(), d.wire.statements.Load()
 }
+
+// Commits returns how many write transactions this store has committed
+// so far (a group commit's members count once).
+func (d *Store) Commits() int64 { return d.wire.commits.Load() }
