@@ -110,7 +110,7 @@ func TestFaultCampaign(t *testing.T) {
 	// done) and the workers drain the queues.
 	for _, p := range h.All() {
 		if err := p.WaitUp(3 * time.Minute); err != nil {
-			t.Fatal(err)
+			h.Fatal(p, err)
 		}
 	}
 	close(drain)
