@@ -606,7 +606,9 @@ func checkHolds(r *Report, ops []*Op) {
 
 // checkPauses measures, for each pause of a PostgreSQL process, the
 // longest a write to another process (not paused, not the SQLite one)
-// in flight during the pause took; and the same around kills, to compare.
+// in flight during the pause waited from the pause's start (or its own
+// sending, when later) to its answer; and the same around kills, to
+// compare.
 func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
 	for _, f := range faults {
 		if (f.Kind != "pause" && f.Kind != "pause-filing" && f.Kind != "kill") || f.Proc == "S1" || f.Proc == "" {
@@ -619,9 +621,12 @@ func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
 			if !isWrite(o) || o.Proc == f.Proc || o.Proc == "S1" || o.Start.After(f.End) || o.End.Before(f.Start) {
 				continue
 			}
-			if d := o.End.Sub(o.Start); d > pw.Wait {
+			// What it waited from the pause on: a write sent before
+			// it could wait for the paused process only from then (its
+			// time before is the load's, which kills measure too).
+			if d := o.End.Sub(later(o.Start, f.Start)); d > pw.Wait {
 				pw.Wait = d
-				pw.Op = fmt.Sprintf("op %d %s on %s: %d after %s", o.ID, o.Kind, o.Proc, o.Status, d.Round(time.Millisecond))
+				pw.Op = fmt.Sprintf("op %d %s on %s: %d after %s", o.ID, o.Kind, o.Proc, o.Status, o.End.Sub(o.Start).Round(time.Millisecond))
 			}
 		}
 		if f.Kind == "kill" {
@@ -684,3 +689,11 @@ const (
 	BreakerQueue = "cb"
 	breakerAfter = 3
 )
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

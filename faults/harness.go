@@ -46,6 +46,19 @@ type Proc struct {
 	exited chan struct{}
 	paused bool
 	offset time.Duration
+	// killing: the process's end is the harness's kill; selfExits: the
+	// ends that were not (each a time and exit status).
+	killing   bool
+	selfExits []string
+}
+
+// SelfExits is each end of the process that was not the harness's kill
+// (a start that failed, a crash): a process of the campaign ends only
+// when it is killed.
+func (p *Proc) SelfExits() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.selfExits...)
 }
 
 // Harness is the campaign's processes, their proxies and PostgreSQL.
@@ -214,8 +227,17 @@ func (p *Proc) Start() error {
 		return err
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	p.cmd, p.exited, p.paused = cmd, exited, false
+	go func() {
+		_ = cmd.Wait()
+		p.mu.Lock()
+		if !p.killing {
+			// Not the nemesis's kill -9: the process ended by itself.
+			p.selfExits = append(p.selfExits, fmt.Sprintf("%s %s", time.Now().UTC().Format("15:04:05.000"), cmd.ProcessState))
+		}
+		p.mu.Unlock()
+		close(exited)
+	}()
+	p.cmd, p.exited, p.paused, p.killing = cmd, exited, false, false
 	return nil
 }
 
@@ -262,6 +284,7 @@ func (p *Proc) WaitUp(within time.Duration) error {
 func (p *Proc) Kill() {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
+	p.killing = true
 	p.mu.Unlock()
 	if cmd == nil {
 		return
