@@ -309,8 +309,9 @@ func checkLeases(r *Report, ops []*Op, cfg CheckConfig) {
 				if both.Before(a.liveTill) && both.Before(b.liveTill) {
 					n++
 					if n <= 10 {
-						r.anomaly("lease overlap: %s/%s message %s leased by op %d (%s on %s) and op %d (%s on %s), both live at %s",
-							k[0], k[1], k[2], a.op.ID, a.id, a.op.Proc, b.op.ID, b.id, b.op.Proc, both.Format("15:04:05.000"))
+						r.anomaly("lease overlap: %s/%s message %s leased by op %d (%s on %s, sent %s, answered %s, live till %s) and op %d (%s on %s, sent %s, answered %s, live till %s), both live at %s",
+							k[0], k[1], k[2], a.op.ID, a.id, a.op.Proc, clock(a.op.Start), clock(a.op.End), clock(a.liveTill),
+							b.op.ID, b.id, b.op.Proc, clock(b.op.Start), clock(b.op.End), clock(b.liveTill), clock(both))
 					}
 				}
 			}
@@ -697,3 +698,6 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// clock is t as an anomaly shows it.
+func clock(t time.Time) string { return t.Format("15:04:05.000") }

@@ -208,6 +208,10 @@ func (h *Harness) newProc(name, db string, proxy *toxiproxy.Proxy) *Proc {
 	return p
 }
 
+// Path is a file's path in the run's directory (kept when the test
+// fails).
+func (h *Harness) Path(name string) string { return filepath.Join(h.dir, name) }
+
 // All is every process, PostgreSQL's first.
 func (h *Harness) All() []*Proc { return append(append([]*Proc(nil), h.PG...), h.Lite) }
 
