@@ -27,11 +27,12 @@ const (
 )
 
 // shortRun is how long go test injects faults when
-// LAZARUS_FAULTS_DURATION is not set: long enough for every kind once
-// (their mean lengths add up to about a minute), short enough that the
-// whole test, the build of the binary included, takes 2 to 4 minutes
-// on a loaded 2-core machine.
-const shortRun = 75 * time.Second
+// LAZARUS_FAULTS_DURATION is not set: about as long as every kind once
+// takes (their mean lengths add up to about a minute; the nemesis
+// injects each once in full whatever the duration), short enough that
+// the whole test, the build of the binary included, takes 2½ to 5
+// minutes on a loaded 2-core machine.
+const shortRun = 60 * time.Second
 
 func envDurationOr(t *testing.T, name string, def time.Duration) time.Duration {
 	v := os.Getenv(name)

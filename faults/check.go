@@ -608,12 +608,21 @@ func checkHolds(r *Report, ops []*Op) {
 // checkPauses measures, for each pause of a PostgreSQL process, the
 // longest a write to another process (not paused, not the SQLite one)
 // in flight during the pause waited from the pause's start (or its own
-// sending, when later) to its answer; and the same around kills, to
-// compare.
+// sending, when later) to its answer, or to the next fault's start
+// when that came first; and the same around kills, to compare.
 func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
-	for _, f := range faults {
+	for i, f := range faults {
 		if (f.Kind != "pause" && f.Kind != "pause-filing" && f.Kind != "kill") || f.Proc == "S1" || f.Proc == "" {
 			continue
+		}
+		// A write still waiting when the next fault began (another
+		// pause, a crash) waits for that one too from then on: what
+		// this one held it is counted up to there.
+		var next time.Time
+		for _, g := range faults[i+1:] {
+			if g.Start.After(f.Start) && (next.IsZero() || g.Start.Before(next)) {
+				next = g.Start
+			}
 		}
 		pw := PauseWait{Fault: f}
 		for _, o := range ops {
@@ -625,7 +634,11 @@ func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
 			// What it waited from the pause on: a write sent before
 			// it could wait for the paused process only from then (its
 			// time before is the load's, which kills measure too).
-			if d := o.End.Sub(later(o.Start, f.Start)); d > pw.Wait {
+			end := o.End
+			if !next.IsZero() && end.After(next) {
+				end = next
+			}
+			if d := end.Sub(later(o.Start, f.Start)); d > pw.Wait {
 				pw.Wait = d
 				pw.Op = fmt.Sprintf("op %d %s on %s: %d after %s", o.ID, o.Kind, o.Proc, o.Status, o.End.Sub(o.Start).Round(time.Millisecond))
 			}
