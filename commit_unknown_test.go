@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lazarus-dlq/lazarus/db"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
@@ -100,5 +101,27 @@ func TestAPushWhoseConnectionBrokeBeforeItsCommitRunsAgainOrIsAnswered503(t *tes
 	}
 	if err := json.Unmarshal(body, &pop); err != nil || len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "t-2" {
 		t.Fatalf("pop: %d %s, want t-2 once", resp.StatusCode, body)
+	}
+}
+
+// A server whose connection to PostgreSQL breaks while it starts (the
+// server crashed or restarted, the network cut it), after its schema is
+// up to date and before it listens, waits for the database as it does
+// at Open (--db-wait) rather than ending: the fault campaign (faults/)
+// found a process restarted while PostgreSQL crashed ending with "admin
+// user: unavailable".
+func TestAServerWhoseDatabaseGoesAwayWhileItStartsWaitsForIt(t *testing.T) {
+	t.Parallel()
+	cutter := pgtest.CutCommits(t, pgtest.Database(t, "lazarus", db.Prepare))
+	cutter.ArmBeforeTimes("FROM users WHERE name", 2) // ensureAdmin's read of the admin
+	s := startServer(t, Config{DBPath: cutter.URL, DBWait: time.Minute, AdminToken: "s3cret-token", AdminPassword: "correct horse battery"})
+	if cutter.Cuts() != 2 {
+		t.Fatalf("the relay cut %d connections, want 2", cutter.Cuts())
+	}
+	if resp, body := s.do(http.MethodGet, "/health", "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("health: %d %s", resp.StatusCode, body)
+	}
+	if !strings.Contains(s.logs.String(), "the database went away during the start") {
+		t.Fatalf("no try again logged:\n%s", s.logs)
 	}
 }

@@ -109,7 +109,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	if cfg.ArchiveDir == "" {
 		warnNoArchive(ctx, b, log, "at start")
 	}
-	firstPassword, err := ensureAdmin(ctx, b, cfg)
+	firstPassword, err := whileUnavailable(ctx, cfg.DBWait, log, "admin user", func() (string, error) { return ensureAdmin(ctx, b, cfg) })
 	if err != nil {
 		return fmt.Errorf("admin user: %w", err)
 	}
@@ -237,6 +237,31 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 // letters, that this process has no archive directory: while it leads
 // (one of several on PostgreSQL may), maintenance keeps those dead
 // letters past their retention rather than archive them.
+// whileUnavailable runs fn, a step of the start that reads or writes
+// the database, again while the database cannot be reached
+// (broker.ErrUnavailable, nothing changed: PostgreSQL restarting, the
+// connection cut), for up to wait from the first try: the start waits
+// for the database as Open does (--db-wait). The fault campaign
+// (faults/) found a process restarted while PostgreSQL crashed ending
+// here.
+func whileUnavailable[T any](ctx context.Context, wait time.Duration, log *slog.Logger, step string, fn func() (T, error)) (T, error) {
+	start := time.Now()
+	pause := 250 * time.Millisecond
+	for try := 1; ; try++ {
+		v, err := fn()
+		if err == nil || !errors.Is(err, broker.ErrUnavailable) || time.Since(start) >= wait {
+			return v, err
+		}
+		log.Warn("the database went away during the start; trying again", "step", step, "try", try, "retry_in", pause.String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
 func warnNoArchive(ctx context.Context, b *broker.Broker, log *slog.Logger, when string) {
 	names, err := b.ArchivingQueues(ctx)
 	if err != nil || len(names) == 0 {

@@ -309,8 +309,9 @@ func checkLeases(r *Report, ops []*Op, cfg CheckConfig) {
 				if both.Before(a.liveTill) && both.Before(b.liveTill) {
 					n++
 					if n <= 10 {
-						r.anomaly("lease overlap: %s/%s message %s leased by op %d (%s on %s) and op %d (%s on %s), both live at %s",
-							k[0], k[1], k[2], a.op.ID, a.id, a.op.Proc, b.op.ID, b.id, b.op.Proc, both.Format("15:04:05.000"))
+						r.anomaly("lease overlap: %s/%s message %s leased by op %d (%s on %s, sent %s, answered %s, live till %s) and op %d (%s on %s, sent %s, answered %s, live till %s), both live at %s",
+							k[0], k[1], k[2], a.op.ID, a.id, a.op.Proc, clock(a.op.Start), clock(a.op.End), clock(a.liveTill),
+							b.op.ID, b.id, b.op.Proc, clock(b.op.Start), clock(b.op.End), clock(b.liveTill), clock(both))
 					}
 				}
 			}
@@ -606,11 +607,22 @@ func checkHolds(r *Report, ops []*Op) {
 
 // checkPauses measures, for each pause of a PostgreSQL process, the
 // longest a write to another process (not paused, not the SQLite one)
-// in flight during the pause took; and the same around kills, to compare.
+// in flight during the pause waited from the pause's start (or its own
+// sending, when later) to its answer, or to the next fault's start
+// when that came first; and the same around kills, to compare.
 func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
-	for _, f := range faults {
+	for i, f := range faults {
 		if (f.Kind != "pause" && f.Kind != "pause-filing" && f.Kind != "kill") || f.Proc == "S1" || f.Proc == "" {
 			continue
+		}
+		// A write still waiting when the next fault began (another
+		// pause, a crash) waits for that one too from then on: what
+		// this one held it is counted up to there.
+		var next time.Time
+		for _, g := range faults[i+1:] {
+			if g.Start.After(f.Start) && (next.IsZero() || g.Start.Before(next)) {
+				next = g.Start
+			}
 		}
 		pw := PauseWait{Fault: f}
 		for _, o := range ops {
@@ -619,9 +631,16 @@ func checkPauses(r *Report, ops []*Op, faults []Fault, cfg CheckConfig) {
 			if !isWrite(o) || o.Proc == f.Proc || o.Proc == "S1" || o.Start.After(f.End) || o.End.Before(f.Start) {
 				continue
 			}
-			if d := o.End.Sub(o.Start); d > pw.Wait {
+			// What it waited from the pause on: a write sent before
+			// it could wait for the paused process only from then (its
+			// time before is the load's, which kills measure too).
+			end := o.End
+			if !next.IsZero() && end.After(next) {
+				end = next
+			}
+			if d := end.Sub(later(o.Start, f.Start)); d > pw.Wait {
 				pw.Wait = d
-				pw.Op = fmt.Sprintf("op %d %s on %s: %d after %s", o.ID, o.Kind, o.Proc, o.Status, d.Round(time.Millisecond))
+				pw.Op = fmt.Sprintf("op %d %s on %s: %d after %s", o.ID, o.Kind, o.Proc, o.Status, o.End.Sub(o.Start).Round(time.Millisecond))
 			}
 		}
 		if f.Kind == "kill" {
@@ -684,3 +703,14 @@ const (
 	BreakerQueue = "cb"
 	breakerAfter = 3
 )
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// clock is t as an anomaly shows it.
+func clock(t time.Time) string { return t.Format("15:04:05.000") }

@@ -182,9 +182,31 @@ func TestCheckerMeasuresWritesDuringAPause(t *testing.T) {
 	}
 	ops[0].End = at(7000) // now the probe sent before the pause waited longest
 	r = Check(ops, faults, cfg)
-	if r.MaxPauseWait != 7510*time.Millisecond {
-		t.Fatalf("a write sent just before the pause and held through it: longest wait %s, want 7.51s", r.MaxPauseWait)
+	if r.MaxPauseWait != 7500*time.Millisecond || r.PauseWaits[0].Op != "op 3 push on P3: 201 after 7.51s" {
+		t.Fatalf("a write sent just before the pause and held through it: longest wait %s (%s), want 7.5s from the pause's start", r.MaxPauseWait, r.PauseWaits[0].Op)
 	}
+	// A write sent long before the pause (slow for the load's reasons)
+	// waited for the paused process only from its start: 4s of its 8s.
+	ops[1].Start, ops[1].End = at(-3500), at(4500)
+	ops[0].End = at(4000)
+	cfg.PauseBound = 5 * time.Second
+	r = Check(ops, faults, cfg)
+	if r.MaxPauseWait != 4*time.Second || len(r.Anomalies) != 0 {
+		t.Fatalf("a write of 8s sent 4s before the pause: longest wait %s, anomalies %v; want 4s and none", r.MaxPauseWait, r.Anomalies)
+	}
+	// A write held through this pause and the next one (another
+	// process's, 1s after this one's end) is counted for this one up to
+	// the next one's start: 11s of its 19.5s, under a bound of 12s.
+	ops[1].Start, ops[1].End = at(490), at(20000)
+	faults = append(faults, Fault{Kind: "pause", Proc: "P2", Start: at(11500), End: at(19000)})
+	cfg.PauseBound = 12 * time.Second
+	r = Check(ops, faults, cfg)
+	if r.PauseWaits[0].Wait != 11*time.Second || len(r.Anomalies) != 0 {
+		t.Fatalf("a write held through two pauses: the first's longest wait %s, anomalies %v; want 11s and none", r.PauseWaits[0].Wait, r.Anomalies)
+	}
+	faults = faults[:1]
+	cfg.PauseBound = 0
+	ops[1].Start, ops[1].End = at(490), at(8000)
 	ops[0].End = at(9000)
 	r = Check(ops, faults, cfg)
 	if r.MaxPauseWait != 8*time.Second || len(r.Anomalies) != 0 {

@@ -46,6 +46,19 @@ type Proc struct {
 	exited chan struct{}
 	paused bool
 	offset time.Duration
+	// killing: the process's end is the harness's kill; selfExits: the
+	// ends that were not (each a time and exit status).
+	killing   bool
+	selfExits []string
+}
+
+// SelfExits is each end of the process that was not the harness's kill
+// (a start that failed, a crash): a process of the campaign ends only
+// when it is killed.
+func (p *Proc) SelfExits() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.selfExits...)
 }
 
 // Harness is the campaign's processes, their proxies and PostgreSQL.
@@ -57,6 +70,7 @@ type Harness struct {
 	Bin     string
 	dir     string
 	server  *toxiproxy.ApiServer
+	tailed  *Proc // the process whose log Fatal printed
 }
 
 // BuildBinary builds lazarus with the faults tag (its clock can be
@@ -87,9 +101,29 @@ func freePort(t testing.TB) string {
 // one on SQLite, and waits until each answers.
 func Start(t testing.TB, n int) *Harness {
 	t.Helper()
-	dir := t.TempDir()
-	h := &Harness{T: t, dir: dir, Bin: BuildBinary(t, dir)}
+	// The run's directory (the binary, each process's log, the SQLite
+	// file) is kept when the test fails, for what the tails printed do
+	// not show; removed when it passes.
+	dir, err := os.MkdirTemp("", "lazarus-faults-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Harness{T: t, dir: dir}
+	t.Cleanup(func() {
+		if t.Failed() {
+			h.LogTails(logTail)
+			t.Logf("the run's directory is kept: %s (each process's log is NAME.log)", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	began := time.Now()
+	h.Bin = BuildBinary(t, dir)
+	t.Logf("built the binary in %s", time.Since(began).Round(time.Millisecond))
+	began = time.Now()
 	h.Cluster = pgtest.OwnCluster(t)
+	t.Logf("started PostgreSQL in %s", time.Since(began).Round(time.Millisecond))
+	began = time.Now()
 	dsn, err := h.Cluster.CreateDatabase("lazarus_faults")
 	if err != nil {
 		t.Fatal(err)
@@ -114,10 +148,49 @@ func Start(t testing.TB, n int) *Harness {
 	}
 	for _, p := range h.All() {
 		if err := p.WaitUp(2 * time.Minute); err != nil {
-			t.Fatal(err)
+			h.Fatal(p, err)
 		}
 	}
+	t.Logf("started the processes in %s", time.Since(began).Round(time.Millisecond))
 	return h
+}
+
+// logTail is how many lines of a process's log a failure prints.
+const logTail = 60
+
+// Fatal prints the tail of p's log (the process that failed) and fails
+// the test with err.
+func (h *Harness) Fatal(p *Proc, err error) {
+	h.T.Helper()
+	h.tailed = p
+	h.T.Logf("the last %d lines of %s's log (%s):\n%s", logTail, p.Name, p.logFile.Name(), strings.Join(p.Tail(logTail), "\n"))
+	h.T.Fatal(err)
+}
+
+// LogTails prints the last n lines of each process's log (but the one
+// Fatal printed).
+func (h *Harness) LogTails(n int) {
+	for _, p := range h.All() {
+		if p == nil || p.logFile == nil || p == h.tailed {
+			continue // the harness failed before it was made, or Fatal printed it
+		}
+		h.T.Logf("the last %d lines of %s's log (%s):\n%s", n, p.Name, p.logFile.Name(), strings.Join(p.Tail(n), "\n"))
+	}
+}
+
+// Tail is the last n lines of the process's log (stdout and stderr,
+// every run of it: a restart appends), each cut at 600 bytes.
+func (p *Proc) Tail(n int) []string {
+	b, err := os.ReadFile(p.logFile.Name())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		lines[i] = l[:min(len(l), 600)]
+	}
+	return lines
 }
 
 func (h *Harness) newProc(name, db string, proxy *toxiproxy.Proxy) *Proc {
@@ -135,6 +208,10 @@ func (h *Harness) newProc(name, db string, proxy *toxiproxy.Proxy) *Proc {
 	return p
 }
 
+// Path is a file's path in the run's directory (kept when the test
+// fails).
+func (h *Harness) Path(name string) string { return filepath.Join(h.dir, name) }
+
 // All is every process, PostgreSQL's first.
 func (h *Harness) All() []*Proc { return append(append([]*Proc(nil), h.PG...), h.Lite) }
 
@@ -148,25 +225,40 @@ func (p *Proc) Start() error {
 		"LAZARUS_ADMIN_PASSWORD=faults-admin-password")
 	cmd.Stdout = p.logFile
 	cmd.Stderr = p.logFile
+	// A line of the harness's own marks each start and end in the log.
+	fmt.Fprintf(p.logFile, "--- harness: %s starts %s\n", time.Now().UTC().Format(time.RFC3339Nano), p.Name)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	p.cmd, p.exited, p.paused = cmd, exited, false
+	go func() {
+		_ = cmd.Wait()
+		p.mu.Lock()
+		if !p.killing {
+			// Not the nemesis's kill -9: the process ended by itself.
+			p.selfExits = append(p.selfExits, fmt.Sprintf("%s %s", time.Now().UTC().Format("15:04:05.000"), cmd.ProcessState))
+		}
+		p.mu.Unlock()
+		close(exited)
+	}()
+	p.cmd, p.exited, p.paused, p.killing = cmd, exited, false, false
 	return nil
 }
 
 // WaitUp polls /health until the process answers 200.
 func (p *Proc) WaitUp(within time.Duration) error {
 	deadline := time.Now().Add(within)
+	last := "no answer"
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/health", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 			resp.Body.Close()
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		} else {
+			last = err.Error()
 		}
 		cancel()
 		if err == nil && resp.StatusCode == http.StatusOK {
@@ -174,19 +266,36 @@ func (p *Proc) WaitUp(within time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond) // polling for the process to come up
 	}
-	return fmt.Errorf("%s did not answer /health within %s (log %s)", p.Name, within, p.logFile.Name())
+	p.mu.Lock()
+	state := "running"
+	if p.cmd == nil {
+		state = "never started"
+	} else {
+		select {
+		case <-p.exited:
+			state = "exited: " + p.cmd.ProcessState.String()
+		default:
+			if p.paused {
+				state = "paused"
+			}
+		}
+	}
+	p.mu.Unlock()
+	return fmt.Errorf("%s did not answer /health within %s (its last answer: %s; process %s; log %s)", p.Name, within, last, state, p.logFile.Name())
 }
 
 // Kill ends the process with SIGKILL and waits for its end.
 func (p *Proc) Kill() {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
+	p.killing = true
 	p.mu.Unlock()
 	if cmd == nil {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
+	fmt.Fprintf(p.logFile, "--- harness: %s killed %s (pid %d)\n", time.Now().UTC().Format(time.RFC3339Nano), p.Name, cmd.Process.Pid)
 }
 
 // Pause stops the process (SIGSTOP), as a paused VM.

@@ -43,22 +43,28 @@ func (n *Nemesis) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(n.Rng.Int64N(int64(hi-lo)+1))
 }
 
-// Run injects faults until ctx is done, then heals whatever is left.
+// Run injects faults until ctx is done and each kind was injected once,
+// then heals whatever is left.
 func (n *Nemesis) Run(ctx context.Context) {
 	kinds := n.Kinds
 	if len(kinds) == 0 {
 		kinds = AllFaults
 	}
-	for i := 0; ctx.Err() == nil; i++ {
-		// Every kind once in turn first (a short run meets each), then
-		// at random.
+	for i := 0; i < len(kinds) || ctx.Err() == nil; i++ {
+		// Every kind once in turn first, each in full even when ctx
+		// ends before (a short run meets each), then at random.
 		kind := kinds[i%len(kinds)]
+		fctx := context.WithoutCancel(ctx)
 		if i >= len(kinds) {
 			kind = kinds[n.Rng.IntN(len(kinds))]
+			fctx = ctx
 		}
-		n.inject(ctx, kind)
+		n.inject(fctx, kind)
+		if i+1 >= len(kinds) && ctx.Err() != nil {
+			break
+		}
 		select {
-		case <-ctx.Done():
+		case <-fctx.Done():
 		case <-time.After(n.quiet()): // between faults
 		}
 	}

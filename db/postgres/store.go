@@ -340,11 +340,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 		d.log = slog.Default()
 	}
 	d.folds = sqlcore.NewFolds(o.FoldEvery, d.log)
-	if err := reach(ctx, p.db, o.Wait, d.log, redactURL(dsn)); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("open %s: %w", redactURL(dsn), err)
-	}
-	if err := p.migrate(ctx, d.log); err != nil {
+	if err := p.reachAndMigrate(ctx, o.Wait, redactURL(dsn)); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -386,6 +382,34 @@ func reach(ctx context.Context, db *sql.DB, wait time.Duration, log *slog.Logger
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, reachMost)
+	}
+}
+
+// reachAndMigrate waits for the server (reach) and brings the schema up
+// to date; should the server go away during the migration (it crashed
+// or restarted, the network cut the connection: broker.ErrUnavailable),
+// both run again, within the same wait. A migration is one transaction
+// that records itself, so one cut short was rolled back, and one whose
+// COMMIT went through is skipped the next time. Without this a process
+// started while PostgreSQL crashed ended with "migrate: unexpected EOF"
+// in spite of its --db-wait (found by the fault campaign, faults/).
+func (p *Store) reachAndMigrate(ctx context.Context, wait time.Duration, name string) error {
+	start := time.Now()
+	for try := 1; ; try++ {
+		if err := reach(ctx, p.db, wait-time.Since(start), p.log, name); err != nil {
+			return fmt.Errorf("open %s: %w", name, err)
+		}
+		err := p.migrate(ctx, p.log)
+		if err == nil || !errors.Is(unavailable(err), broker.ErrUnavailable) || time.Since(start) >= wait || ctx.Err() != nil {
+			return err
+		}
+		p.log.Warn("PostgreSQL went away during the migration; trying again", "db", name, "try", try,
+			"wait_left", (wait - time.Since(start)).Round(time.Millisecond).String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (while migrating: %w)", ctx.Err(), err)
+		case <-time.After(reachFirst): // the server restarting: reach waits for it
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
@@ -120,5 +122,38 @@ func TestOpenWaitsNoLongerThanItsWait(t *testing.T) {
 	}
 	if took := time.Since(start); took < time.Second || took > 10*time.Second {
 		t.Fatalf("gave up after %s, want about the 1s wait", took)
+	}
+}
+
+// A server that goes away while Open migrates the schema (it crashed, or
+// the network cut the connection) is waited for as one not up yet:
+// Open migrates again and opens it, within its wait; with no wait it
+// fails as before. The fault campaign (faults/) found a process
+// restarted while PostgreSQL crashed ending with "migrate: unexpected
+// EOF" in spite of its --db-wait.
+func TestOpenMigratesAgainWhenTheServerGoesAwayMeanwhile(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Database(t, "db", Prepare)
+	relay := pgtest.CutCommits(t, dsn)
+	// The statement that asks whether a migration is recorded: the
+	// connection breaks in the middle of the migration.
+	const marker = "FROM schema_migrations WHERE version"
+	relay.ArmBefore(marker)
+	_, err := OpenWith(context.Background(), relay.URL, Options{Sync: SyncNormal, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !errors.Is(unavailable(err), broker.ErrUnavailable) || relay.Cuts() != 1 {
+		t.Fatalf("open with no wait, its migration cut: %v (cuts %d), want the break", err, relay.Cuts())
+	}
+	relay.ArmBeforeTimes(marker, 2)
+	logs := &logBuffer{seen: make(chan struct{}, 1), text: "trying again"}
+	d, err := OpenWith(context.Background(), relay.URL, Options{Sync: SyncNormal, Wait: time.Minute, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatalf("open with a wait, its migration cut twice: %v\n%s", err, logs)
+	}
+	defer d.Close()
+	if relay.Cuts() != 3 || !strings.Contains(logs.String(), "PostgreSQL went away during the migration") {
+		t.Fatalf("cuts %d, want 3; logs:\n%s", relay.Cuts(), logs)
+	}
+	if err := d.Health(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
