@@ -117,6 +117,10 @@ type Options struct {
 	// several even when it is alone on the database, for tests
 	// (postgres.Options.NeverAlone).
 	NeverAlone bool
+	// Ungrouped (PostgreSQL), for measurements only, runs each write in a
+	// transaction of its own, without group commit
+	// (postgres.Options.Ungrouped).
+	Ungrouped bool
 	// Wait (PostgreSQL) is how long Open tries again while the server
 	// cannot be reached (postgres.Options.Wait); 0: one try.
 	Wait time.Duration
@@ -131,7 +135,7 @@ func (o Options) sqlite() sqlite.Options {
 // postgres is what the PostgreSQL store reads of o.
 func (o Options) postgres() postgres.Options {
 	return postgres.Options{Sync: postgres.Sync(o.Sync), Logger: o.Logger, FoldEvery: o.FoldEvery,
-		NeverAlone: o.NeverAlone, Wait: o.Wait}
+		NeverAlone: o.NeverAlone, Ungrouped: o.Ungrouped, Wait: o.Wait}
 }
 
 // DefaultBusyTimeout is how long a statement waits for a lock that
