@@ -254,6 +254,7 @@ func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state strin
 	t.Helper()
 	// Three minutes: under the whole suite's load (-race, two cores) one
 	// minute of tries once missed every moment (the moments are short).
+	tries := 0
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
 		// Stopped while reading, it must be stopped once the server
 		// sends faster than it reads: when its backend waits to send.
@@ -263,51 +264,55 @@ func stopHolding(t *testing.T, d *Store, c *pauseChildProcess, mode, state strin
 		if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		// Stopped, the child sends nothing: a backend of its that holds
-		// the lock now holds it until its session ends, and stands idle
-		// in its transaction once it has answered its last statement.
-		for settle := time.Now().Add(10 * time.Second); ; {
-			pid, now, since := writerLockHolderSince(t, d, mode)
-			if pid != 0 && now == state && held(t, d, mode, pid, now, since) {
-				return pid, since
-			}
-			if now == "idle in transaction" || now == "active ClientWrite" {
-				t.Logf("stopped at %q, not %q: once more", now, state)
-				break // stopped at the other moment
-			}
-			if pid == 0 || time.Now().After(settle) {
-				break
-			}
-			time.Sleep(time.Millisecond) // polling a condition
+		tries++
+		if pid, since, ok := heldStopped(t, d, mode, state); ok {
+			return pid, since
 		}
 		if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Fatalf("the child was never stopped holding the writer's lock (%s)", mode)
+	t.Fatalf("the child was never stopped holding the writer's lock (%s) %s, in %d stops", mode, state, tries)
 	return 0, time.Time{}
 }
 
-// held reports whether the backend pid still holds the writer's lock in
-// mode, in state since the same moment, a second after it was first seen
-// so. A child stopped right after it sent its COMMIT (pipelined behind
-// its last statement) looks idle in its transaction until the server,
-// which may wait for the CPU on a loaded machine, reads that COMMIT:
-// then it commits, and the lock goes without the stopped child. Such a
-// stop is a stop at another moment.
-func held(t *testing.T, d *Store, mode string, pid int, state string, since time.Time) bool {
+// inState reports whether a backend's state and wait event (now, as
+// writerLockHolder gives them) is state. Idle in its transaction, a
+// backend waits for its client's next statement: "idle in transaction
+// ClientRead" (with no wait event only for a moment).
+func inState(now, state string) bool {
+	return now == state || state == "idle in transaction" && now == state+" ClientRead"
+}
+
+// heldStopped watches the writer's lock once the child is stopped: it
+// reports the backend holding it in mode, and since when, once that
+// backend has stood in state, holding the lock, for a second unchanged.
+// Stopped, the child sends nothing more; but what it sent before (a
+// pipeline's later statements, a COMMIT pipelined behind its last one)
+// may still reach a server short of CPU, so the backend's state may move
+// on after the stop: the second starts again at each change, and a
+// backend that lets the lock go (that COMMIT), or comes to another
+// state to stay, was stopped at another moment (false).
+func heldStopped(t *testing.T, d *Store, mode, state string) (int, time.Time, bool) {
 	t.Helper()
-	for first := time.Now(); time.Since(first) < time.Second; {
+	var pid int
+	var since, steady time.Time
+	for settle := time.Now().Add(10 * time.Second); time.Now().Before(settle); time.Sleep(10 * time.Millisecond) { // polling a condition
 		p, now, s := writerLockHolderSince(t, d, mode)
-		// Idle, the backend comes to wait for its client's next statement
-		// a moment later: "idle in transaction ClientRead".
-		if p != pid || !strings.HasPrefix(now, state) || !s.Equal(since) {
-			t.Logf("the backend %d seen %s since %s let the lock go (%d %q %s): once more", pid, state, since, p, now, s)
-			return false
+		switch {
+		case p == 0:
+			t.Logf("the lock went after the stop (its COMMIT had been sent): once more")
+			return 0, time.Time{}, false
+		case !inState(now, state):
+			pid, steady = 0, time.Time{} // running what it sent, or stopped at another moment
+		case p != pid || !s.Equal(since):
+			pid, since, steady = p, s, time.Now()
+		case time.Since(steady) >= time.Second:
+			return pid, since, true
 		}
-		time.Sleep(10 * time.Millisecond) // polling a condition
 	}
-	return true
+	t.Logf("no backend stood %s holding the lock for a second after the stop: once more", state)
+	return 0, time.Time{}, false
 }
 
 func TestPGAPausedProcessHoldsUpTheOthersWritesOnlyBriefly(t *testing.T) {
