@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/playwright-community/playwright-go"
 
@@ -39,11 +40,21 @@ func (v *visit) filterIs(want string) {
 
 // replayAnswerLost routes the next replays to Lazarus, which carries them
 // out, and then loses the answer as lose says (a dropped connection, a
-// proxy's error): the page cannot know whether they were done.
-func (v *visit) replayAnswerLost(lose func(playwright.Route) error) func() {
+// proxy's error): the page cannot know whether they were done. The
+// answer is lost once lost is closed: after the list has come again on
+// the news of the replay, and the button that sent it is gone with the
+// old list.
+func (v *visit) replayAnswerLost(lost <-chan struct{}, lose func(playwright.Route) error) func() {
 	v.t.Helper()
 	pattern := "**/dead-letters/*/replay"
 	handler := func(r playwright.Route) {
+		defer func() {
+			select {
+			case <-lost:
+			case <-time.After(time.Minute): // the test has failed meanwhile: let the page go on
+			}
+			_ = lose(r)
+		}()
 		// Fetch does not send the browser's Sec-Fetch-Site, which is what
 		// makes the page's requests same-origin to the CSRF check.
 		h := r.Request().Headers()
@@ -55,7 +66,6 @@ func (v *visit) replayAnswerLost(lose func(playwright.Route) error) func() {
 			body, _ := res.Text()
 			v.problem(fmt.Sprintf("replay through the route: %d %s", res.Status(), body))
 		}
-		_ = lose(r)
 	}
 	v.check(v.page.Route(pattern, handler), "route the replays")
 	return func() { v.check(v.page.Unroute(pattern, handler), "route the replays to Lazarus again") }
@@ -110,8 +120,13 @@ func TestOperatorIsToldWhenLazarusIsUnreachable(t *testing.T) {
 
 	// A replay that Lazarus carried out, its answer lost on the way back:
 	// the same alert, and it was done, as the reload shows.
-	restore := v.replayAnswerLost(func(r playwright.Route) error { return r.Abort("connectionreset") })
+	// The list comes again on the news of the replay before its answer is
+	// lost, without the button that sent it: the alert all the same.
+	lost := make(chan struct{})
+	restore := v.replayAnswerLost(lost, func(r playwright.Route) error { return r.Abort("connectionreset") })
 	v.click(v.row(first).GetByTestId("row-replay"), "Replay on the first row, the answer lost")
+	v.count(v.row(first), 0, "the replayed row, gone from the list on the news, its answer not yet lost")
+	close(lost)
 	v.alertSays(maybe)
 	restore()
 	a.gone(first)
@@ -123,11 +138,14 @@ func TestOperatorIsToldWhenLazarusIsUnreachable(t *testing.T) {
 	// A proxy that gave up waiting for a Lazarus that went on with the
 	// replay: its 504 says the same.
 	second := v.rowIDs()[0]
-	restore = v.replayAnswerLost(func(r playwright.Route) error {
+	lost = make(chan struct{})
+	restore = v.replayAnswerLost(lost, func(r playwright.Route) error {
 		return r.Fulfill(playwright.RouteFulfillOptions{Status: playwright.Int(504), ContentType: playwright.String("text/html"),
 			Body: "<html><body><h1 data-testid=\"proxy-page\">504 Gateway Timeout</h1></body></html>"})
 	})
 	v.click(v.row(second).GetByTestId("row-replay"), "Replay on a row, through a proxy that times out")
+	v.count(v.row(second), 0, "the replayed row, gone from the list on the news, before the proxy's answer")
+	close(lost)
 	v.alertSays("Lazarus could not be reached (504 Gateway Timeout): the replay may or may not have been done. Reload the page to see.")
 	v.count(v.id("proxy-page"), 0, "the proxy's page in ours")
 	restore()

@@ -313,10 +313,12 @@
     unreachable(ev.detail, "");
   });
 
+  const statusOf = (xhr) => String(xhr.status) + (xhr.statusText ? " " + xhr.statusText : "");
+
   document.addEventListener("htmx:responseError", function (ev) {
     const xhr = ev.detail.xhr;
     if (!fromLazarus(xhr)) {
-      unreachable(ev.detail, String(xhr.status) + (xhr.statusText ? " " + xhr.statusText : ""));
+      unreachable(ev.detail, statusOf(xhr));
       return;
     }
     // Lazarus refused the filter and said why: the list is the old one.
@@ -329,14 +331,30 @@
     }
   });
 
-  document.addEventListener("htmx:timeout", function (ev) {
-    if (failedFilter(ev.detail)) {
+  function timedOut(detail) {
+    if (failedFilter(detail)) {
       problem("Lazarus did not answer in time, so the filter was not applied: the form is back to the filter of what is shown below. Try again.");
-    } else if (verbOf(ev.detail) === "get") {
+    } else if (verbOf(detail) === "get") {
       problem("Lazarus did not answer in time: what is shown was not updated. Try again.");
     } else {
-      problem("Lazarus did not answer in time: " + actionOf(ev.detail) + " may or may not have been done. Reload the page to see.");
+      problem("Lazarus did not answer in time: " + actionOf(detail) + " may or may not have been done. Reload the page to see.");
     }
+  }
+  document.addEventListener("htmx:timeout", (ev) => timedOut(ev.detail));
+
+  // htmx tells of a request's failure on the element that sent it. An
+  // element no longer in the page (a row's button, once the list came
+  // again on the news of the very replay whose answer is now lost) tells
+  // nobody: its request's own events say it then, once htmx has had its
+  // say (its handlers are the request's first).
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    const detail = ev.detail;
+    const xhr = detail.xhr;
+    if (!xhr) return;
+    const gone = () => !(detail.elt instanceof Element) || !detail.elt.isConnected;
+    xhr.addEventListener("error", () => gone() && unreachable(detail, ""));
+    xhr.addEventListener("timeout", () => gone() && timedOut(detail));
+    xhr.addEventListener("load", () => gone() && xhr.status >= 400 && !fromLazarus(xhr) && unreachable(detail, statusOf(xhr)));
   });
 
   // A request on its way shows it: the element that sent it is
