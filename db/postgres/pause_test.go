@@ -308,6 +308,9 @@ func heldStopped(t *testing.T, d *Store, mode, state string) (int, time.Time, bo
 		case p != pid || !s.Equal(since):
 			pid, since, steady = p, s, time.Now()
 		case time.Since(steady) >= time.Second:
+			var query string
+			_ = d.QueryRowUncatalogued(context.Background(), `SELECT query FROM pg_stat_activity WHERE pid = ?`, pid).Scan(&query)
+			t.Logf("stopped holding the lock: backend %d, %s since %s, its last statement %q", pid, now, since, query)
 			return pid, since, true
 		}
 	}

@@ -587,17 +587,20 @@ func (d *Store) Update(ctx context.Context, o broker.UpdateOptions, fn func(brok
 	lost := 0
 	for attempt := 0; ; attempt++ {
 		err := d.write(ctx, o, fn, eager)
-		if errors.Is(err, errCacheMoved) && attempt < retries {
-			eager = true
-			continue
-		}
+		// A session lost is told first: its write may also have found
+		// the generation moved in the answers it read before the loss.
 		if errors.Is(err, errSessionLost) {
 			if lost < lostRetries && ctx.Err() == nil {
 				lost++
+				eager = eager || errors.Is(err, errCacheMoved)
 				d.log.Warn("a write's database session ended before its commit (its transaction stood idle while other writes waited for it, or the connection broke); it was rolled back and runs again", "err", err)
 				continue
 			}
 			return fmt.Errorf("%w: %w", broker.ErrUnavailable, err)
+		}
+		if errors.Is(err, errCacheMoved) && attempt < retries {
+			eager = true
+			continue
 		}
 		if !retryable(err) || attempt == retries {
 			return unavailable(err)
@@ -661,7 +664,7 @@ func (d *Store) lead(r *writeReq) (err error) {
 		lost := func(err error, ended bool) error {
 			var pe *pgconn.PgError
 			idle := errors.As(err, &pe) && pe.Code == "25P03"
-			if err != nil && !committed && pgc.IsClosed() && !ended && !errors.Is(err, errCacheMoved) &&
+			if err != nil && !committed && pgc.IsClosed() && !ended &&
 				(!commitSent || pgconn.SafeToRetry(err) || idle) {
 				return fmt.Errorf("%w: %w", errSessionLost, err)
 			}
