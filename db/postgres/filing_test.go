@@ -243,6 +243,82 @@ func TestPGAFilingAckBlocksNoPushOfAnotherProcess(t *testing.T) {
 	}
 }
 
+// A process that counted itself alone, and counts again only in an hour,
+// learns that another has joined from the newcomer itself: its next
+// write, an ack filing dead letters, runs beside the newcomer's (the
+// writer's lock shared), and a push of the newcomer commits while the
+// filing is held open, waiting for no lock (P4 in
+// docs/performance.md: until the first process counted again, the push
+// waited for the whole ack).
+func TestPGAProcessThatJoinsWaitsForNoFilingOfOneThatWasAlone(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t, "db", Prepare)
+	open := func(countEvery time.Duration) *Store {
+		d, err := openPostgres(ctx, dsn, Options{Sync: SyncNormal}, countEvery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+			time.Sleep(10 * time.Millisecond) // polling a condition
+		}
+	}
+	a := open(time.Hour)
+	until("counted alone", a.alone.Load)
+	ha := &holdingStore{Store: a}
+	brA := broker.New(broker.Config{Store: ha})
+	t.Cleanup(brA.Close)
+	res := leaseN(t, brA, "burst", "p", 300)
+	// The push's queue is made before (a new queue is made by a write
+	// that runs alone).
+	if _, err := brA.Push(ctx, []broker.PushItem{{Queue: "beside", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	b := open(memberEvery)
+	brB := broker.New(broker.Config{Store: b})
+	t.Cleanup(brB.Close)
+	until("told that another process joined (the first process counts again only in an hour)", a.ConcurrentWrites)
+	reached, release := ha.holdNext()
+	t.Cleanup(release)
+	filed := make(chan error, 1)
+	go func() {
+		_, err := brA.AckBatch(ctx, "g", dlqAcks(res))
+		filed <- err
+	}()
+	select {
+	case <-reached:
+	case err := <-filed:
+		t.Fatalf("the filing ack ended before it was held: %v", err)
+	}
+	pushed := make(chan error, 1)
+	go func() {
+		r, err := brB.Push(ctx, []broker.PushItem{{Queue: "beside", Payload: []byte(`{"late":1}`)}})
+		if err == nil && (len(r) != 1 || r[0].Status != broker.StatusQueued) {
+			err = fmt.Errorf("push: %+v", r)
+		}
+		pushed <- err
+	}()
+	select {
+	case err := <-pushed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-lockWaited(t, a, "advisory", "tuple", "transactionid", "relation"):
+		t.Fatal("a push of the process that joined waited for a lock while the first process's ack filed dead letters")
+	}
+	release()
+	if err := <-filed; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // popAndComplete pops one message of queue's partition part for group
 // g through br and acknowledges it completed.
 func popAndComplete(ctx context.Context, br *broker.Broker, queue, part string) error {

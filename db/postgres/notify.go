@@ -18,8 +18,13 @@ import (
 )
 
 // channel is the channel of PostgreSQL's LISTEN/NOTIFY that carries the
-// broker's news (broker.Notifier) between the processes of one database.
-const channel = "lazarus"
+// broker's news (broker.Notifier) between the processes of one database;
+// joinChannel the one on which a process that joins the database tells
+// the others (members.go), its mark (notifier.self) the payload.
+const (
+	channel     = "lazarus"
+	joinChannel = "lazarus_join"
+)
 
 // notifier is the broker.Notifier of the PostgreSQL store: news is
 // told to this process's waiters at once, and to the other processes by
@@ -34,6 +39,9 @@ type notifier struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	self  string // this process's mark on what it sends: its own news comes back, and is not told twice
+	// joined is called when another process tells that it joined the
+	// database (joinChannel).
+	joined func()
 
 	mu      sync.Mutex
 	pending map[string]struct{}
@@ -44,11 +52,11 @@ type notifier struct {
 	done   sync.WaitGroup
 }
 
-func newNotifier(pool *pgxpool.Pool, log *slog.Logger) *notifier {
+func newNotifier(pool *pgxpool.Pool, log *slog.Logger, joined func()) *notifier {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &notifier{pool: pool, log: log, self: hex.EncodeToString(b), pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	n := &notifier{pool: pool, log: log, self: hex.EncodeToString(b), joined: joined, pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	listening := make(chan struct{})
 	n.done.Go(func() { n.listen(listening) })
 	n.done.Go(n.send)
@@ -172,8 +180,10 @@ func (n *notifier) listenOnce(listening func()) error {
 	}
 	pc := conn.Hijack()
 	defer pc.Close(context.Background())
-	if _, err := pc.Exec(n.ctx, "LISTEN "+channel); err != nil {
-		return err
+	for _, ch := range []string{joinChannel, channel} {
+		if _, err := pc.Exec(n.ctx, "LISTEN "+ch); err != nil {
+			return err
+		}
 	}
 	n.local.NotifyAll()
 	listening()
@@ -181,9 +191,9 @@ func (n *notifier) listenOnce(listening func()) error {
 }
 
 // deliver wakes this process's waiters of the key of each notification
-// another process sends on pc, until pc fails: one quiet for listenCheck
-// is pinged, and has failed when it does not answer (a half-open
-// connection).
+// another process sends on pc, and tells joined of each process that
+// joins, until pc fails: one quiet for listenCheck is pinged, and has
+// failed when it does not answer (a half-open connection).
 func (n *notifier) deliver(pc *pgx.Conn) error {
 	for {
 		wctx, cancel := context.WithTimeout(n.ctx, listenCheck)
@@ -199,6 +209,12 @@ func (n *notifier) deliver(pc *pgx.Conn) error {
 		}
 		if err != nil {
 			return err
+		}
+		if note.Channel == joinChannel {
+			if note.Payload != n.self && n.joined != nil {
+				n.joined()
+			}
+			continue
 		}
 		from, esc, ok := strings.Cut(note.Payload, ":")
 		if key, err := url.QueryUnescape(esc); ok && err == nil && from != n.self {

@@ -218,8 +218,13 @@ type Store struct {
 	idleFromURL bool
 
 	// alone: this process was the only one on the database at its last
-	// count (members.go); its hot writes then run as the one writer's.
+	// count (members.go), and no process told of its joining since; its
+	// hot writes then run as the one writer's. joins counts the
+	// processes that told so; countMu guards it, and a count's store of
+	// alone, which the news of one joining meanwhile overrules.
 	alone     atomic.Bool
+	countMu   sync.Mutex
+	joins     int64
 	ungrouped bool // Options.Ungrouped
 	stopCount context.CancelFunc
 	countDone sync.WaitGroup
@@ -291,11 +296,13 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.Sync == "" {
 		o.Sync = SyncFull
 	}
-	return openPostgres(ctx, dsn, o)
+	return openPostgres(ctx, dsn, o, memberEvery)
 }
 
-// openPostgres opens the database at the URL dsn and migrates it.
-func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
+// openPostgres opens the database at the URL dsn and migrates it; the
+// process counts the processes of the database every countEvery
+// (memberEvery but in tests).
+func openPostgres(ctx context.Context, dsn string, o Options, countEvery time.Duration) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open the PostgreSQL database: its URL cannot be parsed (%s); %s", scrubPassword(dsn, err.Error()), percentHint)
@@ -344,10 +351,10 @@ func openPostgres(ctx context.Context, dsn string, o Options) (*Store, error) {
 		d.Close()
 		return nil, err
 	}
-	p.news = newNotifier(pool, d.log)
+	p.news = newNotifier(pool, d.log, p.joined)
 	cctx, cancel := context.WithCancel(context.Background())
 	p.stopCount = cancel
-	p.countDone.Go(func() { p.count(cctx, o.NeverAlone) })
+	p.countDone.Go(func() { p.count(cctx, o.NeverAlone, countEvery) })
 	return d, nil
 }
 
