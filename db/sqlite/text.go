@@ -91,7 +91,10 @@ func (d *Store) RebuildTextIndex(ctx context.Context) error {
 // a merge begun and not finished, X leaves written at most, the rest left
 // for the next step, which the index's stat row remembers) keeps each
 // level well below sixteen when it is run, a step a low-priority write,
-// whenever a level holds textMergeSegments.
+// whenever a level holds textMergeSegments. Below automerge's 8, which
+// would merge a level of 8 in a commit that added a few leaves; more than
+// a few, since each merge of the level that holds the big segment
+// rewrites it (measured: docs/performance.md, D7).
 const textMergeSegments = 6
 
 // textIndexes are the full-text indexes, whose shadow tables FTS4 names
