@@ -31,6 +31,7 @@ const (
 	TaskDeadLetters = "dead_letters" // dead letters past deadLetterRetentionSeconds
 	TaskPartitions  = "partitions"   // partitions left empty (partsweep.go)
 	TaskSpace       = "space"        // free pages given back to the file system
+	TaskTextIndex   = "text_index"   // the full-text indexes' segments merged a step at a time (textindex.go)
 	TaskHistory     = "history"      // restore windows ended, history past HistoryRetention, traces of messages gone
 	TaskAudit       = "audit"        // audit entries past the audit retention
 	TaskSessions    = "sessions"     // ended sessions
@@ -40,7 +41,7 @@ const (
 )
 
 // MaintenanceTasks are the tasks Maintain runs, in order.
-var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskLogins, TaskNotifications, TaskSpace}
+var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskLogins, TaskNotifications, TaskTextIndex, TaskSpace}
 
 // AuditSwept is the action of the broker's audit entry that says how many
 // audit entries the retention removed.
@@ -158,12 +159,13 @@ var background = UpdateOptions{Background: true}
 // (restore windows that ended, history past HistoryRetention), the audit
 // entries past the audit retention (with one entry of the broker's stream
 // saying how many, when any), the ended sessions, the login limiter's
-// forgotten counts and the notifications past NotifyRetention. It reports, per
-// task, the rows removed, the time taken and its error, and adds them to
-// MaintenanceTotals. A task's error does not stop the tasks after it:
-// Maintain returns the errors joined, each named by its task. A
-// cancelled context stops the run at once (the tasks that ran are
-// reported and counted).
+// forgotten counts, the notifications past NotifyRetention, the merging of
+// the full-text indexes' segments that is due, and free pages past the
+// margin given back. It reports, per task, the rows removed, the time
+// taken and its error, and adds them to MaintenanceTotals. A task's error
+// does not stop the tasks after it: Maintain returns the errors joined,
+// each named by its task. A cancelled context stops the run at once (the
+// tasks that ran are reported and counted).
 func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 	start := time.Now()
 	var rep MaintenanceReport
@@ -181,6 +183,7 @@ func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 		{TaskSessions, b.maintainSessions},
 		{TaskLogins, b.maintainLogins},
 		{TaskNotifications, b.maintainNotifications},
+		{TaskTextIndex, b.maintainTextIndex},
 		{TaskSpace, b.maintainSpace},
 	} {
 		r := TaskReport{Task: task.name}

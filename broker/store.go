@@ -240,6 +240,7 @@ type Tx interface {
 	SessionTx
 	LoginTx
 	SearchTx
+	TextIndexTx
 	GroupTx
 	ErrorGroupStateTx
 	ConsumerGroupTx

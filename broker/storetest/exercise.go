@@ -124,6 +124,7 @@ var tests = []test{
 	{"JobPauseResumeCancel", testJobPauseResumeCancel},
 	{"JobChunksAreBoundedByTimeAndRows", testJobChunksAreBoundedByTimeAndRows},
 	{"JobCountsBeforeItsWrite", testJobCountsBeforeItsWrite},
+	{"JobMergesTheTextIndexBetweenItsChunks", testJobMergesTheTextIndexBetweenItsChunks},
 	{"ReplayJobResumesAfterAKillExactlyOnce", testReplayJobResumesAfterAKillExactlyOnce},
 	{"ReplayJobPausesItselfWhenCopiesFailAgain", testReplayJobPausesItselfWhenCopiesFailAgain},
 	{"CanaryReplaysCountFirst", testCanaryReplaysCountFirst},

@@ -373,3 +373,7 @@ func payloadText(payload []byte) string {
 		ended()
 	}
 }
+
+// MergeTextIndex merges nothing on PostgreSQL: its GIN indexes keep no
+// segments to merge (broker.TextIndexTx).
+func (dialect) MergeTextIndex(context.Context, *sqlcore.Tx, int) (bool, error) { return false, nil }

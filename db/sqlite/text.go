@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
@@ -74,6 +75,86 @@ func (d *Store) RebuildTextIndex(ctx context.Context) error {
 		return fmt.Errorf("rebuild the text index: %w", err)
 	}
 	return nil
+}
+
+// Merging the indexes' segments (broker.TextIndexTx). FTS4 keeps each
+// index as segments (b-trees of words and their lists of documents) in
+// levels: a commit that filed or removed dead letters adds one to level
+// 0, and the commit that would add a sixteenth to a level first merges
+// the whole level into one segment of the next, in that commit. The
+// level that holds most of the index is so rewritten whole from time to
+// time, inside the commit of a write that removed or filed a few dead
+// letters (157 ms of CPU at 50k dead letters: docs/performance.md, D7).
+// FTS4's automerge (migration 0040) does not prevent it: it merges in a
+// commit that added many leaves only. Its incremental merge ('merge=X,Y':
+// of the oldest segments of the lowest level that holds Y at least, or of
+// a merge begun and not finished, X leaves written at most, the rest left
+// for the next step, which the index's stat row remembers) keeps each
+// level well below sixteen when it is run, a step a low-priority write,
+// whenever a level holds textMergeSegments. Below automerge's 8, which
+// would merge a level of 8 in a commit that added a few leaves; more than
+// a few, since each merge of the level that holds the big segment
+// rewrites it (measured: docs/performance.md, D7).
+const textMergeSegments = 6
+
+// textIndexes are the full-text indexes, whose shadow tables FTS4 names
+// after them (_segdir, _stat).
+var textIndexes = [...]string{"dead_letter_errors", "dead_letter_payloads"}
+
+// MergeTextIndex is MergeTextIndex on SQLite: one step of the first index
+// with merging due; it reports whether either still has some. With pages
+// 0 it only reads whether either has some.
+func (dialect) MergeTextIndex(ctx context.Context, t *sqlcore.Tx, pages int) (bool, error) {
+	for i, index := range textIndexes {
+		due, err := mergeDue(ctx, t, index)
+		if err != nil || (due && pages == 0) {
+			return due, err
+		}
+		if !due {
+			continue
+		}
+		var before, after int64
+		if err := t.QueryRow(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
+			return false, fmt.Errorf("merge the text index: %w", err)
+		}
+		// The command takes no bound parameter: its numbers are written
+		// in (ints, never text from outside).
+		cmd := "merge=" + strconv.Itoa(pages) + "," + strconv.Itoa(textMergeSegments)
+		if _, err := t.Exec(ctx, `INSERT INTO `+index+` (`+index+`) VALUES ('`+cmd+`')`); err != nil {
+			return false, fmt.Errorf("merge %s: %w", index, err)
+		}
+		if err := t.QueryRow(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
+			return false, fmt.Errorf("merge the text index: %w", err)
+		}
+		// FTS4 says a merge that changed fewer than 2 rows did nothing:
+		// what is due cannot be merged now (not asked again until the
+		// next writes), rather than asked for ever.
+		if after-before >= 2 {
+			if due, err = mergeDue(ctx, t, index); err != nil || due {
+				return due, err
+			}
+		}
+		for _, next := range textIndexes[i+1:] {
+			if due, err := mergeDue(ctx, t, next); err != nil || due {
+				return due, err
+			}
+		}
+		return false, nil
+	}
+	return false, nil
+}
+
+// mergeDue reports whether index has merging due: a level of
+// textMergeSegments segments or more, or a merge begun (FTS4's hint, the
+// stat row 1, not empty). Reads the index's _segdir and _stat only.
+func mergeDue(ctx context.Context, t *sqlcore.Tx, index string) (bool, error) {
+	var due bool
+	err := t.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+index+`_segdir GROUP BY level HAVING count(*) >= ?)
+		OR EXISTS (SELECT 1 FROM `+index+`_stat WHERE id = 1 AND length(value) > 0)`, textMergeSegments).Scan(&due)
+	if err != nil {
+		return false, fmt.Errorf("text index %s: %w", index, err)
+	}
+	return due, nil
 }
 
 // PayloadIndexedInPart is false: FTS4 holds every word.

@@ -46,6 +46,8 @@ type Dialect interface {
 	FileDeadLetters(ctx context.Context, t *Tx, ds []*broker.DeadLetter) ([]bool, error)
 	InsertAudits(ctx context.Context, t *Tx, as []broker.AuditEntry) error
 	PayloadIndexedInPart(payload []byte) bool
+	// MergeTextIndex is broker.Tx's MergeTextIndex.
+	MergeTextIndex(ctx context.Context, t *Tx, pages int) (bool, error)
 	// BlockStmt is the export's statement of a block of dead letters
 	// (sqlcore.BlockStmt with the store's head).
 	BlockStmt(ph ExportPhase, docids []int64, limit int) Stmt

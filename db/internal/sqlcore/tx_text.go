@@ -36,6 +36,18 @@ func (t *Tx) unindexDeadLetters(ctx context.Context, ids string) error {
 	return nil
 }
 
+// MergeTextIndex runs one bounded step of merging the full-text indexes'
+// segments (broker.TextIndexTx); pages 0 only reads whether any is due.
+//
+// On SQLite: FTS4's incremental merge ('merge=X,Y') of one index that has
+// merging due, writing about pages leaf pages; it reads and writes the
+// index's own tables only (sqlite.dialect.MergeTextIndex).
+//
+// On PostgreSQL: nothing (a GIN index keeps no segments), none due.
+func (t *Tx) MergeTextIndex(ctx context.Context, pages int) (bool, error) {
+	return t.d.MergeTextIndex(ctx, t, max(pages, 0))
+}
+
 // unindexQueue removes a queue's dead letters from the full-text indexes
 // (before they and their messages go).
 func (t *Tx) unindexQueue(ctx context.Context, queueID int64) error {

@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 395 statements (22 with a PostgreSQL text written by hand, 13 for
+-- 396 statements (22 with a PostgreSQL text written by hand, 14 for
 -- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -4296,6 +4296,12 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- sqlite:
 --   INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
 --   		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq
+-- postgres: none
+
+-- used by: sqlite.dialect.MergeTextIndex
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   SELECT total_changes()
 -- postgres: none
 
 -- used by: sqlite.dialect.NewestSeq
