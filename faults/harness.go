@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -83,7 +84,39 @@ func BuildBinary(t testing.TB, dir string) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build -tags faults: %v\n%s", err, out)
 	}
+	statSources(t, "..")
 	return bin
+}
+
+// statSources looks at every file the binary is built from, under the
+// module's root. go test caches a package's result until a file its
+// test looked at changes; the campaign runs a binary built of the whole
+// module, which this package does not import, so without these looks a
+// change to the broker or a store would leave an earlier run's result
+// standing.
+func statSources(t testing.TB, root string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", ".driver", ".cache", "screenshots", "bench":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".sql", ".js", ".css", ".templ", ".mod", ".sum", ".svg", ".ico", ".png":
+			_, err := os.Stat(path)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the binary's sources: %v", err)
+	}
 }
 
 // freePort is a TCP port of 127.0.0.1 free now.
