@@ -109,7 +109,9 @@ func TestSSOFlagsRefuseBadInput(t *testing.T) {
 // offers it beside the local form, and the start says so in the log.
 func TestServeOffersTheSingleSignOn(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseConfig("serve", []string{"--public-url", "http://127.0.0.1:1",
+	// A database of its own: without --db the server opens lazarus.db in
+	// the working directory, the checkout.
+	cfg, err := parseConfig("serve", []string{"--db", filepath.Join(t.TempDir(), "lazarus.db"), "--public-url", "http://127.0.0.1:1",
 		"--oidc-issuer", "http://127.0.0.1:2/realms/ops", "--oidc-client-id", "lazarus", "--oidc-role", "ops=admin",
 		"--oidc-label", "Log in with Keycloak"}, envOf(nil), io.Discard)
 	if err != nil {
