@@ -233,10 +233,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, stderr io.Writer, 
 	return runErr
 }
 
-// warnNoArchive warns, when a queue asks for an archive of its dead
-// letters, that this process has no archive directory: while it leads
-// (one of several on PostgreSQL may), maintenance keeps those dead
-// letters past their retention rather than archive them.
 // whileUnavailable runs fn, a step of the start that reads or writes
 // the database, again while the database cannot be reached
 // (broker.ErrUnavailable, nothing changed: PostgreSQL restarting, the
@@ -262,6 +258,10 @@ func whileUnavailable[T any](ctx context.Context, wait time.Duration, log *slog.
 	}
 }
 
+// warnNoArchive warns, when a queue asks for an archive of its dead
+// letters, that this process has no archive directory: while it leads
+// (one of several on PostgreSQL may), maintenance keeps those dead
+// letters past their retention rather than archive them.
 func warnNoArchive(ctx context.Context, b *broker.Broker, log *slog.Logger, when string) {
 	names, err := b.ArchivingQueues(ctx)
 	if err != nil || len(names) == 0 {

@@ -578,9 +578,10 @@ const lostRetries = 2
 // errSessionLost marks a write whose connection was closed before its
 // COMMIT was sent (write): the server ended its session (its transaction
 // stood idle past stuckAfter while others waited, or past writeIdle: the
-// process was paused, or starved of CPU; or an administrator ended it) or the connection broke. Its transaction
-// was rolled back with the session, so nothing of it was made, and it
-// may run again on another connection.
+// process was paused, or starved of CPU; or an administrator ended it)
+// or the connection broke. Its transaction was rolled back with the
+// session, so nothing of it was made, and it may run again on another
+// connection.
 var errSessionLost = errors.New("the write's database session ended before its commit; it was rolled back")
 
 // update is Update on PostgreSQL: fn runs again (in a new
