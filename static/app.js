@@ -183,15 +183,44 @@
   // A delete that asks first (data-confirm, its question) asks in a dialog
   // of ours, not the browser's confirm(), where Enter presses OK: here the
   // focus is on Cancel, Enter cancels, and only Delete itself deletes.
+  //
+  // The live list may be drawn again while the dialog is open (any change
+  // of the queue), replacing the button that asked; htmx sends nothing for
+  // an element that has left the page. The answer goes then through the
+  // same button on the page drawn since (the same request: verb, path and
+  // test id), and when there is none, nothing is sent and the page says so.
+  const confirmed = new WeakSet();
   document.addEventListener("htmx:confirm", function (ev) {
     const elt = ev.detail.elt;
     const question = elt instanceof Element ? elt.getAttribute("data-confirm") : null;
     if (!question) return;
+    if (confirmed.delete(elt)) return; // asked already, before the page changed
     ev.preventDefault();
+    const d = ev.detail;
+    const go = () => {
+      if (elt.isConnected) return d.issueRequest(true);
+      const again = sameRequest(elt, d.verb, d.path);
+      if (!again) {
+        problem("The page changed while you were asked, and what you confirmed is not on it any more: nothing was sent. Look at the page again.", "changed-meanwhile");
+        return;
+      }
+      confirmed.add(again);
+      htmx.ajax(d.verb, d.path, { source: again });
+    };
     // data-confirm-action names what is asked for when it is not a
     // delete ("Replay"): the dialog's title and button say it.
-    askToDelete(question, () => ev.detail.issueRequest(true), elt.getAttribute("data-confirm-action"));
+    askToDelete(question, go, elt.getAttribute("data-confirm-action"));
   });
+
+  // sameRequest finds on the page the element that sends what elt, gone
+  // from it, sent: the same verb and path, and the same test id.
+  function sameRequest(elt, verb, path) {
+    const attr = "hx-" + verb.toLowerCase();
+    for (const e of document.querySelectorAll("[" + attr + "]")) {
+      if (e.getAttribute(attr) === path && e.getAttribute("data-testid") === elt.getAttribute("data-testid") && e.hasAttribute("data-confirm")) return e;
+    }
+    return null;
+  }
 
   function askToDelete(question, go, action) {
     const d = document.createElement("dialog");
@@ -245,12 +274,12 @@
   // an alert. A filter that failed goes back to the values the page below
   // was made with (the form's defaults, as the server wrote them), so that
   // a list never stands under a filter it was not made with.
-  function problem(text) {
+  function problem(text, testid) {
     const box = document.getElementById("flash") || document.querySelector("main");
     const el = document.createElement("div");
     el.className = "flash flash-error";
     el.setAttribute("role", "alert");
-    el.setAttribute("data-testid", "unreachable");
+    el.setAttribute("data-testid", testid || "unreachable");
     el.setAttribute("data-unreachable", "");
     el.textContent = text;
     box.querySelectorAll("[data-unreachable]").forEach((e) => e.remove());

@@ -30,6 +30,9 @@ func (s *Server) showLogin(c echo.Context) error {
 	// expired=1 comes from toLogin; a stale session cookie, from a
 	// browser sent here by a bookmark.
 	expired := c.QueryParam("expired") == "1" || sessionEnded(c)
+	if sessionEnded(c) {
+		s.clearCookie(c, sessionCookie) // said here: the browser may forget it
+	}
 	return s.renderLogin(c, http.StatusOK, views.Login{Next: next, Expired: expired})
 }
 

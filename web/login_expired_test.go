@@ -46,7 +46,7 @@ func TestAnExpiredSessionIsSaidAndTheLoginLeadsBack(t *testing.T) {
 			"http://evil.example/queues/q":                      "/login?expired=1",
 			"http://" + host + "/login?next=%2Faudit":           "/login?expired=1",
 		} {
-			b.setCookie("lazarus_session", stale) // each answer has the browser forget it
+			b.setCookie("lazarus_session", stale)
 			r := b.do("GET", "/queues/q/dead-letters", nil, http.Header{"HX-Request": {"true"}, "HX-Current-URL": {current}}).want(http.StatusUnauthorized)
 			if got := r.header.Get("HX-Redirect"); got != want {
 				t.Errorf("from %s: HX-Redirect %q, want %q", current, got, want)
@@ -58,6 +58,22 @@ func TestAnExpiredSessionIsSaidAndTheLoginLeadsBack(t *testing.T) {
 		form := url.Values{"_csrf": {b.csrf()}}
 		r := b.postRaw("/queues/q/dead-letters/1/replay", form, http.Header{"Referer": {"http://" + host + "/queues/q/dead-letters"}})
 		r.wantRedirect("/login?expired=1&next=%2Fqueues%2Fq%2Fdead-letters")
+	})
+	// The page's own background requests (the live list, its polls) may
+	// reach the server before the visitor's next page: they must not
+	// leave that page unable to say the session expired. The login page
+	// says it once, then has the browser forget the cookie.
+	t.Run("ABackgroundRequestFirst", func(t *testing.T) {
+		b, _ := expired(t)
+		b.do("GET", "/queues/q/dead-letters", nil, http.Header{"HX-Request": {"true"}}).want(http.StatusUnauthorized)
+		b.get("/audit").wantRedirect("/login?expired=1&next=%2Faudit")
+		if got := b.get("/login").testid("login-expired"); got != "Your session expired; sign in again." {
+			t.Fatalf("the login page after a background request says %q", got)
+		}
+		if got := b.cookie("lazarus_session"); got != "" {
+			t.Fatalf("the login page left the ended session's cookie %q", got)
+		}
+		b.get("/audit").wantRedirect("/login?next=%2Faudit")
 	})
 	t.Run("NoSessionIsNoExpiry", func(t *testing.T) {
 		s := s.sub(t)

@@ -152,7 +152,10 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		u, err := s.broker.SessionUser(c.Request().Context(), sid)
 		switch {
 		case errors.Is(err, broker.ErrNotFound):
-			s.clearCookie(c, sessionCookie) // ended: the browser may forget it
+			// Ended. The cookie is kept until the login page is shown
+			// (showLogin forgets it): a page's background request that
+			// comes first must not leave the page's own visit unable to
+			// tell an expired session from none.
 			r := c.Request()
 			c.SetRequest(r.WithContext(context.WithValue(r.Context(), sessionEndedKey{}, true)))
 			return next(c)
