@@ -97,6 +97,7 @@ var tests = []test{
 	{"ErrorGroupLifecycle", testErrorGroupLifecycle},
 	{"ErrorGroupRegressesWhenACopyFailsAgain", testErrorGroupRegressesWhenACopyFailsAgain},
 	{"ErrorGroupIgnoresEnd", testErrorGroupIgnoresEnd},
+	{"ErrorGroupCountsFollowEveryChange", testErrorGroupCountsFollowEveryChange},
 	{"ErrorGroupFunnelCountsRemovals", testErrorGroupFunnelCountsRemovals},
 	{"ErrorGroupVersionsAndFilter", testErrorGroupVersionsAndFilter},
 	{"ErrorGroupEditKeepsTheEvidence", testErrorGroupEditKeepsTheEvidence},

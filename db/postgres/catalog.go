@@ -513,7 +513,7 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= ? ORDER BY restore_until LIMIT ?)`: {text: `UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
 		WHERE id IN (SELECT id FROM removed_dead_letters WHERE restore_until > 0 AND restore_until <= $1 ORDER BY restore_until LIMIT $2)`, stores: true},
 	// Tx.ErrorGroupCounts: hand-written (PGQuery)
-	`SELECT queue_id, COUNT(*), SUM(regressed) FROM error_group_states WHERE state = 'open' GROUP BY queue_id`: {text: `SELECT queue_id, COUNT(*), SUM(regressed)::bigint FROM error_group_states WHERE state = 'open' GROUP BY queue_id`},
+	`SELECT queue_id, open, regressed FROM error_group_open_counts WHERE open > 0`: {text: `SELECT queue_id, COUNT(*), SUM(regressed)::bigint FROM error_group_states WHERE state = 'open' GROUP BY queue_id`},
 	// Tx.ErrorGroupHistory: translated
 	`SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = ? ORDER BY id DESC LIMIT ?`: {text: `SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = $1 ORDER BY id DESC LIMIT $2`},
 	// Tx.ErrorGroupHours: hand-written (PGQuery)

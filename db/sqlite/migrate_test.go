@@ -565,3 +565,36 @@ func TestSubscriptionStartsAreBackfilled(t *testing.T) {
 		t.Fatalf("starts after the migration: new %v, all %v (subscribed at %v)", starts["new"], starts["all"], at)
 	}
 }
+
+// Migration 0041 counts the open and regressed error groups there are.
+func TestOpenErrorGroupCountsAreBackfilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openBroker(t)
+	for i, e := range []string{"card declined", "gateway timeout", "no such customer"} {
+		push(t, b, "p", fmt.Sprintf("order-%d", i))
+		res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("pop: %+v %v", res, err)
+		}
+		m := res.Messages[0]
+		if _, err := b.Ack(ctx, broker.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: e, Group: "g"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As the schema before it had them: one open and regressed, one
+	// open, one resolved.
+	if _, err := d.WriteDB().ExecContext(ctx, `UPDATE error_group_states SET regressed = 1 WHERE fingerprint = 'gateway timeout'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.WriteDB().ExecContext(ctx, `UPDATE error_group_states SET state = 'resolved' WHERE fingerprint = 'no such customer'`); err != nil {
+		t.Fatal(err)
+	}
+	reapply(t, d, 41, "0041_error_group_open_counts.sql",
+		`DROP TRIGGER error_group_open_counts_insert`, `DROP TRIGGER error_group_open_counts_delete`,
+		`DROP TRIGGER error_group_open_counts_update`, `DROP TABLE error_group_open_counts`)
+	counts, err := b.ErrorGroupCounts(ctx)
+	if err != nil || len(counts) != 1 || counts[0] != (broker.ErrorGroupCount{Queue: "q", Open: 2, Regressed: 1}) {
+		t.Fatalf("after the migration: %+v %v, want q with 2 open, 1 regressed", counts, err)
+	}
+}

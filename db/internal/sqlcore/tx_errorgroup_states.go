@@ -316,9 +316,11 @@ func (t *Tx) IgnoresEnded(ctx context.Context, now time.Time, limit int) ([]int6
 	return t.QueryIDs(ctx, `SELECT id FROM error_group_states WHERE state = 'ignored' AND until_at > 0 AND until_at <= ? ORDER BY until_at LIMIT ?`, MS(now), limit)
 }
 
-// errorGroupCountsSQL counts each queue's open and regressed groups
-// (the partial index error_group_states_open holds what it reads).
-var errorGroupCountsSQL = PGQuery(`SELECT queue_id, COUNT(*), SUM(regressed) FROM error_group_states WHERE state = 'open' GROUP BY queue_id`,
+// errorGroupCountsSQL reads each queue's open and regressed groups: on
+// SQLite from error_group_open_counts, kept by triggers (migration 0041);
+// on PostgreSQL counted from the partial index error_group_states_open
+// (a kept row a queue would be a point where filing processes queue).
+var errorGroupCountsSQL = PGQuery(`SELECT queue_id, open, regressed FROM error_group_open_counts WHERE open > 0`,
 	`SELECT queue_id, COUNT(*), SUM(regressed)::bigint FROM error_group_states WHERE state = 'open' GROUP BY queue_id`)
 
 // ErrorGroupCounts runs errorGroupCountsSQL.

@@ -983,7 +983,7 @@ UPDATE removed_dead_letters SET error = '', restore_until = 0, payload = NULL
 -- used by: Tx.ErrorGroupCounts
 -- from: errorGroupCountsSQL
 -- sqlite:
---   SELECT queue_id, COUNT(*), SUM(regressed) FROM error_group_states WHERE state = 'open' GROUP BY queue_id
+--   SELECT queue_id, open, regressed FROM error_group_open_counts WHERE open > 0
 -- postgres (hand-written, PGQuery):
 SELECT queue_id, COUNT(*), SUM(regressed)::bigint FROM error_group_states WHERE state = 'open' GROUP BY queue_id
 ;
