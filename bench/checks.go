@@ -366,7 +366,9 @@ func caseQueryPlans(ctx context.Context, e *env) ([]Row, error) {
 		_, err = b.AckBatch(ctx, g, acks)
 		return err
 	}
-	for range 5 {
+	// An ordered partition files the first failure of a batch and gives
+	// the rest of it back (they wait behind it): a dead letter a round.
+	for range 8 {
 		if err := fail(group); err != nil {
 			return nil, err
 		}
@@ -490,7 +492,7 @@ func caseQueryPlans(ctx context.Context, e *env) ([]Row, error) {
 	for _, p := range phases {
 		c := rec.counts(p.name)
 		row := Row{Case: "Q", Measure: "plan: " + p.name, Verdict: verdictPass}
-		var problems []string
+		var problems, accepted []string
 		for _, q := range c.distinct {
 			if !planned(q) {
 				continue
@@ -501,13 +503,20 @@ func caseQueryPlans(ctx context.Context, e *env) ([]Row, error) {
 			}
 			row.Details = append(row.Details, oneLine(q)+"\n    "+strings.Join(plan, "\n    "))
 			if issues := planIssues(q, plan); len(issues) > 0 {
+				if why := acceptedPlan(q); why != "" {
+					accepted = append(accepted, strings.Join(issues, ", ")+" accepted ("+why+") in: "+shorten(oneLine(q), 60))
+					continue
+				}
 				problems = append(problems, strings.Join(issues, ", ")+" in: "+shorten(oneLine(q), 110))
 			}
 		}
-		if len(problems) > 0 {
+		switch {
+		case len(problems) > 0:
 			row.Verdict = verdictFail
 			row.Note = strings.Join(problems, "; ")
-		} else {
+		case len(accepted) > 0:
+			row.Note = fmt.Sprintf("%d statements; %s", len(row.Details), strings.Join(accepted, "; "))
+		default:
 			row.Note = fmt.Sprintf("%d statements, none scans, sorts or counts a big table", len(row.Details))
 		}
 		rows = append(rows, row)
@@ -578,6 +587,32 @@ var (
 	boundedRE = regexp.MustCompile(`(?is)\(\s*(select\b[^()]*\blimit\b[^()]*)\)\s*(?:as\s+)?([a-z_][a-z0-9_]*)?`)
 	sqlWords  = map[string]bool{"where": true, "on": true, "join": true, "left": true, "inner": true, "cross": true, "natural": true, "group": true, "order": true, "limit": true, "set": true, "using": true, "values": true, "select": true, "default": true, "as": true, "returning": true}
 )
+
+// acceptedPlans are hot statements whose plans planIssues flags but
+// which read a bounded part of a big table, each with the reason (and
+// the case that measures it), keyed by the start of the statement's
+// text on one line.
+var acceptedPlans = map[string]string{
+	// The overview's one statement for every queue (issue 30): it sums
+	// the quarters of the last two days of each group (D9 measures it at
+	// 5,000 queues).
+	"SELECT q.id, q.name, q.created_at, COALESCE(s.depth, 0), COALESCE(s.depth_then, 0)": "two days of quarters a group, D9",
+	// The dead letters of one message, one a group at most, sorted by
+	// id: found by the seq's index.
+	"SELECT d.id, d.seq, d.queue_id, q.name, d.partition_id, p.name, p.uuid, d.group_id, g.name, d.error, d.retry_count, d.failed_at, d.transaction_id, COALESCE(m.payload, d.payload), d.trace_id, COALESCE(m.created_at, d.pushed_at), d.error_bytes, d.fingerprint, d.consumer_version FROM dead_letters d LEFT JOIN messages m ON m.seq = d.seq JOIN queues q ON q.id = d.queue_id JOIN partitions p ON p.id = d.partition_id JOIN groups g ON g.id = d.group_id WHERE d.seq = ? ORDER BY d.id": "one message's dead letters, a group's at most",
+}
+
+// acceptedPlan is the reason a statement's flagged plan is accepted ("":
+// it is not).
+func acceptedPlan(q string) string {
+	one := oneLine(q)
+	for start, why := range acceptedPlans {
+		if strings.HasPrefix(one, start) {
+			return why
+		}
+	}
+	return ""
+}
 
 // planIssues finds what a hot statement must not do in its plan: scan a
 // big table whole, sort rows of a big table with a temporary B-tree for
