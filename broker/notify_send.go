@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,24 +17,30 @@ type SendReport struct {
 	Sent    int // sent now
 	Retried int // failed, tried again later
 	GivenUp int // failed, and past NotifyRetryFor: marked failed
-	// More: the pass stopped at its bound on rounds with more due; the
-	// loop goes on at once rather than at the next poll.
+	// More: the pass stopped at one of its bounds with more perhaps due;
+	// the loop goes on at once rather than at the next poll.
 	More bool
 }
 
-// SendNotifications sends what is due in the outbox through Config.Notify:
-// of each channel its oldest pending notification, when its time has
-// come, then the next one of a channel whose send succeeded, until
-// nothing more is due; channels beside each other, each one at a time.
-// A notification is marked sent after its send returned, in a write of
-// its own: a crash between the two sends it again (at least once; its
-// ID lets the receiver drop the repeat). A send that fails is tried
+// SendNotifications sends, in one pass, what is due in the outbox through
+// Config.Notify: of each channel whose oldest pending notification's
+// time has come, its pending ones in order, up to notifyBatch, one at a
+// time, until one fails (the channel's later ones wait for it); channels
+// beside each other. The pass reads what is due once, and marks all it
+// sent, or tried, in one write once every channel has had its turn: a
+// crash between a send and that write sends it again (at least once;
+// its ID lets the receiver drop the repeat). A send that fails is tried
 // again after NotifyFirstRetry, doubling up to NotifyMaxRetry, until
-// NotifyRetryFor after it was written; then it is marked failed and
-// the channel's next one goes. Its error is kept cut, with the channel's
+// NotifyRetryFor after it was written; then it is marked failed and the
+// channel's next one goes. Its error is kept cut, with the channel's
 // secret and URL path taken out. Without a Sender nothing is sent (a
 // warning is logged once). Run it from one process at a time (Run does,
 // in the leader).
+//
+// A channel with more pending than a pass takes (notifyBatch, or what
+// notifyPassFor allowed it) makes the pass say More, and the loop goes
+// on; what was written during the pass wakes the loop, and what others
+// wrote is found at the poll.
 func (b *Broker) SendNotifications(ctx context.Context) (SendReport, error) {
 	var rep SendReport
 	if b.sender == nil {
@@ -49,108 +57,145 @@ func (b *Broker) SendNotifications(ctx context.Context) (SendReport, error) {
 		}
 		return rep, err
 	}
-	// A bound on the rounds, so that a channel with a long queue does
-	// not keep the loop from its other work (stopping): the next pass
-	// goes on at once (More).
-	for round := 0; round < notifyRounds; round++ {
-		var due []NotifyDelivery
-		channels := map[int64]Channel{}
-		err := b.store.View(ctx, func(tx Tx) error {
-			var err error
-			if due, err = tx.DueNotifications(ctx, b.now(), MaxChannels); err != nil || len(due) == 0 {
-				return err
-			}
-			cs, err := tx.NotifyChannels(ctx)
-			for _, c := range cs {
-				channels[c.ID] = c
-			}
+	now := b.now()
+	var due []NotifyDelivery
+	channels := map[int64]Channel{}
+	err := b.store.View(ctx, func(tx Tx) error {
+		var err error
+		if due, err = tx.DueNotifications(ctx, now, notifyBatch, notifyPassMax); err != nil || len(due) == 0 {
 			return err
-		})
-		if err != nil {
-			return rep, fmt.Errorf("notifications due: %w", err)
 		}
-		if len(due) == 0 {
-			return rep, nil
+		cs, err := tx.NotifyChannels(ctx)
+		for _, c := range cs {
+			channels[c.ID] = c
 		}
-		var mu sync.Mutex
-		var errs []error
-		var wg sync.WaitGroup
-		sent := 0
-		for _, d := range due {
-			c, ok := channels[d.ChannelID]
-			if !ok {
-				continue // deleted with its channel since
-			}
-			wg.Go(func() {
-				outcome, err := b.sendOne(ctx, c, d)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				switch outcome {
-				case DeliverySent:
-					rep.Sent++
-					sent++
-				case DeliveryFailed:
-					rep.GivenUp++
-					sent++ // the channel's next one may go
-				case DeliveryPending:
-					rep.Retried++
-				}
-			})
-		}
-		wg.Wait()
-		if len(errs) > 0 {
-			return rep, fmt.Errorf("notifications: %w", errs[0])
-		}
-		if sent == 0 || ctx.Err() != nil {
-			return rep, ctx.Err()
+		return err
+	})
+	if err != nil {
+		return rep, fmt.Errorf("notifications due: %w", err)
+	}
+	if len(due) == 0 {
+		return rep, nil
+	}
+	rep.More = len(due) == notifyPassMax
+	lists := map[int64][]NotifyDelivery{}
+	for _, d := range due {
+		if _, ok := channels[d.ChannelID]; ok { // else deleted with its channel since
+			lists[d.ChannelID] = append(lists[d.ChannelID], d)
 		}
 	}
-	rep.More = true
+	var mu sync.Mutex
+	var marks []NotifyDelivery
+	var wg sync.WaitGroup
+	for id, list := range lists {
+		c := channels[id]
+		wg.Go(func() {
+			done, more := b.sendList(ctx, c, list, now)
+			mu.Lock()
+			defer mu.Unlock()
+			marks = append(marks, done...)
+			rep.More = rep.More || more
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(marks, func(x, y NotifyDelivery) int { return cmp.Compare(x.ID, y.ID) })
+	if len(marks) == 0 {
+		rep.More = false
+		return rep, ctx.Err()
+	}
+	// The marks are rows by their key, in one write (a burst of
+	// notifications would otherwise take the writer from pushes and acks
+	// once each), beside them, not in their way. A stop before it has
+	// committed leaves the pass's sends pending: they go again.
+	if err := b.store.Update(ctx, b.hot(UpdateOptions{}), func(tx Tx) error {
+		for _, d := range marks {
+			if err := tx.SaveNotifyDelivery(ctx, d); err != nil {
+				return fmt.Errorf("mark notification %d: %w", d.ID, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		return SendReport{}, fmt.Errorf("mark notifications: %w", err)
+	}
+	for _, d := range marks {
+		switch d.State {
+		case DeliverySent:
+			rep.Sent++
+		case DeliveryFailed:
+			rep.GivenUp++
+			b.log.Warn("notification given up", "notification", d.ID, "channel", d.ChannelID, "event", d.Event, "attempts", d.Attempts, "err", d.LastError)
+		case DeliveryPending:
+			rep.Retried++
+		}
+	}
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
 	return rep, nil
 }
 
-// notifyRounds bounds one pass of SendNotifications: each round sends at
-// most one notification a channel.
-var notifyRounds = 100
+// The bounds of a pass of SendNotifications: notifyBatch notifications
+// a channel, notifyPassMax in all, and a channel takes no next one once
+// notifyPassFor has passed since the pass began (a slow receiver holds
+// the other channels' marks, and their next pass, no longer).
+var (
+	notifyBatch   = 100
+	notifyPassMax = 1000
+	notifyPassFor = 5 * time.Second
+)
 
-// sendOne sends d to c and marks how it went, returning its new state
-// ("" when nothing was marked).
-func (b *Broker) sendOne(ctx context.Context, c Channel, d NotifyDelivery) (string, error) {
+// sendList sends a channel's due notifications (list, by id) one at a
+// time, each with its new state to be marked: until one fails (it is
+// tried again later, and the later ones wait for it), one that is not due
+// at now, or ctx ends (what was sent is marked if the write still can be:
+// else it goes again at the next lead). more: the channel may have more
+// due than the pass took.
+func (b *Broker) sendList(ctx context.Context, c Channel, list []NotifyDelivery, now time.Time) (done []NotifyDelivery, more bool) {
+	for i, d := range list {
+		if d.NextAt.After(now) || ctx.Err() != nil {
+			return done, false
+		}
+		if i > 0 && b.clock.Now().Sub(now) >= notifyPassFor {
+			return done, true
+		}
+		d, ok := b.sendOne(ctx, c, d)
+		if !ok {
+			return done, false
+		}
+		done = append(done, d)
+		if d.State == DeliveryPending {
+			return done, false
+		}
+	}
+	return done, len(list) == notifyBatch
+}
+
+// sendOne sends d to c and returns it with its new state, to be marked
+// (ok false: ctx ended during a send that failed, nothing to mark).
+func (b *Broker) sendOne(ctx context.Context, c Channel, d NotifyDelivery) (NotifyDelivery, bool) {
 	sctx, cancel := context.WithTimeout(ctx, notifySendTimeout)
 	err := b.sender.Send(sctx, c, d.Notification)
 	cancel()
 	if err != nil && ctx.Err() != nil {
-		return "", ctx.Err() // stopping: it goes again at the next lead
+		return d, false // stopping: it goes again at the next lead
 	}
 	now := b.now()
 	d.Attempts++
 	if err == nil {
 		d.State, d.SentAt, d.NextAt = DeliverySent, now, time.Time{} // LastError: why it took more than one try
+		return d, true
+	}
+	d.LastError = scrubError(err.Error(), c)
+	giveUp := d.At.Add(NotifyRetryFor)
+	if !now.Before(giveUp) {
+		d.State, d.NextAt = DeliveryFailed, time.Time{}
 	} else {
-		d.LastError = scrubError(err.Error(), c)
-		giveUp := d.At.Add(NotifyRetryFor)
-		if !now.Before(giveUp) {
-			d.State, d.NextAt = DeliveryFailed, time.Time{}
-		} else {
-			d.NextAt = now.Add(notifyBackoff(d.Attempts))
-			if d.NextAt.After(giveUp) {
-				d.NextAt = giveUp // the last try, at the end of the retries
-			}
+		d.NextAt = now.Add(notifyBackoff(d.Attempts))
+		if d.NextAt.After(giveUp) {
+			d.NextAt = giveUp // the last try, at the end of the retries
 		}
 	}
-	// A mark is one row by its key: beside pushes and acks, not in
-	// their way (a burst of notifications would otherwise take the
-	// writer from them once each).
-	if err := b.store.Update(ctx, b.hot(UpdateOptions{}), func(tx Tx) error { return tx.SaveNotifyDelivery(ctx, d) }); err != nil {
-		return "", fmt.Errorf("mark notification %d: %w", d.ID, err)
-	}
-	if d.State == DeliveryFailed {
-		b.log.Warn("notification given up", "notification", d.ID, "channel", c.ID, "event", d.Event, "attempts", d.Attempts, "err", d.LastError)
-	}
-	return d.State, nil
+	return d, true
 }
 
 // notifyBackoff is the wait after the attempts-th failed send.
@@ -208,10 +253,14 @@ func scrubError(s string, c Channel) string {
 const minScrubbedSecret = 8
 
 // notifyLoop sends the outbox's notifications while ctx lasts (this
-// process leads): at once, when woken by a commit of this process that
-// wrote some, and every NotifyPoll (those of other processes, retries
-// that came due). ticks stands for the poll's ticker in tests.
-func (b *Broker) notifyLoop(ctx context.Context, ticks <-chan time.Time) {
+// process leads): when woken by a commit of this process that wrote
+// some, once notifyGather has passed (so that a burst of commits, each
+// writing one, goes in one pass: half a second more before a new error
+// group is told, well inside SPEC's 60 s), and every
+// NotifyPoll (those of other processes, retries that came due). ticks
+// and gather stand for the poll's ticker and the wait's timer in tests
+// (gather: a value ends each wait).
+func (b *Broker) notifyLoop(ctx context.Context, ticks, gather <-chan time.Time) {
 	if ticks == nil {
 		t := time.NewTicker(NotifyPoll)
 		defer t.Stop()
@@ -229,7 +278,35 @@ func (b *Broker) notifyLoop(ctx context.Context, ticks <-chan time.Time) {
 		case <-ctx.Done():
 			return
 		case <-b.sending.wake:
+			if !b.gather(ctx, gather) {
+				return
+			}
 		case <-ticks:
 		}
 	}
 }
+
+// gather waits notifyGather (or for a value of the test's gather), then
+// takes the wake-up the commits during the wait left: the pass that
+// follows reads what they wrote. It reports false when ctx ended first.
+func (b *Broker) gather(ctx context.Context, gather <-chan time.Time) bool {
+	if gather == nil {
+		t := time.NewTimer(notifyGather)
+		defer t.Stop()
+		gather = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-gather:
+	}
+	select {
+	case <-b.sending.wake:
+	default:
+	}
+	return true
+}
+
+// notifyGather is how long the sending loop, once woken by a commit,
+// waits for the commits that follow before it sends.
+const notifyGather = 500 * time.Millisecond

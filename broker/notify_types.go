@@ -197,11 +197,13 @@ type NotifyTx interface {
 	// NotifyDeliveries reads a page of the outbox, newest first by id,
 	// as q selects (q.Limit rows at most: the broker has checked it).
 	NotifyDeliveries(ctx context.Context, q DeliveryQuery) ([]NotifyDelivery, error)
-	// DueNotifications reads, of each channel, its oldest pending
-	// notification when it is due at now (next_at ≤ now), by id, up to
-	// limit: a channel whose oldest pending one is not due gives none,
-	// so a later one is never sent before it.
-	DueNotifications(ctx context.Context, now time.Time, limit int) ([]NotifyDelivery, error)
+	// DueNotifications reads, of each channel whose oldest pending
+	// notification is due at now (next_at ≤ now), its oldest pending
+	// ones, up to perChannel, all by id, up to limit in all: a channel
+	// whose oldest pending one is not due gives none, so a later one is
+	// never sent before it (a caller stops a channel's list at one not
+	// due). A cut by limit leaves each channel a prefix of its list.
+	DueNotifications(ctx context.Context, now time.Time, perChannel, limit int) ([]NotifyDelivery, error)
 	// SaveNotifyDelivery writes d's state, attempts, next_at, sent_at
 	// and last_error to its row when that row is still pending (a row
 	// gone with its channel, or settled already: nothing, no error). It

@@ -43,8 +43,10 @@ type RunConfig struct {
 	// MaintainTicks and FlushTicks, when set, stand for the tickers of
 	// MaintenanceEvery and StatsDelay: a test moves the schedule by hand.
 	MaintainTicks, FlushTicks <-chan time.Time
-	// NotifyTicks, when set, stands for the ticker of NotifyPoll.
-	NotifyTicks <-chan time.Time
+	// NotifyTicks, when set, stands for the ticker of NotifyPoll, and
+	// NotifyGather for the timer of the sending's wait once a commit woke
+	// it (a value ends each wait).
+	NotifyTicks, NotifyGather <-chan time.Time
 }
 
 // Run does the broker's background work until ctx ends, and returns once
@@ -55,7 +57,8 @@ type RunConfig struct {
 //     from where they stopped), Maintain when it takes the lead and
 //     then every MaintenanceEvery, each followed by CheckThresholds, and
 //     the sending of notifications (SendNotifications: woken by the
-//     commits of this process that wrote some, and every NotifyPoll);
+//     commits of this process that wrote some, a moment after them so
+//     that a burst goes in one pass, and every NotifyPoll);
 //   - in every process: the counts waiting in memory (StatsDelay) written
 //     every StatsDelay.
 //
@@ -110,7 +113,7 @@ func (b *Broker) Run(ctx context.Context, cfg RunConfig) {
 			cfg.OnLead(ctx)
 		}
 		var sending sync.WaitGroup
-		sending.Go(func() { b.notifyLoop(ctx, cfg.NotifyTicks) })
+		sending.Go(func() { b.notifyLoop(ctx, cfg.NotifyTicks, cfg.NotifyGather) })
 		b.RunJobs(ctx)
 		sending.Wait()
 	})

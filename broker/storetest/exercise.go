@@ -39,6 +39,8 @@ var tests = []test{
 	{"NotifyLongQueueGoesOnWithoutThePoll", testNotifyLongQueueGoesOnWithoutThePoll},
 	{"NotifyArchiveFailureUntoldIsToldAgain", testNotifyArchiveFailureUntoldIsToldAgain},
 	{"NotifyRunPollsForOthersNotifications", testNotifyRunPollsForOthersNotifications},
+	{"NotifyPassMarksItsSendsInOneWrite", testNotifyPassMarksItsSendsInOneWrite},
+	{"NotifyRunGathersABurstInOnePass", testNotifyRunGathersABurstInOnePass},
 	{"NotifyStopBetweenSendAndMarkSendsAgain", testNotifyStopBetweenSendAndMarkSendsAgain},
 	{"NotifyThresholdBreachedThenRecoveredOnce", testNotifyThresholdBreachedThenRecoveredOnce},
 	{"NotifyArchiveFailureIsToldOnce", testNotifyArchiveFailureIsToldOnce},

@@ -564,8 +564,9 @@ func testNotifyRunSendsOnCommit(t *testing.T, harness Harness) {
 }
 
 // A channel with a long queue is emptied pass after pass without waiting
-// for the poll: more than two passes' worth (a pass is 100 rounds) is
-// sent with no tick at all (a commit's wake serves one pass at most).
+// for the poll: more than two passes' worth (a pass sends 100 a channel
+// at most) is sent with no tick at all (a commit's wake serves one pass
+// at most).
 func testNotifyLongQueueGoesOnWithoutThePoll(t *testing.T, harness Harness) {
 	t.Parallel()
 	s, f := notifyBundle(t, harness)
@@ -786,5 +787,211 @@ func testNotifyRunPollsForOthersNotifications(t *testing.T, harness Harness) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("not sent at the poll's tick")
+	}
+}
+
+// markCounter counts the writes that mark notifications sent or tried
+// (and the marks in them) and the reads of what is due.
+type markCounter struct {
+	broker.Store
+	mu                  sync.Mutex
+	writes, marks, dues int
+	marked              chan int // when set, told the marks of each such write once it has committed
+}
+
+func (s *markCounter) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
+	n := 0
+	err := s.Store.Update(ctx, o, func(tx broker.Tx) error {
+		n = 0
+		return fn(markTx{tx, &n})
+	})
+	if n > 0 && err == nil {
+		s.mu.Lock()
+		s.writes++
+		s.marks += n
+		s.mu.Unlock()
+		if s.marked != nil {
+			s.marked <- n
+		}
+	}
+	return err
+}
+
+func (s *markCounter) View(ctx context.Context, fn func(broker.Tx) error) error {
+	return s.Store.View(ctx, func(tx broker.Tx) error { return fn(dueTx{tx, s}) })
+}
+
+// take returns the counts since the last take.
+func (s *markCounter) take() (writes, marks, dues int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	writes, marks, dues = s.writes, s.marks, s.dues
+	s.writes, s.marks, s.dues = 0, 0, 0
+	return writes, marks, dues
+}
+
+type markTx struct {
+	broker.Tx
+	n *int
+}
+
+func (t markTx) SaveNotifyDelivery(ctx context.Context, d broker.NotifyDelivery) error {
+	*t.n++
+	return t.Tx.SaveNotifyDelivery(ctx, d)
+}
+
+type dueTx struct {
+	broker.Tx
+	s *markCounter
+}
+
+func (t dueTx) DueNotifications(ctx context.Context, now time.Time, perChannel, limit int) ([]broker.NotifyDelivery, error) {
+	t.s.mu.Lock()
+	t.s.dues++
+	t.s.mu.Unlock()
+	return t.Tx.DueNotifications(ctx, now, perChannel, limit)
+}
+
+// markBundle is a notifyBundle whose store counts the sender's marks.
+func markBundle(t *testing.T, harness Harness) (*bundle, *sender, *markCounter) {
+	t.Helper()
+	s := setup(t, harness)
+	f := &sender{failN: map[int64]int{}}
+	counter := &markCounter{Store: &retryStore{Store: s.db}}
+	s.b = broker.New(broker.Config{Store: counter, Clock: s.clock, Notify: f})
+	t.Cleanup(s.b.Close)
+	return s, f, counter
+}
+
+// Notifications due together go in one pass: one read of what is due,
+// each channel's in order, and one write marking every send (issue 37:
+// a burst of new error groups cost a read and a write each). A send that
+// fails stops its channel's: the channel's later ones are not tried, and
+// go once it has been sent.
+func testNotifyPassMarksItsSendsInOneWrite(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, f, counter := markBundle(t, harness)
+	a, b := s.webhook("a"), s.webhook("b")
+	var ofA, ofB []int64
+	for i := range 33 {
+		ch := a.ID
+		if i%11 == 5 {
+			ch = b.ID
+		}
+		n, err := s.b.TestChannel(s.ctx, ch, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch == a.ID {
+			ofA = append(ofA, n.ID)
+		} else {
+			ofB = append(ofB, n.ID)
+		}
+	}
+	f.failN[ofB[1]] = 1
+	counter.take()
+	if rep := s.send(); rep != (broker.SendReport{Sent: 31, Retried: 1}) {
+		t.Fatalf("the pass: %+v, want a's 30 and b's first sent, b's second tried", rep)
+	}
+	if writes, marks, dues := counter.take(); writes != 1 || marks != 32 || dues != 1 {
+		t.Fatalf("the pass made %d writes marking %d and %d reads of what is due; want 1 write of 32 marks, 1 read", writes, marks, dues)
+	}
+	var sentA []int64
+	for _, id := range f.gotIDs() {
+		if id != ofB[0] {
+			sentA = append(sentA, id)
+		}
+	}
+	if fmt.Sprint(sentA) != fmt.Sprint(ofA) {
+		t.Errorf("a's sent %v, want %v", sentA, ofA)
+	}
+	for _, id := range f.tries {
+		if id == ofB[2] {
+			t.Fatalf("b's third was tried before its second was sent: %v", f.tries)
+		}
+	}
+	for _, d := range s.outbox(a.ID) {
+		if d.State != broker.DeliverySent || d.Attempts != 1 || !d.SentAt.Equal(s.clock.Now()) {
+			t.Fatalf("a's once marked: %+v", d)
+		}
+	}
+	// Nothing due: a read, no write.
+	if rep := s.send(); rep != (broker.SendReport{}) {
+		t.Fatalf("before b's retry: %+v", rep)
+	}
+	if writes, _, dues := counter.take(); writes != 0 || dues != 1 {
+		t.Fatalf("a pass with nothing due: %d writes, %d reads", writes, dues)
+	}
+	s.clock.Advance(broker.NotifyFirstRetry)
+	if rep := s.send(); rep != (broker.SendReport{Sent: 2}) {
+		t.Fatalf("b's retry: %+v, want its second and third sent", rep)
+	}
+	if writes, marks, _ := counter.take(); writes != 1 || marks != 2 {
+		t.Fatalf("b's retry: %d writes of %d marks", writes, marks)
+	}
+	if got := f.gotIDs(); fmt.Sprint(got[len(got)-2:]) != fmt.Sprint(ofB[1:]) {
+		t.Errorf("b's last sent %v, want %v", got[len(got)-2:], ofB[1:])
+	}
+}
+
+// Run, woken by a commit that wrote a notification, waits a moment (the
+// test's gather) before it sends, so that the notifications the commits
+// just after wrote go in the same pass, marked in one write.
+func testNotifyRunGathersABurstInOnePass(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, f, counter := markBundle(t, harness)
+	const n = 5
+	f.sent = make(chan broker.Notification, n+1)
+	counter.marked = make(chan int, n+1)
+	hook := s.webhook("hook")
+	// The first, written before Run: its commit's wake-up waits for the
+	// loop, which sends it in its first pass, then takes the wake-up and
+	// waits for the end of its gathering (the test's, here).
+	first, err := s.b.TestChannel(s.ctx, hook.ID, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	never, gather := make(chan time.Time), make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		s.b.Run(ctx, broker.RunConfig{MaintainTicks: never, FlushTicks: never, NotifyTicks: never, NotifyGather: gather})
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	marked := func(what string) int {
+		t.Helper()
+		select {
+		case marks := <-counter.marked:
+			return marks
+		case <-time.After(20 * time.Second):
+			t.Fatalf("nothing marked: %s", what)
+			return 0
+		}
+	}
+	if marks := marked("the first pass"); marks != 1 {
+		t.Fatalf("the first pass marked %d, want 1", marks)
+	}
+	ids := []int64{first.ID}
+	for range n {
+		d, err := s.b.TestChannel(s.ctx, hook.ID, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	if len(f.sent) != 1 {
+		t.Fatalf("%d sent before the gathering's end, want the first only", len(f.sent))
+	}
+	select {
+	case gather <- s.clock.Now(): // taken when the loop waits for it
+	case <-time.After(20 * time.Second):
+		t.Fatal("the loop does not wait to gather")
+	}
+	if marks := marked("after the gathering"); marks != n {
+		t.Fatalf("the pass after the gathering marked %d in its write, want the burst's %d", marks, n)
+	}
+	if got := f.gotIDs(); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("sent %v, want %v", got, ids)
 	}
 }

@@ -487,11 +487,13 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	FROM dead_letters d
 	WHERE d.queue_id = $1 AND d.failed_at < $2 ORDER BY d.failed_at, d.id LIMIT $3`},
 	// Tx.DueNotifications: translated
-	`SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
-		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= ?
-		ORDER BY id LIMIT ?`: {text: `SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
-		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= $1
-		ORDER BY id LIMIT $2`},
+	`SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM (
+		SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error, ROW_NUMBER() OVER w AS n, FIRST_VALUE(next_at) OVER w AS first_next
+		FROM notify_outbox WHERE state = 'pending' WINDOW w AS (PARTITION BY channel_id ORDER BY id)) p
+		WHERE n <= ?2 AND first_next <= ?1 ORDER BY id LIMIT ?3`: {text: `SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM (
+		SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error, ROW_NUMBER() OVER w AS n, FIRST_VALUE(next_at) OVER w AS first_next
+		FROM notify_outbox WHERE state = 'pending' WINDOW w AS (PARTITION BY channel_id ORDER BY id)) p
+		WHERE n <= $2 AND first_next <= $1 ORDER BY id LIMIT $3`},
 	// Tx.DueSettled: translated
 	`SELECT partition_id, MAX(seq) FROM settle_marks WHERE queue_id = ? AND at <= ? GROUP BY partition_id ORDER BY partition_id`: {text: `SELECT partition_id, MAX(seq) FROM settle_marks WHERE queue_id = $1 AND at <= $2 GROUP BY partition_id ORDER BY partition_id`},
 	// Tx.EmptyPartitions: translated

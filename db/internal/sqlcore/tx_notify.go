@@ -189,12 +189,14 @@ func (t *Tx) NotifyDeliveries(ctx context.Context, q broker.DeliveryQuery) ([]br
 	return scanDeliveries(rows)
 }
 
-// DueNotifications takes each channel's lowest pending id (the partial
-// index, per channel) and keeps those due.
-func (t *Tx) DueNotifications(ctx context.Context, now time.Time, limit int) ([]broker.NotifyDelivery, error) {
-	rows, err := t.Query(ctx, `SELECT `+deliveryCols+` FROM notify_outbox
-		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= ?
-		ORDER BY id LIMIT ?`, MS(now), limit)
+// DueNotifications numbers each channel's pending rows by id (the
+// partial index, per channel, in its order) and keeps the first
+// perChannel of the channels whose first is due.
+func (t *Tx) DueNotifications(ctx context.Context, now time.Time, perChannel, limit int) ([]broker.NotifyDelivery, error) {
+	rows, err := t.Query(ctx, `SELECT `+deliveryCols+` FROM (
+		SELECT `+deliveryCols+`, ROW_NUMBER() OVER w AS n, FIRST_VALUE(next_at) OVER w AS first_next
+		FROM notify_outbox WHERE state = 'pending' WINDOW w AS (PARTITION BY channel_id ORDER BY id)) p
+		WHERE n <= ?2 AND first_next <= ?1 ORDER BY id LIMIT ?3`, MS(now), perChannel, limit)
 	if err != nil {
 		return nil, err
 	}

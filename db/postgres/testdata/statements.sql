@@ -936,13 +936,15 @@ SELECT d.id, d.seq, d.queue_id, d.partition_id, d.group_id, d.fingerprint
 
 -- used by: Tx.DueNotifications
 -- sqlite:
---   SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
---   		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= ?
---   		ORDER BY id LIMIT ?
+--   SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM (
+--   		SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error, ROW_NUMBER() OVER w AS n, FIRST_VALUE(next_at) OVER w AS first_next
+--   		FROM notify_outbox WHERE state = 'pending' WINDOW w AS (PARTITION BY channel_id ORDER BY id)) p
+--   		WHERE n <= ?2 AND first_next <= ?1 ORDER BY id LIMIT ?3
 -- postgres (translated):
-SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM notify_outbox
-		WHERE id IN (SELECT MIN(id) FROM notify_outbox WHERE state = 'pending' GROUP BY channel_id) AND next_at <= $1
-		ORDER BY id LIMIT $2
+SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error FROM (
+		SELECT id, channel_id, event, queue, group_name, detail, path, at, test, state, attempts, next_at, sent_at, last_error, ROW_NUMBER() OVER w AS n, FIRST_VALUE(next_at) OVER w AS first_next
+		FROM notify_outbox WHERE state = 'pending' WINDOW w AS (PARTITION BY channel_id ORDER BY id)) p
+		WHERE n <= $2 AND first_next <= $1 ORDER BY id LIMIT $3
 ;
 
 -- used by: Tx.DueSettled
