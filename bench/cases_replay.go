@@ -139,7 +139,7 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 	whole.Samples = Samples{"job": {roundSig(r.took.Seconds(), 4)}}
 	whole.Must, whole.Goal = atMost("ours", 60, "≤ 60 s"), atMost("ours", 30, "≤ 30 s")
 	whole.Note = fmt.Sprintf("%s/%s of the dashboard's database (%s), a copy of its own; %d done, %d skipped; CPU of the process %.1f s (%.1f µs a dead letter); "+
-		"%d chunks, dead letters a chunk p50 %.0f, max %.0f; flat-out sample of the newest %d (WAL kept whole): %.2f statements, %.3f transactions, %.2f WAL pages, %.1f µs CPU a dead letter; "+
+		"%d chunks, dead letters a chunk p50 %.0f, max %.0f; flat-out sample of the newest %d (WAL kept whole): %.3g statements, %.3g transactions, %.2f WAL pages, %.1f µs CPU a dead letter; "+
 		"load average %s before, %s after",
 		dlqQueue, dlqGroup0, f.describe(), r.job.Done, r.job.Skipped, cpu.Seconds(), float64(cpu)/float64(time.Microsecond)/float64(max(r.job.Done, 1)),
 		len(chunks), percentile(sizes, 0.5), percentile(sizes, 1), d7Sample, full.statements, full.transactions, full.walPages, full.cpuMicros,
@@ -148,7 +148,7 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 	info := Row{Case: "D7", Measure: fmt.Sprintf("  the newest %d at the default pace: statements, WAL pages and CPU a dead letter (info)", d7Sample), Unit: "statements", Reps: 1,
 		Verdict: verdictInfo}
 	info.Ours = ptr(gentle.statements)
-	info.Note = fmt.Sprintf("%.2f statements, %.3f transactions, %.2f WAL pages, %.1f µs CPU a dead letter (flat out: %.2f, %.3f, %.2f, %.1f)",
+	info.Note = fmt.Sprintf("%.2f statements, %.3f transactions, %.2f WAL pages, %.1f µs CPU a dead letter (flat out: %.3g, %.3g, %.2f, %.1f)",
 		gentle.statements, gentle.transactions, gentle.walPages, gentle.cpuMicros, full.statements, full.transactions, full.walPages, full.cpuMicros)
 	rows = append(rows, info)
 
