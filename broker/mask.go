@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -208,30 +210,64 @@ type maskState struct{ path, step uint16 }
 // whether anything was. A payload that is not JSON is masked whole (its
 // fields cannot be told apart, so none of it is shown). payload itself is
 // never changed.
+//
+// The walk checks the payload's syntax as it goes, as json.Valid does,
+// so that a payload is read once (every payload shown is masked): a
+// payload nested deeper than maxMaskDepth is left to json.Valid first.
 func (m Mask) Apply(payload []byte) (out []byte, masked bool) {
 	if m.Empty() {
 		return payload, false
 	}
-	if !json.Valid(payload) {
-		return append([]byte(nil), maskedJSON...), true
+	w := maskWalks.Get().(*maskWalk)
+	defer func() {
+		if cap(w.states) <= maxPooledMaskStates {
+			*w = maskWalk{states: w.states[:0]} // keeps no payload
+			maskWalks.Put(w)
+		}
+	}()
+	*w = maskWalk{src: payload, paths: m.paths, states: w.states[:0], limit: maxMaskDepth}
+	ok := w.run()
+	if !ok && w.deep && json.Valid(payload) {
+		*w = maskWalk{src: payload, paths: m.paths, states: w.states[:0], limit: math.MaxInt}
+		ok = w.run()
 	}
-	w := maskWalk{src: payload, paths: m.paths}
-	return w.run()
+	switch {
+	case !ok:
+		return append([]byte(nil), maskedJSON...), true
+	case w.out == nil:
+		return payload, false
+	}
+	return w.out, true
 }
 
-// run walks src from its root and returns it rewritten, and whether
-// anything was.
-func (w *maskWalk) run() ([]byte, bool) {
-	w.states = w.buf[:0]
-	for i := range w.paths {
+// maskWalks keeps Apply's walks, with the room of their states: most
+// walks then allocate nothing but what they return.
+var maskWalks = sync.Pool{New: func() any { return &maskWalk{states: make([]maskState, 0, 32)} }}
+
+// maxPooledMaskStates is the most states a walk kept for the next holds
+// room for (a deep payload's are let go).
+const maxPooledMaskStates = 1024
+
+// maxMaskDepth is how deep in containers the walk checks a payload's
+// syntax itself (json.Valid's bound, encoding/json's own, is deeper).
+const maxMaskDepth = 1000
+
+// run walks src from its root, leaving in out its copy rewritten (nil
+// when nothing was); false when src is not one JSON value, or when it
+// is nested past limit (deep: not decided).
+func (w *maskWalk) run() bool {
+	done := false // a path is $: the whole payload
+	for i, p := range w.paths {
 		w.states = append(w.states, maskState{path: uint16(i)})
+		done = done || len(p) == 0
 	}
-	w.value(0, len(w.paths))
-	if w.out == nil {
-		return w.src, false
+	if !w.value(0, len(w.states), 0, done) || !w.end() {
+		return false
 	}
-	w.out = append(w.out, w.src[w.last:]...)
-	return w.out, true
+	if w.out != nil {
+		w.out = append(w.out, w.src[w.last:]...)
+	}
+	return true
 }
 
 // Restore returns edited (an edit of a payload shown masked) with every
@@ -245,20 +281,45 @@ func (m Mask) Restore(edited, original []byte) (out []byte, kept int) {
 	if m.Empty() || !json.Valid(edited) {
 		return edited, 0
 	}
-	w := maskWalk{src: edited, paths: m.paths, track: true}
-	w.replace = func(raw []byte) ([]byte, bool) {
-		var s string
-		if json.Unmarshal(raw, &s) != nil || s != MaskedValue {
-			return nil, false
-		}
-		real, ok := rawAt(original, w.trail)
-		if ok {
-			kept++
-		}
-		return real, ok
+	r := &maskRestore{original: original}
+	w := maskWalk{src: edited, paths: m.paths, limit: math.MaxInt, restore: r}
+	if !w.run() || w.out == nil { // !run: edited is JSON, cannot be
+		return edited, 0
 	}
-	out, _ = w.run()
-	return out, kept
+	return w.out, r.kept
+}
+
+// maskRestore is what a Restore's walk needs: the original payload,
+// whether it is JSON (0: not known yet, it is checked once), and how
+// many values were restored.
+type maskRestore struct {
+	original []byte
+	valid    int8 // 1 JSON, -1 not
+	kept     int
+}
+
+// restored returns what the masked value raw becomes in a Restore: the
+// value at the same place (trail) in the original when raw still reads
+// MaskedValue; false when it stays as it is.
+func (w *maskWalk) restored(raw []byte) ([]byte, bool) {
+	if !bytes.Equal(raw, maskedJSON) && (raw[0] != '"' || decodeKey(raw) != MaskedValue) {
+		return nil, false
+	}
+	r := w.restore
+	if len(w.trail) > 0 && r.valid == 0 {
+		r.valid = -1
+		if json.Valid(r.original) {
+			r.valid = 1
+		}
+	}
+	if len(w.trail) > 0 && r.valid < 0 {
+		return nil, false
+	}
+	real, ok := rawAt(r.original, w.trail)
+	if ok {
+		r.kept++
+	}
+	return real, ok
 }
 
 // maskSeg is one step of a concrete place in a JSON text: a key, or an
@@ -269,15 +330,12 @@ type maskSeg struct {
 }
 
 // rawAt returns the bytes of the value of src at trail (src whole for
-// none: it need not be JSON then).
+// none: it need not be JSON then, else it must be).
 func rawAt(src []byte, trail []maskSeg) ([]byte, bool) {
 	if len(trail) == 0 {
 		return src, true
 	}
-	if !json.Valid(src) {
-		return nil, false
-	}
-	w := maskWalk{src: src}
+	w := maskWalk{src: src, limit: math.MaxInt}
 	for _, sg := range trail {
 		w.ws()
 		open, close := byte('{'), byte('}')
@@ -310,18 +368,18 @@ func rawAt(src []byte, trail []maskSeg) ([]byte, bool) {
 			} else if n == sg.index {
 				break
 			}
-			w.skip()
+			w.skip(0)
 		}
 	}
 	w.ws()
 	start := w.i
-	w.skip()
+	w.skip(0)
 	return src[start:w.i], true
 }
 
-// maskWalk walks a valid JSON text, copying it to out from last on as it
-// meets values to mask. states holds the states of every level being
-// walked, each level a range of it.
+// maskWalk walks a JSON text, checking its syntax, copying it to out
+// from last on as it meets values to mask. states holds the states of
+// every level being walked, each level a range of it.
 type maskWalk struct {
 	src    []byte
 	i      int
@@ -329,15 +387,19 @@ type maskWalk struct {
 	last   int
 	paths  []maskPath
 	states []maskState
-	// track keeps trail, the place of the value being walked; replace,
-	// when set, decides what a masked value becomes (false: it stays).
-	track   bool
+	// limit is the depth past which the walk gives up (deep).
+	limit int
+	deep  bool
+	// restore, in a Restore, decides what a masked value becomes
+	// (restored), with trail the place of the value being walked.
+	restore *maskRestore
 	trail   []maskSeg
-	replace func(raw []byte) ([]byte, bool)
-	buf     [32]maskState // states' first room, so that most walks allocate none
 }
 
 func (w *maskWalk) ws() {
+	if w.i < len(w.src) && w.src[w.i] > ' ' {
+		return // most often: no white space
+	}
 	for w.i < len(w.src) {
 		switch w.src[w.i] {
 		case ' ', '\t', '\r', '\n':
@@ -348,110 +410,157 @@ func (w *maskWalk) ws() {
 	}
 }
 
-// value walks the value at i, with the states states[lo:hi].
-func (w *maskWalk) value(lo, hi int) {
+// next skips white space and reports whether the next byte is c,
+// consuming it when it is.
+func (w *maskWalk) next(c byte) bool {
 	w.ws()
-	for _, s := range w.states[lo:hi] {
-		if int(s.step) == len(w.paths[s.path]) {
-			start := w.i
-			w.skip()
-			with := maskedJSON
-			if w.replace != nil {
-				var ok bool
-				if with, ok = w.replace(w.src[start:w.i]); !ok {
-					return
-				}
-			}
-			if w.out == nil {
-				w.out = make([]byte, 0, len(w.src))
-			}
-			w.out = append(w.out, w.src[w.last:start]...)
-			w.out = append(w.out, with...)
-			w.last = w.i
-			return
-		}
+	if w.i < len(w.src) && w.src[w.i] == c {
+		w.i++
+		return true
 	}
-	if lo == hi {
-		w.skip()
-		return
+	return false
+}
+
+// end reports whether only white space is left.
+func (w *maskWalk) end() bool {
+	w.ws()
+	return w.i == len(w.src)
+}
+
+// enter moves past the bracket of a container at depth; false past the
+// walk's limit.
+func (w *maskWalk) enter(depth int) bool {
+	if depth >= w.limit {
+		w.deep = true
+		return false
+	}
+	w.i++
+	return true
+}
+
+// value walks the value at i, at depth (the containers it lies in), with
+// the states states[lo:hi] (done: one of them is at its path's end, the
+// value is masked); false where src is not JSON.
+func (w *maskWalk) value(lo, hi, depth int, done bool) bool {
+	w.ws()
+	if done {
+		return w.mask(depth)
+	}
+	if lo == hi || w.i == len(w.src) {
+		return w.skip(depth)
 	}
 	switch w.src[w.i] {
 	case '{':
-		w.i++
+		if !w.enter(depth) {
+			return false
+		}
+		if w.next('}') {
+			return true
+		}
 		for {
 			w.ws()
-			if w.src[w.i] == '}' {
-				w.i++
-				return
-			}
-			if w.src[w.i] == ',' {
-				w.i++
-				w.ws()
-			}
 			ks := w.i
-			w.skipString()
+			if !w.skipString() {
+				return false
+			}
 			key := w.src[ks+1 : w.i-1]
 			if bytes.IndexByte(key, '\\') >= 0 {
 				key = []byte(decodeKey(w.src[ks:w.i]))
 			}
-			w.ws()
-			w.i++ // ':'
-			n := w.children(lo, hi, key, -1)
-			if w.track {
+			if !w.next(':') {
+				return false
+			}
+			n, done := w.children(lo, hi, key, -1)
+			if w.restore != nil {
 				w.trail = append(w.trail, maskSeg{key: string(key), index: -1})
 			}
-			w.value(hi, n)
-			if w.track {
+			ok := w.value(hi, n, depth+1, done)
+			if w.restore != nil {
 				w.trail = w.trail[:len(w.trail)-1]
 			}
 			w.states = w.states[:hi]
+			if !ok {
+				return false
+			}
+			if !w.next(',') {
+				return w.next('}')
+			}
 		}
 	case '[':
-		w.i++
+		if !w.enter(depth) {
+			return false
+		}
+		if w.next(']') {
+			return true
+		}
 		for idx := 0; ; idx++ {
-			w.ws()
-			if w.src[w.i] == ']' {
-				w.i++
-				return
-			}
-			if w.src[w.i] == ',' {
-				w.i++
-			}
-			n := w.children(lo, hi, nil, idx)
-			if w.track {
+			n, done := w.children(lo, hi, nil, idx)
+			if w.restore != nil {
 				w.trail = append(w.trail, maskSeg{index: idx})
 			}
-			w.value(hi, n)
-			if w.track {
+			ok := w.value(hi, n, depth+1, done)
+			if w.restore != nil {
 				w.trail = w.trail[:len(w.trail)-1]
 			}
 			w.states = w.states[:hi]
+			if !ok {
+				return false
+			}
+			if !w.next(',') {
+				return w.next(']')
+			}
 		}
-	default:
-		w.skip()
 	}
+	return w.skip(depth)
+}
+
+// mask moves past the value at i (at depth) and copies what comes before
+// it to out, then MaskedValue (in a Restore, what restored says; it
+// stays when that says false).
+func (w *maskWalk) mask(depth int) bool {
+	start := w.i
+	if !w.skip(depth) {
+		return false
+	}
+	with := maskedJSON
+	if w.restore != nil {
+		var ok bool
+		if with, ok = w.restored(w.src[start:w.i]); !ok {
+			return true
+		}
+	}
+	if w.out == nil {
+		// Room for a few values masked that were shorter than •••.
+		w.out = make([]byte, 0, len(w.src)+len(w.src)/8+2*len(maskedJSON))
+	}
+	w.out = append(w.out, w.src[w.last:start]...)
+	w.out = append(w.out, with...)
+	w.last = w.i
+	return true
 }
 
 // children appends to states (at hi, its end) the states of a child of
 // the value whose states are states[lo:hi]: the member key (index < 0)
-// or the element index; it returns the new end.
-func (w *maskWalk) children(lo, hi int, key []byte, index int) int {
-	w.states = w.states[:hi]
-	for k := lo; k < hi; k++ {
-		s := w.states[k]
+// or the element index; it returns the new end, and whether one of them
+// is at its path's end (done).
+func (w *maskWalk) children(lo, hi int, key []byte, index int) (end int, done bool) {
+	states := w.states[:hi]
+	for _, s := range states[lo:hi] {
 		p := w.paths[s.path]
 		if int(s.step) >= len(p) {
 			continue
 		}
-		st := p[s.step]
+		st := &p[s.step]
 		if st.desc {
-			w.states = append(w.states, s) // still looked for deeper
+			states = append(states, s) // still looked for deeper
 		}
 		if (index < 0 && (st.any || (st.index < 0 && string(key) == st.key))) || (index >= 0 && st.matchIndex(index)) {
-			w.states = append(w.states, maskState{path: s.path, step: s.step + 1})
+			states = append(states, maskState{path: s.path, step: s.step + 1})
+			done = done || int(s.step)+1 == len(p)
 		}
 	}
-	return len(w.states)
+	w.states = states
+	return len(states), done
 }
 
 // decodeKey returns a JSON string's text (raw with its quotes).
@@ -460,58 +569,152 @@ func decodeKey(raw []byte) string {
 		return string(raw[1 : len(raw)-1])
 	}
 	var s string
-	_ = json.Unmarshal(raw, &s) // valid JSON: cannot fail
+	// A copy: what Unmarshal is given escapes, and raw is the walk's (whose
+	// states would then escape too); keys with escapes are rare.
+	_ = json.Unmarshal(bytes.Clone(raw), &s) // valid JSON: cannot fail
 	return s
 }
 
-// skipString moves i past the string that starts at it.
-func (w *maskWalk) skipString() {
-	w.i++
-	for w.i < len(w.src) {
-		switch w.src[w.i] {
-		case '\\':
-			w.i += 2
-		case '"':
-			w.i++
-			return
+// skipString moves i past the string that starts at it, checking its
+// escapes and that it holds no control character (bytes past ASCII are
+// taken as they are, as json.Valid takes them); false where there is no
+// such string.
+func (w *maskWalk) skipString() bool {
+	src, i := w.src, w.i // locals: the loop runs over every byte of most payloads
+	if i == len(src) || src[i] != '"' {
+		return false
+	}
+	for i++; i < len(src); {
+		c := src[i]
+		switch {
+		case c >= 0x20 && c != '"' && c != '\\':
+			i++
+			continue
+		case c == '"':
+			w.i = i + 1
+			return true
+		case c < 0x20 || i+1 == len(src):
+			return false
+		}
+		switch src[i+1] { // an escape
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if len(src)-i < 6 || !isHex(src[i+2]) || !isHex(src[i+3]) || !isHex(src[i+4]) || !isHex(src[i+5]) {
+				return false
+			}
+			i += 6
 		default:
-			w.i++
+			return false
 		}
 	}
+	return false
 }
 
-// skip moves i past the value that starts at it.
-func (w *maskWalk) skip() {
-	switch w.src[w.i] {
-	case '"':
-		w.skipString()
-	case '{', '[':
-		depth := 0
-		for w.i < len(w.src) {
-			switch w.src[w.i] {
-			case '"':
-				w.skipString()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					w.i++
-					return
-				}
-			}
-			w.i++
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// skip moves i past the value that starts at it (after white space), at
+// depth, checking its syntax; false where it is not JSON.
+func (w *maskWalk) skip(depth int) bool {
+	w.ws()
+	if w.i == len(w.src) {
+		return false
+	}
+	switch c := w.src[w.i]; {
+	case c == '"':
+		return w.skipString()
+	case c == '{':
+		if !w.enter(depth) {
+			return false
 		}
-	default:
-		for w.i < len(w.src) {
-			switch w.src[w.i] {
-			case ',', '}', ']', ' ', '\t', '\r', '\n':
-				return
+		if w.next('}') {
+			return true
+		}
+		for {
+			w.ws()
+			if !w.skipString() || !w.next(':') || !w.skip(depth+1) {
+				return false
 			}
-			w.i++
+			if !w.next(',') {
+				return w.next('}')
+			}
+		}
+	case c == '[':
+		if !w.enter(depth) {
+			return false
+		}
+		if w.next(']') {
+			return true
+		}
+		for {
+			if !w.skip(depth + 1) {
+				return false
+			}
+			if !w.next(',') {
+				return w.next(']')
+			}
+		}
+	case c == 't':
+		return w.literal("true")
+	case c == 'f':
+		return w.literal("false")
+	case c == 'n':
+		return w.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		return w.number()
+	}
+	return false
+}
+
+// literal moves past word, false when it is not at i.
+func (w *maskWalk) literal(word string) bool {
+	if len(w.src)-w.i < len(word) || string(w.src[w.i:w.i+len(word)]) != word {
+		return false
+	}
+	w.i += len(word)
+	return true
+}
+
+// number moves past a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (w *maskWalk) number() bool {
+	if w.src[w.i] == '-' {
+		w.i++
+	}
+	switch {
+	case w.i < len(w.src) && w.src[w.i] == '0':
+		w.i++
+	case w.i < len(w.src) && '1' <= w.src[w.i] && w.src[w.i] <= '9':
+		w.digits()
+	default:
+		return false
+	}
+	if w.i < len(w.src) && w.src[w.i] == '.' {
+		w.i++
+		if w.digits() == 0 {
+			return false
 		}
 	}
+	if w.i < len(w.src) && (w.src[w.i] == 'e' || w.src[w.i] == 'E') {
+		w.i++
+		if w.i < len(w.src) && (w.src[w.i] == '+' || w.src[w.i] == '-') {
+			w.i++
+		}
+		if w.digits() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// digits moves past decimal digits and returns how many.
+func (w *maskWalk) digits() int {
+	start := w.i
+	for w.i < len(w.src) && '0' <= w.src[w.i] && w.src[w.i] <= '9' {
+		w.i++
+	}
+	return w.i - start
 }
 
 // QueueMask is one queue's masking: its paths, compiled, and the role

@@ -29,6 +29,8 @@ func TestMaskApply(t *testing.T) {
 		{"not json", `card=4111`, []string{"$.card"}, `"•••"`},
 		{"scalar root", `"4111"`, []string{"$.card"}, `"4111"`},
 		{"desc wildcard", `{"a":{"b":1}}`, []string{"$..*"}, `{"a":"•••"}`},
+		{"every kind of value", "\t{ \"n\":[0,-0.5e+10,1E2,-7e-3,true,false,null,{},[],\"\\u00e9\\n\\\"\"] ,\"card\" :\r\n{\"x\":[0]}}\n", []string{"$.card", "$.n[9]"}, "\t{ \"n\":[0,-0.5e+10,1E2,-7e-3,true,false,null,{},[],\"•••\"] ,\"card\" :\r\n\"•••\"}\n"},
+		{"every kind of value skipped", `[0,-0.5e+10,1E2,-7e-3,true,false,null,{},[],"\u00e9\n\"",{"card":[{"a":0}]}]`, []string{"$[10].card"}, `[0,-0.5e+10,1E2,-7e-3,true,false,null,{},[],"\u00e9\n\"",{"card":"•••"}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -48,6 +50,60 @@ func TestMaskApply(t *testing.T) {
 				t.Errorf("the payload was changed: %s", in)
 			}
 		})
+	}
+}
+
+// TestMaskApplyMasksWholeWhatIsNotJSON: the walk checks the syntax as it
+// goes (no json.Valid first), so a payload that is not JSON is masked
+// whole wherever its fault lies: in a part walked step by step, in a
+// value masked, in one skipped, or after the value.
+func TestMaskApplyMasksWholeWhatIsNotJSON(t *testing.T) {
+	t.Parallel()
+	payloads := []string{
+		"", " ", "{", `{"card":`, `{"card":{"number":"4111"}`, `{"card":{"number":"4111"}} x`, `{"a":1}{"b":2}`,
+		`{"card":1,}`, `[1,]`, `[1]]`, `{"a" 1}`, `{a:1}`, `{"a":1,"b"}`, `{,"a":1}`, `[,1]`,
+		`{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":1e}`, `{"a":1e+}`, `{"a":+1}`, `{"a":.5}`, `{"a":0x1}`,
+		`{"a":tru}`, `{"a":nul}`, `{"a":falsey}`, `{"a":True}`,
+		`{"a":"\x"}`, `{"a":"\u12"}`, `{"a":"\u12g4"}`, `{"a":"\u123g"}`, "{\"a\":\"\x01\"}", "{\"a\":\"tab\there\"}", `{"a":"open}`, `{"a\":1}`,
+		`{"card":{"number":[1 2]}}`, `{"card":{"number":{"x":}}}`, `{"x":[1,{"y":}]}`, `{"x":[1,{"y":1]}`,
+		`{"items":[{"sku":1},{"sku":2]}`, `{"items":[{"sku":1}}`, `{"x":[1}`, `[{"y":1]`, `{"items":[{"sku":1},{"sku" 2}]}`, `"a"b`, `1 2`, `nul`,
+	}
+	for _, paths := range [][]string{{"$.card.number"}, {"$..sku", "$.items[1]"}, {"$"}} {
+		mp, err := ParseMaskPaths(paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := NewMask(mp)
+		for _, p := range payloads {
+			if json.Valid([]byte(p)) {
+				t.Fatalf("%q is JSON", p)
+			}
+			if got, masked := m.Apply([]byte(p)); string(got) != `"•••"` || !masked {
+				t.Errorf("Apply(%q) with %v = %s, %v: want it masked whole", p, paths, got, masked)
+			}
+		}
+	}
+}
+
+// TestMaskApplyDeepPayloads: past maxMaskDepth json.Valid decides, and a
+// payload it takes is masked as any other; one nested past encoding/json's
+// own bound is not JSON to it, masked whole as before.
+func TestMaskApplyDeepPayloads(t *testing.T) {
+	t.Parallel()
+	mp, _ := ParseMaskPaths([]string{"$..card"})
+	m := NewMask(mp)
+	nest := func(n int, inner string) string { return strings.Repeat(`[{"a":`, n) + inner + strings.Repeat("}]", n) }
+	for _, tc := range []struct {
+		name, payload, want string
+	}{
+		{"just past the walk's depth", nest(maxMaskDepth/2+1, `{"card":"4111","b":[1,2]}`), nest(maxMaskDepth/2+1, `{"card":"•••","b":[1,2]}`)},
+		{"deep and not JSON", nest(maxMaskDepth, `{"card":"4111",}`), `"•••"`},
+		{"not JSON, then deep", `{"card":1,}` + nest(maxMaskDepth, "1"), `"•••"`},
+		{"past json.Valid's bound", nest(5001, `{"card":"4111"}`), `"•••"`},
+	} {
+		if got, _ := m.Apply([]byte(tc.payload)); string(got) != tc.want {
+			t.Errorf("%s: Apply = %.80s…, want %.80s…", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -273,6 +329,11 @@ func TestMaskRestoreKeepsRealValuesLeftMasked(t *testing.T) {
 	// A ••• where the original has nothing stays as typed.
 	if got, kept := m.Restore([]byte(`{"card":{"number":"•••"},"new":{"email":"•••"}}`), []byte(`{"x":1}`)); string(got) != `{"card":{"number":"•••"},"new":{"email":"•••"}}` || kept != 0 {
 		t.Errorf("Restore with nothing to keep = %s, %d", got, kept)
+	}
+	// A number typed over a •••, and a ••• written with escapes.
+	got, kept = m.Restore([]byte(`{"card":{"number":5},"email":"\u2022\u2022\u2022"}`), []byte(orig))
+	if want := `{"card":{"number":5},"email":{"a":1}}`; string(got) != want || kept != 1 {
+		t.Errorf("Restore = %s (%d kept), want %s", got, kept, want)
 	}
 	whole := NewMask("$")
 	if got, _ := whole.Restore([]byte(`"•••"`), []byte(`not json`)); string(got) != "not json" {
