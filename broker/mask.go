@@ -3,9 +3,12 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -390,6 +393,8 @@ type maskWalk struct {
 	// limit is the depth past which the walk gives up (deep).
 	limit int
 	deep  bool
+	// escaped: the last string skipped had an escape.
+	escaped bool
 	// restore, in a Restore, decides what a masked value becomes
 	// (restored), with trail the place of the value being walked.
 	restore *maskRestore
@@ -398,8 +403,13 @@ type maskWalk struct {
 
 func (w *maskWalk) ws() {
 	if w.i < len(w.src) && w.src[w.i] > ' ' {
-		return // most often: no white space
+		return // most often: no white space (inlined)
 	}
+	w.spaces()
+}
+
+// spaces is ws past its first byte.
+func (w *maskWalk) spaces() {
 	for w.i < len(w.src) {
 		switch w.src[w.i] {
 		case ' ', '\t', '\r', '\n':
@@ -413,7 +423,16 @@ func (w *maskWalk) ws() {
 // next skips white space and reports whether the next byte is c,
 // consuming it when it is.
 func (w *maskWalk) next(c byte) bool {
-	w.ws()
+	if w.i < len(w.src) && w.src[w.i] == c {
+		w.i++ // most often: no white space before (inlined)
+		return true
+	}
+	return w.nextSpaced(c)
+}
+
+// nextSpaced is next past its first byte.
+func (w *maskWalk) nextSpaced(c byte) bool {
+	w.spaces()
 	if w.i < len(w.src) && w.src[w.i] == c {
 		w.i++
 		return true
@@ -460,11 +479,12 @@ func (w *maskWalk) value(lo, hi, depth int, done bool) bool {
 		for {
 			w.ws()
 			ks := w.i
+			w.escaped = false
 			if !w.skipString() {
 				return false
 			}
 			key := w.src[ks+1 : w.i-1]
-			if bytes.IndexByte(key, '\\') >= 0 {
+			if w.escaped {
 				key = []byte(decodeKey(w.src[ks:w.i]))
 			}
 			if !w.next(':') {
@@ -544,23 +564,29 @@ func (w *maskWalk) mask(depth int) bool {
 // or the element index; it returns the new end, and whether one of them
 // is at its path's end (done).
 func (w *maskWalk) children(lo, hi int, key []byte, index int) (end int, done bool) {
-	states := w.states[:hi]
-	for _, s := range states[lo:hi] {
+	// Each state makes at most two: room for them first, so that the
+	// loop calls nothing.
+	states := slices.Grow(w.states[:hi], 2*(hi-lo))
+	all, n := states[:cap(states)], hi
+	for k := lo; k < hi; k++ {
+		s := all[k]
 		p := w.paths[s.path]
 		if int(s.step) >= len(p) {
 			continue
 		}
 		st := &p[s.step]
 		if st.desc {
-			states = append(states, s) // still looked for deeper
+			all[n] = s // still looked for deeper
+			n++
 		}
 		if (index < 0 && (st.any || (st.index < 0 && string(key) == st.key))) || (index >= 0 && st.matchIndex(index)) {
-			states = append(states, maskState{path: s.path, step: s.step + 1})
+			all[n] = maskState{path: s.path, step: s.step + 1}
+			n++
 			done = done || int(s.step)+1 == len(p)
 		}
 	}
-	w.states = states
-	return len(states), done
+	w.states = all[:n]
+	return n, done
 }
 
 // decodeKey returns a JSON string's text (raw with its quotes).
@@ -585,6 +611,21 @@ func (w *maskWalk) skipString() bool {
 		return false
 	}
 	for i++; i < len(src); {
+		// Eight bytes at a time to the first that is a quote, a backslash
+		// or a control character: a word has a byte below n when
+		// (x - n·ones) &^ x has a high bit set, and one equal to c when
+		// x ^ c·ones has a zero byte (the first such byte is exact).
+		for ; len(src)-i >= 8; i += 8 {
+			x := binary.LittleEndian.Uint64(src[i:])
+			q, b := x^('"'*ones), x^('\\'*ones)
+			if m := ((x - 0x20*ones) &^ x) | ((q - ones) &^ q) | ((b - ones) &^ b); m&highs != 0 {
+				i += bits.TrailingZeros64(m&highs) / 8
+				break
+			}
+		}
+		if i == len(src) {
+			return false
+		}
 		c := src[i]
 		switch {
 		case c >= 0x20 && c != '"' && c != '\\':
@@ -596,6 +637,7 @@ func (w *maskWalk) skipString() bool {
 		case c < 0x20 || i+1 == len(src):
 			return false
 		}
+		w.escaped = true
 		switch src[i+1] { // an escape
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			i += 2
@@ -610,6 +652,12 @@ func (w *maskWalk) skipString() bool {
 	}
 	return false
 }
+
+// The bytes of a word, each the same.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
