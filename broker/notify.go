@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -63,10 +64,12 @@ const (
 )
 
 // notifyState is the broker's memory of the sending: the wake-up of the
-// loop and the warning, said once, that nothing sends.
+// loop, the warning, said once, that nothing sends, and whether the last
+// marks could not be written (the next pass then takes one a channel).
 type notifyState struct {
-	wake   chan struct{} // buffered 1: a commit wrote notifications
-	warned sync.Once
+	wake       chan struct{} // buffered 1: a commit wrote notifications
+	warned     sync.Once
+	markFailed atomic.Bool
 }
 
 // wakeSender wakes the sending loop (Run), without waiting.

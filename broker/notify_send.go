@@ -26,8 +26,8 @@ type SendReport struct {
 // Config.Notify: of each channel whose oldest pending notification's
 // time has come, its pending ones in order, up to notifyBatch, one at a
 // time, until one fails (the channel's later ones wait for it); channels
-// beside each other. The pass reads what is due once, and marks all it
-// sent, or tried, in one write once every channel has had its turn: a
+// beside each other. The pass reads what is due once, and marks what
+// each channel sent, or tried, in one write once that channel is done: a
 // crash between a send and that write sends it again (at least once;
 // its ID lets the receiver drop the repeat). A send that fails is tried
 // again after NotifyFirstRetry, doubling up to NotifyMaxRetry, until
@@ -58,11 +58,18 @@ func (b *Broker) SendNotifications(ctx context.Context) (SendReport, error) {
 		return rep, err
 	}
 	now := b.now()
+	// After a mark that could not be written, a pass takes one a
+	// channel until a mark is written again: what it sends is sent
+	// again at the next pass, and no more than that.
+	perChannel := notifyBatch
+	if b.sending.markFailed.Load() {
+		perChannel = 1
+	}
 	var due []NotifyDelivery
 	channels := map[int64]Channel{}
 	err := b.store.View(ctx, func(tx Tx) error {
 		var err error
-		if due, err = tx.DueNotifications(ctx, now, notifyBatch, notifyPassMax); err != nil || len(due) == 0 {
+		if due, err = tx.DueNotifications(ctx, now, perChannel, notifyPassMax); err != nil || len(due) == 0 {
 			return err
 		}
 		cs, err := tx.NotifyChannels(ctx)
@@ -77,7 +84,7 @@ func (b *Broker) SendNotifications(ctx context.Context) (SendReport, error) {
 	if len(due) == 0 {
 		return rep, nil
 	}
-	rep.More = len(due) == notifyPassMax
+	more := len(due) == notifyPassMax
 	lists := map[int64][]NotifyDelivery{}
 	for _, d := range due {
 		if _, ok := channels[d.ChannelID]; ok { // else deleted with its channel since
@@ -85,59 +92,82 @@ func (b *Broker) SendNotifications(ctx context.Context) (SendReport, error) {
 		}
 	}
 	var mu sync.Mutex
-	var marks []NotifyDelivery
+	var errs []error
+	marked := false
 	var wg sync.WaitGroup
 	for id, list := range lists {
 		c := channels[id]
 		wg.Go(func() {
-			done, more := b.sendList(ctx, c, list, now)
+			done, cut := b.sendList(ctx, c, list, now)
+			err := b.markSends(ctx, done)
 			mu.Lock()
 			defer mu.Unlock()
-			marks = append(marks, done...)
-			rep.More = rep.More || more
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			marked = marked || len(done) > 0
+			more = more || cut
+			for _, d := range done {
+				switch d.State {
+				case DeliverySent:
+					rep.Sent++
+				case DeliveryFailed:
+					rep.GivenUp++
+					b.log.Warn("notification given up", "notification", d.ID, "channel", d.ChannelID, "event", d.Event, "attempts", d.Attempts, "err", d.LastError)
+				case DeliveryPending:
+					rep.Retried++
+				}
+			}
 		})
 	}
 	wg.Wait()
-	slices.SortFunc(marks, func(x, y NotifyDelivery) int { return cmp.Compare(x.ID, y.ID) })
-	if len(marks) == 0 {
-		rep.More = false
-		return rep, ctx.Err()
+	if len(errs) > 0 {
+		b.sending.markFailed.Store(true)
+		return rep, fmt.Errorf("mark notifications: %w", errs[0])
 	}
-	// The marks are rows by their key, in one write (a burst of
-	// notifications would otherwise take the writer from pushes and acks
-	// once each), beside them, not in their way. A stop before it has
-	// committed leaves the pass's sends pending: they go again.
-	if err := b.store.Update(ctx, b.hot(UpdateOptions{}), func(tx Tx) error {
-		for _, d := range marks {
-			if err := tx.SaveNotifyDelivery(ctx, d); err != nil {
-				return fmt.Errorf("mark notification %d: %w", d.ID, err)
-			}
-		}
-		return nil
-	}); err != nil {
-		return SendReport{}, fmt.Errorf("mark notifications: %w", err)
+	if marked {
+		b.sending.markFailed.Store(false)
 	}
-	for _, d := range marks {
-		switch d.State {
-		case DeliverySent:
-			rep.Sent++
-		case DeliveryFailed:
-			rep.GivenUp++
-			b.log.Warn("notification given up", "notification", d.ID, "channel", d.ChannelID, "event", d.Event, "attempts", d.Attempts, "err", d.LastError)
-		case DeliveryPending:
-			rep.Retried++
-		}
-	}
+	rep.More = marked && more
 	if ctx.Err() != nil {
 		return rep, ctx.Err()
 	}
 	return rep, nil
 }
 
+// markSends writes the new states of a channel's sends of a pass, in one
+// write (a burst of notifications would otherwise take the writer from
+// pushes and acks once each), beside them, not in their way. The write
+// outlives ctx (notifyMarkTimeout): a stop or a lost lead during the
+// pass must not leave what was sent unmarked, to be sent again. A row
+// another process has marked since is left as it is (SaveNotifyDelivery
+// writes pending rows only).
+func (b *Broker) markSends(ctx context.Context, done []NotifyDelivery) error {
+	if len(done) == 0 {
+		return nil
+	}
+	slices.SortFunc(done, func(x, y NotifyDelivery) int { return cmp.Compare(x.ID, y.ID) })
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyMarkTimeout)
+	defer cancel()
+	return b.store.Update(mctx, b.hot(UpdateOptions{}), func(tx Tx) error {
+		for _, d := range done {
+			if err := tx.SaveNotifyDelivery(mctx, d); err != nil {
+				return fmt.Errorf("mark notification %d: %w", d.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// notifyMarkTimeout bounds the write that marks a channel's sends.
+const notifyMarkTimeout = 10 * time.Second
+
 // The bounds of a pass of SendNotifications: notifyBatch notifications
 // a channel, notifyPassMax in all, and a channel takes no next one once
-// notifyPassFor has passed since the pass began (a slow receiver holds
-// the other channels' marks, and their next pass, no longer).
+// notifyPassFor has passed since the pass began (each channel's sends
+// are marked as it finishes: a slow receiver holds back its own marks,
+// and the next pass, not the other channels' marks).
 var (
 	notifyBatch   = 100
 	notifyPassMax = 1000
@@ -147,9 +177,8 @@ var (
 // sendList sends a channel's due notifications (list, by id) one at a
 // time, each with its new state to be marked: until one fails (it is
 // tried again later, and the later ones wait for it), one that is not due
-// at now, or ctx ends (what was sent is marked if the write still can be:
-// else it goes again at the next lead). more: the channel may have more
-// due than the pass took.
+// at now, or ctx ends (what was sent is marked all the same: markSends).
+// more: the channel may have more due than the pass took.
 func (b *Broker) sendList(ctx context.Context, c Channel, list []NotifyDelivery, now time.Time) (done []NotifyDelivery, more bool) {
 	for i, d := range list {
 		if d.NextAt.After(now) || ctx.Err() != nil {

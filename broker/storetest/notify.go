@@ -720,28 +720,44 @@ type noOutboxTx struct{ broker.Tx }
 
 func (noOutboxTx) InsertNotification(context.Context, *broker.Notification) error { return errNoOutbox }
 
-func testNotifyStopBetweenSendAndMarkSendsAgain(t *testing.T, harness Harness) {
+// A mark that cannot be written (the store fails) leaves what was sent
+// pending: it is sent again (at least once). Until a mark is written
+// again a pass takes one a channel, so that a store that cannot write
+// does not have the whole outbox sent again at every pass.
+func testNotifyMarkLostSendsAgain(t *testing.T, harness Harness) {
 	t.Parallel()
-	s, f := notifyBundle(t, harness)
+	s, f, counter := markBundle(t, harness)
 	hook := s.webhook("hook")
-	n, _ := s.b.TestChannel(s.ctx, hook.ID, "ada")
-	ctx, cancel := context.WithCancel(s.ctx)
-	f.after = cancel
-	if _, err := s.b.SendNotifications(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("stopped pass: %v", err)
+	var ids []int64
+	for range 3 {
+		n, err := s.b.TestChannel(s.ctx, hook.ID, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n.ID)
 	}
-	if ds := s.outbox(hook.ID); len(ds) != 1 || ds[0].State != broker.DeliveryPending || ds[0].Attempts != 0 {
-		t.Fatalf("after the stop: %+v, want it pending", ds)
+	counter.failMarks = true
+	if _, err := s.b.SendNotifications(s.ctx); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("a pass whose marks fail: %v", err)
 	}
-	f.after = nil
-	if rep := s.send(); rep.Sent != 1 {
-		t.Fatalf("next pass: %+v", rep)
+	for _, d := range s.outbox(hook.ID) {
+		if d.State != broker.DeliveryPending || d.Attempts != 0 {
+			t.Fatalf("after the lost marks: %+v, want it pending", d)
+		}
 	}
-	if got := f.gotIDs(); len(got) != 2 || got[0] != n.ID || got[1] != n.ID {
-		t.Errorf("sent %v, want %d twice", got, n.ID)
+	if _, err := s.b.SendNotifications(s.ctx); err == nil {
+		t.Fatal("a second pass whose marks fail: no error")
 	}
-	if ds := s.outbox(hook.ID); ds[0].State != broker.DeliverySent {
-		t.Errorf("after the second send: %+v", ds[0])
+	counter.failMarks = false
+	if rep := s.send(); rep != (broker.SendReport{Sent: 1, More: false}) {
+		t.Fatalf("the pass after: %+v, want the first sent again, alone", rep)
+	}
+	if rep := s.send(); rep != (broker.SendReport{Sent: 2}) {
+		t.Fatalf("the next pass: %+v, want the two others", rep)
+	}
+	want := append(append(append([]int64{}, ids...), ids[0], ids[0]), ids[1:]...)
+	if got := f.gotIDs(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sent %v, want %v: the pass, one a pass while the marks failed, then the rest", got, want)
 	}
 }
 
@@ -797,13 +813,17 @@ type markCounter struct {
 	mu                  sync.Mutex
 	writes, marks, dues int
 	marked              chan int // when set, told the marks of each such write once it has committed
+	failMarks           bool     // every mark fails, as a store that cannot write
 }
 
 func (s *markCounter) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
 	n := 0
+	s.mu.Lock()
+	fail := s.failMarks
+	s.mu.Unlock()
 	err := s.Store.Update(ctx, o, func(tx broker.Tx) error {
 		n = 0
-		return fn(markTx{tx, &n})
+		return fn(markTx{tx, &n, fail})
 	})
 	if n > 0 && err == nil {
 		s.mu.Lock()
@@ -832,10 +852,14 @@ func (s *markCounter) take() (writes, marks, dues int) {
 
 type markTx struct {
 	broker.Tx
-	n *int
+	n    *int
+	fail bool
 }
 
 func (t markTx) SaveNotifyDelivery(ctx context.Context, d broker.NotifyDelivery) error {
+	if t.fail {
+		return errors.New("disk full")
+	}
 	*t.n++
 	return t.Tx.SaveNotifyDelivery(ctx, d)
 }
@@ -864,7 +888,7 @@ func markBundle(t *testing.T, harness Harness) (*bundle, *sender, *markCounter) 
 }
 
 // Notifications due together go in one pass: one read of what is due,
-// each channel's in order, and one write marking every send (issue 37:
+// each channel's in order, and one write a channel marking its sends (issue 37:
 // a burst of new error groups cost a read and a write each). A send that
 // fails stops its channel's: the channel's later ones are not tried, and
 // go once it has been sent.
@@ -893,8 +917,8 @@ func testNotifyPassMarksItsSendsInOneWrite(t *testing.T, harness Harness) {
 	if rep := s.send(); rep != (broker.SendReport{Sent: 31, Retried: 1}) {
 		t.Fatalf("the pass: %+v, want a's 30 and b's first sent, b's second tried", rep)
 	}
-	if writes, marks, dues := counter.take(); writes != 1 || marks != 32 || dues != 1 {
-		t.Fatalf("the pass made %d writes marking %d and %d reads of what is due; want 1 write of 32 marks, 1 read", writes, marks, dues)
+	if writes, marks, dues := counter.take(); writes != 2 || marks != 32 || dues != 1 {
+		t.Fatalf("the pass made %d writes marking %d and %d reads of what is due; want 2 writes (one a channel) of 32 marks, 1 read", writes, marks, dues)
 	}
 	var sentA []int64
 	for _, id := range f.gotIDs() {
@@ -993,5 +1017,37 @@ func testNotifyRunGathersABurstInOnePass(t *testing.T, harness Harness) {
 	}
 	if got := f.gotIDs(); fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Errorf("sent %v, want %v", got, ids)
+	}
+}
+
+// A pass cut short by a stop (its ctx ended during a send) still marks
+// what it sent: the next lead sends the rest, not those again.
+func testNotifyPassStoppedMarksWhatItSent(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, f, _ := markBundle(t, harness)
+	hook := s.webhook("hook")
+	var ids []int64
+	for range 3 {
+		n, err := s.b.TestChannel(s.ctx, hook.ID, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n.ID)
+	}
+	ctx, stop := context.WithCancel(s.ctx)
+	defer stop()
+	f.after = stop // the stop comes during the first send
+	if _, err := s.b.SendNotifications(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a pass stopped: %v, want context.Canceled", err)
+	}
+	f.after = nil
+	if got := f.gotIDs(); fmt.Sprint(got) != fmt.Sprint(ids[:1]) {
+		t.Fatalf("sent before the stop %v, want %v", got, ids[:1])
+	}
+	if rep := s.send(); rep != (broker.SendReport{Sent: 2}) {
+		t.Fatalf("the next pass: %+v, want the two left sent", rep)
+	}
+	if got := f.gotIDs(); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Fatalf("sent %v, want each of %v once", got, ids)
 	}
 }
