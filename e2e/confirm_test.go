@@ -58,3 +58,43 @@ func TestAConfirmationOutlivesTheListDrawnAgain(t *testing.T) {
 		t.Errorf("broker: %d dead letters, want %d", n, shopDead-2)
 	}
 }
+
+// A confirmation whose question changed while it was open (a release of
+// a hold that now lets more messages go) is asked again, with the new
+// question, rather than carried over: nothing is sent until it is
+// answered.
+func TestAChangedQuestionIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.shop()
+	pw := a.user("dev", broker.RoleOperator)
+	if _, _, err := a.broker.Hold(a.ctx, broker.HoldRequest{Queue: shopQueue, Group: "billing", Reason: "PSP outage", Actor: "e2e"}); err != nil {
+		t.Fatal(err)
+	}
+	v := a.browse()
+	v.login("dev", pw)
+	v.open("/queues/" + shopQueue + "/dead-letters")
+	release := v.id("release-button")
+	v.click(release, "Release")
+	summary := v.id("confirm-summary")
+	before := v.text(summary, "the release's question")
+	v.watchPosts()
+	a.push(shopQueue, msg{Tx: "order-9001", Partition: "eu-1", Payload: `{"orderId":"order-9001"}`})
+	form := v.page.Locator(`form[data-confirm]:has([data-testid="release-button"])`)
+	v.eval(`() => { document.querySelectorAll('form[data-confirm]').forEach((f) => f.dataset.before = "1"); htmx.trigger("#dl", "live-refresh"); }`)
+	v.count(form.And(v.page.Locator("[data-before]")), 0, "the release's form from before the list was drawn again")
+	if q, _ := form.GetAttribute("data-confirm"); q == before {
+		t.Fatalf("the release's question did not change with a message more: %q", q)
+	}
+	v.click(v.id("confirm-go"), "the first dialog's Release")
+	v.see(v.id("confirm-dialog"), "the dialog asked again")
+	if after := v.text(summary, "the question asked again"); after == before {
+		t.Fatalf("asked again with the old question %q", after)
+	}
+	if n := v.posts(); n != 0 {
+		t.Fatalf("a changed question's answer sent %d changes before it was asked again", n)
+	}
+	v.screenshot("confirm-asked-again")
+	v.click(v.id("confirm-go"), "the new dialog's Release")
+	v.contains(v.id("flash"), "Released group billing", "the release")
+}

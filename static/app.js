@@ -188,7 +188,9 @@
   // of the queue), replacing the button that asked; htmx sends nothing for
   // an element that has left the page. The answer goes then through the
   // same button on the page drawn since (the same request: verb, path and
-  // test id), and when there is none, nothing is sent and the page says so.
+  // test id) when it asks the same question; one that asks another (a
+  // breaker's hold where a person's was) asks it; when there is none,
+  // nothing is sent and the page says so.
   const confirmed = new WeakSet();
   document.addEventListener("htmx:confirm", function (ev) {
     const elt = ev.detail.elt;
@@ -204,7 +206,9 @@
         problem("The page changed while you were asked, and what you confirmed is not on it any more: nothing was sent. Look at the page again.", "changed-meanwhile");
         return;
       }
-      confirmed.add(again);
+      if (again.getAttribute("data-confirm") === question && again.getAttribute("data-confirm-action") === elt.getAttribute("data-confirm-action")) {
+        confirmed.add(again);
+      }
       htmx.ajax(d.verb, d.path, { source: again });
     };
     // data-confirm-action names what is asked for when it is not a
