@@ -576,17 +576,30 @@ func (w *maskWalk) children(lo, hi int, key []byte, index int) (end int, done bo
 		}
 		st := &p[s.step]
 		if st.desc {
-			all[n] = s // still looked for deeper
-			n++
+			n = addState(all, hi, n, s) // still looked for deeper
 		}
 		if (index < 0 && (st.any || (st.index < 0 && string(key) == st.key))) || (index >= 0 && st.matchIndex(index)) {
-			all[n] = maskState{path: s.path, step: s.step + 1}
-			n++
+			n = addState(all, hi, n, maskState{path: s.path, step: s.step + 1})
 			done = done || int(s.step)+1 == len(p)
 		}
 	}
 	w.states = all[:n]
 	return n, done
+}
+
+// addState puts s at all[n] unless all[from:n] (a level's states so far)
+// has it already, and returns the level's new end. Without it a path
+// with several descents (`$..a..a..b`) over a payload nested deep in
+// its keys doubled its states a level: a few KB of payload held a page
+// for minutes. A level's states are then at most its paths' steps.
+func addState(all []maskState, from, n int, s maskState) int {
+	for _, x := range all[from:n] {
+		if x == s {
+			return n
+		}
+	}
+	all[n] = s
+	return n + 1
 }
 
 // decodeKey returns a JSON string's text (raw with its quotes).

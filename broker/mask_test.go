@@ -353,3 +353,28 @@ func BenchmarkMaskApply(b *testing.B) {
 		m.Apply(payload)
 	}
 }
+
+// TestMaskStatesStayFewOnDeepPayloads: a path with several descents over
+// a payload nested deep in the keys it names keeps a few states a level
+// (each (path, step) once), not one per way of reaching it.
+func TestMaskStatesStayFewOnDeepPayloads(t *testing.T) {
+	t.Parallel()
+	mp, err := ParseMaskPaths([]string{"$..a..a..a..z", "$..a..b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMask(mp)
+	const depth = 60
+	payload := []byte(strings.Repeat(`{"a":`, depth) + `{"z":1,"b":2}` + strings.Repeat("}", depth))
+	w := &maskWalk{src: payload, paths: m.paths, limit: maxMaskDepth}
+	if !w.run() {
+		t.Fatal("the payload is JSON")
+	}
+	if got := string(w.out); got != strings.Repeat(`{"a":`, depth)+`{"z":"•••","b":"•••"}`+strings.Repeat("}", depth) {
+		t.Fatalf("masked %s", got)
+	}
+	// 7 (path, step) pairs at most a level, depth+2 levels.
+	if c := cap(w.states); c > 4*7*(depth+2) {
+		t.Fatalf("the walk held room for %d states at depth %d", c, depth)
+	}
+}
