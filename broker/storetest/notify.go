@@ -720,6 +720,21 @@ type noOutboxTx struct{ broker.Tx }
 
 func (noOutboxTx) InsertNotification(context.Context, *broker.Notification) error { return errNoOutbox }
 
+// testNotifications writes n test notifications of channel ch and
+// returns their ids, in order.
+func (s *bundle) testNotifications(ch int64, n int) []int64 {
+	s.t.Helper()
+	var ids []int64
+	for range n {
+		d, err := s.b.TestChannel(s.ctx, ch, "ada")
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
 // A mark that cannot be written (the store fails) leaves what was sent
 // pending: it is sent again (at least once). Until a mark is written
 // again a pass takes one a channel, so that a store that cannot write
@@ -728,14 +743,7 @@ func testNotifyMarkLostSendsAgain(t *testing.T, harness Harness) {
 	t.Parallel()
 	s, f, counter := markBundle(t, harness)
 	hook := s.webhook("hook")
-	var ids []int64
-	for range 3 {
-		n, err := s.b.TestChannel(s.ctx, hook.ID, "ada")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, n.ID)
-	}
+	ids := s.testNotifications(hook.ID, 3)
 	counter.failMarks = true
 	if _, err := s.b.SendNotifications(s.ctx); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("a pass whose marks fail: %v", err)
@@ -1026,14 +1034,7 @@ func testNotifyPassStoppedMarksWhatItSent(t *testing.T, harness Harness) {
 	t.Parallel()
 	s, f, _ := markBundle(t, harness)
 	hook := s.webhook("hook")
-	var ids []int64
-	for range 3 {
-		n, err := s.b.TestChannel(s.ctx, hook.ID, "ada")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, n.ID)
-	}
+	ids := s.testNotifications(hook.ID, 3)
 	ctx, stop := context.WithCancel(s.ctx)
 	defer stop()
 	f.after = stop // the stop comes during the first send
