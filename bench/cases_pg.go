@@ -275,7 +275,7 @@ func pgDurable(on bool) (bool, error) {
 	}
 }
 
-// pgDurableNote says what P1's and P5's runs had: fsync and
+// pgDurableNote says what P1–P5's runs had: fsync and
 // full_page_writes on or off, synchronous_commit on in Lazarus's
 // connections (FULL) and the reference's.
 func pgDurableNote(on, set bool) string {
@@ -489,6 +489,11 @@ const p2Processes = 3
 func caseP2(ctx context.Context, e *env) ([]Row, error) {
 	n := e.size(60_000, 10_000)
 	load0 := loadAverage()
+	set, restore, err := durableCluster("P2")
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
 	cpu := Samples{}
 	run := func(name string, k int) variant {
 		return variant{name, func(ctx context.Context, _ int) (float64, error) {
@@ -508,7 +513,7 @@ func caseP2(ctx context.Context, e *env) ([]Row, error) {
 	p2 := compare(s, "P2", fmt.Sprintf("PostgreSQL, %d server processes on one database vs 1: throughput (%d msgs)", p2Processes, n), "msg/s", many, one)
 	p2.Must, p2.Goal = atLeast("ratio", 0.8, "≥ 0.8×"), atLeast("ratio", 1.2, "≥ 1.2×")
 	p2.Note = fmt.Sprintf("H1's load (%d producers, %d consumers) spread round-robin over the processes; load average %s → %s on %d cores, the client on the same machine; pushes, leases and acks of the processes run at once under row locks, other writes one at a time (docs/postgres.md); %s",
-		hProducers, hConsumers, loadText(load0), loadText(loadAverage()), runtime.NumCPU(), pgNote())
+		hProducers, hConsumers, loadText(load0), loadText(loadAverage()), runtime.NumCPU(), pgDurableNote(true, set))
 	c := compare(cpu, "P2", "  CPU a message, Lazarus processes + PostgreSQL (info)", "µs/msg", many, one)
 	c.Note = "utime+stime of the server children and the cluster's processes (/proc) over the run"
 	return []Row{p2, c}, nil
@@ -520,6 +525,11 @@ func caseP2(ctx context.Context, e *env) ([]Row, error) {
 
 func caseP3(ctx context.Context, e *env) ([]Row, error) {
 	rounds := e.size(200, 50)
+	set, restore, err := durableCluster("P3")
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
 	u, drop, err := pgDatabase()
 	if err != nil {
 		return nil, err
@@ -560,7 +570,7 @@ func caseP3(ctx context.Context, e *env) ([]Row, error) {
 	}
 	p99 := single(s, "P3", fmt.Sprintf("PostgreSQL: a push on process A wakes a long poll on process B, p99 of %d rounds", rounds), "ms", "ours")
 	p99.Must, p99.Goal = atMost("ours", 50, "p99 ≤ 50 ms"), atMost("ours", 10, "p99 ≤ 10 ms")
-	p99.Note = "from sending the push (one message, HTTP) on A to B's answer to GET pop wait=true, each round once B's lazarus_pops_waiting is 1; the news goes by LISTEN/NOTIFY; " + pgNote()
+	p99.Note = "from sending the push (one message, HTTP) on A to B's answer to GET pop wait=true, each round once B's lazarus_pops_waiting is 1; the news goes by LISTEN/NOTIFY; " + pgDurableNote(true, set)
 	p50 := single(p50s, "P3", "  the same, p50 (info)", "ms", "ours")
 	return []Row{p99, p50}, nil
 }

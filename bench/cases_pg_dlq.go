@@ -8,11 +8,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
-	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
 // P4: a burst of failures. One /ack/batch sends p4Letters messages to
@@ -37,7 +35,7 @@ type p4Ack struct {
 
 func caseP4(ctx context.Context, e *env) ([]Row, error) {
 	load0 := loadAverage()
-	restore, err := durableCluster(ctx)
+	set, restore, err := durableCluster("P4")
 	if err != nil {
 		return nil, err
 	}
@@ -80,57 +78,25 @@ func caseP4(ctx context.Context, e *env) ([]Row, error) {
 	p4 := compare(times, "P4", fmt.Sprintf("PostgreSQL (%d processes) vs SQLite: one /ack/batch filing %d dead letters, its time", p2Processes, p4Letters), "ms", "PostgreSQL", "SQLite")
 	p4.Must, p4.Goal = atMost("ratio", 2, "≤ 2×"), atMost("ratio", 1.2, "≤ 1.2×")
 	p4.Note = fmt.Sprintf("the ack's HTTP call, sent once its %d messages are leased; Lazarus at FULL; load average %s → %s on %d cores; %s",
-		p4Letters, loadText(load0), loadText(loadAverage()), runtime.NumCPU(), p4Note())
+		p4Letters, loadText(load0), loadText(loadAverage()), runtime.NumCPU(), pgDurableNote(true, set))
 	w := single(waits, "P4", "  a one-message push on another process during that ack, its longest wait", "ms", "ours")
 	w.Must, w.Goal = atMost("ours", 100, "≤ 100 ms"), atMost("ours", 20, "≤ 20 ms")
 	w.Note = "pushes to another queue sent one after the other on the second process from just before the ack is sent until it answers; the longest push's HTTP time"
 	return []Row{p4, w}, nil
 }
 
-// p4Note says the durability of P4's PostgreSQL.
-func p4Note() string {
-	if pgtest.DataDir() == "" {
-		return "PostgreSQL: the server " + pgtest.EnvURL + " names, at its own settings"
-	}
-	return "PostgreSQL 15: a throwaway cluster on a Unix socket, fsync, synchronous_commit and full_page_writes on for this case"
-}
-
-// durableCluster turns fsync, synchronous_commit and full_page_writes on
-// in the throwaway cluster (ALTER SYSTEM, reloaded) and returns what
-// turns them off again; a server of LAZARUS_TEST_POSTGRES is left at its
-// own settings.
-func durableCluster(ctx context.Context) (func(), error) {
-	admin, err := pgtest.Server()
+// durableCluster turns the throwaway cluster's fsync and
+// full_page_writes on for a case (pgDurable) and returns whether it did
+// (false: a server of LAZARUS_TEST_POSTGRES, left at its own settings)
+// and what turns them off again, the other cases' default.
+func durableCluster(name string) (bool, func(), error) {
+	set, err := pgDurable(true)
 	if err != nil {
-		return nil, fmt.Errorf("PostgreSQL: %w", err)
+		return false, nil, fmt.Errorf("PostgreSQL: durability on: %w", err)
 	}
-	if pgtest.DataDir() == "" {
-		return func() {}, nil
-	}
-	set := func(ctx context.Context, on bool) error {
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		for _, s := range []string{"fsync", "synchronous_commit", "full_page_writes"} {
-			q := "ALTER SYSTEM SET " + s + " = on"
-			if !on {
-				q = "ALTER SYSTEM RESET " + s
-			}
-			if _, err := conn.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
-		return err
-	}
-	if err := set(ctx, true); err != nil {
-		return nil, fmt.Errorf("PostgreSQL: durability on: %w", err)
-	}
-	return func() {
-		if err := set(context.Background(), false); err != nil {
-			fmt.Println("bench: P4: durability off again:", err)
+	return set, func() {
+		if _, err := pgDurable(false); err != nil {
+			fmt.Printf("bench: %s: durability off again: %v\n", name, err)
 		}
 	}, nil
 }
