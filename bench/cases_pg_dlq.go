@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"time"
 
-
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
 )
