@@ -152,14 +152,14 @@ func caseD10(ctx context.Context, e *env) ([]Row, error) {
 		row.Goal = atMost("ours", r.goal, fmt.Sprintf("≤ %g ms", r.goal))
 		row.Note = fmt.Sprintf("p50 %.3f ms, CPU %.3f ms a call", median(p50s[r.short]), median(cpu[r.short]))
 		if ids, ok := listed[r.short]; ok {
-			n, err := weekHours(ctx, f.ours.db.WriteDB(), ids)
+			n, read, err := weekHours(ctx, f.ours.db.WriteDB(), ids)
 			if err != nil {
 				return nil, err
 			}
 			if i == 0 && n == 0 {
 				return nil, fmt.Errorf("D10: the list's groups have no hours in the last 7 days")
 			}
-			row.Note += fmt.Sprintf("; %d groups whose funnels sum %d hour rows", len(ids), n)
+			row.Note += fmt.Sprintf("; %d groups with %d hour rows in their 7 d funnels, which read %d rows of hours and days", len(ids), n, read)
 		}
 		if p, ok := plans[r.short]; ok {
 			row.Note += "; " + p.note
@@ -259,19 +259,26 @@ func d10Plans(ctx context.Context, e *env, path string, w *sql.DB, reads []d10Re
 	return out, nil
 }
 
-// weekHours counts the rows of error_group_hours the 7 d funnels of the
-// groups ids sum (ErrorGroupWindows): the work of a list beside its own
-// rows, at most 168 a group.
-func weekHours(ctx context.Context, w *sql.DB, ids []int64) (int, error) {
+// weekHours counts the rows of error_group_hours in the 7 d funnels of
+// the groups ids (at most 168 a group), and the rows ErrorGroupWindows
+// reads for them on SQLite (migration 0042): their hours of the last
+// 24, their days from the day boundary nearest the week's start and
+// their hours between that boundary and the start (WindowsSQL).
+func weekHours(ctx context.Context, w *sql.DB, ids []int64) (hours, read int, err error) {
 	js, err := json.Marshal(ids)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int
-	err = w.QueryRowContext(ctx, `SELECT COUNT(*) FROM error_group_states s JOIN error_group_hours h
-			ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
-		WHERE s.id IN (SELECT value FROM json_each(?1))`, string(js), time.Now().Unix()/3600-7*24+1).Scan(&n)
-	return n, err
+	h := time.Now().Unix() / 3600
+	week, day := h-7*24+1, h-23
+	edge := (week + 12) / 24 * 24
+	err = w.QueryRowContext(ctx, `WITH k AS (SELECT queue_id, group_id, fingerprint FROM error_group_states WHERE id IN (SELECT value FROM json_each(?1)))
+		SELECT (SELECT COUNT(*) FROM k JOIN error_group_hours h USING (queue_id, group_id, fingerprint) WHERE h.hour >= ?2),
+			(SELECT COUNT(*) FROM k JOIN error_group_hours h USING (queue_id, group_id, fingerprint) WHERE h.hour >= ?3)
+			+ (SELECT COUNT(*) FROM k JOIN error_group_days d USING (queue_id, group_id, fingerprint) WHERE d.day >= ?4 / 24)
+			+ (SELECT COUNT(*) FROM k JOIN error_group_hours h USING (queue_id, group_id, fingerprint) WHERE h.hour >= MIN(?2, ?4) AND h.hour < MAX(?2, ?4))`,
+		string(js), week, day, edge).Scan(&hours, &read)
+	return hours, read, err
 }
 
 // addErrorGroups tops error_group_states up to n groups with synthetic

@@ -262,8 +262,10 @@ type ErrorGroupStateTx interface {
 	// the rows walked.
 	ErrorGroupStates(ctx context.Context, q ErrorGroupQuery) ([]OwnedErrorGroup, error)
 	// ErrorGroupWindows fills the Day and Week funnels of gs from the
-	// hours at or after dayHour and weekHour (one read of
-	// error_group_hours by the groups' keys).
+	// hours at or after dayHour and weekHour (one statement, by the
+	// groups' keys: on PostgreSQL their hours from weekHour on; on SQLite
+	// their hours from dayHour on, and the week from its days in
+	// error_group_days and at most 12 hours at its edge).
 	ErrorGroupWindows(ctx context.Context, gs []OwnedErrorGroup, dayHour, weekHour int64) error
 	// SetErrorGroupState writes g's state and what goes with it (State,
 	// Regressed, Owner, Note, Link, Version, UntilAt, UntilFiled) on its

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -402,4 +403,65 @@ func testErrorGroupCopyLostToRetention(t *testing.T, harness Harness) {
 	if g = s.setState(broker.StateChange{Fingerprint: fp, State: broker.GroupResolved}); g.State != broker.GroupResolved {
 		t.Fatalf("resolve with the copy lost: %+v", g)
 	}
+}
+
+// The 24 h and 7 d funnels are the sums of the hours in them, whatever
+// hour of the day the windows start at (SQLite sums a week from its
+// days and the hours at its edge): over 200 hours, dead letters filed
+// and deleted at a count that changes from hour to hour, every list
+// (with both funnels, DayOnly) and the group's page say the sums of
+// the last 24 and 168 hours, the current one with them; so they do
+// after the maintenance swept the hours past their retention.
+func testErrorGroupWindowsAtEveryHour(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, _ := ownedBundle(t, harness)
+	const fp, hours = "card declined", 200
+	var filed, deleted [hours]int64
+	sum := func(counts *[hours]int64, now, n int) (total int64) {
+		for h := max(0, now-n+1); h <= now; h++ {
+			total += counts[h]
+		}
+		return total
+	}
+	check := func(step string, now int) {
+		t.Helper()
+		day := broker.Funnel{Filed: sum(&filed, now, 24), Deleted: sum(&deleted, now, 24)}
+		week := broker.Funnel{Filed: sum(&filed, now, 168), Deleted: sum(&deleted, now, 168)}
+		list, err := s.b.ErrorGroupList(s.ctx, broker.ErrorGroupFilter{Limit: 10})
+		if err != nil || len(list) != 1 || list[0].Day != day || list[0].Week != week {
+			t.Fatalf("%s, hour %d: list %+v %v, want day %+v, week %+v", step, now, list, err, day, week)
+		}
+		short, err := s.b.ErrorGroupList(s.ctx, broker.ErrorGroupFilter{Limit: 10, DayOnly: true})
+		if err != nil || len(short) != 1 || short[0].Day != day || short[0].Week != (broker.Funnel{}) {
+			t.Fatalf("%s, hour %d: DayOnly list %+v %v, want day %+v", step, now, short, err, day)
+		}
+		if g := s.group(fp); g.Day != day || g.Week != week {
+			t.Fatalf("%s, hour %d: the group's page says day %+v, week %+v; want %+v, %+v", step, now, g.Day, g.Week, day, week)
+		}
+	}
+	for h := range hours {
+		if h > 0 {
+			s.clock.Advance(time.Hour)
+		}
+		n := 1 + h%3
+		for i := range n {
+			s.push("q", "p", fmt.Sprintf("h%d-%d", h, i))
+		}
+		s.fail("q", "g", n, fp)
+		filed[h] += int64(n)
+		if h%5 == 0 {
+			dead := s.dead("q", "g")
+			if _, err := s.b.Delete(s.ctx, dead[0].MessageID(), "g", "dev"); err != nil {
+				t.Fatal(err)
+			}
+			deleted[h]++
+		}
+		if h < 30 || h >= hours-30 {
+			check("filed", h)
+		}
+	}
+	if _, err := s.b.Maintain(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("swept", hours-1)
 }

@@ -102,6 +102,7 @@ var tests = []test{
 	{"ErrorGroupIgnoresEnd", testErrorGroupIgnoresEnd},
 	{"ErrorGroupCountsFollowEveryChange", testErrorGroupCountsFollowEveryChange},
 	{"ErrorGroupFunnelCountsRemovals", testErrorGroupFunnelCountsRemovals},
+	{"ErrorGroupWindowsAtEveryHour", testErrorGroupWindowsAtEveryHour},
 	{"ErrorGroupVersionsAndFilter", testErrorGroupVersionsAndFilter},
 	{"ErrorGroupEditKeepsTheEvidence", testErrorGroupEditKeepsTheEvidence},
 	{"ErrorGroupCopyLostToRetention", testErrorGroupCopyLostToRetention},

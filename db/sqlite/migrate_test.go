@@ -129,7 +129,7 @@ var laterDeadLetterColumns = []string{
 func reapplyLaterDeadLetterMigrations(t *testing.T, d *Store) {
 	t.Helper()
 	reapply(t, d, 14, "0014_error_groups.sql", append(undo33,
-		`DROP TABLE error_groups`, `DROP TABLE error_group_hours`,
+		`DROP TABLE error_groups`, `DROP TABLE error_group_hours`, `DROP TABLE error_group_days`,
 		`CREATE TABLE error_counts (queue_id INTEGER NOT NULL, group_id INTEGER NOT NULL, line TEXT NOT NULL, count INTEGER NOT NULL,
 			PRIMARY KEY (queue_id, group_id, line)) STRICT, WITHOUT ROWID`)...)
 	reapply(t, d, 16, "0016_dead_letter_trace.sql")
@@ -146,6 +146,8 @@ func reapplyLaterDeadLetterMigrations(t *testing.T, d *Store) {
 	reapply(t, d, 34, "0034_consumer_version.sql",
 		`ALTER TABLE attempts DROP COLUMN consumer_version`, `ALTER TABLE removed_dead_letters DROP COLUMN consumer_version`,
 		`DROP TABLE error_group_versions`)
+	// 0042's triggers went with error_group_hours (its table with 0014's undo).
+	reapply(t, d, 42, "0042_error_group_days.sql")
 }
 
 // undo33 takes away what migration 0033 added (but error_group_hours'

@@ -164,9 +164,13 @@ func TestErrorGroupPlans(t *testing.T) {
 		// page's panel, a banner), the funnels' windows of a page's groups.
 		"state by id":  {sqlcore.StateByIDSQL, []any{1}, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"},
 		"state by key": {sqlcore.StateByKeySQL, []any{1, "x", 0, 10}, "SEARCH s USING INDEX sqlite_autoindex_error_group_states_1 (queue_id=? AND fingerprint=?)"},
-		"windows":      {sqlcore.WindowsSQL, []any{`[1, 2]`, 5, 6}, "SEARCH h USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
-		"versions of":  {sqlcore.VersionsOfSQL, []any{`[1, 2]`}, "SEARCH v USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=?)"},
-		"counts":       {`SELECT queue_id, COUNT(*), SUM(regressed) FROM error_group_states WHERE state = 'open' GROUP BY queue_id`, nil, "SCAN error_group_states USING COVERING INDEX error_group_states_open"},
+		// A week from its days and the hours at its edge, a day from its
+		// hours: each by its primary key.
+		"windows, day":       {sqlcore.WindowsSQL, []any{`[1, 2]`, 5, 6}, "SEARCH h USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
+		"windows, week days": {sqlcore.WindowsSQL, []any{`[1, 2]`, 5, 6}, "SEARCH d USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND day>?)"},
+		"windows, week edge": {sqlcore.WindowsSQL, []any{`[1, 2]`, 5, 6}, "SEARCH h USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>? AND hour<?)"},
+		"versions of":        {sqlcore.VersionsOfSQL, []any{`[1, 2]`}, "SEARCH v USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=?)"},
+		"counts":             {`SELECT queue_id, COUNT(*), SUM(regressed) FROM error_group_states WHERE state = 'open' GROUP BY queue_id`, nil, "SCAN error_group_states USING COVERING INDEX error_group_states_open"},
 	} {
 		text := queryPlan(t, d, c.query, c.args...)
 		if !strings.Contains(text, c.want) || (strings.Contains(text, "SCAN error_group") && !strings.Contains(c.want, "COVERING INDEX error_group_states_open")) {

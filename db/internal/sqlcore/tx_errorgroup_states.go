@@ -205,16 +205,39 @@ func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]
 	return scanStates(t.Query(ctx, stmt, q.QueueID, q.GroupID, t.d.Text(q.Fingerprint), string(q.State), q.Owner, limit, q.Version, lo, hi))
 }
 
-// WindowsSQL sums the hours of the groups a JSON array of ids names,
-// from weekHour (?2) on, and from dayHour (?3) on.
-var WindowsSQL = PGQuery(`SELECT s.id,
-		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END),
-		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END),
-		SUM(CASE WHEN h.hour >= ?3 THEN h.deleted ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.expired ELSE 0 END),
-		SUM(h.filed), SUM(h.replayed), SUM(h.succeeded), SUM(h.failed_again), SUM(h.deleted), SUM(h.expired)
-	FROM error_group_states s JOIN error_group_hours h
-		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
-	WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id`,
+// WindowsSQL sums the funnels of the groups a JSON array of ids names,
+// from weekHour (?2) on, and from dayHour (?3) on: a row a group that
+// has any. On PostgreSQL the hours of each from ?2 on. On SQLite the
+// days of error_group_days (0042, kept by triggers to the sums of the
+// hours) from weekDaySQL, the day boundary nearest ?2, and the hours
+// between that boundary and ?2, added when it is after ?2 and taken
+// away when before (at most 12 rows a group, not up to 168); the day
+// from the hours from ?3 on. Each part is summed a group at a time in
+// ids' order, then the parts' rows (at most 3 a group) by group.
+var WindowsSQL = PGQuery(`SELECT id,
+		SUM(CASE WHEN w = 0 THEN f ELSE 0 END), SUM(CASE WHEN w = 0 THEN r ELSE 0 END), SUM(CASE WHEN w = 0 THEN sc ELSE 0 END),
+		SUM(CASE WHEN w = 0 THEN fa ELSE 0 END), SUM(CASE WHEN w = 0 THEN de ELSE 0 END), SUM(CASE WHEN w = 0 THEN ex ELSE 0 END),
+		SUM(CASE WHEN w = 1 THEN f ELSE 0 END), SUM(CASE WHEN w = 1 THEN r ELSE 0 END), SUM(CASE WHEN w = 1 THEN sc ELSE 0 END),
+		SUM(CASE WHEN w = 1 THEN fa ELSE 0 END), SUM(CASE WHEN w = 1 THEN de ELSE 0 END), SUM(CASE WHEN w = 1 THEN ex ELSE 0 END)
+	FROM (SELECT s.id AS id, 0 AS w, SUM(h.filed) AS f, SUM(h.replayed) AS r, SUM(h.succeeded) AS sc,
+			SUM(h.failed_again) AS fa, SUM(h.deleted) AS de, SUM(h.expired) AS ex
+		FROM error_group_states s JOIN error_group_hours h
+			ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?3
+		WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id
+	UNION ALL
+	SELECT s.id, 1, SUM(d.filed), SUM(d.replayed), SUM(d.succeeded), SUM(d.failed_again), SUM(d.deleted), SUM(d.expired)
+		FROM error_group_states s JOIN error_group_days d
+			ON d.queue_id = s.queue_id AND d.group_id = s.group_id AND d.fingerprint = s.fingerprint AND d.day >= `+weekDaySQL+`
+		WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id
+	UNION ALL
+	SELECT s.id, 1, SUM(CASE WHEN h.hour >= ?2 THEN h.filed ELSE -h.filed END), SUM(CASE WHEN h.hour >= ?2 THEN h.replayed ELSE -h.replayed END),
+			SUM(CASE WHEN h.hour >= ?2 THEN h.succeeded ELSE -h.succeeded END), SUM(CASE WHEN h.hour >= ?2 THEN h.failed_again ELSE -h.failed_again END),
+			SUM(CASE WHEN h.hour >= ?2 THEN h.deleted ELSE -h.deleted END), SUM(CASE WHEN h.hour >= ?2 THEN h.expired ELSE -h.expired END)
+		FROM error_group_states s JOIN error_group_hours h
+			ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint
+			AND h.hour >= MIN(?2, `+weekDaySQL+` * 24) AND h.hour < MAX(?2, `+weekDaySQL+` * 24)
+		WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id)
+	GROUP BY id`,
 	`SELECT s.id,
 		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END)::bigint,
 		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END)::bigint,
@@ -224,7 +247,24 @@ var WindowsSQL = PGQuery(`SELECT s.id,
 		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
 	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text(?1::json) AS value) GROUP BY s.id`)
 
-// ErrorGroupWindows runs WindowsSQL over gs's ids.
+// weekDaySQL is the day (of error_group_days) whose start is the day
+// boundary nearest the hour ?2.
+const weekDaySQL = `((?2 + 12) / 24)`
+
+// WindowSQL sums the hours of the groups a JSON array of ids names from
+// ?2 on: WindowsSQL when both windows start at one hour (the page's list
+// of 24 h funnels only).
+var WindowSQL = PGQuery(`SELECT s.id, SUM(h.filed), SUM(h.replayed), SUM(h.succeeded), SUM(h.failed_again), SUM(h.deleted), SUM(h.expired)
+	FROM error_group_states s JOIN error_group_hours h
+		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
+	WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id`,
+	`SELECT s.id, SUM(h.filed)::bigint, SUM(h.replayed)::bigint, SUM(h.succeeded)::bigint, SUM(h.failed_again)::bigint, SUM(h.deleted)::bigint, SUM(h.expired)::bigint
+	FROM error_group_states s JOIN error_group_hours h
+		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
+	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text(?1::json) AS value) GROUP BY s.id`)
+
+// ErrorGroupWindows runs WindowsSQL over gs's ids; WindowSQL when the
+// windows start at one hour (both are then its sums).
 func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup, dayHour, weekHour int64) error {
 	if len(gs) == 0 {
 		return nil
@@ -234,7 +274,14 @@ func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup,
 	for i, g := range gs {
 		ids[i], at[g.ID] = g.ID, i
 	}
-	rows, err := t.Query(ctx, WindowsSQL, IntsJSON(ids), weekHour, dayHour)
+	one := dayHour == weekHour
+	var rows Rows
+	var err error
+	if one {
+		rows, err = t.Query(ctx, WindowSQL, IntsJSON(ids), dayHour)
+	} else {
+		rows, err = t.Query(ctx, WindowsSQL, IntsJSON(ids), weekHour, dayHour)
+	}
 	if err != nil {
 		return err
 	}
@@ -242,8 +289,14 @@ func (t *Tx) ErrorGroupWindows(ctx context.Context, gs []broker.OwnedErrorGroup,
 	for rows.Next() {
 		var id int64
 		var d, w broker.Funnel
-		if err := rows.Scan(&id, &d.Filed, &d.Replayed, &d.Succeeded, &d.FailedAgain, &d.Deleted, &d.Expired,
-			&w.Filed, &w.Replayed, &w.Succeeded, &w.FailedAgain, &w.Deleted, &w.Expired); err != nil {
+		if one {
+			err = rows.Scan(&id, &d.Filed, &d.Replayed, &d.Succeeded, &d.FailedAgain, &d.Deleted, &d.Expired)
+			w = d
+		} else {
+			err = rows.Scan(&id, &d.Filed, &d.Replayed, &d.Succeeded, &d.FailedAgain, &d.Deleted, &d.Expired,
+				&w.Filed, &w.Replayed, &w.Succeeded, &w.FailedAgain, &w.Deleted, &w.Expired)
+		}
+		if err != nil {
 			return err
 		}
 		if i, ok := at[id]; ok {

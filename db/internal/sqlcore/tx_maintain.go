@@ -35,7 +35,9 @@ func BucketSweepSQL(b broker.BucketTable) (string, bool) {
 
 // SweepBuckets deletes up to limit rows of a bucket table whose bucket
 // ends at or before before (a bucket is kept while any of it is at or
-// after before). Writes that table only; returns the rows deleted.
+// after before). Writes that table only (on SQLite error_group_hours'
+// triggers keep error_group_days, migration 0042); returns the rows
+// deleted.
 func (t *Tx) SweepBuckets(ctx context.Context, b broker.BucketTable, before time.Time, limit int) (int64, error) {
 	q, ok := BucketSweepSQL(b)
 	if !ok {

@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 396 statements (22 with a PostgreSQL text written by hand, 14 for
+-- 397 statements (23 with a PostgreSQL text written by hand, 14 for
 -- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -1144,20 +1144,50 @@ SELECT version, filed, first_seen, last_seen FROM error_group_versions
 -- used by: Tx.ErrorGroupWindows
 -- from: WindowsSQL
 -- sqlite:
---   SELECT s.id,
---   		SUM(CASE WHEN h.hour >= ?3 THEN h.filed ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.replayed ELSE 0 END),
---   		SUM(CASE WHEN h.hour >= ?3 THEN h.succeeded ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.failed_again ELSE 0 END),
---   		SUM(CASE WHEN h.hour >= ?3 THEN h.deleted ELSE 0 END), SUM(CASE WHEN h.hour >= ?3 THEN h.expired ELSE 0 END),
---   		SUM(h.filed), SUM(h.replayed), SUM(h.succeeded), SUM(h.failed_again), SUM(h.deleted), SUM(h.expired)
---   	FROM error_group_states s JOIN error_group_hours h
---   		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
---   	WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id
+--   SELECT id,
+--   		SUM(CASE WHEN w = 0 THEN f ELSE 0 END), SUM(CASE WHEN w = 0 THEN r ELSE 0 END), SUM(CASE WHEN w = 0 THEN sc ELSE 0 END),
+--   		SUM(CASE WHEN w = 0 THEN fa ELSE 0 END), SUM(CASE WHEN w = 0 THEN de ELSE 0 END), SUM(CASE WHEN w = 0 THEN ex ELSE 0 END),
+--   		SUM(CASE WHEN w = 1 THEN f ELSE 0 END), SUM(CASE WHEN w = 1 THEN r ELSE 0 END), SUM(CASE WHEN w = 1 THEN sc ELSE 0 END),
+--   		SUM(CASE WHEN w = 1 THEN fa ELSE 0 END), SUM(CASE WHEN w = 1 THEN de ELSE 0 END), SUM(CASE WHEN w = 1 THEN ex ELSE 0 END)
+--   	FROM (SELECT s.id AS id, 0 AS w, SUM(h.filed) AS f, SUM(h.replayed) AS r, SUM(h.succeeded) AS sc,
+--   			SUM(h.failed_again) AS fa, SUM(h.deleted) AS de, SUM(h.expired) AS ex
+--   		FROM error_group_states s JOIN error_group_hours h
+--   			ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?3
+--   		WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id
+--   	UNION ALL
+--   	SELECT s.id, 1, SUM(d.filed), SUM(d.replayed), SUM(d.succeeded), SUM(d.failed_again), SUM(d.deleted), SUM(d.expired)
+--   		FROM error_group_states s JOIN error_group_days d
+--   			ON d.queue_id = s.queue_id AND d.group_id = s.group_id AND d.fingerprint = s.fingerprint AND d.day >= ((?2 + 12) / 24)
+--   		WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id
+--   	UNION ALL
+--   	SELECT s.id, 1, SUM(CASE WHEN h.hour >= ?2 THEN h.filed ELSE -h.filed END), SUM(CASE WHEN h.hour >= ?2 THEN h.replayed ELSE -h.replayed END),
+--   			SUM(CASE WHEN h.hour >= ?2 THEN h.succeeded ELSE -h.succeeded END), SUM(CASE WHEN h.hour >= ?2 THEN h.failed_again ELSE -h.failed_again END),
+--   			SUM(CASE WHEN h.hour >= ?2 THEN h.deleted ELSE -h.deleted END), SUM(CASE WHEN h.hour >= ?2 THEN h.expired ELSE -h.expired END)
+--   		FROM error_group_states s JOIN error_group_hours h
+--   			ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint
+--   			AND h.hour >= MIN(?2, ((?2 + 12) / 24) * 24) AND h.hour < MAX(?2, ((?2 + 12) / 24) * 24)
+--   		WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id)
+--   	GROUP BY id
 -- postgres (hand-written, PGQuery):
 SELECT s.id,
 		SUM(CASE WHEN h.hour >= $3 THEN h.filed ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.replayed ELSE 0 END)::bigint,
 		SUM(CASE WHEN h.hour >= $3 THEN h.succeeded ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.failed_again ELSE 0 END)::bigint,
 		SUM(CASE WHEN h.hour >= $3 THEN h.deleted ELSE 0 END)::bigint, SUM(CASE WHEN h.hour >= $3 THEN h.expired ELSE 0 END)::bigint,
 		SUM(h.filed)::bigint, SUM(h.replayed)::bigint, SUM(h.succeeded)::bigint, SUM(h.failed_again)::bigint, SUM(h.deleted)::bigint, SUM(h.expired)::bigint
+	FROM error_group_states s JOIN error_group_hours h
+		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= $2
+	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) GROUP BY s.id
+;
+
+-- used by: Tx.ErrorGroupWindows
+-- from: WindowSQL
+-- sqlite:
+--   SELECT s.id, SUM(h.filed), SUM(h.replayed), SUM(h.succeeded), SUM(h.failed_again), SUM(h.deleted), SUM(h.expired)
+--   	FROM error_group_states s JOIN error_group_hours h
+--   		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= ?2
+--   	WHERE s.id IN (SELECT value FROM json_each(?1)) GROUP BY s.id
+-- postgres (hand-written, PGQuery):
+SELECT s.id, SUM(h.filed)::bigint, SUM(h.replayed)::bigint, SUM(h.succeeded)::bigint, SUM(h.failed_again)::bigint, SUM(h.deleted)::bigint, SUM(h.expired)::bigint
 	FROM error_group_states s JOIN error_group_hours h
 		ON h.queue_id = s.queue_id AND h.group_id = s.group_id AND h.fingerprint = s.fingerprint AND h.hour >= $2
 	WHERE s.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value) GROUP BY s.id
