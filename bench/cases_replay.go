@@ -154,23 +154,13 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 
 	// A producer beside a job at its default pace vs idle, interleaved:
 	// the job runs for window, then is cancelled. The job runs as the
-	// server runs it (its chunks and, between them, the text index's
-	// merge steps: broker.TextMergePages), and again, on a copy of its
-	// own, with the merge steps left out (a store whose MergeTextIndex
-	// merges nothing): the index merged only by FTS4 itself, in the
-	// chunks' commits, as before the steps.
+	// server runs it; the text indexes follow in the search file, by the
+	// store's indexer (db/sqlite/search.go).
 	o, err = openD7(ctx, e, f, "d7-pace", db.Options{})
 	if err != nil {
 		return nil, err
 	}
 	defer o.close()
-	bare, err := openD7(ctx, e, f, "d7-pace-bare", db.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer bare.close()
-	bare.b.Close()
-	bare.b = broker.New(broker.Config{Store: noMerges{bare.db}})
 	window := e.dur(4*time.Second, time.Second)
 	all := map[string][]time.Duration{}
 	rates := map[string][]float64{}
@@ -217,7 +207,6 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 			return percentile(lat, 0.99), nil
 		}}
 	}
-	const noSteps = "beside the job without merge steps"
 	s, err := interleave(ctx, e, e.reps,
 		beside("beside the job", o),
 		variant{"idle", func(ctx context.Context, _ int) (float64, error) {
@@ -227,7 +216,6 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 			all["idle"] = append(all["idle"], lat...)
 			return percentile(lat, 0.99), err
 		}},
-		beside(noSteps, bare),
 	)
 	if err != nil {
 		return rows, fmt.Errorf("beside the job: %w", err)
@@ -235,25 +223,11 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 	p := compareDiff(s, "D7", "a producer's push p99 beside a replay job at its default pace vs idle (interleaved)", "ms", "beside the job", "idle")
 	p.RefName = "idle p99"
 	p.Must, p.Goal = atMost("difference", 10, "≤ idle p99 + 10 ms"), atMost("difference", 3, "≤ idle p99 + 3 ms")
-	p.Note = fmt.Sprintf("one push due every %s to another queue, its latency from when it was due; the job (the big group, by filter, default pace, RunJobs, the text index merged in steps of %d pages between its chunks) runs %s and is cancelled; "+
-		"all repetitions' pushes pooled: p99 %.2f ms beside (%d pushes), %.2f ms idle (%d); the job's pace beside the producer: %.0f dead letters/s (median), CPU of the process %.0f µs a dead letter (median, the producer's included); "+
-		"from a chunk's start to the next's (replays.at, ms): p50 %.0f, p99 %.0f, max %.0f; "+
-		"the same job without the merge steps, on a copy of its own, interleaved: p99 %.2f ms (median of repetitions), pooled %.2f ms (%d pushes), %.0f dead letters/s, %.0f µs CPU a dead letter; load average %s",
-		producerInterval, broker.TextMergePages, window, percentile(all["beside the job"], 0.99), len(all["beside the job"]), percentile(all["idle"], 0.99), len(all["idle"]), median(rates["beside the job"]), median(cpus["beside the job"]),
-		percentile(gaps, 0.5), percentile(gaps, 0.99), percentile(gaps, 1),
-		median(s[noSteps]), percentile(all[noSteps], 0.99), len(all[noSteps]), median(rates[noSteps]), median(cpus[noSteps]), loadText(loadAverage()))
+	p.Note = fmt.Sprintf("one push due every %s to another queue, its latency from when it was due; the job (the big group, by filter, default pace, RunJobs; the text indexes brought up to date in the search file by the store's indexer) runs %s and is cancelled; "+
+		"all repetitions' pushes pooled: p99 %.2f ms beside (%d pushes), %.2f ms idle (%d); the job's pace beside the producer: %.0f dead letters/s (median), CPU of the process %.0f µs a dead letter (median, the producer's and the indexer's included); "+
+		"from a chunk's start to the next's (replays.at, ms): p50 %.0f, p99 %.0f, max %.0f; load average %s",
+		producerInterval, window, percentile(all["beside the job"], 0.99), len(all["beside the job"]), percentile(all["idle"], 0.99), len(all["idle"]), median(rates["beside the job"]), median(cpus["beside the job"]),
+		percentile(gaps, 0.5), percentile(gaps, 0.99), percentile(gaps, 1), loadText(loadAverage()))
 	rows = append(rows, p)
 	return rows, nil
 }
-
-// noMerges is a store whose MergeTextIndex merges nothing: a job beside
-// it runs as before the text index's merge steps.
-type noMerges struct{ broker.Store }
-
-type noMergesTx struct{ broker.Tx }
-
-func (n noMerges) Update(ctx context.Context, o broker.UpdateOptions, fn func(broker.Tx) error) error {
-	return n.Store.Update(ctx, o, func(tx broker.Tx) error { return fn(noMergesTx{tx}) })
-}
-
-func (noMergesTx) MergeTextIndex(context.Context, int) (bool, error) { return false, nil }

@@ -618,7 +618,7 @@ func generateStored(ctx context.Context, path string, n int) error {
 		}
 	}
 	var busy, logPages, ckpt int
-	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &ckpt); err != nil {
+	if err := conn.QueryRowContext(ctx, "PRAGMA main.wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &ckpt); err != nil {
 		return err
 	}
 	conn.Close()

@@ -81,7 +81,7 @@ func freshWAL(ctx context.Context, w *sql.DB) error {
 		return err
 	}
 	var busy, logFrames, done int
-	if err := w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+	if err := w.QueryRowContext(ctx, "PRAGMA main.wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
 		return err
 	}
 	if busy != 0 {

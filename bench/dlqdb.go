@@ -512,7 +512,7 @@ func generateDLQ(ctx context.Context, path string, groups []dlqGroup, span time.
 	if err := d.RebuildTextIndex(ctx); err != nil {
 		return err
 	}
-	if _, err := w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	if _, err := w.ExecContext(ctx, "PRAGMA main.wal_checkpoint(TRUNCATE)"); err != nil {
 		return err
 	}
 	if err := d.Close(); err != nil {

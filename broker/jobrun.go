@@ -543,9 +543,7 @@ const jobRetries = 5
 // the background until ctx ends: a chunk of each in turn, each chunk a
 // low-priority transaction that also records the job's progress (so that
 // a job resumes exactly where it stopped), a rate-limited job no faster
-// than its rate. After each chunk of a job at the default pace, the
-// merging of the full-text indexes that is due is done in bounded steps
-// (tidyTextIndex). A chunk that fails is tried again after a wait; after
+// than its rate. A chunk that fails is tried again after a wait; after
 // jobRetries failures in a row the job is marked failed, with the reason.
 func (b *Broker) RunJobs(ctx context.Context) {
 	type pace struct {
@@ -619,19 +617,6 @@ func (b *Broker) RunJobs(ctx context.Context) {
 				continue
 			}
 			p.fails = 0
-			if j.Scope.Pace != PaceFull {
-				// Between a gentle job's chunks, and after its last: the
-				// merging of the full-text indexes' segments its commits
-				// made due, a bounded step a write (textindex.go), so
-				// that no chunk's commit merges a whole level while the
-				// pushes wait.
-				if _, err := b.tidyTextIndex(ctx); err != nil && ctx.Err() == nil {
-					b.log.ErrorContext(ctx, "jobs: merge the text index", "job", j.ID, "err", err)
-				}
-				if ctx.Err() != nil {
-					return
-				}
-			}
 			if after.State == JobRunning && after.canaryActive() {
 				// Settling: looked at again at its deadline, or on news
 				// of a copy settled; not counted as work done.

@@ -31,7 +31,6 @@ const (
 	TaskDeadLetters = "dead_letters" // dead letters past deadLetterRetentionSeconds
 	TaskPartitions  = "partitions"   // partitions left empty (partsweep.go)
 	TaskSpace       = "space"        // free pages given back to the file system
-	TaskTextIndex   = "text_index"   // the full-text indexes' segments merged a step at a time (textindex.go)
 	TaskHistory     = "history"      // restore windows ended, history past HistoryRetention, traces of messages gone
 	TaskAudit       = "audit"        // audit entries past the audit retention
 	TaskSessions    = "sessions"     // ended sessions
@@ -41,7 +40,7 @@ const (
 )
 
 // MaintenanceTasks are the tasks Maintain runs, in order.
-var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskLogins, TaskNotifications, TaskTextIndex, TaskSpace}
+var MaintenanceTasks = []string{TaskStats, TaskMessages, TaskDeadLetters, TaskHistory, TaskPartitions, TaskAudit, TaskSessions, TaskLogins, TaskNotifications, TaskSpace}
 
 // AuditSwept is the action of the broker's audit entry that says how many
 // audit entries the retention removed.
@@ -183,7 +182,6 @@ func (b *Broker) Maintain(ctx context.Context) (MaintenanceReport, error) {
 		{TaskSessions, b.maintainSessions},
 		{TaskLogins, b.maintainLogins},
 		{TaskNotifications, b.maintainNotifications},
-		{TaskTextIndex, b.maintainTextIndex},
 		{TaskSpace, b.maintainSpace},
 	} {
 		r := TaskReport{Task: task.name}

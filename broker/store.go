@@ -240,7 +240,6 @@ type Tx interface {
 	SessionTx
 	LoginTx
 	SearchTx
-	TextIndexTx
 	GroupTx
 	ErrorGroupStateTx
 	ConsumerGroupTx

@@ -129,7 +129,6 @@ var tests = []test{
 	{"JobPauseResumeCancel", testJobPauseResumeCancel},
 	{"JobChunksAreBoundedByTimeAndRows", testJobChunksAreBoundedByTimeAndRows},
 	{"JobCountsBeforeItsWrite", testJobCountsBeforeItsWrite},
-	{"JobMergesTheTextIndexBetweenItsChunks", testJobMergesTheTextIndexBetweenItsChunks},
 	{"ReplayJobResumesAfterAKillExactlyOnce", testReplayJobResumesAfterAKillExactlyOnce},
 	{"ReplayJobPausesItselfWhenCopiesFailAgain", testReplayJobPausesItselfWhenCopiesFailAgain},
 	{"CanaryReplaysCountFirst", testCanaryReplaysCountFirst},

@@ -1888,17 +1888,17 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	`SELECT group_id, cursor, passed_seq, lease_last, retry_seq, void_last, lease_id, void_lease_id, acks
 		FROM consumers WHERE partition_id = ?`: {text: `SELECT group_id, cursor, passed_seq, lease_last, retry_seq, void_last, lease_id, void_lease_id, acks
 		FROM consumers WHERE partition_id = $1`},
-	// Tx.unindexDeadLetters: translated
+	// UnindexDeadLetters: translated
 	`DELETE FROM dead_letter_errors WHERE docid IN (SELECT value FROM json_each(?))`: {text: `DELETE FROM dead_letter_errors WHERE docid IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)`},
-	// Tx.unindexDeadLetters: translated
+	// UnindexDeadLetters: translated
 	`DELETE FROM dead_letter_payloads WHERE docid IN (
 		SELECT d.seq FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?1))
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value FROM json_each(?1))))`: {text: `DELETE FROM dead_letter_payloads WHERE docid IN (
 		SELECT d.seq FROM dead_letters d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))`},
-	// Tx.unindexQueue: translated
+	// UnindexQueue: translated
 	`DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = ?)`: {text: `DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = $1)`},
-	// Tx.unindexQueue: translated
+	// UnindexQueue: translated
 	`DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = ?)`: {text: `DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = $1)`},
 	// postgres.Tx.Consumer: translated
 	`SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = ? AND group_id = ? FOR UPDATE`: {text: `SELECT partition_id, group_id, queue_id, cursor, COALESCE(lease_id, ''), lease_until, lease_last, leased_at, retry_seq, retries, available_at, COALESCE(acks, ''), COALESCE(void_lease_id, ''), void_last FROM consumers WHERE partition_id = $1 AND group_id = $2 FOR UPDATE`, stores: true},

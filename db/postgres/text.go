@@ -374,6 +374,17 @@ func payloadText(payload []byte) string {
 	}
 }
 
-// MergeTextIndex merges nothing on PostgreSQL: its GIN indexes keep no
-// segments to merge (broker.TextIndexTx).
-func (dialect) MergeTextIndex(context.Context, *sqlcore.Tx, int) (bool, error) { return false, nil }
+// UnindexDeadLetters and UnindexQueue delete the rows of the GIN-indexed
+// tables in the transaction that removes the dead letters, under its row
+// locks (sqlcore's statements).
+func (dialect) UnindexDeadLetters(ctx context.Context, t *sqlcore.Tx, ids string) error {
+	return sqlcore.UnindexDeadLetters(ctx, t, ids)
+}
+
+func (dialect) UnindexQueue(ctx context.Context, t *sqlcore.Tx, queueID int64) error {
+	return sqlcore.UnindexQueue(ctx, t, queueID)
+}
+
+// AwaitTextIndex returns at once: PostgreSQL's indexes change in the
+// transactions of the dead letters they index.
+func (dialect) AwaitTextIndex(context.Context, *sqlcore.Tx) error { return nil }

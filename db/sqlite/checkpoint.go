@@ -38,7 +38,7 @@ func (d *Store) catchUp() {
 		d.catchUpHook()
 	}
 	var busy, log, copied int
-	err := d.raw.queryRowScan("PRAGMA wal_checkpoint(PASSIVE)", &busy, &log, &copied)
+	err := d.raw.queryRowScan("PRAGMA main.wal_checkpoint(PASSIVE)", &busy, &log, &copied)
 	if err != nil && !isBusy(err) {
 		d.log.Warn("checkpoint", "err", err)
 	}
@@ -114,7 +114,7 @@ func (d *Store) checkpointer() {
 		}
 		d.checkpointing.Store(true)
 		var busy, log, copied int
-		err := d.write.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
+		err := d.write.QueryRowContext(context.Background(), "PRAGMA main.wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
 		if err == nil && busy == 0 {
 			d.bgSynced.Store(int64(log)) // a checkpoint syncs the log before it copies
 		}

@@ -34,6 +34,8 @@ type Store struct {
 	read  *sql.DB
 	path  string
 	log   *slog.Logger
+	// search is the search file and its indexer (search.go).
+	search *searchIndex
 	// wconn is the connection every write runs on (whichever goroutine
 	// writes), held for the life of the DB; the pool's other connection
 	// serves migrations, the checkpointer and tools (WriteDB).

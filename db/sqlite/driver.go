@@ -174,7 +174,7 @@ func init() {
 		if err := c.RegisterFunc("lazarus_fingerprint", broker.Fingerprint, true); err != nil {
 			return fmt.Errorf("sqlite: lazarus_fingerprint: %w", err)
 		}
-		return nil
+		return attachSearch(c)
 	}})
 }
 

@@ -78,7 +78,7 @@ func (d *Store) migrate(ctx context.Context) error {
 		// checkpoints (PASSIVE) would copy back but never shrink: give the
 		// space back before serving. Nothing else uses the file yet.
 		var busy, logPages, done int
-		if err := d.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil || busy != 0 {
+		if err := d.write.QueryRowContext(ctx, `PRAGMA main.wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil || busy != 0 {
 			d.log.Warn("truncate the write-ahead log after migrating", "err", err, "busy", busy != 0)
 		}
 	}

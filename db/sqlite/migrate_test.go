@@ -337,7 +337,7 @@ func TestMigratingTruncatesTheWriteAheadLog(t *testing.T) {
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
 			SELECT i, 1, 1, 1, printf('upstream timeout after %d s: %.60c', i, 'x'), 3, i, printf('order-%d', i) FROM n`,
 		`DELETE FROM schema_migrations WHERE version = 13`,
-		`PRAGMA wal_checkpoint(TRUNCATE)`,
+		`PRAGMA main.wal_checkpoint(TRUNCATE)`,
 	) {
 		if _, err := w.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)

@@ -97,13 +97,17 @@ func Open(ctx context.Context, path string, sync Sync) (*Store, error) {
 // Its errors say the usual causes in plain words, for the person starting
 // the server.
 func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
-	return openWith(ctx, path, o, false)
+	return openWith(ctx, path, o, knobs{})
 }
 
-// openWith is OpenWith; onlyCatchUp, for tests, starts no background
-// checkpointer: the writer's catch-up alone copies the log back,
-// deterministically.
-func openWith(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store, error) {
+// knobs are openWith's settings for tests: onlyCatchUp starts no
+// background checkpointer (the writer's catch-up alone copies the log
+// back, deterministically); manualIndexer starts no indexer (search.go:
+// the test applies the log and merges the search file itself).
+type knobs struct{ onlyCatchUp, manualIndexer bool }
+
+// openWith is OpenWith with k.
+func openWith(ctx context.Context, path string, o Options, k knobs) (*Store, error) {
 	if o.Sync == "" {
 		o.Sync = SyncFull
 	}
@@ -124,7 +128,7 @@ func openWith(ctx context.Context, path string, o Options, onlyCatchUp bool) (*S
 			return nil, fmt.Errorf("database %s: %w", path, lockErr)
 		}
 	}
-	d, err := open(ctx, path, o, onlyCatchUp)
+	d, err := open(ctx, path, o, k)
 	if err != nil {
 		if lock != nil {
 			lock.Close()
@@ -158,7 +162,7 @@ const (
 // maxStatements of its own (rawConn).
 const ReadStmtCache = 128
 
-func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store, error) {
+func open(ctx context.Context, path string, o Options, k knobs) (*Store, error) {
 	// Pragmas in the DSN so that every pooled connection gets them.
 	params := url.Values{}
 	params.Set("_journal_mode", "WAL")
@@ -178,6 +182,33 @@ func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store
 	}
 	wparams.Set("_txlock", "immediate")
 	createPrivate(path)
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	// The search file first: every connection of the store attaches it.
+	search, err := openSearchFile(ctx, path, o, log)
+	if err != nil {
+		// The store's own error says best why a file or directory
+		// cannot be written, when that is why.
+		if d, serr := openStore(ctx, path, o, knobs{onlyCatchUp: true, manualIndexer: true}, nil, log, params, wparams); serr != nil {
+			return nil, serr
+		} else {
+			d.Close()
+		}
+		return nil, err
+	}
+	d, err := openStore(ctx, path, o, k, search, log, params, wparams)
+	if err != nil {
+		search.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openStore is open once the search file is open (search nil: none, to
+// find why the store's file cannot be opened).
+func openStore(ctx context.Context, path string, o Options, k knobs, search *searchIndex, log *slog.Logger, params, wparams url.Values) (*Store, error) {
 	if !o.KeepAutoVacuum {
 		if err := createGivingSpaceBack(ctx, path, wparams); err != nil {
 			return nil, err
@@ -209,12 +240,9 @@ func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	d := &Store{write: write, read: read, path: path, sync: o.Sync, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	d := &Store{write: write, read: read, path: path, sync: o.Sync, search: search, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.changed = sync.NewCond(&d.wmu)
-	d.log = o.Logger
-	if d.log == nil {
-		d.log = slog.Default()
-	}
+	d.log = log
 	d.folds = sqlcore.NewFolds(o.FoldEvery, d.log)
 	if err := d.migrate(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())
@@ -230,6 +258,14 @@ func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store
 		}
 	}
 	if err := d.checkWritable(ctx); err != nil {
+		errors.Join(read.Close(), write.Close())
+		return nil, err
+	}
+	if err := search.checkAttached(ctx, write, read); err != nil {
+		errors.Join(read.Close(), write.Close())
+		return nil, err
+	}
+	if err := search.prepare(ctx); err != nil {
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
@@ -257,7 +293,10 @@ func open(ctx context.Context, path string, o Options, onlyCatchUp bool) (*Store
 		return nil, err
 	}
 	go d.writer()
-	if d.ckpt != nil && !onlyCatchUp {
+	if search != nil && !k.manualIndexer {
+		search.start()
+	}
+	if d.ckpt != nil && !k.onlyCatchUp {
 		d.ckptDone = make(chan struct{})
 		go d.checkpointer()
 	}
@@ -356,7 +395,7 @@ func (d *Store) Close() error {
 		<-d.ckptDone
 	}
 	d.raw.close()
-	err := errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close())
+	err := errors.Join(d.search.close(), d.wconn.Close(), d.read.Close(), d.write.Close())
 	if d.wal != nil {
 		d.wal.free() // its connection is closed: SQLite no longer calls the hook
 	}

@@ -199,7 +199,7 @@ func (d *Store) convertAutoVacuum(ctx context.Context) error {
 	// The VACUUM wrote the whole database into the log: give that space
 	// back before serving.
 	var busy, logPages, done int
-	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil || busy != 0 {
+	if err := conn.QueryRowContext(ctx, `PRAGMA main.wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil || busy != 0 {
 		d.log.Warn("space: truncate the write-ahead log after converting", "err", err, "busy", busy != 0)
 	}
 	after, err := t.Space(ctx)

@@ -45,7 +45,7 @@ func openSpace(t *testing.T, path string, logs *syncBuffer) *Store {
 	}
 	// No background checkpointer: fileSize's TRUNCATE checkpoint would
 	// find it copying (busy) now and then on a loaded machine.
-	d, err := openWith(context.Background(), path, o, true)
+	d, err := openWith(context.Background(), path, o, knobs{onlyCatchUp: true})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -85,7 +85,7 @@ func pushSpace(t *testing.T, b *broker.Broker, n, size int) {
 func fileSize(t *testing.T, d *Store) int64 {
 	t.Helper()
 	var busy, logPages, done int
-	if err := d.write.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done); err != nil || busy != 0 {
+	if err := d.write.QueryRow("PRAGMA main.wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done); err != nil || busy != 0 {
 		t.Fatalf("checkpoint: %v busy %d", err, busy)
 	}
 	st, err := os.Stat(d.path)
@@ -119,7 +119,7 @@ func makeOld(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Exec("PRAGMA auto_vacuum=NONE; VACUUM; PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	if _, err := c.Exec("PRAGMA auto_vacuum=NONE; VACUUM; PRAGMA main.wal_checkpoint(TRUNCATE)"); err != nil {
 		t.Fatal(err)
 	}
 	if av := autoVacuum(t, c); av != 0 {

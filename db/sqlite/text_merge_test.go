@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,28 +16,29 @@ import (
 // segmentsByLevel counts the segments of each level of a full-text index
 // (FTS4's _segdir), and tells whether a merge is begun and not finished
 // (its hint, the _stat row 1, not empty).
-func segmentsByLevel(t *testing.T, d *Store, index string) (map[int]int, bool) {
+func segmentsByLevel(t *testing.T, d *Store, index string) (levels map[int]int, begun bool) {
 	t.Helper()
-	rows, err := d.WriteDB().Query(`SELECT level, COUNT(*) FROM ` + index + `_segdir GROUP BY level`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	levels := map[int]int{}
-	for rows.Next() {
-		var level, n int
-		if err := rows.Scan(&level, &n); err != nil {
+	levels = map[int]int{}
+	onSearch(t, d, func(c *sql.Conn) {
+		rows, err := c.QueryContext(context.Background(), `SELECT level, COUNT(*) FROM main.`+index+`_segdir GROUP BY level`)
+		if err != nil {
 			t.Fatal(err)
 		}
-		levels[level] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	var begun bool
-	if err := d.WriteDB().QueryRow(`SELECT EXISTS (SELECT 1 FROM ` + index + `_stat WHERE id = 1 AND length(value) > 0)`).Scan(&begun); err != nil {
-		t.Fatal(err)
-	}
+		defer rows.Close()
+		for rows.Next() {
+			var level, n int
+			if err := rows.Scan(&level, &n); err != nil {
+				t.Fatal(err)
+			}
+			levels[level] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(context.Background(), `SELECT EXISTS (SELECT 1 FROM main.`+index+`_stat WHERE id = 1 AND length(value) > 0)`).Scan(&begun); err != nil {
+			t.Fatal(err)
+		}
+	})
 	return levels, begun
 }
 
@@ -44,7 +47,7 @@ func matches(t *testing.T, d *Store, index string, words []string) [][]int64 {
 	t.Helper()
 	var out [][]int64
 	for _, w := range words {
-		rows, err := d.WriteDB().Query(`SELECT docid FROM `+index+` WHERE `+index+` MATCH ? ORDER BY docid DESC`, w)
+		rows, err := d.read.Query(`SELECT docid FROM `+index+` WHERE `+index+` MATCH ? ORDER BY docid DESC`, w)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,8 +67,8 @@ func matches(t *testing.T, d *Store, index string, words []string) [][]int64 {
 	return out
 }
 
-// The merge steps of the text indexes (MergeTextIndex): a step writes a
-// few pages and leaves the rest of its merge to the next (FTS4's hint),
+// The indexer's merge steps of the search file: a step writes a few
+// pages and leaves the rest of its merge to the next (FTS4's hint),
 // steps run until none is due leave no level of either index with
 // textMergeSegments segments or more (a commit would otherwise merge a
 // whole level once it filled), and the indexes find exactly what they
@@ -73,11 +76,15 @@ func matches(t *testing.T, d *Store, index string, words []string) [][]int64 {
 func TestTextIndexMergesInBoundedSteps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, b := openBroker(t)
-	// Ten commits that each file a dead letter: ten segments at level 0
-	// of each index, the payloads' of several pages each.
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	// Ten dead letters applied a transaction each: ten segments at level
+	// 0 of each index, the payloads' of several pages each.
 	const commits = 10
 	fileInCommits(t, b, commits)
+	d.search.batch = 1
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
 	words := []string{"eur", "w0x0", "w9x1499", "w5x700", "card", "declined", "t-3", "n"}
 	before := map[string][][]int64{}
 	for _, ix := range textIndexes {
@@ -90,32 +97,6 @@ func TestTextIndexMergesInBoundedSteps(t *testing.T) {
 	if n := len(before["dead_letter_payloads"][0]); n != commits {
 		t.Fatalf("eur found in %d payloads, want %d", n, commits)
 	}
-	step := func(pages int) bool {
-		t.Helper()
-		var more bool
-		if err := d.Update(ctx, broker.UpdateOptions{Background: true}, func(tx broker.Tx) (err error) {
-			more, err = tx.MergeTextIndex(ctx, pages)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return more
-	}
-	// A look from a read snapshot (pages 0) finds merging due.
-	look := func() bool {
-		t.Helper()
-		var due bool
-		if err := d.View(ctx, func(tx broker.Tx) (err error) {
-			due, err = tx.MergeTextIndex(ctx, 0)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return due
-	}
-	if !look() {
-		t.Fatal("a look finds no merging due with ten segments at level 0")
-	}
 	// Steps of one page: the payloads' merge of six segments of several
 	// pages each takes several steps, and is left begun between them.
 	steps, begunBetween := 0, false
@@ -123,7 +104,10 @@ func TestTextIndexMergesInBoundedSteps(t *testing.T) {
 		if steps > 1000 {
 			t.Fatal("the steps never end")
 		}
-		more = step(1)
+		var err error
+		if more, err = d.search.mergeStep(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
 		if _, begun := segmentsByLevel(t, d, "dead_letter_payloads"); begun && more {
 			begunBetween = true
 		}
@@ -143,13 +127,15 @@ func TestTextIndexMergesInBoundedSteps(t *testing.T) {
 		if got := matches(t, d, ix, words); !slices.EqualFunc(got, before[ix], slices.Equal) {
 			t.Fatalf("%s finds other dead letters after the merge", ix)
 		}
-		if _, err := d.WriteDB().Exec(fmt.Sprintf(`INSERT INTO %s (%s) VALUES ('integrity-check')`, ix, ix)); err != nil {
-			t.Fatalf("%s: %v", ix, err)
-		}
+		onSearch(t, d, func(c *sql.Conn) {
+			if _, err := c.ExecContext(ctx, fmt.Sprintf(`INSERT INTO main.%s (%s) VALUES ('integrity-check')`, ix, ix)); err != nil {
+				t.Fatalf("%s: %v", ix, err)
+			}
+		})
 	}
-	// Nothing due: a look says so, and a step does nothing and says so.
-	if look() || step(broker.TextMergePages) {
-		t.Fatal("a step after the index is tidy says more is due")
+	// Nothing due: a step does nothing and says so.
+	if more, err := d.search.mergeStep(ctx, textMergePages); err != nil || more {
+		t.Fatalf("a step after the index is tidy: more %t, %v", more, err)
 	}
 	// A search through the broker finds the same.
 	page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Text: "w7x1234"})
@@ -187,23 +173,27 @@ func fileInCommits(t *testing.T, b *broker.Broker, n int) {
 	}
 }
 
-// The text_index task of maintenance merges what the acks' commits made
-// due, in steps, until none is.
-func TestMaintenanceMergesTheTextIndex(t *testing.T) {
+// The indexer merges what it applied, in steps, until no level of
+// either index is due (merge, as its loop runs it after each catch-up).
+func TestTheIndexerMergesWhatItApplies(t *testing.T) {
 	t.Parallel()
-	d, b := openBroker(t)
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
 	fileInCommits(t, b, 10)
-	rep, err := b.Maintain(context.Background())
-	if err != nil {
+	d.search.batch = 1
+	if err := d.search.catchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := rep.Task(broker.TaskTextIndex); r.Chunks < 2 || r.Err != nil {
-		t.Fatalf("text index task %+v, want steps", r)
+	if err := d.search.merge(ctx); err != nil {
+		t.Fatal(err)
 	}
 	for _, ix := range textIndexes {
 		levels, begun := segmentsByLevel(t, d, ix)
 		if begun || levels[0] >= textMergeSegments {
-			t.Fatalf("%s after maintenance: segments by level %v, merge begun %t", ix, levels, begun)
+			t.Fatalf("%s after the indexer's merge: segments by level %v, merge begun %t", ix, levels, begun)
 		}
+	}
+	if got := found(t, b, broker.DLQQuery{Text: "w4x44"}); !slices.Equal(got, []string{"t-4"}) {
+		t.Fatalf("found %v", got)
 	}
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // dialect is the dialect of SQLite's store: sqlcore.Tx's statements
-// run as written.
-type dialect struct{}
+// run as written. s is the store's search file (nil: none, for tests
+// and tools that run statements alone).
+type dialect struct{ s *searchIndex }
 
 // Text keeps every byte.
 func (dialect) Text(s string) string { return s }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -202,22 +203,27 @@ func TestTextIndexFollowsDeadLetters(t *testing.T) {
 	d, b := openSearch(t)
 	rows := func() (errs, payloads int) {
 		t.Helper()
-		w := d.WriteDB()
-		if err := w.QueryRowContext(ctx, `SELECT COUNT(*) FROM dead_letter_errors_docsize`).Scan(&errs); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.QueryRowContext(ctx, `SELECT COUNT(*) FROM dead_letter_payloads_docsize`).Scan(&payloads); err != nil {
-			t.Fatal(err)
-		}
+		synced(t, d)
+		onSearch(t, d, func(c *sql.Conn) {
+			if err := c.QueryRowContext(ctx, `SELECT COUNT(*) FROM main.dead_letter_errors_docsize`).Scan(&errs); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.QueryRowContext(ctx, `SELECT COUNT(*) FROM main.dead_letter_payloads_docsize`).Scan(&payloads); err != nil {
+				t.Fatal(err)
+			}
+		})
 		return errs, payloads
 	}
 	integrity := func() {
 		t.Helper()
-		for _, ix := range []string{"dead_letter_errors", "dead_letter_payloads"} {
-			if _, err := d.WriteDB().ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) VALUES ('integrity-check')`, ix, ix)); err != nil {
-				t.Fatalf("%s: %v", ix, err)
+		synced(t, d)
+		onSearch(t, d, func(c *sql.Conn) {
+			for _, ix := range []string{"dead_letter_errors", "dead_letter_payloads"} {
+				if _, err := c.ExecContext(ctx, fmt.Sprintf(`INSERT INTO main.%s (%s) VALUES ('integrity-check')`, ix, ix)); err != nil {
+					t.Fatalf("%s: %v", ix, err)
+				}
 			}
-		}
+		})
 	}
 	if e, p := rows(); e != 10 || p != 5 {
 		t.Fatalf("indexed %d error texts, %d payloads; want 10, 5", e, p)
@@ -264,19 +270,6 @@ func TestTextIndexFollowsDeadLetters(t *testing.T) {
 		t.Fatalf("after the queue's deletion: %d, %d; want 0, 0", e, p)
 	}
 	integrity()
-}
-
-// Migration 0015 indexes the dead letters there were before it.
-func TestTextIndexIsBackfilled(t *testing.T) {
-	t.Parallel()
-	d, b := openSearch(t)
-	reapply(t, d, 15, "0015_dead_letter_text.sql", `DROP TABLE dead_letter_errors`, `DROP TABLE dead_letter_payloads`)
-	if got := found(t, b, broker.DLQQuery{Text: "insufficient_funds"}); !slices.Equal(got, []string{"pay-1"}) {
-		t.Errorf("error text after the migration: %v", got)
-	}
-	if got := found(t, b, broker.DLQQuery{Fields: []string{"orderId = ord_456"}}); !slices.Equal(got, []string{"pay-2"}) {
-		t.Errorf("payload after the migration: %v", got)
-	}
 }
 
 // Bad filters are refused with a message naming them.

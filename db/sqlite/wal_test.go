@@ -24,7 +24,7 @@ func TestTheWritersLogHookKnowsTheLogsLength(t *testing.T) {
 		push(t, b, "p", fmt.Sprint("m", i))
 		got := d.wal.frames()
 		var busy, log, done int
-		if err := d.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+		if err := d.write.QueryRowContext(ctx, `PRAGMA main.wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
 			t.Fatal(err)
 		}
 		if got <= 0 || got != log {
@@ -112,7 +112,7 @@ func TestTheLogHookCheckpointsPastItsSafetyLength(t *testing.T) {
 // here so that the bound does not depend on the scheduler.)
 func TestTheLogStaysShortUnderSteadyWrites(t *testing.T) {
 	t.Parallel()
-	d, err := openWith(context.Background(), filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal}, true)
+	d, err := openWith(context.Background(), filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal}, knobs{onlyCatchUp: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestTheLogStaysShortUnderSteadyWrites(t *testing.T) {
 func TestCatchUpsBackOffWhileReadersHoldTheLog(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := openWith(ctx, filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal}, true)
+	d, err := openWith(ctx, filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal}, knobs{onlyCatchUp: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -274,7 +274,7 @@ func (d *Store) commitGroup(group []writeRequest, savepoints bool) {
 		}
 		return
 	}
-	st := sqlcore.NewTx(writer{raw: d.raw, conn: d.wconn}, dialect{}, sqlcore.NoLocks{}, &broker.TxScope{}).WithMemo(d.raw.memo)
+	st := sqlcore.NewTx(writer{raw: d.raw, conn: d.wconn}, dialect{s: d.search}, sqlcore.NoLocks{}, &broker.TxScope{}).WithMemo(d.raw.memo)
 	// The memory effects of the group's functions are applied (or
 	// dropped) once the transaction has ended, before any Update of it
 	// returns and before the next transaction begins: in commit order.
@@ -412,12 +412,16 @@ func (d *Store) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 	if broken != nil {
 		return failAll(broken)
 	}
+	if err := d.search.beforeCommit(context.Background(), st); err != nil {
+		return failAll(err)
+	}
 	if err := d.exec("COMMIT"); err != nil {
 		// SQLite may leave the transaction open when COMMIT fails.
 		d.raw.memo.Clear()
 		return failAll(fmt.Errorf("commit: %w", err))
 	}
 	d.raw.memoCommitted()
+	d.search.afterCommit()
 	if folded {
 		d.folds.Committed(left)
 	}
@@ -533,7 +537,7 @@ func (d *Store) View(ctx context.Context, fn func(broker.Tx) error) error {
 	// panics: no interrupt may outlive the read and reach the
 	// connection's next user.
 	defer watchCancel(ctx, conn)()
-	err = fn(sqlcore.NewTx(reader{conn: conn}, dialect{}, sqlcore.NoLocks{}, nil))
+	err = fn(sqlcore.NewTx(reader{conn: conn}, dialect{s: d.search}, sqlcore.NoLocks{}, nil))
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr) // interrupted, or stopped at a statement
 	}

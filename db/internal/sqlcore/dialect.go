@@ -46,8 +46,17 @@ type Dialect interface {
 	FileDeadLetters(ctx context.Context, t *Tx, ds []*broker.DeadLetter) ([]bool, error)
 	InsertAudits(ctx context.Context, t *Tx, as []broker.AuditEntry) error
 	PayloadIndexedInPart(payload []byte) bool
-	// MergeTextIndex is broker.Tx's MergeTextIndex.
-	MergeTextIndex(ctx context.Context, t *Tx, pages int) (bool, error)
+	// UnindexDeadLetters removes the dead letters ids (a JSON array,
+	// their rows still there) from the full-text indexes, and
+	// UnindexQueue a queue's (sqlcore.Tx's unindexDeadLetters and
+	// unindexQueue).
+	UnindexDeadLetters(ctx context.Context, t *Tx, ids string) error
+	UnindexQueue(ctx context.Context, t *Tx, queueID int64) error
+	// AwaitTextIndex returns once the full-text indexes hold every
+	// change of the dead letters committed before it was called, for a
+	// read of them (a store that keeps them in the same transactions as
+	// the dead letters returns at once).
+	AwaitTextIndex(ctx context.Context, t *Tx) error
 	// BlockStmt is the export's statement of a block of dead letters
 	// (sqlcore.BlockStmt with the store's head).
 	BlockStmt(ph ExportPhase, docids []int64, limit int) Stmt

@@ -46,7 +46,14 @@ type Stmt struct {
 	parts []Frag
 	args  []any
 	conds int
+	// text: the statement reads the full-text indexes (ReadsText).
+	text bool
 }
+
+// ReadsText marks the statement as one that reads the full-text
+// indexes: it runs once they hold every dead letter committed before
+// (Dialect.AwaitTextIndex).
+func (s *Stmt) ReadsText() { s.text = true }
 
 // Add appends f and its arguments.
 func (s *Stmt) Add(f Frag, args ...any) {

@@ -90,6 +90,11 @@ func (t *Tx) QueryStmt(ctx context.Context, s *Stmt) (Rows, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if s.text {
+		if err := t.awaitText(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return t.ex.QueryStmt(ctx, s)
 }
 
@@ -98,6 +103,11 @@ func (t *Tx) QueryStmt(ctx context.Context, s *Stmt) (Rows, error) {
 func (t *Tx) QueryRowStmt(ctx context.Context, s *Stmt) Row {
 	if err := ctx.Err(); err != nil {
 		return errRow{err: err}
+	}
+	if s.text {
+		if err := t.awaitText(ctx); err != nil {
+			return errRow{err: err}
+		}
 	}
 	return t.ex.QueryRowStmt(ctx, s)
 }

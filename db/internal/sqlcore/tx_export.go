@@ -188,6 +188,9 @@ var (
 // docids below below (0: from the newest), newest first, as the index
 // hands them over (no sort).
 func (t *Tx) indexBlock(ctx context.Context, ph ExportPhase, below int64) ([]int64, error) {
+	if err := t.awaitText(ctx); err != nil {
+		return nil, err
+	}
 	q, args := IndexBlockQuery(ph, below)
 	return t.QueryIDs(ctx, q, args...)
 }
@@ -211,6 +214,9 @@ func IndexBlockQuery(ph ExportPhase, below int64) (string, []any) {
 // messages seqs whose error text matches match: one pass of the index,
 // filtered by the block's rows.
 func (t *Tx) errorMatchesOf(ctx context.Context, match string, seqs []int64) ([]int64, error) {
+	if err := t.awaitText(ctx); err != nil {
+		return nil, err
+	}
 	out, err := t.QueryIDs(ctx, errorMatchesQuery, FTSMatch(match), IntsJSON(seqs))
 	slices.Sort(out)
 	return out, err
@@ -295,6 +301,7 @@ func ExportPhases(f broker.Filter) []ExportPhase {
 // DeadLetterKeys' chunks.
 func IndexStmt(ph ExportPhase, below int64, limit int) Stmt {
 	var s Stmt
+	s.ReadsText()
 	if ph.payloads {
 		s.Add(idxKeysOfPayloads)
 		s.Cond(idxMatchPayloads, FTSMatch(ph.match))

@@ -21,10 +21,16 @@ func (t *Tx) indexDeadLetter(ctx context.Context, d *broker.DeadLetter) error {
 
 // unindexDeadLetters removes the dead letters ids (a JSON array, rows
 // still there) from the full-text indexes: their error texts, and the
-// payloads of their messages that keep no other dead letter. It must run
-// before the rows go (FTS4 reads an external-content row's text to
-// remove its words).
+// payloads of their messages that keep no other dead letter. It runs
+// before the rows go (Dialect.UnindexDeadLetters).
 func (t *Tx) unindexDeadLetters(ctx context.Context, ids string) error {
+	return t.d.UnindexDeadLetters(ctx, t, ids)
+}
+
+// UnindexDeadLetters is Dialect.UnindexDeadLetters of a store that keeps
+// its full-text indexes in the transactions of the dead letters
+// (PostgreSQL): their rows are deleted there and then.
+func UnindexDeadLetters(ctx context.Context, t *Tx, ids string) error {
 	if _, err := t.Exec(ctx, `DELETE FROM dead_letter_errors WHERE docid IN (SELECT value FROM json_each(?))`, ids); err != nil {
 		return fmt.Errorf("unindex error texts: %w", err)
 	}
@@ -36,21 +42,19 @@ func (t *Tx) unindexDeadLetters(ctx context.Context, ids string) error {
 	return nil
 }
 
-// MergeTextIndex runs one bounded step of merging the full-text indexes'
-// segments (broker.TextIndexTx); pages 0 only reads whether any is due.
-//
-// On SQLite: FTS4's incremental merge ('merge=X,Y') of one index that has
-// merging due, writing about pages leaf pages; it reads and writes the
-// index's own tables only (sqlite.dialect.MergeTextIndex).
-//
-// On PostgreSQL: nothing (a GIN index keeps no segments), none due.
-func (t *Tx) MergeTextIndex(ctx context.Context, pages int) (bool, error) {
-	return t.d.MergeTextIndex(ctx, t, max(pages, 0))
-}
+// awaitText waits until the full-text indexes hold every dead letter
+// committed before (Dialect.AwaitTextIndex), before a read of them.
+func (t *Tx) awaitText(ctx context.Context) error { return t.d.AwaitTextIndex(ctx, t) }
 
 // unindexQueue removes a queue's dead letters from the full-text indexes
-// (before they and their messages go).
+// (before they and their messages go: Dialect.UnindexQueue).
 func (t *Tx) unindexQueue(ctx context.Context, queueID int64) error {
+	return t.d.UnindexQueue(ctx, t, queueID)
+}
+
+// UnindexQueue is Dialect.UnindexQueue of a store that keeps its
+// full-text indexes in the transactions of the dead letters.
+func UnindexQueue(ctx context.Context, t *Tx, queueID int64) error {
 	for _, s := range []string{
 		`DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = ?)`,
 		`DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = ?)`,
@@ -128,11 +132,17 @@ func searchConds(s *Stmt, f broker.Filter) {
 	// errs and payloads add the conditions "in the index's matches" of
 	// the error texts (by id) and of the payloads (by seq): the newest
 	// MatchCap at most, or all of those in the window's range.
-	errs := func(m string) (Frag, []any) { return ftsErrors, []any{FTSMatch(m), limit} }
-	payloads := func(m string) (Frag, []any) { return ftsPayloads, []any{FTSMatch(m), limit} }
+	errs := func(m string) (Frag, []any) { s.ReadsText(); return ftsErrors, []any{FTSMatch(m), limit} }
+	payloads := func(m string) (Frag, []any) { s.ReadsText(); return ftsPayloads, []any{FTSMatch(m), limit} }
 	if w := f.Window; w != nil {
-		errs = func(m string) (Frag, []any) { return ftsErrorsInRange, []any{FTSMatch(m), w.MinID, w.MaxID} }
-		payloads = func(m string) (Frag, []any) { return ftsPayloadsInRange, []any{FTSMatch(m), w.MinSeq, w.MaxSeq} }
+		errs = func(m string) (Frag, []any) {
+			s.ReadsText()
+			return ftsErrorsInRange, []any{FTSMatch(m), w.MinID, w.MaxID}
+		}
+		payloads = func(m string) (Frag, []any) {
+			s.ReadsText()
+			return ftsPayloadsInRange, []any{FTSMatch(m), w.MinSeq, w.MaxSeq}
+		}
 		if w.Above != nil {
 			s.Cond(dlBefore, MS(w.Above.At), w.Above.ID)
 		}
@@ -256,6 +266,9 @@ func (t *Tx) TextMatches(ctx context.Context, match string, payloads bool, max i
 	index := "dead_letter_errors"
 	if payloads {
 		index = "dead_letter_payloads"
+	}
+	if err := t.awaitText(ctx); err != nil {
+		return 0, err
 	}
 	var n int64
 	err := t.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT docid FROM `+index+` WHERE match(?, `+index+`) LIMIT ?) AS m`, FTSMatch(match), max).Scan(&n)

@@ -1,0 +1,806 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+)
+
+// The full-text indexes of dead letters (their error texts, their
+// payloads' words) live in a database file of their own beside the
+// store's, <path>-search (issue 37, D7). Kept in the store's file, they
+// were written by its one writer, which every push waits for: a merge
+// of their segments writes a word's whole list of dead letters at once
+// (about 8 MB, a few hundred milliseconds, for a word of every payload
+// at a million dead letters), and a replay of many dead letters makes
+// many merges. Here one goroutine of the store, the indexer, writes them
+// on a connection of its own, and nothing the broker does waits for it
+// but a read of the indexes (AwaitTextIndex).
+//
+// The transactions that file and remove dead letters log what the
+// indexes must learn in the store's file (migration 0043: a row a dead
+// letter, its id and its message's seq, in text_index_added when it is
+// filed and in text_index_removed before it goes), atomically with the
+// dead letters. The indexer reads the rows past the last it applied of
+// each log, from a snapshot of the store's file (attached read-only as
+// store: SQLite's readers do not wait for its writer), brings the index
+// entries of those ids and seqs in line with the dead letters as that
+// snapshot has them, and records the last row applied, and the last row
+// of each log the snapshot held (seen), in the same transaction of the
+// search file (search_state). Since an entry is brought in line with the
+// dead letters as they stand, not with the row, rows may be applied in
+// any order: the additions go first, so that a search waits for the
+// dead letters filed, never behind the removals of a big replay (a
+// removed dead letter is not found anyway: every search joins the
+// dead letters). A crash anywhere loses nothing and applies nothing
+// twice: the store's file holds the logs, the search file how far it
+// got. The store's writer deletes the rows applied, a bounded few in a
+// commit (beforeCommit).
+//
+// Every connection of the store attaches the search file (attachSearch),
+// so the statements read the indexes by their names as before. A read of
+// them first waits until the indexer has applied every addition its own
+// snapshot of the store's file holds (AwaitTextIndex: read-your-writes,
+// whichever process filed; a few milliseconds behind a burst of dead
+// letters, at most searchWait, after which, or at once while the indexer
+// is failing, it fails as unavailable).
+//
+// The search file is derived: when it is missing, of another database
+// (search_uid), or out of step with the log (a copy of either restored
+// from another time), the store builds it again from the dead letters as
+// it opens, before it serves (about a minute at a million): out of step
+// when a log's rows it applied are no longer all there (trimmed past
+// applied) or when it saw rows the store's file does not have (seen
+// past the last row assigned: a copy of the store's file from before,
+// or its last commits lost to a power cut). A backup needs the store's
+// file only.
+
+const (
+	// searchSuffix names the search file after the store's.
+	searchSuffix = "-search"
+	// searchVersion is the search file's layout; another is built again.
+	searchVersion = 2
+	// searchBatch is how many log rows a transaction of the indexer
+	// applies at most.
+	searchBatch = 2000
+	// searchWait bounds how long a read of the indexes waits for them.
+	searchWait = 30 * time.Second
+	// trimRows bounds the log rows a commit of the writer deletes, and
+	// trimEvery how often it deletes some.
+	trimRows  = 5000
+	trimEvery = 100 * time.Millisecond
+)
+
+// searchIndex is the search file and its indexer.
+type searchIndex struct {
+	path string
+	db   *sql.DB
+	conn *sql.Conn // the indexer's, the store's file attached as store
+	log  *slog.Logger
+
+	// txMu makes the indexer's transactions one at a time (the
+	// indexer's own, and RebuildTextIndex's).
+	txMu sync.Mutex
+
+	// added: the indexes hold every row of text_index_added up to it.
+	added   atomic.Int64
+	failure atomic.Pointer[string]
+
+	mu       sync.Mutex
+	progress chan struct{} // closed when applied moves (then replaced)
+
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	started bool
+	batch   int          // log rows a transaction applies at most (searchBatch)
+	waiting atomic.Int32 // reads waiting for the indexer (await), for tests
+
+	// applied is each log's last row applied (the indexer's, read by
+	// the writer's trim: atomics).
+	applied [2]atomic.Int64
+
+	// The writer's (its goroutine alone): a transaction logged rows
+	// since the last commit; each log's rows up to trimmed are deleted,
+	// last at trimmedAt; the bounds of the commit being made.
+	dirty     bool
+	trimmed   [2]int64
+	trimmedAt time.Time
+	trimTo    [2]int64
+}
+
+// The logs (migration 0043), in the order the indexer applies them.
+const (
+	logAdded = iota
+	logRemoved
+)
+
+var logTables = [2]string{"text_index_added", "text_index_removed"}
+
+// searchPath is the search file of the store's file path.
+func searchPath(path string) string { return path + searchSuffix }
+
+// openSearchFile opens (creating if need be) the search file of path and its
+// tables, before any connection of the store opens, so that each
+// attaches it. The indexer's connection attaches the store's file.
+func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logger) (*searchIndex, error) {
+	sp := searchPath(path)
+	createPrivate(sp)
+	params := url.Values{}
+	params.Set("_journal_mode", "WAL")
+	// NORMAL: the search file is derived from the store's, and a commit
+	// lost to a power cut is applied again from the log (WAL keeps the
+	// file whole).
+	params.Set("_synchronous", "NORMAL")
+	params.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
+	params.Set("_foreign_keys", "off")
+	params.Set("_cache_size", "-"+strconv.Itoa(connCacheKiB))
+	params.Set("_txlock", "immediate")
+	db, err := sql.Open(DriverName, "file:"+sp+"?"+params.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := &searchIndex{path: sp, db: db, log: log, batch: searchBatch, progress: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if s.conn, err = db.Conn(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("search file %s: %w", sp, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("search file %s: %w", sp, err)
+	}
+	store := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
+	for _, q := range []string{
+		`ATTACH DATABASE ` + quoteLiteral(store.String()) + ` AS store`,
+		searchStateTable,
+	} {
+		if _, err := s.conn.ExecContext(ctx, q); err != nil {
+			s.close()
+			return nil, fmt.Errorf("search file %s: %w", sp, err)
+		}
+	}
+	return s, nil
+}
+
+// searchStateTable is what the search file knows of the store's file:
+// its search_uid, and of each log the last row applied and the last row
+// the snapshot it was applied from held.
+const searchStateTable = `CREATE TABLE IF NOT EXISTS main.search_state (
+	id              INTEGER PRIMARY KEY CHECK (id = 1),
+	version         INTEGER NOT NULL,
+	main_uid        TEXT NOT NULL,
+	added_applied   INTEGER NOT NULL,
+	removed_applied INTEGER NOT NULL,
+	added_seen      INTEGER NOT NULL,
+	removed_seen    INTEGER NOT NULL
+) STRICT`
+
+// quoteLiteral is s as an SQL string literal (a file path: ATTACH takes
+// a bound parameter too, but a literal keeps the statement one text).
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// attachSearch attaches, on a new connection c of the store's file, the
+// search file beside it as search, read-only, when there is one (openSearchFile made
+// it, before the store's connections open); a connection of a search
+// file itself attaches nothing.
+func attachSearch(c *sqlite3.SQLiteConn) error {
+	rows, err := c.Query(`PRAGMA database_list`, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: database_list: %w", err)
+	}
+	var file string
+	dest := make([]driver.Value, 3)
+	for {
+		if err := rows.Next(dest); err != nil {
+			if !errors.Is(err, io.EOF) {
+				rows.Close()
+				return fmt.Errorf("sqlite: database_list: %w", err)
+			}
+			break
+		}
+		if name, _ := dest[1].(string); name == "main" {
+			file, _ = dest[2].(string)
+		}
+	}
+	rows.Close()
+	if file == "" || strings.HasSuffix(file, searchSuffix) {
+		return nil
+	}
+	if _, err := os.Stat(searchPath(file)); err != nil {
+		return nil
+	}
+	// Read-only: a write transaction of the store's begins IMMEDIATE,
+	// which takes the write lock of every database of its connection
+	// that can be written, and would hold the indexer back (and wait
+	// for it). A read-only one it only reads.
+	u := url.URL{Scheme: "file", Path: searchPath(file), RawQuery: "mode=ro"}
+	// A file that cannot be attached is left out here: the store's
+	// open checks that its connections have it (checkAttached), and a
+	// store that could not open its own file (unwritable) says so rather
+	// than this.
+	c.Exec(`ATTACH DATABASE `+quoteLiteral(u.String())+` AS search`, nil)
+	return nil
+}
+
+// checkAttached checks that the store's connections have the search
+// file attached (attachSearch).
+func (s *searchIndex) checkAttached(ctx context.Context, pools ...*sql.DB) error {
+	if s == nil {
+		return nil
+	}
+	for _, p := range pools {
+		var n int
+		if err := p.QueryRowContext(ctx, `SELECT COUNT(*) FROM search.search_state`).Scan(&n); err != nil {
+			return fmt.Errorf("search file %s: the database's connections cannot read it: %w", s.path, err)
+		}
+	}
+	return nil
+}
+
+// The search file's indexes: made anew (create), filled from the dead
+// letters (fill), and a log row's dead letters brought in line (apply).
+const (
+	searchCreateErrors   = `CREATE VIRTUAL TABLE main.dead_letter_errors USING fts4(error, tokenize=unicode61 "tokenchars=_-", order=DESC)`
+	searchCreatePayloads = `CREATE VIRTUAL TABLE main.dead_letter_payloads USING fts4(text, tokenize=unicode61 "tokenchars=_-", order=DESC)`
+	searchFillErrors     = `INSERT INTO main.dead_letter_errors (docid, error) SELECT id, error FROM store.dead_letters`
+	searchFillPayloads   = `INSERT INTO main.dead_letter_payloads (docid, text) SELECT m.seq, ` + payloadWords + `
+		FROM (SELECT d.seq, COALESCE((SELECT x.payload FROM store.messages x WHERE x.seq = d.seq), MAX(d.payload)) AS payload
+			FROM store.dead_letters d GROUP BY d.seq) m WHERE m.payload IS NOT NULL`
+	// ?1: the ids of a batch of log rows (JSON); the error texts of
+	// those gone leave, those there and not indexed come in.
+	searchDropErrors = `DELETE FROM main.dead_letter_errors WHERE docid IN (
+		SELECT k.value FROM json_each(?1) k WHERE NOT EXISTS (SELECT 1 FROM store.dead_letters d WHERE d.id = k.value))`
+	searchAddErrors = `INSERT INTO main.dead_letter_errors (docid, error)
+		SELECT d.id, d.error FROM json_each(?1) k CROSS JOIN store.dead_letters d ON d.id = k.value
+		WHERE NOT EXISTS (SELECT 1 FROM main.dead_letter_errors e WHERE e.docid = d.id)`
+	// ?1: their seqs; a message's payload is indexed once while any
+	// dead letter of it is there (the message's, or, once retention
+	// removed the message, a dead letter's own copy: migration 0020).
+	searchDropPayloads = `DELETE FROM main.dead_letter_payloads WHERE docid IN (
+		SELECT k.value FROM json_each(?1) k WHERE NOT EXISTS (SELECT 1 FROM store.dead_letters d WHERE d.seq = k.value))`
+	searchAddPayloads = `INSERT INTO main.dead_letter_payloads (docid, text) SELECT m.seq, ` + payloadWords + `
+		FROM (SELECT k.value AS seq, COALESCE((SELECT x.payload FROM store.messages x WHERE x.seq = k.value),
+				(SELECT MAX(o.payload) FROM store.dead_letters o WHERE o.seq = k.value)) AS payload
+			FROM json_each(?1) k
+			WHERE EXISTS (SELECT 1 FROM store.dead_letters d WHERE d.seq = k.value)
+				AND NOT EXISTS (SELECT 1 FROM main.dead_letter_payloads p WHERE p.docid = k.value)) m
+		WHERE m.payload IS NOT NULL`
+)
+
+// logState is what the store's file has of a log, read in a
+// transaction of the search file: the last row it assigned (its
+// sqlite_sequence: AUTOINCREMENT) and the last row deleted as applied.
+type logState struct{ assigned, trimmed int64 }
+
+// readLogs reads the store's search_uid and logs from tx's snapshot.
+func readLogs(ctx context.Context, tx *sql.Tx) (uid string, logs [2]logState, err error) {
+	if err = tx.QueryRowContext(ctx, `SELECT value FROM store.settings WHERE key = 'search_uid'`).Scan(&uid); err != nil {
+		return "", logs, fmt.Errorf("read the database's search_uid: %w", err)
+	}
+	for i, t := range logTables {
+		var first sql.NullInt64
+		if err = tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM store.sqlite_sequence WHERE name = ?), 0),
+			(SELECT MIN(id) FROM store.`+t+`)`, t).Scan(&logs[i].assigned, &first); err != nil {
+			return "", logs, fmt.Errorf("read the log %s: %w", t, err)
+		}
+		logs[i].trimmed = logs[i].assigned // every row assigned was applied and deleted
+		if first.Valid {
+			logs[i].trimmed = first.Int64 - 1
+		}
+	}
+	return uid, logs, nil
+}
+
+// prepare checks that the search file belongs to the store's file as it
+// stands (its layout, search_uid, and of each log the rows it applied
+// and saw against those the store's file has and has deleted) and builds
+// it again when not. It runs as the store opens, before the store's
+// writer starts.
+func (s *searchIndex) prepare(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	tx, err := s.writeTx(ctx)
+	if err != nil {
+		return fmt.Errorf("search file: %w", err)
+	}
+	defer tx.Rollback()
+	uid, logs, err := readLogs(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("search file: %w", err)
+	}
+	var version int64
+	var owner string
+	var applied, seen [2]int64
+	err = tx.QueryRowContext(ctx, `SELECT version, main_uid, added_applied, removed_applied, added_seen, removed_seen
+		FROM main.search_state WHERE id = 1`).Scan(&version, &owner, &applied[0], &applied[1], &seen[0], &seen[1])
+	var tables int
+	if err == nil {
+		err = tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM main.sqlite_master WHERE name IN ('dead_letter_errors', 'dead_letter_payloads')`).Scan(&tables)
+	}
+	why := ""
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		why = "it is new"
+	case err != nil:
+		why = "its layout is of another version (" + err.Error() + ")"
+	case version != searchVersion || tables != 2:
+		why = "its layout is of another version"
+	case owner != uid:
+		why = "it belongs to another database"
+	}
+	for i := range logs {
+		if why == "" && !(logs[i].trimmed <= applied[i] && applied[i] <= seen[i] && seen[i] <= logs[i].assigned) {
+			why = fmt.Sprintf("it is out of step with the database's %s (it applied up to row %d of %d seen; the database has rows %d to %d)",
+				logTables[i], applied[i], seen[i], logs[i].trimmed+1, logs[i].assigned)
+		}
+	}
+	if why == "" {
+		for i := range logs {
+			s.applied[i].Store(applied[i])
+			s.trimmed[i] = logs[i].trimmed
+		}
+		s.added.Store(applied[logAdded])
+		return tx.Commit()
+	}
+	start := time.Now()
+	if err := s.fill(ctx, tx, uid, logs); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("search file: build: %w", err)
+	}
+	for i := range logs {
+		s.applied[i].Store(logs[i].assigned)
+		s.trimmed[i] = logs[i].trimmed
+	}
+	s.added.Store(logs[logAdded].assigned)
+	s.log.Info("search file built from the dead letters", "file", s.path, "why", why, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// fill makes the indexes anew from the dead letters as tx's snapshot of
+// the store's file has them, every row of its logs applied.
+func (s *searchIndex) fill(ctx context.Context, tx *sql.Tx, uid string, logs [2]logState) error {
+	for _, q := range []string{
+		`DROP TABLE IF EXISTS main.search_state`,
+		searchStateTable,
+		`DROP TABLE IF EXISTS main.dead_letter_errors`,
+		`DROP TABLE IF EXISTS main.dead_letter_payloads`,
+		searchCreateErrors,
+		searchCreatePayloads,
+		searchFillErrors,
+		searchFillPayloads,
+		`INSERT INTO main.dead_letter_errors (dead_letter_errors) VALUES ('optimize')`,
+		`INSERT INTO main.dead_letter_payloads (dead_letter_payloads) VALUES ('optimize')`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("search file: build: %w", err)
+		}
+	}
+	a, r := logs[logAdded].assigned, logs[logRemoved].assigned
+	if _, err := tx.ExecContext(ctx, `INSERT INTO main.search_state (id, version, main_uid, added_applied, removed_applied, added_seen, removed_seen)
+		VALUES (1, ?, ?, ?, ?, ?, ?)`, searchVersion, uid, a, r, a, r); err != nil {
+		return fmt.Errorf("search file: build: %w", err)
+	}
+	return nil
+}
+
+// ExecSearchUncatalogued runs one statement of a test's own on the
+// search file (the store's file attached as store), between the
+// indexer's transactions: for tests that change the indexes behind the
+// store's back (ExecUncatalogued's sibling; the store's own connections
+// attach the search file read-only).
+func (d *Store) ExecSearchUncatalogued(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	d.search.txMu.Lock()
+	defer d.search.txMu.Unlock()
+	return d.search.conn.ExecContext(ctx, query, args...)
+}
+
+// rebuild builds the indexes again from the dead letters, whatever they
+// hold (RebuildTextIndex).
+func (s *searchIndex) rebuild(ctx context.Context) error {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	tx, err := s.writeTx(ctx)
+	if err != nil {
+		return fmt.Errorf("search file: %w", err)
+	}
+	defer tx.Rollback()
+	uid, logs, err := readLogs(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("search file: %w", err)
+	}
+	if err := s.fill(ctx, tx, uid, logs); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("search file: build: %w", err)
+	}
+	for i := range logs {
+		s.applied[i].Store(logs[i].assigned)
+	}
+	s.advance(logs[logAdded].assigned)
+	return nil
+}
+
+// start runs the indexer until close.
+func (s *searchIndex) start() {
+	s.started = true
+	go s.run()
+}
+
+// run applies the log as it grows (woken by the writer's commits that
+// logged rows, and once a second), then merges the indexes' segments a
+// step at a time.
+func (s *searchIndex) run() {
+	defer close(s.done)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	fails := 0
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		case <-tick.C:
+		}
+		err := s.catchUp(ctx)
+		if err == nil {
+			err = s.merge(ctx)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			fails++
+			msg := err.Error()
+			s.failure.Store(&msg)
+			s.notify() // the reads waiting give up
+			if fails == 1 || fails%60 == 0 {
+				s.log.Error("search file: the indexes could not be brought up to date (searches wait for them)", "file", s.path, "fails", fails, "err", err)
+			}
+			continue
+		}
+		if fails > 0 {
+			s.log.Info("search file: the indexes are up to date again", "file", s.path, "after_fails", fails)
+			s.failure.Store(nil)
+		}
+		fails = 0
+	}
+}
+
+// catchUp applies the logs' rows past those applied, a batch a
+// transaction, the additions first, until none is left.
+func (s *searchIndex) catchUp(ctx context.Context) error {
+	for {
+		n, err := s.applyBatch(ctx, logAdded)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		if n, err = s.applyBatch(ctx, logRemoved); err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+// applyStatements bring a batch's dead letters in line, by log (?1:
+// their ids, then their messages' seqs, as JSON).
+var applyStatements = [2][2]string{
+	logAdded:   {searchAddErrors, searchAddPayloads},
+	logRemoved: {searchDropErrors, searchDropPayloads},
+}
+
+// applyBatch applies up to s.batch rows of log l in one transaction of
+// the search file, which records the last, and the last row of each log
+// its snapshot of the store's file holds (seen), and returns how many it
+// applied. Removals wait while additions are left in its snapshot.
+func (s *searchIndex) applyBatch(ctx context.Context, l int) (int, error) {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	tx, err := s.writeTx(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var applied, seen [2]int64
+	if err := tx.QueryRowContext(ctx, `SELECT added_applied, removed_applied, added_seen, removed_seen FROM main.search_state WHERE id = 1`).Scan(&applied[0], &applied[1], &seen[0], &seen[1]); err != nil {
+		return 0, fmt.Errorf("read how far the indexes are: %w", err)
+	}
+	// Another process's indexer (a command beside the server) may have
+	// applied rows: the reads waiting on this one learn it.
+	s.advance(applied[logAdded])
+	s.applied[logRemoved].Store(applied[logRemoved])
+	_, logs, err := readLogs(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	if l == logRemoved && logs[logAdded].assigned > applied[logAdded] {
+		return 0, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, dead_letter_id, seq FROM store.`+logTables[l]+` WHERE id > ? ORDER BY id LIMIT ?`, applied[l], s.batch)
+	if err != nil {
+		return 0, fmt.Errorf("read the log: %w", err)
+	}
+	var ids, seqs []int64
+	seenID, seenSeq := map[int64]bool{}, map[int64]bool{}
+	last, n := applied[l], 0
+	for rows.Next() {
+		var id, dl, seq int64
+		if err := rows.Scan(&id, &dl, &seq); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("read the log: %w", err)
+		}
+		last, n = id, n+1
+		if !seenID[dl] {
+			seenID[dl] = true
+			ids = append(ids, dl)
+		}
+		if !seenSeq[seq] {
+			seenSeq[seq] = true
+			seqs = append(seqs, seq)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, fmt.Errorf("read the log: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	for i, arg := range []string{sqlcore.IntsJSON(ids), sqlcore.IntsJSON(seqs)} {
+		if _, err := tx.ExecContext(ctx, applyStatements[l][i], arg); err != nil {
+			return 0, fmt.Errorf("apply the log: %w", err)
+		}
+	}
+	applied[l] = last
+	if _, err := tx.ExecContext(ctx, `UPDATE main.search_state SET added_applied = ?, removed_applied = ?, added_seen = ?, removed_seen = ? WHERE id = 1`,
+		applied[logAdded], applied[logRemoved], max(seen[logAdded], logs[logAdded].assigned), max(seen[logRemoved], logs[logRemoved].assigned)); err != nil {
+		return 0, fmt.Errorf("apply the log: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("apply the log: %w", err)
+	}
+	s.applied[l].Store(last)
+	if l == logAdded {
+		s.advance(last)
+	} else {
+		s.notify()
+	}
+	return n, nil
+}
+
+// writeTx begins a transaction of the indexer that holds the search
+// file's write lock from its start (waiting for it up to the busy
+// timeout, when another process's indexer holds it: a command run beside
+// the server), so that what it then reads of either file is not a
+// snapshot that a write of the other indexer made stale (which SQLite
+// would refuse to write on). The store's file, attached read-only, it
+// only reads: BEGIN IMMEDIATE takes no lock of it.
+func (s *searchIndex) writeTx(ctx context.Context) (*sql.Tx, error) {
+	return s.conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the DSN's _txlock)
+}
+
+// advance records that the indexes hold every addition up to added,
+// and wakes the reads waiting for them.
+func (s *searchIndex) advance(added int64) {
+	if added <= s.added.Load() {
+		return
+	}
+	s.added.Store(added)
+	s.notify()
+}
+
+// notify wakes whoever waits for the indexer's progress.
+func (s *searchIndex) notify() {
+	s.mu.Lock()
+	close(s.progress)
+	s.progress = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// merge merges the indexes' segments a bounded step a transaction
+// (mergeStep), until none is due: each filed or removed batch adds a
+// segment to each index, and FTS4 would otherwise merge a full level in
+// one commit, holding the next batch, and the searches waiting for it,
+// back.
+func (s *searchIndex) merge(ctx context.Context) error {
+	for steps := 0; steps < 10_000; steps++ {
+		more, err := s.mergeStep(ctx, textMergePages)
+		if err != nil || !more {
+			return err
+		}
+		select {
+		case <-s.wake:
+			// Rows to apply come first: a read may wait for them.
+			if err := s.catchUp(ctx); err != nil {
+				return err
+			}
+		default:
+		}
+	}
+	return nil
+}
+
+// mergeStep runs one step of merging of the first index with merging due
+// (about pages pages written), and reports whether any is still due.
+func (s *searchIndex) mergeStep(ctx context.Context, pages int) (bool, error) {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	// Deferred, not writeTx's IMMEDIATE: a step reads and writes the
+	// search file only, and must hold no snapshot of the store's file
+	// (BEGIN IMMEDIATE would begin one: it begins a transaction on every
+	// database of the connection), which would keep the store's
+	// checkpoints from reaching the end of its write-ahead log.
+	if _, err := s.conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
+		return false, err
+	}
+	more, err := mergeTextIndex(ctx, s.conn, pages)
+	end := `COMMIT`
+	if err != nil {
+		end = `ROLLBACK`
+	}
+	if _, eerr := s.conn.ExecContext(context.WithoutCancel(ctx), end); err == nil && eerr != nil {
+		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return false, eerr
+	}
+	return more, err
+}
+
+// await returns once the indexes hold every addition that t's snapshot
+// of the store's file holds (AwaitTextIndex), whichever process filed
+// it; it comes before t's first read of the search file, so what t
+// then reads of it is at least that new. While the indexer is failing
+// it fails at once rather than hold the read's connection.
+func (s *searchIndex) await(ctx context.Context, t *sqlcore.Tx) error {
+	var target int64
+	if err := t.QueryRow(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0)`).Scan(&target); err != nil {
+		return fmt.Errorf("the text index's log: %w", err)
+	}
+	if s.added.Load() >= target {
+		return nil
+	}
+	behind := func(after string) error {
+		why := ""
+		if f := s.failure.Load(); f != nil {
+			why = ": " + *f
+		}
+		return fmt.Errorf("%w: the search index is %d dead letters behind%s%s", broker.ErrUnavailable, target-s.added.Load(), after, why)
+	}
+	if s.failure.Load() != nil {
+		return behind("")
+	}
+	s.kick()
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	timer := time.NewTimer(searchWait)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.progress
+		s.mu.Unlock()
+		if s.added.Load() >= target {
+			return nil
+		}
+		if s.failure.Load() != nil {
+			return behind("")
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.stop:
+			return fmt.Errorf("%w: the database is closing", broker.ErrUnavailable)
+		case <-timer.C:
+			return behind(" after " + searchWait.String())
+		}
+	}
+}
+
+// kick wakes the indexer.
+func (s *searchIndex) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the indexer and closes the search file.
+func (s *searchIndex) close() error {
+	if s == nil {
+		return nil
+	}
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	if s.started {
+		<-s.done
+	}
+	var err error
+	if s.conn != nil {
+		err = s.conn.Close()
+	}
+	return errors.Join(err, s.db.Close())
+}
+
+// The writer's side (its goroutine alone).
+
+// noteLogged marks that the writer's transaction logged rows.
+func (s *searchIndex) noteLogged() {
+	if s != nil {
+		s.dirty = true
+	}
+}
+
+// beforeCommit runs in the writer's transaction before its COMMIT: the
+// deletion of a bounded few of each log's rows the indexer has applied.
+func (s *searchIndex) beforeCommit(ctx context.Context, st *sqlcore.Tx) error {
+	if s == nil {
+		return nil
+	}
+	s.trimTo = [2]int64{-1, -1}
+	if time.Since(s.trimmedAt) < trimEvery {
+		return nil
+	}
+	for i, t := range logTables {
+		if applied := s.applied[i].Load(); applied > s.trimmed[i] {
+			to := min(applied, s.trimmed[i]+trimRows)
+			if _, err := st.Exec(ctx, `DELETE FROM `+t+` WHERE id <= ?`, to); err != nil {
+				return fmt.Errorf("the text index's log: %w", err)
+			}
+			s.trimTo[i] = to
+		}
+	}
+	return nil
+}
+
+// afterCommit records what the committed transaction deleted, and wakes
+// the indexer for the rows it logged.
+func (s *searchIndex) afterCommit() {
+	if s == nil {
+		return
+	}
+	if s.dirty {
+		s.dirty = false
+		s.kick()
+	}
+	for i, to := range s.trimTo {
+		if to >= 0 {
+			s.trimmed[i], s.trimmedAt = to, time.Now()
+		}
+	}
+}

@@ -1,0 +1,418 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// synced waits until the indexer has applied every row of both logs
+// committed.
+func synced(t *testing.T, d *Store) {
+	t.Helper()
+	var want [2]int64
+	for i, l := range logTables {
+		if err := d.read.QueryRow(`SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = ?), 0)`, l).Scan(&want[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		d.search.mu.Lock()
+		ch := d.search.progress
+		d.search.mu.Unlock()
+		if d.search.applied[logAdded].Load() >= want[logAdded] && d.search.applied[logRemoved].Load() >= want[logRemoved] {
+			return
+		}
+		d.search.kick()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the indexer did not apply the logs up to %v in 30 s", want)
+		}
+	}
+}
+
+// onSearch runs fn on the indexer's connection (the search file as
+// main, the store's attached as store), between the indexer's own
+// transactions.
+func onSearch(t *testing.T, d *Store, fn func(c *sql.Conn)) {
+	t.Helper()
+	d.search.txMu.Lock()
+	defer d.search.txMu.Unlock()
+	fn(d.search.conn)
+}
+
+// openManual opens a store at path whose indexer does not run: the test
+// applies the log (catchUp, applyBatch) and merges itself.
+func openManual(t *testing.T, path string) (*Store, *broker.Broker) {
+	t.Helper()
+	d, err := openWith(context.Background(), path, Options{Sync: SyncNormal}, knobs{manualIndexer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, broker.New(broker.Config{Store: d})
+}
+
+func logRows(t *testing.T, d *Store) int {
+	t.Helper()
+	var n int
+	if err := d.WriteDB().QueryRow(`SELECT (SELECT COUNT(*) FROM text_index_added) + (SELECT COUNT(*) FROM text_index_removed)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A search that begins before the indexer has applied a dead letter
+// filed before it waits for it, and finds it.
+func TestASearchWaitsForTheIndexer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	fileInCommits(t, b, 1)
+	if logRows(t, d) != 1 {
+		t.Fatalf("log rows %d, want 1", logRows(t, d))
+	}
+	type result struct {
+		page broker.DLQPage
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Text: "w0x7"})
+		done <- result{p, err}
+	}()
+	for d.search.waiting.Load() == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("the search answered before the indexer applied the log: %+v %v", r.page.Items, r.err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || len(r.page.Items) != 1 || r.page.Items[0].TransactionID != "t-0" {
+		t.Fatalf("search = %+v, %v; want t-0", r.page.Items, r.err)
+	}
+}
+
+// The store's writes do not wait for the indexer: a push commits while
+// the indexer holds the search file's write lock (the store's
+// connections attach it read-only).
+func TestWritesDoNotWaitForTheIndexer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	fileInCommits(t, b, 2)
+	onSearch(t, d, func(c *sql.Conn) {
+		tx, err := c.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `UPDATE main.search_state SET added_applied = added_applied`); err != nil {
+			t.Fatal(err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := b.Push(pctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "beside", Payload: []byte(`{}`)}}); err != nil {
+			t.Fatalf("a push while the indexer writes: %v", err)
+		}
+		res, err := b.Pop(pctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("pop: %+v %v", res, err)
+		}
+		if _, err := b.Ack(pctx, broker.Ack{TransactionID: "beside", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "filed beside", Group: "g"}); err != nil {
+			t.Fatalf("a dead letter filed while the indexer writes: %v", err)
+		}
+	})
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := found(t, b, broker.DLQQuery{Text: "beside"}); !slices.Equal(got, []string{"beside"}) {
+		t.Fatalf("found %v", got)
+	}
+}
+
+// The log rows applied go, a few in a commit of the store's writer.
+func TestTheAppliedLogIsTrimmed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	fileInCommits(t, b, 3)
+	if n := logRows(t, d); n != 3 {
+		t.Fatalf("log rows %d, want 3", n)
+	}
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.search.trimmedAt = time.Time{} // no write runs: the writer's field is free
+	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "next", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := logRows(t, d); n != 0 {
+		t.Fatalf("log rows after the indexer applied them and a commit: %d, want 0", n)
+	}
+	if got := found(t, b, broker.DLQQuery{Text: "w2x9"}); !slices.Equal(got, []string{"t-2"}) {
+		t.Fatalf("found %v", got)
+	}
+}
+
+// The search file is derived: missing, of another database, or out of
+// step with the store's log (a copy of either restored from another
+// time), it is built again from the dead letters when the store opens;
+// the log rows left unapplied at a stop are applied after the restart.
+func TestTheSearchFileIsBuiltAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "l.db")
+	reopen := func(manual bool) (*Store, *broker.Broker) {
+		t.Helper()
+		d, err := openWith(ctx, path, Options{Sync: SyncNormal}, knobs{manualIndexer: manual})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, broker.New(broker.Config{Store: d})
+	}
+	want := func(b *broker.Broker, text string, ids ...string) {
+		t.Helper()
+		if got := found(t, b, broker.DLQQuery{Text: text}); !slices.Equal(got, ids) {
+			t.Fatalf("%q found %v, want %v", text, got, ids)
+		}
+	}
+	// Filed and left unapplied at a stop: applied after the restart.
+	d, b := reopen(true)
+	fileInCommits(t, b, 2)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, b = reopen(false)
+	want(b, "w1x3", "t-1")
+	want(b, "eur", "t-0", "t-1")
+	// Missing.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"", "-wal", "-shm"} {
+		os.Remove(searchPath(path) + s)
+	}
+	d, b = reopen(false)
+	want(b, "w0x1499", "t-0")
+	// A backup of the store's file, then more dead letters: the backup
+	// restored beside the newer search file has it built again, without
+	// them.
+	backup := filepath.Join(dir, "backup.db")
+	if _, err := d.WriteDB().ExecContext(ctx, `VACUUM INTO ?`, backup); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "later", Payload: []byte(`{"word":"afterwards"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop: %+v %v", res, err)
+	}
+	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "later", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "later", Group: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	want(b, "afterwards", "later")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"-wal", "-shm"} {
+		os.Remove(path + s)
+	}
+	if err := os.Rename(backup, path); err != nil {
+		t.Fatal(err)
+	}
+	d, b = reopen(false)
+	want(b, "afterwards")
+	want(b, "eur", "t-0", "t-1")
+	// Another database's search file.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.db")
+	o, err := Open(ctx, other, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(searchPath(other), searchPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	d, b = reopen(false)
+	defer d.Close()
+	want(b, "eur", "t-0", "t-1")
+}
+
+// A search waits for the dead letters filed, not for the removals a big
+// replay logged before them: the indexer applies the additions first.
+func TestASearchDoesNotWaitBehindRemovals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	fileInCommits(t, b, 3)
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Two removals logged, then one more dead letter filed.
+	for _, w := range []string{"w0x1", "w1x1"} {
+		if r, err := b.DeleteMatching(ctx, broker.DLQQuery{Queue: "q", Text: w}, "test"); err != nil || r.Done != 1 {
+			t.Fatalf("delete %s: %+v, %v", w, r, err)
+		}
+	}
+	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "late", Payload: []byte(`{"word":"newcomer"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop: %+v %v", res, err)
+	}
+	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "late", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "late", Group: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.search.applyBatch(ctx, logRemoved); err != nil || n != 0 {
+		t.Fatalf("removals applied while an addition waits: %d, %v; want none", n, err)
+	}
+	if n, err := d.search.applyBatch(ctx, logAdded); err != nil || n != 1 {
+		t.Fatalf("additions applied: %d, %v; want 1", n, err)
+	}
+	if d.search.applied[logRemoved].Load() != 0 {
+		t.Fatal("the removals were applied: the test shows nothing")
+	}
+	// No indexer runs: a search that waited would fail after searchWait.
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	page, err := b.DeadLetters(sctx, broker.DLQQuery{Queue: "q", Text: "newcomer"})
+	if err != nil || len(page.Items) != 1 || page.Items[0].TransactionID != "late" {
+		t.Fatalf("search = %+v, %v; want late", page.Items, err)
+	}
+	// The removed dead letters are not found, though their entries wait.
+	if got := found(t, b, broker.DLQQuery{Text: "eur"}); !slices.Equal(got, []string{"t-2"}) {
+		t.Fatalf("eur found %v, want t-2 alone", got)
+	}
+}
+
+// A copy of the database from before what the search file saw, restored
+// beside it, has the search file built again, though the rows it
+// applied are all in the copy: the reviewer's case, where a dead letter
+// filed, then backed up, then removed, is applied from a snapshot that
+// no longer has it, and the backup restored has it again.
+func TestARestoredOlderDatabaseRebuildsTheSearchFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "l.db")
+	d, b := openManual(t, path)
+	fileInCommits(t, b, 1)
+	backup := filepath.Join(dir, "backup.db")
+	if _, err := d.WriteDB().ExecContext(ctx, `VACUUM INTO ?`, backup); err != nil {
+		t.Fatal(err)
+	}
+	page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q"})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("list: %+v %v", page.Items, err)
+	}
+	if _, err := b.Delete(ctx, page.Items[0].MessageID(), "g", "test"); err != nil {
+		t.Fatal(err)
+	}
+	// The addition, applied from a snapshot without its dead letter.
+	if n, err := d.search.applyBatch(ctx, logAdded); err != nil || n != 1 {
+		t.Fatalf("additions applied: %d, %v", n, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"-wal", "-shm"} {
+		os.Remove(path + s)
+	}
+	if err := os.Rename(backup, path); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if got := found(t, broker.New(broker.Config{Store: d2}), broker.DLQQuery{Text: "w0x1"}); !slices.Equal(got, []string{"t-0"}) {
+		t.Fatalf("found %v after the restore, want t-0", got)
+	}
+}
+
+// Read-your-writes whichever process filed: a dead letter filed through
+// one store is found at once through another on the same file (a
+// command beside the server), whose own count of the indexer's progress
+// learns what the other applied.
+func TestASearchFindsWhatAnotherStoreFiled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	a, err := Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	other, err := Open(ctx, path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	fileInCommits(t, broker.New(broker.Config{Store: other}), 2)
+	if got := found(t, broker.New(broker.Config{Store: a}), broker.DLQQuery{Text: "w1x5"}); !slices.Equal(got, []string{"t-1"}) {
+		t.Fatalf("found %v, want t-1", got)
+	}
+}
+
+// While the indexer fails, a search that would wait for it fails at
+// once, unavailable, saying why, rather than hold its connection.
+func TestASearchFailsFastWhileTheIndexerFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openBroker(t)
+	fileInCommits(t, b, 1)
+	synced(t, d)
+	if _, err := d.ExecSearchUncatalogued(ctx, `DROP TABLE main.search_state`); err != nil {
+		t.Fatal(err)
+	}
+	fileInCommits2 := func() {
+		if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "stuck", Payload: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("pop: %+v %v", res, err)
+		}
+		if _, err := b.Ack(ctx, broker.Ack{TransactionID: "stuck", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "stuck", Group: "g"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fileInCommits2()
+	start := time.Now()
+	_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Text: "stuck"})
+	if !errors.Is(err, broker.ErrUnavailable) || !strings.Contains(err.Error(), "search index") || !strings.Contains(err.Error(), "search_state") {
+		t.Fatalf("search while the indexer fails: %v; want unavailable, naming the search index and the cause", err)
+	}
+	if took := time.Since(start); took >= searchWait {
+		t.Fatalf("the search waited %s", took)
+	}
+	// A read that does not search goes on.
+	if page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q"}); err != nil || len(page.Items) != 2 {
+		t.Fatalf("list: %d, %v", len(page.Items), err)
+	}
+}
