@@ -144,7 +144,7 @@ func openWith(ctx context.Context, path string, o Options, k knobs) (*Store, err
 	d.lock = lock
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 && o.Exclusive {
 		d.log.Warn("the database file may be read by other users of this machine (its -wal and -shm files take its permissions): make it the service user's alone",
-			"db", path, "mode", fmt.Sprintf("%#o", st.Mode().Perm()), "fix", "chmod 600 "+path+" "+path+"-wal "+path+"-shm "+path+lockSuffix)
+			"db", path, "mode", fmt.Sprintf("%#o", st.Mode().Perm()), "fix", "chmod 600 "+path+" "+path+"-wal "+path+"-shm "+path+lockSuffix+" "+searchPath(path)+" "+searchPath(path)+"-wal "+searchPath(path)+"-shm")
 	}
 	return d, nil
 }
