@@ -395,7 +395,11 @@ func (d *Store) Close() error {
 		<-d.ckptDone
 	}
 	d.raw.close()
-	err := errors.Join(d.search.close(), d.wconn.Close(), d.read.Close(), d.write.Close())
+	// The search file's own connection last: the last connection of a
+	// file to close checkpoints its log and removes it, and the store's
+	// connections have the search file attached.
+	d.search.halt()
+	err := errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close(), d.search.close())
 	if d.wal != nil {
 		d.wal.free() // its connection is closed: SQLite no longer calls the hook
 	}

@@ -173,6 +173,9 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 	}
 	store := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
 	for _, q := range []string{
+		// Before its first table (a new file only): the pages the
+		// indexes free go back to the file system (giveBack).
+		`PRAGMA main.auto_vacuum = INCREMENTAL`,
 		`ATTACH DATABASE ` + quoteLiteral(store.String()) + ` AS store`,
 		searchStateTable,
 	} {
@@ -479,6 +482,9 @@ func (s *searchIndex) run() {
 		if err == nil {
 			err = s.merge(ctx)
 		}
+		if err == nil {
+			err = s.giveBack(ctx)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -679,6 +685,38 @@ func (s *searchIndex) mergeStep(ctx context.Context, pages int) (bool, error) {
 	return more, err
 }
 
+// giveBackPages is how many free pages the search file keeps before
+// the indexer gives them back to the file system, and gives back at
+// most at once (a step a transaction, as the store's space task does).
+const giveBackPages = 1024
+
+// giveBack gives the search file's free pages back to the file system
+// (incremental_vacuum) once it holds giveBackPages of them: a replay
+// that removes many dead letters frees their entries' pages.
+func (s *searchIndex) giveBack(ctx context.Context) error {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	var free int64
+	if err := s.conn.QueryRowContext(ctx, `PRAGMA main.freelist_count`).Scan(&free); err != nil || free < giveBackPages {
+		return err
+	}
+	tx, err := s.writeTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.Itoa(giveBackPages*4)+`)`)
+	if err != nil {
+		return fmt.Errorf("give the search file's free pages back: %w", err)
+	}
+	for rows.Next() {
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("give the search file's free pages back: %w", err)
+	}
+	return tx.Commit()
+}
+
 // await returns once the indexes hold every addition that t's snapshot
 // of the store's file holds (AwaitTextIndex), whichever process filed
 // it; it comes before t's first read of the search file, so what t
@@ -737,10 +775,10 @@ func (s *searchIndex) kick() {
 	}
 }
 
-// close stops the indexer and closes the search file.
-func (s *searchIndex) close() error {
+// halt stops the indexer, and the reads waiting for it.
+func (s *searchIndex) halt() {
 	if s == nil {
-		return nil
+		return
 	}
 	select {
 	case <-s.stop:
@@ -750,6 +788,14 @@ func (s *searchIndex) close() error {
 	if s.started {
 		<-s.done
 	}
+}
+
+// close stops the indexer and closes the search file.
+func (s *searchIndex) close() error {
+	if s == nil {
+		return nil
+	}
+	s.halt()
 	var err error
 	if s.conn != nil {
 		err = s.conn.Close()

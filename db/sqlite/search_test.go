@@ -416,3 +416,46 @@ func TestASearchFailsFastWhileTheIndexerFails(t *testing.T) {
 		t.Fatalf("list: %d, %v", len(page.Items), err)
 	}
 }
+
+// The pages the indexes free (a replay's removals, merged) go back to
+// the file system: the search file is made with incremental auto_vacuum,
+// and the indexer gives back what it holds free past its keep.
+func TestTheSearchFileGivesItsFreePagesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	d.search.keep = 16
+	fileInCommits(t, b, 30)
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pages := func() (total, free int64) {
+		t.Helper()
+		onSearch(t, d, func(c *sql.Conn) {
+			if err := c.QueryRowContext(ctx, `SELECT (SELECT page_count FROM pragma_page_count('main')), (SELECT freelist_count FROM pragma_freelist_count('main'))`).Scan(&total, &free); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return total, free
+	}
+	if r, err := b.DeleteMatching(ctx, broker.DLQQuery{Queue: "q", Text: "eur"}, "test"); err != nil || r.Done != 30 {
+		t.Fatalf("delete: %+v, %v", r, err)
+	}
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.search.merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	total, free := pages()
+	if free < d.search.keep {
+		t.Fatalf("%d free pages of %d after the removals: the test shows nothing", free, total)
+	}
+	if err := d.search.giveBack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	total2, free2 := pages()
+	if free2 >= d.search.keep || total2 > total-free+d.search.keep {
+		t.Fatalf("after giving back: %d pages, %d free (before %d, %d free)", total2, free2, total, free)
+	}
+}
