@@ -111,6 +111,7 @@ type searchIndex struct {
 	done    chan struct{}
 	started bool
 	batch   int          // log rows a transaction applies at most (searchBatch)
+	keep    int64        // free pages kept before giveBack gives them back (giveBackPages)
 	waiting atomic.Int32 // reads waiting for the indexer (await), for tests
 
 	// applied is each log's last row applied (the indexer's, read by
@@ -161,7 +162,7 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &searchIndex{path: sp, db: db, log: log, batch: searchBatch, progress: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &searchIndex{path: sp, db: db, log: log, batch: searchBatch, keep: giveBackPages, progress: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if s.conn, err = db.Conn(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("search file %s: %w", sp, err)
@@ -697,7 +698,7 @@ func (s *searchIndex) giveBack(ctx context.Context) error {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
 	var free int64
-	if err := s.conn.QueryRowContext(ctx, `PRAGMA main.freelist_count`).Scan(&free); err != nil || free < giveBackPages {
+	if err := s.conn.QueryRowContext(ctx, `PRAGMA main.freelist_count`).Scan(&free); err != nil || free < s.keep {
 		return err
 	}
 	tx, err := s.writeTx(ctx)
@@ -705,7 +706,7 @@ func (s *searchIndex) giveBack(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.Itoa(giveBackPages*4)+`)`)
+	rows, err := tx.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.FormatInt(s.keep*4, 10)+`)`)
 	if err != nil {
 		return fmt.Errorf("give the search file's free pages back: %w", err)
 	}
