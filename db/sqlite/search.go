@@ -154,6 +154,9 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 	params.Set("_foreign_keys", "off")
 	params.Set("_cache_size", "-"+strconv.Itoa(connCacheKiB))
 	params.Set("_txlock", "immediate")
+	// Set before the journal mode, on a new file only: the pages the
+	// indexes free go back to the file system (giveBack).
+	params.Set("_auto_vacuum", "incremental")
 	db, err := sql.Open(DriverName, "file:"+sp+"?"+params.Encode())
 	if err != nil {
 		return nil, err
@@ -174,9 +177,6 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 	}
 	store := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
 	for _, q := range []string{
-		// Before its first table (a new file only): the pages the
-		// indexes free go back to the file system (giveBack).
-		`PRAGMA main.auto_vacuum = INCREMENTAL`,
 		`ATTACH DATABASE ` + quoteLiteral(store.String()) + ` AS store`,
 		searchStateTable,
 	} {
@@ -692,30 +692,47 @@ func (s *searchIndex) mergeStep(ctx context.Context, pages int) (bool, error) {
 const giveBackPages = 1024
 
 // giveBack gives the search file's free pages back to the file system
-// (incremental_vacuum) once it holds giveBackPages of them: a replay
-// that removes many dead letters frees their entries' pages.
+// (incremental_vacuum), a bounded step a transaction, once it holds
+// s.keep of them, until it holds fewer: a replay that removes many dead
+// letters frees their entries' pages as the indexer merges them.
 func (s *searchIndex) giveBack(ctx context.Context) error {
+	for {
+		more, err := s.giveBackStep(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// giveBackStep gives back up to 4·s.keep free pages, and reports
+// whether it gave back any.
+func (s *searchIndex) giveBackStep(ctx context.Context) (bool, error) {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
-	var free int64
+	var free, mode int64
 	if err := s.conn.QueryRowContext(ctx, `PRAGMA main.freelist_count`).Scan(&free); err != nil || free < s.keep {
-		return err
+		return false, err
+	}
+	// A search file made without incremental auto_vacuum (before it was
+	// asked for) keeps its free pages for reuse: nothing to give back.
+	if err := s.conn.QueryRowContext(ctx, `PRAGMA main.auto_vacuum`).Scan(&mode); err != nil || mode != autoVacuumIncremental {
+		return false, err
 	}
 	tx, err := s.writeTx(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback()
 	rows, err := tx.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.FormatInt(s.keep*4, 10)+`)`)
 	if err != nil {
-		return fmt.Errorf("give the search file's free pages back: %w", err)
+		return false, fmt.Errorf("give the search file's free pages back: %w", err)
 	}
 	for rows.Next() {
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("give the search file's free pages back: %w", err)
+		return false, fmt.Errorf("give the search file's free pages back: %w", err)
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 // await returns once the indexes hold every addition that t's snapshot

@@ -432,7 +432,10 @@ func TestTheSearchFileGivesItsFreePagesBack(t *testing.T) {
 	pages := func() (total, free int64) {
 		t.Helper()
 		onSearch(t, d, func(c *sql.Conn) {
-			if err := c.QueryRowContext(ctx, `SELECT (SELECT page_count FROM pragma_page_count('main')), (SELECT freelist_count FROM pragma_freelist_count('main'))`).Scan(&total, &free); err != nil {
+			if err := c.QueryRowContext(ctx, `PRAGMA main.page_count`).Scan(&total); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.QueryRowContext(ctx, `PRAGMA main.freelist_count`).Scan(&free); err != nil {
 				t.Fatal(err)
 			}
 		})
