@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 397 statements (23 with a PostgreSQL text written by hand, 14 for
+-- 400 statements (23 with a PostgreSQL text written by hand, 17 for
 -- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -3681,14 +3681,14 @@ SELECT group_id, cursor, passed_seq, lease_last, retry_seq, void_last, lease_id,
 		FROM consumers WHERE partition_id = $1
 ;
 
--- used by: Tx.unindexDeadLetters
+-- used by: UnindexDeadLetters
 -- sqlite:
 --   DELETE FROM dead_letter_errors WHERE docid IN (SELECT value FROM json_each(?))
 -- postgres (translated):
 DELETE FROM dead_letter_errors WHERE docid IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)
 ;
 
--- used by: Tx.unindexDeadLetters
+-- used by: UnindexDeadLetters
 -- sqlite:
 --   DELETE FROM dead_letter_payloads WHERE docid IN (
 --   		SELECT d.seq FROM dead_letters d WHERE d.id IN (SELECT value FROM json_each(?1))
@@ -3699,14 +3699,14 @@ DELETE FROM dead_letter_payloads WHERE docid IN (
 		AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = d.seq AND o.id NOT IN (SELECT value::bigint FROM json_array_elements_text($1::json) AS value)))
 ;
 
--- used by: Tx.unindexQueue
+-- used by: UnindexQueue
 -- sqlite:
 --   DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = ?)
 -- postgres (translated):
 DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM dead_letters WHERE queue_id = $1)
 ;
 
--- used by: Tx.unindexQueue
+-- used by: UnindexQueue
 -- sqlite:
 --   DELETE FROM dead_letter_payloads WHERE docid IN (SELECT seq FROM dead_letters WHERE queue_id = ?)
 -- postgres (translated):
@@ -4308,19 +4308,7 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- used by: sqlite.dialect.IndexDeadLetter
 -- runs on SQLite only (db/sqlite's)
 -- sqlite:
---   INSERT INTO dead_letter_errors (docid, error) VALUES (?, ?)
--- postgres: none
-
--- used by: sqlite.dialect.IndexDeadLetter
--- runs on SQLite only (db/sqlite's)
--- sqlite:
---   INSERT INTO dead_letter_payloads (docid, text)
---   		SELECT ?1, (SELECT COALESCE(group_concat(
---   		CASE WHEN typeof(j.key) = 'text' THEN j.key ELSE '' END || ' ' ||
---   		CASE WHEN j.type IN ('text', 'integer', 'real') THEN j.atom ELSE '' END, ' '), '')
---   	FROM json_tree(m.payload) j) FROM (SELECT COALESCE((SELECT x.payload FROM messages x WHERE x.seq = ?1),
---   			(SELECT o.payload FROM dead_letters o WHERE o.id = ?2)) AS payload) m
---   		WHERE m.payload IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = ?1 AND o.id <> ?2)
+--   INSERT INTO text_index_added (dead_letter_id, seq) VALUES (?, ?)
 -- postgres: none
 
 -- used by: sqlite.dialect.KeepSeqFloor
@@ -4328,12 +4316,6 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- sqlite:
 --   INSERT INTO messages (seq, partition_id, transaction_id, payload, trace_id, created_at) VALUES (?1, 0, '', x'', '', ?2)
 --   		ON CONFLICT (partition_id, transaction_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at WHERE excluded.seq > messages.seq
--- postgres: none
-
--- used by: sqlite.dialect.MergeTextIndex
--- runs on SQLite only (db/sqlite's)
--- sqlite:
---   SELECT total_changes()
 -- postgres: none
 
 -- used by: sqlite.dialect.NewestSeq
@@ -4360,6 +4342,38 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 -- sqlite:
 --   SELECT page_size, page_count, freelist_count, auto_vacuum
 --   	FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_auto_vacuum()
+-- postgres: none
+
+-- used by: sqlite.dialect.UnindexDeadLetters
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   INSERT INTO text_index_removed (dead_letter_id, seq)
+--   		SELECT id, seq FROM dead_letters WHERE id IN (SELECT value FROM json_each(?))
+-- postgres: none
+
+-- used by: sqlite.dialect.UnindexQueue
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   INSERT INTO text_index_removed (dead_letter_id, seq)
+--   		SELECT id, seq FROM dead_letters WHERE queue_id = ?
+-- postgres: none
+
+-- used by: sqlite.searchIndex.await
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0)
+-- postgres: none
+
+-- used by: sqlite.searchIndex.beforeCommit
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   DELETE FROM text_index_added WHERE id <= ?
+-- postgres: none
+
+-- used by: sqlite.searchIndex.beforeCommit
+-- runs on SQLite only (db/sqlite's)
+-- sqlite:
+--   DELETE FROM text_index_removed WHERE id <= ?
 -- postgres: none
 
 -- Fragments: 94, of which these 15 calls compose their statements.
