@@ -189,12 +189,10 @@ func open(ctx context.Context, path string, o Options, k knobs) (*Store, error) 
 	// The search file first: every connection of the store attaches it.
 	search, err := openSearchFile(ctx, path, o, log)
 	if err != nil {
-		// The store's own error says best why a file or directory
-		// cannot be written, when that is why.
-		if d, serr := openStore(ctx, path, o, knobs{onlyCatchUp: true, manualIndexer: true}, nil, log, params, wparams); serr != nil {
-			return nil, serr
-		} else {
-			d.Close()
+		// The store's own file's error says best why a file or
+		// directory cannot be written, when that is why.
+		if werr := probeWritable(ctx, path, wparams); werr != nil {
+			return nil, werr
 		}
 		return nil, err
 	}
@@ -359,12 +357,35 @@ func cantOpen(path string) string {
 	return "it cannot be opened or created: check the permissions of the file and its directory"
 }
 
+// probeWritable opens the store's file alone (go-sqlite3's own driver:
+// no search file attached) and commits checkWritable's write, for the
+// error that says why the file cannot be written; nil when it can, or
+// when the file has no schema yet to write to.
+func probeWritable(ctx context.Context, path string, wparams url.Values) error {
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+wparams.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'`).Scan(&tables); err != nil {
+		return err
+	}
+	if tables == 0 {
+		return nil
+	}
+	return writeCheck(ctx, db)
+}
+
 // checkWritable commits a write that changes nothing but still reaches the
 // disk (a page of the write-ahead log), so that a read-only file or
 // directory, or a full disk, is found at start rather than by the first
 // request.
-func (d *Store) checkWritable(ctx context.Context) error {
-	tx, err := d.write.BeginTx(ctx, nil)
+func (d *Store) checkWritable(ctx context.Context) error { return writeCheck(ctx, d.write) }
+
+// writeCheck is checkWritable on db.
+func writeCheck(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("write check: %w", err)
 	}
@@ -395,10 +416,13 @@ func (d *Store) Close() error {
 		<-d.ckptDone
 	}
 	d.raw.close()
-	// The search file's own connection last: the last connection of a
-	// file to close checkpoints its log and removes it, and the store's
-	// connections have the search file attached.
+	// The last connection of a file to close checkpoints its log and
+	// removes it, unless it has the file read-only. The store's
+	// connections have the search file attached read-only, the indexer's
+	// the store's: the indexer lets go of the store's file first, and
+	// closes the search file last.
 	d.search.halt()
+	d.search.detachStore()
 	err := errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close(), d.search.close())
 	if d.wal != nil {
 		d.wal.free() // its connection is closed: SQLite no longer calls the hook

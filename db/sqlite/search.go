@@ -808,6 +808,17 @@ func (s *searchIndex) halt() {
 	}
 }
 
+// detachStore lets go of the store's file on the indexer's connection
+// (Close: see there), once the indexer has stopped.
+func (s *searchIndex) detachStore() {
+	if s == nil || s.conn == nil {
+		return
+	}
+	if _, err := s.conn.ExecContext(context.Background(), `DETACH DATABASE store`); err != nil {
+		s.log.Warn("search file: let go of the database", "err", err)
+	}
+}
+
 // close stops the indexer and closes the search file.
 func (s *searchIndex) close() error {
 	if s == nil {

@@ -462,3 +462,26 @@ func TestTheSearchFileGivesItsFreePagesBack(t *testing.T) {
 		t.Fatalf("after giving back: %d pages, %d free (before %d, %d free)", total2, free2, total, free)
 	}
 }
+
+// A clean close leaves no write-ahead log behind, of either file: the
+// last connection of each to close is one that may write it (a log left
+// by a read-only one, and its -shm, made by the service's user, would
+// keep another user from opening the database).
+func TestCloseLeavesNoLogBehind(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := Open(context.Background(), path, SyncNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileInCommits(t, broker.New(broker.Config{Store: d}), 3)
+	synced(t, d)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path + "-wal", path + "-shm", searchPath(path) + "-wal", searchPath(path) + "-shm"} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s is left after a clean close", filepath.Base(f))
+		}
+	}
+}
