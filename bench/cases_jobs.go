@@ -328,9 +328,10 @@ func rawStatements(how rawWrites) []string {
 	}
 	if how != rawMinimal {
 		steps = append(steps,
-			`DELETE FROM dead_letter_errors WHERE docid IN (SELECT id FROM temp.raw_chunk)`,
-			`DELETE FROM dead_letter_payloads WHERE docid IN (SELECT c.seq FROM temp.raw_chunk c
-				WHERE NOT EXISTS (SELECT 1 FROM dead_letters o WHERE o.seq = c.seq AND o.id NOT IN (SELECT id FROM temp.raw_chunk)))`)
+			// What the store does for the text indexes since they live
+			// in a file of their own (db/sqlite/search.go): a log row a
+			// dead letter removed, for its indexer.
+			`INSERT INTO text_index_removed (dead_letter_id, seq) SELECT id, seq FROM temp.raw_chunk`)
 	}
 	steps = append(steps, `DELETE FROM dead_letters WHERE id IN (SELECT id FROM temp.raw_chunk)`)
 	if how != rawMinimal {

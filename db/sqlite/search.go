@@ -481,10 +481,13 @@ func (s *searchIndex) run() {
 		}
 		err := s.catchUp(ctx)
 		if err == nil {
-			err = s.merge(ctx)
-		}
-		if err == nil {
-			err = s.giveBack(ctx)
+			// Merging and giving pages back may fail (another process's
+			// indexer beside: SQLite's busy) without the indexes falling
+			// behind: logged, tried again at the next tick, not a
+			// failure the reads give up on.
+			if merr := errors.Join(s.merge(ctx), s.giveBack(ctx)); merr != nil && ctx.Err() == nil {
+				s.log.Warn("search file: merge the indexes or give pages back (tried again)", "file", s.path, "err", merr)
+			}
 		}
 		if ctx.Err() != nil {
 			return
@@ -508,18 +511,28 @@ func (s *searchIndex) run() {
 }
 
 // catchUp applies the logs' rows past those applied, a batch a
-// transaction, the additions first, until none is left.
+// transaction, until none is left: each round the additions that are
+// due (up to a batch), then a batch of removals, so that a search waits
+// for at most a batch of removals and removals are never put off by
+// steady filing. Between the batches it merges the indexes' segments
+// that became due (mergeSteps), so that no batch's commit merges a
+// whole level of a backlog's segments.
 func (s *searchIndex) catchUp(ctx context.Context) error {
 	for {
-		n, err := s.applyBatch(ctx, logAdded)
+		added, err := s.applyBatch(ctx, logAdded)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			continue
-		}
-		if n, err = s.applyBatch(ctx, logRemoved); err != nil || n == 0 {
+		removed, err := s.applyBatch(ctx, logRemoved)
+		if err != nil {
 			return err
+		}
+		if added+removed == 0 {
+			return nil
+		}
+		if err := s.mergeSteps(ctx); err != nil && ctx.Err() == nil {
+			// Not the log's failure: the reads need not give up (run).
+			s.log.Warn("search file: merge the indexes (tried again)", "file", s.path, "err", err)
 		}
 	}
 }
@@ -534,7 +547,7 @@ var applyStatements = [2][2]string{
 // applyBatch applies up to s.batch rows of log l in one transaction of
 // the search file, which records the last, and the last row of each log
 // its snapshot of the store's file holds (seen), and returns how many it
-// applied. Removals wait while additions are left in its snapshot.
+// applied.
 func (s *searchIndex) applyBatch(ctx context.Context, l int) (int, error) {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
@@ -554,9 +567,6 @@ func (s *searchIndex) applyBatch(ctx context.Context, l int) (int, error) {
 	_, logs, err := readLogs(ctx, tx)
 	if err != nil {
 		return 0, err
-	}
-	if l == logRemoved && logs[logAdded].assigned > applied[logAdded] {
-		return 0, nil
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, dead_letter_id, seq FROM store.`+logTables[l]+` WHERE id > ? ORDER BY id LIMIT ?`, applied[l], s.batch)
 	if err != nil {
@@ -661,6 +671,17 @@ func (s *searchIndex) merge(ctx context.Context) error {
 	return nil
 }
 
+// mergeSteps runs merge steps until none is due (or 10,000 were run).
+func (s *searchIndex) mergeSteps(ctx context.Context) error {
+	for steps := 0; steps < 10_000; steps++ {
+		more, err := s.mergeStep(ctx, textMergePages)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
 // mergeStep runs one step of merging of the first index with merging due
 // (about pages pages written), and reports whether any is still due.
 func (s *searchIndex) mergeStep(ctx context.Context, pages int) (bool, error) {
@@ -718,21 +739,31 @@ func (s *searchIndex) giveBackStep(ctx context.Context) (bool, error) {
 	if err := s.conn.QueryRowContext(ctx, `PRAGMA main.auto_vacuum`).Scan(&mode); err != nil || mode != autoVacuumIncremental {
 		return false, err
 	}
-	tx, err := s.writeTx(ctx)
-	if err != nil {
+	// Deferred, as mergeStep: no snapshot of the store's file held.
+	if _, err := s.conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
 		return false, err
 	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.FormatInt(s.keep*4, 10)+`)`)
+	err := func() error {
+		rows, err := s.conn.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.FormatInt(s.keep*4, 10)+`)`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+		}
+		return errors.Join(rows.Err(), rows.Close())
+	}()
+	end := `COMMIT`
+	if err != nil {
+		end = `ROLLBACK`
+	}
+	if _, eerr := s.conn.ExecContext(context.WithoutCancel(ctx), end); err == nil && eerr != nil {
+		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		err = eerr
+	}
 	if err != nil {
 		return false, fmt.Errorf("give the search file's free pages back: %w", err)
 	}
-	for rows.Next() {
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return false, fmt.Errorf("give the search file's free pages back: %w", err)
-	}
-	return true, tx.Commit()
+	return true, nil
 }
 
 // await returns once the indexes hold every addition that t's snapshot

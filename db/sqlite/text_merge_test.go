@@ -82,9 +82,7 @@ func TestTextIndexMergesInBoundedSteps(t *testing.T) {
 	const commits = 10
 	fileInCommits(t, b, commits)
 	d.search.batch = 1
-	if err := d.search.catchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	applyEach(t, d, commits)
 	words := []string{"eur", "w0x0", "w9x1499", "w5x700", "card", "declined", "t-3", "n"}
 	before := map[string][][]int64{}
 	for _, ix := range textIndexes {
@@ -181,8 +179,9 @@ func TestTheIndexerMergesWhatItApplies(t *testing.T) {
 	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
 	fileInCommits(t, b, 10)
 	d.search.batch = 1
-	if err := d.search.catchUp(ctx); err != nil {
-		t.Fatal(err)
+	applyEach(t, d, 10)
+	if levels, _ := segmentsByLevel(t, d, "dead_letter_payloads"); levels[0] != 10 {
+		t.Fatalf("segments by level before the merge %v: the test shows nothing", levels)
 	}
 	if err := d.search.merge(ctx); err != nil {
 		t.Fatal(err)
@@ -195,5 +194,16 @@ func TestTheIndexerMergesWhatItApplies(t *testing.T) {
 	}
 	if got := found(t, b, broker.DLQQuery{Text: "w4x44"}); !slices.Equal(got, []string{"t-4"}) {
 		t.Fatalf("found %v", got)
+	}
+}
+
+// applyEach applies n rows of the log of additions, a transaction each
+// (the indexer's batches, without its merge steps between them).
+func applyEach(t *testing.T, d *Store, n int) {
+	t.Helper()
+	for range n {
+		if k, err := d.search.applyBatch(context.Background(), logAdded); err != nil || k != 1 {
+			t.Fatalf("apply: %d, %v", k, err)
+		}
 	}
 }
