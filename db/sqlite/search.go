@@ -317,6 +317,22 @@ func readLogs(ctx context.Context, tx *sql.Tx) (uid string, logs [2]logState, er
 	return uid, logs, nil
 }
 
+// beginWithLogs begins a transaction of the indexer (writeTx) and reads
+// the store's search_uid and logs in it (prepare's and rebuild's start);
+// s.txMu is held.
+func (s *searchIndex) beginWithLogs(ctx context.Context) (*sql.Tx, string, [2]logState, error) {
+	tx, err := s.writeTx(ctx)
+	if err != nil {
+		return nil, "", [2]logState{}, fmt.Errorf("search file: %w", err)
+	}
+	uid, logs, err := readLogs(ctx, tx)
+	if err != nil {
+		tx.Rollback()
+		return nil, "", logs, fmt.Errorf("search file: %w", err)
+	}
+	return tx, uid, logs, nil
+}
+
 // prepare checks that the search file belongs to the store's file as it
 // stands (its layout, search_uid, and of each log the rows it applied
 // and saw against those the store's file has and has deleted) and builds
@@ -328,15 +344,11 @@ func (s *searchIndex) prepare(ctx context.Context) error {
 	}
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
-	tx, err := s.writeTx(ctx)
+	tx, uid, logs, err := s.beginWithLogs(ctx)
 	if err != nil {
-		return fmt.Errorf("search file: %w", err)
+		return err
 	}
 	defer tx.Rollback()
-	uid, logs, err := readLogs(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("search file: %w", err)
-	}
 	var version int64
 	var owner string
 	var applied, seen [2]int64
@@ -430,15 +442,11 @@ func (d *Store) ExecSearchUncatalogued(ctx context.Context, query string, args .
 func (s *searchIndex) rebuild(ctx context.Context) error {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
-	tx, err := s.writeTx(ctx)
+	tx, uid, logs, err := s.beginWithLogs(ctx)
 	if err != nil {
-		return fmt.Errorf("search file: %w", err)
+		return err
 	}
 	defer tx.Rollback()
-	uid, logs, err := readLogs(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("search file: %w", err)
-	}
 	if err := s.fill(ctx, tx, uid, logs); err != nil {
 		return err
 	}
@@ -692,19 +700,32 @@ func (s *searchIndex) mergeStep(ctx context.Context, pages int) (bool, error) {
 	// (BEGIN IMMEDIATE would begin one: it begins a transaction on every
 	// database of the connection), which would keep the store's
 	// checkpoints from reaching the end of its write-ahead log.
+	var more bool
+	err := s.deferred(ctx, func() (err error) {
+		more, err = mergeTextIndex(ctx, s.conn, pages)
+		return err
+	})
+	return more, err
+}
+
+// deferred runs fn in a transaction of the indexer's connection begun
+// DEFERRED, which takes no lock, and no snapshot, of a database before
+// a statement reads or writes it (mergeStep, giveBackStep: they touch
+// the search file only); committed when fn succeeds, else rolled back.
+func (s *searchIndex) deferred(ctx context.Context, fn func() error) error {
 	if _, err := s.conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
-		return false, err
+		return err
 	}
-	more, err := mergeTextIndex(ctx, s.conn, pages)
+	err := fn()
 	end := `COMMIT`
 	if err != nil {
 		end = `ROLLBACK`
 	}
 	if _, eerr := s.conn.ExecContext(context.WithoutCancel(ctx), end); err == nil && eerr != nil {
 		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-		return false, eerr
+		return eerr
 	}
-	return more, err
+	return err
 }
 
 // giveBackPages is how many free pages the search file keeps before
@@ -740,10 +761,7 @@ func (s *searchIndex) giveBackStep(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	// Deferred, as mergeStep: no snapshot of the store's file held.
-	if _, err := s.conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
-		return false, err
-	}
-	err := func() error {
+	err := s.deferred(ctx, func() error {
 		rows, err := s.conn.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.FormatInt(s.keep*4, 10)+`)`)
 		if err != nil {
 			return err
@@ -751,15 +769,7 @@ func (s *searchIndex) giveBackStep(ctx context.Context) (bool, error) {
 		for rows.Next() {
 		}
 		return errors.Join(rows.Err(), rows.Close())
-	}()
-	end := `COMMIT`
-	if err != nil {
-		end = `ROLLBACK`
-	}
-	if _, eerr := s.conn.ExecContext(context.WithoutCancel(ctx), end); err == nil && eerr != nil {
-		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-		err = eerr
-	}
+	})
 	if err != nil {
 		return false, fmt.Errorf("give the search file's free pages back: %w", err)
 	}

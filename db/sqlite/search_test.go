@@ -127,16 +127,7 @@ func TestWritesDoNotWaitForTheIndexer(t *testing.T) {
 		}
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if _, err := b.Push(pctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "beside", Payload: []byte(`{}`)}}); err != nil {
-			t.Fatalf("a push while the indexer writes: %v", err)
-		}
-		res, err := b.Pop(pctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
-		if err != nil || len(res.Messages) != 1 {
-			t.Fatalf("pop: %+v %v", res, err)
-		}
-		if _, err := b.Ack(pctx, broker.Ack{TransactionID: "beside", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "filed beside", Group: "g"}); err != nil {
-			t.Fatalf("a dead letter filed while the indexer writes: %v", err)
-		}
+		fileOne(t, pctx, b, "beside", `{}`)
 	})
 	if err := d.search.catchUp(ctx); err != nil {
 		t.Fatal(err)
@@ -218,16 +209,7 @@ func TestTheSearchFileIsBuiltAgain(t *testing.T) {
 	if _, err := d.WriteDB().ExecContext(ctx, `VACUUM INTO ?`, backup); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "later", Payload: []byte(`{"word":"afterwards"}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
-	if err != nil || len(res.Messages) != 1 {
-		t.Fatalf("pop: %+v %v", res, err)
-	}
-	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "later", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "later", Group: "g"}); err != nil {
-		t.Fatal(err)
-	}
+	fileOne(t, ctx, b, "later", `{"word":"afterwards"}`)
 	want(b, "afterwards", "later")
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -277,16 +259,7 @@ func TestASearchDoesNotWaitBehindRemovals(t *testing.T) {
 			t.Fatalf("delete %s: %+v, %v", w, r, err)
 		}
 	}
-	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "late", Payload: []byte(`{"word":"newcomer"}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
-	if err != nil || len(res.Messages) != 1 {
-		t.Fatalf("pop: %+v %v", res, err)
-	}
-	if _, err := b.Ack(ctx, broker.Ack{TransactionID: "late", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "late", Group: "g"}); err != nil {
-		t.Fatal(err)
-	}
+	fileOne(t, ctx, b, "late", `{"word":"newcomer"}`)
 	if n, err := d.search.applyBatch(ctx, logAdded); err != nil || n != 1 {
 		t.Fatalf("additions applied: %d, %v; want 1", n, err)
 	}
@@ -387,19 +360,7 @@ func TestASearchFailsFastWhileTheIndexerFails(t *testing.T) {
 	if _, err := d.ExecSearchUncatalogued(ctx, `DROP TABLE main.search_state`); err != nil {
 		t.Fatal(err)
 	}
-	fileInCommits2 := func() {
-		if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: "stuck", Payload: []byte(`{}`)}}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
-		if err != nil || len(res.Messages) != 1 {
-			t.Fatalf("pop: %+v %v", res, err)
-		}
-		if _, err := b.Ack(ctx, broker.Ack{TransactionID: "stuck", PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "stuck", Group: "g"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fileInCommits2()
+	fileOne(t, ctx, b, "stuck", `{}`)
 	start := time.Now()
 	_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Text: "stuck"})
 	if !errors.Is(err, broker.ErrUnavailable) || !strings.Contains(err.Error(), "search index") || !strings.Contains(err.Error(), "search_state") {
@@ -480,5 +441,21 @@ func TestCloseLeavesNoLogBehind(t *testing.T) {
 		if _, err := os.Stat(f); err == nil {
 			t.Errorf("%s is left after a clean close", filepath.Base(f))
 		}
+	}
+}
+
+// fileOne pushes one message to q and files it in g's dead letters, its
+// error text its transaction id.
+func fileOne(t *testing.T, ctx context.Context, b *broker.Broker, txid, payload string) {
+	t.Helper()
+	if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p", TransactionID: txid, Payload: []byte(payload)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 1})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop: %+v %v", res, err)
+	}
+	if _, err := b.Ack(ctx, broker.Ack{TransactionID: txid, PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: txid, Group: "g"}); err != nil {
+		t.Fatal(err)
 	}
 }
