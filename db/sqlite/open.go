@@ -103,8 +103,13 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 // knobs are openWith's settings for tests: onlyCatchUp starts no
 // background checkpointer (the writer's catch-up alone copies the log
 // back, deterministically); manualIndexer starts no indexer (search.go:
-// the test applies the log and merges the search file itself).
-type knobs struct{ onlyCatchUp, manualIndexer bool }
+// the test applies the log and merges the search file itself); linger
+// and tick, when not 0, are the indexer's in place of searchLinger and
+// searchTick.
+type knobs struct {
+	onlyCatchUp, manualIndexer bool
+	linger, tick               time.Duration
+}
 
 // openWith is OpenWith with k.
 func openWith(ctx context.Context, path string, o Options, k knobs) (*Store, error) {
@@ -292,6 +297,7 @@ func openStore(ctx context.Context, path string, o Options, k knobs, search *sea
 	}
 	go d.writer()
 	if search != nil && !k.manualIndexer {
+		search.linger, search.tick = cmp.Or(k.linger, searchLinger), cmp.Or(k.tick, searchTick)
 		search.start()
 	}
 	if d.ckpt != nil && !k.onlyCatchUp {

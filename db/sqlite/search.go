@@ -82,6 +82,15 @@ const (
 	searchBatch = 2000
 	// searchWait bounds how long a read of the indexes waits for them.
 	searchWait = 30 * time.Second
+	// searchLinger is how long the indexer, woken by a commit that
+	// logged rows, waits for more before it applies them (unless a read
+	// waits for them: await hurries it): a burst of failures' dead
+	// letters, filed an ack at a time, is then applied in a few
+	// transactions of the search file instead of one each.
+	searchLinger = 50 * time.Millisecond
+	// searchTick is how often the indexer looks for rows unasked (those
+	// another process logged: its commits do not wake this one).
+	searchTick = time.Second
 	// trimRows bounds the log rows a commit of the writer deletes, and
 	// trimEvery how often it deletes some.
 	trimRows  = 5000
@@ -106,17 +115,25 @@ type searchIndex struct {
 	mu       sync.Mutex
 	progress chan struct{} // closed when applied moves (then replaced)
 
-	wake    chan struct{}
+	wake    chan struct{} // rows were logged (kick)
+	hurry   chan struct{} // a read waits for them (hurryUp)
 	stop    chan struct{}
 	done    chan struct{}
 	started bool
-	batch   int          // log rows a transaction applies at most (searchBatch)
-	keep    int64        // free pages kept before giveBack gives them back (giveBackPages)
-	waiting atomic.Int32 // reads waiting for the indexer (await), for tests
+	batch   int           // log rows a transaction applies at most (searchBatch)
+	keep    int64         // free pages kept before giveBack gives them back (giveBackPages)
+	linger  time.Duration // searchLinger (start)
+	tick    time.Duration // searchTick (start)
+	waiting atomic.Int32  // reads waiting for the indexer (await), for tests
+	commits atomic.Int64  // batches applied (applyBatch), for tests
 
 	// applied is each log's last row applied (the indexer's, read by
 	// the writer's trim: atomics).
 	applied [2]atomic.Int64
+	// pending says of each log whether the snapshot of the indexer's
+	// last batch held rows it had not applied (the indexer's, under
+	// txMu).
+	pending [2]bool
 
 	// The writer's (its goroutine alone): a transaction logged rows
 	// since the last commit; each log's rows up to trimmed are deleted,
@@ -154,6 +171,8 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 	params.Set("_foreign_keys", "off")
 	params.Set("_cache_size", "-"+strconv.Itoa(connCacheKiB))
 	params.Set("_txlock", "immediate")
+	// The indexer runs the same few statements a batch: kept prepared.
+	params.Set("_stmt_cache_size", strconv.Itoa(ReadStmtCache))
 	// Set before the journal mode, on a new file only: the pages the
 	// indexes free go back to the file system (giveBack).
 	params.Set("_auto_vacuum", "incremental")
@@ -165,7 +184,7 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &searchIndex{path: sp, db: db, log: log, batch: searchBatch, keep: giveBackPages, progress: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &searchIndex{path: sp, db: db, log: log, batch: searchBatch, keep: giveBackPages, progress: make(chan struct{}), wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if s.conn, err = db.Conn(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("search file %s: %w", sp, err)
@@ -467,12 +486,14 @@ func (s *searchIndex) start() {
 }
 
 // run applies the log as it grows (woken by the writer's commits that
-// logged rows, and once a second), then merges the indexes' segments a
-// step at a time.
+// logged rows, searchLinger later unless a read hurries it, and once a
+// second), then merges the indexes' segments a step at a time.
 func (s *searchIndex) run() {
 	defer close(s.done)
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(s.tick)
 	defer tick.Stop()
+	linger := time.NewTimer(s.linger)
+	linger.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -484,7 +505,16 @@ func (s *searchIndex) run() {
 		select {
 		case <-s.stop:
 			return
+		case <-s.hurry:
 		case <-s.wake:
+			linger.Reset(s.linger)
+			select {
+			case <-s.stop:
+				return
+			case <-s.hurry:
+			case <-linger.C:
+			}
+			linger.Stop()
 		case <-tick.C:
 		}
 		err := s.catchUp(ctx)
@@ -519,8 +549,10 @@ func (s *searchIndex) run() {
 }
 
 // catchUp applies the logs' rows past those applied, a batch a
-// transaction, until none is left: each round the additions that are
-// due (up to a batch), then a batch of removals, so that a search waits
+// transaction, until a round finds less than a full batch of either
+// (rows logged since woke the indexer again): each round the additions
+// that are due (up to a batch), then, when the snapshot of the
+// additions' batch saw any, a batch of removals, so that a search waits
 // for at most a batch of removals and removals are never put off by
 // steady filing. Between the batches it merges the indexes' segments
 // that became due (mergeSteps), so that no batch's commit merges a
@@ -531,9 +563,11 @@ func (s *searchIndex) catchUp(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		removed, err := s.applyBatch(ctx, logRemoved)
-		if err != nil {
-			return err
+		removed := 0
+		if s.pending[logRemoved] {
+			if removed, err = s.applyBatch(ctx, logRemoved); err != nil {
+				return err
+			}
 		}
 		if added+removed == 0 {
 			return nil
@@ -541,6 +575,9 @@ func (s *searchIndex) catchUp(ctx context.Context) error {
 		if err := s.mergeSteps(ctx); err != nil && ctx.Err() == nil {
 			// Not the log's failure: the reads need not give up (run).
 			s.log.Warn("search file: merge the indexes (tried again)", "file", s.path, "err", err)
+		}
+		if added < s.batch && removed < s.batch {
+			return nil
 		}
 	}
 }
@@ -575,6 +612,9 @@ func (s *searchIndex) applyBatch(ctx context.Context, l int) (int, error) {
 	_, logs, err := readLogs(ctx, tx)
 	if err != nil {
 		return 0, err
+	}
+	for i := range logs {
+		s.pending[i] = logs[i].assigned > applied[i]
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, dead_letter_id, seq FROM store.`+logTables[l]+` WHERE id > ? ORDER BY id LIMIT ?`, applied[l], s.batch)
 	if err != nil {
@@ -619,6 +659,7 @@ func (s *searchIndex) applyBatch(ctx context.Context, l int) (int, error) {
 		return 0, fmt.Errorf("apply the log: %w", err)
 	}
 	s.applied[l].Store(last)
+	s.commits.Add(1)
 	if l == logAdded {
 		s.advance(last)
 	} else {
@@ -799,7 +840,7 @@ func (s *searchIndex) await(ctx context.Context, t *sqlcore.Tx) error {
 	if s.failure.Load() != nil {
 		return behind("")
 	}
-	s.kick()
+	s.hurryUp()
 	s.waiting.Add(1)
 	defer s.waiting.Add(-1)
 	timer := time.NewTimer(searchWait)
@@ -826,10 +867,18 @@ func (s *searchIndex) await(ctx context.Context, t *sqlcore.Tx) error {
 	}
 }
 
-// kick wakes the indexer.
+// kick wakes the indexer: rows were logged (it lingers for more).
 func (s *searchIndex) kick() {
 	select {
 	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// hurryUp wakes the indexer at once: a read waits for it.
+func (s *searchIndex) hurryUp() {
+	select {
+	case s.hurry <- struct{}{}:
 	default:
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,7 +33,7 @@ func synced(t *testing.T, d *Store) {
 		if d.search.applied[logAdded].Load() >= want[logAdded] && d.search.applied[logRemoved].Load() >= want[logRemoved] {
 			return
 		}
-		d.search.kick()
+		d.search.hurryUp()
 		select {
 		case <-ch:
 		case <-time.After(30 * time.Second):
@@ -105,6 +106,52 @@ func TestASearchWaitsForTheIndexer(t *testing.T) {
 	r := <-done
 	if r.err != nil || len(r.page.Items) != 1 || r.page.Items[0].TransactionID != "t-0" {
 		t.Fatalf("search = %+v, %v; want t-0", r.page.Items, r.err)
+	}
+}
+
+// The indexer applies the dead letters of a burst of commits together:
+// woken by the first, it lingers for more (here for an hour), unless a
+// search waits for them, which it serves at once.
+func TestTheIndexerAppliesABurstTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := openWith(ctx, filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal}, knobs{linger: time.Hour, tick: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	b := broker.New(broker.Config{Store: d})
+	var items []broker.PushItem
+	for i := range 20 {
+		items = append(items, broker.PushItem{Queue: "q", Partition: "p", TransactionID: fmt.Sprintf("t-%d", i), Payload: []byte(fmt.Sprintf(`{"text":"w%dx7"}`, i))})
+	}
+	if _, err := b.Push(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 20})
+	if err != nil || len(res.Messages) != 20 {
+		t.Fatalf("pop: %+v %v", res, err)
+	}
+	for i, m := range res.Messages { // 20 commits, a dead letter each
+		if _, err := b.AckBatch(ctx, "g", []broker.Ack{{TransactionID: m.TransactionID, PartitionID: m.PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: "declined"}}); err != nil {
+			t.Fatal(err)
+		}
+		for i == 0 && len(d.search.wake) > 0 {
+			runtime.Gosched() // the indexer has taken the first commit's call
+		}
+	}
+	start := time.Now()
+	if got := found(t, b, broker.DLQQuery{Text: "w19x7"}); !slices.Equal(got, []string{"t-19"}) {
+		t.Fatalf("found %v, want t-19", got)
+	}
+	if took := time.Since(start); took > searchWait/2 {
+		t.Fatalf("the search waited %s: the indexer kept lingering", took)
+	}
+	if n := d.search.commits.Load(); n != 1 {
+		t.Fatalf("the indexer applied the 20 dead letters in %d transactions, want 1", n)
+	}
+	if got := found(t, b, broker.DLQQuery{Text: "w0x7"}); !slices.Equal(got, []string{"t-0"}) {
+		t.Fatalf("found %v, want t-0", got)
 	}
 }
 
