@@ -29,7 +29,30 @@ const (
 	// fullChunk is the most rows a chunk takes flat out (bulkChunk and
 	// deleteChunk at the default pace).
 	fullChunk = 20_000
+	// gentleShare: at the default pace, while other writes come (pushes,
+	// pops, acks), a job rests after each chunk so that its chunks take
+	// at most 1/gentleShare of the time: the writer, and the core the
+	// job's chunks and the search index's work keep busy, are the
+	// traffic's the rest of the time. On 2 cores, back-to-back 2 ms
+	// chunks put a producer's push p99 10–15 ms above idle, one in three
+	// 4–5 ms (docs/performance.md, D7). Alone, a job's chunks follow
+	// one another.
+	gentleShare = 3
+	// trafficWindow is how far back before a chunk began a write counts
+	// as traffic beside it.
+	trafficWindow = 10 * time.Millisecond
 )
+
+// restAfter is how long a job of pace rests after a chunk that began at
+// began and held the writer for held (from its start to its commit): at
+// the default pace, (gentleShare-1)·held when a write other than
+// background work began since trafficWindow before the chunk; else none.
+func (b *Broker) restAfter(pace string, began time.Time, held time.Duration) time.Duration {
+	if pace == PaceFull || b.foreground.Load() < began.Add(-trafficWindow).UnixNano() {
+		return 0
+	}
+	return (gentleShare - 1) * held
+}
 
 // chunkLimits is what one chunk of a job may take: rows, and time.
 type chunkLimits struct {

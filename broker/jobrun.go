@@ -600,7 +600,8 @@ func (b *Broker) RunJobs(ctx context.Context) {
 				continue
 			}
 			before := j.Done + j.Skipped
-			after, err := b.runChunk(ctx, j.ID)
+			after, began, err := b.runChunkTimed(ctx, j.ID)
+			held := time.Since(began)
 			if ctx.Err() != nil {
 				return
 			}
@@ -639,6 +640,8 @@ func (b *Broker) RunJobs(ctx context.Context) {
 					start = floor
 				}
 				p.next = start.Add(time.Duration(after.Done+after.Skipped-before) * time.Second / time.Duration(j.Rate))
+			} else if rest := b.restAfter(j.Scope.Pace, began, held); rest > 0 {
+				p.next = time.Now().Add(rest)
 			}
 		}
 		for id := range paces {
@@ -712,8 +715,17 @@ func chunkSize(j Job, full int) int {
 // transaction with the job's progress, and returns the job as it left it.
 // A job that is not running is returned as it is.
 func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
+	j, _, err := b.runChunkTimed(ctx, id)
+	return j, err
+}
+
+// runChunkTimed is runChunk, and says when the chunk began (its
+// transaction's work, not its wait for the writer).
+func (b *Broker) runChunkTimed(ctx context.Context, id int64) (Job, time.Time, error) {
 	var j Job
+	var began time.Time
 	err := b.updateWith(ctx, background, func(tx Tx, _ UpdateOptions, touched func(string)) error {
+		began = time.Now()
 		now := b.now()
 		var err error
 		if j, err = jobByID(ctx, tx, id); err != nil || j.State != JobRunning {
@@ -770,7 +782,7 @@ func (b *Broker) runChunk(ctx context.Context, id int64) (Job, error) {
 		j.UpdatedAt = now
 		return tx.SaveJob(ctx, &j)
 	})
-	return j, err
+	return j, began, err
 }
 
 // replayJobTx is what a replay job's chunk reads and writes: a replay's

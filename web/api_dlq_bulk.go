@@ -41,8 +41,9 @@ type bulkRequest struct {
 	// most, 0 for none.
 	Rate int `json:"rate"`
 	// Pace: "gentle" (the default: a chunk holds the writer about 2 ms,
-	// so that pushes beside the job wait little) or "full" (flat out:
-	// chunks of up to 100 ms).
+	// so that pushes beside the job wait little, and the job rests
+	// between chunks while they come) or "full" (flat out: chunks of
+	// 20,000 rows).
 	Pace string `json:"pace"`
 	// Force, on a replay, replays the messages at their queue's replay
 	// cap (maxReplays) too; without it they are skipped and counted
