@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -210,6 +211,11 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 	s, err := interleave(ctx, e, e.reps,
 		beside("beside the job", o),
 		variant{"idle", func(ctx context.Context, _ int) (float64, error) {
+			// The search file's indexer applies the job's removals after
+			// the job's window: idle is once it has.
+			if err := searchCaughtUp(ctx, o.db.WriteDB()); err != nil {
+				return 0, err
+			}
 			p := startProducer(ctx, o, "producer", producerInterval)
 			time.Sleep(window)
 			lat, err := p.finish()
@@ -230,4 +236,31 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 		percentile(gaps, 0.5), percentile(gaps, 0.99), percentile(gaps, 1), loadText(loadAverage()))
 	rows = append(rows, p)
 	return rows, nil
+}
+
+// searchCaughtUp returns once the search file's indexer has applied
+// every row of the store's logs (db/sqlite/search.go), looking every
+// 10 ms, for a minute at most.
+func searchCaughtUp(ctx context.Context, d *sql.DB) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var behind int64
+		err := d.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0) - added_applied
+			+ COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_removed'), 0) - removed_applied FROM search.search_state`).Scan(&behind)
+		switch {
+		case err != nil:
+			return fmt.Errorf("the search file's progress: %w", err)
+		case behind <= 0:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("the search file's indexer is still %d rows behind after a minute", behind)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
