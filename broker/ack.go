@@ -51,6 +51,8 @@ func (b *Broker) Ack(ctx context.Context, a Ack) (AckResult, error) {
 	if err := checkConsumerVersion(a.ConsumerVersion); err != nil {
 		return AckResult{}, errorf(ErrInvalid, "%s; nothing was done", err)
 	}
+	b.noteTraffic()
+	defer b.noteTraffic()
 	var res AckResult
 	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {
 		k := newAcker(b, tx, b.now(), touched, o)
@@ -82,6 +84,8 @@ func (b *Broker) AckBatch(ctx context.Context, group string, acks []Ack) ([]AckR
 			return nil, errorf(ErrInvalid, "acknowledgments[%d]: %s; nothing was done", i, err)
 		}
 	}
+	b.noteTraffic()
+	defer b.noteTraffic()
 	// Marked Concurrent or not, as Ack.
 	var out []AckResult
 	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, o UpdateOptions, touched func(string)) error {

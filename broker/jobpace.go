@@ -29,29 +29,44 @@ const (
 	// fullChunk is the most rows a chunk takes flat out (bulkChunk and
 	// deleteChunk at the default pace).
 	fullChunk = 20_000
-	// gentleShare: at the default pace, while other writes come (pushes,
-	// pops, acks), a job rests after each chunk so that its chunks take
-	// at most 1/gentleShare of the time: the writer, and the core the
-	// job's chunks and the search index's work keep busy, are the
-	// traffic's the rest of the time. On 2 cores, back-to-back 2 ms
-	// chunks put a producer's push p99 10–15 ms above idle, one in three
-	// 4–5 ms (docs/performance.md, D7). Alone, a job's chunks follow
-	// one another.
+	// gentleShare: at the default pace, while traffic comes (pushes,
+	// acks, pops that lease messages), the jobs rest after each chunk so
+	// that their chunks take at most 1/gentleShare of the time: the
+	// writer, and the core the chunks and the search index's work keep
+	// busy, are the traffic's the rest of the time. On 2 cores,
+	// back-to-back 2 ms chunks put a producer's push p99 10–15 ms above
+	// idle, one in three 4–5 ms (docs/performance.md, D7). Alone, a
+	// job's chunks follow one another.
 	gentleShare = 3
-	// trafficWindow is how far back before a chunk began a write counts
-	// as traffic beside it.
+	// maxGentleRest bounds a rest (a chunk held up by a slow commit
+	// would otherwise rest the job for twice that stall).
+	maxGentleRest = 100 * time.Millisecond
+	// trafficWindow is how far back before a chunk began traffic counts
+	// as beside it.
 	trafficWindow = 10 * time.Millisecond
 )
 
-// restAfter is how long a job of pace rests after a chunk that began at
-// began and held the writer for held (from its start to its commit): at
-// the default pace, (gentleShare-1)·held when a write other than
-// background work began since trafficWindow before the chunk; else none.
+// trafficEpoch is what the traffic's times are counted from (a
+// monotonic clock: a step of the wall clock does not move them).
+var trafficEpoch = time.Now()
+
+// noteTraffic records that traffic a gentle job gives way to is under
+// way: a push or an ack (as it begins and as it ends), a pop that
+// leased messages. A pop that found nothing is none: a job's own chunks
+// wake the pops waiting on the queues they touch.
+func (b *Broker) noteTraffic() { b.traffic.Store(int64(time.Since(trafficEpoch))) }
+
+// restAfter is how long the jobs at pace rest after a chunk that began
+// at began and held the writer for held (from its start to its commit):
+// at the default pace, (gentleShare-1)·held, at most maxGentleRest,
+// when traffic was under way since trafficWindow before the chunk; else
+// none.
 func (b *Broker) restAfter(pace string, began time.Time, held time.Duration) time.Duration {
-	if pace == PaceFull || b.foreground.Load() < began.Add(-trafficWindow).UnixNano() {
+	t := b.traffic.Load()
+	if pace == PaceFull || t == 0 || time.Duration(t) < began.Sub(trafficEpoch)-trafficWindow {
 		return 0
 	}
-	return (gentleShare - 1) * held
+	return min((gentleShare-1)*held, maxGentleRest)
 }
 
 // chunkLimits is what one chunk of a job may take: rows, and time.

@@ -552,6 +552,10 @@ func (b *Broker) RunJobs(ctx context.Context) {
 		settling bool // next is its canary's deadline
 	}
 	paces := map[int64]*pace{}
+	// gentleNext: no chunk of a job at the default pace before it, after
+	// a chunk that traffic came beside (restAfter); one for them all, so
+	// that jobs beside each other take the share together.
+	var gentleNext time.Time
 	// changed: news of the jobs since the last look, which a canary copy
 	// settling is (settleCopy): a settling canary is looked at then,
 	// whatever its pace (its deadline).
@@ -593,7 +597,11 @@ func (b *Broker) RunJobs(ctx context.Context) {
 				p = &pace{next: now}
 				paces[j.ID] = p
 			}
-			if d := time.Until(p.next); d > 0 && !(woken && j.canaryActive()) {
+			next := p.next
+			if j.Scope.Pace != PaceFull && gentleNext.After(next) {
+				next = gentleNext
+			}
+			if d := time.Until(next); d > 0 && !(woken && j.canaryActive()) {
 				if wait < 0 || d < wait {
 					wait = d
 				}
@@ -601,7 +609,6 @@ func (b *Broker) RunJobs(ctx context.Context) {
 			}
 			before := j.Done + j.Skipped
 			after, began, err := b.runChunkTimed(ctx, j.ID)
-			held := time.Since(began)
 			if ctx.Err() != nil {
 				return
 			}
@@ -640,8 +647,9 @@ func (b *Broker) RunJobs(ctx context.Context) {
 					start = floor
 				}
 				p.next = start.Add(time.Duration(after.Done+after.Skipped-before) * time.Second / time.Duration(j.Rate))
-			} else if rest := b.restAfter(j.Scope.Pace, began, held); rest > 0 {
-				p.next = time.Now().Add(rest)
+			}
+			if rest := b.restAfter(j.Scope.Pace, began, time.Since(began)); rest > 0 {
+				gentleNext = time.Now().Add(rest)
 			}
 		}
 		for id := range paces {

@@ -110,6 +110,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			ended = b.watch(maintenanceNews)
 		}
 		res, wake, err := b.tryPopQueues(ctx, req, queues)
+		if len(res.Messages) > 0 {
+			b.noteTraffic()
+		}
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
 			stop()
 			return res, err

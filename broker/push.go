@@ -45,6 +45,8 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	if err := validatePush(items); err != nil {
 		return nil, err
 	}
+	b.noteTraffic()
+	defer b.noteTraffic()
 	var out []PushResult
 	// A push may run beside other writes: its partitions are locked as
 	// their seqs are drawn (InsertMessages), and a queue or partition it

@@ -40,10 +40,10 @@ type Broker struct {
 	randMu         sync.Mutex  // guards rand
 	rand           rand.Source // the canary's draws (nil: math/rand/v2's own)
 	rowCosts       rowCosts    // what a job's row costs lately, by kind (jobpace.go)
-	// foreground is when a write other than background work last began
-	// (UnixNano): a job at the default pace gives way to such traffic
-	// (jobpace.go).
-	foreground atomic.Int64
+	// traffic is when a push, an ack or a pop that leased messages was
+	// last under way (noteTraffic): jobs at the default pace give way to
+	// it (jobpace.go).
+	traffic atomic.Int64
 }
 
 // Config configures a Broker.
@@ -172,9 +172,6 @@ var errPlainWrite = errors.New("write must run unmarked")
 // has committed, in commit order (TxScope), and the later functions of
 // the same transaction see it meanwhile through the transaction's state.
 func (b *Broker) updateStats(ctx context.Context, o UpdateOptions, flush bool, fn func(tx Tx, o UpdateOptions, touched func(queue string)) error) error {
-	if !o.Background {
-		b.foreground.Store(time.Now().UnixNano())
-	}
 	var queues []string
 	err := b.store.Update(ctx, o, func(tx Tx) error {
 		queues = queues[:0]

@@ -42,8 +42,8 @@ type bulkRequest struct {
 	Rate int `json:"rate"`
 	// Pace: "gentle" (the default: a chunk holds the writer about 2 ms,
 	// so that pushes beside the job wait little, and the job rests
-	// between chunks while they come) or "full" (flat out: chunks of
-	// 20,000 rows).
+	// between chunks while pushes, acks and pops that lease come) or
+	// "full" (flat out: chunks of 20,000 rows).
 	Pace string `json:"pace"`
 	// Force, on a replay, replays the messages at their queue's replay
 	// cap (maxReplays) too; without it they are skipped and counted

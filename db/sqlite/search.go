@@ -131,8 +131,8 @@ type searchIndex struct {
 	// the writer's trim: atomics).
 	applied [2]atomic.Int64
 	// pending says of each log whether the snapshot of the indexer's
-	// last batch held rows it had not applied (the indexer's, under
-	// txMu).
+	// last batch held rows it had not applied (set under txMu, read by
+	// catchUp: the indexer's goroutine, or a test's with manualIndexer).
 	pending [2]bool
 
 	// The writer's (its goroutine alone): a transaction logged rows
@@ -517,6 +517,15 @@ func (s *searchIndex) run() {
 			linger.Stop()
 		case <-tick.C:
 		}
+		// What called it before now is in catchUp's snapshot, which
+		// begins after: no call is left for a round that would find
+		// nothing.
+		for _, ch := range []chan struct{}{s.wake, s.hurry} {
+			select {
+			case <-ch:
+			default:
+			}
+		}
 		err := s.catchUp(ctx)
 		if err == nil {
 			// Merging and giving pages back may fail (another process's
@@ -779,12 +788,13 @@ const giveBackPages = 1024
 // s.keep of them, until it holds fewer: a replay that removes many dead
 // letters frees their entries' pages as the indexer merges them.
 func (s *searchIndex) giveBack(ctx context.Context) error {
-	for {
+	for !s.started || len(s.wake) == 0 { // rows to apply come first (run)
 		more, err := s.giveBackStep(ctx)
 		if err != nil || !more {
 			return err
 		}
 	}
+	return nil
 }
 
 // giveBackStep gives back up to 4·s.keep free pages, and reports
@@ -875,12 +885,14 @@ func (s *searchIndex) kick() {
 	}
 }
 
-// hurryUp wakes the indexer at once: a read waits for it.
+// hurryUp wakes the indexer at once: a read waits for it. It calls
+// wake too, which a merge under way looks at between its steps.
 func (s *searchIndex) hurryUp() {
 	select {
 	case s.hurry <- struct{}{}:
 	default:
 	}
+	s.kick()
 }
 
 // halt stops the indexer, and the reads waiting for it.
