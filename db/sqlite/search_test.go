@@ -155,6 +155,33 @@ func TestTheIndexerAppliesABurstTogether(t *testing.T) {
 	}
 }
 
+// With no search waiting, the indexer applies what a commit logged once
+// its linger is over, by itself (here no tick would: it is an hour).
+func TestTheIndexerAppliesAfterItsLinger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := openWith(ctx, filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal}, knobs{linger: 10 * time.Millisecond, tick: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	fileOne(t, ctx, broker.New(broker.Config{Store: d}), "alone", `{"text":"lonely"}`)
+	timeout := time.After(30 * time.Second)
+	for {
+		d.search.mu.Lock()
+		ch := d.search.progress
+		d.search.mu.Unlock()
+		if d.search.added.Load() >= 1 {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatal("the indexer did not apply the dead letter in 30 s with no search waiting")
+		}
+	}
+}
+
 // The store's writes do not wait for the indexer: a push commits while
 // the indexer holds the search file's write lock (the store's
 // connections attach it read-only).
