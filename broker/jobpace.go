@@ -46,15 +46,11 @@ const (
 	trafficWindow = 10 * time.Millisecond
 )
 
-// trafficEpoch is what the traffic's times are counted from (a
-// monotonic clock: a step of the wall clock does not move them).
-var trafficEpoch = time.Now()
-
 // noteTraffic records that traffic a gentle job gives way to is under
 // way: a push or an ack (as it begins and as it ends), a pop that
 // leased messages. A pop that found nothing is none: a job's own chunks
 // wake the pops waiting on the queues they touch.
-func (b *Broker) noteTraffic() { b.traffic.Store(int64(time.Since(trafficEpoch))) }
+func (b *Broker) noteTraffic() { b.traffic.Store(int64(time.Since(b.started))) }
 
 // restAfter is how long the jobs at pace rest after a chunk that began
 // at began and held the writer for held (from its start to its commit):
@@ -63,7 +59,7 @@ func (b *Broker) noteTraffic() { b.traffic.Store(int64(time.Since(trafficEpoch))
 // none.
 func (b *Broker) restAfter(pace string, began time.Time, held time.Duration) time.Duration {
 	t := b.traffic.Load()
-	if pace == PaceFull || t == 0 || time.Duration(t) < began.Sub(trafficEpoch)-trafficWindow {
+	if pace == PaceFull || t == 0 || time.Duration(t) < began.Sub(b.started)-trafficWindow {
 		return 0
 	}
 	return min((gentleShare-1)*held, maxGentleRest)

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// at stamps traffic as under way at t.
-func (b *Broker) trafficAt(t time.Time) { b.traffic.Store(int64(t.Sub(trafficEpoch))) }
+// trafficAt stamps traffic as under way at t.
+func (b *Broker) trafficAt(t time.Time) { b.traffic.Store(int64(t.Sub(b.started))) }
 
 // At the default pace a job rests after a chunk when traffic was under
 // way since a little before it began, (gentleShare-1) times as long as
@@ -17,7 +17,7 @@ func (b *Broker) trafficAt(t time.Time) { b.traffic.Store(int64(t.Sub(trafficEpo
 // flat out, it does not rest.
 func TestAGentleJobGivesWayToTraffic(t *testing.T) {
 	t.Parallel()
-	b := &Broker{}
+	b := &Broker{started: time.Now().Add(-time.Second)} // a second old
 	began := time.Now()
 	const held = 3 * time.Millisecond
 	if rest := b.restAfter(PaceGentle, began, held); rest != 0 {
@@ -74,7 +74,7 @@ func TestTrafficIsPushesAcksAndPopsThatLeased(t *testing.T) {
 		},
 	} {
 		b.traffic.Store(0)
-		before := time.Since(trafficEpoch)
+		before := time.Since(b.started)
 		do()
 		if at := time.Duration(b.traffic.Load()); at < before {
 			t.Errorf("%s did not count as traffic (at %v, before %v)", name, at, before)

@@ -41,9 +41,11 @@ type Broker struct {
 	rand           rand.Source // the canary's draws (nil: math/rand/v2's own)
 	rowCosts       rowCosts    // what a job's row costs lately, by kind (jobpace.go)
 	// traffic is when a push, an ack or a pop that leased messages was
-	// last under way (noteTraffic): jobs at the default pace give way to
-	// it (jobpace.go).
+	// last under way (noteTraffic), since started (a monotonic clock: a
+	// step of the wall clock does not move it): jobs at the default pace
+	// give way to it (jobpace.go).
 	traffic atomic.Int64
+	started time.Time
 }
 
 // Config configures a Broker.
@@ -81,7 +83,7 @@ type Config struct {
 
 // New returns a Broker over cfg.Store.
 func New(cfg Config) *Broker {
-	b := &Broker{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, news: cfg.Notifier, closed: make(chan struct{}), cache: newCache()}
+	b := &Broker{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, news: cfg.Notifier, closed: make(chan struct{}), cache: newCache(), started: time.Now()}
 	if b.news == nil {
 		b.news = &LocalNotifier{}
 	}

@@ -486,8 +486,8 @@ func (s *searchIndex) start() {
 }
 
 // run applies the log as it grows (woken by the writer's commits that
-// logged rows, searchLinger later unless a read hurries it, and once a
-// second), then merges the indexes' segments a step at a time.
+// logged rows, searchLinger later unless a read hurries it, and every
+// s.tick), then merges the indexes' segments a step at a time.
 func (s *searchIndex) run() {
 	defer close(s.done)
 	tick := time.NewTicker(s.tick)
@@ -788,7 +788,9 @@ const giveBackPages = 1024
 // s.keep of them, until it holds fewer: a replay that removes many dead
 // letters frees their entries' pages as the indexer merges them.
 func (s *searchIndex) giveBack(ctx context.Context) error {
-	for !s.started || len(s.wake) == 0 { // rows to apply come first (run)
+	// Rows to apply come first (run): a call waiting ends it (not for a
+	// test's manual indexer, which no call reaches).
+	for !s.started || len(s.wake) == 0 {
 		more, err := s.giveBackStep(ctx)
 		if err != nil || !more {
 			return err

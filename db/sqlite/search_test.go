@@ -26,18 +26,30 @@ func synced(t *testing.T, d *Store) {
 			t.Fatal(err)
 		}
 	}
+	indexerReaches(t, d, true, fmt.Sprintf("the logs up to %v", want), func() bool {
+		return d.search.applied[logAdded].Load() >= want[logAdded] && d.search.applied[logRemoved].Load() >= want[logRemoved]
+	})
+}
+
+// indexerReaches waits, 30 s at most, until done says the indexer's
+// progress is there, hurrying it (as a search does) when hurry.
+func indexerReaches(t *testing.T, d *Store, hurry bool, what string, done func() bool) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
 	for {
 		d.search.mu.Lock()
 		ch := d.search.progress
 		d.search.mu.Unlock()
-		if d.search.applied[logAdded].Load() >= want[logAdded] && d.search.applied[logRemoved].Load() >= want[logRemoved] {
+		if done() {
 			return
 		}
-		d.search.hurryUp()
+		if hurry {
+			d.search.hurryUp()
+		}
 		select {
 		case <-ch:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the indexer did not apply the logs up to %v in 30 s", want)
+		case <-timeout:
+			t.Fatalf("the indexer did not apply %s in 30 s", what)
 		}
 	}
 }
@@ -56,7 +68,13 @@ func onSearch(t *testing.T, d *Store, fn func(c *sql.Conn)) {
 // applies the log (catchUp, applyBatch) and merges itself.
 func openManual(t *testing.T, path string) (*Store, *broker.Broker) {
 	t.Helper()
-	d, err := openWith(context.Background(), path, Options{Sync: SyncNormal}, knobs{manualIndexer: true})
+	return openKnobs(t, path, knobs{manualIndexer: true})
+}
+
+// openKnobs opens a store at path with k, closed at the test's end.
+func openKnobs(t *testing.T, path string, k knobs) (*Store, *broker.Broker) {
+	t.Helper()
+	d, err := openWith(context.Background(), path, Options{Sync: SyncNormal}, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,12 +133,7 @@ func TestASearchWaitsForTheIndexer(t *testing.T) {
 func TestTheIndexerAppliesABurstTogether(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := openWith(ctx, filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal}, knobs{linger: time.Hour, tick: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	b := broker.New(broker.Config{Store: d})
+	d, b := openKnobs(t, filepath.Join(t.TempDir(), "l.db"), knobs{linger: time.Hour, tick: time.Hour})
 	var items []broker.PushItem
 	for i := range 20 {
 		items = append(items, broker.PushItem{Queue: "q", Partition: "p", TransactionID: fmt.Sprintf("t-%d", i), Payload: []byte(fmt.Sprintf(`{"text":"w%dx7"}`, i))})
@@ -160,26 +173,9 @@ func TestTheIndexerAppliesABurstTogether(t *testing.T) {
 func TestTheIndexerAppliesAfterItsLinger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := openWith(ctx, filepath.Join(t.TempDir(), "l.db"), Options{Sync: SyncNormal}, knobs{linger: 10 * time.Millisecond, tick: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	fileOne(t, ctx, broker.New(broker.Config{Store: d}), "alone", `{"text":"lonely"}`)
-	timeout := time.After(30 * time.Second)
-	for {
-		d.search.mu.Lock()
-		ch := d.search.progress
-		d.search.mu.Unlock()
-		if d.search.added.Load() >= 1 {
-			return
-		}
-		select {
-		case <-ch:
-		case <-timeout:
-			t.Fatal("the indexer did not apply the dead letter in 30 s with no search waiting")
-		}
-	}
+	d, b := openKnobs(t, filepath.Join(t.TempDir(), "l.db"), knobs{linger: 10 * time.Millisecond, tick: time.Hour})
+	fileOne(t, ctx, b, "alone", `{"text":"lonely"}`)
+	indexerReaches(t, d, false, "the dead letter with no search waiting", func() bool { return d.search.added.Load() >= 1 })
 }
 
 // The store's writes do not wait for the indexer: a push commits while
