@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -130,6 +132,12 @@ func TestDiskFullAnswers507AndRecovers(t *testing.T) {
 			}
 			c.get("/health").want(http.StatusOK)
 
+			// A reader holds the write-ahead log while the space is gone,
+			// so that no checkpoint lets the log start over in the space
+			// it already has (SQLite reuses it): that is room to write
+			// again, which health's probe would truly find, and the full
+			// disk would end before the test has seen it.
+			release := holdTheLog(t, path)
 			sp.fill(t, cmd.Process.Pid)
 			// Pushes go on while the log has room, then fail.
 			var refused string
@@ -168,6 +176,7 @@ func TestDiskFullAnswers507AndRecovers(t *testing.T) {
 				r.want(http.StatusInsufficientStorage)
 			}
 
+			release()
 			sp.free(t, cmd.Process.Pid)
 			// Health finds the space again by itself, before any write.
 			c.get("/health").want(http.StatusOK)
@@ -298,4 +307,34 @@ func transactionIDs(t *testing.T, path string) map[string]bool {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// holdTheLog begins a read of the database at path in this process and
+// keeps it until the returned func is called: SQLite then cannot start
+// the write-ahead log over (its checkpoints copy the log, but the log
+// goes on growing).
+func holdTheLog(t *testing.T, path string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	rdb, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			tx.Rollback()
+			rdb.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
