@@ -55,10 +55,25 @@ func TestDemoPilesUpDeadLettersWithinSecondsAndLogsNoPayload(t *testing.T) {
 		})
 	}()
 
-	// Dead letters must appear within seconds, in more than one queue.
+	// Dead letters must appear within seconds, in more than one queue, and
+	// the traffic must reach several tenants of every queue. Tenants are
+	// drawn at random, so the test waits for both rather than assuming the
+	// partitions are there once the dead letters are.
 	queues := map[string]bool{}
+	spread := func() bool {
+		qs, err := b.Queues(ctx)
+		if err != nil {
+			t.Fatalf("queues: %v", err)
+		}
+		for _, q := range qs {
+			if len(q.Partitions) < 2 {
+				return false
+			}
+		}
+		return len(qs) == 3
+	}
 	deadline := time.Now().Add(15 * time.Second)
-	for len(queues) < 2 && time.Now().Before(deadline) {
+	for (len(queues) < 2 || !spread()) && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 		page, err := b.DeadLetters(ctx, broker.DLQQuery{Limit: 1000})
 		if err != nil {
