@@ -18,6 +18,23 @@ import (
 // letter): what a user types is parsed here into values the store binds
 // as parameters, never into SQL or into the index's query language.
 
+// TextIndexState is the state of full-text indexes a store keeps apart
+// from its database and brings up to date after the commits (SQLite's
+// search file, beside the database file; PostgreSQL keeps its indexes in
+// its tables, changed in the same transactions, and has none).
+type TextIndexState struct {
+	// Bytes is the size of the indexes' file on disk, its write-ahead
+	// log included.
+	Bytes int64
+	// Behind is how many dead letters are filed and not in the indexes
+	// yet: a search waits for them.
+	Behind int64
+	// Failing is set while the indexes cannot be brought up to date (a
+	// full disk, a damaged file: the log says which); searches then
+	// fail as unavailable.
+	Failing bool
+}
+
 // Limits of search input.
 const (
 	MaxSearchText   = 256 // bytes of free text

@@ -57,6 +57,17 @@ func (d *DB) Postgres() bool {
 	return ok
 }
 
+// TextIndexFunc is what reports the state of the full-text indexes the
+// store keeps apart from its database (sqlite.Store.TextIndex: the search
+// file), for the metrics; nil on PostgreSQL, which keeps them in its
+// tables.
+func (d *DB) TextIndexFunc() func(context.Context) (broker.TextIndexState, error) {
+	if s, ok := d.Store.(*sqlite.Store); ok {
+		return s.TextIndex
+	}
+	return nil
+}
+
 var _ broker.Store = (*DB)(nil)
 
 // A DB leads the broker's background work (broker.Run) through Lead and

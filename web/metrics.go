@@ -24,7 +24,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Context) error, leading func() bool) *metrics {
+func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Context) error, leading func() bool, textIndex func(context.Context) (broker.TextIndexState, error)) *metrics {
 	if leading == nil {
 		leading = func() bool { return true }
 	}
@@ -51,6 +51,9 @@ func newMetrics(b *broker.Broker, clock broker.Clock, health func(context.Contex
 	})
 	m.registry.MustRegister(m.latency, waiting, leads, brokerCollector{b, clock}, storageCollector{health}, errorGroupCollector{b}, groupStateCollector{b}, maintenanceCollector{b}, maintenanceModeCollector{b}, archiveCollector{b}, spaceCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if textIndex != nil {
+		m.registry.MustRegister(textIndexCollector{textIndex})
+	}
 	return m
 }
 
@@ -247,6 +250,43 @@ func (sc spaceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDBBytes, prometheus.GaugeValue, float64(s.Bytes()))
 	ch <- prometheus.MustNewConstMetric(descDBFree, prometheus.GaugeValue, float64(s.FreeBytes()))
 	ch <- prometheus.MustNewConstMetric(descDBReclaim, prometheus.GaugeValue, reclaims)
+}
+
+// The search file's (SQLite's full-text indexes of dead letters, kept
+// apart from the database and brought up to date after its commits).
+var (
+	descSearchBytes   = prometheus.NewDesc("lazarus_search_file_bytes", "Size of the search file beside the SQLite database (<db>-search: the full-text indexes of dead letters' error texts and payload words), its write-ahead log included; not counted in lazarus_database_bytes.", nil, nil)
+	descSearchBehind  = prometheus.NewDesc("lazarus_search_index_behind", "Dead letters filed and not yet in the search file's indexes: a search waits for them (30 s at most). Usually 0, or a burst's few for some milliseconds; one that grows means the indexer cannot keep up or is failing.", nil, nil)
+	descSearchFailing = prometheus.NewDesc("lazarus_search_index_failing", "1 while the search file's indexes cannot be brought up to date (a full disk, a damaged search file: see the log), when searches answer 503; else 0.", nil, nil)
+)
+
+// textIndexCollector reads the search file's state at each scrape (its
+// size from the file system, one read of the log's last row).
+type textIndexCollector struct {
+	state func(context.Context) (broker.TextIndexState, error)
+}
+
+func (textIndexCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descSearchBytes
+	ch <- descSearchBehind
+	ch <- descSearchFailing
+}
+
+func (tc textIndexCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := tc.state(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descSearchBytes, err)
+		return
+	}
+	failing := 0.0
+	if st.Failing {
+		failing = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descSearchBytes, prometheus.GaugeValue, float64(st.Bytes))
+	ch <- prometheus.MustNewConstMetric(descSearchBehind, prometheus.GaugeValue, float64(st.Behind))
+	ch <- prometheus.MustNewConstMetric(descSearchFailing, prometheus.GaugeValue, failing)
 }
 
 // descDiskFull is the gauge of a full disk.

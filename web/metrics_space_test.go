@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -45,5 +47,47 @@ func TestMetricsSayTheDatabaseSize(t *testing.T) {
 		if got, ok := metricValue(t, fams, name, nil); !ok || got != v {
 			t.Errorf("%s = %v (found %v), want %v", name, got, ok, v)
 		}
+	}
+}
+
+// TestMetricsSayTheSearchFile: on SQLite /metrics has the search file's
+// size (with its log, as the file system has it), how many dead letters
+// its indexes are behind (none once a search has waited for them) and
+// whether its indexer fails; PostgreSQL, whose text indexes are in its
+// tables, has none of them.
+func TestMetricsSayTheSearchFile(t *testing.T) {
+	t.Parallel()
+	s := setup(t, func(c *web.Config) { c.MetricsPublic = true })
+	for i := range 3 {
+		s.fail("q", "", "", fmt.Sprintf("t-%d", i), `{"word":"findme"}`, "boom")
+	}
+	names := []string{"lazarus_search_file_bytes", "lazarus_search_index_behind", "lazarus_search_index_failing"}
+	if s.db.Postgres() {
+		fams := scrape(t, s, nil)
+		for _, n := range names {
+			if _, ok := fams[n]; ok {
+				t.Errorf("PostgreSQL's /metrics has %s", n)
+			}
+		}
+		return
+	}
+	// A search waits until the indexes hold every dead letter filed.
+	if l := s.deadLetters("queue=q&q=findme"); len(l.Messages) != 3 {
+		t.Fatalf("search: %d dead letters", len(l.Messages))
+	}
+	fams := scrape(t, s, nil)
+	var size float64
+	for _, f := range []string{s.db.Path() + "-search", s.db.Path() + "-search-wal"} {
+		if fi, err := os.Stat(f); err == nil {
+			size += float64(fi.Size())
+		}
+	}
+	for name, v := range map[string]float64{names[0]: size, names[1]: 0, names[2]: 0} {
+		if got, ok := metricValue(t, fams, name, nil); !ok || got != v {
+			t.Errorf("%s = %v (found %v), want %v", name, got, ok, v)
+		}
+	}
+	if size == 0 {
+		t.Fatal("no search file beside the database")
 	}
 }

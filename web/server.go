@@ -48,6 +48,10 @@ type Config struct {
 	// the one that runs bulk jobs and maintenance), for the metric
 	// lazarus_leading; nil: always.
 	LeadingFunc func() bool
+	// TextIndexFunc reports the state of the full-text indexes the store
+	// keeps apart (sqlite.Store.TextIndex: the search file), for the
+	// lazarus_search_* metrics; nil: none (PostgreSQL).
+	TextIndexFunc func(ctx context.Context) (broker.TextIndexState, error)
 	// AdminToken, when set, is accepted as an admin bearer token on the API
 	// (LAZARUS_ADMIN_TOKEN), beside the users' API tokens.
 	AdminToken string
@@ -179,7 +183,7 @@ func New(cfg Config) *Server {
 		auth:    newAuthenticator(cfg.Broker, cfg.AdminToken, cfg.OpenAPI),
 		echo:    e,
 		clock:   cfg.Clock,
-		metrics: newMetrics(cfg.Broker, cfg.Clock, cfg.HealthFunc, cfg.LeadingFunc),
+		metrics: newMetrics(cfg.Broker, cfg.Clock, cfg.HealthFunc, cfg.LeadingFunc, cfg.TextIndexFunc),
 
 		metricsPublic: cfg.MetricsPublic,
 		maxPayload:    cfg.MaxPayloadBytes,

@@ -155,13 +155,14 @@ func setupOn(t *testing.T, ln net.Listener, at string, c *clock, edit ...func(*w
 	logs := &logBuffer{}
 	sleeps := &sleepLog{}
 	cfg := web.Config{
-		Broker:     b,
-		Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		HealthFunc: d.Ping,
-		Clock:      c,
-		OpenAPI:    true,
-		BcryptCost: bcrypt.MinCost,
-		SleepFunc:  sleeps.sleep,
+		Broker:        b,
+		Logger:        slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		HealthFunc:    d.Ping,
+		TextIndexFunc: d.TextIndexFunc(),
+		Clock:         c,
+		OpenAPI:       true,
+		BcryptCost:    bcrypt.MinCost,
+		SleepFunc:     sleeps.sleep,
 	}
 	for _, e := range edit {
 		e(&cfg)

@@ -191,22 +191,30 @@ func open(ctx context.Context, path string, o Options, k knobs) (*Store, error) 
 	if log == nil {
 		log = slog.Default()
 	}
-	// The search file first: every connection of the store attaches it.
-	search, err := openSearchFile(ctx, path, o, log)
-	if err != nil {
-		// The store's own file's error says best why a file or
-		// directory cannot be written, when that is why.
-		if werr := probeWritable(ctx, path, wparams); werr != nil {
-			return nil, werr
+	for attempt := 0; ; attempt++ {
+		// The search file first: every connection of the store attaches it.
+		search, err := openSearchFile(ctx, path, o, log)
+		if err != nil {
+			// The store's own file's error says best why a file or
+			// directory cannot be written, when that is why.
+			if werr := probeWritable(ctx, path, wparams); werr != nil {
+				return nil, werr
+			}
+			return nil, err
 		}
-		return nil, err
-	}
-	d, err := openStore(ctx, path, o, k, search, log, params, wparams)
-	if err != nil {
+		d, err := openStore(ctx, path, o, k, search, log, params, wparams)
+		if err == nil {
+			return d, nil
+		}
 		search.close()
-		return nil, err
+		// Damage found past the search file's first pages, as the store
+		// checked or rebuilt it (prepare): set aside and built anew by a
+		// second try. Damage of the store's own file fails that try too,
+		// and is told.
+		if attempt > 0 || !search.noteDamage(err) {
+			return nil, err
+		}
 	}
-	return d, nil
 }
 
 // openStore is open once the search file is open (search nil: none, to

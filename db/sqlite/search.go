@@ -158,8 +158,84 @@ func searchPath(path string) string { return path + searchSuffix }
 // openSearchFile opens (creating if need be) the search file of path and its
 // tables, before any connection of the store opens, so that each
 // attaches it. The indexer's connection attaches the store's file.
+//
+// A search file that SQLite finds damaged as it opens (not a database,
+// its first pages malformed), or that the indexer found damaged while
+// it ran (the marker it left, noteDamage), is set aside as
+// <path>-search.damaged, its log beside it, and made anew: prepare then
+// builds it from the dead letters. It is derived data: nothing is lost
+// but the time to build it.
 func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logger) (*searchIndex, error) {
 	sp := searchPath(path)
+	why := ""
+	if b, err := os.ReadFile(sp + damageMarker); err == nil {
+		why = "the indexer found it damaged: " + strings.TrimSpace(string(b))
+	} else {
+		s, err := openSearchFileOnce(ctx, sp, path, o, log)
+		if !damaged(err) {
+			return s, err
+		}
+		why = err.Error()
+	}
+	if err := setAside(sp); err != nil {
+		return nil, fmt.Errorf("search file %s is damaged (%s), and could not be set aside: %w", sp, why, err)
+	}
+	log.Warn("search file damaged: set aside, and built again from the dead letters", "file", sp, "kept_as", sp+damagedSuffix, "why", why)
+	return openSearchFileOnce(ctx, sp, path, o, log)
+}
+
+const (
+	// damagedSuffix names a damaged search file set aside.
+	damagedSuffix = ".damaged"
+	// damageMarker names the file the indexer leaves when it finds the
+	// search file damaged: the next start sets the file aside.
+	damageMarker = "-damaged"
+)
+
+// damaged reports whether err is SQLite's finding that a file is not a
+// database or is malformed.
+func damaged(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
+}
+
+// setAside moves the search file sp and its log to sp.damaged (replacing
+// one set aside before), drops its shared memory, and removes the
+// indexer's marker: sp is then made anew.
+func setAside(sp string) error {
+	for _, ext := range []string{"", "-wal"} {
+		err := os.Rename(sp+ext, sp+damagedSuffix+ext)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			os.Remove(sp + damagedSuffix + ext) // not a log of this file's
+		}
+	}
+	for _, f := range []string{sp + "-shm", sp + damageMarker} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// noteDamage leaves the marker that has the next start set the search
+// file aside and build it again, when err says it is damaged; it says
+// whether it did.
+func (s *searchIndex) noteDamage(err error) bool {
+	if !damaged(err) {
+		return false
+	}
+	if werr := os.WriteFile(s.path+damageMarker, []byte(err.Error()+"\n"), 0o600); werr != nil {
+		s.log.Error("search file: could not leave the marker of its damage", "file", s.path, "err", werr)
+	}
+	return true
+}
+
+// openSearchFileOnce is openSearchFile without the setting aside: the
+// search file sp of the store's file path.
+func openSearchFileOnce(ctx context.Context, sp, path string, o Options, log *slog.Logger) (*searchIndex, error) {
 	createPrivate(sp)
 	params := url.Values{}
 	params.Set("_journal_mode", "WAL")
@@ -198,6 +274,9 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 	for _, q := range []string{
 		`ATTACH DATABASE ` + quoteLiteral(store.String()) + ` AS store`,
 		searchStateTable,
+		// Reads its state's page too: a file damaged past its header is
+		// found here, before the store's connections attach it.
+		`SELECT COUNT(*) FROM main.search_state`,
 	} {
 		if _, err := s.conn.ExecContext(ctx, q); err != nil {
 			s.close()
@@ -205,6 +284,30 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 		}
 	}
 	return s, nil
+}
+
+// TextIndex reports the search file's size, how many dead letters it is
+// behind the database as this process's last snapshot of it had them
+// (those filed by other processes are counted once its indexer looks),
+// and whether its indexer is failing: for the metrics.
+func (d *Store) TextIndex(ctx context.Context) (broker.TextIndexState, error) {
+	s := d.search
+	var st broker.TextIndexState
+	for _, f := range []string{s.path, s.path + "-wal"} {
+		fi, err := os.Stat(f)
+		if err == nil {
+			st.Bytes += fi.Size()
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return st, fmt.Errorf("search file: %w", err)
+		}
+	}
+	var assigned int64
+	if err := d.read.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0)`).Scan(&assigned); err != nil {
+		return st, fmt.Errorf("search file: the log: %w", unavailable(err))
+	}
+	st.Behind = max(0, assigned-s.added.Load())
+	st.Failing = s.failure.Load() != nil
+	return st, nil
 }
 
 // searchStateTable is what the search file knows of the store's file:
@@ -542,6 +645,9 @@ func (s *searchIndex) run() {
 		if err != nil {
 			fails++
 			msg := err.Error()
+			if s.noteDamage(err) {
+				msg = "the search file is damaged: restart Lazarus to have it set aside and built again from the dead letters (" + msg + ")"
+			}
 			s.failure.Store(&msg)
 			s.notify() // the reads waiting give up
 			if fails == 1 || fails%60 == 0 {

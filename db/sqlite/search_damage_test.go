@@ -1,0 +1,196 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+)
+
+// lockedBuffer is a log sink the store's goroutines may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A search file SQLite cannot read as a database is set aside as it
+// opens (kept as <path>-search.damaged) and built again from the dead
+// letters: the store opens and its searches find what they found.
+func TestADamagedSearchFileIsSetAsideAndBuiltAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	var logs lockedBuffer
+	reopen := func() (*Store, *broker.Broker) {
+		t.Helper()
+		d, err := OpenWith(ctx, path, Options{Sync: SyncNormal, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatalf("open with a damaged search file: %v", err)
+		}
+		return d, broker.New(broker.Config{Store: d})
+	}
+	d, b := reopen()
+	fileInCommits(t, b, 2)
+	synced(t, d)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	garbage := bytes.Repeat([]byte("not a database at all "), 1000)
+	if err := os.WriteFile(searchPath(path), garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, b = reopen()
+	defer d.Close()
+	if got := found(t, b, broker.DLQQuery{Text: "eur"}); !slices.Equal(got, []string{"t-0", "t-1"}) {
+		t.Fatalf("after the rebuild eur found %v, want t-0 and t-1", got)
+	}
+	if kept, err := os.ReadFile(searchPath(path) + damagedSuffix); err != nil || !bytes.Equal(kept, garbage) {
+		t.Fatalf("the damaged file is not kept as %s: %v", filepath.Base(searchPath(path)+damagedSuffix), err)
+	}
+	if out := logs.String(); !strings.Contains(out, "search file damaged") || !strings.Contains(out, "not a database") {
+		t.Fatalf("the log does not say the search file was set aside, and why:\n%s", out)
+	}
+}
+
+// Damage past the search file's first pages, which opening it does not
+// read, is found by the indexer: it leaves a marker, searches fail at
+// once saying to restart, and the next start sets the file aside and
+// builds it again.
+func TestDamageTheIndexerFindsIsMendedAtTheNextStart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, b := openKnobs(t, path, knobs{})
+	fileInCommits(t, b, 2)
+	synced(t, d)
+	// The pages of the full-text tables, overwritten.
+	var roots []int64
+	onSearch(t, d, func(c *sql.Conn) {
+		rows, err := c.QueryContext(ctx, `SELECT rootpage FROM main.sqlite_master WHERE name LIKE 'dead_letter_%' AND rootpage > 0`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r int64
+			if err := rows.Scan(&r); err != nil {
+				t.Fatal(err)
+			}
+			roots = append(roots, r)
+		}
+	})
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(roots) == 0 {
+		t.Fatal("no full-text table found in the search file")
+	}
+	f, err := os.OpenFile(searchPath(path), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := bytes.Repeat([]byte{0xA5}, 4096)
+	for _, r := range roots {
+		if _, err := f.WriteAt(junk, (r-1)*4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, b = openKnobs(t, path, knobs{})
+	fileOne(t, ctx, b, "after", `{"word":"afterwards"}`)
+	marker := searchPath(path) + damageMarker
+	indexerReaches(t, d, true, "the marker of the damage", func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	})
+	_, err = b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "afterwards"})
+	if !errors.Is(err, broker.ErrUnavailable) || !strings.Contains(err.Error(), "restart") {
+		t.Fatalf("a search of a damaged search file: %v; want unavailable, saying to restart", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, b = openKnobs(t, path, knobs{})
+	if got := found(t, b, broker.DLQQuery{Text: "afterwards"}); !slices.Equal(got, []string{"after"}) {
+		t.Fatalf("after the restart afterwards found %v", got)
+	}
+	if got := found(t, b, broker.DLQQuery{Text: "eur"}); !slices.Equal(got, []string{"t-0", "t-1"}) {
+		t.Fatalf("after the restart eur found %v", got)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the marker is left after the rebuild: %v", err)
+	}
+	if _, err := os.Stat(searchPath(path) + damagedSuffix); err != nil {
+		t.Fatalf("the damaged file is not kept: %v", err)
+	}
+}
+
+// TextIndex (the metrics' lazarus_search_*) says how many dead letters
+// the indexer has yet to apply, the search file's size with its log, and
+// whether the indexer fails.
+func TestTextIndexSaysTheIndexersState(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, b := openManual(t, path)
+	state := func() broker.TextIndexState {
+		t.Helper()
+		st, err := d.TextIndex(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	fileInCommits(t, b, 3)
+	if st := state(); st.Behind != 3 || st.Failing {
+		t.Fatalf("3 dead letters filed, none applied: %+v", st)
+	}
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := state()
+	var size int64
+	for _, f := range []string{searchPath(path), searchPath(path) + "-wal"} {
+		if fi, err := os.Stat(f); err == nil {
+			size += fi.Size()
+		}
+	}
+	if st.Behind != 0 || st.Bytes != size || size == 0 {
+		t.Fatalf("all applied: %+v, want behind 0 and %d bytes", st, size)
+	}
+	// A failing indexer (its state table gone) is told.
+	d, b = openKnobs(t, filepath.Join(t.TempDir(), "l.db"), knobs{})
+	fileInCommits(t, b, 1)
+	synced(t, d)
+	if _, err := d.ExecSearchUncatalogued(ctx, `DROP TABLE main.search_state`); err != nil {
+		t.Fatal(err)
+	}
+	fileOne(t, ctx, b, "stuck", `{}`)
+	indexerReaches(t, d, true, "its failure", func() bool { return d.search.failure.Load() != nil })
+	if st := state(); !st.Failing || st.Behind != 1 {
+		t.Fatalf("the indexer failing with one dead letter to apply: %+v", st)
+	}
+}
