@@ -38,6 +38,11 @@ const memberLock = 0x4c617a61_72757304
 // tests: openPostgres).
 const memberEvery = time.Second
 
+// joinedLook is how long after joining a process has its waiters look
+// again, by when the others send it their news: they hear of the join
+// at once, or count it within memberEvery.
+const joinedLook = 2 * memberEvery
+
 // count keeps this process counted and counts the processes, until ctx
 // ends: p.alone says whether it was the only one at the last count
 // (never, with neverAlone: Options.NeverAlone); it counts every every.
@@ -76,6 +81,12 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool, every time.Duratio
 	// Counted from here: the others are told (a notification lost costs
 	// only speed, until their next count).
 	_, _ = conn.Exec(ctx, `SELECT pg_notify($1, $2)`, joinChannel, p.news.self)
+	// A process alone sends no news (notifier): what the others write
+	// before they hear of this one is not told to its waiters. They hear
+	// at once, or count it within memberEvery: this process's waiters
+	// look again once after that.
+	wake := time.AfterFunc(joinedLook, p.news.local.NotifyAll)
+	defer wake.Stop()
 	after := stuckAfter
 	if p.idleFromURL {
 		var err error

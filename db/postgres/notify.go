@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +35,15 @@ const (
 // and tells this process's waiters what the others sent. When that
 // connection breaks, news may have been lost meanwhile: once listening
 // again, every waiter is woken to look again.
+//
+// A process alone on its database (members.go) sends nothing: nobody
+// else listens, and each pg_notify is a transaction of its own that
+// commits (a log flush at FULL) and comes back to this process's
+// listening connection only to be dropped (P5 in docs/performance.md:
+// about a tenth of a message's CPU, the process's and the server's).
+// A process that joins tells the others, who send from then on; news
+// of a write between its joining and the others hearing of it reaches
+// its waiters at their next look (their timers), as news lost does.
 type notifier struct {
 	local broker.LocalNotifier
 	pool  *pgxpool.Pool
@@ -42,6 +52,12 @@ type notifier struct {
 	// joined is called when another process tells that it joined the
 	// database (joinChannel).
 	joined func()
+	// alone reports whether this process was alone on the database at
+	// its last count (Store.alone): its news is then not sent.
+	alone func() bool
+	// sent and unsent count the statements sent and the rounds of news
+	// not sent (alone), for tests.
+	sent, unsent atomic.Int64
 
 	mu      sync.Mutex
 	pending map[string]struct{}
@@ -52,11 +68,11 @@ type notifier struct {
 	done   sync.WaitGroup
 }
 
-func newNotifier(pool *pgxpool.Pool, log *slog.Logger, joined func()) *notifier {
+func newNotifier(pool *pgxpool.Pool, log *slog.Logger, joined func(), alone func() bool) *notifier {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &notifier{pool: pool, log: log, self: hex.EncodeToString(b), joined: joined, pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	n := &notifier{pool: pool, log: log, self: hex.EncodeToString(b), joined: joined, alone: alone, pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	listening := make(chan struct{})
 	n.done.Go(func() { n.listen(listening) })
 	n.done.Go(n.send)
@@ -109,6 +125,11 @@ func (n *notifier) send() {
 		if len(keys) == 0 {
 			continue
 		}
+		if n.alone() {
+			n.unsent.Add(1)
+			continue
+		}
+		n.sent.Add(1)
 		if _, err := n.pool.Exec(n.ctx, `SELECT pg_notify($1, k) FROM unnest($2::text[]) k`, channel, keys); err != nil && n.ctx.Err() == nil {
 			// Once more a second later (news is only a wake-up: sent
 			// twice or late, it costs a look); meanwhile the others'

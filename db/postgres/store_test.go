@@ -82,6 +82,14 @@ func TestPGSQLTranslatesSQLitesDialect(t *testing.T) {
 func TestPGNotifierCarriesNewsBetweenProcesses(t *testing.T) {
 	dsn := pgtest.Database(t, "db", Prepare)
 	a, b := openStore(t, dsn), openStore(t, dsn)
+	// a may have counted itself alone before b joined: it sends news
+	// once it has heard of b.
+	for deadline := time.Now().Add(20 * time.Second); !a.ConcurrentWrites(); {
+		if time.Now().After(deadline) {
+			t.Fatal("a never heard that b joined")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition
+	}
 	for _, key := range []string{"orders", "\x00jobs", "a:b %"} {
 		seen := b.Notifier().Watch(key)
 		other := b.Notifier().Watch(key + "-not")
@@ -103,6 +111,65 @@ func TestPGNotifierCarriesNewsBetweenProcesses(t *testing.T) {
 	case <-own:
 	default:
 		t.Fatal("a's own news did not reach its waiter at once")
+	}
+}
+
+// A process alone on its database sends no news (nobody listens); once
+// another has joined, its news reaches the other's waiters; and the one
+// that joined has its waiters look again soon after, for the news of
+// what the others wrote before they heard of it.
+func TestPGAProcessAloneSendsNoNews(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t, "db", Prepare)
+	open := func(countEvery time.Duration) *Store {
+		d, err := openPostgres(ctx, dsn, Options{Sync: SyncNormal}, countEvery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+			time.Sleep(10 * time.Millisecond) // polling a condition
+		}
+	}
+	a := open(time.Hour) // counts once, then hears of others only
+	until("counted alone", a.alone.Load)
+	brA := broker.New(broker.Config{Store: a, Notifier: a.Notifier()})
+	t.Cleanup(brA.Close)
+	push := func() {
+		t.Helper()
+		if _, err := brA.Push(ctx, []broker.PushItem{{Queue: "orders", Payload: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push()
+	until("a round of news held back", func() bool { return a.news.unsent.Load() > 0 })
+	if n := a.news.sent.Load(); n != 0 {
+		t.Fatalf("alone, a sent news %d times", n)
+	}
+	b := open(memberEvery)
+	looked := b.Notifier().Watch("nobody-tells-this")
+	until("a heard that b joined", a.ConcurrentWrites)
+	heard := b.Notifier().Watch("orders")
+	push()
+	select {
+	case <-heard:
+	case <-time.After(20 * time.Second):
+		t.Fatal("b's waiter never heard of a's push once a knew of b")
+	}
+	if a.news.sent.Load() == 0 {
+		t.Fatal("a sent nothing once b had joined")
+	}
+	select {
+	case <-looked:
+	case <-time.After(joinedLook + 20*time.Second):
+		t.Fatalf("b's waiters were not woken to look again %s after b joined", joinedLook)
 	}
 }
 
