@@ -38,11 +38,6 @@ const memberLock = 0x4c617a61_72757304
 // tests: openPostgres).
 const memberEvery = time.Second
 
-// joinedLook is how long after joining a process has its waiters look
-// again, by when the others send it their news: they hear of the join
-// at once, or count it within memberEvery.
-const joinedLook = 2 * memberEvery
-
 // count keeps this process counted and counts the processes, until ctx
 // ends: p.alone says whether it was the only one at the last count
 // (never, with neverAlone: Options.NeverAlone); it counts every every.
@@ -81,12 +76,9 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool, every time.Duratio
 	// Counted from here: the others are told (a notification lost costs
 	// only speed, until their next count).
 	_, _ = conn.Exec(ctx, `SELECT pg_notify($1, $2)`, joinChannel, p.news.self)
-	// A process alone sends no news (notifier): what the others write
-	// before they hear of this one is not told to its waiters. They hear
-	// at once, or count it within memberEvery: this process's waiters
-	// look again once after that.
-	wake := time.AfterFunc(joinedLook, p.news.local.NotifyAll)
-	defer wake.Stop()
+	// A count that stops leaves this process not knowing who listens: it
+	// sends its news again.
+	defer p.news.setOthers(true)
 	after := stuckAfter
 	if p.idleFromURL {
 		var err error
@@ -99,20 +91,24 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool, every time.Duratio
 	var stuck stuckWriters
 	fenceFailed := false
 	for {
-		var n int
+		var n, listeners int64
 		p.countMu.Lock()
 		joins := p.joins
 		p.countMu.Unlock()
 		qctx, cancel := context.WithTimeout(ctx, 5*memberEvery)
-		// A bigint key is two oids: its high and low 32 bits.
-		err := conn.QueryRow(qctx, `SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		listening := p.news.listening.Load()
+		// A bigint key is two oids: its high and low 32 bits (the
+		// members' and the listeners' share the high ones).
+		err := conn.QueryRow(qctx, `SELECT COUNT(*) FILTER (WHERE objid::bigint = $2), COUNT(*) FILTER (WHERE objid::bigint = $3)
+			FROM pg_locks WHERE locktype = 'advisory' AND granted
 			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1`,
-			int64(memberLock>>32), int64(memberLock&0xffffffff)).Scan(&n)
+			AND classid::bigint = $1 AND objsubid = 1`,
+			int64(memberLock>>32), int64(memberLock&0xffffffff), int64(listenLock&0xffffffff)).Scan(&n, &listeners)
 		cancel()
 		if err != nil {
 			return
 		}
+		p.news.heard(listeners, listening, p.news.listening.Load())
 		p.countMu.Lock()
 		p.alone.Store(n == 1 && !neverAlone && p.joins == joins)
 		p.countMu.Unlock()

@@ -36,14 +36,16 @@ const (
 // connection breaks, news may have been lost meanwhile: once listening
 // again, every waiter is woken to look again.
 //
-// A process alone on its database (members.go) sends nothing: nobody
-// else listens, and each pg_notify is a transaction of its own that
-// commits (a log flush at FULL) and comes back to this process's
-// listening connection only to be dropped (P5 in docs/performance.md:
-// about a tenth of a message's CPU, the process's and the server's).
-// A process that joins tells the others, who send from then on; news
-// of a write between its joining and the others hearing of it reaches
-// its waiters at their next look (their timers), as news lost does.
+// A process that no other process listens to sends nothing: each
+// pg_notify is a transaction of its own that commits (a log flush at
+// FULL) and, with nobody else listening, comes back to this process's
+// own listening connection only to be dropped (P1 and P5 in
+// docs/performance.md: about a sixth of a message's CPU, the process's
+// and the server's). Each listening connection holds listenLock shared,
+// and the processes' count (members.go) counts its holders too: news is
+// held while the last count found none but this process's (others), and
+// the keys held stay pending, to be sent as soon as another listens (a
+// count finds it, or it tells that it joined): never dropped.
 type notifier struct {
 	local broker.LocalNotifier
 	pool  *pgxpool.Pool
@@ -52,11 +54,16 @@ type notifier struct {
 	// joined is called when another process tells that it joined the
 	// database (joinChannel).
 	joined func()
-	// alone reports whether this process was alone on the database at
-	// its last count (Store.alone): its news is then not sent.
-	alone func() bool
+	// others says whether another process may be listening: false once
+	// a count found no listener but this process's (heard), true again
+	// when one may be (a count that finds another or fails, a process
+	// that tells that it joined). News waits while it is false.
+	others atomic.Bool
+	// listening is set while this process's listening connection holds
+	// listenLock.
+	listening atomic.Bool
 	// sent and unsent count the statements sent and the rounds of news
-	// not sent (alone), for tests.
+	// held (nobody else listening), for tests.
 	sent, unsent atomic.Int64
 
 	mu      sync.Mutex
@@ -68,11 +75,12 @@ type notifier struct {
 	done   sync.WaitGroup
 }
 
-func newNotifier(pool *pgxpool.Pool, log *slog.Logger, joined func(), alone func() bool) *notifier {
+func newNotifier(pool *pgxpool.Pool, log *slog.Logger, joined func()) *notifier {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &notifier{pool: pool, log: log, self: hex.EncodeToString(b), joined: joined, alone: alone, pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	n := &notifier{pool: pool, log: log, self: hex.EncodeToString(b), joined: joined, pending: map[string]struct{}{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	n.others.Store(true) // until counted
 	listening := make(chan struct{})
 	n.done.Go(func() { n.listen(listening) })
 	n.done.Go(n.send)
@@ -113,6 +121,12 @@ func (n *notifier) send() {
 			return
 		case <-n.kick:
 		}
+		if !n.others.Load() {
+			// Nobody else listens: the keys stay pending (setOthers
+			// sends them once someone may).
+			n.unsent.Add(1)
+			continue
+		}
 		n.mu.Lock()
 		keys := make([]string, 0, len(n.pending))
 		for k := range n.pending {
@@ -123,10 +137,6 @@ func (n *notifier) send() {
 		clear(n.pending)
 		n.mu.Unlock()
 		if len(keys) == 0 {
-			continue
-		}
-		if n.alone() {
-			n.unsent.Add(1)
 			continue
 		}
 		n.sent.Add(1)
@@ -156,6 +166,33 @@ func (n *notifier) send() {
 		}
 	}
 }
+
+// setOthers records whether another process may be listening; news
+// held while none did is sent once one may.
+func (n *notifier) setOthers(v bool) {
+	if n.others.Swap(v) || !v {
+		return
+	}
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// heard records a count of the connections holding listenLock, taken
+// between two reads of this process's own listening (before, after): no
+// other listens when none does, or when the one that does is this
+// process's, held all along. Anything else (a count that may have
+// missed this process's or counted it twice over) is taken for another.
+func (n *notifier) heard(listeners int64, before, after bool) {
+	mine := before && after
+	n.setOthers(!(listeners == 0 || listeners == 1 && mine))
+}
+
+// listenLock is the key of the lock each process's listening connection
+// holds shared while it listens: the processes' count counts its holders
+// (heard).
+const listenLock = 0x4c617a61_72757306 // "Lazarus" 6
 
 // listenCheck is how long the listening connection waits for news before
 // it checks that the server still answers: a connection cut without a
@@ -206,6 +243,12 @@ func (n *notifier) listenOnce(listening func()) error {
 			return err
 		}
 	}
+	// Counted as a listener from here (heard) to the connection's end.
+	if _, err := pc.Exec(n.ctx, `SELECT pg_advisory_lock_shared($1)`, int64(listenLock)); err != nil {
+		return err
+	}
+	n.listening.Store(true)
+	defer n.listening.Store(false)
 	n.local.NotifyAll()
 	listening()
 	return n.deliver(pc)
@@ -232,8 +275,11 @@ func (n *notifier) deliver(pc *pgx.Conn) error {
 			return err
 		}
 		if note.Channel == joinChannel {
-			if note.Payload != n.self && n.joined != nil {
-				n.joined()
+			if note.Payload != n.self {
+				n.setOthers(true) // it listens already: it listened before it joined
+				if n.joined != nil {
+					n.joined()
+				}
 			}
 			continue
 		}

@@ -351,7 +351,7 @@ func openPostgres(ctx context.Context, dsn string, o Options, countEvery time.Du
 		d.Close()
 		return nil, err
 	}
-	p.news = newNotifier(pool, d.log, p.joined, p.alone.Load)
+	p.news = newNotifier(pool, d.log, p.joined)
 	cctx, cancel := context.WithCancel(context.Background())
 	p.stopCount = cancel
 	p.countDone.Go(func() { p.count(cctx, o.NeverAlone, countEvery) })

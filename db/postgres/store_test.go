@@ -82,14 +82,6 @@ func TestPGSQLTranslatesSQLitesDialect(t *testing.T) {
 func TestPGNotifierCarriesNewsBetweenProcesses(t *testing.T) {
 	dsn := pgtest.Database(t, "db", Prepare)
 	a, b := openStore(t, dsn), openStore(t, dsn)
-	// a may have counted itself alone before b joined: it sends news
-	// once it has heard of b.
-	for deadline := time.Now().Add(20 * time.Second); !a.ConcurrentWrites(); {
-		if time.Now().After(deadline) {
-			t.Fatal("a never heard that b joined")
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition
-	}
 	for _, key := range []string{"orders", "\x00jobs", "a:b %"} {
 		seen := b.Notifier().Watch(key)
 		other := b.Notifier().Watch(key + "-not")
@@ -114,21 +106,13 @@ func TestPGNotifierCarriesNewsBetweenProcesses(t *testing.T) {
 	}
 }
 
-// A process alone on its database sends no news (nobody listens); once
-// another has joined, its news reaches the other's waiters; and the one
-// that joined has its waiters look again soon after, for the news of
-// what the others wrote before they heard of it.
-func TestPGAProcessAloneSendsNoNews(t *testing.T) {
+// A process that nobody else listens to sends no news, and holds it:
+// once another listens (a count finds its listening connection, whether
+// or not it counts as a member, or it tells that it joined), the news
+// held is sent, none lost.
+func TestPGNewsWaitsForAListener(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Database(t, "db", Prepare)
-	open := func(countEvery time.Duration) *Store {
-		d, err := openPostgres(ctx, dsn, Options{Sync: SyncNormal}, countEvery)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		return d
-	}
 	until := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); !cond(); {
@@ -138,38 +122,69 @@ func TestPGAProcessAloneSendsNoNews(t *testing.T) {
 			time.Sleep(10 * time.Millisecond) // polling a condition
 		}
 	}
-	a := open(time.Hour) // counts once, then hears of others only
-	until("counted alone", a.alone.Load)
-	brA := broker.New(broker.Config{Store: a, Notifier: a.Notifier()})
-	t.Cleanup(brA.Close)
-	push := func() {
+	// listener is another process's listening connection, as the
+	// notifier's: it LISTENs and holds listenLock; it is no member.
+	listener := func(t *testing.T) *pgx.Conn {
 		t.Helper()
-		if _, err := brA.Push(ctx, []broker.PushItem{{Queue: "orders", Payload: []byte(`{}`)}}); err != nil {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		for _, q := range []string{"LISTEN " + channel, fmt.Sprintf("SELECT pg_advisory_lock_shared(%d)", int64(listenLock))} {
+			if _, err := c.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
 	}
-	push()
-	until("a round of news held back", func() bool { return a.news.unsent.Load() > 0 })
-	if n := a.news.sent.Load(); n != 0 {
-		t.Fatalf("alone, a sent news %d times", n)
+	hears := func(c *pgx.Conn, key string) {
+		t.Helper()
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			n, err := c.WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("no news of %q: %v", key, err)
+			}
+			if strings.HasSuffix(n.Payload, ":"+key) {
+				return
+			}
+		}
 	}
-	b := open(memberEvery)
-	looked := b.Notifier().Watch("nobody-tells-this")
-	until("a heard that b joined", a.ConcurrentWrites)
-	heard := b.Notifier().Watch("orders")
-	push()
-	select {
-	case <-heard:
-	case <-time.After(20 * time.Second):
-		t.Fatal("b's waiter never heard of a's push once a knew of b")
-	}
-	if a.news.sent.Load() == 0 {
-		t.Fatal("a sent nothing once b had joined")
-	}
-	select {
-	case <-looked:
-	case <-time.After(joinedLook + 20*time.Second):
-		t.Fatalf("b's waiters were not woken to look again %s after b joined", joinedLook)
+	for _, c := range []struct {
+		name       string
+		countEvery time.Duration
+		tell       bool // the listener tells that it joined (joinChannel)
+	}{
+		{"found by a count", memberEvery, false},
+		{"told of a join", time.Hour, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := openPostgres(ctx, dsn, Options{Sync: SyncNormal}, c.countEvery)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Close() })
+			until("counted nobody else listening", func() bool { return !a.news.others.Load() })
+			br := broker.New(broker.Config{Store: a, Notifier: a.Notifier()})
+			t.Cleanup(br.Close)
+			key := "orders-" + strings.ReplaceAll(c.name, " ", "-")
+			if _, err := br.Push(ctx, []broker.PushItem{{Queue: key, Payload: []byte(`{}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			until("a round of news held", func() bool { return a.news.unsent.Load() > 0 })
+			if n := a.news.sent.Load(); n != 0 {
+				t.Fatalf("with nobody else listening, a sent news %d times", n)
+			}
+			l := listener(t)
+			if c.tell {
+				if _, err := l.Exec(ctx, `SELECT pg_notify($1, 'newcomer')`, joinChannel); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hears(l, key)
+		})
 	}
 }
 
@@ -398,8 +413,9 @@ func TestPGNotifierListensAgainAfterItsConnectionIsCut(t *testing.T) {
 	}
 	defer admin.Close(ctx)
 	var cut int
-	if err := admin.QueryRow(ctx, `SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname = current_database() AND query = 'LISTEN lazarus'`).Scan(&cut); err != nil || cut != 2 {
+	if err := admin.QueryRow(ctx, `SELECT COUNT(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1`, int64(listenLock>>32), int64(listenLock&0xffffffff)).Scan(&cut); err != nil || cut != 2 {
 		t.Fatalf("cut the listening connections: %d (%v), want both", cut, err)
 	}
 	select {
