@@ -138,6 +138,10 @@ func openWith(ctx context.Context, path string, o Options, k knobs) (*Store, err
 		if lock != nil {
 			lock.Close()
 		}
+		var dmg *searchDamaged
+		if errors.As(err, &dmg) {
+			return nil, err // the search file's, not the database's
+		}
 		// When the lock file could not be made either, SQLite's error
 		// says best why (a read-only directory, a missing one).
 		return nil, openError(path, o.BusyTimeout, unavailable(err))
@@ -194,6 +198,10 @@ func open(ctx context.Context, path string, o Options, k knobs) (*Store, error) 
 	for attempt := 0; ; attempt++ {
 		// The search file first: every connection of the store attaches it.
 		search, err := openSearchFile(ctx, path, o, log)
+		var dmg *searchDamaged
+		if errors.As(err, &dmg) {
+			return nil, err // a tool's, beside the server: said as it is
+		}
 		if err != nil {
 			// The store's own file's error says best why a file or
 			// directory cannot be written, when that is why.
@@ -206,12 +214,13 @@ func open(ctx context.Context, path string, o Options, k knobs) (*Store, error) 
 		if err == nil {
 			return d, nil
 		}
+		// Damage of the search file found past its first pages, as the
+		// store checked or rebuilt it (prepare), and confirmed by the
+		// search file's own check (not the store's file's): set aside
+		// and built anew by a second try, by the server only.
+		again := attempt == 0 && o.Exclusive && search.damage(ctx, err)
 		search.close()
-		// Damage found past the search file's first pages, as the store
-		// checked or rebuilt it (prepare): set aside and built anew by a
-		// second try. Damage of the store's own file fails that try too,
-		// and is told.
-		if attempt > 0 || !search.noteDamage(err) {
+		if !again {
 			return nil, err
 		}
 	}

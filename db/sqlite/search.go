@@ -111,6 +111,9 @@ type searchIndex struct {
 	// added: the indexes hold every row of text_index_added up to it.
 	added   atomic.Int64
 	failure atomic.Pointer[string]
+	// damageNoted: damage found the search file damaged (and left its
+	// marker).
+	damageNoted atomic.Bool
 
 	mu       sync.Mutex
 	progress chan struct{} // closed when applied moves (then replaced)
@@ -160,20 +163,26 @@ func searchPath(path string) string { return path + searchSuffix }
 // attaches it. The indexer's connection attaches the store's file.
 //
 // A search file that SQLite finds damaged as it opens (not a database,
-// its first pages malformed), or that the indexer found damaged while
-// it ran (the marker it left, noteDamage), is set aside as
-// <path>-search.damaged, its log beside it, and made anew: prepare then
-// builds it from the dead letters. It is derived data: nothing is lost
-// but the time to build it.
+// its first pages malformed), or that this store found damaged while it
+// ran (the marker damage leaves), is set aside as <path>-search.damaged,
+// its log beside it, and made anew: prepare then builds it from the
+// dead letters. It is derived data: nothing is lost but the time to
+// build it. Only the process that holds the database (Options.Exclusive:
+// the server) sets it aside; another (a tool beside the server) would
+// move it from under the server's connections, and opens it as it is.
 func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logger) (*searchIndex, error) {
 	sp := searchPath(path)
 	why := ""
-	if b, err := os.ReadFile(sp + damageMarker); err == nil {
-		why = "the indexer found it damaged: " + strings.TrimSpace(string(b))
+	if b, err := os.ReadFile(sp + damageMarker); err == nil && o.Exclusive {
+		why = "found damaged while the server ran: " + strings.TrimSpace(string(b))
 	} else {
 		s, err := openSearchFileOnce(ctx, sp, path, o, log)
-		if !damaged(err) {
+		var dmg *searchDamaged
+		if !errors.As(err, &dmg) {
 			return s, err
+		}
+		if !o.Exclusive {
+			return nil, fmt.Errorf("%w (the server sets it aside and builds it again as it starts)", err)
 		}
 		why = err.Error()
 	}
@@ -187,30 +196,39 @@ func openSearchFile(ctx context.Context, path string, o Options, log *slog.Logge
 const (
 	// damagedSuffix names a damaged search file set aside.
 	damagedSuffix = ".damaged"
-	// damageMarker names the file the indexer leaves when it finds the
-	// search file damaged: the next start sets the file aside.
+	// damageMarker names the file a store leaves when it finds the
+	// search file damaged as it runs: the next start sets the file aside.
 	damageMarker = "-damaged"
 )
 
+// searchDamaged is the error of a statement of the search file's own
+// (none of the store's file) that found it damaged.
+type searchDamaged struct{ err error }
+
+func (e *searchDamaged) Error() string { return e.err.Error() }
+func (e *searchDamaged) Unwrap() error { return e.err }
+
 // damaged reports whether err is SQLite's finding that a file is not a
-// database or is malformed.
+// database or is malformed: the search file's or the store's, which the
+// statements of either may read (confirmDamage tells them apart).
 func damaged(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
 }
 
 // setAside moves the search file sp and its log to sp.damaged (replacing
-// one set aside before), drops its shared memory, and removes the
-// indexer's marker: sp is then made anew.
+// one set aside before, and its log), drops its shared memory, and
+// removes the marker: sp is then made anew.
 func setAside(sp string) error {
-	for _, ext := range []string{"", "-wal"} {
-		err := os.Rename(sp+ext, sp+damagedSuffix+ext)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			os.Remove(sp + damagedSuffix + ext) // not a log of this file's
-		}
+	if err := os.Rename(sp, sp+damagedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	err := os.Rename(sp+"-wal", sp+damagedSuffix+"-wal")
+	if errors.Is(err, os.ErrNotExist) {
+		err = os.Remove(sp + damagedSuffix + "-wal") // the log of a copy set aside before
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
 	for _, f := range []string{sp + "-shm", sp + damageMarker} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -220,17 +238,43 @@ func setAside(sp string) error {
 	return nil
 }
 
-// noteDamage leaves the marker that has the next start set the search
-// file aside and build it again, when err says it is damaged; it says
-// whether it did.
-func (s *searchIndex) noteDamage(err error) bool {
+// damage is told err, an error of a statement that read the search file
+// (the indexer's, a search's, or the store's open): when SQLite found a
+// file damaged and the search file's own check confirms it is this one
+// (not the store's file, which those statements read too), it leaves the
+// marker that has the next start set the search file aside, has
+// searches fail at once saying so, and reports true. The check reads the
+// whole search file, once: later calls report what it found.
+func (s *searchIndex) damage(ctx context.Context, err error) bool {
 	if !damaged(err) {
 		return false
 	}
-	if werr := os.WriteFile(s.path+damageMarker, []byte(err.Error()+"\n"), 0o600); werr != nil {
-		s.log.Error("search file: could not leave the marker of its damage", "file", s.path, "err", werr)
+	if s.damageNoted.Load() {
+		return true
 	}
+	if !s.confirmDamage(ctx) {
+		return false
+	}
+	s.damageNoted.Store(true)
+	msg := "the search file is damaged: restart Lazarus to have it set aside and built again from the dead letters (" + err.Error() + ")"
+	if werr := os.WriteFile(s.path+damageMarker, []byte(err.Error()+"\n"), 0o600); werr != nil {
+		msg = "the search file is damaged, and the marker that has the next start build it again could not be written (" + werr.Error() + "): stop Lazarus, delete " + s.path + " and start it again (" + err.Error() + ")"
+	}
+	s.failure.Store(&msg)
+	s.notify() // the reads waiting give up
+	s.log.Error("search file damaged", "file", s.path, "err", err, "what_to_do", msg)
 	return true
+}
+
+// confirmDamage checks the search file alone (PRAGMA main.quick_check on
+// the indexer's connection, where the store's file is attached as
+// store): true when SQLite finds it damaged.
+func (s *searchIndex) confirmDamage(ctx context.Context) bool {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	var res string
+	err := s.conn.QueryRowContext(ctx, `PRAGMA main.quick_check(1)`).Scan(&res)
+	return damaged(err) || err == nil && res != "ok"
 }
 
 // openSearchFileOnce is openSearchFile without the setting aside: the
@@ -261,8 +305,11 @@ func openSearchFileOnce(ctx context.Context, sp, path string, o Options, log *sl
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 	s := &searchIndex{path: sp, db: db, log: log, batch: searchBatch, keep: giveBackPages, progress: make(chan struct{}), wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	if s.conn, err = db.Conn(ctx); err != nil {
+	if s.conn, err = db.Conn(ctx); err != nil { // its pragmas run: the search file's alone
 		db.Close()
+		if damaged(err) {
+			err = &searchDamaged{err}
+		}
 		return nil, fmt.Errorf("search file %s: %w", sp, err)
 	}
 	abs, err := filepath.Abs(path)
@@ -270,26 +317,32 @@ func openSearchFileOnce(ctx context.Context, sp, path string, o Options, log *sl
 		s.close()
 		return nil, fmt.Errorf("search file %s: %w", sp, err)
 	}
-	store := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
-	for _, q := range []string{
-		`ATTACH DATABASE ` + quoteLiteral(store.String()) + ` AS store`,
-		searchStateTable,
-		// Reads its state's page too: a file damaged past its header is
-		// found here, before the store's connections attach it.
-		`SELECT COUNT(*) FROM main.search_state`,
-	} {
+	// The search file's own first (its state's page read too: a file
+	// damaged past its header is found here, before the store's
+	// connections attach it), then the store's file attached.
+	for _, q := range []string{searchStateTable, `SELECT COUNT(*) FROM main.search_state`} {
 		if _, err := s.conn.ExecContext(ctx, q); err != nil {
 			s.close()
+			if damaged(err) {
+				err = &searchDamaged{err}
+			}
 			return nil, fmt.Errorf("search file %s: %w", sp, err)
 		}
+	}
+	store := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
+	if _, err := s.conn.ExecContext(ctx, `ATTACH DATABASE `+quoteLiteral(store.String())+` AS store`); err != nil {
+		s.close()
+		return nil, fmt.Errorf("search file %s: %w", sp, err)
 	}
 	return s, nil
 }
 
-// TextIndex reports the search file's size, how many dead letters it is
-// behind the database as this process's last snapshot of it had them
-// (those filed by other processes are counted once its indexer looks),
-// and whether its indexer is failing: for the metrics.
+// TextIndex reports the search file's size on disk (with its log), how
+// many dead letters it is behind the database (those the database's
+// last commit logged against those the search file's last commit
+// applied, read in one snapshot of both: every process's filings and
+// indexers counted), and whether this process's indexer is failing: for
+// the metrics.
 func (d *Store) TextIndex(ctx context.Context) (broker.TextIndexState, error) {
 	s := d.search
 	var st broker.TextIndexState
@@ -302,10 +355,19 @@ func (d *Store) TextIndex(ctx context.Context) (broker.TextIndexState, error) {
 		}
 	}
 	var assigned int64
-	if err := d.read.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0)`).Scan(&assigned); err != nil {
-		return st, fmt.Errorf("search file: the log: %w", unavailable(err))
+	var applied sql.NullInt64
+	err := d.read.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0),
+		(SELECT added_applied FROM search.search_state WHERE id = 1)`).Scan(&assigned, &applied)
+	if err != nil || !applied.Valid {
+		// The search file cannot be read (damaged, its state gone: its
+		// indexer fails too): this process's own account of it.
+		err = d.read.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0)`).Scan(&assigned)
+		applied = sql.NullInt64{Int64: s.added.Load(), Valid: true}
 	}
-	st.Behind = max(0, assigned-s.added.Load())
+	if err != nil {
+		return st, fmt.Errorf("search file: how far its indexes are: %w", unavailable(err))
+	}
+	st.Behind = max(0, assigned-applied.Int64)
 	st.Failing = s.failure.Load() != nil
 	return st, nil
 }
@@ -635,7 +697,7 @@ func (s *searchIndex) run() {
 			// indexer beside: SQLite's busy) without the indexes falling
 			// behind: logged, tried again at the next tick, not a
 			// failure the reads give up on.
-			if merr := errors.Join(s.merge(ctx), s.giveBack(ctx)); merr != nil && ctx.Err() == nil {
+			if merr := errors.Join(s.merge(ctx), s.giveBack(ctx)); merr != nil && ctx.Err() == nil && !s.damage(ctx, merr) {
 				s.log.Warn("search file: merge the indexes or give pages back (tried again)", "file", s.path, "err", merr)
 			}
 		}
@@ -644,10 +706,10 @@ func (s *searchIndex) run() {
 		}
 		if err != nil {
 			fails++
-			msg := err.Error()
-			if s.noteDamage(err) {
-				msg = "the search file is damaged: restart Lazarus to have it set aside and built again from the dead letters (" + msg + ")"
+			if s.damage(ctx, err) {
+				continue // failing for good, said once
 			}
+			msg := err.Error()
 			s.failure.Store(&msg)
 			s.notify() // the reads waiting give up
 			if fails == 1 || fails%60 == 0 {
@@ -655,7 +717,7 @@ func (s *searchIndex) run() {
 			}
 			continue
 		}
-		if fails > 0 {
+		if fails > 0 && !s.damageNoted.Load() {
 			s.log.Info("search file: the indexes are up to date again", "file", s.path, "after_fails", fails)
 			s.failure.Store(nil)
 		}

@@ -44,7 +44,7 @@ func TestADamagedSearchFileIsSetAsideAndBuiltAgain(t *testing.T) {
 	var logs lockedBuffer
 	reopen := func() (*Store, *broker.Broker) {
 		t.Helper()
-		d, err := OpenWith(ctx, path, Options{Sync: SyncNormal, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		d, err := OpenWith(ctx, path, Options{Sync: SyncNormal, Exclusive: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatalf("open with a damaged search file: %v", err)
 		}
@@ -60,6 +60,14 @@ func TestADamagedSearchFileIsSetAsideAndBuiltAgain(t *testing.T) {
 	if err := os.WriteFile(searchPath(path), garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A tool beside the server (not holding the database) leaves it
+	// where it is, and says why it cannot open.
+	if _, err := OpenWith(ctx, path, Options{Sync: SyncNormal}); err == nil || !strings.Contains(err.Error(), "search file") || !strings.Contains(err.Error(), "builds it again") {
+		t.Fatalf("a tool's open of a damaged search file: %v", err)
+	}
+	if _, err := os.Stat(searchPath(path) + damagedSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a tool set the search file aside: %v", err)
+	}
 	d, b = reopen()
 	defer d.Close()
 	if got := found(t, b, broker.DLQQuery{Text: "eur"}); !slices.Equal(got, []string{"t-0", "t-1"}) {
@@ -73,18 +81,27 @@ func TestADamagedSearchFileIsSetAsideAndBuiltAgain(t *testing.T) {
 	}
 }
 
-// Damage past the search file's first pages, which opening it does not
-// read, is found by the indexer: it leaves a marker, searches fail at
-// once saying to restart, and the next start sets the file aside and
-// builds it again.
-func TestDamageTheIndexerFindsIsMendedAtTheNextStart(t *testing.T) {
-	t.Parallel()
+// openServer opens the store at path as the server does (holding the
+// database: Options.Exclusive), closed at the test's end.
+func openServer(t *testing.T, path string) (*Store, *broker.Broker) {
+	t.Helper()
+	d, err := openWith(context.Background(), path, Options{Sync: SyncNormal, Exclusive: true}, knobs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, broker.New(broker.Config{Store: d})
+}
+
+// damagedBeneath files two dead letters at path, then closes the store
+// and overwrites the root pages of the search file's full-text tables:
+// damage that opening the search file does not read.
+func damagedBeneath(t *testing.T, path string) {
+	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "l.db")
-	d, b := openKnobs(t, path, knobs{})
+	d, b := openServer(t, path)
 	fileInCommits(t, b, 2)
 	synced(t, d)
-	// The pages of the full-text tables, overwritten.
 	var roots []int64
 	onSearch(t, d, func(c *sql.Conn) {
 		rows, err := c.QueryContext(ctx, `SELECT rootpage FROM main.sqlite_master WHERE name LIKE 'dead_letter_%' AND rootpage > 0`)
@@ -119,32 +136,85 @@ func TestDamageTheIndexerFindsIsMendedAtTheNextStart(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d, b = openKnobs(t, path, knobs{})
-	fileOne(t, ctx, b, "after", `{"word":"afterwards"}`)
-	marker := searchPath(path) + damageMarker
-	indexerReaches(t, d, true, "the marker of the damage", func() bool {
-		_, err := os.Stat(marker)
-		return err == nil
-	})
-	_, err = b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "afterwards"})
-	if !errors.Is(err, broker.ErrUnavailable) || !strings.Contains(err.Error(), "restart") {
-		t.Fatalf("a search of a damaged search file: %v; want unavailable, saying to restart", err)
+}
+
+// Damage past the search file's first pages, which opening it does not
+// read, is found by the indexer or by a search: it leaves a marker,
+// searches fail at once saying to restart, and the next start sets the
+// file aside and builds it again.
+func TestDamageFoundWhileRunningIsMendedAtTheNextStart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, by := range []string{"the indexer", "a search"} {
+		t.Run(by, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "l.db")
+			damagedBeneath(t, path)
+			d, b := openServer(t, path)
+			marker := searchPath(path) + damageMarker
+			if by == "the indexer" {
+				fileOne(t, ctx, b, "after", `{"word":"afterwards"}`)
+				indexerReaches(t, d, true, "the marker of the damage", func() bool {
+					_, err := os.Stat(marker)
+					return err == nil
+				})
+			}
+			_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "eur"})
+			if !errors.Is(err, broker.ErrUnavailable) || !strings.Contains(err.Error(), "restart") {
+				t.Fatalf("a search of a damaged search file: %v; want unavailable, saying to restart", err)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatalf("no marker of the damage: %v", err)
+			}
+			if st, err := d.TextIndex(ctx); err != nil || !st.Failing {
+				t.Fatalf("the metrics' state of a damaged search file: %+v, %v", st, err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, b = openServer(t, path)
+			if got := found(t, b, broker.DLQQuery{Text: "eur"}); !slices.Equal(got, []string{"t-0", "t-1"}) {
+				t.Fatalf("after the restart eur found %v", got)
+			}
+			if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the marker is left after the rebuild: %v", err)
+			}
+			if _, err := os.Stat(searchPath(path) + damagedSuffix); err != nil {
+				t.Fatalf("the damaged file is not kept: %v", err)
+			}
+		})
 	}
+}
+
+// Damage of the store's own file is not taken for the search file's: a
+// server that cannot open its database leaves the search file where it
+// is.
+func TestADamagedDatabaseLeavesTheSearchFileAlone(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, b := openServer(t, path)
+	fileInCommits(t, b, 1)
+	synced(t, d)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, b = openKnobs(t, path, knobs{})
-	if got := found(t, b, broker.DLQQuery{Text: "afterwards"}); !slices.Equal(got, []string{"after"}) {
-		t.Fatalf("after the restart afterwards found %v", got)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := found(t, b, broker.DLQQuery{Text: "eur"}); !slices.Equal(got, []string{"t-0", "t-1"}) {
-		t.Fatalf("after the restart eur found %v", got)
+	if _, err := f.WriteAt(bytes.Repeat([]byte("x"), 100), 0); err != nil { // the header
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the marker is left after the rebuild: %v", err)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(searchPath(path) + damagedSuffix); err != nil {
-		t.Fatalf("the damaged file is not kept: %v", err)
+	if d, err := openWith(context.Background(), path, Options{Sync: SyncNormal, Exclusive: true}, knobs{}); err == nil {
+		d.Close()
+		t.Fatal("opened a database whose header is garbage")
+	}
+	for _, f := range []string{searchPath(path) + damagedSuffix, searchPath(path) + damageMarker} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is there: the search file was taken for damaged (%v)", filepath.Base(f), err)
+		}
 	}
 }
 

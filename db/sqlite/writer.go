@@ -541,6 +541,12 @@ func (d *Store) View(ctx context.Context, fn func(broker.Tx) error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr) // interrupted, or stopped at a statement
 	}
+	if d.search != nil && d.search.damage(ctx, err) {
+		// A search read a damaged page of the search file.
+		if f := d.search.failure.Load(); f != nil {
+			return fmt.Errorf("%w: %s", broker.ErrUnavailable, *f)
+		}
+	}
 	return unavailable(err)
 }
 
