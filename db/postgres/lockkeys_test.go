@@ -8,7 +8,7 @@ import "testing"
 // maintenance and dead-letter filings stalled while a process led).
 func TestAdvisoryLockKeysDiffer(t *testing.T) {
 	keys := map[string]int64{"writerLock": writerLock, "migrateLock": migrateLock, "leadLock": leadLock,
-		"memberLock": memberLock, "fileLock": fileLock}
+		"memberLock": memberLock, "fileLock": fileLock, "listenLock": listenLock}
 	seen := map[int64]string{}
 	for name, k := range keys {
 		if other, ok := seen[k]; ok {

@@ -108,7 +108,7 @@ func (p *Store) countOn(ctx context.Context, neverAlone bool, every time.Duratio
 		if err != nil {
 			return
 		}
-		p.news.heard(listeners, listening, p.news.listening.Load())
+		p.news.heard(n, listeners, listening, p.news.listening.Load())
 		p.countMu.Lock()
 		p.alone.Store(n == 1 && !neverAlone && p.joins == joins)
 		p.countMu.Unlock()

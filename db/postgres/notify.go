@@ -43,7 +43,8 @@ const (
 // docs/performance.md: about a sixth of a message's CPU, the process's
 // and the server's). Each listening connection holds listenLock shared,
 // and the processes' count (members.go) counts its holders too: news is
-// held while the last count found none but this process's (others), and
+// held while the last count found no other process and no listener but
+// this process's (others), and
 // the keys held stay pending, to be sent as soon as another listens (a
 // count finds it, or it tells that it joined): never dropped.
 type notifier struct {
@@ -179,14 +180,16 @@ func (n *notifier) setOthers(v bool) {
 	}
 }
 
-// heard records a count of the connections holding listenLock, taken
-// between two reads of this process's own listening (before, after): no
-// other listens when none does, or when the one that does is this
-// process's, held all along. Anything else (a count that may have
-// missed this process's or counted it twice over) is taken for another.
-func (n *notifier) heard(listeners int64, before, after bool) {
+// heard records a count of the processes (members) and of the
+// connections holding listenLock, taken between two reads of this
+// process's own listening (before, after). Another process may listen
+// when there is another member (whatever it holds: one of a version
+// before listenLock listens without it), or a listener but this
+// process's own, held all along (a count that may have missed this
+// process's, or found it while it went, is taken for another's).
+func (n *notifier) heard(members, listeners int64, before, after bool) {
 	mine := before && after
-	n.setOthers(!(listeners == 0 || listeners == 1 && mine))
+	n.setOthers(members > 1 || !(listeners == 0 || listeners == 1 && mine))
 }
 
 // listenLock is the key of the lock each process's listening connection

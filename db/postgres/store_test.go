@@ -112,8 +112,7 @@ func TestPGNotifierCarriesNewsBetweenProcesses(t *testing.T) {
 // held is sent, none lost.
 func TestPGNewsWaitsForAListener(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Database(t, "db", Prepare)
-	until := func(what string, cond func() bool) {
+	until := func(t *testing.T, what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); !cond(); {
 			if time.Now().After(deadline) {
@@ -124,21 +123,21 @@ func TestPGNewsWaitsForAListener(t *testing.T) {
 	}
 	// listener is another process's listening connection, as the
 	// notifier's: it LISTENs and holds listenLock; it is no member.
-	listener := func(t *testing.T) *pgx.Conn {
+	listener := func(t *testing.T, dsn string, lock int64) *pgx.Conn {
 		t.Helper()
 		c, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close(context.Background()) })
-		for _, q := range []string{"LISTEN " + channel, fmt.Sprintf("SELECT pg_advisory_lock_shared(%d)", int64(listenLock))} {
+		for _, q := range []string{"LISTEN " + channel, fmt.Sprintf("SELECT pg_advisory_lock_shared(%d)", lock)} {
 			if _, err := c.Exec(ctx, q); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return c
 	}
-	hears := func(c *pgx.Conn, key string) {
+	hears := func(t *testing.T, c *pgx.Conn, key string) {
 		t.Helper()
 		for {
 			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -155,35 +154,39 @@ func TestPGNewsWaitsForAListener(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		countEvery time.Duration
-		tell       bool // the listener tells that it joined (joinChannel)
+		tell       bool  // the listener tells that it joined (joinChannel)
+		lock       int64 // what the listener holds
 	}{
-		{"found by a count", memberEvery, false},
-		{"told of a join", time.Hour, true},
+		{"found by a count", memberEvery, false, listenLock},
+		{"told of a join", time.Hour, true, listenLock},
+		// A process of a version before listenLock listens without it.
+		{"a member that holds no listener lock", memberEvery, false, memberLock},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			dsn := pgtest.Database(t, "db", Prepare) // no listener of another subtest's left on it
 			a, err := openPostgres(ctx, dsn, Options{Sync: SyncNormal}, c.countEvery)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { a.Close() })
-			until("counted nobody else listening", func() bool { return !a.news.others.Load() })
+			until(t, "counted nobody else listening", func() bool { return !a.news.others.Load() })
 			br := broker.New(broker.Config{Store: a, Notifier: a.Notifier()})
 			t.Cleanup(br.Close)
 			key := "orders-" + strings.ReplaceAll(c.name, " ", "-")
 			if _, err := br.Push(ctx, []broker.PushItem{{Queue: key, Payload: []byte(`{}`)}}); err != nil {
 				t.Fatal(err)
 			}
-			until("a round of news held", func() bool { return a.news.unsent.Load() > 0 })
+			until(t, "a round of news held", func() bool { return a.news.unsent.Load() > 0 })
 			if n := a.news.sent.Load(); n != 0 {
 				t.Fatalf("with nobody else listening, a sent news %d times", n)
 			}
-			l := listener(t)
+			l := listener(t, dsn, c.lock)
 			if c.tell {
 				if _, err := l.Exec(ctx, `SELECT pg_notify($1, 'newcomer')`, joinChannel); err != nil {
 					t.Fatal(err)
 				}
 			}
-			hears(l, key)
+			hears(t, l, key)
 		})
 	}
 }
