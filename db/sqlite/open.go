@@ -218,7 +218,7 @@ func open(ctx context.Context, path string, o Options, k knobs) (*Store, error) 
 		// store checked or rebuilt it (prepare), and confirmed by the
 		// search file's own check (not the store's file's): set aside
 		// and built anew by a second try, by the server only.
-		again := attempt == 0 && o.Exclusive && search.damage(ctx, err)
+		again := attempt == 0 && o.Exclusive && search.damage(ctx, err, true)
 		search.close()
 		if !again {
 			return nil, err

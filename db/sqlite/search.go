@@ -112,13 +112,16 @@ type searchIndex struct {
 	added   atomic.Int64
 	failure atomic.Pointer[string]
 	// damageNoted: damage found the search file damaged (and left its
-	// marker).
+	// marker); soundAt: when its quick_check last found it sound (under
+	// txMu).
 	damageNoted atomic.Bool
+	soundAt     time.Time
 
 	mu       sync.Mutex
 	progress chan struct{} // closed when applied moves (then replaced)
 
 	wake    chan struct{} // rows were logged (kick)
+	suspect chan error    // a read met damage (suspectDamage)
 	hurry   chan struct{} // a read waits for them (hurryUp)
 	stop    chan struct{}
 	done    chan struct{}
@@ -220,14 +223,22 @@ func damaged(err error) bool {
 // one set aside before, and its log), drops its shared memory, and
 // removes the marker: sp is then made anew.
 func setAside(sp string) error {
-	if err := os.Rename(sp, sp+damagedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	err := os.Rename(sp+"-wal", sp+damagedSuffix+"-wal")
-	if errors.Is(err, os.ErrNotExist) {
-		err = os.Remove(sp + damagedSuffix + "-wal") // the log of a copy set aside before
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := os.Rename(sp, sp+damagedSuffix)
+	switch {
+	case err == nil:
+		err = os.Rename(sp+"-wal", sp+damagedSuffix+"-wal")
+		if errors.Is(err, os.ErrNotExist) {
+			err = os.Remove(sp + damagedSuffix + "-wal") // the log of a copy set aside before
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	case errors.Is(err, os.ErrNotExist):
+		// Nothing to set aside: a log without its file goes.
+		if err := os.Remove(sp + "-wal"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	default:
 		return err
 	}
 	for _, f := range []string{sp + "-shm", sp + damageMarker} {
@@ -239,23 +250,30 @@ func setAside(sp string) error {
 }
 
 // damage is told err, an error of a statement that read the search file
-// (the indexer's, a search's, or the store's open): when SQLite found a
-// file damaged and the search file's own check confirms it is this one
-// (not the store's file, which those statements read too), it leaves the
-// marker that has the next start set the search file aside, has
-// searches fail at once saying so, and reports true. The check reads the
-// whole search file, once: later calls report what it found.
-func (s *searchIndex) damage(ctx context.Context, err error) bool {
-	if !damaged(err) {
-		return false
-	}
+// (the indexer's, a merge's, a search's, or the store's open): when
+// SQLite found the search file damaged, it leaves the marker that has
+// the next start set the search file aside, has searches fail at once
+// saying so, and reports true (and so once it has). A full-text table
+// that is damaged (SQLITE_CORRUPT_VTAB: only the search file has them)
+// is the search file's. Any other damage may be the store's file's,
+// which those statements read too: when check, the search file's own
+// quick_check decides (it reads the whole file: a file it found sound is
+// not checked again for damageRecheck); otherwise it is left unsaid.
+func (s *searchIndex) damage(ctx context.Context, err error, check bool) bool {
 	if s.damageNoted.Load() {
 		return true
 	}
-	if !s.confirmDamage(ctx) {
+	if !damaged(err) {
 		return false
 	}
-	s.damageNoted.Store(true)
+	var se sqlite3.Error
+	vtab := errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrCorruptVTab
+	if !vtab && (!check || !s.confirmDamage(ctx)) {
+		return false
+	}
+	if s.damageNoted.Swap(true) {
+		return true
+	}
 	msg := "the search file is damaged: restart Lazarus to have it set aside and built again from the dead letters (" + err.Error() + ")"
 	if werr := os.WriteFile(s.path+damageMarker, []byte(err.Error()+"\n"), 0o600); werr != nil {
 		msg = "the search file is damaged, and the marker that has the next start build it again could not be written (" + werr.Error() + "): stop Lazarus, delete " + s.path + " and start it again (" + err.Error() + ")"
@@ -266,14 +284,42 @@ func (s *searchIndex) damage(ctx context.Context, err error) bool {
 	return true
 }
 
+// suspectDamage hands err, a read's that SQLite found a file damaged in,
+// to the indexer, which checks whether it is the search file (damage):
+// a read does not hold its connection for the whole file's check.
+func (s *searchIndex) suspectDamage(err error) {
+	if !damaged(err) || s.damageNoted.Load() {
+		return
+	}
+	select {
+	case s.suspect <- err:
+	default:
+	}
+}
+
+// damageRecheck is how long a search file that its quick_check found
+// sound is not checked again (the damage SQLite reported was the store's
+// file's, and the check reads the whole search file).
+const damageRecheck = 10 * time.Minute
+
 // confirmDamage checks the search file alone (PRAGMA main.quick_check on
 // the indexer's connection, where the store's file is attached as
-// store): true when SQLite finds it damaged.
+// store): true when SQLite finds it damaged. One found sound within
+// damageRecheck is not checked again.
 func (s *searchIndex) confirmDamage(ctx context.Context) bool {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
+	if s.damageNoted.Load() {
+		return true
+	}
+	if t := s.soundAt; !t.IsZero() && time.Since(t) < damageRecheck {
+		return false
+	}
 	var res string
 	err := s.conn.QueryRowContext(ctx, `PRAGMA main.quick_check(1)`).Scan(&res)
+	if err == nil && res == "ok" {
+		s.soundAt = time.Now()
+	}
 	return damaged(err) || err == nil && res != "ok"
 }
 
@@ -304,7 +350,7 @@ func openSearchFileOnce(ctx context.Context, sp, path string, o Options, log *sl
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &searchIndex{path: sp, db: db, log: log, batch: searchBatch, keep: giveBackPages, progress: make(chan struct{}), wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &searchIndex{path: sp, db: db, log: log, batch: searchBatch, keep: giveBackPages, progress: make(chan struct{}), wake: make(chan struct{}, 1), suspect: make(chan error, 1), hurry: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if s.conn, err = db.Conn(ctx); err != nil { // its pragmas run: the search file's alone
 		db.Close()
 		if damaged(err) {
@@ -666,6 +712,7 @@ func (s *searchIndex) run() {
 		cancel()
 	}()
 	fails := 0
+	var mine *string // the failure this loop said last
 	for {
 		select {
 		case <-s.stop:
@@ -681,6 +728,9 @@ func (s *searchIndex) run() {
 			}
 			linger.Stop()
 		case <-tick.C:
+		case err := <-s.suspect:
+			s.damage(ctx, err, true)
+			continue
 		}
 		// What called it before now is in catchUp's snapshot, which
 		// begins after: no call is left for a round that would find
@@ -697,7 +747,7 @@ func (s *searchIndex) run() {
 			// indexer beside: SQLite's busy) without the indexes falling
 			// behind: logged, tried again at the next tick, not a
 			// failure the reads give up on.
-			if merr := errors.Join(s.merge(ctx), s.giveBack(ctx)); merr != nil && ctx.Err() == nil && !s.damage(ctx, merr) {
+			if merr := errors.Join(s.merge(ctx), s.giveBack(ctx)); merr != nil && ctx.Err() == nil && !s.damage(ctx, merr, true) {
 				s.log.Warn("search file: merge the indexes or give pages back (tried again)", "file", s.path, "err", merr)
 			}
 		}
@@ -706,20 +756,20 @@ func (s *searchIndex) run() {
 		}
 		if err != nil {
 			fails++
-			if s.damage(ctx, err) {
+			if s.damage(ctx, err, fails == 1 || fails%60 == 0) {
 				continue // failing for good, said once
 			}
 			msg := err.Error()
-			s.failure.Store(&msg)
+			mine = &msg
+			s.failure.Store(mine)
 			s.notify() // the reads waiting give up
 			if fails == 1 || fails%60 == 0 {
 				s.log.Error("search file: the indexes could not be brought up to date (searches wait for them)", "file", s.path, "fails", fails, "err", err)
 			}
 			continue
 		}
-		if fails > 0 && !s.damageNoted.Load() {
+		if fails > 0 && s.failure.CompareAndSwap(mine, nil) { // not damage's, said meanwhile
 			s.log.Info("search file: the indexes are up to date again", "file", s.path, "after_fails", fails)
-			s.failure.Store(nil)
 		}
 		fails = 0
 	}

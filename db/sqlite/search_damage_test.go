@@ -1,10 +1,14 @@
 package sqlite
 
 import (
+	"fmt"
+	"time"
+
 	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	sqlite3 "github.com/mattn/go-sqlite3"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -83,9 +87,13 @@ func TestADamagedSearchFileIsSetAsideAndBuiltAgain(t *testing.T) {
 
 // openServer opens the store at path as the server does (holding the
 // database: Options.Exclusive), closed at the test's end.
-func openServer(t *testing.T, path string) (*Store, *broker.Broker) {
+func openServer(t *testing.T, path string, k ...knobs) (*Store, *broker.Broker) {
 	t.Helper()
-	d, err := openWith(context.Background(), path, Options{Sync: SyncNormal, Exclusive: true}, knobs{})
+	var kn knobs
+	if len(k) > 0 {
+		kn = k[0]
+	}
+	d, err := openWith(context.Background(), path, Options{Sync: SyncNormal, Exclusive: true}, kn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,14 +157,25 @@ func TestDamageFoundWhileRunningIsMendedAtTheNextStart(t *testing.T) {
 		t.Run(by, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "l.db")
 			damagedBeneath(t, path)
-			d, b := openServer(t, path)
 			marker := searchPath(path) + damageMarker
+			noted := func() bool {
+				_, err := os.Stat(marker)
+				return err == nil
+			}
+			var d *Store
+			var b *broker.Broker
 			if by == "the indexer" {
+				d, b = openServer(t, path)
 				fileOne(t, ctx, b, "after", `{"word":"afterwards"}`)
-				indexerReaches(t, d, true, "the marker of the damage", func() bool {
-					_, err := os.Stat(marker)
-					return err == nil
-				})
+				indexerReaches(t, d, true, "the marker of the damage", noted)
+			} else {
+				// The indexer looks unasked only hourly (no merge of
+				// its own finds the damage): the search's does.
+				d, b = openServer(t, path, knobs{tick: time.Hour})
+				if _, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "eur"}); err == nil {
+					t.Fatal("a search of a damaged search file found no fault")
+				}
+				indexerReaches(t, d, false, "the marker of the damage", noted)
 			}
 			_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "eur"})
 			if !errors.Is(err, broker.ErrUnavailable) || !strings.Contains(err.Error(), "restart") {
@@ -182,6 +201,36 @@ func TestDamageFoundWhileRunningIsMendedAtTheNextStart(t *testing.T) {
 				t.Fatalf("the damaged file is not kept: %v", err)
 			}
 		})
+	}
+}
+
+// Damage that SQLite reports of a statement that read both files, and
+// that the search file's own check does not find there, is the store's
+// file's: no marker; and the check, which reads the whole search file,
+// is not run again soon.
+func TestDamageTheSearchFilesCheckDoesNotFindIsNotItsOwn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	malformed := fmt.Errorf("read: %w", sqlite3.Error{Code: sqlite3.ErrCorrupt})
+	if d.search.damage(ctx, malformed, true) || d.search.damageNoted.Load() {
+		t.Fatal("a sound search file was taken for damaged")
+	}
+	if _, err := os.Stat(d.search.path + damageMarker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a marker was left for a sound search file: %v", err)
+	}
+	d.search.txMu.Lock()
+	checked := d.search.soundAt
+	d.search.txMu.Unlock()
+	if checked.IsZero() {
+		t.Fatal("the search file's check was not run")
+	}
+	d.search.damage(ctx, malformed, true)
+	d.search.txMu.Lock()
+	again := d.search.soundAt
+	d.search.txMu.Unlock()
+	if !again.Equal(checked) {
+		t.Fatal("the search file was checked again at once")
 	}
 }
 

@@ -541,11 +541,15 @@ func (d *Store) View(ctx context.Context, fn func(broker.Tx) error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		return fmt.Errorf("read: %w", ctxErr) // interrupted, or stopped at a statement
 	}
-	if d.search != nil && d.search.damage(ctx, err) {
-		// A search read a damaged page of the search file.
+	if d.search != nil && d.search.damage(ctx, err, false) {
+		// A search read a damaged page of the search file (a full-text
+		// table's: for other damage the indexer checks the file, not a
+		// read, which would hold its connection for the whole check).
 		if f := d.search.failure.Load(); f != nil {
 			return fmt.Errorf("%w: %s", broker.ErrUnavailable, *f)
 		}
+	} else if d.search != nil {
+		d.search.suspectDamage(err)
 	}
 	return unavailable(err)
 }
