@@ -44,9 +44,9 @@ const (
 // and the server's). Each listening connection holds listenLock shared,
 // and the processes' count (members.go) counts its holders too: news is
 // held while the last count found no other process and no listener but
-// this process's (others), and
-// the keys held stay pending, to be sent as soon as another listens (a
-// count finds it, or it tells that it joined): never dropped.
+// this process's (others), and the keys held stay pending, to be sent as
+// soon as another listens (a count finds it, or it tells that it
+// joined): never dropped.
 type notifier struct {
 	local broker.LocalNotifier
 	pool  *pgxpool.Pool

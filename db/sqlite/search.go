@@ -253,18 +253,19 @@ func setAside(sp string) error {
 // (the indexer's, a merge's, a search's, or the store's open): when
 // SQLite found the search file damaged, it leaves the marker that has
 // the next start set the search file aside, has searches fail at once
-// saying so, and reports true (and so once it has). A full-text table
+// saying so, and reports true (and so for every later damage it is
+// told of, once it has). A full-text table
 // that is damaged (SQLITE_CORRUPT_VTAB: only the search file has them)
 // is the search file's. Any other damage may be the store's file's,
 // which those statements read too: when check, the search file's own
 // quick_check decides (it reads the whole file: a file it found sound is
 // not checked again for damageRecheck); otherwise it is left unsaid.
 func (s *searchIndex) damage(ctx context.Context, err error, check bool) bool {
-	if s.damageNoted.Load() {
-		return true
-	}
 	if !damaged(err) {
 		return false
+	}
+	if s.damageNoted.Load() {
+		return true
 	}
 	var se sqlite3.Error
 	vtab := errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrCorruptVTab
@@ -756,7 +757,7 @@ func (s *searchIndex) run() {
 		}
 		if err != nil {
 			fails++
-			if s.damage(ctx, err, fails == 1 || fails%60 == 0) {
+			if s.damageNoted.Load() || s.damage(ctx, err, fails == 1 || fails%60 == 0) {
 				continue // failing for good, said once
 			}
 			msg := err.Error()

@@ -14,29 +14,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
-
-// lockedBuffer is a log sink the store's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A search file SQLite cannot read as a database is set aside as it
 // opens (kept as <path>-search.damaged) and built again from the dead
@@ -45,7 +26,7 @@ func TestADamagedSearchFileIsSetAsideAndBuiltAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "l.db")
-	var logs lockedBuffer
+	var logs syncBuffer
 	reopen := func() (*Store, *broker.Broker) {
 		t.Helper()
 		d, err := OpenWith(ctx, path, Options{Sync: SyncNormal, Exclusive: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -183,6 +164,10 @@ func TestDamageFoundWhileRunningIsMendedAtTheNextStart(t *testing.T) {
 			}
 			if _, err := os.Stat(marker); err != nil {
 				t.Fatalf("no marker of the damage: %v", err)
+			}
+			// Reads that do not search go on.
+			if page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g"}); err != nil || len(page.Items) == 0 {
+				t.Fatalf("a list without a search beside a damaged search file: %d dead letters, %v", len(page.Items), err)
 			}
 			if st, err := d.TextIndex(ctx); err != nil || !st.Failing {
 				t.Fatalf("the metrics' state of a damaged search file: %+v, %v", st, err)
