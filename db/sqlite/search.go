@@ -903,8 +903,16 @@ func (s *searchIndex) applyBatch(ctx context.Context, l int) (int, error) {
 // snapshot that a write of the other indexer made stale (which SQLite
 // would refuse to write on). The store's file, attached read-only, it
 // only reads: BEGIN IMMEDIATE takes no lock of it.
+//
+// The transaction is begun on a context that the indexer's stop does not
+// cancel: database/sql discards the connection of a transaction whose
+// own context ends, in a goroutine of its own, and this is the indexer's
+// one connection, which Close still uses after the indexer stopped
+// (detachStore: the discard raced it and panicked in a full run). Its
+// statements take ctx, which interrupts them; the transaction is then
+// rolled back by its caller.
 func (s *searchIndex) writeTx(ctx context.Context) (*sql.Tx, error) {
-	return s.conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the DSN's _txlock)
+	return s.conn.BeginTx(context.WithoutCancel(ctx), nil) // BEGIN IMMEDIATE (the DSN's _txlock)
 }
 
 // advance records that the indexes hold every addition up to added,
