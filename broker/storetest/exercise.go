@@ -85,6 +85,7 @@ var tests = []test{
 	{"DelayedProcessingHoldsAMessageAndWhatIsBehindIt", testDelayedProcessingHoldsAMessageAndWhatIsBehindIt},
 	{"DelayedProcessingCountsFromThePush", testDelayedProcessingCountsFromThePush},
 	{"DelayedProcessingWakesALongPoll", testDelayedProcessingWakesALongPoll},
+	{"LateCountsKeepTheirBucketsDepth", testLateCountsKeepTheirBucketsDepth},
 	{"DemoHistoryGoesIntoTheBucketsOfANewDatabaseOnce", testDemoHistoryGoesIntoTheBucketsOfANewDatabaseOnce},
 	{"DemoHistoryIsNotWrittenIntoADatabaseWithAHistoryOfItsOwn", testDemoHistoryIsNotWrittenIntoADatabaseWithAHistoryOfItsOwn},
 	{"DemoHistoryThatDoesNotAddUpIsRefused", testDemoHistoryThatDoesNotAddUpIsRefused},

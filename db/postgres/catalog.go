@@ -113,7 +113,8 @@ var catalog = map[string]*statement{
 		completed = stats_hour.completed + excluded.completed, failed = stats_hour.failed + excluded.failed,
 		replay_completed = stats_hour.replay_completed + excluded.replay_completed, replay_failed = stats_hour.replay_failed + excluded.replay_failed,
 		expired = stats_hour.expired + excluded.expired, dead_letters_expired = stats_hour.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`: {text: `INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+		depth = CASE WHEN ?16 <> 0 THEN excluded.depth ELSE stats_hour.depth END,
+		oldest_at = CASE WHEN ?16 <> 0 THEN excluded.oldest_at ELSE stats_hour.oldest_at END`: {text: `INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (queue_id, group_id, hour) DO UPDATE SET dead_lettered = stats_hour.dead_lettered + excluded.dead_lettered,
@@ -121,7 +122,8 @@ var catalog = map[string]*statement{
 		completed = stats_hour.completed + excluded.completed, failed = stats_hour.failed + excluded.failed,
 		replay_completed = stats_hour.replay_completed + excluded.replay_completed, replay_failed = stats_hour.replay_failed + excluded.replay_failed,
 		expired = stats_hour.expired + excluded.expired, dead_letters_expired = stats_hour.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`, stores: true},
+		depth = CASE WHEN $16 <> 0 THEN excluded.depth ELSE stats_hour.depth END,
+		oldest_at = CASE WHEN $16 <> 0 THEN excluded.oldest_at ELSE stats_hour.oldest_at END`, stores: true},
 	// Tx.AddStats: translated
 	`INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
@@ -131,7 +133,8 @@ var catalog = map[string]*statement{
 		completed = stats_minute.completed + excluded.completed, failed = stats_minute.failed + excluded.failed,
 		replay_completed = stats_minute.replay_completed + excluded.replay_completed, replay_failed = stats_minute.replay_failed + excluded.replay_failed,
 		expired = stats_minute.expired + excluded.expired, dead_letters_expired = stats_minute.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`: {text: `INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+		depth = CASE WHEN ?16 <> 0 THEN excluded.depth ELSE stats_minute.depth END,
+		oldest_at = CASE WHEN ?16 <> 0 THEN excluded.oldest_at ELSE stats_minute.oldest_at END`: {text: `INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (queue_id, group_id, minute) DO UPDATE SET dead_lettered = stats_minute.dead_lettered + excluded.dead_lettered,
@@ -139,7 +142,8 @@ var catalog = map[string]*statement{
 		completed = stats_minute.completed + excluded.completed, failed = stats_minute.failed + excluded.failed,
 		replay_completed = stats_minute.replay_completed + excluded.replay_completed, replay_failed = stats_minute.replay_failed + excluded.replay_failed,
 		expired = stats_minute.expired + excluded.expired, dead_letters_expired = stats_minute.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`, stores: true},
+		depth = CASE WHEN $16 <> 0 THEN excluded.depth ELSE stats_minute.depth END,
+		oldest_at = CASE WHEN $16 <> 0 THEN excluded.oldest_at ELSE stats_minute.oldest_at END`, stores: true},
 	// Tx.AddStats: translated
 	`INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
@@ -149,7 +153,8 @@ var catalog = map[string]*statement{
 		completed = stats_quarter.completed + excluded.completed, failed = stats_quarter.failed + excluded.failed,
 		replay_completed = stats_quarter.replay_completed + excluded.replay_completed, replay_failed = stats_quarter.replay_failed + excluded.replay_failed,
 		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`: {text: `INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+		depth = CASE WHEN ?16 <> 0 THEN excluded.depth ELSE stats_quarter.depth END,
+		oldest_at = CASE WHEN ?16 <> 0 THEN excluded.oldest_at ELSE stats_quarter.oldest_at END`: {text: `INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (queue_id, group_id, quarter) DO UPDATE SET dead_lettered = stats_quarter.dead_lettered + excluded.dead_lettered,
@@ -157,7 +162,8 @@ var catalog = map[string]*statement{
 		completed = stats_quarter.completed + excluded.completed, failed = stats_quarter.failed + excluded.failed,
 		replay_completed = stats_quarter.replay_completed + excluded.replay_completed, replay_failed = stats_quarter.replay_failed + excluded.replay_failed,
 		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`, stores: true},
+		depth = CASE WHEN $16 <> 0 THEN excluded.depth ELSE stats_quarter.depth END,
+		oldest_at = CASE WHEN $16 <> 0 THEN excluded.oldest_at ELSE stats_quarter.oldest_at END`, stores: true},
 	// Tx.AddStats: translated
 	`SELECT failed_at FROM dead_letters WHERE queue_id = ? AND group_id = ? ORDER BY failed_at, id LIMIT 1`: {text: `SELECT failed_at FROM dead_letters WHERE queue_id = $1 AND group_id = $2 ORDER BY failed_at, id LIMIT 1`},
 	// Tx.AddStats: translated

@@ -46,11 +46,21 @@ func (t *Tx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stat
 	if at.IsZero() {
 		at = time.Now()
 	}
-	// The buckets of the minute, the quarter hour and the hour of at.
+	// The buckets of the minute, the quarter hour and the hour of at. A
+	// change of no dead letters leaves a bucket's depth and oldest as they
+	// are: it may be counts that waited in memory (StatsDelay) and come
+	// after writes that moved the depth since their time (another
+	// process's, or a write beside others, which takes no waiting
+	// counts); the depth now is not the depth of their bucket. A new
+	// bucket takes the depth now.
 	minute := at.Unix() / 60
+	moves := 0
+	if d.Depth != 0 || d.DeadLettered != 0 {
+		moves = 1
+	}
 	for _, b := range bucketTables {
 		if _, err := t.Exec(ctx, b.upsert, queueID, groupID, minute/b.minutes, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed,
-			d.ReplayCompleted, d.ReplayFailed, d.Expired, d.DeadLettersExpired, depth, oldest); err != nil {
+			d.ReplayCompleted, d.ReplayFailed, d.Expired, d.DeadLettersExpired, depth, oldest, moves); err != nil {
 			return err
 		}
 	}
@@ -61,7 +71,7 @@ func (t *Tx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stat
 type bucketTable struct {
 	name, unit string // the table and its time column
 	minutes    int64  // the bucket's length
-	upsert     string // adds counters, sets depth and oldest_at
+	upsert     string // adds counters; sets depth and oldest_at when ?16 is not 0, or the bucket is new
 	insert     string // a new bucket, whole (InsertBuckets)
 }
 
@@ -75,7 +85,8 @@ func newBucketTable(name, unit string, minutes int64) bucketTable {
 		completed = ` + name + `.completed + excluded.completed, failed = ` + name + `.failed + excluded.failed,
 		replay_completed = ` + name + `.replay_completed + excluded.replay_completed, replay_failed = ` + name + `.replay_failed + excluded.replay_failed,
 		expired = ` + name + `.expired + excluded.expired, dead_letters_expired = ` + name + `.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at`,
+		depth = CASE WHEN ?16 <> 0 THEN excluded.depth ELSE ` + name + `.depth END,
+		oldest_at = CASE WHEN ?16 <> 0 THEN excluded.oldest_at ELSE ` + name + `.oldest_at END`,
 		insert: `INSERT INTO ` + name + ` (queue_id, group_id, ` + unit + `, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`}

@@ -174,7 +174,8 @@ INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, del
 --   		completed = stats_hour.completed + excluded.completed, failed = stats_hour.failed + excluded.failed,
 --   		replay_completed = stats_hour.replay_completed + excluded.replay_completed, replay_failed = stats_hour.replay_failed + excluded.replay_failed,
 --   		expired = stats_hour.expired + excluded.expired, dead_letters_expired = stats_hour.dead_letters_expired + excluded.dead_letters_expired,
---   		depth = excluded.depth, oldest_at = excluded.oldest_at
+--   		depth = CASE WHEN ?16 <> 0 THEN excluded.depth ELSE stats_hour.depth END,
+--   		oldest_at = CASE WHEN ?16 <> 0 THEN excluded.oldest_at ELSE stats_hour.oldest_at END
 -- postgres (translated):
 INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
@@ -184,7 +185,8 @@ INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, delet
 		completed = stats_hour.completed + excluded.completed, failed = stats_hour.failed + excluded.failed,
 		replay_completed = stats_hour.replay_completed + excluded.replay_completed, replay_failed = stats_hour.replay_failed + excluded.replay_failed,
 		expired = stats_hour.expired + excluded.expired, dead_letters_expired = stats_hour.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at
+		depth = CASE WHEN $16 <> 0 THEN excluded.depth ELSE stats_hour.depth END,
+		oldest_at = CASE WHEN $16 <> 0 THEN excluded.oldest_at ELSE stats_hour.oldest_at END
 ;
 
 -- used by: Tx.AddStats
@@ -197,7 +199,8 @@ INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, delet
 --   		completed = stats_minute.completed + excluded.completed, failed = stats_minute.failed + excluded.failed,
 --   		replay_completed = stats_minute.replay_completed + excluded.replay_completed, replay_failed = stats_minute.replay_failed + excluded.replay_failed,
 --   		expired = stats_minute.expired + excluded.expired, dead_letters_expired = stats_minute.dead_letters_expired + excluded.dead_letters_expired,
---   		depth = excluded.depth, oldest_at = excluded.oldest_at
+--   		depth = CASE WHEN ?16 <> 0 THEN excluded.depth ELSE stats_minute.depth END,
+--   		oldest_at = CASE WHEN ?16 <> 0 THEN excluded.oldest_at ELSE stats_minute.oldest_at END
 -- postgres (translated):
 INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
@@ -207,7 +210,8 @@ INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, d
 		completed = stats_minute.completed + excluded.completed, failed = stats_minute.failed + excluded.failed,
 		replay_completed = stats_minute.replay_completed + excluded.replay_completed, replay_failed = stats_minute.replay_failed + excluded.replay_failed,
 		expired = stats_minute.expired + excluded.expired, dead_letters_expired = stats_minute.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at
+		depth = CASE WHEN $16 <> 0 THEN excluded.depth ELSE stats_minute.depth END,
+		oldest_at = CASE WHEN $16 <> 0 THEN excluded.oldest_at ELSE stats_minute.oldest_at END
 ;
 
 -- used by: Tx.AddStats
@@ -220,7 +224,8 @@ INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, d
 --   		completed = stats_quarter.completed + excluded.completed, failed = stats_quarter.failed + excluded.failed,
 --   		replay_completed = stats_quarter.replay_completed + excluded.replay_completed, replay_failed = stats_quarter.replay_failed + excluded.replay_failed,
 --   		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
---   		depth = excluded.depth, oldest_at = excluded.oldest_at
+--   		depth = CASE WHEN ?16 <> 0 THEN excluded.depth ELSE stats_quarter.depth END,
+--   		oldest_at = CASE WHEN ?16 <> 0 THEN excluded.oldest_at ELSE stats_quarter.oldest_at END
 -- postgres (translated):
 INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
@@ -230,7 +235,8 @@ INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed,
 		completed = stats_quarter.completed + excluded.completed, failed = stats_quarter.failed + excluded.failed,
 		replay_completed = stats_quarter.replay_completed + excluded.replay_completed, replay_failed = stats_quarter.replay_failed + excluded.replay_failed,
 		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
-		depth = excluded.depth, oldest_at = excluded.oldest_at
+		depth = CASE WHEN $16 <> 0 THEN excluded.depth ELSE stats_quarter.depth END,
+		oldest_at = CASE WHEN $16 <> 0 THEN excluded.oldest_at ELSE stats_quarter.oldest_at END
 ;
 
 -- used by: Tx.AddStats
