@@ -667,7 +667,10 @@ type ReplayTx interface {
 type StatsTx interface {
 	// AddStats adds d to the running totals of a queue and group and to
 	// the minute, quarter-hour and hour buckets of at, which also record
-	// the depth and the oldest dead letter after the change. It writes
+	// the depth and the oldest dead letter after the change when d moves
+	// the depth or files dead letters, or the bucket is new (counts alone,
+	// which may have waited in memory since at, leave a bucket's depth as
+	// at had it). It writes
 	// group_stats (made when there is none) and the three bucket tables,
 	// one upsert each, and reads the group's oldest dead letter when d
 	// moves the depth or files dead letters. A zero at is the wall

@@ -1,20 +1,20 @@
 package sqlite
 
 import (
-	"fmt"
-	"time"
-
 	"bytes"
 	"context"
 	"database/sql"
 	"errors"
-	sqlite3 "github.com/mattn/go-sqlite3"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/lazarus-dlq/lazarus/broker"
 )
