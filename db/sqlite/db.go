@@ -48,6 +48,7 @@ type Store struct {
 	changed   *sync.Cond // broadcast when busy, waiting or bulk change
 	busy      bool       // a goroutine is writing
 	waiting   []writeRequest
+	lateFor   time.Duration  // lateFor, or a test's
 	bulk      []writeRequest // low-priority writes (broker.UpdateOptions.Background)
 	bulkSince time.Time      // since when the first of bulk has waited
 	lastWrite time.Time      // when the last ordinary write ended

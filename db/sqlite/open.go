@@ -260,7 +260,7 @@ func openStore(ctx context.Context, path string, o Options, k knobs, search *sea
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	d := &Store{write: write, read: read, path: path, sync: o.Sync, search: search, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	d := &Store{write: write, read: read, path: path, sync: o.Sync, search: search, lateFor: lateFor, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.changed = sync.NewCond(&d.wmu)
 	d.log = log
 	d.folds = sqlcore.NewFolds(o.FoldEvery, d.log)

@@ -26,10 +26,12 @@ func openBroker(t *testing.T) (*Store, *broker.Broker) {
 }
 
 // holdWriter keeps the writer busy until release is called, so that the
-// Updates sent meanwhile queue up and commit together as one group.
+// Updates sent meanwhile queue up and commit together as one group. The
+// holding write is a background one, which takes no late joiners
+// (commitGroup): the group is theirs alone.
 func holdWriter(d *Store) (release func()) {
 	hold, held := make(chan struct{}), make(chan struct{})
-	go d.Update(context.Background(), broker.UpdateOptions{}, func(broker.Tx) error { close(held); <-hold; return nil })
+	go d.Update(context.Background(), broker.UpdateOptions{Background: true}, func(broker.Tx) error { close(held); <-hold; return nil })
 	<-held
 	return func() { close(hold) }
 }

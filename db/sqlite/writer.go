@@ -30,6 +30,12 @@ const bulkMaxWait = 10 * time.Millisecond
 // maxGroup caps how many Updates share one transaction.
 const maxGroup = 256
 
+// lateFor is how long after its BEGIN a transaction still takes the
+// writes that queued while it ran (late joiners, commitGroup): under a
+// steady stream of them, its first caller waits this long more at most,
+// not for maxGroup functions.
+const lateFor = 2 * time.Millisecond
+
 type writeRequest struct {
 	ctx  context.Context
 	o    broker.UpdateOptions
@@ -262,6 +268,7 @@ func (d *Store) commitSavepoints(group []writeRequest) { d.commitGroup(group, tr
 // function failed having changed rows is rolled back and run again by
 // commitSavepoints, which answers it.
 func (d *Store) commitGroup(group []writeRequest, savepoints bool) {
+	began := time.Now()
 	if err := d.beginGroup(group); err != nil {
 		for _, r := range group {
 			r.done <- err
@@ -288,7 +295,27 @@ func (d *Store) commitGroup(group []writeRequest, savepoints bool) {
 			r.done <- errs[i]
 		}
 	}
-	ok, rerun, broken := d.runGroup(st, group, errs, savepoints)
+	ok, rerun, broken := d.runGroup(st, group, errs, savepoints, len(group) == 1)
+	// The writes that queued while the group ran join it before its
+	// COMMIT (late joiners), each run as the group's others are: callers
+	// answered by the last commit come back while this one runs, and
+	// would otherwise make the next transaction, and its commit, of
+	// their own. Not into a background write's transaction (it runs
+	// alone: a failure beside it would run its chunk again), not after a
+	// function of a group of one failed (it ran with no savepoint: its
+	// transaction is to be rolled back), and not past lateFor.
+	joinable := !group[0].o.Background
+	for joinable && !rerun && broken == nil && len(group) < maxGroup && (len(group) > 1 || errs[0] == nil) && time.Since(began) < d.lateFor {
+		late := d.takeLate(maxGroup - len(group))
+		if len(late) == 0 {
+			break
+		}
+		from := len(group)
+		group, errs = append(group, late...), append(errs, make([]error, len(late))...)
+		var k int
+		k, rerun, broken = d.runGroup(st, group[from:], errs[from:], savepoints, false)
+		ok += k
+	}
 	switch {
 	case rerun:
 		d.rollback()
@@ -328,22 +355,46 @@ func (d *Store) beginGroup(group []writeRequest) error {
 	return nil
 }
 
+// takeLate takes, for a group under way, up to n of the writes queued
+// since it began, in their order: none when a background write is
+// overdue or the search file's catch-up is due (they go next), and,
+// while the group commits relaxed (syncFor: ephemeral writes only),
+// only the ephemeral ones at the head of the queue.
+func (d *Store) takeLate(n int) []writeRequest {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.bulkOverdue() || d.catchUpDue.Load() {
+		return nil
+	}
+	k := 0
+	for k < len(d.waiting) && k < n && (!d.relaxed || d.waiting[k].o.Ephemeral) {
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	taken := append([]writeRequest(nil), d.waiting[:k]...)
+	d.waiting = append(d.waiting[:0], d.waiting[k:]...)
+	return taken
+}
+
 // runGroup runs the functions of group one after the other in st's
 // transaction, each one's error in errs (a request whose ctx ended
 // before its turn is not run), and counts those that succeeded (ok). A
-// group of one needs no savepoint: its failure fails the transaction.
-// It stops at the first function that leaves the transaction unusable
-// for the others: without savepoints, one that failed having changed
-// rows (rerun: the group is to run again, each in a savepoint); with
-// them, a savepoint that could not be handled (broken).
-func (d *Store) runGroup(st *sqlcore.Tx, group []writeRequest, errs []error, savepoints bool) (ok int, rerun bool, broken error) {
+// function alone in its transaction needs no savepoint: its failure
+// fails the transaction. It stops at the first function that leaves the
+// transaction unusable for the others: without savepoints, one that
+// failed having changed rows (rerun: the group is to run again, each in
+// a savepoint); with them, a savepoint that could not be handled
+// (broken).
+func (d *Store) runGroup(st *sqlcore.Tx, group []writeRequest, errs []error, savepoints, alone bool) (ok int, rerun bool, broken error) {
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
 			continue
 		}
 		switch {
-		case len(group) == 1:
+		case alone:
 			errs[i] = sqlcore.Run(r.fn, st)
 		case savepoints:
 			if errs[i], broken = d.runInSavepoint(st, r.fn); broken != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,4 +161,132 @@ func TestBackgroundCheckpointCopiesTheLog(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// lateWrite is an Update of a setting whose function tells which
+// transaction it ran in (its broker.Tx), and fails after writing when
+// fail is set.
+func lateWrite(d *Store, key string, fail error, ran *broker.Tx) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- d.Update(context.Background(), broker.UpdateOptions{}, func(tx broker.Tx) error {
+			*ran = tx
+			if err := tx.SetSetting(context.Background(), key, "v"); err != nil {
+				return err
+			}
+			return fail
+		})
+	}()
+	return done
+}
+
+// settingsKept says which of keys a read finds.
+func settingsKept(t *testing.T, d *Store, keys ...string) map[string]bool {
+	t.Helper()
+	kept := map[string]bool{}
+	for _, k := range keys {
+		err := d.View(context.Background(), func(tx broker.Tx) error {
+			_, err := tx.Setting(context.Background(), k)
+			return err
+		})
+		switch {
+		case err == nil:
+			kept[k] = true
+		case !errors.Is(err, broker.ErrNotFound):
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	return kept
+}
+
+// The writes that queue while a transaction runs join it before its
+// COMMIT (late joiners): they run in the same transaction, and one that
+// fails after writing leaves nothing behind and undoes none of the
+// others. A write alone that failed takes none (it ran without a
+// savepoint), nor does a background write, nor a transaction past
+// lateFor: then the queued writes commit apart.
+func TestWritesQueuedWhileATransactionRunsJoinIt(t *testing.T) {
+	t.Parallel()
+	errFails := errors.New("fails after writing")
+	for _, tc := range []struct {
+		name       string
+		firstFails bool
+		background bool
+		lateFor    time.Duration
+		lateFails  bool
+		joined     bool
+	}{
+		{name: "joined", lateFor: time.Hour, joined: true},
+		{name: "a late joiner fails", lateFor: time.Hour, lateFails: true, joined: true},
+		{name: "the first fails", lateFor: time.Hour, firstFails: true},
+		{name: "background", lateFor: time.Hour, background: true},
+		{name: "past lateFor", lateFor: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			d.lateFor = tc.lateFor
+			var first, b, c broker.Tx
+			running := make(chan struct{})
+			firstDone := make(chan error, 1)
+			runs := 0 // the group runs again when a late joiner fails
+			go func() {
+				firstDone <- d.Update(ctx, broker.UpdateOptions{Background: tc.background}, func(tx broker.Tx) error {
+					first = tx
+					if err := tx.SetSetting(ctx, "a", "v"); err != nil {
+						return err
+					}
+					if runs++; runs == 1 {
+						close(running)
+						waitQueued(d, 2) // b and c wait for this transaction
+					}
+					if tc.firstFails {
+						return errFails
+					}
+					return nil
+				})
+			}()
+			<-running
+			var lateErr error
+			if tc.lateFails {
+				lateErr = errFails
+			}
+			bDone := lateWrite(d, "b", lateErr, &b)
+			waitQueued(d, 1)
+			cDone := lateWrite(d, "c", nil, &c)
+			errA, errB, errC := <-firstDone, <-bDone, <-cDone
+			if tc.firstFails != errors.Is(errA, errFails) || (!tc.firstFails && errA != nil) {
+				t.Errorf("the first write: %v", errA)
+			}
+			if tc.lateFails != errors.Is(errB, errFails) || (!tc.lateFails && errB != nil) {
+				t.Errorf("b: %v", errB)
+			}
+			if errC != nil {
+				t.Errorf("c: %v", errC)
+			}
+			if got := b == first && c == first; got != tc.joined {
+				t.Errorf("b and c ran in the first write's transaction: %v, want %v", got, tc.joined)
+			}
+			want := map[string]bool{"a": !tc.firstFails, "b": !tc.lateFails, "c": true}
+			if got := settingsKept(t, d, "a", "b", "c"); !maps.Equal(got, keepOnly(want)) {
+				t.Errorf("kept %v, want %v", got, keepOnly(want))
+			}
+		})
+	}
+}
+
+// keepOnly is m without its false entries.
+func keepOnly(m map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range m {
+		if v {
+			out[k] = true
+		}
+	}
+	return out
 }
