@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -127,5 +128,66 @@ func TestMemoSeesChangesItDidNotMake(t *testing.T) {
 				t.Fatal("the ack did not read its consumer again")
 			}
 		})
+	}
+}
+
+// The groups of a queue pop one partition at cursors of their own; each
+// one's ack finds its lease's messages in the memo, whichever group
+// popped after it (the memo keeps several ranges of a partition), and
+// settles its message.
+func TestAcksOfGroupsAtTheirOwnCursorsReadNothingAgain(t *testing.T) {
+	t.Parallel()
+	d, b := openBroker(t)
+	ctx := context.Background()
+	const groups = 10
+	items := make([]broker.PushItem, 2*groups)
+	for i := range items {
+		items[i] = broker.PushItem{Queue: "q", Payload: json.RawMessage(`{"n":1}`)}
+	}
+	if _, err := b.Push(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	ack := func(g int, res broker.PopResult) error {
+		a := ackOf(res)
+		a.Group = fmt.Sprintf("g%d", g)
+		_, err := b.Ack(ctx, a)
+		return err
+	}
+	pop := func(g int) broker.PopResult {
+		t.Helper()
+		res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: fmt.Sprintf("g%d", g), Batch: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) != 1 {
+			t.Fatalf("group %d popped %d messages, want 1", g, len(res.Messages))
+		}
+		return res
+	}
+	// Group g settles its first g messages: its cursor is at the g-th.
+	for g := range groups {
+		for range g {
+			if err := ack(g, pop(g)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	leases := make([]broker.PopResult, groups)
+	for g := range groups {
+		leases[g] = pop(g)
+	}
+	before := ackReads(d)
+	for g, res := range leases {
+		if err := ack(g, res); err != nil {
+			t.Fatalf("group %d: %v", g, err)
+		}
+	}
+	if n := ackReads(d) - before; n != 0 {
+		t.Fatalf("the %d groups' acks read their consumers or messages %d times, want 0", groups, n)
+	}
+	for g := range groups {
+		if next := pop(g); next.Messages[0].TransactionID == leases[g].Messages[0].TransactionID {
+			t.Fatalf("group %d got its acked message again", g)
+		}
 	}
 }

@@ -19,7 +19,11 @@ import "github.com/lazarus-dlq/lazarus/broker"
 // write beside, Tx.memo is nil and every read goes to the database.
 type Memo struct {
 	consumers map[[2]int64]broker.Consumer
-	ranges    map[int64]memoRange
+	// ranges are the partitions' ranges read, newest last: several, as
+	// the groups of a queue pop the same partition at cursors of their
+	// own; kept counts their messages.
+	ranges map[int64][]memoRange
+	kept   int
 }
 
 // MemoKeeps reports whether a statement of the writer leaves what a
@@ -45,15 +49,19 @@ type memoRange struct {
 }
 
 // memoLimit bounds each of a Memo's maps (past it the map starts over),
-// and memoMessages the messages of one range kept.
+// memoMessages the messages of one range kept, memoRanges the ranges
+// kept of one partition (the oldest goes first), and memoKept the
+// messages of all ranges (past it they start over).
 const (
 	memoLimit    = 1024
 	memoMessages = 1000
+	memoRanges   = 16
+	memoKept     = 20_000
 )
 
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
-	return &Memo{consumers: map[[2]int64]broker.Consumer{}, ranges: map[int64]memoRange{}}
+	return &Memo{consumers: map[[2]int64]broker.Consumer{}, ranges: map[int64][]memoRange{}}
 }
 
 // Clear forgets everything kept.
@@ -63,6 +71,7 @@ func (m *Memo) Clear() {
 	}
 	clear(m.consumers)
 	clear(m.ranges)
+	m.kept = 0
 }
 
 // consumer returns the consumer of a partition and group, if kept.
@@ -109,18 +118,43 @@ func (m *Memo) read(partitionID, after int64, msgs []broker.Message) {
 	if m == nil || len(msgs) == 0 {
 		return
 	}
+	rs := m.ranges[partitionID]
 	if len(msgs) > memoMessages {
-		delete(m.ranges, partitionID)
+		m.drop(partitionID, rs)
 		return
-	}
-	if len(m.ranges) >= memoLimit {
-		clear(m.ranges)
 	}
 	r := memoRange{after: after, last: msgs[len(msgs)-1].Seq, msgs: make([]broker.Message, len(msgs))}
 	for i, x := range msgs {
 		r.msgs[i] = broker.Message{PartitionID: partitionID, Seq: x.Seq, TransactionID: x.TransactionID, TraceID: x.TraceID, CreatedAt: x.CreatedAt}
 	}
-	m.ranges[partitionID] = r
+	// What r covers goes (a pop that read again from the same cursor),
+	// and the oldest past memoRanges.
+	kept := rs[:0]
+	for _, o := range rs {
+		if o.after >= r.after && o.last <= r.last {
+			m.kept -= len(o.msgs)
+			continue
+		}
+		kept = append(kept, o)
+	}
+	if len(kept) >= memoRanges {
+		m.kept -= len(kept[0].msgs)
+		kept = append(kept[:0], kept[1:]...)
+	}
+	if (len(kept) == 0 && len(m.ranges) >= memoLimit) || m.kept+len(r.msgs) > memoKept {
+		clear(m.ranges)
+		m.kept, kept = 0, nil
+	}
+	m.ranges[partitionID] = append(kept, r)
+	m.kept += len(r.msgs)
+}
+
+// drop forgets the ranges rs kept of a partition.
+func (m *Memo) drop(partitionID int64, rs []memoRange) {
+	for _, o := range rs {
+		m.kept -= len(o.msgs)
+	}
+	delete(m.ranges, partitionID)
 }
 
 // messageRange returns MessageRange's answer from what was kept, if it
@@ -129,10 +163,15 @@ func (m *Memo) messageRange(partitionID, after, last int64) ([]broker.Message, b
 	if m == nil {
 		return nil, false
 	}
-	r, ok := m.ranges[partitionID]
-	if !ok || after < r.after || last > r.last {
+	rs := m.ranges[partitionID]
+	i := len(rs) - 1
+	for i >= 0 && (after < rs[i].after || last > rs[i].last) {
+		i--
+	}
+	if i < 0 {
 		return nil, false
 	}
+	r := rs[i]
 	var out []broker.Message
 	for _, x := range r.msgs {
 		if x.Seq > after && x.Seq <= last {
