@@ -120,7 +120,10 @@ func lifecycleOptions(fold bool) db.Options {
 }
 
 func caseL1(ctx context.Context, e *env) ([]Row, error) {
-	n1, n2 := e.size(400, 200), e.size(1200, 600)
+	// 2,000 lifecycles between the two runs: the collector's cycles fall
+	// differently in each, and over fewer the count moved by 2.2 % between
+	// runs (docs/performance.md, L1), more than the 2 % asked.
+	n1, n2 := e.size(1000, 200), e.size(3000, 600)
 	count := func(subject string) (float64, error) {
 		return perItem(n1, n2, func(n int) (float64, error) {
 			return callgrindRun(ctx, fmt.Sprintf("lifecycle %s %d", subject, n))

@@ -352,6 +352,12 @@ func caseP1(ctx context.Context, e *env) ([]Row, error) {
 // over the children) and returns the rate and the CPU a message of the
 // children and of the cluster.
 func pgHTTPRun(ctx context.Context, e *env, k, n int) (pgRunStat, error) {
+	return pgHTTPRunWith(ctx, e, k, n, false)
+}
+
+// pgHTTPRunWith is pgHTTPRun, with the database's transactions counted
+// when xacts is set (P2).
+func pgHTTPRunWith(ctx context.Context, e *env, k, n int, xacts bool) (pgRunStat, error) {
 	u, drop, err := pgDatabase()
 	if err != nil {
 		return pgRunStat{}, err
@@ -410,20 +416,25 @@ func pgHTTPRun(ctx context.Context, e *env, k, n int) (pgRunStat, error) {
 	if err := errors.Join(err1, err2, stopAll()); err != nil {
 		return pgRunStat{}, err
 	}
-	commits, rollbacks, err := databaseXacts(ctx, name)
-	if err != nil {
-		return pgRunStat{}, err
-	}
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
 	d := pg1.sub(pg0)
-	return pgRunStat{rate: rate(n, took), lazarus: per(lz1 - lz0), backends: per(d.backends), rest: per(d.rest),
-		commits: float64(commits) / float64(n), rollbacks: float64(rollbacks) / float64(n)}, nil
+	st := pgRunStat{rate: rate(n, took), lazarus: per(lz1 - lz0), backends: per(d.backends), rest: per(d.rest)}
+	if xacts {
+		commits, rollbacks, err := databaseXacts(ctx, name)
+		if err != nil {
+			return pgRunStat{}, err
+		}
+		st.commits, st.rollbacks = float64(commits)/float64(n), float64(rollbacks)/float64(n)
+	}
+	return st, nil
 }
 
 // databaseXacts returns the transactions committed and rolled back in a
 // database so far, once no backend is connected to it (a backend
 // reports its counts to pg_stat_database when it exits, or a while after
-// its transactions).
+// its transactions; it leaves pg_stat_activity just before it reports
+// them at its exit, so the counts are read until two readings 50 ms
+// apart agree). An autovacuum worker's transactions count too.
 func databaseXacts(ctx context.Context, database string) (commits, rollbacks int64, err error) {
 	admin, err := pgtest.Server()
 	if err != nil {
@@ -450,12 +461,33 @@ func databaseXacts(ctx context.Context, database string) (commits, rollbacks int
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	// A new snapshot of the statistics, not the one this session cached.
-	if _, err := conn.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+	read := func() (c, r int64, err error) {
+		// A new snapshot of the statistics, not the one this session
+		// cached.
+		if _, err := conn.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+			return 0, 0, err
+		}
+		err = conn.QueryRow(ctx, `SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = $1`, database).Scan(&c, &r)
+		return c, r, err
+	}
+	if commits, rollbacks, err = read(); err != nil {
 		return 0, 0, err
 	}
-	err = conn.QueryRow(ctx, `SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = $1`, database).Scan(&commits, &rollbacks)
-	return commits, rollbacks, err
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("the transaction counts of %s did not settle", database)
+		case <-time.After(50 * time.Millisecond):
+		}
+		c, r, err := read()
+		if err != nil {
+			return 0, 0, err
+		}
+		if c == commits && r == rollbacks {
+			return commits, rollbacks, nil
+		}
+		commits, rollbacks = c, r
+	}
 }
 
 // httpLoadOver is httpLoad with its clients spread over several servers
@@ -544,7 +576,7 @@ func caseP2(ctx context.Context, e *env) ([]Row, error) {
 	cpu, xacts := Samples{}, Samples{}
 	run := func(name string, k int) variant {
 		return variant{name, func(ctx context.Context, _ int) (float64, error) {
-			st, err := pgHTTPRun(ctx, e, k, n)
+			st, err := pgHTTPRunWith(ctx, e, k, n, true)
 			if err != nil {
 				return 0, err
 			}
@@ -568,7 +600,7 @@ func caseP2(ctx context.Context, e *env) ([]Row, error) {
 	c.Note = "utime+stime of the server children and the cluster's processes (/proc) over the run"
 	laz := compare(xacts, "P2", "  of which the Lazarus processes (info)", "µs/msg", many+" Lazarus", one+" Lazarus")
 	com := compare(xacts, "P2", "  transactions committed a message (info)", "xacts/msg", many+" commits", one+" commits")
-	com.Note = "pg_stat_database's xact_commit of the run's database, the warm-up's few included; beside other processes it counts one a notification each listening process takes in (PostgreSQL reads its notification queue in a transaction of its own): on 2026-12-04, 1,595 write transactions and 1,243 notifications taken in by 3 processes made most of 3 processes' 6,570 a 10,000 messages, against 288 write transactions for 1 process"
+	com.Note = "pg_stat_database's xact_commit of the run's database, the warm-up's few (and any autovacuum worker's) included; beside other processes it counts one a notification each listening process takes in (PostgreSQL reads its notification queue in a transaction of its own): on 2026-12-04, 1,595 write transactions and 1,243 notifications taken in by 3 processes made most of 3 processes' 6,570 a 10,000 messages, against 288 write transactions for 1 process"
 	rb := single(xacts, "P2", "  transactions rolled back a message (info)", "xacts/msg", many+" rollbacks")
 	rb.RefName, rb.Ref = one, ptr(median(xacts[one+" rollbacks"])) // often none: no ratio
 	return []Row{p2, c, laz, com, rb}, nil

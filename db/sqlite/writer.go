@@ -32,8 +32,8 @@ const maxGroup = 256
 
 // lateFor is how long after its BEGIN a transaction still takes the
 // writes that queued while it ran (late joiners, commitGroup): under a
-// steady stream of them, its first caller waits this long more at most,
-// not for maxGroup functions.
+// steady stream of them, its first caller waits about this long more,
+// plus the last batch taken (at most maxGroup functions in all).
 const lateFor = 2 * time.Millisecond
 
 type writeRequest struct {
@@ -47,10 +47,11 @@ type writeRequest struct {
 //
 // There is one writer at a time. When nothing else is being written, the
 // caller writes itself, with no hand-over to another goroutine. Updates
-// that arrive meanwhile queue up and are committed together by the writer
-// goroutine, one after the other in one transaction (group commit): one
-// fsync for many callers, so that synchronous=FULL costs little under
-// load. When an fn of the group fails, the group is rolled back and run
+// that arrive meanwhile queue up and are committed together, one after
+// the other in one transaction (group commit): those that queued while a
+// transaction ran join it before its COMMIT (late joiners, commitGroup),
+// the others go in the writer goroutine's next one. One fsync for many
+// callers, so that synchronous=FULL costs little under load. When an fn of the group fails, the group is rolled back and run
 // again, each fn in a savepoint of its own (see commit): the one that
 // fails is rolled back to its savepoint and does not affect the others.
 // Update returns once its group has committed.

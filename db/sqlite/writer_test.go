@@ -163,13 +163,13 @@ func TestBackgroundCheckpointCopiesTheLog(t *testing.T) {
 	}
 }
 
-// lateWrite is an Update of a setting whose function tells which
+// lateWrite is an Update (o) of a setting whose function tells which
 // transaction it ran in (its broker.Tx), and fails after writing when
 // fail is set.
-func lateWrite(d *Store, key string, fail error, ran *broker.Tx) <-chan error {
+func lateWrite(d *Store, o broker.UpdateOptions, key string, fail error, ran *broker.Tx) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		done <- d.Update(context.Background(), broker.UpdateOptions{}, func(tx broker.Tx) error {
+		done <- d.Update(context.Background(), o, func(tx broker.Tx) error {
 			*ran = tx
 			if err := tx.SetSetting(context.Background(), key, "v"); err != nil {
 				return err
@@ -202,9 +202,13 @@ func settingsKept(t *testing.T, d *Store, keys ...string) map[string]bool {
 // The writes that queue while a transaction runs join it before its
 // COMMIT (late joiners): they run in the same transaction, and one that
 // fails after writing leaves nothing behind and undoes none of the
-// others. A write alone that failed takes none (it ran without a
+// others (the group runs again, each in a savepoint: the first write
+// too). A write alone that failed takes none (it ran without a
 // savepoint), nor does a background write, nor a transaction past
-// lateFor: then the queued writes commit apart.
+// lateFor: then the queued writes commit apart. Under FULL, a lease's
+// transaction (committed with synchronous=NORMAL) takes only the leases
+// at the head of the queue: a durable write waits for a commit that
+// waits for the disk, and the lease behind it with it.
 func TestWritesQueuedWhileATransactionRunsJoinIt(t *testing.T) {
 	t.Parallel()
 	errFails := errors.New("fails after writing")
@@ -214,6 +218,7 @@ func TestWritesQueuedWhileATransactionRunsJoinIt(t *testing.T) {
 		background bool
 		lateFor    time.Duration
 		lateFails  bool
+		leases     bool // under FULL: the first write and c leases, b not
 		joined     bool
 	}{
 		{name: "joined", lateFor: time.Hour, joined: true},
@@ -221,11 +226,16 @@ func TestWritesQueuedWhileATransactionRunsJoinIt(t *testing.T) {
 		{name: "the first fails", lateFor: time.Hour, firstFails: true},
 		{name: "background", lateFor: time.Hour, background: true},
 		{name: "past lateFor", lateFor: 0},
+		{name: "a durable write behind a lease's", lateFor: time.Hour, leases: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
+			sync := SyncNormal
+			if tc.leases {
+				sync = SyncFull
+			}
+			d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), sync)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +246,7 @@ func TestWritesQueuedWhileATransactionRunsJoinIt(t *testing.T) {
 			firstDone := make(chan error, 1)
 			runs := 0 // the group runs again when a late joiner fails
 			go func() {
-				firstDone <- d.Update(ctx, broker.UpdateOptions{Background: tc.background}, func(tx broker.Tx) error {
+				firstDone <- d.Update(ctx, broker.UpdateOptions{Background: tc.background, Ephemeral: tc.leases}, func(tx broker.Tx) error {
 					first = tx
 					if err := tx.SetSetting(ctx, "a", "v"); err != nil {
 						return err
@@ -256,9 +266,9 @@ func TestWritesQueuedWhileATransactionRunsJoinIt(t *testing.T) {
 			if tc.lateFails {
 				lateErr = errFails
 			}
-			bDone := lateWrite(d, "b", lateErr, &b)
+			bDone := lateWrite(d, broker.UpdateOptions{}, "b", lateErr, &b)
 			waitQueued(d, 1)
-			cDone := lateWrite(d, "c", nil, &c)
+			cDone := lateWrite(d, broker.UpdateOptions{Ephemeral: tc.leases}, "c", nil, &c)
 			errA, errB, errC := <-firstDone, <-bDone, <-cDone
 			if tc.firstFails != errors.Is(errA, errFails) || (!tc.firstFails && errA != nil) {
 				t.Errorf("the first write: %v", errA)
@@ -269,8 +279,11 @@ func TestWritesQueuedWhileATransactionRunsJoinIt(t *testing.T) {
 			if errC != nil {
 				t.Errorf("c: %v", errC)
 			}
-			if got := b == first && c == first; got != tc.joined {
-				t.Errorf("b and c ran in the first write's transaction: %v, want %v", got, tc.joined)
+			if got := b == first && c == first; got != tc.joined || (!tc.joined && (b == first || c == first)) {
+				t.Errorf("b and c ran in the first write's transaction: %v, %v, want %v", b == first, c == first, tc.joined)
+			}
+			if want := map[bool]int{false: 1, true: 2}[tc.lateFails]; runs != want {
+				t.Errorf("the first write ran %d times, want %d", runs, want)
 			}
 			want := map[string]bool{"a": !tc.firstFails, "b": !tc.lateFails, "c": true}
 			if got := settingsKept(t, d, "a", "b", "c"); !maps.Equal(got, keepOnly(want)) {

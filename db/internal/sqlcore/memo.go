@@ -141,6 +141,7 @@ func (m *Memo) read(partitionID, after int64, msgs []broker.Message) {
 		m.kept -= len(kept[0].msgs)
 		kept = append(kept[:0], kept[1:]...)
 	}
+	clear(rs[len(kept):]) // the slots left behind hold no messages
 	if (len(kept) == 0 && len(m.ranges) >= memoLimit) || m.kept+len(r.msgs) > memoKept {
 		clear(m.ranges)
 		m.kept, kept = 0, nil

@@ -15,6 +15,20 @@ func seqRange(after, last int64) []broker.Message {
 	return out
 }
 
+// checkKept fails unless m.kept counts the messages of m's ranges.
+func checkKept(t *testing.T, m *Memo) {
+	t.Helper()
+	n := 0
+	for _, rs := range m.ranges {
+		for _, r := range rs {
+			n += len(r.msgs)
+		}
+	}
+	if n != m.kept {
+		t.Fatalf("kept says %d messages, the ranges hold %d", m.kept, n)
+	}
+}
+
 // A Memo keeps memoRanges ranges of a partition, the newest, each found
 // by any range within it; a range read again from the same cursor
 // replaces what it covers; and all its ranges hold memoKept messages at
@@ -23,6 +37,7 @@ func TestMemoKeepsItsRangesWithinBounds(t *testing.T) {
 	m := NewMemo()
 	for i := range int64(memoRanges + 4) {
 		m.read(1, 10*i, seqRange(10*i, 10*i+10))
+		checkKept(t, m)
 	}
 	if n := len(m.ranges[1]); n != memoRanges {
 		t.Fatalf("%d ranges kept of partition 1, want %d", n, memoRanges)
@@ -42,6 +57,7 @@ func TestMemoKeepsItsRangesWithinBounds(t *testing.T) {
 	// Read again from a cursor with more messages: it replaces the one
 	// it covers.
 	m.read(1, 190, seqRange(190, 230))
+	checkKept(t, m)
 	if n := len(m.ranges[1]); n != memoRanges {
 		t.Fatalf("%d ranges kept after a covering read, want %d", n, memoRanges)
 	}
@@ -50,12 +66,29 @@ func TestMemoKeepsItsRangesWithinBounds(t *testing.T) {
 	}
 	for p := int64(2); p < 100; p++ {
 		m.read(p, 0, seqRange(0, memoMessages))
+		checkKept(t, m)
 		if m.kept > memoKept {
 			t.Fatalf("after partition %d: %d messages kept, more than %d", p, m.kept, memoKept)
 		}
 	}
 	if _, ok := m.messageRange(99, 0, memoMessages); !ok {
 		t.Fatal("the newest range is not kept")
+	}
+	// A read of more than memoMessages is not kept, and the partition's
+	// ranges go with it.
+	m.read(99, memoMessages, seqRange(memoMessages, 3*memoMessages))
+	checkKept(t, m)
+	if _, ok := m.messageRange(99, 0, memoMessages); ok || len(m.ranges[99]) != 0 {
+		t.Fatal("partition 99's ranges are kept after a read too long to keep")
+	}
+	// Past memoLimit partitions, the ranges start over.
+	m.Clear()
+	for p := int64(1); p <= memoLimit+1; p++ {
+		m.read(p, 0, seqRange(0, 1))
+		checkKept(t, m)
+	}
+	if len(m.ranges) != 1 {
+		t.Fatalf("%d partitions kept after %d, want 1 (started over)", len(m.ranges), memoLimit+1)
 	}
 	m.Clear()
 	if m.kept != 0 || len(m.ranges) != 0 {
