@@ -108,6 +108,9 @@ func (e *env) dlqDB(ctx context.Context) (*dlqFixture, error) {
 		return nil, err
 	}
 	f.ours = &ours{db: d, b: broker.New(broker.Config{Store: d}), path: oursPath}
+	if err := searchSettled(ctx, d.WriteDB()); err != nil {
+		return nil, err
+	}
 	if f.srv, err = startServer(f.ours); err != nil {
 		return nil, err
 	}
