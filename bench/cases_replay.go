@@ -241,54 +241,53 @@ func caseD7(ctx context.Context, e *env) ([]Row, error) {
 // searchCaughtUp returns once the search file's indexer has applied
 // every row of the store's logs (db/sqlite/search.go), looking every
 // 10 ms, for a minute at most.
+func searchCaughtUp(ctx context.Context, d *sql.DB) error {
+	return pollSearch(ctx, time.Minute, func() (bool, string, error) {
+		var behind int64
+		if err := d.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0) - added_applied
+			+ COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_removed'), 0) - removed_applied FROM search.search_state`).Scan(&behind); err != nil {
+			return false, "", fmt.Errorf("the search file's progress: %w", err)
+		}
+		return behind <= 0, fmt.Sprintf("its indexer is still %d rows behind", behind), nil
+	})
+}
+
 // searchSettled waits until the search file's indexer has caught up
 // (searchCaughtUp) and has given its free pages back, down to fewer than
-// the store keeps (1,024: db/sqlite's giveBackPages): the generated
-// fixture's search file holds some 23,000 free pages, which a fresh copy
-// gives back (incremental vacuum, about 3 s on 2 cores) while the first
-// requests would run. A server opened on a database after a big replay
-// or delete does the same work once; the cases measure the pages after.
+// the store keeps (1,024: db/sqlite's giveBackPages), for 5 minutes at
+// most: the generated fixture's search file holds some 23,000 free
+// pages, which a fresh copy gives back (incremental vacuum, about 3 s on
+// 2 cores) while the first requests would run. A server opened on a
+// database after a big replay or delete does the same work once; the
+// cases measure the pages after.
 func searchSettled(ctx context.Context, d *sql.DB) error {
 	if err := searchCaughtUp(ctx, d); err != nil {
 		return err
 	}
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	return pollSearch(ctx, 5*time.Minute, func() (bool, string, error) {
 		var free int64
 		if err := d.QueryRowContext(ctx, `PRAGMA search.freelist_count`).Scan(&free); err != nil {
-			return fmt.Errorf("the search file's free pages: %w", err)
+			return false, "", fmt.Errorf("the search file's free pages: %w", err)
 		}
-		if free < 1024 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the search file still holds %d free pages after 5 minutes", free)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
+		return free < 1024, fmt.Sprintf("it still holds %d free pages", free), nil
+	})
 }
 
-func searchCaughtUp(ctx context.Context, d *sql.DB) error {
+// pollSearch calls check every 10 ms until it says done, for within at
+// most; then it fails with what check last said of the search file.
+func pollSearch(ctx context.Context, within time.Duration, check func() (done bool, state string, err error)) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(within)
 	for {
-		var behind int64
-		err := d.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0) - added_applied
-			+ COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_removed'), 0) - removed_applied FROM search.search_state`).Scan(&behind)
+		done, state, err := check()
 		switch {
 		case err != nil:
-			return fmt.Errorf("the search file's progress: %w", err)
-		case behind <= 0:
+			return err
+		case done:
 			return nil
 		case time.Now().After(deadline):
-			return fmt.Errorf("the search file's indexer is still %d rows behind after a minute", behind)
+			return fmt.Errorf("after %s, the search file: %s", within, state)
 		}
 		select {
 		case <-ctx.Done():

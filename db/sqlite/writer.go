@@ -51,10 +51,11 @@ type writeRequest struct {
 // the other in one transaction (group commit): those that queued while a
 // transaction ran join it before its COMMIT (late joiners, commitGroup),
 // the others go in the writer goroutine's next one. One fsync for many
-// callers, so that synchronous=FULL costs little under load. When an fn of the group fails, the group is rolled back and run
-// again, each fn in a savepoint of its own (see commit): the one that
-// fails is rolled back to its savepoint and does not affect the others.
-// Update returns once its group has committed.
+// callers, so that synchronous=FULL costs little under load. When an fn
+// of the group fails, the group is rolled back and run again, each fn in
+// a savepoint of its own (see commit): the one that fails is rolled back
+// to its savepoint and does not affect the others. Update returns once
+// its group has committed.
 //
 // How it keeps broker.Store.Update's promises: the write transaction
 // begins with BEGIN IMMEDIATE, which takes SQLite's lock for writing
@@ -188,9 +189,7 @@ func (d *Store) writer() {
 				continue
 			}
 			if n := len(d.waiting); n > 0 && !d.bulkOverdue() {
-				n = min(n, maxGroup)
-				group := append([]writeRequest(nil), d.waiting[:n]...)
-				d.waiting = append(d.waiting[:0], d.waiting[n:]...)
+				group := d.takeWaiting(min(n, maxGroup))
 				d.busy = true
 				d.changed.Broadcast()
 				d.wmu.Unlock()
@@ -374,8 +373,13 @@ func (d *Store) takeLate(n int) []writeRequest {
 	if k == 0 {
 		return nil
 	}
-	taken := append([]writeRequest(nil), d.waiting[:k]...)
-	d.waiting = append(d.waiting[:0], d.waiting[k:]...)
+	return d.takeWaiting(k)
+}
+
+// takeWaiting takes the first n of the writes waiting. d.wmu is held.
+func (d *Store) takeWaiting(n int) []writeRequest {
+	taken := append([]writeRequest(nil), d.waiting[:n]...)
+	d.waiting = append(d.waiting[:0], d.waiting[n:]...)
 	return taken
 }
 
