@@ -34,6 +34,7 @@ func checkKept(t *testing.T, m *Memo) {
 // replaces what it covers; and all its ranges hold memoKept messages at
 // most.
 func TestMemoKeepsItsRangesWithinBounds(t *testing.T) {
+	t.Parallel()
 	m := NewMemo()
 	for i := range int64(memoRanges + 4) {
 		m.read(1, 10*i, seqRange(10*i, 10*i+10))
