@@ -777,6 +777,10 @@ type Triage struct {
 	// with their trends, from the kept counts: the other filters do not
 	// narrow them.
 	ErrorGroups []ErrorGroup
+	// Owned are the states of ErrorGroups' fingerprints in the filter's
+	// consumer group (or in each), by fingerprint: ErrorGroupStatesOf's
+	// answer, read in the same snapshot.
+	Owned map[string][]OwnedErrorGroup
 	// Expiring: with the queue's deadLetterRetentionSeconds set, how
 	// many of the queue's dead letters (the consumer group's, when the
 	// filter names one) expire within ExpiringWithin; nil when it keeps
@@ -821,6 +825,13 @@ func (b *Broker) Triage(ctx context.Context, q DLQQuery, maxGroups int) (Triage,
 		}
 		if out.ErrorGroups, err = errorGroups(ctx, tx, f.QueueID, f.GroupID, f.Fingerprint, maxGroups, b.now()); err != nil {
 			return err
+		}
+		fps := make([]string, len(out.ErrorGroups))
+		for i, g := range out.ErrorGroups {
+			fps[i] = g.Fingerprint
+		}
+		if out.Owned, err = statesOf(ctx, tx, f.QueueID, f.GroupID, fps); err != nil {
+			return fmt.Errorf("error group states: %w", err)
 		}
 		// A page costs the same at any depth: the total comes from
 		// maintained counts when the filter is a queue, a group or an error

@@ -229,10 +229,15 @@ type ErrorGroupQuery struct {
 	QueueIDs    []int64
 	GroupID     int64
 	Fingerprint string
-	State       ErrorGroupState
-	Owner       string
-	Version     string // groups that filed a dead letter by this consumer version
-	Limit       int
+	// Fingerprints, when not nil (with QueueID, and no Fingerprint,
+	// State, Owner or Version), are the fingerprints read, each by
+	// error_group_states' key, in one statement: the groups come by
+	// fingerprint, then consumer group id, Limit in all.
+	Fingerprints []string
+	State        ErrorGroupState
+	Owner        string
+	Version      string // groups that filed a dead letter by this consumer version
+	Limit        int
 }
 
 // ErrorGroupStateTx is what error groups you own need from storage:
@@ -255,8 +260,9 @@ type ErrorGroupStateTx interface {
 	// whole-life funnel and Since, their dead letters now and sample
 	// (error_groups), queue and consumer group names: open ones first,
 	// regressed first among them, then acknowledged, resolved and
-	// ignored, each newest filed first (then by id). It reads
-	// error_group_states by its id, or a queue's fingerprint, or along
+	// ignored, each newest filed first (then by id); of q.Fingerprints,
+	// by fingerprint, then consumer group id. It reads
+	// error_group_states by its id, or a queue's fingerprints, or along
 	// an index in that order (of every queue or of q's), ending at the
 	// limit's row; filters other than the queue and state are checked on
 	// the rows walked.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 )
 
 // What the dashboard's pages need of error groups you own beyond
@@ -18,14 +19,14 @@ const MaxGroupStatesOf = MaxErrorGroups
 // "" of each consumer group of the queue that has it (a fingerprint can
 // be the error of several). A fingerprint no group has is absent, and so
 // is an unknown queue or group. It reads their state, owner, note, link
-// and whole-life funnel, in one snapshot with a look-up by key a
-// fingerprint; not the Day and Week funnels, versions, trend or history
-// (ErrorGroup reads those for a group's page).
+// and whole-life funnel, in one snapshot (statesOf); not the Day and
+// Week funnels, versions, trend or history (ErrorGroup reads those for
+// a group's page).
 func (b *Broker) ErrorGroupStatesOf(ctx context.Context, queue, group string, fps []string) (map[string][]OwnedErrorGroup, error) {
 	if len(fps) > MaxGroupStatesOf {
 		return nil, errorf(ErrInvalid, "at most %d fingerprints at once", MaxGroupStatesOf)
 	}
-	out := make(map[string][]OwnedErrorGroup, len(fps))
+	var out map[string][]OwnedErrorGroup
 	err := b.store.View(ctx, func(tx Tx) error {
 		q, err := tx.QueueByName(ctx, queue)
 		if isNotFound(err) {
@@ -41,19 +42,53 @@ func (b *Broker) ErrorGroupStatesOf(ctx context.Context, queue, group string, fp
 				return err
 			}
 		}
-		for _, fp := range fps {
-			if fp == "" {
-				continue
-			}
-			gs, err := tx.ErrorGroupStates(ctx, ErrorGroupQuery{QueueID: q.ID, GroupID: gid, Fingerprint: fp, Limit: MaxErrorGroups})
-			if err != nil {
-				return err
-			}
-			if len(gs) > 0 {
-				out[fp] = gs
-			}
-		}
-		return nil
+		out, err = statesOf(ctx, tx, q.ID, gid, fps)
+		return err
 	})
+	if out == nil {
+		out = map[string][]OwnedErrorGroup{}
+	}
 	return out, err
+}
+
+// statesOf reads the error groups of queue queueID whose fingerprint is
+// among fps (of consumer group groupID, or of each with 0), by
+// fingerprint as stored: at most MaxErrorGroups consumer groups a
+// fingerprint (of the lowest ids). One statement by error_group_states'
+// key reads them all, unless some fingerprint is the error of more
+// consumer groups than that: then one a fingerprint.
+func statesOf(ctx context.Context, tx ErrorGroupStateTx, queueID, groupID int64, fps []string) (map[string][]OwnedErrorGroup, error) {
+	keys := make([]string, 0, len(fps))
+	for _, fp := range fps {
+		if fp != "" && !slices.Contains(keys, fp) {
+			keys = append(keys, fp)
+		}
+	}
+	out := make(map[string][]OwnedErrorGroup, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	limit := len(keys) * MaxErrorGroups
+	gs, err := tx.ErrorGroupStates(ctx, ErrorGroupQuery{QueueID: queueID, GroupID: groupID, Fingerprints: keys, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		if len(out[g.Fingerprint]) < MaxErrorGroups {
+			out[g.Fingerprint] = append(out[g.Fingerprint], g)
+		}
+	}
+	if len(gs) < limit {
+		return out, nil
+	}
+	clear(out) // the limit may have cut a fingerprint's groups short
+	for _, fp := range keys {
+		if gs, err = tx.ErrorGroupStates(ctx, ErrorGroupQuery{QueueID: queueID, GroupID: groupID, Fingerprint: fp, Limit: MaxErrorGroups}); err != nil {
+			return nil, err
+		}
+		for _, g := range gs {
+			out[g.Fingerprint] = append(out[g.Fingerprint], g)
+		}
+	}
+	return out, nil
 }

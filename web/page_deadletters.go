@@ -276,7 +276,7 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 	for i := range v.ErrorGroups {
 		v.ErrorGroups[i].Hold = errorGroupHold(queue, f.Group, brief.Groups, v.ErrorGroups[i])
 	}
-	s.ownedLinks(ctx, queue, f.Group, v.ErrorGroups)
+	ownedLinks(f.Group, v.ErrorGroups, tr.Owned)
 	if !isFragment(c) {
 		// The message of an action that led here (edit and replay).
 		if v.Page.Flash, _, err = s.takeFlash(c); err != nil {
@@ -287,21 +287,8 @@ func (s *Server) showDeadLetters(c echo.Context) error {
 }
 
 // ownedLinks marks each of the panel's error groups with its state in
-// each consumer group, linked to its page. A failed read leaves them
-// out, logged: the list is what the page is for.
-func (s *Server) ownedLinks(ctx context.Context, queue, group string, rows []views.ErrorGroupRow) {
-	if len(rows) == 0 {
-		return
-	}
-	fps := make([]string, len(rows))
-	for i, r := range rows {
-		fps[i] = r.Fingerprint
-	}
-	owned, err := s.broker.ErrorGroupStatesOf(ctx, queue, group, fps)
-	if err != nil {
-		s.log.WarnContext(ctx, "error group states for the list", "queue", queue, "err", err)
-		return
-	}
+// each consumer group (owned, by fingerprint), linked to its page.
+func ownedLinks(group string, rows []views.ErrorGroupRow, owned map[string][]broker.OwnedErrorGroup) {
 	for i := range rows {
 		gs := owned[rows[i].Fingerprint]
 		for _, g := range gs {

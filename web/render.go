@@ -33,16 +33,24 @@ func renderPage(c echo.Context, status int, whole, fragment templ.Component) err
 	return render(c, status, comp)
 }
 
-// render writes one component, rendered into a buffer first.
+// render writes one component, rendered into a buffer first. The buffer
+// is one of the answers' (answerBuffers): a list page is over 100 KB,
+// which a fresh buffer would grow to, copying, on every request.
 func render(c echo.Context, status int, comp templ.Component) error {
-	var buf bytes.Buffer
-	if err := comp.Render(c.Request().Context(), &buf); err != nil {
-		return err
+	bp := answerBuffers.Get().(*[]byte)
+	buf := bytes.NewBuffer((*bp)[:0])
+	err := comp.Render(c.Request().Context(), buf)
+	if err == nil {
+		h := c.Response().Header()
+		h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+		h.Set("Cache-Control", "no-store")
+		err = c.Blob(status, echo.MIMETextHTMLCharsetUTF8, buf.Bytes()) // copied into the connection's buffer, or sent
 	}
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
-	h.Set("Cache-Control", "no-store")
-	return c.Blob(status, echo.MIMETextHTMLCharsetUTF8, buf.Bytes())
+	if b := buf.Bytes(); cap(b) <= maxPooledAnswer {
+		*bp = b[:0]
+		answerBuffers.Put(bp)
+	}
+	return err
 }
 
 // page fills what every page's layout needs.

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -464,4 +465,114 @@ func testErrorGroupWindowsAtEveryHour(t *testing.T, harness Harness) {
 		t.Fatal(err)
 	}
 	check("swept", hours-1)
+}
+
+// The states of several fingerprints come in one read, by fingerprint
+// and then consumer group, the absent and empty ones left out and a
+// repeated one read once; the dead-letter list's Triage carries the same
+// states for its error groups.
+func testErrorGroupStatesOfSeveral(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, _ := ownedBundle(t, harness)
+	s.push("q", "p", "a", "b", "c")
+	s.fail("q", "g", 1, "timeout")
+	s.fail("q", "g", 1, "refused")
+	s.fail("q", "g", 1, "declined")
+	s.fail("q", "h", 1, "timeout")
+	s.fail("q", "h", 1, "refused")
+	s.setState(broker.StateChange{Fingerprint: "timeout", State: broker.GroupAcknowledged})
+
+	fps := []string{"declined", "absent", "", "timeout", "refused", "timeout"}
+	type seen struct{ group, state string }
+	summary := func(m map[string][]broker.OwnedErrorGroup) map[string][]seen {
+		out := map[string][]seen{}
+		for fp, gs := range m {
+			for _, g := range gs {
+				if g.Fingerprint != fp || g.Queue != "q" {
+					t.Fatalf("%q holds %+v", fp, g)
+				}
+				out[fp] = append(out[fp], seen{g.Group, string(g.State)})
+			}
+		}
+		return out
+	}
+	all, err := s.b.ErrorGroupStatesOf(s.ctx, "q", "", fps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]seen{
+		"declined": {{"g", "open"}},
+		"timeout":  {{"g", "acknowledged"}, {"h", "open"}},
+		"refused":  {{"g", "open"}, {"h", "open"}},
+	}
+	if got := summary(all); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("every consumer group's: %v, want %v", got, want)
+	}
+	ofH, err := s.b.ErrorGroupStatesOf(s.ctx, "q", "h", fps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summary(ofH), map[string][]seen{"timeout": {{"h", "open"}}, "refused": {{"h", "open"}}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("h's: %v, want %v", got, want)
+	}
+	if m, err := s.b.ErrorGroupStatesOf(s.ctx, "nope", "", fps); err != nil || len(m) != 0 {
+		t.Fatalf("an unknown queue: %v, %v", m, err)
+	}
+	if m, err := s.b.ErrorGroupStatesOf(s.ctx, "q", "nope", fps); err != nil || len(m) != 0 {
+		t.Fatalf("an unknown consumer group: %v, %v", m, err)
+	}
+
+	for _, group := range []string{"", "g"} {
+		tr, err := s.b.Triage(s.ctx, broker.DLQQuery{Queue: "q", Group: group, Limit: 10}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed []string
+		for _, g := range tr.ErrorGroups {
+			listed = append(listed, g.Fingerprint)
+		}
+		direct, err := s.b.ErrorGroupStatesOf(s.ctx, "q", group, listed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(listed) != 3 || fmt.Sprint(summary(tr.Owned)) != fmt.Sprint(summary(direct)) {
+			t.Fatalf("Triage of %q: groups %v, states %v, want %v", group, listed, summary(tr.Owned), summary(direct))
+		}
+	}
+}
+
+// A fingerprint that is the error of more consumer groups than a page
+// shows (MaxErrorGroups) gives the lowest ids' of them, alone or beside
+// others; one of twice as many fills the one read's limit, and the
+// fingerprint after it is still read.
+func testErrorGroupStatesOfManyGroups(t *testing.T, harness Harness) {
+	t.Parallel()
+	s, _ := ownedBundle(t, harness)
+	s.push("q", "p", "a", "b")
+	groups := make([]string, 2*broker.MaxErrorGroups)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("g%03d", i)
+		s.fail("q", groups[i], 1, "everywhere")
+	}
+	for _, g := range groups[:broker.MaxErrorGroups+1] {
+		s.fail("q", g, 1, "many")
+	}
+	last := groups[broker.MaxErrorGroups+1]
+	s.fail("q", last, 1, "once")
+	for _, fps := range [][]string{{"everywhere"}, {"everywhere", "once"}, {"many"}, {"many", "once"}} {
+		m, err := s.b.ErrorGroupStatesOf(s.ctx, "q", "", fps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, g := range m[fps[0]] {
+			got = append(got, g.Group)
+		}
+		if want := groups[:broker.MaxErrorGroups]; !slices.Equal(got, want) {
+			t.Fatalf("%v: %s's groups %v, want %v", fps, fps[0], got, want)
+		}
+		if len(fps) == 2 && (len(m["once"]) != 1 || m["once"][0].Group != last) {
+			t.Fatalf("%v: once's %+v", fps, m["once"])
+		}
+	}
 }

@@ -99,6 +99,8 @@ var tests = []test{
 	{"QueueMasksAreKept", testQueueMasksAreKept},
 	{"ErrorGroupIsAFilter", testErrorGroupIsAFilter},
 	{"ErrorGroupLifecycle", testErrorGroupLifecycle},
+	{"ErrorGroupStatesOfSeveral", testErrorGroupStatesOfSeveral},
+	{"ErrorGroupStatesOfManyGroups", testErrorGroupStatesOfManyGroups},
 	{"ErrorGroupRegressesWhenACopyFailsAgain", testErrorGroupRegressesWhenACopyFailsAgain},
 	{"ErrorGroupIgnoresEnd", testErrorGroupIgnoresEnd},
 	{"ErrorGroupCountsFollowEveryChange", testErrorGroupCountsFollowEveryChange},

@@ -142,6 +142,15 @@ const (
 		WHERE ` + stateRank + ` BETWEEN ?8 AND ?9 AND ?1 = 0 AND s.queue_id IN (SELECT value FROM json_each(?10))` + stateFilters + stateOrder + ` LIMIT ?6) s` + stateJoins + stateOrder
 )
 
+// StateByKeysSQL is StateByKeySQL of the fingerprints of a JSON array
+// (?2), by fingerprint, then consumer group.
+var StateByKeysSQL = PGQuery(`SELECT `+stateCols+` FROM error_group_states s`+stateJoins+`
+		WHERE s.queue_id = ?1 AND s.fingerprint IN (SELECT value FROM json_each(?2)) AND (?3 = 0 OR s.group_id = ?3)
+		ORDER BY s.fingerprint, s.group_id LIMIT ?4`,
+	`SELECT `+stateCols+` FROM error_group_states s`+stateJoins+`
+		WHERE s.queue_id = ?1 AND s.fingerprint IN (SELECT json_array_elements_text(?2::json)) AND (?3 = 0 OR s.group_id = ?3)
+		ORDER BY s.fingerprint, s.group_id LIMIT ?4`)
+
 // stateRanks are the ranks (stateRank) of a state: "" all.
 func stateRanks(s broker.ErrorGroupState) (lo, hi int) {
 	switch s {
@@ -193,6 +202,16 @@ func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]
 	}
 	if q.QueueID != 0 && q.Fingerprint != "" && q.State == "" && q.Owner == "" && q.Version == "" {
 		return scanStates(t.Query(ctx, StateByKeySQL, q.QueueID, t.d.Text(q.Fingerprint), q.GroupID, limit))
+	}
+	if q.Fingerprints != nil {
+		if q.QueueID == 0 || q.Fingerprint != "" || q.State != "" || q.Owner != "" || q.Version != "" {
+			return nil, fmt.Errorf("error group states of fingerprints: a queue and nothing else is their filter")
+		}
+		list, err := t.textsJSON(q.Fingerprints)
+		if err != nil {
+			return nil, err
+		}
+		return scanStates(t.Query(ctx, StateByKeysSQL, q.QueueID, list, q.GroupID, limit))
 	}
 	lo, hi := stateRanks(q.State)
 	if q.QueueID == 0 && q.QueueIDs != nil {

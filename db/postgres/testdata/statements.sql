@@ -16,7 +16,7 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 400 statements (23 with a PostgreSQL text written by hand, 17 for
+-- 401 statements (24 with a PostgreSQL text written by hand, 17 for
 -- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
@@ -1004,18 +1004,6 @@ SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state
 ;
 
 -- used by: Tx.ErrorGroupHours
--- from: GroupHoursSQL
--- sqlite:
---   SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
---   		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
---   		GROUP BY fingerprint, hour
--- postgres (hand-written, PGQuery):
-SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
-		WHERE queue_id = $1 AND group_id = $4 AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3
-		GROUP BY fingerprint, hour
-;
-
--- used by: Tx.ErrorGroupHours
 -- from: GroupHoursAcrossSQL
 -- sqlite:
 --   SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
@@ -1025,6 +1013,16 @@ SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
 		WHERE queue_id = $1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = $1) AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3 AND $4 = 0
 		GROUP BY fingerprint, hour
+;
+
+-- used by: Tx.ErrorGroupHours
+-- from: GroupHoursSQL
+-- sqlite:
+--   SELECT fingerprint, hour, filed FROM error_group_hours
+--   		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
+-- postgres (hand-written, PGQuery):
+SELECT fingerprint, hour, filed FROM error_group_hours
+		WHERE queue_id = $1 AND group_id = $4 AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3
 ;
 
 -- used by: Tx.ErrorGroupStates
@@ -1119,6 +1117,28 @@ SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint
 	LEFT JOIN groups c ON c.id = s.group_id
 	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
 		WHERE s.queue_id = $1 AND s.fingerprint = $2 AND ($3 = 0 OR s.group_id = $3) ORDER BY s.group_id LIMIT $4
+;
+
+-- used by: Tx.ErrorGroupStates
+-- from: StateByKeysSQL
+-- sqlite:
+--   SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+--   	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+--   	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+--   	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+--   	LEFT JOIN groups c ON c.id = s.group_id
+--   	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
+--   		WHERE s.queue_id = ?1 AND s.fingerprint IN (SELECT value FROM json_each(?2)) AND (?3 = 0 OR s.group_id = ?3)
+--   		ORDER BY s.fingerprint, s.group_id LIMIT ?4
+-- postgres (hand-written, PGQuery):
+SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
+	s.until_at, s.until_filed, s.changed_at, s.changed_by,
+	s.filed, s.replayed, s.succeeded, s.failed_again, s.deleted, s.expired, s.lost, s.since_replayed, s.since_succeeded, s.since_failed_again,
+	s.first_filed_at, s.last_filed_at, COALESCE(g.dead_letters, 0), COALESCE(g.sample_error, '') FROM error_group_states s JOIN queues q ON q.id = s.queue_id
+	LEFT JOIN groups c ON c.id = s.group_id
+	LEFT JOIN error_groups g ON g.queue_id = s.queue_id AND g.group_id = s.group_id AND g.fingerprint = s.fingerprint
+		WHERE s.queue_id = $1 AND s.fingerprint IN (SELECT json_array_elements_text($2::json)) AND ($3 = 0 OR s.group_id = $3)
+		ORDER BY s.fingerprint, s.group_id LIMIT $4
 ;
 
 -- used by: Tx.ErrorGroupStates
