@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/lazarus-dlq/lazarus/internal/gcfloor"
 	"github.com/lazarus-dlq/lazarus/version"
 )
 
@@ -166,6 +167,7 @@ func main() {
 		<-ctx.Done()
 		stop() // a second signal ends the process at once, mid-shutdown
 	}()
+	defer gcfloor.Start(gcfloor.Floor, os.Getenv)() // the process's collector: internal/gcfloor
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db"
+	"github.com/lazarus-dlq/lazarus/internal/gcfloor"
 	"github.com/lazarus-dlq/lazarus/web"
 )
 
@@ -88,6 +89,7 @@ func runChild(spec string) error {
 // the admin token, the store's Notifier when it has one), writes the
 // address as a line to out and serves until in is closed.
 func serveChild(ctx context.Context, sync db.Sync, path string, in io.Reader, out io.Writer) error {
+	defer gcfloor.Start(gcfloor.Floor, os.Getenv)() // as main.go does
 	d, err := db.Open(ctx, path, sync)
 	if err != nil {
 		return err

@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/internal/gcfloor"
 	"github.com/lazarus-dlq/lazarus/password"
 	"github.com/lazarus-dlq/lazarus/web"
 )
@@ -27,12 +29,15 @@ const adminToken = "bench-admin-token-0123456789abcdef"
 
 // server is the real echo server of ours on 127.0.0.1:0.
 type server struct {
-	http   *http.Server
-	base   string
-	client *http.Client
+	http    *http.Server
+	base    string
+	client  *http.Client
+	gcfloor func() // its stop
 }
 
-// startServer serves o over HTTP on a free loopback port.
+// startServer serves o over HTTP on a free loopback port, with the
+// lazarus binary's floor under the collector (gcfloor: the process's,
+// until close).
 func startServer(o *ours) (*server, error) {
 	srv := web.New(web.Config{
 		Broker:     o.b,
@@ -46,8 +51,9 @@ func startServer(o *ours) (*server, error) {
 		return nil, err
 	}
 	s := &server{
-		http: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second},
-		base: "http://" + ln.Addr().String(),
+		http:    &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		base:    "http://" + ln.Addr().String(),
+		gcfloor: gcfloor.Start(gcfloor.Floor, os.Getenv),
 	}
 	s.client = &http.Client{Transport: newTransport(), Timeout: 60 * time.Second}
 	go s.http.Serve(ln)
@@ -67,6 +73,9 @@ func (s *server) close() {
 	defer cancel()
 	if s.http.Shutdown(ctx) != nil {
 		s.http.Close()
+	}
+	if s.gcfloor != nil {
+		s.gcfloor()
 	}
 }
 
