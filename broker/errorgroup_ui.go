@@ -15,9 +15,11 @@ import (
 const MaxGroupStatesOf = MaxErrorGroups
 
 // ErrorGroupStatesOf returns the error groups of queue whose fingerprint
-// is among fps, by fingerprint: of consumer group group, or with group
-// "" of each consumer group of the queue that has it (a fingerprint can
-// be the error of several). A fingerprint no group has is absent, and so
+// is among fps, by fingerprint as stored (fingerprints read from the
+// store, as pages pass, are their own keys): of consumer group group, or
+// with group "" of each consumer group of the queue that has it (a
+// fingerprint can be the error of several; MaxErrorGroups of them at
+// most, the lowest ids). A fingerprint no group has is absent, and so
 // is an unknown queue or group. It reads their state, owner, note, link
 // and whole-life funnel, in one snapshot (statesOf); not the Day and
 // Week funnels, versions, trend or history (ErrorGroup reads those for

@@ -18,7 +18,8 @@ import (
 // byte what writeJSON made of the views (json_write_test.go compares
 // them), the newline after the value included.
 
-// answerBuffers keeps the buffers the answers are written into.
+// answerBuffers keeps the buffers the answers are written into, and the
+// pages (render).
 var answerBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // maxPooledAnswer is the largest buffer kept for the next answer.

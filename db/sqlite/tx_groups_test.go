@@ -162,8 +162,9 @@ func TestErrorGroupPlans(t *testing.T) {
 		"hours across": {sqlcore.GroupHoursAcrossSQL, []any{1, `["x"]`, 5, 0}, "SEARCH error_group_hours USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},
 		// Error groups you own: one by id, a queue's fingerprint (a
 		// page's panel, a banner), the funnels' windows of a page's groups.
-		"state by id":  {sqlcore.StateByIDSQL, []any{1}, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"},
-		"state by key": {sqlcore.StateByKeySQL, []any{1, "x", 0, 10}, "SEARCH s USING INDEX sqlite_autoindex_error_group_states_1 (queue_id=? AND fingerprint=?)"},
+		"state by id":   {sqlcore.StateByIDSQL, []any{1}, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"},
+		"state by key":  {sqlcore.StateByKeySQL, []any{1, "x", 0, 10}, "SEARCH s USING INDEX sqlite_autoindex_error_group_states_1 (queue_id=? AND fingerprint=?)"},
+		"state by keys": {sqlcore.StateByKeysSQL, []any{1, `["x", "y"]`, 0, 200}, "SEARCH s USING INDEX sqlite_autoindex_error_group_states_1 (queue_id=? AND fingerprint=?)"},
 		// A week from its days and the hours at its edge, a day from its
 		// hours: each by its primary key.
 		"windows, day":       {sqlcore.WindowsSQL, []any{`[1, 2]`, 5, 6}, "SEARCH h USING PRIMARY KEY (queue_id=? AND group_id=? AND fingerprint=? AND hour>?)"},

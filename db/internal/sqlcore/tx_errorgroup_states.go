@@ -200,9 +200,6 @@ func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]
 	if limit <= 0 {
 		limit = broker.MaxErrorGroups
 	}
-	if q.QueueID != 0 && q.Fingerprint != "" && q.State == "" && q.Owner == "" && q.Version == "" {
-		return scanStates(t.Query(ctx, StateByKeySQL, q.QueueID, t.d.Text(q.Fingerprint), q.GroupID, limit))
-	}
 	if q.Fingerprints != nil {
 		if q.QueueID == 0 || q.Fingerprint != "" || q.State != "" || q.Owner != "" || q.Version != "" {
 			return nil, fmt.Errorf("error group states of fingerprints: a queue and nothing else is their filter")
@@ -212,6 +209,9 @@ func (t *Tx) ErrorGroupStates(ctx context.Context, q broker.ErrorGroupQuery) ([]
 			return nil, err
 		}
 		return scanStates(t.Query(ctx, StateByKeysSQL, q.QueueID, list, q.GroupID, limit))
+	}
+	if q.QueueID != 0 && q.Fingerprint != "" && q.State == "" && q.Owner == "" && q.Version == "" {
+		return scanStates(t.Query(ctx, StateByKeySQL, q.QueueID, t.d.Text(q.Fingerprint), q.GroupID, limit))
 	}
 	lo, hi := stateRanks(q.State)
 	if q.QueueID == 0 && q.QueueIDs != nil {
