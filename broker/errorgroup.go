@@ -163,7 +163,7 @@ func errorGroups(ctx context.Context, tx GroupTx, queueID, groupID int64, finger
 		return nil, fmt.Errorf("error group trends: %w", err)
 	}
 	for _, h := range hours {
-		if i, ok := at[h.Fingerprint]; ok && h.Hour <= last {
+		if i, ok := at[h.Fingerprint]; ok && h.Hour <= last && h.Hour > last-TrendHours {
 			gs[i].Trend[TrendHours-1-int(last-h.Hour)] += h.Filed
 		}
 	}

@@ -525,15 +525,17 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 	// Tx.ErrorGroupHistory: translated
 	`SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = ? ORDER BY id DESC LIMIT ?`: {text: `SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state_id = $1 ORDER BY id DESC LIMIT $2`},
 	// Tx.ErrorGroupHours: hand-written (PGQuery)
-	`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
-		WHERE queue_id = ?1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = ?1) AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
-		GROUP BY fingerprint, hour`: {text: `SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
-		WHERE queue_id = $1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = $1) AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3 AND $4 = 0
-		GROUP BY fingerprint, hour`},
+	`SELECT fingerprint, group_concat((hour - ?3) || ':' || filed) FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
+		GROUP BY fingerprint`: {text: `SELECT fingerprint, string_agg((hour - $3) || ':' || filed, ',') FROM error_group_hours
+		WHERE queue_id = $1 AND group_id = $4 AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3
+		GROUP BY fingerprint`},
 	// Tx.ErrorGroupHours: hand-written (PGQuery)
-	`SELECT fingerprint, hour, filed FROM error_group_hours
-		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3`: {text: `SELECT fingerprint, hour, filed FROM error_group_hours
-		WHERE queue_id = $1 AND group_id = $4 AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3`},
+	`SELECT fingerprint, group_concat(h || ':' || n) FROM (SELECT fingerprint, hour - ?3 AS h, SUM(filed) AS n FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = ?1) AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
+		GROUP BY fingerprint, hour) GROUP BY fingerprint`: {text: `SELECT fingerprint, string_agg(h || ':' || n, ',') FROM (SELECT fingerprint, hour - $3 AS h, SUM(filed) AS n FROM error_group_hours
+		WHERE queue_id = $1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = $1) AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3 AND $4 = 0
+		GROUP BY fingerprint, hour) t GROUP BY fingerprint`},
 	// Tx.ErrorGroupStates: translated
 	`SELECT s.id, s.queue_id, q.name, s.group_id, COALESCE(c.name, ''), s.fingerprint, s.state, s.regressed, s.owner, s.note, s.link, s.version,
 	s.until_at, s.until_filed, s.changed_at, s.changed_by,

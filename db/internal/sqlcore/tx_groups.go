@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -141,19 +143,22 @@ var (
 		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT value FROM json_each(?2))`,
 		`SELECT `+errorGroupCols+` FROM error_groups
 		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT json_array_elements_text(?2::json))`)
-	// A consumer group's hours are a row each (the key): no sums, whose
-	// grouping cost more than the read (80 of 180 µs for ten groups'
-	// 24 hours).
-	GroupHoursSQL = PGQuery(`SELECT fingerprint, hour, filed FROM error_group_hours
-		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3`,
-		`SELECT fingerprint, hour, filed FROM error_group_hours
-		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT json_array_elements_text(?2::json)) AND hour >= ?3`)
-	GroupHoursAcrossSQL = PGQuery(`SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
+	// The hours of each fingerprint come as one row: its hours (from ?3)
+	// and counts in one text, "hour:filed,..." (hoursOf reads it). Ten
+	// groups' 24 hours were 240 rows, each stepped and scanned through
+	// database/sql: 215 µs a dead-letter page, 60 µs of it SQLite's.
+	GroupHoursSQL = PGQuery(`SELECT fingerprint, group_concat((hour - ?3) || ':' || filed) FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
+		GROUP BY fingerprint`,
+		`SELECT fingerprint, string_agg((hour - ?3) || ':' || filed, ',') FROM error_group_hours
+		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT json_array_elements_text(?2::json)) AND hour >= ?3
+		GROUP BY fingerprint`)
+	GroupHoursAcrossSQL = PGQuery(`SELECT fingerprint, group_concat(h || ':' || n) FROM (SELECT fingerprint, hour - ?3 AS h, SUM(filed) AS n FROM error_group_hours
 		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
-		GROUP BY fingerprint, hour`,
-		`SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
+		GROUP BY fingerprint, hour) GROUP BY fingerprint`,
+		`SELECT fingerprint, string_agg(h || ':' || n, ',') FROM (SELECT fingerprint, hour - ?3 AS h, SUM(filed) AS n FROM error_group_hours
 		WHERE queue_id = ?1 AND group_id IN `+queueGroups+` AND fingerprint IN (SELECT json_array_elements_text(?2::json)) AND hour >= ?3 AND ?4 = 0
-		GROUP BY fingerprint, hour`)
+		GROUP BY fingerprint, hour) t GROUP BY fingerprint`)
 )
 
 // textsJSON is a JSON array of ss, each as the store keeps text (a
@@ -293,11 +298,28 @@ func (t *Tx) ErrorGroupHours(ctx context.Context, queueID, groupID int64, finger
 	defer rows.Close()
 	var out []broker.ErrorGroupHour
 	for rows.Next() {
-		var h broker.ErrorGroupHour
-		if err := rows.Scan(&h.Fingerprint, &h.Hour, &h.Filed); err != nil {
+		var fp, hours string
+		if err := rows.Scan(&fp, &hours); err != nil {
 			return nil, err
 		}
-		out = append(out, h)
+		if out, err = hoursOf(out, fp, hours, fromHour); err != nil {
+			return nil, err
+		}
 	}
 	return out, rows.Err()
+}
+
+// hoursOf appends to out the hours of fingerprint fp that list holds:
+// "hour:filed,...", each hour counted from fromHour.
+func hoursOf(out []broker.ErrorGroupHour, fp, list string, fromHour int64) ([]broker.ErrorGroupHour, error) {
+	for item := range strings.SplitSeq(list, ",") {
+		h, n, ok := strings.Cut(item, ":")
+		hour, herr := strconv.ParseInt(h, 10, 64)
+		filed, ferr := strconv.ParseInt(n, 10, 64)
+		if !ok || herr != nil || ferr != nil {
+			return nil, fmt.Errorf("error group hours of %q: %q is not hour:filed", fp, item)
+		}
+		out = append(out, broker.ErrorGroupHour{Fingerprint: fp, Hour: fromHour + hour, Filed: filed})
+	}
+	return out, nil
 }

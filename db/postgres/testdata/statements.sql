@@ -1004,25 +1004,27 @@ SELECT at, actor, from_state, to_state, why FROM error_group_history WHERE state
 ;
 
 -- used by: Tx.ErrorGroupHours
--- from: GroupHoursAcrossSQL
+-- from: GroupHoursSQL
 -- sqlite:
---   SELECT fingerprint, hour, SUM(filed) FROM error_group_hours
---   		WHERE queue_id = ?1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = ?1) AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
---   		GROUP BY fingerprint, hour
+--   SELECT fingerprint, group_concat((hour - ?3) || ':' || filed) FROM error_group_hours
+--   		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
+--   		GROUP BY fingerprint
 -- postgres (hand-written, PGQuery):
-SELECT fingerprint, hour, SUM(filed)::bigint FROM error_group_hours
-		WHERE queue_id = $1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = $1) AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3 AND $4 = 0
-		GROUP BY fingerprint, hour
+SELECT fingerprint, string_agg((hour - $3) || ':' || filed, ',') FROM error_group_hours
+		WHERE queue_id = $1 AND group_id = $4 AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3
+		GROUP BY fingerprint
 ;
 
 -- used by: Tx.ErrorGroupHours
--- from: GroupHoursSQL
+-- from: GroupHoursAcrossSQL
 -- sqlite:
---   SELECT fingerprint, hour, filed FROM error_group_hours
---   		WHERE queue_id = ?1 AND group_id = ?4 AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3
+--   SELECT fingerprint, group_concat(h || ':' || n) FROM (SELECT fingerprint, hour - ?3 AS h, SUM(filed) AS n FROM error_group_hours
+--   		WHERE queue_id = ?1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = ?1) AND fingerprint IN (SELECT value FROM json_each(?2)) AND hour >= ?3 AND ?4 = 0
+--   		GROUP BY fingerprint, hour) GROUP BY fingerprint
 -- postgres (hand-written, PGQuery):
-SELECT fingerprint, hour, filed FROM error_group_hours
-		WHERE queue_id = $1 AND group_id = $4 AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3
+SELECT fingerprint, string_agg(h || ':' || n, ',') FROM (SELECT fingerprint, hour - $3 AS h, SUM(filed) AS n FROM error_group_hours
+		WHERE queue_id = $1 AND group_id IN (SELECT group_id FROM group_stats WHERE queue_id = $1) AND fingerprint IN (SELECT json_array_elements_text($2::json)) AND hour >= $3 AND $4 = 0
+		GROUP BY fingerprint, hour) t GROUP BY fingerprint
 ;
 
 -- used by: Tx.ErrorGroupStates
