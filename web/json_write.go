@@ -33,11 +33,17 @@ func writeAppended(c echo.Context, status int, write func([]byte) ([]byte, error
 	if err == nil {
 		err = c.Blob(status, echo.MIMEApplicationJSON, b) // copied into the connection's buffer
 	}
+	putAnswerBuffer(bp, b)
+	return err
+}
+
+// putAnswerBuffer gives bp back to answerBuffers holding b, the buffer it
+// grew to, unless b is over maxPooledAnswer.
+func putAnswerBuffer(bp *[]byte, b []byte) {
 	if cap(b) <= maxPooledAnswer {
 		*bp = b[:0]
 		answerBuffers.Put(bp)
 	}
-	return err
 }
 
 // appendPushResults writes a push's answer (pushResultView, a list).

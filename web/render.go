@@ -46,10 +46,7 @@ func render(c echo.Context, status int, comp templ.Component) error {
 		h.Set("Cache-Control", "no-store")
 		err = c.Blob(status, echo.MIMETextHTMLCharsetUTF8, buf.Bytes()) // copied into the connection's buffer, or sent
 	}
-	if b := buf.Bytes(); cap(b) <= maxPooledAnswer {
-		*bp = b[:0]
-		answerBuffers.Put(bp)
-	}
+	putAnswerBuffer(bp, buf.Bytes())
 	return err
 }
 

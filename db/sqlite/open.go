@@ -166,6 +166,20 @@ const (
 	readOnceCacheKiB = 2000
 )
 
+// throughSmallCache runs fn with the page cache of schema ("main." or ""
+// for the connection's own) at readOnceCacheKiB, and at connCacheKiB
+// again after, also when ctx ended (the connection is kept): lowering
+// the size drops the pages cached beyond it, so pages fn touches once
+// never fill more than the small cache. exec runs a statement on the
+// connection.
+func throughSmallCache(ctx context.Context, exec func(context.Context, string) error, schema string, fn func() error) error {
+	if err := exec(ctx, "PRAGMA "+schema+"cache_size = -"+strconv.Itoa(readOnceCacheKiB)); err != nil {
+		return err
+	}
+	err := fn()
+	return errors.Join(err, exec(context.WithoutCancel(ctx), "PRAGMA "+schema+"cache_size = -"+strconv.Itoa(connCacheKiB)))
+}
+
 // ReadStmtCache is how many statements each reading connection keeps
 // prepared (go-sqlite3's _stmt_cache_size); the writer keeps up to
 // maxStatements of its own (rawConn).

@@ -1045,18 +1045,20 @@ func (s *searchIndex) giveBackStep(ctx context.Context) (bool, error) {
 	// pages it moves are each touched once, and the connection's usual
 	// cache kept them (bench's S3: giving back 23,499 free pages at the
 	// server's start left 15 MB cached, and malloc's arena 35 MB bigger).
+	exec := func(ctx context.Context, q string) error {
+		_, err := s.conn.ExecContext(ctx, q)
+		return err
+	}
 	err := s.deferred(ctx, func() error {
-		if _, err := s.conn.ExecContext(ctx, `PRAGMA main.cache_size = -`+strconv.Itoa(readOnceCacheKiB)); err != nil {
-			return err
-		}
-		rows, err := s.conn.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.FormatInt(s.keep*4, 10)+`)`)
-		if err == nil {
+		return throughSmallCache(ctx, exec, "main.", func() error {
+			rows, err := s.conn.QueryContext(ctx, `PRAGMA main.incremental_vacuum(`+strconv.FormatInt(s.keep*4, 10)+`)`)
+			if err != nil {
+				return err
+			}
 			for rows.Next() {
 			}
-			err = errors.Join(rows.Err(), rows.Close())
-		}
-		_, rerr := s.conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA main.cache_size = -`+strconv.Itoa(connCacheKiB))
-		return errors.Join(err, rerr)
+			return errors.Join(rows.Err(), rows.Close())
+		})
 	})
 	if err != nil {
 		return false, fmt.Errorf("give the search file's free pages back: %w", err)

@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"strconv"
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -210,13 +208,10 @@ func (dialect) BlockStmt(ph sqlcore.ExportPhase, docids []int64, limit int) sqlc
 // (an export of 1M dead letters): the process's peak RSS was the usual
 // cache's 32 MB above what it was before the export.
 func (dialect) ReadOnce(ctx context.Context, t *sqlcore.Tx, fn func() error) error {
-	if _, err := t.Exec(ctx, "PRAGMA cache_size = -"+strconv.Itoa(readOnceCacheKiB)); err != nil {
+	return throughSmallCache(ctx, func(ctx context.Context, q string) error {
+		_, err := t.Exec(ctx, q)
 		return err
-	}
-	err := fn()
-	// Also when fn's context ended: the connection goes back to the pool.
-	_, rerr := t.Exec(context.WithoutCancel(ctx), "PRAGMA cache_size = -"+strconv.Itoa(connCacheKiB))
-	return errors.Join(err, rerr)
+	}, "", fn)
 }
 
 // NewestSeq is the newest message's seq, for keepSeqFloor.
