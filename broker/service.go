@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -215,12 +214,7 @@ func (b *Broker) updateStats(ctx context.Context, o UpdateOptions, flush bool, f
 			}
 		default:
 			taken := st.visible(&b.pending)
-			for _, e := range taken {
-				if err := cached.AddStats(ctx, e.key.queueID, e.key.groupID, e.d, time.Unix(e.key.minute*60, 0)); err != nil {
-					return fmt.Errorf("stats: %w", err)
-				}
-			}
-			if err := acc.flush(ctx, now); err != nil {
+			if err := acc.flushWith(ctx, taken, now); err != nil {
 				return err
 			}
 			st.tookAll()

@@ -237,6 +237,26 @@ func (t *statsTx) entries(now time.Time) []pendingEntry {
 	return out
 }
 
+// flushWith writes taken, the pending counts the transaction takes, then
+// its own (flush). A pending count of the minute of now for a queue and
+// group the transaction counts too joins that count: one upsert of each
+// table instead of two, which leave the rows as the one does (the
+// pending count moves no depth; the transaction's sets it).
+func (t *statsTx) flushWith(ctx context.Context, taken []pendingEntry, now time.Time) error {
+	minute := now.Unix() / 60
+	for _, e := range taken {
+		k := [2]int64{e.key.queueID, e.key.groupID}
+		if d, ok := t.acc[k]; ok && e.key.minute == minute {
+			t.acc[k] = d.add(e.d)
+			continue
+		}
+		if err := t.Tx.AddStats(ctx, e.key.queueID, e.key.groupID, e.d, time.Unix(e.key.minute*60, 0)); err != nil {
+			return fmt.Errorf("stats: %w", err)
+		}
+	}
+	return t.flush(ctx, now)
+}
+
 func (t *statsTx) flush(ctx context.Context, now time.Time) error {
 	for _, k := range t.keys {
 		if d := t.acc[k]; d != (Stats{}) {

@@ -88,21 +88,23 @@ var catalog = map[string]*statement{
 		WHERE id = $1 RETURNING id, state, regressed, filed, until_at, until_filed, queue_id, group_id, fingerprint`, stores: true},
 	// Tx.AddStats: translated
 	`INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
-			expired, dead_letters_expired)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			expired, dead_letters_expired, oldest_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN ?14 <> 0 THEN COALESCE((SELECT d.failed_at FROM dead_letters d WHERE d.queue_id = ?1 AND d.group_id = ?2 ORDER BY d.failed_at, d.id LIMIT 1), 0) ELSE 0 END)
 		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = group_stats.depth + excluded.depth, dead_lettered = group_stats.dead_lettered + excluded.dead_lettered,
 		replayed = group_stats.replayed + excluded.replayed, deleted = group_stats.deleted + excluded.deleted, dropped = group_stats.dropped + excluded.dropped,
 		completed = group_stats.completed + excluded.completed, failed = group_stats.failed + excluded.failed,
 		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
-		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
+		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired,
+		oldest_at = CASE WHEN ?14 <> 0 THEN excluded.oldest_at ELSE group_stats.oldest_at END
 		RETURNING depth, oldest_at`: {text: `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
-			expired, dead_letters_expired)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			expired, dead_letters_expired, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $14 <> 0 THEN COALESCE((SELECT d.failed_at FROM dead_letters d WHERE d.queue_id = $1 AND d.group_id = $2 ORDER BY d.failed_at, d.id LIMIT 1), 0) ELSE 0 END)
 		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = group_stats.depth + excluded.depth, dead_lettered = group_stats.dead_lettered + excluded.dead_lettered,
 		replayed = group_stats.replayed + excluded.replayed, deleted = group_stats.deleted + excluded.deleted, dropped = group_stats.dropped + excluded.dropped,
 		completed = group_stats.completed + excluded.completed, failed = group_stats.failed + excluded.failed,
 		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
-		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
+		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired,
+		oldest_at = CASE WHEN $14 <> 0 THEN excluded.oldest_at ELSE group_stats.oldest_at END
 		RETURNING depth, oldest_at`, stores: true},
 	// Tx.AddStats: translated
 	`INSERT INTO stats_hour (queue_id, group_id, hour, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
@@ -164,10 +166,6 @@ var catalog = map[string]*statement{
 		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
 		depth = CASE WHEN $16 <> 0 THEN excluded.depth ELSE stats_quarter.depth END,
 		oldest_at = CASE WHEN $16 <> 0 THEN excluded.oldest_at ELSE stats_quarter.oldest_at END`, stores: true},
-	// Tx.AddStats: translated
-	`SELECT failed_at FROM dead_letters WHERE queue_id = ? AND group_id = ? ORDER BY failed_at, id LIMIT 1`: {text: `SELECT failed_at FROM dead_letters WHERE queue_id = $1 AND group_id = $2 ORDER BY failed_at, id LIMIT 1`},
-	// Tx.AddStats: translated
-	`UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?`: {text: `UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3`, stores: true},
 	// Tx.Attempts: translated
 	`SELECT attempt, at, error, error_bytes, wait_ms, consumer_version FROM attempts WHERE seq = ? AND group_id = ? ORDER BY attempt DESC LIMIT ?`: {text: `SELECT attempt, at, error, error_bytes, wait_ms, consumer_version FROM attempts WHERE seq = $1 AND group_id = $2 ORDER BY attempt DESC LIMIT $3`},
 	// Tx.Breaker: translated
@@ -758,12 +756,6 @@ WHERE id = (SELECT id FROM message_traces WHERE seq = $1 ORDER BY seq DESC, id D
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`: {text: `INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, stores: true},
-	// Tx.InsertDeadLetter: hand-written (PGQuery)
-	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
-		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x RETURNING id`: {text: `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END, $14
-		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id`, stores: true},
 	// Tx.InsertHold: translated
 	`INSERT INTO holds (queue_id, group_id, kind, reason, actor, since, probe_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (queue_id, group_id, kind) DO NOTHING RETURNING id`: {text: `INSERT INTO holds (queue_id, group_id, kind, reason, actor, since, probe_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -1822,6 +1814,18 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		SELECT c.id, $1, c.queue_id, c.cursor, CASE WHEN (SELECT m.seq FROM messages m WHERE m.partition_id = c.id AND m.seq > c.cursor LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END,
 			c.messages + (SELECT COUNT(*) FROM messages m WHERE m.partition_id = c.id AND m.seq > c.counted_seq), c.cursor
 		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c`, args: []int{1, 2}, stores: true},
+	// Tx.insertDeadLetter: hand-written (PGQuery)
+	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x RETURNING id`: {text: `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END, $14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id`, stores: true},
+	// Tx.insertDeadLetter: hand-written (PGQuery)
+	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x WHERE true ON CONFLICT (seq, group_id) DO NOTHING RETURNING id`: {text: `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END, $14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x WHERE true ON CONFLICT (seq, group_id) DO NOTHING RETURNING id`, stores: true},
 	// Tx.keepRemoved: translated
 	`INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
 			transaction_id, trace_id, fingerprint, how, at, actor, job_id, restore_until, payload, pushed_at, consumer_version)
@@ -2503,4 +2507,6 @@ var fragments = map[string]*statement{
 // builtAtRunTime are the functions that build a statement at run time
 // that the catalog cannot hold yet (the end of testdata/statements.sql):
 // the only ones whose texts stmt translates.
-var builtAtRunTime = map[string]bool{}
+var builtAtRunTime = map[string]bool{
+	"Tx.insertDeadLetter": true,
+}

@@ -1034,36 +1034,59 @@ var nextWakeSQL = PGQuery(`SELECT CASE WHEN q.delayed_processing = 0 THEN
 // Then it counts d into its error group: fileErrorGroup when filed,
 // returnToErrorGroup else.
 func (t *Tx) InsertDeadLetter(ctx context.Context, d *broker.DeadLetter, filed bool) error {
+	_, err := t.insertDeadLetter(ctx, d, filed, false)
+	return err
+}
+
+// insertDeadLetter is InsertDeadLetter; with once, a dead letter whose
+// message the group has in its dead letters already is not inserted
+// (fileDeadLetterSQL), and inserted is false: then it does nothing more.
+func (t *Tx) insertDeadLetter(ctx context.Context, d *broker.DeadLetter, filed, once bool) (inserted bool, err error) {
+	query := insertDeadLetterSQL
+	if once {
+		query = fileDeadLetterSQL
+	}
 	d.Error, d.Fingerprint = t.d.Text(d.Error), t.d.Text(d.Fingerprint)
 	// A dead letter restored after retention removed its message carries
 	// the payload and push time it had kept (migration 0020); while the
 	// message is there, they are read from it.
 	d.ConsumerVersion = t.d.Text(d.ConsumerVersion)
-	_, id, err := t.Insert(ctx, "id", insertDeadLetterSQL,
+	n, id, err := t.Insert(ctx, "id", query,
 		d.Seq, d.QueueID, d.PartitionID, d.GroupID, d.Error, d.RetryCount, MS(d.FailedAt), d.TransactionID, d.ErrorBytes, d.Fingerprint, d.TraceID, []byte(d.Payload), MS(d.CreatedAt),
 		d.ConsumerVersion)
-	if err != nil {
-		return err
+	if err != nil || n == 0 {
+		return false, err
 	}
 	d.ID = id
 	if err := t.indexDeadLetter(ctx, d); err != nil {
-		return err
+		return true, err
 	}
 	if filed {
-		return t.fileErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, d.FailedAt, d.Error, d.ConsumerVersion)
+		return true, t.fileErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, d.FailedAt, d.Error, d.ConsumerVersion)
 	}
-	return t.returnToErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, 1, d.FailedAt, d.Error)
+	return true, t.returnToErrorGroup(ctx, d.QueueID, d.GroupID, d.Fingerprint, 1, d.FailedAt, d.Error)
 }
 
 // insertDeadLetterSQL is InsertDeadLetter's statement. PostgreSQL types
 // the push time's parameter by the 0 beside it in its CASE, as a 32-bit
 // integer, unless cast.
-var insertDeadLetterSQL = PGInsert("id", `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
-		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`,
-	`INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST(?13 AS BIGINT) END, ?14
-		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`)
+var insertDeadLetterSQL = PGInsert("id", insertDeadLetterHead+insertDeadLetterSQLite, insertDeadLetterHead+insertDeadLetterPG)
+
+const (
+	insertDeadLetterHead = `INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		`
+	insertDeadLetterSQLite = `SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`
+	insertDeadLetterPG = `SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST(?13 AS BIGINT) END, ?14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x`
+)
+
+// fileDeadLetterSQL is insertDeadLetterSQL that inserts nothing when the
+// group has the message in its dead letters already (UNIQUE (seq,
+// group_id)): FileEach's. SQLite reads ON after a SELECT's FROM as a
+// join's unless a WHERE comes between.
+var fileDeadLetterSQL = PGInsert("id", insertDeadLetterHead+insertDeadLetterSQLite+` WHERE true ON CONFLICT (seq, group_id) DO NOTHING`,
+	insertDeadLetterHead+insertDeadLetterPG+` WHERE true ON CONFLICT (seq, group_id) DO NOTHING`)
 
 // DeadLetterSelect joins a dead letter with its message, queue, partition
 // and group. The message may be gone (retention): its payload and push

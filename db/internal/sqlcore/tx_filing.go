@@ -26,26 +26,17 @@ func (t *Tx) InsertAudits(ctx context.Context, as []broker.AuditEntry) error {
 }
 
 // FileEach files ds one at a time, as the broker filed a dead letter
-// before it filed an ack's together: the message's dead letters read
-// (the group's there already: left as it is), then InsertDeadLetter,
-// filed.
+// before it filed an ack's together: a dead letter whose message the
+// group has in its dead letters already is left as it is (its insert
+// meets UNIQUE (seq, group_id) and does nothing), else filed.
 func FileEach(ctx context.Context, t *Tx, ds []*broker.DeadLetter) ([]bool, error) {
 	filed := make([]bool, len(ds))
-next:
 	for i, d := range ds {
-		have, err := t.DeadLettersOfMessage(ctx, d.Seq)
+		ok, err := t.insertDeadLetter(ctx, d, true, true)
 		if err != nil {
-			return nil, err
-		}
-		for _, o := range have {
-			if o.GroupID == d.GroupID {
-				continue next
-			}
-		}
-		if err := t.InsertDeadLetter(ctx, d, true); err != nil {
 			return nil, fmt.Errorf("dead letter: %w", err)
 		}
-		filed[i] = true
+		filed[i] = ok
 	}
 	return filed, nil
 }

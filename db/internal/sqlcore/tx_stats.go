@@ -11,37 +11,21 @@ import (
 	"github.com/lazarus-dlq/lazarus/broker"
 )
 
-// AddStats upserts group_stats (RETURNING the depth after the change),
-// reads the group's oldest dead letter by dead_letters_group when dead
-// letters come or go, and upserts the minute, quarter and hour buckets.
-// A zero at is time.Now(), the wall clock.
+// AddStats upserts group_stats (RETURNING the depth after the change and
+// the oldest dead letter: read by dead_letters_group in the same
+// statement when dead letters come or go), and upserts the minute,
+// quarter and hour buckets. A zero at is time.Now(), the wall clock.
 func (t *Tx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stats, at time.Time) error {
+	moves := 0
+	if d.Depth != 0 || d.DeadLettered != 0 {
+		moves = 1
+	}
 	var depth, oldest int64
-	err := t.QueryRow(ctx, `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
-			expired, dead_letters_expired)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = group_stats.depth + excluded.depth, dead_lettered = group_stats.dead_lettered + excluded.dead_lettered,
-		replayed = group_stats.replayed + excluded.replayed, deleted = group_stats.deleted + excluded.deleted, dropped = group_stats.dropped + excluded.dropped,
-		completed = group_stats.completed + excluded.completed, failed = group_stats.failed + excluded.failed,
-		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
-		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
-		RETURNING depth, oldest_at`,
+	err := t.QueryRow(ctx, addGroupStatsSQL,
 		queueID, groupID, d.Depth, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed, d.ReplayCompleted, d.ReplayFailed,
-		d.Expired, d.DeadLettersExpired).Scan(&depth, &oldest)
+		d.Expired, d.DeadLettersExpired, moves).Scan(&depth, &oldest)
 	if err != nil {
 		return err
-	}
-	if d.Depth != 0 || d.DeadLettered != 0 {
-		// The oldest dead letter moves only when dead letters come or go:
-		// one step down the group's index.
-		oldest = 0
-		err := t.QueryRow(ctx, `SELECT failed_at FROM dead_letters WHERE queue_id = ? AND group_id = ? ORDER BY failed_at, id LIMIT 1`, queueID, groupID).Scan(&oldest)
-		if err != nil && !errors.Is(err, errNoRows) {
-			return err
-		}
-		if _, err := t.Exec(ctx, `UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?`, oldest, queueID, groupID); err != nil {
-			return err
-		}
 	}
 	if at.IsZero() {
 		at = time.Now()
@@ -54,10 +38,6 @@ func (t *Tx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stat
 	// counts); the depth now is not the depth of their bucket. A new
 	// bucket takes the depth now.
 	minute := at.Unix() / 60
-	moves := 0
-	if d.Depth != 0 || d.DeadLettered != 0 {
-		moves = 1
-	}
 	for _, b := range bucketTables {
 		if _, err := t.Exec(ctx, b.upsert, queueID, groupID, minute/b.minutes, d.DeadLettered, d.Replayed, d.Deleted, d.Dropped, d.Completed, d.Failed,
 			d.ReplayCompleted, d.ReplayFailed, d.Expired, d.DeadLettersExpired, depth, oldest, moves); err != nil {
@@ -66,6 +46,20 @@ func (t *Tx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stat
 	}
 	return nil
 }
+
+// addGroupStatsSQL is AddStats' upsert of group_stats. The oldest dead
+// letter moves only when dead letters come or go (?14 not 0): then it is
+// one step down the group's index (dead_letters_group), 0 for none.
+const addGroupStatsSQL = `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
+			expired, dead_letters_expired, oldest_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN ?14 <> 0 THEN COALESCE((SELECT d.failed_at FROM dead_letters d WHERE d.queue_id = ?1 AND d.group_id = ?2 ORDER BY d.failed_at, d.id LIMIT 1), 0) ELSE 0 END)
+		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = group_stats.depth + excluded.depth, dead_lettered = group_stats.dead_lettered + excluded.dead_lettered,
+		replayed = group_stats.replayed + excluded.replayed, deleted = group_stats.deleted + excluded.deleted, dropped = group_stats.dropped + excluded.dropped,
+		completed = group_stats.completed + excluded.completed, failed = group_stats.failed + excluded.failed,
+		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
+		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired,
+		oldest_at = CASE WHEN ?14 <> 0 THEN excluded.oldest_at ELSE group_stats.oldest_at END
+		RETURNING depth, oldest_at`
 
 // bucketTable is one table of time-bucketed counters.
 type bucketTable struct {

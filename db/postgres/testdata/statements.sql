@@ -16,11 +16,11 @@
 -- A statement of SQLite's store only (run by a function or method of
 -- package db/sqlite, or a text one returns) has no PostgreSQL text.
 --
--- 401 statements (24 with a PostgreSQL text written by hand, 17 for
+-- 400 statements (25 with a PostgreSQL text written by hand, 17 for
 -- SQLite only); then the 94 fragments (sqlcore.Frag) of which the 15
 -- calls of a composed statement (sqlcore.Stmt) build theirs, the
 -- PostgreSQL store numbering each fragment's parameters on from the
--- last; then the 0 calls whose text is built at run time, which the
+-- last; then the 1 calls whose text is built at run time, which the
 -- catalog does not hold yet: their functions' texts (and those alone)
 -- are translated as they first run (builtAtRunTime).
 
@@ -144,23 +144,25 @@ UPDATE error_group_states SET filed = filed + $2, replayed = replayed + $3, succ
 -- used by: Tx.AddStats
 -- sqlite:
 --   INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
---   			expired, dead_letters_expired)
---   		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+--   			expired, dead_letters_expired, oldest_at)
+--   		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN ?14 <> 0 THEN COALESCE((SELECT d.failed_at FROM dead_letters d WHERE d.queue_id = ?1 AND d.group_id = ?2 ORDER BY d.failed_at, d.id LIMIT 1), 0) ELSE 0 END)
 --   		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = group_stats.depth + excluded.depth, dead_lettered = group_stats.dead_lettered + excluded.dead_lettered,
 --   		replayed = group_stats.replayed + excluded.replayed, deleted = group_stats.deleted + excluded.deleted, dropped = group_stats.dropped + excluded.dropped,
 --   		completed = group_stats.completed + excluded.completed, failed = group_stats.failed + excluded.failed,
 --   		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
---   		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
+--   		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired,
+--   		oldest_at = CASE WHEN ?14 <> 0 THEN excluded.oldest_at ELSE group_stats.oldest_at END
 --   		RETURNING depth, oldest_at
 -- postgres (translated):
 INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
-			expired, dead_letters_expired)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			expired, dead_letters_expired, oldest_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $14 <> 0 THEN COALESCE((SELECT d.failed_at FROM dead_letters d WHERE d.queue_id = $1 AND d.group_id = $2 ORDER BY d.failed_at, d.id LIMIT 1), 0) ELSE 0 END)
 		ON CONFLICT (queue_id, group_id) DO UPDATE SET depth = group_stats.depth + excluded.depth, dead_lettered = group_stats.dead_lettered + excluded.dead_lettered,
 		replayed = group_stats.replayed + excluded.replayed, deleted = group_stats.deleted + excluded.deleted, dropped = group_stats.dropped + excluded.dropped,
 		completed = group_stats.completed + excluded.completed, failed = group_stats.failed + excluded.failed,
 		replay_completed = group_stats.replay_completed + excluded.replay_completed, replay_failed = group_stats.replay_failed + excluded.replay_failed,
-		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired
+		expired = group_stats.expired + excluded.expired, dead_letters_expired = group_stats.dead_letters_expired + excluded.dead_letters_expired,
+		oldest_at = CASE WHEN $14 <> 0 THEN excluded.oldest_at ELSE group_stats.oldest_at END
 		RETURNING depth, oldest_at
 ;
 
@@ -237,20 +239,6 @@ INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed,
 		expired = stats_quarter.expired + excluded.expired, dead_letters_expired = stats_quarter.dead_letters_expired + excluded.dead_letters_expired,
 		depth = CASE WHEN $16 <> 0 THEN excluded.depth ELSE stats_quarter.depth END,
 		oldest_at = CASE WHEN $16 <> 0 THEN excluded.oldest_at ELSE stats_quarter.oldest_at END
-;
-
--- used by: Tx.AddStats
--- sqlite:
---   SELECT failed_at FROM dead_letters WHERE queue_id = ? AND group_id = ? ORDER BY failed_at, id LIMIT 1
--- postgres (translated):
-SELECT failed_at FROM dead_letters WHERE queue_id = $1 AND group_id = $2 ORDER BY failed_at, id LIMIT 1
-;
-
--- used by: Tx.AddStats
--- sqlite:
---   UPDATE group_stats SET oldest_at = ? WHERE queue_id = ? AND group_id = ?
--- postgres (translated):
-UPDATE group_stats SET oldest_at = $1 WHERE queue_id = $2 AND group_id = $3
 ;
 
 -- used by: Tx.Attempts
@@ -1393,19 +1381,6 @@ INSERT INTO stats_minute (queue_id, group_id, minute, dead_lettered, replayed, d
 INSERT INTO stats_quarter (queue_id, group_id, quarter, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, depth, oldest_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-;
-
--- used by: Tx.InsertDeadLetter
--- from: insertDeadLetterSQL
--- insert: PostgreSQL's text returns id
--- sqlite:
---   INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
---   		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
---   		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x
--- postgres (hand-written, PGQuery):
-INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END, $14
-		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id
 ;
 
 -- used by: Tx.InsertHold
@@ -3531,6 +3506,32 @@ INSERT INTO consumers (partition_id, group_id, queue_id, cursor, ready, passed, 
 		FROM (SELECT p.id, p.queue_id, p.messages, p.counted_seq, COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.partition_id = p.id), 0) AS cursor FROM partitions p WHERE p.queue_id = $2) c
 ;
 
+-- used by: Tx.insertDeadLetter
+-- from: insertDeadLetterSQL
+-- insert: PostgreSQL's text returns id
+-- sqlite:
+--   INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+--   		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
+--   		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x
+-- postgres (hand-written, PGQuery):
+INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END, $14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x RETURNING id
+;
+
+-- used by: Tx.insertDeadLetter
+-- from: fileDeadLetterSQL
+-- insert: PostgreSQL's text returns id
+-- sqlite:
+--   INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+--   		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN x.kept THEN NULL ELSE CAST(?12 AS BLOB) END, CASE WHEN x.kept THEN 0 ELSE ?13 END, ?14
+--   		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = ?1) AS kept) x WHERE true ON CONFLICT (seq, group_id) DO NOTHING
+-- postgres (hand-written, PGQuery):
+INSERT INTO dead_letters (seq, queue_id, partition_id, group_id, error, retry_count, failed_at, transaction_id, error_bytes, fingerprint, trace_id, payload, pushed_at, consumer_version)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN x.kept THEN NULL ELSE CAST($12 AS BYTEA) END, CASE WHEN x.kept THEN 0 ELSE CAST($13 AS BIGINT) END, $14
+		FROM (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.seq = $1) AS kept) x WHERE true ON CONFLICT (seq, group_id) DO NOTHING RETURNING id
+;
+
 -- used by: Tx.keepRemoved
 -- sqlite:
 --   INSERT INTO removed_dead_letters (dead_letter_id, seq, queue_id, partition_id, group_id, error, error_bytes, retry_count, failed_at,
@@ -5027,4 +5028,5 @@ SELECT id FROM partitions WHERE id = $1 FOR UPDATE
 --   |SELECT id, kind, state, actor, created_at, updated_at, finished_at, queue, scope, description, rate,|
 --   |	planned, done, skipped, failed, arrived_since, position, reason, pause_percent, pause_window, recent, recent_n, undo_of, undone_by, capped, canary, duplicates FROM jobs|
 
--- Built at run time, not in the catalog yet: 0 calls.
+-- Built at run time, not in the catalog yet: 1 calls.
+--   Tx.insertDeadLetter: Insert(query)
