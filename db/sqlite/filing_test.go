@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,13 +35,8 @@ func runsOf(d *Store, prefix string) int {
 func TestAFilingWritesItsCountsInOneUpsert(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
 	at := time.Date(2026, 12, 4, 10, 0, 30, 0, time.UTC)
-	b := broker.New(broker.Config{Store: d, Clock: broker.ClockFunc(func() time.Time { return at })})
+	d, b := openBrokerAt(t, at)
 	push := func(txid string) broker.PopResult {
 		t.Helper()
 		if _, err := b.Push(ctx, []broker.PushItem{{Queue: "q", TransactionID: txid, Payload: json.RawMessage(`{"n":1}`)}}); err != nil {

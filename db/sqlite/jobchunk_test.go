@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,13 +17,7 @@ import (
 // by their rows (a rate limit's: a tenth of the rate a chunk).
 func TestReplayChunkStatementsDoNotGrowWithItsRows(t *testing.T) {
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), SyncNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	at := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
-	b := broker.New(broker.Config{Store: d, Clock: broker.ClockFunc(func() time.Time { return at })})
+	d, b := openBrokerAt(t, time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC))
 	const n = 500
 	items := make([]broker.PushItem, n)
 	for i := range items {

@@ -17,12 +17,27 @@ import (
 // over it, closed at the end of the test.
 func openBroker(t *testing.T) (*Store, *broker.Broker) {
 	t.Helper()
+	d := openTestStore(t)
+	return d, broker.New(broker.Config{Store: d})
+}
+
+// openBrokerAt is openBroker with a clock that stands still at at.
+func openBrokerAt(t *testing.T, at time.Time) (*Store, *broker.Broker) {
+	t.Helper()
+	d := openTestStore(t)
+	return d, broker.New(broker.Config{Store: d, Clock: broker.ClockFunc(func() time.Time { return at })})
+}
+
+// openTestStore opens a database in a temporary directory, closed at the
+// end of the test.
+func openTestStore(t *testing.T) *Store {
+	t.Helper()
 	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "l.db"), SyncNormal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	return d, broker.New(broker.Config{Store: d})
+	return d
 }
 
 // holdWriter keeps the writer busy until release is called, so that the
