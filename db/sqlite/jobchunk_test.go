@@ -17,7 +17,8 @@ import (
 // by their rows (a rate limit's: a tenth of the rate a chunk).
 func TestReplayChunkStatementsDoNotGrowWithItsRows(t *testing.T) {
 	ctx := context.Background()
-	d, b := openBrokerAt(t, time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC))
+	at := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
+	d, b := openBrokerAt(t, &at)
 	const n = 500
 	items := make([]broker.PushItem, n)
 	for i := range items {

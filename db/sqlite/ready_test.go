@@ -21,11 +21,13 @@ func openBroker(t *testing.T) (*Store, *broker.Broker) {
 	return d, broker.New(broker.Config{Store: d})
 }
 
-// openBrokerAt is openBroker with a clock that stands still at at.
-func openBrokerAt(t *testing.T, at time.Time) (*Store, *broker.Broker) {
+// openBrokerAt is openBroker with a clock that reads *at: it stands
+// still until the test moves it (the broker runs nothing of its own in
+// the background: no Run).
+func openBrokerAt(t *testing.T, at *time.Time) (*Store, *broker.Broker) {
 	t.Helper()
 	d := openTestStore(t)
-	return d, broker.New(broker.Config{Store: d, Clock: broker.ClockFunc(func() time.Time { return at })})
+	return d, broker.New(broker.Config{Store: d, Clock: broker.ClockFunc(func() time.Time { return *at })})
 }
 
 // openTestStore opens a database in a temporary directory, closed at the

@@ -50,6 +50,17 @@ func (t *Tx) AddStats(ctx context.Context, queueID, groupID int64, d broker.Stat
 // addGroupStatsSQL is AddStats' upsert of group_stats. The oldest dead
 // letter moves only when dead letters come or go (?14 not 0): then it is
 // one step down the group's index (dead_letters_group), 0 for none.
+//
+// On PostgreSQL the step reads the statement's snapshot, taken before
+// the upsert waits for the group's row, where a SELECT after the upsert
+// would see what committed during that wait. It sees every dead letter
+// of the group all the same because a write that adds or removes a
+// group's dead letters runs alone (the writer's lock held exclusively)
+// or files under the filing lock (db/postgres/filing.go), held from
+// before it counts to its commit: no such write commits between this
+// statement's snapshot and its row lock. A write beside others that
+// came to file or remove dead letters would need the step in a
+// statement of its own.
 const addGroupStatsSQL = `INSERT INTO group_stats (queue_id, group_id, depth, dead_lettered, replayed, deleted, dropped, completed, failed, replay_completed, replay_failed,
 			expired, dead_letters_expired, oldest_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN ?14 <> 0 THEN COALESCE((SELECT d.failed_at FROM dead_letters d WHERE d.queue_id = ?1 AND d.group_id = ?2 ORDER BY d.failed_at, d.id LIMIT 1), 0) ELSE 0 END)
