@@ -188,11 +188,7 @@ func (mc maintenanceModeCollector) Collect(ch chan<- prometheus.Metric) {
 		scope broker.MaintenanceScope
 		on    bool
 	}{{broker.MaintenancePush, m.Push.On}, {broker.MaintenancePop, m.Pop.On}} {
-		v := 0.0
-		if s.on {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descMaintenanceMode, prometheus.GaugeValue, v, string(s.scope))
+		ch <- prometheus.MustNewConstMetric(descMaintenanceMode, prometheus.GaugeValue, gaugeOf(s.on), string(s.scope))
 	}
 }
 
@@ -243,13 +239,9 @@ func (sc spaceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(descDBBytes, err)
 		return
 	}
-	reclaims := 0.0
-	if s.Reclaims {
-		reclaims = 1
-	}
 	ch <- prometheus.MustNewConstMetric(descDBBytes, prometheus.GaugeValue, float64(s.Bytes()))
 	ch <- prometheus.MustNewConstMetric(descDBFree, prometheus.GaugeValue, float64(s.FreeBytes()))
-	ch <- prometheus.MustNewConstMetric(descDBReclaim, prometheus.GaugeValue, reclaims)
+	ch <- prometheus.MustNewConstMetric(descDBReclaim, prometheus.GaugeValue, gaugeOf(s.Reclaims))
 }
 
 // The search file's (SQLite's full-text indexes of dead letters, kept
@@ -280,13 +272,9 @@ func (tc textIndexCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(descSearchBytes, err)
 		return
 	}
-	failing := 0.0
-	if st.Failing {
-		failing = 1
-	}
 	ch <- prometheus.MustNewConstMetric(descSearchBytes, prometheus.GaugeValue, float64(st.Bytes))
 	ch <- prometheus.MustNewConstMetric(descSearchBehind, prometheus.GaugeValue, float64(st.Behind))
-	ch <- prometheus.MustNewConstMetric(descSearchFailing, prometheus.GaugeValue, failing)
+	ch <- prometheus.MustNewConstMetric(descSearchFailing, prometheus.GaugeValue, gaugeOf(st.Failing))
 }
 
 // descDiskFull is the gauge of a full disk.
@@ -302,15 +290,13 @@ type storageCollector struct {
 func (storageCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descDiskFull }
 
 func (sc storageCollector) Collect(ch chan<- prometheus.Metric) {
-	full := 0.0
+	full := false
 	if sc.health != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if errors.Is(sc.health(ctx), broker.ErrNoSpace) {
-			full = 1
-		}
+		full = errors.Is(sc.health(ctx), broker.ErrNoSpace)
 	}
-	ch <- prometheus.MustNewConstMetric(descDiskFull, prometheus.GaugeValue, full)
+	ch <- prometheus.MustNewConstMetric(descDiskFull, prometheus.GaugeValue, gaugeOf(full))
 }
 
 // brokerCollector reads the broker's numbers at each scrape.
@@ -368,11 +354,7 @@ func (bc brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descReplayEnds, g.ReplayCompleted, q.Name, g.Group, "completed")
 			counter(descReplayEnds, g.ReplayFailed, q.Name, g.Group, "failed")
 			k := [2]string{q.Name, g.Group}
-			v := 0.0
-			if held[k] || held[[2]string{q.Name, ""}] {
-				v = 1
-			}
-			gauge(descHeld, v, q.Name, g.Group)
+			gauge(descHeld, gaugeOf(held[k] || held[[2]string{q.Name, ""}]), q.Name, g.Group)
 			delete(held, k)
 		}
 		if held[[2]string{q.Name, ""}] && len(q.Stats) == 0 {
@@ -384,14 +366,18 @@ func (bc brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			breached[br.Metric] = true
 		}
 		for _, metric := range []string{"depth", "oldest", "failures", "replays"} {
-			v := 0.0
-			if breached[metric] {
-				v = 1
-			}
-			gauge(descBreached, v, q.Name, metric)
+			gauge(descBreached, gaugeOf(breached[metric]), q.Name, metric)
 		}
 	}
 	for k := range held { // held groups with no numbers yet
 		gauge(descHeld, 1, k[0], k[1])
 	}
+}
+
+// gaugeOf is a yes-or-no gauge's value: 1 for yes, 0 for no.
+func gaugeOf(yes bool) float64 {
+	if yes {
+		return 1
+	}
+	return 0
 }
