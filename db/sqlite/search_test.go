@@ -593,3 +593,68 @@ func fileOne(t *testing.T, ctx context.Context, b *broker.Broker, txid, payload 
 		t.Fatal(err)
 	}
 }
+
+// Searches that wait for the indexer each hold a connection of the
+// reading pool while they wait: past half of the pool (maxWaiting) one
+// more is refused at once, unavailable, saying so, and the reads that
+// search nothing keep the other half. Those waiting are answered once
+// the indexer has applied what they wait for.
+func TestSearchesWaitingForTheIndexerLeaveReadsTheirConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	fileOne(t, ctx, b, "late", `{"text":"tardy"}`) // not applied: the indexer is run by hand
+	type answer struct {
+		found []string
+		err   error
+	}
+	answers := make(chan answer, maxWaiting)
+	for range maxWaiting {
+		go func() {
+			page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "tardy"})
+			var a answer
+			a.err = err
+			if err == nil {
+				for _, dl := range page.Items {
+					a.found = append(a.found, dl.TransactionID)
+				}
+			}
+			answers <- a
+		}()
+	}
+	// Until all of them wait (each counts itself before it waits).
+	tick, deadline := time.NewTicker(time.Millisecond), time.After(30*time.Second)
+	defer tick.Stop()
+	for d.search.waiting.Load() < maxWaiting {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%d searches waiting after 30 s, want %d", d.search.waiting.Load(), maxWaiting)
+		}
+	}
+
+	start := time.Now()
+	_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "tardy"})
+	if !errors.Is(err, broker.ErrUnavailable) || !strings.Contains(err.Error(), fmt.Sprintf("%d searches wait for it already", maxWaiting)) {
+		t.Fatalf("a search past %d waiting: %v; want unavailable, saying how many wait", maxWaiting, err)
+	}
+	if took := time.Since(start); took >= searchWait {
+		t.Fatalf("the search past the bound waited %s", took)
+	}
+	if page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g"}); err != nil || len(page.Items) != 1 {
+		t.Fatalf("a list while %d searches wait: %d dead letters, %v", maxWaiting, len(page.Items), err)
+	}
+
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range maxWaiting {
+		a := <-answers
+		if a.err != nil || !slices.Equal(a.found, []string{"late"}) {
+			t.Errorf("a waiting search: %v, %v; want [late]", a.found, a.err)
+		}
+	}
+	if n := d.search.waiting.Load(); n != 0 {
+		t.Errorf("%d searches still counted waiting", n)
+	}
+}
