@@ -1083,10 +1083,14 @@ const (
 
 // fileDeadLetterSQL is insertDeadLetterSQL that inserts nothing when the
 // group has the message in its dead letters already (UNIQUE (seq,
-// group_id)): FileEach's. SQLite reads ON after a SELECT's FROM as a
-// join's unless a WHERE comes between.
-var fileDeadLetterSQL = PGInsert("id", insertDeadLetterHead+insertDeadLetterSQLite+` WHERE true ON CONFLICT (seq, group_id) DO NOTHING`,
-	insertDeadLetterHead+insertDeadLetterPG+` WHERE true ON CONFLICT (seq, group_id) DO NOTHING`)
+// group_id)): FileEach's, run on SQLite only (PostgreSQL files an ack's
+// dead letters in one statement, db/postgres/filing.go), its PostgreSQL
+// text given for the catalog, which takes sqlcore's statements as both
+// stores'. SQLite reads ON after a SELECT's FROM as a join's unless a
+// WHERE comes between.
+var fileDeadLetterSQL = PGInsert("id", insertDeadLetterHead+insertDeadLetterSQLite+unlessFiled, insertDeadLetterHead+insertDeadLetterPG+unlessFiled)
+
+const unlessFiled = ` WHERE true ON CONFLICT (seq, group_id) DO NOTHING`
 
 // DeadLetterSelect joins a dead letter with its message, queue, partition
 // and group. The message may be gone (retention): its payload and push
