@@ -826,14 +826,17 @@ type Filter struct {
 // at a time: Pending are the docids read and not exported yet, newest
 // first, Below the lowest read (the next block's are below it; 0: from
 // the newest), Skip the sorted ids of the block's dead letters to leave
-// out (phase 1). The store reads and writes it; the broker only hands
-// it back.
+// out (phase 1). Settled: a page before waited for the full-text
+// indexes to hold every dead letter filed before it (SQLite's search
+// file), which the later pages of a bounded export need not do again.
+// The store reads and writes it; the broker only hands it back.
 type ExportCursor struct {
 	After   *Cursor
 	Phase   int
 	Below   int64
 	Pending []int64
 	Skip    []int64
+	Settled bool
 }
 
 // MatchWindow is a search window: its top, how many rows of the other

@@ -180,6 +180,9 @@ func throughSmallCache(ctx context.Context, exec func(context.Context, string) e
 	return errors.Join(err, exec(context.WithoutCancel(ctx), "PRAGMA "+schema+"cache_size = -"+strconv.Itoa(connCacheKiB)))
 }
 
+// readConns is the size of the pool of reading connections (View's).
+const readConns = 8
+
 // ReadStmtCache is how many statements each reading connection keeps
 // prepared (go-sqlite3's _stmt_cache_size); the writer keeps up to
 // maxStatements of its own (rawConn).
@@ -272,8 +275,8 @@ func openStore(ctx context.Context, path string, o Options, k knobs, search *sea
 		write.Close()
 		return nil, err
 	}
-	read.SetMaxOpenConns(8)
-	read.SetMaxIdleConns(8)
+	read.SetMaxOpenConns(readConns)
+	read.SetMaxIdleConns(readConns)
 	d := &Store{write: write, read: read, path: path, sync: o.Sync, search: search, lateFor: lateFor, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.changed = sync.NewCond(&d.wmu)
 	d.log = log

@@ -82,6 +82,11 @@ const (
 	searchBatch = 2000
 	// searchWait bounds how long a read of the indexes waits for them.
 	searchWait = 30 * time.Second
+	// maxWaiting bounds the reads that wait for the indexer at once, each
+	// on a connection of the reading pool (readConns): half of it. One
+	// more is refused at once, unavailable, rather than wait: the pool's
+	// other half keeps serving the reads that search nothing.
+	maxWaiting = readConns / 2
 	// searchLinger is how long the indexer, woken by a commit that
 	// logged rows, waits for more before it applies them (unless a read
 	// waits for them: await hurries it): a burst of failures' dead
@@ -130,7 +135,7 @@ type searchIndex struct {
 	keep    int64         // free pages kept before giveBack gives them back (giveBackPages)
 	linger  time.Duration // searchLinger (start)
 	tick    time.Duration // searchTick (start)
-	waiting atomic.Int32  // reads waiting for the indexer (await), for tests
+	waiting atomic.Int32  // reads waiting for the indexer (await)
 	commits atomic.Int64  // batches applied (applyBatch), for tests
 
 	// applied is each log's last row applied (the indexer's, read by
@@ -1070,7 +1075,8 @@ func (s *searchIndex) giveBackStep(ctx context.Context) (bool, error) {
 // of the store's file holds (AwaitTextIndex), whichever process filed
 // it; it comes before t's first read of the search file, so what t
 // then reads of it is at least that new. While the indexer is failing
-// it fails at once rather than hold the read's connection.
+// it fails at once rather than hold the read's connection, and so does
+// a read that would wait beside maxWaiting others.
 func (s *searchIndex) await(ctx context.Context, t *sqlcore.Tx) error {
 	var target int64
 	if err := t.QueryRow(ctx, `SELECT COALESCE((SELECT seq FROM main.sqlite_sequence WHERE name = 'text_index_added'), 0)`).Scan(&target); err != nil {
@@ -1089,9 +1095,14 @@ func (s *searchIndex) await(ctx context.Context, t *sqlcore.Tx) error {
 	if s.failure.Load() != nil {
 		return behind("")
 	}
-	s.hurryUp()
-	s.waiting.Add(1)
+	// Each read waits on its connection of the pool: past maxWaiting of
+	// them, the others (pages, the API's reads) would wait for one.
+	if n := s.waiting.Add(1); n > maxWaiting {
+		s.waiting.Add(-1)
+		return behind(fmt.Sprintf(", and %d searches wait for it already: try again in a moment", n-1))
+	}
 	defer s.waiting.Add(-1)
+	s.hurryUp()
 	timer := time.NewTimer(searchWait)
 	defer timer.Stop()
 	for {

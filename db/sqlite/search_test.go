@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
 
 // synced waits until the indexer has applied every row of both logs
@@ -591,5 +592,144 @@ func fileOne(t *testing.T, ctx context.Context, b *broker.Broker, txid, payload 
 	}
 	if _, err := b.Ack(ctx, broker.Ack{TransactionID: txid, PartitionID: res.Messages[0].PartitionUUID, LeaseID: res.LeaseID, Status: broker.AckDLQ, Error: txid, Group: "g"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Searches that wait for the indexer each hold a connection of the
+// reading pool while they wait: past half of the pool (maxWaiting) one
+// more is refused at once, unavailable, saying so, and the reads that
+// search nothing keep the other half. Those waiting are answered once
+// the indexer has applied what they wait for.
+func TestSearchesWaitingForTheIndexerLeaveReadsTheirConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "l.db"))
+	fileOne(t, ctx, b, "late", `{"text":"tardy"}`) // not applied: the indexer is run by hand
+	type answer struct {
+		found []string
+		err   error
+	}
+	answers := make(chan answer, maxWaiting)
+	for range maxWaiting {
+		go func() {
+			page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "tardy"})
+			var a answer
+			a.err = err
+			if err == nil {
+				for _, dl := range page.Items {
+					a.found = append(a.found, dl.TransactionID)
+				}
+			}
+			answers <- a
+		}()
+	}
+	// Until all of them wait (each counts itself before it waits).
+	tick, deadline := time.NewTicker(time.Millisecond), time.After(30*time.Second)
+	defer tick.Stop()
+	for d.search.waiting.Load() < maxWaiting {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%d searches waiting after 30 s, want %d", d.search.waiting.Load(), maxWaiting)
+		}
+	}
+
+	start := time.Now()
+	_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "tardy"})
+	if !errors.Is(err, broker.ErrUnavailable) || !strings.Contains(err.Error(), fmt.Sprintf("%d searches wait for it already", maxWaiting)) {
+		t.Fatalf("a search past %d waiting: %v; want unavailable, saying how many wait", maxWaiting, err)
+	}
+	if took := time.Since(start); took >= searchWait {
+		t.Fatalf("the search past the bound waited %s", took)
+	}
+	if page, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g"}); err != nil || len(page.Items) != 1 {
+		t.Fatalf("a list while %d searches wait: %d dead letters, %v", maxWaiting, len(page.Items), err)
+	}
+
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range maxWaiting {
+		a := <-answers
+		if a.err != nil || !slices.Equal(a.found, []string{"late"}) {
+			t.Errorf("a waiting search: %v, %v; want [late]", a.found, a.err)
+		}
+	}
+	if n := d.search.waiting.Load(); n != 0 {
+		t.Errorf("%d searches still counted waiting", n)
+	}
+}
+
+// An export by text waits for the indexer before its first page only:
+// its later pages read within the bound it took as it began, which
+// that wait covered, so they are not refused while maxWaiting searches
+// wait for a dead letter filed during the export (past the bound, and
+// not exported). (Not parallel: it makes the index's blocks small, so
+// that every page reads the index.)
+func TestAnExportWaitsForTheIndexerBeforeItsFirstPageOnly(t *testing.T) {
+	defer func(b, r int) { sqlcore.ExportBlock, sqlcore.ExportBlockReads = b, r }(sqlcore.ExportBlock, sqlcore.ExportBlockReads)
+	sqlcore.ExportBlock, sqlcore.ExportBlockReads = 3, 2
+	ctx := context.Background()
+	d, b := openManual(t, filepath.Join(t.TempDir(), "e.db"))
+	var want []string
+	for i := range 20 {
+		txid := fmt.Sprintf("m%02d", i)
+		fileOne(t, ctx, b, txid, `{"text":"tardy"}`)
+		want = append(want, txid)
+	}
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	answers := make(chan error, maxWaiting)
+	var got []string
+	pages := 0
+	res, err := b.Export(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "tardy"}, "ndjson", "test", func(page []broker.DeadLetter) (int, error) {
+		pages++
+		for _, dl := range page {
+			got = append(got, dl.TransactionID)
+		}
+		if pages > 1 {
+			return len(page), nil
+		}
+		fileOne(t, ctx, b, "late", `{"text":"tardy"}`) // not applied: the indexer is run by hand
+		for range maxWaiting {
+			go func() {
+				p, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "tardy"})
+				if err == nil && (len(p.Items) == 0 || p.Items[0].TransactionID != "late") {
+					err = fmt.Errorf("the newest found is not late: %d found", len(p.Items))
+				}
+				answers <- err
+			}()
+		}
+		tick, deadline := time.NewTicker(time.Millisecond), time.After(30*time.Second)
+		defer tick.Stop()
+		for d.search.waiting.Load() < maxWaiting {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("%d searches waiting after 30 s, want %d", d.search.waiting.Load(), maxWaiting)
+			}
+		}
+		return len(page), nil
+	})
+	if err != nil || !res.Complete {
+		t.Fatalf("the export beside %d waiting searches: %+v, %v", maxWaiting, res, err)
+	}
+	if pages < 3 {
+		t.Fatalf("the export read %d pages; the test needs several", pages)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("exported %v, want %v", got, want)
+	}
+
+	if err := d.search.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range maxWaiting {
+		if err := <-answers; err != nil {
+			t.Errorf("a waiting search: %v", err)
+		}
 	}
 }

@@ -35,6 +35,10 @@ type Tx struct {
 	// transactions saved and read (nil: every read goes to the database;
 	// see Memo).
 	memo *Memo
+	// settled: the full-text indexes hold every addition this read
+	// needs, which an earlier read waited for (ExportCursor.Settled);
+	// awaited: a wait for them has returned in this transaction.
+	settled, awaited bool
 }
 
 // newTx is a transaction that runs its statements on ex, in dialect d,

@@ -25,7 +25,21 @@ import (
 // An export reads every page of its rows once: it reads them through
 // a small cache of pages (ReadOnce), not the connection's usual one,
 // which a long export would fill (32 MB on SQLite) for nothing.
+//
+// A page after one that waited for the full-text indexes
+// (after.Settled) does not wait again when the export is bounded
+// (f.MaxID, taken before that wait): every dead letter up to the bound
+// was in them then. Only an export's first page can then be refused for
+// an indexer behind (AwaitTextIndex), before anything was sent.
 func (t *Tx) ExportDeadLetters(ctx context.Context, f broker.Filter, after *broker.ExportCursor, limit int, maxBytes int64) (out []broker.DeadLetter, next *broker.ExportCursor, err error) {
+	settled := after != nil && after.Settled && f.MaxID > 0
+	t.settled, t.awaited = settled, false
+	defer func() {
+		if next != nil {
+			next.Settled = settled || t.awaited
+		}
+		t.settled, t.awaited = false, false
+	}()
 	err = t.d.ReadOnce(ctx, t, func() (err error) {
 		if !f.ByIndex() {
 			out, next, err = t.exportByList(ctx, f, after, limit, maxBytes)

@@ -43,8 +43,18 @@ func UnindexDeadLetters(ctx context.Context, t *Tx, ids string) error {
 }
 
 // awaitText waits until the full-text indexes hold every dead letter
-// committed before (Dialect.AwaitTextIndex), before a read of them.
-func (t *Tx) awaitText(ctx context.Context) error { return t.d.AwaitTextIndex(ctx, t) }
+// committed before (Dialect.AwaitTextIndex), before a read of them; a
+// read marked settled does not wait.
+func (t *Tx) awaitText(ctx context.Context) error {
+	if t.settled {
+		return nil
+	}
+	if err := t.d.AwaitTextIndex(ctx, t); err != nil {
+		return err
+	}
+	t.awaited = true
+	return nil
+}
 
 // unindexQueue removes a queue's dead letters from the full-text indexes
 // (before they and their messages go: Dialect.UnindexQueue).
