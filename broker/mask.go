@@ -3,17 +3,17 @@ package broker
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/lazarus-dlq/lazarus/internal/jsonscan"
 )
 
 // Masking (DASHBOARD.md, "Who sees what"): a queue's options name payload
@@ -228,10 +228,10 @@ func (m Mask) Apply(payload []byte) (out []byte, masked bool) {
 			maskWalks.Put(w)
 		}
 	}()
-	*w = maskWalk{src: payload, paths: m.paths, states: w.states[:0], limit: maxMaskDepth}
+	*w = maskWalk{Scanner: jsonscan.Scanner{B: payload}, paths: m.paths, states: w.states[:0], limit: maxMaskDepth}
 	ok := w.run()
 	if !ok && w.deep && json.Valid(payload) {
-		*w = maskWalk{src: payload, paths: m.paths, states: w.states[:0], limit: math.MaxInt}
+		*w = maskWalk{Scanner: jsonscan.Scanner{B: payload}, paths: m.paths, states: w.states[:0], limit: math.MaxInt}
 		ok = w.run()
 	}
 	switch {
@@ -264,11 +264,11 @@ func (w *maskWalk) run() bool {
 		w.states = append(w.states, maskState{path: uint16(i)})
 		done = done || len(p) == 0
 	}
-	if !w.value(0, len(w.states), 0, done) || !w.end() {
+	if !w.value(0, len(w.states), 0, done) || !w.End() {
 		return false
 	}
 	if w.out != nil {
-		w.out = append(w.out, w.src[w.last:]...)
+		w.out = append(w.out, w.B[w.last:]...)
 	}
 	return true
 }
@@ -285,7 +285,7 @@ func (m Mask) Restore(edited, original []byte) (out []byte, kept int) {
 		return edited, 0
 	}
 	r := &maskRestore{original: original}
-	w := maskWalk{src: edited, paths: m.paths, limit: math.MaxInt, restore: r}
+	w := maskWalk{Scanner: jsonscan.Scanner{B: edited}, paths: m.paths, limit: math.MaxInt, restore: r}
 	if !w.run() || w.out == nil { // !run: edited is JSON, cannot be
 		return edited, 0
 	}
@@ -338,33 +338,33 @@ func rawAt(src []byte, trail []maskSeg) ([]byte, bool) {
 	if len(trail) == 0 {
 		return src, true
 	}
-	w := maskWalk{src: src, limit: math.MaxInt}
+	w := maskWalk{Scanner: jsonscan.Scanner{B: src}, limit: math.MaxInt}
 	for _, sg := range trail {
-		w.ws()
+		w.Space()
 		open, close := byte('{'), byte('}')
 		if sg.index >= 0 {
 			open, close = '[', ']'
 		}
-		if w.src[w.i] != open {
+		if w.B[w.I] != open {
 			return nil, false
 		}
-		w.i++
+		w.I++
 		for n := 0; ; n++ {
-			w.ws()
-			if w.src[w.i] == close {
+			w.Space()
+			if w.B[w.I] == close {
 				return nil, false
 			}
-			if w.src[w.i] == ',' {
-				w.i++
-				w.ws()
+			if w.B[w.I] == ',' {
+				w.I++
+				w.Space()
 			}
 			if sg.index < 0 {
-				ks := w.i
-				w.skipString()
-				key := decodeKey(w.src[ks:w.i])
-				w.ws()
-				w.i++ // ':'
-				w.ws()
+				ks := w.I
+				w.SkipString()
+				key := decodeKey(w.B[ks:w.I])
+				w.Space()
+				w.I++ // ':'
+				w.Space()
 				if key == sg.key {
 					break
 				}
@@ -374,18 +374,19 @@ func rawAt(src []byte, trail []maskSeg) ([]byte, bool) {
 			w.skip(0)
 		}
 	}
-	w.ws()
-	start := w.i
+	w.Space()
+	start := w.I
 	w.skip(0)
-	return src[start:w.i], true
+	return src[start:w.I], true
 }
 
 // maskWalk walks a JSON text, checking its syntax, copying it to out
 // from last on as it meets values to mask. states holds the states of
 // every level being walked, each level a range of it.
 type maskWalk struct {
-	src    []byte
-	i      int
+	// The payload being walked, from I (Escaped: the last string
+	// skipped had an escape).
+	jsonscan.Scanner
 	out    []byte
 	last   int
 	paths  []maskPath
@@ -393,57 +394,10 @@ type maskWalk struct {
 	// limit is the depth past which the walk gives up (deep).
 	limit int
 	deep  bool
-	// escaped: the last string skipped had an escape.
-	escaped bool
 	// restore, in a Restore, decides what a masked value becomes
 	// (restored), with trail the place of the value being walked.
 	restore *maskRestore
 	trail   []maskSeg
-}
-
-func (w *maskWalk) ws() {
-	if w.i < len(w.src) && w.src[w.i] > ' ' {
-		return // most often: no white space (inlined)
-	}
-	w.spaces()
-}
-
-// spaces is ws past its first byte.
-func (w *maskWalk) spaces() {
-	for w.i < len(w.src) {
-		switch w.src[w.i] {
-		case ' ', '\t', '\r', '\n':
-			w.i++
-		default:
-			return
-		}
-	}
-}
-
-// next skips white space and reports whether the next byte is c,
-// consuming it when it is.
-func (w *maskWalk) next(c byte) bool {
-	if w.i < len(w.src) && w.src[w.i] == c {
-		w.i++ // most often: no white space before (inlined)
-		return true
-	}
-	return w.nextSpaced(c)
-}
-
-// nextSpaced is next past its first byte.
-func (w *maskWalk) nextSpaced(c byte) bool {
-	w.spaces()
-	if w.i < len(w.src) && w.src[w.i] == c {
-		w.i++
-		return true
-	}
-	return false
-}
-
-// end reports whether only white space is left.
-func (w *maskWalk) end() bool {
-	w.ws()
-	return w.i == len(w.src)
 }
 
 // enter moves past the bracket of a container at depth; false past the
@@ -453,7 +407,7 @@ func (w *maskWalk) enter(depth int) bool {
 		w.deep = true
 		return false
 	}
-	w.i++
+	w.I++
 	return true
 }
 
@@ -461,33 +415,33 @@ func (w *maskWalk) enter(depth int) bool {
 // the states states[lo:hi] (done: one of them is at its path's end, the
 // value is masked); false where src is not JSON.
 func (w *maskWalk) value(lo, hi, depth int, done bool) bool {
-	w.ws()
+	w.Space()
 	if done {
 		return w.mask(depth)
 	}
-	if lo == hi || w.i == len(w.src) {
+	if lo == hi || w.I == len(w.B) {
 		return w.skip(depth)
 	}
-	switch w.src[w.i] {
+	switch w.B[w.I] {
 	case '{':
 		if !w.enter(depth) {
 			return false
 		}
-		if w.next('}') {
+		if w.Next('}') {
 			return true
 		}
 		for {
-			w.ws()
-			ks := w.i
-			w.escaped = false
-			if !w.skipString() {
+			w.Space()
+			ks := w.I
+			w.Escaped = false
+			if !w.SkipString() {
 				return false
 			}
-			key := w.src[ks+1 : w.i-1]
-			if w.escaped {
-				key = []byte(decodeKey(w.src[ks:w.i]))
+			key := w.B[ks+1 : w.I-1]
+			if w.Escaped {
+				key = []byte(decodeKey(w.B[ks:w.I]))
 			}
-			if !w.next(':') {
+			if !w.Next(':') {
 				return false
 			}
 			n, done := w.children(lo, hi, key, -1)
@@ -502,15 +456,15 @@ func (w *maskWalk) value(lo, hi, depth int, done bool) bool {
 			if !ok {
 				return false
 			}
-			if !w.next(',') {
-				return w.next('}')
+			if !w.Next(',') {
+				return w.Next('}')
 			}
 		}
 	case '[':
 		if !w.enter(depth) {
 			return false
 		}
-		if w.next(']') {
+		if w.Next(']') {
 			return true
 		}
 		for idx := 0; ; idx++ {
@@ -526,8 +480,8 @@ func (w *maskWalk) value(lo, hi, depth int, done bool) bool {
 			if !ok {
 				return false
 			}
-			if !w.next(',') {
-				return w.next(']')
+			if !w.Next(',') {
+				return w.Next(']')
 			}
 		}
 	}
@@ -538,24 +492,24 @@ func (w *maskWalk) value(lo, hi, depth int, done bool) bool {
 // it to out, then MaskedValue (in a Restore, what restored says; it
 // stays when that says false).
 func (w *maskWalk) mask(depth int) bool {
-	start := w.i
+	start := w.I
 	if !w.skip(depth) {
 		return false
 	}
 	with := maskedJSON
 	if w.restore != nil {
 		var ok bool
-		if with, ok = w.restored(w.src[start:w.i]); !ok {
+		if with, ok = w.restored(w.B[start:w.I]); !ok {
 			return true
 		}
 	}
 	if w.out == nil {
 		// Room for a few values masked that were shorter than •••.
-		w.out = make([]byte, 0, len(w.src)+len(w.src)/8+2*len(maskedJSON))
+		w.out = make([]byte, 0, len(w.B)+len(w.B)/8+2*len(maskedJSON))
 	}
-	w.out = append(w.out, w.src[w.last:start]...)
+	w.out = append(w.out, w.B[w.last:start]...)
 	w.out = append(w.out, with...)
-	w.last = w.i
+	w.last = w.I
 	return true
 }
 
@@ -614,168 +568,57 @@ func decodeKey(raw []byte) string {
 	return s
 }
 
-// skipString moves i past the string that starts at it, checking its
-// escapes and that it holds no control character (bytes past ASCII are
-// taken as they are, as json.Valid takes them); false where there is no
-// such string.
-func (w *maskWalk) skipString() bool {
-	src, i := w.src, w.i // locals: the loop runs over every byte of most payloads
-	if i == len(src) || src[i] != '"' {
-		return false
-	}
-	for i++; i < len(src); {
-		// Eight bytes at a time to the first that is a quote, a backslash
-		// or a control character: a word has a byte below n when
-		// (x - n·ones) &^ x has a high bit set, and one equal to c when
-		// x ^ c·ones has a zero byte (the first such byte is exact).
-		for ; len(src)-i >= 8; i += 8 {
-			x := binary.LittleEndian.Uint64(src[i:])
-			q, b := x^('"'*ones), x^('\\'*ones)
-			if m := ((x - 0x20*ones) &^ x) | ((q - ones) &^ q) | ((b - ones) &^ b); m&highs != 0 {
-				i += bits.TrailingZeros64(m&highs) / 8
-				break
-			}
-		}
-		if i == len(src) {
-			return false
-		}
-		c := src[i]
-		switch {
-		case c >= 0x20 && c != '"' && c != '\\':
-			i++
-			continue
-		case c == '"':
-			w.i = i + 1
-			return true
-		case c < 0x20 || i+1 == len(src):
-			return false
-		}
-		w.escaped = true
-		switch src[i+1] { // an escape
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i += 2
-		case 'u':
-			if len(src)-i < 6 || !isHex(src[i+2]) || !isHex(src[i+3]) || !isHex(src[i+4]) || !isHex(src[i+5]) {
-				return false
-			}
-			i += 6
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// The bytes of a word, each the same.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
 // skip moves i past the value that starts at it (after white space), at
 // depth, checking its syntax; false where it is not JSON.
 func (w *maskWalk) skip(depth int) bool {
-	w.ws()
-	if w.i == len(w.src) {
+	w.Space()
+	if w.I == len(w.B) {
 		return false
 	}
-	switch c := w.src[w.i]; {
+	switch c := w.B[w.I]; {
 	case c == '"':
-		return w.skipString()
+		return w.SkipString()
 	case c == '{':
 		if !w.enter(depth) {
 			return false
 		}
-		if w.next('}') {
+		if w.Next('}') {
 			return true
 		}
 		for {
-			w.ws()
-			if !w.skipString() || !w.next(':') || !w.skip(depth+1) {
+			w.Space()
+			if !w.SkipString() || !w.Next(':') || !w.skip(depth+1) {
 				return false
 			}
-			if !w.next(',') {
-				return w.next('}')
+			if !w.Next(',') {
+				return w.Next('}')
 			}
 		}
 	case c == '[':
 		if !w.enter(depth) {
 			return false
 		}
-		if w.next(']') {
+		if w.Next(']') {
 			return true
 		}
 		for {
 			if !w.skip(depth + 1) {
 				return false
 			}
-			if !w.next(',') {
-				return w.next(']')
+			if !w.Next(',') {
+				return w.Next(']')
 			}
 		}
 	case c == 't':
-		return w.literal("true")
+		return w.Literal("true")
 	case c == 'f':
-		return w.literal("false")
+		return w.Literal("false")
 	case c == 'n':
-		return w.literal("null")
+		return w.Literal("null")
 	case c == '-' || '0' <= c && c <= '9':
-		return w.number()
+		return w.Number()
 	}
 	return false
-}
-
-// literal moves past word, false when it is not at i.
-func (w *maskWalk) literal(word string) bool {
-	if len(w.src)-w.i < len(word) || string(w.src[w.i:w.i+len(word)]) != word {
-		return false
-	}
-	w.i += len(word)
-	return true
-}
-
-// number moves past a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (w *maskWalk) number() bool {
-	if w.src[w.i] == '-' {
-		w.i++
-	}
-	switch {
-	case w.i < len(w.src) && w.src[w.i] == '0':
-		w.i++
-	case w.i < len(w.src) && '1' <= w.src[w.i] && w.src[w.i] <= '9':
-		w.digits()
-	default:
-		return false
-	}
-	if w.i < len(w.src) && w.src[w.i] == '.' {
-		w.i++
-		if w.digits() == 0 {
-			return false
-		}
-	}
-	if w.i < len(w.src) && (w.src[w.i] == 'e' || w.src[w.i] == 'E') {
-		w.i++
-		if w.i < len(w.src) && (w.src[w.i] == '+' || w.src[w.i] == '-') {
-			w.i++
-		}
-		if w.digits() == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// digits moves past decimal digits and returns how many.
-func (w *maskWalk) digits() int {
-	start := w.i
-	for w.i < len(w.src) && '0' <= w.src[w.i] && w.src[w.i] <= '9' {
-		w.i++
-	}
-	return w.i - start
 }
 
 // QueueMask is one queue's masking: its paths, compiled, and the role

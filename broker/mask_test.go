@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lazarus-dlq/lazarus/internal/jsonscan"
 )
 
 func TestMaskApply(t *testing.T) {
@@ -366,7 +368,7 @@ func TestMaskStatesStayFewOnDeepPayloads(t *testing.T) {
 	m := NewMask(mp)
 	const depth = 60
 	payload := []byte(strings.Repeat(`{"a":`, depth) + `{"z":1,"b":2}` + strings.Repeat("}", depth))
-	w := &maskWalk{src: payload, paths: m.paths, limit: maxMaskDepth}
+	w := &maskWalk{Scanner: jsonscan.Scanner{B: payload}, paths: m.paths, limit: maxMaskDepth}
 	if !w.run() {
 		t.Fatal("the payload is JSON")
 	}

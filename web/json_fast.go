@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/lazarus-dlq/lazarus/internal/jsonscan"
 )
 
 // The hot bodies (a push, an ack, a batch of acks) are decoded by hand,
@@ -80,8 +82,8 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // fastPush decodes a push body into req; false when it gives up.
 func fastPush(body []byte, req *pushRequest) bool {
-	d := fastDecoder{b: body}
-	if !d.pushBody(req) || !d.end() {
+	d := fastDecoder{jsonscan.Scanner{B: body}}
+	if !d.pushBody(req) || !d.End() {
 		*req = pushRequest{}
 		return false
 	}
@@ -144,12 +146,12 @@ func (d *fastDecoder) pushItem(it, prev *pushItem) bool {
 				return false
 			}
 		} else {
-			d.space()
-			start := d.i
+			d.Space()
+			start := d.I
 			if !d.value(0) {
 				return false
 			}
-			it.Payload = json.RawMessage(d.b[start:d.i:d.i])
+			it.Payload = json.RawMessage(d.B[start:d.I:d.I])
 		}
 		if more, ok = d.more('}'); !ok {
 			return false
@@ -203,8 +205,8 @@ func (d *fastDecoder) ack(a, prev *ackRequest) bool {
 
 // fastAck decodes the body of one ack into req; false when it gives up.
 func fastAck(body []byte, req *ackRequest) bool {
-	d := fastDecoder{b: body}
-	if !d.ack(req, &ackRequest{}) || !d.end() {
+	d := fastDecoder{jsonscan.Scanner{B: body}}
+	if !d.ack(req, &ackRequest{}) || !d.End() {
 		*req = ackRequest{}
 		return false
 	}
@@ -213,8 +215,8 @@ func fastAck(body []byte, req *ackRequest) bool {
 
 // fastAckBatch decodes a batch of acks into req; false when it gives up.
 func fastAckBatch(body []byte, req *ackBatchRequest) bool {
-	d := fastDecoder{b: body}
-	if !d.ackBatch(req) || !d.end() {
+	d := fastDecoder{jsonscan.Scanner{B: body}}
+	if !d.ackBatch(req) || !d.End() {
 		*req = ackBatchRequest{}
 		return false
 	}
@@ -285,80 +287,48 @@ func fastArray[T any](d *fastDecoder, capacity int, item func(it, prev *T) bool)
 
 // fastDecoder reads JSON from b at i. Its methods return false where it
 // gives up: on invalid JSON, and on valid JSON it leaves to encoding/json.
+// Its Scanner's Spaced tells appendCompact whether a value it copies has
+// white space to take out (else it copies it as it is).
 type fastDecoder struct {
-	b []byte
-	i int
-	// spaced says white space was skipped somewhere (appendCompact then
-	// has some to take out; else it copies the value as it is).
-	spaced bool
-}
-
-// space skips JSON's white space.
-func (d *fastDecoder) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-			d.spaced = true
-		default:
-			return
-		}
-	}
-}
-
-// end reports whether only white space is left.
-func (d *fastDecoder) end() bool {
-	d.space()
-	return d.i == len(d.b)
-}
-
-// next skips white space and reports whether the next byte is c,
-// consuming it when it is.
-func (d *fastDecoder) next(c byte) bool {
-	d.space()
-	if d.i < len(d.b) && d.b[d.i] == c {
-		d.i++
-		return true
-	}
-	return false
+	jsonscan.Scanner
 }
 
 // open reads the start of an object or array (open, then close at once
 // when it is empty).
 func (d *fastDecoder) open(open, close byte) (empty, ok bool) {
-	if !d.next(open) {
+	if !d.Next(open) {
 		return false, false
 	}
-	return d.next(close), true
+	return d.Next(close), true
 }
 
 // more reads what follows a member or element: a comma (more) or close.
 func (d *fastDecoder) more(close byte) (more, ok bool) {
-	if d.next(',') {
+	if d.Next(',') {
 		return true, true
 	}
-	return false, d.next(close)
+	return false, d.Next(close)
 }
 
 // key reads an object's key and its colon. A key with an escape or a byte
 // past ASCII gives up (encoding/json would unescape it).
 func (d *fastDecoder) key() ([]byte, bool) {
-	if !d.next('"') {
+	if !d.Next('"') {
 		return nil, false
 	}
-	start := d.i
-	for d.i < len(d.b) && d.b[d.i] != '"' {
-		if c := d.b[d.i]; c == '\\' || c < 0x20 || c >= 0x80 {
+	start := d.I
+	for d.I < len(d.B) && d.B[d.I] != '"' {
+		if c := d.B[d.I]; c == '\\' || c < 0x20 || c >= 0x80 {
 			return nil, false
 		}
-		d.i++
+		d.I++
 	}
-	if d.i == len(d.b) {
+	if d.I == len(d.B) {
 		return nil, false
 	}
-	key := d.b[start:d.i]
-	d.i++
-	return key, d.next(':')
+	key := d.B[start:d.I]
+	d.I++
+	return key, d.Next(':')
 }
 
 // string reads a string into dst: as it is when it is plain ASCII (same
@@ -366,37 +336,37 @@ func (d *fastDecoder) key() ([]byte, bool) {
 // when it has escapes or other bytes (so that invalid UTF-8 and lone
 // surrogates become U+FFFD as there). null and other types give up.
 func (d *fastDecoder) string(dst *string, same string) bool {
-	if !d.next('"') {
+	if !d.Next('"') {
 		return false
 	}
-	start := d.i
+	start := d.I
 	plain := true
-	for d.i < len(d.b) {
-		c := d.b[d.i]
+	for d.I < len(d.B) {
+		c := d.B[d.I]
 		switch {
 		case c == '"':
 			switch {
-			case plain && string(d.b[start:d.i]) == same:
+			case plain && string(d.B[start:d.I]) == same:
 				*dst = same
 			case plain:
-				*dst = string(d.b[start:d.i])
+				*dst = string(d.B[start:d.I])
 			default:
-				if json.Unmarshal(d.b[start-1:d.i+1], dst) != nil {
+				if json.Unmarshal(d.B[start-1:d.I+1], dst) != nil {
 					return false
 				}
 			}
-			d.i++
+			d.I++
 			return true
 		case c == '\\':
 			plain = false
-			d.i += 2
+			d.I += 2
 			continue
 		case c < 0x20:
 			return false
 		case c >= 0x80:
 			plain = false
 		}
-		d.i++
+		d.I++
 	}
 	return false
 }
@@ -407,188 +377,50 @@ func (d *fastDecoder) value(depth int) bool {
 	if depth > maxFastDepth {
 		return false
 	}
-	d.space()
-	if d.i == len(d.b) {
+	d.Space()
+	if d.I == len(d.B) {
 		return false
 	}
-	switch c := d.b[d.i]; {
+	switch c := d.B[d.I]; {
 	case c == '{':
-		d.i++
-		if d.next('}') {
+		d.I++
+		if d.Next('}') {
 			return true
 		}
 		for {
-			d.space()
-			if !d.skipString() || !d.next(':') || !d.value(depth+1) {
+			d.Space()
+			if !d.SkipString() || !d.Next(':') || !d.value(depth+1) {
 				return false
 			}
-			if d.next(',') {
+			if d.Next(',') {
 				continue
 			}
-			return d.next('}')
+			return d.Next('}')
 		}
 	case c == '[':
-		d.i++
-		if d.next(']') {
+		d.I++
+		if d.Next(']') {
 			return true
 		}
 		for {
 			if !d.value(depth + 1) {
 				return false
 			}
-			if d.next(',') {
+			if d.Next(',') {
 				continue
 			}
-			return d.next(']')
+			return d.Next(']')
 		}
 	case c == '"':
-		return d.skipString()
+		return d.SkipString()
 	case c == 't':
-		return d.literal("true")
+		return d.Literal("true")
 	case c == 'f':
-		return d.literal("false")
+		return d.Literal("false")
 	case c == 'n':
-		return d.literal("null")
+		return d.Literal("null")
 	case c == '-' || ('0' <= c && c <= '9'):
-		return d.number()
+		return d.Number()
 	}
 	return false
-}
-
-// literal reads the literal word.
-func (d *fastDecoder) literal(word string) bool {
-	if len(d.b)-d.i < len(word) || string(d.b[d.i:d.i+len(word)]) != word {
-		return false
-	}
-	d.i += len(word)
-	return true
-}
-
-// skipString reads a string, checking its escapes; bytes past ASCII are
-// taken as they are, as encoding/json's scanner does (the push checks
-// that a payload is UTF-8). Runs of bytes with nothing to check are
-// skipped eight at a time (plainEnd).
-func (d *fastDecoder) skipString() bool {
-	if d.i == len(d.b) || d.b[d.i] != '"' {
-		return false
-	}
-	d.i++
-	for {
-		d.i = plainEnd(d.b, d.i, false)
-		if d.i == len(d.b) {
-			return false
-		}
-		switch d.b[d.i] {
-		case '"':
-			d.i++
-			return true
-		case '\\':
-			d.i++
-			if d.i == len(d.b) {
-				return false
-			}
-			switch d.b[d.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				d.i++
-			case 'u':
-				if len(d.b)-d.i < 5 {
-					return false
-				}
-				for _, h := range d.b[d.i+1 : d.i+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				d.i += 5
-			default:
-				return false
-			}
-		default: // a control character
-			return false
-		}
-	}
-}
-
-// The bytes of a word, each the same (SWAR: "SIMD within a register").
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// plainEnd returns the index of the first byte of b at or after i that
-// a JSON string's reader or writer must look at: '"', '\\', a control
-// character (below 0x20) or, when ascii, a byte past ASCII; len(b) when
-// there is none. It tests eight bytes at a time: a word has a byte below
-// n (n <= 0x80) when (x - n·ones) &^ x has a high bit set (exact as to
-// whether there is one), a byte equal to c when x ^ c·ones has a zero
-// byte.
-func plainEnd[T string | []byte](b T, i int, ascii bool) int {
-	for ; len(b)-i >= 8; i += 8 {
-		x := load64(b, i)
-		m := (x-0x20*ones)&^x | (x^'"'*ones-ones)&^(x^'"'*ones) | (x^'\\'*ones-ones)&^(x^'\\'*ones)
-		if ascii {
-			m |= x
-		}
-		if m&highs != 0 {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || ascii && c >= 0x80 {
-			return i
-		}
-	}
-	return i
-}
-
-// load64 reads the eight bytes of b from i as a little-endian word (one
-// load: the compiler joins the eight).
-func load64[T string | []byte](b T, i int) uint64 {
-	_ = b[i+7]
-	return uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-		uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (d *fastDecoder) number() bool {
-	if d.b[d.i] == '-' {
-		d.i++
-	}
-	switch {
-	case d.i < len(d.b) && d.b[d.i] == '0':
-		d.i++
-	case d.i < len(d.b) && '1' <= d.b[d.i] && d.b[d.i] <= '9':
-		d.digits()
-	default:
-		return false
-	}
-	if d.i < len(d.b) && d.b[d.i] == '.' {
-		d.i++
-		if d.digits() == 0 {
-			return false
-		}
-	}
-	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
-		d.i++
-		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
-			d.i++
-		}
-		if d.digits() == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// digits reads decimal digits and returns how many.
-func (d *fastDecoder) digits() int {
-	start := d.i
-	for d.i < len(d.b) && '0' <= d.b[d.i] && d.b[d.i] <= '9' {
-		d.i++
-	}
-	return d.i - start
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/internal/jsonscan"
 )
 
 // The answers to a push, a pop and an ack are written by hand, straight
@@ -196,7 +197,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Plain ASCII goes as it is, found eight bytes at a time.
-		if i = plainEnd(s, i, true); i == len(s) {
+		if i = jsonscan.PlainEnd(s, i, true); i == len(s) {
 			break
 		}
 		c := s[i]
@@ -254,9 +255,9 @@ func appendCompact(b []byte, raw []byte) ([]byte, bool) {
 	// The fast decoder gives up on nesting past maxFastDepth too:
 	// encoding/json decides those. A payload it read without white
 	// space between its tokens (as most are stored) is copied as it is.
-	d := fastDecoder{b: raw}
-	if d.value(0) && d.end() {
-		if !d.spaced {
+	d := fastDecoder{jsonscan.Scanner{B: raw}}
+	if d.value(0) && d.End() {
+		if !d.Spaced {
 			return append(b, raw...), true
 		}
 	} else if !json.Valid(raw) {
