@@ -29,8 +29,12 @@ import (
 // A page after one that waited for the full-text indexes
 // (after.Settled) does not wait again when the export is bounded
 // (f.MaxID, taken before that wait): every dead letter up to the bound
-// was in them then. Only an export's first page can then be refused for
-// an indexer behind (AwaitTextIndex), before anything was sent.
+// was in them then. That holds because a dead letter is added with an
+// id of its own, above every one before (AUTOINCREMENT, a restore's
+// too), and no write changes the words of one (retention's copy of a
+// payload keeps them): a change that broke either would have a later
+// page miss rows. Only an export's first page can be refused for an
+// indexer behind (AwaitTextIndex), before anything was sent.
 func (t *Tx) ExportDeadLetters(ctx context.Context, f broker.Filter, after *broker.ExportCursor, limit int, maxBytes int64) (out []broker.DeadLetter, next *broker.ExportCursor, err error) {
 	settled := after != nil && after.Settled && f.MaxID > 0
 	t.settled, t.awaited = settled, false
