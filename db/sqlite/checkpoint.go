@@ -38,7 +38,7 @@ func (d *Store) catchUp() {
 		d.catchUpHook()
 	}
 	var busy, log, copied int
-	err := d.raw.queryRowScan("PRAGMA main.wal_checkpoint(PASSIVE)", &busy, &log, &copied)
+	err := d.main.raw.queryRowScan("PRAGMA main.wal_checkpoint(PASSIVE)", &busy, &log, &copied)
 	if err != nil && !isBusy(err) {
 		d.log.Warn("checkpoint", "err", err)
 	}

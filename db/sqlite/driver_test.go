@@ -45,7 +45,8 @@ func TestEveryConnectionHasStablePlansAndTempInMemory(t *testing.T) {
 			t.Errorf("%s: temp_store = %d, want 2 (MEMORY)", name, temp)
 		}
 	}
-	check("writer", d.wconn)
+	check("writer", d.main.conn)
+	check("background writer", d.bg.conn)
 	// Hold several at once so that the pools open more than one.
 	for _, pool := range []struct {
 		name string
@@ -233,7 +234,7 @@ func TestEphemeralWritesDoNotWaitForTheDisk(t *testing.T) {
 		if tc.sync == SyncFull {
 			setting := func() int {
 				var v int
-				if err := d.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v); err != nil {
+				if err := d.main.conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v); err != nil {
 					t.Fatal(err)
 				}
 				return v

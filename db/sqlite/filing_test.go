@@ -14,7 +14,7 @@ import (
 // begin with prefix.
 func runsOf(d *Store, prefix string) int {
 	n := 0
-	for q, st := range d.raw.stmts {
+	for q, st := range d.main.raw.stmts {
 		if strings.HasPrefix(strings.TrimSpace(q), prefix) {
 			n += runs(st)
 		}

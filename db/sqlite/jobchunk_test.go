@@ -47,13 +47,13 @@ func TestReplayChunkStatementsDoNotGrowWithItsRows(t *testing.T) {
 	// ran for it and the dead letters it replayed.
 	step := func(job *broker.Job) (stmts, done int64) {
 		t.Helper()
-		before, was := d.raw.statementsRun(), job.Done
+		before, was := d.bg.raw.statementsRun(), job.Done
 		j, err := b.StepJob(ctx, job.ID)
 		if err != nil || j.State != broker.JobRunning {
 			t.Fatalf("step of job %d: %+v %v", job.ID, j, err)
 		}
 		*job = j
-		return d.raw.statementsRun() - before, j.Done - was
+		return d.bg.raw.statementsRun() - before, j.Done - was
 	}
 	start := func(rate int) broker.Job {
 		t.Helper()

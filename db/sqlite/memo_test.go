@@ -24,7 +24,7 @@ const (
 func ackReads(d *Store) int {
 	n := 0
 	for _, q := range []string{memoConsumerSQL, memoRangeSQL, memoLeaseSQL} {
-		if st, ok := d.raw.stmts[q]; ok {
+		if st, ok := d.main.raw.stmts[q]; ok {
 			n += runs(st)
 		}
 	}

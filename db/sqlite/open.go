@@ -255,11 +255,11 @@ func openStore(ctx context.Context, path string, o Options, k knobs, search *sea
 	if err != nil {
 		return nil, err
 	}
-	// Writes run one at a time on one connection held for them (wconn);
-	// the second serves migrations at start, background checkpoints and
-	// tools.
-	write.SetMaxOpenConns(2)
-	write.SetMaxIdleConns(2)
+	// Writes run one at a time, on one of two connections held for them
+	// (Store.main, Store.bg); the third serves migrations at start,
+	// background checkpoints and tools.
+	write.SetMaxOpenConns(3)
+	write.SetMaxIdleConns(3)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
 	if err := write.PingContext(ctx); err != nil {
@@ -306,29 +306,24 @@ func openStore(ctx context.Context, path string, o Options, k knobs, search *sea
 		errors.Join(read.Close(), write.Close())
 		return nil, err
 	}
-	if d.wconn, err = write.Conn(ctx); err != nil {
-		errors.Join(read.Close(), write.Close())
-		return nil, err
-	}
 	if o.AutoCheckpoint == 0 {
 		d.ckpt, d.ckptNow = make(chan struct{}, 1), make(chan struct{}, 1)
 		d.ckptEvery = cmp.Or(o.CheckpointEvery, checkpointEvery)
-		err = d.wconn.Raw(func(c any) error {
-			var err error
-			d.wal, err = watchWAL(c.(*sqlite3.SQLiteConn), walSafetyPages)
-			return err
-		})
-	} else {
-		_, err = d.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", max(o.AutoCheckpoint, 0)))
 	}
-	if err != nil {
-		errors.Join(d.wconn.Close(), read.Close(), write.Close())
-		return nil, err
+	for _, l := range []*lane{&d.main, &d.bg} {
+		if err = d.openLane(ctx, l, o); err != nil {
+			errors.Join(d.main.close(), read.Close(), write.Close())
+			return nil, err
+		}
 	}
-	if d.raw, err = newRawConn(ctx, d.wconn); err != nil {
-		errors.Join(d.wconn.Close(), read.Close(), write.Close())
-		return nil, err
+	// The ordinary writes never read the search file (lane).
+	if search != nil {
+		if _, err := d.main.conn.ExecContext(ctx, `DETACH DATABASE search`); err != nil {
+			errors.Join(d.main.close(), d.bg.close(), read.Close(), write.Close())
+			return nil, fmt.Errorf("search file: detach it from the writer: %w", err)
+		}
 	}
+	d.cur = &d.main
 	go d.writer()
 	if search != nil && !k.manualIndexer {
 		search.linger, search.tick = cmp.Or(k.linger, searchLinger), cmp.Or(k.tick, searchTick)
@@ -455,7 +450,6 @@ func (d *Store) Close() error {
 	if d.ckptDone != nil {
 		<-d.ckptDone
 	}
-	d.raw.close()
 	// The last connection of a file to close checkpoints its log and
 	// removes it, unless it has the file read-only. The store's
 	// connections have the search file attached read-only, the indexer's
@@ -463,13 +457,54 @@ func (d *Store) Close() error {
 	// closes the search file last.
 	d.search.halt()
 	d.search.detachStore()
-	err := errors.Join(d.wconn.Close(), d.read.Close(), d.write.Close(), d.search.close())
-	if d.wal != nil {
-		d.wal.free() // its connection is closed: SQLite no longer calls the hook
-	}
+	err := errors.Join(d.main.close(), d.bg.close(), d.read.Close(), d.write.Close(), d.search.close())
 	if d.lock != nil {
 		// Last: the lock is held until SQLite has let go of the file.
 		err = errors.Join(err, d.lock.Close())
 	}
+	return err
+}
+
+// openLane takes a connection of the write pool for writes to run on,
+// held until Close: its log hook (the background checkpointer's, or
+// SQLite's own at o.AutoCheckpoint) and its statements kept prepared.
+func (d *Store) openLane(ctx context.Context, l *lane, o Options) error {
+	conn, err := d.write.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	l.conn = conn
+	if o.AutoCheckpoint == 0 {
+		err = conn.Raw(func(c any) error {
+			var err error
+			l.wal, err = watchWAL(c.(*sqlite3.SQLiteConn), walSafetyPages)
+			return err
+		})
+	} else {
+		_, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", max(o.AutoCheckpoint, 0)))
+	}
+	if err == nil {
+		l.raw, err = newRawConn(ctx, conn)
+	}
+	if err != nil {
+		return errors.Join(err, l.close())
+	}
+	return nil
+}
+
+// close closes the lane's statements and connection, then frees its log
+// hook (SQLite no longer calls it); a lane not opened has nothing.
+func (l *lane) close() error {
+	if l.conn == nil {
+		return nil
+	}
+	if l.raw != nil {
+		l.raw.close()
+	}
+	err := l.conn.Close()
+	if l.wal != nil {
+		l.wal.free()
+	}
+	*l = lane{}
 	return err
 }

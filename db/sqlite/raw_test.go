@@ -113,7 +113,7 @@ func TestTheWriterKeepsAtMostMaxStatementsPrepared(t *testing.T) {
 	if err := d.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM t`).Scan(&count); err != nil || count != n {
 		t.Fatalf("%d rows (%v), want %d", count, err, n)
 	}
-	if len(d.raw.stmts) > maxStatements {
-		t.Errorf("%d statements kept prepared, want at most %d", len(d.raw.stmts), maxStatements)
+	if len(d.main.raw.stmts) > maxStatements {
+		t.Errorf("%d statements kept prepared, want at most %d", len(d.main.raw.stmts), maxStatements)
 	}
 }

@@ -22,7 +22,7 @@ func TestTheWritersLogHookKnowsTheLogsLength(t *testing.T) {
 	ctx := context.Background()
 	for i := range 5 {
 		push(t, b, "p", fmt.Sprint("m", i))
-		got := d.wal.frames()
+		got := d.main.wal.frames()
 		var busy, log, done int
 		if err := d.write.QueryRowContext(ctx, `PRAGMA main.wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func TestTheLogStaysShortUnderSteadyWrites(t *testing.T) {
 	longest, restarts, last := 0, 0, 0
 	for i := range 6000 {
 		push(t, b, "p", fmt.Sprint("m", i))
-		n := d.wal.frames()
+		n := d.main.wal.frames()
 		longest = max(longest, n)
 		if n < last {
 			restarts++

@@ -269,6 +269,10 @@ func (d *Store) commitSavepoints(group []writeRequest) { d.commitGroup(group, tr
 // commitSavepoints, which answers it.
 func (d *Store) commitGroup(group []writeRequest, savepoints bool) {
 	began := time.Now()
+	d.cur = &d.main
+	if group[0].o.Background && d.bg.raw != nil {
+		d.cur = &d.bg // alone in its group (takeLate)
+	}
 	if err := d.beginGroup(group); err != nil {
 		for _, r := range group {
 			r.done <- err
@@ -281,7 +285,7 @@ func (d *Store) commitGroup(group []writeRequest, savepoints bool) {
 		}
 		return
 	}
-	st := sqlcore.NewTx(writer{raw: d.raw, conn: d.wconn}, dialect{s: d.search}, sqlcore.NoLocks{}, &broker.TxScope{}).WithMemo(d.raw.memo)
+	st := sqlcore.NewTx(writer{raw: d.cur.raw, conn: d.cur.conn}, dialect{s: d.search}, sqlcore.NoLocks{}, &broker.TxScope{}).WithMemo(d.cur.raw.memo)
 	// The memory effects of the group's functions are applied (or
 	// dropped) once the transaction has ended, before any Update of it
 	// returns and before the next transaction begins: in commit order.
@@ -348,10 +352,10 @@ func (d *Store) beginGroup(group []writeRequest) error {
 		err = d.exec("BEGIN IMMEDIATE")
 	}
 	if err != nil {
-		d.raw.memo.Clear()
+		d.cur.raw.memo.Clear()
 		return fmt.Errorf("begin: %w", err)
 	}
-	d.raw.memoBegun()
+	d.cur.raw.memoBegun()
 	return nil
 }
 
@@ -367,7 +371,7 @@ func (d *Store) takeLate(n int) []writeRequest {
 		return nil
 	}
 	k := 0
-	for k < len(d.waiting) && k < n && (!d.relaxed || d.waiting[k].o.Ephemeral) {
+	for k < len(d.waiting) && k < n && (!d.cur.relaxed || d.waiting[k].o.Ephemeral) {
 		k++
 	}
 	if k == 0 {
@@ -423,11 +427,11 @@ func (d *Store) runGroup(st *sqlcore.Tx, group []writeRequest, errs []error, sav
 // its effects on memory, which are, and the group goes on; one that
 // changed rows cannot be undone alone: rerun says so.
 func (d *Store) runBare(st *sqlcore.Tx, fn func(broker.Tx) error) (rerun bool, err error) {
-	mark, before := st.Scope().Savepoint(), d.raw.totalChanges()
+	mark, before := st.Scope().Savepoint(), d.cur.raw.totalChanges()
 	if err = sqlcore.Run(fn, st); err == nil {
 		return false, nil
 	}
-	if d.raw.totalChanges() == before {
+	if d.cur.raw.totalChanges() == before {
 		st.Scope().RollbackTo(mark)
 		return false, err
 	}
@@ -473,10 +477,10 @@ func (d *Store) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 	}
 	if err := d.exec("COMMIT"); err != nil {
 		// SQLite may leave the transaction open when COMMIT fails.
-		d.raw.memo.Clear()
+		d.cur.raw.memo.Clear()
 		return failAll(fmt.Errorf("commit: %w", err))
 	}
-	d.raw.memoCommitted()
+	d.cur.raw.memoCommitted()
 	d.search.afterCommit()
 	if folded {
 		d.folds.Committed(left)
@@ -486,7 +490,7 @@ func (d *Store) finishGroup(st *sqlcore.Tx, errs []error) (committed bool) {
 		case d.ckpt <- struct{}{}:
 		default:
 		}
-		d.kickByFrames(d.wal.frames())
+		d.kickByFrames(d.cur.wal.frames())
 	}
 	return true
 }
@@ -505,7 +509,7 @@ func (d *Store) syncFor(group []writeRequest) error {
 	for _, r := range group {
 		relax = relax && r.o.Ephemeral
 	}
-	if relax == d.relaxed {
+	if relax == d.cur.relaxed {
 		return nil
 	}
 	if relax {
@@ -515,13 +519,13 @@ func (d *Store) syncFor(group []writeRequest) error {
 			d.log.Warn("synchronous=NORMAL for a lease", "err", err)
 			return nil
 		}
-		d.relaxed = true
+		d.cur.relaxed = true
 		return nil
 	}
 	if err := d.exec("PRAGMA synchronous=FULL"); err != nil {
 		return fmt.Errorf("synchronous: %w", err)
 	}
-	d.relaxed = false
+	d.cur.relaxed = false
 	return nil
 }
 
@@ -538,18 +542,18 @@ func (d *Store) refuseWaiting(err error) {
 }
 
 // exec runs a statement of the writer's own (BEGIN, COMMIT, savepoints)
-// on its connection, kept prepared: parsing them took a tenth of a
-// one-message transaction.
+// on the connection of the write under way, kept prepared: parsing them
+// took a tenth of a one-message transaction.
 func (d *Store) exec(stmt string) error {
-	_, err := d.raw.exec(stmt, nil)
+	_, err := d.cur.raw.exec(stmt, nil)
 	return err
 }
 
 // rollback ends the writer's transaction, if SQLite has not already,
 // and empties the memo, which may hold what the transaction saved.
 func (d *Store) rollback() {
-	d.raw.memo.Clear()
-	if d.wconn.Raw(func(c any) error {
+	d.cur.raw.memo.Clear()
+	if d.cur.conn.Raw(func(c any) error {
 		if sc, ok := c.(*sqlite3.SQLiteConn); ok && sc.AutoCommit() {
 			return errNoTx
 		}

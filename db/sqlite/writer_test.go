@@ -300,3 +300,42 @@ func TestWritesQueuedWhileATransactionRunsJoinIt(t *testing.T) {
 		})
 	}
 }
+
+// Only the connection of the background writes has the search file
+// attached (lane): the ordinary writes run on the other, and a
+// background one (a job's chunk, which may select by text) on it.
+func TestOnlyTheBackgroundWritesHaveTheSearchFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openTestStore(t)
+	attached := func(l *lane) bool {
+		rows, err := l.conn.QueryContext(ctx, `SELECT name FROM pragma_database_list`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			if name == "search" {
+				return true
+			}
+		}
+		return false
+	}
+	if attached(&d.main) || !attached(&d.bg) {
+		t.Fatalf("search file attached: ordinary writes %v, background writes %v; want false, true", attached(&d.main), attached(&d.bg))
+	}
+	for _, o := range []broker.UpdateOptions{{}, {Background: true}} {
+		main, bg := d.main.raw.statementsRun(), d.bg.raw.statementsRun()
+		if err := d.Update(ctx, o, func(tx broker.Tx) error { return tx.SetSetting(ctx, "k", "v") }); err != nil {
+			t.Fatal(err)
+		}
+		ranOnBg := d.bg.raw.statementsRun() > bg
+		if ranOnMain := d.main.raw.statementsRun() > main; ranOnMain == ranOnBg || ranOnBg != o.Background {
+			t.Errorf("a write (background %v) ran on the ordinary writes' connection %v, on the background's %v", o.Background, ranOnMain, ranOnBg)
+		}
+	}
+}
