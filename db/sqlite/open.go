@@ -313,6 +313,8 @@ func openStore(ctx context.Context, path string, o Options, k knobs, search *sea
 	for _, l := range []*lane{&d.main, &d.bg} {
 		if err = d.openLane(ctx, l, o); err != nil {
 			errors.Join(d.main.close(), read.Close(), write.Close())
+			d.main.free()
+			d.bg.free()
 			return nil, err
 		}
 	}
@@ -320,6 +322,8 @@ func openStore(ctx context.Context, path string, o Options, k knobs, search *sea
 	if search != nil {
 		if _, err := d.main.conn.ExecContext(ctx, `DETACH DATABASE search`); err != nil {
 			errors.Join(d.main.close(), d.bg.close(), read.Close(), write.Close())
+			d.main.free()
+			d.bg.free()
 			return nil, fmt.Errorf("search file: detach it from the writer: %w", err)
 		}
 	}
@@ -458,6 +462,8 @@ func (d *Store) Close() error {
 	d.search.halt()
 	d.search.detachStore()
 	err := errors.Join(d.main.close(), d.bg.close(), d.read.Close(), d.write.Close(), d.search.close())
+	d.main.free() // the pool has closed their connections
+	d.bg.free()
 	if d.lock != nil {
 		// Last: the lock is held until SQLite has let go of the file.
 		err = errors.Join(err, d.lock.Close())
@@ -492,8 +498,9 @@ func (d *Store) openLane(ctx context.Context, l *lane, o Options) error {
 	return nil
 }
 
-// close closes the lane's statements and connection, then frees its log
-// hook (SQLite no longer calls it); a lane not opened has nothing.
+// close closes the lane's statements and gives its connection back to
+// the write pool, which closes it as the pool closes; its log hook is
+// freed after that (free). A lane not opened has nothing.
 func (l *lane) close() error {
 	if l.conn == nil {
 		return nil
@@ -502,9 +509,15 @@ func (l *lane) close() error {
 		l.raw.close()
 	}
 	err := l.conn.Close()
+	l.conn, l.raw = nil, nil
+	return err
+}
+
+// free releases the lane's log hook, once the write pool is closed (and
+// with it the lane's connection: SQLite no longer calls the hook).
+func (l *lane) free() {
 	if l.wal != nil {
 		l.wal.free()
+		l.wal = nil
 	}
-	*l = lane{}
-	return err
 }
