@@ -310,21 +310,21 @@ func openStore(ctx context.Context, path string, o Options, k knobs, search *sea
 		d.ckpt, d.ckptNow = make(chan struct{}, 1), make(chan struct{}, 1)
 		d.ckptEvery = cmp.Or(o.CheckpointEvery, checkpointEvery)
 	}
+	unopened := func(err error) (*Store, error) {
+		errors.Join(d.main.close(), d.bg.close(), read.Close(), write.Close())
+		d.main.free() // the pool has closed their connections
+		d.bg.free()
+		return nil, err
+	}
 	for _, l := range []*lane{&d.main, &d.bg} {
 		if err = d.openLane(ctx, l, o); err != nil {
-			errors.Join(d.main.close(), read.Close(), write.Close())
-			d.main.free()
-			d.bg.free()
-			return nil, err
+			return unopened(err)
 		}
 	}
 	// The ordinary writes never read the search file (lane).
 	if search != nil {
 		if _, err := d.main.conn.ExecContext(ctx, `DETACH DATABASE search`); err != nil {
-			errors.Join(d.main.close(), d.bg.close(), read.Close(), write.Close())
-			d.main.free()
-			d.bg.free()
-			return nil, fmt.Errorf("search file: detach it from the writer: %w", err)
+			return unopened(fmt.Errorf("search file: detach it from the writer: %w", err))
 		}
 	}
 	d.cur = &d.main

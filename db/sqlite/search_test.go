@@ -623,16 +623,7 @@ func TestSearchesWaitingForTheIndexerLeaveReadsTheirConnections(t *testing.T) {
 			answers <- a
 		}()
 	}
-	// Until all of them wait (each counts itself before it waits).
-	tick, deadline := time.NewTicker(time.Millisecond), time.After(30*time.Second)
-	defer tick.Stop()
-	for d.search.waiting.Load() < maxWaiting {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("%d searches waiting after 30 s, want %d", d.search.waiting.Load(), maxWaiting)
-		}
-	}
+	allWaiting(t, d)
 
 	start := time.Now()
 	_, err := b.DeadLetters(ctx, broker.DLQQuery{Queue: "q", Group: "g", Text: "tardy"})
@@ -657,6 +648,21 @@ func TestSearchesWaitingForTheIndexerLeaveReadsTheirConnections(t *testing.T) {
 	}
 	if n := d.search.waiting.Load(); n != 0 {
 		t.Errorf("%d searches still counted waiting", n)
+	}
+}
+
+// allWaiting returns once maxWaiting searches wait for the indexer (each
+// counts itself before it waits), 30 s at most.
+func allWaiting(t *testing.T, d *Store) {
+	t.Helper()
+	tick, deadline := time.NewTicker(time.Millisecond), time.After(30*time.Second)
+	defer tick.Stop()
+	for d.search.waiting.Load() < maxWaiting {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%d searches waiting after 30 s, want %d", d.search.waiting.Load(), maxWaiting)
+		}
 	}
 }
 
@@ -702,15 +708,7 @@ func TestAnExportWaitsForTheIndexerBeforeItsFirstPageOnly(t *testing.T) {
 				answers <- err
 			}()
 		}
-		tick, deadline := time.NewTicker(time.Millisecond), time.After(30*time.Second)
-		defer tick.Stop()
-		for d.search.waiting.Load() < maxWaiting {
-			select {
-			case <-tick.C:
-			case <-deadline:
-				t.Fatalf("%d searches waiting after 30 s, want %d", d.search.waiting.Load(), maxWaiting)
-			}
-		}
+		allWaiting(t, d)
 		return len(page), nil
 	})
 	if err != nil || !res.Complete {

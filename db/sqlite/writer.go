@@ -270,7 +270,7 @@ func (d *Store) commitSavepoints(group []writeRequest) { d.commitGroup(group, tr
 func (d *Store) commitGroup(group []writeRequest, savepoints bool) {
 	began := time.Now()
 	d.cur = &d.main
-	if group[0].o.Background && d.bg.raw != nil {
+	if group[0].o.Background {
 		d.cur = &d.bg // alone in its group (takeLate)
 	}
 	if err := d.beginGroup(group); err != nil {
