@@ -47,14 +47,14 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	}
 	b.noteTraffic()
 	defer b.noteTraffic()
-	var out []PushResult
+	var p *pushed
 	// A push may run beside other writes: its partitions are locked as
 	// their seqs are drawn (InsertMessages), and a queue or partition it
 	// creates is a get-or-create that cannot race. A subscription, which
 	// must reach every partition, is made only by a write alone.
 	err := b.updateWith(ctx, b.hot(UpdateOptions{}), func(tx Tx, _ UpdateOptions, touched func(string)) error {
 		var err error
-		out, err = push(ctx, tx, b.now(), items)
+		p, err = push(ctx, tx, b.now(), items)
 		for _, it := range items {
 			touched(it.Queue)
 		}
@@ -63,7 +63,7 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return b.pushResults(ctx, p)
 }
 
 func validatePush(items []PushItem) error {
@@ -114,43 +114,73 @@ func plainText(s string) bool {
 	return strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
 }
 
+// pushed is what push stored: read only once its write has committed
+// (Tx.InsertMessagesLate), by pushResults.
+type pushed struct {
+	items    []PushItem
+	of       []Partition
+	msgs     []Message
+	inserted []bool
+}
+
 // push stores validated items inside tx: it looks up (or creates) the
-// items' partitions in order, then inserts their messages in one call.
-func push(ctx context.Context, tx messagePartitionQueueTx, now time.Time, items []PushItem) ([]PushResult, error) {
+// items' partitions in order, then inserts their messages in one call,
+// whose answer is read once the write has committed (pushResults).
+func push(ctx context.Context, tx messagePartitionQueueTx, now time.Time, items []PushItem) (*pushed, error) {
 	type key struct{ q, p string }
 	parts := map[key]Partition{}
-	of := make([]Partition, len(items))
-	msgs := make([]Message, len(items))
+	p := &pushed{items: items, of: make([]Partition, len(items)), msgs: make([]Message, len(items)), inserted: make([]bool, len(items))}
 	ptrs := make([]*Message, len(items))
 	for i, it := range items {
 		k := key{it.Queue, it.Partition}
-		p, ok := parts[k]
+		part, ok := parts[k]
 		if !ok {
 			q, err := queueOrCreate(ctx, tx, it.Queue, now)
 			if err != nil {
 				return nil, fmt.Errorf("push: queue: %w", err)
 			}
-			if p, err = partitionOrCreate(ctx, tx, q, it.Partition, now); err != nil {
+			if part, err = partitionOrCreate(ctx, tx, q, it.Partition, now); err != nil {
 				return nil, fmt.Errorf("push: partition: %w", err)
 			}
-			parts[k] = p
+			parts[k] = part
 		}
-		of[i] = p
-		msgs[i] = Message{PartitionID: p.ID, TransactionID: it.TransactionID, Payload: it.Payload, TraceID: it.TraceID, CreatedAt: now}
-		if msgs[i].TransactionID == "" {
-			msgs[i].TransactionID = NewUUID(now)
+		p.of[i] = part
+		p.msgs[i] = Message{PartitionID: part.ID, TransactionID: it.TransactionID, Payload: it.Payload, TraceID: it.TraceID, CreatedAt: now}
+		if p.msgs[i].TransactionID == "" {
+			p.msgs[i].TransactionID = NewUUID(now)
 		}
-		ptrs[i] = &msgs[i]
+		ptrs[i] = &p.msgs[i]
 	}
-	inserted, err := tx.InsertMessages(ctx, ptrs)
-	if err != nil {
+	if err := tx.InsertMessagesLate(ctx, ptrs, p.inserted); err != nil {
 		return nil, fmt.Errorf("push: insert: %w", err)
 	}
-	out := make([]PushResult, len(items))
-	for i, it := range items {
-		m := &msgs[i]
-		out[i] = PushResult{Status: StatusQueued, MessageID: m.ID(), TransactionID: m.TransactionID, PartitionID: of[i].UUID, Queue: it.Queue, Partition: it.Partition}
-		if !inserted[i] {
+	return p, nil
+}
+
+// pushResults answers a push whose write has committed. A duplicate
+// whose message the store did not read back with the insert (a push of
+// the same transactionId committed while this one waited for it: Seq
+// 0) is read now.
+func (b *Broker) pushResults(ctx context.Context, p *pushed) ([]PushResult, error) {
+	for i := range p.msgs {
+		m := &p.msgs[i]
+		if p.inserted[i] || m.Seq != 0 {
+			continue
+		}
+		err := b.store.View(ctx, func(tx Tx) error {
+			e, err := tx.MessageByTransaction(ctx, m.PartitionID, m.TransactionID)
+			*m = e
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("push: read the message %q already there: %w", truncate(m.TransactionID, 64), err)
+		}
+	}
+	out := make([]PushResult, len(p.items))
+	for i, it := range p.items {
+		m := &p.msgs[i]
+		out[i] = PushResult{Status: StatusQueued, MessageID: m.ID(), TransactionID: m.TransactionID, PartitionID: p.of[i].UUID, Queue: it.Queue, Partition: it.Partition}
+		if !p.inserted[i] {
 			out[i].Status = StatusDuplicate
 		}
 	}

@@ -70,6 +70,7 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 		}
 	}
 	var out []OperationResult
+	var pushes []*pushed // the pushes' answers, read once committed
 	err := b.update(ctx, func(tx Tx, touched func(string)) error {
 		now := b.now()
 		var requeued []string // the acks that settle nothing (AckResult.Requeued)
@@ -78,17 +79,18 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 			return err
 		}
 		out = make([]OperationResult, len(ops))
+		pushes = make([]*pushed, len(ops))
 		for i, op := range ops {
 			out[i].Type = op.Type
 			if op.Type == "push" {
-				res, err := push(ctx, tx, now, op.Items)
+				p, err := push(ctx, tx, now, op.Items)
 				if err != nil {
 					return err
 				}
 				for _, it := range op.Items {
 					touched(it.Queue)
 				}
-				out[i].Push = res
+				pushes[i] = p
 				continue
 			}
 			a := op.Ack // a copy: fn may run again
@@ -137,6 +139,14 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i, p := range pushes {
+		if p == nil {
+			continue
+		}
+		if out[i].Push, err = b.pushResults(ctx, p); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

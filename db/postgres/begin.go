@@ -17,17 +17,21 @@ import (
 // once held, migrations_pg/0002 and 0004), an ephemeral write's
 // synchronous_commit and the statement, in one round trip (a pipeline),
 // rather than one round trip for BEGIN and the lock and one for the
-// statement. A push is then two round trips (the insert with its BEGIN,
-// the ready mark with its COMMIT), a lease or an ack three (four for a
-// lease beside other processes: its consumer is locked in a statement
-// of its own).
+// statement. A write none of whose statements is answered before its
+// COMMIT (a push: its insert is kept for the COMMIT's round trip,
+// InsertMessagesLate) sends its BEGIN with its COMMIT: one round trip,
+// BEGIN, lock, insert, ready mark and COMMIT. A lease or an ack is
+// three (four for a lease beside other processes: its consumer is
+// locked in a statement of its own).
 //
 // The broker looks its queues, partitions and groups up in its cache
 // before the first statement, while the generation that says whether
-// another process changed them is read only with it. So a transaction
-// whose generation turns out to have moved stops there (errCacheMoved:
-// the statement's answer is not read, and every later statement fails
-// alike; write fails it whatever fn did), is rolled back, and runs
+// another process changed them is read only with it. So the lock's
+// statement is given the generation this process has seen, and fails
+// when it moved (lazarus_write_lock_at, migration 0017, SQLSTATE
+// LZ001): nothing sent after it in the round trip runs, COMMIT
+// included (errCacheMoved: every later statement fails alike; write
+// fails it whatever fn did). The transaction is rolled back and runs
 // again with its BEGIN sent first and the cache emptied
 // (broker.TxScope.SetForeign), as it did before every write. A generation moves when another process updates or
 // deletes queues, partitions, groups or subscriptions: rare, and then
@@ -76,9 +80,14 @@ func (p *begin) queue(b *pgx.Batch) {
 	// REPEATABLE READ the snapshot would be the first statement's, taken
 	// before the wait).
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	if p.lockShared {
+	switch {
+	case p.check:
+		// Fails, and with it what follows in the round trip, when the
+		// generation is not seen (migration 0017).
+		b.Queue(`SELECT lazarus_write_lock_at($1, $2, $3)`, int64(writerLock), p.lockShared, p.seen)
+	case p.lockShared:
 		b.Queue(`SELECT lazarus_write_lock_shared($1)`, int64(writerLock))
-	} else {
+	default:
 		b.Queue(`SELECT lazarus_write_lock($1)`, int64(writerLock))
 	}
 	if p.ephemeral {
@@ -94,6 +103,11 @@ func (p *begin) read(r pgx.BatchResults) error {
 	}
 	p.sent = true
 	if err := r.QueryRow().Scan(&p.gen); err != nil {
+		var pe *pgconn.PgError
+		if p.check && errors.As(err, &pe) && pe.Code == generationMoved {
+			p.moved = true
+			return errCacheMoved
+		}
 		return fmt.Errorf("begin: writer lock: %w", err)
 	}
 	if p.ephemeral {
@@ -101,12 +115,12 @@ func (p *begin) read(r pgx.BatchResults) error {
 			return fmt.Errorf("begin: %w", err)
 		}
 	}
-	if p.check && p.gen != p.seen {
-		p.moved = true
-		return errCacheMoved
-	}
 	return nil
 }
+
+// generationMoved is the SQLSTATE of lazarus_write_lock_at when the
+// generation is not the one seen.
+const generationMoved = "LZ001"
 
 // now sends BEGIN alone, if it is not sent yet: for what cannot go with
 // it (a pipeline of writes kept, a fold, COMMIT).

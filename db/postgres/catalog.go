@@ -2169,35 +2169,51 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 		WITH ORDINALITY AS a(at, actor, action, queue, group_name, count, detail, job_id, broker, n)
 	ORDER BY a.n`, stores: true},
 	// postgres.dialect.InsertMessages: translated
-	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	`WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id)
+SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+UNION ALL
+SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
+	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))`: {text: `WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id)
+SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+UNION ALL
+SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
+	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`, stores: true},
+	// postgres.dialect.InsertMessages: translated
+	`WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
 		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
 	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
 	ORDER BY m.n
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
-	RETURNING seq, partition_id, transaction_id`: {text: `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	RETURNING seq, partition_id, transaction_id)
+SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+UNION ALL
+SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
+	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))`: {text: `WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
 		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
 	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
 	ORDER BY m.n
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
-	RETURNING seq, partition_id, transaction_id`, stores: true},
-	// postgres.dialect.InsertMessages: translated
-	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
-	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
-		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
-	ORDER BY m.n
-	ON CONFLICT (partition_id, transaction_id) DO NOTHING
-	RETURNING seq, partition_id, transaction_id`: {text: `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
-	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
-		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
-	ORDER BY m.n
-	ON CONFLICT (partition_id, transaction_id) DO NOTHING
-	RETURNING seq, partition_id, transaction_id`, stores: true},
+	RETURNING seq, partition_id, transaction_id)
+SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+UNION ALL
+SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
+	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`, stores: true},
 	// postgres.dialect.PushCopies: translated
 	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 		SELECT c.part, c.txid,

@@ -144,6 +144,13 @@ func (d *Store) handOn() {
 	next.done <- errLead
 }
 
+// othersWaiting reports whether Updates are queued for a transaction.
+func (d *Store) othersWaiting() bool {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	return len(d.waiting) > 0
+}
+
 // isClosed reports whether Close was called.
 func (d *Store) isClosed() bool {
 	d.qmu.Lock()

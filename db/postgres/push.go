@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lazarus-dlq/lazarus/broker"
 	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
 )
@@ -14,15 +16,17 @@ import (
 // ordinality): the identity default is drawn for each row as it comes
 // out of the sort (the plan's nextval sits above it; PostgreSQL 15 knows
 // the ordinality is in order and sorts nothing), so the seqs grow in
-// that order, as when inserted one by one. A row whose (partition_id, transaction_id) is there already,
-// or came earlier in the same arrays, is not inserted and not returned.
-const insertMessagesSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
-	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
-		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
-	ORDER BY m.n
-	ON CONFLICT (partition_id, transaction_id) DO NOTHING
-	RETURNING seq, partition_id, transaction_id`
+// that order, as when inserted one by one. A row whose (partition_id,
+// transaction_id) is there already, or came earlier in the same arrays,
+// is not inserted.
+//
+// Its answer is the rows it inserted (new true) and then the messages
+// already there of every key given (new false, payload included): read
+// in the statement's snapshot, which sees none of the rows it inserts,
+// nor a row of the same key that another transaction committed while
+// this one waited for it (that key is in neither part: read again once
+// committed, InsertMessages and broker's push).
+const insertMessagesSQL = insertHead + insertTail
 
 // insertLockedSQL is insertMessagesSQL for a shared write
 // (broker.UpdateOptions.Concurrent): it first locks the rows of the partitions pushed
@@ -33,14 +37,23 @@ const insertMessagesSQL = `INSERT INTO messages (partition_id, transaction_id, p
 // InitPlan of the WHERE, run once before the first row comes out of
 // unnest, so before the first seq is drawn; a push that waited for it
 // draws its seqs after the one it waited for has committed.
-const insertLockedSQL = `INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+const insertLockedSQL = insertHead + `
+	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0` + insertTail
+
+const (
+	insertHead = `WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
-		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
-	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)`
+	insertTail = `
 	ORDER BY m.n
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
-	RETURNING seq, partition_id, transaction_id`
+	RETURNING seq, partition_id, transaction_id)
+SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+UNION ALL
+SELECT ` + sqlcore.MessageCols + `, false FROM messages
+	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))`
+)
 
 // duplicatesSQL reads back the messages of the (partition_id,
 // transaction_id) pairs given as two arrays, by that unique index.
@@ -53,14 +66,8 @@ type messageKey struct {
 	txid      string
 }
 
-// InsertMessages is InsertMessages on PostgreSQL, where every statement
-// is a round trip: one INSERT of every message (insertMessagesSQL,
-// or insertLockedSQL for a write that takes row locks), then, when some were not inserted, one query that reads back
-// the messages they duplicate (duplicatesSQL).
-// Of two messages of one partition with one transactionId, the first is
-// inserted and the second reads it back, as InsertMessage one after the
-// other would have it.
-func (d dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*broker.Message) ([]bool, error) {
+// insertArgs are the insert's arguments for msgs: an array a column.
+func (d dialect) insertArgs(msgs []*broker.Message) (string, []any) {
 	parts := make([]int64, len(msgs))
 	txids := make([]string, len(msgs))
 	payloads := make([][]byte, len(msgs))
@@ -73,51 +80,113 @@ func (d dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*brok
 	if d.locked {
 		insert = insertLockedSQL
 	}
-	rows, err := t.Query(ctx, insert, parts, txids, payloads, traces, created)
-	if err != nil {
-		return nil, err
-	}
-	seqs := make(map[messageKey]int64, len(msgs))
+	return insert, []any{parts, txids, payloads, traces, created}
+}
+
+// insertAnswer is the insert's answer: the seqs it drew, and the
+// messages already there, by key.
+type insertAnswer struct {
+	seqs     map[messageKey]int64
+	existing map[messageKey]broker.Message
+}
+
+// rowReader is what insertAnswer.read needs of rows: sqlcore's or pgx's.
+type rowReader interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// read reads the insert's rows into a.
+func (a *insertAnswer) read(rows rowReader, n int) error {
+	a.seqs = make(map[messageKey]int64, n)
 	for rows.Next() {
-		var seq int64
-		var k messageKey
-		if err := rows.Scan(&seq, &k.partition, &k.txid); err != nil {
-			rows.Close()
-			return nil, err
+		var m broker.Message
+		var created int64
+		var isNew bool
+		if err := rows.Scan(&m.Seq, &m.PartitionID, &m.TransactionID, &m.Payload, &m.TraceID, &created, &isNew); err != nil {
+			return err
 		}
-		seqs[k] = seq
+		k := messageKey{m.PartitionID, m.TransactionID}
+		if isNew {
+			a.seqs[k] = m.Seq
+			continue
+		}
+		if a.existing == nil {
+			a.existing = map[messageKey]broker.Message{}
+		}
+		m.CreatedAt = sqlcore.FromMS(created)
+		a.existing[k] = m
 	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, err
-	}
-	out := make([]bool, len(msgs))
-	var dupParts []int64
-	var dupTxids []string
+	return rows.Err()
+}
+
+// fill sets each message's seq and inserted from a: the first message of
+// a key inserted is new, a later one of the same key a duplicate of it,
+// one of a key already there filled with that message. It returns the
+// indexes of the messages of keys in neither (left as they were).
+func (a *insertAnswer) fill(msgs []*broker.Message, inserted []bool) (unknown []int) {
+	firsts := make(map[messageKey]*broker.Message, len(a.seqs))
 	for i, m := range msgs {
 		k := messageKey{m.PartitionID, m.TransactionID}
-		seq, ok := seqs[k]
-		if !ok {
-			dupParts, dupTxids = append(dupParts, k.partition), append(dupTxids, k.txid)
+		inserted[i] = false
+		if f, ok := firsts[k]; ok {
+			*m = *f // a duplicate of one inserted earlier in msgs
 			continue
 		}
-		// The first message of its key was inserted; a later one of the
-		// same key is a duplicate of it.
-		delete(seqs, k)
-		m.Seq = seq
-		t.Pushed(m.PartitionID)
-		out[i] = true
+		if seq, ok := a.seqs[k]; ok {
+			// The first message of its key was inserted; a later one of
+			// the same key is a duplicate of it.
+			m.Seq, inserted[i] = seq, true
+			firsts[k] = m
+			continue
+		}
+		if e, ok := a.existing[k]; ok {
+			*m = e
+			continue
+		}
+		unknown = append(unknown, i)
 	}
-	if len(dupParts) == 0 {
-		return out, nil
-	}
-	existing, err := messagesByKey(ctx, t, dupParts, dupTxids)
+	return unknown
+}
+
+// InsertMessages is InsertMessages on PostgreSQL, where every statement
+// is a round trip: one statement inserts every message and reads back
+// those already there (insertMessagesSQL, or insertLockedSQL for a
+// write that takes row locks); only a message whose key another
+// transaction committed while the insert waited for it is read in a
+// second (duplicatesSQL). Of two messages of one partition with one
+// transactionId, the first is inserted and the second is a duplicate of
+// it, as InsertMessage one after the other would have it.
+func (d dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*broker.Message) ([]bool, error) {
+	insert, args := d.insertArgs(msgs)
+	rows, err := t.Query(ctx, insert, args...)
 	if err != nil {
 		return nil, err
 	}
-	for i, m := range msgs {
-		if out[i] {
-			continue
-		}
+	var a insertAnswer
+	err = a.read(rows, len(msgs))
+	if err := errors.Join(err, rows.Close()); err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		t.Pushed(m.PartitionID)
+	}
+	out := make([]bool, len(msgs))
+	unknown := a.fill(msgs, out)
+	if len(unknown) == 0 {
+		return out, nil
+	}
+	parts, txids := make([]int64, len(unknown)), make([]string, len(unknown))
+	for j, i := range unknown {
+		parts[j], txids[j] = msgs[i].PartitionID, msgs[i].TransactionID
+	}
+	existing, err := messagesByKey(ctx, t, parts, txids)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range unknown {
+		m := msgs[i]
 		e, ok := existing[messageKey{m.PartitionID, m.TransactionID}]
 		if !ok {
 			return nil, fmt.Errorf("message %q of partition %d: neither inserted nor there", m.TransactionID, m.PartitionID)
@@ -125,6 +194,33 @@ func (d dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*brok
 		*m = e
 	}
 	return out, nil
+}
+
+// InsertMessagesLate is InsertMessagesLate on PostgreSQL: in a write,
+// the insert is kept for the transaction's next round trip (writer.queryLater),
+// so that a push's BEGIN, insert, ready mark and COMMIT go in one
+// (commit), and msgs and inserted are filled as its answer is read. A
+// message whose key another transaction committed while the insert
+// waited for it is left with Seq 0 (broker.Tx).
+func (d dialect) InsertMessagesLate(ctx context.Context, t *sqlcore.Tx, msgs []*broker.Message, inserted []bool) error {
+	w, ok := t.Executor().(*writer)
+	if !ok {
+		out, err := d.InsertMessages(ctx, t, msgs)
+		copy(inserted, out)
+		return err
+	}
+	insert, args := d.insertArgs(msgs)
+	for _, m := range msgs {
+		t.Pushed(m.PartitionID)
+	}
+	return w.queryLater(insert, args, func(rows pgx.Rows) error {
+		var a insertAnswer
+		if err := a.read(rows, len(msgs)); err != nil {
+			return err
+		}
+		a.fill(msgs, inserted)
+		return nil
+	})
 }
 
 // messagesByKey reads the messages of the given (partition,

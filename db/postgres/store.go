@@ -698,7 +698,18 @@ func (d *Store) lead(r *writeReq) (err error) {
 	// exclusively: beside other processes' writes (rowLocks) the row
 	// locks of its writes, taken in no common order, could deadlock
 	// with theirs (group.go).
-	grouping := !lockShared && !o.Background && begin.sent && !d.ungrouped
+	grouping := !lockShared && !o.Background && !d.ungrouped
+	if grouping && !begin.sent {
+		// fn's statements are all kept (a push's insert): sent with the
+		// COMMIT, BEGIN included, in one round trip when no other write
+		// waits; else sent now, and the others join.
+		grouping = len(w.later) > 0 && d.othersWaiting()
+		if grouping {
+			if err := w.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	if grouping {
 		w.detach = true
 		ctx = context.WithoutCancel(ctx)
@@ -720,8 +731,12 @@ func (d *Store) lead(r *writeReq) (err error) {
 			committed = true
 			return nil
 		}
-		if err := begin.now(ctx); err != nil {
-			return err
+		// BEGIN goes with the COMMIT (commit) unless the counts are
+		// folded first.
+		if d.folds.Due(st) {
+			if err := begin.now(ctx); err != nil {
+				return err
+			}
 		}
 		if len(g.ran) > 0 && len(w.later) > 0 && d.folds.Due(st) {
 			// The writes a fold would send first (its before) in a round
@@ -865,7 +880,7 @@ func (t *tail) queue(b *pgx.Batch) {
 // member of the group whose statement was sent before (writer.failed).
 func (t *tail) read(r pgx.BatchResults, last int) error {
 	for _, l := range t.w.later {
-		if _, err := r.Exec(); err != nil {
+		if err := l.result(r); err != nil {
 			return t.w.failed(l, last, err)
 		}
 	}
@@ -908,10 +923,20 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 	answered := false // the server answered the COMMIT
 	last := tail.w.last
 	tail.w.last = tail.w.member
-	err = pipeline(cctx, pgc, tail.w.begin.wire, func(b *pgx.Batch) {
+	begin := tail.w.begin
+	first := !begin.sent
+	err = pipeline(cctx, pgc, begin.wire, func(b *pgx.Batch) {
+		if first {
+			begin.queue(b)
+		}
 		tail.queue(b)
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
+		if first {
+			if err := begin.read(r); err != nil {
+				return begin.readFailed(err)
+			}
+		}
 		if err := tail.read(r, last); err != nil {
 			return err
 		}
@@ -932,6 +957,8 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 	})
 	tail.w.later = nil
 	switch {
+	case errors.Is(err, errCacheMoved):
+		return false, err // the lock's statement failed: nothing after it ran
 	case err != nil && tail.w.blame != nil:
 		return false, err // a write of the group failed before the COMMIT: the group settles it
 	case err != nil && !committed && !answered && commitUnknown(err):

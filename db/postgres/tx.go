@@ -85,14 +85,36 @@ func (rowLocks) LockDue(ctx context.Context, t *sqlcore.Tx, groupID int64, due [
 }
 
 // later is what a write transaction sends with its next round trip: a
-// write kept by ExecLater, or the SAVEPOINT of a write of its group
-// (savepoint, group.go), its PostgreSQL text and arguments, and owner,
-// the write of the group whose it is (writer.member).
+// write kept by ExecLater, a query kept by queryLater (read reads its
+// rows), or the SAVEPOINT of a write of its group (savepoint, group.go),
+// its PostgreSQL text and arguments, and owner, the write of the group
+// whose it is (writer.member).
 type later struct {
 	text      string
 	args      []any
 	owner     int
 	savepoint bool
+	read      func(pgx.Rows) error
+}
+
+// result reads l's answer, the next of r: a kept query's rows go to its
+// read, which may fail only for what the server said (the COMMIT may
+// follow in the same round trip: a failure the server did not see would
+// report a write failed that commits).
+func (l later) result(r pgx.BatchResults) error {
+	if l.read == nil {
+		_, err := r.Exec()
+		return err
+	}
+	rows, err := r.Query()
+	if err == nil {
+		err = l.read(rows)
+	}
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	return err
 }
 
 // writer is the executor of a write transaction: every statement runs
@@ -131,6 +153,23 @@ func (w *writer) ExecLater(_ context.Context, query string, args []any) error {
 		return err
 	}
 	w.later = append(w.later, later{text: text, args: args, owner: w.member})
+	return nil
+}
+
+// queryLater keeps a query for the next round trip, as ExecLater keeps
+// a write: read reads its rows when its answer comes, before the
+// transaction's next statement answers, or within its COMMIT's round
+// trip (so before Update returns). A push is so one round trip
+// (InsertMessagesLate).
+func (w *writer) queryLater(query string, args []any, read func(pgx.Rows) error) error {
+	if w.blame != nil {
+		return w.blame.rerun()
+	}
+	text, args, err := bind(query, args)
+	if err != nil {
+		return err
+	}
+	w.later = append(w.later, later{text: text, args: args, owner: w.member, read: read})
 	return nil
 }
 
@@ -173,7 +212,9 @@ func (w *writer) with(ctx context.Context, text string, args []any) (pgx.BatchRe
 	for _, l := range kept {
 		b.Queue(l.text, l.args...)
 	}
-	b.Queue(text, args...)
+	if text != "" {
+		b.Queue(text, args...)
+	}
 	w.begin.wire.add(b.Len())
 	last := w.last
 	w.last = w.member
@@ -185,7 +226,7 @@ func (w *writer) with(ctx context.Context, text string, args []any) (pgx.BatchRe
 		}
 	}
 	for _, l := range kept {
-		if _, err := r.Exec(); err != nil {
+		if err := l.result(r); err != nil {
 			r.Close()
 			return nil, w.failed(l, last, err)
 		}
@@ -206,6 +247,16 @@ func (w *writer) failed(l later, last int, err error) error {
 	}
 	w.blame = &blame{member: owner, err: err}
 	return w.blame.rerun()
+}
+
+// flush sends, in one round trip, BEGIN if it is still to be sent and
+// what was kept for the next round trip.
+func (w *writer) flush(ctx context.Context) error {
+	r, err := w.with(ctx, "", nil)
+	if err != nil {
+		return err
+	}
+	return r.Close()
 }
 
 func (w *writer) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {

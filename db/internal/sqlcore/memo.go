@@ -101,7 +101,7 @@ func (m *Memo) saved(c *broker.Consumer) {
 	}
 	k := *c
 	k.Acks = nil
-	k.LeaseUntil, k.LeasedAt, k.AvailableAt = fromMS(MS(c.LeaseUntil)), fromMS(MS(c.LeasedAt)), fromMS(MS(c.AvailableAt))
+	k.LeaseUntil, k.LeasedAt, k.AvailableAt = FromMS(MS(c.LeaseUntil)), FromMS(MS(c.LeasedAt)), FromMS(MS(c.AvailableAt))
 	m.consumers[key] = k
 }
 

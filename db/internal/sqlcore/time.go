@@ -13,8 +13,8 @@ func MS(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// fromMS reads a time MS wrote.
-func fromMS(v int64) time.Time {
+// FromMS reads a time MS wrote.
+func FromMS(v int64) time.Time {
 	if v == 0 {
 		return time.Time{}
 	}

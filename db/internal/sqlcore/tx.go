@@ -153,7 +153,7 @@ func scanQueue(s interface{ Scan(...any) error }) (broker.Queue, error) {
 		&q.Options.RetryBackoff, &q.Options.RetryDelayMax, &q.Options.MaxReplays, &archive,
 		&q.Options.HoldAfterFailures, &q.Options.HoldProbeSeconds, &maskPaths, &revealRole)
 	q.Options.MaskPaths, q.Options.MaskRevealRole = broker.MaskPaths(maskPaths), broker.Role(revealRole)
-	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, fromMS(created)
+	q.Options.DeadLetterQueue, q.Options.DLQAfterMaxRetries, q.CreatedAt = dlq != 0, after != 0, FromMS(created)
 	q.Options.DeadLetterArchive = archive != 0
 	if err == nil {
 		q.Options.Kept, err = keptOptions(kept)
@@ -356,7 +356,7 @@ func scanPartition(s interface{ Scan(...any) error }) (broker.Partition, error) 
 	var p broker.Partition
 	var created int64
 	err := s.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &created)
-	p.CreatedAt = fromMS(created)
+	p.CreatedAt = FromMS(created)
 	return p, err
 }
 
@@ -402,7 +402,7 @@ func (t *Tx) Partitions(ctx context.Context, queueID int64) ([]broker.PartitionI
 		if err := rows.Scan(&pi.ID, &pi.UUID, &pi.QueueID, &pi.Name, &created, &pi.Messages); err != nil {
 			return nil, err
 		}
-		pi.CreatedAt = fromMS(created)
+		pi.CreatedAt = FromMS(created)
 		out = append(out, pi)
 	}
 	return out, rows.Err()
@@ -551,7 +551,7 @@ func (t *Tx) Groups(ctx context.Context, queueID int64, now time.Time) ([]broker
 		if err := rows.Scan(&g.ID, &g.Name, &at, &g.Lag, &g.Leased); err != nil {
 			return nil, err
 		}
-		g.SubscribedAt = fromMS(at)
+		g.SubscribedAt = FromMS(at)
 		out = append(out, g)
 	}
 	return out, rows.Err()
@@ -599,6 +599,34 @@ func (t *Tx) InsertMessages(ctx context.Context, ms []*broker.Message) ([]bool, 
 	return t.d.InsertMessages(ctx, t, ms)
 }
 
+// LateInserter is a Dialect whose InsertMessagesLate differs from
+// InsertMessages (PostgreSQL's, which keeps the insert for the COMMIT's
+// round trip).
+type LateInserter interface {
+	InsertMessagesLate(ctx context.Context, t *Tx, ms []*broker.Message, inserted []bool) error
+}
+
+// InsertMessagesLate is broker.Tx's: the dialect's (LateInserter), or
+// InsertMessages at once.
+func (t *Tx) InsertMessagesLate(ctx context.Context, ms []*broker.Message, inserted []bool) error {
+	if len(inserted) != len(ms) {
+		return fmt.Errorf("insert messages: %d answers for %d messages", len(inserted), len(ms))
+	}
+	if li, ok := t.d.(LateInserter); ok {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return li.InsertMessagesLate(ctx, t, ms, inserted)
+	}
+	out, err := t.InsertMessages(ctx, ms)
+	copy(inserted, out)
+	return err
+}
+
+// Executor is the transaction's executor, for a store's dialect that
+// reaches its own (postgres.writer).
+func (t *Tx) Executor() Executor { return t.ex }
+
 // InsertEach is InsertMessages as InsertMessage one after the other.
 func (t *Tx) InsertEach(ctx context.Context, ms []*broker.Message) ([]bool, error) {
 	out := make([]bool, len(ms))
@@ -618,7 +646,7 @@ func ScanMessage(s interface{ Scan(...any) error }) (broker.Message, error) {
 	var m broker.Message
 	var created int64
 	err := s.Scan(&m.Seq, &m.PartitionID, &m.TransactionID, &m.Payload, &m.TraceID, &created)
-	m.CreatedAt = fromMS(created)
+	m.CreatedAt = FromMS(created)
 	return m, err
 }
 
@@ -664,7 +692,7 @@ func (t *Tx) MessageRange(ctx context.Context, partitionID, after, last int64) (
 		if err := rows.Scan(&m.Seq, &m.TransactionID, &m.TraceID, &created); err != nil {
 			return nil, err
 		}
-		m.CreatedAt = fromMS(created)
+		m.CreatedAt = FromMS(created)
 		out = append(out, m)
 	}
 	return out, rows.Err()
@@ -703,7 +731,7 @@ func scanConsumer(s interface{ Scan(...any) error }) (broker.Consumer, error) {
 	if err != nil {
 		return c, err
 	}
-	c.LeaseUntil, c.LeasedAt, c.AvailableAt = fromMS(until), fromMS(leasedAt), fromMS(avail)
+	c.LeaseUntil, c.LeasedAt, c.AvailableAt = FromMS(until), FromMS(leasedAt), FromMS(avail)
 	if acks != "" {
 		if err := json.Unmarshal([]byte(acks), &c.Acks); err != nil {
 			return c, fmt.Errorf("consumer acks: %w", err)
@@ -993,7 +1021,7 @@ func (t *Tx) NextWake(ctx context.Context, queueID, groupID int64, now time.Time
 	if err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}
-	return fromMS(next.Int64), true, nil
+	return FromMS(next.Int64), true, nil
 }
 
 // nextWakeSQL is NextWake's query. PostgreSQL's GREATEST leaves NULLs
@@ -1136,7 +1164,7 @@ func scanDeadLetter(rows Rows, d *broker.DeadLetter) error {
 		&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.Payload, &d.TraceID, &created, &d.ErrorBytes, &d.Fingerprint, &d.ConsumerVersion); err != nil {
 		return err
 	}
-	d.FailedAt, d.CreatedAt = fromMS(failed), fromMS(created)
+	d.FailedAt, d.CreatedAt = FromMS(failed), FromMS(created)
 	return nil
 }
 
@@ -1470,7 +1498,7 @@ func (t *Tx) ListAudit(ctx context.Context, f broker.AuditFilter, p broker.Page)
 		if err := rows.Scan(&a.ID, &at, &a.Actor, &a.Action, &a.Queue, &a.Group, &a.Count, &a.Detail, &a.JobID, &a.Broker); err != nil {
 			return nil, err
 		}
-		a.At = fromMS(at)
+		a.At = FromMS(at)
 		out = append(out, a)
 	}
 	return out, rows.Err()

@@ -37,7 +37,7 @@ func scanKeys(rows Rows, err error) ([]broker.DeadLetterKey, error) {
 		if err := rows.Scan(&k.ID, &k.Seq, &k.QueueID, &k.PartitionID, &k.GroupID, &created, &k.Fingerprint, &k.Size); err != nil {
 			return nil, err
 		}
-		k.CreatedAt = fromMS(created)
+		k.CreatedAt = FromMS(created)
 		out = append(out, k)
 	}
 	return out, rows.Err()
@@ -110,7 +110,7 @@ func (t *Tx) NewestFailure(ctx context.Context, f broker.Filter) (time.Time, boo
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}
-	return fromMS(at), err == nil, err
+	return FromMS(at), err == nil, err
 }
 
 // CountDeadLettersAbove runs CountAboveStmt.

@@ -23,7 +23,7 @@ func scanMark(r Row) (broker.ErrorGroupMark, error) {
 	if err := r.Scan(&m.ID, &state, &regressed, &m.Filed, &until, &m.UntilFiled); err != nil {
 		return broker.ErrorGroupMark{}, err
 	}
-	m.State, m.Regressed, m.UntilAt = broker.ErrorGroupState(state), regressed != 0, fromMS(until)
+	m.State, m.Regressed, m.UntilAt = broker.ErrorGroupState(state), regressed != 0, FromMS(until)
 	return m, nil
 }
 
@@ -71,7 +71,7 @@ func (t *Tx) AddErrorGroupFunnel(ctx context.Context, k broker.ErrorGroupKey, d 
 		if errors.Is(err, errNoRows) {
 			return broker.ErrorGroupMark{}, nil
 		}
-		m.State, m.Regressed, m.UntilAt = broker.ErrorGroupState(state), regressed != 0, fromMS(until)
+		m.State, m.Regressed, m.UntilAt = broker.ErrorGroupState(state), regressed != 0, FromMS(until)
 		k.Fingerprint = fp
 	} else {
 		k.Fingerprint = t.d.Text(k.Fingerprint)
@@ -184,7 +184,7 @@ func scanStates(rows Rows, err error) ([]broker.OwnedErrorGroup, error) {
 			return nil, err
 		}
 		g.State, g.Regressed = broker.ErrorGroupState(state), regressed != 0
-		g.UntilAt, g.ChangedAt, g.FirstFiledAt, g.LastFiledAt = fromMS(until), fromMS(changed), fromMS(first), fromMS(last)
+		g.UntilAt, g.ChangedAt, g.FirstFiledAt, g.LastFiledAt = FromMS(until), FromMS(changed), FromMS(first), FromMS(last)
 		out = append(out, g)
 	}
 	return out, rows.Err()
@@ -377,7 +377,7 @@ func (t *Tx) ErrorGroupHistory(ctx context.Context, id int64, limit int) ([]brok
 		if err := rows.Scan(&at, &c.Actor, &from, &to, &c.Why); err != nil {
 			return nil, err
 		}
-		c.At, c.From, c.To = fromMS(at), broker.ErrorGroupState(from), broker.ErrorGroupState(to)
+		c.At, c.From, c.To = FromMS(at), broker.ErrorGroupState(from), broker.ErrorGroupState(to)
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -464,7 +464,7 @@ func (t *Tx) FillErrorGroupVersions(ctx context.Context, gs []broker.OwnedErrorG
 		if err := rows.Scan(&id, &v.Version, &v.Filed, &first, &last); err != nil {
 			return err
 		}
-		v.FirstSeen, v.LastSeen = fromMS(first), fromMS(last)
+		v.FirstSeen, v.LastSeen = FromMS(first), FromMS(last)
 		if i, ok := at[id]; ok {
 			gs[i].Versions = append(gs[i].Versions, v)
 		}

@@ -77,7 +77,7 @@ func (t *Tx) ErrorGroupVersions(ctx context.Context, queueID, groupID int64, fin
 		if err := rows.Scan(&v.Version, &v.Filed, &first, &last); err != nil {
 			return nil, err
 		}
-		v.FirstSeen, v.LastSeen = fromMS(first), fromMS(last)
+		v.FirstSeen, v.LastSeen = FromMS(first), FromMS(last)
 		out = append(out, v)
 	}
 	return out, rows.Err()
@@ -113,7 +113,7 @@ func scanErrorGroups(rows Rows, err error) ([]broker.ErrorGroup, error) {
 		if err := rows.Scan(&g.GroupID, &g.Fingerprint, &g.DeadLetters, &first, &last, &g.SampleError); err != nil {
 			return nil, err
 		}
-		g.FirstFailedAt, g.LastFailedAt = fromMS(first), fromMS(last)
+		g.FirstFailedAt, g.LastFailedAt = FromMS(first), FromMS(last)
 		out = append(out, g)
 	}
 	return out, rows.Err()

@@ -59,7 +59,7 @@ func (t *Tx) Attempts(ctx context.Context, seq, groupID int64, limit int) ([]bro
 		if err := rows.Scan(&a.Attempt, &at, &a.Error, &a.ErrorBytes, &wait, &a.ConsumerVersion); err != nil {
 			return nil, err
 		}
-		a.At = fromMS(at)
+		a.At = FromMS(at)
 		if wait >= 0 {
 			a.Wait, a.WaitKnown = time.Duration(wait)*time.Millisecond, true
 		}
@@ -98,7 +98,7 @@ func (t *Tx) MessageRef(ctx context.Context, seq int64) (broker.MessageRef, erro
 	m := broker.MessageRef{Seq: seq}
 	var created int64
 	err := t.QueryRow(ctx, MessageRefQuery, seq).Scan(&created, &m.TransactionID, &m.QueueID, &m.Queue, &m.PartitionID, &m.Partition, &m.Removed)
-	m.CreatedAt = fromMS(created)
+	m.CreatedAt = FromMS(created)
 	return m, notFound(err, "message")
 }
 
@@ -137,12 +137,12 @@ func (t *Tx) Lineage(ctx context.Context, copySeq int64, limit int) ([]broker.Re
 			return nil, err
 		}
 		if copyCreated != nil {
-			h.CopyID = broker.MessageID(fromMS(*copyCreated), h.CopySeq)
+			h.CopyID = broker.MessageID(FromMS(*copyCreated), h.CopySeq)
 		}
 		if created != nil {
-			h.OriginalID = broker.MessageID(fromMS(*created), h.Seq)
+			h.OriginalID = broker.MessageID(FromMS(*created), h.Seq)
 		}
-		h.At = fromMS(at)
+		h.At = FromMS(at)
 		out = append(out, h)
 	}
 	return out, rows.Err()
@@ -185,13 +185,13 @@ func (t *Tx) CopiesOf(ctx context.Context, seq int64, limit int) ([]broker.Repla
 			return nil, err
 		}
 		if n := len(out); n == 0 || out[n-1].CopySeq != c.CopySeq {
-			c.CopyID, c.At = broker.MessageID(fromMS(created), c.CopySeq), fromMS(at)
+			c.CopyID, c.At = broker.MessageID(FromMS(created), c.CopySeq), FromMS(at)
 			out = append(out, c)
 		}
 		if gid != nil {
 			o.GroupID = *gid
 			if settled != 0 {
-				o.SettledAt = fromMS(settled)
+				o.SettledAt = FromMS(settled)
 			}
 			last := &out[len(out)-1]
 			last.Outcomes = append(last.Outcomes, o)
@@ -219,7 +219,7 @@ func (t *Tx) DeletionsOf(ctx context.Context, seq int64) ([]broker.RemovedDeadLe
 		if err := rows.Scan(&r.ID, &d.Seq, &d.GroupID, &d.Group, &r.How, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &failed, &d.RetryCount); err != nil {
 			return nil, err
 		}
-		r.At, d.FailedAt = fromMS(at), fromMS(failed)
+		r.At, d.FailedAt = FromMS(at), FromMS(failed)
 		r.RestoreUntil, r.RestoredAt = optionalMS(until), optionalMS(restored)
 		out = append(out, r)
 	}

@@ -29,9 +29,9 @@ func scanHold(r interface{ Scan(...any) error }, names bool) (broker.Hold, error
 	if err := r.Scan(dest...); err != nil {
 		return h, err
 	}
-	h.Kind, h.Since = broker.HoldKind(kind), fromMS(since)
+	h.Kind, h.Since = broker.HoldKind(kind), FromMS(since)
 	if probeAt != 0 {
-		h.ProbeAt = fromMS(probeAt)
+		h.ProbeAt = FromMS(probeAt)
 	}
 	return h, nil
 }

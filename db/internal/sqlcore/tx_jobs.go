@@ -22,9 +22,9 @@ func scanJob(s interface{ Scan(...any) error }) (broker.Job, error) {
 	if err != nil {
 		return j, err
 	}
-	j.CreatedAt, j.UpdatedAt, j.Recent = fromMS(created), fromMS(updated), uint64(recent)
+	j.CreatedAt, j.UpdatedAt, j.Recent = FromMS(created), FromMS(updated), uint64(recent)
 	if finished != 0 {
-		j.FinishedAt = fromMS(finished)
+		j.FinishedAt = FromMS(finished)
 	}
 	if j.Scope, err = broker.ParseJobScope(scope); err != nil {
 		return j, err
@@ -180,7 +180,7 @@ func (t *Tx) JobFailures(ctx context.Context, jobID int64, limit int) ([]broker.
 		if err := rows.Scan(&f.CopySeq, &created, &f.Queue, &f.GroupID, &f.Group, &settled, &f.DeadLetter, &f.Fingerprint, &f.Error); err != nil {
 			return nil, err
 		}
-		f.CopyID, f.SettledAt = broker.MessageID(fromMS(created), f.CopySeq), fromMS(settled)
+		f.CopyID, f.SettledAt = broker.MessageID(FromMS(created), f.CopySeq), FromMS(settled)
 		out = append(out, f)
 	}
 	return out, rows.Err()
@@ -222,7 +222,7 @@ func (t *Tx) CopyOutcomes(ctx context.Context, copySeqs []int64) ([]broker.Canar
 			return nil, err
 		}
 		if settled != 0 {
-			o.SettledAt = fromMS(settled)
+			o.SettledAt = FromMS(settled)
 		}
 		out = append(out, o)
 	}

@@ -34,7 +34,7 @@ func (t *Tx) LoginFailure(ctx context.Context, key string) (broker.LoginFailure,
 	f := broker.LoginFailure{Key: key}
 	var last int64
 	err := t.QueryRow(ctx, `SELECT n, last_at FROM login_failures WHERE key = ?`, key).Scan(&f.N, &last)
-	f.Last = fromMS(last)
+	f.Last = FromMS(last)
 	return f, notFound(err, "login failure")
 }
 

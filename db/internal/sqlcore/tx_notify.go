@@ -27,7 +27,7 @@ func scanChannel(r interface{ Scan(...any) error }) (broker.Channel, error) {
 	if to != "" {
 		c.To = strings.Split(to, "\n")
 	}
-	c.CreatedAt = fromMS(at)
+	c.CreatedAt = FromMS(at)
 	return c, nil
 }
 
@@ -119,7 +119,7 @@ func (t *Tx) NotifyRules(ctx context.Context) ([]broker.Rule, error) {
 		if err := rows.Scan(&r.ID, &r.ChannelID, &events, &r.Queue, &r.Group, &at, &r.CreatedBy); err != nil {
 			return nil, err
 		}
-		r.Events, r.CreatedAt = strings.Split(events, ","), fromMS(at)
+		r.Events, r.CreatedAt = strings.Split(events, ","), FromMS(at)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -165,12 +165,12 @@ func scanDeliveries(rows Rows) ([]broker.NotifyDelivery, error) {
 		if err := rows.Scan(&d.ID, &d.ChannelID, &d.Event, &d.Queue, &d.Group, &d.Detail, &d.Path, &at, &test, &d.State, &d.Attempts, &next, &sent, &d.LastError); err != nil {
 			return nil, err
 		}
-		d.At, d.Test = fromMS(at), test == 1
+		d.At, d.Test = FromMS(at), test == 1
 		if d.State == broker.DeliveryPending {
-			d.NextAt = fromMS(next)
+			d.NextAt = FromMS(next)
 		}
 		if sent != 0 {
-			d.SentAt = fromMS(sent)
+			d.SentAt = FromMS(sent)
 		}
 		out = append(out, d)
 	}
@@ -242,7 +242,7 @@ func (t *Tx) ThresholdStates(ctx context.Context) ([]broker.ThresholdState, erro
 		if err := rows.Scan(&s.Queue, &s.Group, &breached, &s.Detail, &at); err != nil {
 			return nil, err
 		}
-		s.Breached, s.ChangedAt = breached == 1, fromMS(at)
+		s.Breached, s.ChangedAt = breached == 1, FromMS(at)
 		out = append(out, s)
 	}
 	return out, rows.Err()

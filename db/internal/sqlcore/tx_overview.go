@@ -81,7 +81,7 @@ func (t *Tx) QueueTotals(ctx context.Context, w broker.TotalsWindow) ([]broker.Q
 			&q.Before.DeadLettered, &q.Before.Completed, &q.Before.Failed, &q.Before.ReplayCompleted, &q.Before.ReplayFailed); err != nil {
 			return nil, err
 		}
-		q.OldestAt, q.CreatedAt = fromMS(oldest), fromMS(created)
+		q.OldestAt, q.CreatedAt = FromMS(oldest), FromMS(created)
 		out = append(out, q)
 	}
 	return out, rows.Err()

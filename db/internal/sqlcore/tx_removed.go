@@ -68,7 +68,7 @@ func (t *Tx) Restorable(ctx context.Context, seq, groupID, jobID int64, now time
 			&d.TransactionID, &d.TraceID, &d.Fingerprint, &r.How, &at, &r.Actor, &r.JobID, &until, &restored, &r.RestoredBy, &created, &d.Payload, &d.ConsumerVersion); err != nil {
 			return nil, err
 		}
-		d.FailedAt, d.CreatedAt, r.At = fromMS(failed), fromMS(created), fromMS(at)
+		d.FailedAt, d.CreatedAt, r.At = FromMS(failed), FromMS(created), FromMS(at)
 		r.RestoreUntil, r.RestoredAt = optionalMS(until), optionalMS(restored)
 		out = append(out, r)
 	}
@@ -84,7 +84,7 @@ func (t *Tx) CountRestorable(ctx context.Context, jobID int64, now time.Time) (i
 	if err != nil || until == 0 {
 		return n, time.Time{}, err
 	}
-	return n, fromMS(until), nil
+	return n, FromMS(until), nil
 }
 
 // MarkRestored writes removed_dead_letters by primary key; the error
@@ -232,5 +232,5 @@ func optionalMS(v int64) time.Time {
 	if v == 0 {
 		return time.Time{}
 	}
-	return fromMS(v)
+	return FromMS(v)
 }

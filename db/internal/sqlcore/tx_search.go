@@ -28,7 +28,7 @@ func scanMessageHeads(rows Rows) ([]broker.Message, error) {
 		if err := rows.Scan(&m.Seq, &m.PartitionID, &m.TransactionID, &m.TraceID, &created); err != nil {
 			return nil, err
 		}
-		m.CreatedAt = fromMS(created)
+		m.CreatedAt = FromMS(created)
 		out = append(out, m)
 	}
 	return out, rows.Err()
@@ -56,7 +56,7 @@ func scanSearchDeadLetters(rows Rows) ([]broker.DeadLetter, error) {
 			&d.Error, &d.RetryCount, &failed, &d.TransactionID, &d.TraceID, &created); err != nil {
 			return nil, err
 		}
-		d.FailedAt, d.CreatedAt = fromMS(failed), fromMS(created)
+		d.FailedAt, d.CreatedAt = FromMS(failed), FromMS(created)
 		out = append(out, d)
 	}
 	return out, rows.Err()

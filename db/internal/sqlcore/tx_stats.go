@@ -138,7 +138,7 @@ func scanGroupStats(rows Rows) ([]broker.GroupStats, error) {
 			&s.ReplayCompleted, &s.ReplayFailed, &s.Expired, &s.DeadLettersExpired, &oldest); err != nil {
 			return nil, err
 		}
-		s.OldestFailedAt = fromMS(oldest)
+		s.OldestFailedAt = FromMS(oldest)
 		out = append(out, s)
 	}
 	return out, rows.Err()
@@ -166,7 +166,7 @@ func (t *Tx) Series(ctx context.Context, queueID int64, from, to time.Time, step
 				&b.ReplayCompleted, &b.ReplayFailed, &b.Expired, &b.DeadLettersExpired, &last, &b.Depth, &oldest); err != nil {
 				return err
 			}
-			b.At, b.OldestAt = time.Unix(unit*minutes*60, 0).UTC(), fromMS(oldest)
+			b.At, b.OldestAt = time.Unix(unit*minutes*60, 0).UTC(), FromMS(oldest)
 			into(b, unit)
 		}
 		return rows.Err()

@@ -305,7 +305,7 @@ func (t *Tx) DeadLetterPosition(ctx context.Context, f broker.Filter, after *bro
 	if err != nil {
 		return broker.Cursor{}, false, err
 	}
-	return broker.Cursor{At: fromMS(at), ID: id}, true, nil
+	return broker.Cursor{At: FromMS(at), ID: id}, true, nil
 }
 
 // DeadLetterWindow walks the filter's index (failed_at DESC, id DESC)

@@ -73,7 +73,7 @@ FROM message_traces WHERE seq = ? ORDER BY seq, id LIMIT ?`, seq, limit)
 		if err := json.Unmarshal([]byte(names), &tr.Names); err != nil {
 			return nil, fmt.Errorf("trace names: %w", err)
 		}
-		tr.At = fromMS(at)
+		tr.At = FromMS(at)
 		out = append(out, tr)
 	}
 	return out, rows.Err()

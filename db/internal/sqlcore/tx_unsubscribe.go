@@ -84,7 +84,7 @@ func (t *Tx) SubscriptionStart(ctx context.Context, queueID, groupID int64) (bro
 	if at.Int64 <= 0 {
 		return broker.Start{}, true, nil // the beginning
 	}
-	return broker.Start{From: fromMS(at.Int64)}, true, nil
+	return broker.Start{From: FromMS(at.Int64)}, true, nil
 }
 
 // SetSubscriptionStart writes subscriptions by its primary key.

@@ -18,7 +18,7 @@ func scanUser(s interface{ Scan(...any) error }) (broker.User, error) {
 	if err := s.Scan(&u.ID, &u.Name, &role, &u.PasswordHash, &queues, &u.Subject, &created); err != nil {
 		return u, err
 	}
-	u.Role, u.CreatedAt = broker.Role(role), fromMS(created)
+	u.Role, u.CreatedAt = broker.Role(role), FromMS(created)
 	var err error
 	u.Queues, err = storedScope(queues)
 	return u, err
@@ -116,7 +116,7 @@ func scanToken(s interface{ Scan(...any) error }) (broker.Token, error) {
 	if err := s.Scan(&tok.ID, &tok.UserID, &tok.User, &role, &tok.Name, &tok.Hash, &queues, &userQueues, &created, &used); err != nil {
 		return tok, err
 	}
-	tok.Role, tok.CreatedAt, tok.LastUsedAt = broker.Role(role), fromMS(created), fromMS(used)
+	tok.Role, tok.CreatedAt, tok.LastUsedAt = broker.Role(role), FromMS(created), FromMS(used)
 	var err error
 	if tok.Queues, err = storedScope(queues); err != nil {
 		return tok, err
@@ -195,7 +195,7 @@ func (t *Tx) SessionByHash(ctx context.Context, hash string) (broker.Session, er
 	var created, expires, seen int64
 	err := t.QueryRow(ctx, `SELECT id, hash, user_id, created_at, expires_at, last_seen_at FROM sessions WHERE hash = ?`, hash).
 		Scan(&s.ID, &s.Hash, &s.UserID, &created, &expires, &seen)
-	s.CreatedAt, s.ExpiresAt, s.LastSeenAt = fromMS(created), fromMS(expires), fromMS(seen)
+	s.CreatedAt, s.ExpiresAt, s.LastSeenAt = FromMS(created), FromMS(expires), FromMS(seen)
 	return s, notFound(err, "session")
 }
 

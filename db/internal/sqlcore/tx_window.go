@@ -64,7 +64,7 @@ func (t *Tx) NextWakeWindow(ctx context.Context, r broker.WindowRead) (time.Time
 	if err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}
-	return fromMS(next.Int64), true, nil
+	return FromMS(next.Int64), true, nil
 }
 
 // nextWakeWindowSQL is NextWakeWindow's query. PostgreSQL's GREATEST
@@ -96,5 +96,5 @@ func (t *Tx) LastPush(ctx context.Context, partitionID int64) (time.Time, bool, 
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	return fromMS(at), true, nil
+	return FromMS(at), true, nil
 }

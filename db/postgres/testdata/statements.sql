@@ -4089,43 +4089,59 @@ INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, 
 -- used by: postgres.dialect.InsertMessages
 -- runs on PostgreSQL only (db/postgres's)
 -- sqlite:
---   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+--   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+--   	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
+--   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+--   	ORDER BY m.n
+--   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+--   	RETURNING seq, partition_id, transaction_id)
+--   SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+--   UNION ALL
+--   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
+--   	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))
+-- postgres (translated):
+WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
+	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
+		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
+	ORDER BY m.n
+	ON CONFLICT (partition_id, transaction_id) DO NOTHING
+	RETURNING seq, partition_id, transaction_id)
+SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+UNION ALL
+SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
+	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+;
+
+-- used by: postgres.dialect.InsertMessages
+-- runs on PostgreSQL only (db/postgres's)
+-- sqlite:
+--   WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 --   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 --   	FROM unnest(?1::bigint[], ?2::text[], ?3::bytea[], ?4::text[], ?5::bigint[])
 --   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
 --   	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
 --   	ORDER BY m.n
 --   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
---   	RETURNING seq, partition_id, transaction_id
+--   	RETURNING seq, partition_id, transaction_id)
+--   SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+--   UNION ALL
+--   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
+--   	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))
 -- postgres (translated):
-INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
 		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
 	WHERE (SELECT COUNT(*) FROM (SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l) >= 0
 	ORDER BY m.n
 	ON CONFLICT (partition_id, transaction_id) DO NOTHING
-	RETURNING seq, partition_id, transaction_id
-;
-
--- used by: postgres.dialect.InsertMessages
--- runs on PostgreSQL only (db/postgres's)
--- sqlite:
---   INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
---   	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
---   	FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::text[], ?::bigint[])
---   		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
---   	ORDER BY m.n
---   	ON CONFLICT (partition_id, transaction_id) DO NOTHING
---   	RETURNING seq, partition_id, transaction_id
--- postgres (translated):
-INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
-	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
-	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
-		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
-	ORDER BY m.n
-	ON CONFLICT (partition_id, transaction_id) DO NOTHING
-	RETURNING seq, partition_id, transaction_id
+	RETURNING seq, partition_id, transaction_id)
+SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
+UNION ALL
+SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
+	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
 ;
 
 -- used by: postgres.dialect.PushCopies

@@ -1,0 +1,166 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
+)
+
+// A push whose queue and partition the cache holds is one round trip:
+// BEGIN, the writer's lock, the insert, the ready mark and COMMIT
+// (InsertMessagesLate, commit), written alone and beside other
+// processes (its partition's row locked in the insert).
+func TestPGAPushIsOneRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		neverAlone bool
+	}{{"alone", false}, {"beside others", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			d, err := OpenWith(ctx, pgtest.Database(t, "db", Prepare), Options{NeverAlone: tc.neverAlone, FoldEvery: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			br := broker.New(broker.Config{Store: d})
+			defer br.Close()
+			item := func(txid string) broker.PushItem {
+				return broker.PushItem{Queue: "q", Partition: "p", TransactionID: txid, Payload: []byte(`{"n":1}`)}
+			}
+			// The first push makes the queue and partition (and folds
+			// the counts: the first commit's fold is due).
+			first, err := br.Push(ctx, []broker.PushItem{item("first")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			trips, statements := d.Wire()
+			var items []broker.PushItem
+			for _, id := range []string{"a", "b", "c", "first", "a"} {
+				items = append(items, item(id))
+			}
+			res, err := br.Push(ctx, items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trips2, statements2 := d.Wire()
+			if trips2-trips != 1 || statements2-statements != 5 {
+				t.Errorf("a push of 5 took %d round trips and %d statements, want 1 and 5 (BEGIN, lock, insert, ready mark, COMMIT)", trips2-trips, statements2-statements)
+			}
+			// Its answer, read once committed: three new, a duplicate
+			// of the first push's and one of its own a.
+			want := []string{broker.StatusQueued, broker.StatusQueued, broker.StatusQueued, broker.StatusDuplicate, broker.StatusDuplicate}
+			for i, r := range res {
+				if r.Status != want[i] || r.MessageID == "" {
+					t.Errorf("item %d: %s %q, want %s", i, r.Status, r.MessageID, want[i])
+				}
+			}
+			if res[3].MessageID != first[0].MessageID || res[4].MessageID != res[0].MessageID || res[0].MessageID == res[1].MessageID {
+				t.Errorf("message ids %q, %q, %q (first push %q): the duplicates must name the messages they duplicate", res[0].MessageID, res[3].MessageID, res[4].MessageID, first[0].MessageID)
+			}
+			// The ready mark went with it: the group sees the messages.
+			pop, err := br.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pop.Messages) != 4 {
+				t.Errorf("popped %d messages, want 4", len(pop.Messages))
+			}
+		})
+	}
+}
+
+// A push sent in one round trip (its insert with COMMIT) that meets,
+// once its partition's row is free, a message of its transactionId that
+// another process committed while it waited is answered as a duplicate
+// of that message: the insert's own statement cannot read it (its
+// snapshot was taken before the wait), so the broker reads it once
+// committed.
+func TestPGAPushThatWaitedForTheSameTransactionIDIsADuplicateOfIt(t *testing.T) {
+	ctx := context.Background()
+	a, b, _, p1, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
+	held := &broker.Message{PartitionID: p1, TransactionID: "same", Payload: []byte(`{"from":"a"}`), CreatedAt: time.Now()}
+	doneA, release := holdOpen(t, a, true, func(tx broker.Tx) error {
+		_, err := tx.InsertMessages(ctx, []*broker.Message{held})
+		return err
+	})
+	br := broker.New(broker.Config{Store: b})
+	t.Cleanup(br.Close)
+	type answer struct {
+		res []broker.PushResult
+		err error
+	}
+	pushed := make(chan answer, 1)
+	go func() {
+		res, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p1", TransactionID: "same", Payload: []byte(`{"from":"b"}`)}})
+		pushed <- answer{res, err}
+	}()
+	waitForLock(t, a, "tuple", "transactionid") // b's push waits for p1's row
+	release()
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	got := <-pushed
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if len(got.res) != 1 || got.res[0].Status != broker.StatusDuplicate {
+		t.Fatalf("the push: %+v, want a duplicate", got.res)
+	}
+	if want := held.ID(); got.res[0].MessageID != want {
+		t.Errorf("the duplicate names message %q, want %q (the one committed while it waited)", got.res[0].MessageID, want)
+	}
+	var n int
+	if err := a.QueryRowUncatalogued(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'same'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("messages of transactionId same: %d (%v), want 1", n, err)
+	}
+}
+
+// A push in one round trip whose cache another process made stale (the
+// partition it names removed, the generation moved) inserts nothing
+// there: the writer's lock fails the round trip (migration 0017), COMMIT
+// included, and the push runs again with its cache emptied.
+func TestPGAPushInOneRoundTripNeverWritesWithAStaleCache(t *testing.T) {
+	ctx := context.Background()
+	a, b, _, _, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
+	brA := broker.New(broker.Config{Store: a})
+	t.Cleanup(brA.Close)
+	brB := broker.New(broker.Config{Store: b})
+	t.Cleanup(brB.Close)
+	// a's cache holds queue r and its partition.
+	if _, err := brA.Push(ctx, []broker.PushItem{{Queue: "r", Partition: "x", Payload: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	// b deletes the queue: its partition and messages go, the
+	// generation moves.
+	if err := brB.DeleteQueue(ctx, "r", "test"); err != nil {
+		t.Fatal(err)
+	}
+	trips, _ := a.Wire()
+	res, err := brA.Push(ctx, []broker.PushItem{{Queue: "r", Partition: "x", TransactionID: "after", Payload: []byte(`2`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trips2, _ := a.Wire(); trips2-trips < 2 {
+		t.Errorf("the push took %d round trips: its first should have failed at the lock and run again", trips2-trips)
+	}
+	if res[0].Status != broker.StatusQueued {
+		t.Fatalf("the push: %+v", res[0])
+	}
+	var orphans int
+	if err := a.QueryRowUncatalogued(ctx, `SELECT COUNT(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM partitions p WHERE p.id = m.partition_id)`).Scan(&orphans); err != nil {
+		t.Fatal(err)
+	}
+	if orphans != 0 {
+		t.Errorf("%d messages in a partition that is gone", orphans)
+	}
+	pop, err := brA.Pop(ctx, broker.PopRequest{Queue: "r", Group: "g", Batch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "after" {
+		t.Errorf("popped %+v, want the message pushed after the deletion", pop.Messages)
+	}
+}
