@@ -53,19 +53,21 @@ func TestAPushWhoseCommitWasCutIsAnswered503AndSafeToSendAgain(t *testing.T) {
 // one message. When every try breaks, it is answered 503 saying nothing
 // was changed, never 500; sent again, it leaves exactly one message.
 // The fault campaign (faults/) found these 500s when PostgreSQL crashed
-// under load.
+// under load. A push to a partition its process knows is one round
+// trip, its BEGIN with its COMMIT (the test above); one that makes its
+// partition sends that insert, with its BEGIN, before: cut there.
 func TestAPushWhoseConnectionBrokeBeforeItsCommitRunsAgainOrIsAnswered503(t *testing.T) {
 	t.Parallel()
 	cutter := pgtest.CutCommits(t, pgtest.Database(t, "lazarus", db.Prepare))
 	s := startServer(t, Config{DBPath: cutter.URL, AdminToken: "s3cret-token", AdminPassword: "correct horse battery"})
 	push := map[string]any{"items": []map[string]any{{"queue": "q", "partition": "p", "transactionId": "t-1", "payload": map[string]any{"n": 1}}}}
-	// The queue and partition first, so that the cut push's transaction
-	// is the insert of its message.
+	// The queue first, so that the cut push's first round trip is the
+	// insert of its partition.
 	if resp, body := s.do(http.MethodPost, "/api/v1/configure", "", map[string]any{"queue": "q", "options": map[string]any{}}); resp.StatusCode != http.StatusOK {
 		t.Fatalf("configure: %d %s", resp.StatusCode, body)
 	}
 
-	cutter.ArmBefore("INSERT INTO messages")
+	cutter.ArmBefore("INSERT INTO partitions")
 	resp, body := s.do(http.MethodPost, "/api/v1/push", "", push)
 	if cutter.Cuts() != 1 || resp.StatusCode != http.StatusCreated || !strings.Contains(string(body), `"queued"`) {
 		t.Fatalf("push cut once before its commit: %d cuts, %d %s; want it run again on another connection: 201 queued", cutter.Cuts(), resp.StatusCode, body)
@@ -78,8 +80,8 @@ func TestAPushWhoseConnectionBrokeBeforeItsCommitRunsAgainOrIsAnswered503(t *tes
 		t.Fatalf("pop after the push run again: %d %s, want t-1 once", resp.StatusCode, body)
 	}
 
-	push = map[string]any{"items": []map[string]any{{"queue": "q", "partition": "p", "transactionId": "t-2", "payload": map[string]any{"n": 2}}}}
-	cutter.ArmBeforeTimes("INSERT INTO messages", 3) // the try and the two tries again (lostRetries)
+	push = map[string]any{"items": []map[string]any{{"queue": "q", "partition": "p2", "transactionId": "t-2", "payload": map[string]any{"n": 2}}}}
+	cutter.ArmBeforeTimes("INSERT INTO partitions", 3) // the try and the two tries again (lostRetries)
 	resp, body = s.do(http.MethodPost, "/api/v1/push", "", push)
 	if cutter.Cuts() != 4 {
 		t.Fatalf("the relay cut %d connections, want 4 (push: %d %s)", cutter.Cuts(), resp.StatusCode, body)

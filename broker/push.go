@@ -167,8 +167,11 @@ func (b *Broker) pushResults(ctx context.Context, p *pushed) ([]PushResult, erro
 		if p.inserted[i] || m.Seq != 0 {
 			continue
 		}
-		err := b.store.View(ctx, func(tx Tx) error {
-			e, err := tx.MessageByTransaction(ctx, m.PartitionID, m.TransactionID)
+		// The push committed: its answer is read whether or not its
+		// caller still waits.
+		rctx := context.WithoutCancel(ctx)
+		err := b.store.View(rctx, func(tx Tx) error {
+			e, err := tx.MessageByTransaction(rctx, m.PartitionID, m.TransactionID)
 			*m = e
 			return err
 		})

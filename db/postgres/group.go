@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/lazarus-dlq/lazarus/broker"
@@ -144,12 +145,16 @@ func (d *Store) handOn() {
 	next.done <- errLead
 }
 
-// othersWaiting reports whether Updates are queued for a transaction.
+// othersWaiting reports whether Updates that may join a group (take)
+// are queued.
 func (d *Store) othersWaiting() bool {
 	d.qmu.Lock()
 	defer d.qmu.Unlock()
-	return len(d.waiting) > 0
+	return slices.ContainsFunc(d.waiting, joins)
 }
+
+// joins reports whether r may join a group.
+func joins(r *writeReq) bool { return !r.o.Background && !r.eager }
 
 // isClosed reports whether Close was called.
 func (d *Store) isClosed() bool {
@@ -166,7 +171,7 @@ func (d *Store) take(n int) []*writeReq {
 	var taken []*writeReq
 	kept := d.waiting[:0]
 	for _, r := range d.waiting {
-		if len(taken) < n && !r.o.Background && !r.eager {
+		if len(taken) < n && joins(r) {
 			taken = append(taken, r)
 			continue
 		}

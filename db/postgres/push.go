@@ -196,15 +196,21 @@ func (d dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*brok
 	return out, nil
 }
 
-// InsertMessagesLate is InsertMessagesLate on PostgreSQL: in a write,
-// the insert is kept for the transaction's next round trip (writer.queryLater),
-// so that a push's BEGIN, insert, ready mark and COMMIT go in one
-// (commit), and msgs and inserted are filled as its answer is read. A
-// message whose key another transaction committed while the insert
-// waited for it is left with Seq 0 (broker.Tx).
+// InsertMessagesLate is InsertMessagesLate on PostgreSQL: in a write
+// of a process alone on its database (writer.oneTrip), the insert is
+// kept for the transaction's next round trip (writer.queryLater), so
+// that a push's BEGIN, insert, ready mark and COMMIT go in one
+// (commit), and msgs and inserted are filled as its answer is read.
+// Under the writer's lock held alone, the insert's snapshot is taken
+// once the lock is held and nobody else inserts: every message is
+// either inserted or read back by the statement. Beside other
+// processes, InsertMessages at once.
 func (d dialect) InsertMessagesLate(ctx context.Context, t *sqlcore.Tx, msgs []*broker.Message, inserted []bool) error {
 	w, ok := t.Executor().(*writer)
-	if !ok {
+	if !ok || !w.oneTrip {
+		// Beside other processes the writer's lock and the partitions'
+		// rows may be waited for: under the caller's context, in the
+		// round trip of BEGIN, as every other write's first statement.
 		out, err := d.InsertMessages(ctx, t, msgs)
 		copy(inserted, out)
 		return err

@@ -9,15 +9,18 @@ import (
 	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
-// A push whose queue and partition the cache holds is one round trip:
-// BEGIN, the writer's lock, the insert, the ready mark and COMMIT
-// (InsertMessagesLate, commit), written alone and beside other
-// processes (its partition's row locked in the insert).
+// A push whose queue and partition the cache holds is one round trip
+// for a process alone on its database: BEGIN, the writer's lock, the
+// insert, the ready mark and COMMIT (InsertMessagesLate, commit).
+// Beside other processes, whose locks it may wait for, its BEGIN and
+// insert go first, under its caller's context, and its ready mark with
+// the COMMIT: two.
 func TestPGAPushIsOneRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		neverAlone bool
-	}{{"alone", false}, {"beside others", true}} {
+		trips      int64
+	}{{"alone", false, 1}, {"beside others", true, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			d, err := OpenWith(ctx, pgtest.Database(t, "db", Prepare), Options{NeverAlone: tc.neverAlone, FoldEvery: time.Hour})
@@ -36,6 +39,7 @@ func TestPGAPushIsOneRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			waitAlone(t, d, !tc.neverAlone)
 			trips, statements := d.Wire()
 			var items []broker.PushItem
 			for _, id := range []string{"a", "b", "c", "first", "a"} {
@@ -46,8 +50,8 @@ func TestPGAPushIsOneRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			trips2, statements2 := d.Wire()
-			if trips2-trips != 1 || statements2-statements != 5 {
-				t.Errorf("a push of 5 took %d round trips and %d statements, want 1 and 5 (BEGIN, lock, insert, ready mark, COMMIT)", trips2-trips, statements2-statements)
+			if trips2-trips != tc.trips || statements2-statements != 5 {
+				t.Errorf("a push of 5 took %d round trips and %d statements, want %d and 5 (BEGIN, lock, insert, ready mark, COMMIT)", trips2-trips, statements2-statements, tc.trips)
 			}
 			// Its answer, read once committed: three new, a duplicate
 			// of the first push's and one of its own a.
@@ -72,12 +76,11 @@ func TestPGAPushIsOneRoundTrip(t *testing.T) {
 	}
 }
 
-// A push sent in one round trip (its insert with COMMIT) that meets,
-// once its partition's row is free, a message of its transactionId that
-// another process committed while it waited is answered as a duplicate
-// of that message: the insert's own statement cannot read it (its
-// snapshot was taken before the wait), so the broker reads it once
-// committed.
+// A push beside other processes that meets, once its partition's row is
+// free, a message of its transactionId that another process committed
+// while it waited is answered as a duplicate of that message: the
+// insert's own statement cannot read it (its snapshot was taken before
+// the wait), so it is read by a statement after.
 func TestPGAPushThatWaitedForTheSameTransactionIDIsADuplicateOfIt(t *testing.T) {
 	ctx := context.Background()
 	a, b, _, p1, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
@@ -119,25 +122,33 @@ func TestPGAPushThatWaitedForTheSameTransactionIDIsADuplicateOfIt(t *testing.T) 
 }
 
 // A push in one round trip whose cache another process made stale (the
-// partition it names removed, the generation moved) inserts nothing
-// there: the writer's lock fails the round trip (migration 0017), COMMIT
-// included, and the push runs again with its cache emptied.
+// partition it names removed, the generation moved, by a process that
+// came and went) inserts nothing there: the writer's lock fails the
+// round trip (migration 0017), COMMIT included, and the push runs again
+// with its cache emptied.
 func TestPGAPushInOneRoundTripNeverWritesWithAStaleCache(t *testing.T) {
 	ctx := context.Background()
-	a, b, _, _, _, _ := concurrentSetup(t, Options{Sync: SyncNormal})
+	dsn := pgtest.Database(t, "db", Prepare)
+	a := openStore(t, dsn)
 	brA := broker.New(broker.Config{Store: a})
 	t.Cleanup(brA.Close)
-	brB := broker.New(broker.Config{Store: b})
-	t.Cleanup(brB.Close)
+	waitAlone(t, a, true)
 	// a's cache holds queue r and its partition.
 	if _, err := brA.Push(ctx, []broker.PushItem{{Queue: "r", Partition: "x", Payload: []byte(`1`)}}); err != nil {
 		t.Fatal(err)
 	}
-	// b deletes the queue: its partition and messages go, the
-	// generation moves.
+	// Another process deletes the queue (its partition and messages go,
+	// the generation moves) and leaves.
+	b := openStore(t, dsn)
+	brB := broker.New(broker.Config{Store: b})
 	if err := brB.DeleteQueue(ctx, "r", "test"); err != nil {
 		t.Fatal(err)
 	}
+	brB.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitAlone(t, a, true)
 	trips, _ := a.Wire()
 	res, err := brA.Push(ctx, []broker.PushItem{{Queue: "r", Partition: "x", TransactionID: "after", Payload: []byte(`2`)}})
 	if err != nil {
@@ -147,7 +158,7 @@ func TestPGAPushInOneRoundTripNeverWritesWithAStaleCache(t *testing.T) {
 		t.Errorf("the push took %d round trips: its first should have failed at the lock and run again", trips2-trips)
 	}
 	if res[0].Status != broker.StatusQueued {
-		t.Fatalf("the push: %+v", res[0])
+		t.Errorf("the push: %+v, want it queued", res[0])
 	}
 	var orphans int
 	if err := a.QueryRowUncatalogued(ctx, `SELECT COUNT(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM partitions p WHERE p.id = m.partition_id)`).Scan(&orphans); err != nil {
@@ -162,5 +173,17 @@ func TestPGAPushInOneRoundTripNeverWritesWithAStaleCache(t *testing.T) {
 	}
 	if len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "after" {
 		t.Errorf("popped %+v, want the message pushed after the deletion", pop.Messages)
+	}
+}
+
+// waitAlone waits until d has counted the processes of its database
+// and found itself alone or not (members.go).
+func waitAlone(t *testing.T, d *Store, alone bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); d.alone.Load() != alone; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the process never found itself alone: %v", alone)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition
 	}
 }

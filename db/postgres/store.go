@@ -643,13 +643,14 @@ func (d *Store) lead(r *writeReq) (err error) {
 	committed, commitSent := false, false
 	// A hot write runs beside the other processes' only when there are
 	// others (members.go): alone, it writes as the one writer.
+	alone := p.alone.Load()
 	var lk sqlcore.Locks = sqlcore.NoLocks{}
-	if o.Concurrent && !p.alone.Load() {
+	if o.Concurrent && !alone {
 		lk = rowLocks{}
 	}
 	_, lockShared := lk.(rowLocks)
 	begin := &begin{conn: conn, pgc: pgc, wire: &p.wire, lockShared: lockShared, ephemeral: o.Ephemeral && d.sync == SyncFull, check: !eager, seen: p.seenGen}
-	w := &writer{begin: begin}
+	w := &writer{begin: begin, oneTrip: alone}
 	st := sqlcore.NewTx(w, dialectFor(lk), lk, &broker.TxScope{})
 	g := &group{}
 	defer func() {
@@ -731,13 +732,9 @@ func (d *Store) lead(r *writeReq) (err error) {
 			committed = true
 			return nil
 		}
-		// BEGIN goes with the COMMIT (commit) unless the counts are
-		// folded first.
-		if d.folds.Due(st) {
-			if err := begin.now(ctx); err != nil {
-				return err
-			}
-		}
+		// BEGIN, when still to be sent, goes with the tail: with the
+		// COMMIT (commit), or, when the counts are folded, before the
+		// fold (tail.send, the fold's before).
 		if len(g.ran) > 0 && len(w.later) > 0 && d.folds.Due(st) {
 			// The writes a fold would send first (its before) in a round
 			// trip of their own, where a failure is told apart.
@@ -897,15 +894,29 @@ func (t *tail) read(r pgx.BatchResults, last int) error {
 	return nil
 }
 
-// send sends the tail in a round trip of its own, if it holds anything,
-// and empties it.
+// send sends the tail in a round trip of its own, if it holds anything
+// or BEGIN is still to be sent (with it), and empties it.
 func (t *tail) send(ctx context.Context, pgc *pgx.Conn) error {
-	if t.empty() {
-		return nil
+	begin := t.w.begin
+	first, err := begin.first()
+	if err != nil || t.empty() && !first {
+		return err
 	}
 	last := t.w.last
 	t.w.last = t.w.member
-	err := pipeline(ctx, pgc, t.w.begin.wire, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r, last) })
+	err = pipeline(ctx, pgc, begin.wire, func(b *pgx.Batch) {
+		if first {
+			begin.queue(b)
+		}
+		t.queue(b)
+	}, func(r pgx.BatchResults, _ int) error {
+		if first {
+			if err := begin.read(r); err != nil {
+				return begin.readFailed(err)
+			}
+		}
+		return t.read(r, last)
+	})
 	t.w.later, t.mark, t.syncOn = nil, "", false
 	return err
 }

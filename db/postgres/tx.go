@@ -131,6 +131,11 @@ type writer struct {
 	// of it (pgx closes the connection of a statement it gives up on).
 	member, last int
 	detach       bool
+	// oneTrip: the process writes alone on its database (members.go), so
+	// its writer's lock is not contended and a push may keep its insert
+	// for the COMMIT's round trip (InsertMessagesLate): the lock's wait
+	// then runs under the COMMIT's deadline, not the caller's context.
+	oneTrip bool
 	// blame, once set, is the failure of an earlier member of the group
 	// that a round trip of the member running found (its write kept, or
 	// the transaction it left failed): that member's statements fail
