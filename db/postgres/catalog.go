@@ -2178,8 +2178,9 @@ FROM message_traces WHERE seq = $1 ORDER BY seq, id LIMIT $2`},
 	RETURNING seq, partition_id, transaction_id)
 SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
 UNION ALL
-SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
-	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))`: {text: `WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+SELECT m.seq, m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at, false
+	FROM (SELECT * FROM unnest(?1::bigint[], ?2::text[]) EXCEPT SELECT partition_id, transaction_id FROM ins) k(partition_id, transaction_id)
+	CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.partition_id = k.partition_id AND x.transaction_id = k.transaction_id LIMIT 1) m`: {text: `WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
 		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
@@ -2188,8 +2189,9 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false F
 	RETURNING seq, partition_id, transaction_id)
 SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
 UNION ALL
-SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
-	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`, stores: true},
+SELECT m.seq, m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at, false
+	FROM (SELECT * FROM unnest($1::bigint[], $2::text[]) EXCEPT SELECT partition_id, transaction_id FROM ins) k(partition_id, transaction_id)
+	CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.partition_id = k.partition_id AND x.transaction_id = k.transaction_id LIMIT 1) m`, stores: true},
 	// postgres.dialect.InsertMessages: translated
 	`WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
@@ -2201,8 +2203,9 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false F
 	RETURNING seq, partition_id, transaction_id)
 SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
 UNION ALL
-SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
-	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))`: {text: `WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
+SELECT m.seq, m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at, false
+	FROM (SELECT * FROM unnest(?1::bigint[], ?2::text[]) EXCEPT SELECT partition_id, transaction_id FROM ins) k(partition_id, transaction_id)
+	CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.partition_id = k.partition_id AND x.transaction_id = k.transaction_id LIMIT 1) m`: {text: `WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
 	FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])
 		WITH ORDINALITY AS m(partition_id, transaction_id, payload, trace_id, created_at, n)
@@ -2212,8 +2215,9 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false F
 	RETURNING seq, partition_id, transaction_id)
 SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
 UNION ALL
-SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
-	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`, stores: true},
+SELECT m.seq, m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at, false
+	FROM (SELECT * FROM unnest($1::bigint[], $2::text[]) EXCEPT SELECT partition_id, transaction_id FROM ins) k(partition_id, transaction_id)
+	CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.partition_id = k.partition_id AND x.transaction_id = k.transaction_id LIMIT 1) m`, stores: true},
 	// postgres.dialect.PushCopies: translated
 	`INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 		SELECT c.part, c.txid,

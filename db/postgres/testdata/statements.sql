@@ -4098,8 +4098,9 @@ INSERT INTO audit (at, actor, action, queue, group_name, count, detail, job_id, 
 --   	RETURNING seq, partition_id, transaction_id)
 --   SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
 --   UNION ALL
---   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
---   	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))
+--   SELECT m.seq, m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at, false
+--   	FROM (SELECT * FROM unnest(?1::bigint[], ?2::text[]) EXCEPT SELECT partition_id, transaction_id FROM ins) k(partition_id, transaction_id)
+--   	CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.partition_id = k.partition_id AND x.transaction_id = k.transaction_id LIMIT 1) m
 -- postgres (translated):
 WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
@@ -4110,8 +4111,9 @@ WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_
 	RETURNING seq, partition_id, transaction_id)
 SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
 UNION ALL
-SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
-	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+SELECT m.seq, m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at, false
+	FROM (SELECT * FROM unnest($1::bigint[], $2::text[]) EXCEPT SELECT partition_id, transaction_id FROM ins) k(partition_id, transaction_id)
+	CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.partition_id = k.partition_id AND x.transaction_id = k.transaction_id LIMIT 1) m
 ;
 
 -- used by: postgres.dialect.InsertMessages
@@ -4127,8 +4129,9 @@ SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false F
 --   	RETURNING seq, partition_id, transaction_id)
 --   SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
 --   UNION ALL
---   SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
---   	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest(?1::bigint[], ?2::text[]))
+--   SELECT m.seq, m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at, false
+--   	FROM (SELECT * FROM unnest(?1::bigint[], ?2::text[]) EXCEPT SELECT partition_id, transaction_id FROM ins) k(partition_id, transaction_id)
+--   	CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.partition_id = k.partition_id AND x.transaction_id = k.transaction_id LIMIT 1) m
 -- postgres (translated):
 WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_id, created_at)
 	SELECT m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at
@@ -4140,8 +4143,9 @@ WITH ins AS (INSERT INTO messages (partition_id, transaction_id, payload, trace_
 	RETURNING seq, partition_id, transaction_id)
 SELECT seq, partition_id, transaction_id, NULL::bytea, ''::text, 0::bigint, true FROM ins
 UNION ALL
-SELECT seq, partition_id, transaction_id, payload, trace_id, created_at, false FROM messages
-	WHERE (partition_id, transaction_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+SELECT m.seq, m.partition_id, m.transaction_id, m.payload, m.trace_id, m.created_at, false
+	FROM (SELECT * FROM unnest($1::bigint[], $2::text[]) EXCEPT SELECT partition_id, transaction_id FROM ins) k(partition_id, transaction_id)
+	CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.partition_id = k.partition_id AND x.transaction_id = k.transaction_id LIMIT 1) m
 ;
 
 -- used by: postgres.dialect.PushCopies
