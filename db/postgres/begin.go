@@ -17,12 +17,15 @@ import (
 // once held, migrations_pg/0002 and 0004), an ephemeral write's
 // synchronous_commit and the statement, in one round trip (a pipeline),
 // rather than one round trip for BEGIN and the lock and one for the
-// statement. A write none of whose statements is answered before its
-// COMMIT (a push: its insert is kept for the COMMIT's round trip,
-// InsertMessagesLate) sends its BEGIN with its COMMIT: one round trip,
-// BEGIN, lock, insert, ready mark and COMMIT. A lease or an ack is
-// three (four for a lease beside other processes: its consumer is
-// locked in a statement of its own).
+// statement. In a process alone on its database (writer.oneTrip), a
+// write none of whose statements is answered before its COMMIT (a push:
+// its insert is kept for the COMMIT's round trip, InsertMessagesLate)
+// sends its BEGIN with its COMMIT, when no other write waits to join
+// it: one round trip, BEGIN, lock, insert, ready mark and COMMIT.
+// Beside other processes, whose locks it may wait for, BEGIN goes
+// first, under the caller's context (lead). A lease or an ack is three
+// round trips (four for a lease beside other processes: its consumer
+// is locked in a statement of its own).
 //
 // The broker looks its queues, partitions and groups up in its cache
 // before the first statement, while the generation that says whether

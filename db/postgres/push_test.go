@@ -187,3 +187,43 @@ func waitAlone(t *testing.T, d *Store, alone bool) {
 		time.Sleep(10 * time.Millisecond) // polling a condition
 	}
 }
+
+// A push of one round trip whose commit folds the counts sends its BEGIN
+// with its insert before the fold's savepoint (tail.send): the fold runs
+// in the push's transaction, and the partition's kept count holds the
+// push's messages once committed. Sent after the insert, the savepoint
+// would fail outside a transaction and the fold be skipped.
+func TestPGAPushInOneRoundTripFoldsItsCountsInItsTransaction(t *testing.T) {
+	ctx := context.Background()
+	d, err := OpenWith(ctx, pgtest.Database(t, "db", Prepare), Options{FoldEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	br := broker.New(broker.Config{Store: d})
+	defer br.Close()
+	waitAlone(t, d, true)
+	push := func(n int) {
+		t.Helper()
+		items := make([]broker.PushItem, n)
+		for i := range items {
+			items[i] = broker.PushItem{Queue: "q", Partition: "p", Payload: []byte(`{}`)}
+		}
+		if _, err := br.Push(ctx, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push(1) // makes the queue and partition
+	trips, _ := d.Wire()
+	push(3)
+	if trips2, _ := d.Wire(); trips2-trips < 2 {
+		t.Errorf("a push that folds took %d round trips: the fold goes between the insert and COMMIT", trips2-trips)
+	}
+	var kept, counted, newest int64
+	if err := d.QueryRowUncatalogued(ctx, `SELECT p.messages, p.counted_seq, (SELECT MAX(seq) FROM messages m WHERE m.partition_id = p.id) FROM partitions p WHERE p.name = 'p'`).Scan(&kept, &counted, &newest); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 4 || counted != newest {
+		t.Errorf("the partition's kept count: %d messages up to seq %d (newest %d), want 4 up to the newest", kept, counted, newest)
+	}
+}

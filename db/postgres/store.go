@@ -695,6 +695,14 @@ func (d *Store) lead(r *writeReq) (err error) {
 	if err := p.runWrite(ctx, st, begin, fn, eager); err != nil {
 		return err
 	}
+	if !w.oneTrip && !begin.sent && len(w.later) > 0 {
+		// Beside other processes the writer's lock may be waited for:
+		// under the caller's context, never under the COMMIT's deadline,
+		// whatever fn kept for the end.
+		if err := begin.now(ctx); err != nil {
+			return err
+		}
+	}
 	// A group joins only a transaction that holds the writer's lock
 	// exclusively: beside other processes' writes (rowLocks) the row
 	// locks of its writes, taken in no common order, could deadlock
