@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/lazarus-dlq/lazarus/broker"
+	"github.com/lazarus-dlq/lazarus/db/internal/sqlcore"
+	"github.com/lazarus-dlq/lazarus/internal/pgtest"
 )
 
 // A process paused (SIGSTOP, as a VM paused) in the middle of a write
@@ -543,5 +545,67 @@ func TestPGAWriteIdleWhileNobodyWaitsKeepsItsSession(t *testing.T) {
 	}
 	if runs != 1 {
 		t.Errorf("the write ran %d times, want once: its session was ended though nobody waited for it", runs)
+	}
+}
+
+// A write whose session the server ended while it stood idle (another
+// process's fence, an administrator) learns it from the first answer of
+// its COMMIT's round trip: a FATAL answer to a statement before the
+// COMMIT means the COMMIT never ran, so the write was rolled back and
+// runs again on another connection, rather than being answered 503
+// (the pause test's child once said so when its pause ended before the
+// fence's kill was read).
+func TestPGAWriteWhoseSessionEndedBeforeItsCommitRunsAgain(t *testing.T) {
+	ctx := context.Background()
+	// Over TCP (a relay), where a write to a connection whose server
+	// has gone succeeds and the server's last words are read after it;
+	// over a Unix socket the write fails at once (broken pipe), which
+	// was always a session lost.
+	relay := pgtest.CutCommits(t, pgtest.Database(t, "db", Prepare))
+	a, err := OpenWith(ctx, relay.URL, Options{Sync: SyncNormal, FoldEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	br := broker.New(broker.Config{Store: a})
+	t.Cleanup(br.Close)
+	// A first push makes the partition and folds the counts, so that the
+	// next write's tail goes with its COMMIT.
+	if _, err := br.Push(ctx, []broker.PushItem{{Queue: "q", Partition: "p1", TransactionID: "first", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	var p1 int64
+	if err := a.QueryRowUncatalogued(ctx, `SELECT id FROM partitions WHERE name = 'p1'`).Scan(&p1); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	err = a.Update(ctx, broker.UpdateOptions{}, func(tx broker.Tx) error {
+		runs++
+		if _, err := tx.InsertMessages(ctx, []*broker.Message{{PartitionID: p1, TransactionID: "ended", Payload: []byte(`{}`), CreatedAt: time.Now()}}); err != nil {
+			return err
+		}
+		if runs > 1 {
+			return nil
+		}
+		st := tx.(*sqlcore.Tx)
+		var pid int
+		if err := st.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			return err
+		}
+		var ended bool
+		if err := a.QueryRowUncatalogued(ctx, `SELECT pg_terminate_backend(?, 10000)`, pid).Scan(&ended); err != nil || !ended {
+			return fmt.Errorf("end the write's session %d: %v %v", pid, ended, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the write whose session ended: %v", err)
+	}
+	if runs != 2 {
+		t.Errorf("the write ran %d times, want 2", runs)
+	}
+	var n int
+	if err := a.QueryRowUncatalogued(ctx, `SELECT COUNT(*) FROM messages WHERE transaction_id = 'ended'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("messages of the write: %d (%v), want 1", n, err)
 	}
 }

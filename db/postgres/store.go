@@ -940,6 +940,7 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	answered := false // the server answered the COMMIT
+	atCommit := false // the COMMIT's answer is being read
 	last := tail.w.last
 	tail.w.last = tail.w.member
 	begin := tail.w.begin
@@ -959,6 +960,7 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 		if err := tail.read(r, last); err != nil {
 			return err
 		}
+		atCommit = true
 		tag, err := r.Exec()
 		if err != nil {
 			return fmt.Errorf("commit: %w", err)
@@ -975,9 +977,16 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 		return nil
 	})
 	tail.w.later = nil
+	var pe *pgconn.PgError
 	switch {
 	case errors.Is(err, errCacheMoved):
 		return false, err // the lock's statement failed: nothing after it ran
+	case !atCommit && errors.As(err, &pe) && pe.Severity == "FATAL":
+		// The server ended the session (another process's fence found it
+		// idle, an administrator, a shutdown) and said so in answer to a
+		// statement before the COMMIT, which therefore never ran:
+		// rolled back, and safe to run again (lead's lost).
+		return false, fmt.Errorf("%w: %w", errSessionLost, err)
 	case err != nil && tail.w.blame != nil:
 		return false, err // a write of the group failed before the COMMIT: the group settles it
 	case err != nil && !committed && !answered && commitUnknown(err):
