@@ -63,7 +63,7 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	if err != nil {
 		return nil, err
 	}
-	return b.pushResults(ctx, p)
+	return p.results()
 }
 
 func validatePush(items []PushItem) error {
@@ -115,7 +115,7 @@ func plainText(s string) bool {
 }
 
 // pushed is what push stored: read only once its write has committed
-// (Tx.InsertMessagesLate), by pushResults.
+// (Tx.InsertMessagesLate), by results.
 type pushed struct {
 	items    []PushItem
 	of       []Partition
@@ -125,7 +125,7 @@ type pushed struct {
 
 // push stores validated items inside tx: it looks up (or creates) the
 // items' partitions in order, then inserts their messages in one call,
-// whose answer is read once the write has committed (pushResults).
+// whose answer is read once the write has committed (results).
 func push(ctx context.Context, tx messagePartitionQueueTx, now time.Time, items []PushItem) (*pushed, error) {
 	type key struct{ q, p string }
 	parts := map[key]Partition{}
@@ -157,31 +157,17 @@ func push(ctx context.Context, tx messagePartitionQueueTx, now time.Time, items 
 	return p, nil
 }
 
-// pushResults answers a push whose write has committed. A duplicate
-// whose message the store did not read back with the insert (a push of
-// the same transactionId committed while this one waited for it: Seq
-// 0) is read now.
-func (b *Broker) pushResults(ctx context.Context, p *pushed) ([]PushResult, error) {
-	for i := range p.msgs {
-		m := &p.msgs[i]
-		if p.inserted[i] || m.Seq != 0 {
-			continue
-		}
-		// The push committed: its answer is read whether or not its
-		// caller still waits.
-		rctx := context.WithoutCancel(ctx)
-		err := b.store.View(rctx, func(tx Tx) error {
-			e, err := tx.MessageByTransaction(rctx, m.PartitionID, m.TransactionID)
-			*m = e
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("push: read the message %q already there: %w", truncate(m.TransactionID, 64), err)
-		}
-	}
+// results answers a push whose write has committed.
+func (p *pushed) results() ([]PushResult, error) {
 	out := make([]PushResult, len(p.items))
 	for i, it := range p.items {
 		m := &p.msgs[i]
+		if m.Seq == 0 {
+			// The store said neither that it inserted the message nor
+			// which one it duplicates (Tx.InsertMessagesLate): no id
+			// to answer with.
+			return nil, fmt.Errorf("push: the store gave no message for item %d (transactionId %q)", i, truncate(m.TransactionID, 64))
+		}
 		out[i] = PushResult{Status: StatusQueued, MessageID: m.ID(), TransactionID: m.TransactionID, PartitionID: p.of[i].UUID, Queue: it.Queue, Partition: it.Partition}
 		if !p.inserted[i] {
 			out[i].Status = StatusDuplicate

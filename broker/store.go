@@ -413,13 +413,9 @@ type MessageTx interface {
 	// answer only once Update has returned nil: ms' Seqs and
 	// inserted[i] (len(ms)) may be set as late as the transaction's
 	// commit, and are not to be read inside it (PostgreSQL sends the
-	// insert with the COMMIT: a push in one round trip). The partitions'
-	// consumers are marked ready whether or not a message was new. A
-	// message not inserted is filled with the existing one when the store
-	// read it in the insert's own statement; one whose existing message
-	// committed while the insert waited for it (a push of the same
-	// transactionId beside it) may be left with Seq 0, for the caller to
-	// read by (partition, transactionId) once committed.
+	// insert with the COMMIT: a push in one round trip), each message
+	// not inserted filled with the existing one. The partitions'
+	// consumers may be marked ready whether or not a message was new.
 	InsertMessagesLate(ctx context.Context, ms []*Message, inserted []bool) error
 	// MessageBySeq reads the message seq, payload included, by the
 	// primary key (ErrNotFound). The broker does not use it today (tests

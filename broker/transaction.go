@@ -144,7 +144,7 @@ func (b *Broker) Transaction(ctx context.Context, ops []Operation, required ...s
 		if p == nil {
 			continue
 		}
-		if out[i].Push, err = b.pushResults(ctx, p); err != nil {
+		if out[i].Push, err = p.results(); err != nil {
 			return nil, err
 		}
 	}

@@ -177,11 +177,13 @@ func (d dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*brok
 	if err := errors.Join(err, rows.Close()); err != nil {
 		return nil, err
 	}
-	for _, m := range msgs {
-		t.Pushed(m.PartitionID)
-	}
 	out := make([]bool, len(msgs))
 	unknown := a.fill(msgs, out)
+	for i, m := range msgs {
+		if out[i] {
+			t.Pushed(m.PartitionID)
+		}
+	}
 	if len(unknown) == 0 {
 		return out, nil
 	}
@@ -208,11 +210,13 @@ func (d dialect) InsertMessages(ctx context.Context, t *sqlcore.Tx, msgs []*brok
 // of a process alone on its database (writer.oneTrip), the insert is
 // kept for the transaction's next round trip (writer.queryLater), so
 // that a push's BEGIN, insert, ready mark and COMMIT go in one
-// (commit), and msgs and inserted are filled as its answer is read.
-// Under the writer's lock held alone, the insert's snapshot is taken
-// once the lock is held and nobody else inserts: every message is
-// either inserted or read back by the statement. Beside other
-// processes, InsertMessages at once.
+// (commit), and msgs and inserted are filled as its answer is read;
+// the partitions are marked ready before it is known which messages
+// were new. Every message is then either inserted or read back by the
+// statement: under the writer's lock held alone nobody else inserts,
+// and the insert's snapshot is taken once the lock is held (a key in
+// neither part is left with Seq 0, which the broker refuses). Beside
+// other processes, InsertMessages at once.
 func (d dialect) InsertMessagesLate(ctx context.Context, t *sqlcore.Tx, msgs []*broker.Message, inserted []bool) error {
 	w, ok := t.Executor().(*writer)
 	if !ok || !w.oneTrip {

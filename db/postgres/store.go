@@ -665,16 +665,14 @@ func (d *Store) lead(r *writeReq) (err error) {
 		// The connection closed under the write before its COMMIT was
 		// sent: the session ended, and the transaction with it
 		// (errSessionLost). At the COMMIT, only when none of it left
-		// (SafeToRetry) or the server said it had ended the session for
-		// standing idle (25P03) before reading it: any other failure
-		// there is commit's to tell (ErrCommitUnknown, or an answer). One
-		// that ctx's end closed (pgx closes a connection whose statement
-		// it gives up on) is the caller's doing, and says so as it is.
+		// (SafeToRetry); that the server ended the session before it
+		// ran the COMMIT is commit's to tell, as any other failure there
+		// (ErrCommitUnknown, or an answer). One that ctx's end closed
+		// (pgx closes a connection whose statement it gives up on) is the
+		// caller's doing, and says so as it is.
 		lost := func(err error, ended bool) error {
-			var pe *pgconn.PgError
-			idle := errors.As(err, &pe) && pe.Code == "25P03"
 			if err != nil && !committed && pgc.IsClosed() && !ended &&
-				(!commitSent || pgconn.SafeToRetry(err) || idle) {
+				(!commitSent || pgconn.SafeToRetry(err)) {
 				return fmt.Errorf("%w: %w", errSessionLost, err)
 			}
 			return err
@@ -841,13 +839,15 @@ func (p *Store) runWrite(ctx context.Context, st *sqlcore.Tx, begin *begin, fn f
 }
 
 // tail is what a write sends last, in the round trip of its COMMIT
-// (or, when the counts are folded, just before the fold): the writes
-// kept for it (writer.later) and the ready mark
+// (or, when the counts are folded, just before the fold): BEGIN when
+// it was not sent yet, the writes kept for it (writer.later) and the
+// ready mark
 // (sqlcore.Tx.MarkReadyStatement); and, for a group begun by an
 // ephemeral write that holds others, synchronous_commit set back on
 // (syncOn). Sent, it is empty.
 type tail struct {
 	w        *writer
+	begins   bool // BEGIN went with the tail (queue)
 	mark     string
 	markArgs []any
 	syncOn   bool
@@ -867,9 +867,13 @@ func newTail(st *sqlcore.Tx, w *writer) (*tail, error) {
 // empty reports whether there is nothing to send.
 func (t *tail) empty() bool { return len(t.w.later) == 0 && t.mark == "" && !t.syncOn }
 
-// queue adds the tail's statements to b: the writes kept, then the
-// mark, then the setting.
+// queue adds the tail's statements to b: BEGIN when it is still to be
+// sent (begins), the writes kept, then the mark, then the setting.
 func (t *tail) queue(b *pgx.Batch) {
+	t.begins = !t.w.begin.sent
+	if t.begins {
+		t.w.begin.queue(b)
+	}
 	for _, l := range t.w.later {
 		b.Queue(l.text, l.args...)
 	}
@@ -884,6 +888,11 @@ func (t *tail) queue(b *pgx.Batch) {
 // read reads the results of what queue added, in order; last is the
 // member of the group whose statement was sent before (writer.failed).
 func (t *tail) read(r pgx.BatchResults, last int) error {
+	if t.begins {
+		if err := t.w.begin.read(r); err != nil {
+			return t.w.begin.readFailed(err)
+		}
+	}
 	for _, l := range t.w.later {
 		if err := l.result(r); err != nil {
 			return t.w.failed(l, last, err)
@@ -912,19 +921,7 @@ func (t *tail) send(ctx context.Context, pgc *pgx.Conn) error {
 	}
 	last := t.w.last
 	t.w.last = t.w.member
-	err = pipeline(ctx, pgc, begin.wire, func(b *pgx.Batch) {
-		if first {
-			begin.queue(b)
-		}
-		t.queue(b)
-	}, func(r pgx.BatchResults, _ int) error {
-		if first {
-			if err := begin.read(r); err != nil {
-				return begin.readFailed(err)
-			}
-		}
-		return t.read(r, last)
-	})
+	err = pipeline(ctx, pgc, begin.wire, t.queue, func(r pgx.BatchResults, _ int) error { return t.read(r, last) })
 	t.w.later, t.mark, t.syncOn = nil, "", false
 	return err
 }
@@ -943,20 +940,10 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 	atCommit := false // the COMMIT's answer is being read
 	last := tail.w.last
 	tail.w.last = tail.w.member
-	begin := tail.w.begin
-	first := !begin.sent
-	err = pipeline(cctx, pgc, begin.wire, func(b *pgx.Batch) {
-		if first {
-			begin.queue(b)
-		}
+	err = pipeline(cctx, pgc, tail.w.begin.wire, func(b *pgx.Batch) {
 		tail.queue(b)
 		b.Queue("COMMIT")
 	}, func(r pgx.BatchResults, n int) error {
-		if first {
-			if err := begin.read(r); err != nil {
-				return begin.readFailed(err)
-			}
-		}
 		if err := tail.read(r, last); err != nil {
 			return err
 		}
@@ -981,11 +968,12 @@ func (d *Store) commit(ctx context.Context, pgc *pgx.Conn, tail *tail) (committe
 	switch {
 	case errors.Is(err, errCacheMoved):
 		return false, err // the lock's statement failed: nothing after it ran
-	case !atCommit && errors.As(err, &pe) && pe.Severity == "FATAL":
+	case errors.As(err, &pe) && (pe.Severity == "FATAL" && !atCommit || pe.Code == "25P03"):
 		// The server ended the session (another process's fence found it
 		// idle, an administrator, a shutdown) and said so in answer to a
-		// statement before the COMMIT, which therefore never ran:
-		// rolled back, and safe to run again (lead's lost).
+		// statement before the COMMIT, or for standing idle (25P03)
+		// before reading it: the COMMIT never ran. Rolled back, and safe
+		// to run again (lead's lost).
 		return false, fmt.Errorf("%w: %w", errSessionLost, err)
 	case err != nil && tail.w.blame != nil:
 		return false, err // a write of the group failed before the COMMIT: the group settles it
